@@ -1,0 +1,54 @@
+package ownership
+
+// Failure is one failed outbound call of a request, as Decide needs it.
+type Failure struct {
+	// Kind of the edge the call went over.
+	Kind EdgeKind
+	// RCS reports whether the retry criteria were satisfied for the call:
+	// a retry was attempted, the callee's error was unclaimed, a retry was
+	// refused by budget, deadline or pushback, or the error is not
+	// retryable by nature.
+	RCS bool
+}
+
+// Correlated reports whether a failure on an edge of kind k may explain the
+// caller's own error. Fail-close edges always do, fail-open edges never do,
+// and unknown edges do when unknownCorrelated is set.
+func Correlated(k EdgeKind, unknownCorrelated bool) bool {
+	switch k {
+	case KindFailClose:
+		return true
+	case KindFailOpen:
+		return false
+	default:
+		return unknownCorrelated
+	}
+}
+
+// Decide returns the claim for an error a handler returned, given the
+// request's failed outbound calls:
+//
+//   - no failed call: the fault is here, claimed;
+//   - only failures on fail-open edges (coincidental): claimed;
+//   - a correlated failure whose retry criteria are not satisfied: claimed,
+//     so that the caller retries (at least once);
+//   - correlated failures, all with their retry criteria satisfied:
+//     unclaimed.
+//
+// Decide never returns ClaimMissing.
+func Decide(failures []Failure, unknownCorrelated bool) Claim {
+	correlated := false
+	for _, f := range failures {
+		if !Correlated(f.Kind, unknownCorrelated) {
+			continue
+		}
+		if !f.RCS {
+			return ClaimClaimed
+		}
+		correlated = true
+	}
+	if correlated {
+		return ClaimUnclaimed
+	}
+	return ClaimClaimed
+}
