@@ -1,0 +1,108 @@
+package egresslog
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+func entry(i int) Entry {
+	return Entry{Edge: Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeUnavailable, Attempts: 1}
+}
+
+func TestLogKeepsOrderAcrossInlineBoundary(t *testing.T) {
+	for _, n := range []int{0, 1, _inline, _inline + 1, 3 * _inline} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var l Log
+			var want []Entry
+			for i := 0; i < n; i++ {
+				assert.True(t, l.Append(entry(i)))
+				want = append(want, entry(i))
+			}
+			assert.Equal(t, n, l.Len())
+			got := l.Close(nil)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+func TestLogDropsAfterClose(t *testing.T) {
+	var l Log
+	assert.True(t, l.Append(entry(1)))
+	assert.Len(t, l.Close(nil), 1)
+	assert.False(t, l.Append(entry(2)), "append after close must be refused")
+	assert.Empty(t, l.Close(nil), "second close visits nothing")
+	assert.Equal(t, 1, l.Len())
+}
+
+func TestLogCloseAppendsToDst(t *testing.T) {
+	var l Log
+	l.Append(entry(1))
+	dst := []Entry{entry(0)}
+	assert.Equal(t, []Entry{entry(0), entry(1)}, l.Close(dst))
+}
+
+func TestLogConcurrentFanOut(t *testing.T) {
+	var l Log
+	const workers, each = 8, 100
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				l.Append(entry(i))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, l.Close(nil), workers*each)
+}
+
+func TestLogConcurrentCloseNeverLoses(t *testing.T) {
+	// Every Append either lands in what Close returned or reports false.
+	var l Log
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := 0
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				if l.Append(entry(i)) {
+					mu.Lock()
+					accepted++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	got := l.Close(nil)
+	wg.Wait()
+	assert.Equal(t, accepted, len(got))
+}
+
+func TestLogReset(t *testing.T) {
+	var l Log
+	for i := 0; i < 2*_inline; i++ {
+		l.Append(entry(i))
+	}
+	l.Close(nil)
+	l.Reset()
+	assert.Equal(t, 0, l.Len())
+	assert.True(t, l.Append(entry(9)))
+	assert.Equal(t, []Entry{entry(9)}, l.Close(nil))
+}
+
+func TestEntryFailed(t *testing.T) {
+	assert.False(t, Entry{Code: yarpcerrors.CodeOK}.Failed())
+	assert.True(t, Entry{Code: yarpcerrors.CodeNotFound}.Failed())
+}
+
+func TestEdgeString(t *testing.T) {
+	assert.Equal(t, "get->users::lookup", Edge{CallerProcedure: "get", Service: "users", Procedure: "lookup"}.String())
+}

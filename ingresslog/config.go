@@ -1,0 +1,49 @@
+package ingresslog
+
+import (
+	"fmt"
+	"math/bits"
+
+	"go.uber.org/multierr"
+)
+
+// Defaults for Config.
+const (
+	DefaultShards      = 64
+	DefaultMaxInFlight = 100000
+	// MaxShards is the largest shard count accepted.
+	MaxShards = 1 << 16
+)
+
+// Config configures a Map.
+type Config struct {
+	// Shards is the number of independently locked shards, a power of two
+	// between 1 and 65536. Default 64.
+	Shards int `yaml:"shards,omitempty"`
+	// MaxInFlight bounds the logs held at once; requests past it are served
+	// untracked. Default 100000.
+	MaxInFlight int `yaml:"maxInFlight,omitempty"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.Shards == 0 {
+		c.Shards = DefaultShards
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	return c
+}
+
+// Validate reports every invalid field of c after defaults are applied.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var err error
+	if c.Shards < 1 || c.Shards > MaxShards || bits.OnesCount(uint(c.Shards)) != 1 {
+		err = multierr.Append(err, fmt.Errorf("ingress.shards: must be a power of two between 1 and %d, got %d", MaxShards, c.Shards))
+	}
+	if c.MaxInFlight < 1 {
+		err = multierr.Append(err, fmt.Errorf("ingress.maxInFlight: must be positive, got %d", c.MaxInFlight))
+	}
+	return err
+}

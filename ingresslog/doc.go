@@ -1,0 +1,14 @@
+// Package ingresslog keeps one IngressLog per inbound request in flight.
+//
+// In DESIGN.md's data flow the inbound middleware opens a Log when a request
+// arrives, under a request ID minted here (never taken from anything the
+// caller sent), and puts the Log in the handler's context. The egress
+// middleware finds it there and appends one egress entry per outbound call.
+// When the handler returns, the inbound middleware closes the Log and
+// removes it from the Map, also when the handler panics.
+//
+// The Map is sharded: each shard has its own lock and the shard of an ID is
+// its low bits, so concurrent requests rarely contend. It holds at most
+// MaxInFlight logs; past that Open refuses and the request is served
+// untracked.
+package ingresslog

@@ -1,0 +1,25 @@
+package ingresslog_test
+
+import (
+	"fmt"
+
+	"github.com/errown/errown/ingresslog"
+)
+
+func ExampleMap() {
+	logs, err := ingresslog.New(ingresslog.Config{Shards: 16, MaxInFlight: 2})
+	if err != nil {
+		panic(err)
+	}
+	a := logs.Open("checkout")
+	b := logs.Open("checkout")
+	fmt.Println(a.ID != b.ID, logs.Len())
+	fmt.Println("third request tracked:", logs.Open("checkout") != nil)
+	logs.Remove(a)
+	logs.Remove(b)
+	fmt.Println(logs.Len())
+	// Output:
+	// true 2
+	// third request tracked: false
+	// 0
+}
