@@ -1,0 +1,90 @@
+package depmem
+
+import (
+	"fmt"
+
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
+	"go.uber.org/multierr"
+)
+
+// Wildcard in a Declaration field matches any value.
+const Wildcard = "*"
+
+// Declaration states the kind of an edge in configuration, overriding
+// anything learned. CallerProcedure and Procedure may be "*" (or empty,
+// which means the same) to match any; Service is required.
+type Declaration struct {
+	// CallerProcedure is this service's inbound procedure; "*" for any.
+	CallerProcedure string `yaml:"callerProcedure,omitempty"`
+	// Service is the callee service. Required.
+	Service string `yaml:"service,omitempty"`
+	// Procedure is the callee procedure; "*" for any.
+	Procedure string `yaml:"procedure,omitempty"`
+	// Kind is fail-close, fail-open or unknown.
+	Kind string `yaml:"kind,omitempty"`
+}
+
+// Static is a Classifier over declarations. The most specific declaration
+// wins: an exact edge first, then any caller procedure, then any callee
+// procedure, then both wildcards.
+type Static struct {
+	kinds map[egresslog.Edge]ownership.EdgeKind
+	next  Classifier
+}
+
+var _ Classifier = (*Static)(nil)
+
+// NewStatic compiles decls. Edges no declaration matches are asked of next
+// (Unknown when next is nil). Every invalid declaration is reported, by its
+// index under the key "dependencies".
+func NewStatic(decls []Declaration, next Classifier) (*Static, error) {
+	if next == nil {
+		next = Unknown{}
+	}
+	s := &Static{kinds: make(map[egresslog.Edge]ownership.EdgeKind, len(decls)), next: next}
+	var errs error
+	for i, d := range decls {
+		kind, err := ownership.ParseEdgeKind(d.Kind)
+		if err != nil {
+			errs = multierr.Append(errs, fmt.Errorf("dependencies[%d].kind: %w", i, err))
+		}
+		if d.Service == "" || d.Service == Wildcard {
+			errs = multierr.Append(errs, fmt.Errorf("dependencies[%d].service: a callee service is required, got %q", i, d.Service))
+		}
+		e := egresslog.Edge{CallerProcedure: orWildcard(d.CallerProcedure), Service: d.Service, Procedure: orWildcard(d.Procedure)}
+		if _, dup := s.kinds[e]; dup {
+			errs = multierr.Append(errs, fmt.Errorf("dependencies[%d]: edge %v declared twice", i, e))
+		}
+		s.kinds[e] = kind
+	}
+	if errs != nil {
+		return nil, errs
+	}
+	return s, nil
+}
+
+func orWildcard(s string) string {
+	if s == "" {
+		return Wildcard
+	}
+	return s
+}
+
+// Kind returns the kind of the most specific declaration matching e, or
+// asks the next Classifier.
+func (s *Static) Kind(e egresslog.Edge) ownership.EdgeKind {
+	if len(s.kinds) > 0 {
+		for _, k := range [...]egresslog.Edge{
+			e,
+			{CallerProcedure: Wildcard, Service: e.Service, Procedure: e.Procedure},
+			{CallerProcedure: e.CallerProcedure, Service: e.Service, Procedure: Wildcard},
+			{CallerProcedure: Wildcard, Service: e.Service, Procedure: Wildcard},
+		} {
+			if kind, ok := s.kinds[k]; ok {
+				return kind
+			}
+		}
+	}
+	return s.next.Kind(e)
+}
