@@ -1,0 +1,63 @@
+package inbound
+
+import (
+	"fmt"
+
+	"github.com/errown/errown/ownership"
+	"go.uber.org/multierr"
+)
+
+// Values of Config.UnknownEdges.
+const (
+	// UnknownCorrelated: a failure on an edge of unknown kind may explain
+	// the caller's error (the default, as in DESIGN.md).
+	UnknownCorrelated = "correlated"
+	// UnknownCoincidental: only failures on fail-close edges unclaim.
+	UnknownCoincidental = "coincidental"
+)
+
+// Config configures the inbound middleware.
+type Config struct {
+	// ClaimHeader is the response header carrying the claim. Default
+	// "errown-claim".
+	ClaimHeader string `yaml:"claimHeader,omitempty"`
+	// NoRetryHeader is the response header asking the caller not to retry.
+	// Default "errown-no-retry".
+	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
+	// AttemptHeader is the request header carrying the attempt number.
+	// Default "errown-attempt".
+	AttemptHeader string `yaml:"attemptHeader,omitempty"`
+	// UnknownEdges says how a failure on an edge of unknown kind counts:
+	// "correlated" (default) or "coincidental".
+	UnknownEdges string `yaml:"unknownEdges,omitempty"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.ClaimHeader == "" {
+		c.ClaimHeader = ownership.DefaultClaimHeader
+	}
+	if c.NoRetryHeader == "" {
+		c.NoRetryHeader = ownership.DefaultNoRetryHeader
+	}
+	if c.AttemptHeader == "" {
+		c.AttemptHeader = ownership.DefaultAttemptHeader
+	}
+	if c.UnknownEdges == "" {
+		c.UnknownEdges = UnknownCorrelated
+	}
+	return c
+}
+
+// Validate reports every invalid field of c after defaults are applied.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	err := multierr.Combine(
+		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
+		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
+		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
+	)
+	if c.UnknownEdges != UnknownCorrelated && c.UnknownEdges != UnknownCoincidental {
+		err = multierr.Append(err, fmt.Errorf("unknownEdges: must be %q or %q, got %q", UnknownCorrelated, UnknownCoincidental, c.UnknownEdges))
+	}
+	return err
+}

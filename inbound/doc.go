@@ -1,0 +1,24 @@
+// Package inbound is errown's unary inbound middleware: it opens the
+// request's IngressLog, runs the handler and, when the handler returns an
+// error, decides whether this service claims the error and says so in an
+// application header on the error response.
+//
+// In DESIGN.md's data flow it is the first and the last errown step of a
+// request. The decision itself is ownership.Decide over the failed
+// outbound calls the egress middleware (package outbound) logged, each with
+// its edge kind from the dependency memory (package depmem).
+//
+// On TChannel, yarpc drops every response header of an error sent as a
+// system error, so on that transport the middleware marks the error
+// response as an application error before returning it: TChannel then
+// carries the headers and the caller still gets the error with its code.
+//
+// Metrics (counters, on the scope given with WithScope):
+//
+//	inbound.claimed       errors this service claimed
+//	inbound.unclaimed     errors this service left unclaimed
+//	inbound.coincidental  claimed errors whose failed calls were all on fail-open edges
+//	inbound.at_least_once claimed errors with a correlated failure nobody had retried yet
+//	inbound.untracked     requests served untracked because the ingress log was full
+//	inbound.retried       requests that arrived as a retry (attempt header >= 2)
+package inbound

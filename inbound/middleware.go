@@ -1,0 +1,173 @@
+package inbound
+
+import (
+	"context"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// _tchannel is the yarpc transport name of TChannel.
+const _tchannel = "tchannel"
+
+// _stackFailures is how many failures Handle decides over without
+// allocating.
+const _stackFailures = 8
+
+// Middleware is errown's unary inbound middleware.
+type Middleware struct {
+	logs              *ingresslog.Map
+	memory            depmem.Classifier
+	unknownCorrelated bool
+	attemptHeader     string
+	// Header sets built once and only read: every transport's AddHeaders
+	// copies them into its own response.
+	claimed          transport.Headers
+	unclaimed        transport.Headers
+	claimedNoRetry   transport.Headers
+	unclaimedNoRetry transport.Headers
+
+	claimedCount      tally.Counter
+	unclaimedCount    tally.Counter
+	coincidentalCount tally.Counter
+	atLeastOnceCount  tally.Counter
+	untrackedCount    tally.Counter
+	retriedCount      tally.Counter
+}
+
+var _ middleware.UnaryInbound = (*Middleware)(nil)
+
+// New builds the inbound middleware.
+func New(cfg Config, opts ...Option) (*Middleware, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	o := options{scope: tally.NoopScope, memory: depmem.Unknown{}}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	if o.logs == nil {
+		logs, err := ingresslog.New(ingresslog.Config{})
+		if err != nil {
+			return nil, err
+		}
+		o.logs = logs
+	}
+	headers := func(c ownership.Claim, noRetry bool) transport.Headers {
+		v, _ := c.HeaderValue()
+		h := transport.NewHeaders().With(cfg.ClaimHeader, v)
+		if noRetry {
+			h = h.With(cfg.NoRetryHeader, "true")
+		}
+		return h
+	}
+	return &Middleware{
+		logs:              o.logs,
+		memory:            o.memory,
+		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
+		attemptHeader:     cfg.AttemptHeader,
+		claimed:           headers(ownership.ClaimClaimed, false),
+		unclaimed:         headers(ownership.ClaimUnclaimed, false),
+		claimedNoRetry:    headers(ownership.ClaimClaimed, true),
+		unclaimedNoRetry:  headers(ownership.ClaimUnclaimed, true),
+		claimedCount:      o.scope.Counter("inbound.claimed"),
+		unclaimedCount:    o.scope.Counter("inbound.unclaimed"),
+		coincidentalCount: o.scope.Counter("inbound.coincidental"),
+		atLeastOnceCount:  o.scope.Counter("inbound.at_least_once"),
+		untrackedCount:    o.scope.Counter("inbound.untracked"),
+		retriedCount:      o.scope.Counter("inbound.retried"),
+	}, nil
+}
+
+// Logs returns the Map of requests in flight.
+func (m *Middleware) Logs() *ingresslog.Map { return m.logs }
+
+// Handle implements middleware.UnaryInbound.
+func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
+	if v, ok := req.Headers.Get(m.attemptHeader); ok {
+		if n, ok := ownership.ParseAttempt(v); ok && n > 1 {
+			m.retriedCount.Inc(1)
+		}
+	}
+	log := m.logs.Open(req.Procedure)
+	if log == nil {
+		m.untrackedCount.Inc(1)
+		return h.Handle(ctx, req, resw)
+	}
+	// Deferred so the log goes also when the handler panics; yarpc
+	// recovers the panic further out, exactly as without errown.
+	defer m.logs.Remove(log)
+
+	err := h.Handle(ingresslog.NewContext(ctx, log), req, resw)
+
+	var buf [_stackFailures]egresslog.Entry
+	entries := log.Egress.Close(buf[:0])
+	if err == nil {
+		return nil
+	}
+	claim := m.decide(entries)
+	resw.AddHeaders(m.headers(claim, log.NoRetry()))
+	if req.Transport == _tchannel {
+		// TChannel keeps response headers only on application errors.
+		resw.SetApplicationError()
+	}
+	return err
+}
+
+func (m *Middleware) decide(entries []egresslog.Entry) ownership.Claim {
+	var buf [_stackFailures]ownership.Failure
+	failures := buf[:0]
+	for _, e := range entries {
+		if e.Failed() {
+			failures = append(failures, ownership.Failure{Kind: m.memory.Kind(e.Edge), RCS: e.RCS})
+		}
+	}
+	claim := ownership.Decide(failures, m.unknownCorrelated)
+	if claim == ownership.ClaimUnclaimed {
+		m.unclaimedCount.Inc(1)
+		return claim
+	}
+	m.claimedCount.Inc(1)
+	correlated := false
+	for _, f := range failures {
+		correlated = correlated || ownership.Correlated(f.Kind, m.unknownCorrelated)
+	}
+	switch {
+	case correlated:
+		m.atLeastOnceCount.Inc(1)
+	case len(failures) > 0:
+		m.coincidentalCount.Inc(1)
+	}
+	return claim
+}
+
+func (m *Middleware) headers(c ownership.Claim, noRetry bool) transport.Headers {
+	switch {
+	case c == ownership.ClaimUnclaimed && noRetry:
+		return m.unclaimedNoRetry
+	case c == ownership.ClaimUnclaimed:
+		return m.unclaimed
+	case noRetry:
+		return m.claimedNoRetry
+	default:
+		return m.claimed
+	}
+}
+
+// DoNotRetry asks that the caller not retry the request being served with
+// ctx if it fails, as pushback: the error response then carries the
+// no-retry header. It reports whether ctx belongs to a tracked request.
+func DoNotRetry(ctx context.Context) bool {
+	log := ingresslog.FromContext(ctx)
+	if log == nil {
+		return false
+	}
+	log.SetNoRetry()
+	return true
+}

@@ -1,0 +1,239 @@
+package inbound
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ingresslog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/api/transport/transporttest"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+type handlerFunc func(context.Context, *transport.Request, transport.ResponseWriter) error
+
+func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
+	return f(ctx, req, resw)
+}
+
+var errBoom = yarpcerrors.UnavailableErrorf("boom")
+
+func failed(service string, rcs bool) egresslog.Entry {
+	return egresslog.Entry{
+		Edge:     egresslog.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"},
+		Code:     yarpcerrors.CodeUnavailable,
+		RCS:      rcs,
+		Attempts: 1,
+	}
+}
+
+func succeeded(service string) egresslog.Entry {
+	return egresslog.Entry{Edge: egresslog.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"}, Attempts: 1}
+}
+
+// handlerLogging appends entries to the request's egress log, as the egress
+// middleware would, then returns err.
+func handlerLogging(err error, entries ...egresslog.Entry) handlerFunc {
+	return func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+		log := ingresslog.FromContext(ctx)
+		for _, e := range entries {
+			log.Egress.Append(e)
+		}
+		return err
+	}
+}
+
+type env struct {
+	mw    *Middleware
+	scope tally.TestScope
+}
+
+func newEnv(t *testing.T, cfg Config, opts ...Option) env {
+	scope := tally.NewTestScope("", nil)
+	mw, err := New(cfg, append([]Option{WithScope(scope)}, opts...)...)
+	require.NoError(t, err)
+	return env{mw: mw, scope: scope}
+}
+
+func (e env) counter(name string) int64 {
+	c, ok := e.scope.Snapshot().Counters()[name+"+"]
+	if !ok {
+		return 0
+	}
+	return c.Value()
+}
+
+func request(transportName string) *transport.Request {
+	return &transport.Request{Caller: "a", Service: "b", Procedure: "proc", Transport: transportName, Headers: transport.NewHeaders()}
+}
+
+func TestHandleDecides(t *testing.T) {
+	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: "fail-open"}, {Service: "hard", Kind: "fail-close"}}, nil)
+	require.NoError(t, err)
+	tests := []struct {
+		name        string
+		give        handlerFunc
+		wantErr     bool
+		wantClaim   string
+		wantCounter string
+	}{
+		{"success sends no claim", handlerLogging(nil, failed("hard", true)), false, "", ""},
+		{"own failure is claimed", handlerLogging(errBoom, succeeded("hard")), true, "claimed", "inbound.claimed"},
+		{"correlated failure retried below is unclaimed", handlerLogging(errBoom, failed("hard", true)), true, "unclaimed", "inbound.unclaimed"},
+		{"unknown edge counts as correlated", handlerLogging(errBoom, failed("other", true)), true, "unclaimed", "inbound.unclaimed"},
+		{"correlated failure nobody retried stays claimed", handlerLogging(errBoom, failed("hard", false)), true, "claimed", "inbound.at_least_once"},
+		{"fail-open failure is coincidental", handlerLogging(errBoom, failed("soft", true)), true, "claimed", "inbound.coincidental"},
+		{"one unretried correlated failure keeps it claimed", handlerLogging(errBoom, failed("hard", true), failed("other", false)), true, "claimed", "inbound.at_least_once"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, Config{}, WithMemory(memory))
+			resw := &transporttest.FakeResponseWriter{}
+			err := e.mw.Handle(context.Background(), request("http"), resw, tt.give)
+			assert.Equal(t, tt.wantErr, err != nil)
+			got, _ := resw.Headers.Get("errown-claim")
+			assert.Equal(t, tt.wantClaim, got)
+			assert.False(t, resw.IsApplicationError, "only tchannel is marked")
+			assert.Equal(t, 0, e.mw.Logs().Len(), "log removed")
+			if tt.wantCounter != "" {
+				assert.Equal(t, int64(1), e.counter(tt.wantCounter))
+			}
+		})
+	}
+}
+
+func TestHandleUnknownCoincidental(t *testing.T) {
+	e := newEnv(t, Config{UnknownEdges: UnknownCoincidental})
+	resw := &transporttest.FakeResponseWriter{}
+	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw, handlerLogging(errBoom, failed("other", true))))
+	got, _ := resw.Headers.Get("errown-claim")
+	assert.Equal(t, "claimed", got)
+	assert.Equal(t, int64(1), e.counter("inbound.coincidental"))
+}
+
+func TestHandleReturnsHandlerErrorUnchanged(t *testing.T) {
+	e := newEnv(t, Config{})
+	want := errors.New("plain")
+	err := e.mw.Handle(context.Background(), request("grpc"), &transporttest.FakeResponseWriter{}, handlerLogging(want))
+	assert.Same(t, want, err)
+}
+
+func TestHandleTChannelMarksApplicationError(t *testing.T) {
+	e := newEnv(t, Config{})
+	resw := &transporttest.FakeResponseWriter{}
+	require.Error(t, e.mw.Handle(context.Background(), request("tchannel"), resw, handlerLogging(errBoom)))
+	assert.True(t, resw.IsApplicationError)
+	got, _ := resw.Headers.Get("errown-claim")
+	assert.Equal(t, "claimed", got)
+
+	resw = &transporttest.FakeResponseWriter{}
+	require.NoError(t, e.mw.Handle(context.Background(), request("tchannel"), resw, handlerLogging(nil)))
+	assert.False(t, resw.IsApplicationError, "success untouched")
+}
+
+func TestHandlePanicRemovesLog(t *testing.T) {
+	e := newEnv(t, Config{})
+	var seen *ingresslog.Log
+	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+		seen = ingresslog.FromContext(ctx)
+		panic("handler bug")
+	})
+	assert.PanicsWithValue(t, "handler bug", func() {
+		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h)
+	})
+	require.NotNil(t, seen)
+	assert.Nil(t, e.mw.Logs().Get(seen.ID))
+	assert.Equal(t, 0, e.mw.Logs().Len())
+}
+
+func TestHandleUntrackedOverBound(t *testing.T) {
+	logs, err := ingresslog.New(ingresslog.Config{MaxInFlight: 1})
+	require.NoError(t, err)
+	e := newEnv(t, Config{}, WithLogs(logs))
+	held := logs.Open("other")
+	defer logs.Remove(held)
+
+	resw := &transporttest.FakeResponseWriter{}
+	calls := 0
+	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+		calls++
+		assert.Nil(t, ingresslog.FromContext(ctx))
+		return errBoom
+	})
+	assert.Equal(t, errBoom, e.mw.Handle(context.Background(), request("http"), resw, h))
+	assert.Equal(t, 1, calls)
+	_, ok := resw.Headers.Get("errown-claim")
+	assert.False(t, ok, "untracked errors carry no claim: the caller treats them as missing")
+	assert.Equal(t, int64(1), e.counter("inbound.untracked"))
+}
+
+func TestDoNotRetry(t *testing.T) {
+	assert.False(t, DoNotRetry(context.Background()))
+	e := newEnv(t, Config{NoRetryHeader: "x-stop"})
+	resw := &transporttest.FakeResponseWriter{}
+	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+		assert.True(t, DoNotRetry(ctx))
+		return errBoom
+	})
+	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw, h))
+	got, _ := resw.Headers.Get("x-stop")
+	assert.Equal(t, "true", got)
+	claim, _ := resw.Headers.Get("errown-claim")
+	assert.Equal(t, "claimed", claim)
+}
+
+func TestHandleIgnoresCallerClaimAndCountsRetries(t *testing.T) {
+	e := newEnv(t, Config{})
+	req := request("http")
+	req.Headers = transport.NewHeaders().With("errown-claim", "unclaimed").With("errown-attempt", "2")
+	resw := &transporttest.FakeResponseWriter{}
+	require.Error(t, e.mw.Handle(context.Background(), req, resw, handlerLogging(errBoom)))
+	got, _ := resw.Headers.Get("errown-claim")
+	assert.Equal(t, "claimed", got, "a claim on the request means nothing")
+	assert.Equal(t, int64(1), e.counter("inbound.retried"))
+
+	for _, v := range []string{"1", "-3", "x", "999999"} {
+		req.Headers = transport.NewHeaders().With("errown-attempt", v)
+		require.NoError(t, e.mw.Handle(context.Background(), req, &transporttest.FakeResponseWriter{}, handlerLogging(nil)))
+	}
+	assert.Equal(t, int64(1), e.counter("inbound.retried"), "first attempts and garbage are not retries")
+}
+
+func TestHandleLateAppendDropped(t *testing.T) {
+	e := newEnv(t, Config{})
+	var log *ingresslog.Log
+	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+		log = ingresslog.FromContext(ctx)
+		return nil
+	})
+	require.NoError(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h))
+	assert.False(t, log.Egress.Append(failed("hard", true)), "the log is closed once the handler returned")
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		give    Config
+		wantErr []string
+	}{
+		{Config{}, nil},
+		{Config{ClaimHeader: "x-claim", UnknownEdges: UnknownCoincidental}, nil},
+		{Config{ClaimHeader: "X Claim"}, []string{`claimHeader: must be lower-case letters, digits and '-', got "X Claim"`}},
+		{Config{UnknownEdges: "maybe", AttemptHeader: "A"}, []string{`unknownEdges: must be "correlated" or "coincidental", got "maybe"`, "attemptHeader"}},
+	}
+	for _, tt := range tests {
+		_, err := New(tt.give)
+		if len(tt.wantErr) == 0 {
+			assert.NoError(t, err)
+			continue
+		}
+		for _, want := range tt.wantErr {
+			assert.ErrorContains(t, err, want)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package inbound
+
+import (
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/ingresslog"
+	"github.com/uber-go/tally/v4"
+)
+
+// Option configures a Middleware.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	scope  tally.Scope
+	logs   *ingresslog.Map
+	memory depmem.Classifier
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithScope sends metrics to s. Default tally.NoopScope.
+func WithScope(s tally.Scope) Option {
+	return optionFunc(func(o *options) {
+		if s != nil {
+			o.scope = s
+		}
+	})
+}
+
+// WithLogs uses m for the requests in flight. Default: a Map with the
+// default ingresslog.Config. The egress middleware needs nothing from it:
+// it finds each request's Log in the context.
+func WithLogs(m *ingresslog.Map) Option {
+	return optionFunc(func(o *options) { o.logs = m })
+}
+
+// WithMemory asks c for the kind of each failed edge. Default
+// depmem.Unknown{}: every edge unknown.
+func WithMemory(c depmem.Classifier) Option {
+	return optionFunc(func(o *options) {
+		if c != nil {
+			o.memory = c
+		}
+	})
+}

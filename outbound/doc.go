@@ -1,0 +1,23 @@
+// Package outbound is errown's unary egress middleware: for each logical
+// outbound call a handler makes, it appends one entry to the egress log of
+// the inbound request the call was made for.
+//
+// In DESIGN.md's data flow it wraps the retry middleware (package retry):
+// it puts an egresslog.CallState in the call's context, the retry
+// middleware reports its attempts and refusals there, and when the call
+// ends this middleware reads the callee's claim from the final response
+// and records edge, outcome, claim and RCS. The inbound middleware (package
+// inbound) reads those entries when the handler returns.
+//
+// A call whose context carries no request (a dropped context, or a request
+// served untracked) and a call that ends after its request finished
+// (detached work) are passed through and counted; neither panics nor
+// leaks.
+//
+// Metrics (counters, on the scope given with WithScope):
+//
+//	egress.calls      logical outbound calls
+//	egress.failures   of those, calls that ended in error, tagged claim=claimed|unclaimed|missing
+//	egress.untracked  calls whose context carried no request
+//	egress.late       calls that ended after their request had finished
+package outbound

@@ -1,0 +1,87 @@
+package outbound
+
+import (
+	"context"
+
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// Middleware is errown's unary egress middleware.
+type Middleware struct {
+	claimHeader string
+
+	calls     tally.Counter
+	failures  [3]tally.Counter // by ownership.Claim
+	untracked tally.Counter
+	late      tally.Counter
+}
+
+var _ middleware.UnaryOutbound = (*Middleware)(nil)
+
+// New builds the egress middleware.
+func New(cfg Config, opts ...Option) (*Middleware, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	o := options{scope: tally.NoopScope}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	m := &Middleware{
+		claimHeader: cfg.ClaimHeader,
+		calls:       o.scope.Counter("egress.calls"),
+		untracked:   o.scope.Counter("egress.untracked"),
+		late:        o.scope.Counter("egress.late"),
+	}
+	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
+		m.failures[c] = o.scope.Tagged(map[string]string{"claim": c.String()}).Counter("egress.failures")
+	}
+	return m, nil
+}
+
+// Call implements middleware.UnaryOutbound.
+func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	m.calls.Inc(1)
+	log := ingresslog.FromContext(ctx)
+	if log == nil {
+		m.untracked.Inc(1)
+		return out.Call(ctx, req)
+	}
+	var state egresslog.CallState
+	res, err := out.Call(egresslog.WithCallState(ctx, &state), req)
+
+	e := egresslog.Entry{
+		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
+		Code:     yarpcerrors.CodeOK,
+		Attempts: max(state.Attempts, 1),
+	}
+	if err != nil {
+		e.Code = yarpcerrors.FromError(err).Code()
+		if e.Code == yarpcerrors.CodeOK {
+			// An error that says it is OK is still an error.
+			e.Code = yarpcerrors.CodeUnknown
+		}
+		if res != nil {
+			v, _ := res.Headers.Get(m.claimHeader)
+			e.Claim = ownership.ParseClaim(v)
+		}
+		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{
+			Attempts: e.Attempts,
+			Callee:   e.Claim,
+			Refused:  state.Refused,
+			Code:     e.Code,
+		})
+		m.failures[e.Claim].Inc(1)
+	}
+	if !log.Egress.Append(e) {
+		m.late.Inc(1)
+	}
+	return res, err
+}

@@ -1,0 +1,174 @@
+package outbound
+
+import (
+	"context"
+	"testing"
+
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// fakeOutbound answers every call with res and err and, like the retry
+// middleware, reports what it did through the CallState in the context.
+type fakeOutbound struct {
+	transport.UnaryOutbound // not called
+
+	res   *transport.Response
+	err   error
+	state egresslog.CallState
+}
+
+func (f *fakeOutbound) Call(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
+	if s := egresslog.CallStateFromContext(ctx); s != nil {
+		*s = f.state
+	}
+	return f.res, f.err
+}
+
+func withClaim(v string) *transport.Response {
+	return &transport.Response{Headers: transport.NewHeaders().With("errown-claim", v)}
+}
+
+func counter(scope tally.TestScope, name string, tags string) int64 {
+	c, ok := scope.Snapshot().Counters()[name+"+"+tags]
+	if !ok {
+		return 0
+	}
+	return c.Value()
+}
+
+func TestCallRecordsEntry(t *testing.T) {
+	unavailable := yarpcerrors.UnavailableErrorf("down")
+	tests := []struct {
+		name      string
+		give      fakeOutbound
+		want      egresslog.Entry
+		wantClaim string
+	}{
+		{
+			name: "success",
+			give: fakeOutbound{res: &transport.Response{}},
+			want: egresslog.Entry{Code: yarpcerrors.CodeOK, Attempts: 1},
+		},
+		{
+			name:      "claimed, not retried: RCS false",
+			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: egresslog.CallState{Attempts: 1}},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Claim: ownership.ClaimClaimed, Attempts: 1},
+			wantClaim: "claimed",
+		},
+		{
+			name:      "claimed and retried: RCS true",
+			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: egresslog.CallState{Attempts: 2}},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
+			wantClaim: "claimed",
+		},
+		{
+			name:      "unclaimed: RCS true",
+			give:      fakeOutbound{res: withClaim("unclaimed"), err: unavailable},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
+			wantClaim: "unclaimed",
+		},
+		{
+			name:      "garbage claim is missing",
+			give:      fakeOutbound{res: withClaim("UNCLAIMED"), err: unavailable},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Attempts: 1},
+			wantClaim: "missing",
+		},
+		{
+			name:      "no response at all is missing",
+			give:      fakeOutbound{err: unavailable},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Attempts: 1},
+			wantClaim: "missing",
+		},
+		{
+			name:      "refused by budget: RCS true",
+			give:      fakeOutbound{err: unavailable, state: egresslog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Attempts: 1, RCS: true},
+			wantClaim: "missing",
+		},
+		{
+			name:      "not retryable by nature: RCS true",
+			give:      fakeOutbound{err: yarpcerrors.InvalidArgumentErrorf("bad")},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeInvalidArgument, Attempts: 1, RCS: true},
+			wantClaim: "missing",
+		},
+		{
+			name:      "plain error is unknown",
+			give:      fakeOutbound{err: assert.AnError},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnknown, Attempts: 1},
+			wantClaim: "missing",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scope := tally.NewTestScope("", nil)
+			mw, err := New(Config{}, WithScope(scope))
+			require.NoError(t, err)
+			logs, err := ingresslog.New(ingresslog.Config{})
+			require.NoError(t, err)
+			log := logs.Open("checkout")
+			ctx := ingresslog.NewContext(context.Background(), log)
+			req := &transport.Request{Service: "payments", Procedure: "charge"}
+
+			out := tt.give
+			res, err := mw.Call(ctx, req, &out)
+			assert.Same(t, tt.give.res, res, "response passed through")
+			assert.Equal(t, tt.give.err, err, "error passed through")
+
+			want := tt.want
+			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+			assert.Equal(t, []egresslog.Entry{want}, log.Egress.Close(nil))
+			assert.Equal(t, int64(1), counter(scope, "egress.calls", ""))
+			if tt.wantClaim != "" {
+				assert.Equal(t, int64(1), counter(scope, "egress.failures", "claim="+tt.wantClaim))
+			}
+		})
+	}
+}
+
+func TestCallUntrackedAndLate(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	mw, err := New(Config{}, WithScope(scope))
+	require.NoError(t, err)
+	out := &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")}
+	req := &transport.Request{Service: "payments", Procedure: "charge"}
+
+	_, err = mw.Call(context.Background(), req, out)
+	assert.Error(t, err)
+	assert.Equal(t, int64(1), counter(scope, "egress.untracked", ""))
+
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	log := logs.Open("checkout")
+	ctx := ingresslog.NewContext(context.Background(), log)
+	log.Egress.Close(nil) // the request finished
+	logs.Remove(log)
+	_, err = mw.Call(ctx, req, out)
+	assert.Error(t, err)
+	assert.Equal(t, int64(1), counter(scope, "egress.late", ""))
+	assert.Equal(t, 0, log.Egress.Len())
+}
+
+func TestCallCustomHeader(t *testing.T) {
+	mw, err := New(Config{ClaimHeader: "x-owner"})
+	require.NoError(t, err)
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	log := logs.Open("p")
+	out := &fakeOutbound{res: &transport.Response{Headers: transport.NewHeaders().With("x-owner", "unclaimed").With("errown-claim", "claimed")}, err: yarpcerrors.InternalErrorf("x")}
+	_, _ = mw.Call(ingresslog.NewContext(context.Background(), log), &transport.Request{Service: "s"}, out)
+	entries := log.Egress.Close(nil)
+	require.Len(t, entries, 1)
+	assert.Equal(t, ownership.ClaimUnclaimed, entries[0].Claim)
+}
+
+func TestConfigValidate(t *testing.T) {
+	_, err := New(Config{ClaimHeader: "Bad Header"})
+	assert.ErrorContains(t, err, `claimHeader: must be lower-case letters, digits and '-', got "Bad Header"`)
+}
