@@ -1,0 +1,125 @@
+package retry
+
+import (
+	"bytes"
+	"context"
+	"io"
+
+	"go.uber.org/yarpc/api/transport"
+)
+
+// replay holds a request body read once so that every attempt can send it
+// again.
+type replay struct {
+	// buf is the whole body when replayable.
+	buf []byte
+	// once, when not nil, is the only body there is: the body was larger
+	// than the cap (or reading it failed), so the call is sent once with
+	// what was read followed by the rest (or by the read error).
+	once io.Reader
+	// nilBody: the request had no body; attempts get none either.
+	nilBody bool
+}
+
+// bufferBody reads body up to limit+1 bytes.
+func bufferBody(body io.Reader, limit int) replay {
+	if body == nil {
+		return replay{nilBody: true}
+	}
+	buf, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
+	switch {
+	case err != nil:
+		// Hand the transport the same failure it would have met reading
+		// the body itself.
+		return replay{once: io.MultiReader(bytes.NewReader(buf), errReader{err})}
+	case len(buf) > limit:
+		return replay{once: io.MultiReader(bytes.NewReader(buf), body)}
+	default:
+		return replay{buf: buf}
+	}
+}
+
+// replayable reports whether the body can be sent more than once.
+func (r replay) replayable() bool {
+	return r.once == nil
+}
+
+// request returns the request for attempt n (1-based): a shallow copy of
+// req with its own body reader and, from the second attempt on, a copy of
+// the headers with attemptHeader set to n. req is never changed.
+func (r replay) request(req *transport.Request, n int, attemptHeader, attemptValue string) *transport.Request {
+	a := *req
+	switch {
+	case r.nilBody:
+	case r.once != nil:
+		a.Body = r.once
+	default:
+		a.Body = bytes.NewReader(r.buf)
+		a.BodySize = len(r.buf)
+	}
+	if n > 1 {
+		a.Headers = headersWith(req.Headers, attemptHeader, attemptValue)
+	}
+	return &a
+}
+
+// headersWith returns a copy of h with k (canonical) set to v, leaving h
+// alone: transport.Headers.With changes the maps it shares with h.
+func headersWith(h transport.Headers, k, v string) transport.Headers {
+	c := transport.NewHeadersWithCapacity(h.Len() + 1)
+	for ok, ov := range h.OriginalItems() {
+		if transport.CanonicalizeHeaderKey(ok) != k {
+			c = c.With(ok, ov)
+		}
+	}
+	// Original keys that differ only in case share one canonical entry;
+	// keep the value h has for it.
+	for ck, cv := range h.Items() {
+		if got, _ := c.Get(ck); got != cv && ck != k {
+			c = c.With(ck, cv)
+		}
+	}
+	return c.With(k, v)
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// cancelBody is a response body whose Close also cancels the context of
+// the attempt that produced it: the transport may still be streaming the
+// body under that context after Call has returned.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// releaseWith ties cancel to res: on Close of its body, or at once when
+// there is no body to read.
+func releaseWith(res *transport.Response, cancel context.CancelFunc) {
+	if cancel == nil {
+		return
+	}
+	if res == nil || res.Body == nil {
+		cancel()
+		return
+	}
+	res.Body = &cancelBody{ReadCloser: res.Body, cancel: cancel}
+}
+
+// discard closes the body of a response that will not be returned and
+// cancels its attempt's context.
+func discard(res *transport.Response, cancel context.CancelFunc) {
+	if res != nil && res.Body != nil {
+		_ = res.Body.Close() // the response is dropped; nothing to do about a close error
+	}
+	if cancel != nil {
+		cancel()
+	}
+}

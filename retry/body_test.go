@@ -1,0 +1,230 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"io"
+	"maps"
+	"strings"
+	"testing"
+
+	"go.uber.org/yarpc/api/transport"
+)
+
+var errRead = errors.New("read broke")
+
+// brokenReader yields s, then fails with errRead.
+func brokenReader(s string) io.Reader {
+	return io.MultiReader(strings.NewReader(s), errReader{errRead})
+}
+
+func TestBufferBody(t *testing.T) {
+	tests := []struct {
+		name           string
+		give           io.Reader
+		giveLimit      int
+		wantReplayable bool
+		wantBody       string // what each attempt's body yields
+		wantErr        error  // what reading it ends with
+		wantNil        bool   // attempts get a nil body
+	}{
+		{name: "nil body", give: nil, giveLimit: 4, wantReplayable: true, wantNil: true},
+		{name: "empty body", give: strings.NewReader(""), giveLimit: 4, wantReplayable: true},
+		{name: "below the cap", give: strings.NewReader("abc"), giveLimit: 4, wantReplayable: true, wantBody: "abc"},
+		{name: "at the cap", give: strings.NewReader("abcd"), giveLimit: 4, wantReplayable: true, wantBody: "abcd"},
+		{name: "over the cap", give: strings.NewReader("abcde"), giveLimit: 4, wantReplayable: false, wantBody: "abcde"},
+		{name: "far over the cap", give: strings.NewReader(strings.Repeat("x", 1000)), giveLimit: 4, wantBody: strings.Repeat("x", 1000)},
+		{name: "read error", give: brokenReader("ab"), giveLimit: 4, wantBody: "ab", wantErr: errRead},
+		{name: "read error past the cap", give: brokenReader("abcdefg"), giveLimit: 4, wantBody: "abcdefg", wantErr: errRead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := bufferBody(tt.give, tt.giveLimit)
+			a := r.request(&transport.Request{Body: tt.give}, 1, "errown-attempt", "1")
+
+			if got := r.replayable(); got != tt.wantReplayable {
+				t.Errorf("replayable = %v, want %v", got, tt.wantReplayable)
+			}
+			if got := a.Body == nil; got != tt.wantNil {
+				t.Fatalf("nil body = %v, want %v", got, tt.wantNil)
+			}
+			got, err := readAll(a.Body)
+			if got != tt.wantBody || !errors.Is(err, tt.wantErr) {
+				t.Errorf("body = %q, %v; want %q, %v", got, err, tt.wantBody, tt.wantErr)
+			}
+		})
+	}
+}
+
+// readAll reads r, which may be nil.
+func readAll(r io.Reader) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	b, err := io.ReadAll(r)
+	return string(b), err
+}
+
+func TestReplayRequest(t *testing.T) {
+	caller := transport.NewHeaders().With("X-Trace", "abc")
+	give := &transport.Request{Service: "s", Procedure: "p", Headers: caller, Body: strings.NewReader("hello"), BodySize: 99}
+	r := bufferBody(give.Body, 10)
+	tests := []struct {
+		giveAttempt int
+		giveValue   string
+		wantHeaders map[string]string
+	}{
+		{giveAttempt: 1, giveValue: "1", wantHeaders: map[string]string{"x-trace": "abc"}},
+		{giveAttempt: 2, giveValue: "2", wantHeaders: map[string]string{"x-trace": "abc", "errown-attempt": "2"}},
+		{giveAttempt: 3, giveValue: "3", wantHeaders: map[string]string{"x-trace": "abc", "errown-attempt": "3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.giveValue, func(t *testing.T) {
+			a := r.request(give, tt.giveAttempt, "errown-attempt", tt.giveValue)
+
+			if a == give || a.Service != "s" || a.Procedure != "p" {
+				t.Errorf("request = %+v, want a copy of %+v", a, give)
+			}
+			if body, _ := readAll(a.Body); body != "hello" || a.BodySize != 5 {
+				t.Errorf("body = %q (BodySize %d), want %q (5)", body, a.BodySize, "hello")
+			}
+			if !maps.Equal(a.Headers.Items(), tt.wantHeaders) {
+				t.Errorf("headers = %v, want %v", a.Headers.Items(), tt.wantHeaders)
+			}
+		})
+	}
+	if want := map[string]string{"x-trace": "abc"}; !maps.Equal(caller.Items(), want) {
+		t.Errorf("caller headers = %v, want %v unchanged", caller.Items(), want)
+	}
+}
+
+func TestHeadersWith(t *testing.T) {
+	tests := []struct {
+		name         string
+		give         transport.Headers
+		wantItems    map[string]string
+		wantOriginal map[string]string
+	}{
+		{
+			name:         "empty",
+			give:         transport.NewHeaders(),
+			wantItems:    map[string]string{"k": "v"},
+			wantOriginal: map[string]string{"k": "v"},
+		},
+		{
+			name:         "original case kept",
+			give:         transport.NewHeaders().With("X-Trace", "abc"),
+			wantItems:    map[string]string{"x-trace": "abc", "k": "v"},
+			wantOriginal: map[string]string{"X-Trace": "abc", "k": "v"},
+		},
+		{
+			name:         "replaces the key in any case",
+			give:         transport.NewHeaders().With("K", "old").With("a", "b"),
+			wantItems:    map[string]string{"a": "b", "k": "v"},
+			wantOriginal: map[string]string{"a": "b", "k": "v"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := maps.Clone(tt.give.Items())
+
+			got := headersWith(tt.give, "k", "v")
+
+			if !maps.Equal(got.Items(), tt.wantItems) {
+				t.Errorf("items = %v, want %v", got.Items(), tt.wantItems)
+			}
+			if !maps.Equal(got.OriginalItems(), tt.wantOriginal) {
+				t.Errorf("original items = %v, want %v", got.OriginalItems(), tt.wantOriginal)
+			}
+			if !maps.Equal(tt.give.Items(), before) {
+				t.Errorf("given headers changed to %v, want %v", tt.give.Items(), before)
+			}
+		})
+	}
+}
+
+func TestHeadersWithCaseCollision(t *testing.T) {
+	// Original keys differing only in case share one canonical entry, and
+	// which original wins there is up to map order: the copy keeps the
+	// canonical value whatever the order.
+	give := transport.NewHeaders().With("Foo", "1").With("FOO", "2")
+
+	for range 20 {
+		got := headersWith(give, "k", "v")
+		if want := map[string]string{"foo": "2", "k": "v"}; !maps.Equal(got.Items(), want) {
+			t.Fatalf("items = %v, want %v", got.Items(), want)
+		}
+	}
+}
+
+func TestReleaseWith(t *testing.T) {
+	tests := []struct {
+		name       string
+		give       *transport.Response
+		wantAtOnce bool // cancelled before the body is closed
+	}{
+		{name: "nil response", give: nil, wantAtOnce: true},
+		{name: "no body", give: &transport.Response{}, wantAtOnce: true},
+		{name: "body", give: &transport.Response{Body: io.NopCloser(strings.NewReader("x"))}, wantAtOnce: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+
+			releaseWith(tt.give, cancel)
+			if got := ctx.Err() != nil; got != tt.wantAtOnce {
+				t.Errorf("cancelled at once = %v, want %v", got, tt.wantAtOnce)
+			}
+			closeBody(tt.give)
+			if ctx.Err() == nil {
+				t.Error("not cancelled after the body was closed")
+			}
+		})
+	}
+}
+
+// closeBody closes res's body if it has one.
+func closeBody(res *transport.Response) {
+	if res != nil && res.Body != nil {
+		_ = res.Body.Close()
+	}
+}
+
+func TestReleaseWithoutCancel(t *testing.T) {
+	body := io.NopCloser(strings.NewReader("x"))
+	res := &transport.Response{Body: body}
+
+	releaseWith(res, nil)
+
+	if res.Body != body {
+		t.Errorf("body = %v, want it untouched without a cancel func", res.Body)
+	}
+}
+
+func TestCancelBodyPassesCloseError(t *testing.T) {
+	errClose := errors.New("close broke")
+	cancelled := false
+	b := &cancelBody{ReadCloser: closeFunc(func() error { return errClose }), cancel: func() { cancelled = true }}
+
+	if err := b.Close(); !errors.Is(err, errClose) || !cancelled {
+		t.Errorf("Close = %v (cancelled %v), want %v and cancelled", err, cancelled, errClose)
+	}
+}
+
+type closeFunc func() error
+
+func (f closeFunc) Read([]byte) (int, error) { return 0, io.EOF }
+func (f closeFunc) Close() error             { return f() }
+
+func TestDiscard(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	body := &ctxBody{ctx: context.Background(), r: strings.NewReader("x")}
+
+	discard(&transport.Response{Body: body}, cancel)
+	discard(nil, nil) // nothing to do, no panic
+
+	if !body.closed.Load() || ctx.Err() == nil {
+		t.Errorf("closed %v, cancelled %v; want both", body.closed.Load(), ctx.Err() != nil)
+	}
+}

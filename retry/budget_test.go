@@ -1,0 +1,190 @@
+package retry
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestBudgetAllows(t *testing.T) {
+	type give struct {
+		requests, retries   int64
+		ratio, minPerSecond float64
+		window              time.Duration
+	}
+	tests := []struct {
+		give give
+		want bool
+	}{
+		// Ratio only (stormsim's 10%, no floor).
+		{give{0, 0, 0.1, 0, 10 * time.Second}, false},
+		{give{9, 0, 0.1, 0, 10 * time.Second}, false},
+		{give{10, 0, 0.1, 0, 10 * time.Second}, true},
+		{give{10, 1, 0.1, 0, 10 * time.Second}, false},
+		{give{19, 1, 0.1, 0, 10 * time.Second}, false},
+		{give{20, 1, 0.1, 0, 10 * time.Second}, true},
+		{give{100, 9, 0.1, 0, 10 * time.Second}, true},
+		{give{100, 10, 0.1, 0, 10 * time.Second}, false},
+		{give{1000, 99, 0.1, 0, 10 * time.Second}, true},
+		{give{1000, 100, 0.1, 0, 10 * time.Second}, false},
+		// Float rounding: 0.3 × 10 is 2.9999999999999996 in float64.
+		{give{10, 2, 0.3, 0, 10 * time.Second}, true},
+		{give{10, 3, 0.3, 0, 10 * time.Second}, false},
+		{give{3, 0, 1.0 / 3, 0, 10 * time.Second}, true},
+		// Floor only: minPerSecond × window seconds.
+		{give{0, 0, 0, 10, 10 * time.Second}, true},
+		{give{0, 99, 0, 10, 10 * time.Second}, true},
+		{give{0, 100, 0, 10, 10 * time.Second}, false},
+		{give{0, 0, 0, 10, 100 * time.Millisecond}, true},
+		{give{0, 1, 0, 10, 100 * time.Millisecond}, false},
+		{give{0, 0, 0, 0.05, 10 * time.Second}, false},
+		{give{0, 0, 0, 0.05, 20 * time.Second}, true},
+		// Ratio and floor add up (the defaults).
+		{give{1000, 199, 0.1, 10, 10 * time.Second}, true},
+		{give{1000, 200, 0.1, 10, 10 * time.Second}, false},
+		{give{0, 100, 0.1, 10, 10 * time.Second}, false},
+		{give{10, 100, 0.1, 10, 10 * time.Second}, true},
+		// No budget at all.
+		{give{0, 0, 0, 0, 10 * time.Second}, false},
+		{give{1 << 40, 0, 0, 0, 10 * time.Second}, false},
+		// Largest ratio.
+		{give{1, 999, 1000, 0, 10 * time.Second}, true},
+		{give{1, 1000, 1000, 0, 10 * time.Second}, false},
+		// Retries counted beyond what is allowed (budget config changed).
+		{give{10, 50, 0.1, 0, 10 * time.Second}, false},
+	}
+	for _, tt := range tests {
+		g := tt.give
+		t.Run(fmt.Sprintf("%d_requests_%d_retries_ratio_%v_floor_%v_window_%v", g.requests, g.retries, g.ratio, g.minPerSecond, g.window), func(t *testing.T) {
+			if got := BudgetAllows(g.requests, g.retries, g.ratio, g.minPerSecond, g.window); got != tt.want {
+				t.Errorf("BudgetAllows(%+v) = %v, want %v", g, got, tt.want)
+			}
+		})
+	}
+}
+
+// budgetStep advances the clock, deposits requests, then tries withdrawals.
+type budgetStep struct {
+	advance   time.Duration
+	deposits  int
+	withdraws int
+	want      []bool // result of each withdrawal
+}
+
+func TestBudget(t *testing.T) {
+	tests := []struct {
+		name  string
+		give  BudgetConfig
+		steps []budgetStep
+	}{
+		{
+			name: "ratio only",
+			give: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0), Window: 10 * time.Second},
+			steps: []budgetStep{
+				{deposits: 9, withdraws: 1, want: []bool{false}},
+				{deposits: 1, withdraws: 2, want: []bool{true, false}},
+				{deposits: 10, withdraws: 2, want: []bool{true, false}},
+			},
+		},
+		{
+			name: "refused withdrawals count nothing",
+			give: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0), Window: 10 * time.Second},
+			steps: []budgetStep{
+				{deposits: 5, withdraws: 5, want: []bool{false, false, false, false, false}},
+				{deposits: 5, withdraws: 1, want: []bool{true}},
+			},
+		},
+		{
+			name: "window slides bucket by bucket",
+			give: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0), Window: 10 * time.Second},
+			steps: []budgetStep{
+				{deposits: 10, withdraws: 1, want: []bool{true}},
+				// 9.5s later the first bucket still counts: 10 requests, 1 retry.
+				{advance: 9500 * time.Millisecond, deposits: 9, withdraws: 1, want: []bool{false}},
+				// At 10s it has slid out: 9 requests, no retries.
+				{advance: 500 * time.Millisecond, withdraws: 1, want: []bool{false}},
+				{deposits: 1, withdraws: 2, want: []bool{true, false}},
+				// Long idle: everything slid out.
+				{advance: time.Hour, withdraws: 1, want: []bool{false}},
+			},
+		},
+		{
+			name: "floor per second of window",
+			give: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.5), Window: 4 * time.Second},
+			steps: []budgetStep{
+				{withdraws: 3, want: []bool{true, true, false}},
+				{advance: 4 * time.Second, withdraws: 3, want: []bool{true, true, false}},
+			},
+		},
+		{
+			name: "disabled allows everything",
+			give: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0), Window: time.Second, Disabled: true},
+			steps: []budgetStep{
+				{withdraws: 3, want: []bool{true, true, true}},
+			},
+		},
+		{
+			name: "clock stepping back does not rewind the window",
+			give: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0), Window: 10 * time.Second},
+			steps: []budgetStep{
+				{advance: 5 * time.Second, deposits: 10, withdraws: 1, want: []bool{true}},
+				{advance: -5 * time.Second, deposits: 10, withdraws: 2, want: []bool{true, false}},
+			},
+		},
+		{
+			name: "window shorter than its buckets",
+			give: BudgetConfig{Ratio: 1, MinPerSecond: new(0.0), Window: 5},
+			steps: []budgetStep{
+				{deposits: 1, withdraws: 2, want: []bool{true, false}},
+				{advance: 5, withdraws: 1, want: []bool{false}},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newClock()
+			b := newBudget(tt.give, clock.Now)
+			for i, s := range tt.steps {
+				clock.Advance(s.advance)
+				for range s.deposits {
+					b.deposit()
+				}
+				got := make([]bool, s.withdraws)
+				for j := range got {
+					got[j] = b.tryWithdraw()
+				}
+				if !slices.Equal(got, s.want) {
+					t.Errorf("step %d: withdrawals = %v, want %v", i, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+func TestBudgetConcurrent(t *testing.T) {
+	b := newBudget(BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0), Window: time.Second}, time.Now)
+	const goroutines, each = 8, 100
+	granted := make(chan int, goroutines)
+	for range goroutines {
+		go func() {
+			n := 0
+			for range each {
+				b.deposit()
+				if b.tryWithdraw() {
+					n++
+				}
+			}
+			granted <- n
+		}()
+	}
+	total := 0
+	for range goroutines {
+		total += <-granted
+	}
+	// The window is a second long and the test far shorter, but a slow
+	// machine may slide buckets out: never more than 10% are granted.
+	if total > goroutines*each/10 {
+		t.Errorf("granted %d retries for %d requests, want at most 10%%", total, goroutines*each)
+	}
+}

@@ -1,0 +1,269 @@
+package retry
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/errown/errown/ownership"
+	"go.uber.org/multierr"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// Defaults applied to zero values of Config, BudgetConfig and PolicyConfig.
+const (
+	// DefaultMaxBodyBytes is the largest request body buffered for replay.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultBudgetRatio is the retries allowed per original request.
+	DefaultBudgetRatio = 0.1
+	// DefaultBudgetMinPerSecond is the retries allowed per second whatever
+	// the ratio.
+	DefaultBudgetMinPerSecond = 10.0
+	// DefaultBudgetWindow is the window the budget counts over.
+	DefaultBudgetWindow = 10 * time.Second
+	// DefaultMaxAttempts is the attempts a policy allows, the first one
+	// included.
+	DefaultMaxAttempts = 2
+	// DefaultInitialBackoff is the backoff ceiling before the first retry.
+	DefaultInitialBackoff = 10 * time.Millisecond
+	// DefaultMaxBackoff caps the backoff ceiling.
+	DefaultMaxBackoff = time.Second
+	// DefaultMinRemaining is the least deadline left (beyond the backoff)
+	// to start a retry.
+	DefaultMinRemaining = 5 * time.Millisecond
+)
+
+// Limits checked by Validate.
+const (
+	// MaxMaxAttempts is the largest maxAttempts a policy may set.
+	MaxMaxAttempts = 10
+	// MaxBudgetRatio is the largest budget ratio.
+	MaxBudgetRatio = 1000
+)
+
+// defaultRetryableCodes are retried when a policy lists none.
+func defaultRetryableCodes() []string {
+	return []string{"unavailable", "internal", "unknown", "aborted", "deadline-exceeded"}
+}
+
+// Config configures the retry middleware.
+type Config struct {
+	// AttemptHeader is the request header carrying the attempt number on
+	// retries. Default "errown-attempt" (ownership.DefaultAttemptHeader).
+	AttemptHeader string `yaml:"attemptHeader,omitempty"`
+	// ClaimHeader is the response header carrying the callee's claim.
+	// Default "errown-claim" (ownership.DefaultClaimHeader).
+	ClaimHeader string `yaml:"claimHeader,omitempty"`
+	// NoRetryHeader is the response header by which a callee asks not to be
+	// retried (value "true"). Default "errown-no-retry"
+	// (ownership.DefaultNoRetryHeader).
+	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
+	// MaxBodyBytes is the largest request body buffered for replay. A call
+	// with a larger body is sent once and never retried. Default 1 MiB
+	// (0 means the default).
+	MaxBodyBytes int `yaml:"maxBodyBytes,omitempty"`
+	// Budget limits retries per callee service.
+	Budget BudgetConfig `yaml:"budget,omitempty"`
+	// Policies say which calls may be retried and how. A call that matches
+	// no policy is never retried.
+	Policies []PolicyConfig `yaml:"policies,omitempty"`
+}
+
+// BudgetConfig configures the retry budget kept for each callee service.
+// Over the sliding Window, retries may reach
+// Ratio × requests + MinPerSecond × Window (in seconds).
+type BudgetConfig struct {
+	// Ratio is the retries allowed as a fraction of original requests to
+	// the callee. Default 0.1 (0 means the default: set a tiny ratio such
+	// as 0.0001 for a budget that is nearly all floor).
+	Ratio float64 `yaml:"ratio,omitempty"`
+	// MinPerSecond is the retries allowed per second whatever the ratio
+	// (Finagle's minRetriesPerSec). Default 10 when unset (nil); set it to
+	// a pointer to 0 for no floor, e.g. MinPerSecond: new(0.0).
+	MinPerSecond *float64 `yaml:"minPerSecond,omitempty"`
+	// Window is the sliding window the counts are kept over. Default 10s.
+	Window time.Duration `yaml:"window,omitempty"`
+	// Disabled turns the budget off: every wanted retry is allowed (naive
+	// retries). Default false.
+	Disabled bool `yaml:"disabled,omitempty"`
+}
+
+// PolicyConfig is the retry policy of one callee service or procedure. A
+// policy for an exact procedure wins over the service-wide one; the two are
+// not merged, each takes the defaults for what it leaves unset.
+type PolicyConfig struct {
+	// Service is the exact callee service name. Required.
+	Service string `yaml:"service,omitempty"`
+	// Procedure is the exact callee procedure; "" (the default) covers
+	// every procedure of Service.
+	Procedure string `yaml:"procedure,omitempty"`
+	// MaxAttempts is the attempts allowed, the first one included; 1 means
+	// never retry. Default 2.
+	MaxAttempts int `yaml:"maxAttempts,omitempty"`
+	// RetryableCodes are the yarpc code names (as
+	// yarpcerrors.Code.UnmarshalText reads them) of errors worth a retry.
+	// Default (also for an empty list) [unavailable, internal, unknown,
+	// aborted, deadline-exceeded].
+	RetryableCodes []string `yaml:"retryableCodes,omitempty"`
+	// InitialBackoff is the backoff ceiling before the first retry; it
+	// doubles with each retry up to MaxBackoff, and the backoff is drawn
+	// uniformly below the ceiling (full jitter). Default 10ms.
+	InitialBackoff time.Duration `yaml:"initialBackoff,omitempty"`
+	// MaxBackoff caps the backoff ceiling. Default 1s.
+	MaxBackoff time.Duration `yaml:"maxBackoff,omitempty"`
+	// AttemptTimeout, when positive, limits each attempt to the lesser of
+	// it and the time remaining. Default 0: no per-attempt limit.
+	AttemptTimeout time.Duration `yaml:"attemptTimeout,omitempty"`
+	// MinRemaining is the least time left before the deadline, beyond the
+	// backoff, to start a retry. Default 5ms.
+	MinRemaining time.Duration `yaml:"minRemaining,omitempty"`
+	// Idempotent says whether the procedure is safe to send again. Default
+	// true (when unset); false means never retry.
+	Idempotent *bool `yaml:"idempotent,omitempty"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.AttemptHeader == "" {
+		c.AttemptHeader = ownership.DefaultAttemptHeader
+	}
+	if c.ClaimHeader == "" {
+		c.ClaimHeader = ownership.DefaultClaimHeader
+	}
+	if c.NoRetryHeader == "" {
+		c.NoRetryHeader = ownership.DefaultNoRetryHeader
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	c.Budget = c.Budget.withDefaults()
+	if len(c.Policies) > 0 {
+		ps := make([]PolicyConfig, len(c.Policies))
+		for i, p := range c.Policies {
+			ps[i] = p.withDefaults()
+		}
+		c.Policies = ps
+	}
+	return c
+}
+
+func (b BudgetConfig) withDefaults() BudgetConfig {
+	if b.Ratio == 0 {
+		b.Ratio = DefaultBudgetRatio
+	}
+	if b.MinPerSecond == nil {
+		v := DefaultBudgetMinPerSecond
+		b.MinPerSecond = &v
+	}
+	if b.Window == 0 {
+		b.Window = DefaultBudgetWindow
+	}
+	return b
+}
+
+func (p PolicyConfig) withDefaults() PolicyConfig {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if len(p.RetryableCodes) == 0 {
+		p.RetryableCodes = defaultRetryableCodes()
+	}
+	if p.InitialBackoff == 0 {
+		p.InitialBackoff = DefaultInitialBackoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = DefaultMaxBackoff
+	}
+	if p.MinRemaining == 0 {
+		p.MinRemaining = DefaultMinRemaining
+	}
+	if p.Idempotent == nil {
+		t := true
+		p.Idempotent = &t
+	}
+	return p
+}
+
+// Validate reports every invalid field of c, after defaults are applied, at
+// once. Each error names the yaml key path and the bad value, e.g.
+// "retry.policies[1].maxAttempts: must be between 1 and 10, got 11".
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	err := multierr.Combine(
+		ownership.ValidateHeaderName("retry.attemptHeader", c.AttemptHeader),
+		ownership.ValidateHeaderName("retry.claimHeader", c.ClaimHeader),
+		ownership.ValidateHeaderName("retry.noRetryHeader", c.NoRetryHeader),
+		c.Budget.validate("retry.budget"),
+	)
+	if c.AttemptHeader == c.ClaimHeader || c.AttemptHeader == c.NoRetryHeader {
+		err = multierr.Append(err, fmt.Errorf("retry.attemptHeader: must differ from claimHeader and noRetryHeader, got %q", c.AttemptHeader))
+	}
+	if c.ClaimHeader == c.NoRetryHeader {
+		err = multierr.Append(err, fmt.Errorf("retry.noRetryHeader: must differ from claimHeader, got %q", c.NoRetryHeader))
+	}
+	if c.MaxBodyBytes < 0 {
+		err = multierr.Append(err, fmt.Errorf("retry.maxBodyBytes: must be >= 0, got %d", c.MaxBodyBytes))
+	}
+	type key struct{ service, procedure string }
+	seen := make(map[key]int, len(c.Policies))
+	for i, p := range c.Policies {
+		path := fmt.Sprintf("retry.policies[%d]", i)
+		err = multierr.Append(err, p.validate(path))
+		k := key{p.Service, p.Procedure}
+		if j, ok := seen[k]; ok {
+			err = multierr.Append(err, fmt.Errorf("%s: duplicate of retry.policies[%d] for service %q, procedure %q", path, j, p.Service, p.Procedure))
+			continue
+		}
+		seen[k] = i
+	}
+	return err
+}
+
+func (b BudgetConfig) validate(path string) error {
+	var err error
+	if !(b.Ratio >= 0 && b.Ratio <= MaxBudgetRatio) { // also rejects NaN
+		err = multierr.Append(err, fmt.Errorf("%s.ratio: must be between 0 and %d, got %v", path, MaxBudgetRatio, b.Ratio))
+	}
+	if v := *b.MinPerSecond; !(v >= 0 && v <= math.MaxFloat64) { // also rejects NaN and +Inf
+		err = multierr.Append(err, fmt.Errorf("%s.minPerSecond: must be >= 0 and finite, got %v", path, v))
+	}
+	if b.Window <= 0 {
+		err = multierr.Append(err, fmt.Errorf("%s.window: must be > 0, got %v", path, b.Window))
+	}
+	return err
+}
+
+func (p PolicyConfig) validate(path string) error {
+	var err error
+	if p.Service == "" {
+		err = multierr.Append(err, fmt.Errorf("%s.service: must not be empty, got %q", path, p.Service))
+	}
+	if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts {
+		err = multierr.Append(err, fmt.Errorf("%s.maxAttempts: must be between 1 and %d, got %d", path, MaxMaxAttempts, p.MaxAttempts))
+	}
+	for i, name := range p.RetryableCodes {
+		var code yarpcerrors.Code
+		if e := code.UnmarshalText([]byte(name)); e != nil {
+			err = multierr.Append(err, fmt.Errorf("%s.retryableCodes[%d]: unknown yarpc code, got %q", path, i, name))
+			continue
+		}
+		if code == yarpcerrors.CodeOK {
+			err = multierr.Append(err, fmt.Errorf("%s.retryableCodes[%d]: must not be ok, got %q", path, i, name))
+		}
+	}
+	if p.InitialBackoff < 0 {
+		err = multierr.Append(err, fmt.Errorf("%s.initialBackoff: must be >= 0, got %v", path, p.InitialBackoff))
+	}
+	if p.MaxBackoff < 0 {
+		err = multierr.Append(err, fmt.Errorf("%s.maxBackoff: must be >= 0, got %v", path, p.MaxBackoff))
+	}
+	if p.MaxBackoff >= 0 && p.InitialBackoff > p.MaxBackoff {
+		err = multierr.Append(err, fmt.Errorf("%s.initialBackoff: must be <= maxBackoff (%v), got %v", path, p.MaxBackoff, p.InitialBackoff))
+	}
+	if p.AttemptTimeout < 0 {
+		err = multierr.Append(err, fmt.Errorf("%s.attemptTimeout: must be >= 0, got %v", path, p.AttemptTimeout))
+	}
+	if p.MinRemaining < 0 {
+		err = multierr.Append(err, fmt.Errorf("%s.minRemaining: must be >= 0, got %v", path, p.MinRemaining))
+	}
+	return err
+}

@@ -1,0 +1,48 @@
+// Package retry is errown's unary outbound retry middleware for yarpc.
+//
+// In DESIGN.md's data flow it is the inner of the two outbound middlewares:
+// errown's egress middleware wraps it, puts an egresslog.CallState in the
+// call's context, and after the call reads from that state how many attempts
+// were made and whether a wanted retry was refused, which it needs to compute
+// retry-criteria-satisfied (ownership.RetryCriteriaSatisfied). Used alone,
+// without the egress middleware, the retry middleware simply does not report.
+//
+// A call is retried only when a policy is configured for its callee service
+// (and procedure), the policy allows more than one attempt and marks the
+// procedure idempotent. A failed attempt is retried when, in this order:
+//
+//   - its code is one of the policy's retryable codes;
+//   - the callee's error is not unclaimed (a retry was already spent below:
+//     "suppressed by ownership");
+//   - the callee did not ask not to be retried (the no-retry header set to
+//     "true": refused, pushback);
+//   - attempts are left;
+//   - the request body was small enough to buffer for replay;
+//   - enough of the deadline remains for the backoff plus the policy's
+//     minimum remaining time (else refused, deadline);
+//   - the callee's retry budget has room (else refused, budget).
+//
+// The budget is kept per callee service and shared by all of its policies:
+// over a sliding window, retries may reach Ratio times the requests plus
+// MinPerSecond per second of the window (see BudgetAllows). Backoff is
+// exponential with full jitter. Retried requests carry the attempt number
+// (2, 3, ...) in the attempt header; the caller's request is never mutated.
+// The middleware starts no goroutines: waits honour the call's context.
+//
+// # Metrics
+//
+// All counters are tagged callee=<service> and are allocated in New for
+// every service that has a policy; names carry no prefix beyond the scope
+// passed with WithScope.
+//
+//   - retry.calls: logical calls to a callee service that has at least one
+//     policy, whether or not the procedure called may be retried (these are
+//     the requests the callee's budget counts).
+//   - retry.attempts: retries actually sent (first attempts not included).
+//   - retry.suppressed: retries not attempted because the callee's error
+//     was unclaimed.
+//   - retry.denied, also tagged reason=budget|deadline|pushback: wanted
+//     retries refused.
+//   - retry.body_too_large: wanted retries not attempted because the
+//     request body exceeded maxBodyBytes and could not be replayed.
+package retry

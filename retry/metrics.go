@@ -1,0 +1,42 @@
+package retry
+
+import (
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+)
+
+// Metric names and tags; doc.go describes each counter.
+const (
+	_metricCalls        = "retry.calls"
+	_metricAttempts     = "retry.attempts"
+	_metricSuppressed   = "retry.suppressed"
+	_metricDenied       = "retry.denied"
+	_metricBodyTooLarge = "retry.body_too_large"
+
+	_tagCallee = "callee"
+	_tagReason = "reason"
+)
+
+// metrics are the counters of one callee service, allocated up front so the
+// request path only increments.
+type metrics struct {
+	calls        tally.Counter
+	attempts     tally.Counter
+	suppressed   tally.Counter
+	bodyTooLarge tally.Counter
+	denied       [ownership.RefusedPushback + 1]tally.Counter // by Refusal; RefusedNone unused
+}
+
+func newMetrics(scope tally.Scope, service string) *metrics {
+	s := scope.Tagged(map[string]string{_tagCallee: service})
+	m := &metrics{
+		calls:        s.Counter(_metricCalls),
+		attempts:     s.Counter(_metricAttempts),
+		suppressed:   s.Counter(_metricSuppressed),
+		bodyTooLarge: s.Counter(_metricBodyTooLarge),
+	}
+	for _, r := range []ownership.Refusal{ownership.RefusedBudget, ownership.RefusedDeadline, ownership.RefusedPushback} {
+		m.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)
+	}
+	return m
+}

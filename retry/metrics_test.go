@@ -1,0 +1,58 @@
+package retry
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+)
+
+func TestMetrics(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMetrics(scope, "users")
+
+	m.calls.Inc(1)
+	m.attempts.Inc(2)
+	m.suppressed.Inc(3)
+	m.bodyTooLarge.Inc(4)
+	m.denied[ownership.RefusedBudget].Inc(5)
+	m.denied[ownership.RefusedDeadline].Inc(6)
+	m.denied[ownership.RefusedPushback].Inc(7)
+
+	want := map[string]int64{
+		"retry.calls+callee=users":                  1,
+		"retry.attempts+callee=users":               2,
+		"retry.suppressed+callee=users":             3,
+		"retry.body_too_large+callee=users":         4,
+		"retry.denied+callee=users,reason=budget":   5,
+		"retry.denied+callee=users,reason=deadline": 6,
+		"retry.denied+callee=users,reason=pushback": 7,
+	}
+	if got := counters(scope); !maps.Equal(got, want) {
+		t.Errorf("counters = %v, want %v", got, want)
+	}
+}
+
+func TestMetricsAllocatedInNew(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+
+	newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "a"}, {Service: "a", Procedure: "p"}, {Service: "b"}}}, WithScope(scope))
+
+	got := make(map[string]bool)
+	for k := range scope.Snapshot().Counters() {
+		got[k] = true
+	}
+	want := map[string]bool{}
+	for _, callee := range []string{"a", "b"} {
+		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.body_too_large"} {
+			want[name+"+callee="+callee] = true
+		}
+		for _, reason := range []string{"budget", "deadline", "pushback"} {
+			want["retry.denied+callee="+callee+",reason="+reason] = true
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("counters registered = %v, want %v", keys(got), keys(want))
+	}
+}

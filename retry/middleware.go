@@ -1,0 +1,162 @@
+package retry
+
+import (
+	"context"
+	"time"
+
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+	"go.uber.org/zap"
+)
+
+var _ middleware.UnaryOutbound = (*Middleware)(nil)
+
+// _noRetryValue is the value of the no-retry header that asks not to retry.
+const _noRetryValue = "true"
+
+// Middleware is the unary outbound retry middleware. It is safe for
+// concurrent use.
+type Middleware struct {
+	attemptHeader string
+	claimHeader   string
+	noRetryHeader string
+	maxBodyBytes  int
+	callees       map[string]*callee // read-only after New
+
+	logger *zap.Logger
+	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error
+	rand   func() float64
+}
+
+// New returns a Middleware for cfg, or an error listing every invalid field
+// of cfg.
+func New(cfg Config, opts ...Option) (*Middleware, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	return &Middleware{
+		attemptHeader: cfg.AttemptHeader,
+		claimHeader:   cfg.ClaimHeader,
+		noRetryHeader: cfg.NoRetryHeader,
+		maxBodyBytes:  cfg.MaxBodyBytes,
+		callees:       compileCallees(cfg, o.scope, o.now),
+		logger:        o.logger,
+		now:           o.now,
+		sleep:         o.sleep,
+		rand:          o.rand,
+	}, nil
+}
+
+// Call implements middleware.UnaryOutbound. It sends req through out, again
+// when the matching policy, the callee's claim, the deadline and the budget
+// allow, and reports attempts and refusals in the egresslog.CallState of
+// ctx, if any. It returns the last attempt's response and error as out
+// returned them, except that the response body, when a per-attempt timeout
+// applies, also releases that attempt's context on Close.
+func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	state := egresslog.CallStateFromContext(ctx)
+	if state == nil {
+		state = &egresslog.CallState{} // used alone: nobody reads it
+	}
+	c := m.callees[req.Service]
+	if c == nil {
+		state.Attempts = 1
+		return out.Call(ctx, req)
+	}
+	c.budget.deposit()
+	c.metrics.calls.Inc(1)
+	p := c.policy(req.Procedure)
+	if p == nil || !p.retries() {
+		state.Attempts = 1
+		return out.Call(ctx, req)
+	}
+	return m.callWithRetries(ctx, req, out, c, p, state)
+}
+
+func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *egresslog.CallState) (*transport.Response, error) {
+	body := bufferBody(req.Body, m.maxBodyBytes)
+	for n := 1; ; n++ {
+		actx, cancel := ctx, context.CancelFunc(nil)
+		if p.attemptTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
+		}
+		if n > 1 {
+			c.metrics.attempts.Inc(1)
+		}
+		state.Attempts = n
+		res, err := out.Call(actx, body.request(req, n, m.attemptHeader, ownership.FormatAttempt(n)))
+		if err == nil {
+			releaseWith(res, cancel)
+			return res, err
+		}
+		wait, ok := m.retryAfter(ctx, req, c, p, res, err, n, body.replayable(), state)
+		if !ok || m.sleep(ctx, wait) != nil {
+			releaseWith(res, cancel)
+			return res, err
+		}
+		discard(res, cancel)
+	}
+}
+
+// retryAfter decides, after attempt n failed with err (and perhaps res),
+// whether to send the call again and how long to wait first. It records a
+// refusal in state and counts it.
+func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, res *transport.Response, err error, n int, replayable bool, state *egresslog.CallState) (time.Duration, bool) {
+	if !p.retryableCode(yarpcerrors.FromError(err).Code()) {
+		return 0, false
+	}
+	var headers transport.Headers
+	if res != nil {
+		headers = res.Headers
+	}
+	if v, _ := headers.Get(m.claimHeader); ownership.ParseClaim(v) == ownership.ClaimUnclaimed {
+		c.metrics.suppressed.Inc(1)
+		return 0, false
+	}
+	if v, _ := headers.Get(m.noRetryHeader); v == _noRetryValue {
+		return 0, m.refuse(req, c, state, ownership.RefusedPushback, n)
+	}
+	if n >= p.maxAttempts {
+		return 0, false
+	}
+	if !replayable {
+		c.metrics.bodyTooLarge.Inc(1)
+		return 0, false
+	}
+	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < p.minRemaining+wait {
+		return 0, m.refuse(req, c, state, ownership.RefusedDeadline, n)
+	}
+	if ctx.Err() != nil { // cancelled by the caller: nobody is waiting
+		return 0, false
+	}
+	if !c.budget.tryWithdraw() {
+		return 0, m.refuse(req, c, state, ownership.RefusedBudget, n)
+	}
+	return wait, true
+}
+
+// refuse records that a wanted retry was refused for reason r, and returns
+// false.
+func (m *Middleware) refuse(req *transport.Request, c *callee, state *egresslog.CallState, r ownership.Refusal, attempts int) bool {
+	state.Refused = r
+	c.metrics.denied[r].Inc(1)
+	if ce := m.logger.Check(zap.DebugLevel, "retry refused"); ce != nil {
+		ce.Write(
+			zap.String("service", req.Service),
+			zap.String("procedure", req.Procedure),
+			zap.Stringer("reason", r),
+			zap.Int("attempts", attempts),
+		)
+	}
+	return false
+}

@@ -1,0 +1,88 @@
+package retry
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/zap"
+)
+
+// Option configures a Middleware.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	logger *zap.Logger
+	scope  tally.Scope
+	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error
+	rand   func() float64
+}
+
+func defaultOptions() options {
+	return options{
+		logger: zap.NewNop(),
+		scope:  tally.NoopScope,
+		now:    time.Now,
+		sleep:  sleepContext,
+		rand:   rand.Float64,
+	}
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithLogger logs to l (refused retries, at debug level). Default (and for
+// nil) zap.NewNop().
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	})
+}
+
+// WithScope sends metrics to s. Default (and for nil) tally.NoopScope.
+func WithScope(s tally.Scope) Option {
+	return optionFunc(func(o *options) {
+		if s != nil {
+			o.scope = s
+		}
+	})
+}
+
+// withClock replaces the clock the budgets and the deadline check read and
+// the wait between attempts. sleep must return ctx.Err() at once when ctx is
+// done, and nil once d has passed.
+func withClock(now func() time.Time, sleep func(context.Context, time.Duration) error) Option {
+	return optionFunc(func(o *options) {
+		o.now = now
+		o.sleep = sleep
+	})
+}
+
+// withRand replaces the jitter source, which must return values in [0, 1)
+// and be safe for concurrent use.
+func withRand(f func() float64) Option {
+	return optionFunc(func(o *options) { o.rand = f })
+}
+
+// sleepContext waits for d or until ctx is done, whichever comes first, and
+// returns ctx.Err() in the latter case.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,139 @@
+package retry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+func TestPolicyRetryableCode(t *testing.T) {
+	defaults := compilePolicy(PolicyConfig{Service: "s"}.withDefaults())
+	custom := compilePolicy(PolicyConfig{Service: "s", RetryableCodes: []string{"Resource-Exhausted", "data-loss"}}.withDefaults())
+	tests := []struct {
+		give        yarpcerrors.Code
+		wantDefault bool
+		wantCustom  bool
+	}{
+		{yarpcerrors.CodeOK, false, false},
+		{yarpcerrors.CodeCancelled, false, false},
+		{yarpcerrors.CodeUnknown, true, false},
+		{yarpcerrors.CodeInvalidArgument, false, false},
+		{yarpcerrors.CodeDeadlineExceeded, true, false},
+		{yarpcerrors.CodeNotFound, false, false},
+		{yarpcerrors.CodeAlreadyExists, false, false},
+		{yarpcerrors.CodePermissionDenied, false, false},
+		{yarpcerrors.CodeResourceExhausted, false, true},
+		{yarpcerrors.CodeFailedPrecondition, false, false},
+		{yarpcerrors.CodeAborted, true, false},
+		{yarpcerrors.CodeOutOfRange, false, false},
+		{yarpcerrors.CodeUnimplemented, false, false},
+		{yarpcerrors.CodeInternal, true, false},
+		{yarpcerrors.CodeUnavailable, true, false},
+		{yarpcerrors.CodeDataLoss, false, true},
+		{yarpcerrors.CodeUnauthenticated, false, false},
+		{yarpcerrors.Code(63), false, false},
+		{yarpcerrors.Code(64), false, false},
+		{yarpcerrors.Code(1000), false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give.String(), func(t *testing.T) {
+			if got := defaults.retryableCode(tt.give); got != tt.wantDefault {
+				t.Errorf("default policy retryableCode(%v) = %v, want %v", tt.give, got, tt.wantDefault)
+			}
+			if got := custom.retryableCode(tt.give); got != tt.wantCustom {
+				t.Errorf("custom policy retryableCode(%v) = %v, want %v", tt.give, got, tt.wantCustom)
+			}
+		})
+	}
+}
+
+func TestCompilePolicy(t *testing.T) {
+	give := PolicyConfig{
+		Service:        "s",
+		MaxAttempts:    4,
+		RetryableCodes: []string{"aborted"},
+		InitialBackoff: time.Millisecond,
+		MaxBackoff:     time.Second,
+		AttemptTimeout: time.Minute,
+		MinRemaining:   time.Hour,
+		Idempotent:     new(false),
+	}
+	want := policy{
+		maxAttempts:    4,
+		retryable:      1 << yarpcerrors.CodeAborted,
+		initialBackoff: time.Millisecond,
+		maxBackoff:     time.Second,
+		attemptTimeout: time.Minute,
+		minRemaining:   time.Hour,
+		idempotent:     false,
+	}
+
+	if got := *compilePolicy(give); got != want {
+		t.Errorf("compilePolicy = %+v, want %+v", got, want)
+	}
+}
+
+func TestPolicyRetries(t *testing.T) {
+	tests := []struct {
+		give PolicyConfig
+		want bool
+	}{
+		{give: PolicyConfig{Service: "s"}, want: true},
+		{give: PolicyConfig{Service: "s", MaxAttempts: 1}, want: false},
+		{give: PolicyConfig{Service: "s", Idempotent: new(false)}, want: false},
+		{give: PolicyConfig{Service: "s", Idempotent: new(true), MaxAttempts: 3}, want: true},
+	}
+	for _, tt := range tests {
+		if got := compilePolicy(tt.give.withDefaults()).retries(); got != tt.want {
+			t.Errorf("retries() for %+v = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
+// policyAttempts returns the maxAttempts of the policy callees have for
+// service and procedure: 0 when the callee has no such policy, -1 when
+// there is no callee.
+func policyAttempts(callees map[string]*callee, service, procedure string) int {
+	c, ok := callees[service]
+	if !ok {
+		return -1
+	}
+	if p := c.policy(procedure); p != nil {
+		return p.maxAttempts
+	}
+	return 0
+}
+
+func TestCalleeLookup(t *testing.T) {
+	cfg := Config{Policies: []PolicyConfig{
+		{Service: "a", MaxAttempts: 2},
+		{Service: "a", Procedure: "get", MaxAttempts: 3},
+		{Service: "b", Procedure: "get", MaxAttempts: 4},
+	}}.withDefaults()
+	callees := compileCallees(cfg, tally.NoopScope, newClock().Now)
+	tests := []struct {
+		giveService   string
+		giveProcedure string
+		want          int
+	}{
+		{"a", "get", 3},  // the exact procedure wins
+		{"a", "put", 2},  // the service-wide policy
+		{"a", "", 2},     // the service-wide policy
+		{"b", "get", 4},  // only a procedure policy
+		{"b", "put", 0},  // callee known, no policy
+		{"c", "get", -1}, // unknown callee
+		{"A", "get", -1}, // service names are exact
+	}
+	for _, tt := range tests {
+		t.Run(tt.giveService+"::"+tt.giveProcedure, func(t *testing.T) {
+			if got := policyAttempts(callees, tt.giveService, tt.giveProcedure); got != tt.want {
+				t.Errorf("policy maxAttempts = %d, want %d", got, tt.want)
+			}
+		})
+	}
+	if callees["a"].budget == callees["b"].budget {
+		t.Error("callees a and b share a budget, want one each")
+	}
+}
