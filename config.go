@@ -1,0 +1,129 @@
+package errown
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/outbound"
+	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
+	"go.uber.org/multierr"
+	"gopkg.in/yaml.v2"
+)
+
+// ConfigKey is the top-level YAML key errown reads its Config from.
+const ConfigKey = "errown"
+
+// Config is errown's configuration, read from YAML under the key "errown".
+// Every field is optional; the comment on each gives its default.
+type Config struct {
+	// ClaimHeader is the response header carrying the claim. Default
+	// "errown-claim".
+	ClaimHeader string `yaml:"claimHeader,omitempty"`
+	// AttemptHeader is the request header carrying the attempt number of a
+	// retry. Default "errown-attempt".
+	AttemptHeader string `yaml:"attemptHeader,omitempty"`
+	// NoRetryHeader is the response header by which a callee asks not to
+	// be retried. Default "errown-no-retry".
+	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
+	// UnknownEdges says how a failure on an edge of unknown kind counts
+	// when deciding a claim: "correlated" (default) or "coincidental".
+	UnknownEdges string `yaml:"unknownEdges,omitempty"`
+	// Ingress bounds the requests tracked in flight.
+	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
+	// Retry holds the retry policies and budget. With no policy, errown
+	// never retries.
+	Retry RetryConfig `yaml:"retry,omitempty"`
+	// Dependencies declares edge kinds, overriding anything learned.
+	Dependencies []depmem.Declaration `yaml:"dependencies,omitempty"`
+}
+
+// RetryConfig is the "retry" section of Config.
+type RetryConfig struct {
+	// MaxBodyBytes is the largest request body buffered for replay; larger
+	// requests are sent once. Default 1 MiB.
+	MaxBodyBytes int `yaml:"maxBodyBytes,omitempty"`
+	// Budget limits retries per callee service.
+	Budget retry.BudgetConfig `yaml:"budget,omitempty"`
+	// Policies says which outbound calls may be retried, and how.
+	Policies []retry.PolicyConfig `yaml:"policies,omitempty"`
+}
+
+func (c Config) inboundConfig() inbound.Config {
+	return inbound.Config{
+		ClaimHeader:   c.ClaimHeader,
+		NoRetryHeader: c.NoRetryHeader,
+		AttemptHeader: c.AttemptHeader,
+		UnknownEdges:  c.UnknownEdges,
+	}
+}
+
+func (c Config) outboundConfig() outbound.Config {
+	return outbound.Config{ClaimHeader: c.ClaimHeader}
+}
+
+func (c Config) retryConfig() retry.Config {
+	return retry.Config{
+		AttemptHeader: c.AttemptHeader,
+		ClaimHeader:   c.ClaimHeader,
+		NoRetryHeader: c.NoRetryHeader,
+		MaxBodyBytes:  c.Retry.MaxBodyBytes,
+		Budget:        c.Retry.Budget,
+		Policies:      c.Retry.Policies,
+	}
+}
+
+// Validate reports every invalid value in c, each naming its key.
+func (c Config) Validate() error {
+	_, depErr := depmem.NewStatic(c.Dependencies, nil)
+	headers := c.inboundConfig()
+	return multierr.Combine(
+		headers.Validate(),
+		c.Ingress.Validate(),
+		c.retryConfig().Validate(),
+		depErr,
+		distinctHeaders(headers),
+	)
+}
+
+func distinctHeaders(c inbound.Config) error {
+	names := map[string]string{}
+	var err error
+	for _, kv := range [][2]string{
+		{"claimHeader", or(c.ClaimHeader, ownership.DefaultClaimHeader)},
+		{"attemptHeader", or(c.AttemptHeader, ownership.DefaultAttemptHeader)},
+		{"noRetryHeader", or(c.NoRetryHeader, ownership.DefaultNoRetryHeader)},
+	} {
+		if other, ok := names[kv[1]]; ok {
+			err = multierr.Append(err, fmt.Errorf("%s: %q is already used by %s", kv[0], kv[1], other))
+		}
+		names[kv[1]] = kv[0]
+	}
+	return err
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// ConfigFromYAML reads a Config from a YAML document holding the errown
+// section itself (not the whole application config). Unknown keys are
+// errors, as are values of the wrong type; the result is validated.
+func ConfigFromYAML(b []byte) (Config, error) {
+	var c Config
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := yaml.UnmarshalStrict(b, &c); err != nil {
+			return Config{}, fmt.Errorf("errown: config: %w", err)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("errown: config: %w", err)
+	}
+	return c, nil
+}

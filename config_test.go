@@ -1,0 +1,130 @@
+package errown
+
+import (
+	"testing"
+	"time"
+
+	"github.com/errown/errown/depmem"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v2"
+)
+
+const fullYAML = `
+claimHeader: x-claim
+attemptHeader: x-attempt
+noRetryHeader: x-stop
+unknownEdges: coincidental
+ingress:
+  shards: 16
+  maxInFlight: 5000
+retry:
+  maxBodyBytes: 4096
+  budget:
+    ratio: 0.2
+    window: 30s
+  policies:
+    - service: users
+      maxAttempts: 3
+      initialBackoff: 5ms
+      maxBackoff: 100ms
+      retryableCodes: [unavailable, internal]
+    - service: users
+      procedure: create
+      idempotent: false
+dependencies:
+  - service: cache
+    kind: fail-open
+  - callerProcedure: checkout
+    service: payments
+    kind: fail-close
+`
+
+func TestConfigFromYAML(t *testing.T) {
+	c, err := ConfigFromYAML([]byte(fullYAML))
+	require.NoError(t, err)
+	assert.Equal(t, "x-claim", c.ClaimHeader)
+	assert.Equal(t, "coincidental", c.UnknownEdges)
+	assert.Equal(t, 16, c.Ingress.Shards)
+	assert.Equal(t, 4096, c.Retry.MaxBodyBytes)
+	assert.Equal(t, 0.2, c.Retry.Budget.Ratio)
+	assert.Equal(t, 30*time.Second, c.Retry.Budget.Window)
+	require.Len(t, c.Retry.Policies, 2)
+	assert.Equal(t, 3, c.Retry.Policies[0].MaxAttempts)
+	assert.Equal(t, 5*time.Millisecond, c.Retry.Policies[0].InitialBackoff)
+	require.NotNil(t, c.Retry.Policies[1].Idempotent)
+	assert.False(t, *c.Retry.Policies[1].Idempotent)
+	assert.Equal(t, []depmem.Declaration{
+		{Service: "cache", Kind: "fail-open"},
+		{CallerProcedure: "checkout", Service: "payments", Kind: "fail-close"},
+	}, c.Dependencies)
+}
+
+func TestConfigRoundTrip(t *testing.T) {
+	c, err := ConfigFromYAML([]byte(fullYAML))
+	require.NoError(t, err)
+	b, err := yaml.Marshal(c)
+	require.NoError(t, err)
+	again, err := ConfigFromYAML(b)
+	require.NoError(t, err, string(b))
+	assert.Equal(t, c, again)
+}
+
+func TestConfigFromYAMLEmpty(t *testing.T) {
+	for _, give := range []string{"", "  \n", "{}"} {
+		c, err := ConfigFromYAML([]byte(give))
+		require.NoError(t, err, "%q", give)
+		assert.Equal(t, Config{}, c)
+	}
+}
+
+func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		give string
+		want []string
+	}{
+		{"claimHedaer: x", []string{"errown: config:", "field claimHedaer not found"}},
+		{"retry:\n  budgett: {}", []string{"field budgett not found"}},
+		{"ingress:\n  shards: three", []string{"errown: config:", "three"}},
+		{"ingress:\n  shards: 3\n  maxInFlight: -1", []string{"ingress.shards: must be a power of two", "got 3", "ingress.maxInFlight: must be positive, got -1"}},
+		{"unknownEdges: sometimes", []string{`unknownEdges: must be "correlated" or "coincidental", got "sometimes"`}},
+		{"claimHeader: X-Claim", []string{`claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`}},
+		{"claimHeader: same\nnoRetryHeader: same", []string{`noRetryHeader: "same" is already used by claimHeader`}},
+		{"dependencies:\n  - service: cache\n    kind: soft", []string{`dependencies[0].kind: unknown edge kind "soft"`}},
+		{"retry:\n  policies:\n    - service: users\n      maxAttempts: -1", []string{"retry.policies[0].maxAttempts", "-1"}},
+		{"retry:\n  budget:\n    ratio: -1", []string{"retry.budget.ratio", "-1"}},
+		{"- a\n- b", []string{"errown: config:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			_, err := ConfigFromYAML([]byte(tt.give))
+			require.Error(t, err)
+			for _, want := range tt.want {
+				assert.ErrorContains(t, err, want)
+			}
+		})
+	}
+}
+
+func FuzzConfigFromYAML(f *testing.F) {
+	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ConfigFromYAML(b)
+		if err != nil {
+			return
+		}
+		// What parses is valid, builds, and survives a round trip.
+		if _, err := New(c); err != nil {
+			t.Fatalf("ConfigFromYAML accepted %q but New refused it: %v", b, err)
+		}
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		if _, err := ConfigFromYAML(out); err != nil {
+			t.Fatalf("round trip of %q failed: %v\n%s", b, err, out)
+		}
+	})
+}

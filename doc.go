@@ -1,0 +1,10 @@
+// Package errown stops retry storms in yarpc service meshes by giving every
+// error an owner.
+//
+// The service where a failure began claims the error; its direct caller may
+// retry it; every layer above sees the error as unclaimed and does not
+// retry again. Add Module to an fx application that provides a
+// yarpc.Config, or build the middleware with New and Apply it to a
+// yarpc.Config by hand. DESIGN.md in the repository describes the decision
+// tables; README.md has the configuration reference.
+package errown

@@ -1,0 +1,113 @@
+package errown
+
+import (
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/outbound"
+	"github.com/errown/errown/retry"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc"
+	"go.uber.org/zap"
+)
+
+// Option configures New.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	logger *zap.Logger
+	scope  tally.Scope
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithLogger logs to l. Default zap.NewNop().
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	})
+}
+
+// WithScope sends metrics to a sub-scope "errown" of s. Default
+// tally.NoopScope.
+func WithScope(s tally.Scope) Option {
+	return optionFunc(func(o *options) {
+		if s != nil {
+			o.scope = s
+		}
+	})
+}
+
+// Middleware is errown's set of yarpc middleware for one dispatcher.
+type Middleware struct {
+	inbound *inbound.Middleware
+	egress  *outbound.Middleware
+	retry   *retry.Middleware
+	logs    *ingresslog.Map
+}
+
+// New builds errown's middleware from cfg. Use it when building a yarpc
+// dispatcher by hand: pass the yarpc.Config through Apply.
+func New(cfg Config, opts ...Option) (*Middleware, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	o := options{logger: zap.NewNop(), scope: tally.NoopScope}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	scope := o.scope.SubScope("errown")
+	logs, err := ingresslog.New(cfg.Ingress)
+	if err != nil {
+		return nil, err
+	}
+	memory, err := depmem.NewStatic(cfg.Dependencies, nil)
+	if err != nil {
+		return nil, err
+	}
+	in, err := inbound.New(cfg.inboundConfig(),
+		inbound.WithScope(scope), inbound.WithLogs(logs), inbound.WithMemory(memory))
+	if err != nil {
+		return nil, err
+	}
+	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope))
+	if err != nil {
+		return nil, err
+	}
+	r, err := retry.New(cfg.retryConfig(), retry.WithScope(scope), retry.WithLogger(o.logger))
+	if err != nil {
+		return nil, err
+	}
+	return &Middleware{inbound: in, egress: egress, retry: r, logs: logs}, nil
+}
+
+// Inbound returns the inbound middleware to put on a dispatcher.
+func (m *Middleware) Inbound() yarpc.InboundMiddleware {
+	return yarpc.InboundMiddleware{Unary: m.inbound}
+}
+
+// Outbound returns the outbound middleware to put on a dispatcher: egress
+// logging around retries.
+func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
+	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, m.retry)}
+}
+
+// Logs returns the map of requests in flight.
+func (m *Middleware) Logs() *ingresslog.Map { return m.logs }
+
+// Apply returns cfg with errown's middleware added. The inbound middleware
+// goes outside the unary inbound middleware cfg already has, so it sees the
+// error the caller will see. On the outbound side errown's egress and retry
+// middleware go outside cfg's own, so that each attempt passes through the
+// application's middleware. Oneway and stream middleware are untouched.
+func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
+	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(m.inbound, cfg.InboundMiddleware.Unary)
+	cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(m.egress, m.retry, cfg.OutboundMiddleware.Unary)
+	return cfg
+}
