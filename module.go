@@ -58,13 +58,12 @@ func configFromProvider(p config.Provider) (Config, error) {
 	if p == nil {
 		return ConfigFromYAML(nil)
 	}
-	v := p.Get(ConfigKey)
-	if !v.HasValue() {
-		return ConfigFromYAML(nil)
-	}
 	var raw interface{}
-	if err := v.Populate(&raw); err != nil {
+	if err := p.Get(ConfigKey).Populate(&raw); err != nil {
 		return Config{}, fmt.Errorf("errown: config: %w", err)
+	}
+	if raw == nil {
+		return ConfigFromYAML(nil)
 	}
 	b, err := yaml.Marshal(raw)
 	if err != nil {
