@@ -4,10 +4,48 @@
 //
 // In DESIGN.md's data flow the inbound middleware asks the memory for the
 // kind of each failed outbound call's edge before it decides whether the
-// request's error is claimed. A failure on a fail-open edge is
-// coincidental and never unclaims; what an unknown edge does is the
-// inbound side's choice (by default it counts as correlated).
+// request's error is claimed, and afterwards tells the memory (Observe)
+// what happened: a callee failure, and whether the request failed too. A
+// failure on a fail-open edge is coincidental and never unclaims; what an
+// unknown edge does is the inbound side's choice (by default it counts as
+// correlated).
 //
-// Static declarations from configuration come first. Learning from traffic
-// builds on this interface.
+// Sources, in order of trust: static declarations from configuration
+// (Static); the fleet's counts from a Prometheus-compatible API, where they
+// hold more callee failures than the local window; the local window
+// (Memory).
+//
+// # Learning
+//
+// Memory counts, per edge over a sliding window kept in time buckets, the
+// callee failures and the joint failures (callee and caller both failed).
+// Their ratio estimates P(caller fails | callee fails): at or above
+// CloseThreshold (0.8) the edge is fail-close, at or below OpenThreshold
+// (0.2) fail-open, in between unknown, and unknown too until the window
+// holds MinSamples callee failures. A classified edge keeps its kind until
+// the ratio has moved Hysteresis (0.05) back past the threshold it crossed,
+// so an edge near a threshold does not flip with every request. A bucket
+// leaves the window whole, so old behaviour is forgotten one bucket at a
+// time.
+//
+// # Fleet
+//
+// The same counts are emitted as tally counters depmem.callee_failures and
+// depmem.joint_failures tagged caller_procedure, callee_service and
+// callee_procedure (an empty value is tagged "none"); at most MaxEdges
+// edges are tracked and further ones are counted in depmem.edges_overflow.
+// With Fleet.URL set, the memory queries those counters, summed over every
+// instance, on an interval. When the server is down or answers garbage the
+// fleet's data is dropped, the memory carries on from its local window,
+// the first failure of an outage is logged, and every failure is counted
+// in depmem.fleet_errors.
+//
+// # Persistence
+//
+// With Snapshot.Path set, Start loads the snapshot and the memory writes it
+// every Snapshot.Interval and at Stop, atomically (temporary file, fsync,
+// rename, directory fsync). A missing file is a first start; a corrupt,
+// truncated or foreign one is logged once, counted in
+// depmem.snapshot_errors, and ignored. The format is JSON with a format
+// name and a version.
 package depmem

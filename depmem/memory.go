@@ -1,21 +1,256 @@
 package depmem
 
 import (
+	"sort"
+	"sync"
+	"time"
+
 	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/zap"
 )
 
-// Classifier says what kind an edge is. Implementations are safe for
-// concurrent use and cheap: the inbound middleware calls Kind once per
-// failed outbound call of a failed request.
-type Classifier interface {
-	Kind(egresslog.Edge) ownership.EdgeKind
+// Observer is told of every callee failure seen while serving a request,
+// once the request has finished.
+type Observer interface {
+	// Observe counts one failed call on edge e; callerFailed reports
+	// whether the request it was made for failed too.
+	Observe(e egresslog.Edge, callerFailed bool)
 }
 
-// Unknown is a Classifier that knows nothing: every edge is unknown.
-type Unknown struct{}
+// Source names where an edge's kind came from.
+type Source string
 
-var _ Classifier = Unknown{}
+// Sources, in order of trust.
+const (
+	SourceStatic Source = "static"
+	SourceFleet  Source = "fleet"
+	SourceLocal  Source = "local"
+)
 
-// Kind returns ownership.KindUnknown.
-func (Unknown) Kind(egresslog.Edge) ownership.EdgeKind { return ownership.KindUnknown }
+// Memory learns edge kinds from traffic over a sliding window. It is safe
+// for concurrent use. Observing a failure on an edge it already knows
+// allocates nothing.
+type Memory struct {
+	cfg        Config
+	thresholds Thresholds
+	width      int64 // bucket width in nanoseconds
+	now        func() time.Time
+	logger     *zap.Logger
+	scope      tally.Scope
+
+	mu    sync.RWMutex
+	edges map[egresslog.Edge]*edgeState
+
+	overflow tally.Counter
+	fleet    *fleet
+
+	lifecycle
+}
+
+type edgeState struct {
+	mu   sync.Mutex
+	w    window
+	kind ownership.EdgeKind // last classification, for hysteresis
+	src  Source
+
+	failures tally.Counter
+	joint    tally.Counter
+}
+
+var (
+	_ Classifier = (*Memory)(nil)
+	_ Observer   = (*Memory)(nil)
+)
+
+// NewMemory returns an empty Memory. Call Start to load its snapshot and
+// start its background work, and Stop to end it.
+func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	o := newOptions(opts)
+	m := &Memory{
+		cfg:        cfg,
+		thresholds: cfg.thresholds(),
+		width:      int64(cfg.Window) / int64(cfg.Buckets),
+		now:        o.now,
+		logger:     o.logger,
+		scope:      o.scope,
+		edges:      make(map[egresslog.Edge]*edgeState),
+		overflow:   o.scope.Counter("depmem.edges_overflow"),
+	}
+	if cfg.Fleet.URL != "" {
+		m.fleet = newFleet(cfg.Fleet, o)
+	}
+	return m, nil
+}
+
+func (m *Memory) slice() int64 {
+	return m.now().UnixNano() / m.width
+}
+
+// Observe implements Observer.
+func (m *Memory) Observe(e egresslog.Edge, callerFailed bool) {
+	if m.cfg.Disabled {
+		return
+	}
+	s := m.edge(e, true)
+	if s == nil {
+		m.overflow.Inc(1)
+		return
+	}
+	now := m.slice()
+	s.mu.Lock()
+	s.w.add(now, callerFailed)
+	s.mu.Unlock()
+	s.failures.Inc(1)
+	if callerFailed {
+		s.joint.Inc(1)
+	}
+}
+
+// edge returns the state of e, creating it when create is set and there is
+// room. It returns nil for an unknown edge it did not create.
+func (m *Memory) edge(e egresslog.Edge, create bool) *edgeState {
+	m.mu.RLock()
+	s := m.edges[e]
+	m.mu.RUnlock()
+	if s != nil || !create {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s = m.edges[e]; s != nil {
+		return s
+	}
+	if len(m.edges) >= m.cfg.MaxEdges {
+		return nil
+	}
+	s = m.newEdgeState(e)
+	m.edges[e] = s
+	return s
+}
+
+func (m *Memory) newEdgeState(e egresslog.Edge) *edgeState {
+	tagged := m.scope.Tagged(map[string]string{
+		"caller_procedure": orNone(e.CallerProcedure),
+		"callee_service":   orNone(e.Service),
+		"callee_procedure": orNone(e.Procedure),
+	})
+	return &edgeState{
+		w:        newWindow(m.cfg.Buckets),
+		src:      SourceLocal,
+		failures: tagged.Counter("depmem.callee_failures"),
+		joint:    tagged.Counter("depmem.joint_failures"),
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Kind implements Classifier: the kind learned for e, from the fleet's
+// counts where they hold more callee failures than the local window, else
+// from the local window.
+func (m *Memory) Kind(e egresslog.Edge) ownership.EdgeKind {
+	if m.cfg.Disabled {
+		return ownership.KindUnknown
+	}
+	v, _ := m.classify(e)
+	return v.Kind
+}
+
+func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
+	fleetCounts, inFleet := m.fleet.counts(e)
+	s := m.edge(e, false)
+	if s == nil && !inFleet {
+		return EdgeView{Edge: e, Kind: ownership.KindUnknown, Source: SourceLocal}, false
+	}
+	if s == nil {
+		// Known only to the fleet: learn it locally too, so that its
+		// classification keeps its hysteresis.
+		if s = m.edge(e, true); s == nil {
+			return fleetView(e, fleetCounts, m.thresholds), true
+		}
+	}
+	now := m.slice()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	failures, joint := s.w.sums(now)
+	src := SourceLocal
+	if inFleet && fleetCounts.failures > failures {
+		failures, joint, src = fleetCounts.failures, fleetCounts.joint, SourceFleet
+	}
+	s.kind = Classify(s.kind, failures, joint, m.thresholds)
+	s.src = src
+	return EdgeView{
+		Edge:           e,
+		Kind:           s.kind,
+		Ratio:          Ratio(failures, joint),
+		CalleeFailures: failures,
+		JointFailures:  joint,
+		Source:         src,
+	}, true
+}
+
+func fleetView(e egresslog.Edge, c counts, t Thresholds) EdgeView {
+	return EdgeView{
+		Edge:           e,
+		Kind:           Classify(ownership.KindUnknown, c.failures, c.joint, t),
+		Ratio:          Ratio(c.failures, c.joint),
+		CalleeFailures: c.failures,
+		JointFailures:  c.joint,
+		Source:         SourceFleet,
+	}
+}
+
+// EdgeView is what the memory knows of one edge, for operators.
+type EdgeView struct {
+	Edge           egresslog.Edge     `json:"edge"`
+	Kind           ownership.EdgeKind `json:"kind"`
+	Ratio          float64            `json:"ratio"`
+	CalleeFailures int64              `json:"calleeFailures"`
+	JointFailures  int64              `json:"jointFailures"`
+	Source         Source             `json:"source"`
+}
+
+// Edges returns a view of every edge the memory knows, locally or from
+// the fleet, sorted by edge.
+func (m *Memory) Edges() []EdgeView {
+	seen := map[egresslog.Edge]bool{}
+	m.mu.RLock()
+	for e := range m.edges {
+		seen[e] = true
+	}
+	m.mu.RUnlock()
+	for _, e := range m.fleet.edges() {
+		seen[e] = true
+	}
+	out := make([]EdgeView, 0, len(seen))
+	for e := range seen {
+		if v, ok := m.classify(e); ok {
+			out = append(out, v)
+		}
+	}
+	sortViews(out)
+	return out
+}
+
+func sortViews(vs []EdgeView) {
+	sort.Slice(vs, func(i, j int) bool {
+		a, b := vs[i].Edge, vs[j].Edge
+		if a.CallerProcedure != b.CallerProcedure {
+			return a.CallerProcedure < b.CallerProcedure
+		}
+		if a.Service != b.Service {
+			return a.Service < b.Service
+		}
+		return a.Procedure < b.Procedure
+	})
+}

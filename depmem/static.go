@@ -74,17 +74,50 @@ func orWildcard(s string) string {
 // Kind returns the kind of the most specific declaration matching e, or
 // asks the next Classifier.
 func (s *Static) Kind(e egresslog.Edge) ownership.EdgeKind {
-	if len(s.kinds) > 0 {
-		for _, k := range [...]egresslog.Edge{
-			e,
-			{CallerProcedure: Wildcard, Service: e.Service, Procedure: e.Procedure},
-			{CallerProcedure: e.CallerProcedure, Service: e.Service, Procedure: Wildcard},
-			{CallerProcedure: Wildcard, Service: e.Service, Procedure: Wildcard},
-		} {
-			if kind, ok := s.kinds[k]; ok {
-				return kind
+	if kind, ok := s.declared(e); ok {
+		return kind
+	}
+	return s.next.Kind(e)
+}
+
+// declared returns the kind of the most specific declaration matching e.
+func (s *Static) declared(e egresslog.Edge) (ownership.EdgeKind, bool) {
+	if len(s.kinds) == 0 {
+		return ownership.KindUnknown, false
+	}
+	for _, k := range [...]egresslog.Edge{
+		e,
+		{CallerProcedure: Wildcard, Service: e.Service, Procedure: e.Procedure},
+		{CallerProcedure: e.CallerProcedure, Service: e.Service, Procedure: Wildcard},
+		{CallerProcedure: Wildcard, Service: e.Service, Procedure: Wildcard},
+	} {
+		if kind, ok := s.kinds[k]; ok {
+			return kind, true
+		}
+	}
+	return ownership.KindUnknown, false
+}
+
+// Viewer lists what a Classifier knows, for operators.
+type Viewer interface {
+	Edges() []EdgeView
+}
+
+// Edges returns the declared edges (source static) followed by what the
+// next Classifier knows, when it is a Viewer, of edges no declaration
+// matches.
+func (s *Static) Edges() []EdgeView {
+	out := make([]EdgeView, 0, len(s.kinds))
+	for e, k := range s.kinds {
+		out = append(out, EdgeView{Edge: e, Kind: k, Source: SourceStatic})
+	}
+	sortViews(out)
+	if v, ok := s.next.(Viewer); ok {
+		for _, ev := range v.Edges() {
+			if _, declared := s.declared(ev.Edge); !declared {
+				out = append(out, ev)
 			}
 		}
 	}
-	return s.next.Kind(e)
+	return out
 }

@@ -1,0 +1,21 @@
+package depmem
+
+import (
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
+)
+
+// Classifier says what kind an edge is. Implementations are safe for
+// concurrent use and cheap: the inbound middleware calls Kind once per
+// failed outbound call of a failed request.
+type Classifier interface {
+	Kind(egresslog.Edge) ownership.EdgeKind
+}
+
+// Unknown is a Classifier that knows nothing: every edge is unknown.
+type Unknown struct{}
+
+var _ Classifier = Unknown{}
+
+// Kind returns ownership.KindUnknown.
+func (Unknown) Kind(egresslog.Edge) ownership.EdgeKind { return ownership.KindUnknown }

@@ -1,0 +1,144 @@
+package depmem
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/multierr"
+)
+
+// Defaults for Config.
+const (
+	DefaultWindow         = 10 * time.Minute
+	DefaultBuckets        = 10
+	DefaultMinSamples     = 20
+	DefaultCloseThreshold = 0.8
+	DefaultOpenThreshold  = 0.2
+	DefaultHysteresis     = 0.05
+	DefaultMaxEdges       = 1000
+	// MaxBuckets is the most buckets a window may have.
+	MaxBuckets = 1000
+)
+
+// Config configures the learned memory. The zero value learns with the
+// defaults below.
+type Config struct {
+	// Disabled turns learning off: only static declarations count.
+	Disabled bool `yaml:"disabled,omitempty"`
+	// Window is how far back the memory looks. Default 10m.
+	Window time.Duration `yaml:"window,omitempty"`
+	// Buckets is how many time slices the window is kept in; old slices
+	// are forgotten one at a time. Default 10.
+	Buckets int `yaml:"buckets,omitempty"`
+	// MinSamples is the least callee failures an edge needs in the window
+	// before it is classified. Default 20.
+	MinSamples int `yaml:"minSamples,omitempty"`
+	// CloseThreshold: P(caller fails | callee fails) at or above it makes
+	// an edge fail-close. Default 0.8.
+	CloseThreshold float64 `yaml:"closeThreshold,omitempty"`
+	// OpenThreshold: that ratio at or below it makes an edge fail-open.
+	// Default 0.2 (when unset; 0 is a valid value).
+	OpenThreshold *float64 `yaml:"openThreshold,omitempty"`
+	// Hysteresis keeps a classified edge in its kind until its ratio has
+	// moved this far back past the threshold. Default 0.05 (when unset).
+	Hysteresis *float64 `yaml:"hysteresis,omitempty"`
+	// MaxEdges bounds the edges learned and the metric series emitted;
+	// observations of further edges are dropped and counted. Default 1000.
+	MaxEdges int `yaml:"maxEdges,omitempty"`
+	// Snapshot keeps the memory across restarts.
+	Snapshot SnapshotConfig `yaml:"snapshot,omitempty"`
+	// Fleet reads the whole fleet's counts from a Prometheus-compatible
+	// API.
+	Fleet FleetConfig `yaml:"fleet,omitempty"`
+}
+
+// SnapshotConfig configures the snapshot file.
+type SnapshotConfig struct {
+	// Path of the snapshot file; empty means no snapshot.
+	Path string `yaml:"path,omitempty"`
+	// Interval between snapshots; one is also written at stop. Default 1m.
+	Interval time.Duration `yaml:"interval,omitempty"`
+}
+
+func (c Config) withDefaults() Config {
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.Buckets == 0 {
+		c.Buckets = DefaultBuckets
+	}
+	if c.MinSamples == 0 {
+		c.MinSamples = DefaultMinSamples
+	}
+	if c.CloseThreshold == 0 {
+		c.CloseThreshold = DefaultCloseThreshold
+	}
+	if c.OpenThreshold == nil {
+		v := DefaultOpenThreshold
+		c.OpenThreshold = &v
+	}
+	if c.Hysteresis == nil {
+		v := DefaultHysteresis
+		c.Hysteresis = &v
+	}
+	if c.MaxEdges == 0 {
+		c.MaxEdges = DefaultMaxEdges
+	}
+	if c.Snapshot.Interval == 0 {
+		c.Snapshot.Interval = time.Minute
+	}
+	c.Fleet = c.Fleet.withDefaults(c.Window)
+	return c
+}
+
+func (c Config) thresholds() Thresholds {
+	return Thresholds{
+		Close:      c.CloseThreshold,
+		Open:       *c.OpenThreshold,
+		Hysteresis: *c.Hysteresis,
+		MinSamples: int64(c.MinSamples),
+	}
+}
+
+// Validate reports every invalid value of c, after defaults, each under
+// its key below "memory".
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var err error
+	add := func(format string, args ...interface{}) {
+		err = multierr.Append(err, fmt.Errorf(format, args...))
+	}
+	if c.Window < 0 {
+		add("memory.window: must be positive, got %v", c.Window)
+	}
+	if c.Buckets < 1 || c.Buckets > MaxBuckets {
+		add("memory.buckets: must be between 1 and %d, got %d", MaxBuckets, c.Buckets)
+	} else if c.Window > 0 && c.Window/time.Duration(c.Buckets) < time.Millisecond {
+		add("memory.buckets: window %v in %d buckets is under 1ms a bucket", c.Window, c.Buckets)
+	}
+	if c.MinSamples < 1 {
+		add("memory.minSamples: must be at least 1, got %d", c.MinSamples)
+	}
+	open, closeAt, h := *c.OpenThreshold, c.CloseThreshold, *c.Hysteresis
+	if closeAt <= 0 || closeAt > 1 {
+		add("memory.closeThreshold: must be in (0, 1], got %v", closeAt)
+	}
+	if open < 0 || open >= 1 {
+		add("memory.openThreshold: must be in [0, 1), got %v", open)
+	}
+	if open >= closeAt {
+		add("memory.openThreshold: must be below closeThreshold %v, got %v", closeAt, open)
+	}
+	if h < 0 {
+		add("memory.hysteresis: must not be negative, got %v", h)
+	} else if open+h >= closeAt-h {
+		add("memory.hysteresis: %v closes the gap between openThreshold %v and closeThreshold %v", h, open, closeAt)
+	}
+	if c.MaxEdges < 1 {
+		add("memory.maxEdges: must be at least 1, got %d", c.MaxEdges)
+	}
+	if c.Snapshot.Interval < 0 {
+		add("memory.snapshot.interval: must be positive, got %v", c.Snapshot.Interval)
+	}
+	return multierr.Append(err, c.Fleet.validate())
+}

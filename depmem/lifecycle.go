@@ -1,0 +1,85 @@
+package depmem
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Start loads the snapshot, if one is configured, and starts the
+// background work: writing snapshots and polling the fleet. A snapshot that
+// cannot be read is logged and ignored; the memory then starts empty.
+// Start must be followed by Stop.
+func (m *Memory) Start() error {
+	if path := m.cfg.Snapshot.Path; path != "" {
+		if err := m.LoadSnapshot(path); err != nil {
+			m.scope.Counter("depmem.snapshot_errors").Inc(1)
+			m.logger.Warn("errown: ignoring dependency memory snapshot", zap.String("path", path), zap.Error(err))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop = cancel
+	m.done = make(chan struct{})
+	go m.loop(ctx)
+	return nil
+}
+
+// Stop ends the background work, waits for it, and writes a last
+// snapshot. It is safe to call without Start and more than once.
+func (m *Memory) Stop() error {
+	m.stopOnce.Do(func() {
+		if m.stop == nil {
+			return
+		}
+		m.stop()
+		<-m.done
+		m.saveLogged()
+	})
+	return nil
+}
+
+func (m *Memory) loop(ctx context.Context) {
+	defer close(m.done)
+	var snapshots, polls <-chan time.Time
+	if m.cfg.Snapshot.Path != "" {
+		t := time.NewTicker(m.cfg.Snapshot.Interval)
+		defer t.Stop()
+		snapshots = t.C
+	}
+	if m.fleet != nil {
+		m.fleet.refresh(ctx)
+		t := time.NewTicker(m.cfg.Fleet.Interval)
+		defer t.Stop()
+		polls = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-snapshots:
+			m.saveLogged()
+		case <-polls:
+			m.fleet.refresh(ctx)
+		}
+	}
+}
+
+func (m *Memory) saveLogged() {
+	path := m.cfg.Snapshot.Path
+	if path == "" {
+		return
+	}
+	if err := m.SaveSnapshot(path); err != nil {
+		m.scope.Counter("depmem.snapshot_errors").Inc(1)
+		m.logger.Warn("errown: writing dependency memory snapshot", zap.String("path", path), zap.Error(err))
+	}
+}
+
+// lifecycle state, kept apart from the learning state.
+type lifecycle struct {
+	stop     context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+}

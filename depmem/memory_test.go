@@ -1,0 +1,195 @@
+package depmem
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var (
+	edgeA = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+	edgeB = egresslog.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}
+)
+
+func newMemory(t *testing.T, cfg Config, opts ...Option) (*Memory, *fakeClock) {
+	clock := newFakeClock()
+	m, err := NewMemory(cfg, append([]Option{withClock(clock.Now)}, opts...)...)
+	require.NoError(t, err)
+	return m, clock
+}
+
+func observe(m *Memory, e egresslog.Edge, failures, joint int) {
+	for i := 0; i < failures; i++ {
+		m.Observe(e, i < joint)
+	}
+}
+
+func TestMemoryLearns(t *testing.T) {
+	m, _ := newMemory(t, Config{MinSamples: 10})
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA), "nothing seen yet")
+	observe(m, edgeA, 9, 9)
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA), "below minimum samples")
+	observe(m, edgeA, 1, 1)
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
+
+	observe(m, edgeB, 20, 2)
+	assert.Equal(t, ownership.KindFailOpen, m.Kind(edgeB))
+	assert.Equal(t, []EdgeView{
+		{Edge: edgeB, Kind: ownership.KindFailOpen, Ratio: 0.1, CalleeFailures: 20, JointFailures: 2, Source: SourceLocal},
+		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 10, JointFailures: 10, Source: SourceLocal},
+	}, m.Edges())
+}
+
+func TestMemoryWindowForgets(t *testing.T) {
+	m, clock := newMemory(t, Config{Window: 10 * time.Minute, Buckets: 10, MinSamples: 10})
+	observe(m, edgeA, 10, 10)
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
+	clock.Add(9 * time.Minute)
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA), "still inside the window")
+	observe(m, edgeA, 10, 0) // the edge turns soft
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA), "ratio 0.5 between the thresholds")
+	clock.Add(time.Minute + time.Second)
+	assert.Equal(t, ownership.KindFailOpen, m.Kind(edgeA), "the old hard failures left the window")
+	clock.Add(10 * time.Minute)
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA), "everything left the window")
+}
+
+func TestMemoryHysteresisHoldsKind(t *testing.T) {
+	m, _ := newMemory(t, Config{MinSamples: 10})
+	observe(m, edgeA, 100, 80)
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
+	observe(m, edgeA, 4, 2) // 82/104 = 0.788: below 0.8, above 0.75
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
+	observe(m, edgeA, 20, 0) // 82/124 = 0.66
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA))
+}
+
+func TestStaticOverridesMemory(t *testing.T) {
+	m, _ := newMemory(t, Config{MinSamples: 1})
+	observe(m, edgeA, 10, 10)
+	s, err := NewStatic([]Declaration{{Service: "payments", Kind: "fail-open"}}, m)
+	require.NoError(t, err)
+	assert.Equal(t, ownership.KindFailOpen, s.Kind(edgeA))
+	observe(m, edgeB, 10, 10)
+	assert.Equal(t, ownership.KindFailClose, s.Kind(edgeB), "undeclared edges come from the memory")
+}
+
+func TestMemoryDisabled(t *testing.T) {
+	m, _ := newMemory(t, Config{Disabled: true, MinSamples: 1})
+	observe(m, edgeA, 10, 10)
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA))
+	assert.Empty(t, m.Edges())
+}
+
+func TestMemoryMaxEdgesAndMetrics(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m, _ := newMemory(t, Config{MaxEdges: 1, MinSamples: 1}, WithScope(scope))
+	observe(m, edgeA, 3, 1)
+	observe(m, edgeB, 2, 0)
+	snap := scope.Snapshot().Counters()
+	tags := "callee_procedure=charge,callee_service=payments,caller_procedure=checkout"
+	assert.Equal(t, int64(3), snap["depmem.callee_failures+"+tags].Value())
+	assert.Equal(t, int64(1), snap["depmem.joint_failures+"+tags].Value())
+	assert.Equal(t, int64(2), snap["depmem.edges_overflow+"].Value())
+	assert.Len(t, m.Edges(), 1)
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeB))
+}
+
+func TestMemoryObserveDoesNotAllocateOnKnownEdge(t *testing.T) {
+	m, _ := newMemory(t, Config{})
+	m.Observe(edgeA, true)
+	allocs := testing.AllocsPerRun(1000, func() {
+		m.Observe(edgeA, true)
+		m.Observe(edgeA, false)
+	})
+	assert.Equal(t, 0.0, allocs)
+}
+
+func TestMemoryConcurrent(t *testing.T) {
+	m, _ := newMemory(t, Config{MinSamples: 1})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 250; i++ {
+				m.Observe(edgeA, i%2 == 0)
+				m.Kind(edgeA)
+			}
+		}()
+	}
+	wg.Wait()
+	v := m.Edges()
+	require.Len(t, v, 1)
+	assert.Equal(t, int64(1000), v[0].CalleeFailures)
+	assert.Equal(t, int64(500), v[0].JointFailures)
+}
+
+func TestConfigValidate(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		give Config
+		want []string
+	}{
+		{Config{}, nil},
+		{Config{OpenThreshold: f(0), Hysteresis: f(0)}, nil},
+		{Config{CloseThreshold: 0.5, OpenThreshold: f(0.6)}, []string{"memory.openThreshold: must be below closeThreshold 0.5, got 0.6"}},
+		{Config{CloseThreshold: 1.5}, []string{"memory.closeThreshold: must be in (0, 1], got 1.5"}},
+		{Config{OpenThreshold: f(-0.1)}, []string{"memory.openThreshold: must be in [0, 1), got -0.1"}},
+		{Config{Hysteresis: f(0.3)}, []string{"memory.hysteresis: 0.3 closes the gap"}},
+		{Config{Hysteresis: f(-1)}, []string{"memory.hysteresis: must not be negative, got -1"}},
+		{Config{Buckets: -1, MinSamples: -2, MaxEdges: -3}, []string{"memory.buckets: must be between 1 and 1000, got -1", "memory.minSamples: must be at least 1, got -2", "memory.maxEdges: must be at least 1, got -3"}},
+		{Config{Window: time.Millisecond, Buckets: 10}, []string{"memory.buckets: window 1ms in 10 buckets is under 1ms a bucket"}},
+		{Config{Window: -time.Second}, []string{"memory.window: must be positive, got -1s"}},
+		{Config{Fleet: FleetConfig{URL: "ftp://x"}}, []string{`memory.fleet.url: must be an http(s) URL, got "ftp://x"`}},
+		{Config{Fleet: FleetConfig{URL: "http://x", Interval: -1, Timeout: -1}}, []string{"memory.fleet.interval", "memory.fleet.timeout"}},
+		{Config{Snapshot: SnapshotConfig{Interval: -time.Second}}, []string{"memory.snapshot.interval: must be positive, got -1s"}},
+	}
+	for _, tt := range tests {
+		_, err := NewMemory(tt.give)
+		if len(tt.want) == 0 {
+			assert.NoError(t, err)
+			continue
+		}
+		for _, want := range tt.want {
+			assert.ErrorContains(t, err, want)
+		}
+	}
+}
+
+func TestStaticEdgesView(t *testing.T) {
+	m, _ := newMemory(t, Config{MinSamples: 1})
+	observe(m, edgeA, 4, 4)
+	observe(m, edgeB, 4, 0)
+	s, err := NewStatic([]Declaration{{Service: "cache", Kind: "fail-close"}}, m)
+	require.NoError(t, err)
+	assert.Equal(t, []EdgeView{
+		{Edge: egresslog.Edge{CallerProcedure: "*", Service: "cache", Procedure: "*"}, Kind: ownership.KindFailClose, Source: SourceStatic},
+		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 4, JointFailures: 4, Source: SourceLocal},
+	}, s.Edges(), "the learned cache edge is hidden by the declaration")
+}

@@ -1,0 +1,61 @@
+package depmem
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/zap"
+)
+
+// Option configures a Memory.
+type Option interface {
+	apply(*options)
+}
+
+type options struct {
+	logger *zap.Logger
+	scope  tally.Scope
+	now    func() time.Time
+	client *http.Client
+}
+
+func newOptions(opts []Option) options {
+	o := options{
+		logger: zap.NewNop(),
+		scope:  tally.NoopScope,
+		now:    time.Now,
+		client: &http.Client{},
+	}
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	return o
+}
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// WithLogger logs to l. Default zap.NewNop().
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	})
+}
+
+// WithScope sends metrics to s. Default tally.NoopScope.
+func WithScope(s tally.Scope) Option {
+	return optionFunc(func(o *options) {
+		if s != nil {
+			o.scope = s
+		}
+	})
+}
+
+// withClock reads the time from now.
+func withClock(now func() time.Time) Option {
+	return optionFunc(func(o *options) { o.now = now })
+}
