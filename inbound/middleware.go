@@ -23,6 +23,7 @@ const _stackFailures = 8
 type Middleware struct {
 	logs              *ingresslog.Map
 	memory            depmem.Classifier
+	observer          depmem.Observer
 	unknownCorrelated bool
 	attemptHeader     string
 	// Header sets built once and only read: every transport's AddHeaders
@@ -70,6 +71,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	return &Middleware{
 		logs:              o.logs,
 		memory:            o.memory,
+		observer:          o.observer,
 		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
 		attemptHeader:     cfg.AttemptHeader,
 		claimed:           headers(ownership.ClaimClaimed, false),
@@ -108,14 +110,20 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 	var buf [_stackFailures]egresslog.Entry
 	entries := log.Egress.Close(buf[:0])
-	if err == nil {
-		return nil
+	if err != nil {
+		claim := m.decide(entries)
+		resw.AddHeaders(m.headers(claim, log.NoRetry()))
+		if req.Transport == _tchannel {
+			// TChannel keeps response headers only on application errors.
+			resw.SetApplicationError()
+		}
 	}
-	claim := m.decide(entries)
-	resw.AddHeaders(m.headers(claim, log.NoRetry()))
-	if req.Transport == _tchannel {
-		// TChannel keeps response headers only on application errors.
-		resw.SetApplicationError()
+	if m.observer != nil {
+		for _, e := range entries {
+			if e.Failed() {
+				m.observer.Observe(e.Edge, err != nil)
+			}
+		}
 	}
 	return err
 }

@@ -237,3 +237,29 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+type observation struct {
+	edge         egresslog.Edge
+	callerFailed bool
+}
+
+type recordingObserver struct{ seen []observation }
+
+func (r *recordingObserver) Observe(e egresslog.Edge, callerFailed bool) {
+	r.seen = append(r.seen, observation{e, callerFailed})
+}
+
+func TestHandleFeedsObserver(t *testing.T) {
+	obs := &recordingObserver{}
+	e := newEnv(t, Config{}, WithObserver(obs))
+	resw := &transporttest.FakeResponseWriter{}
+	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw,
+		handlerLogging(errBoom, failed("hard", true), succeeded("ok"), failed("soft", false))))
+	require.NoError(t, e.mw.Handle(context.Background(), request("http"), resw,
+		handlerLogging(nil, failed("soft", true))))
+	assert.Equal(t, []observation{
+		{failed("hard", true).Edge, true},
+		{failed("soft", false).Edge, true},
+		{failed("soft", true).Edge, false},
+	}, obs.seen, "only callee failures, with the caller's outcome")
+}

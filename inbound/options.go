@@ -12,9 +12,10 @@ type Option interface {
 }
 
 type options struct {
-	scope  tally.Scope
-	logs   *ingresslog.Map
-	memory depmem.Classifier
+	scope    tally.Scope
+	logs     *ingresslog.Map
+	memory   depmem.Classifier
+	observer depmem.Observer
 }
 
 type optionFunc func(*options)
@@ -45,4 +46,11 @@ func WithMemory(c depmem.Classifier) Option {
 			o.memory = c
 		}
 	})
+}
+
+// WithObserver tells o of every failed outbound call of every finished
+// request, after its claim was decided, so that it can learn edge kinds.
+// Default: nobody.
+func WithObserver(o depmem.Observer) Option {
+	return optionFunc(func(opts *options) { opts.observer = o })
 }
