@@ -39,6 +39,8 @@ type Config struct {
 	Retry RetryConfig `yaml:"retry,omitempty"`
 	// Dependencies declares edge kinds, overriding anything learned.
 	Dependencies []depmem.Declaration `yaml:"dependencies,omitempty"`
+	// Memory configures the learned dependency memory.
+	Memory depmem.Config `yaml:"memory,omitempty"`
 }
 
 // RetryConfig is the "retry" section of Config.
@@ -85,6 +87,7 @@ func (c Config) Validate() error {
 		c.Ingress.Validate(),
 		c.retryConfig().Validate(),
 		depErr,
+		c.Memory.Validate(),
 		distinctHeaders(headers),
 	)
 }

@@ -50,6 +50,8 @@ type Middleware struct {
 	egress  *outbound.Middleware
 	retry   *retry.Middleware
 	logs    *ingresslog.Map
+	memory  *depmem.Memory
+	kinds   *depmem.Static
 }
 
 // New builds errown's middleware from cfg. Use it when building a yarpc
@@ -67,12 +69,17 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	memory, err := depmem.NewStatic(cfg.Dependencies, nil)
+	memory, err := depmem.NewMemory(cfg.Memory, depmem.WithLogger(o.logger), depmem.WithScope(scope))
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := depmem.NewStatic(cfg.Dependencies, memory)
 	if err != nil {
 		return nil, err
 	}
 	in, err := inbound.New(cfg.inboundConfig(),
-		inbound.WithScope(scope), inbound.WithLogs(logs), inbound.WithMemory(memory))
+		inbound.WithScope(scope), inbound.WithLogs(logs),
+		inbound.WithMemory(kinds), inbound.WithObserver(memory))
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +91,25 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Middleware{inbound: in, egress: egress, retry: r, logs: logs}, nil
+	return &Middleware{inbound: in, egress: egress, retry: r, logs: logs, memory: memory, kinds: kinds}, nil
+}
+
+// Start loads the dependency memory's snapshot and starts its background
+// work (snapshots, fleet queries). Module calls it on fx start; a
+// hand-built dispatcher's owner calls it before serving.
+func (m *Middleware) Start() error {
+	return m.memory.Start()
+}
+
+// Stop ends the background work Start began and writes a last snapshot.
+func (m *Middleware) Stop() error {
+	return m.memory.Stop()
+}
+
+// Dependencies returns what errown knows of every edge: declared ones,
+// then learned ones, each with its kind, ratio, samples and source.
+func (m *Middleware) Dependencies() []depmem.EdgeView {
+	return m.kinds.Edges()
 }
 
 // Inbound returns the inbound middleware to put on a dispatcher.

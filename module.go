@@ -25,9 +25,10 @@ var Module = fx.Options(
 type Params struct {
 	fx.In
 
-	Config config.Provider `optional:"true"`
-	Logger *zap.Logger     `optional:"true"`
-	Scope  tally.Scope     `optional:"true"`
+	Lifecycle fx.Lifecycle
+	Config    config.Provider `optional:"true"`
+	Logger    *zap.Logger     `optional:"true"`
+	Scope     tally.Scope     `optional:"true"`
 }
 
 // Result is the output of NewFromParams.
@@ -38,7 +39,8 @@ type Result struct {
 }
 
 // NewFromParams reads the "errown" section of p.Config and builds the
-// middleware. It is what Module provides.
+// middleware, whose background work starts and stops with p.Lifecycle. It
+// is what Module provides.
 func NewFromParams(p Params) (Result, error) {
 	cfg, err := configFromProvider(p.Config)
 	if err != nil {
@@ -48,6 +50,7 @@ func NewFromParams(p Params) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("errown: config: %w", err)
 	}
+	p.Lifecycle.Append(fx.StartStopHook(m.Start, m.Stop))
 	return Result{Middleware: m}, nil
 }
 

@@ -2,11 +2,16 @@ package errown_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -174,4 +179,79 @@ type transportHandler func(context.Context) error
 
 func (h transportHandler) Handle(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 	return h(ctx)
+}
+
+func TestModuleRunsMemoryLifecycle(t *testing.T) {
+	// A plain dependency that always fails.
+	depIn := yhttp.NewTransport().NewInbound("127.0.0.1:0")
+	dep := yarpc.NewDispatcher(yarpc.Config{Name: "dep", Inbounds: yarpc.Inbounds{depIn}})
+	dep.Register(raw.Procedure("get", func(context.Context, []byte) ([]byte, error) {
+		return nil, yarpcerrors.UnavailableErrorf("dep down")
+	}))
+	require.NoError(t, dep.Start())
+	defer func() { assert.NoError(t, dep.Stop()) }()
+
+	path := filepath.Join(t.TempDir(), "memory.json")
+	yamlConfig := "errown:\n  memory:\n    minSamples: 3\n    snapshot:\n      path: " + path + "\n"
+	start := func() (*fxtest.App, *errown.Middleware, *yhttp.Inbound) {
+		var (
+			mw *errown.Middleware
+			in = yhttp.NewTransport().NewInbound("127.0.0.1:0")
+		)
+		app := fxtest.New(t,
+			fx.NopLogger,
+			fx.Provide(func() (config.Provider, error) {
+				return config.NewYAML(config.Source(strings.NewReader(yamlConfig)))
+			}),
+			fx.Provide(func() yarpc.Config {
+				return yarpc.Config{
+					Name:      "svc",
+					Inbounds:  yarpc.Inbounds{in},
+					Outbounds: yarpc.Outbounds{"dep": {Unary: yhttp.NewTransport().NewSingleOutbound("http://" + depIn.Addr().String())}},
+				}
+			}),
+			fx.Provide(func(cfg yarpc.Config, lc fx.Lifecycle) *yarpc.Dispatcher {
+				d := yarpc.NewDispatcher(cfg)
+				d.Register(raw.Procedure("api", func(ctx context.Context, body []byte) ([]byte, error) {
+					return raw.New(d.ClientConfig("dep")).Call(ctx, "get", body)
+				}))
+				lc.Append(fx.StartStopHook(d.Start, d.Stop))
+				return d
+			}),
+			errown.Module,
+			fx.Populate(&mw),
+			fx.Invoke(func(*yarpc.Dispatcher) {}),
+		)
+		app.RequireStart()
+		return app, mw, in
+	}
+
+	app, mw, in := start()
+	client := yarpc.NewDispatcher(yarpc.Config{Name: "caller", Outbounds: yarpc.Outbounds{"svc": {
+		Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String()),
+	}}})
+	require.NoError(t, client.Start())
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var headers map[string]string
+		_, err := raw.New(client.ClientConfig("svc")).Call(ctx, "api", nil, yarpc.ResponseHeaders(&headers))
+		cancel()
+		require.Error(t, err)
+		assert.Equal(t, "claimed", headers["errown-claim"], "no retry policy: RCS false keeps it claimed")
+	}
+	require.NoError(t, client.Stop())
+	edge := egresslog.Edge{CallerProcedure: "api", Service: "dep", Procedure: "get"}
+	want := []depmem.EdgeView{{Edge: edge, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 3, JointFailures: 3, Source: depmem.SourceLocal}}
+	assert.Equal(t, want, mw.Dependencies())
+	app.RequireStop()
+
+	b, err := os.ReadFile(path)
+	require.NoError(t, err, "the memory wrote its snapshot at stop")
+	_, err = depmem.ParseSnapshot(b)
+	require.NoError(t, err)
+
+	// A restarted service remembers.
+	app, mw, _ = start()
+	assert.Equal(t, want, mw.Dependencies())
+	app.RequireStop()
 }
