@@ -1,0 +1,223 @@
+package stormsim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/errown/errown/retry"
+	"go.uber.org/multierr"
+	"go.uber.org/zap"
+)
+
+// Policy is how every hop of the chain handles its child's errors.
+type Policy string
+
+// The policies of DESIGN.md's first table.
+const (
+	// PolicyNaive retries every failed call up to the attempts allowed,
+	// with no budget.
+	PolicyNaive Policy = "naive"
+	// PolicyBudget retries like PolicyNaive within a retry budget.
+	PolicyBudget Policy = "budget"
+	// PolicyOwnership runs the full errown middleware with the same retry
+	// policy and budget as PolicyBudget.
+	PolicyOwnership Policy = "ownership"
+)
+
+// Policies returns every policy, in the order of DESIGN.md's first table.
+func Policies() []Policy {
+	return []Policy{PolicyNaive, PolicyBudget, PolicyOwnership}
+}
+
+// Transports supported by Run.
+const (
+	TransportHTTP     = "http"
+	TransportGRPC     = "grpc"
+	TransportTChannel = "tchannel"
+)
+
+// Transports returns every transport Run supports.
+func Transports() []string {
+	return []string{TransportHTTP, TransportGRPC, TransportTChannel}
+}
+
+// Defaults applied to zero values of Options.
+const (
+	// DefaultConcurrency is the root requests kept in flight.
+	DefaultConcurrency = 16
+	// DefaultTimeout is the deadline of each root request.
+	DefaultTimeout = 5 * time.Second
+	// DefaultTransport is the transport of every hop.
+	DefaultTransport = TransportHTTP
+)
+
+// Limits checked by Options.Validate.
+const (
+	// MaxDepth is the longest chain: nodes are named A to Z.
+	MaxDepth = 26
+	// MaxConcurrency is the most root requests kept in flight.
+	MaxConcurrency = 1024
+)
+
+// Options configure Run. The comment on each field names the flag of
+// cmd/stormsim that sets it; Validate's errors name the same flags.
+type Options struct {
+	// Depth is the number of nodes in the chain (-depth), 1 to 26.
+	Depth int
+	// FailDepth is the depth of the node that fails every call
+	// (-fail-depth), 0 (the root) to Depth-1.
+	FailDepth int
+	// Attempts is the attempts each hop's retry policy allows, the first
+	// one included (-attempts), 1 to retry.MaxMaxAttempts.
+	Attempts int
+	// Budget is the retry budget ratio of PolicyBudget and
+	// PolicyOwnership (-budget), above 0 and at most
+	// retry.MaxBudgetRatio; PolicyNaive ignores it.
+	Budget float64
+	// Requests is the number of root requests (-requests), at least 1.
+	Requests int
+	// Concurrency is the root requests kept in flight (-concurrency).
+	// Default DefaultConcurrency; at most MaxConcurrency.
+	Concurrency int
+	// Timeout is the deadline of each root request (-timeout). Default
+	// DefaultTimeout.
+	Timeout time.Duration
+	// Policy is the policy of every hop (-policy). Required.
+	Policy Policy
+	// Transport is the transport of every hop (-transport): "http",
+	// "grpc" or "tchannel". Default "http".
+	Transport string
+	// Logger receives stormsim's debug logs (node addresses) and is
+	// handed to the retry and errown middleware. yarpc's own logs, one
+	// per failed call, are not sent to it. Default zap.NewNop().
+	Logger *zap.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Transport == "" {
+		o.Transport = DefaultTransport
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o
+}
+
+// Validate reports every invalid field of o, after defaults are applied,
+// at once; each error names the flag and the bad value.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var err error
+	if o.Depth < 1 || o.Depth > MaxDepth {
+		err = multierr.Append(err, fmt.Errorf("depth: must be between 1 and %d, got %d", MaxDepth, o.Depth))
+	}
+	if o.FailDepth < 0 || o.FailDepth >= o.Depth {
+		err = multierr.Append(err, fmt.Errorf("fail-depth: must be >= 0 and < depth (%d), got %d", o.Depth, o.FailDepth))
+	}
+	if o.Attempts < 1 || o.Attempts > retry.MaxMaxAttempts {
+		err = multierr.Append(err, fmt.Errorf("attempts: must be between 1 and %d, got %d", retry.MaxMaxAttempts, o.Attempts))
+	}
+	if o.Policy != PolicyNaive && !(o.Budget > 0 && o.Budget <= retry.MaxBudgetRatio) { // also rejects NaN
+		err = multierr.Append(err, fmt.Errorf("budget: must be > 0 and <= %d for policy %q, got %v", retry.MaxBudgetRatio, o.Policy, o.Budget))
+	}
+	if o.Requests < 1 {
+		err = multierr.Append(err, fmt.Errorf("requests: must be >= 1, got %d", o.Requests))
+	}
+	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
+		err = multierr.Append(err, fmt.Errorf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, o.Concurrency))
+	}
+	if o.Timeout < 0 {
+		err = multierr.Append(err, fmt.Errorf("timeout: must be > 0, got %v", o.Timeout))
+	}
+	if !oneOf(string(o.Policy), policyNames()) {
+		err = multierr.Append(err, fmt.Errorf("policy: must be one of %s, got %q", strings.Join(policyNames(), ", "), o.Policy))
+	}
+	if !oneOf(o.Transport, Transports()) {
+		err = multierr.Append(err, fmt.Errorf("transport: must be one of %s, got %q", strings.Join(Transports(), ", "), o.Transport))
+	}
+	return err
+}
+
+func policyNames() []string {
+	ps := Policies()
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = string(p)
+	}
+	return names
+}
+
+func oneOf(s string, set []string) bool {
+	for _, v := range set {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// hopFactor is how many times a retrying hop multiplies the requests that
+// reach its callee when every call fails: all the attempts under
+// PolicyNaive, one plus the budget ratio (at most one plus the retries a
+// call may make) otherwise.
+func (o Options) hopFactor() float64 {
+	if o.Policy == PolicyNaive {
+		return float64(o.Attempts)
+	}
+	return 1 + math.Min(o.Budget, float64(o.Attempts-1))
+}
+
+// Expected returns, for each depth of the chain o describes, the requests
+// served per root request that DESIGN.md's arithmetic predicts: with a per
+// hop factor R (the attempts under PolicyNaive, 1+Budget under
+// PolicyBudget), a node at depth d sees R^d down to the failing node, and
+// the nodes below it see what it forwards; under PolicyOwnership only the
+// failing node's caller retries, so every node from the failing one down
+// sees R (1+Budget) and those above it 1. A failing root is retried by
+// nobody: the simulator's client does not retry. Expected returns nil for
+// invalid Options.
+func Expected(o Options) []float64 {
+	if o.Validate() != nil {
+		return nil
+	}
+	r := o.hopFactor()
+	ratios := make([]float64, o.Depth)
+	for d := range ratios {
+		switch {
+		case o.Policy != PolicyOwnership:
+			ratios[d] = math.Pow(r, float64(min(d, o.FailDepth)))
+		case o.FailDepth > 0 && d >= o.FailDepth:
+			ratios[d] = r
+		default:
+			ratios[d] = 1
+		}
+	}
+	return ratios
+}
+
+// published is DESIGN.md's first table, as printed there (two decimals).
+var published = map[Policy][]float64{
+	PolicyNaive:     {1, 2, 4, 8, 8, 8, 8},
+	PolicyBudget:    {1, 1.1, 1.21, 1.33, 1.33, 1.33, 1.33},
+	PolicyOwnership: {1, 1, 1, 1.1, 1.1, 1.1, 1.1},
+}
+
+// Published returns the row of DESIGN.md's first table for o.Policy, and
+// true, when o describes that table's chain: seven nodes, the fourth (D)
+// failing, two attempts per hop and, except under PolicyNaive, a 10%
+// budget. Otherwise it returns nil and false.
+func Published(o Options) ([]float64, bool) {
+	row, ok := published[o.Policy]
+	if !ok || o.Depth != 7 || o.FailDepth != 3 || o.Attempts != 2 || (o.Policy != PolicyNaive && o.Budget != 0.1) {
+		return nil, false
+	}
+	return append([]float64(nil), row...), true
+}
