@@ -102,9 +102,10 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		m.untrackedCount.Inc(1)
 		return h.Handle(ctx, req, resw)
 	}
-	// Deferred so the log goes also when the handler panics; yarpc
-	// recovers the panic further out, exactly as without errown.
-	defer m.logs.Remove(log)
+	// Deferred so the log is closed and goes also when the handler
+	// panics: yarpc recovers the panic further out, exactly as without
+	// errown, and a call the handler left running is then counted late.
+	defer m.finish(log)
 
 	err := h.Handle(ingresslog.NewContext(ctx, log), req, resw)
 
@@ -126,6 +127,13 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		}
 	}
 	return err
+}
+
+// finish closes the request's egress log, which Handle already did unless
+// the handler panicked, and removes the log from the map.
+func (m *Middleware) finish(log *ingresslog.Log) {
+	log.Egress.Close(nil)
+	m.logs.Remove(log)
 }
 
 func (m *Middleware) decide(entries []egresslog.Entry) ownership.Claim {

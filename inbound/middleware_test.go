@@ -150,6 +150,7 @@ func TestHandlePanicRemovesLog(t *testing.T) {
 	require.NotNil(t, seen)
 	assert.Nil(t, e.mw.Logs().Get(seen.ID))
 	assert.Equal(t, 0, e.mw.Logs().Len())
+	assert.False(t, seen.Egress.Append(failed("hard", true)), "a call left running by a panicking handler is late")
 }
 
 func TestHandleUntrackedOverBound(t *testing.T) {

@@ -122,11 +122,11 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 		c.metrics.suppressed.Inc(1)
 		return 0, false
 	}
-	if v, _ := headers.Get(m.noRetryHeader); v == _noRetryValue {
-		return 0, m.refuse(req, c, state, ownership.RefusedPushback, n)
-	}
 	if n >= p.maxAttempts {
 		return 0, false
+	}
+	if v, _ := headers.Get(m.noRetryHeader); v == _noRetryValue {
+		return 0, m.refuse(req, c, state, ownership.RefusedPushback, n)
 	}
 	if !replayable {
 		c.metrics.bodyTooLarge.Inc(1)
