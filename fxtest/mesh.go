@@ -1,0 +1,337 @@
+package fxtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/encoding/raw"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// OutsideCaller is the caller name of the requests Mesh.Call sends from
+// outside the mesh, as the Recorder sees them.
+const OutsideCaller = "outside"
+
+// DefaultTimeout bounds a Mesh.Call whose context has no deadline (TChannel
+// requires one).
+const DefaultTimeout = 5 * time.Second
+
+// TB is the part of testing.TB a Mesh uses; *testing.T and *testing.B
+// satisfy it.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	FailNow()
+}
+
+// MeshOption configures NewMesh.
+type MeshOption interface {
+	apply(*meshOptions)
+}
+
+type meshOptions struct {
+	recorder RecorderConfig
+}
+
+type meshOptionFunc func(*meshOptions)
+
+func (f meshOptionFunc) apply(o *meshOptions) { f(o) }
+
+// WithRecorderConfig sets the header names the mesh's Recorder and
+// Mesh.Call read. Use it when the services' errown.Config renames the
+// claim or attempt header.
+func WithRecorderConfig(cfg RecorderConfig) MeshOption {
+	return meshOptionFunc(func(o *meshOptions) { o.recorder = cfg })
+}
+
+// Mesh is a set of yarpc services on 127.0.0.1 that call each other, with
+// one Recorder on every outbound, the outside caller's included.
+type Mesh struct {
+	t        TB
+	recorder *Recorder
+	claim    string // canonical claim header name
+
+	mu       sync.Mutex
+	services map[string]*meshService
+}
+
+type meshService struct {
+	*Service
+	outside *yarpc.Dispatcher // the outside caller's dispatcher for it
+}
+
+// NewMesh returns an empty Mesh. Everything it starts is stopped through
+// t.Cleanup.
+func NewMesh(t TB, opts ...MeshOption) *Mesh {
+	var o meshOptions
+	for _, opt := range opts {
+		opt.apply(&o)
+	}
+	claim := o.recorder.ClaimHeader
+	if claim == "" {
+		claim = ownership.DefaultClaimHeader
+	}
+	return &Mesh{
+		t:        t,
+		recorder: NewRecorder(o.recorder),
+		claim:    transport.CanonicalizeHeaderKey(claim),
+		services: make(map[string]*meshService),
+	}
+}
+
+// Recorder returns the Recorder on every outbound of the mesh.
+func (m *Mesh) Recorder() *Recorder { return m.recorder }
+
+// Service returns the started service called name, or nil.
+func (m *Mesh) Service(name string) *Service {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.services[name]; ok {
+		return s.Service
+	}
+	return nil
+}
+
+// Start starts a service as cfg describes and returns it once it is
+// serving. It fails the test when cfg is invalid or the service cannot
+// start.
+func (m *Mesh) Start(cfg ServiceConfig) *Service {
+	m.t.Helper()
+	s, err := m.start(cfg)
+	if err != nil {
+		m.t.Errorf("fxtest: start service %q: %v", cfg.Name, err)
+		m.t.FailNow()
+	}
+	return s
+}
+
+func (m *Mesh) start(cfg ServiceConfig) (*Service, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if cfg.Name == "" {
+		return nil, errors.New("a name is required")
+	}
+	if _, dup := m.services[cfg.Name]; dup {
+		return nil, errors.New("already started")
+	}
+	if cfg.Handler == nil {
+		cfg.Handler = Echo
+	}
+
+	callees := make([]*meshService, len(cfg.Callees))
+	for i, name := range cfg.Callees {
+		callee, ok := m.services[name]
+		if !ok {
+			return nil, fmt.Errorf("callee %q is not started", name)
+		}
+		callees[i] = callee
+	}
+
+	s := &Service{name: cfg.Name, transport: cfg.Transport}
+	if cfg.Errown != nil {
+		mw, err := errown.New(*cfg.Errown, cfg.ErrownOptions...)
+		if err != nil {
+			return nil, fmt.Errorf("errown: %w", err)
+		}
+		s.middleware = mw
+	}
+
+	ts := &transports{name: cfg.Name}
+	in, err := ts.inbound(cfg.Transport)
+	if err != nil {
+		return nil, err
+	}
+	d, client, err := m.dispatcher(cfg, s, ts, in, callees)
+	if err != nil {
+		in.abort()
+		return nil, err
+	}
+	if mw := s.middleware; mw != nil {
+		// Started before the dispatcher and, cleanups running last in
+		// first out, stopped after it, as Module does through fx.
+		if err := mw.Start(); err != nil {
+			in.abort()
+			return nil, fmt.Errorf("errown: start: %w", err)
+		}
+		m.t.Cleanup(func() {
+			if err := mw.Stop(); err != nil {
+				m.t.Errorf("fxtest: stop errown of %q: %v", cfg.Name, err)
+			}
+		})
+	}
+	h := cfg.Handler
+	d.Register(raw.Procedure(Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+		s.served.Add(1)
+		return h(ctx, client, body)
+	}))
+	d.Register(cfg.Procedures)
+
+	if err := m.startDispatcher(d); err != nil {
+		in.abort()
+		return nil, err
+	}
+	s.dispatcher = d
+	s.addr = in.addr()
+
+	outside, err := m.outside(s)
+	if err != nil {
+		return nil, fmt.Errorf("outside caller: %w", err)
+	}
+	m.services[cfg.Name] = &meshService{Service: s, outside: outside}
+	return s, nil
+}
+
+// dispatcher builds the dispatcher of s, not started, and the Client its
+// handler calls callees with.
+func (m *Mesh) dispatcher(cfg ServiceConfig, s *Service, ts *transports, in inbound, callees []*meshService) (*yarpc.Dispatcher, *Client, error) {
+	outbounds := make(yarpc.Outbounds, len(callees))
+	for _, callee := range callees {
+		outs, err := ts.outbounds(callee.transport, callee.addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		outbounds[callee.name] = outs
+	}
+	ycfg := yarpc.Config{
+		Name:      cfg.Name,
+		Inbounds:  yarpc.Inbounds{in},
+		Outbounds: outbounds,
+		InboundMiddleware: yarpc.InboundMiddleware{
+			Unary: cfg.ExtraInbound,
+		},
+		OutboundMiddleware: yarpc.OutboundMiddleware{
+			Unary: yarpc.UnaryOutboundMiddleware(cfg.ExtraOutbound, m.recorder),
+		},
+	}
+	if s.middleware != nil {
+		ycfg = s.middleware.Apply(ycfg)
+	}
+	d, err := newDispatcher(ycfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	client := &Client{service: cfg.Name, callees: append([]string(nil), cfg.Callees...), clients: make(map[string]raw.Client, len(callees))}
+	for _, callee := range callees {
+		client.clients[callee.name] = raw.New(d.ClientConfig(callee.name))
+	}
+	return d, client, nil
+}
+
+// newDispatcher is yarpc.NewDispatcher, which panics on an invalid
+// config (a service name shorter than two characters, say), returning an
+// error instead.
+func newDispatcher(cfg yarpc.Config) (d *yarpc.Dispatcher, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return yarpc.NewDispatcher(cfg), nil
+}
+
+// startDispatcher starts d and has the test's cleanup stop it. Cleanups
+// run last in, first out, so services stop in the reverse order of their
+// start, callers before their callees.
+func (m *Mesh) startDispatcher(d *yarpc.Dispatcher) error {
+	if err := d.Start(); err != nil {
+		return err
+	}
+	m.t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			m.t.Errorf("fxtest: stop %q: %v", d.Name(), err)
+		}
+	})
+	return nil
+}
+
+// outside starts the dispatcher Mesh.Call uses to reach s: no errown, the
+// Recorder only.
+func (m *Mesh) outside(s *Service) (*yarpc.Dispatcher, error) {
+	ts := &transports{name: OutsideCaller}
+	outs, err := ts.outbounds(s.transport, s.addr)
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDispatcher(yarpc.Config{
+		Name:               OutsideCaller,
+		Outbounds:          yarpc.Outbounds{s.name: outs},
+		OutboundMiddleware: yarpc.OutboundMiddleware{Unary: m.recorder},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.startDispatcher(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Reply is what a call from outside the mesh got back.
+type Reply struct {
+	// Body of the response; nil for most errors.
+	Body []byte
+	// Headers of the response, with lower-case names; empty when the
+	// transport carried none with the error.
+	Headers map[string]string
+	// Claim is the claim header of the response, "" when absent.
+	Claim string
+	// Err is the error the call returned.
+	Err error
+}
+
+// Code returns the code of r.Err, yarpcerrors.CodeOK when there is none.
+func (r Reply) Code() yarpcerrors.Code {
+	return yarpcerrors.FromError(r.Err).Code()
+}
+
+// Call calls Procedure on service from outside the mesh, as caller
+// OutsideCaller with no errown, and returns the response with its headers.
+// A ctx without deadline gets DefaultTimeout.
+func (m *Mesh) Call(ctx context.Context, service string, body []byte, opts ...yarpc.CallOption) Reply {
+	oc, err := m.outboundConfig(service)
+	if err != nil {
+		return Reply{Err: err}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		defer cancel()
+	}
+	var r Reply
+	opts = append(opts[:len(opts):len(opts)], yarpc.ResponseHeaders(&r.Headers))
+	r.Body, r.Err = raw.New(oc).Call(ctx, Procedure, body, opts...)
+	r.Claim = r.Headers[m.claim]
+	return r
+}
+
+// OutboundConfig returns the outside caller's outbound config for
+// service, to make calls Mesh.Call does not cover: oneway calls over HTTP
+// (Outbounds.Oneway), streams over gRPC (Outbounds.Stream), other
+// encodings. It fails the test when service is not started.
+func (m *Mesh) OutboundConfig(service string) *transport.OutboundConfig {
+	m.t.Helper()
+	oc, err := m.outboundConfig(service)
+	if err != nil {
+		m.t.Errorf("fxtest: %v", err)
+		m.t.FailNow()
+	}
+	return oc
+}
+
+func (m *Mesh) outboundConfig(service string) (*transport.OutboundConfig, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.services[service]
+	if !ok {
+		return nil, yarpcerrors.InvalidArgumentErrorf("fxtest: service %q is not started", service)
+	}
+	return s.outside.MustOutboundConfig(service), nil
+}
