@@ -1,0 +1,68 @@
+# errown's one entry point for lint, tests and benchmarks.
+# `make test` is what CI runs (.ci/run): dependencies, lint, race tests and a
+# short run of every fuzz target.
+
+GO ?= go
+STATICCHECK_VERSION ?= v0.8.2
+FUZZTIME ?= 3s
+PKGS := ./...
+
+# Fuzz targets as package:FuncName.
+FUZZ_TARGETS := \
+	./ownership:FuzzParseClaim \
+	./ownership:FuzzParseAttempt \
+	.:FuzzConfigFromYAML
+
+.PHONY: all
+all: test
+
+.PHONY: deps
+deps:
+	@scripts/deps.sh
+
+.PHONY: test
+test: deps lint race fuzz
+
+.PHONY: lint
+lint: vet fmt-check tidy-check staticcheck
+
+.PHONY: vet
+vet:
+	$(GO) vet $(PKGS)
+
+.PHONY: fmt-check
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: tidy-check
+tidy-check:
+	@cp go.mod /tmp/errown.go.mod.bak; cp go.sum /tmp/errown.go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod /tmp/errown.go.mod.bak || ! cmp -s go.sum /tmp/errown.go.sum.bak; then \
+		echo "go mod tidy changes go.mod/go.sum:"; diff /tmp/errown.go.mod.bak go.mod; \
+		cp /tmp/errown.go.mod.bak go.mod; cp /tmp/errown.go.sum.bak go.sum; exit 1; fi
+
+.PHONY: staticcheck
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+.PHONY: race
+race:
+	$(GO) test -race -count=1 $(PKGS)
+
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+.PHONY: bench
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 10 $(PKGS)
+
+.PHONY: stormsim
+stormsim:
+	$(GO) run ./cmd/stormsim
