@@ -11,7 +11,10 @@ PKGS := ./...
 FUZZ_TARGETS := \
 	./ownership:FuzzParseClaim \
 	./ownership:FuzzParseAttempt \
-	.:FuzzConfigFromYAML
+	.:FuzzConfigFromYAML \
+	./retry:FuzzConfig \
+	./depmem:FuzzParseSnapshot \
+	./depmem:FuzzParseQueryResponse
 
 .PHONY: all
 all: test

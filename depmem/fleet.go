@@ -116,8 +116,8 @@ func newFleet(cfg FleetConfig, o options) *fleet {
 		cfg:     cfg,
 		client:  o.client,
 		logger:  o.logger,
-		queries: o.scope.Counter("depmem.fleet_queries"),
-		errors:  o.scope.Counter("depmem.fleet_errors"),
+		queries: o.scope.Counter("fleet_queries"),
+		errors:  o.scope.Counter("fleet_errors"),
 	}
 	f.healthy.Store(true)
 	return f

@@ -72,6 +72,7 @@ func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
 	}
 	cfg = cfg.withDefaults()
 	o := newOptions(opts)
+	o.scope = o.scope.SubScope("depmem")
 	m := &Memory{
 		cfg:        cfg,
 		thresholds: cfg.thresholds(),
@@ -80,7 +81,7 @@ func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
 		logger:     o.logger,
 		scope:      o.scope,
 		edges:      make(map[egresslog.Edge]*edgeState),
-		overflow:   o.scope.Counter("depmem.edges_overflow"),
+		overflow:   o.scope.Counter("edges_overflow"),
 	}
 	if cfg.Fleet.URL != "" {
 		m.fleet = newFleet(cfg.Fleet, o)
@@ -143,8 +144,8 @@ func (m *Memory) newEdgeState(e egresslog.Edge) *edgeState {
 	return &edgeState{
 		w:        newWindow(m.cfg.Buckets),
 		src:      SourceLocal,
-		failures: tagged.Counter("depmem.callee_failures"),
-		joint:    tagged.Counter("depmem.joint_failures"),
+		failures: tagged.Counter("callee_failures"),
+		joint:    tagged.Counter("joint_failures"),
 	}
 }
 

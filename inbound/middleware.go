@@ -68,6 +68,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		}
 		return h
 	}
+	scope := o.scope.SubScope("inbound")
 	return &Middleware{
 		logs:              o.logs,
 		memory:            o.memory,
@@ -78,12 +79,12 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),
 		claimedNoRetry:    headers(ownership.ClaimClaimed, true),
 		unclaimedNoRetry:  headers(ownership.ClaimUnclaimed, true),
-		claimedCount:      o.scope.Counter("inbound.claimed"),
-		unclaimedCount:    o.scope.Counter("inbound.unclaimed"),
-		coincidentalCount: o.scope.Counter("inbound.coincidental"),
-		atLeastOnceCount:  o.scope.Counter("inbound.at_least_once"),
-		untrackedCount:    o.scope.Counter("inbound.untracked"),
-		retriedCount:      o.scope.Counter("inbound.retried"),
+		claimedCount:      scope.Counter("claimed"),
+		unclaimedCount:    scope.Counter("unclaimed"),
+		coincidentalCount: scope.Counter("coincidental"),
+		atLeastOnceCount:  scope.Counter("at_least_once"),
+		untrackedCount:    scope.Counter("untracked"),
+		retriedCount:      scope.Counter("retried"),
 	}, nil
 }
 

@@ -34,14 +34,15 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
+	scope := o.scope.SubScope("egress")
 	m := &Middleware{
 		claimHeader: cfg.ClaimHeader,
-		calls:       o.scope.Counter("egress.calls"),
-		untracked:   o.scope.Counter("egress.untracked"),
-		late:        o.scope.Counter("egress.late"),
+		calls:       scope.Counter("calls"),
+		untracked:   scope.Counter("untracked"),
+		late:        scope.Counter("late"),
 	}
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
-		m.failures[c] = o.scope.Tagged(map[string]string{"claim": c.String()}).Counter("egress.failures")
+		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
 	}
 	return m, nil
 }

@@ -7,11 +7,12 @@ import (
 
 // Metric names and tags; doc.go describes each counter.
 const (
-	_metricCalls        = "retry.calls"
-	_metricAttempts     = "retry.attempts"
-	_metricSuppressed   = "retry.suppressed"
-	_metricDenied       = "retry.denied"
-	_metricBodyTooLarge = "retry.body_too_large"
+	_subScope           = "retry"
+	_metricCalls        = "calls"
+	_metricAttempts     = "attempts"
+	_metricSuppressed   = "suppressed"
+	_metricDenied       = "denied"
+	_metricBodyTooLarge = "body_too_large"
 
 	_tagCallee = "callee"
 	_tagReason = "reason"
@@ -28,7 +29,7 @@ type metrics struct {
 }
 
 func newMetrics(scope tally.Scope, service string) *metrics {
-	s := scope.Tagged(map[string]string{_tagCallee: service})
+	s := scope.SubScope(_subScope).Tagged(map[string]string{_tagCallee: service})
 	m := &metrics{
 		calls:        s.Counter(_metricCalls),
 		attempts:     s.Counter(_metricAttempts),
