@@ -3,6 +3,7 @@ package errown
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
@@ -121,6 +122,13 @@ func or(s, def string) string {
 func ConfigFromYAML(b []byte) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(b)) > 0 {
+		var raw interface{}
+		if err := yaml.Unmarshal(b, &raw); err != nil {
+			return Config{}, fmt.Errorf("errown: config: %w", err)
+		}
+		if err := checkYAML("", raw, reflect.TypeOf(c)); err != nil {
+			return Config{}, fmt.Errorf("errown: config: %w", err)
+		}
 		if err := yaml.UnmarshalStrict(b, &c); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}

@@ -83,9 +83,18 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		give string
 		want []string
 	}{
-		{"claimHedaer: x", []string{"errown: config:", "field claimHedaer not found"}},
-		{"retry:\n  budgett: {}", []string{"field budgett not found"}},
-		{"ingress:\n  shards: three", []string{"errown: config:", "three"}},
+		{"claimHedaer: x", []string{"errown: config: claimHedaer: unknown key"}},
+		{"retry:\n  budgett: {}", []string{"retry.budgett: unknown key"}},
+		{"ingress:\n  shards: three", []string{`errown: config: ingress.shards: want an integer, got string "three"`}},
+		{"ingress:\n  shards: 1.5", []string{`ingress.shards: want an integer, got number "1.5"`}},
+		{"retry:\n  budget:\n    ratio: lots", []string{`retry.budget.ratio: want a number, got string "lots"`}},
+		{"retry:\n  budget:\n    window: forever", []string{`retry.budget.window: want a duration such as 10s, got string "forever"`}},
+		{"retry:\n  budget:\n    disabled: maybe", []string{`retry.budget.disabled: want true or false, got string "maybe"`}},
+		{"retry:\n  policies: users", []string{`retry.policies: want a list, got string "users"`}},
+		{"retry:\n  policies:\n    - service: [a, b]", []string{`retry.policies[0].service: want a string, got a list`}},
+		{"retry:\n  policies:\n    - service: a\n      idempotent: 3", []string{`retry.policies[0].idempotent: want true or false, got integer "3"`}},
+		{"memory:\n  openThreshold: low\n  snapshot: /tmp/x", []string{`memory.openThreshold: want a number, got string "low"`, `memory.snapshot: want a mapping, got string "/tmp/x"`}},
+		{"dependencies:\n  - service: a\n    kinds: fail-open", []string{"dependencies[0].kinds: unknown key"}},
 		{"ingress:\n  shards: 3\n  maxInFlight: -1", []string{"ingress.shards: must be a power of two", "got 3", "ingress.maxInFlight: must be positive, got -1"}},
 		{"unknownEdges: sometimes", []string{`unknownEdges: must be "correlated" or "coincidental", got "sometimes"`}},
 		{"claimHeader: X-Claim", []string{`claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`}},
@@ -93,7 +102,10 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		{"dependencies:\n  - service: cache\n    kind: soft", []string{`dependencies[0].kind: unknown edge kind "soft"`}},
 		{"retry:\n  policies:\n    - service: users\n      maxAttempts: -1", []string{"retry.policies[0].maxAttempts", "-1"}},
 		{"retry:\n  budget:\n    ratio: -1", []string{"retry.budget.ratio", "-1"}},
-		{"- a\n- b", []string{"errown: config:"}},
+		{"memory:\n  closeThreshold: 0.1", []string{"memory.openThreshold: must be below closeThreshold 0.1, got 0.2"}},
+		{"ingress: [1]\nretry: 7", []string{"ingress: want a mapping, got a list", `retry: want a mapping, got integer "7"`}},
+		{"claimHeader: [unclosed", []string{"errown: config: yaml:"}},
+		{"- a\n- b", []string{"errown: config: errown: want a mapping, got a list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {

@@ -1,0 +1,165 @@
+package errown
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/multierr"
+)
+
+var _durationType = reflect.TypeOf(time.Duration(0))
+
+// checkYAML walks a generically decoded YAML value against the type it is
+// meant for and reports, by key path, every unknown key and every value of
+// the wrong type, so that errors name the key rather than a line of YAML.
+func checkYAML(path string, v interface{}, t reflect.Type) error {
+	if v == nil {
+		return nil // null: the zero value, whatever the type
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == _durationType {
+		switch d := v.(type) {
+		case int:
+			return nil
+		case string:
+			if _, err := time.ParseDuration(d); err == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: want a duration such as 10s, got %s", path, describe(v))
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[interface{}]interface{})
+		if !ok {
+			return fmt.Errorf("%s: want a mapping, got %s", orRoot(path), describe(v))
+		}
+		fields := yamlFields(t)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, fmt.Sprint(k))
+		}
+		sort.Strings(keys)
+		var err error
+		for _, k := range keys {
+			f, ok := fields[k]
+			if !ok {
+				err = multierr.Append(err, fmt.Errorf("%s: unknown key", join(path, k)))
+				continue
+			}
+			err = multierr.Append(err, checkYAML(join(path, k), lookup(m, k), f.Type))
+		}
+		return err
+	case reflect.Slice:
+		s, ok := v.([]interface{})
+		if !ok {
+			return fmt.Errorf("%s: want a list, got %s", path, describe(v))
+		}
+		var err error
+		for i, e := range s {
+			err = multierr.Append(err, checkYAML(fmt.Sprintf("%s[%d]", path, i), e, t.Elem()))
+		}
+		return err
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: want a string, got %s", path, describe(v))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s: want true or false, got %s", path, describe(v))
+		}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		switch v.(type) {
+		case int, int64, uint64:
+		default:
+			return fmt.Errorf("%s: want an integer, got %s", path, describe(v))
+		}
+	case reflect.Float64, reflect.Float32:
+		switch v.(type) {
+		case int, int64, uint64, float64:
+		default:
+			return fmt.Errorf("%s: want a number, got %s", path, describe(v))
+		}
+	}
+	return nil
+}
+
+// yamlFields maps the YAML key of each field of struct type t, embedded
+// structs' fields included, to the field.
+func yamlFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if strings.Contains(opts, "inline") || (f.Anonymous && tag == "") {
+			for k, v := range yamlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f
+	}
+	return out
+}
+
+func lookup(m map[interface{}]interface{}, key string) interface{} {
+	for k, v := range m {
+		if fmt.Sprint(k) == key {
+			return v
+		}
+	}
+	return nil
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func orRoot(path string) string {
+	if path == "" {
+		return ConfigKey
+	}
+	return path
+}
+
+// describe names a decoded YAML value and its kind for an error message,
+// cut short when long.
+func describe(v interface{}) string {
+	var kind string
+	switch v.(type) {
+	case string:
+		kind = "string"
+	case int, int64, uint64:
+		kind = "integer"
+	case float64:
+		kind = "number"
+	case bool:
+		kind = "boolean"
+	case []interface{}:
+		return "a list"
+	case map[interface{}]interface{}:
+		return "a mapping"
+	default:
+		kind = fmt.Sprintf("%T", v)
+	}
+	s := fmt.Sprintf("%q", fmt.Sprint(v))
+	if len(s) > 40 {
+		s = s[:37] + `..."`
+	}
+	return kind + " " + s
+}
