@@ -108,7 +108,7 @@ func TestSoak(t *testing.T) {
 		return errown.Config{
 			Ingress: errownIngress(4 * inFlight),
 			Retry: errown.RetryConfig{
-				Budget:   retry.BudgetConfig{Ratio: 0.2},
+				Budget: retry.BudgetConfig{Ratio: 0.2},
 				Policies: []retry.PolicyConfig{{
 					Service:        callee,
 					InitialBackoff: time.Millisecond,
