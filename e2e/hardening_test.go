@@ -1,0 +1,217 @@
+package e2e_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/ingresslog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/encoding/raw"
+	yhttp "go.uber.org/yarpc/transport/http"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// writesClaim is a callee without errown whose handler fails and writes
+// whatever claim header value it is given: a misbehaving or hostile peer.
+func writesClaim(value string) fxtest.Handler {
+	return func(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
+		if err := yarpc.CallFromContext(ctx).WriteResponseHeader("errown-claim", value); err != nil {
+			return nil, err
+		}
+		return nil, yarpcerrors.UnavailableErrorf("down")
+	}
+}
+
+// TestGarbageClaimFromCallee: a claim header errown cannot read, however
+// long or odd, is a missing claim: the caller retries once and unclaims.
+func TestGarbageClaimFromCallee(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+	}{
+		{"empty", ""},
+		{"unknown", "mine"},
+		{"mixed case", "Unclaimed"},
+		// (Leading and trailing blanks never arrive over HTTP: the
+		// transport trims header values.)
+		{"inner blank", "un claimed"},
+		{"repeated", "unclaimed,unclaimed"},
+		{"binary", "\x01\x02unclaimed\x7f"},
+		{"huge", strings.Repeat("unclaimed", 7000)}, // 63 KB
+	}
+	for _, tt := range tests {
+		for _, tr := range []string{fxtest.HTTP, fxtest.GRPC, fxtest.TChannel} {
+			t.Run(tt.name+"/"+tr, func(t *testing.T) {
+				mesh := fxtest.NewMesh(t)
+				mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Handler: writesClaim(tt.give)})
+				mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward})
+				reply := mesh.Call(context.Background(), _b, nil)
+				require.Error(t, reply.Err)
+				assert.Equal(t, _unclaimed, reply.Claim, "B retried the missing claim and unclaims")
+				assert.Equal(t, int64(2), mesh.Service(_c).Served(), "exactly one retry")
+			})
+		}
+	}
+}
+
+// TestCallerCannotSteer: nothing a caller puts on a request changes how
+// errown decides: not a claim, not an attempt number, not anything that
+// looks like a request ID.
+func TestCallerCannotSteer(t *testing.T) {
+	mesh := fxtest.NewMesh(t)
+	mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: fxtest.HTTP, Errown: withRetries(), Handler: fail(_b)})
+	for _, h := range [][2]string{
+		{"errown-claim", "unclaimed"},
+		{"errown-attempt", "99"},
+		{"errown-request-id", "1"},
+		{"x-request-id", "1"},
+		{"errown-no-retry", "true"},
+	} {
+		reply := mesh.Call(context.Background(), _b, nil, yarpc.WithHeader(h[0], h[1]))
+		require.Error(t, reply.Err)
+		assert.Equal(t, _claimed, reply.Claim, "request header %s", h[0])
+		_, noRetry := reply.Headers["errown-no-retry"]
+		assert.False(t, noRetry, "a caller cannot make the callee push back")
+	}
+	assert.Equal(t, 0, mesh.Service(_b).Middleware().Logs().Len())
+}
+
+// TestInFlightBound: a flood of concurrent requests cannot grow errown's
+// ingress log past its bound; requests over it are served untracked.
+func TestInFlightBound(t *testing.T) {
+	const bound, flood = 8, 64
+	scope := tally.NewTestScope("", nil)
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(flood)
+	mesh := fxtest.NewMesh(t)
+	mesh.Start(fxtest.ServiceConfig{
+		Name: _b, Transport: fxtest.HTTP,
+		Errown:        &errown.Config{Ingress: ingresslog.Config{MaxInFlight: bound}},
+		ErrownOptions: []errown.Option{errown.WithScope(scope)},
+		Handler: func(ctx context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
+			arrived.Done()
+			<-release
+			return body, nil
+		},
+	})
+	var done sync.WaitGroup
+	for i := 0; i < flood; i++ {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			assert.NoError(t, mesh.Call(context.Background(), _b, []byte("x")).Err)
+		}()
+	}
+	arrived.Wait()
+	logs := mesh.Service(_b).Middleware().Logs()
+	assert.Equal(t, bound, logs.Len(), "the log holds its bound and no more")
+	close(release)
+	done.Wait()
+	assert.Equal(t, 0, logs.Len())
+	assert.Equal(t, int64(flood-bound), scope.Snapshot().Counters()["errown.inbound.untracked+"].Value())
+}
+
+// TestHangingCallee: a callee that hangs until the deadline costs the
+// caller its deadline once; no retry is started without time for it, and
+// the caller's error is unclaimed (the refusal satisfied the criteria).
+func TestHangingCallee(t *testing.T) {
+	for _, tr := range fxtest.Transports {
+		t.Run(tr, func(t *testing.T) {
+			mesh := fxtest.NewMesh(t)
+			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Handler: func(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}})
+			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward})
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			reply := mesh.Call(ctx, _b, nil)
+			took := time.Since(start)
+			require.Error(t, reply.Err)
+			assert.Less(t, took, 3*time.Second, "the caller is not held past its deadline")
+			assert.Equal(t, int64(1), mesh.Service(_c).Served(), "no retry without time for it")
+			require.Eventually(t, func() bool { return mesh.Service(_b).Middleware().Logs().Len() == 0 }, 5*time.Second, 10*time.Millisecond)
+		})
+	}
+}
+
+// dropConnection closes the connection mid-response for every request:
+// a status line and half a header, then nothing.
+func dropConnection(http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 10\r\nRpc-Header-Errown-Cla")
+		_ = buf.Flush()
+		_ = conn.Close()
+	})
+}
+
+// TestConnectionClosedMidResponse: a callee whose connection dies
+// mid-response is a failure with no claim: retried once, then unclaimed.
+func TestConnectionClosedMidResponse(t *testing.T) {
+	in := yhttp.NewTransport().NewInbound("127.0.0.1:0", yhttp.Interceptor(dropConnection))
+	callee := yarpc.NewDispatcher(yarpc.Config{Name: _c, Inbounds: yarpc.Inbounds{in}})
+	served := 0
+	var mu sync.Mutex
+	callee.Register(raw.Procedure("call", func(context.Context, []byte) ([]byte, error) {
+		mu.Lock()
+		served++
+		mu.Unlock()
+		return nil, nil
+	}))
+	require.NoError(t, callee.Start())
+	defer func() { assert.NoError(t, callee.Stop()) }()
+	hits := &hitCounter{}
+	// Count the requests that reach the callee's socket: the handler never
+	// runs, the interceptor answers first.
+	mw, err := errown.New(*withRetries(_c))
+	require.NoError(t, err)
+	caller := yarpc.NewDispatcher(mw.Apply(yarpc.Config{
+		Name:               _b,
+		Outbounds:          yarpc.Outbounds{_c: {Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String())}},
+		OutboundMiddleware: yarpc.OutboundMiddleware{Unary: hits},
+	}))
+	require.NoError(t, caller.Start())
+	defer func() { assert.NoError(t, caller.Stop()) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = raw.New(caller.ClientConfig(_c)).Call(ctx, "call", []byte("x"))
+	require.Error(t, err)
+	assert.Equal(t, 2, hits.n(), "one retry of a missing claim")
+	assert.Equal(t, 0, served)
+}
+
+// hitCounter is outbound middleware counting the attempts that go out.
+type hitCounter struct {
+	mu    sync.Mutex
+	count int
+}
+
+func (h *hitCounter) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	h.mu.Lock()
+	h.count++
+	h.mu.Unlock()
+	return out.Call(ctx, req)
+}
+
+func (h *hitCounter) n() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.count
+}
