@@ -111,13 +111,13 @@ type fleet struct {
 	errors  tally.Counter
 }
 
-func newFleet(cfg FleetConfig, o options) *fleet {
+func newFleet(cfg FleetConfig, o options, queries, errors tally.Counter) *fleet {
 	f := &fleet{
 		cfg:     cfg,
 		client:  o.client,
 		logger:  o.logger,
-		queries: o.scope.Counter("fleet_queries"),
-		errors:  o.scope.Counter("fleet_errors"),
+		queries: queries,
+		errors:  errors,
 	}
 	f.healthy.Store(true)
 	return f

@@ -15,7 +15,7 @@ import (
 func (m *Memory) Start() error {
 	if path := m.cfg.Snapshot.Path; path != "" {
 		if err := m.LoadSnapshot(path); err != nil {
-			m.scope.Counter("snapshot_errors").Inc(1)
+			m.snapshotErrors.Inc(1)
 			m.logger.Warn("errown: ignoring dependency memory snapshot", zap.String("path", path), zap.Error(err))
 		}
 	}
@@ -72,7 +72,7 @@ func (m *Memory) saveLogged() {
 		return
 	}
 	if err := m.SaveSnapshot(path); err != nil {
-		m.scope.Counter("snapshot_errors").Inc(1)
+		m.snapshotErrors.Inc(1)
 		m.logger.Warn("errown: writing dependency memory snapshot", zap.String("path", path), zap.Error(err))
 	}
 }

@@ -43,8 +43,9 @@ type Memory struct {
 	mu    sync.RWMutex
 	edges map[egresslog.Edge]*edgeState
 
-	overflow tally.Counter
-	fleet    *fleet
+	overflow       tally.Counter
+	snapshotErrors tally.Counter
+	fleet          *fleet
 
 	lifecycle
 }
@@ -82,9 +83,13 @@ func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
 		scope:      o.scope,
 		edges:      make(map[egresslog.Edge]*edgeState),
 		overflow:   o.scope.Counter("edges_overflow"),
+		// Created whether or not a snapshot or fleet is configured, so
+		// that dashboards always find them.
+		snapshotErrors: o.scope.Counter("snapshot_errors"),
 	}
+	queries, errors := o.scope.Counter("fleet_queries"), o.scope.Counter("fleet_errors")
 	if cfg.Fleet.URL != "" {
-		m.fleet = newFleet(cfg.Fleet, o)
+		m.fleet = newFleet(cfg.Fleet, o, queries, errors)
 	}
 	return m, nil
 }
