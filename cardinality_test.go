@@ -1,0 +1,66 @@
+package errown_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/api/transport/transporttest"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// failingOutbound fails every call, in memory.
+type failingOutbound struct{ transport.UnaryOutbound }
+
+func (failingOutbound) Call(context.Context, *transport.Request) (*transport.Response, error) {
+	return nil, yarpcerrors.UnavailableErrorf("down")
+}
+
+// TestTagCardinalityBounded floods a service with distinct inbound and
+// outbound procedure names, every call failing, and checks that the metric
+// series errown emits stay bounded: procedure names only ever reach tags
+// through the dependency memory's edges, capped by memory.maxEdges.
+func TestTagCardinalityBounded(t *testing.T) {
+	const maxEdges, flood = 50, 5000
+	scope := tally.NewTestScope("", nil)
+	mw, err := errown.New(errown.Config{
+		Memory: depmem.Config{MaxEdges: maxEdges},
+		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee"}}},
+	}, errown.WithScope(scope))
+	require.NoError(t, err)
+
+	out := middleware.ApplyUnaryOutbound(failingOutbound{}, mw.Outbound().Unary)
+	handler := transportHandlerFunc(func(ctx context.Context, req *transport.Request) error {
+		_, err := out.Call(ctx, &transport.Request{Service: "callee", Procedure: "get-" + req.Procedure})
+		return err
+	})
+	in := middleware.ApplyUnaryInbound(handler, mw.Inbound().Unary)
+	for i := 0; i < flood; i++ {
+		req := &transport.Request{Service: "svc", Procedure: fmt.Sprintf("proc-%d", i), Transport: "http"}
+		require.Error(t, in.Handle(context.Background(), req, &transporttest.FakeResponseWriter{}))
+	}
+
+	snap := scope.Snapshot()
+	series := len(snap.Counters()) + len(snap.Gauges()) + len(snap.Timers()) + len(snap.Histograms())
+	// Two counters per tracked edge, plus a fixed set.
+	assert.LessOrEqual(t, series, 2*maxEdges+60, "series after %d distinct procedures", flood)
+	assert.Len(t, mw.Dependencies(), maxEdges)
+	overflow := snap.Counters()["errown.depmem.edges_overflow+"]
+	require.NotNil(t, overflow)
+	assert.Equal(t, int64(flood-maxEdges), overflow.Value())
+	t.Logf("%d distinct procedures, %d metric series", flood, series)
+}
+
+type transportHandlerFunc func(context.Context, *transport.Request) error
+
+func (f transportHandlerFunc) Handle(ctx context.Context, req *transport.Request, _ transport.ResponseWriter) error {
+	return f(ctx, req)
+}
