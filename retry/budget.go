@@ -2,6 +2,7 @@ package retry
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,14 +25,18 @@ func BudgetAllows(requests, retries int64, ratio, minPerSecond float64, window t
 const _budgetBuckets = 10
 
 type budgetBucket struct {
-	epoch    int64 // which bucket-width interval since start this counts
-	requests int64
-	retries  int64
+	epoch    atomic.Int64 // which bucket-width interval since start this counts
+	requests atomic.Int64
+	retries  int64 // budget.mu
 }
 
 // budget is the retry budget of one callee service: it counts original
 // requests and retries over a sliding window of time buckets and allows a
 // retry while BudgetAllows does. It is safe for concurrent use.
+//
+// Every call deposits, so deposit takes no lock while its bucket is
+// current: it adds to the bucket atomically. Emptying a bucket for a new
+// interval, and withdrawing, happen under mu.
 type budget struct {
 	disabled     bool
 	ratio        float64
@@ -41,8 +46,8 @@ type budget struct {
 	now          func() time.Time
 	start        time.Time
 
+	last    atomic.Int64 // latest epoch seen; the clock never steps back past it
 	mu      sync.Mutex
-	last    int64 // latest epoch seen; the clock never steps back past it
 	buckets [_budgetBuckets]budgetBucket
 }
 
@@ -68,9 +73,14 @@ func (b *budget) deposit() {
 	if b.disabled {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.current().requests++
+	e := b.epoch()
+	bk := &b.buckets[e%_budgetBuckets]
+	if bk.epoch.Load() != e {
+		b.mu.Lock()
+		bk = b.bucket(e)
+		b.mu.Unlock()
+	}
+	bk.requests.Add(1)
 }
 
 // tryWithdraw counts one retry and returns true when the budget has room
@@ -81,15 +91,9 @@ func (b *budget) tryWithdraw() bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	cur := b.current()
-	var requests, retries int64
-	for i := range b.buckets {
-		bk := &b.buckets[i]
-		if b.last-bk.epoch < _budgetBuckets {
-			requests += bk.requests
-			retries += bk.retries
-		}
-	}
+	e := b.epoch()
+	cur := b.bucket(e)
+	requests, retries := b.sum(e)
 	if !BudgetAllows(requests, retries, b.ratio, b.minPerSecond, b.window) {
 		return false
 	}
@@ -97,15 +101,43 @@ func (b *budget) tryWithdraw() bool {
 	return true
 }
 
-// current returns the bucket for now, emptied if it last counted an older
-// interval. b.mu must be held.
-func (b *budget) current() *budgetBucket {
-	if e := int64(b.now().Sub(b.start) / b.width); e > b.last {
-		b.last = e
+// epoch returns the bucket-width interval of now, or the latest one seen
+// if the clock stepped back.
+func (b *budget) epoch() int64 {
+	e := int64(b.now().Sub(b.start) / b.width)
+	for {
+		last := b.last.Load()
+		if e <= last {
+			return last
+		}
+		if b.last.CompareAndSwap(last, e) {
+			return e
+		}
 	}
-	bk := &b.buckets[b.last%_budgetBuckets]
-	if bk.epoch != b.last {
-		*bk = budgetBucket{epoch: b.last}
+}
+
+// bucket returns the bucket of epoch e, emptied if it last counted an
+// older interval. A bucket already counting a newer one (another goroutine
+// read the clock later) is left alone. b.mu must be held.
+func (b *budget) bucket(e int64) *budgetBucket {
+	bk := &b.buckets[e%_budgetBuckets]
+	if bk.epoch.Load() < e {
+		bk.requests.Store(0)
+		bk.retries = 0
+		bk.epoch.Store(e) // last: a lock-free deposit that sees e sees the emptied counts
 	}
 	return bk
+}
+
+// sum returns the requests and retries of the buckets inside the window
+// at epoch e. b.mu must be held.
+func (b *budget) sum(e int64) (requests, retries int64) {
+	for i := range b.buckets {
+		bk := &b.buckets[i]
+		if e-bk.epoch.Load() < _budgetBuckets {
+			requests += bk.requests.Load()
+			retries += bk.retries
+		}
+	}
+	return requests, retries
 }

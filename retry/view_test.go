@@ -1,0 +1,30 @@
+package retry
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBudgets(t *testing.T) {
+	floor := 1.0
+	m, err := New(Config{
+		Budget: BudgetConfig{Ratio: 0.5, MinPerSecond: &floor, Window: 10 * time.Second},
+		Policies: []PolicyConfig{
+			{Service: "b-callee"},
+			{Service: "a-callee", Procedure: "get"},
+		},
+	})
+	require.NoError(t, err)
+	c := m.callees["b-callee"]
+	for i := 0; i < 4; i++ {
+		c.budget.deposit()
+	}
+	require.True(t, c.budget.tryWithdraw())
+	assert.Equal(t, []BudgetView{
+		{Callee: "a-callee", Allowed: 10, Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second},
+		{Callee: "b-callee", Requests: 4, Retries: 1, Allowed: 12, Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second},
+	}, m.Budgets())
+}
