@@ -1,0 +1,10 @@
+// Package debugpage serves errown's debug page, an opt-in http.Handler
+// usually mounted at /debug/errown: what the dependency memory knows of
+// each edge (kind, ratio, samples, source), the retry budget of each
+// callee, and the latest claim decisions. People get HTML; tools get JSON
+// with ?format=json or an Accept: application/json header.
+//
+// It reads only what errown's Middleware exposes (Dependencies, Budgets,
+// Decisions) and changes nothing. Mount it where the service's other debug
+// pages are: it shows internal procedure and service names.
+package debugpage

@@ -1,0 +1,79 @@
+package debugpage
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/retry"
+)
+
+// Source is what the page shows; *errown.Middleware is one.
+type Source interface {
+	Dependencies() []depmem.EdgeView
+	Budgets() []retry.BudgetView
+	Decisions() []inbound.Decision
+}
+
+// Page is the page's content, as JSON renders it.
+type Page struct {
+	Service      string             `json:"service,omitempty"`
+	Time         time.Time          `json:"time"`
+	Dependencies []depmem.EdgeView  `json:"dependencies"`
+	Budgets      []retry.BudgetView `json:"budgets"`
+	Decisions    []inbound.Decision `json:"decisions"`
+}
+
+// Handler returns the debug page of src. service, if not empty, names the
+// service in the title.
+func Handler(src Source, service string) http.Handler {
+	return &handler{src: src, service: service, now: time.Now}
+}
+
+type handler struct {
+	src     Source
+	service string
+	now     func() time.Time
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	p := Page{
+		Service:      h.service,
+		Time:         h.now().UTC(),
+		Dependencies: orEmpty(h.src.Dependencies()),
+		Budgets:      orEmpty(h.src.Budgets()),
+		Decisions:    orEmpty(h.src.Decisions()),
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	if wantsJSON(r) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(p)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_ = _page.Execute(w, p)
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func wantsJSON(r *http.Request) bool {
+	if f := r.URL.Query().Get("format"); f != "" {
+		return f == "json"
+	}
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}

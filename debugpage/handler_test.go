@@ -1,0 +1,115 @@
+package debugpage
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type fakeSource struct {
+	deps      []depmem.EdgeView
+	budgets   []retry.BudgetView
+	decisions []inbound.Decision
+}
+
+func (f fakeSource) Dependencies() []depmem.EdgeView { return f.deps }
+func (f fakeSource) Budgets() []retry.BudgetView     { return f.budgets }
+func (f fakeSource) Decisions() []inbound.Decision   { return f.decisions }
+
+var (
+	now  = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	full = fakeSource{
+		deps: []depmem.EdgeView{{
+			Edge: egresslog.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"},
+			Kind: ownership.KindFailClose, Ratio: 0.95, CalleeFailures: 40, JointFailures: 38, Source: depmem.SourceLocal,
+		}},
+		budgets:   []retry.BudgetView{{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second}},
+		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow}},
+	}
+)
+
+func serve(t *testing.T, src Source, target string, header http.Header) *httptest.ResponseRecorder {
+	t.Helper()
+	h := &handler{src: src, service: "orders", now: func() time.Time { return now }}
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestHTML(t *testing.T) {
+	rec := serve(t, full, "/debug/errown", nil)
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "text/html; charset=utf-8", rec.Header().Get("Content-Type"))
+	body := rec.Body.String()
+	for _, want := range []string{
+		"<title>errown · orders</title>",
+		"<td>place</td><td>inventory::reserve</td>",
+		`<span class="kind fail-close">fail-close</span>`,
+		`<td class="num">95%</td><td class="num">40</td><td class="num">38</td><td>local</td>`,
+		`<td>inventory</td>`, `<td class="num">110.0</td>`, `<td class="num">10s</td>`,
+		`<td class="num">1.5s</td><td>place</td><td>unavailable</td>`,
+		`<td class="unclaimed">unclaimed</td>`, "retried below",
+	} {
+		assert.Contains(t, body, want)
+	}
+}
+
+func TestHTMLEmpty(t *testing.T) {
+	body := serve(t, fakeSource{budgets: []retry.BudgetView{{Callee: "naive", Disabled: true}}}, "/", nil).Body.String()
+	assert.Contains(t, body, "No edge has failed yet.")
+	assert.Contains(t, body, "no budget: every retry a policy wants is allowed")
+	assert.Contains(t, body, "No request has failed yet.")
+	assert.Contains(t, serve(t, fakeSource{}, "/", nil).Body.String(), "No retry policy is configured")
+}
+
+func TestHTMLEscapes(t *testing.T) {
+	src := fakeSource{decisions: []inbound.Decision{{Time: now, Procedure: "<script>alert(1)</script>", Claim: "claimed"}}}
+	body := serve(t, src, "/", nil).Body.String()
+	assert.NotContains(t, body, "<script>alert(1)</script>")
+	assert.Contains(t, body, "&lt;script&gt;alert(1)&lt;/script&gt;")
+}
+
+func TestJSON(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		target string
+		header http.Header
+	}{
+		{"query", "/debug/errown?format=json", nil},
+		{"accept", "/debug/errown", http.Header{"Accept": {"application/json"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, full, tt.target, tt.header)
+			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+			var got Page
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: full.budgets, Decisions: full.decisions}, got)
+			assert.Contains(t, rec.Body.String(), `"kind": "fail-close"`)
+		})
+	}
+	rec := serve(t, fakeSource{}, "/?format=json", nil)
+	assert.Contains(t, rec.Body.String(), `"dependencies": []`, "empty lists, not null")
+}
+
+func TestMethodNotAllowed(t *testing.T) {
+	h := Handler(full, "")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", strings.NewReader("x")))
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
+}

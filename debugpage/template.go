@@ -1,0 +1,78 @@
+package debugpage
+
+import (
+	"fmt"
+	"html/template"
+	"time"
+)
+
+var _page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+	"num": func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"ago": func(now, t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>errown{{with .Service}} · {{.}}{{end}}</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #1d1d1f; background: #fafafa; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; }
+h2 { font-size: 1.15em; margin-top: 1.8em; }
+p.note { color: #666; margin-top: 0; }
+table { border-collapse: collapse; background: #fff; box-shadow: 0 1px 2px #0002; }
+th, td { padding: 0.35em 0.9em; text-align: left; border-bottom: 1px solid #eee; }
+th { background: #f0f0f3; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.kind { padding: 0.1em 0.5em; border-radius: 0.8em; font-size: 0.9em; }
+.fail-close { background: #fde2e1; color: #a1120b; }
+.fail-open { background: #dff5e3; color: #176b2c; }
+.unknown { background: #eee; color: #555; }
+.claimed { color: #a1120b; font-weight: 600; }
+.unclaimed { color: #555; font-weight: 600; }
+.empty { color: #888; font-style: italic; }
+</style>
+</head>
+<body>
+<h1>errown{{with .Service}} · {{.}}{{end}}</h1>
+<p class="note">As of {{.Time.Format "2006-01-02 15:04:05 MST"}}. <a href="?format=json">JSON</a></p>
+
+<h2>Dependencies</h2>
+<p class="note">What the dependency memory knows of each edge: P(caller fails | callee fails) over the window.</p>
+{{if .Dependencies}}
+<table id="dependencies">
+<tr><th>caller procedure</th><th>callee</th><th>kind</th><th>ratio</th><th>callee failures</th><th>joint failures</th><th>source</th></tr>
+{{range .Dependencies}}<tr>
+<td>{{.Edge.CallerProcedure}}</td><td>{{.Edge.Service}}::{{.Edge.Procedure}}</td>
+<td><span class="kind {{.Kind}}">{{.Kind}}</span></td>
+<td class="num">{{pct .Ratio}}</td><td class="num">{{.CalleeFailures}}</td><td class="num">{{.JointFailures}}</td><td>{{.Source}}</td>
+</tr>
+{{end}}</table>
+{{else}}<p class="empty">No edge has failed yet.</p>{{end}}
+
+<h2>Retry budgets</h2>
+{{if .Budgets}}
+<table id="budgets">
+<tr><th>callee</th><th>requests</th><th>retries</th><th>allowed</th><th>ratio</th><th>floor /s</th><th>window</th></tr>
+{{range .Budgets}}<tr>
+<td>{{.Callee}}</td>
+{{if .Disabled}}<td colspan="6" class="empty">no budget: every retry a policy wants is allowed</td>{{else}}
+<td class="num">{{.Requests}}</td><td class="num">{{.Retries}}</td><td class="num">{{num .Allowed}}</td>
+<td class="num">{{pct .Ratio}}</td><td class="num">{{num .MinPerSecond}}</td><td class="num">{{.Window}}</td>{{end}}
+</tr>
+{{end}}</table>
+{{else}}<p class="empty">No retry policy is configured: errown never retries.</p>{{end}}
+
+<h2>Recent claim decisions</h2>
+{{if .Decisions}}
+<table id="decisions">
+<tr><th>ago</th><th>procedure</th><th>code</th><th>claim</th><th>failed calls</th><th>why</th></tr>
+{{$now := .Time}}{{range .Decisions}}<tr>
+<td class="num">{{ago $now .Time}}</td><td>{{.Procedure}}</td><td>{{.Code}}</td>
+<td class="{{.Claim}}">{{.Claim}}</td><td class="num">{{.FailedCalls}}</td><td>{{.Reason}}</td>
+</tr>
+{{end}}</table>
+{{else}}<p class="empty">No request has failed yet.</p>{{end}}
+</body>
+</html>
+`))
