@@ -1,13 +1,29 @@
-// Command stormsim runs the retry-storm experiment of DESIGN.md's first
-// table on real yarpc dispatchers on 127.0.0.1 and prints, for each node of
-// the chain, the requests it served per root request.
+// Command stormsim is errown's storm lab: it runs call graphs of real yarpc
+// services on 127.0.0.1 under naive retries, retry budgets and errown, and
+// prints what each service served beside the figures DESIGN.md publishes.
 //
-// With no flags it runs the seven-node chain A→…→G, D failing, under the
-// three policies (naive, budget, ownership) over HTTP, and prints each
-// measured ratio beside the published figure with PASS or FAIL (within
-// ±0.05); it exits 1 if any node fails. With -json it prints the results
-// as JSON instead: one object for one -policy, an array for all three.
+// With no flags it runs DESIGN.md's first table: the seven-node chain
+// A→…→G, D failing, under the three policies (naive, budget, ownership)
+// over HTTP, and prints each measured ratio beside the published figure
+// with PASS or FAIL (within ±0.05), and each policy's retry storm radius;
+// it exits 1 if any node fails. -depth, -fail-depth, -policy, -attempts
+// and -budget change the chain.
 //
+// -scenario NAME runs one of the lab's named scenarios (-scenario all runs
+// every one): each prints its runs' loads per node, measured beside the
+// analytic model's, and its headline figures beside the published ones,
+// each with the tolerance it is judged within. -topology FILE runs a call
+// graph described in YAML (see the shipped ones under
+// internal/stormsim/topologies) under -policy or the three policies.
+//
+// -analytic computes everything with the analytic model instead of running
+// services; -json prints JSON (for the chain: one object for one -policy,
+// an array for all three, as before; for a scenario its report; for all,
+// an array of reports); -svg FILE writes a chart of the loads per node,
+// one line per run. A run longer than a few seconds shows its progress on
+// stderr.
+//
+//	go run ./cmd/stormsim -scenario deep -svg docs/deep.svg
 //	go run ./cmd/stormsim -policy ownership -transport grpc -json
 package main
 
@@ -23,13 +39,14 @@ import (
 	"os/signal"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/errown/errown/internal/stormsim"
 	"go.uber.org/multierr"
 )
 
-// _tolerance is how far a measured ratio may be from the published or
-// expected figure and still PASS.
+// _tolerance is how far a measured ratio of the chain may be from the
+// published or expected figure and still PASS.
 const _tolerance = 0.05
 
 func main() {
@@ -49,7 +66,17 @@ type config struct {
 	opts     stormsim.Options
 	policies []stormsim.Policy
 	json     bool
+	scenario string // "" for the chain of the flags
+	topology string // file
+	analytic bool
+	svg      string
+	small    bool
+	set      map[string]bool // flags given on the command line
 }
+
+// _chainFlags shape the chain or a -topology run; a named scenario sets
+// them itself.
+var _chainFlags = []string{"depth", "fail-depth", "policy", "attempts", "budget"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("stormsim", flag.ContinueOnError)
@@ -60,33 +87,73 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	)
 	fs.IntVar(&c.opts.Depth, "depth", 7, "number of nodes in the chain (A, B, ...)")
 	fs.IntVar(&c.opts.FailDepth, "fail-depth", 3, "depth of the node failing every call (0 is the root)")
-	fs.StringVar(&policy, "policy", "", "naive, budget or ownership; empty runs all three")
+	fs.StringVar(&policy, "policy", "", "naive, budget, ownership or ownership-naive; empty runs the first three")
 	fs.IntVar(&c.opts.Attempts, "attempts", 2, "attempts per call at every hop, the first one included")
 	fs.Float64Var(&c.opts.Budget, "budget", 0.1, "retry budget ratio (budget and ownership policies)")
-	fs.IntVar(&c.opts.Requests, "requests", 2000, "root requests to send")
-	fs.IntVar(&c.opts.Concurrency, "concurrency", stormsim.DefaultConcurrency, "root requests in flight")
+	fs.IntVar(&c.opts.Requests, "requests", 2000, "root requests to send (a scenario's own number unless given)")
+	fs.IntVar(&c.opts.Concurrency, "concurrency", stormsim.DefaultConcurrency, "root requests in flight (a scenario's own unless given)")
 	fs.DurationVar(&c.opts.Timeout, "timeout", stormsim.DefaultTimeout, "deadline of each root request")
 	fs.StringVar(&c.opts.Transport, "transport", stormsim.DefaultTransport, "http, grpc or tchannel")
-	fs.BoolVar(&c.json, "json", false, "print JSON: one object for one -policy, an array for all")
+	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed of the nodes' failure draws")
+	fs.BoolVar(&c.json, "json", false, "print JSON: for the chain one object for one -policy, an array for all; a report for a scenario")
+	fs.StringVar(&c.scenario, "scenario", "", "run a named scenario, or all: "+strings.Join(stormsim.ScenarioNames(), ", "))
+	fs.StringVar(&c.topology, "topology", "", "run the call graph of a YAML `file` under -policy or the three policies")
+	fs.BoolVar(&c.analytic, "analytic", false, "compute the expected figures with the analytic model; run no service")
+	fs.StringVar(&c.svg, "svg", "", "write a chart of the loads per node, one line per run, to `file` (one scenario)")
+	fs.BoolVar(&c.small, "small", false, "run scenarios at the size of their tests: quicker, wider sampling tolerances")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	c.set = make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	if c.scenario != "" && c.topology != "" {
+		return c, errors.New("-scenario and -topology: give one")
+	}
+	if c.scenario == "chain" {
+		c.scenario = "" // the chain of the flags, as without -scenario
+	}
 	c.policies = stormsim.Policies()
 	if policy != "" {
 		c.policies = []stormsim.Policy{stormsim.Policy(policy)}
 	}
+
+	var err error
+	switch {
+	case c.scenario != "":
+		if _, ok := stormsim.LookupScenario(c.scenario); !ok && c.scenario != "all" {
+			return c, fmt.Errorf("scenario: must be all or one of %s, got %q", strings.Join(stormsim.ScenarioNames(), ", "), c.scenario)
+		}
+		for _, name := range _chainFlags {
+			if c.set[name] {
+				err = multierr.Append(err, fmt.Errorf("-%s: a named scenario sets its own; use it with the chain or -topology", name))
+			}
+		}
+		if c.svg != "" && c.scenario == "all" {
+			err = multierr.Append(err, errors.New("-svg: give one scenario, not all"))
+		}
+		if s, ok := stormsim.LookupScenario(c.scenario); ok && c.svg != "" && !s.Chart {
+			err = multierr.Append(err, fmt.Errorf("-svg: scenario %s has no load chart", c.scenario))
+		}
+		return c, err
+	case c.topology != "":
+		for _, name := range []string{"depth", "fail-depth"} {
+			if c.set[name] {
+				err = multierr.Append(err, fmt.Errorf("-%s: the topology file gives the graph", name))
+			}
+		}
+	}
 	// Check every policy's options before running any, reporting each
 	// problem once.
-	var (
-		err  error
-		seen = make(map[string]bool)
-	)
+	seen := make(map[string]bool)
 	for _, p := range c.policies {
 		o := c.opts
 		o.Policy = p
+		if c.topology != "" {
+			o.Topology = stormsim.Chain(1, 0) // validated when read
+		}
 		for _, e := range multierr.Errors(o.Validate()) {
 			if !seen[e.Error()] {
 				seen[e.Error()] = true
@@ -102,30 +169,172 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	p := newProgress(stderr)
+	defer p.finish()
+	switch {
+	case c.scenario != "":
+		return runScenarios(ctx, c, stdout, p)
+	case c.topology != "":
+		return runTopology(ctx, c, stdout, p)
+	default:
+		return runChain(ctx, c, stdout, p)
+	}
+}
+
+// runChain runs (or computes) the chain of the flags under each policy.
+func runChain(ctx context.Context, c config, stdout io.Writer, p *progress) error {
 	results := make([]stormsim.Result, 0, len(c.policies))
+	analyses := make([]stormsim.Analysis, 0, len(c.policies))
 	failed := 0
-	for _, p := range c.policies {
+	for _, policy := range c.policies {
 		o := c.opts
-		o.Policy = p
+		o.Policy = policy
+		if c.analytic {
+			a, err := stormsim.Analyze(o)
+			if err != nil {
+				return err
+			}
+			analyses = append(analyses, a)
+			if !c.json {
+				printAnalysis(stdout, o, a)
+			}
+			continue
+		}
+		o.Progress = p.update("chain: " + string(policy))
 		res, err := stormsim.Run(ctx, o)
 		if err != nil {
 			return err
 		}
 		results = append(results, res)
 		if !c.json {
+			p.clear()
 			failed += printTable(stdout, o, res)
+		}
+	}
+	if c.svg != "" {
+		chart := stormsim.Chart{
+			Title:    "stormsim chain: requests served per request at the root",
+			Subtitle: chainSubtitle(c.opts, c.analytic),
+			XLabel:   "node (root first)",
+			YLabel:   "requests per root request",
+		}
+		for _, n := range stormsim.Chain(c.opts.Depth, c.opts.FailDepth).Nodes {
+			chart.Categories = append(chart.Categories, n.Name)
+		}
+		for i, policy := range c.policies {
+			s := stormsim.Series{Name: string(policy)}
+			if c.analytic {
+				s.Values = analyses[i].Loads()
+			} else {
+				s.Values = results[i].Ratios()
+			}
+			chart.Series = append(chart.Series, s)
+		}
+		if err := os.WriteFile(c.svg, chart.SVG(), 0o644); err != nil {
+			return err
 		}
 	}
 	if c.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if len(results) == 1 {
+		switch {
+		case c.analytic && len(analyses) == 1:
+			return enc.Encode(analyses[0])
+		case c.analytic:
+			return enc.Encode(analyses)
+		case len(results) == 1:
 			return enc.Encode(results[0])
+		default:
+			return enc.Encode(results)
 		}
-		return enc.Encode(results)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d nodes off the reference figures by more than ±%v", failed, _tolerance)
+	}
+	return nil
+}
+
+// runScenarios runs the named scenario, or all of them.
+func runScenarios(ctx context.Context, c config, stdout io.Writer, p *progress) error {
+	var scenarios []stormsim.Scenario
+	if c.scenario == "all" {
+		scenarios = stormsim.Scenarios()
+	} else {
+		s, _ := stormsim.LookupScenario(c.scenario) // checked by parseFlags
+		scenarios = []stormsim.Scenario{s}
+	}
+	return runReports(ctx, c, scenarios, stdout, p)
+}
+
+// runTopology runs the topology file under each policy.
+func runTopology(ctx context.Context, c config, stdout io.Writer, p *progress) error {
+	b, err := os.ReadFile(c.topology)
+	if err != nil {
+		return err
+	}
+	t, err := stormsim.ParseTopology(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.topology, err)
+	}
+	return runReports(ctx, c, []stormsim.Scenario{stormsim.TopologyScenario(t, c.policies, c.opts)}, stdout, p)
+}
+
+// runReports runs scenarios and prints their reports.
+func runReports(ctx context.Context, c config, scenarios []stormsim.Scenario, stdout io.Writer, p *progress) error {
+	so := stormsim.ScenarioOptions{
+		Transport: c.opts.Transport,
+		Timeout:   c.opts.Timeout,
+		Seed:      c.opts.Seed,
+		Small:     c.small,
+		Analytic:  c.analytic,
+		Progress:  p.updateLabelled,
+	}
+	if c.set["requests"] {
+		so.Requests = c.opts.Requests
+	}
+	if c.set["concurrency"] {
+		so.Concurrency = c.opts.Concurrency
+	}
+	var (
+		reports []stormsim.Report
+		failed  int
+	)
+	for _, s := range scenarios {
+		rep, err := s.Run(ctx, so)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, rep)
+		failed += rep.Failed()
+		if !c.json {
+			p.clear()
+			printReport(stdout, rep)
+		}
+	}
+	if c.svg != "" {
+		chart, err := reports[0].Chart()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.svg, chart.SVG(), 0o644); err != nil {
+			return err
+		}
+	}
+	if c.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		var err error
+		if c.scenario == "all" {
+			err = enc.Encode(reports)
+		} else {
+			err = enc.Encode(reports[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d figures or node loads off their references", failed)
 	}
 	return nil
 }
@@ -157,6 +366,139 @@ func printTable(w io.Writer, o stormsim.Options, res stormsim.Result) int {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%s\t%s\t\n", n.Name, n.Depth, n.Served, n.Ratio, expected[i], pub, verdict)
 	}
 	_ = tw.Flush() // w is stdout; a failed print has nowhere better to go
+	fmt.Fprintf(w, "retry storm radius (hops with a retry, per failed request): %s\n", radiusText(res.Radius))
 	fmt.Fprintln(w)
 	return failed
+}
+
+// printAnalysis prints what the analytic model expects of the chain o.
+func printAnalysis(w io.Writer, o stormsim.Options, a stormsim.Analysis) {
+	published, isPublished := stormsim.Published(o)
+	fmt.Fprintf(w, "policy %s (analytic): availability %s, retry storm radius at most %d\n", a.Policy, num(a.Availability), a.RadiusMax)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "node\tdepth\texpected\tpublished\t")
+	for i, n := range a.Nodes {
+		pub := "-"
+		if isPublished {
+			pub = fmt.Sprintf("%.2f", published[i])
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%s\t\n", n.Name, n.Depth, n.Load, pub)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// radiusText describes a measured Radius.
+func radiusText(r stormsim.Radius) string {
+	if r.Failed == 0 {
+		return "no failed request"
+	}
+	return fmt.Sprintf("max %d, mean %.2f over %d failed requests (%.2f over the %d with any retry)", r.Max, r.Mean, r.Failed, r.MeanRetried, r.Retried)
+}
+
+// num formats a figure: integers whole, others to six significant digits.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return fmt.Sprintf("%.0f", v)
+	default:
+		return fmt.Sprintf("%.6g", v)
+	}
+}
+
+// printReport prints a scenario's report: the loads of its runs, then its
+// figures, each judged within its stated tolerance.
+func printReport(w io.Writer, r stormsim.Report) {
+	fmt.Fprintf(w, "== scenario %s: %s\n", r.Scenario, r.Summary)
+	for _, run := range r.Runs {
+		if run.Result == nil {
+			fmt.Fprintf(w, "run %s: %s (analytic, not run): availability %s, radius at most %d\n", run.Label, run.Policy, num(run.Expected.Availability), run.Expected.RadiusMax)
+			continue
+		}
+		res := run.Result
+		fmt.Fprintf(w, "run %s: %s over %s, %d requests", run.Label, res.Policy, res.Transport, res.Requests)
+		if res.Warmup > 0 {
+			fmt.Fprintf(w, " after %d warm-up", res.Warmup)
+		}
+		fmt.Fprintf(w, " in %v: %d failed; storm radius %s\n", res.Elapsed.Round(time.Millisecond), res.Failed, radiusText(res.Radius))
+	}
+
+	fmt.Fprintf(w, "loads per request at the root: measured [analytic; published], ! when off the reference by more than %v%%\n", stormsim.LoadTolerance*100)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "node\tdepth")
+	for _, run := range r.Runs {
+		fmt.Fprintf(tw, "\t%s", run.Label)
+	}
+	fmt.Fprintln(tw)
+	for i, n := range r.Runs[0].Expected.Nodes {
+		fmt.Fprintf(tw, "%s\t%d", n.Name, n.Depth)
+		for _, run := range r.Runs {
+			fmt.Fprintf(tw, "\t%s", loadCell(run, i))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+
+	fmt.Fprintln(w, "figures:")
+	for _, f := range r.Figures {
+		verdict := "PASS"
+		switch {
+		case f.Check == stormsim.CheckNone:
+			verdict = "    "
+		case !f.Pass:
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "  %s  %s: %s %s", verdict, f.Name, f.Source, num(f.Value))
+		if f.Source != "analytic" {
+			fmt.Fprintf(w, ", analytic %s", num(f.Expected))
+		}
+		if f.Published != nil {
+			fmt.Fprintf(w, ", published %s", num(*f.Published))
+		}
+		fmt.Fprintln(w)
+		switch f.Check {
+		case stormsim.CheckWithin:
+			if f.Tolerance == 0 {
+				fmt.Fprintf(w, "        exactly %s: %s\n", num(f.Reference), f.Basis)
+				break
+			}
+			fmt.Fprintf(w, "        within ±%s of %s: %s\n", num(f.Tolerance), num(f.Reference), f.Basis)
+		case stormsim.CheckAtMost:
+			fmt.Fprintf(w, "        at most %s: %s\n", num(f.Reference+f.Tolerance), f.Basis)
+		}
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  - %s\n", n)
+	}
+	fmt.Fprintf(w, "scenario %s: %d figures, %d failed or off, %.1fs\n\n", r.Scenario, len(r.Figures), r.Failed(), r.Seconds)
+}
+
+// loadCell formats node i's load in run: measured [analytic; published].
+func loadCell(run stormsim.RunReport, i int) string {
+	expected := run.Expected.Nodes[i].Load
+	pub := ""
+	if len(run.Published) > i {
+		pub = "; " + num(run.Published[i])
+	}
+	if run.Result == nil {
+		return fmt.Sprintf("[%s%s]", num(expected), pub)
+	}
+	mark := ""
+	if !run.LoadPasses()[i] {
+		mark = " !"
+	}
+	return fmt.Sprintf("%.3f [%s%s]%s", run.Result.Nodes[i].Ratio, num(expected), pub, mark)
+}
+
+// chainSubtitle describes the chain of o for its chart.
+func chainSubtitle(o stormsim.Options, analytic bool) string {
+	t := stormsim.Chain(o.Depth, o.FailDepth)
+	how := "measured on real yarpc services"
+	if analytic {
+		how = "computed, not run"
+	}
+	return fmt.Sprintf("A→…→%s, %s failing every request, %d attempts per hop, %v%% budget; %s",
+		t.Nodes[o.Depth-1].Name, t.Nodes[o.FailDepth].Name, o.Attempts, o.Budget*100, how)
 }

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/errown/errown/internal/stormsim"
 	"github.com/stretchr/testify/assert"
@@ -26,13 +29,14 @@ func TestRunJSONOnePolicy(t *testing.T) {
 
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
-	assert.ElementsMatch(t, []string{"policy", "transport", "requests", "nodes"}, keys(got))
+	assert.ElementsMatch(t, []string{"topology", "policy", "transport", "requests", "seed", "failed", "nodes", "edges", "radius"}, keys(got))
 	assert.Equal(t, "ownership", got["policy"])
 	assert.Equal(t, "grpc", got["transport"])
 	assert.Equal(t, 50.0, got["requests"])
 	nodes := got["nodes"].([]any)
 	require.Len(t, nodes, 3)
-	assert.ElementsMatch(t, []string{"name", "depth", "served", "ratio"}, keys(nodes[0].(map[string]any)))
+	assert.Subset(t, keys(nodes[0].(map[string]any)), []string{"name", "depth", "served", "ratio", "retried", "errors", "unclaimed", "ownFailures", "ownUnclaimed"})
+	assert.Equal(t, 50.0, nodes[0].(map[string]any)["unclaimed"], "B retried its child and unclaimed: A passed that on")
 	assert.Empty(t, stderr.String())
 }
 
@@ -69,7 +73,14 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{name: "fail-depth", give: []string{"-depth", "3", "-fail-depth", "3"}, want: "fail-depth: must be >= 0 and < depth (3), got 3"},
-		{name: "policy", give: []string{"-policy", "retry-harder"}, want: `policy: must be one of naive, budget, ownership, got "retry-harder"`},
+		{name: "policy", give: []string{"-policy", "retry-harder"}, want: `policy: must be one of naive, budget, ownership, ownership-naive, got "retry-harder"`},
+		{name: "scenario", give: []string{"-scenario", "tornado"}, want: `scenario: must be all or one of chain, availability, context-drop, mixed, coincidental, no-retry-below, deep, fanout, got "tornado"`},
+		{name: "chain flags with a scenario", give: []string{"-scenario", "deep", "-depth", "3", "-budget", "0.2"}, want: "-depth: a named scenario sets its own"},
+		{name: "scenario and topology", give: []string{"-scenario", "deep", "-topology", "x.yaml"}, want: "-scenario and -topology: give one"},
+		{name: "svg of all", give: []string{"-scenario", "all", "-svg", "x.svg"}, want: "-svg: give one scenario, not all"},
+		{name: "svg without a chart", give: []string{"-scenario", "availability", "-svg", "x.svg"}, want: "-svg: scenario availability has no load chart"},
+		{name: "depth with a topology", give: []string{"-topology", "x.yaml", "-depth", "3"}, want: "-depth: the topology file gives the graph"},
+		{name: "topology file", give: []string{"-topology", "/nonexistent/x.yaml"}, want: "open /nonexistent/x.yaml: no such file or directory"},
 		{name: "transport", give: []string{"-transport", "smoke-signals"}, want: `transport: must be one of http, grpc, tchannel, got "smoke-signals"`},
 		{name: "budget", give: []string{"-policy", "budget", "-budget", "0"}, want: `budget: must be > 0 and <= 1000 for policy "budget", got 0`},
 		{name: "unknown flag", give: []string{"-colour"}, want: "flag provided but not defined: -colour"},
@@ -123,4 +134,120 @@ func keys(m map[string]any) []string {
 		ks = append(ks, k)
 	}
 	return ks
+}
+
+func TestRunChainRadius(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), args("-policy", "ownership"), &stdout, &stderr))
+	assert.Contains(t, stdout.String(), "retry storm radius (hops with a retry, per failed request): max 1, mean 0.10 over 50 failed requests (1.00 over the 5 with any retry)\n")
+}
+
+func TestRunChainAnalytic(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-analytic", "-policy", "budget"}, &stdout, &stderr))
+	assert.Equal(t, `policy budget (analytic): availability 0, retry storm radius at most 3
+  node  depth  expected  published
+     A      0     1.000       1.00
+     B      1     1.100       1.10
+     C      2     1.210       1.21
+     D      3     1.331       1.33
+     E      4     1.331       1.33
+     F      5     1.331       1.33
+     G      6     1.331       1.33
+
+`, stdout.String())
+}
+
+func TestRunScenarioSmall(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-scenario", "no-retry-below", "-small"}, &stdout, &stderr))
+	out := stdout.String()
+	assert.Contains(t, out, "== scenario no-retry-below: ")
+	assert.Contains(t, out, "run ownership-naive: ownership-naive over http, 60 requests in ")
+	assert.Contains(t, out, "node  depth  naive      ownership-naive  ownership\n")
+	assert.Contains(t, out, "D     3      2.000 [2]  2.000 [2]        ")
+	assert.Contains(t, out, "  PASS  requests at D beyond the first, per request, ownership-naive: measured 1, analytic 1, published 1\n        exactly 1: no budget and no chance: every count is exact\n")
+	assert.NotContains(t, out, "FAIL")
+	assert.Contains(t, out, "scenario no-retry-below: 5 figures, 0 failed or off, ")
+}
+
+func TestRunScenariosAnalyticJSON(t *testing.T) {
+	// The analytic model alone reproduces every published figure.
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-scenario", "all", "-analytic", "-json"}, &stdout, &stderr))
+	var got []stormsim.Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	require.Len(t, got, len(stormsim.Scenarios()))
+	for i, rep := range got {
+		assert.Equal(t, stormsim.ScenarioNames()[i], rep.Scenario)
+		assert.True(t, rep.Analytic)
+		assert.Zero(t, rep.Failed(), rep.Scenario)
+		for _, run := range rep.Runs {
+			assert.Nil(t, run.Result, "nothing runs")
+		}
+	}
+}
+
+func TestRunSVG(t *testing.T) {
+	tests := []struct {
+		name string
+		give []string
+		want []string // substrings of the chart
+	}{
+		{name: "scenario", give: []string{"-scenario", "deep", "-analytic"}, want: []string{"stormsim deep: requests served", "(log scale)", "naive (analytic)", ">Y</text>"}},
+		{name: "chain", give: []string{"-depth", "3", "-fail-depth", "1", "-requests", "20", "-policy", "naive"}, want: []string{"stormsim chain: requests served", "(linear scale)", ">naive</text>", ">C</text>"}},
+		{name: "topology", give: []string{"-topology", "testdata/tee.yaml", "-analytic"}, want: []string{"stormsim tee: requests served", ">ownership (analytic)</text>"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "chart.svg")
+			var stdout, stderr bytes.Buffer
+			require.NoError(t, run(context.Background(), append(tt.give, "-svg", path), &stdout, &stderr))
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(string(b), "<svg "), string(b))
+			for _, w := range tt.want {
+				assert.Contains(t, string(b), w)
+			}
+		})
+	}
+}
+
+func TestRunTopology(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-topology", "testdata/tee.yaml", "-policy", "ownership", "-requests", "40", "-transport", "grpc"}, &stdout, &stderr))
+	out := stdout.String()
+	assert.Contains(t, out, "== scenario tee: A calls B and C; C fails every request.\n")
+	assert.Contains(t, out, "run ownership: ownership over grpc, 40 requests in ")
+	assert.Contains(t, out, "C     1      1.100 [1.1]\n")
+	assert.Contains(t, out, "  PASS  max storm radius (hops), ownership: measured 1, analytic 1\n")
+
+	stdout.Reset()
+	err := run(context.Background(), []string{"-topology", "testdata/bad.yaml"}, &stdout, &stderr)
+	assert.ErrorContains(t, err, `testdata/bad.yaml: topology "bad": nodes[0] (A).calls[0].to: no node named "B"`)
+}
+
+func TestProgress(t *testing.T) {
+	tests := []struct {
+		name string
+		tty  bool
+		want string
+	}{
+		{name: "log", want: "stormsim: deep: budget: 3/10 requests, 4s elapsed\n"},
+		{name: "terminal", tty: true, want: "\r\033[Kstormsim: deep: budget: 3/10 requests, 4s elapsed\r\033[K"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			p := newProgress(&buf)
+			p.tty = tt.tty
+			p.updateLabelled("early", 1, 10)
+			assert.Empty(t, buf.String(), "nothing in the first seconds")
+			p.start = p.start.Add(-4 * time.Second)
+			p.update("deep: budget")(3, 10)
+			p.updateLabelled("deep: budget", 4, 10) // too soon after the last
+			p.finish()
+			assert.Equal(t, tt.want, buf.String())
+		})
+	}
 }

@@ -1,26 +1,55 @@
-// Package stormsim reproduces the retry-storm figures of DESIGN.md (its
-// first table) on real yarpc dispatchers.
+// Package stormsim is errown's storm lab: it reproduces the retry-storm
+// figures of DESIGN.md on real yarpc dispatchers, and computes what they
+// should be.
 //
-// Run builds a chain of services A→B→C→..., each its own yarpc.Dispatcher
-// on 127.0.0.1 with an ephemeral port, over HTTP, gRPC or TChannel, raw
+// A Topology is a call graph of services (a chain, a tree or a DAG) read
+// from YAML: which node calls which, how many times per request, which
+// edges are soft (the caller ignores the child's failure), which nodes
+// fail and with what probability, which run errown and which have a retry
+// policy, and which lose their request context. Chain builds the straight
+// chain of DESIGN.md's first table; the scenarios' topologies are shipped
+// in topologies/ (LoadTopology).
+//
+// Run builds a topology of services, each its own yarpc.Dispatcher on
+// 127.0.0.1 with an ephemeral port, over HTTP, gRPC or TChannel, raw
 // encoding, one procedure. Every node counts the requests it serves, calls
-// its child with the request body and then, if it is the failing node,
-// returns an unavailable error (it fails after calling the nodes below it,
-// as in DESIGN.md); otherwise it passes on its child's error, if any.
+// its children with the request's path and then fails with its own
+// probability (after calling the nodes below it, as in DESIGN.md),
+// otherwise passes on the error of its first failed hard call, if any. A
+// node's failures are draws of a random source seeded by the run's seed
+// and the request's path from the root, so a run fails the same requests
+// whatever the interleaving.
 //
-// Every hop is configured alike, under one of three policies:
+// Every hop is configured alike, under one Policy:
 //
-//   - naive: a retry.Middleware on every outbound, MaxAttempts attempts,
-//     no budget;
+//   - naive: a retry.Middleware on every outbound, Attempts attempts, no
+//     budget;
 //   - budget: the same with a retry budget of the given ratio and no
 //     per-second floor, over a window longer than the run;
 //   - ownership: the full errown middleware (errown.New and Apply) with
-//     the same retry policy and budget.
+//     the same retry policy and budget;
+//   - ownership-naive: errown with naive's unbudgeted retries.
+//
+// A node that runs no errown under the ownership policies retries with
+// package retry blind to claims, as any retry library. Each node's
+// innermost outbound middleware sees every attempt and records the retries
+// (attempt header 2 or later) by root request and hop, for the retry storm
+// radius: for each failed root request, the number of distinct hops over
+// which a retry was spent on it. Its outermost inbound middleware counts
+// its errors by claim.
 //
 // The simulator's own client calls the root without retrying, N times with
 // bounded concurrency, and reports how many requests each node served per
-// root request. Expected gives the analytic ratios to compare with.
+// root request. Analyze computes the same figures without running
+// anything, from a model of the same mechanism; Expected gives them for a
+// chain.
+//
+// A Scenario (Scenarios, LookupScenario) runs shipped topologies under
+// several policies and reports its headline figures beside DESIGN.md's
+// published ones, each judged within a stated tolerance; a Report draws
+// its loads as an SVG Chart.
 //
 // In DESIGN.md's data flow stormsim sits outside errown: it is a user of
-// the root package and of package retry, a tool and an end-to-end check.
+// the root package and of packages retry and depmem, a tool and an
+// end-to-end check.
 package stormsim

@@ -2,19 +2,22 @@ package stormsim
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
 	"go.uber.org/zap"
 )
 
-// Policy is how every hop of the chain handles its child's errors.
+// Policy is how every hop handles its child's errors. A node whose
+// Topology entry has no retry policy (retry: false) never retries, under
+// any policy.
 type Policy string
 
-// The policies of DESIGN.md's first table.
+// The policies of DESIGN.md's first table, and errown without a budget.
 const (
 	// PolicyNaive retries every failed call up to the attempts allowed,
 	// with no budget.
@@ -24,11 +27,31 @@ const (
 	// PolicyOwnership runs the full errown middleware with the same retry
 	// policy and budget as PolicyBudget.
 	PolicyOwnership Policy = "ownership"
+	// PolicyOwnershipNaive runs the full errown middleware with
+	// PolicyNaive's retries: every retry errown wants is allowed, with no
+	// budget. It is the "every hop retries once" world of DESIGN.md's
+	// context-drop figure, with ownership.
+	PolicyOwnershipNaive Policy = "ownership-naive"
 )
 
-// Policies returns every policy, in the order of DESIGN.md's first table.
+// Policies returns the policies of DESIGN.md's first table, in its order.
 func Policies() []Policy {
 	return []Policy{PolicyNaive, PolicyBudget, PolicyOwnership}
+}
+
+// AllPolicies returns every policy: Policies and PolicyOwnershipNaive.
+func AllPolicies() []Policy {
+	return append(Policies(), PolicyOwnershipNaive)
+}
+
+// runsErrown reports whether nodes run errown under p.
+func (p Policy) runsErrown() bool {
+	return p == PolicyOwnership || p == PolicyOwnershipNaive
+}
+
+// budgeted reports whether retries under p are within a budget.
+func (p Policy) budgeted() bool {
+	return p == PolicyBudget || p == PolicyOwnership
 }
 
 // Transports supported by Run.
@@ -64,20 +87,40 @@ const (
 // Options configure Run. The comment on each field names the flag of
 // cmd/stormsim that sets it; Validate's errors name the same flags.
 type Options struct {
-	// Depth is the number of nodes in the chain (-depth), 1 to 26.
+	// Topology is the call graph to run (-topology, -scenario). When nil
+	// it is the chain Chain(Depth, FailDepth).
+	Topology *Topology
+	// Depth is the number of nodes in the chain (-depth), 1 to 26. Not
+	// used with a Topology.
 	Depth int
 	// FailDepth is the depth of the node that fails every call
-	// (-fail-depth), 0 (the root) to Depth-1.
+	// (-fail-depth), 0 (the root) to Depth-1. Not used with a Topology.
 	FailDepth int
 	// Attempts is the attempts each hop's retry policy allows, the first
 	// one included (-attempts), 1 to retry.MaxMaxAttempts.
 	Attempts int
 	// Budget is the retry budget ratio of PolicyBudget and
 	// PolicyOwnership (-budget), above 0 and at most
-	// retry.MaxBudgetRatio; PolicyNaive ignores it.
+	// retry.MaxBudgetRatio; the other policies ignore it.
 	Budget float64
 	// Requests is the number of root requests (-requests), at least 1.
 	Requests int
+	// Warmup is the number of root requests sent before Requests and not
+	// counted, for errown's dependency memory to learn (0 by default).
+	Warmup int
+	// Seed seeds the draws of the nodes' failures (-seed): a run with the
+	// same seed fails the same requests. Default 0.
+	Seed uint64
+	// Memory configures errown's dependency memory under the ownership
+	// policies. Default: errown's defaults (learning).
+	Memory depmem.Config
+	// UnknownEdges is errown's unknownEdges under the ownership policies:
+	// "correlated" (default) or "coincidental".
+	UnknownEdges string
+	// Progress, when not nil, is called after each root request, warm-up
+	// included, with the number done and the total. It must be safe for
+	// concurrent use.
+	Progress func(done, total int)
 	// Concurrency is the root requests kept in flight (-concurrency).
 	// Default DefaultConcurrency; at most MaxConcurrency.
 	Concurrency int
@@ -116,20 +159,34 @@ func (o Options) withDefaults() Options {
 func (o Options) Validate() error {
 	o = o.withDefaults()
 	var err error
-	if o.Depth < 1 || o.Depth > MaxDepth {
-		err = multierr.Append(err, fmt.Errorf("depth: must be between 1 and %d, got %d", MaxDepth, o.Depth))
-	}
-	if o.FailDepth < 0 || o.FailDepth >= o.Depth {
-		err = multierr.Append(err, fmt.Errorf("fail-depth: must be >= 0 and < depth (%d), got %d", o.Depth, o.FailDepth))
+	switch {
+	case o.Topology != nil:
+		err = multierr.Append(err, o.Topology.Validate())
+	default:
+		if o.Depth < 1 || o.Depth > MaxDepth {
+			err = multierr.Append(err, fmt.Errorf("depth: must be between 1 and %d, got %d", MaxDepth, o.Depth))
+		}
+		if o.FailDepth < 0 || o.FailDepth >= o.Depth {
+			err = multierr.Append(err, fmt.Errorf("fail-depth: must be >= 0 and < depth (%d), got %d", o.Depth, o.FailDepth))
+		}
 	}
 	if o.Attempts < 1 || o.Attempts > retry.MaxMaxAttempts {
 		err = multierr.Append(err, fmt.Errorf("attempts: must be between 1 and %d, got %d", retry.MaxMaxAttempts, o.Attempts))
 	}
-	if o.Policy != PolicyNaive && !(o.Budget > 0 && o.Budget <= retry.MaxBudgetRatio) { // also rejects NaN
+	if o.Policy.budgeted() && !(o.Budget > 0 && o.Budget <= retry.MaxBudgetRatio) { // also rejects NaN
 		err = multierr.Append(err, fmt.Errorf("budget: must be > 0 and <= %d for policy %q, got %v", retry.MaxBudgetRatio, o.Policy, o.Budget))
 	}
 	if o.Requests < 1 {
 		err = multierr.Append(err, fmt.Errorf("requests: must be >= 1, got %d", o.Requests))
+	}
+	if o.Warmup < 0 {
+		err = multierr.Append(err, fmt.Errorf("warmup: must be >= 0, got %d", o.Warmup))
+	}
+	if o.UnknownEdges != "" && o.UnknownEdges != inbound.UnknownCorrelated && o.UnknownEdges != inbound.UnknownCoincidental {
+		err = multierr.Append(err, fmt.Errorf("unknown-edges: must be %s or %s, got %q", inbound.UnknownCorrelated, inbound.UnknownCoincidental, o.UnknownEdges))
+	}
+	if e := o.Memory.Validate(); e != nil {
+		err = multierr.Append(err, e)
 	}
 	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
 		err = multierr.Append(err, fmt.Errorf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, o.Concurrency))
@@ -147,7 +204,7 @@ func (o Options) Validate() error {
 }
 
 func policyNames() []string {
-	ps := Policies()
+	ps := AllPolicies()
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = string(p)
@@ -164,43 +221,30 @@ func oneOf(s string, set []string) bool {
 	return false
 }
 
-// hopFactor is how many times a retrying hop multiplies the requests that
-// reach its callee when every call fails: all the attempts under
-// PolicyNaive, one plus the budget ratio (at most one plus the retries a
-// call may make) otherwise.
-func (o Options) hopFactor() float64 {
-	if o.Policy == PolicyNaive {
-		return float64(o.Attempts)
+// topology returns the topology o runs: o.Topology, else the chain of
+// o.Depth nodes with the node at o.FailDepth failing every request.
+func (o Options) topology() *Topology {
+	if o.Topology != nil {
+		return o.Topology
 	}
-	return 1 + math.Min(o.Budget, float64(o.Attempts-1))
+	return Chain(o.Depth, o.FailDepth)
 }
 
-// Expected returns, for each depth of the chain o describes, the requests
-// served per root request that DESIGN.md's arithmetic predicts: with a per
-// hop factor R (the attempts under PolicyNaive, 1+Budget under
+// Expected returns, for each node of the topology o describes (root
+// first), the requests served per root request that Analyze predicts, or
+// nil for invalid Options. On a chain it is DESIGN.md's arithmetic: with a
+// per hop factor R (the attempts under PolicyNaive, 1+Budget under
 // PolicyBudget), a node at depth d sees R^d down to the failing node, and
 // the nodes below it see what it forwards; under PolicyOwnership only the
 // failing node's caller retries, so every node from the failing one down
-// sees R (1+Budget) and those above it 1. A failing root is retried by
-// nobody: the simulator's client does not retry. Expected returns nil for
-// invalid Options.
+// sees 1+Budget and those above it 1. A failing root is retried by nobody:
+// the simulator's client does not retry.
 func Expected(o Options) []float64 {
-	if o.Validate() != nil {
+	a, err := Analyze(o)
+	if err != nil {
 		return nil
 	}
-	r := o.hopFactor()
-	ratios := make([]float64, o.Depth)
-	for d := range ratios {
-		switch {
-		case o.Policy != PolicyOwnership:
-			ratios[d] = math.Pow(r, float64(min(d, o.FailDepth)))
-		case o.FailDepth > 0 && d >= o.FailDepth:
-			ratios[d] = r
-		default:
-			ratios[d] = 1
-		}
-	}
-	return ratios
+	return a.Loads()
 }
 
 // published is DESIGN.md's first table, as printed there (two decimals).
@@ -216,7 +260,7 @@ var published = map[Policy][]float64{
 // budget. Otherwise it returns nil and false.
 func Published(o Options) ([]float64, bool) {
 	row, ok := published[o.Policy]
-	if !ok || o.Depth != 7 || o.FailDepth != 3 || o.Attempts != 2 || (o.Policy != PolicyNaive && o.Budget != 0.1) {
+	if !ok || o.Topology != nil || o.Depth != 7 || o.FailDepth != 3 || o.Attempts != 2 || (o.Policy != PolicyNaive && o.Budget != 0.1) {
 		return nil, false
 	}
 	return append([]float64(nil), row...), true

@@ -149,6 +149,9 @@ func TestOptionsValidateAccepts(t *testing.T) {
 		{name: "failing root", give: func(o *Options) { o.FailDepth = 0 }},
 		{name: "failing leaf", give: func(o *Options) { o.FailDepth = 3 }},
 		{name: "every transport", give: func(o *Options) { o.Transport = TransportTChannel }},
+		{name: "ownership-naive ignores budget", give: func(o *Options) { o.Policy, o.Budget = PolicyOwnershipNaive, 0 }},
+		{name: "topology ignores depth", give: func(o *Options) { o.Topology, o.Depth, o.FailDepth = Chain(2, 1), 0, 5 }},
+		{name: "warm-up and memory", give: func(o *Options) { o.Warmup, o.Memory.MinSamples, o.UnknownEdges = 5, 3, "coincidental" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +181,11 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "concurrency negative", give: func(o *Options) { o.Concurrency = -1 }, want: []string{"concurrency: must be between 1 and 1024, got -1"}},
 		{name: "concurrency too big", give: func(o *Options) { o.Concurrency = 1025 }, want: []string{"concurrency: must be between 1 and 1024, got 1025"}},
 		{name: "timeout", give: func(o *Options) { o.Timeout = -1 }, want: []string{"timeout: must be > 0, got -1ns"}},
-		{name: "policy empty", give: func(o *Options) { o.Policy = "" }, want: []string{`policy: must be one of naive, budget, ownership, got ""`}},
+		{name: "policy empty", give: func(o *Options) { o.Policy = "" }, want: []string{`policy: must be one of naive, budget, ownership, ownership-naive, got ""`}},
+		{name: "topology", give: func(o *Options) { o.Topology = &Topology{Name: "t"} }, want: []string{`topology "t": nodes: must not be empty`}},
+		{name: "warmup", give: func(o *Options) { o.Warmup = -1 }, want: []string{"warmup: must be >= 0, got -1"}},
+		{name: "unknown edges", give: func(o *Options) { o.UnknownEdges = "maybe" }, want: []string{`unknown-edges: must be correlated or coincidental, got "maybe"`}},
+		{name: "memory", give: func(o *Options) { o.Memory.MinSamples = -1 }, want: []string{"memory.minSamples: must be at least 1, got -1"}},
 		{name: "transport", give: func(o *Options) { o.Transport = "udp" }, want: []string{`transport: must be one of http, grpc, tchannel, got "udp"`}},
 		{
 			name: "every problem at once",

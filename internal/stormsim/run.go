@@ -4,39 +4,82 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/errown/errown/depmem"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// _body is the request body every root request carries down the chain.
-var _body = []byte("storm")
-
 // Result is what one Run measured.
 type Result struct {
-	Policy    Policy `json:"policy"`
+	// Topology is the name of the topology run.
+	Topology string `json:"topology"`
+	// Policy is the policy of every hop.
+	Policy Policy `json:"policy"`
+	// Transport is the transport of every hop.
 	Transport string `json:"transport"`
-	// Requests is the number of root requests sent.
+	// Requests is the number of root requests sent and counted.
 	Requests int `json:"requests"`
-	// Nodes are the nodes of the chain, root first.
+	// Warmup is the number of root requests sent before, not counted.
+	Warmup int `json:"warmup,omitempty"`
+	// Seed seeded the nodes' failures.
+	Seed uint64 `json:"seed"`
+	// Failed is the number of counted root requests that failed.
+	Failed int `json:"failed"`
+	// Nodes are the nodes of the topology, root first.
 	Nodes []NodeResult `json:"nodes"`
+	// Edges are the topology's caller→callee hops, in the order of the
+	// calls.
+	Edges []EdgeResult `json:"edges"`
+	// Radius is the retry storm radius over the failed root requests.
+	Radius Radius `json:"radius"`
 	// Elapsed is how long the requests took, setup and teardown excluded.
 	Elapsed time.Duration `json:"-"`
 }
 
 // NodeResult is what one node served.
 type NodeResult struct {
-	Name  string `json:"name"`
-	Depth int    `json:"depth"`
+	// Name is the node's name.
+	Name string `json:"name"`
+	// Depth is the node's shortest distance from the root.
+	Depth int `json:"depth"`
 	// Served is the number of requests the node's handler ran.
 	Served int64 `json:"served"`
 	// Ratio is Served per root request.
 	Ratio float64 `json:"ratio"`
+	// Retried is the number of requests that arrived as a retry.
+	Retried int64 `json:"retried"`
+	// Errors is the number of requests the node failed.
+	Errors int64 `json:"errors"`
+	// Unclaimed is the number of those whose error went out unclaimed.
+	Unclaimed int64 `json:"unclaimed"`
+	// OwnFailures is the number of requests the node's own work failed.
+	OwnFailures int64 `json:"ownFailures"`
+	// OwnUnclaimed is the number of own failures that went out
+	// unclaimed: the node blamed a dependency for them.
+	OwnUnclaimed int64 `json:"ownUnclaimed"`
+	// Dependencies is what errown at the node knew of its edges at the
+	// end of the run, when it runs errown and knew any.
+	Dependencies []depmem.EdgeView `json:"dependencies,omitempty"`
+}
+
+// EdgeResult is what was spent on one caller→callee hop.
+type EdgeResult struct {
+	// From is the caller's name.
+	From string `json:"from"`
+	// To is the callee's name.
+	To string `json:"to"`
+	// Retries is the number of retries (attempts 2 and later) sent over
+	// the hop.
+	Retries int64 `json:"retries"`
+	// PerRequest is Retries per root request.
+	PerRequest float64 `json:"perRequest"`
 }
 
 // Ratios returns the ratio of every node, root first.
@@ -48,48 +91,110 @@ func (r Result) Ratios() []float64 {
 	return ratios
 }
 
-// Run starts the chain o describes, sends o.Requests root requests at it
-// with at most o.Concurrency in flight, stops every dispatcher it started
-// (callers first) and returns what each node served.
+// Node returns the result of the node called name, or a zero NodeResult.
+func (r Result) Node(name string) NodeResult {
+	for _, n := range r.Nodes {
+		if strings.EqualFold(n.Name, name) {
+			return n
+		}
+	}
+	return NodeResult{}
+}
+
+// Edge returns the result of the hop from→to, or a zero EdgeResult.
+func (r Result) Edge(from, to string) EdgeResult {
+	for _, e := range r.Edges {
+		if strings.EqualFold(e.From, from) && strings.EqualFold(e.To, to) {
+			return e
+		}
+	}
+	return EdgeResult{}
+}
+
+// Run starts the topology o describes (o.Topology, else the chain of
+// o.Depth nodes with the one at o.FailDepth failing), sends o.Warmup and
+// then o.Requests root requests at it with at most o.Concurrency in
+// flight, stops every service it started (callers first) and returns what
+// each node served for the o.Requests counted.
 //
-// Every root request must end in the failing node's unavailable error,
-// whatever the policy. When some end otherwise (a success, a timeout,
-// a transport error) the measured ratios are not DESIGN.md's experiment:
-// Run returns the Result with an error counting the outcomes. Run stops
-// sending when ctx is done and returns ctx's error.
+// Every root request must end in success or in a failing node's error,
+// and in success only where Analyze says one can. When some end otherwise
+// (a timeout, a transport error, a success where every request must fail)
+// the measured figures are not the experiment's: Run returns the Result
+// with an error counting the outcomes. Run stops sending when ctx is done
+// and returns ctx's error.
 func Run(ctx context.Context, o Options) (_ Result, err error) {
 	if err := o.Validate(); err != nil {
 		return Result{}, fmt.Errorf("stormsim: %w", err)
 	}
 	o = o.withDefaults()
-	c, err := startChain(o)
+	g, err := compile(o.topology())
+	if err != nil {
+		return Result{}, fmt.Errorf("stormsim: %w", err)
+	}
+	expected := newAnalyzer(g, o).analyze()
+	m, err := startMesh(o, g)
 	if err != nil {
 		return Result{}, fmt.Errorf("stormsim: %w", err)
 	}
 	defer func() {
-		if stopErr := c.stop(); stopErr != nil {
+		if stopErr := m.stop(); stopErr != nil {
 			err = multierr.Append(err, fmt.Errorf("stormsim: stop: %w", stopErr))
 		}
 	}()
 
+	d := driver{o: o, client: m.client, codes: g.failCodes(), mustFail: expected.Availability == 0}
+	var out, warm outcomes
+	if o.Warmup > 0 {
+		warm = d.drive(ctx, 0, o.Warmup)
+		m.reset()
+	}
 	start := time.Now()
-	out := drive(ctx, o, c.client)
+	if ctx.Err() == nil {
+		out = d.drive(ctx, o.Warmup, o.Requests)
+	}
 	res := Result{
+		Topology:  g.t.Name,
 		Policy:    o.Policy,
 		Transport: o.Transport,
 		Requests:  out.sent,
+		Warmup:    o.Warmup,
+		Seed:      o.Seed,
+		Failed:    len(out.failed),
 		Elapsed:   time.Since(start),
-		Nodes:     make([]NodeResult, len(c.nodes)),
+		Nodes:     make([]NodeResult, len(m.nodes)),
+		Edges:     make([]EdgeResult, len(g.edges)),
+		Radius:    m.log.radius(out.failed),
 	}
-	for d, n := range c.nodes {
-		served := n.served.Load()
-		res.Nodes[d] = NodeResult{Name: n.name, Depth: d, Served: served}
-		if out.sent > 0 {
-			res.Nodes[d].Ratio = float64(served) / float64(out.sent)
+	per := func(n int64) float64 {
+		if out.sent == 0 {
+			return 0
 		}
+		return float64(n) / float64(out.sent)
+	}
+	for i, n := range m.nodes {
+		res.Nodes[i] = NodeResult{
+			Name:         n.name,
+			Depth:        g.nodes[i].depth,
+			Served:       n.served.Load(),
+			Ratio:        per(n.served.Load()),
+			Retried:      n.retried.Load(),
+			Errors:       n.errors.Load(),
+			Unclaimed:    n.unclaimed.Load(),
+			OwnFailures:  n.ownFailures.Load(),
+			OwnUnclaimed: n.ownUnclaimed.Load(),
+			Dependencies: m.dependencies(i),
+		}
+	}
+	for e, ed := range g.edges {
+		retries := m.log.retries[e].Load()
+		res.Edges[e] = EdgeResult{From: g.nodes[ed.from].name, To: g.nodes[ed.to].name, Retries: retries, PerRequest: per(retries)}
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("stormsim: stopped after %d of %d requests: %w", out.sent, o.Requests, err)
+	}
+	if err := warm.err(); err != nil {
+		return res, fmt.Errorf("warm-up: %w", err)
 	}
 	return res, out.err()
 }
@@ -97,7 +202,8 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 // outcomes counts how the root requests ended.
 type outcomes struct {
 	sent       int
-	unexpected map[string]int // by outcome, other than unavailable
+	failed     []int64        // IDs of the root requests that failed as expected
+	unexpected map[string]int // by outcome
 	first      error          // the first unexpected error, nil for a success
 }
 
@@ -112,7 +218,7 @@ func (o outcomes) err() error {
 		total += n
 	}
 	sort.Strings(keys)
-	err := fmt.Errorf("stormsim: %d of %d requests did not end in the failing node's unavailable error (%s)",
+	err := fmt.Errorf("stormsim: %d of %d requests did not end in a failing node's error or a possible success (%s)",
 		total, o.sent, strings.Join(keys, ", "))
 	if o.first != nil {
 		err = fmt.Errorf("%w; first: %v", err, o.first)
@@ -120,41 +226,61 @@ func (o outcomes) err() error {
 	return err
 }
 
-// drive sends o.Requests root requests through client from o.Concurrency
-// goroutines, each request with its own o.Timeout, until all are sent or
-// ctx is done.
-func drive(ctx context.Context, o Options, client raw.Client) outcomes {
+// driver sends root requests.
+type driver struct {
+	o      Options
+	client raw.Client
+	// codes are the codes of the nodes' failures: any other is unexpected.
+	codes map[yarpcerrors.Code]bool
+	// mustFail: every root request must fail.
+	mustFail bool
+}
+
+// drive sends n root requests with IDs from first on through the client
+// from o.Concurrency goroutines, each request with its own o.Timeout,
+// until all are sent or ctx is done.
+func (d driver) drive(ctx context.Context, first, n int) outcomes {
 	var (
 		next, sent atomic.Int64
 		mu         sync.Mutex
 		out        = outcomes{unexpected: make(map[string]int)}
 		wg         sync.WaitGroup
+		total      = d.o.Warmup + d.o.Requests
 	)
-	record := func(err error) {
+	record := func(id int64, err error) {
 		code := yarpcerrors.FromError(err).Code()
-		if err != nil && code == yarpcerrors.CodeUnavailable {
-			return
-		}
 		mu.Lock()
 		defer mu.Unlock()
-		if err == nil {
+		switch {
+		case err == nil && !d.mustFail:
+		case err == nil:
 			out.unexpected["ok"]++
-			return
-		}
-		out.unexpected[code.String()]++
-		if out.first == nil {
-			out.first = err
+		case d.codes[code]:
+			out.failed = append(out.failed, id)
+		default:
+			out.unexpected[code.String()]++
+			if out.first == nil {
+				out.first = err
+			}
 		}
 	}
-	for range min(o.Concurrency, o.Requests) {
+	for range min(d.o.Concurrency, n) {
 		wg.Go(func() {
-			for ctx.Err() == nil && next.Add(1) <= int64(o.Requests) {
-				cctx, cancel := context.WithTimeout(ctx, o.Timeout)
-				_, err := client.Call(cctx, _procedure, _body)
+			for ctx.Err() == nil {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				id := int64(first) + i - 1
+				cctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
+				_, err := d.client.Call(cctx, _procedure, []byte(strconv.FormatInt(id, 10)))
 				cancel()
-				sent.Add(1)
+				done := sent.Add(1)
 				if ctx.Err() == nil { // a request cut short by ctx says nothing
-					record(err)
+					record(id, err)
+				}
+				if d.o.Progress != nil {
+					d.o.Progress(first+int(done), total)
 				}
 			}
 		})

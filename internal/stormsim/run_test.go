@@ -67,11 +67,24 @@ func TestRun(t *testing.T) {
 			assert.Equal(t, tt.give.Policy, res.Policy)
 			assert.Equal(t, tt.give.Transport, res.Transport)
 			assert.Equal(t, tt.give.Requests, res.Requests)
+			assert.Equal(t, "chain", res.Topology)
+			assert.Equal(t, tt.give.Requests, res.Failed, "every request fails")
 			require.Len(t, res.Nodes, tt.give.Depth)
-			assert.Equal(t, NodeResult{Name: "A", Depth: 0, Served: int64(tt.give.Requests), Ratio: 1}, res.Nodes[0],
+			a := res.Nodes[0]
+			assert.Equal(t, []any{"A", 0, int64(tt.give.Requests), 1.0, int64(0)}, []any{a.Name, a.Depth, a.Served, a.Ratio, a.Retried},
 				"the client does not retry")
-			assert.Equal(t, NodeResult{Name: "E", Depth: 4, Served: res.Nodes[4].Served, Ratio: res.Nodes[4].Ratio}, res.Nodes[4])
+			assert.Equal(t, []any{"E", 4}, []any{res.Nodes[4].Name, res.Nodes[4].Depth})
 			assert.InDeltaSlice(t, tt.want, res.Ratios(), _ratioTolerance, "measured %v", res.Ratios())
+			c := res.Nodes[2]
+			assert.Equal(t, c.Served, c.OwnFailures, "C fails every request on its own")
+			assert.Equal(t, c.Served, c.Errors)
+			if tt.give.Policy == PolicyOwnership {
+				// C claims; B retried and unclaims; A passes that on.
+				assert.Zero(t, c.Unclaimed, "C claims its own failure")
+				assert.Equal(t, res.Nodes[1].Errors, res.Nodes[1].Unclaimed, "B unclaims")
+				assert.Equal(t, res.Nodes[0].Errors, res.Nodes[0].Unclaimed, "A passes unclaimed on")
+				assert.Equal(t, 1, res.Radius.Max, "only B→C retries")
+			}
 		})
 	}
 }
@@ -84,10 +97,15 @@ func TestRunNaiveIsExact(t *testing.T) {
 	res, err := Run(context.Background(), o)
 	require.NoError(t, err)
 	assert.Equal(t, []NodeResult{
-		{Name: "A", Depth: 0, Served: 20, Ratio: 1},
-		{Name: "B", Depth: 1, Served: 60, Ratio: 3},
-		{Name: "C", Depth: 2, Served: 180, Ratio: 9},
+		{Name: "A", Depth: 0, Served: 20, Ratio: 1, Errors: 20},
+		{Name: "B", Depth: 1, Served: 60, Ratio: 3, Retried: 40, Errors: 60},
+		{Name: "C", Depth: 2, Served: 180, Ratio: 9, Retried: 120, Errors: 180, OwnFailures: 180},
 	}, res.Nodes)
+	assert.Equal(t, []EdgeResult{
+		{From: "A", To: "B", Retries: 40, PerRequest: 2},
+		{From: "B", To: "C", Retries: 120, PerRequest: 6},
+	}, res.Edges)
+	assert.Equal(t, Radius{Failed: 20, Max: 2, Mean: 2, Retried: 20, MeanRetried: 2}, res.Radius)
 }
 
 func TestRunInvalidOptions(t *testing.T) {

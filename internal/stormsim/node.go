@@ -1,0 +1,219 @@
+package stormsim
+
+import (
+	"context"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/encoding/raw"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// _attemptHeader is the header by which the retry middleware, errown's or
+// used alone, numbers attempts 2 and later (errown's default name).
+const _attemptHeader = ownership.DefaultAttemptHeader
+
+// node is one running service of a topology.
+//
+// The request body is the request's path from the root: the root
+// request's ID, then for every hop the attempt number the callee saw and
+// the index of the call, e.g. "17@1/0.0@2" for the second attempt of the
+// root's first call in root request 17. It names every request a node
+// serves uniquely, so a node's failure is a draw of a random source seeded
+// by (seed, node, path): independent for every request and attempt, and
+// the same in every run with the same seed, whatever the interleaving.
+type node struct {
+	name  string
+	fail  float64
+	code  yarpcerrors.Code
+	drop  bool
+	seed  uint64
+	calls []nodeCall
+	counters
+}
+
+// nodeCall is a node's client for one child.
+type nodeCall struct {
+	client raw.Client
+	times  int
+	soft   bool
+}
+
+// counters are what a node counts.
+type counters struct {
+	served       atomic.Int64 // requests the handler ran
+	retried      atomic.Int64 // requests that arrived as attempt 2 or later
+	errors       atomic.Int64 // error responses
+	unclaimed    atomic.Int64 // error responses claimed "unclaimed"
+	ownFailures  atomic.Int64 // requests the node's own work failed
+	ownUnclaimed atomic.Int64 // own failures that went out unclaimed
+}
+
+func (c *counters) reset() {
+	for _, v := range []*atomic.Int64{&c.served, &c.retried, &c.errors, &c.unclaimed, &c.ownFailures, &c.ownUnclaimed} {
+		v.Store(0)
+	}
+}
+
+// handle serves one request: count it, call the children, then fail if
+// the node's draw says so (after the calls below, as in DESIGN.md), else
+// pass on the error of the first failed call on a hard edge, if any.
+func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
+	n.served.Add(1)
+	attempt := 1
+	if call := yarpc.CallFromContext(ctx); call != nil {
+		if a, ok := ownership.ParseAttempt(call.Header(_attemptHeader)); ok {
+			attempt = a
+		}
+	}
+	if attempt > 1 {
+		n.retried.Add(1)
+	}
+	path := string(body) + "@" + strconv.Itoa(attempt)
+	cctx := withRoot(ctx, rootOf(path))
+	if n.drop {
+		// A fresh context: the same deadline, none of ctx's values, so
+		// that errown cannot tie the calls to this request.
+		fresh, cancel := context.Background(), context.CancelFunc(func() {})
+		if deadline, ok := ctx.Deadline(); ok {
+			fresh, cancel = context.WithDeadline(fresh, deadline)
+		}
+		defer cancel()
+		cctx = withRoot(fresh, rootOf(path))
+	}
+	var hard error
+	for i, c := range n.calls {
+		for j := range c.times {
+			_, err := c.client.Call(cctx, _procedure, []byte(path+"/"+strconv.Itoa(i)+"."+strconv.Itoa(j)))
+			if err != nil && !c.soft && hard == nil {
+				hard = err
+			}
+		}
+	}
+	if n.fails(path) {
+		n.ownFailures.Add(1)
+		if v := visitFromContext(ctx); v != nil {
+			v.own.Store(true)
+		}
+		return nil, yarpcerrors.Newf(n.code, "stormsim: %s fails", n.name)
+	}
+	if hard != nil {
+		return nil, yarpcerrors.FromError(hard)
+	}
+	return nil, nil
+}
+
+// fails draws whether the node's own work fails for the request at path.
+func (n *node) fails(path string) bool {
+	switch {
+	case n.fail <= 0:
+		return false
+	case n.fail >= 1:
+		return true
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(n.name)) // a hash.Hash never fails to write
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(path))
+	return rand.New(rand.NewPCG(n.seed, h.Sum64())).Float64() < n.fail
+}
+
+// rootOf returns the root request ID at the start of a request path.
+func rootOf(path string) int64 {
+	id, _ := strconv.ParseInt(path[:strings.IndexByte(path, '@')], 10, 64) // our own format
+	return id
+}
+
+type rootKey struct{}
+
+// withRoot returns ctx carrying the root request ID, for the retry
+// recorder of the node's outbound calls. It is the simulator's own
+// bookkeeping and survives a context drop on purpose.
+func withRoot(ctx context.Context, id int64) context.Context {
+	return context.WithValue(ctx, rootKey{}, id)
+}
+
+func rootFromContext(ctx context.Context) (int64, bool) {
+	id, ok := ctx.Value(rootKey{}).(int64)
+	return id, ok
+}
+
+// visit is what the handler tells the claim recorder about one request.
+type visit struct {
+	own atomic.Bool // the node's own work failed
+}
+
+type visitKey struct{}
+
+func visitFromContext(ctx context.Context) *visit {
+	v, _ := ctx.Value(visitKey{}).(*visit)
+	return v
+}
+
+// claimRecorder is the outermost inbound middleware of a node: it counts
+// the node's error responses by the claim errown (if any) put on them.
+type claimRecorder struct {
+	n *node
+}
+
+var _ middleware.UnaryInbound = (*claimRecorder)(nil)
+
+// Handle implements middleware.UnaryInbound.
+func (r *claimRecorder) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
+	v := &visit{}
+	w := &claimCapture{ResponseWriter: resw}
+	err := h.Handle(context.WithValue(ctx, visitKey{}, v), req, w)
+	if err != nil {
+		r.n.errors.Add(1)
+		if ownership.ParseClaim(w.claim) == ownership.ClaimUnclaimed {
+			r.n.unclaimed.Add(1)
+			if v.own.Load() {
+				r.n.ownUnclaimed.Add(1)
+			}
+		}
+	}
+	return err
+}
+
+// claimCapture notes the claim header of the response it writes.
+type claimCapture struct {
+	transport.ResponseWriter
+	claim string
+}
+
+// AddHeaders implements transport.ResponseWriter.
+func (w *claimCapture) AddHeaders(h transport.Headers) {
+	if v, ok := h.Get(ownership.DefaultClaimHeader); ok {
+		w.claim = v
+	}
+	w.ResponseWriter.AddHeaders(h)
+}
+
+// retryRecorder is the innermost outbound middleware of a node: it sees
+// every attempt and records, for each retry (attempt 2 or later, by the
+// attempt header), the root request and the hop it was spent on.
+type retryRecorder struct {
+	log   *radiusLog
+	edges map[string]int // by callee service
+}
+
+var _ middleware.UnaryOutbound = (*retryRecorder)(nil)
+
+// Call implements middleware.UnaryOutbound.
+func (r *retryRecorder) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	if v, ok := req.Headers.Get(_attemptHeader); ok {
+		if a, ok := ownership.ParseAttempt(v); ok && a > 1 {
+			if root, ok := rootFromContext(ctx); ok {
+				r.log.record(root, r.edges[req.Service])
+			}
+		}
+	}
+	return out.Call(ctx, req)
+}

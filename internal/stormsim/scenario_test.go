@@ -1,0 +1,88 @@
+package stormsim
+
+import (
+	"context"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestScenariosSmall runs every scenario on real services at the size of
+// its tests and checks each headline figure within its stated tolerance,
+// and every measured node load within 5% of Analyze: a regression in
+// errown's mechanism (or the lab's) shows here, not only in the lab. Every
+// shipped topology is measured by at least one run.
+func TestScenariosSmall(t *testing.T) {
+	measured := make(map[string]bool)
+	for _, s := range Scenarios() {
+		t.Run(s.Name, func(t *testing.T) {
+			rep, err := s.Run(context.Background(), ScenarioOptions{Small: true, Seed: 1})
+			require.NoError(t, err)
+			for _, f := range rep.Figures {
+				assert.True(t, f.Pass, "%s: %s %v, want %s %v ± %v (%s)", f.Name, f.Source, f.Value, f.Check, f.Reference, f.Tolerance, f.Basis)
+			}
+			for _, run := range rep.Runs {
+				if run.Result == nil {
+					continue
+				}
+				measured[run.Topology] = true
+				assert.InEpsilonSlice(t, run.Expected.Loads(), run.Result.Ratios(), LoadTolerance, "%s: analytic and measured loads", run.Label)
+				for i, ok := range run.LoadPasses() {
+					assert.True(t, ok, "%s: node %s: measured %v, reference %v", run.Label, run.Expected.Nodes[i].Name, run.Loads()[i], run.LoadReferences()[i])
+				}
+			}
+			assert.Zero(t, rep.Failed())
+		})
+	}
+	var names []string
+	for name := range measured {
+		if _, err := LoadTopology(name); err == nil {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	assert.Equal(t, TopologyNames(), names, "every shipped topology is measured")
+}
+
+func TestScenarioOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		give ScenarioOptions
+		want []int // requests(2000, 200), size(2000, 200), concurrency(16, 4)
+	}{
+		{name: "full", give: ScenarioOptions{}, want: []int{2000, 2000, 16}},
+		{name: "small", give: ScenarioOptions{Small: true}, want: []int{200, 200, 4}},
+		{name: "requests and concurrency given", give: ScenarioOptions{Small: true, Requests: 7, Concurrency: 3}, want: []int{7, 200, 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := scenarioConfig{tt.give}
+			assert.Equal(t, tt.want, []int{c.requests(2000, 200), c.size(2000, 200), c.concurrency(16, 4)})
+		})
+	}
+}
+
+func TestLookupScenario(t *testing.T) {
+	assert.Equal(t, []string{"chain", "availability", "context-drop", "mixed", "coincidental", "no-retry-below", "deep", "fanout"}, ScenarioNames())
+	s, ok := LookupScenario("deep")
+	assert.True(t, ok)
+	assert.True(t, s.Chart)
+	_, ok = LookupScenario("hurricane")
+	assert.False(t, ok)
+}
+
+func TestTopologyScenario(t *testing.T) {
+	top, err := ParseTopology([]byte("name: tee\ndescription: A calls B and C, C failing.\nnodes: [{name: A, calls: [B, C]}, {name: B}, {name: C, fail: 1}]"))
+	require.NoError(t, err)
+	s := TopologyScenario(top, []Policy{PolicyNaive, PolicyOwnership}, Options{Attempts: 2, Budget: 0.1, Requests: 30})
+	rep, err := s.Run(context.Background(), ScenarioOptions{Concurrency: 1}) // one at a time: the budget is exact
+	require.NoError(t, err)
+	assert.Equal(t, "tee", rep.Scenario)
+	require.Len(t, rep.Runs, 2)
+	assert.Equal(t, []float64{1, 1, 2}, rep.Runs[0].Loads(), "naive: A retries C")
+	assert.InDeltaSlice(t, []float64{1, 1, 1.1}, rep.Runs[1].Loads(), 1e-9, "errown: A retries C within the budget")
+	assert.Equal(t, 30, rep.Runs[1].Result.Requests)
+	assert.Zero(t, rep.Failed())
+}

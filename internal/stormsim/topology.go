@@ -1,0 +1,403 @@
+package stormsim
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"go.uber.org/multierr"
+	"go.uber.org/yarpc/yarpcerrors"
+	"gopkg.in/yaml.v2"
+)
+
+// Limits checked by Topology.Validate.
+const (
+	// MaxNodes is the most nodes a topology may have.
+	MaxNodes = 100
+	// MaxTimes is the most calls per request a node may make to one child.
+	MaxTimes = 10
+)
+
+// DefaultFailCode is the code of a node's own failure when its topology
+// names none.
+const DefaultFailCode = "unavailable"
+
+// Topology is a call graph of services, as read from YAML: a tree or a DAG
+// whose first node is the root, the one the simulator's client calls.
+//
+// Every node serves one procedure. For each request it calls its children,
+// in the order listed, each as many times as its Call says, then fails with
+// its own probability (after the calls, as in DESIGN.md); otherwise it
+// returns the error of the first failed call to a child that is not soft,
+// if any, else success. Nothing retries unless a policy (see Policy) says
+// so.
+//
+//	name: example
+//	description: A calls B twice and a cache C that it can do without.
+//	nodes:
+//	  - name: A
+//	    calls: [{to: B, times: 2}, {to: C, soft: true}]
+//	  - name: B
+//	    fail: 0.1          # fails 10% of its requests
+//	  - name: C
+//	    fail: 1
+//	    failCode: not-found
+type Topology struct {
+	// Name names the topology in output.
+	Name string `yaml:"name" json:"name"`
+	// Description says what the topology shows.
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Nodes are the services; the first one is the root.
+	Nodes []Node `yaml:"nodes" json:"nodes"`
+}
+
+// Node is one service of a Topology.
+type Node struct {
+	// Name is unique in the topology (letters, digits, '-', '_'; case is
+	// ignored when comparing). The node's yarpc service is
+	// "stormsim-" + the lower-cased name.
+	Name string `yaml:"name" json:"name"`
+	// Calls are the node's children, in the order it calls them.
+	Calls []Call `yaml:"calls,omitempty" json:"calls,omitempty"`
+	// Fail is the probability, 0 to 1, that the node's own work fails on
+	// a request, drawn independently for every request it serves.
+	// Default 0.
+	Fail float64 `yaml:"fail,omitempty" json:"fail,omitempty"`
+	// FailCode is the yarpc code of the node's own failure, by the names
+	// yarpcerrors.Code.UnmarshalText reads. It must be either retryable
+	// (unavailable, internal, unknown, aborted) or not retryable by nature
+	// (invalid-argument, not-found, already-exists, permission-denied,
+	// failed-precondition, out-of-range, unimplemented, data-loss,
+	// unauthenticated). Default "unavailable".
+	FailCode string `yaml:"failCode,omitempty" json:"failCode,omitempty"`
+	// Errown says whether the node runs errown under the ownership
+	// policies; a node that does not still retries, with package retry
+	// blind to claims as any retry library that does not know errown.
+	// Default true.
+	Errown *bool `yaml:"errown,omitempty" json:"errown,omitempty"`
+	// Retry says whether the node has a retry policy for its calls.
+	// Default true.
+	Retry *bool `yaml:"retry,omitempty" json:"retry,omitempty"`
+	// DropContext makes the node call its children with a fresh context
+	// (same deadline, nothing else), as a handler that loses its request
+	// context does: errown cannot tie those calls to the request.
+	DropContext bool `yaml:"dropContext,omitempty" json:"dropContext,omitempty"`
+}
+
+// Call is an edge of a Topology: a node calling a child. In YAML a call is
+// either the child's name or a map with the fields below.
+type Call struct {
+	// To is the child's name. Required.
+	To string `yaml:"to" json:"to"`
+	// Times is the calls made to the child per request. Default 1.
+	Times int `yaml:"times,omitempty" json:"times,omitempty"`
+	// Soft marks a fail-open edge: the caller ignores the child's failure.
+	Soft bool `yaml:"soft,omitempty" json:"soft,omitempty"`
+}
+
+// UnmarshalYAML reads a Call from a child's name or from a map.
+func (c *Call) UnmarshalYAML(unmarshal func(interface{}) error) error {
+	var name string
+	if err := unmarshal(&name); err == nil {
+		*c = Call{To: name}
+		return nil
+	}
+	type plain Call // without this method
+	return unmarshal((*plain)(c))
+}
+
+// runsErrown reports whether the node runs errown under the ownership
+// policies.
+func (n Node) runsErrown() bool { return n.Errown == nil || *n.Errown }
+
+// retries reports whether the node has a retry policy.
+func (n Node) retries() bool { return n.Retry == nil || *n.Retry }
+
+// ParseTopology reads a Topology from YAML and validates it. Unknown keys
+// are errors.
+func ParseTopology(b []byte) (*Topology, error) {
+	var t Topology
+	if err := yaml.UnmarshalStrict(b, &t); err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// Chain returns the straight chain of the first table of DESIGN.md's kind:
+// depth nodes named A, B, ..., one call per hop, the node at failDepth
+// failing every request. It is not validated.
+func Chain(depth, failDepth int) *Topology {
+	t := &Topology{
+		Name:        "chain",
+		Description: fmt.Sprintf("a chain of %d nodes, %s failing every request", depth, nodeName(failDepth)),
+		Nodes:       make([]Node, depth),
+	}
+	for d := range t.Nodes {
+		t.Nodes[d].Name = nodeName(d)
+		if d+1 < depth {
+			t.Nodes[d].Calls = []Call{{To: nodeName(d + 1)}}
+		}
+		if d == failDepth {
+			t.Nodes[d].Fail = 1
+		}
+	}
+	return t
+}
+
+// nodeName returns the name of the chain node at depth d: "A" for the root.
+func nodeName(d int) string { return string(rune('A' + d)) }
+
+// Clone returns a deep copy of t, to change without touching t.
+func (t *Topology) Clone() *Topology {
+	c := *t
+	c.Nodes = make([]Node, len(t.Nodes))
+	for i, n := range t.Nodes {
+		n.Calls = append([]Call(nil), n.Calls...)
+		c.Nodes[i] = n
+	}
+	return &c
+}
+
+// Node returns the node named name (case ignored), or nil.
+func (t *Topology) Node(name string) *Node {
+	for i := range t.Nodes {
+		if strings.EqualFold(t.Nodes[i].Name, name) {
+			return &t.Nodes[i]
+		}
+	}
+	return nil
+}
+
+var _nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// Validate reports every problem of t at once, each naming the node and
+// field, e.g. `topology "x": nodes[2] (C).fail: must be between 0 and 1,
+// got 2`.
+func (t *Topology) Validate() error {
+	_, err := compile(t)
+	return err
+}
+
+// graph is a validated Topology compiled for the simulator and the
+// analytic model.
+type graph struct {
+	t     *Topology
+	nodes []gnode
+	edges []gedge
+	// order lists the nodes children first: every node after all it calls.
+	order []int
+}
+
+type gnode struct {
+	name      string
+	depth     int // shortest distance from the root
+	calls     []gcall
+	fail      float64
+	code      yarpcerrors.Code
+	retryable bool // the own failure's code is worth a retry
+	errown    bool
+	retry     bool
+	drop      bool
+}
+
+type gcall struct {
+	child int
+	times int
+	soft  bool
+	edge  int
+}
+
+// gedge is a caller→callee hop.
+type gedge struct{ from, to int }
+
+// compile validates t and compiles it.
+func compile(t *Topology) (*graph, error) {
+	var errs error
+	add := func(format string, args ...interface{}) {
+		errs = multierr.Append(errs, fmt.Errorf("topology %q: "+format, append([]interface{}{t.Name}, args...)...))
+	}
+	if len(t.Nodes) == 0 {
+		add("nodes: must not be empty")
+		return nil, errs
+	}
+	if len(t.Nodes) > MaxNodes {
+		add("nodes: at most %d, got %d", MaxNodes, len(t.Nodes))
+	}
+	g := &graph{t: t, nodes: make([]gnode, len(t.Nodes))}
+	index := make(map[string]int, len(t.Nodes))
+	for i, n := range t.Nodes {
+		at := fmt.Sprintf("nodes[%d] (%s)", i, n.Name)
+		if !_nameRE.MatchString(n.Name) {
+			add("nodes[%d].name: must be 1 to 32 letters, digits, '-' or '_', got %q", i, n.Name)
+		}
+		if j, dup := index[strings.ToLower(n.Name)]; dup {
+			add("%s.name: already used by nodes[%d]", at, j)
+		} else {
+			index[strings.ToLower(n.Name)] = i
+		}
+		if !(n.Fail >= 0 && n.Fail <= 1) { // also rejects NaN
+			add("%s.fail: must be between 0 and 1, got %v", at, n.Fail)
+		}
+		code, retryable, err := failCode(n.FailCode)
+		if err != nil {
+			add("%s.failCode: %v", at, err)
+		}
+		g.nodes[i] = gnode{
+			name: n.Name, fail: n.Fail, code: code, retryable: retryable,
+			errown: n.runsErrown(), retry: n.retries(), drop: n.DropContext,
+		}
+	}
+	for i, n := range t.Nodes {
+		seen := make(map[int]bool, len(n.Calls))
+		for j, c := range n.Calls {
+			at := fmt.Sprintf("nodes[%d] (%s).calls[%d]", i, n.Name, j)
+			child, ok := index[strings.ToLower(c.To)]
+			switch {
+			case !ok:
+				add("%s.to: no node named %q", at, c.To)
+				continue
+			case child == i:
+				add("%s.to: a node cannot call itself, got %q", at, c.To)
+				continue
+			case seen[child]:
+				add("%s.to: %q is already called; use times", at, c.To)
+				continue
+			}
+			seen[child] = true
+			times := c.Times
+			if times == 0 {
+				times = 1
+			}
+			if times < 1 || times > MaxTimes {
+				add("%s.times: must be between 1 and %d, got %d", at, MaxTimes, c.Times)
+			}
+			g.nodes[i].calls = append(g.nodes[i].calls, gcall{child: child, times: times, soft: c.Soft, edge: len(g.edges)})
+			g.edges = append(g.edges, gedge{from: i, to: child})
+		}
+	}
+	if errs != nil {
+		return nil, errs
+	}
+	if err := g.sort(); err != nil {
+		add("%v", err)
+		return nil, errs
+	}
+	g.depths()
+	for i, n := range g.nodes {
+		if n.depth < 0 {
+			add("nodes[%d] (%s): not reachable from the root %s", i, n.name, g.nodes[0].name)
+		}
+	}
+	return g, errs
+}
+
+// failCode reads a FailCode: the code and whether it is retryable.
+func failCode(name string) (yarpcerrors.Code, bool, error) {
+	if name == "" {
+		name = DefaultFailCode
+	}
+	var c yarpcerrors.Code
+	if err := c.UnmarshalText([]byte(name)); err != nil {
+		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("unknown yarpc code, got %q", name)
+	}
+	switch c {
+	case yarpcerrors.CodeUnavailable, yarpcerrors.CodeInternal, yarpcerrors.CodeUnknown, yarpcerrors.CodeAborted:
+		return c, true, nil
+	case yarpcerrors.CodeOK, yarpcerrors.CodeCancelled, yarpcerrors.CodeDeadlineExceeded, yarpcerrors.CodeResourceExhausted:
+		// ok is no failure; the others the retry policy and the retry
+		// criteria (or the client) read differently from a plain failure.
+		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("must be a retryable code or one not retryable by nature, got %q", name)
+	default:
+		return c, false, nil // not retryable by nature (ownership.RetryableByNature)
+	}
+}
+
+var errCycle = errors.New("calls: the graph has a cycle")
+
+// sort fills g.order, children first, or reports a cycle through the
+// names of its nodes.
+func (g *graph) sort() error {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]int, len(g.nodes))
+	var path []int
+	var visit func(int) error
+	visit = func(i int) error {
+		switch state[i] {
+		case done:
+			return nil
+		case onPath:
+			start := 0
+			for k, p := range path {
+				if p == i {
+					start = k
+				}
+			}
+			names := make([]string, 0, len(path)-start+1)
+			for _, p := range append(path[start:], i) {
+				names = append(names, g.nodes[p].name)
+			}
+			return fmt.Errorf("%w: %s", errCycle, strings.Join(names, " → "))
+		}
+		state[i] = onPath
+		path = append(path, i)
+		for _, c := range g.nodes[i].calls {
+			if err := visit(c.child); err != nil {
+				return err
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+		g.order = append(g.order, i)
+		return nil
+	}
+	for i := range g.nodes {
+		if err := visit(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// depths sets every node's shortest distance from the root, -1 for a node
+// the root cannot reach.
+func (g *graph) depths() {
+	for i := range g.nodes {
+		g.nodes[i].depth = -1
+	}
+	g.nodes[0].depth = 0
+	queue := []int{0}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		for _, c := range g.nodes[i].calls {
+			if g.nodes[c.child].depth < 0 {
+				g.nodes[c.child].depth = g.nodes[i].depth + 1
+				queue = append(queue, c.child)
+			}
+		}
+	}
+}
+
+// edgeName returns "A→B" for edge e.
+func (g *graph) edgeName(e int) string {
+	return g.nodes[g.edges[e].from].name + "→" + g.nodes[g.edges[e].to].name
+}
+
+// failCodes returns the codes a root request can fail with.
+func (g *graph) failCodes() map[yarpcerrors.Code]bool {
+	codes := make(map[yarpcerrors.Code]bool)
+	for _, n := range g.nodes {
+		if n.fail > 0 {
+			codes[n.code] = true
+		}
+	}
+	return codes
+}

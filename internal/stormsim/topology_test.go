@@ -1,0 +1,139 @@
+package stormsim
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+func TestParseTopology(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		name string
+		give string
+		want *Topology
+	}{
+		{
+			name: "short and long calls",
+			give: `
+name: t
+description: d
+nodes:
+  - name: A
+    calls: [B, {to: C, times: 2, soft: true}]
+  - {name: B, fail: 0.5, failCode: not-found, errown: false}
+  - {name: C, retry: false, dropContext: true}
+`,
+			want: &Topology{Name: "t", Description: "d", Nodes: []Node{
+				{Name: "A", Calls: []Call{{To: "B"}, {To: "C", Times: 2, Soft: true}}},
+				{Name: "B", Fail: 0.5, FailCode: "not-found", Errown: &no},
+				{Name: "C", Retry: &no, DropContext: true},
+			}},
+		},
+		{
+			name: "one node",
+			give: "name: one\nnodes: [{name: A, fail: 1, errown: true}]",
+			want: &Topology{Name: "one", Nodes: []Node{{Name: "A", Fail: 1, Errown: &yes}}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseTopology([]byte(tt.give))
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestParseTopologyErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want []string // substrings of the error
+	}{
+		{name: "unknown key", give: "name: t\nnodes: [{name: A, colour: red}]", want: []string{"field colour not found"}},
+		{name: "unknown call key", give: "name: t\nnodes: [{name: A, calls: [{to: B, often: 2}]}, {name: B}]", want: []string{"field often not found"}},
+		{name: "no nodes", give: "name: t", want: []string{`topology "t": nodes: must not be empty`}},
+		{
+			name: "every node problem at once",
+			give: `
+name: t
+nodes:
+  - {name: A, calls: [B, Z, A, B]}
+  - {name: b, fail: 1.5, failCode: ok}
+  - {name: "C D", failCode: resource-exhausted}
+  - {name: E, failCode: sideways, calls: [{to: b, times: 11}]}
+`,
+			want: []string{
+				`nodes[0] (A).calls[1].to: no node named "Z"`,
+				`nodes[0] (A).calls[2].to: a node cannot call itself, got "A"`,
+				`nodes[0] (A).calls[3].to: "B" is already called; use times`,
+				"nodes[1] (b).fail: must be between 0 and 1, got 1.5",
+				`nodes[1] (b).failCode: must be a retryable code or one not retryable by nature, got "ok"`,
+				`nodes[2].name: must be 1 to 32 letters, digits, '-' or '_', got "C D"`,
+				`nodes[2] (C D).failCode: must be a retryable code or one not retryable by nature, got "resource-exhausted"`,
+				`nodes[3] (E).failCode: unknown yarpc code, got "sideways"`,
+				"nodes[3] (E).calls[0].times: must be between 1 and 10, got 11",
+			},
+		},
+		{name: "names ignore case", give: "name: t\nnodes: [{name: A, calls: [a]}, {name: a}]", want: []string{"nodes[1] (a).name: already used by nodes[0]"}},
+		{name: "cycle", give: "name: t\nnodes: [{name: A, calls: [B]}, {name: B, calls: [C]}, {name: C, calls: [B]}]", want: []string{`topology "t": calls: the graph has a cycle: B → C → B`}},
+		{name: "unreachable", give: "name: t\nnodes: [{name: A}, {name: B, calls: [A]}]", want: []string{"nodes[1] (B): not reachable from the root A"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseTopology([]byte(tt.give))
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestShippedTopologies(t *testing.T) {
+	names := TopologyNames()
+	assert.Equal(t, []string{"availability", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below"}, names)
+	for _, name := range names {
+		top, err := LoadTopology(name)
+		require.NoError(t, err, name)
+		assert.Equal(t, name, top.Name, "a shipped file is named after its topology")
+		assert.NotEmpty(t, top.Description, name)
+	}
+	_, err := LoadTopology("moebius")
+	assert.ErrorContains(t, err, `topology: no shipped topology "moebius" (have availability, chain,`)
+}
+
+func TestChainTopology(t *testing.T) {
+	g, err := compile(Chain(4, 2))
+	require.NoError(t, err)
+	assert.Equal(t, []int{3, 2, 1, 0}, g.order, "children first")
+	assert.Equal(t, []gedge{{0, 1}, {1, 2}, {2, 3}}, g.edges)
+	assert.Equal(t, "B→C", g.edgeName(1))
+	assert.Equal(t, map[yarpcerrors.Code]bool{yarpcerrors.CodeUnavailable: true}, g.failCodes())
+	for d, n := range g.nodes {
+		assert.Equal(t, []any{nodeName(d), d, d == 2}, []any{n.name, n.depth, n.fail == 1})
+	}
+	deep := mustTopology("deep")
+	assert.Equal(t, deep.Nodes, Chain(25, 24).Nodes, "the deep file is the 25-deep chain")
+}
+
+func TestTopologyDepthsAndClone(t *testing.T) {
+	top := mustTopology("fanout")
+	g, err := compile(top)
+	require.NoError(t, err)
+	var depths []int
+	for _, n := range g.nodes {
+		depths = append(depths, n.depth)
+	}
+	assert.Equal(t, []int{0, 1, 1, 2, 2, 3}, depths, "the shortest distance from the root")
+
+	c := top.Clone()
+	c.Node("c").Calls[0].Times = 5
+	c.Node("F").Fail = 0
+	assert.Equal(t, 2, top.Node("C").Calls[0].Times, "the clone is deep")
+	assert.Equal(t, 1.0, top.Node("F").Fail)
+	assert.Nil(t, top.Node("Z"))
+}
