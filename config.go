@@ -83,10 +83,14 @@ func (c Config) retryConfig() retry.Config {
 func (c Config) Validate() error {
 	_, depErr := depmem.NewStatic(c.Dependencies, nil)
 	headers := c.inboundConfig()
+	// The header names are checked once, at the top level where they are
+	// set: the retry section is checked with the defaults in their place.
+	retryChecked := c.retryConfig()
+	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader = "", "", ""
 	return multierr.Combine(
 		headers.Validate(),
 		c.Ingress.Validate(),
-		c.retryConfig().Validate(),
+		retryChecked.Validate(),
 		depErr,
 		c.Memory.Validate(),
 		distinctHeaders(headers),

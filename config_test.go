@@ -1,6 +1,8 @@
 package errown
 
 import (
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,6 +92,7 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		{"retry:\n  budget:\n    ratio: lots", []string{`retry.budget.ratio: want a number, got string "lots"`}},
 		{"retry:\n  budget:\n    window: forever", []string{`retry.budget.window: want a duration such as 10s, got string "forever"`}},
 		{"retry:\n  budget:\n    disabled: maybe", []string{`retry.budget.disabled: want true or false, got string "maybe"`}},
+		{"retry:\n  policies:\n    - service: a\n      attemptTimeout: 500", []string{`retry.policies[0].attemptTimeout: want a duration such as 10s, got integer "500"`}},
 		{"retry:\n  policies: users", []string{`retry.policies: want a list, got string "users"`}},
 		{"retry:\n  policies:\n    - service: [a, b]", []string{`retry.policies[0].service: want a string, got a list`}},
 		{"retry:\n  policies:\n    - service: a\n      idempotent: 3", []string{`retry.policies[0].idempotent: want true or false, got integer "3"`}},
@@ -97,7 +100,7 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		{"dependencies:\n  - service: a\n    kinds: fail-open", []string{"dependencies[0].kinds: unknown key"}},
 		{"ingress:\n  shards: 3\n  maxInFlight: -1", []string{"ingress.shards: must be a power of two", "got 3", "ingress.maxInFlight: must be positive, got -1"}},
 		{"unknownEdges: sometimes", []string{`unknownEdges: must be "correlated" or "coincidental", got "sometimes"`}},
-		{"claimHeader: X-Claim", []string{`claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`}},
+		{"claimHeader: X-Claim", []string{`errown: config: claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`}},
 		{"claimHeader: same\nnoRetryHeader: same", []string{`noRetryHeader: "same" is already used by claimHeader`}},
 		{"dependencies:\n  - service: cache\n    kind: soft", []string{`dependencies[0].kind: unknown edge kind "soft"`}},
 		{"retry:\n  policies:\n    - service: users\n      maxAttempts: -1", []string{"retry.policies[0].maxAttempts", "-1"}},
@@ -118,6 +121,14 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+func TestConfigHeaderErrorsOnce(t *testing.T) {
+	_, err := ConfigFromYAML([]byte("claimHeader: X-Claim\nattemptHeader: same\nnoRetryHeader: same"))
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "claimHeader:"), err.Error())
+	assert.Equal(t, 1, strings.Count(err.Error(), `"same" is already used`), err.Error())
+	assert.NotContains(t, err.Error(), "retry.claimHeader")
+}
+
 func FuzzConfigFromYAML(f *testing.F) {
 	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]"} {
 		f.Add([]byte(s))
@@ -127,7 +138,13 @@ func FuzzConfigFromYAML(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// What parses is valid, builds, and survives a round trip.
+		// What parses is sane (finite numbers), builds, and survives a
+		// round trip.
+		for _, v := range []*float64{c.Memory.OpenThreshold, c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio} {
+			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+				t.Fatalf("accepted a non-finite number in %q", b)
+			}
+		}
 		if _, err := New(c); err != nil {
 			t.Fatalf("ConfigFromYAML accepted %q but New refused it: %v", b, err)
 		}

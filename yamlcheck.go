@@ -25,7 +25,11 @@ func checkYAML(path string, v interface{}, t reflect.Type) error {
 	if t == _durationType {
 		switch d := v.(type) {
 		case int:
-			return nil
+			if d == 0 {
+				return nil // a bare 0 is no duration at all, unambiguously
+			}
+			// A bare number would be nanoseconds: "attemptTimeout: 500"
+			// is almost surely not meant as 500ns.
 		case string:
 			if _, err := time.ParseDuration(d); err == nil {
 				return nil

@@ -103,6 +103,7 @@ func (c Config) thresholds() Thresholds {
 // Validate reports every invalid value of c, after defaults, each under
 // its key below "memory".
 func (c Config) Validate() error {
+	fleet := c.Fleet // as given: its checks tell unset queries from set ones
 	c = c.withDefaults()
 	var err error
 	add := func(format string, args ...interface{}) {
@@ -120,18 +121,18 @@ func (c Config) Validate() error {
 		add("memory.minSamples: must be at least 1, got %d", c.MinSamples)
 	}
 	open, closeAt, h := *c.OpenThreshold, c.CloseThreshold, *c.Hysteresis
-	if closeAt <= 0 || closeAt > 1 {
+	// Written so that NaN fails every check.
+	if !(closeAt > 0 && closeAt <= 1) {
 		add("memory.closeThreshold: must be in (0, 1], got %v", closeAt)
 	}
-	if open < 0 || open >= 1 {
+	if !(open >= 0 && open < 1) {
 		add("memory.openThreshold: must be in [0, 1), got %v", open)
-	}
-	if open >= closeAt {
+	} else if !(open < closeAt) {
 		add("memory.openThreshold: must be below closeThreshold %v, got %v", closeAt, open)
 	}
-	if h < 0 {
-		add("memory.hysteresis: must not be negative, got %v", h)
-	} else if open+h >= closeAt-h {
+	if !(h >= 0 && h < 1) {
+		add("memory.hysteresis: must be in [0, 1), got %v", h)
+	} else if !(open+h < closeAt-h) {
 		add("memory.hysteresis: %v closes the gap between openThreshold %v and closeThreshold %v", h, open, closeAt)
 	}
 	if c.MaxEdges < 1 {
@@ -140,5 +141,5 @@ func (c Config) Validate() error {
 	if c.Snapshot.Interval < 0 {
 		add("memory.snapshot.interval: must be positive, got %v", c.Snapshot.Interval)
 	}
-	return multierr.Append(err, c.Fleet.validate())
+	return multierr.Append(err, fleet.validate())
 }

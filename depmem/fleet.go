@@ -81,7 +81,13 @@ func (c FleetConfig) validate() error {
 	if c.URL != "" {
 		u, perr := url.Parse(c.URL)
 		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			err = multierr.Append(err, fmt.Errorf("memory.fleet.url: must be an http(s) URL, got %q", c.URL))
+			err = multierr.Append(err, fmt.Errorf("memory.fleet.url: must be an http(s) URL, got %q", redact(c.URL)))
+		}
+		// Edges are keyed by caller procedure, not caller service: the
+		// default queries must be narrowed to this service's instances,
+		// or other services' counts would decide this one's edges.
+		if strings.TrimSpace(c.Selector) == "" && (c.FailuresQuery == "" || c.JointQuery == "") {
+			err = multierr.Append(err, fmt.Errorf(`memory.fleet.selector: required with memory.fleet.url to pick this service's instances, e.g. service="checkout" (or give both queries)`))
 		}
 	}
 	if c.Interval < 0 {
@@ -160,13 +166,13 @@ func (f *fleet) refresh(ctx context.Context) {
 		f.errors.Inc(1)
 		f.data.Store(nil)
 		if f.healthy.Swap(false) {
-			f.logger.Warn("errown: fleet memory unavailable, using local memory", zap.String("url", f.cfg.URL), zap.Error(err))
+			f.logger.Warn("errown: fleet memory unavailable, using local memory", zap.String("url", redact(f.cfg.URL)), zap.Error(err))
 		}
 		return
 	}
 	f.data.Store(&data)
 	if !f.healthy.Swap(true) {
-		f.logger.Info("errown: fleet memory available again", zap.String("url", f.cfg.URL))
+		f.logger.Info("errown: fleet memory available again", zap.String("url", redact(f.cfg.URL)))
 	}
 }
 
@@ -270,6 +276,15 @@ func ParseQueryResponse(b []byte) (map[egresslog.Edge]float64, error) {
 		out[e] += v
 	}
 	return out, nil
+}
+
+// redact hides the password of a URL for logs and errors.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }
 
 func noneToEmpty(s string) string {

@@ -118,7 +118,7 @@ func TestFleetSourceAndOutage(t *testing.T) {
 
 	core, logs := observer.New(zap.InfoLevel)
 	scope := tally.NewTestScope("", nil)
-	m, err := NewMemory(Config{MinSamples: 20, Fleet: FleetConfig{URL: srv.URL, Timeout: time.Second}},
+	m, err := NewMemory(Config{MinSamples: 20, Fleet: FleetConfig{URL: srv.URL, Timeout: time.Second, Selector: `service="checkout"`}},
 		WithLogger(zap.New(core)), WithScope(scope))
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -157,7 +157,7 @@ func TestFleetUnreachableDoesNotBlockStop(t *testing.T) {
 		<-r.Context().Done() // hangs until the client gives up
 	}))
 	defer srv.Close()
-	m, err := NewMemory(Config{Fleet: FleetConfig{URL: srv.URL, Interval: 10 * time.Millisecond, Timeout: time.Minute}})
+	m, err := NewMemory(Config{Fleet: FleetConfig{URL: srv.URL, Interval: 10 * time.Millisecond, Timeout: time.Minute, Selector: `job="x"`}})
 	require.NoError(t, err)
 	require.NoError(t, m.Start())
 	time.Sleep(20 * time.Millisecond)
@@ -171,4 +171,26 @@ func TestDefaultFleetQueries(t *testing.T) {
 	c := FleetConfig{Selector: `service="checkout"`}.withDefaults(10 * time.Minute)
 	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_callee_failures{service="checkout"}[600s]))`, c.FailuresQuery)
 	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_joint_failures{service="checkout"}[600s]))`, c.JointQuery)
+}
+
+func TestFleetOnlyEdgesTakeNoLocalPlace(t *testing.T) {
+	api := &promAPI{
+		failures: vector(sample("a", "x1", "p", "40"), sample("a", "x2", "p", "40"), sample("a", "x3", "p", "40")),
+		joint:    vector(sample("a", "x1", "p", "40")),
+	}
+	api.broken.Store("")
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	m, err := NewMemory(Config{MaxEdges: 2, MinSamples: 5, Fleet: FleetConfig{URL: srv.URL, Selector: `job="x"`}})
+	require.NoError(t, err)
+	m.fleet.refresh(context.Background())
+	require.Len(t, m.Edges(), 3, "the fleet's edges are shown")
+	m.Kind(egresslog.Edge{CallerProcedure: "a", Service: "x1", Procedure: "p"})
+	observe(m, edgeA, 10, 10)
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA), "this service's own edge still learned: viewing the fleet's edges took no place")
+}
+
+func TestRedact(t *testing.T) {
+	assert.Equal(t, "http://user:xxxxx@prom:9090", redact("http://user:secret@prom:9090"))
+	assert.Equal(t, "http://prom:9090", redact("http://prom:9090"))
 }

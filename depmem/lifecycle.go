@@ -2,17 +2,27 @@ package depmem
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 )
 
+// ErrStarted is returned by a second Start.
+var ErrStarted = errors.New("depmem: memory already started")
+
 // Start loads the snapshot, if one is configured, and starts the
 // background work: writing snapshots and polling the fleet. A snapshot that
 // cannot be read is logged and ignored; the memory then starts empty.
-// Start must be followed by Stop.
+// Start must be followed by Stop; a second Start returns ErrStarted.
 func (m *Memory) Start() error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.started {
+		return ErrStarted
+	}
+	m.started = true
 	if path := m.cfg.Snapshot.Path; path != "" {
 		if err := m.LoadSnapshot(path); err != nil {
 			m.snapshotErrors.Inc(1)
@@ -27,16 +37,17 @@ func (m *Memory) Start() error {
 }
 
 // Stop ends the background work, waits for it, and writes a last
-// snapshot. It is safe to call without Start and more than once.
+// snapshot. It does nothing before Start or after an earlier Stop.
 func (m *Memory) Stop() error {
-	m.stopOnce.Do(func() {
-		if m.stop == nil {
-			return
-		}
-		m.stop()
-		<-m.done
-		m.saveLogged()
-	})
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.stop == nil {
+		return nil
+	}
+	m.stop()
+	<-m.done
+	m.stop = nil
+	m.saveLogged()
 	return nil
 }
 
@@ -79,7 +90,8 @@ func (m *Memory) saveLogged() {
 
 // lifecycle state, kept apart from the learning state.
 type lifecycle struct {
-	stop     context.CancelFunc
-	done     chan struct{}
-	stopOnce sync.Once
+	lifeMu  sync.Mutex
+	started bool
+	stop    context.CancelFunc // nil when not running
+	done    chan struct{}
 }

@@ -179,11 +179,9 @@ func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
 		return EdgeView{Edge: e, Kind: ownership.KindUnknown, Source: SourceLocal}, false
 	}
 	if s == nil {
-		// Known only to the fleet: learn it locally too, so that its
-		// classification keeps its hysteresis.
-		if s = m.edge(e, true); s == nil {
-			return fleetView(e, fleetCounts, m.thresholds), true
-		}
+		// Known only to the fleet. No local state is made for it: only
+		// this service's own failures take a place under maxEdges.
+		return fleetView(e, fleetCounts, m.thresholds), true
 	}
 	now := m.slice()
 	s.mu.Lock()

@@ -1,6 +1,7 @@
 package depmem
 
 import (
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -162,12 +163,17 @@ func TestConfigValidate(t *testing.T) {
 		{Config{CloseThreshold: 1.5}, []string{"memory.closeThreshold: must be in (0, 1], got 1.5"}},
 		{Config{OpenThreshold: f(-0.1)}, []string{"memory.openThreshold: must be in [0, 1), got -0.1"}},
 		{Config{Hysteresis: f(0.3)}, []string{"memory.hysteresis: 0.3 closes the gap"}},
-		{Config{Hysteresis: f(-1)}, []string{"memory.hysteresis: must not be negative, got -1"}},
+		{Config{Hysteresis: f(-1)}, []string{"memory.hysteresis: must be in [0, 1), got -1"}},
+		{Config{CloseThreshold: math.NaN(), OpenThreshold: f(math.NaN()), Hysteresis: f(math.NaN())}, []string{
+			"memory.closeThreshold: must be in (0, 1], got NaN", "memory.openThreshold: must be in [0, 1), got NaN", "memory.hysteresis: must be in [0, 1), got NaN"}},
 		{Config{Buckets: -1, MinSamples: -2, MaxEdges: -3}, []string{"memory.buckets: must be between 1 and 1000, got -1", "memory.minSamples: must be at least 1, got -2", "memory.maxEdges: must be at least 1, got -3"}},
 		{Config{Window: time.Millisecond, Buckets: 10}, []string{"memory.buckets: window 1ms in 10 buckets is under 1ms a bucket"}},
 		{Config{Window: -time.Second}, []string{"memory.window: must be positive, got -1s"}},
 		{Config{Fleet: FleetConfig{URL: "ftp://x"}}, []string{`memory.fleet.url: must be an http(s) URL, got "ftp://x"`}},
-		{Config{Fleet: FleetConfig{URL: "http://x", Interval: -1, Timeout: -1}}, []string{"memory.fleet.interval", "memory.fleet.timeout"}},
+		{Config{Fleet: FleetConfig{URL: "http://x", Interval: -1, Timeout: -1, Selector: "a=\"b\""}}, []string{"memory.fleet.interval", "memory.fleet.timeout"}},
+		{Config{Fleet: FleetConfig{URL: "http://x"}}, []string{"memory.fleet.selector: required with memory.fleet.url"}},
+		{Config{Fleet: FleetConfig{URL: "http://x", FailuresQuery: "a", JointQuery: "b"}}, nil},
+		{Config{Fleet: FleetConfig{URL: "http://user:secret@[::1"}}, []string{"(unparsable URL)"}},
 		{Config{Snapshot: SnapshotConfig{Interval: -time.Second}}, []string{"memory.snapshot.interval: must be positive, got -1s"}},
 	}
 	for _, tt := range tests {

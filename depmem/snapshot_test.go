@@ -228,3 +228,13 @@ func snapshotWriter(path string) {
 		}
 	}
 }
+
+func TestLifecycleOrder(t *testing.T) {
+	m, _ := newMemory(t, Config{})
+	require.NoError(t, m.Stop(), "stop before start does nothing")
+	require.NoError(t, m.Start())
+	assert.ErrorIs(t, m.Start(), ErrStarted)
+	require.NoError(t, m.Stop())
+	require.NoError(t, m.Stop())
+	// goleak (TestMain) checks that the loop started above has exited.
+}

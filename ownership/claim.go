@@ -11,10 +11,6 @@ const (
 	DefaultNoRetryHeader = "errown-no-retry"
 )
 
-// MaxHeaderValue is the longest header value errown parses. A longer value
-// is treated like a missing one.
-const MaxHeaderValue = 64
-
 // Claim is the ownership state of an error response.
 type Claim uint8
 

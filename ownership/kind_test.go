@@ -43,6 +43,8 @@ func TestValidateHeaderName(t *testing.T) {
 		{"", "claimHeader: must not be empty"},
 		{"Errown-Claim", `claimHeader: must be lower-case letters, digits and '-', got "Errown-Claim"`},
 		{"a b", `got "a b"`},
+		{"rpc-claim", `claimHeader: "rpc-claim" starts with "rpc-", which yarpc reserves`},
+		{"grpc-status", `claimHeader: "grpc-status" starts with "grpc-", which yarpc reserves`},
 		{"0123456789012345678901234567890123456789012345678901234567890123456789", "at most 64 bytes, got 70"},
 	}
 	for _, tt := range tests {

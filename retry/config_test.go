@@ -268,10 +268,24 @@ func FuzzConfig(f *testing.F) {
 		if yaml.Unmarshal([]byte(give), &cfg) != nil {
 			return
 		}
-		// Never panics; accepted configs build.
+		// Never panics; exactly one of a middleware and an error.
 		m, err := New(cfg)
 		if (m == nil) == (err == nil) {
-			t.Errorf("New = %v, %v; want exactly one", m, err)
+			t.Fatalf("New = %v, %v; want exactly one", m, err)
+		}
+		if err != nil {
+			return
+		}
+		// What is accepted is within the documented bounds.
+		d := cfg.withDefaults()
+		if !(d.Budget.Ratio >= 0 && d.Budget.Ratio <= MaxBudgetRatio) || !(*d.Budget.MinPerSecond >= 0) || d.Budget.Window <= 0 {
+			t.Fatalf("accepted budget %+v", d.Budget)
+		}
+		for _, p := range d.Policies {
+			if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts || p.Service == "" ||
+				p.InitialBackoff < 0 || p.MaxBackoff < p.InitialBackoff || p.AttemptTimeout < 0 || p.MinRemaining < 0 {
+				t.Fatalf("accepted policy %+v", p)
+			}
 		}
 	})
 }
