@@ -3,7 +3,8 @@
 #   - go (1.26) must be there already;
 #   - git (the gofmt check lists tracked files);
 #   - prometheus (the fleet-wide dependency memory is tested against a real
-#     Prometheus server on 127.0.0.1).
+#     Prometheus server on 127.0.0.1);
+#   - chromium (the debug page is rendered and screenshotted headless).
 set -euo pipefail
 
 if ! command -v go >/dev/null 2>&1; then
@@ -14,6 +15,7 @@ fi
 missing=()
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" != 0 ]; then
 		echo "deps: missing ${missing[*]}; run as root or install them: apt-get install -y ${missing[*]}" >&2
