@@ -62,9 +62,16 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
+# Benchmarks: ./bench/ measures errown against plain yarpc in the same run
+# (bench/README.md), then every package's own benchmarks run. BENCH_COUNT
+# runs of each, enough for benchstat; BENCH narrows them by name.
+BENCH ?= .
+BENCH_COUNT ?= 6
+BENCH_TIME ?= 1s
+
 .PHONY: bench
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 10 $(PKGS)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 60m ./bench/ $(PKGS)
 
 .PHONY: stormsim
 stormsim:

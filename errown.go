@@ -83,11 +83,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope))
+	r, err := retry.New(cfg.retryConfig(), retry.WithScope(scope), retry.WithLogger(o.logger))
 	if err != nil {
 		return nil, err
 	}
-	r, err := retry.New(cfg.retryConfig(), retry.WithScope(scope), retry.WithLogger(o.logger))
+	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope), outbound.WithInner(r))
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (m *Middleware) Inbound() yarpc.InboundMiddleware {
 // Outbound returns the outbound middleware to put on a dispatcher: egress
 // logging around retries.
 func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
-	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, m.retry)}
+	return yarpc.OutboundMiddleware{Unary: m.egress} // the retry middleware runs inside it (outbound.WithInner)
 }
 
 // Logs returns the map of requests in flight.
@@ -133,6 +133,6 @@ func (m *Middleware) Logs() *ingresslog.Map { return m.logs }
 // application's middleware. Oneway and stream middleware are untouched.
 func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(m.inbound, cfg.InboundMiddleware.Unary)
-	cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(m.egress, m.retry, cfg.OutboundMiddleware.Unary)
+	cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(m.egress, cfg.OutboundMiddleware.Unary)
 	return cfg
 }

@@ -215,3 +215,75 @@ func (h *hitCounter) n() int {
 	defer h.mu.Unlock()
 	return h.count
 }
+
+// TestOwnFailureCancellingFanOut: a handler that fails on its own and
+// cancels the calls it still had in flight owns its error: it claims it,
+// and its caller retries.
+func TestOwnFailureCancellingFanOut(t *testing.T) {
+	for _, tr := range fxtest.Transports {
+		t.Run(tr, func(t *testing.T) {
+			mesh := fxtest.NewMesh(t)
+			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(), Handler: func(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
+				<-ctx.Done() // slow: answers only when given up on
+				return nil, ctx.Err()
+			}})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c},
+				Handler: func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+					fanOut, cancel := context.WithCancel(ctx)
+					done := make(chan struct{})
+					go func() {
+						defer close(done)
+						_, _ = c.Call(fanOut, _c, body)
+					}()
+					time.Sleep(10 * time.Millisecond)
+					cancel() // B's own step failed: give up on the rest
+					<-done
+					return nil, yarpcerrors.InternalErrorf("b's own step failed")
+				},
+			})
+			reply := mesh.Call(context.Background(), _b, nil)
+			require.Error(t, reply.Err)
+			assert.Equal(t, _claimed, reply.Claim, "the cancelled sibling explains nothing: B owns its error")
+		})
+	}
+}
+
+// TestRetryKeepsContentLength: a retried HTTP request carries its length
+// like the first attempt did, rather than being sent in chunks.
+func TestRetryKeepsContentLength(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		lengths []int64
+	)
+	record := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			lengths = append(lengths, r.ContentLength)
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}
+	in := yhttp.NewTransport().NewInbound("127.0.0.1:0", yhttp.Interceptor(record))
+	callee := yarpc.NewDispatcher(yarpc.Config{Name: _c, Inbounds: yarpc.Inbounds{in}})
+	callee.Register(raw.Procedure("call", func(context.Context, []byte) ([]byte, error) {
+		return nil, yarpcerrors.UnavailableErrorf("down")
+	}))
+	require.NoError(t, callee.Start())
+	defer func() { assert.NoError(t, callee.Stop()) }()
+	mw, err := errown.New(*withRetries(_c))
+	require.NoError(t, err)
+	caller := yarpc.NewDispatcher(mw.Apply(yarpc.Config{
+		Name:      _b,
+		Outbounds: yarpc.Outbounds{_c: {Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String())}},
+	}))
+	require.NoError(t, caller.Start())
+	defer func() { assert.NoError(t, caller.Stop()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = raw.New(caller.ClientConfig(_c)).Call(ctx, "call", []byte("hello"))
+	require.Error(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []int64{5, 5}, lengths, "both attempts say how long they are")
+}

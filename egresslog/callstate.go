@@ -25,6 +25,29 @@ func WithCallState(ctx context.Context, s *CallState) context.Context {
 	return context.WithValue(ctx, callStateKey{}, s)
 }
 
+// NewCallContext returns a child of ctx that carries a fresh CallState, and
+// that CallState. It allocates once where WithCallState(ctx,
+// &CallState{}) allocates twice: the state lives in the context node.
+func NewCallContext(ctx context.Context) (context.Context, *CallState) {
+	c := &callContext{Context: ctx}
+	return c, &c.state
+}
+
+// callContext is a context node carrying a CallState. It answers Value for
+// callStateKey and passes everything else (deadline, cancellation, other
+// values) to its parent.
+type callContext struct {
+	context.Context
+	state CallState
+}
+
+func (c *callContext) Value(key any) any {
+	if _, ok := key.(callStateKey); ok {
+		return &c.state
+	}
+	return c.Context.Value(key)
+}
+
 // CallStateFromContext returns the CallState in ctx, or nil.
 func CallStateFromContext(ctx context.Context) *CallState {
 	s, _ := ctx.Value(callStateKey{}).(*CallState)

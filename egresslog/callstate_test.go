@@ -17,3 +17,22 @@ func TestCallStateContext(t *testing.T) {
 	got.Refused = ownership.RefusedBudget
 	assert.Equal(t, &CallState{Attempts: 2, Refused: ownership.RefusedBudget}, s)
 }
+
+type otherKey struct{}
+
+func TestNewCallContext(t *testing.T) {
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), otherKey{}, "v"))
+	ctx, s := NewCallContext(parent)
+
+	assert.Same(t, s, CallStateFromContext(ctx))
+	assert.Equal(t, CallState{}, *s, "fresh")
+	assert.Equal(t, "v", ctx.Value(otherKey{}), "the parent's values")
+	assert.Nil(t, CallStateFromContext(parent), "the parent carries no state")
+	cancel()
+	assert.ErrorIs(t, ctx.Err(), context.Canceled, "the parent's cancellation")
+	<-ctx.Done()
+
+	inner, s2 := NewCallContext(ctx)
+	assert.Same(t, s2, CallStateFromContext(inner), "the innermost state wins")
+	assert.NotSame(t, s, s2)
+}

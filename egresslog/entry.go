@@ -17,9 +17,14 @@ type Entry struct {
 	RCS bool
 	// Attempts made, the first one included.
 	Attempts int
+	// Abandoned calls ended because the caller cancelled them (a sibling
+	// of a fan-out that failed first, a hedge that lost): their error is
+	// the caller's doing and explains nothing.
+	Abandoned bool
 }
 
-// Failed reports whether the call ended in error.
+// Failed reports whether the call ended in an error of the callee's: not
+// OK, and not abandoned by the caller.
 func (e Entry) Failed() bool {
-	return e.Code != yarpcerrors.CodeOK
+	return e.Code != yarpcerrors.CodeOK && !e.Abandoned
 }

@@ -6,6 +6,15 @@ import "sync"
 // make only a few outbound calls.
 const _inline = 4
 
+// chunk is where a Log keeps its first _inline entries. Chunks are pooled
+// (chunks) rather than part of the Log so that a Log stays small: the
+// chunk is taken on the first Append and given back on Close, both under
+// the Log's lock, and a closed Log never touches it again, so no late
+// Append can land in a chunk another Log is using.
+type chunk [_inline]Entry
+
+var chunks = sync.Pool{New: func() any { return new(chunk) }}
+
 // Log is the egress log of one inbound request. It is safe for concurrent
 // use by the goroutines a handler fans out to. Once closed it takes no more
 // entries.
@@ -13,8 +22,8 @@ type Log struct {
 	mu      sync.Mutex
 	closed  bool
 	n       int
-	inline  [_inline]Entry
-	entries []Entry // used past _inline
+	entries []Entry // in chunk while they fit, then on the heap
+	chunk   *chunk  // from chunks, or nil
 }
 
 // Append adds e to the log. It returns false, and drops e, when the log is
@@ -25,11 +34,11 @@ func (l *Log) Append(e Entry) bool {
 	if l.closed {
 		return false
 	}
-	if l.n < _inline {
-		l.inline[l.n] = e
-	} else {
-		l.entries = append(l.entries, e)
+	if l.entries == nil {
+		l.chunk = chunks.Get().(*chunk)
+		l.entries = l.chunk[:0]
 	}
+	l.entries = append(l.entries, e)
 	l.n++
 	return true
 }
@@ -44,11 +53,20 @@ func (l *Log) Close(dst []Entry) []Entry {
 		return dst
 	}
 	l.closed = true
-	if l.n <= _inline {
-		return append(dst, l.inline[:l.n]...)
+	dst = append(dst, l.entries...)
+	l.release()
+	return dst
+}
+
+// release gives the chunk back and forgets the entries. l.mu must be held
+// or l owned exclusively.
+func (l *Log) release() {
+	if l.chunk != nil {
+		*l.chunk = chunk{} // keep no strings alive from the pool
+		chunks.Put(l.chunk)
+		l.chunk = nil
 	}
-	dst = append(dst, l.inline[:]...)
-	return append(dst, l.entries...)
+	l.entries = nil
 }
 
 // Len returns how many entries the log holds.
@@ -60,10 +78,7 @@ func (l *Log) Len() int {
 
 // Reset empties l for reuse. The caller must own l exclusively.
 func (l *Log) Reset() {
+	l.release()
 	l.closed = false
-	for i := range l.inline {
-		l.inline[i] = Entry{}
-	}
 	l.n = 0
-	l.entries = l.entries[:0]
 }

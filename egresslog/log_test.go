@@ -106,3 +106,50 @@ func TestEntryFailed(t *testing.T) {
 func TestEdgeString(t *testing.T) {
 	assert.Equal(t, "get->users::lookup", Edge{CallerProcedure: "get", Service: "users", Procedure: "lookup"}.String())
 }
+
+func TestLogLateAppendNeverLandsInAnotherLog(t *testing.T) {
+	var a Log
+	assert.True(t, a.Append(entry(1)))
+	assert.Equal(t, []Entry{entry(1)}, a.Close(nil)) // a's chunk goes back to the pool
+	var b Log
+	assert.True(t, b.Append(entry(2))) // may take a's chunk
+	assert.False(t, a.Append(entry(3)), "a is closed")
+	assert.Equal(t, []Entry{entry(2)}, b.Close(nil))
+	assert.Equal(t, 1, a.Len())
+}
+
+func TestLogPooledChunksNeverShared(t *testing.T) {
+	// Many logs at once, each with a late appender racing its Close: every
+	// log gets back exactly the entries it accepted, all its own, while
+	// chunks pass from log to log through the pool.
+	const workers, rounds, appends = 16, 200, _inline + 2
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				var l Log
+				mine := Entry{Edge: Edge{Service: fmt.Sprint(w, "/", r)}}
+				accepted := make(chan int)
+				go func() {
+					n := 0
+					for range appends {
+						if l.Append(mine) {
+							n++
+						}
+					}
+					accepted <- n
+				}()
+				got := l.Close(nil)
+				n := <-accepted
+				assert.False(t, l.Append(mine), "closed")
+				assert.Len(t, got, n)
+				for _, e := range got {
+					assert.Equal(t, mine, e)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"context"
+	"time"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
@@ -10,6 +11,7 @@ import (
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // _tchannel is the yarpc transport name of TChannel.
@@ -24,6 +26,8 @@ type Middleware struct {
 	logs              *ingresslog.Map
 	memory            depmem.Classifier
 	observer          depmem.Observer
+	now               func() time.Time
+	recent            decisions
 	unknownCorrelated bool
 	attemptHeader     string
 	// Header sets built once and only read: every transport's AddHeaders
@@ -73,6 +77,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		logs:              o.logs,
 		memory:            o.memory,
 		observer:          o.observer,
+		now:               time.Now,
 		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
 		attemptHeader:     cfg.AttemptHeader,
 		claimed:           headers(ownership.ClaimClaimed, false),
@@ -93,12 +98,14 @@ func (m *Middleware) Logs() *ingresslog.Map { return m.logs }
 
 // Handle implements middleware.UnaryInbound.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
-	if v, ok := req.Headers.Get(m.attemptHeader); ok {
+	// attemptHeader is validated lower case, i.e. canonical: index the map
+	// rather than have Headers.Get lower-case it on every request.
+	if v, ok := req.Headers.Items()[m.attemptHeader]; ok {
 		if n, ok := ownership.ParseAttempt(v); ok && n > 1 {
 			m.retriedCount.Inc(1)
 		}
 	}
-	log := m.logs.Open(req.Procedure)
+	lctx, log := m.logs.OpenContext(ctx, req.Procedure)
 	if log == nil {
 		m.untrackedCount.Inc(1)
 		return h.Handle(ctx, req, resw)
@@ -106,14 +113,18 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	// Deferred so the log is closed and goes also when the handler
 	// panics: yarpc recovers the panic further out, exactly as without
 	// errown, and a call the handler left running is then counted late.
-	defer m.finish(log)
+	closed := false
+	defer m.finish(log, &closed)
 
-	err := h.Handle(ingresslog.NewContext(ctx, log), req, resw)
+	err := h.Handle(lctx, req, resw)
 
 	var buf [_stackFailures]egresslog.Entry
 	entries := log.Egress.Close(buf[:0])
+	closed = true
+	var code yarpcerrors.Code
 	if err != nil {
-		claim := m.decide(entries)
+		code = yarpcerrors.FromError(err).Code()
+		claim := m.decide(req.Procedure, code, entries)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
 		if req.Transport == _tchannel {
 			// TChannel keeps response headers only on application errors.
@@ -121,23 +132,50 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		}
 	}
 	if m.observer != nil {
+		// A request refused for the caller's own fault (a bad argument,
+		// no permission...) says nothing about its dependencies: it
+		// counts as a success, so callers cannot push edges toward
+		// fail-close by sending bad requests.
+		callerFailed := err != nil && !callerFault(code)
 		for _, e := range entries {
 			if e.Failed() {
-				m.observer.Observe(e.Edge, err != nil)
+				m.observer.Observe(e.Edge, callerFailed)
 			}
 		}
 	}
 	return err
 }
 
-// finish closes the request's egress log, which Handle already did unless
-// the handler panicked, and removes the log from the map.
-func (m *Middleware) finish(log *ingresslog.Log) {
-	log.Egress.Close(nil)
+// finish closes the request's egress log, unless Handle already did (the
+// handler did not panic), and removes the log from the map.
+func (m *Middleware) finish(log *ingresslog.Log, closed *bool) {
+	if !*closed {
+		log.Egress.Close(nil)
+	}
 	m.logs.Remove(log)
 }
 
-func (m *Middleware) decide(entries []egresslog.Entry) ownership.Claim {
+// callerFault reports whether an error code says the request itself was
+// wrong, rather than the service failing.
+func callerFault(c yarpcerrors.Code) bool {
+	switch c {
+	case yarpcerrors.CodeInvalidArgument,
+		yarpcerrors.CodeNotFound,
+		yarpcerrors.CodeAlreadyExists,
+		yarpcerrors.CodePermissionDenied,
+		yarpcerrors.CodeUnauthenticated,
+		yarpcerrors.CodeFailedPrecondition,
+		yarpcerrors.CodeOutOfRange,
+		yarpcerrors.CodeCancelled:
+		return true
+	default:
+		return false
+	}
+}
+
+// decide claims or unclaims the error with code a request for procedure
+// ended in, counts the decision and keeps it for Decisions.
+func (m *Middleware) decide(procedure string, code yarpcerrors.Code, entries []egresslog.Entry) ownership.Claim {
 	var buf [_stackFailures]ownership.Failure
 	failures := buf[:0]
 	for _, e := range entries {
@@ -146,22 +184,40 @@ func (m *Middleware) decide(entries []egresslog.Entry) ownership.Claim {
 		}
 	}
 	claim := ownership.Decide(failures, m.unknownCorrelated)
+	reason := ReasonRetriedBelow
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
-		return claim
+	} else {
+		m.claimedCount.Inc(1)
+		correlated := false
+		for _, f := range failures {
+			correlated = correlated || ownership.Correlated(f.Kind, m.unknownCorrelated)
+		}
+		switch {
+		case correlated:
+			m.atLeastOnceCount.Inc(1)
+			reason = ReasonAtLeastOnce
+		case len(failures) > 0:
+			m.coincidentalCount.Inc(1)
+			reason = ReasonCoincidental
+		default:
+			reason = ReasonOwnFailure
+		}
 	}
-	m.claimedCount.Inc(1)
-	correlated := false
-	for _, f := range failures {
-		correlated = correlated || ownership.Correlated(f.Kind, m.unknownCorrelated)
-	}
-	switch {
-	case correlated:
-		m.atLeastOnceCount.Inc(1)
-	case len(failures) > 0:
-		m.coincidentalCount.Inc(1)
-	}
+	m.recent.add(Decision{
+		Time:        m.now(),
+		Procedure:   procedure,
+		Code:        code.String(),
+		Claim:       claim.String(),
+		FailedCalls: len(failures),
+		Reason:      reason,
+	})
 	return claim
+}
+
+// Decisions returns the latest claim decisions, newest first.
+func (m *Middleware) Decisions() []Decision {
+	return m.recent.list()
 }
 
 func (m *Middleware) headers(c ownership.Claim, noRetry bool) transport.Headers {

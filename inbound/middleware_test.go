@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
@@ -263,4 +264,46 @@ func TestHandleFeedsObserver(t *testing.T) {
 		{failed("soft", false).Edge, true},
 		{failed("soft", true).Edge, false},
 	}, obs.seen, "only callee failures, with the caller's outcome")
+}
+
+func TestDecisionsKept(t *testing.T) {
+	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: "fail-open"}}, nil)
+	require.NoError(t, err)
+	e := newEnv(t, Config{}, WithMemory(memory))
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e.mw.now = func() time.Time { return at }
+	for _, h := range []handlerFunc{
+		handlerLogging(errBoom),
+		handlerLogging(nil, failed("hard", true)), // success: no decision
+		handlerLogging(errBoom, failed("soft", true)),
+		handlerLogging(yarpcerrors.InternalErrorf("x"), failed("hard", false)),
+		handlerLogging(errBoom, failed("hard", true)),
+	} {
+		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h)
+	}
+	assert.Equal(t, []Decision{
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: ReasonRetriedBelow},
+		{Time: at, Procedure: "proc", Code: "internal", Claim: "claimed", FailedCalls: 1, Reason: ReasonAtLeastOnce},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 1, Reason: ReasonCoincidental},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: ReasonOwnFailure},
+	}, e.mw.Decisions())
+
+	for i := 0; i < 2*_recentDecisions; i++ {
+		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(errBoom))
+	}
+	assert.Len(t, e.mw.Decisions(), _recentDecisions, "the ring keeps the latest only")
+}
+
+func TestCallerFaultIsNotAJointFailure(t *testing.T) {
+	obs := &recordingObserver{}
+	e := newEnv(t, Config{}, WithObserver(obs))
+	for _, err := range []error{
+		yarpcerrors.InvalidArgumentErrorf("bad"),
+		yarpcerrors.PermissionDeniedErrorf("no"),
+		yarpcerrors.InternalErrorf("ours"),
+	} {
+		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(err, failed("hard", true)))
+	}
+	edge := failed("hard", true).Edge
+	assert.Equal(t, []observation{{edge, false}, {edge, false}, {edge, true}}, obs.seen)
 }

@@ -21,6 +21,7 @@ type Log struct {
 	Egress egresslog.Log
 
 	noRetry atomic.Bool
+	slot    int // index in its shard's logs, under the shard's lock
 }
 
 // SetNoRetry asks that the error response to this request tell the caller
@@ -39,6 +40,20 @@ type logKey struct{}
 // NewContext returns a child of ctx carrying l.
 func NewContext(ctx context.Context, l *Log) context.Context {
 	return context.WithValue(ctx, logKey{}, l)
+}
+
+// logContext is a context node carrying a Log (see Map.OpenContext). It
+// answers Value for logKey and passes everything else to its parent.
+type logContext struct {
+	context.Context
+	log Log
+}
+
+func (c *logContext) Value(key any) any {
+	if _, ok := key.(logKey); ok {
+		return &c.log
+	}
+	return c.Context.Value(key)
 }
 
 // FromContext returns the Log in ctx, or nil when ctx carries none: the

@@ -2,6 +2,7 @@ package ingresslog
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -129,4 +130,62 @@ func TestNoRetry(t *testing.T) {
 	assert.False(t, l.NoRetry())
 	l.SetNoRetry()
 	assert.True(t, l.NoRetry())
+}
+
+type parentKey struct{}
+
+func TestOpenContext(t *testing.T) {
+	m := newMap(t, Config{Shards: 2, MaxInFlight: 1})
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), parentKey{}, "v"))
+	defer cancel()
+
+	ctx, l := m.OpenContext(parent, "p")
+	require.NotNil(t, l)
+	assert.Same(t, l, FromContext(ctx))
+	assert.Same(t, l, m.Get(l.ID))
+	assert.Equal(t, "p", l.Procedure)
+	assert.Equal(t, "v", ctx.Value(parentKey{}), "the parent's values")
+	assert.Equal(t, 1, m.Len())
+
+	full, none := m.OpenContext(parent, "p")
+	assert.Nil(t, none, "over the bound")
+	assert.Equal(t, parent, full, "the context is handed back as it was")
+
+	cancel()
+	assert.ErrorIs(t, ctx.Err(), context.Canceled, "the parent's cancellation")
+	m.Remove(l)
+	assert.Equal(t, 0, m.Len())
+	assert.Nil(t, m.Get(l.ID))
+}
+
+func TestRemoveInAnyOrder(t *testing.T) {
+	// One shard holding more logs than fit inline, removed in an order
+	// that moves logs around: every log still held stays found.
+	m := newMap(t, Config{Shards: 1})
+	var held []*Log
+	for range 3 * _inlineLogs {
+		held = append(held, m.Open("p"))
+	}
+	for _, i := range rand.Perm(len(held)) {
+		m.Remove(held[i])
+		held[i] = nil
+		for _, l := range held {
+			if l != nil {
+				assert.Same(t, l, m.Get(l.ID))
+			}
+		}
+	}
+	assert.Equal(t, 0, m.Len())
+	assert.Empty(t, m.shards[0].logs)
+}
+
+func TestRemoveForeignLog(t *testing.T) {
+	m := newMap(t, Config{Shards: 1})
+	other := newMap(t, Config{Shards: 1})
+	mine := m.Open("p")
+	stranger := other.Open("p") // same ID and slot as mine, another map
+	m.Remove(stranger)
+	m.Remove(&Log{ID: mine.ID})
+	assert.Equal(t, 1, m.Len(), "only the Log the map holds is removed")
+	assert.Same(t, mine, m.Get(mine.ID))
 }

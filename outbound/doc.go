@@ -20,4 +20,5 @@
 //	egress.failures   of those, calls that ended in error, tagged claim=claimed|unclaimed|missing
 //	egress.untracked  calls whose context carried no request
 //	egress.late       calls that ended after their request had finished
+//	egress.abandoned  calls the handler itself cancelled (not counted as failures)
 package outbound

@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"context"
+	"errors"
 
 	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
@@ -15,11 +16,13 @@ import (
 // Middleware is errown's unary egress middleware.
 type Middleware struct {
 	claimHeader string
+	inner       middleware.UnaryOutbound // or nil
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
 	untracked tally.Counter
 	late      tally.Counter
+	abandoned tally.Counter
 }
 
 var _ middleware.UnaryOutbound = (*Middleware)(nil)
@@ -37,9 +40,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	scope := o.scope.SubScope("egress")
 	m := &Middleware{
 		claimHeader: cfg.ClaimHeader,
+		inner:       o.inner,
 		calls:       scope.Counter("calls"),
 		untracked:   scope.Counter("untracked"),
 		late:        scope.Counter("late"),
+		abandoned:   scope.Counter("abandoned"),
 	}
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
 		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
@@ -53,10 +58,10 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	log := ingresslog.FromContext(ctx)
 	if log == nil {
 		m.untracked.Inc(1)
-		return out.Call(ctx, req)
+		return m.next(ctx, req, out)
 	}
-	var state egresslog.CallState
-	res, err := out.Call(egresslog.WithCallState(ctx, &state), req)
+	cctx, state := egresslog.NewCallContext(ctx)
+	res, err := m.next(cctx, req, out)
 
 	e := egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
@@ -69,6 +74,9 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 			// An error that says it is OK is still an error.
 			e.Code = yarpcerrors.CodeUnknown
 		}
+		// The handler cancelled the call itself (not a deadline): it
+		// gave up on it, so its failure cannot explain the handler's.
+		e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
 		if res != nil {
 			v, _ := res.Headers.Get(m.claimHeader)
 			e.Claim = ownership.ParseClaim(v)
@@ -79,10 +87,23 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 			Refused:  state.Refused,
 			Code:     e.Code,
 		})
-		m.failures[e.Claim].Inc(1)
+		if e.Abandoned {
+			m.abandoned.Inc(1)
+		} else {
+			m.failures[e.Claim].Inc(1)
+		}
 	}
 	if !log.Egress.Append(e) {
 		m.late.Inc(1)
 	}
 	return res, err
+}
+
+// next sends the call on: through the inner middleware, if any, else to
+// out.
+func (m *Middleware) next(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	if m.inner != nil {
+		return m.inner.Call(ctx, req, out)
+	}
+	return out.Call(ctx, req)
 }

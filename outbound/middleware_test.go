@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -171,4 +172,73 @@ func TestCallCustomHeader(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	_, err := New(Config{ClaimHeader: "Bad Header"})
 	assert.ErrorContains(t, err, `claimHeader: must be lower-case letters, digits and '-', got "Bad Header"`)
+}
+
+func TestWithInnerRunsInsideEgress(t *testing.T) {
+	// The inner middleware sees the call's CallState, as the retry
+	// middleware does in a yarpc chain behind the egress middleware, and
+	// runs for tracked and untracked calls alike.
+	var inner []*egresslog.CallState
+	mw, err := New(Config{}, WithInner(middleware.UnaryOutboundFunc(
+		func(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+			res, err := out.Call(ctx, req)
+			s := egresslog.CallStateFromContext(ctx)
+			inner = append(inner, s)
+			if s != nil {
+				*s = egresslog.CallState{Attempts: 2, Refused: ownership.RefusedBudget}
+			}
+			return res, err
+		})))
+	require.NoError(t, err)
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	log := logs.Open("checkout")
+	req := &transport.Request{Service: "payments", Procedure: "charge"}
+	out := &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")}
+
+	_, err = mw.Call(ingresslog.NewContext(context.Background(), log), req, out)
+	assert.Error(t, err)
+	_, err = mw.Call(context.Background(), req, out)
+	assert.Error(t, err)
+
+	require.Len(t, inner, 2)
+	assert.NotNil(t, inner[0], "a tracked call carries its state")
+	assert.Nil(t, inner[1], "an untracked call carries none")
+	assert.Equal(t, []egresslog.Entry{{
+		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
+		Code:     yarpcerrors.CodeUnavailable,
+		Attempts: 2,
+		RCS:      true,
+	}}, log.Egress.Close(nil))
+}
+
+// TestCallCancelledByHandlerIsAbandoned: a sibling call the handler
+// cancelled after its own failure explains nothing: it is no failure.
+func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	mw, err := New(Config{}, WithScope(scope))
+	require.NoError(t, err)
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	log := logs.Open("checkout")
+	ctx, cancel := context.WithCancel(ingresslog.NewContext(context.Background(), log))
+	cancel()
+	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.CancelledErrorf("cancelled")})
+	require.Error(t, err)
+	entries := log.Egress.Close(nil)
+	require.Len(t, entries, 1)
+	assert.True(t, entries[0].Abandoned)
+	assert.False(t, entries[0].Failed())
+	assert.Equal(t, int64(1), counter(scope, "egress.abandoned", ""))
+	assert.Equal(t, int64(0), counter(scope, "egress.failures", "claim=missing"))
+
+	// A deadline is not the handler giving up: the call failed.
+	log = logs.Open("checkout")
+	dctx, dcancel := context.WithTimeout(ingresslog.NewContext(context.Background(), log), 0)
+	defer dcancel()
+	<-dctx.Done()
+	_, _ = mw.Call(dctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.DeadlineExceededErrorf("late")})
+	entries = log.Egress.Close(nil)
+	require.Len(t, entries, 1)
+	assert.True(t, entries[0].Failed())
 }

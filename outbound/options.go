@@ -1,6 +1,9 @@
 package outbound
 
-import "github.com/uber-go/tally/v4"
+import (
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
+)
 
 // Option configures a Middleware.
 type Option interface {
@@ -9,6 +12,7 @@ type Option interface {
 
 type options struct {
 	scope tally.Scope
+	inner middleware.UnaryOutbound
 }
 
 type optionFunc func(*options)
@@ -22,4 +26,12 @@ func WithScope(s tally.Scope) Option {
 			o.scope = s
 		}
 	})
+}
+
+// WithInner runs mw inside the egress middleware: each call goes to mw,
+// with the call's CallState in its context, rather than straight to the
+// outbound. It does what yarpc.UnaryOutboundMiddleware(egress, mw) does
+// without the allocations of yarpc's chain on every call. Default: none.
+func WithInner(mw middleware.UnaryOutbound) Option {
+	return optionFunc(func(o *options) { o.inner = mw })
 }

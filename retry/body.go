@@ -8,23 +8,46 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// replay holds a request body read once so that every attempt can send it
-// again.
+// replay holds a request body so that every attempt can send it again.
 type replay struct {
-	// buf is the whole body when replayable.
+	// buf is the whole body when replayable, unless at is set.
 	buf []byte
+	// at, when set, is the caller's body: size bytes from offset off, read
+	// again with ReadAt, which neither moves nor races with the caller's
+	// reader.
+	at   *bytes.Reader
+	off  int64
+	size int
 	// once, when not nil, is the only body there is: the body was larger
 	// than the cap (or reading it failed), so the call is sent once with
 	// what was read followed by the rest (or by the read error).
 	once io.Reader
 	// nilBody: the request had no body; attempts get none either.
 	nilBody bool
+	// inPlace: the first attempt is the caller's request itself, untouched,
+	// because nothing of its body had to be read to keep it.
+	inPlace bool
 }
 
-// bufferBody reads body up to limit+1 bytes.
+// bufferBody keeps body for replay by reading up to limit+1 bytes of it,
+// except for the bodies yarpc's encodings build (*bytes.Reader,
+// *bytes.Buffer), kept without a copy: reading them never overwrites their
+// bytes, so the first attempt sends the caller's body as it is and later
+// attempts read the same bytes again, each with its own reader.
 func bufferBody(body io.Reader, limit int) replay {
-	if body == nil {
-		return replay{nilBody: true}
+	switch b := body.(type) {
+	case nil:
+		return replay{nilBody: true, inPlace: true}
+	case *bytes.Reader:
+		if b.Len() > limit {
+			return replay{once: b, inPlace: true}
+		}
+		return replay{at: b, off: b.Size() - int64(b.Len()), size: b.Len(), inPlace: true}
+	case *bytes.Buffer:
+		if b.Len() > limit {
+			return replay{once: b, inPlace: true}
+		}
+		return replay{buf: b.Bytes(), inPlace: true}
 	}
 	buf, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
 	switch {
@@ -46,13 +69,26 @@ func (r replay) replayable() bool {
 
 // request returns the request for attempt n (1-based): a shallow copy of
 // req with its own body reader and, from the second attempt on, a copy of
-// the headers with attemptHeader set to n. req is never changed.
+// the headers with attemptHeader set to n. req is never changed. When
+// inPlace is set the first attempt needs no copy: send req itself.
 func (r replay) request(req *transport.Request, n int, attemptHeader, attemptValue string) *transport.Request {
 	a := *req
 	switch {
 	case r.nilBody:
 	case r.once != nil:
 		a.Body = r.once
+	case r.at != nil:
+		// A copy, made only for retries (the failure path): a
+		// *bytes.Reader is a body whose length every transport can see
+		// (HTTP sends a Content-Length rather than chunks), which an
+		// io.SectionReader is not.
+		buf := make([]byte, r.size)
+		if _, err := r.at.ReadAt(buf, r.off); err != nil && r.size > 0 {
+			a.Body = io.NewSectionReader(r.at, r.off, int64(r.size))
+		} else {
+			a.Body = bytes.NewReader(buf)
+		}
+		a.BodySize = r.size
 	default:
 		a.Body = bytes.NewReader(r.buf)
 		a.BodySize = len(r.buf)

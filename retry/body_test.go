@@ -1,13 +1,18 @@
 package retry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 )
 
@@ -226,5 +231,195 @@ func TestDiscard(t *testing.T) {
 
 	if !body.closed.Load() || ctx.Err() == nil {
 		t.Errorf("closed %v, cancelled %v; want both", body.closed.Load(), ctx.Err() != nil)
+	}
+}
+
+// partlyRead is a bytes.Reader over "skip:hello" with "skip:" already read.
+func partlyRead() io.Reader {
+	r := bytes.NewReader([]byte("skip:hello"))
+	_, _ = r.Read(make([]byte, len("skip:")))
+	return r
+}
+
+func TestMiddlewareReplaysRewindableBodiesInPlace(t *testing.T) {
+	// Bodies yarpc's encodings build are not copied: the first attempt is
+	// the caller's request itself, later ones read the same bytes again.
+	tests := []struct {
+		name         string
+		give         func() io.Reader
+		wantBodies   []string
+		wantSizes    []int
+		wantInPlace  bool // the first attempt is the caller's request
+		wantCounters map[string]int64
+	}{
+		{
+			name:        "bytes.Reader",
+			give:        func() io.Reader { return bytes.NewReader([]byte("hello")) },
+			wantBodies:  []string{"hello", "hello", "hello"},
+			wantSizes:   []int{5, 5, 5},
+			wantInPlace: true,
+		},
+		{
+			name:        "bytes.Buffer",
+			give:        func() io.Reader { return bytes.NewBufferString("hello") },
+			wantBodies:  []string{"hello", "hello", "hello"},
+			wantSizes:   []int{5, 5, 5},
+			wantInPlace: true,
+		},
+		{
+			name:        "bytes.Reader partly read: the rest is the body",
+			give:        partlyRead,
+			wantBodies:  []string{"hello", "hello", "hello"},
+			wantSizes:   []int{5, 5, 5},
+			wantInPlace: true,
+		},
+		{
+			name:        "empty bytes.Buffer",
+			give:        func() io.Reader { return new(bytes.Buffer) },
+			wantBodies:  []string{"", "", ""},
+			wantSizes:   []int{0, 0, 0},
+			wantInPlace: true,
+		},
+		{
+			name:         "bytes.Reader over maxBodyBytes: sent once, whole",
+			give:         func() io.Reader { return bytes.NewReader([]byte("hello world")) },
+			wantBodies:   []string{"hello world"},
+			wantSizes:    []int{11},
+			wantInPlace:  true,
+			wantCounters: map[string]int64{"retry.body_too_large+callee=callee": 1},
+		},
+		{
+			name:        "strings.Reader is copied",
+			give:        func() io.Reader { return strings.NewReader("hello") },
+			wantBodies:  []string{"hello", "hello", "hello"},
+			wantSizes:   []int{5, 5, 5},
+			wantInPlace: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scope := tally.NewTestScope("", nil)
+			m := newMiddleware(t, Config{MaxBodyBytes: 8, Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3}}},
+				newClock().option(), WithScope(scope))
+			fake := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
+			var got []*transport.Request
+			out := middleware.ApplyUnaryOutbound(fake, middleware.UnaryOutboundFunc(
+				func(ctx context.Context, r *transport.Request, o transport.UnaryOutbound) (*transport.Response, error) {
+					got = append(got, r)
+					return o.Call(ctx, r)
+				}))
+			body := tt.give()
+			give := &transport.Request{Service: "callee", Procedure: "get", Body: body, BodySize: body.(interface{ Len() int }).Len()}
+
+			_, _ = m.Call(context.Background(), give, out)
+
+			var bodies []string
+			var sizes []int
+			for _, s := range fake.requests() {
+				bodies = append(bodies, s.Body)
+				sizes = append(sizes, s.BodySize)
+			}
+			if !slices.Equal(bodies, tt.wantBodies) || !slices.Equal(sizes, tt.wantSizes) {
+				t.Errorf("bodies sent = %q (sizes %v), want %q (%v)", bodies, sizes, tt.wantBodies, tt.wantSizes)
+			}
+			if len(got) == 0 || (got[0] == give) != tt.wantInPlace {
+				t.Errorf("first attempt is the caller's request: %v, want %v", len(got) > 0 && got[0] == give, tt.wantInPlace)
+			}
+			for i, r := range got[1:] {
+				if r == give {
+					t.Errorf("attempt %d is the caller's request, want a copy", i+2)
+				}
+			}
+			if c := counters(scope)["retry.body_too_large+callee=callee"]; c != tt.wantCounters["retry.body_too_large+callee=callee"] {
+				t.Errorf("body_too_large = %d, want %d", c, tt.wantCounters["retry.body_too_large+callee=callee"])
+			}
+		})
+	}
+}
+
+func TestMiddlewareReplaysWhileEarlierAttemptStillReads(t *testing.T) {
+	// A transport may still read an attempt's body after the attempt
+	// returned (net/http closes bodies in the background): later attempts
+	// never share a reader, or a buffer being written, with it. Run with
+	// -race.
+	tests := []struct {
+		name string
+		give func([]byte) io.Reader
+	}{
+		{"bytes.Reader", func(b []byte) io.Reader { return bytes.NewReader(b) }},
+		{"bytes.Buffer", func(b []byte) io.Reader { return bytes.NewBuffer(b) }},
+		{"strings.Reader", func(b []byte) io.Reader { return strings.NewReader(string(b)) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			give := bytes.Repeat([]byte("0123456789"), 1000)
+			m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3}), newClock().option())
+			var lingering sync.WaitGroup
+			var mu sync.Mutex
+			var read []string
+			attempt := 0
+			out := middleware.ApplyUnaryOutbound(newOutbound(), middleware.UnaryOutboundFunc(
+				func(_ context.Context, r *transport.Request, _ transport.UnaryOutbound) (*transport.Response, error) {
+					attempt++
+					lingering.Add(1)
+					go func() { // reads the body after the attempt returned
+						defer lingering.Done()
+						var b []byte
+						p := make([]byte, 7)
+						for {
+							n, err := r.Body.Read(p)
+							b = append(b, p[:n]...)
+							if err != nil {
+								break
+							}
+						}
+						mu.Lock()
+						read = append(read, string(b))
+						mu.Unlock()
+					}()
+					if attempt < 3 {
+						return nil, errUnavailable
+					}
+					return &transport.Response{}, nil
+				}))
+
+			_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get", Body: tt.give(give)}, out)
+			lingering.Wait()
+
+			if err != nil {
+				t.Fatalf("Call: %v", err)
+			}
+			if len(read) != 3 {
+				t.Fatalf("attempts read = %d, want 3", len(read))
+			}
+			for i, b := range read {
+				if b != string(give) {
+					t.Errorf("attempt %d read %d bytes, want the %d given", i+1, len(b), len(give))
+				}
+			}
+		})
+	}
+}
+
+func TestMiddlewareRetriesAsTheCallerAsked(t *testing.T) {
+	// The first attempt may be the caller's request itself: what
+	// middleware below does to it does not leak into the retries.
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee"}), newClock().option())
+	fake := newOutbound(fail(errUnavailable), succeed("ok"))
+	var keys []string
+	out := middleware.ApplyUnaryOutbound(fake, middleware.UnaryOutboundFunc(
+		func(ctx context.Context, r *transport.Request, o transport.UnaryOutbound) (*transport.Response, error) {
+			keys = append(keys, r.ShardKey)
+			r.ShardKey = "changed below"
+			return o.Call(ctx, r)
+		}))
+	give := &transport.Request{Service: "callee", Procedure: "get", ShardKey: "k", Body: bytes.NewReader([]byte("hello"))}
+
+	if _, err := m.Call(context.Background(), give, out); err != nil {
+		t.Fatalf("Call: %v", err)
+	}
+
+	if want := []string{"k", "k"}; !slices.Equal(keys, want) {
+		t.Errorf("shard keys sent = %q, want %q", keys, want)
 	}
 }

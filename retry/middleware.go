@@ -48,7 +48,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		claimHeader:   cfg.ClaimHeader,
 		noRetryHeader: cfg.NoRetryHeader,
 		maxBodyBytes:  cfg.MaxBodyBytes,
-		callees:       compileCallees(cfg, o.scope, o.now),
+		callees:       compileCallees(cfg, o.scope, o.clock),
 		logger:        o.logger,
 		now:           o.now,
 		sleep:         o.sleep,
@@ -84,16 +84,23 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 
 func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *egresslog.CallState) (*transport.Response, error) {
 	body := bufferBody(req.Body, m.maxBodyBytes)
+	// Retries are built from the request as the caller gave it, even when
+	// the first attempt is req itself and middleware below changes it.
+	orig := *req
 	for n := 1; ; n++ {
 		actx, cancel := ctx, context.CancelFunc(nil)
 		if p.attemptTimeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
 		}
+		attempt := req
 		if n > 1 {
 			c.metrics.attempts.Inc(1)
+			attempt = body.request(&orig, n, m.attemptHeader, ownership.FormatAttempt(n))
+		} else if !body.inPlace {
+			attempt = body.request(&orig, n, m.attemptHeader, "")
 		}
 		state.Attempts = n
-		res, err := out.Call(actx, body.request(req, n, m.attemptHeader, ownership.FormatAttempt(n)))
+		res, err := out.Call(actx, attempt)
 		if err == nil {
 			releaseWith(res, cancel)
 			return res, err

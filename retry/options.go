@@ -18,6 +18,7 @@ type options struct {
 	logger *zap.Logger
 	scope  tally.Scope
 	now    func() time.Time
+	clock  func() time.Time // the budgets' now; nil for the real clock
 	sleep  func(context.Context, time.Duration) error
 	rand   func() float64
 }
@@ -61,6 +62,7 @@ func WithScope(s tally.Scope) Option {
 func withClock(now func() time.Time, sleep func(context.Context, time.Duration) error) Option {
 	return optionFunc(func(o *options) {
 		o.now = now
+		o.clock = now
 		o.sleep = sleep
 	})
 }

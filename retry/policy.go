@@ -67,7 +67,8 @@ func (c *callee) policy(procedure string) *policy {
 }
 
 // compileCallees compiles the policies of cfg, which must be valid with its
-// defaults applied, into one callee per service.
+// defaults applied, into one callee per service, whose budgets read the
+// clock now (nil: the real clock).
 func compileCallees(cfg Config, scope tally.Scope, now func() time.Time) map[string]*callee {
 	callees := make(map[string]*callee)
 	for _, pc := range cfg.Policies {

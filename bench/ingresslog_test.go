@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/errown/errown/ingresslog"
+)
+
+// logMap is what the inbound middleware needs of a map of requests in
+// flight. Each implementation mints IDs, bounds the logs held and
+// allocates a Log per request, as ingresslog.Map does.
+type logMap interface {
+	Open(procedure string) *ingresslog.Log
+	Get(id ingresslog.ID) *ingresslog.Log
+	Remove(l *ingresslog.Log)
+}
+
+// mutexMap is the simplest alternative: one map under one mutex.
+type mutexMap struct {
+	mu   sync.Mutex
+	next ingresslog.ID
+	max  int
+	logs map[ingresslog.ID]*ingresslog.Log
+}
+
+func newMutexMap() *mutexMap {
+	return &mutexMap{max: ingresslog.DefaultMaxInFlight, logs: make(map[ingresslog.ID]*ingresslog.Log)}
+}
+
+func (m *mutexMap) Open(procedure string) *ingresslog.Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.logs) >= m.max {
+		return nil
+	}
+	m.next++
+	l := &ingresslog.Log{ID: m.next, Procedure: procedure}
+	m.logs[l.ID] = l
+	return l
+}
+
+func (m *mutexMap) Get(id ingresslog.ID) *ingresslog.Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.logs[id]
+}
+
+func (m *mutexMap) Remove(l *ingresslog.Log) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.logs, l.ID)
+}
+
+// syncMap is the standard library's concurrent map with the bound and
+// the IDs kept in atomics.
+type syncMap struct {
+	logs     sync.Map
+	next     atomic.Uint64
+	inFlight atomic.Int64
+	max      int64
+}
+
+func newSyncMap() *syncMap { return &syncMap{max: ingresslog.DefaultMaxInFlight} }
+
+func (m *syncMap) Open(procedure string) *ingresslog.Log {
+	if m.inFlight.Add(1) > m.max {
+		m.inFlight.Add(-1)
+		return nil
+	}
+	l := &ingresslog.Log{ID: ingresslog.ID(m.next.Add(1)), Procedure: procedure}
+	m.logs.Store(l.ID, l)
+	return l
+}
+
+func (m *syncMap) Get(id ingresslog.ID) *ingresslog.Log {
+	l, _ := m.logs.Load(id)
+	lg, _ := l.(*ingresslog.Log)
+	return lg
+}
+
+func (m *syncMap) Remove(l *ingresslog.Log) {
+	if _, ok := m.logs.LoadAndDelete(l.ID); ok {
+		m.inFlight.Add(-1)
+	}
+}
+
+// BenchmarkIngressLog is one request's use of the map (open, look up,
+// remove) under parallel load, for ingresslog.Map and two alternatives,
+// with one goroutine and with GOMAXPROCS=2.
+//
+// A live heap like a server's (ballast) keeps the collector from running
+// every few milliseconds, as it would with this benchmark's tiny heap, and
+// a warm-up fills the heap once before any timing, so that timed runs
+// reuse memory rather than fault fresh pages in: the figures are then the
+// maps', not the GC's or the kernel's.
+func BenchmarkIngressLog(b *testing.B) {
+	ballast := make([]byte, 64<<20) // never touched: costs address space, not memory
+	defer runtime.KeepAlive(ballast)
+	warm := newMutexMap()
+	for range 1 << 20 { // 96 MiB of Logs: more than the heap goal
+		warm.Remove(warm.Open(_procedure))
+	}
+	maps := []struct {
+		name string
+		new  func(b *testing.B) logMap
+	}{
+		{"sharded", func(b *testing.B) logMap {
+			m, err := ingresslog.New(ingresslog.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return m
+		}},
+		{"mutex", func(*testing.B) logMap { return newMutexMap() }},
+		{"syncmap", func(*testing.B) logMap { return newSyncMap() }},
+	}
+	for _, procs := range []struct {
+		name string
+		n    int
+	}{
+		{"goroutines=1", 1},
+		{"gomaxprocs=2", 2},
+	} {
+		b.Run(procs.name, func(b *testing.B) {
+			for _, mm := range maps {
+				b.Run(mm.name, func(b *testing.B) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs.n))
+					m := mm.new(b)
+					// Requests in flight that stay for the whole run: the
+					// map is never empty.
+					for range 64 {
+						m.Open("held")
+					}
+					b.ReportAllocs()
+					cpu := startCPU(b)
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							l := m.Open(_procedure)
+							if m.Get(l.ID) != l {
+								b.Error("lookup missed")
+								return
+							}
+							m.Remove(l)
+						}
+					})
+					cpu.stop()
+				})
+			}
+		})
+	}
+}

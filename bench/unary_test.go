@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"testing"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/retry"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// Names of the in-process chain: a caller calls "svc-b", whose handler
+// calls "svc-c".
+const (
+	_caller    = "svc-a"
+	_service   = "svc-b"
+	_callee    = "svc-c"
+	_procedure = "get"
+)
+
+var _payload = []byte(`{"key":"some-key","value":"a value of a few dozen bytes"}`)
+
+// memOutbound is a transport.UnaryOutbound that does no I/O: it reads the
+// request body, as a transport would, and answers with a fresh response.
+type memOutbound struct{}
+
+var _ transport.UnaryOutbound = memOutbound{}
+
+func (memOutbound) Transports() []transport.Transport { return nil }
+func (memOutbound) Start() error                      { return nil }
+func (memOutbound) Stop() error                       { return nil }
+func (memOutbound) IsRunning() bool                   { return true }
+
+func (memOutbound) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
+	if req.Body != nil {
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return nil, err
+		}
+	}
+	return &transport.Response{Body: io.NopCloser(bytes.NewReader(_payload)), BodySize: len(_payload)}, nil
+}
+
+// callingHandler makes one outbound call with the handler's ctx, built the
+// way yarpc's raw encoding builds it, and writes the answer.
+type callingHandler struct {
+	out transport.UnaryOutbound
+}
+
+func (h callingHandler) Handle(ctx context.Context, _ *transport.Request, resw transport.ResponseWriter) error {
+	res, err := h.out.Call(ctx, &transport.Request{
+		Caller:    _service,
+		Service:   _callee,
+		Procedure: _procedure,
+		Encoding:  "raw",
+		Body:      bytes.NewReader(_payload),
+		BodySize:  len(_payload),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(resw, res.Body)
+	if cerr := res.Body.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// nopResponseWriter is a transport.ResponseWriter that keeps nothing.
+type nopResponseWriter struct{}
+
+func (nopResponseWriter) Write(p []byte) (int, error)  { return len(p), nil }
+func (nopResponseWriter) AddHeaders(transport.Headers) {}
+func (nopResponseWriter) SetApplicationError()         {}
+
+// benchConfig is errown's config for the benchmarks: a retry policy for
+// the callee, if any, so that the retry middleware runs its policy path.
+func benchConfig(callee string) errown.Config {
+	if callee == "" {
+		return errown.Config{}
+	}
+	return errown.Config{Retry: errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: callee}}}}
+}
+
+// unaryChain returns the inbound handler of the chain, with errown's
+// middleware when cfg is not nil.
+func unaryChain(b *testing.B, cfg *errown.Config) transport.UnaryHandler {
+	var in middleware.UnaryInbound
+	var out middleware.UnaryOutbound
+	if cfg != nil {
+		mw, err := errown.New(*cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ycfg := mw.Apply(yarpc.Config{Name: _service})
+		in, out = ycfg.InboundMiddleware.Unary, ycfg.OutboundMiddleware.Unary
+	}
+	h := callingHandler{out: middleware.ApplyUnaryOutbound(memOutbound{}, out)}
+	return middleware.ApplyUnaryInbound(h, in)
+}
+
+// BenchmarkUnaryOverhead is one in-process unary request through the full
+// inbound, egress and retry middleware, around a handler that makes one
+// outbound call over a transport that does no I/O. bare is the same chain
+// without errown.
+func BenchmarkUnaryOverhead(b *testing.B) {
+	cfg := benchConfig(_callee)
+	for _, bb := range []struct {
+		name string
+		cfg  *errown.Config
+	}{
+		{"bare", nil},
+		{"errown", &cfg},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			h := unaryChain(b, bb.cfg)
+			req := &transport.Request{
+				Caller:    _caller,
+				Service:   _service,
+				Procedure: _procedure,
+				Encoding:  "raw",
+				Transport: "http",
+				Headers:   transport.NewHeaders(),
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			cpu := startCPU(b)
+			for b.Loop() {
+				if err := h.Handle(ctx, req, nopResponseWriter{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu.stop()
+		})
+	}
+}
