@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/debugpage"
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/uber-go/tally/v4"
 	promreporter "github.com/uber-go/tally/v4/prometheus"
@@ -160,6 +161,7 @@ type adminParams struct {
 func newAdmin(p adminParams) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", p.Metrics)
+	mux.Handle("/debug/errown", debugpage.Handler(p.Errown, p.Settings.Name))
 	mux.HandleFunc("/break", func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodPost:

@@ -67,7 +67,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 	require.NotEmpty(t, names)
 	m := startMesh(t)
 	m.inventory.admin(t, http.MethodPost, "/break")
-	_, err, _ := m.checkout(t)
+	_, _, err := m.checkout(t)
 	require.Error(t, err)
 
 	exported := func() map[string]bool {

@@ -95,9 +95,9 @@ func startMesh(t *testing.T) mesh {
 	return m
 }
 
-// checkout calls frontend::checkout as curl would, and returns the error
-// and the claim header.
-func (m mesh) checkout(t *testing.T) (string, error, string) {
+// checkout calls frontend::checkout as curl would, and returns the body,
+// the claim header and the error.
+func (m mesh) checkout(t *testing.T) (string, string, error) {
 	t.Helper()
 	client := yarpc.NewDispatcher(yarpc.Config{Name: "curl", Outbounds: yarpc.Outbounds{
 		"frontend": {Unary: yhttp.NewTransport().NewSingleOutbound(m.frontend.url())},
@@ -108,7 +108,7 @@ func (m mesh) checkout(t *testing.T) (string, error, string) {
 	defer cancel()
 	var headers map[string]string
 	body, err := raw.New(client.ClientConfig("frontend")).Call(ctx, "checkout", []byte("1 book"), yarpc.ResponseHeaders(&headers))
-	return string(body), err, headers["errown-claim"]
+	return string(body), headers["errown-claim"], err
 }
 
 // TestWalkthrough follows examples/README.md: start the three services,
@@ -117,13 +117,13 @@ func (m mesh) checkout(t *testing.T) (string, error, string) {
 func TestWalkthrough(t *testing.T) {
 	m := startMesh(t)
 
-	body, err, claim := m.checkout(t)
+	body, claim, err := m.checkout(t)
 	require.NoError(t, err)
 	assert.Equal(t, "order placed, reserved 1 book", body)
 	assert.Equal(t, "", claim)
 
 	assert.Equal(t, "inventory broken: true\n", m.inventory.admin(t, http.MethodPost, "/break"))
-	_, err, claim = m.checkout(t)
+	_, claim, err = m.checkout(t)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "inventory is broken")
 	assert.Equal(t, "unclaimed", claim, "orders retried inventory, so nobody above retries")
@@ -146,7 +146,14 @@ func TestWalkthrough(t *testing.T) {
 			"%s on %s: got %q, want %q", w.series, w.svc.name, w.svc.metric(t, w.series), w.value)
 	}
 
+	// The debug page of orders shows who owned the error.
+	page := m.orders.admin(t, http.MethodGet, "/debug/errown")
+	assert.Contains(t, page, "<td>place</td><td>inventory::reserve</td>")
+	assert.Contains(t, page, `<td class="unclaimed">unclaimed</td>`)
+	assert.Contains(t, page, "retried below")
+	assert.Contains(t, m.inventory.admin(t, http.MethodGet, "/debug/errown?format=json"), `"reason": "own failure"`)
+
 	assert.Equal(t, "inventory broken: false\n", m.inventory.admin(t, http.MethodDelete, "/break"))
-	_, err, _ = m.checkout(t)
+	_, _, err = m.checkout(t)
 	require.NoError(t, err)
 }
