@@ -1,6 +1,8 @@
 package errown
 
 import (
+	"sync"
+
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ingresslog"
@@ -52,6 +54,10 @@ type Middleware struct {
 	logs    *ingresslog.Map
 	memory  *depmem.Memory
 	kinds   *depmem.Static
+	gauges  *gauges
+
+	lifeMu  sync.Mutex
+	running bool
 }
 
 // New builds errown's middleware from cfg. Use it when building a yarpc
@@ -91,18 +97,35 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Middleware{inbound: in, egress: egress, retry: r, logs: logs, memory: memory, kinds: kinds}, nil
+	m := &Middleware{inbound: in, egress: egress, retry: r, logs: logs, memory: memory, kinds: kinds}
+	m.gauges = newGauges(m, scope)
+	return m, nil
 }
 
-// Start loads the dependency memory's snapshot and starts its background
-// work (snapshots, fleet queries). Module calls it on fx start; a
-// hand-built dispatcher's owner calls it before serving.
+// Start loads the dependency memory's snapshot and starts the background
+// work: snapshots, fleet queries, and the gauges (updated every second).
+// Module calls it on fx start; a hand-built dispatcher's owner calls it
+// before serving.
 func (m *Middleware) Start() error {
-	return m.memory.Start()
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if err := m.memory.Start(); err != nil {
+		return err
+	}
+	m.gauges.start(_gaugeInterval)
+	m.running = true
+	return nil
 }
 
 // Stop ends the background work Start began and writes a last snapshot.
 func (m *Middleware) Stop() error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if !m.running {
+		return nil
+	}
+	m.running = false
+	m.gauges.halt()
 	return m.memory.Stop()
 }
 

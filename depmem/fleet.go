@@ -293,3 +293,12 @@ func noneToEmpty(s string) string {
 	}
 	return s
 }
+
+// FleetHealthy reports whether a fleet source is configured and whether
+// its last query succeeded (true until the first one fails).
+func (m *Memory) FleetHealthy() (configured, healthy bool) {
+	if m.fleet == nil {
+		return false, false
+	}
+	return true, m.fleet.healthy.Load()
+}

@@ -1,0 +1,56 @@
+package errown
+
+import (
+	"testing"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+)
+
+func TestGauges(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	floor := 0.0
+	m, err := New(Config{
+		Memory:       depmem.Config{MinSamples: 2},
+		Dependencies: []depmem.Declaration{{Service: "cache", Kind: "fail-open"}},
+		Retry: RetryConfig{
+			Budget:   retry.BudgetConfig{Ratio: 0.5, MinPerSecond: &floor},
+			Policies: []retry.PolicyConfig{{Service: "inventory"}},
+		},
+	}, WithScope(scope))
+	require.NoError(t, err)
+	require.NoError(t, m.Start())
+	held := m.logs.Open("place")
+	for i := 0; i < 3; i++ {
+		m.memory.Observe(egresslog.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"}, true)
+	}
+	m.gauges.update()
+	require.NoError(t, m.Stop())
+	require.NoError(t, m.Stop())
+
+	g := scope.Snapshot().Gauges()
+	value := func(key string) float64 {
+		v, ok := g[key]
+		require.True(t, ok, "gauge %s missing; have %v", key, keys(g))
+		return v.Value()
+	}
+	assert.Equal(t, 1.0, value("errown.ingress.in_flight+"))
+	assert.Equal(t, 1.0, value("errown.depmem.edges+kind=fail-close"))
+	assert.Equal(t, 1.0, value("errown.depmem.edges+kind=fail-open"), "the declared edge")
+	assert.Equal(t, 0.0, value("errown.depmem.edges+kind=unknown"))
+	assert.Equal(t, -1.0, value("errown.depmem.fleet_healthy+"), "no fleet source")
+	assert.Equal(t, 0.0, value("errown.retry.budget_left+callee=inventory"))
+	m.logs.Remove(held)
+}
+
+func keys(m map[string]tally.GaugeSnapshot) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
