@@ -17,11 +17,14 @@ import (
 func detach(keep func(context.Context) context.Context, release <-chan struct{}, done chan<- error) fxtest.Handler {
 	return func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
 		kept := keep(ctx)
+		// The request's body belongs to the transport once the handler
+		// returns (gRPC recycles it): keep a copy.
+		bodyCopy := append([]byte(nil), body...)
 		go func() {
 			<-release
 			ctx, cancel := context.WithTimeout(kept, 5*time.Second)
 			defer cancel()
-			_, err := c.Call(ctx, c.Callees()[0], body)
+			_, err := c.Call(ctx, c.Callees()[0], bodyCopy)
 			done <- err
 		}()
 		return body, nil

@@ -125,7 +125,7 @@ func TestSoak(t *testing.T) {
 	c := &soakNode{name: "soak-c"}
 	cIn := yhttp.NewTransport().NewInbound("127.0.0.1:0", yhttp.Interceptor(connDropper))
 	c.addr = func() string { return cIn.Addr().String() }
-	c.start(t, errown.Config{Ingress: errownIngress(4 * inFlight)}, yarpc.Config{Name: c.name, Inbounds: yarpc.Inbounds{cIn}},
+	c.build(t, errown.Config{Ingress: errownIngress(4 * inFlight)}, yarpc.Config{Name: c.name, Inbounds: yarpc.Inbounds{cIn}},
 		func(ctx context.Context, id uint64, body []byte) ([]byte, error) {
 			switch faultFor(id, c.name, faultError, faultPanic) {
 			case faultError:
@@ -135,6 +135,7 @@ func TestSoak(t *testing.T) {
 			}
 			return body, nil
 		})
+	c.run(t)
 
 	// B: over gRPC, calls C.
 	b := &soakNode{name: "soak-b"}
@@ -144,7 +145,7 @@ func TestSoak(t *testing.T) {
 	httpToC := yhttp.NewTransport(yhttp.MaxIdleConnsPerHost(inFlight))
 	b.addr = func() string { return bListener.Addr().String() }
 	var bClient raw.Client
-	b.start(t, policy(c.name), yarpc.Config{
+	b.build(t, policy(c.name), yarpc.Config{
 		Name:      b.name,
 		Inbounds:  yarpc.Inbounds{grpcTransport.NewInbound(bListener)},
 		Outbounds: yarpc.Outbounds{c.name: {Unary: httpToC.NewSingleOutbound("http://" + c.addr())}},
@@ -162,6 +163,9 @@ func TestSoak(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		case faultDetach:
+			// The request's body belongs to the transport once the
+			// handler returns (gRPC recycles it): keep a copy.
+			body := append([]byte(nil), body...)
 			b.detached.Add(1)
 			go func() {
 				defer b.detached.Done()
@@ -174,13 +178,14 @@ func TestSoak(t *testing.T) {
 		return bClient.Call(ctx, "call", body, opts...)
 	})
 	bClient = raw.New(b.d.ClientConfig(c.name))
+	b.run(t)
 
 	// A: over HTTP, calls B.
 	a := &soakNode{name: "soak-a"}
 	aIn := yhttp.NewTransport().NewInbound("127.0.0.1:0")
 	a.addr = func() string { return aIn.Addr().String() }
 	var aClient raw.Client
-	a.start(t, policy(b.name), yarpc.Config{
+	a.build(t, policy(b.name), yarpc.Config{
 		Name:      a.name,
 		Inbounds:  yarpc.Inbounds{aIn},
 		Outbounds: yarpc.Outbounds{b.name: {Unary: grpcTransport.NewSingleOutbound(b.addr())}},
@@ -192,6 +197,7 @@ func TestSoak(t *testing.T) {
 		return aClient.Call(ctx, "call", body)
 	})
 	aClient = raw.New(a.d.ClientConfig(b.name))
+	a.run(t)
 
 	client := yarpc.NewDispatcher(yarpc.Config{Name: "soak-client", Outbounds: yarpc.Outbounds{
 		a.name: {Unary: yhttp.NewTransport(yhttp.MaxIdleConnsPerHost(inFlight)).NewSingleOutbound("http://" + a.addr())},
@@ -332,9 +338,11 @@ func errownIngress(maxInFlight int) ingresslog.Config {
 	return ingresslog.Config{MaxInFlight: maxInFlight}
 }
 
-// start builds the node's dispatcher with errown and its handler, which
-// counts each request and reads the request ID from the body.
-func (n *soakNode) start(t *testing.T, cfg errown.Config, ycfg yarpc.Config, h func(context.Context, uint64, []byte) ([]byte, error)) {
+// build makes the node's dispatcher with errown and its handler, which
+// counts each request and reads the request ID from the body. run starts
+// it: whatever the handler reads must be set before, so that the
+// dispatcher's goroutines see it.
+func (n *soakNode) build(t *testing.T, cfg errown.Config, ycfg yarpc.Config, h func(context.Context, uint64, []byte) ([]byte, error)) {
 	t.Helper()
 	mw, err := errown.New(cfg)
 	require.NoError(t, err)
@@ -348,5 +356,9 @@ func (n *soakNode) start(t *testing.T, cfg errown.Config, ycfg yarpc.Config, h f
 		}
 		return h(ctx, binary.LittleEndian.Uint64(body), body)
 	}))
+}
+
+func (n *soakNode) run(t *testing.T) {
+	t.Helper()
 	require.NoError(t, n.d.Start(), fmt.Sprintf("start %s", n.name))
 }
