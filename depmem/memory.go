@@ -247,14 +247,17 @@ func (m *Memory) Edges() []EdgeView {
 }
 
 func sortViews(vs []EdgeView) {
-	sort.Slice(vs, func(i, j int) bool {
-		a, b := vs[i].Edge, vs[j].Edge
-		if a.CallerProcedure != b.CallerProcedure {
-			return a.CallerProcedure < b.CallerProcedure
-		}
-		if a.Service != b.Service {
-			return a.Service < b.Service
-		}
-		return a.Procedure < b.Procedure
-	})
+	sort.Slice(vs, func(i, j int) bool { return edgeLess(vs[i].Edge, vs[j].Edge) })
+}
+
+// edgeLess orders edges by caller procedure, callee service, callee
+// procedure: the order of every list the memory returns.
+func edgeLess(a, b egresslog.Edge) bool {
+	if a.CallerProcedure != b.CallerProcedure {
+		return a.CallerProcedure < b.CallerProcedure
+	}
+	if a.Service != b.Service {
+		return a.Service < b.Service
+	}
+	return a.Procedure < b.Procedure
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
@@ -99,23 +100,8 @@ func (m *Memory) Snapshot() Snapshot {
 		s.Edges = append(s.Edges, se)
 	}
 	m.mu.RUnlock()
-	sortSnapshotEdges(s.Edges)
+	sort.Slice(s.Edges, func(i, j int) bool { return edgeLess(s.Edges[i].Edge, s.Edges[j].Edge) })
 	return s
-}
-
-func sortSnapshotEdges(es []SnapshotEdge) {
-	views := make([]EdgeView, len(es))
-	for i, e := range es {
-		views[i] = EdgeView{Edge: e.Edge}
-	}
-	sortViews(views)
-	byEdge := make(map[egresslog.Edge]SnapshotEdge, len(es))
-	for _, e := range es {
-		byEdge[e.Edge] = e
-	}
-	for i, v := range views {
-		es[i] = byEdge[v.Edge]
-	}
 }
 
 // Restore adds a snapshot's counts to the memory. A snapshot taken with

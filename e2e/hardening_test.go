@@ -150,15 +150,19 @@ func TestHangingCallee(t *testing.T) {
 // dropConnection closes the connection mid-response for every request:
 // a status line and half a header, then nothing.
 func dropConnection(http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(err)
-		}
-		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 10\r\nRpc-Header-Errown-Cla")
-		_ = buf.Flush()
-		_ = conn.Close()
-	})
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { dropMidResponse(w) })
+}
+
+// dropMidResponse sends a status line and half a header, then closes the
+// connection.
+func dropMidResponse(w http.ResponseWriter) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 10\r\nRpc-Header-Errown-Cla")
+	_ = buf.Flush()
+	_ = conn.Close()
 }
 
 // TestConnectionClosedMidResponse: a callee whose connection dies

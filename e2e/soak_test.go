@@ -84,13 +84,7 @@ func connDropper(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		conn, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(err)
-		}
-		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nRpc-Header-Errown-Claim: cla")
-		_ = buf.Flush()
-		_ = conn.Close()
+		dropMidResponse(w)
 	})
 }
 

@@ -75,10 +75,3 @@ func (l *Log) Len() int {
 	defer l.mu.Unlock()
 	return l.n
 }
-
-// Reset empties l for reuse. The caller must own l exclusively.
-func (l *Log) Reset() {
-	l.release()
-	l.closed = false
-	l.n = 0
-}

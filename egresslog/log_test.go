@@ -86,18 +86,6 @@ func TestLogConcurrentCloseNeverLoses(t *testing.T) {
 	assert.Equal(t, accepted, len(got))
 }
 
-func TestLogReset(t *testing.T) {
-	var l Log
-	for i := 0; i < 2*_inline; i++ {
-		l.Append(entry(i))
-	}
-	l.Close(nil)
-	l.Reset()
-	assert.Equal(t, 0, l.Len())
-	assert.True(t, l.Append(entry(9)))
-	assert.Equal(t, []Entry{entry(9)}, l.Close(nil))
-}
-
 func TestEntryFailed(t *testing.T) {
 	assert.False(t, Entry{Code: yarpcerrors.CodeOK}.Failed())
 	assert.True(t, Entry{Code: yarpcerrors.CodeNotFound}.Failed())

@@ -16,8 +16,13 @@ const _budgetSlack = 1e-9
 // must not exceed ratio × requests + minPerSecond × window (in seconds).
 // It is the pure arithmetic behind the stateful budget.
 func BudgetAllows(requests, retries int64, ratio, minPerSecond float64, window time.Duration) bool {
-	allowed := ratio*float64(requests) + minPerSecond*window.Seconds()
-	return float64(retries+1) <= allowed+_budgetSlack
+	return float64(retries+1) <= budgetAllowance(requests, ratio, minPerSecond, window)+_budgetSlack
+}
+
+// budgetAllowance is how many retries a window holding requests original
+// requests allows.
+func budgetAllowance(requests int64, ratio, minPerSecond float64, window time.Duration) float64 {
+	return ratio*float64(requests) + minPerSecond*window.Seconds()
 }
 
 // _budgetBuckets is how many time buckets a budget's window is cut into: the

@@ -35,7 +35,7 @@ func (m *Middleware) Budgets() []BudgetView {
 			Disabled:     b.disabled,
 			Requests:     requests,
 			Retries:      retries,
-			Allowed:      b.ratio*float64(requests) + b.minPerSecond*b.window.Seconds(),
+			Allowed:      budgetAllowance(requests, b.ratio, b.minPerSecond, b.window),
 			Ratio:        b.ratio,
 			MinPerSecond: b.minPerSecond,
 			Window:       b.window,
