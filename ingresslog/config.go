@@ -18,7 +18,8 @@ const (
 // Config configures a Map.
 type Config struct {
 	// Shards is the number of independently locked shards, a power of two
-	// between 1 and 65536. Default 64.
+	// between 1 and 65536. Default 64. A Map uses at most MaxInFlight
+	// shards (rounded down to a power of two).
 	Shards int `yaml:"shards,omitempty"`
 	// MaxInFlight bounds the logs held at once; requests past it are served
 	// untracked. Default 100000.

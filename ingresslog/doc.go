@@ -7,8 +7,9 @@
 // When the handler returns, the inbound middleware closes the Log and
 // removes it from the Map, also when the handler panics.
 //
-// The Map is sharded: each shard has its own lock and the shard of an ID is
-// its low bits, so concurrent requests rarely contend. It holds at most
-// MaxInFlight logs; past that Open refuses and the request is served
-// untracked.
+// The Map is sharded: each shard has its own lock, its own share of
+// MaxInFlight and its own ID sequence, and the shard of an ID is its low
+// bits. Each core opens Logs in its own home shard, so concurrent requests
+// rarely contend or share a cache line. The Map holds at most MaxInFlight
+// logs in all; past that Open refuses and the request is served untracked.
 package ingresslog

@@ -80,14 +80,115 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 	}
 }
 
-func TestShardSpread(t *testing.T) {
-	m := newMap(t, Config{Shards: 4})
-	for i := 0; i < 40; i++ {
-		m.Open("p")
+func TestConcurrentFillIsExact(t *testing.T) {
+	// Goroutines racing to fill the map get exactly MaxInFlight Logs
+	// between them: the bound is global although each shard keeps its own.
+	const bound = 1000
+	m := newMap(t, Config{Shards: 16, MaxInFlight: bound})
+	var wg sync.WaitGroup
+	got := make([]int, 8)
+	for w := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m.Open("p") != nil {
+				got[w]++
+			}
+		}()
 	}
-	for i := range m.shards {
-		assert.Len(t, m.shards[i].logs, 10, "shard %d", i)
+	wg.Wait()
+	total := 0
+	for _, n := range got {
+		total += n
 	}
+	assert.Equal(t, bound, total)
+	assert.Equal(t, bound, m.Len())
+}
+
+func TestShardsShareMaxInFlight(t *testing.T) {
+	tests := []struct {
+		give       Config
+		wantShards int
+		wantMax    []int64
+	}{
+		{Config{Shards: 4, MaxInFlight: 10}, 4, []int64{3, 3, 2, 2}},
+		{Config{Shards: 4, MaxInFlight: 8}, 4, []int64{2, 2, 2, 2}},
+		{Config{Shards: 64, MaxInFlight: 8}, 8, []int64{1, 1, 1, 1, 1, 1, 1, 1}},
+		{Config{Shards: 4, MaxInFlight: 3}, 2, []int64{2, 1}},
+		{Config{Shards: 2, MaxInFlight: 1}, 1, []int64{1}},
+		{Config{}, DefaultShards, nil},
+	}
+	for _, tt := range tests {
+		m := newMap(t, tt.give)
+		require.Len(t, m.shards, tt.wantShards, "%+v", tt.give)
+		var sum int64
+		for i := range m.shards {
+			sum += m.shards[i].max
+			if tt.wantMax != nil {
+				assert.Equal(t, tt.wantMax[i], m.shards[i].max, "%+v shard %d", tt.give, i)
+			}
+		}
+		assert.Equal(t, int64(tt.give.withDefaults().MaxInFlight), sum, "%+v: the shares add up to the bound", tt.give)
+
+		// Filled to the bound, every shard holds its share, and each Log is
+		// in the shard its ID names.
+		if tt.give.MaxInFlight == 0 {
+			continue
+		}
+		for range tt.give.MaxInFlight {
+			l := m.Open("p")
+			require.NotNil(t, l)
+			assert.Same(t, l, m.shard(l.ID).logs[l.slot])
+		}
+		assert.Nil(t, m.Open("p"), "%+v: over the bound", tt.give)
+		for i := range m.shards {
+			assert.Len(t, m.shards[i].logs, int(m.shards[i].max), "%+v shard %d", tt.give, i)
+		}
+	}
+}
+
+func TestHomeShard(t *testing.T) {
+	m := newMap(t, Config{Shards: 4, MaxInFlight: 8}) // two Logs per shard
+	h := &home{shard: 2}
+	var got []uint64
+	for range 8 {
+		idx, ok := m.reserveFrom(h)
+		require.True(t, ok)
+		got = append(got, idx)
+		assert.Equal(t, idx, h.shard, "the home follows the shard with room")
+	}
+	assert.Equal(t, []uint64{2, 2, 3, 3, 0, 0, 1, 1}, got, "the home first, then the next shards in turn")
+	_, ok := m.reserveFrom(h)
+	assert.False(t, ok, "every shard full")
+	assert.Equal(t, 8, m.Len())
+
+	m.shards[3].inFlight.Add(-1) // one Log leaves shard 3
+	idx, ok := m.reserveFrom(h)
+	require.True(t, ok)
+	assert.Equal(t, uint64(3), idx, "the one shard with room, from any home")
+}
+
+func TestIDs(t *testing.T) {
+	// IDs from all shards never collide, and an ID's low bits name its
+	// shard, from one goroutine's home and from many.
+	m := newMap(t, Config{Shards: 8, MaxInFlight: 64})
+	seen := map[ID]bool{}
+	for range 3 {
+		var held []*Log
+		for range 64 {
+			l := m.Open("p")
+			require.NotNil(t, l)
+			held = append(held, l)
+		}
+		for _, l := range held {
+			assert.False(t, seen[l.ID], "duplicate ID %d", l.ID)
+			seen[l.ID] = true
+			assert.Same(t, l, m.Get(l.ID))
+			m.Remove(l)
+		}
+	}
+	assert.Len(t, seen, 3*64)
+	assert.Nil(t, m.Get(ID(1<<40|3)), "an ID never minted")
 }
 
 func TestConfigValidate(t *testing.T) {
