@@ -17,6 +17,7 @@ import (
 type Middleware struct {
 	claimHeader string
 	inner       middleware.UnaryOutbound // or nil
+	counted     countedOutbound          // inner, when it reports its CallState itself
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
@@ -46,6 +47,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		late:        scope.Counter("late"),
 		abandoned:   scope.Counter("abandoned"),
 	}
+	m.counted, _ = o.inner.(countedOutbound)
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
 		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
 	}
@@ -60,8 +62,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		m.untracked.Inc(1)
 		return m.next(ctx, req, out)
 	}
-	cctx, state := egresslog.NewCallContext(ctx)
-	res, err := m.next(cctx, req, out)
+	res, state, err := m.send(ctx, req, out)
 
 	e := egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
@@ -97,6 +98,24 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		m.late.Inc(1)
 	}
 	return res, err
+}
+
+// countedOutbound is an outbound middleware that returns what it did for
+// a call (retry.Middleware does).
+type countedOutbound interface {
+	CallCounted(context.Context, *transport.Request, transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error)
+}
+
+// send sends the call on and returns its CallState: straight from the
+// inner middleware when it can report it, else from the context the call
+// is sent with.
+func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error) {
+	if m.counted != nil {
+		return m.counted.CallCounted(ctx, req, out)
+	}
+	cctx, state := egresslog.NewCallContext(ctx)
+	res, err := m.next(cctx, req, out)
+	return res, *state, err
 }
 
 // next sends the call on: through the inner middleware, if any, else to

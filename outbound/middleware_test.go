@@ -212,6 +212,48 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	}}, log.Egress.Close(nil))
 }
 
+// countingInner reports its CallState straight, as retry.Middleware does.
+type countingInner struct {
+	state egresslog.CallState
+	ctxs  []context.Context
+}
+
+func (c *countingInner) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	panic("the egress middleware calls CallCounted")
+}
+
+func (c *countingInner) CallCounted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error) {
+	c.ctxs = append(c.ctxs, ctx)
+	res, err := out.Call(ctx, req)
+	return res, c.state, err
+}
+
+func TestWithInnerCounted(t *testing.T) {
+	// An inner middleware that returns its CallState gets the caller's
+	// context as it is, and its state lands in the entry.
+	inner := &countingInner{state: egresslog.CallState{Attempts: 3}}
+	mw, err := New(Config{}, WithInner(inner))
+	require.NoError(t, err)
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	log := logs.Open("checkout")
+	ctx := ingresslog.NewContext(context.Background(), log)
+	req := &transport.Request{Service: "payments", Procedure: "charge"}
+
+	_, err = mw.Call(ctx, req, &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")})
+	assert.Error(t, err)
+
+	require.Len(t, inner.ctxs, 1)
+	assert.Equal(t, ctx, inner.ctxs[0], "no context node is added")
+	assert.Nil(t, egresslog.CallStateFromContext(inner.ctxs[0]))
+	assert.Equal(t, []egresslog.Entry{{
+		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
+		Code:     yarpcerrors.CodeUnavailable,
+		Attempts: 3,
+		RCS:      true,
+	}}, log.Egress.Close(nil))
+}
+
 // TestCallCancelledByHandlerIsAbandoned: a sibling call the handler
 // cancelled after its own failure explains nothing: it is no failure.
 func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {

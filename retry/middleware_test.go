@@ -388,6 +388,12 @@ func TestMiddlewareCall(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
 			m := newMiddleware(t, tt.give, clock.option(), fixedRand(0.5), WithScope(scope))
 			out := newOutbound(tt.giveScript...)
+			// The same request for CallCounted below, read before Call
+			// reads it.
+			body := make([]byte, tt.giveReq.Body.(*strings.Reader).Size())
+			_, _ = tt.giveReq.Body.(*strings.Reader).ReadAt(body, 0)
+			again := req(tt.giveReq.Service, tt.giveReq.Procedure, string(body))
+
 			state := &egresslog.CallState{}
 			ctx, cancel := context.WithDeadline(egresslog.WithCallState(context.Background(), state), clock.Now().Add(tt.giveDeadline))
 			defer cancel()
@@ -400,6 +406,20 @@ func TestMiddlewareCall(t *testing.T) {
 			if *state != tt.want {
 				t.Errorf("state = %+v, want %+v", *state, tt.want)
 			}
+
+			// CallCounted, as errown's egress middleware calls it, returns
+			// the same state and answer.
+			counted := newMiddleware(t, tt.give, newClock().option(), fixedRand(0.5))
+			cctx, ccancel := context.WithDeadline(context.Background(), clock.Now().Add(tt.giveDeadline))
+			defer ccancel()
+			_, got, cerr := counted.CallCounted(cctx, again, newOutbound(tt.giveScript...))
+			if got != tt.want {
+				t.Errorf("CallCounted state = %+v, want %+v", got, tt.want)
+			}
+			if c := yarpcerrors.FromError(cerr).Code(); c != tt.wantCode {
+				t.Errorf("CallCounted code = %v, want %v (err %v)", c, tt.wantCode, cerr)
+			}
+
 			var bodies, attemptHeaders []string
 			for _, s := range out.requests() {
 				bodies = append(bodies, s.Body)
