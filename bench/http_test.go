@@ -2,11 +2,14 @@ package bench
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/errown/errown"
 	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/transport/http"
 )
@@ -30,9 +33,30 @@ func (c *httpChain) stop(b *testing.B) {
 	}
 }
 
-// newHTTPChain starts the chain from its last node up, each node with
-// errown's middleware when withErrown is set, and the client.
-func newHTTPChain(b *testing.B, withErrown bool) *httpChain {
+// chainMiddleware is what each node of a chain runs besides yarpc.
+type chainMiddleware int
+
+const (
+	_bare   chainMiddleware = iota // nothing
+	_nop                           // a unary inbound and outbound middleware that only pass the call on
+	_errown                        // errown's
+)
+
+// nopMiddleware passes every call on. It costs what any yarpc middleware
+// costs: the chain yarpc builds around it.
+type nopMiddleware struct{}
+
+func (nopMiddleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
+	return h.Handle(ctx, req, resw)
+}
+
+func (nopMiddleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	return out.Call(ctx, req)
+}
+
+// newHTTPChain starts the chain from its last node up, each node with the
+// middleware mw, and the client.
+func newHTTPChain(b *testing.B, mw chainMiddleware) *httpChain {
 	c := &httpChain{}
 	next := "" // URL of the node below
 	for i := len(_chain) - 1; i >= 0; i-- {
@@ -44,12 +68,16 @@ func newHTTPChain(b *testing.B, withErrown bool) *httpChain {
 			callee = _chain[i+1]
 			cfg.Outbounds = yarpc.Outbounds{callee: {Unary: trans.NewSingleOutbound(next)}}
 		}
-		if withErrown {
-			mw, err := errown.New(benchConfig(callee))
+		switch mw {
+		case _nop:
+			cfg.InboundMiddleware.Unary = nopMiddleware{}
+			cfg.OutboundMiddleware.Unary = nopMiddleware{}
+		case _errown:
+			em, err := errown.New(benchConfig(callee))
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg = mw.Apply(cfg)
+			cfg = em.Apply(cfg)
 		}
 		d := yarpc.NewDispatcher(cfg)
 		d.Register(raw.Procedure(_procedure, forward(d, name, callee)))
@@ -89,14 +117,15 @@ func forward(d *yarpc.Dispatcher, name, callee string) func(context.Context, []b
 // without (bare) and with errown on every node.
 func BenchmarkHTTPChain(b *testing.B) {
 	for _, bb := range []struct {
-		name   string
-		errown bool
+		name string
+		mw   chainMiddleware
 	}{
-		{"bare", false},
-		{"errown", true},
+		{"bare", _bare},
+		{"nop-middleware", _nop},
+		{"errown", _errown},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			c := newHTTPChain(b, bb.errown)
+			c := newHTTPChain(b, bb.mw)
 			defer c.stop(b)
 			b.ReportAllocs()
 			b.SetParallelism(4) // 4 clients per core: the chain, not the clients, is the bottleneck
@@ -115,4 +144,72 @@ func BenchmarkHTTPChain(b *testing.B) {
 			cpu.stop()
 		})
 	}
+}
+
+// BenchmarkHTTPChainPaired compares the bare and the errown chain in one
+// process, taking turns in short phases (bare, errown, errown, bare per
+// op), so that what drifts on a shared machine (other tenants, CPU clock,
+// the heap) touches both alike. It reports each chain's throughput and
+// CPU per request over all phases, and errown's throughput as a share of
+// bare's (errown/bare-%). Each op is four phases of 250ms: run it with
+// -benchtime Nx.
+func BenchmarkHTTPChainPaired(b *testing.B) {
+	const phase = 250 * time.Millisecond
+	chains := [2]*httpChain{newHTTPChain(b, _bare), newHTTPChain(b, _errown)}
+	defer chains[1].stop(b)
+	defer chains[0].stop(b)
+	var (
+		reqs [2]int64
+		wall [2]time.Duration
+		cpu  [2]time.Duration
+	)
+	b.ResetTimer()
+	for range b.N {
+		for _, k := range [...]int{0, 1, 1, 0} {
+			n, w, c := runPhase(b, chains[k], phase)
+			reqs[k] += n
+			wall[k] += w
+			cpu[k] += c
+		}
+	}
+	b.StopTimer()
+	if reqs[0] == 0 || reqs[1] == 0 {
+		b.Fatalf("no requests completed: bare %d, errown %d", reqs[0], reqs[1])
+	}
+	tput := func(k int) float64 { return float64(reqs[k]) / wall[k].Seconds() }
+	b.ReportMetric(tput(0), "bare-req/s")
+	b.ReportMetric(tput(1), "errown-req/s")
+	b.ReportMetric(100*tput(1)/tput(0), "errown/bare-%")
+	b.ReportMetric(float64(cpu[0])/float64(reqs[0]), "bare-cpu-ns/req")
+	b.ReportMetric(float64(cpu[1])/float64(reqs[1]), "errown-cpu-ns/req")
+}
+
+// runPhase sends requests through c from 8 clients for d, as
+// BenchmarkHTTPChain does, and returns the requests completed, the time
+// they took and the process CPU time used.
+func runPhase(b *testing.B, c *httpChain, d time.Duration) (int64, time.Duration, time.Duration) {
+	var (
+		done atomic.Int64
+		wg   sync.WaitGroup
+	)
+	start, cpu0 := time.Now(), cpuTime()
+	deadline := start.Add(d)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := c.client.Call(ctx, _procedure, _payload)
+				cancel()
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return done.Load(), time.Since(start), cpuTime() - cpu0
 }
