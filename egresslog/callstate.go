@@ -7,9 +7,11 @@ import (
 )
 
 // CallState is how the retry middleware tells the egress middleware around
-// it what it did for one logical outbound call. The egress middleware puts a
-// fresh CallState in the call's context; the retry middleware fills it in.
-// Without a retry middleware it stays zero: one attempt, nothing refused.
+// it what it did for one logical outbound call. errown's retry middleware
+// returns it (retry.Middleware.CallCounted); for any other inner
+// middleware the egress middleware puts a fresh CallState in the call's
+// context, for a retry middleware further in to fill in. Without a retry
+// middleware it stays zero: one attempt, nothing refused.
 type CallState struct {
 	// Attempts made, the first one included. Zero means nobody counted,
 	// which the egress middleware reads as one.

@@ -6,6 +6,6 @@
 // Log of the inbound request the call was made for, and the inbound
 // middleware reads the Log when the handler has returned. The retry
 // middleware, which runs inside the egress middleware, reports what it did
-// for the call through the CallState the egress middleware puts in the
-// call's context.
+// for the call in a CallState: returned straight to the egress middleware,
+// or through the call's context when other middleware sits between them.
 package egresslog

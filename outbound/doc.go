@@ -3,10 +3,11 @@
 // the inbound request the call was made for.
 //
 // In DESIGN.md's data flow it wraps the retry middleware (package retry):
-// it puts an egresslog.CallState in the call's context, the retry
-// middleware reports its attempts and refusals there, and when the call
-// ends this middleware reads the callee's claim from the final response
-// and records edge, outcome, claim and RCS. The inbound middleware (package
+// the retry middleware reports its attempts and refusals in an
+// egresslog.CallState (returned by retry.Middleware.CallCounted, or, for
+// any other inner middleware, filled in from the call's context), and when
+// the call ends this middleware reads the callee's claim from the final
+// response and records edge, outcome, claim and RCS. The inbound middleware (package
 // inbound) reads those entries when the handler returns.
 //
 // A call whose context carries no request (a dropped context, or a request

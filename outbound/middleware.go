@@ -7,6 +7,7 @@ import (
 	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -17,7 +18,7 @@ import (
 type Middleware struct {
 	claimHeader string
 	inner       middleware.UnaryOutbound // or nil
-	counted     countedOutbound          // inner, when it reports its CallState itself
+	retry       *retry.Middleware        // inner, when it is exactly errown's retry middleware
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
@@ -47,7 +48,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		late:        scope.Counter("late"),
 		abandoned:   scope.Counter("abandoned"),
 	}
-	m.counted, _ = o.inner.(countedOutbound)
+	m.retry, _ = o.inner.(*retry.Middleware)
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
 		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
 	}
@@ -100,18 +101,13 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	return res, err
 }
 
-// countedOutbound is an outbound middleware that returns what it did for
-// a call (retry.Middleware does).
-type countedOutbound interface {
-	CallCounted(context.Context, *transport.Request, transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error)
-}
-
 // send sends the call on and returns its CallState: straight from the
-// inner middleware when it can report it, else from the context the call
-// is sent with.
+// retry middleware when it is the inner one, else from the context the
+// call is sent with. Only *retry.Middleware itself is called directly, so
+// a type that wraps it keeps its own Call.
 func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error) {
-	if m.counted != nil {
-		return m.counted.CallCounted(ctx, req, out)
+	if m.retry != nil {
+		return m.retry.CallCounted(ctx, req, out)
 	}
 	cctx, state := egresslog.NewCallContext(ctx)
 	res, err := m.next(cctx, req, out)

@@ -3,10 +3,12 @@ package outbound
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -212,46 +214,101 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	}}, log.Egress.Close(nil))
 }
 
-// countingInner reports its CallState straight, as retry.Middleware does.
-type countingInner struct {
-	state egresslog.CallState
-	ctxs  []context.Context
+func TestWithInnerRetry(t *testing.T) {
+	// With errown's retry middleware inside, the egress middleware takes
+	// the CallState from CallCounted: the callee gets the caller's context
+	// as it is, and attempts and refusals land in the entry.
+	unavailable := yarpcerrors.UnavailableErrorf("down")
+	tests := []struct {
+		name string
+		give *transport.Response
+		want egresslog.Entry
+	}{
+		{
+			name: "retried once",
+			give: &transport.Response{Headers: transport.NewHeaders()},
+			want: egresslog.Entry{Attempts: 2, RCS: true},
+		},
+		{
+			// One attempt and a missing claim: RCS is true only because
+			// the refusal reached the entry.
+			name: "pushback refused the retry",
+			give: &transport.Response{Headers: transport.NewHeaders().With("errown-no-retry", "true")},
+			want: egresslog.Entry{Attempts: 1, RCS: true},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond}}})
+			require.NoError(t, err)
+			mw, err := New(Config{}, WithInner(r))
+			require.NoError(t, err)
+			logs, err := ingresslog.New(ingresslog.Config{})
+			require.NoError(t, err)
+			log := logs.Open("checkout")
+			ctx := ingresslog.NewContext(context.Background(), log)
+			out := &ctxRecorder{res: tt.give, err: unavailable}
+
+			_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
+			assert.Error(t, err)
+
+			require.Len(t, out.ctxs, tt.want.Attempts)
+			assert.Equal(t, ctx, out.ctxs[0], "no context node is added")
+			want := tt.want
+			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+			want.Code = yarpcerrors.CodeUnavailable
+			assert.Equal(t, []egresslog.Entry{want}, log.Egress.Close(nil))
+		})
+	}
 }
 
-func (c *countingInner) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	panic("the egress middleware calls CallCounted")
+// ctxRecorder answers every call with res and err and records the
+// context of each.
+type ctxRecorder struct {
+	transport.UnaryOutbound // not called
+
+	res  *transport.Response
+	err  error
+	ctxs []context.Context
 }
 
-func (c *countingInner) CallCounted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error) {
-	c.ctxs = append(c.ctxs, ctx)
-	res, err := out.Call(ctx, req)
-	return res, c.state, err
+func (o *ctxRecorder) Call(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
+	o.ctxs = append(o.ctxs, ctx)
+	return o.res, o.err
 }
 
-func TestWithInnerCounted(t *testing.T) {
-	// An inner middleware that returns its CallState gets the caller's
-	// context as it is, and its state lands in the entry.
-	inner := &countingInner{state: egresslog.CallState{Attempts: 3}}
-	mw, err := New(Config{}, WithInner(inner))
+// wrappedRetry is application middleware built on errown's retry
+// middleware, with a Call of its own.
+type wrappedRetry struct {
+	*retry.Middleware
+	calls int
+}
+
+func (w *wrappedRetry) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	w.calls++
+	return w.Middleware.Call(ctx, req, out)
+}
+
+func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
+	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond}}})
+	require.NoError(t, err)
+	w := &wrappedRetry{Middleware: r}
+	mw, err := New(Config{}, WithInner(w))
 	require.NoError(t, err)
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
-	ctx := ingresslog.NewContext(context.Background(), log)
-	req := &transport.Request{Service: "payments", Procedure: "charge"}
+	out := &ctxRecorder{res: &transport.Response{Headers: transport.NewHeaders()}, err: yarpcerrors.UnavailableErrorf("down")}
 
-	_, err = mw.Call(ctx, req, &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")})
+	_, err = mw.Call(ingresslog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	assert.Error(t, err)
+	_, err = mw.Call(context.Background(), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	assert.Error(t, err)
 
-	require.Len(t, inner.ctxs, 1)
-	assert.Equal(t, ctx, inner.ctxs[0], "no context node is added")
-	assert.Nil(t, egresslog.CallStateFromContext(inner.ctxs[0]))
-	assert.Equal(t, []egresslog.Entry{{
-		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
-		Code:     yarpcerrors.CodeUnavailable,
-		Attempts: 3,
-		RCS:      true,
-	}}, log.Egress.Close(nil))
+	assert.Equal(t, 2, w.calls, "the wrapper's Call runs for tracked and untracked calls")
+	entries := log.Egress.Close(nil)
+	require.Len(t, entries, 1)
+	assert.Equal(t, 2, entries[0].Attempts, "the state still arrives, through the context")
 }
 
 // TestCallCancelledByHandlerIsAbandoned: a sibling call the handler

@@ -30,9 +30,9 @@ func WithScope(s tally.Scope) Option {
 
 // WithInner runs mw inside the egress middleware: each call goes to mw,
 // with the call's CallState in its context, rather than straight to the
-// outbound. When mw has a CallCounted method that returns the CallState
-// (retry.Middleware has), the egress middleware calls that instead, with
-// the caller's context as it is. It does what yarpc.UnaryOutboundMiddleware(egress, mw) does
+// outbound. When mw is a *retry.Middleware, the egress middleware calls
+// its CallCounted instead, which returns the CallState, with the caller's
+// context as it is. It does what yarpc.UnaryOutboundMiddleware(egress, mw) does
 // without the allocations of yarpc's chain on every call. Default: none.
 func WithInner(mw middleware.UnaryOutbound) Option {
 	return optionFunc(func(o *options) { o.inner = mw })

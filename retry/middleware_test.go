@@ -409,8 +409,9 @@ func TestMiddlewareCall(t *testing.T) {
 
 			// CallCounted, as errown's egress middleware calls it, returns
 			// the same state and answer.
-			counted := newMiddleware(t, tt.give, newClock().option(), fixedRand(0.5))
-			cctx, ccancel := context.WithDeadline(context.Background(), clock.Now().Add(tt.giveDeadline))
+			cclock := newClock()
+			counted := newMiddleware(t, tt.give, cclock.option(), fixedRand(0.5))
+			cctx, ccancel := context.WithDeadline(context.Background(), cclock.Now().Add(tt.giveDeadline))
 			defer ccancel()
 			_, got, cerr := counted.CallCounted(cctx, again, newOutbound(tt.giveScript...))
 			if got != tt.want {
