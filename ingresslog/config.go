@@ -11,14 +11,16 @@ import (
 const (
 	DefaultShards      = 64
 	DefaultMaxInFlight = 100000
-	// MaxShards is the largest shard count accepted.
-	MaxShards = 1 << 16
+	// MaxShards is the largest shard count accepted. Each core keeps to
+	// one shard, so more shards than cores buy little, and an Open when
+	// nearly every shard is full looks through them in turn.
+	MaxShards = 1 << 10
 )
 
 // Config configures a Map.
 type Config struct {
 	// Shards is the number of independently locked shards, a power of two
-	// between 1 and 65536. Default 64. A Map uses at most MaxInFlight
+	// between 1 and 1024. Default 64. A Map uses at most MaxInFlight
 	// shards (rounded down to a power of two).
 	Shards int `yaml:"shards,omitempty"`
 	// MaxInFlight bounds the logs held at once; requests past it are served

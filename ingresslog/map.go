@@ -14,9 +14,10 @@ const _cacheLine = 128
 // Map holds the Logs of the requests in flight, keyed by ID.
 //
 // Nothing in a Map is written by every request: each shard keeps its own
-// count, bound and ID sequence, and each core keeps to one home shard (see
-// reserve), so on a busy server a request's writes stay in one cache
-// block that the other cores rarely touch.
+// Logs, share of MaxInFlight and ID sequence under its own lock, and each
+// core keeps to one home shard (see insert; with more cores than shards,
+// some cores share one), so on a busy server a request's writes stay in
+// one cache block that the other cores rarely touch.
 type Map struct {
 	shards []shard
 	mask   uint64
@@ -25,6 +26,11 @@ type Map struct {
 	// nextHome hands new homes out in turn, so that cores start in
 	// different shards. Written only when the pool makes a home.
 	nextHome atomic.Uint64
+	_        [_cacheLine]byte
+	// full counts the shards holding their share, so that a full Map
+	// refuses without looking at any shard. Written, under the shard's
+	// lock, only when a shard fills or stops being full.
+	full atomic.Int64
 }
 
 // shard is one lock, the Logs under it, its share of MaxInFlight and its
@@ -33,21 +39,18 @@ type Map struct {
 // moves to the heap. Each Log knows its index in logs, so Remove needs no
 // search.
 type shard struct {
-	// inFlight counts the Logs held and reserved. It only grows below max
-	// (reserve), so summing the shards never exceeds MaxInFlight.
-	inFlight atomic.Int64
-	max      int64
-	mu       sync.Mutex
-	seq      uint64 // under mu
-	logs     []*Log // under mu
-	inline   [_inlineLogs]*Log
+	mu     sync.Mutex
+	max    int    // the shard's share of MaxInFlight
+	seq    uint64 // under mu
+	logs   []*Log // under mu
+	inline [_inlineLogs]*Log
 }
 
-// _inlineLogs fills a shard's block: 128 bytes less the count and bound
-// (16), the lock (8), the sequence (8) and the slice header (24).
-const _inlineLogs = (_cacheLine - 56) / 8
+// _inlineLogs fills a shard's block: 128 bytes less the lock (8), the
+// share (8), the sequence (8) and the slice header (24).
+const _inlineLogs = (_cacheLine - 48) / 8
 
-// home is a shard index remembered per core (see reserve), alone in its
+// home is a shard index remembered per core (see insert), alone in its
 // cache block so that no other core's writes land next to it.
 type home struct {
 	shard uint64
@@ -74,7 +77,7 @@ func New(cfg Config) (*Map, error) {
 		s := &m.shards[i]
 		s.logs = s.inline[:0]
 		// MaxInFlight split evenly, the first shards taking the remainder.
-		s.max = int64(cfg.MaxInFlight / n)
+		s.max = cfg.MaxInFlight / n
 		if i < cfg.MaxInFlight%n {
 			s.max++
 		}
@@ -86,15 +89,21 @@ func (m *Map) shard(id ID) *shard {
 	return &m.shards[uint64(id)&m.mask]
 }
 
+// isFull reports whether every shard holds its share.
+func (m *Map) isFull() bool {
+	return m.full.Load() == int64(len(m.shards))
+}
+
 // Open mints a new ID and stores a fresh Log for procedure under it. It
 // returns nil when MaxInFlight logs are already held.
 func (m *Map) Open(procedure string) *Log {
-	idx, ok := m.reserve()
-	if !ok {
+	if m.isFull() {
 		return nil
 	}
 	l := &Log{Procedure: procedure}
-	m.insert(idx, l)
+	if !m.insert(l) {
+		return nil
+	}
 	return l
 }
 
@@ -102,17 +111,18 @@ func (m *Map) Open(procedure string) *Log {
 // lives in the context node that carries it. It returns ctx and nil when
 // MaxInFlight logs are already held.
 func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *Log) {
-	idx, ok := m.reserve()
-	if !ok {
+	if m.isFull() {
 		return ctx, nil
 	}
 	c := &logContext{Context: ctx, log: Log{Procedure: procedure}}
-	m.insert(idx, &c.log)
+	if !m.insert(&c.log) {
+		return ctx, nil
+	}
 	return c, &c.log
 }
 
-// reserve counts one more Log in a shard with room and returns that
-// shard's index, or false when every shard is full.
+// insert gives l a new ID and stores it in a shard with room. It reports
+// false when every shard is full.
 //
 // The shard tried first is the calling core's home: sync.Pool keeps one
 // object per P (a core running Go code), so the home taken from m.homes
@@ -120,44 +130,46 @@ func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Contex
 // write. Requests on one core thus share one shard, and the cores do not
 // move each other's cache blocks. A full home moves to the next shard
 // with room.
-func (m *Map) reserve() (uint64, bool) {
+func (m *Map) insert(l *Log) bool {
 	h := m.homes.Get().(*home)
-	idx, ok := m.reserveFrom(h)
+	ok := m.insertFrom(h, l)
 	m.homes.Put(h)
-	return idx, ok
+	return ok
 }
 
-func (m *Map) reserveFrom(h *home) (uint64, bool) {
+// insertFrom is insert from home h, which it moves to the shard l goes
+// to. The ID's low bits are the shard's index, the rest the shard's
+// sequence.
+//
+// A refusal is not a snapshot: a Remove in a shard already looked at may
+// free a slot while the others are looked at. The bound itself is exact:
+// a shard takes a Log only below its share, and the shares add up to
+// MaxInFlight.
+func (m *Map) insertFrom(h *home, l *Log) bool {
 	for i := range uint64(len(m.shards)) {
+		if i > 0 && m.isFull() {
+			return false
+		}
 		idx := (h.shard + i) & m.mask
 		s := &m.shards[idx]
-		for {
-			n := s.inFlight.Load()
-			if n >= s.max {
-				break
+		s.mu.Lock()
+		if len(s.logs) < s.max {
+			s.seq++
+			l.ID = ID(s.seq<<m.shift | idx)
+			l.slot = len(s.logs)
+			s.logs = append(s.logs, l)
+			if len(s.logs) == s.max {
+				m.full.Add(1)
 			}
-			if s.inFlight.CompareAndSwap(n, n+1) {
-				if h.shard != idx {
-					h.shard = idx
-				}
-				return idx, true
+			s.mu.Unlock()
+			if h.shard != idx {
+				h.shard = idx
 			}
+			return true
 		}
+		s.mu.Unlock()
 	}
-	return 0, false
-}
-
-// insert gives l a new ID in shard idx, which reserve returned, and
-// stores it. The ID's low bits are the shard's index, the rest the
-// shard's sequence.
-func (m *Map) insert(idx uint64, l *Log) {
-	s := &m.shards[idx]
-	s.mu.Lock()
-	s.seq++
-	l.ID = ID(s.seq<<m.shift | idx)
-	l.slot = len(s.logs)
-	s.logs = append(s.logs, l)
-	s.mu.Unlock()
+	return false
 }
 
 // Get returns the Log stored under id, or nil. It searches id's shard: it
@@ -175,14 +187,15 @@ func (m *Map) Get(id ID) *Log {
 	return nil
 }
 
-// Remove deletes l from the Map. Removing a Log twice, or one the Map does
-// not hold, does nothing.
+// Remove deletes l from the Map. Removing a Log twice does nothing, nor
+// does removing a Log of another Map that nothing else is using.
 func (m *Map) Remove(l *Log) {
 	s := m.shard(l.ID)
 	s.mu.Lock()
-	i := l.slot
-	removed := i < len(s.logs) && s.logs[i] == l
-	if removed {
+	if i := l.slot; i < len(s.logs) && s.logs[i] == l {
+		if len(s.logs) == s.max {
+			m.full.Add(-1)
+		}
 		// Move the last Log into l's place.
 		last := len(s.logs) - 1
 		s.logs[i] = s.logs[last]
@@ -191,17 +204,18 @@ func (m *Map) Remove(l *Log) {
 		s.logs = s.logs[:last]
 	}
 	s.mu.Unlock()
-	if removed {
-		s.inFlight.Add(-1)
-	}
 }
 
 // Len returns the number of Logs held. Under concurrent Opens and Removes
-// it is a sum of counts read one shard at a time, never above MaxInFlight.
+// it is a sum of counts taken one shard at a time, never above
+// MaxInFlight.
 func (m *Map) Len() int {
-	var n int64
+	n := 0
 	for i := range m.shards {
-		n += m.shards[i].inFlight.Load()
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += len(s.logs)
+		s.mu.Unlock()
 	}
-	return int(n)
+	return n
 }
