@@ -13,13 +13,14 @@ const _cacheLine = 128
 
 // Map holds the Logs of the requests in flight, keyed by ID.
 //
-// Nothing in a Map is written by every request: each shard keeps its own
-// Logs, share of MaxInFlight and ID sequence under its own lock, and each
-// core keeps to one home shard (see insert; with more cores than shards,
-// some cores share one), so on a busy server a request's writes stay in
-// one cache block that the other cores rarely touch.
+// Nothing in a Map is written by every request (except, at the bound, the
+// count of full shards): each shard keeps its own Logs, share of
+// MaxInFlight and ID sequence under its own lock, and each core keeps to
+// one home shard (see insert; with more cores than shards, some cores
+// share one), so on a busy server a request's writes stay in one cache
+// block that the other cores rarely touch.
 type Map struct {
-	shards []shard
+	shards []*shard // each allocated alone: see shard
 	mask   uint64
 	shift  uint // bits of an ID that name its shard
 	homes  sync.Pool
@@ -34,7 +35,10 @@ type Map struct {
 }
 
 // shard is one lock, the Logs under it, its share of MaxInFlight and its
-// ID sequence, in one block of _cacheLine bytes. The first _inlineLogs
+// ID sequence, in one block of _cacheLine bytes. Shards are allocated one
+// by one, which puts each at the start of its own block (an array of them
+// may start past a block's start, so that every shard would straddle two
+// blocks and share one with its neighbour). The first _inlineLogs
 // Logs live in the block itself (logs points at inline); past that logs
 // moves to the heap. Each Log knows its index in logs, so Remove needs no
 // search.
@@ -68,13 +72,14 @@ func New(cfg Config) (*Map, error) {
 	cfg = cfg.withDefaults()
 	n := min(cfg.Shards, 1<<(bits.Len(uint(cfg.MaxInFlight))-1))
 	m := &Map{
-		shards: make([]shard, n),
+		shards: make([]*shard, n),
 		mask:   uint64(n - 1),
 		shift:  uint(bits.TrailingZeros(uint(n))),
 	}
 	m.homes.New = func() any { return &home{shard: m.nextHome.Add(1) & m.mask} }
 	for i := range m.shards {
-		s := &m.shards[i]
+		s := new(shard)
+		m.shards[i] = s
 		s.logs = s.inline[:0]
 		// MaxInFlight split evenly, the first shards taking the remainder.
 		s.max = cfg.MaxInFlight / n
@@ -86,7 +91,7 @@ func New(cfg Config) (*Map, error) {
 }
 
 func (m *Map) shard(id ID) *shard {
-	return &m.shards[uint64(id)&m.mask]
+	return m.shards[uint64(id)&m.mask]
 }
 
 // isFull reports whether every shard holds its share.
@@ -95,7 +100,8 @@ func (m *Map) isFull() bool {
 }
 
 // Open mints a new ID and stores a fresh Log for procedure under it. It
-// returns nil when MaxInFlight logs are already held.
+// returns nil when it finds every shard full: MaxInFlight logs are held,
+// or were a moment ago (see insertFrom).
 func (m *Map) Open(procedure string) *Log {
 	if m.isFull() {
 		return nil
@@ -109,7 +115,7 @@ func (m *Map) Open(procedure string) *Log {
 
 // OpenContext is Open followed by NewContext, in one allocation: the Log
 // lives in the context node that carries it. It returns ctx and nil when
-// MaxInFlight logs are already held.
+// it finds every shard full, as Open does.
 func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *Log) {
 	if m.isFull() {
 		return ctx, nil
@@ -151,7 +157,7 @@ func (m *Map) insertFrom(h *home, l *Log) bool {
 			return false
 		}
 		idx := (h.shard + i) & m.mask
-		s := &m.shards[idx]
+		s := m.shards[idx]
 		s.mu.Lock()
 		if len(s.logs) < s.max {
 			s.seq++
@@ -211,8 +217,7 @@ func (m *Map) Remove(l *Log) {
 // MaxInFlight.
 func (m *Map) Len() int {
 	n := 0
-	for i := range m.shards {
-		s := &m.shards[i]
+	for _, s := range m.shards {
 		s.mu.Lock()
 		n += len(s.logs)
 		s.mu.Unlock()

@@ -112,7 +112,7 @@ func TestChurnAtTheBound(t *testing.T) {
 	assert.Equal(t, n, m.Len())
 	var full int64
 	for i := range m.shards {
-		if s := &m.shards[i]; len(s.logs) == s.max {
+		if s := m.shards[i]; len(s.logs) == s.max {
 			full++
 		}
 	}

@@ -1,0 +1,19 @@
+package ingresslog
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestShardsFillTheirOwnBlocks(t *testing.T) {
+	assert.Equal(t, uintptr(_cacheLine), unsafe.Sizeof(shard{}))
+	assert.Equal(t, uintptr(_cacheLine), unsafe.Sizeof(home{}))
+	for _, n := range []int{1, 8, 64, 1024} {
+		m := newMap(t, Config{Shards: n})
+		for i, s := range m.shards {
+			assert.Zero(t, uintptr(unsafe.Pointer(s))%_cacheLine, "%d shards: shard %d starts mid-block", n, i)
+		}
+	}
+}
