@@ -25,6 +25,14 @@ type httpChain struct {
 	client raw.Client
 }
 
+// call sends one request through the chain.
+func (c *httpChain) call() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.client.Call(ctx, _procedure, _payload)
+	return err
+}
+
 func (c *httpChain) stop(b *testing.B) {
 	for i := len(c.stops) - 1; i >= 0; i-- {
 		if err := c.stops[i](); err != nil {
@@ -133,10 +141,7 @@ func BenchmarkHTTPChain(b *testing.B) {
 			cpu := startCPU(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					_, err := c.client.Call(ctx, _procedure, _payload)
-					cancel()
-					if err != nil {
+					if err := c.call(); err != nil {
 						b.Error(err)
 						return
 					}
@@ -200,10 +205,7 @@ func runPhase(b *testing.B, c *httpChain, d time.Duration) (int64, time.Duration
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := c.client.Call(ctx, _procedure, _payload)
-				cancel()
-				if err != nil {
+				if err := c.call(); err != nil {
 					b.Error(err)
 					return
 				}
