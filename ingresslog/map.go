@@ -168,9 +168,7 @@ func (m *Map) insertFrom(h *home, l *Log) bool {
 				m.full.Add(1)
 			}
 			s.mu.Unlock()
-			if h.shard != idx {
-				h.shard = idx
-			}
+			h.shard = idx
 			return true
 		}
 		s.mu.Unlock()

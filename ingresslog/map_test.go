@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,8 +112,8 @@ func TestChurnAtTheBound(t *testing.T) {
 	}
 	assert.Equal(t, n, m.Len())
 	var full int64
-	for i := range m.shards {
-		if s := m.shards[i]; len(s.logs) == s.max {
+	for _, s := range m.shards {
+		if len(s.logs) == s.max {
 			full++
 		}
 	}
@@ -133,22 +134,9 @@ func TestConcurrentFillIsExact(t *testing.T) {
 	// between them: the bound is global although each shard keeps its own.
 	const bound = 1000
 	m := newMap(t, Config{Shards: 16, MaxInFlight: bound})
-	var wg sync.WaitGroup
-	got := make([]int, 8)
-	for w := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for m.Open("p") != nil {
-				got[w]++
-			}
-		}()
-	}
-	wg.Wait()
-	total := 0
-	for _, n := range got {
-		total += n
-	}
+	total := fillConcurrently(func() func() bool {
+		return func() bool { return m.Open("p") != nil }
+	})
 	assert.Equal(t, bound, total)
 	assert.Equal(t, bound, m.Len())
 	assert.Equal(t, int64(len(m.shards)), m.full.Load())
@@ -159,27 +147,36 @@ func TestConcurrentFillFromOneHomeIsExact(t *testing.T) {
 	// of it, then of the next: still exactly MaxInFlight Logs.
 	const bound = 4000
 	m := newMap(t, Config{Shards: 4, MaxInFlight: bound})
-	var wg sync.WaitGroup
-	got := make([]int, 8)
-	for w := range got {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h := &home{}
-			for m.insertFrom(h, &Log{}) {
-				got[w]++
-			}
-		}()
-	}
-	wg.Wait()
-	total := 0
-	for _, n := range got {
-		total += n
-	}
+	total := fillConcurrently(func() func() bool {
+		h := &home{}
+		return func() bool { return m.insertFrom(h, &Log{}) }
+	})
 	assert.Equal(t, bound, total)
 	for i := range m.shards {
 		assert.Len(t, m.shards[i].logs, m.shards[i].max, "shard %d", i)
 	}
+}
+
+// fillConcurrently runs 8 goroutines, each with its own insert from
+// newInsert, calling it until it fails, and returns how many calls
+// succeeded in all.
+func fillConcurrently(newInsert func() func() bool) int {
+	var (
+		wg    sync.WaitGroup
+		total atomic.Int64
+	)
+	for range 8 {
+		insert := newInsert()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for insert() {
+				total.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(total.Load())
 }
 
 func TestShardsShareMaxInFlight(t *testing.T) {
