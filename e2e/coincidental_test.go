@@ -2,8 +2,8 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
-	"math/rand"
 	"sync"
 	"testing"
 
@@ -17,28 +17,46 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// coin fails with a fixed probability, from a seeded source shared by the
-// goroutines of one service.
-type coin struct {
-	mu sync.Mutex
-	r  *rand.Rand
-	p  float64
+// chance is a fixed draw in [0, 1) for each (seed, key), from the
+// splitmix64 finalizer. Keying each failure on the request's number, rather
+// than drawing from a shared source, makes every request's outcome the same
+// whichever order concurrent requests reach a service in, so the test
+// judges one fixed sample and gives the same figures on every run.
+func chance(seed, key uint64) float64 {
+	z := seed*0x9E3779B97F4A7C15 ^ key
+	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+	z = (z ^ z>>27) * 0x94D049BB133111EB
+	z ^= z >> 31
+	return float64(z>>11) / (1 << 53)
 }
 
-func newCoin(seed int64, p float64) *coin {
-	return &coin{r: rand.New(rand.NewSource(seed)), p: p}
+// requestBody carries a request's number to every service it reaches.
+func requestBody(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+func requestNumber(body []byte) (uint64, error) {
+	if len(body) != 8 {
+		return 0, yarpcerrors.InvalidArgumentErrorf("want an 8-byte request number, got %d bytes", len(body))
+	}
+	return binary.BigEndian.Uint64(body), nil
 }
 
-func (c *coin) heads() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.r.Float64() < c.p
-}
-
-// flaky fails each attempt with the coin's probability.
-func flaky(c *coin) fxtest.Handler {
+// flaky fails each attempt of a request independently with probability p.
+// It counts the attempts of each request so that a retry draws afresh.
+func flaky(seed uint64, p float64) fxtest.Handler {
+	var (
+		mu       sync.Mutex
+		attempts = make(map[uint64]uint64)
+	)
 	return func(_ context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
-		if c.heads() {
+		n, err := requestNumber(body)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		a := attempts[n]
+		attempts[n]++
+		mu.Unlock()
+		if chance(seed, n<<8|a) < p {
 			return nil, yarpcerrors.UnavailableErrorf("flaky")
 		}
 		return body, nil
@@ -46,35 +64,40 @@ func flaky(c *coin) fxtest.Handler {
 }
 
 // softCaller calls each of its callees, ignores their failures (they are
-// soft dependencies), and fails on its own with the coin's probability.
-func softCaller(own *coin) fxtest.Handler {
+// soft dependencies), and fails on its own with probability p.
+func softCaller(seed uint64, p float64) fxtest.Handler {
 	return func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+		n, err := requestNumber(body)
+		if err != nil {
+			return nil, err
+		}
 		for _, callee := range c.Callees() {
 			_, _ = c.Call(ctx, callee, body)
 		}
-		if own.heads() {
+		if chance(seed, n) < p {
 			return nil, yarpcerrors.InternalErrorf("own failure")
 		}
 		return body, nil
 	}
 }
 
-// wronglyUnclaimed sends n requests to service and returns how many of them
-// failed and how many of those came back unclaimed.
-func wronglyUnclaimed(t *testing.T, mesh *fxtest.Mesh, service string, n int) (failed, unclaimed int) {
+// wronglyUnclaimed sends requests numbered first to first+n-1 to service
+// and returns how many of them failed and how many of those came back
+// unclaimed.
+func wronglyUnclaimed(t *testing.T, mesh *fxtest.Mesh, service string, first, n uint64) (failed, unclaimed int) {
 	t.Helper()
 	const workers = 8
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
 	)
-	jobs := make(chan struct{})
+	jobs := make(chan uint64)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range jobs {
-				r := mesh.Call(context.Background(), service, nil)
+			for i := range jobs {
+				r := mesh.Call(context.Background(), service, requestBody(i))
 				mu.Lock()
 				if r.Err != nil {
 					failed++
@@ -86,8 +109,8 @@ func wronglyUnclaimed(t *testing.T, mesh *fxtest.Mesh, service string, n int) (f
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
-		jobs <- struct{}{}
+	for i := first; i < first+n; i++ {
+		jobs <- i
 	}
 	close(jobs)
 	wg.Wait()
@@ -123,7 +146,7 @@ func TestCoincidentalErrors(t *testing.T) {
 			mesh.Start(fxtest.ServiceConfig{
 				Name: name, Transport: fxtest.HTTP,
 				Errown:  &errown.Config{},
-				Handler: flaky(newCoin(int64(10+i), attemptRate)),
+				Handler: flaky(uint64(10+i), attemptRate),
 			})
 		}
 		cfg := withRetries(_b, _c)
@@ -132,14 +155,14 @@ func TestCoincidentalErrors(t *testing.T) {
 			Name: _a, Transport: fxtest.HTTP,
 			Errown:  cfg,
 			Callees: []string{_b, _c},
-			Handler: softCaller(newCoin(1, ownRate)),
+			Handler: softCaller(1, ownRate),
 		})
 		return mesh
 	}
 
 	t.Run("memory disabled", func(t *testing.T) {
 		mesh := start(t, depmem.Config{Disabled: true})
-		failed, unclaimed := wronglyUnclaimed(t, mesh, _a, measured)
+		failed, unclaimed := wronglyUnclaimed(t, mesh, _a, 0, measured)
 		require.Greater(t, failed, 200, "A failed on its own about 10%% of %d requests", measured)
 		frac := float64(unclaimed) / float64(failed)
 		t.Logf("memory disabled: %d of A's %d own errors unclaimed (%.3f; published ~0.19)", unclaimed, failed, frac)
@@ -148,16 +171,17 @@ func TestCoincidentalErrors(t *testing.T) {
 
 	t.Run("memory learned", func(t *testing.T) {
 		mesh := start(t, depmem.Config{MinSamples: minSamples})
-		wronglyUnclaimed(t, mesh, _a, learnPhase)
+		wronglyUnclaimed(t, mesh, _a, 0, learnPhase)
 		deps := mesh.Service(_a).Middleware().Dependencies()
 		require.Len(t, deps, 2, "%+v", deps)
+		t.Logf("learned: %+v", deps)
 		for _, d := range deps {
 			assert.Equal(t, ownership.KindFailOpen, d.Kind, "%+v", d)
 			assert.Equal(t, depmem.SourceLocal, d.Source)
 			assert.Equal(t, egresslog.Edge{CallerProcedure: "call", Service: d.Edge.Service, Procedure: "call"}, d.Edge)
 		}
 
-		failed, unclaimed := wronglyUnclaimed(t, mesh, _a, measured)
+		failed, unclaimed := wronglyUnclaimed(t, mesh, _a, learnPhase, measured)
 		require.Greater(t, failed, 200)
 		frac := float64(unclaimed) / float64(failed)
 		t.Logf("memory learned: %d of A's %d own errors unclaimed (%.3f; published ~0.04, target < 0.02)", unclaimed, failed, frac)
