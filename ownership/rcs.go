@@ -2,27 +2,9 @@ package ownership
 
 import "go.uber.org/yarpc/yarpcerrors"
 
-// RetryableByNature reports whether an error with code c could succeed if
-// the same request were sent again. Errors about the request itself
-// (invalid argument, not found, already exists, permission, unauthenticated,
-// failed precondition, out of range, unimplemented, data loss) and
-// cancellation by the caller are not; CodeOK is not an error and is not
-// retryable either.
-func RetryableByNature(c yarpcerrors.Code) bool {
-	switch c {
-	case yarpcerrors.CodeUnknown,
-		yarpcerrors.CodeDeadlineExceeded,
-		yarpcerrors.CodeResourceExhausted,
-		yarpcerrors.CodeAborted,
-		yarpcerrors.CodeInternal,
-		yarpcerrors.CodeUnavailable:
-		return true
-	default:
-		return false
-	}
-}
-
-// Refusal is why a retry that was wanted was not attempted.
+// Refusal is why this hop did not retry a call whose error was retryable
+// by nature: a deliberate decision of the hop nearest the failure, which a
+// retry further up would bypass by replaying the whole subtree.
 type Refusal uint8
 
 const (
@@ -30,13 +12,35 @@ const (
 	RefusedNone Refusal = iota
 	// RefusedBudget: the callee's retry budget had no room.
 	RefusedBudget
-	// RefusedDeadline: too little of the deadline remained.
+	// RefusedDeadline: too little of the deadline remained for another
+	// whole attempt.
 	RefusedDeadline
 	// RefusedPushback: the callee asked not to be retried.
 	RefusedPushback
+	// RefusedNotIdempotent: the edge's policy says the procedure is not
+	// safe to send again.
+	RefusedNotIdempotent
+	// RefusedCode: the error's code is not among the policy's retryable
+	// codes.
+	RefusedCode
+	// RefusedBodyTooLarge: the request body is over the replay cap.
+	RefusedBodyTooLarge
+
+	_refusals // number of Refusal values
 )
 
-// String returns "none", "budget", "deadline" or "pushback".
+// Refusals returns every reason a retry can be refused, RefusedNone
+// excluded, in order.
+func Refusals() []Refusal {
+	out := make([]Refusal, 0, _refusals-1)
+	for r := RefusedNone + 1; r < _refusals; r++ {
+		out = append(out, r)
+	}
+	return out
+}
+
+// String returns the reason's metric tag: "none", "budget", "deadline",
+// "pushback", "not-idempotent", "code" or "body-too-large".
 func (r Refusal) String() string {
 	switch r {
 	case RefusedBudget:
@@ -45,6 +49,12 @@ func (r Refusal) String() string {
 		return "deadline"
 	case RefusedPushback:
 		return "pushback"
+	case RefusedNotIdempotent:
+		return "not-idempotent"
+	case RefusedCode:
+		return "code"
+	case RefusedBodyTooLarge:
+		return "body-too-large"
 	default:
 		return "none"
 	}
@@ -57,7 +67,7 @@ type CallOutcome struct {
 	Attempts int
 	// Callee is the claim on the last error response.
 	Callee Claim
-	// Refused says why a wanted retry was not attempted, if one was.
+	// Refused says why a retry was not attempted, if this hop decided so.
 	Refused Refusal
 	// Code of the final error.
 	Code yarpcerrors.Code
@@ -65,9 +75,11 @@ type CallOutcome struct {
 
 // RetryCriteriaSatisfied implements DESIGN.md's RCS rule. It is true when a
 // retry was attempted, the callee's error was unclaimed (a retry was already
-// spent below), a wanted retry was refused by budget, deadline or pushback,
-// or the error is not retryable by nature. It is false when the error was
-// retryable in kind but nobody has retried it yet.
+// spent below), this hop refused a retry (Refused: budget, deadline,
+// pushback, not idempotent, code not in the policy's list, body over the
+// cap), or the error is not retryable by nature. It is false only when the
+// error was retryable in kind and no policy of this hop could retry it:
+// nobody has had the chance yet.
 func RetryCriteriaSatisfied(o CallOutcome) bool {
 	return o.Attempts > 1 ||
 		o.Callee == ClaimUnclaimed ||

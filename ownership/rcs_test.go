@@ -7,20 +7,6 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-func TestRetryableByNature(t *testing.T) {
-	retryable := map[yarpcerrors.Code]bool{
-		yarpcerrors.CodeUnknown:           true,
-		yarpcerrors.CodeDeadlineExceeded:  true,
-		yarpcerrors.CodeResourceExhausted: true,
-		yarpcerrors.CodeAborted:           true,
-		yarpcerrors.CodeInternal:          true,
-		yarpcerrors.CodeUnavailable:       true,
-	}
-	for c := yarpcerrors.CodeOK; c <= yarpcerrors.CodeUnauthenticated; c++ {
-		assert.Equal(t, retryable[c], RetryableByNature(c), "%v", c)
-	}
-}
-
 func TestRetryCriteriaSatisfied(t *testing.T) {
 	unavailable := yarpcerrors.CodeUnavailable
 	tests := []struct {
@@ -35,6 +21,11 @@ func TestRetryCriteriaSatisfied(t *testing.T) {
 		{"refused by budget", CallOutcome{Attempts: 1, Refused: RefusedBudget, Code: unavailable}, true},
 		{"refused by deadline", CallOutcome{Attempts: 1, Refused: RefusedDeadline, Code: unavailable}, true},
 		{"refused by pushback", CallOutcome{Attempts: 1, Refused: RefusedPushback, Code: unavailable}, true},
+		{"refused: not idempotent", CallOutcome{Attempts: 1, Refused: RefusedNotIdempotent, Code: unavailable}, true},
+		{"refused: code not in the policy", CallOutcome{Attempts: 1, Refused: RefusedCode, Code: yarpcerrors.CodeResourceExhausted}, true},
+		{"refused: body over the cap", CallOutcome{Attempts: 1, Refused: RefusedBodyTooLarge, Code: unavailable}, true},
+		{"resource exhausted, nobody could retry", CallOutcome{Attempts: 1, Code: yarpcerrors.CodeResourceExhausted}, false},
+		{"data loss is not retryable", CallOutcome{Attempts: 1, Code: yarpcerrors.CodeDataLoss}, true},
 		{"invalid argument", CallOutcome{Attempts: 1, Code: yarpcerrors.CodeInvalidArgument}, true},
 		{"not found", CallOutcome{Attempts: 1, Code: yarpcerrors.CodeNotFound}, true},
 		{"permission denied", CallOutcome{Attempts: 1, Code: yarpcerrors.CodePermissionDenied}, true},
@@ -60,8 +51,15 @@ func TestRefusalString(t *testing.T) {
 		{RefusedBudget, "budget"},
 		{RefusedDeadline, "deadline"},
 		{RefusedPushback, "pushback"},
+		{RefusedNotIdempotent, "not-idempotent"},
+		{RefusedCode, "code"},
+		{RefusedBodyTooLarge, "body-too-large"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.give.String())
 	}
+}
+
+func TestRefusals(t *testing.T) {
+	assert.Equal(t, []Refusal{RefusedBudget, RefusedDeadline, RefusedPushback, RefusedNotIdempotent, RefusedCode, RefusedBodyTooLarge}, Refusals())
 }
