@@ -286,7 +286,7 @@ func TestMiddlewareReplaysRewindableBodiesInPlace(t *testing.T) {
 			wantBodies:   []string{"hello world"},
 			wantSizes:    []int{11},
 			wantInPlace:  true,
-			wantCounters: map[string]int64{"retry.body_too_large+callee=callee": 1},
+			wantCounters: map[string]int64{"retry.denied+callee=callee,reason=body-too-large": 1},
 		},
 		{
 			name:        "strings.Reader is copied",
@@ -330,8 +330,9 @@ func TestMiddlewareReplaysRewindableBodiesInPlace(t *testing.T) {
 					t.Errorf("attempt %d is the caller's request, want a copy", i+2)
 				}
 			}
-			if c := counters(scope)["retry.body_too_large+callee=callee"]; c != tt.wantCounters["retry.body_too_large+callee=callee"] {
-				t.Errorf("body_too_large = %d, want %d", c, tt.wantCounters["retry.body_too_large+callee=callee"])
+			const tooLarge = "retry.denied+callee=callee,reason=body-too-large"
+			if c := counters(scope)[tooLarge]; c != tt.wantCounters[tooLarge] {
+				t.Errorf("denied for body-too-large = %d, want %d", c, tt.wantCounters[tooLarge])
 			}
 		})
 	}

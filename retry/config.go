@@ -41,9 +41,15 @@ const (
 	MaxBudgetRatio = 1000
 )
 
-// defaultRetryableCodes are retried when a policy lists none.
+// defaultRetryableCodes are retried when a policy lists none: the code
+// table's (ownership.DefaultRetryableCodes), by name.
 func defaultRetryableCodes() []string {
-	return []string{"unavailable", "internal", "unknown", "aborted", "deadline-exceeded"}
+	codes := ownership.DefaultRetryableCodes()
+	names := make([]string, len(codes))
+	for i, c := range codes {
+		names[i] = c.String()
+	}
+	return names
 }
 
 // Config configures the retry middleware.
@@ -102,8 +108,10 @@ type PolicyConfig struct {
 	MaxAttempts int `yaml:"maxAttempts,omitempty"`
 	// RetryableCodes are the yarpc code names (as
 	// yarpcerrors.Code.UnmarshalText reads them) of errors worth a retry.
-	// Default (also for an empty list) [unavailable, internal, unknown,
-	// aborted, deadline-exceeded].
+	// Default (also for an empty list) the failures the code table retries
+	// by default: [unknown, deadline-exceeded, internal, unavailable]. A
+	// retryable error whose code is not listed is not retried here, and
+	// nobody above retries it either (RCS: refused for its code).
 	RetryableCodes []string `yaml:"retryableCodes,omitempty"`
 	// InitialBackoff is the backoff ceiling before the first retry; it
 	// doubles with each retry up to MaxBackoff, and the backoff is drawn
@@ -118,7 +126,8 @@ type PolicyConfig struct {
 	// backoff, to start a retry. Default 5ms.
 	MinRemaining time.Duration `yaml:"minRemaining,omitempty"`
 	// Idempotent says whether the procedure is safe to send again. Default
-	// true (when unset); false means never retry.
+	// true (when unset); false means never retry, and nobody above retries
+	// either (RCS: refused as not idempotent).
 	Idempotent *bool `yaml:"idempotent,omitempty"`
 }
 

@@ -29,7 +29,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					MaxAttempts:    2,
-					RetryableCodes: []string{"unavailable", "internal", "unknown", "aborted", "deadline-exceeded"},
+					RetryableCodes: []string{"unknown", "deadline-exceeded", "internal", "unavailable"},
 					InitialBackoff: 10 * time.Millisecond,
 					MaxBackoff:     time.Second,
 					MinRemaining:   5 * time.Millisecond,

@@ -43,8 +43,13 @@
 //   - retry.attempts: retries actually sent (first attempts not included).
 //   - retry.suppressed: retries not attempted because the callee's error
 //     was unclaimed.
-//   - retry.denied, also tagged reason=budget|deadline|pushback: wanted
-//     retries refused.
-//   - retry.body_too_large: wanted retries not attempted because the
-//     request body exceeded maxBodyBytes and could not be replayed.
+//   - retry.denied, also tagged reason: retries of an error retryable by
+//     nature that this hop declined, each of which satisfies the retry
+//     criteria (RCS) so that nobody above retries instead:
+//     budget (no room in the callee's budget), deadline (a whole attempt
+//     no longer fits the remaining deadline), pushback (the callee asked
+//     not to be retried), not-idempotent (the policy says the procedure is
+//     not safe to send again), code (the code is not among the policy's
+//     retryableCodes), body-too-large (the body is over maxBodyBytes and
+//     could not be replayed).
 package retry

@@ -7,12 +7,11 @@ import (
 
 // Metric names and tags; doc.go describes each counter.
 const (
-	_subScope           = "retry"
-	_metricCalls        = "calls"
-	_metricAttempts     = "attempts"
-	_metricSuppressed   = "suppressed"
-	_metricDenied       = "denied"
-	_metricBodyTooLarge = "body_too_large"
+	_subScope         = "retry"
+	_metricCalls      = "calls"
+	_metricAttempts   = "attempts"
+	_metricSuppressed = "suppressed"
+	_metricDenied     = "denied"
 
 	_tagCallee = "callee"
 	_tagReason = "reason"
@@ -21,22 +20,21 @@ const (
 // metrics are the counters of one callee service, allocated up front so the
 // request path only increments.
 type metrics struct {
-	calls        tally.Counter
-	attempts     tally.Counter
-	suppressed   tally.Counter
-	bodyTooLarge tally.Counter
-	denied       [ownership.RefusedPushback + 1]tally.Counter // by Refusal; RefusedNone unused
+	calls      tally.Counter
+	attempts   tally.Counter
+	suppressed tally.Counter
+	denied     []tally.Counter // by Refusal; RefusedNone unused
 }
 
 func newMetrics(scope tally.Scope, service string) *metrics {
 	s := scope.SubScope(_subScope).Tagged(map[string]string{_tagCallee: service})
 	m := &metrics{
-		calls:        s.Counter(_metricCalls),
-		attempts:     s.Counter(_metricAttempts),
-		suppressed:   s.Counter(_metricSuppressed),
-		bodyTooLarge: s.Counter(_metricBodyTooLarge),
+		calls:      s.Counter(_metricCalls),
+		attempts:   s.Counter(_metricAttempts),
+		suppressed: s.Counter(_metricSuppressed),
+		denied:     make([]tally.Counter, len(ownership.Refusals())+1),
 	}
-	for _, r := range []ownership.Refusal{ownership.RefusedBudget, ownership.RefusedDeadline, ownership.RefusedPushback} {
+	for _, r := range ownership.Refusals() {
 		m.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)
 	}
 	return m

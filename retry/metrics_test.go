@@ -15,19 +15,23 @@ func TestMetrics(t *testing.T) {
 	m.calls.Inc(1)
 	m.attempts.Inc(2)
 	m.suppressed.Inc(3)
-	m.bodyTooLarge.Inc(4)
 	m.denied[ownership.RefusedBudget].Inc(5)
 	m.denied[ownership.RefusedDeadline].Inc(6)
 	m.denied[ownership.RefusedPushback].Inc(7)
+	m.denied[ownership.RefusedNotIdempotent].Inc(8)
+	m.denied[ownership.RefusedCode].Inc(9)
+	m.denied[ownership.RefusedBodyTooLarge].Inc(4)
 
 	want := map[string]int64{
-		"retry.calls+callee=users":                  1,
-		"retry.attempts+callee=users":               2,
-		"retry.suppressed+callee=users":             3,
-		"retry.body_too_large+callee=users":         4,
-		"retry.denied+callee=users,reason=budget":   5,
-		"retry.denied+callee=users,reason=deadline": 6,
-		"retry.denied+callee=users,reason=pushback": 7,
+		"retry.calls+callee=users":                        1,
+		"retry.attempts+callee=users":                     2,
+		"retry.suppressed+callee=users":                   3,
+		"retry.denied+callee=users,reason=budget":         5,
+		"retry.denied+callee=users,reason=deadline":       6,
+		"retry.denied+callee=users,reason=pushback":       7,
+		"retry.denied+callee=users,reason=not-idempotent": 8,
+		"retry.denied+callee=users,reason=code":           9,
+		"retry.denied+callee=users,reason=body-too-large": 4,
 	}
 	if got := counters(scope); !maps.Equal(got, want) {
 		t.Errorf("counters = %v, want %v", got, want)
@@ -45,10 +49,10 @@ func TestMetricsAllocatedInNew(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for _, callee := range []string{"a", "b"} {
-		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.body_too_large"} {
+		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed"} {
 			want[name+"+callee="+callee] = true
 		}
-		for _, reason := range []string{"budget", "deadline", "pushback"} {
+		for _, reason := range []string{"budget", "deadline", "pushback", "not-idempotent", "code", "body-too-large"} {
 			want["retry.denied+callee="+callee+",reason="+reason] = true
 		}
 	}

@@ -90,7 +90,9 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	c.budget.deposit()
 	c.metrics.calls.Inc(1)
 	p := c.policy(req.Procedure)
-	if p == nil || !p.retries() {
+	if p == nil || p.maxAttempts <= 1 {
+		// No policy could retry: nothing to refuse, and RCS stays false
+		// for a retryable error, so the caller retries (at-least-once).
 		state.Attempts = 1
 		return out.Call(ctx, req)
 	}
@@ -98,7 +100,12 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 }
 
 func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *egresslog.CallState) (*transport.Response, error) {
-	body := bufferBody(req.Body, m.maxBodyBytes)
+	// A procedure that is not idempotent is never replayed: its body is
+	// not buffered, and a retryable failure is refused for that reason.
+	body := replay{inPlace: true}
+	if p.idempotent {
+		body = bufferBody(req.Body, m.maxBodyBytes)
+	}
 	// Retries are built from the request as the caller gave it, even when
 	// the first attempt is req itself and middleware below changes it.
 	orig := *req
@@ -116,11 +123,12 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		}
 		state.Attempts = n
 		res, err := out.Call(actx, attempt)
-		if err == nil {
+		code, class := ownership.CallResult(res, err)
+		if class != ownership.ClassFailure {
 			releaseWith(res, cancel)
 			return res, err
 		}
-		wait, ok := m.retryAfter(ctx, req, c, p, res, err, n, body.replayable(), state)
+		wait, ok := m.retryAfter(ctx, req, c, p, res, code, n, body.replayable(), state)
 		if !ok || m.sleep(ctx, wait) != nil {
 			releaseWith(res, cancel)
 			return res, err
@@ -129,11 +137,14 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	}
 }
 
-// retryAfter decides, after attempt n failed with err (and perhaps res),
-// whether to send the call again and how long to wait first. It records a
-// refusal in state and counts it.
-func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, res *transport.Response, err error, n int, replayable bool, state *egresslog.CallState) (time.Duration, bool) {
-	if !p.retryableCode(yarpcerrors.FromError(err).Code()) {
+// retryAfter decides, after attempt n failed with code (and perhaps res),
+// whether to send the call again and how long to wait first. When this hop
+// declines a retry the error was retryable for by nature, it records why
+// in state and counts it: the callee's unclaim (suppressed), its pushback,
+// the policy's codes, idempotency, the body cap, the deadline, the
+// budget.
+func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, res *transport.Response, code yarpcerrors.Code, n int, replayable bool, state *egresslog.CallState) (time.Duration, bool) {
+	if !ownership.RetryableByNature(code) {
 		return 0, false
 	}
 	var headers transport.Headers
@@ -150,12 +161,21 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if v, _ := headers.Get(m.noRetryHeader); v == _noRetryValue {
 		return 0, m.refuse(req, c, state, ownership.RefusedPushback, n)
 	}
+	if !p.retryableCode(code) {
+		return 0, m.refuse(req, c, state, ownership.RefusedCode, n)
+	}
+	if !p.idempotent {
+		return 0, m.refuse(req, c, state, ownership.RefusedNotIdempotent, n)
+	}
 	if !replayable {
-		c.metrics.bodyTooLarge.Inc(1)
-		return 0, false
+		return 0, m.refuse(req, c, state, ownership.RefusedBodyTooLarge, n)
 	}
 	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
-	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < p.minRemaining+wait {
+	// A retry starts only when a whole attempt fits in what is left of
+	// the deadline, with minRemaining to spare: then this hop answers
+	// before its caller's own attempt times out, and the caller reads a
+	// claim rather than a timeout that says nothing.
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < wait+p.attemptTimeout+p.minRemaining {
 		return 0, m.refuse(req, c, state, ownership.RefusedDeadline, n)
 	}
 	if ctx.Err() != nil { // cancelled by the caller: nobody is waiting

@@ -41,7 +41,9 @@ func TestMiddlewareCall(t *testing.T) {
 		calls      = "retry.calls+callee=callee"
 		attempts   = "retry.attempts+callee=callee"
 		suppressed = "retry.suppressed+callee=callee"
-		tooLarge   = "retry.body_too_large+callee=callee"
+		tooLarge   = "retry.denied+callee=callee,reason=body-too-large"
+		notIdem    = "retry.denied+callee=callee,reason=not-idempotent"
+		notListed  = "retry.denied+callee=callee,reason=code"
 		budget     = "retry.denied+callee=callee,reason=budget"
 		deadline   = "retry.denied+callee=callee,reason=deadline"
 		pushback   = "retry.denied+callee=callee,reason=pushback"
@@ -148,16 +150,16 @@ func TestMiddlewareCall(t *testing.T) {
 			wantCounters: map[string]int64{calls: 1, attempts: 1},
 		},
 		{
-			name:         "custom retryable codes: unavailable not among them",
+			name:         "custom retryable codes: unavailable not among them, refused",
 			give:         policies(PolicyConfig{Service: "callee", RetryableCodes: []string{"resource-exhausted"}}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
-			wantCounters: map[string]int64{calls: 1},
+			wantCounters: map[string]int64{calls: 1, notListed: 1},
 		},
 		{
 			name:         "custom retryable codes: resource-exhausted retried",
@@ -279,7 +281,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello world"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedBodyTooLarge},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello world"},
 			wantAttempt:  []string{""},
@@ -299,16 +301,16 @@ func TestMiddlewareCall(t *testing.T) {
 			wantCounters: map[string]int64{calls: 1, attempts: 1},
 		},
 		{
-			name:         "not idempotent: one attempt",
+			name:         "not idempotent: one attempt, refused",
 			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(false)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedNotIdempotent},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
-			wantCounters: map[string]int64{calls: 1},
+			wantCounters: map[string]int64{calls: 1, notIdem: 1},
 		},
 		{
 			name:         "maxAttempts 1: one attempt",
@@ -750,7 +752,8 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 		want         time.Duration // each attempt's timeout
 	}{
 		{name: "attempt timeout shorter", giveDeadline: time.Minute, want: 30 * time.Second},
-		{name: "remaining shorter", giveDeadline: 20 * time.Second, want: 20 * time.Second},
+		// A whole second attempt (30s) plus minRemaining fits in 61s.
+		{name: "remaining shorter on the retry", giveDeadline: 61 * time.Second, want: 30 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

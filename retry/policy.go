@@ -38,11 +38,6 @@ func compilePolicy(p PolicyConfig) *policy {
 	}
 }
 
-// retries reports whether p can ever send a call more than once.
-func (p *policy) retries() bool {
-	return p.maxAttempts > 1 && p.idempotent
-}
-
 // retryableCode reports whether an error with code c is worth a retry.
 func (p *policy) retryableCode(c yarpcerrors.Code) bool {
 	return c < 64 && p.retryable&(1<<c) != 0

@@ -26,7 +26,7 @@ func TestPolicyRetryableCode(t *testing.T) {
 		{yarpcerrors.CodePermissionDenied, false, false},
 		{yarpcerrors.CodeResourceExhausted, false, true},
 		{yarpcerrors.CodeFailedPrecondition, false, false},
-		{yarpcerrors.CodeAborted, true, false},
+		{yarpcerrors.CodeAborted, false, false},
 		{yarpcerrors.CodeOutOfRange, false, false},
 		{yarpcerrors.CodeUnimplemented, false, false},
 		{yarpcerrors.CodeInternal, true, false},
@@ -72,23 +72,6 @@ func TestCompilePolicy(t *testing.T) {
 
 	if got := *compilePolicy(give); got != want {
 		t.Errorf("compilePolicy = %+v, want %+v", got, want)
-	}
-}
-
-func TestPolicyRetries(t *testing.T) {
-	tests := []struct {
-		give PolicyConfig
-		want bool
-	}{
-		{give: PolicyConfig{Service: "s"}, want: true},
-		{give: PolicyConfig{Service: "s", MaxAttempts: 1}, want: false},
-		{give: PolicyConfig{Service: "s", Idempotent: new(false)}, want: false},
-		{give: PolicyConfig{Service: "s", Idempotent: new(true), MaxAttempts: 3}, want: true},
-	}
-	for _, tt := range tests {
-		if got := compilePolicy(tt.give.withDefaults()).retries(); got != tt.want {
-			t.Errorf("retries() for %+v = %v, want %v", tt.give, got, tt.want)
-		}
 	}
 }
 
