@@ -8,8 +8,13 @@ import (
 // Entry is one logical outbound call: all of its attempts together.
 type Entry struct {
 	Edge Edge
-	// Code is yarpcerrors.CodeOK for a call that succeeded.
+	// Code is yarpcerrors.CodeOK for a call that succeeded, and for an
+	// application error without a code.
 	Code yarpcerrors.Code
+	// Class says whether the call ended in the callee's failure, its
+	// answer (an error that blames the request, or an application error
+	// without a code) or OK.
+	Class ownership.Class
 	// Claim is the callee's claim on the final error response.
 	Claim ownership.Claim
 	// RCS reports whether the retry criteria were satisfied (only meaningful
@@ -23,8 +28,9 @@ type Entry struct {
 	Abandoned bool
 }
 
-// Failed reports whether the call ended in an error of the callee's: not
-// OK, and not abandoned by the caller.
+// Failed reports whether the call ended in the callee's failure (a server
+// fault, ownership.ClassFailure), and the caller did not abandon it. An
+// answer such as not-found never failed.
 func (e Entry) Failed() bool {
-	return e.Code != yarpcerrors.CodeOK && !e.Abandoned
+	return e.Class == ownership.ClassFailure && !e.Abandoned
 }

@@ -2,6 +2,7 @@ package egresslog
 
 import (
 	"fmt"
+	"github.com/errown/errown/ownership"
 	"sync"
 	"testing"
 
@@ -87,8 +88,18 @@ func TestLogConcurrentCloseNeverLoses(t *testing.T) {
 }
 
 func TestEntryFailed(t *testing.T) {
-	assert.False(t, Entry{Code: yarpcerrors.CodeOK}.Failed())
-	assert.True(t, Entry{Code: yarpcerrors.CodeNotFound}.Failed())
+	tests := []struct {
+		give Entry
+		want bool
+	}{
+		{give: Entry{Code: yarpcerrors.CodeOK}, want: false},
+		{give: Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer}, want: false},
+		{give: Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure}, want: true},
+		{give: Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Abandoned: true}, want: false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.give.Failed(), "%+v", tt.give)
+	}
 }
 
 func TestEdgeString(t *testing.T) {

@@ -30,6 +30,8 @@ type Middleware struct {
 	recent            decisions
 	unknownCorrelated bool
 	attemptHeader     string
+	claimHeader       string
+	noRetryHeader     string
 	// Header sets built once and only read: every transport's AddHeaders
 	// copies them into its own response.
 	claimed          transport.Headers
@@ -43,6 +45,7 @@ type Middleware struct {
 	atLeastOnceCount  tally.Counter
 	untrackedCount    tally.Counter
 	retriedCount      tally.Counter
+	replacedCount     tally.Counter
 }
 
 var _ middleware.UnaryInbound = (*Middleware)(nil)
@@ -80,6 +83,8 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		now:               time.Now,
 		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
 		attemptHeader:     cfg.AttemptHeader,
+		claimHeader:       cfg.ClaimHeader,
+		noRetryHeader:     cfg.NoRetryHeader,
 		claimed:           headers(ownership.ClaimClaimed, false),
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),
 		claimedNoRetry:    headers(ownership.ClaimClaimed, true),
@@ -90,6 +95,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		atLeastOnceCount:  scope.Counter("at_least_once"),
 		untrackedCount:    scope.Counter("untracked"),
 		retriedCount:      scope.Counter("retried"),
+		replacedCount:     scope.Counter("replaced_headers"),
 	}, nil
 }
 
@@ -108,35 +114,40 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	lctx, log := m.logs.OpenContext(ctx, req.Procedure)
 	if log == nil {
 		m.untrackedCount.Inc(1)
-		return h.Handle(ctx, req, resw)
+		return h.Handle(ctx, req, m.ownHeaders(resw))
 	}
+	rw := getWriter(m, resw)
 	// Deferred so the log is closed and goes also when the handler
 	// panics: yarpc recovers the panic further out, exactly as without
 	// errown, and a call the handler left running is then counted late.
 	closed := false
-	defer m.finish(log, &closed)
+	defer m.finish(log, rw, &closed)
 
-	err := h.Handle(lctx, req, resw)
+	err := h.Handle(lctx, req, rw)
 
 	var buf [_stackFailures]egresslog.Entry
 	entries := log.Egress.Close(buf[:0])
 	closed = true
-	var code yarpcerrors.Code
-	if err != nil {
-		code = yarpcerrors.FromError(err).Code()
-		claim := m.decide(req.Procedure, code, entries)
+	var appCode *yarpcerrors.Code
+	if rw.appMeta != nil {
+		appCode = rw.appMeta.Code
+	}
+	code, class := ownership.Result(err, rw.appError, appCode)
+	if class != ownership.ClassOK {
+		claim := m.decide(req.Procedure, code, class, entries)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
-		if req.Transport == _tchannel {
+		if err != nil && req.Transport == _tchannel {
 			// TChannel keeps response headers only on application errors.
 			resw.SetApplicationError()
 		}
 	}
 	if m.observer != nil {
-		// A request refused for the caller's own fault (a bad argument,
-		// no permission...) says nothing about its dependencies: it
-		// counts as a success, so callers cannot push edges toward
-		// fail-close by sending bad requests.
-		callerFailed := err != nil && !callerFault(code)
+		// Only a failure of this service's own counts as the caller
+		// failing: an answer (not found, a bad argument, an application
+		// error without a code...) says nothing about its dependencies,
+		// so callers cannot push edges either way by sending requests
+		// that deserve one.
+		callerFailed := class == ownership.ClassFailure
 		for _, e := range entries {
 			if e.Failed() {
 				m.observer.Observe(e.Edge, callerFailed)
@@ -146,36 +157,45 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	return err
 }
 
+// ownHeaders returns w, or a writer that drops errown's own headers from
+// what the handler adds, when w is not errown's already.
+func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWriter {
+	return &writer{ResponseWriter: w, m: m}
+}
+
+// withoutOwnHeaders returns h without the claim and no-retry headers, which
+// only errown sets. It returns h itself, without copying, when h has
+// neither: the common case.
+func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
+	items := h.Items()
+	_, claim := items[m.claimHeader]
+	_, noRetry := items[m.noRetryHeader]
+	if !claim && !noRetry {
+		return h
+	}
+	m.replacedCount.Inc(1)
+	out := transport.NewHeadersWithCapacity(len(items))
+	for k, v := range h.OriginalItems() {
+		if ck := transport.CanonicalizeHeaderKey(k); ck != m.claimHeader && ck != m.noRetryHeader {
+			out = out.With(k, v)
+		}
+	}
+	return out
+}
+
 // finish closes the request's egress log, unless Handle already did (the
 // handler did not panic), and removes the log from the map.
-func (m *Middleware) finish(log *ingresslog.Log, closed *bool) {
+func (m *Middleware) finish(log *ingresslog.Log, rw *writer, closed *bool) {
 	if !*closed {
 		log.Egress.Close(nil)
 	}
 	m.logs.Remove(log)
+	putWriter(rw)
 }
 
-// callerFault reports whether an error code says the request itself was
-// wrong, rather than the service failing.
-func callerFault(c yarpcerrors.Code) bool {
-	switch c {
-	case yarpcerrors.CodeInvalidArgument,
-		yarpcerrors.CodeNotFound,
-		yarpcerrors.CodeAlreadyExists,
-		yarpcerrors.CodePermissionDenied,
-		yarpcerrors.CodeUnauthenticated,
-		yarpcerrors.CodeFailedPrecondition,
-		yarpcerrors.CodeOutOfRange,
-		yarpcerrors.CodeCancelled:
-		return true
-	default:
-		return false
-	}
-}
-
-// decide claims or unclaims the error with code a request for procedure
-// ended in, counts the decision and keeps it for Decisions.
-func (m *Middleware) decide(procedure string, code yarpcerrors.Code, entries []egresslog.Entry) ownership.Claim {
+// decide claims or unclaims the error with code (of class) a request for
+// procedure ended in, counts the decision and keeps it for Decisions.
+func (m *Middleware) decide(procedure string, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry) ownership.Claim {
 	var buf [_stackFailures]ownership.Failure
 	failures := buf[:0]
 	for _, e := range entries {
@@ -207,12 +227,21 @@ func (m *Middleware) decide(procedure string, code yarpcerrors.Code, entries []e
 	m.recent.add(Decision{
 		Time:        m.now(),
 		Procedure:   procedure,
-		Code:        code.String(),
+		Code:        codeName(code, class),
 		Claim:       claim.String(),
 		FailedCalls: len(failures),
 		Reason:      reason,
 	})
 	return claim
+}
+
+// codeName names the code of an error for operators: an application error
+// without a code is "application-error".
+func codeName(code yarpcerrors.Code, class ownership.Class) string {
+	if code == yarpcerrors.CodeOK && class == ownership.ClassAnswer {
+		return "application-error"
+	}
+	return code.String()
 }
 
 // Decisions returns the latest claim decisions, newest first.

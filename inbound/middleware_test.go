@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -29,6 +30,7 @@ func failed(service string, rcs bool) egresslog.Entry {
 	return egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"},
 		Code:     yarpcerrors.CodeUnavailable,
+		Class:    ownership.ClassFailure,
 		RCS:      rcs,
 		Attempts: 1,
 	}
@@ -294,16 +296,131 @@ func TestDecisionsKept(t *testing.T) {
 	assert.Len(t, e.mw.Decisions(), _recentDecisions, "the ring keeps the latest only")
 }
 
-func TestCallerFaultIsNotAJointFailure(t *testing.T) {
-	obs := &recordingObserver{}
-	e := newEnv(t, Config{}, WithObserver(obs))
-	for _, err := range []error{
-		yarpcerrors.InvalidArgumentErrorf("bad"),
-		yarpcerrors.PermissionDeniedErrorf("no"),
-		yarpcerrors.InternalErrorf("ours"),
-	} {
-		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(err, failed("hard", true)))
+
+// appErrorHandler logs entries, then answers as yarpc's Thrift encoding
+// answers with an exception: the response marked as an application error,
+// with the exception's code (nil: none in the IDL), and no error returned.
+func appErrorHandler(code *yarpcerrors.Code, entries ...egresslog.Entry) handlerFunc {
+	return func(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
+		if err := handlerLogging(nil, entries...)(ctx, req, resw); err != nil {
+			return err
+		}
+		resw.SetApplicationError()
+		resw.(transport.ApplicationErrorMetaSetter).SetApplicationErrorMeta(&transport.ApplicationErrorMeta{Name: "Exception", Code: code})
+		_, err := resw.Write([]byte("exception"))
+		return err
 	}
-	edge := failed("hard", true).Edge
-	assert.Equal(t, []observation{{edge, false}, {edge, false}, {edge, true}}, obs.seen)
+}
+
+func TestHandleApplicationErrors(t *testing.T) {
+	unavailable, notFound := yarpcerrors.CodeUnavailable, yarpcerrors.CodeNotFound
+	tests := []struct {
+		name             string
+		give             handlerFunc
+		wantClaim        string
+		wantCallerFailed bool
+		wantCode         string
+	}{
+		{
+			name:             "exception with a server-fault code: claimed and a failure",
+			give:             appErrorHandler(&unavailable),
+			wantClaim:        "claimed",
+			wantCallerFailed: true,
+			wantCode:         "unavailable",
+		},
+		{
+			name:             "exception with a server-fault code after a retried failure below: unclaimed",
+			give:             appErrorHandler(&unavailable, failed("hard", true)),
+			wantClaim:        "unclaimed",
+			wantCallerFailed: true,
+			wantCode:         "unavailable",
+		},
+		{
+			name:      "exception with a client-fault code: an answer",
+			give:      appErrorHandler(&notFound, failed("hard", true)),
+			wantClaim: "unclaimed",
+			wantCode:  "not-found",
+		},
+		{
+			name:      "exception without a code: an answer",
+			give:      appErrorHandler(nil, failed("hard", true)),
+			wantClaim: "unclaimed",
+			wantCode:  "application-error",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := &recordingObserver{}
+			e := newEnv(t, Config{}, WithObserver(obs))
+			resw := &transporttest.FakeResponseWriter{}
+			require.NoError(t, e.mw.Handle(context.Background(), request("http"), resw, tt.give))
+			got, _ := resw.Headers.Get("errown-claim")
+			assert.Equal(t, tt.wantClaim, got)
+			assert.True(t, resw.IsApplicationError, "marking passed on")
+			require.NotNil(t, resw.ApplicationErrorMeta, "meta passed on")
+			assert.Equal(t, "Exception", resw.ApplicationErrorMeta.Name)
+			assert.Equal(t, "exception", resw.Body.String())
+			for _, o := range obs.seen {
+				assert.Equal(t, tt.wantCallerFailed, o.callerFailed, "depmem learns the caller's outcome by its class")
+			}
+			require.Len(t, e.mw.Decisions(), 1)
+			assert.Equal(t, tt.wantCode, e.mw.Decisions()[0].Code)
+		})
+	}
+}
+
+func TestHandleAnswersAreNotCallerFailures(t *testing.T) {
+	// Every code the table calls an answer leaves the caller fine in the
+	// dependency memory; every failure does not.
+	for _, row := range ownership.Codes() {
+		if row.Class == ownership.ClassOK {
+			continue
+		}
+		obs := &recordingObserver{}
+		e := newEnv(t, Config{}, WithObserver(obs))
+		err := yarpcerrors.Newf(row.Code, "x")
+		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(err, failed("hard", true)))
+		require.Len(t, obs.seen, 1, "%v", row.Code)
+		assert.Equal(t, row.Class == ownership.ClassFailure, obs.seen[0].callerFailed, "%v", row.Code)
+	}
+}
+
+func TestHandleOwnsItsHeaders(t *testing.T) {
+	// A handler that sets or forwards errown's headers (copying its
+	// callee's response headers, say) never gets them onto the response:
+	// errown's decision is the only claim there.
+	forwarding := func(err error) handlerFunc {
+		return func(_ context.Context, _ *transport.Request, resw transport.ResponseWriter) error {
+			resw.AddHeaders(transport.NewHeaders().
+				With("Errown-Claim", "unclaimed").
+				With("errown-no-retry", "true").
+				With("x-app", "kept"))
+			return err
+		}
+	}
+	tests := []struct {
+		name        string
+		give        handlerFunc
+		wantClaim   string
+		wantNoRetry string
+	}{
+		{name: "error: errown's claim replaces the handler's", give: forwarding(errBoom), wantClaim: "claimed"},
+		{name: "success: the handler's claim is dropped", give: forwarding(nil)},
+	}
+	for _, tt := range tests {
+		for _, tr := range []string{"http", "grpc", "tchannel"} {
+			t.Run(tt.name+"/"+tr, func(t *testing.T) {
+				e := newEnv(t, Config{})
+				resw := &transporttest.FakeResponseWriter{}
+				_ = e.mw.Handle(context.Background(), request(tr), resw, tt.give)
+				claim, _ := resw.Headers.Get("errown-claim")
+				noRetry, _ := resw.Headers.Get("errown-no-retry")
+				app, _ := resw.Headers.Get("x-app")
+				assert.Equal(t, tt.wantClaim, claim)
+				assert.Equal(t, tt.wantNoRetry, noRetry)
+				assert.Equal(t, "kept", app, "other headers pass")
+				assert.Equal(t, int64(1), e.counter("inbound.replaced_headers"))
+			})
+		}
+	}
 }

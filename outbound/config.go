@@ -1,17 +1,28 @@
 package outbound
 
-import "github.com/errown/errown/ownership"
+import (
+	"github.com/errown/errown/ownership"
+	"go.uber.org/multierr"
+)
 
 // Config configures the egress middleware.
 type Config struct {
 	// ClaimHeader is the response header carrying the callee's claim.
 	// Default "errown-claim".
 	ClaimHeader string `yaml:"claimHeader,omitempty"`
+	// NoRetryHeader is the response header by which a callee asks not to
+	// be retried (value "true"). It is read on every error response,
+	// whether or not the call has a retry policy. Default
+	// "errown-no-retry".
+	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
 	if c.ClaimHeader == "" {
 		c.ClaimHeader = ownership.DefaultClaimHeader
+	}
+	if c.NoRetryHeader == "" {
+		c.NoRetryHeader = ownership.DefaultNoRetryHeader
 	}
 	return c
 }
@@ -19,5 +30,8 @@ func (c Config) withDefaults() Config {
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {
 	c = c.withDefaults()
-	return ownership.ValidateHeaderName("claimHeader", c.ClaimHeader)
+	return multierr.Combine(
+		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
+		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
+	)
 }

@@ -6,8 +6,9 @@
 // the retry middleware reports its attempts and refusals in an
 // egresslog.CallState (returned by retry.Middleware.CallCounted, or, for
 // any other inner middleware, filled in from the call's context), and when
-// the call ends this middleware reads the callee's claim from the final
-// response and records edge, outcome, claim and RCS. The inbound middleware (package
+// the call ends this middleware reads the callee's claim and pushback from
+// the final response and records edge, outcome (code and class, application
+// errors such as Thrift exceptions included), claim and RCS. The inbound middleware (package
 // inbound) reads those entries when the handler returns.
 //
 // A call whose context carries no request (a dropped context, or a request
@@ -18,7 +19,11 @@
 // Metrics (counters, on the scope given with WithScope):
 //
 //	egress.calls      logical outbound calls
-//	egress.failures   of those, calls that ended in error, tagged claim=claimed|unclaimed|missing
+//	egress.failures   of those, calls that ended in the callee's failure (a server fault, by
+//	                  ownership's code table), tagged claim=claimed|unclaimed|missing
+//	egress.answers    calls that ended in the callee's answer: an error that blames the
+//	                  request (not found, invalid argument...) or an application error
+//	                  without a code; never a failure of the callee
 //	egress.untracked  calls whose context carried no request
 //	egress.late       calls that ended after their request had finished
 //	egress.abandoned  calls the handler itself cancelled (not counted as failures)

@@ -11,17 +11,18 @@ import (
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
-	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // Middleware is errown's unary egress middleware.
 type Middleware struct {
-	claimHeader string
-	inner       middleware.UnaryOutbound // or nil
-	retry       *retry.Middleware        // inner, when it is exactly errown's retry middleware
+	claimHeader   string
+	noRetryHeader string
+	inner         middleware.UnaryOutbound // or nil
+	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
+	answers   tally.Counter
 	untracked tally.Counter
 	late      tally.Counter
 	abandoned tally.Counter
@@ -41,12 +42,14 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}
 	scope := o.scope.SubScope("egress")
 	m := &Middleware{
-		claimHeader: cfg.ClaimHeader,
-		inner:       o.inner,
-		calls:       scope.Counter("calls"),
-		untracked:   scope.Counter("untracked"),
-		late:        scope.Counter("late"),
-		abandoned:   scope.Counter("abandoned"),
+		claimHeader:   cfg.ClaimHeader,
+		noRetryHeader: cfg.NoRetryHeader,
+		inner:         o.inner,
+		calls:         scope.Counter("calls"),
+		answers:       scope.Counter("answers"),
+		untracked:     scope.Counter("untracked"),
+		late:          scope.Counter("late"),
+		abandoned:     scope.Counter("abandoned"),
 	}
 	m.retry, _ = o.inner.(*retry.Middleware)
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
@@ -67,32 +70,36 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 
 	e := egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
-		Code:     yarpcerrors.CodeOK,
 		Attempts: max(state.Attempts, 1),
 	}
-	if err != nil {
-		e.Code = yarpcerrors.FromError(err).Code()
-		if e.Code == yarpcerrors.CodeOK {
-			// An error that says it is OK is still an error.
-			e.Code = yarpcerrors.CodeUnknown
-		}
+	e.Code, e.Class = ownership.CallResult(res, err)
+	if e.Class != ownership.ClassOK {
 		// The handler cancelled the call itself (not a deadline): it
 		// gave up on it, so its failure cannot explain the handler's.
 		e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
+		refused := state.Refused
 		if res != nil {
 			v, _ := res.Headers.Get(m.claimHeader)
 			e.Claim = ownership.ParseClaim(v)
+			// Pushback counts whether or not a policy would have
+			// retried: the callee asked, so nobody above retries.
+			if v, _ := res.Headers.Get(m.noRetryHeader); v == _noRetryValue && refused == ownership.RefusedNone {
+				refused = ownership.RefusedPushback
+			}
 		}
 		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{
 			Attempts: e.Attempts,
 			Callee:   e.Claim,
-			Refused:  state.Refused,
+			Refused:  refused,
 			Code:     e.Code,
 		})
-		if e.Abandoned {
+		switch {
+		case e.Abandoned:
 			m.abandoned.Inc(1)
-		} else {
+		case e.Class == ownership.ClassFailure:
 			m.failures[e.Claim].Inc(1)
+		default:
+			m.answers.Inc(1)
 		}
 	}
 	if !log.Egress.Append(e) {
@@ -100,6 +107,9 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	}
 	return res, err
 }
+
+// _noRetryValue is the value of the no-retry header that asks not to retry.
+const _noRetryValue = "true"
 
 // send sends the call on and returns its CallState: straight from the
 // retry middleware when it is the inner one, else from the context the

@@ -35,7 +35,20 @@ func (f *fakeOutbound) Call(ctx context.Context, _ *transport.Request) (*transpo
 }
 
 func withClaim(v string) *transport.Response {
-	return &transport.Response{Headers: transport.NewHeaders().With("errown-claim", v)}
+	return withHeader("errown-claim", v)
+}
+
+func withHeader(k, v string) *transport.Response {
+	return &transport.Response{Headers: transport.NewHeaders().With(k, v)}
+}
+
+// appError is a response marked as an application error with code, as
+// yarpc hands a Thrift exception to outbound middleware.
+func appError(code yarpcerrors.Code, claim string) *transport.Response {
+	res := withClaim(claim)
+	res.ApplicationError = true
+	res.ApplicationErrorMeta = &transport.ApplicationErrorMeta{Code: &code}
+	return res
 }
 
 func counter(scope tally.TestScope, name string, tags string) int64 {
@@ -62,49 +75,79 @@ func TestCallRecordsEntry(t *testing.T) {
 		{
 			name:      "claimed, not retried: RCS false",
 			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: egresslog.CallState{Attempts: 1}},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Claim: ownership.ClaimClaimed, Attempts: 1},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "claimed and retried: RCS true",
 			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: egresslog.CallState{Attempts: 2}},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "unclaimed: RCS true",
 			give:      fakeOutbound{res: withClaim("unclaimed"), err: unavailable},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
 			wantClaim: "unclaimed",
 		},
 		{
 			name:      "garbage claim is missing",
 			give:      fakeOutbound{res: withClaim("UNCLAIMED"), err: unavailable},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Attempts: 1},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "no response at all is missing",
 			give:      fakeOutbound{err: unavailable},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Attempts: 1},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "refused by budget: RCS true",
 			give:      fakeOutbound{err: unavailable, state: egresslog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Attempts: 1, RCS: true},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
 			wantClaim: "missing",
 		},
 		{
 			name:      "not retryable by nature: RCS true",
 			give:      fakeOutbound{err: yarpcerrors.InvalidArgumentErrorf("bad")},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeInvalidArgument, Attempts: 1, RCS: true},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
+			wantClaim: "answer",
+		},
+		{
+			name:      "pushback without a retry policy: RCS true",
+			give:      fakeOutbound{res: withHeader("errown-no-retry", "true"), err: unavailable},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
 			wantClaim: "missing",
+		},
+		{
+			name:      "not found is an answer, not a failure",
+			give:      fakeOutbound{res: withClaim("claimed"), err: yarpcerrors.NotFoundErrorf("no such user")},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
+			wantClaim: "answer",
+		},
+		{
+			name:      "application error with a server-fault code is a failure",
+			give:      fakeOutbound{res: appError(yarpcerrors.CodeUnavailable, "claimed")},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
+			wantClaim: "claimed",
+		},
+		{
+			name:      "application error with a client-fault code is an answer",
+			give:      fakeOutbound{res: appError(yarpcerrors.CodeNotFound, "claimed")},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
+			wantClaim: "answer",
+		},
+		{
+			name:      "application error without a code is an answer",
+			give:      fakeOutbound{res: &transport.Response{ApplicationError: true, Headers: transport.NewHeaders()}},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeOK, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
+			wantClaim: "answer",
 		},
 		{
 			name:      "plain error is unknown",
 			give:      fakeOutbound{err: assert.AnError},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnknown, Attempts: 1},
+			want:      egresslog.Entry{Code: yarpcerrors.CodeUnknown, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 	}
@@ -128,7 +171,11 @@ func TestCallRecordsEntry(t *testing.T) {
 			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
 			assert.Equal(t, []egresslog.Entry{want}, log.Egress.Close(nil))
 			assert.Equal(t, int64(1), counter(scope, "egress.calls", ""))
-			if tt.wantClaim != "" {
+			switch tt.wantClaim {
+			case "":
+			case "answer":
+				assert.Equal(t, int64(1), counter(scope, "egress.answers", ""))
+			default:
 				assert.Equal(t, int64(1), counter(scope, "egress.failures", "claim="+tt.wantClaim))
 			}
 		})
@@ -209,6 +256,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	assert.Equal(t, []egresslog.Entry{{
 		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
 		Code:     yarpcerrors.CodeUnavailable,
+		Class:    ownership.ClassFailure,
 		Attempts: 2,
 		RCS:      true,
 	}}, log.Egress.Close(nil))
@@ -257,6 +305,7 @@ func TestWithInnerRetry(t *testing.T) {
 			want := tt.want
 			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
 			want.Code = yarpcerrors.CodeUnavailable
+			want.Class = ownership.ClassFailure
 			assert.Equal(t, []egresslog.Entry{want}, log.Egress.Close(nil))
 		})
 	}

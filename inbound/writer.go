@@ -1,0 +1,84 @@
+package inbound
+
+import (
+	"sync"
+
+	"go.uber.org/yarpc/api/transport"
+)
+
+// writer is the ResponseWriter a handler writes to under errown. It keeps
+// what the encoding says of an application error (a Thrift exception, a
+// protobuf error), which a handler reports without returning an error, and
+// keeps errown's own response headers errown's: a claim or no-retry header
+// the handler sets or forwards from its own callee is dropped, so the only
+// one on the response is the one errown decides.
+type writer struct {
+	transport.ResponseWriter
+	m *Middleware
+
+	appError bool
+	appMeta  *transport.ApplicationErrorMeta
+	size     int
+}
+
+var (
+	_ transport.ExtendedResponseWriter     = (*writer)(nil)
+	_ transport.ApplicationErrorMetaSetter = (*writer)(nil)
+)
+
+var _writers = sync.Pool{New: func() any { return new(writer) }}
+
+func getWriter(m *Middleware, w transport.ResponseWriter) *writer {
+	rw := _writers.Get().(*writer)
+	rw.ResponseWriter, rw.m = w, m
+	return rw
+}
+
+func putWriter(rw *writer) {
+	*rw = writer{}
+	_writers.Put(rw)
+}
+
+// AddHeaders passes h on without errown's own headers.
+func (w *writer) AddHeaders(h transport.Headers) {
+	w.ResponseWriter.AddHeaders(w.m.withoutOwnHeaders(h))
+}
+
+// SetApplicationError marks the response as an application error.
+func (w *writer) SetApplicationError() {
+	w.appError = true
+	w.ResponseWriter.SetApplicationError()
+}
+
+// SetApplicationErrorMeta keeps meta, whose code classifies the
+// application error, and passes it on when the transport takes it.
+func (w *writer) SetApplicationErrorMeta(meta *transport.ApplicationErrorMeta) {
+	if meta != nil {
+		w.appMeta = meta
+	}
+	if s, ok := w.ResponseWriter.(transport.ApplicationErrorMetaSetter); ok {
+		s.SetApplicationErrorMeta(meta)
+	}
+}
+
+// IsApplicationError reports whether SetApplicationError was called.
+func (w *writer) IsApplicationError() bool {
+	return w.appError
+}
+
+// ApplicationErrorMeta returns what SetApplicationErrorMeta was given.
+func (w *writer) ApplicationErrorMeta() *transport.ApplicationErrorMeta {
+	return w.appMeta
+}
+
+// Write writes to the transport's writer.
+func (w *writer) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	w.size += n
+	return n, err
+}
+
+// ResponseSize returns the bytes written.
+func (w *writer) ResponseSize() int {
+	return w.size
+}
