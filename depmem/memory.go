@@ -53,8 +53,7 @@ type Memory struct {
 type edgeState struct {
 	mu   sync.Mutex
 	w    window
-	kind ownership.EdgeKind // last classification, for hysteresis
-	src  Source
+	kind ownership.EdgeKind // classification at the last observation, for hysteresis
 
 	failures tally.Counter
 	joint    tally.Counter
@@ -108,9 +107,14 @@ func (m *Memory) Observe(e egresslog.Edge, callerFailed bool) {
 		m.overflow.Inc(1)
 		return
 	}
+	fleetCounts, inFleet := m.fleet.counts(e)
 	now := m.slice()
 	s.mu.Lock()
 	s.w.add(now, callerFailed)
+	// The edge's kind moves here, on an observation, and nowhere else:
+	// reads classify from it without changing it (see classify).
+	failures, joint, _ := s.counts(now, fleetCounts, inFleet)
+	s.kind = Classify(s.kind, failures, joint, m.thresholds)
 	s.mu.Unlock()
 	s.failures.Inc(1)
 	if callerFailed {
@@ -148,7 +152,6 @@ func (m *Memory) newEdgeState(e egresslog.Edge) *edgeState {
 	})
 	return &edgeState{
 		w:        newWindow(m.cfg.Buckets),
-		src:      SourceLocal,
 		failures: tagged.Counter("callee_failures"),
 		joint:    tagged.Counter("joint_failures"),
 	}
@@ -185,22 +188,31 @@ func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
 	}
 	now := m.slice()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	failures, joint := s.w.sums(now)
-	src := SourceLocal
-	if inFleet && fleetCounts.failures > failures {
-		failures, joint, src = fleetCounts.failures, fleetCounts.joint, SourceFleet
-	}
-	s.kind = Classify(s.kind, failures, joint, m.thresholds)
-	s.src = src
+	failures, joint, src := s.counts(now, fleetCounts, inFleet)
+	// A read is pure: the hysteresis starts from the kind the last
+	// observation left, and what is read here is not kept, so the kind
+	// never depends on who looked at it, or how often.
+	kind := Classify(s.kind, failures, joint, m.thresholds)
+	s.mu.Unlock()
 	return EdgeView{
 		Edge:           e,
-		Kind:           s.kind,
+		Kind:           kind,
 		Ratio:          Ratio(failures, joint),
 		CalleeFailures: failures,
 		JointFailures:  joint,
 		Source:         src,
 	}, true
+}
+
+// counts returns the counts an edge is classified from at time slice now:
+// the fleet's when they hold more callee failures than the local window,
+// else the local window's. s.mu must be held.
+func (s *edgeState) counts(now int64, fleet counts, inFleet bool) (failures, joint int64, src Source) {
+	failures, joint = s.w.sums(now)
+	if inFleet && fleet.failures > failures {
+		return fleet.failures, fleet.joint, SourceFleet
+	}
+	return failures, joint, SourceLocal
 }
 
 func fleetView(e egresslog.Edge, c counts, t Thresholds) EdgeView {

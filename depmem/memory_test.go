@@ -90,6 +90,58 @@ func TestMemoryHysteresisHoldsKind(t *testing.T) {
 	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA))
 }
 
+func TestMemoryReadsArePure(t *testing.T) {
+	// The same observations give the same kinds whether or not anyone read
+	// the kind in between (the gauges' ticker, the debug page): only
+	// observations move the hysteresis.
+	type step struct {
+		failures, joint int
+		read            bool
+	}
+	script := []step{
+		{failures: 9, joint: 0},             // fail-open once classified...
+		{failures: 1, joint: 0, read: true}, // ...here: ratio 0 over 10
+		{failures: 2, joint: 2, read: true}, // 2/12 = 0.17
+		{failures: 1, joint: 1, read: true}, // 3/13 = 0.23: held fail-open by hysteresis (≤ 0.25)
+		{failures: 1, joint: 1, read: true}, // 4/14 = 0.29: unknown
+	}
+	run := func(reads bool) []EdgeView {
+		m, clock := newMemory(t, Config{MinSamples: 10})
+		for _, st := range script {
+			observe(m, edgeA, st.failures, st.joint)
+			if reads && st.read {
+				for i := 0; i < 3; i++ {
+					_ = m.Kind(edgeA)
+					_ = m.Edges()
+				}
+			}
+			clock.Add(time.Second)
+		}
+		return m.Edges()
+	}
+	withReads, without := run(true), run(false)
+	assert.Equal(t, without, withReads)
+
+	m, _ := newMemory(t, Config{MinSamples: 10})
+	var kinds []ownership.EdgeKind
+	for _, st := range script {
+		observe(m, edgeA, st.failures, st.joint)
+		kinds = append(kinds, m.Kind(edgeA))
+	}
+	assert.Equal(t, []ownership.EdgeKind{
+		ownership.KindUnknown, ownership.KindFailOpen, ownership.KindFailOpen, ownership.KindFailOpen, ownership.KindUnknown,
+	}, kinds)
+
+	// Without reads, the old code classified 3/13 from "unknown" (no
+	// hysteresis) and 4/14 alike: the sequence above must hold without
+	// them too.
+	m, _ = newMemory(t, Config{MinSamples: 10})
+	for _, st := range script[:4] {
+		observe(m, edgeA, st.failures, st.joint)
+	}
+	assert.Equal(t, ownership.KindFailOpen, m.Kind(edgeA), "held by the hysteresis its observations built")
+}
+
 func TestStaticOverridesMemory(t *testing.T) {
 	m, _ := newMemory(t, Config{MinSamples: 1})
 	observe(m, edgeA, 10, 10)
