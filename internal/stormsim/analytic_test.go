@@ -92,7 +92,7 @@ func TestAnalyzeCoincidental(t *testing.T) {
 			assert.InDelta(t, 0.1, root.OwnFailureRate, 1e-12)
 			assert.InDelta(t, tt.want, root.OwnUnclaimedRate/root.OwnFailureRate, 1e-9)
 			assert.InDelta(t, 0.1, root.ErrorRate, 1e-12, "A's soft dependencies never fail it")
-			assert.Equal(t, 0, a.RadiusMax, "nothing is retried: not-found is final")
+			assert.Equal(t, 0, a.RadiusMax, "nothing is retried: data-loss is final")
 		})
 	}
 }

@@ -272,7 +272,7 @@ func scenarioCoincidental() Scenario {
 			}
 			tol := 4*math.Sqrt(0.19*0.81/own) + 1/own
 			notes := []string{
-				"B and C fail with not-found, an error not retryable by nature: A sees their failures with the retry criteria satisfied and no retry spent, as it would an unclaimed error, so A's claim turns only on how errown classifies the edges.",
+				"B and C fail with data-loss, a server fault (a failure, not an answer) not retryable by nature: A sees their failures with the retry criteria satisfied and no retry spent, as it would an unclaimed error, so A's claim turns only on how errown classifies the edges.",
 				"Memory disabled, the edges are unknown and count as correlated: A unclaims its own error whenever B or C also failed, 1-0.9² = 0.19 of the time.",
 			}
 			if r := runs[1].Result; r != nil {

@@ -3,6 +3,7 @@ package stormsim
 import (
 	"errors"
 	"fmt"
+	"github.com/errown/errown/ownership"
 	"regexp"
 	"strings"
 
@@ -65,11 +66,11 @@ type Node struct {
 	// Default 0.
 	Fail float64 `yaml:"fail,omitempty" json:"fail,omitempty"`
 	// FailCode is the yarpc code of the node's own failure, by the names
-	// yarpcerrors.Code.UnmarshalText reads. It must be either retryable
-	// (unavailable, internal, unknown, aborted) or not retryable by nature
-	// (invalid-argument, not-found, already-exists, permission-denied,
-	// failed-precondition, out-of-range, unimplemented, data-loss,
-	// unauthenticated). Default "unavailable".
+	// yarpcerrors.Code.UnmarshalText reads. It must be a failure (a server
+	// fault in ownership's code table) that the default retry policies
+	// retry (unavailable, internal, unknown) or that is not retryable by
+	// nature (data-loss). An answer such as not-found is no failure.
+	// Default "unavailable".
 	FailCode string `yaml:"failCode,omitempty" json:"failCode,omitempty"`
 	// Errown says whether the node runs errown under the ownership
 	// policies; a node that does not still retries, with package retry
@@ -295,7 +296,12 @@ func compile(t *Topology) (*graph, error) {
 	return g, errs
 }
 
-// failCode reads a FailCode: the code and whether it is retryable.
+// failCode reads a FailCode: the code and whether it is retried, by the
+// code table (ownership.Info). A node's own failure must be a failure: an
+// answer (not-found, invalid-argument...) is not one, and a code the
+// default policies do not retry though it is retryable by nature
+// (resource-exhausted), or one the lab's clients read as their own
+// (deadline-exceeded), would not be the failure the figures model.
 func failCode(name string) (yarpcerrors.Code, bool, error) {
 	if name == "" {
 		name = DefaultFailCode
@@ -304,15 +310,16 @@ func failCode(name string) (yarpcerrors.Code, bool, error) {
 	if err := c.UnmarshalText([]byte(name)); err != nil {
 		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("unknown yarpc code, got %q", name)
 	}
-	switch c {
-	case yarpcerrors.CodeUnavailable, yarpcerrors.CodeInternal, yarpcerrors.CodeUnknown, yarpcerrors.CodeAborted:
+	info := ownership.Info(c)
+	switch {
+	case info.Class != ownership.ClassFailure:
+		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("must be a failure (a server fault), not an answer, got %q", name)
+	case info.RetriedByDefault && c != yarpcerrors.CodeDeadlineExceeded:
 		return c, true, nil
-	case yarpcerrors.CodeOK, yarpcerrors.CodeCancelled, yarpcerrors.CodeDeadlineExceeded, yarpcerrors.CodeResourceExhausted:
-		// ok is no failure; the others the retry policy and the retry
-		// criteria (or the client) read differently from a plain failure.
-		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("must be a retryable code or one not retryable by nature, got %q", name)
+	case !info.RetryableByNature:
+		return c, false, nil // a failure not retryable by nature: data-loss
 	default:
-		return c, false, nil // not retryable by nature (ownership.RetryableByNature)
+		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("must be unavailable, internal, unknown or data-loss, got %q", name)
 	}
 }
 

@@ -23,12 +23,12 @@ description: d
 nodes:
   - name: A
     calls: [B, {to: C, times: 2, soft: true}]
-  - {name: B, fail: 0.5, failCode: not-found, errown: false}
+  - {name: B, fail: 0.5, failCode: data-loss, errown: false}
   - {name: C, retry: false, dropContext: true}
 `,
 			want: &Topology{Name: "t", Description: "d", Nodes: []Node{
 				{Name: "A", Calls: []Call{{To: "B"}, {To: "C", Times: 2, Soft: true}}},
-				{Name: "B", Fail: 0.5, FailCode: "not-found", Errown: &no},
+				{Name: "B", Fail: 0.5, FailCode: "data-loss", Errown: &no},
 				{Name: "C", Retry: &no, DropContext: true},
 			}},
 		},
@@ -65,17 +65,19 @@ nodes:
   - {name: b, fail: 1.5, failCode: ok}
   - {name: "C D", failCode: resource-exhausted}
   - {name: E, failCode: sideways, calls: [{to: b, times: 11}]}
+  - {name: F, failCode: not-found}
 `,
 			want: []string{
 				`nodes[0] (A).calls[1].to: no node named "Z"`,
 				`nodes[0] (A).calls[2].to: a node cannot call itself, got "A"`,
 				`nodes[0] (A).calls[3].to: "B" is already called; use times`,
 				"nodes[1] (b).fail: must be between 0 and 1, got 1.5",
-				`nodes[1] (b).failCode: must be a retryable code or one not retryable by nature, got "ok"`,
+				`nodes[1] (b).failCode: must be a failure (a server fault), not an answer, got "ok"`,
 				`nodes[2].name: must be 1 to 32 letters, digits, '-' or '_', got "C D"`,
-				`nodes[2] (C D).failCode: must be a retryable code or one not retryable by nature, got "resource-exhausted"`,
+				`nodes[2] (C D).failCode: must be unavailable, internal, unknown or data-loss, got "resource-exhausted"`,
 				`nodes[3] (E).failCode: unknown yarpc code, got "sideways"`,
 				"nodes[3] (E).calls[0].times: must be between 1 and 10, got 11",
+				`nodes[4] (F).failCode: must be a failure (a server fault), not an answer, got "not-found"`,
 			},
 		},
 		{name: "names ignore case", give: "name: t\nnodes: [{name: A, calls: [a]}, {name: a}]", want: []string{"nodes[1] (a).name: already used by nodes[0]"}},
