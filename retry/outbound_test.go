@@ -13,6 +13,7 @@ import (
 
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // Test doubles shared by this package's tests.
@@ -33,6 +34,22 @@ func fail(err error, headers ...string) step {
 			h = h.With(headers[i], headers[i+1])
 		}
 		return &transport.Response{Headers: h}, err
+	}
+}
+
+// appError answers as yarpc hands a Thrift exception to outbound
+// middleware: no error, a response marked as an application error with
+// code (nil: the IDL gave it none) and a body to close.
+func appError(code *yarpcerrors.Code, headers ...string) step {
+	return func(ctx context.Context) (*transport.Response, error) {
+		res, _ := fail(nil, headers...)(ctx)
+		if res == nil {
+			res = &transport.Response{}
+		}
+		res.ApplicationError = true
+		res.ApplicationErrorMeta = &transport.ApplicationErrorMeta{Name: "Exception", Code: code}
+		res.Body = &ctxBody{ctx: ctx, r: strings.NewReader("exception")}
+		return res, nil
 	}
 }
 
