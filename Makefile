@@ -14,6 +14,7 @@ PKGS := ./...
 FUZZ_TARGETS := \
 	./ownership:FuzzParseClaim \
 	./ownership:FuzzParseAttempt \
+	./ownership:FuzzParseCode \
 	.:FuzzConfigFromYAML \
 	./retry:FuzzConfig \
 	./depmem:FuzzParseSnapshot \

@@ -30,6 +30,10 @@ type Config struct {
 	// NoRetryHeader is the response header by which a callee asks not to
 	// be retried. Default "errown-no-retry".
 	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
+	// CodeHeader is the response header carrying the code of an
+	// application error (a Thrift exception's rpc.code), which gRPC does
+	// not carry itself. Default "errown-code".
+	CodeHeader string `yaml:"codeHeader,omitempty"`
 	// UnknownEdges says how a failure on an edge of unknown kind counts
 	// when deciding a claim: "correlated" (default) or "coincidental".
 	UnknownEdges string `yaml:"unknownEdges,omitempty"`
@@ -59,13 +63,14 @@ func (c Config) inboundConfig() inbound.Config {
 	return inbound.Config{
 		ClaimHeader:   c.ClaimHeader,
 		NoRetryHeader: c.NoRetryHeader,
+		CodeHeader:    c.CodeHeader,
 		AttemptHeader: c.AttemptHeader,
 		UnknownEdges:  c.UnknownEdges,
 	}
 }
 
 func (c Config) outboundConfig() outbound.Config {
-	return outbound.Config{ClaimHeader: c.ClaimHeader}
+	return outbound.Config{ClaimHeader: c.ClaimHeader, NoRetryHeader: c.NoRetryHeader, CodeHeader: c.CodeHeader}
 }
 
 func (c Config) retryConfig() retry.Config {
@@ -73,6 +78,7 @@ func (c Config) retryConfig() retry.Config {
 		AttemptHeader: c.AttemptHeader,
 		ClaimHeader:   c.ClaimHeader,
 		NoRetryHeader: c.NoRetryHeader,
+		CodeHeader:    c.CodeHeader,
 		MaxBodyBytes:  c.Retry.MaxBodyBytes,
 		Budget:        c.Retry.Budget,
 		Policies:      c.Retry.Policies,
@@ -86,7 +92,7 @@ func (c Config) Validate() error {
 	// The header names are checked once, at the top level where they are
 	// set: the retry section is checked with the defaults in their place.
 	retryChecked := c.retryConfig()
-	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader = "", "", ""
+	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader, retryChecked.CodeHeader = "", "", "", ""
 	return multierr.Combine(
 		headers.Validate(),
 		c.Ingress.Validate(),
@@ -104,6 +110,7 @@ func distinctHeaders(c inbound.Config) error {
 		{"claimHeader", or(c.ClaimHeader, ownership.DefaultClaimHeader)},
 		{"attemptHeader", or(c.AttemptHeader, ownership.DefaultAttemptHeader)},
 		{"noRetryHeader", or(c.NoRetryHeader, ownership.DefaultNoRetryHeader)},
+		{"codeHeader", or(c.CodeHeader, ownership.DefaultCodeHeader)},
 	} {
 		if other, ok := names[kv[1]]; ok {
 			err = multierr.Append(err, fmt.Errorf("%s: %q is already used by %s", kv[0], kv[1], other))

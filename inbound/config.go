@@ -24,6 +24,9 @@ type Config struct {
 	// NoRetryHeader is the response header asking the caller not to retry.
 	// Default "errown-no-retry".
 	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
+	// CodeHeader is the response header carrying the code of an application
+	// error (a Thrift exception's rpc.code). Default "errown-code".
+	CodeHeader string `yaml:"codeHeader,omitempty"`
 	// AttemptHeader is the request header carrying the attempt number.
 	// Default "errown-attempt".
 	AttemptHeader string `yaml:"attemptHeader,omitempty"`
@@ -38,6 +41,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NoRetryHeader == "" {
 		c.NoRetryHeader = ownership.DefaultNoRetryHeader
+	}
+	if c.CodeHeader == "" {
+		c.CodeHeader = ownership.DefaultCodeHeader
 	}
 	if c.AttemptHeader == "" {
 		c.AttemptHeader = ownership.DefaultAttemptHeader
@@ -54,6 +60,7 @@ func (c Config) Validate() error {
 	err := multierr.Combine(
 		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
 		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
+		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
 		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
 	)
 	if c.UnknownEdges != UnknownCorrelated && c.UnknownEdges != UnknownCoincidental {

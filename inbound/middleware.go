@@ -32,6 +32,7 @@ type Middleware struct {
 	attemptHeader     string
 	claimHeader       string
 	noRetryHeader     string
+	codeHeader        string
 	// Header sets built once and only read: every transport's AddHeaders
 	// copies them into its own response.
 	claimed          transport.Headers
@@ -85,6 +86,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		attemptHeader:     cfg.AttemptHeader,
 		claimHeader:       cfg.ClaimHeader,
 		noRetryHeader:     cfg.NoRetryHeader,
+		codeHeader:        cfg.CodeHeader,
 		claimed:           headers(ownership.ClaimClaimed, false),
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),
 		claimedNoRetry:    headers(ownership.ClaimClaimed, true),
@@ -136,6 +138,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	if class != ownership.ClassOK {
 		claim := m.decide(req.Procedure, code, class, entries)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
+		if err == nil && appCode != nil {
+			// An application error's code does not cross every
+			// transport (gRPC drops it): errown carries it itself.
+			resw.AddHeaders(transport.NewHeaders().With(m.codeHeader, ownership.FormatCode(code)))
+		}
 		if err != nil && req.Transport == _tchannel {
 			// TChannel keeps response headers only on application errors.
 			resw.SetApplicationError()
@@ -163,24 +170,31 @@ func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWr
 	return &writer{ResponseWriter: w, m: m}
 }
 
-// withoutOwnHeaders returns h without the claim and no-retry headers, which
-// only errown sets. It returns h itself, without copying, when h has
-// neither: the common case.
+// withoutOwnHeaders returns h without the claim, no-retry and code
+// headers, which only errown sets. It returns h itself, without copying,
+// when h has none of them: the common case.
 func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	items := h.Items()
 	_, claim := items[m.claimHeader]
 	_, noRetry := items[m.noRetryHeader]
-	if !claim && !noRetry {
+	_, code := items[m.codeHeader]
+	if !claim && !noRetry && !code {
 		return h
 	}
 	m.replacedCount.Inc(1)
 	out := transport.NewHeadersWithCapacity(len(items))
 	for k, v := range h.OriginalItems() {
-		if ck := transport.CanonicalizeHeaderKey(k); ck != m.claimHeader && ck != m.noRetryHeader {
+		if !m.ownHeader(transport.CanonicalizeHeaderKey(k)) {
 			out = out.With(k, v)
 		}
 	}
 	return out
+}
+
+// ownHeader reports whether the canonical header name k is errown's own
+// on responses.
+func (m *Middleware) ownHeader(k string) bool {
+	return k == m.claimHeader || k == m.noRetryHeader || k == m.codeHeader
 }
 
 // finish closes the request's egress log, unless Handle already did (the

@@ -296,7 +296,6 @@ func TestDecisionsKept(t *testing.T) {
 	assert.Len(t, e.mw.Decisions(), _recentDecisions, "the ring keeps the latest only")
 }
 
-
 // appErrorHandler logs entries, then answers as yarpc's Thrift encoding
 // answers with an exception: the response marked as an application error,
 // with the exception's code (nil: none in the IDL), and no error returned.
@@ -365,6 +364,12 @@ func TestHandleApplicationErrors(t *testing.T) {
 			}
 			require.Len(t, e.mw.Decisions(), 1)
 			assert.Equal(t, tt.wantCode, e.mw.Decisions()[0].Code)
+			code, _ := resw.Headers.Get("errown-code")
+			if tt.wantCode == "application-error" {
+				assert.Empty(t, code, "no code to carry")
+			} else {
+				assert.Equal(t, tt.wantCode, code, "the code travels where the transport drops it")
+			}
 		})
 	}
 }

@@ -15,6 +15,10 @@ type Config struct {
 	// whether or not the call has a retry policy. Default
 	// "errown-no-retry".
 	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
+	// CodeHeader is the response header carrying the code of an
+	// application error, read when the transport dropped it (gRPC).
+	// Default "errown-code".
+	CodeHeader string `yaml:"codeHeader,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
@@ -23,6 +27,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NoRetryHeader == "" {
 		c.NoRetryHeader = ownership.DefaultNoRetryHeader
+	}
+	if c.CodeHeader == "" {
+		c.CodeHeader = ownership.DefaultCodeHeader
 	}
 	return c
 }
@@ -33,5 +40,6 @@ func (c Config) Validate() error {
 	return multierr.Combine(
 		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
 		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
+		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
 	)
 }

@@ -17,6 +17,7 @@ import (
 type Middleware struct {
 	claimHeader   string
 	noRetryHeader string
+	codeHeader    string
 	inner         middleware.UnaryOutbound // or nil
 	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
 
@@ -44,6 +45,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	m := &Middleware{
 		claimHeader:   cfg.ClaimHeader,
 		noRetryHeader: cfg.NoRetryHeader,
+		codeHeader:    cfg.CodeHeader,
 		inner:         o.inner,
 		calls:         scope.Counter("calls"),
 		answers:       scope.Counter("answers"),
@@ -72,7 +74,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
 		Attempts: max(state.Attempts, 1),
 	}
-	e.Code, e.Class = ownership.CallResult(res, err)
+	e.Code, e.Class = ownership.CallResult(res, err, m.codeHeader)
 	if e.Class != ownership.ClassOK {
 		// The handler cancelled the call itself (not a deadline): it
 		// gave up on it, so its failure cannot explain the handler's.

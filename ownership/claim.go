@@ -9,6 +9,10 @@ const (
 	DefaultAttemptHeader = "errown-attempt"
 	// DefaultNoRetryHeader on an error response asks the caller not to retry.
 	DefaultNoRetryHeader = "errown-no-retry"
+	// DefaultCodeHeader carries the code of an application error (a Thrift
+	// exception's rpc.code) on its response, for transports that drop it
+	// (gRPC).
+	DefaultCodeHeader = "errown-code"
 )
 
 // Claim is the ownership state of an error response.

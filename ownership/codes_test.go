@@ -119,12 +119,86 @@ func TestResult(t *testing.T) {
 			assert.Equal(t, tt.wantClass, class)
 
 			res := &transport.Response{ApplicationError: tt.giveApp, ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: tt.giveCode}}
-			code, class = CallResult(res, tt.giveErr)
+			code, class = CallResult(res, tt.giveErr, DefaultCodeHeader)
 			assert.Equal(t, tt.wantCode, code, "CallResult")
 			assert.Equal(t, tt.wantClass, class, "CallResult")
 		})
 	}
-	code, class := CallResult(nil, nil)
+	code, class := CallResult(nil, nil, DefaultCodeHeader)
 	assert.Equal(t, ok, code)
 	assert.Equal(t, ClassOK, class)
+}
+
+func TestCallResultCodeHeader(t *testing.T) {
+	// gRPC drops a Thrift exception's code; errown's inbound side sends it
+	// in the code header, read only when the transport gave none.
+	unavailable, notFound := yarpcerrors.CodeUnavailable, yarpcerrors.CodeNotFound
+	tests := []struct {
+		name      string
+		give      *transport.Response
+		wantCode  yarpcerrors.Code
+		wantClass Class
+	}{
+		{
+			name:      "header read when the meta has no code",
+			give:      &transport.Response{ApplicationError: true, ApplicationErrorMeta: &transport.ApplicationErrorMeta{}, Headers: transport.NewHeaders().With("errown-code", "unavailable")},
+			wantCode:  unavailable,
+			wantClass: ClassFailure,
+		},
+		{
+			name:      "the meta's code wins",
+			give:      &transport.Response{ApplicationError: true, ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: &notFound}, Headers: transport.NewHeaders().With("errown-code", "unavailable")},
+			wantCode:  notFound,
+			wantClass: ClassAnswer,
+		},
+		{
+			name:      "garbage is no code",
+			give:      &transport.Response{ApplicationError: true, Headers: transport.NewHeaders().With("errown-code", "Unavailable")},
+			wantCode:  yarpcerrors.CodeOK,
+			wantClass: ClassAnswer,
+		},
+		{
+			name:      "ignored without the application error marking",
+			give:      &transport.Response{ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: &unavailable}, Headers: transport.NewHeaders().With("errown-code", "unavailable")},
+			wantCode:  yarpcerrors.CodeOK,
+			wantClass: ClassOK,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, class := CallResult(tt.give, nil, DefaultCodeHeader)
+			assert.Equal(t, tt.wantCode, code)
+			assert.Equal(t, tt.wantClass, class)
+		})
+	}
+}
+
+func TestParseCode(t *testing.T) {
+	for _, row := range Codes()[1:] {
+		got, ok := ParseCode(FormatCode(row.Code))
+		assert.True(t, ok, "%v", row.Code)
+		assert.Equal(t, row.Code, got)
+	}
+	for _, v := range []string{"", "ok", "Unavailable", " unavailable", "unavailable ", "14", "unavailable\x00", "resource-exhausted-x", "nope"} {
+		_, ok := ParseCode(v)
+		assert.False(t, ok, "%q", v)
+	}
+}
+
+func FuzzParseCode(f *testing.F) {
+	for _, s := range []string{"unavailable", "not-found", "", "ok", "UNAVAILABLE", "resource-exhausted"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		c, ok := ParseCode(v)
+		if !ok {
+			if c != yarpcerrors.CodeOK {
+				t.Fatalf("ParseCode(%q) = %v, false; want ok on failure", v, c)
+			}
+			return
+		}
+		if c == yarpcerrors.CodeOK || FormatCode(c) != v {
+			t.Fatalf("ParseCode(%q) = %v, which does not format back", v, c)
+		}
+	})
 }

@@ -33,14 +33,47 @@ func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code
 
 // CallResult is Result for what an outbound call returned: err, or the
 // application error res is marked with, by the code in its
-// ApplicationErrorMeta.
-func CallResult(res *transport.Response, err error) (yarpcerrors.Code, Class) {
-	if err != nil || res == nil {
+// ApplicationErrorMeta or, where the transport dropped it (gRPC), by the
+// code errown's inbound side sent under codeHeader.
+func CallResult(res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, Class) {
+	if err != nil || res == nil || !res.ApplicationError {
 		return Result(err, false, nil)
 	}
 	var code *yarpcerrors.Code
 	if res.ApplicationErrorMeta != nil {
 		code = res.ApplicationErrorMeta.Code
 	}
-	return Result(nil, res.ApplicationError, code)
+	if code == nil {
+		if v, ok := res.Headers.Get(codeHeader); ok {
+			if c, ok := ParseCode(v); ok {
+				code = &c
+			}
+		}
+	}
+	return Result(nil, true, code)
 }
+
+// FormatCode returns the code header value for an application error with
+// code c: its yarpc name, such as "unavailable".
+func FormatCode(c yarpcerrors.Code) string {
+	return c.String()
+}
+
+// ParseCode reads a code header value: exactly the yarpc name of a code
+// other than ok, as FormatCode writes it. Anything else (other case,
+// padding, numbers, unknown names) is no code at all: the application
+// error is then an answer, exactly as without the header.
+func ParseCode(v string) (yarpcerrors.Code, bool) {
+	if len(v) == 0 || len(v) > _maxCodeName {
+		return yarpcerrors.CodeOK, false
+	}
+	for _, r := range _codes[1:] {
+		if r.Code.String() == v {
+			return r.Code, true
+		}
+	}
+	return yarpcerrors.CodeOK, false
+}
+
+// _maxCodeName is the longest yarpc code name ("resource-exhausted").
+const _maxCodeName = 19

@@ -64,6 +64,10 @@ type Config struct {
 	// retried (value "true"). Default "errown-no-retry"
 	// (ownership.DefaultNoRetryHeader).
 	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
+	// CodeHeader is the response header carrying the code of an
+	// application error, read when the transport dropped it (gRPC).
+	// Default "errown-code" (ownership.DefaultCodeHeader).
+	CodeHeader string `yaml:"codeHeader,omitempty"`
 	// MaxBodyBytes is the largest request body buffered for replay. A call
 	// with a larger body is sent once and never retried. Default 1 MiB
 	// (0 means the default).
@@ -141,6 +145,9 @@ func (c Config) withDefaults() Config {
 	if c.NoRetryHeader == "" {
 		c.NoRetryHeader = ownership.DefaultNoRetryHeader
 	}
+	if c.CodeHeader == "" {
+		c.CodeHeader = ownership.DefaultCodeHeader
+	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -201,6 +208,7 @@ func (c Config) Validate() error {
 		ownership.ValidateHeaderName("retry.attemptHeader", c.AttemptHeader),
 		ownership.ValidateHeaderName("retry.claimHeader", c.ClaimHeader),
 		ownership.ValidateHeaderName("retry.noRetryHeader", c.NoRetryHeader),
+		ownership.ValidateHeaderName("retry.codeHeader", c.CodeHeader),
 		c.Budget.validate("retry.budget"),
 	)
 	if c.AttemptHeader == c.ClaimHeader || c.AttemptHeader == c.NoRetryHeader {

@@ -24,6 +24,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				AttemptHeader: "errown-attempt",
 				ClaimHeader:   "errown-claim",
 				NoRetryHeader: "errown-no-retry",
+				CodeHeader:    "errown-code",
 				MaxBodyBytes:  1 << 20,
 				Budget:        BudgetConfig{Ratio: 0.1, MinPerSecond: new(10.0), Window: 10 * time.Second},
 				Policies: []PolicyConfig{{
@@ -61,6 +62,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				AttemptHeader: "a",
 				ClaimHeader:   "c",
 				NoRetryHeader: "n",
+				CodeHeader:    "errown-code",
 				MaxBodyBytes:  7,
 				Budget:        BudgetConfig{Ratio: 0.5, MinPerSecond: new(0.0), Window: time.Second, Disabled: true},
 				Policies: []PolicyConfig{{

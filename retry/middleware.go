@@ -23,6 +23,7 @@ type Middleware struct {
 	attemptHeader string
 	claimHeader   string
 	noRetryHeader string
+	codeHeader    string
 	maxBodyBytes  int
 	callees       map[string]*callee // read-only after New
 
@@ -47,6 +48,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		attemptHeader: cfg.AttemptHeader,
 		claimHeader:   cfg.ClaimHeader,
 		noRetryHeader: cfg.NoRetryHeader,
+		codeHeader:    cfg.CodeHeader,
 		maxBodyBytes:  cfg.MaxBodyBytes,
 		callees:       compileCallees(cfg, o.scope, o.clock),
 		logger:        o.logger,
@@ -123,7 +125,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		}
 		state.Attempts = n
 		res, err := out.Call(actx, attempt)
-		code, class := ownership.CallResult(res, err)
+		code, class := ownership.CallResult(res, err, m.codeHeader)
 		if class != ownership.ClassFailure {
 			releaseWith(res, cancel)
 			return res, err
