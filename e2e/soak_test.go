@@ -231,17 +231,22 @@ func TestSoak(t *testing.T) {
 		wg.Wait()
 	}
 	settle := func() {
-		for _, n := range nodes {
-			n.detached.Wait()
-		}
-		require.Eventually(t, func() bool {
+		emptied := func() bool {
 			for _, n := range nodes {
 				if n.mw.Logs().Len() != 0 {
 					return false
 				}
 			}
 			return true
-		}, 10*time.Second, 10*time.Millisecond, "ingress logs never emptied")
+		}
+		// A handler still running (its caller gave up on it) may yet
+		// detach a call: wait for every handler to return before waiting
+		// for the detached calls, so that no Add races the Wait.
+		require.Eventually(t, emptied, 10*time.Second, 10*time.Millisecond, "ingress logs never emptied")
+		for _, n := range nodes {
+			n.detached.Wait()
+		}
+		require.Eventually(t, emptied, 10*time.Second, 10*time.Millisecond, "ingress logs never emptied after the detached calls")
 	}
 	heap := func() uint64 {
 		runtime.GC()
