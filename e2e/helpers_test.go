@@ -22,6 +22,9 @@ const (
 	_d = "svc-d"
 )
 
+// _transports are the transports every end-to-end scenario runs over.
+var _transports = []string{fxtest.HTTP, fxtest.GRPC, fxtest.TChannel}
+
 // _tiny is the backoff of every policy: retries are immediate in effect.
 const _tiny = time.Millisecond
 

@@ -202,7 +202,7 @@ func TestThriftChainTable(t *testing.T) {
 		{"errown, 10% budget", func(*testing.T) idlSetup { return errownAll(0.1, 20) }, 100, []float64{1, 1, 1, 1.1, 1.1, 1.1, 1.1}},
 	}
 	for _, tt := range tests {
-		for _, tr := range _idlTransports {
+		for _, tr := range _transports {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
 				want := tt.want
 				if tr == fxtest.GRPC && tt.name == "every hop retries once" {
@@ -238,7 +238,7 @@ func TestThriftAnswersThenOutage(t *testing.T) {
 	// exception whose IDL code is not-found, passed up unchanged: nobody
 	// retries and nothing is learned. Then D raises its unavailable
 	// exception: from the first outage request on only C retries.
-	for _, tr := range _idlTransports {
+	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
 			c := startIDLChain(t, tr, 4, errownAll(0, 10))
 			c.nodes[3].setFail(func() error { return &echo.NotFoundError{Message: msg()} })
@@ -270,7 +270,7 @@ func TestThriftAnswersThenOutage(t *testing.T) {
 }
 
 func TestThriftExceptionWithoutCodeIsAnAnswer(t *testing.T) {
-	for _, tr := range _idlTransports {
+	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
 			c := startIDLChain(t, tr, 3, errownAll(0, 1))
 			c.nodes[2].setFail(func() error { return &echo.PlainError{Message: msg()} })
@@ -321,5 +321,3 @@ func TestProtobufErrorsByCode(t *testing.T) {
 		}
 	}
 }
-
-var _idlTransports = []string{fxtest.HTTP, fxtest.GRPC, fxtest.TChannel}

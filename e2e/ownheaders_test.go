@@ -1,0 +1,217 @@
+package e2e_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// forgedHeaders are the headers a handler forges or forwards: errown's
+// claim and no-retry headers, the claim under a name in mixed case.
+var forgedHeaders = map[string]string{
+	"Errown-Claim":                 _unclaimed,
+	ownership.DefaultNoRetryHeader: "true",
+	"X-App-Header":                 "kept",
+}
+
+// ownHeaders returns errown's claim and no-retry headers in h, whatever
+// the case of their names, as sorted "name: value"; nil when h has none.
+func ownHeaders(h map[string]string) []string {
+	var own []string
+	for k, v := range h {
+		if strings.EqualFold(k, ownership.DefaultClaimHeader) || strings.EqualFold(k, ownership.DefaultNoRetryHeader) {
+			own = append(own, strings.ToLower(k)+": "+v)
+		}
+	}
+	slices.Sort(own)
+	return own
+}
+
+// writeHeaders sets h on the response of the request being served.
+func writeHeaders(ctx context.Context, h map[string]string) error {
+	call := yarpc.CallFromContext(ctx)
+	for k, v := range h {
+		if err := call.WriteResponseHeader(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forger is B's handler: it puts headers on its response, set by itself
+// or forwarded from its callee's successful response, then fails on its
+// own (no call of its failed) or succeeds.
+type forger struct {
+	forward bool // forward the callee's response headers, else set forgedHeaders
+	fail    bool
+}
+
+func (f forger) handle(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+	h := forgedHeaders
+	if f.forward {
+		h = nil
+		for _, s := range c.Callees() {
+			if _, err := c.Call(ctx, s, body, yarpc.ResponseHeaders(&h)); err != nil {
+				return nil, yarpcerrors.InternalErrorf("callee %s failed, which this test does not expect: %v", s, err)
+			}
+		}
+	}
+	if err := writeHeaders(ctx, h); err != nil {
+		return nil, err
+	}
+	if f.fail {
+		return nil, yarpcerrors.UnavailableErrorf("B fails on its own")
+	}
+	return body, nil
+}
+
+// headerTap is A's handler: it forwards to its callees and keeps the
+// response headers of each call, as A's handler receives them.
+type headerTap struct {
+	mu   sync.Mutex
+	seen []map[string]string
+}
+
+func (tap *headerTap) handle(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+	for _, s := range c.Callees() {
+		var h map[string]string
+		_, err := c.Call(ctx, s, body, yarpc.ResponseHeaders(&h))
+		tap.mu.Lock()
+		tap.seen = append(tap.seen, h)
+		tap.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+func (tap *headerTap) headers() []map[string]string {
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	return append([]map[string]string(nil), tap.seen...)
+}
+
+// errown owns its headers: a claim or no-retry header the handler sets,
+// or forwards from its callee's response, never reaches the caller.
+//
+// B sets errown-claim: unclaimed and errown-no-retry: true on its
+// response, or forwards them from its callee C (a plain yarpc service that
+// sets them on its successful response). When B then fails on its own
+// (none of its calls failed), its caller sees exactly "claimed" and no
+// no-retry header, so A, with a policy for B, retries B once. When B
+// succeeds, its caller sees neither header. Its other headers pass.
+//
+// On gRPC, where the headers travel as metadata and a duplicate key used
+// to let the handler's value win over errown's, this is the case that
+// matters most.
+func TestHandlerCannotForgeOwnHeaders(t *testing.T) {
+	type give struct {
+		transport string
+		b         forger
+	}
+	type want struct {
+		// Direct and ViaA are errown's headers on B's response, called
+		// from outside and by A (the final attempt), as "name: value".
+		Direct, ViaA []string
+		// Edge is A's attempts to B.
+		Edge []string
+		// Code of the reply A got from B; AppHeaders says whether B's
+		// other headers reached A.
+		Code       yarpcerrors.Code
+		AppHeaders bool
+	}
+	failed := want{
+		Direct:     []string{"errown-claim: claimed"},
+		ViaA:       []string{"errown-claim: claimed"},
+		Edge:       []string{attempt(_a, _b, 1, _claimed), attempt(_a, _b, 2, _claimed)},
+		Code:       _unavail,
+		AppHeaders: true,
+	}
+	succeeded := want{
+		Edge:       []string{ok(_a, _b)},
+		Code:       yarpcerrors.CodeOK,
+		AppHeaders: true,
+	}
+	type test struct {
+		name string
+		give give
+		want want
+	}
+	var tests []test
+	for _, tr := range _transports {
+		for _, b := range []forger{{fail: true}, {forward: true, fail: true}, {}, {forward: true}} {
+			name := map[bool]string{false: "sets", true: "forwards"}[b.forward] + "/" + map[bool]string{false: "succeeds", true: "fails"}[b.fail]
+			w := succeeded
+			if b.fail {
+				w = failed
+			}
+			tests = append(tests, test{name: tr + "/" + name, give: give{tr, b}, want: w})
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tr := tt.give.transport
+			mesh := fxtest.NewMesh(t)
+			var bCallees []string
+			if tt.give.b.forward {
+				mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: nil, Handler: func(ctx context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
+					return body, writeHeaders(ctx, forgedHeaders)
+				}})
+				bCallees = []string{_c}
+			}
+			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(), Callees: bCallees, Handler: tt.give.b.handle})
+			tap := new(headerTap)
+			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: tap.handle})
+
+			direct := mesh.Call(callCtx(t), _b, []byte("hi"))
+			if direct.Code() != tt.want.Code {
+				t.Errorf("B called from outside: code %v, want %v (%v)", direct.Code(), tt.want.Code, direct.Err)
+			}
+			if got := ownHeaders(direct.Headers); !slices.Equal(got, tt.want.Direct) {
+				t.Errorf("B called from outside: errown's headers %q, want %q (all headers: %v)", got, tt.want.Direct, direct.Headers)
+			}
+			if got := appHeaders(direct.Headers); got != tt.want.AppHeaders {
+				t.Errorf("B called from outside: B's own headers passed = %v, want %v (all headers: %v)", got, tt.want.AppHeaders, direct.Headers)
+			}
+
+			mesh.Recorder().Reset()
+			reply := mesh.Call(callCtx(t), _a, []byte("hi"))
+			if reply.Code() != tt.want.Code {
+				t.Errorf("A: code %v, want %v (%v)", reply.Code(), tt.want.Code, reply.Err)
+			}
+			if got := formatAttempts(mesh.Recorder().Edge(_a, _b)); !slices.Equal(got, tt.want.Edge) {
+				t.Errorf("A's attempts to B:\n got %q\nwant %q", got, tt.want.Edge)
+			}
+			seen := tap.headers()
+			if len(seen) != 1 {
+				t.Fatalf("A's handler made %d calls, want 1", len(seen))
+			}
+			if got := ownHeaders(seen[0]); !slices.Equal(got, tt.want.ViaA) {
+				t.Errorf("A got errown's headers %q from B, want %q (all headers: %v)", got, tt.want.ViaA, seen[0])
+			}
+			if got := appHeaders(seen[0]); got != tt.want.AppHeaders {
+				t.Errorf("A got B's own headers = %v, want %v (all headers: %v)", got, tt.want.AppHeaders, seen[0])
+			}
+		})
+	}
+}
+
+// appHeaders reports whether h holds the headers forgedHeaders has besides
+// errown's.
+func appHeaders(h map[string]string) bool {
+	for k, v := range forgedHeaders {
+		if strings.HasPrefix(strings.ToLower(k), "x-app") && h[strings.ToLower(k)] != v {
+			return false
+		}
+	}
+	return true
+}
