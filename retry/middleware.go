@@ -96,7 +96,13 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		// No policy could retry: nothing to refuse, and RCS stays false
 		// for a retryable error, so the caller retries (at-least-once).
 		state.Attempts = 1
-		return out.Call(ctx, req)
+		if p == nil || p.attemptTimeout <= 0 {
+			return out.Call(ctx, req)
+		}
+		actx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
+		res, err := out.Call(actx, req)
+		releaseWith(res, cancel)
+		return res, err
 	}
 	return m.callWithRetries(ctx, req, out, c, p, state)
 }

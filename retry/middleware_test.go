@@ -905,6 +905,30 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 	}
 }
 
+func TestMiddlewareAttemptTimeoutWithOneAttempt(t *testing.T) {
+	// A policy that never retries still times its one attempt out.
+	clock := newClock()
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 1, AttemptTimeout: 30 * time.Second}), clock.option())
+	out := newOutbound(succeed("payload"))
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Hour))
+	defer cancel()
+
+	res, err := m.Call(ctx, req("callee", "get", "x"), out)
+	if err != nil {
+		t.Fatalf("Call: %v", err)
+	}
+	s := out.requests()
+	if len(s) != 1 || !s[0].HasDeadline || s[0].Timeout > 30*time.Second || s[0].Timeout < 29*time.Second {
+		t.Errorf("attempts = %+v, want one with a timeout of about 30s", s)
+	}
+	if got, err := io.ReadAll(res.Body); err != nil || string(got) != "payload" {
+		t.Errorf("reading body after Call = %q, %v; want %q", got, err, "payload")
+	}
+	if err := res.Body.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
 func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 	// A returned error's response body is still readable under its attempt's
 	// context (yarpc encodings read application errors from it).
