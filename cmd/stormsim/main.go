@@ -16,12 +16,18 @@
 // graph described in YAML (see the shipped ones under
 // internal/stormsim/topologies) under -policy or the three policies.
 //
+// -scenario overload runs DESIGN.md's "Overload and timeouts": a chain
+// whose leaf hangs, per-attempt timeouts at every hop, well nested and
+// mis-nested, and the attempts that reach the hanging leaf per root
+// request under each policy.
+//
 // -analytic computes everything with the analytic model instead of running
-// services; -json prints JSON (for the chain: one object for one -policy,
-// an array for all three, as before; for a scenario its report; for all,
-// an array of reports); -svg FILE writes a chart of the loads per node,
-// one line per run. A run longer than a few seconds shows its progress on
-// stderr.
+// services (a topology with a hanging node or per-attempt timeouts has no
+// model: its figures are measured only); -json prints JSON (for the chain:
+// one object for one -policy, an array for all three, as before; for a
+// scenario its report; for all, an array of reports); -svg FILE writes a
+// chart of the loads per node, one line per run. A run longer than a few
+// seconds shows its progress on stderr.
 //
 //	go run ./cmd/stormsim -scenario deep -svg docs/deep.svg
 //	go run ./cmd/stormsim -policy ownership -transport grpc -json
@@ -92,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&c.opts.Budget, "budget", 0.1, "retry budget ratio (budget and ownership policies)")
 	fs.IntVar(&c.opts.Requests, "requests", 2000, "root requests to send (a scenario's own number unless given)")
 	fs.IntVar(&c.opts.Concurrency, "concurrency", stormsim.DefaultConcurrency, "root requests in flight (a scenario's own unless given)")
-	fs.DurationVar(&c.opts.Timeout, "timeout", stormsim.DefaultTimeout, "deadline of each root request")
+	fs.DurationVar(&c.opts.Timeout, "timeout", stormsim.DefaultTimeout, "deadline of each root request (a scenario's own unless given)")
 	fs.StringVar(&c.opts.Transport, "transport", stormsim.DefaultTransport, "http, grpc or tchannel")
 	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed of the nodes' failure draws")
 	fs.BoolVar(&c.json, "json", false, "print JSON: for the chain one object for one -policy, an array for all; a report for a scenario")
@@ -295,6 +301,9 @@ func runReports(ctx context.Context, c config, scenarios []stormsim.Scenario, st
 	if c.set["concurrency"] {
 		so.Concurrency = c.opts.Concurrency
 	}
+	if c.set["timeout"] {
+		so.Timeout = c.opts.Timeout
+	}
 	var (
 		reports []stormsim.Report
 		failed  int
@@ -413,7 +422,11 @@ func num(v float64) string {
 func printReport(w io.Writer, r stormsim.Report) {
 	fmt.Fprintf(w, "== scenario %s: %s\n", r.Scenario, r.Summary)
 	for _, run := range r.Runs {
-		if run.Result == nil {
+		switch {
+		case run.Result == nil && run.Expected.MeasuredOnly != "":
+			fmt.Fprintf(w, "run %s: %s (measured only, not run): no model\n", run.Label, run.Policy)
+			continue
+		case run.Result == nil:
 			fmt.Fprintf(w, "run %s: %s (analytic, not run): availability %s, radius at most %d\n", run.Label, run.Policy, num(run.Expected.Availability), run.Expected.RadiusMax)
 			continue
 		}
@@ -425,7 +438,14 @@ func printReport(w io.Writer, r stormsim.Report) {
 		fmt.Fprintf(w, " in %v: %d failed; storm radius %s\n", res.Elapsed.Round(time.Millisecond), res.Failed, radiusText(res.Radius))
 	}
 
-	fmt.Fprintf(w, "loads per request at the root: measured [analytic; published], ! when off the reference by more than %v%%\n", stormsim.LoadTolerance*100)
+	none := ""
+	for _, run := range r.Runs {
+		if run.Expected.MeasuredOnly != "" {
+			none = ", [-] where the model has none"
+			break
+		}
+	}
+	fmt.Fprintf(w, "loads per request at the root: measured [analytic; published], ! when off the reference by more than %v%%%s\n", stormsim.LoadTolerance*100, none)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "node\tdepth")
 	for _, run := range r.Runs {

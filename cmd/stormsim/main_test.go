@@ -74,7 +74,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{name: "fail-depth", give: []string{"-depth", "3", "-fail-depth", "3"}, want: "fail-depth: must be >= 0 and < depth (3), got 3"},
 		{name: "policy", give: []string{"-policy", "retry-harder"}, want: `policy: must be one of naive, budget, ownership, ownership-naive, got "retry-harder"`},
-		{name: "scenario", give: []string{"-scenario", "tornado"}, want: `scenario: must be all or one of chain, availability, context-drop, mixed, coincidental, no-retry-below, deep, fanout, got "tornado"`},
+		{name: "scenario", give: []string{"-scenario", "tornado"}, want: `scenario: must be all or one of chain, availability, context-drop, mixed, coincidental, no-retry-below, deep, fanout, overload, got "tornado"`},
 		{name: "chain flags with a scenario", give: []string{"-scenario", "deep", "-depth", "3", "-budget", "0.2"}, want: "-depth: a named scenario sets its own"},
 		{name: "scenario and topology", give: []string{"-scenario", "deep", "-topology", "x.yaml"}, want: "-scenario and -topology: give one"},
 		{name: "svg of all", give: []string{"-scenario", "all", "-svg", "x.svg"}, want: "-svg: give one scenario, not all"},
@@ -250,4 +250,41 @@ func TestProgress(t *testing.T) {
 			assert.Equal(t, tt.want, buf.String())
 		})
 	}
+}
+
+func TestRunScenarioOverload(t *testing.T) {
+	// Four root requests per run: naive still sends 2^3 = 8 to the
+	// hanging D on every call path, errown at most 2.
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-scenario", "overload", "-small", "-requests", "4", "-json"}, &stdout, &stderr))
+	var rep stormsim.Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+	assert.Equal(t, "overload", rep.Scenario)
+	require.Len(t, rep.Runs, 8)
+	for _, r := range rep.Runs {
+		require.NotNil(t, r.Result, r.Label)
+		assert.NotEmpty(t, r.Expected.MeasuredOnly, r.Label)
+		assert.NotEmpty(t, r.Result.Trace, r.Label)
+	}
+	assert.Equal(t, "naive, mis-nested", rep.Runs[4].Label)
+	assert.EqualValues(t, 8, rep.Runs[4].Result.Node("D").MaxPerPath)
+	figs := make(map[string]stormsim.Figure)
+	for _, f := range rep.Figures {
+		figs[f.Name] = f
+		assert.True(t, f.Pass, f.Name)
+	}
+	f := figs["D (hanging) requests per root request, most on one call path, ownership-naive, mis-nested"]
+	assert.Equal(t, []any{stormsim.CheckAtMost, 2.0, "measured"}, []any{f.Check, f.Reference, f.Source})
+	assert.LessOrEqual(t, f.Value, 2.0)
+	assert.Zero(t, f.Expected, "no model: null in JSON")
+	assert.Contains(t, stdout.String(), `"expected": null`)
+
+	stdout.Reset()
+	require.NoError(t, run(context.Background(), []string{"-scenario", "overload", "-analytic"}, &stdout, &stderr))
+	out := stdout.String()
+	assert.Contains(t, out, "run naive, mis-nested: naive (measured only, not run): no model\n")
+	assert.Contains(t, out, "D     3      [-]")
+	assert.Contains(t, out, "        D (hanging) requests per root request, most on one call path, naive, well nested: analytic -\n")
+	assert.Contains(t, out, "  - Measured only: a node hangs or a call has a per-attempt timeout")
+	assert.Contains(t, out, "scenario overload: 18 figures, 0 failed or off, ")
 }

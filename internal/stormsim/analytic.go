@@ -1,6 +1,7 @@
 package stormsim
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -30,6 +31,23 @@ type Analysis struct {
 	// failure probability and no budget share is strictly between 0 and
 	// 1. Then every root request that fails has radius RadiusMax.
 	Exact bool `json:"exact"`
+	// MeasuredOnly, when not empty, says why the model has no figures
+	// for the topology: its fate turns on time (a node that hangs,
+	// per-attempt timeouts), which the model does not follow. Then every
+	// load, rate and retry count is NaN (null in JSON), Availability is 0
+	// when no root request can succeed whatever the timing and NaN
+	// otherwise, RadiusMax counts the hops where a retry may be spent at
+	// all, and Run's figures are measured only.
+	MeasuredOnly string `json:"measuredOnly,omitempty"`
+}
+
+// MarshalJSON writes NaN figures as null.
+func (a Analysis) MarshalJSON() ([]byte, error) {
+	type plain Analysis // without this method
+	return json.Marshal(struct {
+		plain
+		Availability *float64 `json:"availability"`
+	}{plain(a), finite(a.Availability)})
 }
 
 // NodeAnalysis is what Analyze expects of one node.
@@ -53,6 +71,18 @@ type NodeAnalysis struct {
 	OwnUnclaimedRate float64 `json:"ownUnclaimedRate"`
 }
 
+// MarshalJSON writes NaN figures (Analysis.MeasuredOnly) as null.
+func (n NodeAnalysis) MarshalJSON() ([]byte, error) {
+	type plain NodeAnalysis // without this method
+	return json.Marshal(struct {
+		plain
+		Load             *float64 `json:"load"`
+		ErrorRate        *float64 `json:"errorRate"`
+		UnclaimedRate    *float64 `json:"unclaimedRate"`
+		OwnUnclaimedRate *float64 `json:"ownUnclaimedRate"`
+	}{plain(n), finite(n.Load), finite(n.ErrorRate), finite(n.UnclaimedRate), finite(n.OwnUnclaimedRate)})
+}
+
 // EdgeAnalysis is what Analyze expects of one hop.
 type EdgeAnalysis struct {
 	// From is the caller's name.
@@ -61,6 +91,24 @@ type EdgeAnalysis struct {
 	To string `json:"to"`
 	// Retries is the retries spent on the hop per root request.
 	Retries float64 `json:"retries"`
+}
+
+// MarshalJSON writes a NaN Retries (Analysis.MeasuredOnly) as null.
+func (e EdgeAnalysis) MarshalJSON() ([]byte, error) {
+	type plain EdgeAnalysis // without this method
+	return json.Marshal(struct {
+		plain
+		Retries *float64 `json:"retries"`
+	}{plain(e), finite(e.Retries)})
+}
+
+// finite returns &v, or nil for NaN and infinities, which JSON cannot
+// carry.
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }
 
 // Loads returns the load of every node, root first.
@@ -96,6 +144,10 @@ func (a Analysis) Loads() []float64 {
 // the caller fails anyway). It ignores the first requests of a run, before
 // the budget has deposits to spend or the memory its minimum of samples,
 // and retries cut short by deadlines.
+//
+// Time is beyond it: for a topology with a node that hangs or a call with
+// a per-attempt timeout, whose retries turn on which timeout fires first,
+// it gives no loads (see Analysis.MeasuredOnly).
 func Analyze(o Options) (Analysis, error) {
 	if err := o.Validate(); err != nil {
 		return Analysis{}, fmt.Errorf("stormsim: %w", err)
@@ -214,7 +266,51 @@ func (a *analyzer) analyze() Analysis {
 		}
 	}
 	res.Exact = a.exact
+	if g.timed() {
+		a.measuredOnly(&res)
+	}
 	return res
+}
+
+// _measuredOnly is Analysis.MeasuredOnly of a timed topology.
+const _measuredOnly = "a node hangs or a call has a per-attempt timeout: which timeout fires first decides every retry, and the model does not follow time"
+
+// measuredOnly turns the untimed analysis res of a timed topology into
+// what is known whatever the timing: whether every root request fails
+// (a failure on every path that no retry can mend stays one when
+// timeouts cut retries short or add some), and the hops on which a retry
+// may be spent at all.
+func (a *analyzer) measuredOnly(res *Analysis) {
+	g := a.g
+	res.MeasuredOnly = _measuredOnly
+	res.Exact = false
+	if res.Availability != 0 {
+		res.Availability = math.NaN()
+	}
+	for i := range res.Nodes {
+		n := &res.Nodes[i]
+		n.Load, n.ErrorRate, n.UnclaimedRate, n.OwnUnclaimedRate = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	}
+	// slow: the node or one below it hangs, so an attempt to it may time
+	// out; worth: an attempt to it may end in an error worth a retry.
+	slow, worth := make([]bool, len(g.nodes)), make([]bool, len(g.nodes))
+	for _, i := range g.order {
+		n := g.nodes[i]
+		slow[i] = n.hang
+		worth[i] = n.hang || n.fail > 0 && n.retryable
+		for _, c := range n.calls {
+			slow[i] = slow[i] || slow[c.child]
+			worth[i] = worth[i] || !c.soft && worth[c.child]
+		}
+		worth[i] = worth[i] || slow[i]
+	}
+	res.RadiusMax = 0
+	for e, ed := range g.edges {
+		res.Edges[e].Retries = math.NaN()
+		if g.nodes[ed.from].retry && a.o.Attempts > 1 && worth[ed.to] {
+			res.RadiusMax++
+		}
+	}
 }
 
 // node models node i, whose children are modelled already.
@@ -284,6 +380,14 @@ func (a *analyzer) node(i int, models []nodeModel) nodeModel {
 			}
 			state = next
 		}
+	}
+	if n.hang {
+		// It never answers: its caller's attempt times out, a failure
+		// worth a retry with no claim, whatever the node runs. How many
+		// retries the timeouts leave is beyond the model (measuredOnly).
+		m.out = outcome{}
+		m.out.err[_retryable][_missing] = 1
+		return m
 	}
 	own := _retryable
 	if !n.retryable {

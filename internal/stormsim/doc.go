@@ -6,7 +6,8 @@
 // from YAML: which node calls which, how many times per request, which
 // edges are soft (the caller ignores the child's failure), which nodes
 // fail and with what probability, which run errown and which have a retry
-// policy, and which lose their request context. Chain builds the straight
+// policy, which lose their request context, which hang (never answer),
+// and the per-attempt timeout of each call. Chain builds the straight
 // chain of DESIGN.md's first table; the scenarios' topologies are shipped
 // in topologies/ (LoadTopology).
 //
@@ -31,7 +32,14 @@
 //   - ownership-naive: errown with naive's unbudgeted retries.
 //
 // A node that runs no errown under the ownership policies retries with
-// package retry blind to claims, as any retry library. Each node's
+// package retry blind to claims, as any retry library. A hop blind to
+// claims (naive, budget, or a node without errown) times out each attempt
+// below its retry middleware, as a retry library that knows nothing of
+// errown: it starts a retry whenever the deadline leaves retry's
+// minRemaining. Under errown the per-attempt timeout is the hop's
+// retry.PolicyConfig.AttemptTimeout, and a retry starts only when a whole
+// attempt fits in the deadline left (DESIGN.md, "Overload and
+// timeouts"). Each node's
 // innermost outbound middleware sees every attempt and records the retries
 // (attempt header 2 or later) by root request and hop, for the retry storm
 // radius: for each failed root request, the number of distinct hops over
@@ -40,9 +48,13 @@
 //
 // The simulator's own client calls the root without retrying, N times with
 // bounded concurrency, and reports how many requests each node served per
-// root request. Analyze computes the same figures without running
-// anything, from a model of the same mechanism; Expected gives them for a
-// chain.
+// root request, and the most it served on one call path of one root
+// request (every attempt that reached it along that path); on request it
+// traces every attempt of one root request. Analyze computes the same
+// figures without running anything, from a model of the same mechanism;
+// Expected gives them for a chain. The model does not follow time: for a
+// topology with a hanging node or per-attempt timeouts the figures are
+// measured only (Analysis.MeasuredOnly).
 //
 // A Scenario (Scenarios, LookupScenario) runs shipped topologies under
 // several policies and reports its headline figures beside DESIGN.md's

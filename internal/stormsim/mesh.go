@@ -3,6 +3,7 @@ package stormsim
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/errown/errown"
@@ -41,6 +42,9 @@ type mesh struct {
 	nodes  []*node // as in the topology
 	errown []*errown.Middleware
 	log    *radiusLog
+	tracer *tracer
+	// inflight counts the requests the nodes are handling.
+	inflight atomic.Int64
 	// started in start order: children before their callers, the client
 	// last.
 	started []*yarpc.Dispatcher
@@ -51,7 +55,7 @@ type mesh struct {
 // each caller's outbounds know their addresses, then the client. On error
 // everything already started is stopped.
 func startMesh(o Options, g *graph) (_ *mesh, err error) {
-	m := &mesh{g: g, nodes: make([]*node, len(g.nodes)), errown: make([]*errown.Middleware, len(g.nodes)), log: newRadiusLog(len(g.edges))}
+	m := &mesh{g: g, nodes: make([]*node, len(g.nodes)), errown: make([]*errown.Middleware, len(g.nodes)), log: newRadiusLog(len(g.edges)), tracer: newTracer()}
 	defer func() {
 		if err != nil {
 			err = multierr.Append(err, m.stop())
@@ -87,7 +91,7 @@ func startMesh(o Options, g *graph) (_ *mesh, err error) {
 func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 	gn := m.g.nodes[i]
 	service := serviceName(gn.name)
-	n := &node{name: gn.name, fail: gn.fail, code: gn.code, drop: gn.drop, seed: o.Seed}
+	n := &node{name: gn.name, fail: gn.fail, code: gn.code, drop: gn.drop, hang: gn.hang, seed: o.Seed}
 	m.nodes[i] = n
 	e, err := newEndpoint(o.Transport, service, true, o.Concurrency)
 	if err != nil {
@@ -106,16 +110,17 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 				MaxAttempts:    o.Attempts,
 				InitialBackoff: _backoff,
 				MaxBackoff:     _backoff,
+				AttemptTimeout: c.attemptTimeout,
 			})
 		}
 	}
-	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, edges: edges}
+	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges}
 	mw, err := o.withPolicy(&cfg, gn, policies)
 	if err != nil {
 		e.abandon()
 		return "", fmt.Errorf("%s: %w", service, err)
 	}
-	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(&claimRecorder{n: n}, cfg.InboundMiddleware.Unary)
+	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(&claimRecorder{n: n, inflight: &m.inflight}, cfg.InboundMiddleware.Unary)
 
 	disp := yarpc.NewDispatcher(cfg)
 	for _, c := range gn.calls {
@@ -135,6 +140,16 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 	}
 	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("addr", e.addr()))
 	return e.addr(), nil
+}
+
+// settle waits, at most timeout, until no node is handling a request: a
+// node that hangs counts its error only once its caller has given up,
+// after the root request ended.
+func (m *mesh) settle(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for m.inflight.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // start starts d and records it for stop; abandon runs if d did not start.
@@ -164,13 +179,14 @@ func (m *mesh) stop() error {
 	return err
 }
 
-// reset forgets what the nodes counted and the retries recorded; errown's
-// memory keeps what it learned.
+// reset forgets what the nodes counted, the retries recorded and the
+// trace; errown's memory keeps what it learned.
 func (m *mesh) reset() {
 	for _, n := range m.nodes {
 		n.reset()
 	}
 	m.log.reset()
+	m.tracer.start(-1)
 }
 
 // withPolicy adds o.Policy's middleware for node n, retrying per policies,
@@ -198,11 +214,21 @@ func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyC
 		*cfg = mw.Apply(*cfg)
 		return mw, nil
 	case len(policies) > 0:
-		r, err := retry.New(retry.Config{ClaimHeader: _blindClaimHeader, Budget: budget, Policies: policies}, retry.WithLogger(o.Logger))
+		// Blind to claims, and to errown's rule for per-attempt
+		// timeouts: the attempts are timed out below the retry
+		// middleware, which sees no attemptTimeout (see attemptTimer).
+		timer := &attemptTimer{timeouts: make(map[string]time.Duration, len(policies))}
+		blind := make([]retry.PolicyConfig, len(policies))
+		for i, p := range policies {
+			timer.timeouts[p.Service] = p.AttemptTimeout
+			p.AttemptTimeout = 0
+			blind[i] = p
+		}
+		r, err := retry.New(retry.Config{ClaimHeader: _blindClaimHeader, Budget: budget, Policies: blind}, retry.WithLogger(o.Logger))
 		if err != nil {
 			return nil, err
 		}
-		cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(r, cfg.OutboundMiddleware.Unary)
+		cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(r, timer, cfg.OutboundMiddleware.Unary)
 		return nil, nil
 	default:
 		return nil, nil

@@ -3,10 +3,13 @@ package stormsim
 import (
 	"context"
 	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc"
@@ -34,6 +37,7 @@ type node struct {
 	fail  float64
 	code  yarpcerrors.Code
 	drop  bool
+	hang  bool
 	seed  uint64
 	calls []nodeCall
 	counters
@@ -54,17 +58,68 @@ type counters struct {
 	unclaimed    atomic.Int64 // error responses claimed "unclaimed"
 	ownFailures  atomic.Int64 // requests the node's own work failed
 	ownUnclaimed atomic.Int64 // own failures that went out unclaimed
+
+	mu    sync.Mutex
+	paths map[string]int64 // requests served, by call path (see callPath)
 }
 
 func (c *counters) reset() {
 	for _, v := range []*atomic.Int64{&c.served, &c.retried, &c.errors, &c.unclaimed, &c.ownFailures, &c.ownUnclaimed} {
 		v.Store(0)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.paths)
 }
 
-// handle serves one request: count it, call the children, then fail if
-// the node's draw says so (after the calls below, as in DESIGN.md), else
-// pass on the error of the first failed call on a hard edge, if any.
+// servedOn counts a request served on call path key.
+func (c *counters) servedOn(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paths == nil {
+		c.paths = make(map[string]int64)
+	}
+	c.paths[key]++
+}
+
+// maxPerPath returns the most requests served on one call path.
+func (c *counters) maxPerPath() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var most int64
+	for _, n := range c.paths {
+		most = max(most, n)
+	}
+	return most
+}
+
+// callPath returns the call path of a request body: its path from the
+// root without the attempt numbers, e.g. "17/0.0" for "17@1/0.0@2". Every
+// attempt of every logical call along one path of calls from one root
+// request shares it: the requests a node serves on one call path are the
+// attempts that reached it along that path.
+func callPath(body string) string {
+	var b strings.Builder
+	b.Grow(len(body))
+	skip := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '@':
+			skip = true
+		case c == '/':
+			skip = false
+			b.WriteByte(c)
+		case !skip:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// handle serves one request: count it, call the children, then hang if
+// the node hangs, fail if the node's draw says so (after the calls below,
+// as in DESIGN.md), else pass on the error of the first failed call on a
+// hard edge, if any.
 func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 	n.served.Add(1)
 	attempt := 1
@@ -76,6 +131,7 @@ func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 	if attempt > 1 {
 		n.retried.Add(1)
 	}
+	n.servedOn(callPath(string(body)))
 	path := string(body) + "@" + strconv.Itoa(attempt)
 	cctx := withRoot(ctx, rootOf(path))
 	if n.drop {
@@ -96,6 +152,12 @@ func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 				hard = err
 			}
 		}
+	}
+	if n.hang {
+		// Never answer: wait for the caller to give up. The error goes
+		// to nobody; it ends the handler.
+		<-ctx.Done()
+		return nil, yarpcerrors.Newf(yarpcerrors.CodeDeadlineExceeded, "stormsim: %s hangs", n.name)
 	}
 	if n.fails(path) {
 		n.ownFailures.Add(1)
@@ -161,12 +223,16 @@ func visitFromContext(ctx context.Context) *visit {
 // the node's error responses by the claim errown (if any) put on them.
 type claimRecorder struct {
 	n *node
+	// inflight counts the requests being handled, mesh-wide.
+	inflight *atomic.Int64
 }
 
 var _ middleware.UnaryInbound = (*claimRecorder)(nil)
 
 // Handle implements middleware.UnaryInbound.
 func (r *claimRecorder) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
+	r.inflight.Add(1)
+	defer r.inflight.Add(-1)
 	v := &visit{}
 	w := &claimCapture{ResponseWriter: resw}
 	err := h.Handle(context.WithValue(ctx, visitKey{}, v), req, w)
@@ -198,22 +264,76 @@ func (w *claimCapture) AddHeaders(h transport.Headers) {
 
 // retryRecorder is the innermost outbound middleware of a node: it sees
 // every attempt and records, for each retry (attempt 2 or later, by the
-// attempt header), the root request and the hop it was spent on.
+// attempt header), the root request and the hop it was spent on, and
+// every attempt of the traced root request.
 type retryRecorder struct {
-	log   *radiusLog
-	edges map[string]int // by callee service
+	log    *radiusLog
+	tracer *tracer
+	edges  map[string]int // by callee service
 }
 
 var _ middleware.UnaryOutbound = (*retryRecorder)(nil)
 
 // Call implements middleware.UnaryOutbound.
 func (r *retryRecorder) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	attempt := 1
 	if v, ok := req.Headers.Get(_attemptHeader); ok {
-		if a, ok := ownership.ParseAttempt(v); ok && a > 1 {
-			if root, ok := rootFromContext(ctx); ok {
-				r.log.record(root, r.edges[req.Service])
-			}
+		if a, ok := ownership.ParseAttempt(v); ok {
+			attempt = a
 		}
 	}
-	return out.Call(ctx, req)
+	root, ok := rootFromContext(ctx)
+	if ok && attempt > 1 {
+		r.log.record(root, r.edges[req.Service])
+	}
+	if !ok || !r.tracer.traces(root) {
+		return out.Call(ctx, req)
+	}
+	start := time.Now()
+	res, err := out.Call(ctx, req)
+	r.tracer.record(r.edges[req.Service], attempt, start, res, err)
+	return res, err
+}
+
+// attemptTimer is the per-attempt timeout of a retry library that knows
+// nothing of errown: an outbound middleware inside the retry middleware
+// of a node blind to claims, which times out each attempt on its own, so
+// that the retry middleware, with no per-attempt timeout of its own,
+// starts a retry whenever the deadline leaves its minimum remaining (not
+// only when a whole attempt fits, as errown's does).
+type attemptTimer struct {
+	timeouts map[string]time.Duration // by callee service
+}
+
+var _ middleware.UnaryOutbound = (*attemptTimer)(nil)
+
+// Call implements middleware.UnaryOutbound.
+func (a *attemptTimer) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	timeout := a.timeouts[req.Service]
+	if timeout <= 0 {
+		return out.Call(ctx, req)
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	res, err := out.Call(actx, req)
+	if res == nil || res.Body == nil {
+		cancel()
+		return res, err
+	}
+	// The body is read after the call returns: release the attempt's
+	// context when it is closed.
+	res.Body = &cancelBody{ReadCloser: res.Body, cancel: cancel}
+	return res, err
+}
+
+// cancelBody cancels a context when closed.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+// Close implements io.Closer.
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }

@@ -117,6 +117,9 @@ type Options struct {
 	// UnknownEdges is errown's unknownEdges under the ownership policies:
 	// "correlated" (default) or "coincidental".
 	UnknownEdges string
+	// Trace records every attempt of every call made for the first
+	// counted root request (Result.Trace).
+	Trace bool
 	// Progress, when not nil, is called after each root request, warm-up
 	// included, with the number done and the total. It must be safe for
 	// concurrent use.
@@ -238,7 +241,9 @@ func (o Options) topology() *Topology {
 // the nodes below it see what it forwards; under PolicyOwnership only the
 // failing node's caller retries, so every node from the failing one down
 // sees 1+Budget and those above it 1. A failing root is retried by nobody:
-// the simulator's client does not retry.
+// the simulator's client does not retry. For a topology whose fate turns
+// on time (a hanging node, per-attempt timeouts) every load is NaN: see
+// Analysis.MeasuredOnly.
 func Expected(o Options) []float64 {
 	a, err := Analyze(o)
 	if err != nil {

@@ -39,6 +39,9 @@ type Result struct {
 	Edges []EdgeResult `json:"edges"`
 	// Radius is the retry storm radius over the failed root requests.
 	Radius Radius `json:"radius"`
+	// Trace is every attempt of every call made for the first counted
+	// root request, when Options.Trace asked for it.
+	Trace []TraceEvent `json:"trace,omitempty"`
 	// Elapsed is how long the requests took, setup and teardown excluded.
 	Elapsed time.Duration `json:"-"`
 }
@@ -53,6 +56,11 @@ type NodeResult struct {
 	Served int64 `json:"served"`
 	// Ratio is Served per root request.
 	Ratio float64 `json:"ratio"`
+	// MaxPerPath is the most requests the node served on one call path
+	// of one root request: the attempts that reached it along one path of
+	// logical calls from the root (R^d for a node d hops below where
+	// every hop makes R attempts; on a chain, per root request).
+	MaxPerPath int64 `json:"maxPerPath"`
 	// Retried is the number of requests that arrived as a retry.
 	Retried int64 `json:"retried"`
 	// Errors is the number of requests the node failed.
@@ -147,12 +155,18 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 	var out, warm outcomes
 	if o.Warmup > 0 {
 		warm = d.drive(ctx, 0, o.Warmup)
+		m.settle(o.Timeout)
 		m.reset()
+	}
+	if o.Trace {
+		m.tracer.start(int64(o.Warmup))
 	}
 	start := time.Now()
 	if ctx.Err() == nil {
 		out = d.drive(ctx, o.Warmup, o.Requests)
 	}
+	elapsed := time.Since(start)
+	m.settle(o.Timeout)
 	res := Result{
 		Topology:  g.t.Name,
 		Policy:    o.Policy,
@@ -161,10 +175,11 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 		Warmup:    o.Warmup,
 		Seed:      o.Seed,
 		Failed:    len(out.failed),
-		Elapsed:   time.Since(start),
+		Elapsed:   elapsed,
 		Nodes:     make([]NodeResult, len(m.nodes)),
 		Edges:     make([]EdgeResult, len(g.edges)),
 		Radius:    m.log.radius(out.failed),
+		Trace:     m.tracer.trace(g),
 	}
 	per := func(n int64) float64 {
 		if out.sent == 0 {
@@ -178,6 +193,7 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 			Depth:        g.nodes[i].depth,
 			Served:       n.served.Load(),
 			Ratio:        per(n.served.Load()),
+			MaxPerPath:   n.maxPerPath(),
 			Retried:      n.retried.Load(),
 			Errors:       n.errors.Load(),
 			Unclaimed:    n.unclaimed.Load(),

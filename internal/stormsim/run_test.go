@@ -97,9 +97,9 @@ func TestRunNaiveIsExact(t *testing.T) {
 	res, err := Run(context.Background(), o)
 	require.NoError(t, err)
 	assert.Equal(t, []NodeResult{
-		{Name: "A", Depth: 0, Served: 20, Ratio: 1, Errors: 20},
-		{Name: "B", Depth: 1, Served: 60, Ratio: 3, Retried: 40, Errors: 60},
-		{Name: "C", Depth: 2, Served: 180, Ratio: 9, Retried: 120, Errors: 180, OwnFailures: 180},
+		{Name: "A", Depth: 0, Served: 20, Ratio: 1, MaxPerPath: 1, Errors: 20},
+		{Name: "B", Depth: 1, Served: 60, Ratio: 3, MaxPerPath: 3, Retried: 40, Errors: 60},
+		{Name: "C", Depth: 2, Served: 180, Ratio: 9, MaxPerPath: 9, Retried: 120, Errors: 180, OwnFailures: 180},
 	}, res.Nodes)
 	assert.Equal(t, []EdgeResult{
 		{From: "A", To: "B", Retries: 40, PerRequest: 2},

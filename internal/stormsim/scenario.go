@@ -41,7 +41,9 @@ type ScenarioOptions struct {
 	// Concurrency is the root requests kept in flight. Default: the
 	// scenario's own (DefaultConcurrency unless it says otherwise).
 	Concurrency int
-	// Timeout is the deadline of each root request.
+	// Timeout, when positive, is the deadline of each root request.
+	// Default: the scenario's own (DefaultTimeout unless it says
+	// otherwise).
 	Timeout time.Duration
 	// Requests, when positive, replaces the root requests of every run.
 	Requests int
@@ -201,7 +203,8 @@ func (r RunReport) Availability() float64 {
 }
 
 // LoadReferences returns, for each node, what its load is judged against:
-// the published figure where there is one, else the expected one.
+// the published figure where there is one, else the expected one (NaN,
+// no reference, where the model has none: Analysis.MeasuredOnly).
 func (r RunReport) LoadReferences() []float64 {
 	if len(r.Published) == len(r.Expected.Nodes) {
 		return r.Published
@@ -210,13 +213,14 @@ func (r RunReport) LoadReferences() []float64 {
 }
 
 // LoadPasses reports, for each node, whether its measured load is within
-// LoadTolerance of its reference; all true for an analytic run.
+// LoadTolerance of its reference; all true for an analytic run, and true
+// for a node with no reference.
 func (r RunReport) LoadPasses() []bool {
 	refs := r.LoadReferences()
 	loads := r.Loads()
 	pass := make([]bool, len(refs))
 	for i, ref := range refs {
-		pass[i] = r.Result == nil || math.Abs(loads[i]-ref) <= LoadTolerance*math.Max(1, ref)
+		pass[i] = r.Result == nil || math.IsNaN(ref) || math.Abs(loads[i]-ref) <= LoadTolerance*math.Max(1, ref)
 	}
 	return pass
 }
@@ -260,12 +264,6 @@ type Figure struct {
 // give, such as a mean radius under a budget) as null.
 func (f Figure) MarshalJSON() ([]byte, error) {
 	type plain Figure // without this method
-	finite := func(v float64) *float64 {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil
-		}
-		return &v
-	}
 	return json.Marshal(struct {
 		plain
 		Value    *float64 `json:"value"`
@@ -337,7 +335,10 @@ func (s Scenario) Run(ctx context.Context, so ScenarioOptions) (Report, error) {
 		if o.Budget == 0 {
 			o.Budget = 0.1
 		}
-		o.Transport, o.Timeout, o.Seed, o.Logger = so.Transport, so.Timeout, so.Seed, so.Logger
+		o.Transport, o.Seed, o.Logger = so.Transport, so.Seed, so.Logger
+		if so.Timeout > 0 {
+			o.Timeout = so.Timeout
+		}
 		small := p.smallConcurrency
 		if small == 0 {
 			small = 4
@@ -362,8 +363,17 @@ func (s Scenario) Run(ctx context.Context, so ScenarioOptions) (Report, error) {
 		rep.Runs = append(rep.Runs, rr)
 	}
 	rep.Figures, rep.Notes = s.figures(c, rep.Runs)
-	for i := range rep.Figures {
-		rep.Figures[i] = rep.Figures[i].judge()
+	for i, f := range rep.Figures {
+		if f.Source == "analytic" && math.IsNaN(f.Value) {
+			f.Check = CheckNone // the model has none to judge
+		}
+		rep.Figures[i] = f.judge()
+	}
+	for _, r := range rep.Runs {
+		if r.Result == nil && r.Expected.MeasuredOnly != "" {
+			rep.Notes = append(rep.Notes, "Measured only: "+r.Expected.MeasuredOnly+". Run without -analytic for the figures.")
+			break
+		}
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
@@ -381,6 +391,7 @@ func Scenarios() []Scenario {
 		scenarioNoRetryBelow(),
 		scenarioDeep(),
 		scenarioFanout(),
+		scenarioOverload(),
 	}
 }
 

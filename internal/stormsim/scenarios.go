@@ -3,17 +3,28 @@ package stormsim
 import (
 	"fmt"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 )
 
 // measure returns the figure f gives of run r: measured (or analytic for
-// an analytic run), beside what f gives of r's expectations.
+// an analytic run), beside what f gives of r's expectations. A run the
+// model has no figures for (Analysis.MeasuredOnly) expects nothing (NaN),
+// and as an analytic run gives nothing either.
 func measure(name string, r RunReport, f func(RunReport) float64) Figure {
 	expected := r
 	expected.Result = nil
-	return Figure{Name: name, Value: f(r), Source: r.Source(), Expected: f(expected)}
+	fig := Figure{Name: name, Value: f(r), Source: r.Source(), Expected: f(expected)}
+	if r.Expected.MeasuredOnly != "" {
+		fig.Expected = math.NaN()
+		if r.Result == nil {
+			fig.Value = math.NaN()
+		}
+	}
+	return fig
 }
 
 func (f Figure) within(ref, tol float64, basis string) Figure {
@@ -43,6 +54,18 @@ func retries(from, to string) func(RunReport) float64 {
 }
 
 func radiusMax(r RunReport) float64 { return float64(r.Radius().Max) }
+
+// maxPerPath returns a figure function: the most requests node name
+// served on one call path of one root request, measured only (NaN for an
+// analytic run).
+func maxPerPath(name string) func(RunReport) float64 {
+	return func(r RunReport) float64 {
+		if r.Result == nil {
+			return math.NaN()
+		}
+		return float64(r.Result.Node(name).MaxPerPath)
+	}
+}
 
 func radiusMeanRetried(r RunReport) float64 { return r.Radius().MeanRetried }
 
@@ -390,6 +413,82 @@ func scenarioFanout() Scenario {
 				measure("max storm radius (hops), naive", naive, radiusMax).within(7, 0, _radiusBasis),
 				measure("max storm radius (hops), ownership", own, radiusMax).atMost(2, "D→F and E→F, one hop on each path"),
 			}, []string{"F is reached by A→B→D→F, A→B→E→F and A→C→E→F (C calls E twice): under errown only F's callers retry, however many paths lead to it."}
+		},
+	}
+}
+
+// _nestings are the overload scenario's two timeout nestings: the
+// shipped topology of each and its label.
+var _nestings = []struct{ topology, label string }{
+	{"overload", "well nested"},
+	{"overload-misnested", "mis-nested"},
+}
+
+func scenarioOverload() Scenario {
+	return Scenario{
+		Name:    "overload",
+		Summary: "A→B→C→D, D hanging, per-attempt timeouts at every hop, well nested and mis-nested: attempts reaching D per root request",
+		Chart:   true,
+		plan: func(c scenarioConfig) []plannedRun {
+			// Every root request takes tens to hundreds of milliseconds
+			// of timers: few requests, several in flight, but not so many
+			// that a starved CPU (two cores under the race detector)
+			// delays answers by more than the margins of the timeouts.
+			n := c.requests(32, 12)
+			var runs []plannedRun
+			for _, nest := range _nestings {
+				t := mustTopology(nest.topology)
+				for _, p := range AllPolicies() {
+					runs = append(runs, plannedRun{
+						label: string(p) + ", " + nest.label,
+						opts:  Options{Topology: t, Policy: p, Requests: n, Concurrency: 8, Timeout: 2 * time.Second, Trace: true},
+					})
+				}
+			}
+			return runs
+		},
+		figures: func(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
+			var (
+				figs  []Figure
+				notes = []string{
+					"D never answers: every attempt to it ends by its caller's per-attempt timeout, with no claim (missing). Every hop makes two attempts; the root request's deadline is 2s. 'Most on one call path' is the most requests D received for one root request (a chain has one call path), counting every attempt that reached D, also one its caller cut short.",
+					"naive and budget hops are retry libraries blind to claims: each times its attempts out and starts a retry whenever the deadline leaves retry's minRemaining (5ms). Under errown a hop starts a retry only when a whole attempt (its attemptTimeout) plus minRemaining fits in what is left of its deadline, which is its caller's attempt, so it answers, with a claim, before its caller's attempt times out.",
+					"Well nested: when C's first attempt times out (40ms) 80ms of B's 120ms attempt are left, room for a whole attempt: under errown C retries once (ownership: when the budget grants it, else it refuses for the budget), and answers unclaimed at ~81ms, before B's attempt ends; B and A pass the error on without retrying.",
+					"Mis-nested: at 40ms only ~30ms of B's 70ms attempt are left, no room for a whole 40ms attempt: under errown C refuses the retry for the deadline (which satisfies the retry criteria) and answers unclaimed at ~40ms, before B's attempt ends; nobody retries. A blind C retries anyway, B's attempt times out while that retry is at D, and B, then A, retry in turn.",
+				}
+			)
+			for k, nest := range _nestings {
+				rs := runs[k*len(AllPolicies()) : (k+1)*len(AllPolicies())]
+				naive, budget, own, ownNaive := rs[0], rs[1], rs[2], rs[3]
+				at := ", " + nest.label
+				figs = append(figs,
+					measure("D (hanging) requests per root request, most on one call path, naive"+at, naive, maxPerPath("D")).within(8, 0, "2^3: every hop retries its timed-out attempt once"),
+					measure("D (hanging) requests per root request, naive"+at, naive, load("D")).within(8, relTol(8), "2^3 within 5%: a retry that reaches D too late is not counted"),
+					measure("max storm radius (hops), naive"+at, naive, radiusMax).within(3, 0, _radiusBasis),
+					measure("D (hanging) requests per root request, most on one call path, budget"+at, budget, maxPerPath("D")),
+					measure("max storm radius (hops), budget"+at, budget, radiusMax),
+					measure("D (hanging) requests per root request, most on one call path, ownership"+at, own, maxPerPath("D")).atMost(2, "two attempts per call path at the slow service"),
+					measure("max storm radius (hops), ownership"+at, own, radiusMax).atMost(2, "DESIGN.md: 1, 2 where correlation breaks"),
+					measure("D (hanging) requests per root request, most on one call path, ownership-naive"+at, ownNaive, maxPerPath("D")).atMost(2, "two attempts per call path at the slow service, with no budget to help"),
+					measure("max storm radius (hops), ownership-naive"+at, ownNaive, radiusMax).atMost(2, "DESIGN.md: 1, 2 where correlation breaks"),
+				)
+				if naive.Result == nil {
+					continue
+				}
+				var hops []string
+				for _, r := range rs {
+					var per []string
+					for _, e := range r.Result.Edges {
+						per = append(per, fmt.Sprintf("%s %.2f", e.From+"→"+e.To, e.PerRequest))
+					}
+					hops = append(hops, fmt.Sprintf("%s: %s", r.Policy, strings.Join(per, ", ")))
+				}
+				notes = append(notes, fmt.Sprintf("%s: retries per root request by hop: %s.", nest.label, strings.Join(hops, "; ")))
+				for _, r := range []RunReport{naive, ownNaive} {
+					notes = append(notes, fmt.Sprintf("%s: attempts of root request 0 (hop#attempt, ms from its start, outcome, claim): %s.", r.Label, TraceText(r.Result.Trace)))
+				}
+			}
+			return figs, notes
 		},
 	}
 }

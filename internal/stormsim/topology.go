@@ -6,6 +6,7 @@ import (
 	"github.com/errown/errown/ownership"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -18,6 +19,11 @@ const (
 	MaxNodes = 100
 	// MaxTimes is the most calls per request a node may make to one child.
 	MaxTimes = 10
+	// MinAttemptTimeout and MaxAttemptTimeout bound a call's
+	// attemptTimeout: below a millisecond yarpc's HTTP TTL header (whole
+	// milliseconds) cannot carry it to the callee.
+	MinAttemptTimeout = time.Millisecond
+	MaxAttemptTimeout = time.Minute
 )
 
 // DefaultFailCode is the code of a node's own failure when its topology
@@ -31,19 +37,20 @@ const DefaultFailCode = "unavailable"
 // in the order listed, each as many times as its Call says, then fails with
 // its own probability (after the calls, as in DESIGN.md); otherwise it
 // returns the error of the first failed call to a child that is not soft,
-// if any, else success. Nothing retries unless a policy (see Policy) says
-// so.
+// if any, else success. A node that hangs never answers: after its calls
+// it waits until its request's context is done, so each attempt to it
+// ends by its caller's per-attempt timeout (a call's attemptTimeout) or
+// deadline. Nothing retries unless a policy (see Policy) says so.
 //
 //	name: example
 //	description: A calls B twice and a cache C that it can do without.
 //	nodes:
 //	  - name: A
-//	    calls: [{to: B, times: 2}, {to: C, soft: true}]
+//	    calls: [{to: B, times: 2}, {to: C, soft: true, attemptTimeout: 20ms}]
 //	  - name: B
 //	    fail: 0.1          # fails 10% of its requests
 //	  - name: C
-//	    fail: 1
-//	    failCode: not-found
+//	    hang: true         # never answers
 type Topology struct {
 	// Name names the topology in output.
 	Name string `yaml:"name" json:"name"`
@@ -84,6 +91,13 @@ type Node struct {
 	// (same deadline, nothing else), as a handler that loses its request
 	// context does: errown cannot tie those calls to the request.
 	DropContext bool `yaml:"dropContext,omitempty" json:"dropContext,omitempty"`
+	// Hang makes the node never answer: it serves the request (and calls
+	// its children) and then waits until the request's context is done,
+	// and its error, deadline-exceeded, reaches nobody: its caller's
+	// attempt has timed out. A node that hangs cannot also fail (fail,
+	// failCode). Every root request that reaches it fails with
+	// deadline-exceeded.
+	Hang bool `yaml:"hang,omitempty" json:"hang,omitempty"`
 }
 
 // Call is an edge of a Topology: a node calling a child. In YAML a call is
@@ -95,6 +109,14 @@ type Call struct {
 	Times int `yaml:"times,omitempty" json:"times,omitempty"`
 	// Soft marks a fail-open edge: the caller ignores the child's failure.
 	Soft bool `yaml:"soft,omitempty" json:"soft,omitempty"`
+	// AttemptTimeout limits each attempt of a call on this edge, e.g.
+	// "40ms" (a Go duration), between MinAttemptTimeout and
+	// MaxAttemptTimeout; the caller needs a retry policy. Under errown the
+	// hop's retry policy has it as retry.PolicyConfig.AttemptTimeout; a
+	// hop blind to claims times its attempts out as a retry library that
+	// knows nothing of errown (see Policy). Default none: an attempt lasts
+	// as long as the caller's own deadline.
+	AttemptTimeout time.Duration `yaml:"attemptTimeout,omitempty" json:"attemptTimeout,omitempty"`
 }
 
 // UnmarshalYAML reads a Call from a child's name or from a map.
@@ -104,8 +126,27 @@ func (c *Call) UnmarshalYAML(unmarshal func(interface{}) error) error {
 		*c = Call{To: name}
 		return nil
 	}
-	type plain Call // without this method
-	return unmarshal((*plain)(c))
+	// Call's fields, with the timeout as written: yaml.v2 would read a
+	// bare number as nanoseconds, and say of a bad one only that it is
+	// no time.Duration.
+	var raw struct {
+		To             string `yaml:"to"`
+		Times          int    `yaml:"times"`
+		Soft           bool   `yaml:"soft"`
+		AttemptTimeout string `yaml:"attemptTimeout"`
+	}
+	if err := unmarshal(&raw); err != nil {
+		return err
+	}
+	*c = Call{To: raw.To, Times: raw.Times, Soft: raw.Soft}
+	if raw.AttemptTimeout != "" {
+		d, err := time.ParseDuration(raw.AttemptTimeout)
+		if err != nil {
+			return fmt.Errorf("call to %q: attemptTimeout: must be a duration such as 40ms, got %q", raw.To, raw.AttemptTimeout)
+		}
+		c.AttemptTimeout = d
+	}
+	return nil
 }
 
 // runsErrown reports whether the node runs errown under the ownership
@@ -203,13 +244,15 @@ type gnode struct {
 	errown    bool
 	retry     bool
 	drop      bool
+	hang      bool
 }
 
 type gcall struct {
-	child int
-	times int
-	soft  bool
-	edge  int
+	child          int
+	times          int
+	soft           bool
+	attemptTimeout time.Duration
+	edge           int
 }
 
 // gedge is a caller→callee hop.
@@ -247,9 +290,15 @@ func compile(t *Topology) (*graph, error) {
 		if err != nil {
 			add("%s.failCode: %v", at, err)
 		}
+		if n.Hang && n.Fail != 0 {
+			add("%s.fail: a node that hangs never answers, so it cannot fail: drop fail or hang, got %v", at, n.Fail)
+		}
+		if n.Hang && n.FailCode != "" {
+			add("%s.failCode: a node that hangs never answers with a code: drop failCode or hang, got %q", at, n.FailCode)
+		}
 		g.nodes[i] = gnode{
 			name: n.Name, fail: n.Fail, code: code, retryable: retryable,
-			errown: n.runsErrown(), retry: n.retries(), drop: n.DropContext,
+			errown: n.runsErrown(), retry: n.retries(), drop: n.DropContext, hang: n.Hang,
 		}
 	}
 	for i, n := range t.Nodes {
@@ -276,7 +325,14 @@ func compile(t *Topology) (*graph, error) {
 			if times < 1 || times > MaxTimes {
 				add("%s.times: must be between 1 and %d, got %d", at, MaxTimes, c.Times)
 			}
-			g.nodes[i].calls = append(g.nodes[i].calls, gcall{child: child, times: times, soft: c.Soft, edge: len(g.edges)})
+			switch {
+			case c.AttemptTimeout == 0:
+			case c.AttemptTimeout < MinAttemptTimeout || c.AttemptTimeout > MaxAttemptTimeout:
+				add("%s.attemptTimeout: must be between %v and %v (a duration such as 40ms), got %v", at, MinAttemptTimeout, MaxAttemptTimeout, c.AttemptTimeout)
+			case !n.retries():
+				add("%s.attemptTimeout: is part of a retry policy, and %s has none (retry: false), got %v", at, n.Name, c.AttemptTimeout)
+			}
+			g.nodes[i].calls = append(g.nodes[i].calls, gcall{child: child, times: times, soft: c.Soft, attemptTimeout: c.AttemptTimeout, edge: len(g.edges)})
 			g.edges = append(g.edges, gedge{from: i, to: child})
 		}
 	}
@@ -398,13 +454,33 @@ func (g *graph) edgeName(e int) string {
 	return g.nodes[g.edges[e].from].name + "→" + g.nodes[g.edges[e].to].name
 }
 
-// failCodes returns the codes a root request can fail with.
+// failCodes returns the codes a root request can fail with: the codes of
+// the nodes' own failures, and deadline-exceeded when a node hangs.
 func (g *graph) failCodes() map[yarpcerrors.Code]bool {
 	codes := make(map[yarpcerrors.Code]bool)
 	for _, n := range g.nodes {
 		if n.fail > 0 {
 			codes[n.code] = true
 		}
+		if n.hang {
+			codes[yarpcerrors.CodeDeadlineExceeded] = true
+		}
 	}
 	return codes
+}
+
+// timed reports whether the fate of a request turns on time: a node hangs
+// or a call has a per-attempt timeout.
+func (g *graph) timed() bool {
+	for _, n := range g.nodes {
+		if n.hang {
+			return true
+		}
+		for _, c := range n.calls {
+			if c.attemptTimeout > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

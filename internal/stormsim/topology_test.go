@@ -2,6 +2,7 @@ package stormsim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,6 +31,21 @@ nodes:
 				{Name: "A", Calls: []Call{{To: "B"}, {To: "C", Times: 2, Soft: true}}},
 				{Name: "B", Fail: 0.5, FailCode: "data-loss", Errown: &no},
 				{Name: "C", Retry: &no, DropContext: true},
+			}},
+		},
+		{
+			name: "a hanging node and per-attempt timeouts",
+			give: `
+name: slow
+nodes:
+  - {name: A, calls: [{to: B, attemptTimeout: 400ms}]}
+  - {name: B, calls: [{to: C, attemptTimeout: 1.5s, soft: true}]}
+  - {name: C, hang: true}
+`,
+			want: &Topology{Name: "slow", Nodes: []Node{
+				{Name: "A", Calls: []Call{{To: "B", AttemptTimeout: 400 * time.Millisecond}}},
+				{Name: "B", Calls: []Call{{To: "C", AttemptTimeout: 1500 * time.Millisecond, Soft: true}}},
+				{Name: "C", Hang: true},
 			}},
 		},
 		{
@@ -80,6 +96,28 @@ nodes:
 				`nodes[4] (F).failCode: must be a failure (a server fault), not an answer, got "not-found"`,
 			},
 		},
+		{
+			name: "hang and timeouts",
+			give: `
+name: t
+nodes:
+  - {name: A, calls: [{to: B, attemptTimeout: 0.5ms}, {to: C, attemptTimeout: 2h}, {to: D, attemptTimeout: -1ms}]}
+  - {name: B, fail: 1, hang: true}
+  - {name: C, hang: true, failCode: internal}
+  - {name: D, retry: false, calls: [{to: E, attemptTimeout: 10ms}]}
+  - {name: E}
+`,
+			want: []string{
+				"nodes[0] (A).calls[0].attemptTimeout: must be between 1ms and 1m0s (a duration such as 40ms), got 500µs",
+				"nodes[0] (A).calls[1].attemptTimeout: must be between 1ms and 1m0s (a duration such as 40ms), got 2h0m0s",
+				"nodes[0] (A).calls[2].attemptTimeout: must be between 1ms and 1m0s (a duration such as 40ms), got -1ms",
+				"nodes[1] (B).fail: a node that hangs never answers, so it cannot fail: drop fail or hang, got 1",
+				`nodes[2] (C).failCode: a node that hangs never answers with a code: drop failCode or hang, got "internal"`,
+				"nodes[3] (D).calls[0].attemptTimeout: is part of a retry policy, and D has none (retry: false), got 10ms",
+			},
+		},
+		{name: "attempt timeout not a duration", give: "name: t\nnodes: [{name: A, calls: [{to: B, attemptTimeout: soon}]}, {name: B}]", want: []string{`topology: call to "B": attemptTimeout: must be a duration such as 40ms, got "soon"`}},
+		{name: "attempt timeout without a unit", give: "name: t\nnodes: [{name: A, calls: [{to: B, attemptTimeout: 40}]}, {name: B}]", want: []string{`call to "B": attemptTimeout: must be a duration such as 40ms, got "40"`}},
 		{name: "names ignore case", give: "name: t\nnodes: [{name: A, calls: [a]}, {name: a}]", want: []string{"nodes[1] (a).name: already used by nodes[0]"}},
 		{name: "cycle", give: "name: t\nnodes: [{name: A, calls: [B]}, {name: B, calls: [C]}, {name: C, calls: [B]}]", want: []string{`topology "t": calls: the graph has a cycle: B → C → B`}},
 		{name: "unreachable", give: "name: t\nnodes: [{name: A}, {name: B, calls: [A]}]", want: []string{"nodes[1] (B): not reachable from the root A"}},
@@ -97,7 +135,7 @@ nodes:
 
 func TestShippedTopologies(t *testing.T) {
 	names := TopologyNames()
-	assert.Equal(t, []string{"availability", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below"}, names)
+	assert.Equal(t, []string{"availability", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below", "overload", "overload-misnested"}, names)
 	for _, name := range names {
 		top, err := LoadTopology(name)
 		require.NoError(t, err, name)
@@ -138,4 +176,23 @@ func TestTopologyDepthsAndClone(t *testing.T) {
 	assert.Equal(t, 2, top.Node("C").Calls[0].Times, "the clone is deep")
 	assert.Equal(t, 1.0, top.Node("F").Fail)
 	assert.Nil(t, top.Node("Z"))
+}
+
+func TestTimedTopology(t *testing.T) {
+	g, err := compile(mustTopology("overload-misnested"))
+	require.NoError(t, err)
+	assert.True(t, g.timed())
+	assert.True(t, g.nodes[3].hang)
+	var timeouts []time.Duration
+	for _, n := range g.nodes {
+		for _, c := range n.calls {
+			timeouts = append(timeouts, c.attemptTimeout)
+		}
+	}
+	assert.Equal(t, []time.Duration{200 * time.Millisecond, 70 * time.Millisecond, 40 * time.Millisecond}, timeouts)
+	assert.Equal(t, map[yarpcerrors.Code]bool{yarpcerrors.CodeDeadlineExceeded: true}, g.failCodes(), "a request reaching a hanging node times out")
+
+	g, err = compile(Chain(3, 2))
+	require.NoError(t, err)
+	assert.False(t, g.timed())
 }
