@@ -34,6 +34,10 @@ type Config struct {
 	// application error (a Thrift exception's rpc.code), which gRPC does
 	// not carry itself. Default "errown-code".
 	CodeHeader string `yaml:"codeHeader,omitempty"`
+	// Wiring says what happens when the application starts and errown's
+	// middleware reached no dispatcher: "require" (default) fails start
+	// with the fix, "warn" logs it and starts without errown.
+	Wiring string `yaml:"wiring,omitempty"`
 	// UnknownEdges says how a failure on an edge of unknown kind counts
 	// when deciding a claim: "correlated" (default) or "coincidental".
 	UnknownEdges string `yaml:"unknownEdges,omitempty"`
@@ -100,7 +104,21 @@ func (c Config) Validate() error {
 		depErr,
 		c.Memory.Validate(),
 		distinctHeaders(headers),
+		validWiring(c.Wiring),
 	)
+}
+
+// Values of Config.Wiring.
+const (
+	WiringRequire = "require"
+	WiringWarn    = "warn"
+)
+
+func validWiring(w string) error {
+	if w == "" || w == WiringRequire || w == WiringWarn {
+		return nil
+	}
+	return fmt.Errorf("wiring: must be %q or %q, got %q", WiringRequire, WiringWarn, w)
 }
 
 func distinctHeaders(c inbound.Config) error {

@@ -2,6 +2,7 @@ package errown
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
@@ -55,6 +56,13 @@ type Middleware struct {
 	memory  *depmem.Memory
 	kinds   *depmem.Static
 	gauges  *gauges
+	cfg     Config
+
+	// applied is set once the middleware went into a yarpc.Config (the
+	// decoration, Apply) or a middleware group: checkWiring reads it.
+	applied atomic.Bool
+	wiring  string
+	source  string // where the configuration came from, for the start log
 
 	lifeMu  sync.Mutex
 	running bool
@@ -97,7 +105,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{inbound: in, egress: egress, retry: r, logs: logs, memory: memory, kinds: kinds}
+	m := &Middleware{inbound: in, egress: egress, retry: r, logs: logs, memory: memory, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
 	m.gauges = newGauges(m, scope)
 	return m, nil
 }
@@ -155,7 +163,51 @@ func (m *Middleware) Logs() *ingresslog.Map { return m.logs }
 // middleware go outside cfg's own, so that each attempt passes through the
 // application's middleware. Oneway and stream middleware are untouched.
 func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
+	m.applied.Store(true)
 	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(m.inbound, cfg.InboundMiddleware.Unary)
 	cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(m.egress, cfg.OutboundMiddleware.Unary)
 	return cfg
+}
+
+// isErrown reports whether mw is one of errown's own middleware.
+func isErrown(mw any) bool {
+	switch mw.(type) {
+	case *inbound.Middleware, *outbound.Middleware:
+		return true
+	default:
+		return false
+	}
+}
+
+// summary is what errown runs with, as log fields.
+func (m *Middleware) summary() []zap.Field {
+	c := m.cfg
+	policies := make([]string, 0, len(c.Retry.Policies))
+	for _, p := range c.Retry.Policies {
+		name := p.Service
+		if p.Procedure != "" {
+			name += "::" + p.Procedure
+		}
+		policies = append(policies, name)
+	}
+	snapshot, fleet := "none", "none"
+	if c.Memory.Snapshot.Path != "" {
+		snapshot = c.Memory.Snapshot.Path
+	}
+	if c.Memory.Fleet.URL != "" {
+		fleet = c.Memory.Fleet.URL
+	}
+	memory := "learned"
+	if c.Memory.Disabled {
+		memory = "disabled"
+	}
+	return []zap.Field{
+		zap.String("config", m.source),
+		zap.Strings("retryPolicies", policies),
+		zap.Int("declaredDependencies", len(c.Dependencies)),
+		zap.String("memory", memory),
+		zap.String("snapshot", snapshot),
+		zap.String("fleet", fleet),
+		zap.String("wiring", m.wiring),
+	}
 }
