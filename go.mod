@@ -1,5 +1,8 @@
 module github.com/errown/errown
 
+// The lowest Go errown's dependencies allow: github.com/prometheus/client_golang
+// v1.25.0 and golang.org/x/net v0.59.0 declare go 1.26.0
+// (gomod_test.go holds this line to them).
 go 1.26.0
 
 require (
