@@ -4,7 +4,9 @@
 // The service where a failure began claims the error; its direct caller may
 // retry it; every layer above sees the error as unclaimed and does not
 // retry again. Add Module to an fx application that provides a
-// yarpc.Config, or build the middleware with New and Apply it to a
-// yarpc.Config by hand. DESIGN.md in the repository describes the decision
-// tables; README.md has the configuration reference.
+// yarpc.Config (Grouped where another library decorates yarpc.Config too),
+// or build the middleware with New and Apply it to a yarpc.Config by hand.
+// Start fails when errown's middleware reached no dispatcher: errown is
+// never silently off. docs/DESIGN.md in the repository is the design and
+// its decision tables; README.md has the configuration reference.
 package errown

@@ -117,7 +117,7 @@ func wronglyUnclaimed(t *testing.T, mesh *fxtest.Mesh, service string, first, n 
 	return failed, unclaimed
 }
 
-// TestCoincidentalErrors is DESIGN.md's coincidental-error figure on real
+// TestCoincidentalErrors is docs/DESIGN.md's coincidental-error figure on real
 // services. A fails 10% of its requests on its own; its two soft
 // dependencies B and C each fail 10% of A's calls independently, as A sees
 // them after its one retry (each attempt fails with probability √0.1, so

@@ -189,7 +189,7 @@ func blindAll(t *testing.T) idlSetup {
 }
 
 func TestThriftChainTable(t *testing.T) {
-	// DESIGN.md's first table on Thrift: A→B→C→D→E→F→G, D raising an
+	// docs/DESIGN.md's first table on Thrift: A→B→C→D→E→F→G, D raising an
 	// exception whose IDL code is unavailable after calling E..G.
 	tests := []struct {
 		name     string

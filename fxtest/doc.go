@@ -3,7 +3,7 @@
 // made on every edge, so that a test can check, hop by hop, who retried
 // what and which claim each hop returned.
 //
-// In DESIGN.md's data flow it stands outside errown: each service a Mesh
+// In docs/DESIGN.md's data flow it stands outside errown: each service a Mesh
 // starts is a yarpc dispatcher with one inbound (HTTP, gRPC or TChannel,
 // on an ephemeral port), errown applied as errown.Middleware.Apply applies
 // it, and one outbound per callee over the callee's own transport. The

@@ -10,7 +10,7 @@ import (
 // Values of Config.UnknownEdges.
 const (
 	// UnknownCorrelated: a failure on an edge of unknown kind may explain
-	// the caller's error (the default, as in DESIGN.md).
+	// the caller's error (the default, as in docs/DESIGN.md).
 	UnknownCorrelated = "correlated"
 	// UnknownCoincidental: only failures on fail-close edges unclaim.
 	UnknownCoincidental = "coincidental"

@@ -3,7 +3,7 @@
 // error, decides whether this service claims the error and says so in an
 // application header on the error response.
 //
-// In DESIGN.md's data flow it is the first and the last errown step of a
+// In docs/DESIGN.md's data flow it is the first and the last errown step of a
 // request. The decision itself is ownership.Decide over the failed
 // outbound calls the egress middleware (package outbound) logged, each with
 // its edge kind from the dependency memory (package depmem).

@@ -1,6 +1,6 @@
 // Package ingresslog keeps one IngressLog per inbound request in flight.
 //
-// In DESIGN.md's data flow the inbound middleware opens a Log when a request
+// In docs/DESIGN.md's data flow the inbound middleware opens a Log when a request
 // arrives, under a request ID minted here (never taken from anything the
 // caller sent), and puts the Log in the handler's context. The egress
 // middleware finds it there and appends one egress entry per outbound call.

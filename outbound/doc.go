@@ -2,7 +2,7 @@
 // outbound call a handler makes, it appends one entry to the egress log of
 // the inbound request the call was made for.
 //
-// In DESIGN.md's data flow it wraps the retry middleware (package retry):
+// In docs/DESIGN.md's data flow it wraps the retry middleware (package retry):
 // the retry middleware reports its attempts and refusals in an
 // egresslog.CallState (returned by retry.Middleware.CallCounted, or, for
 // any other inner middleware, filled in from the call's context), and when

@@ -10,7 +10,7 @@ const (
 	// ClassOK is not an error.
 	ClassOK Class = iota
 	// ClassFailure: the callee's fault (a server fault). A failure is in
-	// DESIGN.md's set F, counts as a callee failure in the dependency
+	// docs/DESIGN.md's set F, counts as a callee failure in the dependency
 	// memory, and a caller ending in one has failed itself.
 	ClassFailure
 	// ClassAnswer: the request's fault (a client fault). An answer is what

@@ -35,7 +35,7 @@ func TestCodesFollowYARPCFaultTypes(t *testing.T) {
 }
 
 func TestCodeTable(t *testing.T) {
-	// The table as errown decides it; DESIGN.md's Terms name these.
+	// The table as errown decides it; docs/DESIGN.md's Terms name these.
 	tests := []struct {
 		give          yarpcerrors.Code
 		wantClass     Class

@@ -44,7 +44,7 @@ func TestDecideTable(t *testing.T) {
 	}
 }
 
-// TestDecideExhaustive checks Decide against DESIGN.md's inbound table, read
+// TestDecideExhaustive checks Decide against docs/DESIGN.md's inbound table, read
 // literally, over every list of up to three failures of every kind and RCS.
 func TestDecideExhaustive(t *testing.T) {
 	var all []Failure

@@ -1,6 +1,6 @@
 // Package ownership holds errown's pure decision logic and its wire format.
 //
-// It sits at the end of the inbound path in DESIGN.md's data flow: when a
+// It sits at the end of the inbound path in docs/DESIGN.md's data flow: when a
 // handler returns an error, the inbound middleware hands Decide the failed
 // outbound calls that the request's egress log recorded, each with the kind
 // of its edge (from the dependency memory) and whether the retry criteria

@@ -73,7 +73,7 @@ type CallOutcome struct {
 	Code yarpcerrors.Code
 }
 
-// RetryCriteriaSatisfied implements DESIGN.md's RCS rule. It is true when a
+// RetryCriteriaSatisfied implements docs/DESIGN.md's RCS rule. It is true when a
 // retry was attempted, the callee's error was unclaimed (a retry was already
 // spent below), this hop refused a retry (Refused: budget, deadline,
 // pushback, not idempotent, code not in the policy's list, body over the

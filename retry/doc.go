@@ -1,6 +1,6 @@
 // Package retry is errown's unary outbound retry middleware for yarpc.
 //
-// In DESIGN.md's data flow it is the inner of the two outbound middlewares:
+// In docs/DESIGN.md's data flow it is the inner of the two outbound middlewares:
 // errown's egress middleware wraps it and, after the call, needs to know
 // how many attempts were made and whether a wanted retry was refused, to
 // compute retry-criteria-satisfied (ownership.RetryCriteriaSatisfied). It

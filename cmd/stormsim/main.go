@@ -1,8 +1,8 @@
 // Command stormsim is errown's storm lab: it runs call graphs of real yarpc
 // services on 127.0.0.1 under naive retries, retry budgets and errown, and
-// prints what each service served beside the figures DESIGN.md publishes.
+// prints what each service served beside the figures docs/DESIGN.md publishes.
 //
-// With no flags it runs DESIGN.md's first table: the seven-node chain
+// With no flags it runs docs/DESIGN.md's first table: the seven-node chain
 // A→…→G, D failing, under the three policies (naive, budget, ownership)
 // over HTTP, and prints each measured ratio beside the published figure
 // with PASS or FAIL (within ±0.05), and each policy's retry storm radius;
@@ -16,7 +16,7 @@
 // graph described in YAML (see the shipped ones under
 // internal/stormsim/topologies) under -policy or the three policies.
 //
-// -scenario overload runs DESIGN.md's "Overload and timeouts": a chain
+// -scenario overload runs docs/DESIGN.md's "Overload and timeouts": a chain
 // whose leaf hangs, per-attempt timeouts at every hop, well nested and
 // mis-nested, and the attempts that reach the hanging leaf per root
 // request under each policy.
@@ -349,7 +349,7 @@ func runReports(ctx context.Context, c config, scenarios []stormsim.Scenario, st
 }
 
 // printTable prints res beside the figures expected for o and returns how
-// many nodes FAIL. Nodes are judged against DESIGN.md's published figures
+// many nodes FAIL. Nodes are judged against docs/DESIGN.md's published figures
 // when o is that table's chain, else against stormsim.Expected.
 func printTable(w io.Writer, o stormsim.Options, res stormsim.Result) int {
 	expected := stormsim.Expected(o)

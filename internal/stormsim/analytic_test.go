@@ -63,7 +63,7 @@ func TestAnalyzeLoads(t *testing.T) {
 }
 
 func TestAnalyzeAvailabilityTable(t *testing.T) {
-	// DESIGN.md's second table, to the digits it prints.
+	// docs/DESIGN.md's second table, to the digits it prints.
 	for _, row := range _availabilityRows {
 		top := topo("availability", func(t *Topology) { t.Node("B").Fail = 1 - row.base/100 })
 		a, err := Analyze(Options{Topology: top, Policy: PolicyOwnership, Attempts: 2, Budget: 0.1, Requests: 1})

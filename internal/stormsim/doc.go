@@ -1,5 +1,5 @@
 // Package stormsim is errown's storm lab: it reproduces the retry-storm
-// figures of DESIGN.md on real yarpc dispatchers, and computes what they
+// figures of docs/DESIGN.md on real yarpc dispatchers, and computes what they
 // should be.
 //
 // A Topology is a call graph of services (a chain, a tree or a DAG) read
@@ -8,14 +8,14 @@
 // fail and with what probability, which run errown and which have a retry
 // policy, which lose their request context, which hang (never answer),
 // and the per-attempt timeout of each call. Chain builds the straight
-// chain of DESIGN.md's first table; the scenarios' topologies are shipped
+// chain of docs/DESIGN.md's first table; the scenarios' topologies are shipped
 // in topologies/ (LoadTopology).
 //
 // Run builds a topology of services, each its own yarpc.Dispatcher on
 // 127.0.0.1 with an ephemeral port, over HTTP, gRPC or TChannel, raw
 // encoding, one procedure. Every node counts the requests it serves, calls
 // its children with the request's path and then fails with its own
-// probability (after calling the nodes below it, as in DESIGN.md),
+// probability (after calling the nodes below it, as in docs/DESIGN.md),
 // otherwise passes on the error of its first failed hard call, if any. A
 // node's failures are draws of a random source seeded by the run's seed
 // and the request's path from the root, so a run fails the same requests
@@ -38,7 +38,7 @@
 // errown: it starts a retry whenever the deadline leaves retry's
 // minRemaining. Under errown the per-attempt timeout is the hop's
 // retry.PolicyConfig.AttemptTimeout, and a retry starts only when a whole
-// attempt fits in the deadline left (DESIGN.md, "Overload and
+// attempt fits in the deadline left (docs/DESIGN.md, "Overload and
 // timeouts"). Each node's
 // innermost outbound middleware sees every attempt and records the retries
 // (attempt header 2 or later) by root request and hop, for the retry storm
@@ -57,11 +57,11 @@
 // measured only (Analysis.MeasuredOnly).
 //
 // A Scenario (Scenarios, LookupScenario) runs shipped topologies under
-// several policies and reports its headline figures beside DESIGN.md's
+// several policies and reports its headline figures beside docs/DESIGN.md's
 // published ones, each judged within a stated tolerance; a Report draws
 // its loads as an SVG Chart.
 //
-// In DESIGN.md's data flow stormsim sits outside errown: it is a user of
+// In docs/DESIGN.md's data flow stormsim sits outside errown: it is a user of
 // the root package and of packages retry and depmem, a tool and an
 // end-to-end check.
 package stormsim

@@ -30,7 +30,7 @@ func ExampleRun() {
 }
 
 func ExampleExpected() {
-	// DESIGN.md's first table: A..G, D failing, 2 attempts, 10% budget.
+	// docs/DESIGN.md's first table: A..G, D failing, 2 attempts, 10% budget.
 	for _, p := range stormsim.Policies() {
 		fmt.Printf("%-9s %.2f\n", p, stormsim.Expected(stormsim.Options{
 			Depth:     7,

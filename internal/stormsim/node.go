@@ -118,7 +118,7 @@ func callPath(body string) string {
 
 // handle serves one request: count it, call the children, then hang if
 // the node hangs, fail if the node's draw says so (after the calls below,
-// as in DESIGN.md), else pass on the error of the first failed call on a
+// as in docs/DESIGN.md), else pass on the error of the first failed call on a
 // hard edge, if any.
 func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 	n.served.Add(1)

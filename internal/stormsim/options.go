@@ -17,7 +17,7 @@ import (
 // any policy.
 type Policy string
 
-// The policies of DESIGN.md's first table, and errown without a budget.
+// The policies of docs/DESIGN.md's first table, and errown without a budget.
 const (
 	// PolicyNaive retries every failed call up to the attempts allowed,
 	// with no budget.
@@ -29,12 +29,12 @@ const (
 	PolicyOwnership Policy = "ownership"
 	// PolicyOwnershipNaive runs the full errown middleware with
 	// PolicyNaive's retries: every retry errown wants is allowed, with no
-	// budget. It is the "every hop retries once" world of DESIGN.md's
+	// budget. It is the "every hop retries once" world of docs/DESIGN.md's
 	// context-drop figure, with ownership.
 	PolicyOwnershipNaive Policy = "ownership-naive"
 )
 
-// Policies returns the policies of DESIGN.md's first table, in its order.
+// Policies returns the policies of docs/DESIGN.md's first table, in its order.
 func Policies() []Policy {
 	return []Policy{PolicyNaive, PolicyBudget, PolicyOwnership}
 }
@@ -235,7 +235,7 @@ func (o Options) topology() *Topology {
 
 // Expected returns, for each node of the topology o describes (root
 // first), the requests served per root request that Analyze predicts, or
-// nil for invalid Options. On a chain it is DESIGN.md's arithmetic: with a
+// nil for invalid Options. On a chain it is docs/DESIGN.md's arithmetic: with a
 // per hop factor R (the attempts under PolicyNaive, 1+Budget under
 // PolicyBudget), a node at depth d sees R^d down to the failing node, and
 // the nodes below it see what it forwards; under PolicyOwnership only the
@@ -252,14 +252,14 @@ func Expected(o Options) []float64 {
 	return a.Loads()
 }
 
-// published is DESIGN.md's first table, as printed there (two decimals).
+// published is docs/DESIGN.md's first table, as printed there (two decimals).
 var published = map[Policy][]float64{
 	PolicyNaive:     {1, 2, 4, 8, 8, 8, 8},
 	PolicyBudget:    {1, 1.1, 1.21, 1.33, 1.33, 1.33, 1.33},
 	PolicyOwnership: {1, 1, 1, 1.1, 1.1, 1.1, 1.1},
 }
 
-// Published returns the row of DESIGN.md's first table for o.Policy, and
+// Published returns the row of docs/DESIGN.md's first table for o.Policy, and
 // true, when o describes that table's chain: seven nodes, the fourth (D)
 // failing, two attempts per hop and, except under PolicyNaive, a 10%
 // budget. Otherwise it returns nil and false.

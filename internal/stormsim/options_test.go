@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// designTable is DESIGN.md's first table, copied literally: requests served
+// designTable is docs/DESIGN.md's first table, copied literally: requests served
 // by A..G per request at A, D failing, two attempts, 10% budget.
 var designTable = map[Policy][]float64{
 	PolicyNaive:     {1, 2, 4, 8, 8, 8, 8},
@@ -16,7 +16,7 @@ var designTable = map[Policy][]float64{
 	PolicyOwnership: {1, 1, 1, 1.1, 1.1, 1.1, 1.1},
 }
 
-// designOptions is the chain of DESIGN.md's first table.
+// designOptions is the chain of docs/DESIGN.md's first table.
 func designOptions(p Policy) Options {
 	return Options{Depth: 7, FailDepth: 3, Attempts: 2, Budget: 0.1, Requests: 2000, Policy: p}
 }
@@ -32,7 +32,7 @@ func TestExpectedDesignTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.give), func(t *testing.T) {
-			// DESIGN.md prints two decimals (1.1^3 = 1.331 as 1.33), so
+			// docs/DESIGN.md prints two decimals (1.1^3 = 1.331 as 1.33), so
 			// agreement is to within half the last printed digit.
 			assert.InDeltaSlice(t, tt.want, Expected(designOptions(tt.give)), 0.005)
 		})

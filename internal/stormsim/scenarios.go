@@ -90,7 +90,7 @@ func budgetTol(ref float64, c scenarioConfig, requests int) float64 {
 func scenarioChain() Scenario {
 	return Scenario{
 		Name:    "chain",
-		Summary: "DESIGN.md's first table: A→…→G, D failing, every hop retrying once, with a 10% budget, with errown",
+		Summary: "docs/DESIGN.md's first table: A→…→G, D failing, every hop retrying once, with a 10% budget, with errown",
 		Chart:   true,
 		plan: func(c scenarioConfig) []plannedRun {
 			t := mustTopology("chain")
@@ -123,7 +123,7 @@ func scenarioChain() Scenario {
 	}
 }
 
-// _availabilityRows is DESIGN.md's second table: base availability and
+// _availabilityRows is docs/DESIGN.md's second table: base availability and
 // availability after one retry within a 10% budget, in percent.
 var _availabilityRows = []struct{ base, after float64 }{
 	{99.9, 99.9999},
@@ -137,7 +137,7 @@ var _availabilityRows = []struct{ base, after float64 }{
 func scenarioAvailability() Scenario {
 	return Scenario{
 		Name:    "availability",
-		Summary: "DESIGN.md's second table: a callee failing independently, one retry within a 10% budget",
+		Summary: "docs/DESIGN.md's second table: a callee failing independently, one retry within a 10% budget",
 		plan: func(c scenarioConfig) []plannedRun {
 			var runs []plannedRun
 			for _, row := range _availabilityRows {
@@ -200,7 +200,7 @@ func scenarioContextDrop() Scenario {
 				measure("D load, ownership (10% budget) with C dropping", own, load("D")).within(1.21, relTol(1.21), _loadBasis),
 			}
 			return figs, []string{
-				"DESIGN.md's 'halves' is in the world of its first table's naive row, every hop retrying once with no budget: D serves 8 per request at A with no ownership, 2 with errown, 4 with errown and C's context dropped.",
+				"docs/DESIGN.md's 'halves' is in the world of its first table's naive row, every hop retrying once with no budget: D serves 8 per request at A with no ownership, 2 with errown, 4 with errown and C's context dropped.",
 				"C claims the error it cannot tie to D (its egress log is lost with the context), so B retries it once more: the storm spans B→C and C→D.",
 			}
 		},
@@ -368,8 +368,8 @@ func scenarioDeep() Scenario {
 		figures: func(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
 			naive, budget, own, drop := runs[0], runs[1], runs[2], runs[3]
 			return []Figure{
-					measure("Y (failing) load, naive", naive, load("Y")).published(1<<24).within(1<<24, 0, "DESIGN.md: R^d with R = 2, d = 24"),
-					measure("Y (failing) load, budget", budget, load("Y")).published(math.Pow(1.1, 24)).within(math.Pow(1.1, 24), relTol(math.Pow(1.1, 24)), "DESIGN.md: (1+B)^d with B = 0.1, d = 24; "+_loadBasis),
+					measure("Y (failing) load, naive", naive, load("Y")).published(1<<24).within(1<<24, 0, "docs/DESIGN.md: R^d with R = 2, d = 24"),
+					measure("Y (failing) load, budget", budget, load("Y")).published(math.Pow(1.1, 24)).within(math.Pow(1.1, 24), relTol(math.Pow(1.1, 24)), "docs/DESIGN.md: (1+B)^d with B = 0.1, d = 24; "+_loadBasis),
 					measure("Y (failing) load, ownership", own, load("Y")).atMost(1.1, "1 + budget"),
 					measure("Y (failing) load, ownership, M drops", drop, load("Y")).within(1.21, relTol(1.21), _loadBasis),
 					measure("max storm radius (hops), naive", naive, radiusMax).published(25).within(24, 0, "24 hops join the 25 services"),
@@ -468,9 +468,9 @@ func scenarioOverload() Scenario {
 					measure("D (hanging) requests per root request, most on one call path, budget"+at, budget, maxPerPath("D")),
 					measure("max storm radius (hops), budget"+at, budget, radiusMax),
 					measure("D (hanging) requests per root request, most on one call path, ownership"+at, own, maxPerPath("D")).atMost(2, "two attempts per call path at the slow service"),
-					measure("max storm radius (hops), ownership"+at, own, radiusMax).atMost(2, "DESIGN.md: 1, 2 where correlation breaks"),
+					measure("max storm radius (hops), ownership"+at, own, radiusMax).atMost(2, "docs/DESIGN.md: 1, 2 where correlation breaks"),
 					measure("D (hanging) requests per root request, most on one call path, ownership-naive"+at, ownNaive, maxPerPath("D")).atMost(2, "two attempts per call path at the slow service, with no budget to help"),
-					measure("max storm radius (hops), ownership-naive"+at, ownNaive, radiusMax).atMost(2, "DESIGN.md: 1, 2 where correlation breaks"),
+					measure("max storm radius (hops), ownership-naive"+at, ownNaive, radiusMax).atMost(2, "docs/DESIGN.md: 1, 2 where correlation breaks"),
 				)
 				if naive.Result == nil {
 					continue

@@ -35,7 +35,7 @@ const DefaultFailCode = "unavailable"
 //
 // Every node serves one procedure. For each request it calls its children,
 // in the order listed, each as many times as its Call says, then fails with
-// its own probability (after the calls, as in DESIGN.md); otherwise it
+// its own probability (after the calls, as in docs/DESIGN.md); otherwise it
 // returns the error of the first failed call to a child that is not soft,
 // if any, else success. A node that hangs never answers: after its calls
 // it waits until its request's context is done, so each attempt to it
@@ -169,7 +169,7 @@ func ParseTopology(b []byte) (*Topology, error) {
 	return &t, nil
 }
 
-// Chain returns the straight chain of the first table of DESIGN.md's kind:
+// Chain returns the straight chain of the first table of docs/DESIGN.md's kind:
 // depth nodes named A, B, ..., one call per hop, the node at failDepth
 // failing every request. It is not validated.
 func Chain(depth, failDepth int) *Topology {
