@@ -1,7 +1,14 @@
-// Package fxtest helps test services that use errown: it starts small
-// meshes of real yarpc dispatchers on 127.0.0.1 and records every attempt
+// Package fxtest helps test fx applications that use errown: it starts
+// small meshes of real yarpc dispatchers on 127.0.0.1, joins the
+// application under test to one (Mesh.AppOptions, with fx's own
+// go.uber.org/fx/fxtest running its lifecycle), and records every attempt
 // made on every edge, so that a test can check, hop by hop, who retried
-// what and which claim each hop returned.
+// what and which claim each hop returned. Import it beside fx's own:
+//
+//	import (
+//		errownfxtest "github.com/errown/errown/fxtest"
+//		"go.uber.org/fx/fxtest"
+//	)
 //
 // In docs/DESIGN.md's data flow it stands outside errown: each service a Mesh
 // starts is a yarpc dispatcher with one inbound (HTTP, gRPC or TChannel,
@@ -12,7 +19,7 @@
 // attempt number from the attempt header and the code and claim header of
 // the response.
 //
-// Nothing here needs fx; a Mesh stops its dispatchers, in the reverse of
+// The services a Mesh starts itself need no fx; a Mesh stops its dispatchers, in the reverse of
 // the order it started them, through the Cleanup of the test it was made
 // for.
 //
