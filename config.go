@@ -19,7 +19,9 @@ import (
 const ConfigKey = "errown"
 
 // Config is errown's configuration, read from YAML under the key "errown".
-// Every field is optional; the comment on each gives its default.
+// Every field is optional, and its zero value means the default the comment
+// on it gives; only a retry policy has required fields (service and
+// idempotent).
 type Config struct {
 	// ClaimHeader is the response header carrying the claim. Default
 	// "errown-claim".
@@ -99,13 +101,25 @@ func (c Config) Validate() error {
 	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader, retryChecked.CodeHeader = "", "", "", ""
 	return multierr.Combine(
 		headers.Validate(),
-		c.Ingress.Validate(),
-		retryChecked.Validate(),
+		under("ingress", c.Ingress.Validate()),
+		under("retry", retryChecked.Validate()),
 		depErr,
-		c.Memory.Validate(),
+		c.Memory.Validate(), // depmem names its keys under "memory." itself
 		distinctHeaders(headers),
 		validWiring(c.Wiring),
 	)
+}
+
+// under puts key in front of the key path of every error in err: a
+// section's Validate names its keys relative to the section, as it does
+// when the section's package is used alone.
+func under(key string, err error) error {
+	errs := multierr.Errors(err)
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s.%w", key, e)
+	}
+	return multierr.Combine(out...)
 }
 
 // Values of Config.Wiring.

@@ -1,14 +1,22 @@
 package errown
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/multierr"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 	"gopkg.in/yaml.v2"
 )
 
@@ -31,6 +39,7 @@ retry:
       initialBackoff: 5ms
       maxBackoff: 100ms
       retryableCodes: [unavailable, internal]
+      idempotent: true
     - service: users
       procedure: create
       idempotent: false
@@ -54,6 +63,8 @@ func TestConfigFromYAML(t *testing.T) {
 	require.Len(t, c.Retry.Policies, 2)
 	assert.Equal(t, 3, c.Retry.Policies[0].MaxAttempts)
 	assert.Equal(t, 5*time.Millisecond, c.Retry.Policies[0].InitialBackoff)
+	require.NotNil(t, c.Retry.Policies[0].Idempotent)
+	assert.True(t, *c.Retry.Policies[0].Idempotent)
 	require.NotNil(t, c.Retry.Policies[1].Idempotent)
 	assert.False(t, *c.Retry.Policies[1].Idempotent)
 	assert.Equal(t, []depmem.Declaration{
@@ -92,9 +103,9 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		{"retry:\n  budget:\n    ratio: lots", []string{`retry.budget.ratio: want a number, got string "lots"`}},
 		{"retry:\n  budget:\n    window: forever", []string{`retry.budget.window: want a duration such as 10s, got string "forever"`}},
 		{"retry:\n  budget:\n    disabled: maybe", []string{`retry.budget.disabled: want true or false, got string "maybe"`}},
-		{"retry:\n  policies:\n    - service: a\n      attemptTimeout: 500", []string{`retry.policies[0].attemptTimeout: want a duration such as 10s, got integer "500"`}},
+		{"retry:\n  policies:\n    - service: a\n      idempotent: true\n      attemptTimeout: 500", []string{`retry.policies[0].attemptTimeout: want a duration such as 10s, got integer "500"`}},
 		{"retry:\n  policies: users", []string{`retry.policies: want a list, got string "users"`}},
-		{"retry:\n  policies:\n    - service: [a, b]", []string{`retry.policies[0].service: want a string, got a list`}},
+		{"retry:\n  policies:\n    - service: [a, b]\n      idempotent: true", []string{`retry.policies[0].service: want a string, got a list`}},
 		{"retry:\n  policies:\n    - service: a\n      idempotent: 3", []string{`retry.policies[0].idempotent: want true or false, got integer "3"`}},
 		{"memory:\n  openThreshold: low\n  snapshot: /tmp/x", []string{`memory.openThreshold: want a number, got string "low"`, `memory.snapshot: want a mapping, got string "/tmp/x"`}},
 		{"dependencies:\n  - service: a\n    kinds: fail-open", []string{"dependencies[0].kinds: unknown key"}},
@@ -103,7 +114,10 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		{"claimHeader: X-Claim", []string{`errown: config: claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`}},
 		{"claimHeader: same\nnoRetryHeader: same", []string{`noRetryHeader: "same" is already used by claimHeader`}},
 		{"dependencies:\n  - service: cache\n    kind: soft", []string{`dependencies[0].kind: unknown edge kind "soft"`}},
-		{"retry:\n  policies:\n    - service: users\n      maxAttempts: -1", []string{"retry.policies[0].maxAttempts", "-1"}},
+		{"retry:\n  policies:\n    - service: users\n      idempotent: true\n      maxAttempts: -1", []string{"retry.policies[0].maxAttempts", "-1"}},
+		{"retry:\n  policies:\n    - service: users", []string{"errown: config: retry.policies[0].idempotent: must be set: true when the procedure is safe to send again, false when it is not"}},
+		{"retry:\n  budget:\n    minPerSecond: -1\n    noFloor: maybe", []string{`retry.budget.noFloor: want true or false, got string "maybe"`}},
+		{"retry:\n  budget:\n    minPerSecond: 2\n    noFloor: true", []string{"errown: config: retry.budget.noFloor: must be false when minPerSecond is set, got minPerSecond 2"}},
 		{"retry:\n  budget:\n    ratio: -1", []string{"retry.budget.ratio", "-1"}},
 		{"memory:\n  closeThreshold: 0.1", []string{"memory.openThreshold: must be below closeThreshold 0.1, got 0.2"}},
 		{"ingress: [1]\nretry: 7", []string{"ingress: want a mapping, got a list", `retry: want a mapping, got integer "7"`}},
@@ -129,8 +143,83 @@ func TestConfigHeaderErrorsOnce(t *testing.T) {
 	assert.NotContains(t, err.Error(), "retry.claimHeader")
 }
 
+// TestConfigSectionKeys: a section's package names its keys from the
+// section's own root; Validate puts the section's key in front of each.
+func TestConfigSectionKeys(t *testing.T) {
+	err := Config{
+		Ingress: ingresslog.Config{Shards: 3, MaxInFlight: -1},
+		Retry: RetryConfig{
+			Budget:   retry.BudgetConfig{Window: -time.Second},
+			Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 11, Idempotent: new(true)}},
+		},
+	}.Validate()
+
+	assert.Equal(t, []string{
+		"ingress.shards: must be a power of two between 1 and 1024, got 3",
+		"ingress.maxInFlight: must be positive, got -1",
+		"retry.budget.window: must be > 0, got -1s",
+		"retry.policies[0].maxAttempts: must be between 1 and 10, got 11",
+	}, errorStrings(err))
+	assert.NoError(t, under("retry", nil))
+}
+
+func errorStrings(err error) []string {
+	var out []string
+	for _, e := range multierr.Errors(err) {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// countingOutbound fails every call with unavailable, counting them.
+type countingOutbound struct {
+	transport.UnaryOutbound
+	calls int
+}
+
+func (o *countingOutbound) Call(context.Context, *transport.Request) (*transport.Response, error) {
+	o.calls++
+	return nil, yarpcerrors.UnavailableErrorf("down")
+}
+
+// TestConfigYAMLIdempotent: a policy read from YAML replays a failed call
+// when it says idempotent: true, and refuses to when it says false.
+func TestConfigYAMLIdempotent(t *testing.T) {
+	tests := []struct {
+		give        string
+		wantCalls   int
+		wantRefused int64
+	}{
+		{give: "true", wantCalls: 2},
+		{give: "false", wantCalls: 1, wantRefused: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			cfg, err := ConfigFromYAML([]byte("retry:\n  policies:\n    - {service: callee, initialBackoff: 1ms, maxBackoff: 1ms, idempotent: " + tt.give + "}\n"))
+			require.NoError(t, err)
+			scope := tally.NewTestScope("", nil)
+			m, err := New(cfg, WithScope(scope))
+			require.NoError(t, err)
+			out := &countingOutbound{}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+
+			_, err = middleware.ApplyUnaryOutbound(out, m.Outbound().Unary).Call(ctx,
+				&transport.Request{Service: "callee", Procedure: "create", Body: strings.NewReader("x"), BodySize: 1})
+
+			assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(err).Code())
+			assert.Equal(t, tt.wantCalls, out.calls)
+			var refused int64
+			if c, ok := scope.Snapshot().Counters()["errown.retry.denied+callee=callee,reason=not-idempotent"]; ok {
+				refused = c.Value()
+			}
+			assert.Equal(t, tt.wantRefused, refused)
+		})
+	}
+}
+
 func FuzzConfigFromYAML(f *testing.F) {
-	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]"} {
+	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a, idempotent: true}]}", "retry: {budget: {noFloor: true}, policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -140,7 +229,7 @@ func FuzzConfigFromYAML(f *testing.F) {
 		}
 		// What parses is sane (finite numbers), builds, and survives a
 		// round trip.
-		for _, v := range []*float64{c.Memory.OpenThreshold, c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio} {
+		for _, v := range []*float64{c.Memory.OpenThreshold, c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio, &c.Retry.Budget.MinPerSecond} {
 			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
 				t.Fatalf("accepted a non-finite number in %q", b)
 			}

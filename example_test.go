@@ -19,6 +19,7 @@ errown:
     policies:
       - service: payments
         maxAttempts: 2
+        idempotent: true
 `
 	var cfg yarpc.Config
 	app := fx.New(

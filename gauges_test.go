@@ -13,13 +13,12 @@ import (
 
 func TestGauges(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	floor := 0.0
 	m, err := New(Config{
 		Memory:       depmem.Config{MinSamples: 2},
 		Dependencies: []depmem.Declaration{{Service: "cache", Kind: "fail-open"}},
 		Retry: RetryConfig{
-			Budget:   retry.BudgetConfig{Ratio: 0.5, MinPerSecond: &floor},
-			Policies: []retry.PolicyConfig{{Service: "inventory"}},
+			Budget:   retry.BudgetConfig{Ratio: 0.5, NoFloor: true},
+			Policies: []retry.PolicyConfig{{Service: "inventory", Idempotent: new(true)}},
 		},
 	}, WithScope(scope))
 	require.NoError(t, err)

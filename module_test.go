@@ -57,7 +57,7 @@ func service(t *testing.T, yamlConfig string, extra ...fx.Option) (*fxtest.App, 
 }
 
 func TestModuleStartsAndStops(t *testing.T) {
-	app, d, in := service(t, "errown:\n  retry:\n    policies:\n      - service: other\n")
+	app, d, in := service(t, "errown:\n  retry:\n    policies:\n      - service: other\n        idempotent: true\n")
 	d.Register(raw.Procedure("fail", func(context.Context, []byte) ([]byte, error) {
 		return nil, yarpcerrors.UnavailableErrorf("broken here")
 	}))
@@ -112,7 +112,7 @@ func TestModuleBadConfigFailsStart(t *testing.T) {
 	}{
 		{"errown:\n  ingress:\n    shards: 3\n", []string{"ingress.shards", "got 3"}},
 		{"errown:\n  claimHedaer: x\n", []string{"claimHedaer"}},
-		{"errown:\n  retry:\n    policies:\n      - service: a\n        maxAttempts: -2\n", []string{"retry.policies[0].maxAttempts", "-2"}},
+		{"errown:\n  retry:\n    policies:\n      - service: a\n        idempotent: true\n        maxAttempts: -2\n", []string{"retry.policies[0].maxAttempts", "-2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {

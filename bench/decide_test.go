@@ -53,7 +53,7 @@ func BenchmarkBudget(b *testing.B) {
 		}
 	})
 	newRetry := func(b *testing.B) *retry.Middleware {
-		m, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: _callee}}})
+		m, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: _callee, Idempotent: new(true)}}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -82,7 +82,7 @@ func benchConfig(callee string) errown.Config {
 	if callee == "" {
 		return errown.Config{}
 	}
-	return errown.Config{Retry: errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: callee}}}}
+	return errown.Config{Retry: errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: callee, Idempotent: new(true)}}}}
 }
 
 // unaryChain returns the inbound handler of the chain, with errown's

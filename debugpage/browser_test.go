@@ -97,7 +97,7 @@ func learned(t *testing.T) *errown.Middleware {
 	t.Helper()
 	mw, err := errown.New(errown.Config{
 		Memory: depmem.Config{MinSamples: 5},
-		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "inventory", InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}},
+		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "inventory", InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Idempotent: new(true)}}},
 	})
 	require.NoError(t, err)
 	out := middleware.ApplyUnaryOutbound(failing{}, mw.Outbound().Unary)

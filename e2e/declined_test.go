@@ -82,7 +82,9 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 		{
 			name: "code-not-listed",
 			give: refusal{
-				c:      func() *errown.Config { return declining(_d, retry.PolicyConfig{RetryableCodes: []string{"internal"}}) },
+				c: func() *errown.Config {
+					return declining(_d, retry.PolicyConfig{RetryableCodes: []string{"internal"}, Idempotent: new(true)})
+				},
 				d:      fail(_d),
 				reason: ownership.RefusedCode.String(),
 			},

@@ -43,6 +43,7 @@ func policies(callees ...string) []retry.PolicyConfig {
 			MaxAttempts:    2,
 			InitialBackoff: _tiny,
 			MaxBackoff:     _tiny,
+			Idempotent:     new(true),
 		})
 	}
 	return ps

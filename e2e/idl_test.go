@@ -169,7 +169,7 @@ func errownAll(budget float64, minSamples int) idlSetup {
 		cfg := &errown.Config{Memory: depmem.Config{MinSamples: minSamples}}
 		cfg.Retry.Budget = generous()
 		if budget > 0 {
-			cfg.Retry.Budget.Ratio, cfg.Retry.Budget.MinPerSecond = budget, new(0.0)
+			cfg.Retry.Budget.Ratio, cfg.Retry.Budget.NoFloor = budget, true
 		}
 		if next != "" {
 			cfg.Retry.Policies = policies(next)

@@ -21,7 +21,7 @@ func pushBack(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
 // callees: the tiniest ratio and no floor.
 func noBudget(callees ...string) *errown.Config {
 	cfg := withRetries(callees...)
-	cfg.Retry.Budget = retry.BudgetConfig{Ratio: 0.0001, MinPerSecond: new(0.0)}
+	cfg.Retry.Budget = retry.BudgetConfig{Ratio: 0.0001, NoFloor: true}
 	return cfg
 }
 

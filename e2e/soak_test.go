@@ -108,6 +108,7 @@ func TestSoak(t *testing.T) {
 					InitialBackoff: time.Millisecond,
 					MaxBackoff:     5 * time.Millisecond,
 					AttemptTimeout: time.Second, // a hung attempt is abandoned, and retried
+					Idempotent:     new(true),
 				}},
 			},
 		}

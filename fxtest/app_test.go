@@ -46,7 +46,7 @@ errown:
   retry:
     budget: {ratio: 1}
     policies:
-      - {service: payments, maxAttempts: 2, initialBackoff: 1ms, maxBackoff: 1ms}
+      - {service: payments, maxAttempts: 2, initialBackoff: 1ms, maxBackoff: 1ms, idempotent: true}
 `
 
 func TestAppOptionsJoinsTheMesh(t *testing.T) {

@@ -40,7 +40,7 @@ func ExampleMesh_AppOptions() {
 errown:
   retry:
     policies:
-      - {service: payments, maxAttempts: 2, initialBackoff: 1ms, maxBackoff: 1ms}
+      - {service: payments, maxAttempts: 2, initialBackoff: 1ms, maxBackoff: 1ms, idempotent: true}
 `)))
 		}),
 		fx.Provide(func(cfg yarpc.Config, lc fx.Lifecycle) *yarpc.Dispatcher {

@@ -37,6 +37,7 @@ func Example() {
 			Policies: []retry.PolicyConfig{{
 				Service: callee, MaxAttempts: 2,
 				InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
+				Idempotent: new(true),
 			}},
 		}}
 	}

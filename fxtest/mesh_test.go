@@ -26,6 +26,7 @@ func retryTo(callees ...string) *errown.Config {
 			MaxAttempts:    2,
 			InitialBackoff: time.Millisecond,
 			MaxBackoff:     time.Millisecond,
+			Idempotent:     new(true),
 		})
 	}
 	return cfg

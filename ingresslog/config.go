@@ -39,14 +39,16 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate reports every invalid field of c after defaults are applied.
+// Each error names the yaml key relative to c, e.g. "shards"; a caller
+// that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var err error
 	if c.Shards < 1 || c.Shards > MaxShards || bits.OnesCount(uint(c.Shards)) != 1 {
-		err = multierr.Append(err, fmt.Errorf("ingress.shards: must be a power of two between 1 and %d, got %d", MaxShards, c.Shards))
+		err = multierr.Append(err, fmt.Errorf("shards: must be a power of two between 1 and %d, got %d", MaxShards, c.Shards))
 	}
 	if c.MaxInFlight < 1 {
-		err = multierr.Append(err, fmt.Errorf("ingress.maxInFlight: must be positive, got %d", c.MaxInFlight))
+		err = multierr.Append(err, fmt.Errorf("maxInFlight: must be positive, got %d", c.MaxInFlight))
 	}
 	return err
 }

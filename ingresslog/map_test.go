@@ -286,10 +286,10 @@ func TestConfigValidate(t *testing.T) {
 		{Config{}, nil},
 		{Config{Shards: 1, MaxInFlight: 1}, nil},
 		{Config{Shards: MaxShards}, nil},
-		{Config{Shards: 3}, []string{"ingress.shards: must be a power of two between 1 and 1024, got 3"}},
-		{Config{Shards: -4}, []string{"ingress.shards", "got -4"}},
+		{Config{Shards: 3}, []string{"shards: must be a power of two between 1 and 1024, got 3"}},
+		{Config{Shards: -4}, []string{"shards", "got -4"}},
 		{Config{Shards: 2 * MaxShards}, []string{"got 2048"}},
-		{Config{MaxInFlight: -1}, []string{"ingress.maxInFlight: must be positive, got -1"}},
+		{Config{MaxInFlight: -1}, []string{"maxInFlight: must be positive, got -1"}},
 		{Config{Shards: 6, MaxInFlight: -2}, []string{"got 6", "got -2"}},
 	}
 	for _, tt := range tests {
@@ -305,6 +305,13 @@ func TestConfigValidate(t *testing.T) {
 			assert.ErrorContains(t, newErr, want)
 		}
 	}
+}
+
+// TestConfigValidateKeysRelative: used alone, a Config names its keys from
+// its own root; the "ingress." in front is errown.Config's to add.
+func TestConfigValidateKeysRelative(t *testing.T) {
+	assert.EqualError(t, Config{Shards: 3, MaxInFlight: -1}.Validate(),
+		"shards: must be a power of two between 1 and 1024, got 3; maxInFlight: must be positive, got -1")
 }
 
 func TestContext(t *testing.T) {

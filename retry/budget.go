@@ -73,7 +73,7 @@ func newBudget(cfg BudgetConfig, now func() time.Time) *budget {
 	return &budget{
 		disabled:     cfg.Disabled,
 		ratio:        cfg.Ratio,
-		minPerSecond: *cfg.MinPerSecond,
+		minPerSecond: cfg.MinPerSecond,
 		window:       cfg.Window,
 		width:        width,
 		since:        since,

@@ -10,14 +10,15 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// Defaults applied to zero values of Config, BudgetConfig and PolicyConfig.
+// Defaults applied to zero values of Config, BudgetConfig and PolicyConfig:
+// in every field that has a default, the zero value means the default.
 const (
 	// DefaultMaxBodyBytes is the largest request body buffered for replay.
 	DefaultMaxBodyBytes = 1 << 20
 	// DefaultBudgetRatio is the retries allowed per original request.
 	DefaultBudgetRatio = 0.1
 	// DefaultBudgetMinPerSecond is the retries allowed per second whatever
-	// the ratio.
+	// the ratio, unless BudgetConfig.NoFloor is set.
 	DefaultBudgetMinPerSecond = 10.0
 	// DefaultBudgetWindow is the window the budget counts over.
 	DefaultBudgetWindow = 10 * time.Second
@@ -81,16 +82,21 @@ type Config struct {
 
 // BudgetConfig configures the retry budget kept for each callee service.
 // Over the sliding Window, retries may reach
-// Ratio × requests + MinPerSecond × Window (in seconds).
+// Ratio × requests + MinPerSecond × Window (in seconds), or only
+// Ratio × requests with NoFloor.
 type BudgetConfig struct {
 	// Ratio is the retries allowed as a fraction of original requests to
 	// the callee. Default 0.1 (0 means the default: set a tiny ratio such
 	// as 0.0001 for a budget that is nearly all floor).
 	Ratio float64 `yaml:"ratio,omitempty"`
 	// MinPerSecond is the retries allowed per second whatever the ratio
-	// (Finagle's minRetriesPerSec). Default 10 when unset (nil); set it to
-	// a pointer to 0 for no floor, e.g. MinPerSecond: new(0.0).
-	MinPerSecond *float64 `yaml:"minPerSecond,omitempty"`
+	// (Finagle's minRetriesPerSec). Default 10 (0 means the default: set
+	// NoFloor for no floor).
+	MinPerSecond float64 `yaml:"minPerSecond,omitempty"`
+	// NoFloor removes the floor: only Ratio allows retries, so a callee
+	// that gets few requests gets few retries. It cannot be set with a
+	// MinPerSecond. Default false.
+	NoFloor bool `yaml:"noFloor,omitempty"`
 	// Window is the sliding window the counts are kept over. Default 10s.
 	Window time.Duration `yaml:"window,omitempty"`
 	// Disabled turns the budget off: every wanted retry is allowed (naive
@@ -129,8 +135,10 @@ type PolicyConfig struct {
 	// MinRemaining is the least time left before the deadline, beyond the
 	// backoff, to start a retry. Default 5ms.
 	MinRemaining time.Duration `yaml:"minRemaining,omitempty"`
-	// Idempotent says whether the procedure is safe to send again. Default
-	// true (when unset); false means never retry, and nobody above retries
+	// Idempotent says whether the procedure is safe to send again.
+	// Required, with no default: replaying a write is the dangerous
+	// guess, so nil is a validation error (set it with new(true) or
+	// new(false)). False means never retry, and nobody above retries
 	// either (RCS: refused as not idempotent).
 	Idempotent *bool `yaml:"idempotent,omitempty"`
 }
@@ -166,9 +174,8 @@ func (b BudgetConfig) withDefaults() BudgetConfig {
 	if b.Ratio == 0 {
 		b.Ratio = DefaultBudgetRatio
 	}
-	if b.MinPerSecond == nil {
-		v := DefaultBudgetMinPerSecond
-		b.MinPerSecond = &v
+	if b.MinPerSecond == 0 && !b.NoFloor {
+		b.MinPerSecond = DefaultBudgetMinPerSecond
 	}
 	if b.Window == 0 {
 		b.Window = DefaultBudgetWindow
@@ -192,42 +199,39 @@ func (p PolicyConfig) withDefaults() PolicyConfig {
 	if p.MinRemaining == 0 {
 		p.MinRemaining = DefaultMinRemaining
 	}
-	if p.Idempotent == nil {
-		t := true
-		p.Idempotent = &t
-	}
 	return p
 }
 
 // Validate reports every invalid field of c, after defaults are applied, at
-// once. Each error names the yaml key path and the bad value, e.g.
-// "retry.policies[1].maxAttempts: must be between 1 and 10, got 11".
+// once. Each error names the yaml key path relative to c and the bad value,
+// e.g. "policies[1].maxAttempts: must be between 1 and 10, got 11"; a
+// caller that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	err := multierr.Combine(
-		ownership.ValidateHeaderName("retry.attemptHeader", c.AttemptHeader),
-		ownership.ValidateHeaderName("retry.claimHeader", c.ClaimHeader),
-		ownership.ValidateHeaderName("retry.noRetryHeader", c.NoRetryHeader),
-		ownership.ValidateHeaderName("retry.codeHeader", c.CodeHeader),
-		c.Budget.validate("retry.budget"),
+		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
+		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
+		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
+		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
+		c.Budget.validate("budget"),
 	)
 	if c.AttemptHeader == c.ClaimHeader || c.AttemptHeader == c.NoRetryHeader {
-		err = multierr.Append(err, fmt.Errorf("retry.attemptHeader: must differ from claimHeader and noRetryHeader, got %q", c.AttemptHeader))
+		err = multierr.Append(err, fmt.Errorf("attemptHeader: must differ from claimHeader and noRetryHeader, got %q", c.AttemptHeader))
 	}
 	if c.ClaimHeader == c.NoRetryHeader {
-		err = multierr.Append(err, fmt.Errorf("retry.noRetryHeader: must differ from claimHeader, got %q", c.NoRetryHeader))
+		err = multierr.Append(err, fmt.Errorf("noRetryHeader: must differ from claimHeader, got %q", c.NoRetryHeader))
 	}
 	if c.MaxBodyBytes < 0 {
-		err = multierr.Append(err, fmt.Errorf("retry.maxBodyBytes: must be >= 0, got %d", c.MaxBodyBytes))
+		err = multierr.Append(err, fmt.Errorf("maxBodyBytes: must be >= 0, got %d", c.MaxBodyBytes))
 	}
 	type key struct{ service, procedure string }
 	seen := make(map[key]int, len(c.Policies))
 	for i, p := range c.Policies {
-		path := fmt.Sprintf("retry.policies[%d]", i)
+		path := fmt.Sprintf("policies[%d]", i)
 		err = multierr.Append(err, p.validate(path))
 		k := key{p.Service, p.Procedure}
 		if j, ok := seen[k]; ok {
-			err = multierr.Append(err, fmt.Errorf("%s: duplicate of retry.policies[%d] for service %q, procedure %q", path, j, p.Service, p.Procedure))
+			err = multierr.Append(err, fmt.Errorf("%s: duplicate of policies[%d] for service %q, procedure %q", path, j, p.Service, p.Procedure))
 			continue
 		}
 		seen[k] = i
@@ -240,8 +244,10 @@ func (b BudgetConfig) validate(path string) error {
 	if !(b.Ratio >= 0 && b.Ratio <= MaxBudgetRatio) { // also rejects NaN
 		err = multierr.Append(err, fmt.Errorf("%s.ratio: must be between 0 and %d, got %v", path, MaxBudgetRatio, b.Ratio))
 	}
-	if v := *b.MinPerSecond; !(v >= 0 && v <= math.MaxFloat64) { // also rejects NaN and +Inf
+	if v := b.MinPerSecond; !(v >= 0 && v <= math.MaxFloat64) { // also rejects NaN and +Inf
 		err = multierr.Append(err, fmt.Errorf("%s.minPerSecond: must be >= 0 and finite, got %v", path, v))
+	} else if b.NoFloor && v != 0 {
+		err = multierr.Append(err, fmt.Errorf("%s.noFloor: must be false when minPerSecond is set, got minPerSecond %v", path, v))
 	}
 	if b.Window <= 0 {
 		err = multierr.Append(err, fmt.Errorf("%s.window: must be > 0, got %v", path, b.Window))
@@ -281,6 +287,9 @@ func (p PolicyConfig) validate(path string) error {
 	}
 	if p.MinRemaining < 0 {
 		err = multierr.Append(err, fmt.Errorf("%s.minRemaining: must be >= 0, got %v", path, p.MinRemaining))
+	}
+	if p.Idempotent == nil {
+		err = multierr.Append(err, fmt.Errorf("%s.idempotent: must be set: true when the procedure is safe to send again, false when it is not", path))
 	}
 	return err
 }

@@ -18,6 +18,8 @@ func TestConfigWithDefaults(t *testing.T) {
 		want Config
 	}{
 		{
+			// Idempotent is required, not defaulted: it stays nil, and
+			// Validate reports it.
 			name: "zero values take defaults",
 			give: Config{Policies: []PolicyConfig{{Service: "s"}}},
 			want: Config{
@@ -26,7 +28,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				NoRetryHeader: "errown-no-retry",
 				CodeHeader:    "errown-code",
 				MaxBodyBytes:  1 << 20,
-				Budget:        BudgetConfig{Ratio: 0.1, MinPerSecond: new(10.0), Window: 10 * time.Second},
+				Budget:        BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					MaxAttempts:    2,
@@ -34,18 +36,17 @@ func TestConfigWithDefaults(t *testing.T) {
 					InitialBackoff: 10 * time.Millisecond,
 					MaxBackoff:     time.Second,
 					MinRemaining:   5 * time.Millisecond,
-					Idempotent:     new(true),
 				}},
 			},
 		},
 		{
-			name: "set values kept, a zero floor among them",
+			name: "set values kept, no floor among them",
 			give: Config{
 				AttemptHeader: "a",
 				ClaimHeader:   "c",
 				NoRetryHeader: "n",
 				MaxBodyBytes:  7,
-				Budget:        BudgetConfig{Ratio: 0.5, MinPerSecond: new(0.0), Window: time.Second, Disabled: true},
+				Budget:        BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -64,7 +65,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				NoRetryHeader: "n",
 				CodeHeader:    "errown-code",
 				MaxBodyBytes:  7,
-				Budget:        BudgetConfig{Ratio: 0.5, MinPerSecond: new(0.0), Window: time.Second, Disabled: true},
+				Budget:        BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -108,89 +109,105 @@ func TestConfigValidate(t *testing.T) {
 		{
 			name: "valid policies",
 			give: Config{Policies: []PolicyConfig{
-				{Service: "s"},
-				{Service: "s", Procedure: "p", MaxAttempts: 10, RetryableCodes: []string{"Resource-Exhausted"}},
-				{Service: "t", MaxAttempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Second},
+				{Service: "s", Idempotent: new(true)},
+				{Service: "s", Procedure: "p", MaxAttempts: 10, RetryableCodes: []string{"Resource-Exhausted"}, Idempotent: new(true)},
+				{Service: "t", MaxAttempts: 1, InitialBackoff: time.Second, MaxBackoff: time.Second, Idempotent: new(false)},
 			}},
 		},
 		{
 			name: "budget limits are valid",
-			give: Config{Budget: BudgetConfig{Ratio: 1000, MinPerSecond: new(0.0)}},
+			give: Config{Budget: BudgetConfig{Ratio: 1000, NoFloor: true}},
 		},
 		{
 			name: "several bad fields at once",
 			give: Config{
 				AttemptHeader: "Errown-Attempt",
 				MaxBodyBytes:  -1,
-				Budget:        BudgetConfig{Ratio: -0.5, MinPerSecond: new(-1.0), Window: -time.Second},
+				Budget:        BudgetConfig{Ratio: -0.5, MinPerSecond: -1.0, Window: -time.Second},
 				Policies: []PolicyConfig{
-					{Service: "ok"},
-					{Service: "s", MaxAttempts: 11, RetryableCodes: []string{"ok", "nope"}},
+					{Service: "ok", Idempotent: new(true)},
+					{Service: "s", MaxAttempts: 11, RetryableCodes: []string{"ok", "nope"}, Idempotent: new(true)},
 					{MaxAttempts: -1, InitialBackoff: -time.Millisecond, MaxBackoff: -time.Second, AttemptTimeout: -time.Second, MinRemaining: -time.Second},
 				},
 			},
 			want: []string{
-				`retry.attemptHeader: must be lower-case letters, digits and '-', got "Errown-Attempt"`,
-				`retry.budget.ratio: must be between 0 and 1000, got -0.5`,
-				`retry.budget.minPerSecond: must be >= 0 and finite, got -1`,
-				`retry.budget.window: must be > 0, got -1s`,
-				`retry.maxBodyBytes: must be >= 0, got -1`,
-				`retry.policies[1].maxAttempts: must be between 1 and 10, got 11`,
-				`retry.policies[1].retryableCodes[0]: must not be ok, got "ok"`,
-				`retry.policies[1].retryableCodes[1]: unknown yarpc code, got "nope"`,
-				`retry.policies[2].service: must not be empty, got ""`,
-				`retry.policies[2].maxAttempts: must be between 1 and 10, got -1`,
-				`retry.policies[2].initialBackoff: must be >= 0, got -1ms`,
-				`retry.policies[2].maxBackoff: must be >= 0, got -1s`,
-				`retry.policies[2].attemptTimeout: must be >= 0, got -1s`,
-				`retry.policies[2].minRemaining: must be >= 0, got -1s`,
+				`attemptHeader: must be lower-case letters, digits and '-', got "Errown-Attempt"`,
+				`budget.ratio: must be between 0 and 1000, got -0.5`,
+				`budget.minPerSecond: must be >= 0 and finite, got -1`,
+				`budget.window: must be > 0, got -1s`,
+				`maxBodyBytes: must be >= 0, got -1`,
+				`policies[1].maxAttempts: must be between 1 and 10, got 11`,
+				`policies[1].retryableCodes[0]: must not be ok, got "ok"`,
+				`policies[1].retryableCodes[1]: unknown yarpc code, got "nope"`,
+				`policies[2].service: must not be empty, got ""`,
+				`policies[2].maxAttempts: must be between 1 and 10, got -1`,
+				`policies[2].initialBackoff: must be >= 0, got -1ms`,
+				`policies[2].maxBackoff: must be >= 0, got -1s`,
+				`policies[2].attemptTimeout: must be >= 0, got -1s`,
+				`policies[2].minRemaining: must be >= 0, got -1s`,
+				`policies[2].idempotent: must be set: true when the procedure is safe to send again, false when it is not`,
 			},
 		},
 		{
 			name: "ratio too large, NaN and infinite floor",
-			give: Config{Budget: BudgetConfig{Ratio: 1001, MinPerSecond: new(math.Inf(1))}},
+			give: Config{Budget: BudgetConfig{Ratio: 1001, MinPerSecond: math.Inf(1)}},
 			want: []string{
-				`retry.budget.ratio: must be between 0 and 1000, got 1001`,
-				`retry.budget.minPerSecond: must be >= 0 and finite, got +Inf`,
+				`budget.ratio: must be between 0 and 1000, got 1001`,
+				`budget.minPerSecond: must be >= 0 and finite, got +Inf`,
 			},
 		},
 		{
 			name: "NaN",
-			give: Config{Budget: BudgetConfig{Ratio: math.NaN(), MinPerSecond: new(math.NaN())}},
+			give: Config{Budget: BudgetConfig{Ratio: math.NaN(), MinPerSecond: math.NaN()}},
 			want: []string{
-				`retry.budget.ratio: must be between 0 and 1000, got NaN`,
-				`retry.budget.minPerSecond: must be >= 0 and finite, got NaN`,
+				`budget.ratio: must be between 0 and 1000, got NaN`,
+				`budget.minPerSecond: must be >= 0 and finite, got NaN`,
 			},
 		},
 		{
 			name: "initial backoff above max (default max)",
-			give: Config{Policies: []PolicyConfig{{Service: "s", InitialBackoff: 2 * time.Second}}},
-			want: []string{`retry.policies[0].initialBackoff: must be <= maxBackoff (1s), got 2s`},
+			give: Config{Policies: []PolicyConfig{{Service: "s", InitialBackoff: 2 * time.Second, Idempotent: new(true)}}},
+			want: []string{`policies[0].initialBackoff: must be <= maxBackoff (1s), got 2s`},
 		},
 		{
 			name: "duplicate service and procedure",
 			give: Config{Policies: []PolicyConfig{
-				{Service: "s"}, {Service: "s", Procedure: "p"}, {Service: "s"}, {Service: "s", Procedure: "p"},
+				{Service: "s", Idempotent: new(true)}, {Service: "s", Procedure: "p", Idempotent: new(true)},
+				{Service: "s", Idempotent: new(true)}, {Service: "s", Procedure: "p", Idempotent: new(true)},
 			}},
 			want: []string{
-				`retry.policies[2]: duplicate of retry.policies[0] for service "s", procedure ""`,
-				`retry.policies[3]: duplicate of retry.policies[1] for service "s", procedure "p"`,
+				`policies[2]: duplicate of policies[0] for service "s", procedure ""`,
+				`policies[3]: duplicate of policies[1] for service "s", procedure "p"`,
 			},
+		},
+		{
+			name: "idempotent unset",
+			give: Config{Policies: []PolicyConfig{{Service: "s", Idempotent: new(true)}, {Service: "t"}}},
+			want: []string{`policies[1].idempotent: must be set: true when the procedure is safe to send again, false when it is not`},
+		},
+		{
+			name: "no floor is valid",
+			give: Config{Budget: BudgetConfig{NoFloor: true}},
+		},
+		{
+			name: "no floor with a floor",
+			give: Config{Budget: BudgetConfig{MinPerSecond: 5, NoFloor: true}},
+			want: []string{`budget.noFloor: must be false when minPerSecond is set, got minPerSecond 5`},
 		},
 		{
 			name: "bad header names",
 			give: Config{ClaimHeader: "x claim", NoRetryHeader: "x:retry"},
 			want: []string{
-				`retry.claimHeader: must be lower-case letters, digits and '-', got "x claim"`,
-				`retry.noRetryHeader: must be lower-case letters, digits and '-', got "x:retry"`,
+				`claimHeader: must be lower-case letters, digits and '-', got "x claim"`,
+				`noRetryHeader: must be lower-case letters, digits and '-', got "x:retry"`,
 			},
 		},
 		{
 			name: "headers must differ",
 			give: Config{AttemptHeader: "errown-claim", NoRetryHeader: "errown-claim"},
 			want: []string{
-				`retry.attemptHeader: must differ from claimHeader and noRetryHeader, got "errown-claim"`,
-				`retry.noRetryHeader: must differ from claimHeader, got "errown-claim"`,
+				`attemptHeader: must differ from claimHeader and noRetryHeader, got "errown-claim"`,
+				`noRetryHeader: must differ from claimHeader, got "errown-claim"`,
 			},
 		},
 	}
@@ -198,6 +215,53 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			for _, err := range multierr.Errors(tt.give.Validate()) {
+				got = append(got, err.Error())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Validate() errors:\n%q\nwant:\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestConfigValidateKeysRelative: used alone, a Config names its keys from
+// its own root; the "retry." in front is errown.Config's to add.
+func TestConfigValidateKeysRelative(t *testing.T) {
+	err := Config{Policies: []PolicyConfig{{Service: "s", MaxAttempts: 11, Idempotent: new(true)}}}.Validate()
+
+	want := "policies[0].maxAttempts: must be between 1 and 10, got 11"
+	if err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+}
+
+func TestConfigYAMLIdempotent(t *testing.T) {
+	tests := []struct {
+		name string
+		give string
+		want []string
+	}{
+		{name: "true", give: "policies: [{service: s, idempotent: true}]"},
+		{name: "false", give: "policies: [{service: s, idempotent: false}]"},
+		{
+			name: "unset",
+			give: "policies: [{service: s}]",
+			want: []string{"policies[0].idempotent: must be set: true when the procedure is safe to send again, false when it is not"},
+		},
+		{
+			name: "null",
+			give: "policies: [{service: s, idempotent: null}]",
+			want: []string{"policies[0].idempotent: must be set: true when the procedure is safe to send again, false when it is not"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg Config
+			if err := yaml.UnmarshalStrict([]byte(tt.give), &cfg); err != nil {
+				t.Fatalf("unmarshal: %v", err)
+			}
+			var got []string
+			for _, err := range multierr.Errors(cfg.Validate()) {
 				got = append(got, err.Error())
 			}
 			if !slices.Equal(got, tt.want) {
@@ -215,7 +279,7 @@ noRetryHeader: x-no-retry
 maxBodyBytes: 4096
 budget:
   ratio: 0.2
-  minPerSecond: 0
+  noFloor: true
   window: 30s
   disabled: true
 policies:
@@ -234,7 +298,7 @@ policies:
 		ClaimHeader:   "x-claim",
 		NoRetryHeader: "x-no-retry",
 		MaxBodyBytes:  4096,
-		Budget:        BudgetConfig{Ratio: 0.2, MinPerSecond: new(0.0), Window: 30 * time.Second, Disabled: true},
+		Budget:        BudgetConfig{Ratio: 0.2, NoFloor: true, Window: 30 * time.Second, Disabled: true},
 		Policies: []PolicyConfig{{
 			Service:        "users",
 			Procedure:      "Users::get",
@@ -262,7 +326,9 @@ policies:
 }
 
 func FuzzConfig(f *testing.F) {
-	f.Add("policies: [{service: s, maxAttempts: 3}]")
+	f.Add("policies: [{service: s, maxAttempts: 3, idempotent: true}]")
+	f.Add("budget: {ratio: 0.1, noFloor: true}\npolicies: [{service: s, idempotent: false}]")
+	f.Add("budget: {minPerSecond: 5, noFloor: true}\npolicies: [{service: s}]")
 	f.Add("budget: {ratio: -1, window: -1s}\npolicies: [{service: '', retryableCodes: [ok, x]}]")
 	f.Add("attemptHeader: Bad Header")
 	f.Fuzz(func(t *testing.T, give string) {
@@ -280,11 +346,11 @@ func FuzzConfig(f *testing.F) {
 		}
 		// What is accepted is within the documented bounds.
 		d := cfg.withDefaults()
-		if !(d.Budget.Ratio >= 0 && d.Budget.Ratio <= MaxBudgetRatio) || !(*d.Budget.MinPerSecond >= 0) || d.Budget.Window <= 0 {
+		if !(d.Budget.Ratio >= 0 && d.Budget.Ratio <= MaxBudgetRatio) || !(d.Budget.MinPerSecond >= 0) || (d.Budget.NoFloor && d.Budget.MinPerSecond != 0) || d.Budget.Window <= 0 {
 			t.Fatalf("accepted budget %+v", d.Budget)
 		}
 		for _, p := range d.Policies {
-			if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts || p.Service == "" ||
+			if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts || p.Service == "" || p.Idempotent == nil ||
 				p.InitialBackoff < 0 || p.MaxBackoff < p.InitialBackoff || p.AttemptTimeout < 0 || p.MinRemaining < 0 {
 				t.Fatalf("accepted policy %+v", p)
 			}

@@ -26,9 +26,10 @@
 //
 // The budget is kept per callee service and shared by all of its policies:
 // over a sliding window, retries may reach Ratio times the requests plus
-// MinPerSecond per second of the window (see BudgetAllows). Backoff is
-// exponential with full jitter. Retried requests carry the attempt number
-// (2, 3, ...) in the attempt header; the caller's request is never mutated.
+// MinPerSecond per second of the window, or the ratio alone with NoFloor
+// (see BudgetAllows). Backoff is exponential with full jitter. Retried
+// requests carry the attempt number (2, 3, ...) in the attempt header; the
+// caller's request is never mutated.
 // The middleware starts no goroutines: waits honour the call's context.
 //
 // # Metrics

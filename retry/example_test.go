@@ -78,7 +78,7 @@ func claimOf(res *transport.Response) string {
 
 func Example() {
 	mw, err := retry.New(retry.Config{
-		Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 3}},
+		Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 3, Idempotent: new(true)}},
 	})
 	if err != nil {
 		panic(err)
@@ -107,7 +107,7 @@ func Example_naive() {
 	// No budget, no claims (an old callee): every allowed attempt is spent.
 	mw, err := retry.New(retry.Config{
 		Budget:   retry.BudgetConfig{Disabled: true},
-		Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}},
+		Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Idempotent: new(true)}},
 	})
 	if err != nil {
 		panic(err)
@@ -126,8 +126,8 @@ func ExampleConfig_Validate() {
 	cfg := retry.Config{
 		Budget: retry.BudgetConfig{Ratio: -1},
 		Policies: []retry.PolicyConfig{
-			{Service: "users"},
-			{Service: "users", MaxAttempts: 20, RetryableCodes: []string{"unavailable", "flaky"}},
+			{Service: "users", Idempotent: new(true)},
+			{Service: "users", MaxAttempts: 20, RetryableCodes: []string{"unavailable", "flaky"}, Idempotent: new(true)},
 		},
 	}
 
@@ -135,15 +135,15 @@ func ExampleConfig_Validate() {
 		fmt.Println(err)
 	}
 	// Output:
-	// retry.budget.ratio: must be between 0 and 1000, got -1
-	// retry.policies[1].maxAttempts: must be between 1 and 10, got 20
-	// retry.policies[1].retryableCodes[1]: unknown yarpc code, got "flaky"
-	// retry.policies[1]: duplicate of retry.policies[0] for service "users", procedure ""
+	// budget.ratio: must be between 0 and 1000, got -1
+	// policies[1].maxAttempts: must be between 1 and 10, got 20
+	// policies[1].retryableCodes[1]: unknown yarpc code, got "flaky"
+	// policies[1]: duplicate of policies[0] for service "users", procedure ""
 }
 
 func ExampleBudgetConfig() {
 	// A 10% budget with no per-second floor, as stormsim models it.
-	cfg := retry.BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0)}
+	cfg := retry.BudgetConfig{Ratio: 0.1, NoFloor: true}
 
 	fmt.Println(retry.Config{Budget: cfg}.Validate())
 	// Output:

@@ -41,7 +41,7 @@ func TestMetrics(t *testing.T) {
 func TestMetricsAllocatedInNew(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 
-	newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "a"}, {Service: "a", Procedure: "p"}, {Service: "b"}}}, WithScope(scope))
+	newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "a", Idempotent: new(true)}, {Service: "a", Procedure: "p", Idempotent: new(true)}, {Service: "b", Idempotent: new(true)}}}, WithScope(scope))
 
 	got := make(map[string]bool)
 	for k := range scope.Snapshot().Counters() {

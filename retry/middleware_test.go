@@ -66,7 +66,7 @@ func TestMiddlewareCall(t *testing.T) {
 	}{
 		{
 			name:         "no policy: one attempt, no header",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("other", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -78,7 +78,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "missing claim: retried once, body replayed",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -91,7 +91,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "claimed: retried once",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -104,7 +104,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "garbage claim counts as missing: retried",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "Unclaimed"), fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -117,7 +117,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "unclaimed: suppressed",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
@@ -129,7 +129,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "non-retryable code: one attempt",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errInvalid)},
 			giveDeadline: time.Minute,
@@ -141,7 +141,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "plain Go error is unknown: retried",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errors.New("boom")), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -154,7 +154,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "custom retryable codes: unavailable not among them, refused",
-			give:         policies(PolicyConfig{Service: "callee", RetryableCodes: []string{"resource-exhausted"}}),
+			give:         policies(PolicyConfig{Service: "callee", RetryableCodes: []string{"resource-exhausted"}, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -166,7 +166,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "custom retryable codes: resource-exhausted retried",
-			give:         policies(PolicyConfig{Service: "callee", RetryableCodes: []string{"Resource-Exhausted"}}),
+			give:         policies(PolicyConfig{Service: "callee", RetryableCodes: []string{"Resource-Exhausted"}, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -179,7 +179,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "pushback: refused",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
@@ -191,7 +191,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "pushback on the last attempt: nothing refused",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
@@ -204,7 +204,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "no-retry header other than true: retried",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "false"), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -217,7 +217,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "attempts exhausted: last error returned",
-			give:         policies(PolicyConfig{Service: "callee", MaxAttempts: 3}),
+			give:         policies(PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), fail(errExhausted)},
 			giveDeadline: time.Minute,
@@ -230,7 +230,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "deadline too short: refused, no sleep",
-			give:         policies(PolicyConfig{Service: "callee", MinRemaining: 2 * time.Second}),
+			give:         policies(PolicyConfig{Service: "callee", MinRemaining: 2 * time.Second, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Second,
@@ -243,7 +243,7 @@ func TestMiddlewareCall(t *testing.T) {
 		{
 			name: "deadline shorter than min remaining plus backoff: refused",
 			give: policies(PolicyConfig{Service: "callee", MinRemaining: 600 * time.Millisecond,
-				InitialBackoff: 2 * time.Second, MaxBackoff: 2 * time.Second}), // backoff 1s at u=0.5
+				InitialBackoff: 2 * time.Second, MaxBackoff: 2 * time.Second, Idempotent: new(true)}), // backoff 1s at u=0.5
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
@@ -255,7 +255,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error with a server-fault code: retried",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -268,7 +268,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error unclaimed: suppressed",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
@@ -280,7 +280,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error with a client-fault code: an answer, not retried",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeNotFound)},
 			giveDeadline: time.Minute,
@@ -292,7 +292,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error without a code: an answer, not retried",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(nil)},
 			giveDeadline: time.Minute,
@@ -304,7 +304,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "resource exhausted, not in the default codes: refused for its code",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted)},
 			giveDeadline: time.Minute,
@@ -316,7 +316,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "pushback with a policy: refused",
-			give:         policies(PolicyConfig{Service: "callee"}),
+			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
@@ -330,7 +330,7 @@ func TestMiddlewareCall(t *testing.T) {
 			// 1.5s left after the first attempt: a whole attempt of 1s,
 			// the backoff (5ms at u=0.5) and minRemaining (600ms) do not fit.
 			name:         "whole attempt does not fit the deadline: refused",
-			give:         policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 600 * time.Millisecond}),
+			give:         policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 600 * time.Millisecond, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
@@ -342,7 +342,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "whole attempt fits the deadline: retried",
-			give:         policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 400 * time.Millisecond}),
+			give:         policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 400 * time.Millisecond, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: 1500 * time.Millisecond,
@@ -355,7 +355,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "budget without room: refused",
-			give:         Config{Budget: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0)}, Policies: []PolicyConfig{{Service: "callee"}}},
+			give:         Config{Budget: BudgetConfig{Ratio: 0.1, NoFloor: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -367,7 +367,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "budget disabled: allowed",
-			give:         Config{Budget: BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0), Disabled: true}, Policies: []PolicyConfig{{Service: "callee"}}},
+			give:         Config{Budget: BudgetConfig{Ratio: 0.1, NoFloor: true, Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -380,7 +380,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "body over maxBodyBytes: sent once, whole",
-			give:         Config{MaxBodyBytes: 4, Policies: []PolicyConfig{{Service: "callee"}}},
+			give:         Config{MaxBodyBytes: 4, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello world"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -392,7 +392,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "body of exactly maxBodyBytes: replayed",
-			give:         Config{MaxBodyBytes: 5, Policies: []PolicyConfig{{Service: "callee"}}},
+			give:         Config{MaxBodyBytes: 5, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -417,7 +417,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "maxAttempts 1: one attempt",
-			give:         policies(PolicyConfig{Service: "callee", MaxAttempts: 1}),
+			give:         policies(PolicyConfig{Service: "callee", MaxAttempts: 1, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -430,8 +430,8 @@ func TestMiddlewareCall(t *testing.T) {
 		{
 			name: "procedure policy wins: forbids what the service allows",
 			give: policies(
-				PolicyConfig{Service: "callee", MaxAttempts: 3},
-				PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1},
+				PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)},
+				PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1, Idempotent: new(true)},
 			),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
@@ -446,7 +446,7 @@ func TestMiddlewareCall(t *testing.T) {
 			name: "procedure policy wins: allows what the service forbids",
 			give: policies(
 				PolicyConfig{Service: "callee", Idempotent: new(false)},
-				PolicyConfig{Service: "callee", Procedure: "get"},
+				PolicyConfig{Service: "callee", Procedure: "get", Idempotent: new(true)},
 			),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
@@ -461,8 +461,8 @@ func TestMiddlewareCall(t *testing.T) {
 		{
 			name: "service policy covers other procedures",
 			give: policies(
-				PolicyConfig{Service: "callee", MaxAttempts: 3},
-				PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1},
+				PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)},
+				PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1, Idempotent: new(true)},
 			),
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), succeed("ok")},
@@ -476,7 +476,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "only a procedure policy: other procedures never retried",
-			give:         policies(PolicyConfig{Service: "callee", Procedure: "get"}),
+			give:         policies(PolicyConfig{Service: "callee", Procedure: "get", Idempotent: new(true)}),
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -548,7 +548,7 @@ func TestMiddlewareCall(t *testing.T) {
 }
 
 func TestMiddlewareWithoutCallState(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee"}), newClock().option())
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
 	res, err := m.Call(context.Background(), req("callee", "get", "hello"), out)
@@ -562,7 +562,7 @@ func TestMiddlewareWithoutCallState(t *testing.T) {
 }
 
 func TestMiddlewareNoPolicyPassesThrough(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee"}))
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}))
 	body := strings.NewReader("hello")
 	give := &transport.Request{Service: "other", Procedure: "get", Body: body, BodySize: 5}
 	wantRes := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", "claimed")}
@@ -591,7 +591,7 @@ func TestMiddlewareReplaysBodyByteForByte(t *testing.T) {
 	for i := range give {
 		give[i] = byte(i * 7)
 	}
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3}), newClock().option())
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
 	r := &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader(give), BodySize: len(give)}
 
@@ -607,7 +607,7 @@ func TestMiddlewareReplaysBodyByteForByte(t *testing.T) {
 }
 
 func TestMiddlewareNilBodyStaysNil(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee"}), newClock().option())
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
 	if _, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, out); err != nil {
@@ -621,7 +621,7 @@ func TestMiddlewareNilBodyStaysNil(t *testing.T) {
 }
 
 func TestMiddlewareLargeBodyKeepsBodySize(t *testing.T) {
-	m := newMiddleware(t, Config{MaxBodyBytes: 3, Policies: []PolicyConfig{{Service: "callee"}}}, newClock().option())
+	m := newMiddleware(t, Config{MaxBodyBytes: 3, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	out := newOutbound(succeed("ok"))
 	r := req("callee", "get", "hello world")
 
@@ -636,7 +636,7 @@ func TestMiddlewareLargeBodyKeepsBodySize(t *testing.T) {
 }
 
 func TestMiddlewareNeverMutatesCallerHeaders(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3}), newClock().option())
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
 	h := transport.NewHeaders().With("X-Trace", "abc").With("errown-attempt", "7")
 	r := req("callee", "get", "hello")
@@ -671,7 +671,7 @@ func TestMiddlewareNeverMutatesCallerHeaders(t *testing.T) {
 }
 
 func TestMiddlewareCustomAttemptHeader(t *testing.T) {
-	m := newMiddleware(t, Config{AttemptHeader: "x-try", Policies: []PolicyConfig{{Service: "callee"}}}, newClock().option())
+	m := newMiddleware(t, Config{AttemptHeader: "x-try", Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
 	if _, err := m.Call(context.Background(), req("callee", "get", "hello"), out); err != nil {
@@ -700,8 +700,8 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 			clock := newClock()
 			scope := tally.NewTestScope("", nil)
 			cfg := Config{
-				Budget:   BudgetConfig{Ratio: 0.1, MinPerSecond: new(0.0)},
-				Policies: []PolicyConfig{{Service: "callee"}},
+				Budget:   BudgetConfig{Ratio: 0.1, NoFloor: true},
+				Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}},
 			}
 			m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
 			out := newOutbound(fail(errUnavailable))
@@ -737,11 +737,11 @@ func TestMiddlewareBudgetSharedPerCallee(t *testing.T) {
 	clock := newClock()
 	scope := tally.NewTestScope("", nil)
 	cfg := Config{
-		Budget: BudgetConfig{Ratio: 0.5, MinPerSecond: new(0.0)},
+		Budget: BudgetConfig{Ratio: 0.5, NoFloor: true},
 		Policies: []PolicyConfig{
-			{Service: "callee"},
-			{Service: "callee", Procedure: "put", MaxAttempts: 3},
-			{Service: "other"},
+			{Service: "callee", Idempotent: new(true)},
+			{Service: "callee", Procedure: "put", MaxAttempts: 3, Idempotent: new(true)},
+			{Service: "other", Idempotent: new(true)},
 		},
 	}
 	m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
@@ -770,8 +770,8 @@ func TestMiddlewareBudgetWindowSlides(t *testing.T) {
 	clock := newClock()
 	scope := tally.NewTestScope("", nil)
 	cfg := Config{
-		Budget:   BudgetConfig{Ratio: 1, MinPerSecond: new(0.0), Window: 10 * time.Second},
-		Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3}},
+		Budget:   BudgetConfig{Ratio: 1, NoFloor: true, Window: 10 * time.Second},
+		Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 	}
 	m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
 	out := newOutbound(fail(errUnavailable))
@@ -794,7 +794,7 @@ func TestMiddlewareBudgetWindowSlides(t *testing.T) {
 
 func TestMiddlewareBackoff(t *testing.T) {
 	clock := newClock()
-	cfg := policies(PolicyConfig{Service: "callee", MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
+	cfg := policies(PolicyConfig{Service: "callee", MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, clock.option(), fixedRand(0.5))
 	out := newOutbound(fail(errUnavailable))
 
@@ -808,7 +808,7 @@ func TestMiddlewareBackoff(t *testing.T) {
 
 func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 	// The real sleep, with a backoff far longer than the test.
-	cfg := policies(PolicyConfig{Service: "callee", InitialBackoff: time.Minute, MaxBackoff: time.Minute})
+	cfg := policies(PolicyConfig{Service: "callee", InitialBackoff: time.Minute, MaxBackoff: time.Minute, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, fixedRand(0.5))
 	out := newOutbound(fail(errUnavailable, "errown-claim", "claimed"))
 	state := &egresslog.CallState{}
@@ -834,7 +834,7 @@ func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 }
 
 func TestMiddlewareCancelledCallerNotRetried(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee"}), newClock().option())
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	ctx, cancel := context.WithCancel(context.Background())
 	out := newOutbound(func(context.Context) (*transport.Response, error) {
 		cancel()
@@ -861,7 +861,7 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newClock()
-			cfg := policies(PolicyConfig{Service: "callee", AttemptTimeout: 30 * time.Second})
+			cfg := policies(PolicyConfig{Service: "callee", AttemptTimeout: 30 * time.Second, Idempotent: new(true)})
 			m := newMiddleware(t, cfg, clock.option())
 			out := newOutbound(
 				func(ctx context.Context) (*transport.Response, error) {
@@ -908,7 +908,7 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 func TestMiddlewareAttemptTimeoutWithOneAttempt(t *testing.T) {
 	// A policy that never retries still times its one attempt out.
 	clock := newClock()
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 1, AttemptTimeout: 30 * time.Second}), clock.option())
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 1, AttemptTimeout: 30 * time.Second, Idempotent: new(true)}), clock.option())
 	out := newOutbound(succeed("payload"))
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Hour))
 	defer cancel()
@@ -932,7 +932,7 @@ func TestMiddlewareAttemptTimeoutWithOneAttempt(t *testing.T) {
 func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 	// A returned error's response body is still readable under its attempt's
 	// context (yarpc encodings read application errors from it).
-	cfg := policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Minute, RetryableCodes: []string{"internal"}})
+	cfg := policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Minute, RetryableCodes: []string{"internal"}, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, newClock().option())
 	out := newOutbound(func(ctx context.Context) (*transport.Response, error) {
 		return &transport.Response{Body: &ctxBody{ctx: ctx, r: strings.NewReader("details")}}, errInvalid
@@ -951,7 +951,7 @@ func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 
 func TestMiddlewareLogsRefusals(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee"}), newClock().option(), WithLogger(zap.New(core)))
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithLogger(zap.New(core)))
 	out := newOutbound(fail(errUnavailable, "errown-no-retry", "true"))
 
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), out)
@@ -974,7 +974,7 @@ func TestMiddlewareLogsRefusals(t *testing.T) {
 
 func TestMiddlewareConcurrent(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee"}), newClock().option(), WithScope(scope))
+	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithScope(scope))
 	out := newOutbound(fail(errUnavailable))
 	const goroutines, calls = 8, 50
 	done := make(chan struct{})

@@ -9,8 +9,8 @@ import (
 )
 
 func TestPolicyRetryableCode(t *testing.T) {
-	defaults := compilePolicy(PolicyConfig{Service: "s"}.withDefaults())
-	custom := compilePolicy(PolicyConfig{Service: "s", RetryableCodes: []string{"Resource-Exhausted", "data-loss"}}.withDefaults())
+	defaults := compilePolicy(PolicyConfig{Service: "s", Idempotent: new(true)}.withDefaults())
+	custom := compilePolicy(PolicyConfig{Service: "s", RetryableCodes: []string{"Resource-Exhausted", "data-loss"}, Idempotent: new(true)}.withDefaults())
 	tests := []struct {
 		give        yarpcerrors.Code
 		wantDefault bool
@@ -91,9 +91,9 @@ func policyAttempts(callees map[string]*callee, service, procedure string) int {
 
 func TestCalleeLookup(t *testing.T) {
 	cfg := Config{Policies: []PolicyConfig{
-		{Service: "a", MaxAttempts: 2},
-		{Service: "a", Procedure: "get", MaxAttempts: 3},
-		{Service: "b", Procedure: "get", MaxAttempts: 4},
+		{Service: "a", MaxAttempts: 2, Idempotent: new(true)},
+		{Service: "a", Procedure: "get", MaxAttempts: 3, Idempotent: new(true)},
+		{Service: "b", Procedure: "get", MaxAttempts: 4, Idempotent: new(true)},
 	}}.withDefaults()
 	callees := compileCallees(cfg, tally.NoopScope, newClock().Now)
 	tests := []struct {

@@ -9,12 +9,11 @@ import (
 )
 
 func TestBudgets(t *testing.T) {
-	floor := 1.0
 	m, err := New(Config{
-		Budget: BudgetConfig{Ratio: 0.5, MinPerSecond: &floor, Window: 10 * time.Second},
+		Budget: BudgetConfig{Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second},
 		Policies: []PolicyConfig{
-			{Service: "b-callee"},
-			{Service: "a-callee", Procedure: "get"},
+			{Service: "b-callee", Idempotent: new(true)},
+			{Service: "a-callee", Procedure: "get", Idempotent: new(true)},
 		},
 	})
 	require.NoError(t, err)

@@ -111,6 +111,7 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 				InitialBackoff: _backoff,
 				MaxBackoff:     _backoff,
 				AttemptTimeout: c.attemptTimeout,
+				Idempotent:     new(true),
 			})
 		}
 	}
@@ -194,8 +195,7 @@ func (m *mesh) reset() {
 // ownership policies it returns the errown middleware of a node that runs
 // it, to start and stop.
 func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyConfig) (*errown.Middleware, error) {
-	noFloor := 0.0
-	budget := retry.BudgetConfig{Ratio: o.Budget, MinPerSecond: &noFloor, Window: _budgetWindow}
+	budget := retry.BudgetConfig{Ratio: o.Budget, NoFloor: true, Window: _budgetWindow}
 	if !o.Policy.budgeted() {
 		budget = retry.BudgetConfig{Disabled: true}
 	}
