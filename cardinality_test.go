@@ -27,13 +27,13 @@ func (failingOutbound) Call(context.Context, *transport.Request) (*transport.Res
 // TestTagCardinalityBounded floods a service with distinct inbound and
 // outbound procedure names, every call failing, and checks that the metric
 // series errown emits stay bounded: procedure names only ever reach tags
-// through the dependency memory's edges, capped by memory.maxEdges.
+// through the dependency memory's edges, capped by memory.maxEdges within a window.
 func TestTagCardinalityBounded(t *testing.T) {
 	const maxEdges, flood = 50, 5000
 	scope := tally.NewTestScope("", nil)
 	mw, err := errown.New(errown.Config{
 		Memory: depmem.Config{MaxEdges: maxEdges},
-		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee"}}},
+		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 	}, errown.WithScope(scope))
 	require.NoError(t, err)
 

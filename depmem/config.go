@@ -25,7 +25,9 @@ const (
 type Config struct {
 	// Disabled turns learning off: only static declarations count.
 	Disabled bool `yaml:"disabled,omitempty"`
-	// Window is how far back the memory looks. Default 10m.
+	// Window is how far back the memory looks. An edge not observed for
+	// a whole window has nothing left in it and may be evicted (see
+	// MaxEdges). Default 10m.
 	Window time.Duration `yaml:"window,omitempty"`
 	// Buckets is how many time slices the window is kept in; old slices
 	// are forgotten one at a time. Default 10.
@@ -42,8 +44,13 @@ type Config struct {
 	// Hysteresis keeps a classified edge in its kind until its ratio has
 	// moved this far back past the threshold. Default 0.05 (when unset).
 	Hysteresis *float64 `yaml:"hysteresis,omitempty"`
-	// MaxEdges bounds the edges learned and the metric series emitted;
-	// observations of further edges are dropped and counted. Default 1000.
+	// MaxEdges bounds the edges the memory tracks at once. When a new
+	// edge needs a place and all are taken, the edges not observed for a
+	// full Window are evicted to make room; only when none is idle is the
+	// new edge's observation dropped, and counted. The metric series
+	// emitted are one pair per distinct edge ever tracked, evicted ones
+	// included: bounded by the edges the service has, not by MaxEdges.
+	// Default 1000.
 	MaxEdges int `yaml:"maxEdges,omitempty"`
 	// Snapshot keeps the memory across restarts.
 	Snapshot SnapshotConfig `yaml:"snapshot,omitempty"`

@@ -2,7 +2,7 @@
 // a callee is a hard (fail-close) or soft (fail-open) dependency of the
 // caller procedure that called it.
 //
-// In DESIGN.md's data flow the inbound middleware asks the memory for the
+// In docs/DESIGN.md's data flow the inbound middleware asks the memory for the
 // kind of each failed outbound call's edge before it decides whether the
 // request's error is claimed, and afterwards tells the memory (Observe)
 // what happened: a callee failure, and whether the request failed too. A
@@ -28,13 +28,27 @@
 // leaves the window whole, so old behaviour is forgotten one bucket at a
 // time.
 //
+// # Bounded state
+//
+// Memory tracks at most MaxEdges (1000) edges at once, and keeps learning
+// when the edges a service calls change: when a new edge needs a place
+// and all are taken, every edge not observed for a full Window (its
+// window empty, so its kind unknown anyway) is evicted, counted in
+// depmem.edges_evicted. Only when no edge is idle is the new edge's
+// observation dropped, counted in depmem.edges_overflow. Eviction runs
+// only on that path, never for an edge already known, and a full memory
+// with nothing idle is scanned at most once per bucket width (Window /
+// Buckets).
+//
 // # Fleet
 //
 // The same counts are emitted as tally counters depmem.callee_failures and
 // depmem.joint_failures tagged caller_procedure, callee_service and
-// callee_procedure (an empty value is tagged "none"); at most MaxEdges
-// edges are tracked and further ones are counted in depmem.edges_overflow.
-// With Fleet.URL set, the memory queries those counters, summed over every
+// callee_procedure (an empty value is tagged "none"). An evicted edge's
+// tagged scope is closed, so tally lets go of it at its next report; the
+// series a reporter exports are one pair per distinct edge ever tracked
+// (a reporter such as Prometheus's keeps every series it was given, and an
+// edge seen again counts on in its old series). With Fleet.URL set, the memory queries those counters, summed over every
 // instance, on an interval. When the server is down or answers garbage the
 // fleet's data is dropped, the memory carries on from its local window,
 // the first failure of an outage is logged, and every failure is counted

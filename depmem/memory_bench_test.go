@@ -3,6 +3,8 @@ package depmem
 import (
 	"sync"
 	"testing"
+
+	"github.com/errown/errown/egresslog"
 )
 
 // BenchmarkObserve compares recording a callee failure on a known edge
@@ -44,6 +46,26 @@ func BenchmarkObserve(b *testing.B) {
 				m.Observe(edgeA, true)
 			}
 		})
+	})
+	b.Run("new-edge-when-full", func(b *testing.B) {
+		// Every place taken by an edge inside the window: a new edge is
+		// dropped without scanning for idle ones.
+		m, err := NewMemory(Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range DefaultMaxEdges {
+			m.Observe(churnEdge(i), true)
+		}
+		edges := make([]egresslog.Edge, 1024)
+		for i := range edges {
+			edges[i] = churnEdge(DefaultMaxEdges + i)
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			m.Observe(edges[i%len(edges)], true)
+		}
 	})
 	b.Run("kind", func(b *testing.B) {
 		m, err := NewMemory(Config{MinSamples: 1})

@@ -2,6 +2,8 @@ package depmem
 
 import (
 	"math"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -171,6 +173,218 @@ func TestMemoryMaxEdgesAndMetrics(t *testing.T) {
 	assert.Equal(t, int64(2), snap["depmem.edges_overflow+"].Value())
 	assert.Len(t, m.Edges(), 1)
 	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeB))
+}
+
+func TestMemoryEvictsIdleEdgesForNewOnes(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m, clock := newMemory(t, Config{MaxEdges: 1, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10}, WithScope(scope))
+	counter := func(name string) int64 { return scope.Snapshot().Counters()["depmem."+name+"+"].Value() }
+	observe(m, edgeA, 3, 3)
+
+	clock.Add(9 * time.Minute)
+	observe(m, edgeB, 1, 1)
+	assert.Equal(t, int64(1), counter("edges_overflow"), "edgeA was observed inside the window: nothing to evict")
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
+
+	clock.Add(time.Minute)
+	observe(m, edgeB, 2, 2)
+	assert.Equal(t, int64(1), counter("edges_overflow"), "edgeA left the window: evicted for edgeB")
+	assert.Equal(t, int64(1), counter("edges_evicted"))
+	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeB), "edgeB is learned")
+	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA))
+	assert.Equal(t, []EdgeView{{Edge: edgeB, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 2, JointFailures: 2, Source: SourceLocal}}, m.Edges())
+
+	// Seen again once edgeB is idle, edgeA counts on in its old series:
+	// tally keeps one series per edge ever seen.
+	clock.Add(10 * time.Minute)
+	observe(m, edgeA, 1, 0)
+	tags := "callee_procedure=charge,callee_service=payments,caller_procedure=checkout"
+	assert.Equal(t, int64(4), scope.Snapshot().Counters()["depmem.callee_failures+"+tags].Value())
+	assert.Equal(t, int64(2), counter("edges_evicted"))
+}
+
+func TestMemoryEvictionScansOnlyWhenAnEdgeCanBeIdle(t *testing.T) {
+	// A full memory with nothing idle drops new edges without scanning
+	// until the least recently observed edge can have left the window.
+	m, clock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10})
+	observe(m, edgeA, 1, 1)
+	clock.Add(5 * time.Minute)
+	observe(m, edgeB, 1, 1)
+	edgeC := egresslog.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
+	observe(m, edgeC, 1, 1)
+	assert.Len(t, m.Edges(), 2, "nothing idle: dropped")
+	m.mu.RLock()
+	assert.Equal(t, m.slice()+5, m.noIdleBefore, "edgeA goes idle 5 minutes later")
+	m.mu.RUnlock()
+
+	clock.Add(4 * time.Minute)
+	observe(m, edgeC, 1, 1)
+	assert.Len(t, m.Edges(), 2, "still nothing idle")
+	clock.Add(time.Minute)
+	observe(m, edgeC, 1, 1)
+	assert.Equal(t, []egresslog.Edge{edgeB, edgeC}, viewEdges(m.Edges()), "edgeA evicted the slice it went idle")
+}
+
+func TestMemorySnapshotAfterEviction(t *testing.T) {
+	// A snapshot holds the edges tracked, not the evicted ones, and a
+	// restore into a full memory evicts idle edges to make room.
+	edgeC := egresslog.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
+	m, clock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1})
+	observe(m, edgeA, 2, 2)
+	clock.Add(DefaultWindow)
+	observe(m, edgeB, 2, 0)
+	observe(m, edgeC, 2, 2) // evicts edgeA
+	snap := m.Snapshot()
+	require.Len(t, snap.Edges, 2)
+	assert.Equal(t, []egresslog.Edge{edgeB, edgeC}, []egresslog.Edge{snap.Edges[0].Edge, snap.Edges[1].Edge})
+
+	scope := tally.NewTestScope("", nil)
+	restored, restoredClock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1}, WithScope(scope))
+	observe(restored, edgeA, 1, 1) // idle by the time of the restore
+	restoredClock.Add(DefaultWindow)
+	require.Equal(t, clock.Now(), restoredClock.Now())
+	require.NoError(t, restored.Restore(&snap))
+	assert.Equal(t, []EdgeView{
+		{Edge: edgeB, Kind: ownership.KindFailOpen, CalleeFailures: 2, Source: SourceLocal},
+		{Edge: edgeC, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 2, JointFailures: 2, Source: SourceLocal},
+	}, restored.Edges())
+	counters := scope.Snapshot().Counters()
+	assert.Equal(t, int64(1), counters["depmem.edges_evicted+"].Value())
+	assert.Equal(t, int64(0), counters["depmem.edges_overflow+"].Value())
+}
+
+func viewEdges(vs []EdgeView) []egresslog.Edge {
+	out := make([]egresslog.Edge, len(vs))
+	for i, v := range vs {
+		out[i] = v.Edge
+	}
+	return out
+}
+
+// churnEdge is the i-th edge of a churn.
+func churnEdge(i int) egresslog.Edge {
+	return egresslog.Edge{CallerProcedure: "checkout", Service: "callee-" + strconv.Itoa(i), Procedure: "get"}
+}
+
+// churn observes the edges from up to to, a round of maxEdges at a time,
+// each round minSamples times and failing the caller, and moves the clock
+// a window on after each round, so that each round's edges age out before
+// the next. It reports the first edge whose kind was not learned.
+func churn(m *Memory, clock *fakeClock, from, to, maxEdges, minSamples int, window time.Duration) (egresslog.Edge, bool) {
+	for round := from; round < to; round += maxEdges {
+		end := min(round+maxEdges, to)
+		for i := round; i < end; i++ {
+			observe(m, churnEdge(i), minSamples, minSamples)
+		}
+		for i := round; i < end; i++ {
+			if m.Kind(churnEdge(i)) != ownership.KindFailClose {
+				return churnEdge(i), false
+			}
+		}
+		clock.Add(window)
+	}
+	return egresslog.Edge{}, true
+}
+
+func TestMemoryChurnKeepsLearning(t *testing.T) {
+	const maxEdges, churned, minSamples, window = 1000, 10_000, 3, 10 * time.Minute
+	scope := tally.NewTestScope("", nil)
+	m, clock := newMemory(t, Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
+
+	notLearned, ok := churn(m, clock, 0, churned, maxEdges, minSamples, window)
+	require.True(t, ok, "edge %v not learned", notLearned)
+
+	m.mu.RLock()
+	assert.LessOrEqual(t, len(m.edges), maxEdges)
+	m.mu.RUnlock()
+	counters := scope.Snapshot().Counters()
+	assert.Equal(t, int64(0), counters["depmem.edges_overflow+"].Value(), "no observation dropped")
+	assert.Equal(t, int64(churned-maxEdges), counters["depmem.edges_evicted+"].Value())
+	assert.Equal(t, ownership.KindUnknown, m.Kind(churnEdge(0)), "the first edges are forgotten")
+}
+
+func TestMemoryChurnHeapStaysFlat(t *testing.T) {
+	// The memory's state is bounded by MaxEdges: after 10,000 distinct
+	// edges have gone through a memory of 1,000, the heap holds about what
+	// it held with the first 1,000. That holds for tally's state too, with
+	// the default no-op scope and with a reporting scope, which drops the
+	// scopes of evicted edges at its next report. (A test scope keeps
+	// every scope it made: not measured here.)
+	const maxEdges, churned, minSamples, window = 1000, 10_000, 3, 10 * time.Minute
+	tests := []struct {
+		name  string
+		scope func(t *testing.T) tally.Scope
+	}{
+		{name: "no-op scope", scope: func(*testing.T) tally.Scope { return tally.NoopScope }},
+		{name: "reporting scope", scope: func(t *testing.T) tally.Scope {
+			scope, closer := tally.NewRootScope(tally.ScopeOptions{Reporter: tally.NullStatsReporter}, 50*time.Millisecond)
+			t.Cleanup(func() { assert.NoError(t, closer.Close()) })
+			return scope
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			heap := func() uint64 {
+				time.Sleep(120 * time.Millisecond) // a report or more
+				var s runtime.MemStats
+				runtime.GC()
+				runtime.GC()
+				runtime.ReadMemStats(&s)
+				return s.HeapAlloc
+			}
+			scope := tt.scope(t)
+			start := heap()
+			m, clock := newMemory(t, Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
+			_, ok := churn(m, clock, 0, maxEdges, maxEdges, minSamples, window)
+			require.True(t, ok)
+			full := heap()
+			_, ok = churn(m, clock, maxEdges, churned, maxEdges, minSamples, window)
+			require.True(t, ok)
+			after := heap()
+			runtime.KeepAlive(m)
+
+			perRound := int64(full) - int64(start) // what maxEdges edges cost
+			growth := int64(after) - int64(full)
+			t.Logf("heap: %d B with %d edges, growth %d B after churning %d edges", perRound, maxEdges, growth, churned)
+			// Keeping every churned edge would grow the heap by 9 rounds'
+			// worth; allow half of one for noise.
+			assert.Less(t, growth, perRound/2, "heap grows with the edges churned")
+		})
+	}
+}
+
+func TestMemoryConcurrentChurn(t *testing.T) {
+	// Observations of new edges evicting idle ones while others observe,
+	// read and snapshot: run with -race.
+	const maxEdges = 50
+	m, clock := newMemory(t, Config{MaxEdges: maxEdges, MinSamples: 1, Window: 10 * time.Second, Buckets: 10})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				m.Observe(churnEdge(w*1000+i), true)
+				m.Observe(edgeA, i%2 == 0)
+				if i%50 == 0 {
+					clock.Add(10 * time.Second)
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200; i++ {
+			_ = m.Kind(edgeA)
+			_ = m.Edges()
+			_ = m.Snapshot()
+		}
+	}()
+	wg.Wait()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	assert.LessOrEqual(t, len(m.edges), maxEdges)
 }
 
 func TestMemoryObserveDoesNotAllocateOnKnownEdge(t *testing.T) {

@@ -105,18 +105,20 @@ func (m *Memory) Snapshot() Snapshot {
 }
 
 // Restore adds a snapshot's counts to the memory. A snapshot taken with
-// another bucket width is refused. Edges past MaxEdges are dropped.
+// another bucket width is refused. Edges past MaxEdges are dropped (and
+// counted in depmem.edges_overflow) when no idle edge can be evicted to
+// make room; a restored edge counts as observed now.
 func (m *Memory) Restore(s *Snapshot) error {
 	if s.BucketWidth != m.width {
 		return fmt.Errorf("%w: bucket width %d ns, configured %d ns", ErrBadSnapshot, s.BucketWidth, m.width)
 	}
+	now := m.slice()
 	for _, se := range s.Edges {
-		st := m.edge(se.Edge, true)
+		st := m.lockedEdge(se.Edge, now)
 		if st == nil {
 			m.overflow.Inc(1)
 			continue
 		}
-		st.mu.Lock()
 		for _, b := range se.Buckets {
 			st.w.restore(bucket{slice: b[0], failures: b[1], joint: b[2]})
 		}

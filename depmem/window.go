@@ -13,10 +13,22 @@ type bucket struct {
 // for concurrent use; its owner locks.
 type window struct {
 	ring []bucket
+	// touched is the newest time slice the window was made, counted or
+	// restored in. Every bucket with counts is at or before it.
+	touched int64
 }
 
-func newWindow(buckets int) window {
-	return window{ring: make([]bucket, buckets)}
+// newWindow returns an empty window of buckets slices, touched at time
+// slice now.
+func newWindow(buckets int, now int64) window {
+	return window{ring: make([]bucket, buckets), touched: now}
+}
+
+// idle reports whether the window was not touched for a full window at
+// time slice now: it holds no counts inside the window, and nothing has
+// been counted in it since before the window's oldest slice.
+func (w *window) idle(now int64) bool {
+	return now-w.touched >= int64(len(w.ring))
 }
 
 // add counts one callee failure, joint when the caller failed too, in the
@@ -30,6 +42,7 @@ func (w *window) add(now int64, joint bool) {
 	if joint {
 		b.joint++
 	}
+	w.touched = max(w.touched, now)
 }
 
 // sums returns the counts of the buckets still inside the window at time
@@ -65,4 +78,7 @@ func (w *window) restore(b bucket) {
 		return
 	}
 	*slot = b
+	if b.failures > 0 {
+		w.touched = max(w.touched, b.slice)
+	}
 }

@@ -1,11 +1,19 @@
 // Package egresslog records the outbound calls a service makes while it
 // serves one inbound request.
 //
-// In DESIGN.md's data flow it sits between the two middlewares: the egress
+// In docs/DESIGN.md's data flow it sits between the two middlewares: the egress
 // (outbound) middleware appends one Entry per logical outbound call to the
 // Log of the inbound request the call was made for, and the inbound
 // middleware reads the Log when the handler has returned. The retry
 // middleware, which runs inside the egress middleware, reports what it did
 // for the call in a CallState: returned straight to the egress middleware,
 // or through the call's context when other middleware sits between them.
+//
+// The inbound side needs only the calls that failed (ownership.Decide and
+// the dependency memory read nothing else), so a Log keeps those, up to
+// MaxFailures (64) per request, and only counts the rest: a call that
+// succeeded, was answered or was abandoned costs one atomic add and no
+// memory, and failures past the bound are counted as overflow (Counts),
+// which the inbound middleware reports. A request's Log stays bounded
+// however many calls its handler makes.
 package egresslog

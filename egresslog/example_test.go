@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -12,14 +13,23 @@ func ExampleLog() {
 	log.Append(egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
 		Code:     yarpcerrors.CodeUnavailable,
+		Class:    ownership.ClassFailure,
 		Attempts: 2,
 		RCS:      true,
+	})
+	// A call that succeeded is counted, not kept.
+	log.Append(egresslog.Entry{
+		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "users", Procedure: "get"},
+		Code:     yarpcerrors.CodeOK,
+		Attempts: 1,
 	})
 	for _, e := range log.Close(nil) {
 		fmt.Println(e.Edge, e.Code, e.Attempts, e.RCS)
 	}
+	fmt.Printf("%+v\n", log.Counts())
 	fmt.Println("late append kept:", log.Append(egresslog.Entry{}))
 	// Output:
 	// checkout->payments::charge unavailable 2 true
+	// {Stored:1 Overflow:0 OverflowUnsatisfied:0 NotFailed:1}
 	// late append kept: false
 }

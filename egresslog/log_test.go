@@ -2,20 +2,28 @@ package egresslog
 
 import (
 	"fmt"
-	"github.com/errown/errown/ownership"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
+// entry is a failed call on an edge of its own.
 func entry(i int) Entry {
-	return Entry{Edge: Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeUnavailable, Attempts: 1}
+	return Entry{Edge: Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}
 }
 
-func TestLogKeepsOrderAcrossInlineBoundary(t *testing.T) {
-	for _, n := range []int{0, 1, _inline, _inline + 1, 3 * _inline} {
+// ok is a call that succeeded.
+func ok(i int) Entry {
+	return Entry{Edge: Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeOK, Attempts: 1}
+}
+
+func TestLogKeepsFailuresInOrderAcrossInlineBoundary(t *testing.T) {
+	for _, n := range []int{0, 1, _inline, _inline + 1, 3 * _inline, MaxFailures} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var l Log
 			var want []Entry
@@ -26,6 +34,67 @@ func TestLogKeepsOrderAcrossInlineBoundary(t *testing.T) {
 			assert.Equal(t, n, l.Len())
 			got := l.Close(nil)
 			assert.Equal(t, want, got)
+			assert.Equal(t, Counts{Stored: n}, l.Counts())
+		})
+	}
+}
+
+func TestLogKeepsOnlyFailures(t *testing.T) {
+	// 10,000 calls that did not fail and 3 that did: the log keeps the 3
+	// and counts the rest.
+	const notFailed = 10_000
+	answer := Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Attempts: 1}
+	abandoned := Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Abandoned: true, Attempts: 1}
+	var l Log
+	var want []Entry
+	for i := range notFailed {
+		var e Entry
+		switch i % 3 {
+		case 0:
+			e = ok(i)
+		case 1:
+			e = answer
+		default:
+			e = abandoned
+		}
+		assert.True(t, l.Append(e))
+		if i%4000 == 0 {
+			assert.True(t, l.Append(entry(i)))
+			want = append(want, entry(i))
+		}
+	}
+	require.Len(t, want, 3)
+	assert.Equal(t, notFailed+3, l.Len())
+	assert.Equal(t, want, l.Close(nil))
+	assert.Equal(t, Counts{Stored: 3, NotFailed: notFailed}, l.Counts())
+}
+
+func TestLogBoundsFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		give int // failures, every third with RCS false
+		want Counts
+	}{
+		{name: "at the bound", give: MaxFailures, want: Counts{Stored: MaxFailures}},
+		{name: "one over", give: MaxFailures + 1, want: Counts{Stored: MaxFailures, Overflow: 1, OverflowUnsatisfied: 0}},
+		{name: "far over", give: MaxFailures + 300, want: Counts{Stored: MaxFailures, Overflow: 300, OverflowUnsatisfied: 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var l Log
+			var want []Entry
+			for i := 0; i < tt.give; i++ {
+				e := entry(i)
+				e.RCS = i%3 != 0
+				assert.True(t, l.Append(e), "an overflowed failure is taken, and counted")
+				if i < MaxFailures {
+					want = append(want, e)
+				}
+			}
+			assert.Equal(t, tt.want, l.Counts(), "before close")
+			assert.Equal(t, want, l.Close(nil), "the first MaxFailures")
+			assert.Equal(t, tt.want, l.Counts(), "after close")
+			assert.Equal(t, tt.give, l.Len())
 		})
 	}
 }
@@ -33,10 +102,13 @@ func TestLogKeepsOrderAcrossInlineBoundary(t *testing.T) {
 func TestLogDropsAfterClose(t *testing.T) {
 	var l Log
 	assert.True(t, l.Append(entry(1)))
+	assert.True(t, l.Append(ok(1)))
 	assert.Len(t, l.Close(nil), 1)
-	assert.False(t, l.Append(entry(2)), "append after close must be refused")
+	assert.False(t, l.Append(entry(2)), "a failure after close must be refused")
+	assert.False(t, l.Append(ok(2)), "a success after close must be refused")
 	assert.Empty(t, l.Close(nil), "second close visits nothing")
-	assert.Equal(t, 1, l.Len())
+	assert.Equal(t, Counts{Stored: 1, NotFailed: 1}, l.Counts(), "late calls are not counted")
+	assert.Equal(t, 2, l.Len())
 }
 
 func TestLogCloseAppendsToDst(t *testing.T) {
@@ -46,9 +118,16 @@ func TestLogCloseAppendsToDst(t *testing.T) {
 	assert.Equal(t, []Entry{entry(0), entry(1)}, l.Close(dst))
 }
 
+func TestLogNotFailedDoesNotAllocate(t *testing.T) {
+	var l Log
+	e := ok(1)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { l.Append(e) }))
+	assert.Equal(t, Counts{NotFailed: 1001}, l.Counts())
+}
+
 func TestLogConcurrentFanOut(t *testing.T) {
 	var l Log
-	const workers, each = 8, 100
+	const workers, each = 8, 100 // 800 failures: past the bound
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -56,35 +135,46 @@ func TestLogConcurrentFanOut(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
 				l.Append(entry(i))
+				l.Append(ok(i))
 			}
 		}()
 	}
 	wg.Wait()
-	assert.Len(t, l.Close(nil), workers*each)
+	assert.Len(t, l.Close(nil), MaxFailures)
+	assert.Equal(t, Counts{
+		Stored:              MaxFailures,
+		Overflow:            workers*each - MaxFailures,
+		OverflowUnsatisfied: workers*each - MaxFailures,
+		NotFailed:           workers * each,
+	}, l.Counts())
 }
 
 func TestLogConcurrentCloseNeverLoses(t *testing.T) {
-	// Every Append either lands in what Close returned or reports false.
+	// Every Append either is in what Close returned and Counts reports,
+	// or reports false.
 	var l Log
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	accepted := 0
+	var failed, notFailed atomic.Int64
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ {
 				if l.Append(entry(i)) {
-					mu.Lock()
-					accepted++
-					mu.Unlock()
+					failed.Add(1)
+				}
+				if l.Append(ok(i)) {
+					notFailed.Add(1)
 				}
 			}
 		}()
 	}
 	got := l.Close(nil)
 	wg.Wait()
-	assert.Equal(t, accepted, len(got))
+	c := l.Counts()
+	assert.Equal(t, len(got), c.Stored)
+	assert.Equal(t, failed.Load(), int64(c.Stored+c.Overflow))
+	assert.Equal(t, notFailed.Load(), int64(c.NotFailed))
 }
 
 func TestEntryFailed(t *testing.T) {
@@ -129,7 +219,7 @@ func TestLogPooledChunksNeverShared(t *testing.T) {
 			defer wg.Done()
 			for r := range rounds {
 				var l Log
-				mine := Entry{Edge: Edge{Service: fmt.Sprint(w, "/", r)}}
+				mine := Entry{Edge: Edge{Service: fmt.Sprint(w, "/", r)}, Class: ownership.ClassFailure}
 				accepted := make(chan int)
 				go func() {
 					n := 0
@@ -151,4 +241,48 @@ func TestLogPooledChunksNeverShared(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// BenchmarkLogAppend compares logging a call with the least it could
+// cost: one locked counter increment.
+func BenchmarkLogAppend(b *testing.B) {
+	b.Run("baseline-locked-increment", func(b *testing.B) {
+		var mu sync.Mutex
+		var n int64
+		b.ReportAllocs()
+		for b.Loop() {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+		_ = n
+	})
+	b.Run("not-failed", func(b *testing.B) {
+		var l Log
+		e := ok(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			l.Append(e)
+		}
+	})
+	b.Run("not-failed-parallel", func(b *testing.B) {
+		var l Log
+		e := ok(1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				l.Append(e)
+			}
+		})
+	})
+	b.Run("request-with-one-failure", func(b *testing.B) {
+		failure, success := entry(1), ok(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			var l Log
+			l.Append(success)
+			l.Append(failure)
+			_ = l.Close(nil)
+		}
+	})
 }

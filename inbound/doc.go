@@ -21,4 +21,15 @@
 //	inbound.at_least_once claimed errors with a correlated failure nobody had retried yet
 //	inbound.untracked     requests served untracked because the ingress log was full
 //	inbound.retried       requests that arrived as a retry (attempt header >= 2)
+//	inbound.replaced_headers
+//	                      responses on which the handler set or forwarded errown's
+//	                      claim, no-retry or code header, which errown dropped
+//	inbound.egress_overflow
+//	                      failed outbound calls past the egress log's bound
+//	                      (egresslog.MaxFailures): counted, not kept
+//
+// Errors include application errors the encodings report without a Go
+// error (a Thrift exception, a protobuf error): the middleware wraps the
+// ResponseWriter (pooled) to see them, and classifies them by their IDL's
+// code (ownership.Result).
 package inbound

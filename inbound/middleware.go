@@ -47,6 +47,7 @@ type Middleware struct {
 	untrackedCount    tally.Counter
 	retriedCount      tally.Counter
 	replacedCount     tally.Counter
+	overflowCount     tally.Counter
 }
 
 var _ middleware.UnaryInbound = (*Middleware)(nil)
@@ -98,6 +99,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		untrackedCount:    scope.Counter("untracked"),
 		retriedCount:      scope.Counter("retried"),
 		replacedCount:     scope.Counter("replaced_headers"),
+		overflowCount:     scope.Counter("egress_overflow"),
 	}, nil
 }
 
@@ -127,16 +129,24 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 	err := h.Handle(lctx, req, rw)
 
+	// The egress log keeps only the failed calls, up to
+	// egresslog.MaxFailures, and counts the failures past the bound:
+	// only a log that kept that many can have any.
 	var buf [_stackFailures]egresslog.Entry
 	entries := log.Egress.Close(buf[:0])
 	closed = true
+	var counts egresslog.Counts
+	if len(entries) >= egresslog.MaxFailures {
+		counts = log.Egress.Counts()
+		m.overflowCount.Inc(int64(counts.Overflow))
+	}
 	var appCode *yarpcerrors.Code
 	if rw.appMeta != nil {
 		appCode = rw.appMeta.Code
 	}
 	code, class := ownership.Result(err, rw.appError, appCode)
 	if class != ownership.ClassOK {
-		claim := m.decide(req.Procedure, code, class, entries)
+		claim := m.decide(req.Procedure, code, class, entries, counts)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
 		if err == nil && appCode != nil {
 			// An application error's code does not cross every
@@ -153,7 +163,8 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		// failing: an answer (not found, a bad argument, an application
 		// error without a code...) says nothing about its dependencies,
 		// so callers cannot push edges either way by sending requests
-		// that deserve one.
+		// that deserve one. Failures past the egress log's bound
+		// are not observed: their edges were not kept.
 		callerFailed := class == ownership.ClassFailure
 		for _, e := range entries {
 			if e.Failed() {
@@ -209,13 +220,23 @@ func (m *Middleware) finish(log *ingresslog.Log, rw *writer, closed *bool) {
 
 // decide claims or unclaims the error with code (of class) a request for
 // procedure ended in, counts the decision and keeps it for Decisions.
-func (m *Middleware) decide(procedure string, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry) ownership.Claim {
+// entries are the failed calls the egress log kept, counts what it took.
+func (m *Middleware) decide(procedure string, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry, counts egresslog.Counts) ownership.Claim {
 	var buf [_stackFailures]ownership.Failure
 	failures := buf[:0]
 	for _, e := range entries {
 		if e.Failed() {
 			failures = append(failures, ownership.Failure{Kind: m.memory.Kind(e.Edge), RCS: e.RCS})
 		}
+	}
+	if counts.OverflowUnsatisfied > 0 {
+		// A failure past the egress log's bound that nobody retried yet
+		// could be on a correlated edge: its edge was not kept, so count
+		// it as one. Never unclaim on failures not seen: at worst the
+		// error stays claimed and our caller retries (at-least-once).
+		// Overflowed failures with RCS true can only push towards
+		// unclaimed, so leaving them out keeps the decision claimed.
+		failures = append(failures, ownership.Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
 	claim := ownership.Decide(failures, m.unknownCorrelated)
 	reason := ReasonRetriedBelow
@@ -243,7 +264,7 @@ func (m *Middleware) decide(procedure string, code yarpcerrors.Code, class owner
 		Procedure:   procedure,
 		Code:        codeName(code, class),
 		Claim:       claim.String(),
-		FailedCalls: len(failures),
+		FailedCalls: len(entries) + counts.Overflow,
 		Reason:      reason,
 	})
 	return claim

@@ -268,6 +268,63 @@ func TestHandleFeedsObserver(t *testing.T) {
 	}, obs.seen, "only callee failures, with the caller's outcome")
 }
 
+// repeat returns n copies of e.
+func repeat(n int, e egresslog.Entry) []egresslog.Entry {
+	out := make([]egresslog.Entry, n)
+	for i := range out {
+		out[i] = e
+	}
+	return out
+}
+
+// TestHandleEgressOverflow: a request whose calls fail past the egress
+// log's bound has the overflow counted, and is never unclaimed on the
+// strength of failures the log could not keep.
+func TestHandleEgressOverflow(t *testing.T) {
+	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "hard", Kind: "fail-close"}}, nil)
+	require.NoError(t, err)
+	tests := []struct {
+		name         string
+		give         []egresslog.Entry
+		wantClaim    string
+		wantOverflow int64
+		wantObserved int
+	}{
+		{
+			name:         "many successes and three failures: nothing overflows",
+			give:         append(repeat(10_000, succeeded("ok")), repeat(3, failed("hard", true))...),
+			wantClaim:    "unclaimed",
+			wantObserved: 3,
+		},
+		{
+			name:         "every failure retried below: unclaimed, overflow counted",
+			give:         repeat(egresslog.MaxFailures+5, failed("hard", true)),
+			wantClaim:    "unclaimed",
+			wantOverflow: 5,
+			wantObserved: egresslog.MaxFailures,
+		},
+		{
+			name:         "an overflowed failure nobody retried keeps it claimed",
+			give:         append(repeat(egresslog.MaxFailures, failed("hard", true)), failed("hard", false)),
+			wantClaim:    "claimed",
+			wantOverflow: 1,
+			wantObserved: egresslog.MaxFailures,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := &recordingObserver{}
+			e := newEnv(t, Config{}, WithMemory(memory), WithObserver(obs))
+			resw := &transporttest.FakeResponseWriter{}
+			require.Error(t, e.mw.Handle(context.Background(), request("http"), resw, handlerLogging(errBoom, tt.give...)))
+			got, _ := resw.Headers.Get("errown-claim")
+			assert.Equal(t, tt.wantClaim, got)
+			assert.Equal(t, tt.wantOverflow, e.counter("inbound.egress_overflow"))
+			assert.Len(t, obs.seen, tt.wantObserved, "only the failures kept are observed")
+		})
+	}
+}
+
 func TestDecisionsKept(t *testing.T) {
 	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: "fail-open"}}, nil)
 	require.NoError(t, err)

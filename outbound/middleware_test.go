@@ -169,7 +169,9 @@ func TestCallRecordsEntry(t *testing.T) {
 
 			want := tt.want
 			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
-			assert.Equal(t, []egresslog.Entry{want}, log.Egress.Close(nil))
+			wantKept, wantCounts := logged(want)
+			assert.Equal(t, wantKept, log.Egress.Close(nil))
+			assert.Equal(t, wantCounts, log.Egress.Counts())
 			assert.Equal(t, int64(1), counter(scope, "egress.calls", ""))
 			switch tt.wantClaim {
 			case "":
@@ -180,6 +182,15 @@ func TestCallRecordsEntry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// logged returns what the egress log keeps of the one call e, and its
+// counts: a failure is kept, any other call only counted.
+func logged(e egresslog.Entry) ([]egresslog.Entry, egresslog.Counts) {
+	if e.Failed() {
+		return []egresslog.Entry{e}, egresslog.Counts{Stored: 1}
+	}
+	return nil, egresslog.Counts{NotFailed: 1}
 }
 
 func TestCallUntrackedAndLate(t *testing.T) {
@@ -287,7 +298,7 @@ func TestWithInnerRetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond}}})
+			r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 			require.NoError(t, err)
 			mw, err := New(Config{}, WithInner(r))
 			require.NoError(t, err)
@@ -339,7 +350,7 @@ func (w *wrappedRetry) Call(ctx context.Context, req *transport.Request, out tra
 }
 
 func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
-	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond}}})
+	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
 	w := &wrappedRetry{Middleware: r}
 	mw, err := New(Config{}, WithInner(w))
@@ -373,10 +384,8 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	cancel()
 	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.CancelledErrorf("cancelled")})
 	require.Error(t, err)
-	entries := log.Egress.Close(nil)
-	require.Len(t, entries, 1)
-	assert.True(t, entries[0].Abandoned)
-	assert.False(t, entries[0].Failed())
+	assert.Empty(t, log.Egress.Close(nil), "an abandoned call is no failure: counted, not kept")
+	assert.Equal(t, egresslog.Counts{NotFailed: 1}, log.Egress.Counts())
 	assert.Equal(t, int64(1), counter(scope, "egress.abandoned", ""))
 	assert.Equal(t, int64(0), counter(scope, "egress.failures", "claim=missing"))
 
@@ -386,7 +395,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	defer dcancel()
 	<-dctx.Done()
 	_, _ = mw.Call(dctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.DeadlineExceededErrorf("late")})
-	entries = log.Egress.Close(nil)
+	entries := log.Egress.Close(nil)
 	require.Len(t, entries, 1)
 	assert.True(t, entries[0].Failed())
 }
