@@ -20,8 +20,8 @@ const ConfigKey = "errown"
 
 // Config is errown's configuration, read from YAML under the key "errown".
 // Every field is optional, and its zero value means the default the comment
-// on it gives; only a retry policy has required fields (service and
-// idempotent).
+// on it gives; only list items have required fields: a retry policy's
+// service and idempotent, a dependency declaration's service and kind.
 type Config struct {
 	// ClaimHeader is the response header carrying the claim. Default
 	// "errown-claim".
@@ -72,6 +72,7 @@ func (c Config) inboundConfig() inbound.Config {
 		CodeHeader:    c.CodeHeader,
 		AttemptHeader: c.AttemptHeader,
 		UnknownEdges:  c.UnknownEdges,
+		Ingress:       c.Ingress,
 	}
 }
 
@@ -95,6 +96,7 @@ func (c Config) retryConfig() retry.Config {
 func (c Config) Validate() error {
 	_, depErr := depmem.NewStatic(c.Dependencies, nil)
 	headers := c.inboundConfig()
+	headers.Ingress = ingresslog.Config{} // checked below, once
 	// The header names are checked once, at the top level where they are
 	// set: the retry section is checked with the defaults in their place.
 	retryChecked := c.retryConfig()
@@ -104,7 +106,7 @@ func (c Config) Validate() error {
 		under("ingress", c.Ingress.Validate()),
 		under("retry", retryChecked.Validate()),
 		depErr,
-		c.Memory.Validate(), // depmem names its keys under "memory." itself
+		under("memory", c.Memory.Validate()),
 		distinctHeaders(headers),
 		validWiring(c.Wiring),
 	)

@@ -2,6 +2,7 @@ package errown
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,6 +51,12 @@ dependencies:
   - callerProcedure: checkout
     service: payments
     kind: fail-close
+  - service: search
+    procedure: suggest
+    kind: unknown
+memory:
+  openThreshold: 0.1
+  noHysteresis: true
 `
 
 func TestConfigFromYAML(t *testing.T) {
@@ -68,9 +76,11 @@ func TestConfigFromYAML(t *testing.T) {
 	require.NotNil(t, c.Retry.Policies[1].Idempotent)
 	assert.False(t, *c.Retry.Policies[1].Idempotent)
 	assert.Equal(t, []depmem.Declaration{
-		{Service: "cache", Kind: "fail-open"},
-		{CallerProcedure: "checkout", Service: "payments", Kind: "fail-close"},
+		{Service: "cache", Kind: new(ownership.KindFailOpen)},
+		{CallerProcedure: "checkout", Service: "payments", Kind: new(ownership.KindFailClose)},
+		{Service: "search", Procedure: "suggest", Kind: new(ownership.KindUnknown)},
 	}, c.Dependencies)
+	assert.Equal(t, depmem.Config{OpenThreshold: 0.1, NoHysteresis: true}, c.Memory)
 }
 
 func TestConfigRoundTrip(t *testing.T) {
@@ -113,7 +123,19 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		{"unknownEdges: sometimes", []string{`unknownEdges: must be "correlated" or "coincidental", got "sometimes"`}},
 		{"claimHeader: X-Claim", []string{`errown: config: claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`}},
 		{"claimHeader: same\nnoRetryHeader: same", []string{`noRetryHeader: "same" is already used by claimHeader`}},
-		{"dependencies:\n  - service: cache\n    kind: soft", []string{`dependencies[0].kind: unknown edge kind "soft"`}},
+		{"dependencies:\n  - service: cache\n    kind: soft", []string{`errown: config: dependencies[0].kind: unknown edge kind "soft" (want fail-close, fail-open or unknown)`}},
+		{"dependencies:\n  - service: cache", []string{"errown: config: dependencies[0].kind: must be set: fail-close, fail-open or unknown"}},
+		{"dependencies:\n  - service: cache\n    kind:", []string{"dependencies[0].kind: must be set: fail-close, fail-open or unknown"}},
+		{"dependencies:\n  - service: cache\n    kind: [fail-open]", []string{"dependencies[0].kind: want a string, got a list"}},
+		{"dependencies:\n  - service: cache\n    kind: {fail: open}", []string{"dependencies[0].kind: want a string, got a mapping"}},
+		{"dependencies:\n  - service: cache\n    kind: 2", []string{`dependencies[0].kind: want a string, got integer "2"`}},
+		{"dependencies:\n  - service: cache\n    kind: 0.5", []string{`dependencies[0].kind: want a string, got number "0.5"`}},
+		{"dependencies:\n  - service: cache\n    kind: true", []string{`dependencies[0].kind: want a string, got boolean "true"`}},
+		{"memory:\n  noHysteresis: yes please", []string{`memory.noHysteresis: want true or false, got string "yes please"`}},
+		{"memory:\n  hysteresis: 0.1\n  noHysteresis: true", []string{"errown: config: memory.noHysteresis: must be false when hysteresis is set, got hysteresis 0.1"}},
+		{"memory:\n  openThreshold: -0.1", []string{"errown: config: memory.openThreshold: must be in (0, 1), got -0.1"}},
+		{"memory:\n  window: -1s", []string{"errown: config: memory.window: must be positive, got -1s"}},
+		{"memory:\n  fleet:\n    url: http://x", []string{"memory.fleet.selector: required with fleet.url"}},
 		{"retry:\n  policies:\n    - service: users\n      idempotent: true\n      maxAttempts: -1", []string{"retry.policies[0].maxAttempts", "-1"}},
 		{"retry:\n  policies:\n    - service: users", []string{"errown: config: retry.policies[0].idempotent: must be set: true when the procedure is safe to send again, false when it is not"}},
 		{"retry:\n  budget:\n    minPerSecond: -1\n    noFloor: maybe", []string{`retry.budget.noFloor: want true or false, got string "maybe"`}},
@@ -135,6 +157,26 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+// TestConfigFromYAMLEveryBadKind: every bad edge kind is reported under
+// its key, not only the first.
+func TestConfigFromYAMLEveryBadKind(t *testing.T) {
+	_, err := ConfigFromYAML([]byte(`
+dependencies:
+  - {service: a, kind: soft}
+  - {service: b, kind: fail-open}
+  - {service: c, kind: Fail-Close}
+  - {service: d, kind: [fail-open]}
+  - {service: e, kind: ""}
+`))
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		`dependencies[0].kind: unknown edge kind "soft" (want fail-close, fail-open or unknown)`,
+		`dependencies[2].kind: unknown edge kind "Fail-Close" (want fail-close, fail-open or unknown)`,
+		`dependencies[3].kind: want a string, got a list`,
+		`dependencies[4].kind: unknown edge kind "" (want fail-close, fail-open or unknown)`,
+	}, errorStrings(errors.Unwrap(err)))
+}
+
 func TestConfigHeaderErrorsOnce(t *testing.T) {
 	_, err := ConfigFromYAML([]byte("claimHeader: X-Claim\nattemptHeader: same\nnoRetryHeader: same"))
 	require.Error(t, err)
@@ -152,6 +194,8 @@ func TestConfigSectionKeys(t *testing.T) {
 			Budget:   retry.BudgetConfig{Window: -time.Second},
 			Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 11, Idempotent: new(true)}},
 		},
+		Dependencies: []depmem.Declaration{{Service: "cache"}},
+		Memory:       depmem.Config{Window: -time.Second, Hysteresis: 0.1, NoHysteresis: true},
 	}.Validate()
 
 	assert.Equal(t, []string{
@@ -159,6 +203,9 @@ func TestConfigSectionKeys(t *testing.T) {
 		"ingress.maxInFlight: must be positive, got -1",
 		"retry.budget.window: must be > 0, got -1s",
 		"retry.policies[0].maxAttempts: must be between 1 and 10, got 11",
+		"dependencies[0].kind: must be set: fail-close, fail-open or unknown",
+		"memory.window: must be positive, got -1s",
+		"memory.noHysteresis: must be false when hysteresis is set, got hysteresis 0.1",
 	}, errorStrings(err))
 	assert.NoError(t, under("retry", nil))
 }
@@ -219,7 +266,7 @@ func TestConfigYAMLIdempotent(t *testing.T) {
 }
 
 func FuzzConfigFromYAML(f *testing.F) {
-	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a, idempotent: true}]}", "retry: {budget: {noFloor: true}, policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]"} {
+	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a, idempotent: true}]}", "retry: {budget: {noFloor: true}, policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]", "dependencies: [{service: a, kind: 3}, {service: b}, {service: c, kind: !!binary ZmFpbC1vcGVu}]", "memory: {openThreshold: 1e-9, noHysteresis: true, closeThreshold: 0.5}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -229,8 +276,8 @@ func FuzzConfigFromYAML(f *testing.F) {
 		}
 		// What parses is sane (finite numbers), builds, and survives a
 		// round trip.
-		for _, v := range []*float64{c.Memory.OpenThreshold, c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio, &c.Retry.Budget.MinPerSecond} {
-			if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+		for _, v := range []*float64{&c.Memory.OpenThreshold, &c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio, &c.Retry.Budget.MinPerSecond} {
+			if math.IsNaN(*v) || math.IsInf(*v, 0) {
 				t.Fatalf("accepted a non-finite number in %q", b)
 			}
 		}

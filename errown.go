@@ -6,7 +6,6 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -52,7 +51,6 @@ type Middleware struct {
 	inbound *inbound.Middleware
 	egress  *outbound.Middleware
 	retry   *retry.Middleware
-	logs    *ingresslog.Map
 	memory  *depmem.Memory
 	kinds   *depmem.Static
 	gauges  *gauges
@@ -79,10 +77,6 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		opt.apply(&o)
 	}
 	scope := o.scope.SubScope("errown")
-	logs, err := ingresslog.New(cfg.Ingress)
-	if err != nil {
-		return nil, err
-	}
 	memory, err := depmem.NewMemory(cfg.Memory, depmem.WithLogger(o.logger), depmem.WithScope(scope))
 	if err != nil {
 		return nil, err
@@ -92,7 +86,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	in, err := inbound.New(cfg.inboundConfig(),
-		inbound.WithScope(scope), inbound.WithLogs(logs),
+		inbound.WithScope(scope),
 		inbound.WithMemory(kinds), inbound.WithObserver(memory))
 	if err != nil {
 		return nil, err
@@ -105,7 +99,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{inbound: in, egress: egress, retry: r, logs: logs, memory: memory, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
+	m := &Middleware{inbound: in, egress: egress, retry: r, memory: memory, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
 	m.gauges = newGauges(m, scope)
 	return m, nil
 }
@@ -154,8 +148,9 @@ func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 	return yarpc.OutboundMiddleware{Unary: m.egress} // the retry middleware runs inside it (outbound.WithInner)
 }
 
-// Logs returns the map of requests in flight.
-func (m *Middleware) Logs() *ingresslog.Map { return m.logs }
+// InFlight returns how many requests errown tracks in flight: at most
+// ingress.maxInFlight.
+func (m *Middleware) InFlight() int { return m.inbound.InFlight() }
 
 // Apply returns cfg with errown's middleware added. The inbound middleware
 // goes outside the unary inbound middleware cfg already has, so it sees the

@@ -46,7 +46,7 @@ func newGauges(m *Middleware, scope tally.Scope) *gauges {
 
 // update sets every gauge from the middleware's state now.
 func (g *gauges) update() {
-	g.inFlight.Update(float64(g.m.logs.Len()))
+	g.inFlight.Update(float64(g.m.InFlight()))
 	counts := map[ownership.EdgeKind]int{}
 	for _, e := range g.m.kinds.Edges() {
 		counts[e.Kind]++

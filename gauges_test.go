@@ -1,10 +1,15 @@
 package errown
 
 import (
+	"context"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/api/transport/transporttest"
 	"testing"
+	"time"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,7 +20,7 @@ func TestGauges(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	m, err := New(Config{
 		Memory:       depmem.Config{MinSamples: 2},
-		Dependencies: []depmem.Declaration{{Service: "cache", Kind: "fail-open"}},
+		Dependencies: []depmem.Declaration{{Service: "cache", Kind: new(ownership.KindFailOpen)}},
 		Retry: RetryConfig{
 			Budget:   retry.BudgetConfig{Ratio: 0.5, NoFloor: true},
 			Policies: []retry.PolicyConfig{{Service: "inventory", Idempotent: new(true)}},
@@ -23,7 +28,18 @@ func TestGauges(t *testing.T) {
 	}, WithScope(scope))
 	require.NoError(t, err)
 	require.NoError(t, m.Start())
-	held := m.logs.Open("place")
+	// One request held in flight.
+	release, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = m.inbound.Handle(context.Background(), &transport.Request{Procedure: "place", Headers: transport.NewHeaders()},
+			&transporttest.FakeResponseWriter{},
+			transport.UnaryHandler(handlerFunc(func(context.Context, *transport.Request, transport.ResponseWriter) error {
+				<-release
+				return nil
+			})))
+	}()
+	require.Eventually(t, func() bool { return m.InFlight() == 1 }, 5*time.Second, time.Millisecond)
 	for i := 0; i < 3; i++ {
 		m.memory.Observe(egresslog.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"}, true)
 	}
@@ -43,7 +59,14 @@ func TestGauges(t *testing.T) {
 	assert.Equal(t, 0.0, value("errown.depmem.edges+kind=unknown"))
 	assert.Equal(t, -1.0, value("errown.depmem.fleet_healthy+"), "no fleet source")
 	assert.Equal(t, 0.0, value("errown.retry.budget_left+callee=inventory"))
-	m.logs.Remove(held)
+	close(release)
+	<-done
+}
+
+type handlerFunc func(context.Context, *transport.Request, transport.ResponseWriter) error
+
+func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
+	return f(ctx, req, resw)
 }
 
 func keys(m map[string]tally.GaugeSnapshot) []string {

@@ -1,6 +1,7 @@
 package errown
 
 import (
+	"encoding"
 	"fmt"
 	"reflect"
 	"sort"
@@ -10,11 +11,15 @@ import (
 	"go.uber.org/multierr"
 )
 
-var _durationType = reflect.TypeOf(time.Duration(0))
+var (
+	_durationType        = reflect.TypeOf(time.Duration(0))
+	_textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
 
 // checkYAML walks a generically decoded YAML value against the type it is
-// meant for and reports, by key path, every unknown key and every value of
-// the wrong type, so that errors name the key rather than a line of YAML.
+// meant for and reports, by key path, every unknown key, every value of
+// the wrong type and every value a text type's own parser refuses, so that
+// errors name the key rather than a line of YAML, and all of them at once.
 func checkYAML(path string, v interface{}, t reflect.Type) error {
 	if v == nil {
 		return nil // null: the zero value, whatever the type
@@ -36,6 +41,19 @@ func checkYAML(path string, v interface{}, t reflect.Type) error {
 			}
 		}
 		return fmt.Errorf("%s: want a duration such as 10s, got %s", path, describe(v))
+	}
+	if reflect.PointerTo(t).Implements(_textUnmarshalerType) {
+		// A type that reads itself from text (an edge kind) is written as
+		// a YAML string, and its own parser says what a bad one is. yaml
+		// would stop at the first bad value, with no key.
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s: want a string, got %s", path, describe(v))
+		}
+		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
 	}
 	switch t.Kind() {
 	case reflect.Struct:

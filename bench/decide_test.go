@@ -122,7 +122,7 @@ func BenchmarkDepmemObserve(b *testing.B) {
 		}
 	})
 	b.Run("kind-declared", func(b *testing.B) {
-		s, err := depmem.NewStatic([]depmem.Declaration{{Service: _callee, Kind: "fail-open"}}, newMemory(b))
+		s, err := depmem.NewStatic([]depmem.Declaration{{Service: _callee, Kind: new(ownership.KindFailOpen)}}, newMemory(b))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/errown/errown/internal/reqlog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,36 +14,36 @@ import (
 // flight. Each implementation mints IDs, bounds the logs held and
 // allocates a Log per request, as ingresslog.Map does.
 type logMap interface {
-	Open(procedure string) *ingresslog.Log
-	Remove(l *ingresslog.Log)
+	Open(procedure string) *reqlog.Log
+	Remove(l *reqlog.Log)
 	Len() int
 }
 
 // mutexMap is the simplest alternative: one map under one mutex.
 type mutexMap struct {
 	mu   sync.Mutex
-	next ingresslog.ID
+	next reqlog.ID
 	max  int
-	logs map[ingresslog.ID]*ingresslog.Log
+	logs map[reqlog.ID]*reqlog.Log
 }
 
 func newMutexMap() *mutexMap {
-	return &mutexMap{max: ingresslog.DefaultMaxInFlight, logs: make(map[ingresslog.ID]*ingresslog.Log)}
+	return &mutexMap{max: ingresslog.DefaultMaxInFlight, logs: make(map[reqlog.ID]*reqlog.Log)}
 }
 
-func (m *mutexMap) Open(procedure string) *ingresslog.Log {
+func (m *mutexMap) Open(procedure string) *reqlog.Log {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.logs) >= m.max {
 		return nil
 	}
 	m.next++
-	l := &ingresslog.Log{ID: m.next, Procedure: procedure}
+	l := &reqlog.Log{ID: m.next, Procedure: procedure}
 	m.logs[l.ID] = l
 	return l
 }
 
-func (m *mutexMap) Remove(l *ingresslog.Log) {
+func (m *mutexMap) Remove(l *reqlog.Log) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.logs, l.ID)
@@ -65,17 +66,17 @@ type syncMap struct {
 
 func newSyncMap() *syncMap { return &syncMap{max: ingresslog.DefaultMaxInFlight} }
 
-func (m *syncMap) Open(procedure string) *ingresslog.Log {
+func (m *syncMap) Open(procedure string) *reqlog.Log {
 	if m.inFlight.Add(1) > m.max {
 		m.inFlight.Add(-1)
 		return nil
 	}
-	l := &ingresslog.Log{ID: ingresslog.ID(m.next.Add(1)), Procedure: procedure}
+	l := &reqlog.Log{ID: reqlog.ID(m.next.Add(1)), Procedure: procedure}
 	m.logs.Store(l.ID, l)
 	return l
 }
 
-func (m *syncMap) Remove(l *ingresslog.Log) {
+func (m *syncMap) Remove(l *reqlog.Log) {
 	if _, ok := m.logs.LoadAndDelete(l.ID); ok {
 		m.inFlight.Add(-1)
 	}

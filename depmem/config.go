@@ -20,8 +20,9 @@ const (
 	MaxBuckets = 1000
 )
 
-// Config configures the learned memory. The zero value learns with the
-// defaults below.
+// Config configures the learned memory. In every field that has a
+// default, the zero value means the default: the zero Config learns with
+// the defaults below.
 type Config struct {
 	// Disabled turns learning off: only static declarations count.
 	Disabled bool `yaml:"disabled,omitempty"`
@@ -36,14 +37,23 @@ type Config struct {
 	// before it is classified. Default 20.
 	MinSamples int `yaml:"minSamples,omitempty"`
 	// CloseThreshold: P(caller fails | callee fails) at or above it makes
-	// an edge fail-close. Default 0.8.
+	// an edge fail-close. Default 0.8 (0 means the default).
 	CloseThreshold float64 `yaml:"closeThreshold,omitempty"`
 	// OpenThreshold: that ratio at or below it makes an edge fail-open.
-	// Default 0.2 (when unset; 0 is a valid value).
-	OpenThreshold *float64 `yaml:"openThreshold,omitempty"`
+	// Default 0.2 (0 means the default). For an edge to be fail-open only
+	// when the caller never failed with the callee, set a tiny threshold
+	// such as 1e-9: the ratio is a count over a count, so a threshold t
+	// acts as exactly 0 while the window holds fewer than 1/t callee
+	// failures (1e-9: a billion).
+	OpenThreshold float64 `yaml:"openThreshold,omitempty"`
 	// Hysteresis keeps a classified edge in its kind until its ratio has
-	// moved this far back past the threshold. Default 0.05 (when unset).
-	Hysteresis *float64 `yaml:"hysteresis,omitempty"`
+	// moved this far back past the threshold it crossed. Default 0.05 (0
+	// means the default: set NoHysteresis for none).
+	Hysteresis float64 `yaml:"hysteresis,omitempty"`
+	// NoHysteresis removes the hysteresis: an edge changes kind as soon
+	// as its ratio crosses a threshold. It cannot be set with a
+	// Hysteresis. Default false.
+	NoHysteresis bool `yaml:"noHysteresis,omitempty"`
 	// MaxEdges bounds the edges the memory tracks at once. When a new
 	// edge needs a place and all are taken, the edges not observed for a
 	// full Window are evicted to make room; only when none is idle is the
@@ -80,13 +90,11 @@ func (c Config) withDefaults() Config {
 	if c.CloseThreshold == 0 {
 		c.CloseThreshold = DefaultCloseThreshold
 	}
-	if c.OpenThreshold == nil {
-		v := DefaultOpenThreshold
-		c.OpenThreshold = &v
+	if c.OpenThreshold == 0 {
+		c.OpenThreshold = DefaultOpenThreshold
 	}
-	if c.Hysteresis == nil {
-		v := DefaultHysteresis
-		c.Hysteresis = &v
+	if c.Hysteresis == 0 && !c.NoHysteresis {
+		c.Hysteresis = DefaultHysteresis
 	}
 	if c.MaxEdges == 0 {
 		c.MaxEdges = DefaultMaxEdges
@@ -98,17 +106,26 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Thresholds returns the thresholds c classifies edges with, defaults
+// applied, for Classify.
+func (c Config) Thresholds() Thresholds {
+	return c.withDefaults().thresholds()
+}
+
+// thresholds is Thresholds of a Config whose defaults are applied.
 func (c Config) thresholds() Thresholds {
 	return Thresholds{
 		Close:      c.CloseThreshold,
-		Open:       *c.OpenThreshold,
-		Hysteresis: *c.Hysteresis,
+		Open:       c.OpenThreshold,
+		Hysteresis: c.Hysteresis,
 		MinSamples: int64(c.MinSamples),
 	}
 }
 
-// Validate reports every invalid value of c, after defaults, each under
-// its key below "memory".
+// Validate reports every invalid value of c, after defaults, each naming
+// its key relative to c, e.g. "window: must be positive, got -1s"; a
+// caller that nests Config under a key of its own (errown's "memory") puts
+// that key in front.
 func (c Config) Validate() error {
 	fleet := c.Fleet // as given: its checks tell unset queries from set ones
 	c = c.withDefaults()
@@ -117,36 +134,45 @@ func (c Config) Validate() error {
 		err = multierr.Append(err, fmt.Errorf(format, args...))
 	}
 	if c.Window < 0 {
-		add("memory.window: must be positive, got %v", c.Window)
+		add("window: must be positive, got %v", c.Window)
 	}
 	if c.Buckets < 1 || c.Buckets > MaxBuckets {
-		add("memory.buckets: must be between 1 and %d, got %d", MaxBuckets, c.Buckets)
+		add("buckets: must be between 1 and %d, got %d", MaxBuckets, c.Buckets)
 	} else if c.Window > 0 && c.Window/time.Duration(c.Buckets) < time.Millisecond {
-		add("memory.buckets: window %v in %d buckets is under 1ms a bucket", c.Window, c.Buckets)
+		add("buckets: window %v in %d buckets is under 1ms a bucket", c.Window, c.Buckets)
 	}
 	if c.MinSamples < 1 {
-		add("memory.minSamples: must be at least 1, got %d", c.MinSamples)
+		add("minSamples: must be at least 1, got %d", c.MinSamples)
 	}
-	open, closeAt, h := *c.OpenThreshold, c.CloseThreshold, *c.Hysteresis
+	open, closeAt, h := c.OpenThreshold, c.CloseThreshold, c.Hysteresis
 	// Written so that NaN fails every check.
-	if !(closeAt > 0 && closeAt <= 1) {
-		add("memory.closeThreshold: must be in (0, 1], got %v", closeAt)
+	thresholdsOK := false // both thresholds valid, the open one below
+	switch {
+	case !(closeAt > 0 && closeAt <= 1):
+		add("closeThreshold: must be in (0, 1], got %v", closeAt)
+		if !(open > 0 && open < 1) {
+			add("openThreshold: must be in (0, 1), got %v", open)
+		}
+	case !(open > 0 && open < 1):
+		add("openThreshold: must be in (0, 1), got %v", open)
+	case !(open < closeAt):
+		add("openThreshold: must be below closeThreshold %v, got %v", closeAt, open)
+	default:
+		thresholdsOK = true
 	}
-	if !(open >= 0 && open < 1) {
-		add("memory.openThreshold: must be in [0, 1), got %v", open)
-	} else if !(open < closeAt) {
-		add("memory.openThreshold: must be below closeThreshold %v, got %v", closeAt, open)
-	}
-	if !(h >= 0 && h < 1) {
-		add("memory.hysteresis: must be in [0, 1), got %v", h)
-	} else if !(open+h < closeAt-h) {
-		add("memory.hysteresis: %v closes the gap between openThreshold %v and closeThreshold %v", h, open, closeAt)
+	switch {
+	case c.NoHysteresis && h != 0:
+		add("noHysteresis: must be false when hysteresis is set, got hysteresis %v", h)
+	case !(h >= 0 && h < 1): // 0 only with NoHysteresis
+		add("hysteresis: must be in (0, 1), got %v", h)
+	case thresholdsOK && !(open+h < closeAt-h):
+		add("hysteresis: %v closes the gap between openThreshold %v and closeThreshold %v", h, open, closeAt)
 	}
 	if c.MaxEdges < 1 {
-		add("memory.maxEdges: must be at least 1, got %d", c.MaxEdges)
+		add("maxEdges: must be at least 1, got %d", c.MaxEdges)
 	}
 	if c.Snapshot.Interval < 0 {
-		add("memory.snapshot.interval: must be positive, got %v", c.Snapshot.Interval)
+		add("snapshot.interval: must be positive, got %v", c.Snapshot.Interval)
 	}
 	return multierr.Append(err, fleet.validate())
 }

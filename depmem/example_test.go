@@ -5,6 +5,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
 )
 
 func ExampleMemory() {
@@ -18,7 +19,7 @@ func ExampleMemory() {
 		m.Observe(db, true)      // checkout fails whenever db does
 		m.Observe(cache, i == 0) // and hardly ever when the cache does
 	}
-	kinds, err := depmem.NewStatic([]depmem.Declaration{{Service: "search", Kind: "fail-open"}}, m)
+	kinds, err := depmem.NewStatic([]depmem.Declaration{{Service: "search", Kind: new(ownership.KindFailOpen)}}, m)
 	if err != nil {
 		panic(err)
 	}

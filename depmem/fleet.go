@@ -81,20 +81,20 @@ func (c FleetConfig) validate() error {
 	if c.URL != "" {
 		u, perr := url.Parse(c.URL)
 		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			err = multierr.Append(err, fmt.Errorf("memory.fleet.url: must be an http(s) URL, got %q", redact(c.URL)))
+			err = multierr.Append(err, fmt.Errorf("fleet.url: must be an http(s) URL, got %q", redact(c.URL)))
 		}
 		// Edges are keyed by caller procedure, not caller service: the
 		// default queries must be narrowed to this service's instances,
 		// or other services' counts would decide this one's edges.
 		if strings.TrimSpace(c.Selector) == "" && (c.FailuresQuery == "" || c.JointQuery == "") {
-			err = multierr.Append(err, fmt.Errorf(`memory.fleet.selector: required with memory.fleet.url to pick this service's instances, e.g. service="checkout" (or give both queries)`))
+			err = multierr.Append(err, fmt.Errorf(`fleet.selector: required with fleet.url to pick this service's instances, e.g. service="checkout" (or give both queries)`))
 		}
 	}
 	if c.Interval < 0 {
-		err = multierr.Append(err, fmt.Errorf("memory.fleet.interval: must be positive, got %v", c.Interval))
+		err = multierr.Append(err, fmt.Errorf("fleet.interval: must be positive, got %v", c.Interval))
 	}
 	if c.Timeout < 0 {
-		err = multierr.Append(err, fmt.Errorf("memory.fleet.timeout: must be positive, got %v", c.Timeout))
+		err = multierr.Append(err, fmt.Errorf("fleet.timeout: must be positive, got %v", c.Timeout))
 	}
 	return err
 }

@@ -134,7 +134,7 @@ func (m *Memory) SaveSnapshot(path string) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, b)
+	return writeFileAtomic(path, b)
 }
 
 // LoadSnapshot restores the snapshot at path. A missing file is not an
@@ -162,11 +162,11 @@ func (m *Memory) LoadSnapshot(path string) error {
 	return nil
 }
 
-// WriteFileAtomic writes b to path so that a reader, or a process starting
+// writeFileAtomic writes b to path so that a reader, or a process starting
 // after a crash, sees either the old content or the new, never a part: it
 // writes a temporary file in the same directory, syncs it, renames it over
 // path and syncs the directory.
-func WriteFileAtomic(path string, b []byte) (err error) {
+func writeFileAtomic(path string, b []byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {

@@ -173,7 +173,7 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f")
 	for i := 0; i < 3; i++ {
-		require.NoError(t, WriteFileAtomic(path, []byte{byte(i)}))
+		require.NoError(t, writeFileAtomic(path, []byte{byte(i)}))
 	}
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
@@ -181,7 +181,7 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, []byte{2}, b)
-	assert.Error(t, WriteFileAtomic(filepath.Join(dir, "missing", "f"), nil))
+	assert.Error(t, writeFileAtomic(filepath.Join(dir, "missing", "f"), nil))
 }
 
 // TestCrashWhileWritingSnapshots kills, with SIGKILL, a process that writes

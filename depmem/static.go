@@ -1,6 +1,7 @@
 package depmem
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/errown/errown/egresslog"
@@ -21,8 +22,10 @@ type Declaration struct {
 	Service string `yaml:"service,omitempty"`
 	// Procedure is the callee procedure; "*" for any.
 	Procedure string `yaml:"procedure,omitempty"`
-	// Kind is fail-close, fail-open or unknown.
-	Kind string `yaml:"kind,omitempty"`
+	// Kind is the edge's kind: fail-close, fail-open or unknown in YAML,
+	// e.g. new(ownership.KindFailOpen) in Go. Required, with no default:
+	// nil is a validation error.
+	Kind *ownership.EdgeKind `yaml:"kind,omitempty"`
 }
 
 // Static is a Classifier over declarations. The most specific declaration
@@ -45,7 +48,7 @@ func NewStatic(decls []Declaration, next Classifier) (*Static, error) {
 	s := &Static{kinds: make(map[egresslog.Edge]ownership.EdgeKind, len(decls)), next: next}
 	var errs error
 	for i, d := range decls {
-		kind, err := ownership.ParseEdgeKind(d.Kind)
+		kind, err := declaredKind(d.Kind)
 		if err != nil {
 			errs = multierr.Append(errs, fmt.Errorf("dependencies[%d].kind: %w", i, err))
 		}
@@ -62,6 +65,19 @@ func NewStatic(decls []Declaration, next Classifier) (*Static, error) {
 		return nil, errs
 	}
 	return s, nil
+}
+
+// declaredKind is the kind a Declaration states, which it must.
+func declaredKind(k *ownership.EdgeKind) (ownership.EdgeKind, error) {
+	if k == nil {
+		return ownership.KindUnknown, errors.New("must be set: fail-close, fail-open or unknown")
+	}
+	switch *k {
+	case ownership.KindFailClose, ownership.KindFailOpen, ownership.KindUnknown:
+		return *k, nil
+	default:
+		return ownership.KindUnknown, fmt.Errorf("unknown edge kind %d (want fail-close, fail-open or unknown)", uint8(*k))
+	}
 }
 
 func orWildcard(s string) string {

@@ -121,7 +121,7 @@ func TestDetachedWork(t *testing.T) {
 			if got.Egress != tt.want.Egress {
 				t.Errorf("egress counters: got %+v, want %+v", got.Egress, tt.want.Egress)
 			}
-			if n := b.Middleware().Logs().Len(); n != 0 {
+			if n := b.Middleware().InFlight(); n != 0 {
 				t.Errorf("B still tracks %d requests", n)
 			}
 		})

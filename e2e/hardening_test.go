@@ -83,7 +83,7 @@ func TestCallerCannotSteer(t *testing.T) {
 		_, noRetry := reply.Headers["errown-no-retry"]
 		assert.False(t, noRetry, "a caller cannot make the callee push back")
 	}
-	assert.Equal(t, 0, mesh.Service(_b).Middleware().Logs().Len())
+	assert.Equal(t, 0, mesh.Service(_b).Middleware().InFlight())
 }
 
 // TestInFlightBound: a flood of concurrent requests cannot grow errown's
@@ -114,11 +114,11 @@ func TestInFlightBound(t *testing.T) {
 		}()
 	}
 	arrived.Wait()
-	logs := mesh.Service(_b).Middleware().Logs()
-	assert.Equal(t, bound, logs.Len(), "the log holds its bound and no more")
+	mw := mesh.Service(_b).Middleware()
+	assert.Equal(t, bound, mw.InFlight(), "the log holds its bound and no more")
 	close(release)
 	done.Wait()
-	assert.Equal(t, 0, logs.Len())
+	assert.Equal(t, 0, mw.InFlight())
 	assert.Equal(t, int64(flood-bound), scope.Snapshot().Counters()["errown.inbound.untracked+"].Value())
 }
 
@@ -142,7 +142,7 @@ func TestHangingCallee(t *testing.T) {
 			require.Error(t, reply.Err)
 			assert.Less(t, took, 3*time.Second, "the caller is not held past its deadline")
 			assert.Equal(t, int64(1), mesh.Service(_c).Served(), "no retry without time for it")
-			require.Eventually(t, func() bool { return mesh.Service(_b).Middleware().Logs().Len() == 0 }, 5*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return mesh.Service(_b).Middleware().InFlight() == 0 }, 5*time.Second, 10*time.Millisecond)
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -236,7 +237,7 @@ type edgeGive struct {
 // failure is coincidental: B claims and A retries B. Undeclared, the edge
 // is unknown and counts as correlated: B unclaims and A does not retry.
 func TestFailOpenEdge(t *testing.T) {
-	failOpen := []depmem.Declaration{{Service: _c, Kind: "fail-open"}}
+	failOpen := []depmem.Declaration{{Service: _c, Kind: new(ownership.KindFailOpen)}}
 	bc := []string{attempt(_b, _c, 1, _claimed), attempt(_b, _c, 2, _claimed)}
 	declared := result{
 		Code:   _unavail,

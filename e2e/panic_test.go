@@ -47,7 +47,7 @@ func TestPanickingHandler(t *testing.T) {
 			reply := mesh.Call(callCtx(t), _a, nil)
 
 			assertResult(t, tt.want, observe(mesh, reply, _a, _b))
-			if n := b.Middleware().Logs().Len(); n != 0 {
+			if n := b.Middleware().InFlight(); n != 0 {
 				t.Errorf("B still tracks %d requests", n)
 			}
 		})

@@ -137,7 +137,7 @@ func TestOnewayAndStreamUntouched(t *testing.T) {
 					t.Errorf("errown counted %s = %d, want nothing counted", key, c.Value())
 				}
 			}
-			if n := a.Middleware().Logs().Len(); n != 0 {
+			if n := a.Middleware().InFlight(); n != 0 {
 				t.Errorf("errown tracks %d requests, want none", n)
 			}
 		})

@@ -234,7 +234,7 @@ func TestSoak(t *testing.T) {
 	settle := func() {
 		emptied := func() bool {
 			for _, n := range nodes {
-				if n.mw.Logs().Len() != 0 {
+				if n.mw.InFlight() != 0 {
 					return false
 				}
 			}
@@ -272,7 +272,7 @@ func TestSoak(t *testing.T) {
 			case <-tick.C:
 				total := int64(0)
 				for _, n := range nodes {
-					total += int64(n.mw.Logs().Len())
+					total += int64(n.mw.InFlight())
 				}
 				if total > trackedPeak.Load() {
 					trackedPeak.Store(total)
@@ -315,7 +315,7 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	for _, n := range nodes {
-		assert.Equal(t, 0, n.mw.Logs().Len(), "%s tracks nothing once idle", n.name)
+		assert.Equal(t, 0, n.mw.InFlight(), "%s tracks nothing once idle", n.name)
 	}
 	assert.Greater(t, peak.Load(), int64(inFlight/2), "thousands in flight")
 	growth := int64(heapAfter) - int64(heapBefore)

@@ -4,10 +4,9 @@
 // In docs/DESIGN.md's data flow it sits between the two middlewares: the egress
 // (outbound) middleware appends one Entry per logical outbound call to the
 // Log of the inbound request the call was made for, and the inbound
-// middleware reads the Log when the handler has returned. The retry
-// middleware, which runs inside the egress middleware, reports what it did
-// for the call in a CallState: returned straight to the egress middleware,
-// or through the call's context when other middleware sits between them.
+// middleware reads the Log when the handler has returned. A request's Log
+// travels in its context, where only errown's own packages find it; a
+// handler reaches it through outbound.Record and outbound.Claim.
 //
 // The inbound side needs only the calls that failed (ownership.Decide and
 // the dependency memory read nothing else), so a Log keeps those, up to

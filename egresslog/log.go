@@ -98,6 +98,19 @@ func (l *Log) Append(e Entry) bool {
 	return true
 }
 
+// Last returns the latest failed call the log keeps on edge, and whether
+// there is one.
+func (l *Log) Last(edge Edge) (Entry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.failures) - 1; i >= 0; i-- {
+		if l.failures[i].Edge == edge {
+			return l.failures[i], true
+		}
+	}
+	return Entry{}, false
+}
+
 // Close stops the log from taking calls and appends the failed calls it
 // keeps to dst, in the order they were added; Counts then reports what
 // else it took. Close is idempotent; calls after the first append

@@ -286,3 +286,24 @@ func BenchmarkLogAppend(b *testing.B) {
 		}
 	})
 }
+
+func TestLogLast(t *testing.T) {
+	var l Log
+	a := Edge{CallerProcedure: "p", Service: "a", Procedure: "x"}
+	b := Edge{CallerProcedure: "p", Service: "b", Procedure: "x"}
+	_, ok := l.Last(a)
+	assert.False(t, ok, "nothing logged")
+	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed})
+	l.Append(Entry{Edge: b, Code: yarpcerrors.CodeInternal, Class: ownership.ClassFailure})
+	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed})
+	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeOK}) // a success: counted, not kept
+	got, ok := l.Last(a)
+	assert.True(t, ok)
+	assert.Equal(t, ownership.ClaimUnclaimed, got.Claim, "the latest failure on the edge")
+	got, ok = l.Last(b)
+	assert.True(t, ok)
+	assert.Equal(t, yarpcerrors.CodeInternal, got.Code)
+	l.Close(nil)
+	_, ok = l.Last(a)
+	assert.False(t, ok, "a closed log keeps nothing")
+}

@@ -69,6 +69,6 @@ func (s *Service) Served() int64 { return s.served.Load() }
 func (s *Service) Dispatcher() *yarpc.Dispatcher { return s.dispatcher }
 
 // Middleware returns the service's errown middleware, nil when the service
-// runs without errown. Its Logs().Len() is the requests errown tracks in
+// runs without errown. Its InFlight() is the requests errown tracks in
 // flight: zero once the service is idle.
 func (s *Service) Middleware() *errown.Middleware { return s.middleware }

@@ -3,6 +3,7 @@ package inbound
 import (
 	"fmt"
 
+	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 )
@@ -33,6 +34,8 @@ type Config struct {
 	// UnknownEdges says how a failure on an edge of unknown kind counts:
 	// "correlated" (default) or "coincidental".
 	UnknownEdges string `yaml:"unknownEdges,omitempty"`
+	// Ingress bounds the requests tracked in flight.
+	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
@@ -63,6 +66,11 @@ func (c Config) Validate() error {
 		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
 		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
 	)
+	if e := c.Ingress.Validate(); e != nil {
+		for _, e := range multierr.Errors(e) {
+			err = multierr.Append(err, fmt.Errorf("ingress.%w", e))
+		}
+	}
 	if c.UnknownEdges != UnknownCorrelated && c.UnknownEdges != UnknownCoincidental {
 		err = multierr.Append(err, fmt.Errorf("unknownEdges: must be %q or %q, got %q", UnknownCorrelated, UnknownCoincidental, c.UnknownEdges))
 	}

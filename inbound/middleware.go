@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"context"
+	"github.com/errown/errown/internal/reqlog"
 	"time"
 
 	"github.com/errown/errown/depmem"
@@ -62,12 +63,9 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	if o.logs == nil {
-		logs, err := ingresslog.New(ingresslog.Config{})
-		if err != nil {
-			return nil, err
-		}
-		o.logs = logs
+	logs, err := ingresslog.New(cfg.Ingress)
+	if err != nil {
+		return nil, err
 	}
 	headers := func(c ownership.Claim, noRetry bool) transport.Headers {
 		v, _ := c.HeaderValue()
@@ -79,7 +77,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}
 	scope := o.scope.SubScope("inbound")
 	return &Middleware{
-		logs:              o.logs,
+		logs:              logs,
 		memory:            o.memory,
 		observer:          o.observer,
 		now:               time.Now,
@@ -103,8 +101,9 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}, nil
 }
 
-// Logs returns the Map of requests in flight.
-func (m *Middleware) Logs() *ingresslog.Map { return m.logs }
+// InFlight returns how many requests the middleware tracks in flight: at
+// most the ingress configuration's MaxInFlight.
+func (m *Middleware) InFlight() int { return m.logs.Len() }
 
 // Handle implements middleware.UnaryInbound.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
@@ -145,6 +144,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		appCode = rw.appMeta.Code
 	}
 	code, class := ownership.Result(err, rw.appError, appCode)
+	if class == ownership.ClassFailure && log.CallerFault() {
+		class = ownership.ClassAnswer
+	}
 	if class != ownership.ClassOK {
 		claim := m.decide(req.Procedure, code, class, entries, counts)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
@@ -210,7 +212,7 @@ func (m *Middleware) ownHeader(k string) bool {
 
 // finish closes the request's egress log, unless Handle already did (the
 // handler did not panic), and removes the log from the map.
-func (m *Middleware) finish(log *ingresslog.Log, rw *writer, closed *bool) {
+func (m *Middleware) finish(log *reqlog.Log, rw *writer, closed *bool) {
 	if !*closed {
 		log.Egress.Close(nil)
 	}
@@ -297,11 +299,27 @@ func (m *Middleware) headers(c ownership.Claim, noRetry bool) transport.Headers 
 	}
 }
 
+// CallerFault says that the error the request being served with ctx ends
+// in, if any, is its caller's fault, whatever its code: an answer, not a
+// failure of this service. Use it where a handler can only return a code
+// errown counts as a failure (internal, say) for a request that was
+// wrong: the dependency memory then does not learn that this service
+// failed, so callers cannot push its edges toward fail-close by sending
+// bad requests. It reports whether ctx belongs to a tracked request.
+func CallerFault(ctx context.Context) bool {
+	log := reqlog.FromContext(ctx)
+	if log == nil {
+		return false
+	}
+	log.SetCallerFault()
+	return true
+}
+
 // DoNotRetry asks that the caller not retry the request being served with
 // ctx if it fails, as pushback: the error response then carries the
 // no-retry header. It reports whether ctx belongs to a tracked request.
 func DoNotRetry(ctx context.Context) bool {
-	log := ingresslog.FromContext(ctx)
+	log := reqlog.FromContext(ctx)
 	if log == nil {
 		return false
 	}

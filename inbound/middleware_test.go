@@ -3,6 +3,7 @@ package inbound
 import (
 	"context"
 	"errors"
+	"github.com/errown/errown/internal/reqlog"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func succeeded(service string) egresslog.Entry {
 // middleware would, then returns err.
 func handlerLogging(err error, entries ...egresslog.Entry) handlerFunc {
 	return func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		log := ingresslog.FromContext(ctx)
+		log := reqlog.FromContext(ctx)
 		for _, e := range entries {
 			log.Egress.Append(e)
 		}
@@ -77,7 +78,7 @@ func request(transportName string) *transport.Request {
 }
 
 func TestHandleDecides(t *testing.T) {
-	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: "fail-open"}, {Service: "hard", Kind: "fail-close"}}, nil)
+	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: new(ownership.KindFailOpen)}, {Service: "hard", Kind: new(ownership.KindFailClose)}}, nil)
 	require.NoError(t, err)
 	tests := []struct {
 		name        string
@@ -103,7 +104,7 @@ func TestHandleDecides(t *testing.T) {
 			got, _ := resw.Headers.Get("errown-claim")
 			assert.Equal(t, tt.wantClaim, got)
 			assert.False(t, resw.IsApplicationError, "only tchannel is marked")
-			assert.Equal(t, 0, e.mw.Logs().Len(), "log removed")
+			assert.Equal(t, 0, e.mw.logs.Len(), "log removed")
 			if tt.wantCounter != "" {
 				assert.Equal(t, int64(1), e.counter(tt.wantCounter))
 			}
@@ -142,32 +143,30 @@ func TestHandleTChannelMarksApplicationError(t *testing.T) {
 
 func TestHandlePanicRemovesLog(t *testing.T) {
 	e := newEnv(t, Config{})
-	var seen *ingresslog.Log
+	var seen *reqlog.Log
 	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		seen = ingresslog.FromContext(ctx)
+		seen = reqlog.FromContext(ctx)
 		panic("handler bug")
 	})
 	assert.PanicsWithValue(t, "handler bug", func() {
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h)
 	})
 	require.NotNil(t, seen)
-	assert.Nil(t, e.mw.Logs().Get(seen.ID))
-	assert.Equal(t, 0, e.mw.Logs().Len())
+	assert.Nil(t, e.mw.logs.Get(seen.ID))
+	assert.Equal(t, 0, e.mw.InFlight())
 	assert.False(t, seen.Egress.Append(failed("hard", true)), "a call left running by a panicking handler is late")
 }
 
 func TestHandleUntrackedOverBound(t *testing.T) {
-	logs, err := ingresslog.New(ingresslog.Config{MaxInFlight: 1})
-	require.NoError(t, err)
-	e := newEnv(t, Config{}, WithLogs(logs))
-	held := logs.Open("other")
-	defer logs.Remove(held)
+	e := newEnv(t, Config{Ingress: ingresslog.Config{MaxInFlight: 1}})
+	held := e.mw.logs.Open("other")
+	defer e.mw.logs.Remove(held)
 
 	resw := &transporttest.FakeResponseWriter{}
 	calls := 0
 	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 		calls++
-		assert.Nil(t, ingresslog.FromContext(ctx))
+		assert.Nil(t, reqlog.FromContext(ctx))
 		return errBoom
 	})
 	assert.Equal(t, errBoom, e.mw.Handle(context.Background(), request("http"), resw, h))
@@ -211,9 +210,9 @@ func TestHandleIgnoresCallerClaimAndCountsRetries(t *testing.T) {
 
 func TestHandleLateAppendDropped(t *testing.T) {
 	e := newEnv(t, Config{})
-	var log *ingresslog.Log
+	var log *reqlog.Log
 	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		log = ingresslog.FromContext(ctx)
+		log = reqlog.FromContext(ctx)
 		return nil
 	})
 	require.NoError(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h))
@@ -281,7 +280,7 @@ func repeat(n int, e egresslog.Entry) []egresslog.Entry {
 // log's bound has the overflow counted, and is never unclaimed on the
 // strength of failures the log could not keep.
 func TestHandleEgressOverflow(t *testing.T) {
-	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "hard", Kind: "fail-close"}}, nil)
+	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "hard", Kind: new(ownership.KindFailClose)}}, nil)
 	require.NoError(t, err)
 	tests := []struct {
 		name         string
@@ -326,7 +325,7 @@ func TestHandleEgressOverflow(t *testing.T) {
 }
 
 func TestDecisionsKept(t *testing.T) {
-	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: "fail-open"}}, nil)
+	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: new(ownership.KindFailOpen)}}, nil)
 	require.NoError(t, err)
 	e := newEnv(t, Config{}, WithMemory(memory))
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -485,4 +484,28 @@ func TestHandleOwnsItsHeaders(t *testing.T) {
 			})
 		}
 	}
+}
+
+func TestCallerFault(t *testing.T) {
+	// A handler that can only answer internal marks the request as its
+	// caller's fault: depmem learns the caller was fine.
+	assert.False(t, CallerFault(context.Background()), "untracked")
+	obs := &recordingObserver{}
+	e := newEnv(t, Config{}, WithObserver(obs))
+	h := handlerFunc(func(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
+		if err := handlerLogging(nil, failed("hard", true))(ctx, req, resw); err != nil {
+			return err
+		}
+		assert.True(t, CallerFault(ctx))
+		return yarpcerrors.InternalErrorf("bad request body")
+	})
+	err := e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h)
+	assert.Equal(t, yarpcerrors.CodeInternal, yarpcerrors.FromError(err).Code(), "the error is the handler's")
+	require.Len(t, obs.seen, 1)
+	assert.False(t, obs.seen[0].callerFailed, "an answer, not a failure of this service")
+
+	obs.seen = nil
+	_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(yarpcerrors.InternalErrorf("x"), failed("hard", true)))
+	require.Len(t, obs.seen, 1)
+	assert.True(t, obs.seen[0].callerFailed, "without the mark, internal is a failure")
 }

@@ -2,7 +2,6 @@ package inbound
 
 import (
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/ingresslog"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -13,7 +12,6 @@ type Option interface {
 
 type options struct {
 	scope    tally.Scope
-	logs     *ingresslog.Map
 	memory   depmem.Classifier
 	observer depmem.Observer
 }
@@ -29,13 +27,6 @@ func WithScope(s tally.Scope) Option {
 			o.scope = s
 		}
 	})
-}
-
-// WithLogs uses m for the requests in flight. Default: a Map with the
-// default ingresslog.Config. The egress middleware needs nothing from it:
-// it finds each request's Log in the context.
-func WithLogs(m *ingresslog.Map) Option {
-	return optionFunc(func(o *options) { o.logs = m })
 }
 
 // WithMemory asks c for the kind of each failed edge. Default

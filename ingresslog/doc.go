@@ -13,4 +13,9 @@
 // at least as many shards as cores), so concurrent requests rarely contend
 // or share a cache line. The Map holds at most MaxInFlight
 // logs in all; past that Open refuses and the request is served untracked.
+//
+// The Log itself, and the context that carries it, are errown's own
+// plumbing (internal/reqlog): a handler never touches them, and reaches
+// its request's state through inbound.DoNotRetry, inbound.CallerFault,
+// outbound.Record and outbound.Claim.
 package ingresslog

@@ -2,6 +2,7 @@ package ingresslog
 
 import (
 	"context"
+	"github.com/errown/errown/internal/reqlog"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -44,10 +45,10 @@ type Map struct {
 // search.
 type shard struct {
 	mu     sync.Mutex
-	max    int    // the shard's share of MaxInFlight
-	seq    uint64 // under mu
-	logs   []*Log // under mu
-	inline [_inlineLogs]*Log
+	max    int           // the shard's share of MaxInFlight
+	seq    uint64        // under mu
+	logs   []*reqlog.Log // under mu
+	inline [_inlineLogs]*reqlog.Log
 }
 
 // _inlineLogs fills a shard's block: 128 bytes less the lock (8), the
@@ -90,7 +91,7 @@ func New(cfg Config) (*Map, error) {
 	return m, nil
 }
 
-func (m *Map) shard(id ID) *shard {
+func (m *Map) shard(id reqlog.ID) *shard {
 	return m.shards[uint64(id)&m.mask]
 }
 
@@ -102,29 +103,29 @@ func (m *Map) isFull() bool {
 // Open mints a new ID and stores a fresh Log for procedure under it. It
 // returns nil when it finds every shard full: MaxInFlight logs are held,
 // or were a moment ago (see insertFrom).
-func (m *Map) Open(procedure string) *Log {
+func (m *Map) Open(procedure string) *reqlog.Log {
 	if m.isFull() {
 		return nil
 	}
-	l := &Log{Procedure: procedure}
+	l := &reqlog.Log{Procedure: procedure}
 	if !m.insert(l) {
 		return nil
 	}
 	return l
 }
 
-// OpenContext is Open followed by NewContext, in one allocation: the Log
-// lives in the context node that carries it. It returns ctx and nil when
+// OpenContext is Open with a child of ctx that carries the Log, in one
+// allocation: the Log lives in the context node that carries it. It returns ctx and nil when
 // it finds every shard full, as Open does.
-func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *Log) {
+func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *reqlog.Log) {
 	if m.isFull() {
 		return ctx, nil
 	}
-	c := &logContext{Context: ctx, log: Log{Procedure: procedure}}
-	if !m.insert(&c.log) {
+	c := &reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: procedure}}
+	if !m.insert(&c.Log) {
 		return ctx, nil
 	}
-	return c, &c.log
+	return c, &c.Log
 }
 
 // insert gives l a new ID and stores it in a shard with room. It reports
@@ -136,7 +137,7 @@ func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Contex
 // write. Requests on one core thus share one shard, and the cores do not
 // move each other's cache blocks. A full home moves to the next shard
 // with room.
-func (m *Map) insert(l *Log) bool {
+func (m *Map) insert(l *reqlog.Log) bool {
 	h := m.homes.Get().(*home)
 	ok := m.insertFrom(h, l)
 	m.homes.Put(h)
@@ -151,7 +152,7 @@ func (m *Map) insert(l *Log) bool {
 // free a slot while the others are looked at. The bound itself is exact:
 // a shard takes a Log only below its share, and the shares add up to
 // MaxInFlight.
-func (m *Map) insertFrom(h *home, l *Log) bool {
+func (m *Map) insertFrom(h *home, l *reqlog.Log) bool {
 	for i := range uint64(len(m.shards)) {
 		if i > 0 && m.isFull() {
 			return false
@@ -161,8 +162,8 @@ func (m *Map) insertFrom(h *home, l *Log) bool {
 		s.mu.Lock()
 		if len(s.logs) < s.max {
 			s.seq++
-			l.ID = ID(s.seq<<m.shift | idx)
-			l.slot = len(s.logs)
+			l.ID = reqlog.ID(s.seq<<m.shift | idx)
+			l.Slot = len(s.logs)
 			s.logs = append(s.logs, l)
 			if len(s.logs) == s.max {
 				m.full.Add(1)
@@ -179,7 +180,7 @@ func (m *Map) insertFrom(h *home, l *Log) bool {
 // Get returns the Log stored under id, or nil. It searches id's shard: it
 // is for tests and operators, not for the request path, which carries its
 // Log in the context.
-func (m *Map) Get(id ID) *Log {
+func (m *Map) Get(id reqlog.ID) *reqlog.Log {
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,17 +194,17 @@ func (m *Map) Get(id ID) *Log {
 
 // Remove deletes l from the Map. Removing a Log twice does nothing, nor
 // does removing a Log of another Map that nothing else is using.
-func (m *Map) Remove(l *Log) {
+func (m *Map) Remove(l *reqlog.Log) {
 	s := m.shard(l.ID)
 	s.mu.Lock()
-	if i := l.slot; i < len(s.logs) && s.logs[i] == l {
+	if i := l.Slot; i < len(s.logs) && s.logs[i] == l {
 		if len(s.logs) == s.max {
 			m.full.Add(-1)
 		}
 		// Move the last Log into l's place.
 		last := len(s.logs) - 1
 		s.logs[i] = s.logs[last]
-		s.logs[i].slot = i
+		s.logs[i].Slot = i
 		s.logs[last] = nil
 		s.logs = s.logs[:last]
 	}

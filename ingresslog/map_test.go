@@ -2,6 +2,7 @@ package ingresslog
 
 import (
 	"context"
+	"github.com/errown/errown/internal/reqlog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,7 @@ func TestOpenGetRemove(t *testing.T) {
 
 func TestMaxInFlight(t *testing.T) {
 	m := newMap(t, Config{Shards: 4, MaxInFlight: 3})
-	var logs []*Log
+	var logs []*reqlog.Log
 	for i := 0; i < 3; i++ {
 		l := m.Open("p")
 		require.NotNil(t, l)
@@ -55,7 +56,7 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 	m := newMap(t, Config{Shards: 8, MaxInFlight: bound})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ids := map[ID]bool{}
+	ids := map[reqlog.ID]bool{}
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
@@ -87,7 +88,7 @@ func TestChurnAtTheBound(t *testing.T) {
 	// all the time: afterwards every count agrees with what is held.
 	m := newMap(t, Config{Shards: 8, MaxInFlight: 16})
 	var wg sync.WaitGroup
-	held := make([][]*Log, 8)
+	held := make([][]*reqlog.Log, 8)
 	for w := range held {
 		wg.Add(1)
 		go func() {
@@ -149,7 +150,7 @@ func TestConcurrentFillFromOneHomeIsExact(t *testing.T) {
 	m := newMap(t, Config{Shards: 4, MaxInFlight: bound})
 	total := fillConcurrently(func() func() bool {
 		h := &home{}
-		return func() bool { return m.insertFrom(h, &Log{}) }
+		return func() bool { return m.insertFrom(h, &reqlog.Log{}) }
 	})
 	assert.Equal(t, bound, total)
 	for i := range m.shards {
@@ -212,7 +213,7 @@ func TestShardsShareMaxInFlight(t *testing.T) {
 		for range tt.give.MaxInFlight {
 			l := m.Open("p")
 			require.NotNil(t, l)
-			assert.Same(t, l, m.shard(l.ID).logs[l.slot])
+			assert.Same(t, l, m.shard(l.ID).logs[l.Slot])
 		}
 		assert.Nil(t, m.Open("p"), "%+v: over the bound", tt.give)
 		for i := range m.shards {
@@ -226,10 +227,10 @@ func TestHomeShard(t *testing.T) {
 	h := &home{shard: 2}
 	var (
 		got  []uint64
-		logs []*Log
+		logs []*reqlog.Log
 	)
 	for range 8 {
-		l := &Log{}
+		l := &reqlog.Log{}
 		require.True(t, m.insertFrom(h, l))
 		idx := uint64(l.ID) & m.mask
 		got = append(got, idx)
@@ -238,12 +239,12 @@ func TestHomeShard(t *testing.T) {
 	}
 	assert.Equal(t, []uint64{2, 2, 3, 3, 0, 0, 1, 1}, got, "the home first, then the next shards in turn")
 	assert.Equal(t, int64(4), m.full.Load(), "every shard counted full")
-	assert.False(t, m.insertFrom(h, &Log{}), "every shard full")
+	assert.False(t, m.insertFrom(h, &reqlog.Log{}), "every shard full")
 	assert.Equal(t, 8, m.Len())
 
 	m.Remove(logs[2]) // one Log leaves shard 3
 	assert.Equal(t, int64(3), m.full.Load())
-	l := &Log{}
+	l := &reqlog.Log{}
 	require.True(t, m.insertFrom(h, l))
 	assert.Equal(t, uint64(3), uint64(l.ID)&m.mask, "the one shard with room, from any home")
 	assert.Equal(t, int64(4), m.full.Load())
@@ -259,9 +260,9 @@ func TestIDs(t *testing.T) {
 	// IDs from all shards never collide, and an ID's low bits name its
 	// shard, from one goroutine's home and from many.
 	m := newMap(t, Config{Shards: 8, MaxInFlight: 64})
-	seen := map[ID]bool{}
+	seen := map[reqlog.ID]bool{}
 	for range 3 {
-		var held []*Log
+		var held []*reqlog.Log
 		for range 64 {
 			l := m.Open("p")
 			require.NotNil(t, l)
@@ -275,7 +276,7 @@ func TestIDs(t *testing.T) {
 		}
 	}
 	assert.Len(t, seen, 3*64)
-	assert.Nil(t, m.Get(ID(1<<40|3)), "an ID never minted")
+	assert.Nil(t, m.Get(reqlog.ID(1<<40|3)), "an ID never minted")
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -314,19 +315,6 @@ func TestConfigValidateKeysRelative(t *testing.T) {
 		"shards: must be a power of two between 1 and 1024, got 3; maxInFlight: must be positive, got -1")
 }
 
-func TestContext(t *testing.T) {
-	assert.Nil(t, FromContext(context.Background()))
-	l := &Log{ID: 7}
-	assert.Same(t, l, FromContext(NewContext(context.Background(), l)))
-}
-
-func TestNoRetry(t *testing.T) {
-	var l Log
-	assert.False(t, l.NoRetry())
-	l.SetNoRetry()
-	assert.True(t, l.NoRetry())
-}
-
 type parentKey struct{}
 
 func TestOpenContext(t *testing.T) {
@@ -336,7 +324,7 @@ func TestOpenContext(t *testing.T) {
 
 	ctx, l := m.OpenContext(parent, "p")
 	require.NotNil(t, l)
-	assert.Same(t, l, FromContext(ctx))
+	assert.Same(t, l, reqlog.FromContext(ctx))
 	assert.Same(t, l, m.Get(l.ID))
 	assert.Equal(t, "p", l.Procedure)
 	assert.Equal(t, "v", ctx.Value(parentKey{}), "the parent's values")
@@ -357,7 +345,7 @@ func TestRemoveInAnyOrder(t *testing.T) {
 	// One shard holding more logs than fit inline, removed in an order
 	// that moves logs around: every log still held stays found.
 	m := newMap(t, Config{Shards: 1})
-	var held []*Log
+	var held []*reqlog.Log
 	for range 3 * _inlineLogs {
 		held = append(held, m.Open("p"))
 	}
@@ -380,7 +368,7 @@ func TestRemoveForeignLog(t *testing.T) {
 	mine := m.Open("p")
 	stranger := other.Open("p") // same ID and slot as mine, another map
 	m.Remove(stranger)
-	m.Remove(&Log{ID: mine.ID})
+	m.Remove(&reqlog.Log{ID: mine.ID})
 	assert.Equal(t, 1, m.Len(), "only the Log the map holds is removed")
 	assert.Same(t, mine, m.Get(mine.ID))
 }

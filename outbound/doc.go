@@ -3,10 +3,8 @@
 // the inbound request the call was made for.
 //
 // In docs/DESIGN.md's data flow it wraps the retry middleware (package retry):
-// the retry middleware reports its attempts and refusals in an
-// egresslog.CallState (returned by retry.Middleware.CallCounted, or, for
-// any other inner middleware, filled in from the call's context), and when
-// the call ends this middleware reads the callee's claim and pushback from
+// the retry middleware reports its attempts and refusals to it through
+// errown's own plumbing, and when the call ends this middleware reads the callee's claim and pushback from
 // the final response and records edge, outcome (code and class, application
 // errors such as Thrift exceptions included), claim and RCS. The inbound middleware (package
 // inbound) reads those entries when the handler returns.

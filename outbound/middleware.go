@@ -3,9 +3,10 @@ package outbound
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/errown/errown/egresslog"
-	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -63,7 +64,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 // Call implements middleware.UnaryOutbound.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	m.calls.Inc(1)
-	log := ingresslog.FromContext(ctx)
+	log := reqlog.FromContext(ctx)
 	if log == nil {
 		m.untracked.Inc(1)
 		return m.next(ctx, req, out)
@@ -113,18 +114,29 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 // _noRetryValue is the value of the no-retry header that asks not to retry.
 const _noRetryValue = "true"
 
-// send sends the call on and returns its CallState: straight from the
-// retry middleware when it is the inner one, else from the context the
-// call is sent with. Only *retry.Middleware itself is called directly, so
+// send sends the call on and returns its CallState: from the Sink the
+// retry middleware got as its outbound when it is the inner one, else from
+// the context the call is sent with. Only *retry.Middleware itself is called directly, so
 // a type that wraps it keeps its own Call.
-func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error) {
+func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, reqlog.CallState, error) {
 	if m.retry != nil {
-		return m.retry.CallCounted(ctx, req, out)
+		// The retry middleware records its state in the Sink it gets as
+		// its outbound. Nothing holds a Sink once Call returns: the
+		// response body, still read later, does not go through it.
+		sink := _sinks.Get().(*reqlog.Sink)
+		sink.Out = out
+		res, err := m.retry.Call(ctx, req, sink)
+		state := sink.State
+		*sink = reqlog.Sink{}
+		_sinks.Put(sink)
+		return res, state, err
 	}
-	cctx, state := egresslog.NewCallContext(ctx)
+	cctx, state := reqlog.NewCallContext(ctx)
 	res, err := m.next(cctx, req, out)
 	return res, *state, err
 }
+
+var _sinks = sync.Pool{New: func() any { return new(reqlog.Sink) }}
 
 // next sends the call on: through the inner middleware, if any, else to
 // out.

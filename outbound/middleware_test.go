@@ -2,6 +2,7 @@ package outbound
 
 import (
 	"context"
+	"github.com/errown/errown/internal/reqlog"
 	"testing"
 	"time"
 
@@ -24,11 +25,11 @@ type fakeOutbound struct {
 
 	res   *transport.Response
 	err   error
-	state egresslog.CallState
+	state reqlog.CallState
 }
 
 func (f *fakeOutbound) Call(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
-	if s := egresslog.CallStateFromContext(ctx); s != nil {
+	if s := reqlog.CallStateFromContext(ctx); s != nil {
 		*s = f.state
 	}
 	return f.res, f.err
@@ -74,13 +75,13 @@ func TestCallRecordsEntry(t *testing.T) {
 		},
 		{
 			name:      "claimed, not retried: RCS false",
-			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: egresslog.CallState{Attempts: 1}},
+			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 1}},
 			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "claimed and retried: RCS true",
-			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: egresslog.CallState{Attempts: 2}},
+			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2}},
 			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
 			wantClaim: "claimed",
 		},
@@ -104,7 +105,7 @@ func TestCallRecordsEntry(t *testing.T) {
 		},
 		{
 			name:      "refused by budget: RCS true",
-			give:      fakeOutbound{err: unavailable, state: egresslog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}},
+			give:      fakeOutbound{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}},
 			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
 			wantClaim: "missing",
 		},
@@ -159,7 +160,7 @@ func TestCallRecordsEntry(t *testing.T) {
 			logs, err := ingresslog.New(ingresslog.Config{})
 			require.NoError(t, err)
 			log := logs.Open("checkout")
-			ctx := ingresslog.NewContext(context.Background(), log)
+			ctx := reqlog.NewContext(context.Background(), log)
 			req := &transport.Request{Service: "payments", Procedure: "charge"}
 
 			out := tt.give
@@ -207,7 +208,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
-	ctx := ingresslog.NewContext(context.Background(), log)
+	ctx := reqlog.NewContext(context.Background(), log)
 	log.Egress.Close(nil) // the request finished
 	logs.Remove(log)
 	_, err = mw.Call(ctx, req, out)
@@ -223,7 +224,7 @@ func TestCallCustomHeader(t *testing.T) {
 	require.NoError(t, err)
 	log := logs.Open("p")
 	out := &fakeOutbound{res: &transport.Response{Headers: transport.NewHeaders().With("x-owner", "unclaimed").With("errown-claim", "claimed")}, err: yarpcerrors.InternalErrorf("x")}
-	_, _ = mw.Call(ingresslog.NewContext(context.Background(), log), &transport.Request{Service: "s"}, out)
+	_, _ = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "s"}, out)
 	entries := log.Egress.Close(nil)
 	require.Len(t, entries, 1)
 	assert.Equal(t, ownership.ClaimUnclaimed, entries[0].Claim)
@@ -238,14 +239,14 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	// The inner middleware sees the call's CallState, as the retry
 	// middleware does in a yarpc chain behind the egress middleware, and
 	// runs for tracked and untracked calls alike.
-	var inner []*egresslog.CallState
+	var inner []*reqlog.CallState
 	mw, err := New(Config{}, WithInner(middleware.UnaryOutboundFunc(
 		func(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 			res, err := out.Call(ctx, req)
-			s := egresslog.CallStateFromContext(ctx)
+			s := reqlog.CallStateFromContext(ctx)
 			inner = append(inner, s)
 			if s != nil {
-				*s = egresslog.CallState{Attempts: 2, Refused: ownership.RefusedBudget}
+				*s = reqlog.CallState{Attempts: 2, Refused: ownership.RefusedBudget}
 			}
 			return res, err
 		})))
@@ -256,7 +257,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	req := &transport.Request{Service: "payments", Procedure: "charge"}
 	out := &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")}
 
-	_, err = mw.Call(ingresslog.NewContext(context.Background(), log), req, out)
+	_, err = mw.Call(reqlog.NewContext(context.Background(), log), req, out)
 	assert.Error(t, err)
 	_, err = mw.Call(context.Background(), req, out)
 	assert.Error(t, err)
@@ -274,9 +275,9 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 }
 
 func TestWithInnerRetry(t *testing.T) {
-	// With errown's retry middleware inside, the egress middleware takes
-	// the CallState from CallCounted: the callee gets the caller's context
-	// as it is, and attempts and refusals land in the entry.
+	// With errown's retry middleware inside, the egress middleware hands it
+	// a Sink: the callee gets the caller's context as it is, and attempts
+	// and refusals land in the entry.
 	unavailable := yarpcerrors.UnavailableErrorf("down")
 	tests := []struct {
 		name string
@@ -305,7 +306,7 @@ func TestWithInnerRetry(t *testing.T) {
 			logs, err := ingresslog.New(ingresslog.Config{})
 			require.NoError(t, err)
 			log := logs.Open("checkout")
-			ctx := ingresslog.NewContext(context.Background(), log)
+			ctx := reqlog.NewContext(context.Background(), log)
 			out := &ctxRecorder{res: tt.give, err: unavailable}
 
 			_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
@@ -360,7 +361,7 @@ func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
 	log := logs.Open("checkout")
 	out := &ctxRecorder{res: &transport.Response{Headers: transport.NewHeaders()}, err: yarpcerrors.UnavailableErrorf("down")}
 
-	_, err = mw.Call(ingresslog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	_, err = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	assert.Error(t, err)
 	_, err = mw.Call(context.Background(), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	assert.Error(t, err)
@@ -380,7 +381,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
-	ctx, cancel := context.WithCancel(ingresslog.NewContext(context.Background(), log))
+	ctx, cancel := context.WithCancel(reqlog.NewContext(context.Background(), log))
 	cancel()
 	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.CancelledErrorf("cancelled")})
 	require.Error(t, err)
@@ -391,7 +392,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 
 	// A deadline is not the handler giving up: the call failed.
 	log = logs.Open("checkout")
-	dctx, dcancel := context.WithTimeout(ingresslog.NewContext(context.Background(), log), 0)
+	dctx, dcancel := context.WithTimeout(reqlog.NewContext(context.Background(), log), 0)
 	defer dcancel()
 	<-dctx.Done()
 	_, _ = mw.Call(dctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.DeadlineExceededErrorf("late")})

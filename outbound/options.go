@@ -28,12 +28,12 @@ func WithScope(s tally.Scope) Option {
 	})
 }
 
-// WithInner runs mw inside the egress middleware: each call goes to mw,
-// with the call's CallState in its context, rather than straight to the
-// outbound. When mw is a *retry.Middleware, the egress middleware calls
-// its CallCounted instead, which returns the CallState, with the caller's
-// context as it is. It does what yarpc.UnaryOutboundMiddleware(egress, mw) does
-// without the allocations of yarpc's chain on every call. Default: none.
+// WithInner runs mw inside the egress middleware: each call goes to mw
+// rather than straight to the outbound, and a retry middleware there
+// (package retry) tells the egress middleware its attempts and refusals.
+// It does what yarpc.UnaryOutboundMiddleware(egress, mw) does without the
+// allocations of yarpc's chain on every call; with errown's own
+// *retry.Middleware it adds no allocation at all. Default: none.
 func WithInner(mw middleware.UnaryOutbound) Option {
 	return optionFunc(func(o *options) { o.inner = mw })
 }

@@ -3,11 +3,10 @@
 // In docs/DESIGN.md's data flow it is the inner of the two outbound middlewares:
 // errown's egress middleware wraps it and, after the call, needs to know
 // how many attempts were made and whether a wanted retry was refused, to
-// compute retry-criteria-satisfied (ownership.RetryCriteriaSatisfied). It
-// learns that from the egresslog.CallState that CallCounted returns, or,
-// behind other middleware, from the CallState it puts in the call's
-// context, which Call fills in. Used alone, without the egress middleware,
-// the retry middleware simply does not report.
+// compute retry-criteria-satisfied (ownership.RetryCriteriaSatisfied).
+// Call reports it to the egress middleware through errown's own plumbing,
+// which users never see. Used alone, without the egress middleware, the
+// retry middleware simply does not report.
 //
 // A call is retried only when a policy is configured for its callee service
 // (and procedure), the policy allows more than one attempt and marks the

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
@@ -42,11 +41,10 @@ func (o *scriptedOutbound) Call(_ context.Context, req *transport.Request) (*tra
 	return &transport.Response{Body: io.NopCloser(strings.NewReader("ok"))}, nil
 }
 
-// call sends one request through mw to out, as errown's egress middleware
-// would, and prints what the retry middleware reported.
+// call sends one request through mw to out and prints the outcome: the
+// callee prints each attempt it gets.
 func call(mw *retry.Middleware, out transport.UnaryOutbound) {
-	state := &egresslog.CallState{}
-	ctx, cancel := context.WithTimeout(egresslog.WithCallState(context.Background(), state), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req := &transport.Request{Service: "users", Procedure: "Users::get", Body: strings.NewReader(`{"id":1}`)}
 
@@ -54,18 +52,7 @@ func call(mw *retry.Middleware, out transport.UnaryOutbound) {
 	if res != nil && res.Body != nil {
 		_ = res.Body.Close()
 	}
-
-	code := yarpcerrors.FromError(err).Code()
-	fmt.Printf("code %v, attempts %d, refused %v", code, state.Attempts, state.Refused)
-	if err != nil {
-		fmt.Printf(", retry criteria satisfied %v", ownership.RetryCriteriaSatisfied(ownership.CallOutcome{
-			Attempts: state.Attempts,
-			Callee:   ownership.ParseClaim(claimOf(res)),
-			Refused:  state.Refused,
-			Code:     code,
-		}))
-	}
-	fmt.Println()
+	fmt.Printf("code %v, claim %q\n", yarpcerrors.FromError(err).Code(), claimOf(res))
 }
 
 func claimOf(res *transport.Response) string {
@@ -98,9 +85,9 @@ func Example() {
 	// Output:
 	// callee got {"id":1} (attempt header "")
 	// callee got {"id":1} (attempt header "2")
-	// code ok, attempts 2, refused none
+	// code ok, claim ""
 	// callee got {"id":1} (attempt header "")
-	// code unavailable, attempts 1, refused none, retry criteria satisfied true
+	// code unavailable, claim "unclaimed"
 }
 
 func Example_naive() {
@@ -119,7 +106,7 @@ func Example_naive() {
 	// callee got {"id":1} (attempt header "")
 	// callee got {"id":1} (attempt header "2")
 	// callee got {"id":1} (attempt header "3")
-	// code internal, attempts 3, refused none, retry criteria satisfied true
+	// code internal, claim ""
 }
 
 func ExampleConfig_Validate() {

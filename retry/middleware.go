@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -60,30 +60,24 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 
 // Call implements middleware.UnaryOutbound. It sends req through out, again
 // when the matching policy, the callee's claim, the deadline and the budget
-// allow, and reports attempts and refusals in the egresslog.CallState of
-// ctx, if any. It returns the last attempt's response and error as out
-// returned them, except that the response body, when a per-attempt timeout
-// applies, also releases that attempt's context on Close.
+// allow. It returns the last attempt's response and error as out returned
+// them, except that the response body, when a per-attempt timeout applies,
+// also releases that attempt's context on Close. Under errown, it tells
+// the egress middleware around it what it did: its attempts and the
+// reason it declined a retry, if it did.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	state := egresslog.CallStateFromContext(ctx)
+	if sink, ok := out.(*reqlog.Sink); ok {
+		return m.call(ctx, req, sink.Out, &sink.State)
+	}
+	state := reqlog.CallStateFromContext(ctx)
 	if state == nil {
-		var alone egresslog.CallState // used alone: nobody reads it
+		var alone reqlog.CallState // used alone: nobody reads it
 		state = &alone
 	}
 	return m.call(ctx, req, out, state)
 }
 
-// CallCounted is Call that returns the call's CallState rather than
-// filling in one found in ctx. errown's egress middleware calls it when it
-// wraps this middleware (outbound.WithInner), which saves a context node
-// per call.
-func (m *Middleware) CallCounted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, egresslog.CallState, error) {
-	var state egresslog.CallState
-	res, err := m.call(ctx, req, out, &state)
-	return res, state, err
-}
-
-func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *egresslog.CallState) (*transport.Response, error) {
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
 	c := m.callees[req.Service]
 	if c == nil {
 		state.Attempts = 1
@@ -107,7 +101,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	return m.callWithRetries(ctx, req, out, c, p, state)
 }
 
-func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *egresslog.CallState) (*transport.Response, error) {
+func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState) (*transport.Response, error) {
 	// A procedure that is not idempotent is never replayed: its body is
 	// not buffered, and a retryable failure is refused for that reason.
 	body := replay{inPlace: true}
@@ -151,7 +145,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 // in state and counts it: the callee's unclaim (suppressed), its pushback,
 // the policy's codes, idempotency, the body cap, the deadline, the
 // budget.
-func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, res *transport.Response, code yarpcerrors.Code, n int, replayable bool, state *egresslog.CallState) (time.Duration, bool) {
+func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, res *transport.Response, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState) (time.Duration, bool) {
 	if !ownership.RetryableByNature(code) {
 		return 0, false
 	}
@@ -197,7 +191,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 
 // refuse records that a wanted retry was refused for reason r, and returns
 // false.
-func (m *Middleware) refuse(req *transport.Request, c *callee, state *egresslog.CallState, r ownership.Refusal, attempts int) bool {
+func (m *Middleware) refuse(req *transport.Request, c *callee, state *reqlog.CallState, r ownership.Refusal, attempts int) bool {
 	state.Refused = r
 	c.metrics.denied[r].Inc(1)
 	if ce := m.logger.Check(zap.DebugLevel, "retry refused"); ce != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
@@ -57,7 +57,7 @@ func TestMiddlewareCall(t *testing.T) {
 		giveReq      *transport.Request
 		giveScript   []step
 		giveDeadline time.Duration // of the call's ctx
-		want         egresslog.CallState
+		want         reqlog.CallState
 		wantCode     yarpcerrors.Code
 		wantBodies   []string // body each attempt sent
 		wantAttempt  []string // attempt header each attempt sent
@@ -70,7 +70,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("other", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -82,7 +82,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -95,7 +95,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -108,7 +108,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "Unclaimed"), fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -121,7 +121,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -133,7 +133,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errInvalid)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeInvalidArgument,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -145,7 +145,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errors.New("boom")), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -158,7 +158,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -170,7 +170,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -183,7 +183,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -195,7 +195,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -208,7 +208,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "false"), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -221,7 +221,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), fail(errExhausted)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 3},
+			want:         reqlog.CallState{Attempts: 3},
 			wantCode:     yarpcerrors.CodeResourceExhausted,
 			wantBodies:   []string{"hello", "hello", "hello"},
 			wantAttempt:  []string{"", "2", "3"},
@@ -234,7 +234,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Second,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -247,7 +247,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -259,7 +259,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -272,7 +272,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeOK, // the exception is the encoding's to decode
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -284,7 +284,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeNotFound)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -296,7 +296,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(nil)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -308,7 +308,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
 			wantCode:     yarpcerrors.CodeResourceExhausted,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -320,7 +320,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -334,7 +334,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -346,7 +346,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -359,7 +359,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedBudget},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -371,7 +371,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -384,7 +384,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello world"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedBodyTooLarge},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBodyTooLarge},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello world"},
 			wantAttempt:  []string{""},
@@ -396,7 +396,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -409,7 +409,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1, Refused: ownership.RefusedNotIdempotent},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedNotIdempotent},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -421,7 +421,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -436,7 +436,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -451,7 +451,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -467,7 +467,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 3},
+			want:         reqlog.CallState{Attempts: 3},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello", "hello"},
 			wantAttempt:  []string{"", "2", "3"},
@@ -480,7 +480,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         egresslog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -493,14 +493,14 @@ func TestMiddlewareCall(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
 			m := newMiddleware(t, tt.give, clock.option(), fixedRand(0.5), WithScope(scope))
 			out := newOutbound(tt.giveScript...)
-			// The same request for CallCounted below, read before Call
+			// The same request for the Sink call below, read before Call
 			// reads it.
 			body := make([]byte, tt.giveReq.Body.(*strings.Reader).Size())
 			_, _ = tt.giveReq.Body.(*strings.Reader).ReadAt(body, 0)
 			again := req(tt.giveReq.Service, tt.giveReq.Procedure, string(body))
 
-			state := &egresslog.CallState{}
-			ctx, cancel := context.WithDeadline(egresslog.WithCallState(context.Background(), state), clock.Now().Add(tt.giveDeadline))
+			state := &reqlog.CallState{}
+			ctx, cancel := context.WithDeadline(reqlog.WithCallState(context.Background(), state), clock.Now().Add(tt.giveDeadline))
 			defer cancel()
 
 			_, err := m.Call(ctx, tt.giveReq, out)
@@ -512,18 +512,19 @@ func TestMiddlewareCall(t *testing.T) {
 				t.Errorf("state = %+v, want %+v", *state, tt.want)
 			}
 
-			// CallCounted, as errown's egress middleware calls it, returns
-			// the same state and answer.
+			// Under errown's egress middleware, which hands it a Sink, Call
+			// reports the same state and answer there.
 			cclock := newClock()
 			counted := newMiddleware(t, tt.give, cclock.option(), fixedRand(0.5))
 			cctx, ccancel := context.WithDeadline(context.Background(), cclock.Now().Add(tt.giveDeadline))
 			defer ccancel()
-			_, got, cerr := counted.CallCounted(cctx, again, newOutbound(tt.giveScript...))
-			if got != tt.want {
-				t.Errorf("CallCounted state = %+v, want %+v", got, tt.want)
+			sink := &reqlog.Sink{Out: newOutbound(tt.giveScript...)}
+			_, cerr := counted.Call(cctx, again, sink)
+			if sink.State != tt.want {
+				t.Errorf("Sink state = %+v, want %+v", sink.State, tt.want)
 			}
 			if c := yarpcerrors.FromError(cerr).Code(); c != tt.wantCode {
-				t.Errorf("CallCounted code = %v, want %v (err %v)", c, tt.wantCode, cerr)
+				t.Errorf("through a Sink, code = %v, want %v (err %v)", c, tt.wantCode, cerr)
 			}
 
 			var bodies, attemptHeaders []string
@@ -705,10 +706,10 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 			}
 			m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
 			out := newOutbound(fail(errUnavailable))
-			states := make([]egresslog.CallState, tt.giveCalls)
+			states := make([]reqlog.CallState, tt.giveCalls)
 			var refused int64
 			for i := range states {
-				_, _ = m.Call(egresslog.WithCallState(context.Background(), &states[i]), req("callee", "get", "x"), out)
+				_, _ = m.Call(reqlog.WithCallState(context.Background(), &states[i]), req("callee", "get", "x"), out)
 				refused += int64(min(int(states[i].Refused), 1))
 			}
 
@@ -726,7 +727,7 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 			if refused != int64(tt.giveCalls)-tt.wantRetries {
 				t.Errorf("calls refused = %d, want %d", refused, int64(tt.giveCalls)-tt.wantRetries)
 			}
-			if want := (egresslog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}); states[0] != want {
+			if want := (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}); states[0] != want {
 				t.Errorf("first call state = %+v, want %+v", states[0], want)
 			}
 		})
@@ -811,8 +812,8 @@ func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 	cfg := policies(PolicyConfig{Service: "callee", InitialBackoff: time.Minute, MaxBackoff: time.Minute, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, fixedRand(0.5))
 	out := newOutbound(fail(errUnavailable, "errown-claim", "claimed"))
-	state := &egresslog.CallState{}
-	ctx, cancel := context.WithCancel(egresslog.WithCallState(context.Background(), state))
+	state := &reqlog.CallState{}
+	ctx, cancel := context.WithCancel(reqlog.WithCallState(context.Background(), state))
 	timer := time.AfterFunc(5*time.Millisecond, cancel)
 	defer timer.Stop()
 
@@ -982,8 +983,8 @@ func TestMiddlewareConcurrent(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range calls {
-				state := &egresslog.CallState{}
-				_, _ = m.Call(egresslog.WithCallState(context.Background(), state), req("callee", "get", "x"), out)
+				state := &reqlog.CallState{}
+				_, _ = m.Call(reqlog.WithCallState(context.Background(), state), req("callee", "get", "x"), out)
 			}
 		}()
 	}

@@ -206,22 +206,13 @@ type analyzer struct {
 }
 
 func newAnalyzer(g *graph, o Options) *analyzer {
-	open, hysteresis := depmem.DefaultOpenThreshold, depmem.DefaultHysteresis
-	if o.Memory.OpenThreshold != nil {
-		open = *o.Memory.OpenThreshold
-	}
-	if o.Memory.Hysteresis != nil {
-		hysteresis = *o.Memory.Hysteresis
-	}
-	closeAt := o.Memory.CloseThreshold
-	if closeAt == 0 {
-		closeAt = depmem.DefaultCloseThreshold
-	}
+	thresholds := o.Memory.Thresholds()
+	thresholds.MinSamples = 1
 	return &analyzer{
 		g:                 g,
 		o:                 o,
 		unknownCorrelated: o.UnknownEdges != inbound.UnknownCoincidental,
-		thresholds:        depmem.Thresholds{Close: closeAt, Open: open, Hysteresis: hysteresis, MinSamples: 1},
+		thresholds:        thresholds,
 		exact:             true,
 	}
 }

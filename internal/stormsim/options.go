@@ -188,8 +188,8 @@ func (o Options) Validate() error {
 	if o.UnknownEdges != "" && o.UnknownEdges != inbound.UnknownCorrelated && o.UnknownEdges != inbound.UnknownCoincidental {
 		err = multierr.Append(err, fmt.Errorf("unknown-edges: must be %s or %s, got %q", inbound.UnknownCorrelated, inbound.UnknownCoincidental, o.UnknownEdges))
 	}
-	if e := o.Memory.Validate(); e != nil {
-		err = multierr.Append(err, e)
+	for _, e := range multierr.Errors(o.Memory.Validate()) {
+		err = multierr.Append(err, fmt.Errorf("memory.%w", e)) // depmem names its keys from its own Config
 	}
 	if o.Concurrency < 1 || o.Concurrency > MaxConcurrency {
 		err = multierr.Append(err, fmt.Errorf("concurrency: must be between 1 and %d, got %d", MaxConcurrency, o.Concurrency))

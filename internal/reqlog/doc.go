@@ -1,0 +1,13 @@
+// Package reqlog is the per-request plumbing errown's own packages share
+// and its users never touch: the IngressLog of a request in flight (the
+// Log the ingresslog.Map holds, carried in the request's context), and the
+// CallState by which the retry middleware tells the egress middleware what
+// it did for one logical outbound call.
+//
+// In docs/DESIGN.md's data flow it is the thread between the middleware:
+// the inbound middleware opens a Log (package ingresslog) and puts it in
+// the handler's context; the egress middleware (package outbound) finds it
+// there and appends one egresslog.Entry per logical call, with the
+// attempts and refusals the retry middleware (package retry) recorded in a
+// CallState.
+package reqlog

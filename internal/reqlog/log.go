@@ -1,0 +1,74 @@
+package reqlog
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/errown/errown/egresslog"
+)
+
+// ID identifies a request in flight. IDs are minted by ingresslog.Map, in
+// this process, and are never read from a request.
+type ID uint64
+
+// Log is the IngressLog of one inbound request.
+type Log struct {
+	// ID is the locally minted request ID.
+	ID ID
+	// Procedure is the inbound procedure being served.
+	Procedure string
+	// Egress holds the request's outbound calls.
+	Egress egresslog.Log
+	// Slot is the Log's index in its ingresslog shard, under the shard's
+	// lock.
+	Slot int
+
+	noRetry     atomic.Bool
+	callerFault atomic.Bool
+}
+
+// SetNoRetry asks that the error response to this request tell the caller
+// not to retry it.
+func (l *Log) SetNoRetry() { l.noRetry.Store(true) }
+
+// NoRetry reports whether SetNoRetry was called.
+func (l *Log) NoRetry() bool { return l.noRetry.Load() }
+
+// SetCallerFault says that the request's error, if any, is its caller's
+// fault: an answer, whatever its code.
+func (l *Log) SetCallerFault() { l.callerFault.Store(true) }
+
+// CallerFault reports whether SetCallerFault was called.
+func (l *Log) CallerFault() bool { return l.callerFault.Load() }
+
+type logKey struct{}
+
+// NewContext returns a child of ctx carrying l.
+func NewContext(ctx context.Context, l *Log) context.Context {
+	return context.WithValue(ctx, logKey{}, l)
+}
+
+// Node is a context node carrying a Log: a request's Log and the context
+// that carries it in one allocation. It answers Value for the Log and
+// passes everything else (deadline, cancellation, other values) to its
+// parent.
+type Node struct {
+	context.Context
+	Log Log
+}
+
+// Value implements context.Context.
+func (n *Node) Value(key any) any {
+	if _, ok := key.(logKey); ok {
+		return &n.Log
+	}
+	return n.Context.Value(key)
+}
+
+// FromContext returns the Log in ctx, or nil when ctx carries none: the
+// call is not made on behalf of a tracked request (a context was dropped,
+// or the request was served untracked).
+func FromContext(ctx context.Context) *Log {
+	l, _ := ctx.Value(logKey{}).(*Log)
+	return l
+}

@@ -1,0 +1,81 @@
+package outbound
+
+import (
+	"context"
+	"testing"
+
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+func openRequest(t *testing.T, procedure string) (context.Context, *reqlog.Log) {
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	ctx, log := logs.OpenContext(context.Background(), procedure)
+	require.NotNil(t, log)
+	return ctx, log
+}
+
+func TestRecord(t *testing.T) {
+	cache := egresslog.Edge{CallerProcedure: "checkout", Service: "cache"}
+	tests := []struct {
+		name        string
+		giveErr     error
+		giveRetried bool
+		wantKept    []egresslog.Entry
+		wantCounts  egresslog.Counts
+	}{
+		{name: "success: counted", wantCounts: egresslog.Counts{NotFailed: 1}},
+		{name: "an answer: counted", giveErr: yarpcerrors.NotFoundErrorf("miss"), wantCounts: egresslog.Counts{NotFailed: 1}},
+		{
+			name:       "a failure nobody retried: kept, RCS false",
+			giveErr:    yarpcerrors.UnavailableErrorf("down"),
+			wantKept:   []egresslog.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}},
+			wantCounts: egresslog.Counts{Stored: 1},
+		},
+		{
+			name:        "a failure the handler retried: kept, RCS true",
+			giveErr:     yarpcerrors.UnavailableErrorf("down"),
+			giveRetried: true,
+			wantKept:    []egresslog.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 2, RCS: true}},
+			wantCounts:  egresslog.Counts{Stored: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, log := openRequest(t, "checkout")
+			assert.True(t, Record(ctx, "cache", tt.giveErr, tt.giveRetried))
+			assert.Equal(t, tt.wantKept, log.Egress.Close(nil))
+			assert.Equal(t, tt.wantCounts, log.Egress.Counts())
+		})
+	}
+	assert.False(t, Record(context.Background(), "cache", nil, false), "untracked")
+	ctx, log := openRequest(t, "checkout")
+	log.Egress.Close(nil)
+	assert.False(t, Record(ctx, "cache", nil, false), "the request finished")
+}
+
+func TestClaim(t *testing.T) {
+	_, ok := Claim(context.Background(), "payments", "charge")
+	assert.False(t, ok, "untracked")
+
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	ctx, _ := openRequest(t, "checkout")
+	_, ok = Claim(ctx, "payments", "charge")
+	assert.False(t, ok, "no call yet")
+
+	out := &fakeOutbound{res: withClaim("claimed"), err: yarpcerrors.UnavailableErrorf("down")}
+	_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	claim, ok := Claim(ctx, "payments", "charge")
+	assert.True(t, ok)
+	assert.Equal(t, ownership.ClaimClaimed, claim)
+	_, ok = Claim(ctx, "payments", "refund")
+	assert.False(t, ok, "another procedure")
+}
