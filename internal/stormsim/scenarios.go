@@ -435,13 +435,24 @@ func scenarioOverload() Scenario {
 			// that a starved CPU (two cores under the race detector)
 			// delays answers by more than the margins of the timeouts.
 			n := c.requests(32, 12)
+			// At the size of the tests, which share two cores with other
+			// test packages under the race detector, every timeout is three
+			// times longer: the scheduling delays a loaded machine adds to
+			// each hop then stay small beside the margins of the timeouts
+			// (on a starved machine a request can reach its callee ~50ms
+			// after it was sent, while the callee reads its deadline from
+			// its arrival).
+			scale := 1
+			if c.Small {
+				scale = 3
+			}
 			var runs []plannedRun
 			for _, nest := range _nestings {
-				t := mustTopology(nest.topology)
+				t := scaleTimeouts(mustTopology(nest.topology), scale)
 				for _, p := range AllPolicies() {
 					runs = append(runs, plannedRun{
 						label: string(p) + ", " + nest.label,
-						opts:  Options{Topology: t, Policy: p, Requests: n, Concurrency: 8, Timeout: 2 * time.Second, Trace: true},
+						opts:  Options{Topology: t, Policy: p, Requests: n, Concurrency: 8, Timeout: time.Duration(scale) * 2 * time.Second, Trace: true},
 					})
 				}
 			}
@@ -491,4 +502,21 @@ func scenarioOverload() Scenario {
 			return figs, notes
 		},
 	}
+}
+
+// scaleTimeouts returns t with every call's attemptTimeout k times longer.
+func scaleTimeouts(t *Topology, k int) *Topology {
+	if k == 1 {
+		return t
+	}
+	c := *t
+	c.Nodes = make([]Node, len(t.Nodes))
+	for i, n := range t.Nodes {
+		n.Calls = append([]Call(nil), n.Calls...)
+		for j := range n.Calls {
+			n.Calls[j].AttemptTimeout *= time.Duration(k)
+		}
+		c.Nodes[i] = n
+	}
+	return &c
 }
