@@ -66,22 +66,26 @@ func TestModuleStartsAndStops(t *testing.T) {
 
 	// A real call over HTTP shows the middleware on the dispatcher: the
 	// error response carries the claim.
-	client := yarpc.NewDispatcher(yarpc.Config{
-		Name: "caller",
-		Outbounds: yarpc.Outbounds{"svc": {
-			Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String()),
-		}},
-	})
-	require.NoError(t, client.Start())
-	defer func() { assert.NoError(t, client.Stop()) }()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var headers map[string]string
-	_, err := raw.New(client.ClientConfig("svc")).Call(ctx, "fail", nil, yarpc.ResponseHeaders(&headers))
+	headers, err := callOver(t, in, "fail")
 	require.Error(t, err)
 	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(err).Code())
 	assert.Equal(t, "claimed", headers["errown-claim"])
+}
+
+// callOver calls procedure on the service behind in from a plain yarpc
+// client over HTTP, and returns the response headers and the error.
+func callOver(t *testing.T, in *yhttp.Inbound, procedure string) (map[string]string, error) {
+	t.Helper()
+	client := yarpc.NewDispatcher(yarpc.Config{Name: "caller", Outbounds: yarpc.Outbounds{"svc": {
+		Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String()),
+	}}})
+	require.NoError(t, client.Start())
+	defer func() { assert.NoError(t, client.Stop()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var headers map[string]string
+	_, err := raw.New(client.ClientConfig("svc")).Call(ctx, procedure, nil, yarpc.ResponseHeaders(&headers))
+	return headers, err
 }
 
 func TestModuleUsesScope(t *testing.T) {
@@ -93,14 +97,7 @@ func TestModuleUsesScope(t *testing.T) {
 	app.RequireStart()
 	defer app.RequireStop()
 
-	client := yarpc.NewDispatcher(yarpc.Config{Name: "caller", Outbounds: yarpc.Outbounds{"svc": {
-		Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String()),
-	}}})
-	require.NoError(t, client.Start())
-	defer func() { assert.NoError(t, client.Stop()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err := raw.New(client.ClientConfig("svc")).Call(ctx, "fail", nil)
+	_, err := callOver(t, in, "fail")
 	require.Error(t, err)
 	assert.Equal(t, int64(1), scope.Snapshot().Counters()["errown.inbound.claimed+"].Value())
 }
@@ -227,19 +224,11 @@ func TestModuleRunsMemoryLifecycle(t *testing.T) {
 	}
 
 	app, mw, in := start()
-	client := yarpc.NewDispatcher(yarpc.Config{Name: "caller", Outbounds: yarpc.Outbounds{"svc": {
-		Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String()),
-	}}})
-	require.NoError(t, client.Start())
 	for i := 0; i < 3; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var headers map[string]string
-		_, err := raw.New(client.ClientConfig("svc")).Call(ctx, "api", nil, yarpc.ResponseHeaders(&headers))
-		cancel()
+		headers, err := callOver(t, in, "api")
 		require.Error(t, err)
 		assert.Equal(t, "claimed", headers["errown-claim"], "no retry policy: RCS false keeps it claimed")
 	}
-	require.NoError(t, client.Stop())
 	edge := egresslog.Edge{CallerProcedure: "api", Service: "dep", Procedure: "get"}
 	want := []depmem.EdgeView{{Edge: edge, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 3, JointFailures: 3, Source: depmem.SourceLocal}}
 	assert.Equal(t, want, mw.Dependencies())

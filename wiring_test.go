@@ -288,15 +288,7 @@ func TestGroupedComposesWithAnotherLibrary(t *testing.T) {
 	app.RequireStart()
 	defer app.RequireStop()
 
-	client := yarpc.NewDispatcher(yarpc.Config{Name: "caller", Outbounds: yarpc.Outbounds{"svc": {
-		Unary: yhttp.NewTransport().NewSingleOutbound("http://" + in.Addr().String()),
-	}}})
-	require.NoError(t, client.Start())
-	defer func() { assert.NoError(t, client.Stop()) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var headers map[string]string
-	_, err := raw.New(client.ClientConfig("svc")).Call(ctx, "front", nil, yarpc.ResponseHeaders(&headers))
+	headers, err := callOver(t, in, "front")
 	require.Error(t, err)
 	// The backend runs no errown: its claim is missing, and with no
 	// retry policy the service keeps the error claimed (at-least-once).
