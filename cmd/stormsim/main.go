@@ -375,7 +375,7 @@ func printTable(w io.Writer, o stormsim.Options, res stormsim.Result) int {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\t%.3f\t%s\t%s\t\n", n.Name, n.Depth, n.Served, n.Ratio, expected[i], pub, verdict)
 	}
 	_ = tw.Flush() // w is stdout; a failed print has nowhere better to go
-	fmt.Fprintf(w, "retry storm radius (hops with a retry, per failed request): %s\n", radiusText(res.Radius))
+	fmt.Fprintf(w, "retry storm radius (most hops with a retry on one call path, per failed request): %s\n", radiusText(res.Radius))
 	fmt.Fprintln(w)
 	return failed
 }

@@ -139,7 +139,7 @@ func keys(m map[string]any) []string {
 func TestRunChainRadius(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), args("-policy", "ownership"), &stdout, &stderr))
-	assert.Contains(t, stdout.String(), "retry storm radius (hops with a retry, per failed request): max 1, mean 0.10 over 50 failed requests (1.00 over the 5 with any retry)\n")
+	assert.Contains(t, stdout.String(), "retry storm radius (most hops with a retry on one call path, per failed request): max 1, mean 0.10 over 50 failed requests (1.00 over the 5 with any retry)\n")
 }
 
 func TestRunChainAnalytic(t *testing.T) {

@@ -23,9 +23,11 @@ type Analysis struct {
 	Edges []EdgeAnalysis `json:"edges"`
 	// Availability is the probability that a root request succeeds.
 	Availability float64 `json:"availability"`
-	// RadiusMax is the number of hops on which a retry may be spent for
-	// one root request: those with any retries. It is the retry storm
-	// radius of a root request that meets every failure there is.
+	// RadiusMax is the largest number of hops on one call path (root →
+	// ... → leaf) on which a retry may be spent for one root request:
+	// those with any retries. Hops on sibling paths do not add up. It is
+	// the retry storm radius of a root request that meets every failure
+	// there is.
 	RadiusMax int `json:"radiusMax"`
 	// Exact reports that every root request meets the same fate: no
 	// failure probability and no budget share is strictly between 0 and
@@ -36,8 +38,8 @@ type Analysis struct {
 	// per-attempt timeouts), which the model does not follow. Then every
 	// load, rate and retry count is NaN (null in JSON), Availability is 0
 	// when no root request can succeed whatever the timing and NaN
-	// otherwise, RadiusMax counts the hops where a retry may be spent at
-	// all, and Run's figures are measured only.
+	// otherwise, RadiusMax counts the most hops on one call path where a
+	// retry may be spent at all, and Run's figures are measured only.
 	MeasuredOnly string `json:"measuredOnly,omitempty"`
 }
 
@@ -252,10 +254,8 @@ func (a *analyzer) analyze() Analysis {
 	}
 	for e, ed := range g.edges {
 		res.Edges[e] = EdgeAnalysis{From: g.nodes[ed.from].name, To: g.nodes[ed.to].name, Retries: root.retries[e]}
-		if root.retries[e] > 1e-12 {
-			res.RadiusMax++
-		}
 	}
+	res.RadiusMax = g.mostOnOnePath(func(e int) bool { return root.retries[e] > 1e-12 })
 	res.Exact = a.exact
 	if g.timed() {
 		a.measuredOnly(&res)
@@ -269,8 +269,8 @@ const _measuredOnly = "a node hangs or a call has a per-attempt timeout: which t
 // measuredOnly turns the untimed analysis res of a timed topology into
 // what is known whatever the timing: whether every root request fails
 // (a failure on every path that no retry can mend stays one when
-// timeouts cut retries short or add some), and the hops on which a retry
-// may be spent at all.
+// timeouts cut retries short or add some), and the most hops on one call
+// path on which a retry may be spent at all.
 func (a *analyzer) measuredOnly(res *Analysis) {
 	g := a.g
 	res.MeasuredOnly = _measuredOnly
@@ -295,13 +295,13 @@ func (a *analyzer) measuredOnly(res *Analysis) {
 		}
 		worth[i] = worth[i] || slow[i]
 	}
-	res.RadiusMax = 0
-	for e, ed := range g.edges {
+	for e := range g.edges {
 		res.Edges[e].Retries = math.NaN()
-		if g.nodes[ed.from].retry && a.o.Attempts > 1 && worth[ed.to] {
-			res.RadiusMax++
-		}
 	}
+	res.RadiusMax = g.mostOnOnePath(func(e int) bool {
+		ed := g.edges[e]
+		return g.nodes[ed.from].retry && a.o.Attempts > 1 && worth[ed.to]
+	})
 }
 
 // node models node i, whose children are modelled already.

@@ -124,6 +124,35 @@ func TestAnalyzeDeep(t *testing.T) {
 	}
 }
 
+func TestAnalyzeRadius(t *testing.T) {
+	// The storm radius per call path: retries on sibling paths do not
+	// add up.
+	tee, err := ParseTopology([]byte("name: tee\nnodes: [{name: A, calls: [B, C]}, {name: B, calls: [D]}, {name: C, calls: [E]}, {name: D, fail: 1}, {name: E, fail: 1}]"))
+	require.NoError(t, err)
+	tests := []struct {
+		name string
+		give Options
+		want int
+	}{
+		{name: "chain, naive", give: Options{Topology: topo("chain", nil), Policy: PolicyNaive}, want: 3},
+		{name: "chain, budget", give: Options{Topology: topo("chain", nil), Policy: PolicyBudget}, want: 3},
+		{name: "chain, ownership", give: Options{Topology: topo("chain", nil), Policy: PolicyOwnership}, want: 1},
+		{name: "fanout, naive: 7 hops retry, 3 on each call path", give: Options{Topology: topo("fanout", nil), Policy: PolicyNaive}, want: 3},
+		{name: "fanout, ownership: D→F and E→F, one on each call path", give: Options{Topology: topo("fanout", nil), Policy: PolicyOwnership}, want: 1},
+		{name: "two leaves each retried by their own callers", give: Options{Topology: tee, Policy: PolicyOwnership}, want: 1},
+		{name: "two leaves, naive", give: Options{Topology: tee, Policy: PolicyNaive}, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.give
+			o.Attempts, o.Budget, o.Requests = 2, 0.1, 1
+			a, err := Analyze(o)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, a.RadiusMax)
+		})
+	}
+}
+
 func TestAnalyzeInvalid(t *testing.T) {
 	_, err := Analyze(Options{Topology: &Topology{Name: "empty"}, Policy: PolicyNaive, Attempts: 2, Requests: 1})
 	assert.ErrorContains(t, err, `stormsim: topology "empty": nodes: must not be empty`)

@@ -41,10 +41,11 @@
 // attempt fits in the deadline left (docs/DESIGN.md, "Overload and
 // timeouts"). Each node's
 // innermost outbound middleware sees every attempt and records the retries
-// (attempt header 2 or later) by root request and hop, for the retry storm
-// radius: for each failed root request, the number of distinct hops over
-// which a retry was spent on it. Its outermost inbound middleware counts
-// its errors by claim.
+// (attempt header 2 or later) by root request, logical call and hop, for
+// the retry storm radius: for each failed root request, the largest number
+// of hops on one call path (root → ... → leaf) over which a retry was spent
+// on it; retries on sibling paths do not add up. Its outermost inbound
+// middleware counts its errors by claim.
 //
 // The simulator's own client calls the root without retrying, N times with
 // bounded concurrency, and reports how many requests each node served per

@@ -131,9 +131,11 @@ func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 	if attempt > 1 {
 		n.retried.Add(1)
 	}
-	n.servedOn(callPath(string(body)))
+	key := callPath(string(body))
+	n.servedOn(key)
 	path := string(body) + "@" + strconv.Itoa(attempt)
-	cctx := withRoot(ctx, rootOf(path))
+	root := rootOf(path)
+	cctx := ctx
 	if n.drop {
 		// A fresh context: the same deadline, none of ctx's values, so
 		// that errown cannot tie the calls to this request.
@@ -142,12 +144,13 @@ func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 			fresh, cancel = context.WithDeadline(fresh, deadline)
 		}
 		defer cancel()
-		cctx = withRoot(fresh, rootOf(path))
+		cctx = fresh
 	}
 	var hard error
 	for i, c := range n.calls {
 		for j := range c.times {
-			_, err := c.client.Call(cctx, _procedure, []byte(path+"/"+strconv.Itoa(i)+"."+strconv.Itoa(j)))
+			call := "/" + strconv.Itoa(i) + "." + strconv.Itoa(j)
+			_, err := c.client.Call(withCall(cctx, callRef{root: root, path: key + call}), _procedure, []byte(path+call))
 			if err != nil && !c.soft && hard == nil {
 				hard = err
 			}
@@ -193,18 +196,25 @@ func rootOf(path string) int64 {
 	return id
 }
 
-type rootKey struct{}
-
-// withRoot returns ctx carrying the root request ID, for the retry
-// recorder of the node's outbound calls. It is the simulator's own
-// bookkeeping and survives a context drop on purpose.
-func withRoot(ctx context.Context, id int64) context.Context {
-	return context.WithValue(ctx, rootKey{}, id)
+// callRef names one logical call a node makes: the root request it is
+// made for, and its call path (callPath of the request it sends).
+type callRef struct {
+	root int64
+	path string
 }
 
-func rootFromContext(ctx context.Context) (int64, bool) {
-	id, ok := ctx.Value(rootKey{}).(int64)
-	return id, ok
+type callKey struct{}
+
+// withCall returns ctx carrying the logical call ref, for the retry
+// recorder of the node's outbound calls. It is the simulator's own
+// bookkeeping and survives a context drop on purpose.
+func withCall(ctx context.Context, ref callRef) context.Context {
+	return context.WithValue(ctx, callKey{}, ref)
+}
+
+func callFromContext(ctx context.Context) (callRef, bool) {
+	ref, ok := ctx.Value(callKey{}).(callRef)
+	return ref, ok
 }
 
 // visit is what the handler tells the claim recorder about one request.
@@ -264,8 +274,9 @@ func (w *claimCapture) AddHeaders(h transport.Headers) {
 
 // retryRecorder is the innermost outbound middleware of a node: it sees
 // every attempt and records, for each retry (attempt 2 or later, by the
-// attempt header), the root request and the hop it was spent on, and
-// every attempt of the traced root request.
+// attempt header), the root request, the logical call (by its call path)
+// and the hop it was spent on, and every attempt of the traced root
+// request.
 type retryRecorder struct {
 	log    *radiusLog
 	tracer *tracer
@@ -282,11 +293,11 @@ func (r *retryRecorder) Call(ctx context.Context, req *transport.Request, out tr
 			attempt = a
 		}
 	}
-	root, ok := rootFromContext(ctx)
+	call, ok := callFromContext(ctx)
 	if ok && attempt > 1 {
-		r.log.record(root, r.edges[req.Service])
+		r.log.record(call.root, call.path, r.edges[req.Service])
 	}
-	if !ok || !r.tracer.traces(root) {
+	if !ok || !r.tracer.traces(call.root) {
 		return out.Call(ctx, req)
 	}
 	start := time.Now()

@@ -436,7 +436,7 @@ func TopologyScenario(t *Topology, policies []Policy, base Options) Scenario {
 		figures: func(_ scenarioConfig, runs []RunReport) ([]Figure, []string) {
 			var figs []Figure
 			for _, r := range runs {
-				figs = append(figs, measure("max storm radius (hops), "+r.Label, r, radiusMax).atMost(float64(r.Expected.RadiusMax), "the hops where a retry may be spent"))
+				figs = append(figs, measure("max storm radius (hops), "+r.Label, r, radiusMax).atMost(float64(r.Expected.RadiusMax), "the most hops on one call path where a retry may be spent"))
 			}
 			return figs, nil
 		},

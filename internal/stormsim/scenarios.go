@@ -75,7 +75,7 @@ func relTol(ref float64) float64 { return LoadTolerance * math.Max(1, ref) }
 const (
 	_exactBasis  = "no budget and no chance: every count is exact"
 	_loadBasis   = "within 5% of the reference (the lab's agreement of measured and analytic loads)"
-	_radiusBasis = "hops with any retry, exact"
+	_radiusBasis = "the most hops with a retry on one call path, exact"
 )
 
 // budgetTol is how far retries per root request on a budgeted hop may be
@@ -116,9 +116,9 @@ func scenarioChain() Scenario {
 				measure("D (failing) load, budget", budget, load("D")).published(1.33).within(1.33, 0.05, basis),
 				measure("D (failing) load, ownership", own, load("D")).published(1.1).within(1.1, 0.05, basis),
 				measure("max storm radius (hops), naive", naive, radiusMax).within(3, 0, _radiusBasis),
-				measure("max storm radius (hops), budget", budget, radiusMax).atMost(3, "the hops above the failure"),
+				measure("max storm radius (hops), budget", budget, radiusMax).atMost(3, "the hops above the failure, on the chain's one call path"),
 				measure("max storm radius (hops), ownership", own, radiusMax).within(1, 0, _radiusBasis),
-			}, []string{"The storm radius of a failed root request counts the hops (caller→callee edges) over which a retry was spent on it."}
+			}, []string{"The storm radius of a failed root request is the largest number of hops (caller→callee edges) on one call path (root → … → leaf) over which a retry was spent on it; retries on sibling paths do not add up. A chain has one call path."}
 		},
 	}
 }
@@ -373,14 +373,14 @@ func scenarioDeep() Scenario {
 					measure("Y (failing) load, ownership", own, load("Y")).atMost(1.1, "1 + budget"),
 					measure("Y (failing) load, ownership, M drops", drop, load("Y")).within(1.21, relTol(1.21), _loadBasis),
 					measure("max storm radius (hops), naive", naive, radiusMax).published(25).within(24, 0, "24 hops join the 25 services"),
-					measure("max storm radius (hops), budget", budget, radiusMax).atMost(24, "the hops above the failure"),
+					measure("max storm radius (hops), budget", budget, radiusMax).atMost(24, "the hops above the failure, on the chain's one call path"),
 					measure("max storm radius (hops), ownership", own, radiusMax).within(1, 0, _radiusBasis),
 					measure("max storm radius (hops), ownership, M drops", drop, radiusMax).within(2, 0, _radiusBasis),
 					measure("mean storm radius of stormed requests, budget", budget, radiusMeanRetried),
 					measure("mean storm radius of stormed requests, ownership", own, radiusMeanRetried),
 				}, []string{
 					"Naive retries 25 deep would send Y 2^24 requests per request at A: that run is computed, not run.",
-					"The radius counts hops (caller→callee edges) with a retry spent on the failed request: a 25-service chain has 24; the published 25 counts services. The published fleet-wide figures (max 25 → 3, mean 20 → 2) are Uber's production, not this chain.",
+					"The radius counts the hops (caller→callee edges) on one call path with a retry spent on the failed request: a 25-service chain has one call path of 24 hops; the published 25 counts services. The published fleet-wide figures (max 25 → 3, mean 20 → 2) are Uber's production, not this chain.",
 					"A stormed request is a failed one with at least one retry; under a budget most failed requests get none (radius 0).",
 				}
 		},
@@ -407,12 +407,15 @@ func scenarioFanout() Scenario {
 				return r.Retries("A", "B") + r.Retries("A", "C") + r.Retries("B", "D") + r.Retries("B", "E") + r.Retries("C", "E")
 			}
 			return []Figure{
-				measure("F (failing) load, naive", naive, load("F")).within(32, 0, _exactBasis),
-				measure("F (failing) load, ownership", own, load("F")).within(4.4, relTol(4.4), "(D's 1 + E's 3 requests) × (1 + budget); "+_loadBasis),
-				measure("retries per request above F's callers, ownership", own, above).within(0, 0, "only D and E, F's callers, retry: exact"),
-				measure("max storm radius (hops), naive", naive, radiusMax).within(7, 0, _radiusBasis),
-				measure("max storm radius (hops), ownership", own, radiusMax).atMost(2, "D→F and E→F, one hop on each path"),
-			}, []string{"F is reached by A→B→D→F, A→B→E→F and A→C→E→F (C calls E twice): under errown only F's callers retry, however many paths lead to it."}
+					measure("F (failing) load, naive", naive, load("F")).within(32, 0, _exactBasis),
+					measure("F (failing) load, ownership", own, load("F")).within(4.4, relTol(4.4), "(D's 1 + E's 3 requests) × (1 + budget); "+_loadBasis),
+					measure("retries per request above F's callers, ownership", own, above).within(0, 0, "only D and E, F's callers, retry: exact"),
+					measure("max storm radius (hops), naive", naive, radiusMax).within(3, 0, "every hop of every call path retries, 3 hops on each: "+_radiusBasis),
+					measure("max storm radius (hops), ownership", own, radiusMax).within(1, 0, "D→F or E→F, one hop on each call path; sibling paths do not add up: exact"),
+				}, []string{
+					"F is reached by A→B→D→F, A→B→E→F and A→C→E→F (C calls E twice): under errown only F's callers retry, however many paths lead to it.",
+					"The storm radius counts the hops with a retry on one call path: naive retries spend one on all 7 hops, 3 on each path; errown one on D→F and on E→F, 1 on each path.",
+				}
 		},
 	}
 }

@@ -449,6 +449,24 @@ func (g *graph) depths() {
 	}
 }
 
+// mostOnOnePath returns the most edges for which marked is true on one
+// path from the root to a leaf: the storm radius, per call path, of a
+// root request with a retry on every marked edge. Marked edges on sibling
+// paths do not add up.
+func (g *graph) mostOnOnePath(marked func(e int) bool) int {
+	most := make([]int, len(g.nodes)) // on one path from each node down
+	for _, i := range g.order {
+		for _, c := range g.nodes[i].calls {
+			n := most[c.child]
+			if marked(c.edge) {
+				n++
+			}
+			most[i] = max(most[i], n)
+		}
+	}
+	return most[0]
+}
+
 // edgeName returns "A→B" for edge e.
 func (g *graph) edgeName(e int) string {
 	return g.nodes[g.edges[e].from].name + "→" + g.nodes[g.edges[e].to].name
