@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/zap"
 )
@@ -105,14 +106,18 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 }
 
 // Start loads the dependency memory's snapshot and starts the background
-// work: snapshots, fleet queries, and the gauges (updated every second).
+// work: snapshots, fleet queries, the gauges (updated every second) and
+// the retry budgets' clock.
 // Module calls it on fx start; a hand-built dispatcher's owner calls it
 // before serving.
 func (m *Middleware) Start() error {
 	m.lifeMu.Lock()
 	defer m.lifeMu.Unlock()
-	if err := m.memory.Start(); err != nil {
+	if err := m.retry.Start(); err != nil {
 		return err
+	}
+	if err := m.memory.Start(); err != nil {
+		return multierr.Append(err, m.retry.Stop())
 	}
 	m.gauges.start(_gaugeInterval)
 	m.running = true
@@ -128,7 +133,7 @@ func (m *Middleware) Stop() error {
 	}
 	m.running = false
 	m.gauges.halt()
-	return m.memory.Stop()
+	return multierr.Append(m.memory.Stop(), m.retry.Stop())
 }
 
 // Dependencies returns what errown knows of every edge: declared ones,

@@ -48,8 +48,7 @@ type budget struct {
 	minPerSecond float64
 	window       time.Duration
 	width        time.Duration // of one bucket
-	since        func(time.Time) time.Duration
-	start        time.Time
+	clock        *budgetClock
 
 	last    atomic.Int64 // latest epoch seen; the clock never steps back past it
 	mu      sync.Mutex
@@ -57,28 +56,21 @@ type budget struct {
 }
 
 // newBudget returns a budget for cfg, which must have its defaults applied,
-// on the clock now; nil is the real clock, which every deposit reads with
-// time.Since: its monotonic reading alone costs half of time.Now.
-func newBudget(cfg BudgetConfig, now func() time.Time) *budget {
-	width := cfg.Window / _budgetBuckets
-	if width <= 0 {
-		width = 1
-	}
-	since := time.Since
-	if now == nil {
-		now = time.Now
-	} else {
-		since = func(t time.Time) time.Duration { return now().Sub(t) }
-	}
+// on clock.
+func newBudget(cfg BudgetConfig, clock *budgetClock) *budget {
 	return &budget{
 		disabled:     cfg.Disabled,
 		ratio:        cfg.Ratio,
 		minPerSecond: cfg.MinPerSecond,
 		window:       cfg.Window,
-		width:        width,
-		since:        since,
-		start:        now(),
+		width:        budgetWidth(cfg.Window),
+		clock:        clock,
 	}
+}
+
+// budgetWidth is the width of one bucket of a budget over window.
+func budgetWidth(window time.Duration) time.Duration {
+	return max(window/_budgetBuckets, 1)
 }
 
 // deposit counts one original request.
@@ -115,9 +107,10 @@ func (b *budget) tryWithdraw() bool {
 }
 
 // epoch returns the bucket-width interval of now, or the latest one seen
-// if the clock stepped back.
+// if the clock stepped back (or a coarse reading lagged an exact one, or
+// another goroutine's).
 func (b *budget) epoch() int64 {
-	e := int64(b.since(b.start) / b.width)
+	e := int64(b.clock.elapsed() / b.width)
 	for {
 		last := b.last.Load()
 		if e <= last {

@@ -144,7 +144,7 @@ func TestBudget(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newClock()
-			b := newBudget(tt.give, clock.Now)
+			b := newBudget(tt.give, newBudgetClock(clock.Now, 0, nil))
 			for i, s := range tt.steps {
 				clock.Advance(s.advance)
 				for range s.deposits {
@@ -163,7 +163,7 @@ func TestBudget(t *testing.T) {
 }
 
 func TestBudgetConcurrent(t *testing.T) {
-	b := newBudget(BudgetConfig{Ratio: 0.1, NoFloor: true, Window: time.Second}, time.Now)
+	b := newBudget(BudgetConfig{Ratio: 0.1, NoFloor: true, Window: time.Second}, newBudgetClock(nil, 0, nil))
 	const goroutines, each = 8, 100
 	granted := make(chan int, goroutines)
 	for range goroutines {

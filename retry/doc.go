@@ -29,7 +29,17 @@
 // (see BudgetAllows). Backoff is exponential with full jitter. Retried
 // requests carry the attempt number (2, 3, ...) in the attempt header; the
 // caller's request is never mutated.
-// The middleware starts no goroutines: waits honour the call's context.
+// Waits honour the call's context.
+//
+// Every call to a callee with a policy counts in its budget, which needs
+// the time to the nearest bucket (a tenth of the window). Between Start and
+// Stop (errown's Start and Stop call them, on fx's lifecycle) one goroutine
+// reads the clock every tenth of a bucket (100ms for the default window;
+// never more often than every 10ms, windows under 1s are read exactly)
+// and calls read what it last read: a budget's window may end up to that
+// long (plus any delay in running the goroutine) in the past. Without
+// Start, or after Stop, every call reads the clock; the middleware starts
+// no other goroutine.
 //
 // # Metrics
 //

@@ -26,6 +26,7 @@ type Middleware struct {
 	codeHeader    string
 	maxBodyBytes  int
 	callees       map[string]*callee // read-only after New
+	clock         *budgetClock       // the budgets'
 
 	logger *zap.Logger
 	now    func() time.Time
@@ -44,18 +45,45 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
+	tick := coarseTick(budgetWidth(cfg.Budget.Window))
+	if len(cfg.Policies) == 0 || cfg.Budget.Disabled {
+		tick = 0 // no budget reads the clock
+	}
+	clock := newBudgetClock(o.clock, tick, o.ticker)
 	return &Middleware{
 		attemptHeader: cfg.AttemptHeader,
 		claimHeader:   cfg.ClaimHeader,
 		noRetryHeader: cfg.NoRetryHeader,
 		codeHeader:    cfg.CodeHeader,
 		maxBodyBytes:  cfg.MaxBodyBytes,
-		callees:       compileCallees(cfg, o.scope, o.clock),
+		callees:       compileCallees(cfg, o.scope, clock),
+		clock:         clock,
 		logger:        o.logger,
 		now:           o.now,
 		sleep:         o.sleep,
 		rand:          o.rand,
 	}, nil
+}
+
+// Start starts a goroutine that reads the clock every tenth of a budget
+// bucket (100ms for the default 10s window; between 10ms and 100ms) for
+// the retry budgets, which count every call: between Start and Stop a call
+// reads the time the goroutine last read rather than the clock. Without
+// Start the middleware works alike, reading the clock on every call. Start
+// does nothing when the middleware already runs, or has no budget to count
+// in (no policy, the budget disabled, or a window under 1s, read exactly).
+// It is safe to call concurrently with Call, and returns nil.
+func (m *Middleware) Start() error {
+	m.clock.Start()
+	return nil
+}
+
+// Stop stops the goroutine Start started, if it runs, and waits for it to
+// return; calls read the clock again. It is safe to call concurrently with
+// Call, and more than once, and returns nil.
+func (m *Middleware) Stop() error {
+	m.clock.Stop()
+	return nil
 }
 
 // Call implements middleware.UnaryOutbound. It sends req through out, again

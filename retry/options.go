@@ -19,6 +19,7 @@ type options struct {
 	scope  tally.Scope
 	now    func() time.Time
 	clock  func() time.Time // the budgets' now; nil for the real clock
+	ticker ticker           // the budgets' coarse clock's ticks
 	sleep  func(context.Context, time.Duration) error
 	rand   func() float64
 }
@@ -28,6 +29,7 @@ func defaultOptions() options {
 		logger: zap.NewNop(),
 		scope:  tally.NoopScope,
 		now:    time.Now,
+		ticker: realTicker,
 		sleep:  sleepContext,
 		rand:   rand.Float64,
 	}
@@ -65,6 +67,13 @@ func withClock(now func() time.Time, sleep func(context.Context, time.Duration) 
 		o.clock = now
 		o.sleep = sleep
 	})
+}
+
+// withTicker replaces the ticker that tells the budgets' clock, between
+// Start and Stop, to read the time again (the clock of withClock, or the
+// real one).
+func withTicker(t ticker) Option {
+	return optionFunc(func(o *options) { o.ticker = t })
 }
 
 // withRand replaces the jitter source, which must return values in [0, 1)

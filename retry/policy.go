@@ -62,15 +62,14 @@ func (c *callee) policy(procedure string) *policy {
 }
 
 // compileCallees compiles the policies of cfg, which must be valid with its
-// defaults applied, into one callee per service, whose budgets read the
-// clock now (nil: the real clock).
-func compileCallees(cfg Config, scope tally.Scope, now func() time.Time) map[string]*callee {
+// defaults applied, into one callee per service, whose budgets read clock.
+func compileCallees(cfg Config, scope tally.Scope, clock *budgetClock) map[string]*callee {
 	callees := make(map[string]*callee)
 	for _, pc := range cfg.Policies {
 		c, ok := callees[pc.Service]
 		if !ok {
 			c = &callee{
-				budget:     newBudget(cfg.Budget, now),
+				budget:     newBudget(cfg.Budget, clock),
 				metrics:    newMetrics(scope, pc.Service),
 				procedures: make(map[string]*policy),
 			}

@@ -95,7 +95,7 @@ func TestCalleeLookup(t *testing.T) {
 		{Service: "a", Procedure: "get", MaxAttempts: 3, Idempotent: new(true)},
 		{Service: "b", Procedure: "get", MaxAttempts: 4, Idempotent: new(true)},
 	}}.withDefaults()
-	callees := compileCallees(cfg, tally.NoopScope, newClock().Now)
+	callees := compileCallees(cfg, tally.NoopScope, newBudgetClock(newClock().Now, 0, nil))
 	tests := []struct {
 		giveService   string
 		giveProcedure string
