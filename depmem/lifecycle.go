@@ -13,8 +13,10 @@ import (
 var ErrStarted = errors.New("depmem: memory already started")
 
 // Start loads the snapshot, if one is configured, and starts the
-// background work: writing snapshots and polling the fleet. A snapshot that
-// cannot be read is logged and ignored; the memory then starts empty.
+// background work: writing snapshots, polling the fleet, and the coarse
+// clock that Observe and Kind read rather than the real one (see clock),
+// all of which Stop ends and waits for. A snapshot that cannot be read is
+// logged and ignored; the memory then starts empty.
 // Start must be followed by Stop; a second Start returns ErrStarted.
 func (m *Memory) Start() error {
 	m.lifeMu.Lock()
@@ -29,6 +31,7 @@ func (m *Memory) Start() error {
 			m.logger.Warn("errown: ignoring dependency memory snapshot", zap.String("path", path), zap.Error(err))
 		}
 	}
+	m.clock.begin()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
 	m.done = make(chan struct{})
@@ -48,6 +51,7 @@ func (m *Memory) Stop() error {
 	<-m.done
 	m.stop = nil
 	m.saveLogged()
+	m.clock.end()
 	return nil
 }
 

@@ -2,10 +2,12 @@ package depmem
 
 import (
 	"io"
+	"maps"
 	"math"
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/errown/errown/egresslog"
@@ -34,7 +36,10 @@ const (
 
 // Memory learns edge kinds from traffic over a sliding window. It is safe
 // for concurrent use. Observing a failure on an edge it already knows
-// allocates nothing.
+// allocates nothing and takes no lock: the edge is found in a copy of the
+// edge set read without one, its counts and kind are atomics, and only the
+// first failure of a time slice in its bucket locks the edge's window, to
+// empty the bucket (see window). Kind takes no lock either.
 //
 // It tracks at most Config.MaxEdges edges. When a new edge needs room and
 // every place is taken, the edges not observed for a full window (whose
@@ -49,15 +54,26 @@ type Memory struct {
 	cfg        Config
 	thresholds Thresholds
 	width      int64 // bucket width in nanoseconds
-	now        func() time.Time
+	clock      *clock
 	logger     *zap.Logger
 	scope      tally.Scope
 	// noop is set when the scope is tally.NoopScope: then no edge gets
 	// a tagged scope of its own, which tally would keep for nothing.
 	noop bool
 
+	// mu guards the set of edges tracked: edges, which eviction scans and
+	// views list, and noIdleBefore.
 	mu    sync.RWMutex
 	edges map[egresslog.Edge]*edgeState
+	// read is a copy of edges that the request path looks edges up in
+	// without a lock; it is never changed, only replaced, under mu: after
+	// an eviction, and once edges it lacks were looked up (misses) as many
+	// times as edges holds, so that a lookup costs O(1) copied entries
+	// amortized. That is sync.Map's original scheme, kept here because
+	// sync.Map hashes its interface keys by reflection, which cost more
+	// than the read lock it saved.
+	read   atomic.Pointer[map[egresslog.Edge]*edgeState]
+	misses atomic.Int64
 	// noIdleBefore is the earliest time slice at which an edge can have
 	// gone idle: no eviction pass runs before it. Under mu.
 	noIdleBefore int64
@@ -71,16 +87,23 @@ type Memory struct {
 }
 
 type edgeState struct {
-	mu   sync.Mutex
-	w    window
-	kind ownership.EdgeKind // classification at the last observation, for hysteresis
-	// gone is set, under mu, when the edge is evicted: an observation
-	// that looked the state up before then looks the edge up again.
-	gone bool
+	// w holds the counts and when the edge was last observed; once the
+	// edge is evicted, an observation that looked the state up before
+	// finds it so (w.touch) and looks the edge up again.
+	w *window
+	// kind is the ownership.EdgeKind as of the last observation, the
+	// hysteresis starts from it. Only observations (and a restore) write
+	// it.
+	kind atomic.Uint32
 
 	failures tally.Counter
 	joint    tally.Counter
 	series   io.Closer // the edge's tagged scope, closed on eviction; or nil
+}
+
+// loadKind returns the kind as of the last observation.
+func (s *edgeState) loadKind() ownership.EdgeKind {
+	return ownership.EdgeKind(s.kind.Load())
 }
 
 var (
@@ -103,7 +126,7 @@ func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
 		cfg:        cfg,
 		thresholds: cfg.thresholds(),
 		width:      int64(cfg.Window) / int64(cfg.Buckets),
-		now:        o.now,
+		clock:      newClock(o.now, cfg.Window/time.Duration(cfg.Buckets)),
 		logger:     o.logger,
 		scope:      o.scope,
 		edges:      make(map[egresslog.Edge]*edgeState),
@@ -113,6 +136,7 @@ func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
 		// that dashboards always find them.
 		snapshotErrors: o.scope.Counter("snapshot_errors"),
 	}
+	m.publish()
 	queries, errors := o.scope.Counter("fleet_queries"), o.scope.Counter("fleet_errors")
 	if cfg.Fleet.URL != "" {
 		m.fleet = newFleet(cfg.Fleet, o, queries, errors)
@@ -120,8 +144,9 @@ func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
 	return m, nil
 }
 
+// slice returns the current time slice: time / bucket width.
 func (m *Memory) slice() int64 {
-	return m.now().UnixNano() / m.width
+	return m.clock.nanos() / m.width
 }
 
 // Observe implements Observer.
@@ -131,62 +156,85 @@ func (m *Memory) Observe(e egresslog.Edge, callerFailed bool) {
 	}
 	fleetCounts, inFleet := m.fleet.counts(e)
 	now := m.slice()
-	s := m.lockedEdge(e, now)
+	s := m.touchedEdge(e, now)
 	if s == nil {
 		m.overflow.Inc(1)
 		return
 	}
 	s.w.add(now, callerFailed)
 	// The edge's kind moves here, on an observation, and nowhere else:
-	// reads classify from it without changing it (see classify).
+	// reads classify from it without changing it (see classify). Each
+	// observation classifies from the counts it sees, its own included;
+	// of concurrent ones, one moves the kind from where the other left it.
 	failures, joint, _ := s.counts(now, fleetCounts, inFleet)
-	s.kind = Classify(s.kind, failures, joint, m.thresholds)
-	// Counted under the lock: never in a series closed by an eviction.
+	for {
+		prev := s.kind.Load()
+		next := uint32(Classify(ownership.EdgeKind(prev), failures, joint, m.thresholds))
+		if next == prev || s.kind.CompareAndSwap(prev, next) {
+			break
+		}
+	}
+	// The edge was touched: no eviction closes its series before these
+	// are counted.
 	s.failures.Inc(1)
 	if callerFailed {
 		s.joint.Inc(1)
 	}
-	s.mu.Unlock()
 }
 
-// edge returns the state of e, creating it, as touched at time slice now,
-// when create is set and there is room, or room can be made by evicting
-// idle edges. It returns nil for an unknown edge it did not create.
-func (m *Memory) edge(e egresslog.Edge, now int64, create bool) *edgeState {
+// edge returns the state of e, or nil when the memory does not track e. A
+// lookup that read misses counts towards replacing read: that changes
+// where edges are found, never what the memory learned.
+func (m *Memory) edge(e egresslog.Edge) *edgeState {
+	if s := (*m.read.Load())[e]; s != nil {
+		return s
+	}
 	m.mu.RLock()
 	s := m.edges[e]
+	publish := s != nil && m.misses.Add(1) >= int64(len(m.edges))
 	m.mu.RUnlock()
-	if s != nil || !create {
-		return s
+	if publish {
+		m.mu.Lock()
+		if m.misses.Load() >= int64(len(m.edges)) {
+			m.publish()
+		}
+		m.mu.Unlock()
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s = m.edges[e]; s != nil {
-		return s
-	}
-	if len(m.edges) >= m.cfg.MaxEdges && !m.evictIdle(now) {
-		return nil
-	}
-	s = m.newEdgeState(e, now)
-	m.edges[e] = s
 	return s
 }
 
-// lockedEdge returns the state of e, created as edge creates it, with its
-// lock held, or nil when there is no room for e.
-func (m *Memory) lockedEdge(e egresslog.Edge, now int64) *edgeState {
-	for {
-		s := m.edge(e, now, true)
-		if s == nil {
+// touchedEdge returns the state of e touched at time slice now (see
+// window.touch), creating it when there is room, or room can be made by
+// evicting idle edges; or nil when there is none.
+func (m *Memory) touchedEdge(e egresslog.Edge, now int64) *edgeState {
+	if s := (*m.read.Load())[e]; s != nil && s.w.touch(now) {
+		return s
+	}
+	// New since read was made, evicted since the lookup, or not tracked:
+	// look again under the lock, which eviction takes too.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.edges[e]
+	if s == nil {
+		if len(m.edges) >= m.cfg.MaxEdges && !m.evictIdle(now) {
 			return nil
 		}
-		s.mu.Lock()
-		if !s.gone {
-			return s
-		}
-		// Evicted between the lookup and the lock: look again.
-		s.mu.Unlock()
+		s = m.newEdgeState(e, now)
+		m.edges[e] = s
 	}
+	if m.misses.Add(1) >= int64(len(m.edges)) {
+		m.publish()
+	}
+	s.w.touch(now) // true: what eviction evicts leaves edges at once
+	return s
+}
+
+// publish replaces read with a copy of edges. m.mu must be held for
+// writing.
+func (m *Memory) publish() {
+	read := maps.Clone(m.edges)
+	m.read.Store(&read)
+	m.misses.Store(0)
 }
 
 // evictIdle evicts every edge not touched for a full window at time slice
@@ -202,18 +250,19 @@ func (m *Memory) evictIdle(now int64) bool {
 	oldest := int64(math.MaxInt64) // the least recently touched edge kept
 	evicted := 0
 	for e, s := range m.edges {
-		s.mu.Lock()
-		if s.w.idle(now) {
-			s.gone = true
-			delete(m.edges, e)
-			if s.series != nil {
-				_ = s.series.Close() // never fails
-			}
-			evicted++
-		} else {
-			oldest = min(oldest, s.w.touched)
+		idle, touched := s.w.evictIdle(now)
+		if !idle {
+			oldest = min(oldest, touched)
+			continue
 		}
-		s.mu.Unlock()
+		delete(m.edges, e)
+		if s.series != nil {
+			_ = s.series.Close() // never fails
+		}
+		evicted++
+	}
+	if evicted > 0 {
+		m.publish() // before the lock is let go: no lookup after it finds an evicted edge
 	}
 	// An edge touched in slice t is idle from slice t+span on; edges
 	// created from now on are touched now or later.
@@ -273,7 +322,7 @@ func (m *Memory) Kind(e egresslog.Edge) ownership.EdgeKind {
 func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
 	fleetCounts, inFleet := m.fleet.counts(e)
 	now := m.slice()
-	s := m.edge(e, now, false)
+	s := m.edge(e)
 	if s == nil && !inFleet {
 		return EdgeView{Edge: e, Kind: ownership.KindUnknown, Source: SourceLocal}, false
 	}
@@ -282,13 +331,11 @@ func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
 		// this service's own failures take a place under maxEdges.
 		return fleetView(e, fleetCounts, m.thresholds), true
 	}
-	s.mu.Lock()
 	failures, joint, src := s.counts(now, fleetCounts, inFleet)
 	// A read is pure: the hysteresis starts from the kind the last
 	// observation left, and what is read here is not kept, so the kind
 	// never depends on who looked at it, or how often.
-	kind := Classify(s.kind, failures, joint, m.thresholds)
-	s.mu.Unlock()
+	kind := Classify(s.loadKind(), failures, joint, m.thresholds)
 	return EdgeView{
 		Edge:           e,
 		Kind:           kind,
@@ -301,7 +348,7 @@ func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
 
 // counts returns the counts an edge is classified from at time slice now:
 // the fleet's when they hold more callee failures than the local window,
-// else the local window's. s.mu must be held.
+// else the local window's.
 func (s *edgeState) counts(now int64, fleet counts, inFleet bool) (failures, joint int64, src Source) {
 	failures, joint = s.w.sums(now)
 	if inFleet && fleet.failures > failures {

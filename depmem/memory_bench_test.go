@@ -7,8 +7,24 @@ import (
 	"github.com/errown/errown/egresslog"
 )
 
+// startedMemory returns a memory with cfg, started as errown starts it
+// (its coarse clock runs) and stopped when b ends.
+func startedMemory(b *testing.B, cfg Config) *Memory {
+	m, err := NewMemory(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Stop() })
+	return m
+}
+
 // BenchmarkObserve compares recording a callee failure on a known edge
-// with the least it could cost: one locked counter increment.
+// with the least it could cost: one locked counter increment. Run it with
+// -cpu 1,2: known-edge-parallel is every core observing the same edge,
+// as when one edge fails.
 func BenchmarkObserve(b *testing.B) {
 	b.Run("baseline-locked-increment", func(b *testing.B) {
 		var mu sync.Mutex
@@ -22,10 +38,7 @@ func BenchmarkObserve(b *testing.B) {
 		_ = n
 	})
 	b.Run("known-edge", func(b *testing.B) {
-		m, err := NewMemory(Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := startedMemory(b, Config{})
 		m.Observe(edgeA, true)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -34,10 +47,7 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 	b.Run("known-edge-parallel", func(b *testing.B) {
-		m, err := NewMemory(Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := startedMemory(b, Config{})
 		m.Observe(edgeA, true)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -50,10 +60,7 @@ func BenchmarkObserve(b *testing.B) {
 	b.Run("new-edge-when-full", func(b *testing.B) {
 		// Every place taken by an edge inside the window: a new edge is
 		// dropped without scanning for idle ones.
-		m, err := NewMemory(Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := startedMemory(b, Config{})
 		for i := range DefaultMaxEdges {
 			m.Observe(churnEdge(i), true)
 		}
@@ -68,10 +75,7 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 	b.Run("kind", func(b *testing.B) {
-		m, err := NewMemory(Config{MinSamples: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
+		m := startedMemory(b, Config{MinSamples: 1})
 		m.Observe(edgeA, true)
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -386,6 +386,98 @@ func TestMemoryConcurrentChurn(t *testing.T) {
 	assert.LessOrEqual(t, len(m.edges), maxEdges)
 }
 
+func TestMemoryConcurrentObserveAcrossRotations(t *testing.T) {
+	// Rounds of goroutines observing one edge at once, the first of each
+	// round in a bucket that still holds a slice that left the window
+	// (the clock moves one bucket, sometimes three, between rounds), while
+	// others read and snapshot: no observation is lost or counted twice,
+	// and the window holds exactly the last rounds'. Run with -race.
+	const goroutines, perGoroutine, buckets = 4, 200, 10
+	m, clock := newMemory(t, Config{Window: buckets * time.Second, Buckets: buckets, MinSamples: 1})
+	type round struct {
+		slice           int64
+		failures, joint int64
+	}
+	var rounds []round
+	for r := 0; r < 3*buckets; r++ {
+		var wg sync.WaitGroup
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perGoroutine; i++ {
+					m.Observe(edgeA, i%5 != 0)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				_ = m.Kind(edgeA)
+				_ = m.Edges()
+				_ = m.Snapshot()
+			}
+		}()
+		wg.Wait()
+		now := m.slice()
+		rounds = append(rounds, round{slice: now, failures: goroutines * perGoroutine, joint: goroutines * perGoroutine * 4 / 5})
+		var want EdgeView
+		want.Edge, want.Source, want.Kind = edgeA, SourceLocal, ownership.KindFailClose
+		for _, r := range rounds {
+			if r.slice > now-buckets {
+				want.CalleeFailures += r.failures
+				want.JointFailures += r.joint
+			}
+		}
+		want.Ratio = Ratio(want.CalleeFailures, want.JointFailures)
+		require.Equal(t, []EdgeView{want}, m.Edges(), "round %d", r)
+		step := time.Second
+		if r%7 == 6 {
+			step = 3 * time.Second
+		}
+		clock.Add(step)
+	}
+}
+
+func TestMemoryConcurrentEvictionKeepsObservations(t *testing.T) {
+	// Each round starts with every edge idle, the memory full; while
+	// goroutines observe edgeA, a new edge evicts the idle ones. Whether
+	// edgeA is evicted before its first observation of the round or not,
+	// no observation of it is lost to an evicted state. Run with -race.
+	const goroutines, perGoroutine, window = 4, 100, 10 * time.Second
+	scope := tally.NewTestScope("", nil)
+	m, clock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1, Window: window, Buckets: 10}, WithScope(scope))
+	m.Observe(edgeA, true)
+	m.Observe(churnEdge(0), true) // full
+	for r := 1; r <= 50; r++ {
+		clock.Add(window) // everything idle
+		var wg sync.WaitGroup
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perGoroutine; i++ {
+					m.Observe(edgeA, true)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.Observe(churnEdge(r), true) // evicts what is idle, and takes a place
+		}()
+		wg.Wait()
+		v, ok := m.classify(edgeA)
+		require.True(t, ok, "round %d", r)
+		require.Equal(t, int64(goroutines*perGoroutine), v.CalleeFailures, "round %d", r)
+		m.mu.RLock()
+		require.LessOrEqual(t, len(m.edges), 2)
+		m.mu.RUnlock()
+	}
+	assert.Equal(t, int64(0), scope.Snapshot().Counters()["depmem.edges_overflow+"].Value(), "nothing dropped")
+}
+
 func TestMemoryObserveDoesNotAllocateOnKnownEdge(t *testing.T) {
 	m, _ := newMemory(t, Config{})
 	m.Observe(edgeA, true)

@@ -16,7 +16,7 @@ type Option interface {
 type options struct {
 	logger *zap.Logger
 	scope  tally.Scope
-	now    func() time.Time
+	now    func() time.Time // nil: the real clock
 	client *http.Client
 }
 
@@ -24,7 +24,6 @@ func newOptions(opts []Option) options {
 	o := options{
 		logger: zap.NewNop(),
 		scope:  tally.NoopScope,
-		now:    time.Now,
 		client: &http.Client{},
 	}
 	for _, opt := range opts {
@@ -55,7 +54,8 @@ func WithScope(s tally.Scope) Option {
 	})
 }
 
-// withClock reads the time from now.
+// withClock reads the time from now, exactly at every reading: the
+// coarse clock never runs on it (see clock).
 func withClock(now func() time.Time) Option {
 	return optionFunc(func(o *options) { o.now = now })
 }

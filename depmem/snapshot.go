@@ -86,10 +86,8 @@ func (m *Memory) Snapshot() Snapshot {
 	now := m.slice()
 	m.mu.RLock()
 	for e, st := range m.edges {
-		st.mu.Lock()
 		live := st.w.live(now)
-		kind := st.kind
-		st.mu.Unlock()
+		kind := st.loadKind()
 		if len(live) == 0 {
 			continue
 		}
@@ -114,7 +112,7 @@ func (m *Memory) Restore(s *Snapshot) error {
 	}
 	now := m.slice()
 	for _, se := range s.Edges {
-		st := m.lockedEdge(se.Edge, now)
+		st := m.touchedEdge(se.Edge, now)
 		if st == nil {
 			m.overflow.Inc(1)
 			continue
@@ -122,8 +120,7 @@ func (m *Memory) Restore(s *Snapshot) error {
 		for _, b := range se.Buckets {
 			st.w.restore(bucket{slice: b[0], failures: b[1], joint: b[2]})
 		}
-		st.kind = se.Kind
-		st.mu.Unlock()
+		st.kind.Store(uint32(se.Kind))
 	}
 	return nil
 }

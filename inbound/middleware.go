@@ -28,12 +28,15 @@ type Middleware struct {
 	memory            depmem.Classifier
 	observer          depmem.Observer
 	now               func() time.Time
-	recent            decisions
 	unknownCorrelated bool
 	attemptHeader     string
 	claimHeader       string
 	noRetryHeader     string
 	codeHeader        string
+	// recent is allocated on its own: every failed request writes its
+	// cursor, which must not share a cache block with what every request
+	// reads.
+	recent *decisions
 	// Header sets built once and only read: every transport's AddHeaders
 	// copies them into its own response.
 	claimed          transport.Headers
@@ -81,6 +84,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		memory:            o.memory,
 		observer:          o.observer,
 		now:               time.Now,
+		recent:            new(decisions),
 		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
 		attemptHeader:     cfg.AttemptHeader,
 		claimHeader:       cfg.ClaimHeader,
@@ -261,13 +265,14 @@ func (m *Middleware) decide(procedure string, code yarpcerrors.Code, class owner
 			reason = ReasonOwnFailure
 		}
 	}
-	m.recent.add(Decision{
-		Time:        m.now(),
-		Procedure:   procedure,
-		Code:        codeName(code, class),
-		Claim:       claim.String(),
-		FailedCalls: len(entries) + counts.Overflow,
-		Reason:      reason,
+	m.recent.add(record{
+		time:        m.now(),
+		procedure:   procedure,
+		reason:      reason,
+		failedCalls: len(entries) + counts.Overflow,
+		code:        code,
+		class:       class,
+		claim:       claim,
 	})
 	return claim
 }

@@ -1,0 +1,107 @@
+package inbound
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/yarpc/api/transport/transporttest"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+func TestDecisionsNewestFirst(t *testing.T) {
+	var d decisions
+	assert.Empty(t, d.list())
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := 1; i <= _recentDecisions+3; i++ {
+		d.add(record{time: at, procedure: "p", failedCalls: i, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure, claim: ownership.ClaimClaimed, reason: ReasonOwnFailure})
+	}
+	got := d.list()
+	require.Len(t, got, _recentDecisions)
+	for i, dec := range got {
+		assert.Equal(t, _recentDecisions+3-i, dec.FailedCalls, "newest first")
+	}
+	assert.Equal(t, Decision{Time: at, Procedure: "p", Code: "unavailable", Claim: "claimed", FailedCalls: _recentDecisions + 3, Reason: ReasonOwnFailure}, got[0])
+	assert.Equal(t, got, d.list(), "listing changes nothing")
+}
+
+func TestDecisionsConcurrent(t *testing.T) {
+	// Writers add while readers list: run with -race. Each writer's own
+	// decisions, numbered in the order it added them, must come out newest
+	// first, and the ring never holds more than it keeps.
+	const writers, perWriter = 4, 2000
+	var d decisions
+	check := func(list []Decision) {
+		assert.LessOrEqual(t, len(list), _recentDecisions)
+		last := map[string]int{}
+		for _, dec := range list {
+			if prev, ok := last[dec.Procedure]; ok {
+				assert.Less(t, dec.FailedCalls, prev, "writer %s: newest first", dec.Procedure)
+			}
+			last[dec.Procedure] = dec.FailedCalls
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := strconv.Itoa(w)
+			for i := 1; i <= perWriter; i++ {
+				d.add(record{procedure: name, failedCalls: i})
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			check(d.list())
+		}
+	}()
+	wg.Wait()
+	<-done
+	list := d.list()
+	check(list)
+	assert.Len(t, list, _recentDecisions, "every place written")
+	assert.Equal(t, uint64(writers*perWriter), d.next.Load())
+}
+
+func TestDecisionsWhileHandling(t *testing.T) {
+	// The middleware's own path: failing requests in parallel with the
+	// debug page's reads.
+	e := newEnv(t, Config{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(errBoom, failed("hard", false)))
+				if i%10 == 0 {
+					_ = e.mw.Decisions()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	list := e.mw.Decisions()
+	require.Len(t, list, _recentDecisions)
+	for _, dec := range list {
+		assert.Equal(t, "unavailable", dec.Code)
+		assert.Equal(t, 1, dec.FailedCalls)
+	}
+	assert.Equal(t, int64(1200), e.counter("inbound.claimed"))
+}
+
+func TestDecisionsSlotsFillCacheBlocks(t *testing.T) {
+	var d decisions
+	assert.Zero(t, unsafe.Sizeof(d.ring[0])%_cacheLine, "each place in blocks of its own")
+	assert.Equal(t, uintptr(_cacheLine), unsafe.Offsetof(d.ring), "the cursor in a block of its own")
+}
