@@ -17,7 +17,14 @@ import (
 func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, Class) {
 	switch {
 	case err != nil:
-		c := yarpcerrors.FromError(err).Code()
+		// The transports' errors are *yarpcerrors.Status: read the code
+		// straight off them; FromError's errors.As costs an allocation.
+		var c yarpcerrors.Code
+		if st, ok := err.(*yarpcerrors.Status); ok {
+			c = st.Code()
+		} else {
+			c = yarpcerrors.FromError(err).Code()
+		}
 		if c == yarpcerrors.CodeOK {
 			c = yarpcerrors.CodeUnknown
 		}

@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// _claimed are the headers of a callee's error response that claims the
+// failure, as errown on the callee sends them.
+var _claimed = func() transport.Headers {
+	v, _ := ownership.ClaimClaimed.HeaderValue()
+	return transport.NewHeaders().With(ownership.DefaultClaimHeader, v)
+}()
+
+// downOutbound is a transport.UnaryOutbound that does no I/O and fails
+// every call as a callee in an outage does through yarpc's HTTP outbound:
+// a fresh unavailable error, with a response that carries the callee's
+// headers (its claim) and no body.
+type downOutbound struct{ memOutbound }
+
+var _ transport.UnaryOutbound = downOutbound{}
+
+func (downOutbound) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
+	if req.Body != nil {
+		if _, err := io.Copy(io.Discard, req.Body); err != nil {
+			return nil, err
+		}
+	}
+	return &transport.Response{Headers: _claimed}, yarpcerrors.UnavailableErrorf("%s is down", req.Service)
+}
+
+// outageChain is unaryChain with the callee down, and errown's
+// middleware started, as a dispatcher's owner (or fx) starts it before
+// serving: its background work runs, the dependency memory's coarse clock
+// among it.
+func outageChain(b *testing.B, cfg *errown.Config) transport.UnaryHandler {
+	var in middleware.UnaryInbound
+	var out middleware.UnaryOutbound
+	if cfg != nil {
+		mw, err := errown.New(*cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := mw.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := mw.Stop(); err != nil {
+				b.Error(err)
+			}
+		})
+		ycfg := mw.Apply(yarpc.Config{Name: _service})
+		in, out = ycfg.InboundMiddleware.Unary, ycfg.OutboundMiddleware.Unary
+	}
+	h := callingHandler{out: middleware.ApplyUnaryOutbound(downOutbound{}, out)}
+	return middleware.ApplyUnaryInbound(h, in)
+}
+
+// BenchmarkOutage is UnaryOverhead's request with its one outbound call
+// failing: the callee is down and claims the failure, so every request
+// fails, errown's error path runs on each (egress log entry, claim
+// decision, the operators' list of decisions, the dependency memory's
+// observation) and each observation lands on the same edge. It runs with
+// GOMAXPROCS 1 and 2 (b.RunParallel), bare and errown, and reports req/s
+// beside ns/op.
+//
+// The edge has no retry policy: the benchmark measures errown's error
+// path, not retries, which sleep their backoff; a policy whose budget is
+// spent would add the retry budget's refusal (retry.Middleware) to it.
+func BenchmarkOutage(b *testing.B) {
+	var cfg errown.Config // no retry policy for the callee
+	for _, procs := range []int{1, 2} {
+		b.Run(fmt.Sprintf("gomaxprocs=%d", procs), func(b *testing.B) {
+			for _, bb := range []struct {
+				name string
+				cfg  *errown.Config
+			}{
+				{"bare", nil},
+				{"errown", &cfg},
+			} {
+				b.Run(bb.name, func(b *testing.B) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					runOutage(b, outageChain(b, bb.cfg))
+				})
+			}
+		})
+	}
+}
+
+// runOutage sends requests through h from GOMAXPROCS goroutines; each
+// must fail as unavailable.
+func runOutage(b *testing.B, h transport.UnaryHandler) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu := startCPU(b)
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		req := &transport.Request{
+			Caller:    _caller,
+			Service:   _service,
+			Procedure: _procedure,
+			Encoding:  "raw",
+			Transport: "http",
+			Headers:   transport.NewHeaders(),
+		}
+		for pb.Next() {
+			if err := h.Handle(ctx, req, nopResponseWriter{}); !yarpcerrors.IsUnavailable(err) {
+				b.Errorf("got %v, want unavailable", err)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start)
+	cpu.stop()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+}
