@@ -16,8 +16,8 @@ func TestCoarseTick(t *testing.T) {
 		{give: DefaultWindow / DefaultBuckets, want: 100 * time.Millisecond},
 		{give: time.Second, want: 100 * time.Millisecond},
 		{give: 500 * time.Millisecond, want: 50 * time.Millisecond},
-		{give: 10 * time.Millisecond, want: time.Millisecond},
-		{give: 9 * time.Millisecond, want: 0},
+		{give: 100 * time.Millisecond, want: 10 * time.Millisecond},
+		{give: 99 * time.Millisecond, want: 0},
 		{give: time.Millisecond, want: 0},
 	}
 	for _, tt := range tests {
@@ -27,21 +27,21 @@ func TestCoarseTick(t *testing.T) {
 
 func TestClockCoarseWhileStarted(t *testing.T) {
 	c := newClock(nil, time.Second)
-	require.Equal(t, 100*time.Millisecond, c.tick)
 	before := c.nanos()
 	assert.InDelta(t, time.Now().UnixNano(), before, float64(time.Second), "the real clock")
-	assert.Equal(t, int64(_clockOff), c.coarse.Load(), "exact before begin")
+	assert.False(t, c.Coarse(), "exact before begin")
 
 	c.begin()
 	c.begin() // a second begin does nothing
-	at := c.coarse.Load()
+	require.True(t, c.Coarse(), "coarse once begun")
+	at := c.nanos()
 	assert.GreaterOrEqual(t, at, before, "never behind an earlier reading")
-	assert.Equal(t, at, c.nanos(), "read from the atomic")
+	assert.Equal(t, at, c.nanos(), "between ticks: as of the last")
 	require.Eventually(t, func() bool { return c.nanos() > at }, 5*time.Second, 10*time.Millisecond, "ticks")
 
 	c.end()
 	c.end() // a second end does nothing
-	assert.Equal(t, int64(_clockOff), c.coarse.Load(), "exact after end")
+	assert.False(t, c.Coarse(), "exact after end")
 	assert.GreaterOrEqual(t, c.nanos(), at)
 	// goleak (TestMain) checks that the ticking goroutine has exited.
 }
@@ -58,7 +58,7 @@ func TestClockNeverCoarse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.give.begin()
 			defer tt.give.end()
-			assert.Equal(t, int64(_clockOff), tt.give.coarse.Load())
+			assert.False(t, tt.give.Coarse())
 		})
 	}
 }
@@ -67,9 +67,9 @@ func TestMemoryStartRunsTheCoarseClock(t *testing.T) {
 	m, err := NewMemory(Config{Window: 10 * time.Second, MinSamples: 1})
 	require.NoError(t, err)
 	require.NoError(t, m.Start())
-	assert.NotEqual(t, int64(_clockOff), m.clock.coarse.Load(), "started")
+	assert.True(t, m.clock.Coarse(), "started")
 	m.Observe(edgeA, true)
 	require.NoError(t, m.Stop())
-	assert.Equal(t, int64(_clockOff), m.clock.coarse.Load(), "stopped")
+	assert.False(t, m.clock.Coarse(), "stopped")
 	assert.Equal(t, int64(1), m.Edges()[0].CalleeFailures, "observed in the window the exact clock reads")
 }

@@ -110,7 +110,7 @@ func (b *budget) tryWithdraw() bool {
 // if the clock stepped back (or a coarse reading lagged an exact one, or
 // another goroutine's).
 func (b *budget) epoch() int64 {
-	e := int64(b.clock.elapsed() / b.width)
+	e := int64(b.clock.Elapsed() / b.width)
 	for {
 		last := b.last.Load()
 		if e <= last {

@@ -81,37 +81,37 @@ func TestBudgetClockCoarseBetweenStartAndStop(t *testing.T) {
 	c := newBudgetClock(clock.Now, 100*time.Millisecond, ticker.new)
 
 	clock.Advance(3 * time.Second)
-	assert.Equal(t, 3*time.Second, c.elapsed(), "before Start: exact")
+	assert.Equal(t, 3*time.Second, c.Elapsed(), "before Start: exact")
 
 	c.Start()
-	assert.Equal(t, 3*time.Second, c.elapsed(), "read at Start")
+	assert.Equal(t, 3*time.Second, c.Elapsed(), "read at Start")
 	clock.Advance(time.Second)
-	assert.Equal(t, 3*time.Second, c.elapsed(), "between ticks: as of the last")
+	assert.Equal(t, 3*time.Second, c.Elapsed(), "between ticks: as of the last")
 	ticker.tick()
-	assert.Equal(t, 4*time.Second, c.elapsed(), "after a tick")
+	assert.Equal(t, 4*time.Second, c.Elapsed(), "after a tick")
 	clock.Advance(2 * time.Second)
 	ticker.tick()
-	assert.Equal(t, 6*time.Second, c.elapsed(), "after another tick")
+	assert.Equal(t, 6*time.Second, c.Elapsed(), "after another tick")
 
 	c.Start() // runs already: no second goroutine, no new reading
 	clock.Advance(time.Second)
-	assert.Equal(t, 6*time.Second, c.elapsed(), "after a second Start")
+	assert.Equal(t, 6*time.Second, c.Elapsed(), "after a second Start")
 	made, stopped := ticker.made()
 	assert.Equal(t, []time.Duration{100 * time.Millisecond}, made, "tickers made")
 	assert.Zero(t, stopped, "tickers stopped")
 
 	c.Stop()
-	assert.Equal(t, 7*time.Second, c.elapsed(), "after Stop: exact")
+	assert.Equal(t, 7*time.Second, c.Elapsed(), "after Stop: exact")
 	c.Stop()
 	clock.Advance(time.Second)
-	assert.Equal(t, 8*time.Second, c.elapsed(), "after a second Stop: exact")
+	assert.Equal(t, 8*time.Second, c.Elapsed(), "after a second Stop: exact")
 	_, stopped = ticker.made()
 	assert.Equal(t, 1, stopped, "tickers stopped")
 
 	c.Start() // starts again
 	clock.Advance(time.Second)
 	ticker.tick()
-	assert.Equal(t, 9*time.Second, c.elapsed(), "restarted, after a tick")
+	assert.Equal(t, 9*time.Second, c.Elapsed(), "restarted, after a tick")
 	c.Stop()
 	made, stopped = ticker.made()
 	assert.Len(t, made, 2, "tickers made")
@@ -125,7 +125,7 @@ func TestBudgetClockSteppedBackReadsZero(t *testing.T) {
 	defer c.Stop()
 	clock.Advance(-time.Second)
 	ticker.tick()
-	assert.Zero(t, c.elapsed())
+	assert.Zero(t, c.Elapsed())
 }
 
 func TestBudgetClockWithoutTickNeverStarts(t *testing.T) {
@@ -133,7 +133,7 @@ func TestBudgetClockWithoutTickNeverStarts(t *testing.T) {
 	c := newBudgetClock(clock.Now, 0, ticker.new)
 	c.Start()
 	clock.Advance(time.Second)
-	assert.Equal(t, time.Second, c.elapsed(), "exact")
+	assert.Equal(t, time.Second, c.Elapsed(), "exact")
 	c.Stop()
 	made, _ := ticker.made()
 	assert.Empty(t, made, "tickers made")
@@ -237,18 +237,18 @@ func bucketRequests(b *budget) map[int64]int64 {
 func TestBudgetClockRealTimeAdvances(t *testing.T) {
 	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}))
 	c := m.clock
-	assert.EqualValues(t, _clockOff, c.coarse.Load(), "before Start: exact")
+	assert.False(t, c.Coarse(), "before Start: exact")
 
 	require.NoError(t, m.Start())
-	require.NotEqualValues(t, _clockOff, c.coarse.Load(), "started: coarse")
-	first := c.elapsed()
-	assert.Eventually(t, func() bool { return c.elapsed() > first }, 5*time.Second, time.Millisecond, "coarse reading advances")
+	require.True(t, c.Coarse(), "started: coarse")
+	first := c.Elapsed()
+	assert.Eventually(t, func() bool { return c.Elapsed() > first }, 5*time.Second, time.Millisecond, "coarse reading advances")
 	require.NoError(t, m.Stop())
 
-	assert.EqualValues(t, _clockOff, c.coarse.Load(), "after Stop: exact")
-	before := c.elapsed()
+	assert.False(t, c.Coarse(), "after Stop: exact")
+	before := c.Elapsed()
 	time.Sleep(time.Millisecond)
-	assert.Greater(t, c.elapsed(), before, "exact reading advances")
+	assert.Greater(t, c.Elapsed(), before, "exact reading advances")
 }
 
 // TestMiddlewareStartStopConcurrentWithCalls runs calls while the clock
