@@ -82,11 +82,13 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
 		refused := state.Refused
 		if res != nil {
-			v, _ := res.Headers.Get(m.claimHeader)
-			e.Claim = ownership.ParseClaim(v)
+			// The names are validated lower case, i.e. canonical: index
+			// the map rather than have Headers.Get lower-case them.
+			items := res.Headers.Items()
+			e.Claim = ownership.ParseClaim(items[m.claimHeader])
 			// Pushback counts whether or not a policy would have
 			// retried: the callee asked, so nobody above retries.
-			if v, _ := res.Headers.Get(m.noRetryHeader); v == _noRetryValue && refused == ownership.RefusedNone {
+			if items[m.noRetryHeader] == _noRetryValue && refused == ownership.RefusedNone {
 				refused = ownership.RefusedPushback
 			}
 		}

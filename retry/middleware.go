@@ -181,14 +181,17 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if res != nil {
 		headers = res.Headers
 	}
-	if v, _ := headers.Get(m.claimHeader); ownership.ParseClaim(v) == ownership.ClaimUnclaimed {
+	// The names are validated lower case, i.e. canonical: index the map
+	// rather than have Headers.Get lower-case them.
+	items := headers.Items()
+	if ownership.ParseClaim(items[m.claimHeader]) == ownership.ClaimUnclaimed {
 		c.metrics.suppressed.Inc(1)
 		return 0, false
 	}
 	if n >= p.maxAttempts {
 		return 0, false
 	}
-	if v, _ := headers.Get(m.noRetryHeader); v == _noRetryValue {
+	if items[m.noRetryHeader] == _noRetryValue {
 		return 0, m.refuse(req, c, state, ownership.RefusedPushback, n)
 	}
 	if !p.retryableCode(code) {
