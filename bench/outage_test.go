@@ -10,8 +10,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/ownership"
-	"go.uber.org/yarpc"
-	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -40,33 +38,6 @@ func (downOutbound) Call(_ context.Context, req *transport.Request) (*transport.
 	return &transport.Response{Headers: _claimed}, yarpcerrors.UnavailableErrorf("%s is down", req.Service)
 }
 
-// outageChain is unaryChain with the callee down, and errown's
-// middleware started, as a dispatcher's owner (or fx) starts it before
-// serving: its background work runs, the dependency memory's coarse clock
-// among it.
-func outageChain(b *testing.B, cfg *errown.Config) transport.UnaryHandler {
-	var in middleware.UnaryInbound
-	var out middleware.UnaryOutbound
-	if cfg != nil {
-		mw, err := errown.New(*cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := mw.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			if err := mw.Stop(); err != nil {
-				b.Error(err)
-			}
-		})
-		ycfg := mw.Apply(yarpc.Config{Name: _service})
-		in, out = ycfg.InboundMiddleware.Unary, ycfg.OutboundMiddleware.Unary
-	}
-	h := callingHandler{out: middleware.ApplyUnaryOutbound(downOutbound{}, out)}
-	return middleware.ApplyUnaryInbound(h, in)
-}
-
 // BenchmarkOutage is UnaryOverhead's request with its one outbound call
 // failing: the callee is down and claims the failure, so every request
 // fails, errown's error path runs on each (egress log entry, claim
@@ -91,7 +62,7 @@ func BenchmarkOutage(b *testing.B) {
 			} {
 				b.Run(bb.name, func(b *testing.B) {
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-					runOutage(b, outageChain(b, bb.cfg))
+					runOutage(b, unaryChain(b, bb.cfg, downOutbound{}))
 				})
 			}
 		})

@@ -85,9 +85,12 @@ func benchConfig(callee string) errown.Config {
 	return errown.Config{Retry: errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: callee, Idempotent: new(true)}}}}
 }
 
-// unaryChain returns the inbound handler of the chain, with errown's
-// middleware when cfg is not nil.
-func unaryChain(b *testing.B, cfg *errown.Config) transport.UnaryHandler {
+// unaryChain returns the inbound handler of the chain whose one outbound
+// call goes to callee, with errown's middleware when cfg is not nil,
+// started as a dispatcher's owner (or fx) starts it before serving: its
+// background work runs, the coarse clock of the retry budgets and of the
+// dependency memory among it.
+func unaryChain(b *testing.B, cfg *errown.Config, callee transport.UnaryOutbound) transport.UnaryHandler {
 	var in middleware.UnaryInbound
 	var out middleware.UnaryOutbound
 	if cfg != nil {
@@ -95,10 +98,18 @@ func unaryChain(b *testing.B, cfg *errown.Config) transport.UnaryHandler {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if err := mw.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := mw.Stop(); err != nil {
+				b.Error(err)
+			}
+		})
 		ycfg := mw.Apply(yarpc.Config{Name: _service})
 		in, out = ycfg.InboundMiddleware.Unary, ycfg.OutboundMiddleware.Unary
 	}
-	h := callingHandler{out: middleware.ApplyUnaryOutbound(memOutbound{}, out)}
+	h := callingHandler{out: middleware.ApplyUnaryOutbound(callee, out)}
 	return middleware.ApplyUnaryInbound(h, in)
 }
 
@@ -116,7 +127,7 @@ func BenchmarkUnaryOverhead(b *testing.B) {
 		{"errown", &cfg},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			h := unaryChain(b, bb.cfg)
+			h := unaryChain(b, bb.cfg, memOutbound{})
 			req := &transport.Request{
 				Caller:    _caller,
 				Service:   _service,
