@@ -3,6 +3,7 @@ package errown
 import (
 	"bytes"
 	"fmt"
+	"github.com/errown/errown/internal/configkey"
 	"reflect"
 
 	"github.com/errown/errown/depmem"
@@ -103,25 +104,13 @@ func (c Config) Validate() error {
 	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader, retryChecked.CodeHeader = "", "", "", ""
 	return multierr.Combine(
 		headers.Validate(),
-		under("ingress", c.Ingress.Validate()),
-		under("retry", retryChecked.Validate()),
+		configkey.Under("ingress", c.Ingress.Validate()),
+		configkey.Under("retry", retryChecked.Validate()),
 		depErr,
-		under("memory", c.Memory.Validate()),
+		configkey.Under("memory", c.Memory.Validate()),
 		distinctHeaders(headers),
 		validWiring(c.Wiring),
 	)
-}
-
-// under puts key in front of the key path of every error in err: a
-// section's Validate names its keys relative to the section, as it does
-// when the section's package is used alone.
-func under(key string, err error) error {
-	errs := multierr.Errors(err)
-	out := make([]error, len(errs))
-	for i, e := range errs {
-		out[i] = fmt.Errorf("%s.%w", key, e)
-	}
-	return multierr.Combine(out...)
 }
 
 // Values of Config.Wiring.

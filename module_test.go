@@ -72,6 +72,21 @@ func TestModuleStartsAndStops(t *testing.T) {
 	assert.Equal(t, "claimed", headers["errown-claim"])
 }
 
+// failingService starts a plain yarpc service called name over HTTP whose
+// procedure always fails with unavailable, stopped at the end of the test,
+// and returns its inbound.
+func failingService(t *testing.T, name, procedure string) *yhttp.Inbound {
+	t.Helper()
+	in := yhttp.NewTransport().NewInbound("127.0.0.1:0")
+	d := yarpc.NewDispatcher(yarpc.Config{Name: name, Inbounds: yarpc.Inbounds{in}})
+	d.Register(raw.Procedure(procedure, func(context.Context, []byte) ([]byte, error) {
+		return nil, yarpcerrors.UnavailableErrorf("%s down", name)
+	}))
+	require.NoError(t, d.Start())
+	t.Cleanup(func() { assert.NoError(t, d.Stop()) })
+	return in
+}
+
 // callOver calls procedure on the service behind in from a plain yarpc
 // client over HTTP, and returns the response headers and the error.
 func callOver(t *testing.T, in *yhttp.Inbound, procedure string) (map[string]string, error) {
@@ -180,13 +195,7 @@ func (h transportHandler) Handle(ctx context.Context, _ *transport.Request, _ tr
 
 func TestModuleRunsMemoryLifecycle(t *testing.T) {
 	// A plain dependency that always fails.
-	depIn := yhttp.NewTransport().NewInbound("127.0.0.1:0")
-	dep := yarpc.NewDispatcher(yarpc.Config{Name: "dep", Inbounds: yarpc.Inbounds{depIn}})
-	dep.Register(raw.Procedure("get", func(context.Context, []byte) ([]byte, error) {
-		return nil, yarpcerrors.UnavailableErrorf("dep down")
-	}))
-	require.NoError(t, dep.Start())
-	defer func() { assert.NoError(t, dep.Stop()) }()
+	depIn := failingService(t, "dep", "get")
 
 	path := filepath.Join(t.TempDir(), "memory.json")
 	yamlConfig := "errown:\n  memory:\n    minSamples: 3\n    snapshot:\n      path: " + path + "\n"

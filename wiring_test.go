@@ -247,13 +247,7 @@ type groupedDispatcherParams struct {
 
 func TestGroupedComposesWithAnotherLibrary(t *testing.T) {
 	// A plain backend the service calls, failing.
-	backendIn := yhttp.NewTransport().NewInbound("127.0.0.1:0")
-	backend := yarpc.NewDispatcher(yarpc.Config{Name: "backend", Inbounds: yarpc.Inbounds{backendIn}})
-	backend.Register(raw.Procedure("fail", func(context.Context, []byte) ([]byte, error) {
-		return nil, yarpcerrors.UnavailableErrorf("backend down")
-	}))
-	require.NoError(t, backend.Start())
-	defer func() { assert.NoError(t, backend.Stop()) }()
+	backendIn := failingService(t, "backend", "fail")
 
 	tr := &tracing{}
 	in := yhttp.NewTransport().NewInbound("127.0.0.1:0")

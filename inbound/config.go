@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"fmt"
+	"github.com/errown/errown/internal/configkey"
 
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
@@ -66,11 +67,7 @@ func (c Config) Validate() error {
 		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
 		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
 	)
-	if e := c.Ingress.Validate(); e != nil {
-		for _, e := range multierr.Errors(e) {
-			err = multierr.Append(err, fmt.Errorf("ingress.%w", e))
-		}
-	}
+	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
 	if c.UnknownEdges != UnknownCorrelated && c.UnknownEdges != UnknownCoincidental {
 		err = multierr.Append(err, fmt.Errorf("unknownEdges: must be %q or %q, got %q", UnknownCorrelated, UnknownCoincidental, c.UnknownEdges))
 	}

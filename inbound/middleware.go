@@ -74,7 +74,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		v, _ := c.HeaderValue()
 		h := transport.NewHeaders().With(cfg.ClaimHeader, v)
 		if noRetry {
-			h = h.With(cfg.NoRetryHeader, "true")
+			h = h.With(cfg.NoRetryHeader, ownership.NoRetryValue)
 		}
 		return h
 	}

@@ -88,7 +88,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 			e.Claim = ownership.ParseClaim(items[m.claimHeader])
 			// Pushback counts whether or not a policy would have
 			// retried: the callee asked, so nobody above retries.
-			if items[m.noRetryHeader] == _noRetryValue && refused == ownership.RefusedNone {
+			if ownership.ParseNoRetry(items[m.noRetryHeader]) && refused == ownership.RefusedNone {
 				refused = ownership.RefusedPushback
 			}
 		}
@@ -112,9 +112,6 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	}
 	return res, err
 }
-
-// _noRetryValue is the value of the no-retry header that asks not to retry.
-const _noRetryValue = "true"
 
 // send sends the call on and returns its CallState: from the Sink the
 // retry middleware got as its outbound when it is the inner one, else from

@@ -60,6 +60,14 @@ func (c Claim) HeaderValue() (string, bool) {
 	}
 }
 
+// NoRetryValue is the value of the no-retry header: the callee asks its
+// caller not to retry (pushback).
+const NoRetryValue = "true"
+
+// ParseNoRetry reads a no-retry header value: only the exact NoRetryValue
+// asks not to retry; anything else is as if the header were absent.
+func ParseNoRetry(v string) bool { return v == NoRetryValue }
+
 // ParseClaim reads a claim header value. Only the exact values "claimed" and
 // "unclaimed" count; anything else (empty, other case, padded, binary, too
 // long) is ClaimMissing, exactly as if the header were absent.

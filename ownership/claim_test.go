@@ -68,3 +68,10 @@ func FuzzParseClaim(f *testing.F) {
 		}
 	})
 }
+
+func TestParseNoRetry(t *testing.T) {
+	assert.True(t, ParseNoRetry(NoRetryValue))
+	for _, v := range []string{"", "True", "TRUE", "1", "yes", " true", "false"} {
+		assert.False(t, ParseNoRetry(v), "%q", v)
+	}
+}

@@ -14,9 +14,6 @@ import (
 
 var _ middleware.UnaryOutbound = (*Middleware)(nil)
 
-// _noRetryValue is the value of the no-retry header that asks not to retry.
-const _noRetryValue = "true"
-
 // Middleware is the unary outbound retry middleware. It is safe for
 // concurrent use.
 type Middleware struct {
@@ -191,7 +188,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if n >= p.maxAttempts {
 		return 0, false
 	}
-	if items[m.noRetryHeader] == _noRetryValue {
+	if ownership.ParseNoRetry(items[m.noRetryHeader]) {
 		return 0, m.refuse(req, c, state, ownership.RefusedPushback, n)
 	}
 	if !p.retryableCode(code) {

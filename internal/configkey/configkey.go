@@ -1,0 +1,21 @@
+// Package configkey places a configuration section's errors under its key:
+// each package's Config names its keys relative to itself, and the Config
+// that holds it as a section puts the section's key in front.
+package configkey
+
+import (
+	"fmt"
+
+	"go.uber.org/multierr"
+)
+
+// Under returns err with "key." in front of each of its errors, which stay
+// wrapped; nil for nil.
+func Under(key string, err error) error {
+	errs := multierr.Errors(err)
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = fmt.Errorf("%s.%w", key, e)
+	}
+	return multierr.Combine(out...)
+}
