@@ -27,12 +27,15 @@ func (failingOutbound) Call(context.Context, *transport.Request) (*transport.Res
 // TestTagCardinalityBounded floods a service with distinct inbound and
 // outbound procedure names, every call failing, and checks that the metric
 // series errown emits stay bounded: procedure names only ever reach tags
-// through the dependency memory's edges, capped by memory.maxEdges within a window.
+// through the dependency memory's edges, capped by memory.maxEdges within a
+// window, and through the storm metrics of root procedures, capped by
+// maxRootProcedures.
 func TestTagCardinalityBounded(t *testing.T) {
-	const maxEdges, flood = 50, 5000
+	const maxEdges, maxRoots, flood = 50, 10, 5000
 	scope := tally.NewTestScope("", nil)
 	mw, err := errown.New(errown.Config{
-		Memory: depmem.Config{MaxEdges: maxEdges},
+		MaxRootProcedures: maxRoots,
+		Memory:            depmem.Config{MaxEdges: maxEdges},
 		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 	}, errown.WithScope(scope))
 	require.NoError(t, err)
@@ -50,8 +53,12 @@ func TestTagCardinalityBounded(t *testing.T) {
 
 	snap := scope.Snapshot()
 	series := len(snap.Counters()) + len(snap.Gauges()) + len(snap.Timers()) + len(snap.Histograms())
-	// Two counters per tracked edge, plus a fixed set.
-	assert.LessOrEqual(t, series, 2*maxEdges+60, "series after %d distinct procedures", flood)
+	// Two counters per tracked edge, six storm series per root procedure
+	// and the "_other" one, plus a fixed set.
+	assert.LessOrEqual(t, series, 2*maxEdges+6*(maxRoots+1)+60, "series after %d distinct procedures", flood)
+	other := snap.Counters()["errown.storm.requests+procedure=_other"]
+	require.NotNil(t, other, "root procedures past the bound share one tag")
+	assert.Equal(t, int64(flood-maxRoots), other.Value())
 	assert.Len(t, mw.Dependencies(), maxEdges)
 	overflow := snap.Counters()["errown.depmem.edges_overflow+"]
 	require.NotNil(t, overflow)

@@ -37,6 +37,18 @@ type Config struct {
 	// application error (a Thrift exception's rpc.code), which gRPC does
 	// not carry itself. Default "errown-code".
 	CodeHeader string `yaml:"codeHeader,omitempty"`
+	// StormHeader is the response header carrying storm telemetry up the
+	// call graph. Default "errown-storm".
+	StormHeader string `yaml:"stormHeader,omitempty"`
+	// Mode is "enforce" (the default): errown suppresses the retries of
+	// unclaimed errors; or "observe": errown computes and sends claims and
+	// storm telemetry but retries as if it were not there, so its metrics
+	// say what enforce mode would prevent. A retry policy's own mode
+	// overrides it for its calls.
+	Mode retry.Mode `yaml:"mode,omitempty"`
+	// MaxRootProcedures bounds the root procedures with storm metric
+	// series of their own; the others share the tag "_other". Default 100.
+	MaxRootProcedures int `yaml:"maxRootProcedures,omitempty"`
 	// Wiring says what happens when the application starts and errown's
 	// middleware reached no dispatcher: "require" (default) fails start
 	// with the fix, "warn" logs it and starts without errown.
@@ -68,17 +80,25 @@ type RetryConfig struct {
 
 func (c Config) inboundConfig() inbound.Config {
 	return inbound.Config{
-		ClaimHeader:   c.ClaimHeader,
-		NoRetryHeader: c.NoRetryHeader,
-		CodeHeader:    c.CodeHeader,
-		AttemptHeader: c.AttemptHeader,
-		UnknownEdges:  c.UnknownEdges,
-		Ingress:       c.Ingress,
+		ClaimHeader:       c.ClaimHeader,
+		NoRetryHeader:     c.NoRetryHeader,
+		CodeHeader:        c.CodeHeader,
+		AttemptHeader:     c.AttemptHeader,
+		StormHeader:       c.StormHeader,
+		MaxRootProcedures: c.MaxRootProcedures,
+		UnknownEdges:      c.UnknownEdges,
+		Ingress:           c.Ingress,
 	}
 }
 
 func (c Config) outboundConfig() outbound.Config {
-	return outbound.Config{ClaimHeader: c.ClaimHeader, NoRetryHeader: c.NoRetryHeader, CodeHeader: c.CodeHeader}
+	return outbound.Config{
+		ClaimHeader:   c.ClaimHeader,
+		NoRetryHeader: c.NoRetryHeader,
+		CodeHeader:    c.CodeHeader,
+		AttemptHeader: c.AttemptHeader,
+		StormHeader:   c.StormHeader,
+	}
 }
 
 func (c Config) retryConfig() retry.Config {
@@ -87,6 +107,8 @@ func (c Config) retryConfig() retry.Config {
 		ClaimHeader:   c.ClaimHeader,
 		NoRetryHeader: c.NoRetryHeader,
 		CodeHeader:    c.CodeHeader,
+		StormHeader:   c.StormHeader,
+		Mode:          c.Mode,
 		MaxBodyBytes:  c.Retry.MaxBodyBytes,
 		Budget:        c.Retry.Budget,
 		Policies:      c.Retry.Policies,
@@ -102,6 +124,8 @@ func (c Config) Validate() error {
 	// set: the retry section is checked with the defaults in their place.
 	retryChecked := c.retryConfig()
 	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader, retryChecked.CodeHeader = "", "", "", ""
+	retryChecked.StormHeader, retryChecked.Mode = "", "" // top-level keys, checked below
+	modeChecked := retry.Config{Mode: c.Mode}
 	return multierr.Combine(
 		headers.Validate(),
 		configkey.Under("ingress", c.Ingress.Validate()),
@@ -110,6 +134,7 @@ func (c Config) Validate() error {
 		configkey.Under("memory", c.Memory.Validate()),
 		distinctHeaders(headers),
 		validWiring(c.Wiring),
+		modeChecked.Validate(),
 	)
 }
 
@@ -134,6 +159,7 @@ func distinctHeaders(c inbound.Config) error {
 		{"attemptHeader", or(c.AttemptHeader, ownership.DefaultAttemptHeader)},
 		{"noRetryHeader", or(c.NoRetryHeader, ownership.DefaultNoRetryHeader)},
 		{"codeHeader", or(c.CodeHeader, ownership.DefaultCodeHeader)},
+		{"stormHeader", or(c.StormHeader, ownership.DefaultStormHeader)},
 	} {
 		if other, ok := names[kv[1]]; ok {
 			err = multierr.Append(err, fmt.Errorf("%s: %q is already used by %s", kv[0], kv[1], other))

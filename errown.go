@@ -20,8 +20,9 @@ type Option interface {
 }
 
 type options struct {
-	logger *zap.Logger
-	scope  tally.Scope
+	logger    *zap.Logger
+	scope     tally.Scope
+	stormHook func(inbound.Storm)
 }
 
 type optionFunc func(*options)
@@ -45,6 +46,16 @@ func WithScope(s tally.Scope) Option {
 			o.scope = s
 		}
 	})
+}
+
+// WithStormHook calls f with every root request (one whose caller runs no
+// errown) that met a storm below: a retry spent or suppressed, or figures
+// unknown. f runs on the request's goroutine, so it must be quick and safe
+// for concurrent use. The storm metrics and Storms report the same
+// requests; the hook is for a test or a lab that wants each one. Default:
+// nobody.
+func WithStormHook(f func(inbound.Storm)) Option {
+	return optionFunc(func(o *options) { o.stormHook = f })
 }
 
 // Middleware is errown's set of yarpc middleware for one dispatcher.
@@ -88,7 +99,8 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}
 	in, err := inbound.New(cfg.inboundConfig(),
 		inbound.WithScope(scope),
-		inbound.WithMemory(kinds), inbound.WithObserver(memory))
+		inbound.WithMemory(kinds), inbound.WithObserver(memory),
+		inbound.WithStormHook(o.stormHook))
 	if err != nil {
 		return nil, err
 	}

@@ -16,3 +16,10 @@ func (m *Middleware) Budgets() []retry.BudgetView {
 func (m *Middleware) Decisions() []inbound.Decision {
 	return m.inbound.Decisions()
 }
+
+// Storms returns the latest root requests (those whose caller runs no
+// errown) that met a storm below, newest first: what debugpage shows as
+// "storms seen".
+func (m *Middleware) Storms() []inbound.Storm {
+	return m.inbound.Storms()
+}

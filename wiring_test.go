@@ -299,13 +299,14 @@ func TestChainPutsErrownFirst(t *testing.T) {
 	chain := errown.ChainInbound(grouped, nil)
 
 	// A request through the chain: errown's middleware, first (outermost),
-	// adds its claim after the tracer, inside it, added its header.
+	// adds its claim and storm telemetry after the tracer, inside it,
+	// added its header.
 	resw := newRecordingWriter()
 	_ = chain.Handle(context.Background(), &transport.Request{Procedure: "p", Headers: transport.NewHeaders()}, resw,
 		transport.UnaryHandler(handlerFunc(func(context.Context, *transport.Request, transport.ResponseWriter) error {
 			return yarpcerrors.InternalErrorf("x")
 		})))
-	assert.Equal(t, []string{"x-traced", "errown-claim"}, resw.order)
+	assert.Equal(t, []string{"x-traced", "errown-claim", "errown-storm"}, resw.order)
 	assert.Equal(t, []middleware.UnaryInbound{tr, m.Inbound().Unary}, grouped, "the group is left as it was")
 }
 

@@ -116,16 +116,22 @@ func (l *Log) Last(edge Edge) (Entry, bool) {
 // else it took. Close is idempotent; calls after the first append
 // nothing.
 func (l *Log) Close(dst []Entry) []Entry {
+	dst, _ = l.CloseCounts(dst)
+	return dst
+}
+
+// CloseCounts is Close that also returns the final Counts.
+func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return dst
+		return dst, l.final
 	}
 	l.closed = true
 	l.final = l.countsLocked(l.notFailed.Or(_closed))
 	dst = append(dst, l.failures...)
 	l.release()
-	return dst
+	return dst, l.final
 }
 
 // Counts returns how many calls the log has taken. Once the log is closed

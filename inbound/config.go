@@ -30,8 +30,15 @@ type Config struct {
 	// error (a Thrift exception's rpc.code). Default "errown-code".
 	CodeHeader string `yaml:"codeHeader,omitempty"`
 	// AttemptHeader is the request header carrying the attempt number.
-	// Default "errown-attempt".
+	// Default "errown-attempt". A request without it comes from a caller
+	// without errown: a root, whose storm telemetry this service reports.
 	AttemptHeader string `yaml:"attemptHeader,omitempty"`
+	// StormHeader is the response header carrying storm telemetry.
+	// Default "errown-storm".
+	StormHeader string `yaml:"stormHeader,omitempty"`
+	// MaxRootProcedures bounds the root procedures with storm metric
+	// series of their own; the others share the tag "_other". Default 100.
+	MaxRootProcedures int `yaml:"maxRootProcedures,omitempty"`
 	// UnknownEdges says how a failure on an edge of unknown kind counts:
 	// "correlated" (default) or "coincidental".
 	UnknownEdges string `yaml:"unknownEdges,omitempty"`
@@ -52,6 +59,12 @@ func (c Config) withDefaults() Config {
 	if c.AttemptHeader == "" {
 		c.AttemptHeader = ownership.DefaultAttemptHeader
 	}
+	if c.StormHeader == "" {
+		c.StormHeader = ownership.DefaultStormHeader
+	}
+	if c.MaxRootProcedures == 0 {
+		c.MaxRootProcedures = DefaultMaxRootProcedures
+	}
 	if c.UnknownEdges == "" {
 		c.UnknownEdges = UnknownCorrelated
 	}
@@ -66,8 +79,12 @@ func (c Config) Validate() error {
 		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
 		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
 		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
+		ownership.ValidateHeaderName("stormHeader", c.StormHeader),
 	)
 	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
+	if c.MaxRootProcedures < 0 {
+		err = multierr.Append(err, fmt.Errorf("maxRootProcedures: must be >= 0, got %d", c.MaxRootProcedures))
+	}
 	if c.UnknownEdges != UnknownCorrelated && c.UnknownEdges != UnknownCoincidental {
 		err = multierr.Append(err, fmt.Errorf("unknownEdges: must be %q or %q, got %q", UnknownCorrelated, UnknownCoincidental, c.UnknownEdges))
 	}

@@ -33,6 +33,7 @@ type Middleware struct {
 	claimHeader       string
 	noRetryHeader     string
 	codeHeader        string
+	stormHeader       string
 	// recent is allocated on its own: every failed request writes its
 	// cursor, which must not share a cache block with what every request
 	// reads.
@@ -43,6 +44,10 @@ type Middleware struct {
 	unclaimed        transport.Headers
 	claimedNoRetry   transport.Headers
 	unclaimedNoRetry transport.Headers
+	unknownStorm     transport.Headers
+	oneStorm         transport.Headers
+	quietStorms      []transport.Headers // by requests served; see quietStormHeaders
+	storms           *storms
 
 	claimedCount      tally.Counter
 	unclaimedCount    tally.Counter
@@ -90,6 +95,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		claimHeader:       cfg.ClaimHeader,
 		noRetryHeader:     cfg.NoRetryHeader,
 		codeHeader:        cfg.CodeHeader,
+		stormHeader:       cfg.StormHeader,
+		storms:            newStorms(o.scope, cfg.MaxRootProcedures, o.stormHook),
+		unknownStorm:      transport.NewHeaders().With(cfg.StormHeader, ownership.StormUnknownValue),
+		oneStorm:          transport.NewHeaders().With(cfg.StormHeader, ownership.One.HeaderValue()),
+		quietStorms:       quietStormHeaders(cfg.StormHeader),
 		claimed:           headers(ownership.ClaimClaimed, false),
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),
 		claimedNoRetry:    headers(ownership.ClaimClaimed, true),
@@ -113,10 +123,9 @@ func (m *Middleware) InFlight() int { return m.logs.Len() }
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
 	// attemptHeader is validated lower case, i.e. canonical: index the map
 	// rather than have Headers.Get lower-case it on every request.
-	if v, ok := req.Headers.Items()[m.attemptHeader]; ok {
-		if n, ok := ownership.ParseAttempt(v); ok && n > 1 {
-			m.retriedCount.Inc(1)
-		}
+	n, marked := ownership.ParseAttempt(req.Headers.Items()[m.attemptHeader])
+	if n > 1 {
+		m.retriedCount.Inc(1)
 	}
 	lctx, log := m.logs.OpenContext(ctx, req.Procedure)
 	if log == nil {
@@ -136,11 +145,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	// egresslog.MaxFailures, and counts the failures past the bound:
 	// only a log that kept that many can have any.
 	var buf [_stackFailures]egresslog.Entry
-	entries := log.Egress.Close(buf[:0])
+	entries, counts := log.Egress.CloseCounts(buf[:0])
 	closed = true
-	var counts egresslog.Counts
-	if len(entries) >= egresslog.MaxFailures {
-		counts = log.Egress.Counts()
+	if counts.Overflow > 0 {
 		m.overflowCount.Inc(int64(counts.Overflow))
 	}
 	var appCode *yarpcerrors.Code
@@ -151,9 +158,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	if class == ownership.ClassFailure && log.CallerFault() {
 		class = ownership.ClassAnswer
 	}
+	storm, known := m.storm(log, counts)
 	if class != ownership.ClassOK {
 		claim := m.decide(req.Procedure, code, class, entries, counts)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
+		resw.AddHeaders(m.stormHeaders(storm, known))
 		if err == nil && appCode != nil {
 			// An application error's code does not cross every
 			// transport (gRPC drops it): errown carries it itself.
@@ -163,6 +172,13 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 			// TChannel keeps response headers only on application errors.
 			resw.SetApplicationError()
 		}
+	} else if !known || storm != ownership.One {
+		// A success says how much it took only when that was more than
+		// this one request: a leaf's success pays nothing.
+		resw.AddHeaders(m.stormHeaders(storm, known))
+	}
+	if !marked && stormy(storm, known) {
+		m.storms.record(newStorm(m.now(), req.Procedure, storm, known, class == ownership.ClassFailure))
 	}
 	if m.observer != nil {
 		// Only a failure of this service's own counts as the caller
@@ -183,6 +199,21 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 // ownHeaders returns w, or a writer that drops errown's own headers from
 // what the handler adds, when w is not errown's already.
+// storm returns the request's Storm: its own request and its calls'.
+func (m *Middleware) storm(log *reqlog.Log, counts egresslog.Counts) (ownership.Storm, bool) {
+	if !log.Storms.Added() { // only quiet calls: no atomics beyond the count
+		n := 1 + uint64(counts.NotFailed)
+		return ownership.Storm{Served: n, Blind: n}, true
+	}
+	return log.Storms.Total(counts.NotFailed)
+}
+
+// Storms returns the latest root requests that met a storm below (a retry
+// spent or suppressed, or figures unknown), newest first.
+func (m *Middleware) Storms() []Storm {
+	return m.storms.list()
+}
+
 func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWriter {
 	return &writer{ResponseWriter: w, m: m}
 }
@@ -195,7 +226,8 @@ func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	_, claim := items[m.claimHeader]
 	_, noRetry := items[m.noRetryHeader]
 	_, code := items[m.codeHeader]
-	if !claim && !noRetry && !code {
+	_, storm := items[m.stormHeader]
+	if !claim && !noRetry && !code && !storm {
 		return h
 	}
 	m.replacedCount.Inc(1)
@@ -211,7 +243,7 @@ func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 // ownHeader reports whether the canonical header name k is errown's own
 // on responses.
 func (m *Middleware) ownHeader(k string) bool {
-	return k == m.claimHeader || k == m.noRetryHeader || k == m.codeHeader
+	return k == m.claimHeader || k == m.noRetryHeader || k == m.codeHeader || k == m.stormHeader
 }
 
 // finish closes the request's egress log, unless Handle already did (the

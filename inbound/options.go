@@ -11,9 +11,10 @@ type Option interface {
 }
 
 type options struct {
-	scope    tally.Scope
-	memory   depmem.Classifier
-	observer depmem.Observer
+	scope     tally.Scope
+	memory    depmem.Classifier
+	observer  depmem.Observer
+	stormHook func(Storm)
 }
 
 type optionFunc func(*options)
@@ -44,4 +45,11 @@ func WithMemory(c depmem.Classifier) Option {
 // Default: nobody.
 func WithObserver(o depmem.Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
+}
+
+// WithStormHook calls f with every root request that met a storm below,
+// as it is recorded in the storm metrics, on the request's goroutine: f
+// must be quick and safe for concurrent use. Default: nobody.
+func WithStormHook(f func(Storm)) Option {
+	return optionFunc(func(o *options) { o.stormHook = f })
 }

@@ -19,6 +19,13 @@ type Config struct {
 	// application error, read when the transport dropped it (gRPC).
 	// Default "errown-code".
 	CodeHeader string `yaml:"codeHeader,omitempty"`
+	// AttemptHeader is the request header carrying the attempt number,
+	// sent as "1" on every first attempt: it tells the callee that an
+	// errown caller reads its storm telemetry. Default "errown-attempt".
+	AttemptHeader string `yaml:"attemptHeader,omitempty"`
+	// StormHeader is the response header carrying the callee's storm
+	// telemetry. Default "errown-storm".
+	StormHeader string `yaml:"stormHeader,omitempty"`
 }
 
 func (c Config) withDefaults() Config {
@@ -31,6 +38,12 @@ func (c Config) withDefaults() Config {
 	if c.CodeHeader == "" {
 		c.CodeHeader = ownership.DefaultCodeHeader
 	}
+	if c.AttemptHeader == "" {
+		c.AttemptHeader = ownership.DefaultAttemptHeader
+	}
+	if c.StormHeader == "" {
+		c.StormHeader = ownership.DefaultStormHeader
+	}
 	return c
 }
 
@@ -41,5 +54,7 @@ func (c Config) Validate() error {
 		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
 		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
 		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
+		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
+		ownership.ValidateHeaderName("stormHeader", c.StormHeader),
 	)
 }

@@ -19,6 +19,8 @@ type Middleware struct {
 	claimHeader   string
 	noRetryHeader string
 	codeHeader    string
+	attemptHeader string
+	stormHeader   string
 	inner         middleware.UnaryOutbound // or nil
 	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
 
@@ -47,6 +49,8 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		claimHeader:   cfg.ClaimHeader,
 		noRetryHeader: cfg.NoRetryHeader,
 		codeHeader:    cfg.CodeHeader,
+		attemptHeader: cfg.AttemptHeader,
+		stormHeader:   cfg.StormHeader,
 		inner:         o.inner,
 		calls:         scope.Counter("calls"),
 		answers:       scope.Counter("answers"),
@@ -69,7 +73,9 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		m.untracked.Inc(1)
 		return m.next(ctx, req, out)
 	}
-	res, state, err := m.send(ctx, req, out)
+	mk := m.mark(req)
+	res, state, err := m.send(ctx, &mk.req, out)
+	unmark(mk)
 
 	e := egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
@@ -107,8 +113,16 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 			m.answers.Inc(1)
 		}
 	}
+	storm := &state.Storm
+	if storm.Attempts() == 0 { // no retry middleware folded the attempts
+		storm.Attempt(ownership.ResponseStorm(res, e.Class, m.stormHeader))
+	}
 	if !log.Egress.Append(e) {
 		m.late.Inc(1)
+		return res, err
+	}
+	if st, known := storm.Storm(); e.Failed() || !known || !st.Trivial() {
+		log.Storms.Add(st, known, e.Failed())
 	}
 	return res, err
 }
@@ -133,6 +147,43 @@ func (m *Middleware) send(ctx context.Context, req *transport.Request, out trans
 	cctx, state := reqlog.NewCallContext(ctx)
 	res, err := m.next(cctx, req, out)
 	return res, *state, err
+}
+
+// marked is a request sent on with errown's attempt header, and the
+// headers that carry it: pooled, so that marking costs no allocation.
+type marked struct {
+	req     transport.Request
+	headers transport.Headers
+}
+
+var _marked = sync.Pool{New: func() any { return &marked{headers: transport.NewHeadersWithCapacity(4)} }}
+
+// mark returns a copy of req whose headers are req's and the attempt
+// header "1": every first attempt tells the callee that an errown caller
+// reads its telemetry (retries overwrite the header with their number).
+// The copy lives until unmark; the middleware below must not keep its
+// headers past Call, as yarpc's own transports do not.
+func (m *Middleware) mark(req *transport.Request) *marked {
+	mk := _marked.Get().(*marked)
+	mk.req = *req
+	for k, v := range req.Headers.OriginalItems() {
+		if transport.CanonicalizeHeaderKey(k) != m.attemptHeader {
+			mk.headers = mk.headers.With(k, v)
+		}
+	}
+	mk.headers = mk.headers.With(m.attemptHeader, _firstAttempt)
+	mk.req.Headers = mk.headers
+	return mk
+}
+
+const _firstAttempt = "1"
+
+// unmark returns mk to the pool, emptied.
+func unmark(mk *marked) {
+	mk.req = transport.Request{}
+	clear(mk.headers.Items())
+	clear(mk.headers.OriginalItems())
+	_marked.Put(mk)
 }
 
 var _sinks = sync.Pool{New: func() any { return new(reqlog.Sink) }}

@@ -43,12 +43,20 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: dependency},
 		Attempts: 1,
 	}
+	storm := ownership.One
 	if retried {
 		e.Attempts = 2
+		storm = ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
 	}
 	e.Code, e.Class = ownership.Result(err, false, nil)
 	if e.Class != ownership.ClassOK {
 		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: e.Attempts, Code: e.Code})
 	}
-	return log.Egress.Append(e)
+	if !log.Egress.Append(e) {
+		return false
+	}
+	if e.Failed() || !storm.Trivial() {
+		log.Storms.Add(storm, true, e.Failed())
+	}
+	return true
 }

@@ -33,6 +33,7 @@ type budgetBucket struct {
 	epoch    atomic.Int64 // which bucket-width interval since start this counts
 	requests atomic.Int64
 	retries  int64 // budget.mu
+	blind    int64 // budget.mu: retries only the blind world made (suppressed ones)
 }
 
 // budget is the retry budget of one callee service: it counts original
@@ -109,6 +110,32 @@ func (b *budget) tryWithdraw() bool {
 // epoch returns the bucket-width interval of now, or the latest one seen
 // if the clock stepped back (or a coarse reading lagged an exact one, or
 // another goroutine's).
+// tryWithdrawBlind takes a retry errown suppressed from the budget's blind
+// twin, which sees the same requests and both the real retries and the
+// suppressed ones: whether a hop blind to claims would have had the budget
+// for it. The real budget is untouched.
+func (b *budget) tryWithdrawBlind() bool {
+	if b.disabled {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.epoch()
+	cur := b.bucket(e)
+	requests, retries := b.sum(e)
+	var blind int64
+	for i := range b.buckets {
+		if bk := &b.buckets[i]; e-bk.epoch.Load() < _budgetBuckets {
+			blind += bk.blind
+		}
+	}
+	if !BudgetAllows(requests, retries+blind, b.ratio, b.minPerSecond, b.window) {
+		return false
+	}
+	cur.blind++
+	return true
+}
+
 func (b *budget) epoch() int64 {
 	e := int64(b.clock.Elapsed() / b.width)
 	for {
@@ -130,6 +157,7 @@ func (b *budget) bucket(e int64) *budgetBucket {
 	if bk.epoch.Load() < e {
 		bk.requests.Store(0)
 		bk.retries = 0
+		bk.blind = 0
 		bk.epoch.Store(e) // last: a lock-free deposit that sees e sees the emptied counts
 	}
 	return bk

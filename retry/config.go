@@ -53,8 +53,32 @@ func defaultRetryableCodes() []string {
 	return names
 }
 
+// Mode says whether errown acts on its decisions.
+type Mode string
+
+const (
+	// ModeEnforce suppresses the retries of unclaimed errors. The default.
+	ModeEnforce Mode = "enforce"
+	// ModeObserve retries as if errown were not there (per the policy and
+	// the budget, blind to claims) while computing and sending claims and
+	// storm telemetry: the figures say what enforce mode would prevent.
+	ModeObserve Mode = "observe"
+)
+
+func (m Mode) validate(path string) error {
+	switch m {
+	case "", ModeEnforce, ModeObserve:
+		return nil
+	default:
+		return fmt.Errorf("%s: must be %q or %q, got %q", path, ModeEnforce, ModeObserve, string(m))
+	}
+}
+
 // Config configures the retry middleware.
 type Config struct {
+	// Mode is enforce (the default) or observe, for every callee whose
+	// policy does not set its own.
+	Mode Mode `yaml:"mode,omitempty"`
 	// AttemptHeader is the request header carrying the attempt number on
 	// retries. Default "errown-attempt" (ownership.DefaultAttemptHeader).
 	AttemptHeader string `yaml:"attemptHeader,omitempty"`
@@ -69,6 +93,9 @@ type Config struct {
 	// application error, read when the transport dropped it (gRPC).
 	// Default "errown-code" (ownership.DefaultCodeHeader).
 	CodeHeader string `yaml:"codeHeader,omitempty"`
+	// StormHeader is the response header carrying a callee's storm
+	// telemetry. Default "errown-storm" (ownership.DefaultStormHeader).
+	StormHeader string `yaml:"stormHeader,omitempty"`
 	// MaxBodyBytes is the largest request body buffered for replay. A call
 	// with a larger body is sent once and never retried. Default 1 MiB
 	// (0 means the default).
@@ -113,6 +140,8 @@ type PolicyConfig struct {
 	// Procedure is the exact callee procedure; "" (the default) covers
 	// every procedure of Service.
 	Procedure string `yaml:"procedure,omitempty"`
+	// Mode overrides Config.Mode for these calls. Default "": Config.Mode.
+	Mode Mode `yaml:"mode,omitempty"`
 	// MaxAttempts is the attempts allowed, the first one included; 1 means
 	// never retry. Default 2.
 	MaxAttempts int `yaml:"maxAttempts,omitempty"`
@@ -155,6 +184,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CodeHeader == "" {
 		c.CodeHeader = ownership.DefaultCodeHeader
+	}
+	if c.StormHeader == "" {
+		c.StormHeader = ownership.DefaultStormHeader
+	}
+	if c.Mode == "" {
+		c.Mode = ModeEnforce
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
@@ -213,6 +248,8 @@ func (c Config) Validate() error {
 		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
 		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
 		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
+		ownership.ValidateHeaderName("stormHeader", c.StormHeader),
+		c.Mode.validate("mode"),
 		c.Budget.validate("budget"),
 	)
 	if c.AttemptHeader == c.ClaimHeader || c.AttemptHeader == c.NoRetryHeader {
@@ -260,6 +297,7 @@ func (p PolicyConfig) validate(path string) error {
 	if p.Service == "" {
 		err = multierr.Append(err, fmt.Errorf("%s.service: must not be empty, got %q", path, p.Service))
 	}
+	err = multierr.Append(err, p.Mode.validate(path+".mode"))
 	if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts {
 		err = multierr.Append(err, fmt.Errorf("%s.maxAttempts: must be between 1 and %d, got %d", path, MaxMaxAttempts, p.MaxAttempts))
 	}

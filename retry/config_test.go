@@ -27,6 +27,8 @@ func TestConfigWithDefaults(t *testing.T) {
 				ClaimHeader:   "errown-claim",
 				NoRetryHeader: "errown-no-retry",
 				CodeHeader:    "errown-code",
+				StormHeader:   "errown-storm",
+				Mode:          ModeEnforce,
 				MaxBodyBytes:  1 << 20,
 				Budget:        BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
 				Policies: []PolicyConfig{{
@@ -64,6 +66,8 @@ func TestConfigWithDefaults(t *testing.T) {
 				ClaimHeader:   "c",
 				NoRetryHeader: "n",
 				CodeHeader:    "errown-code",
+				StormHeader:   "errown-storm",
+				Mode:          ModeEnforce,
 				MaxBodyBytes:  7,
 				Budget:        BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
 				Policies: []PolicyConfig{{

@@ -11,6 +11,8 @@ const (
 	_metricCalls      = "calls"
 	_metricAttempts   = "attempts"
 	_metricSuppressed = "suppressed"
+	_metricWould      = "would_suppress"
+	_metricPrevented  = "prevented"
 	_metricDenied     = "denied"
 
 	_tagCallee = "callee"
@@ -23,6 +25,8 @@ type metrics struct {
 	calls      tally.Counter
 	attempts   tally.Counter
 	suppressed tally.Counter
+	would      tally.Counter   // observe mode: suppressions errown did not make
+	prevented  tally.Counter   // requests this hop's suppressions prevented
 	denied     []tally.Counter // by Refusal; RefusedNone unused
 }
 
@@ -32,6 +36,8 @@ func newMetrics(scope tally.Scope, service string) *metrics {
 		calls:      s.Counter(_metricCalls),
 		attempts:   s.Counter(_metricAttempts),
 		suppressed: s.Counter(_metricSuppressed),
+		would:      s.Counter(_metricWould),
+		prevented:  s.Counter(_metricPrevented),
 		denied:     make([]tally.Counter, len(ownership.Refusals())+1),
 	}
 	for _, r := range ownership.Refusals() {

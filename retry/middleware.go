@@ -21,6 +21,7 @@ type Middleware struct {
 	claimHeader   string
 	noRetryHeader string
 	codeHeader    string
+	stormHeader   string
 	maxBodyBytes  int
 	callees       map[string]*callee // read-only after New
 	clock         *budgetClock       // the budgets'
@@ -52,6 +53,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		claimHeader:   cfg.ClaimHeader,
 		noRetryHeader: cfg.NoRetryHeader,
 		codeHeader:    cfg.CodeHeader,
+		stormHeader:   cfg.StormHeader,
 		maxBodyBytes:  cfg.MaxBodyBytes,
 		callees:       compileCallees(cfg, o.scope, clock),
 		clock:         clock,
@@ -136,6 +138,11 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	// Retries are built from the request as the caller gave it, even when
 	// the first attempt is req itself and middleware below changes it.
 	orig := *req
+	defer func() {
+		if n := state.Storm.Prevented(); n > 0 {
+			c.metrics.prevented.Inc(int64(n))
+		}
+	}()
 	for n := 1; ; n++ {
 		actx, cancel := ctx, context.CancelFunc(nil)
 		if p.attemptTimeout > 0 {
@@ -151,6 +158,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		state.Attempts = n
 		res, err := out.Call(actx, attempt)
 		code, class := ownership.CallResult(res, err, m.codeHeader)
+		state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
 		if class != ownership.ClassFailure {
 			releaseWith(res, cancel)
 			return res, err
@@ -182,8 +190,15 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	// rather than have Headers.Get lower-case them.
 	items := headers.Items()
 	if ownership.ParseClaim(items[m.claimHeader]) == ownership.ClaimUnclaimed {
-		c.metrics.suppressed.Inc(1)
-		return 0, false
+		if !p.observe {
+			c.metrics.suppressed.Inc(1)
+			state.Storm.Blind(m.blindRetries(c, p, code, n, replayable, items))
+			return 0, false
+		}
+		if !state.Storm.ErrownStopped() {
+			c.metrics.would.Inc(1)
+			state.Storm.StopErrown() // errown stops here; the retries go on blind
+		}
 	}
 	if n >= p.maxAttempts {
 		return 0, false
@@ -219,6 +234,20 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 
 // refuse records that a wanted retry was refused for reason r, and returns
 // false.
+// blindRetries returns how many more attempts a hop blind to claims would
+// have made after attempt n failed with code: per the policy, the callee's
+// pushback and the budget's blind twin, each replaying attempt n.
+func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, items map[string]string) int {
+	if ownership.ParseNoRetry(items[m.noRetryHeader]) || !p.retryableCode(code) || !p.idempotent || !replayable {
+		return 0
+	}
+	k := 0
+	for n+k < p.maxAttempts && c.budget.tryWithdrawBlind() {
+		k++
+	}
+	return k
+}
+
 func (m *Middleware) refuse(req *transport.Request, c *callee, state *reqlog.CallState, r ownership.Refusal, attempts int) bool {
 	state.Refused = r
 	c.metrics.denied[r].Inc(1)

@@ -16,10 +16,11 @@ type policy struct {
 	attemptTimeout time.Duration
 	minRemaining   time.Duration
 	idempotent     bool
+	observe        bool // ModeObserve: never suppress
 }
 
 // compilePolicy compiles p, which must be valid with its defaults applied.
-func compilePolicy(p PolicyConfig) *policy {
+func compilePolicy(p PolicyConfig, mode Mode) *policy {
 	var retryable uint64
 	for _, name := range p.RetryableCodes {
 		var c yarpcerrors.Code
@@ -35,6 +36,7 @@ func compilePolicy(p PolicyConfig) *policy {
 		attemptTimeout: p.AttemptTimeout,
 		minRemaining:   p.MinRemaining,
 		idempotent:     *p.Idempotent,
+		observe:        p.Mode == ModeObserve || p.Mode == "" && mode == ModeObserve,
 	}
 }
 
@@ -75,7 +77,7 @@ func compileCallees(cfg Config, scope tally.Scope, clock *budgetClock) map[strin
 			}
 			callees[pc.Service] = c
 		}
-		p := compilePolicy(pc)
+		p := compilePolicy(pc, cfg.Mode)
 		if pc.Procedure == "" {
 			c.service = p
 		} else {

@@ -9,8 +9,8 @@ import (
 )
 
 func TestPolicyRetryableCode(t *testing.T) {
-	defaults := compilePolicy(PolicyConfig{Service: "s", Idempotent: new(true)}.withDefaults())
-	custom := compilePolicy(PolicyConfig{Service: "s", RetryableCodes: []string{"Resource-Exhausted", "data-loss"}, Idempotent: new(true)}.withDefaults())
+	defaults := compilePolicy(PolicyConfig{Service: "s", Idempotent: new(true)}.withDefaults(), ModeEnforce)
+	custom := compilePolicy(PolicyConfig{Service: "s", RetryableCodes: []string{"Resource-Exhausted", "data-loss"}, Idempotent: new(true)}.withDefaults(), ModeEnforce)
 	tests := []struct {
 		give        yarpcerrors.Code
 		wantDefault bool
@@ -70,7 +70,7 @@ func TestCompilePolicy(t *testing.T) {
 		idempotent:     false,
 	}
 
-	if got := *compilePolicy(give); got != want {
+	if got := *compilePolicy(give, ModeEnforce); got != want {
 		t.Errorf("compilePolicy = %+v, want %+v", got, want)
 	}
 }

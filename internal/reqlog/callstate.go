@@ -19,6 +19,9 @@ type CallState struct {
 	Attempts int
 	// Refused says why a retry was not attempted, if this hop decided so.
 	Refused ownership.Refusal
+	// Storm folds the Storms of the call's attempts, when the retry
+	// middleware made them; the egress middleware folds a single attempt.
+	Storm ownership.StormCall
 }
 
 type callStateKey struct{}

@@ -22,6 +22,8 @@ type Log struct {
 	// Slot is the Log's index in its ingresslog shard, under the shard's
 	// lock.
 	Slot int
+	// Storms sums the Storms of the request's outbound calls.
+	Storms Storms
 
 	noRetry     atomic.Bool
 	callerFault atomic.Bool

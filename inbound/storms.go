@@ -1,0 +1,177 @@
+package inbound
+
+import (
+	"sync"
+	"time"
+
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// Storm is the storm telemetry of one root request (one whose caller runs
+// no errown), for operators: what its subtree served with errown's
+// decisions and what it would have served with every hop retrying blind to
+// claims. In observe mode the blind figures are what happened.
+type Storm struct {
+	Time      time.Time `json:"time"`
+	Procedure string    `json:"procedure"`
+	// Known is false when a hop below runs no errown or its figures were
+	// lost: the other fields are then zero.
+	Known bool `json:"known"`
+	// Failed reports whether the root request itself failed.
+	Failed bool `json:"failed"`
+	// Served and Blind count requests in the subtree, the root's own
+	// included; Prevented is their difference.
+	Served    uint64 `json:"served"`
+	Blind     uint64 `json:"blind"`
+	Prevented uint64 `json:"prevented"`
+	// Retries is how many of Served were retries.
+	Retries uint64 `json:"retries"`
+	// Radius is the storm radius, the most hops on one call path that
+	// spent a retry; BlindRadius is the blind world's.
+	Radius      int `json:"radius"`
+	BlindRadius int `json:"blindRadius"`
+}
+
+func newStorm(t time.Time, procedure string, s ownership.Storm, known, failed bool) Storm {
+	out := Storm{Time: t, Procedure: procedure, Known: known, Failed: failed}
+	if known {
+		out.Served, out.Blind, out.Prevented, out.Retries = s.Served, s.Blind, s.Prevented(), s.Retries
+		out.Radius, out.BlindRadius = int(s.Radius), int(s.BlindRadius)
+	}
+	return out
+}
+
+// stormy reports whether a root request's telemetry is worth recording:
+// some hop below spent a retry or would have, or a figure is unknown.
+func stormy(s ownership.Storm, known bool) bool {
+	return !known || s.Retries > 0 || s.BlindRadius > 0
+}
+
+// DefaultMaxRootProcedures bounds the root procedures that get their own
+// storm metric series; the others share the procedure tag "_other".
+const DefaultMaxRootProcedures = 100
+
+// _otherProcedure tags the storm metrics of root procedures beyond the
+// bound.
+const _otherProcedure = "_other"
+
+// _radiusBuckets are the storm radius histograms' fixed buckets.
+var _radiusBuckets = tally.ValueBuckets{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50}
+
+// _recentStorms is how many root storms a Middleware remembers for
+// operators.
+const _recentStorms = 32
+
+// storms keeps the root requests' storm metrics, per root procedure, and
+// the latest root storms. Only requests with a storm reach it.
+type storms struct {
+	scope tally.Scope
+	limit int
+	hook  func(Storm)
+
+	mu     sync.Mutex
+	byProc map[string]*stormMetrics
+	ring   [_recentStorms]Storm
+	next   int
+	held   int
+}
+
+type stormMetrics struct {
+	requests    tally.Counter
+	unknown     tally.Counter
+	prevented   tally.Counter
+	retries     tally.Counter
+	radius      tally.Histogram
+	blindRadius tally.Histogram
+}
+
+func newStorms(scope tally.Scope, limit int, hook func(Storm)) *storms {
+	return &storms{scope: scope.SubScope("storm"), limit: limit, hook: hook, byProc: make(map[string]*stormMetrics)}
+}
+
+func (s *storms) metrics(procedure string) *stormMetrics {
+	if m, ok := s.byProc[procedure]; ok {
+		return m
+	}
+	if len(s.byProc) >= s.limit {
+		procedure = _otherProcedure
+		if m, ok := s.byProc[procedure]; ok {
+			return m
+		}
+	}
+	sc := s.scope.Tagged(map[string]string{"procedure": procedure})
+	m := &stormMetrics{
+		requests:    sc.Counter("requests"),
+		unknown:     sc.Counter("unknown"),
+		prevented:   sc.Counter("prevented"),
+		retries:     sc.Counter("retries"),
+		radius:      sc.Histogram("radius", _radiusBuckets),
+		blindRadius: sc.Histogram("blind_radius", _radiusBuckets),
+	}
+	s.byProc[procedure] = m
+	return m
+}
+
+// record records one root request's storm.
+func (s *storms) record(st Storm) {
+	s.mu.Lock()
+	m := s.metrics(st.Procedure)
+	s.ring[s.next] = st
+	s.next = (s.next + 1) % _recentStorms
+	s.held = min(s.held+1, _recentStorms)
+	s.mu.Unlock()
+
+	m.requests.Inc(1)
+	if !st.Known {
+		m.unknown.Inc(1)
+	} else {
+		m.prevented.Inc(int64(st.Prevented))
+		m.retries.Inc(int64(st.Retries))
+		m.radius.RecordValue(float64(st.Radius))
+		m.blindRadius.RecordValue(float64(st.BlindRadius))
+	}
+	if s.hook != nil {
+		s.hook(st)
+	}
+}
+
+// list returns the latest root storms, newest first.
+func (s *storms) list() []Storm {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Storm, 0, s.held)
+	for i := 1; i <= s.held; i++ {
+		out = append(out, s.ring[(s.next-i+_recentStorms)%_recentStorms])
+	}
+	return out
+}
+
+// _quietStorms are the storm headers of a success whose subtree served n
+// requests (index n) with no retry, prevented nothing and knew all of it:
+// the common answer of a service that calls others, sent without an
+// allocation.
+const _quietStorms = 64
+
+func quietStormHeaders(name string) []transport.Headers {
+	hs := make([]transport.Headers, _quietStorms+1)
+	for n := 2; n <= _quietStorms; n++ {
+		hs[n] = transport.NewHeaders().With(name, ownership.Storm{Served: uint64(n), Blind: uint64(n)}.HeaderValue())
+	}
+	return hs
+}
+
+// stormHeaders returns the headers carrying s, or StormUnknownValue.
+func (m *Middleware) stormHeaders(s ownership.Storm, known bool) transport.Headers {
+	switch {
+	case !known:
+		return m.unknownStorm
+	case s == ownership.One:
+		return m.oneStorm
+	case s.Served == s.Blind && s.Retries == 0 && s.BlindRadius == 0 && s.Served <= _quietStorms:
+		return m.quietStorms[s.Served]
+	default:
+		return transport.NewHeaders().With(m.stormHeader, s.HeaderValue())
+	}
+}

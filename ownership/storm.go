@@ -1,0 +1,146 @@
+package ownership
+
+import (
+	"strconv"
+
+	"go.uber.org/yarpc/api/transport"
+)
+
+// DefaultStormHeader carries a Storm up the call graph on responses.
+const DefaultStormHeader = "errown-storm"
+
+// Bounds of a Storm header value. A value outside them is unreadable:
+// unknown, never clamped.
+const (
+	// MaxStormServed is the largest request count a Storm carries.
+	MaxStormServed = 1 << 50
+	// MaxStormRadius is the largest radius a Storm carries.
+	MaxStormRadius = 255
+)
+
+// StormUnknownValue is the Storm header value of a subtree whose figures
+// errown could not read: a hop below runs no errown, or its header was lost
+// or garbled. Everything above it is unknown too.
+const StormUnknownValue = "unknown"
+
+// Storm is what one call cost in the subtree below a caller, for one
+// request, in the two worlds errown tells apart: with errown's decisions
+// (Served, Radius) and with every hop retrying per its own policy, blind to
+// claims (Blind, BlindRadius). In enforce mode the first is what happened
+// and the second the counterfactual; in observe mode it is the other way
+// round. Either way Blind - Served is what errown prevents, or would
+// prevent.
+//
+// Counts include the callee's own request and every retry below; a radius
+// is the largest number of hops on one call path that spent a retry.
+type Storm struct {
+	Served  uint64
+	Blind   uint64
+	Retries uint64 // the retries among Served
+	Radius  uint8
+	// BlindRadius is the radius in the blind world.
+	BlindRadius uint8
+}
+
+// One is the Storm of a call that reached one request and went no further
+// with anything to report: a leaf's success, or an answer.
+var One = Storm{Served: 1, Blind: 1}
+
+// Prevented returns the requests errown's decisions prevented (or would
+// prevent, in observe mode).
+func (s Storm) Prevented() uint64 { return s.Blind - s.Served }
+
+// Trivial reports whether s says nothing a caller could not assume: one
+// request, no retry, nothing prevented.
+func (s Storm) Trivial() bool { return s == One }
+
+// HeaderValue returns s as a header value: five decimals separated by
+// commas, "served,blind,retries,radius,blindRadius".
+func (s Storm) HeaderValue() string {
+	var buf [64]byte
+	b := strconv.AppendUint(buf[:0], s.Served, 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, s.Blind, 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, s.Retries, 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(s.Radius), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(s.BlindRadius), 10)
+	return string(b)
+}
+
+// ParseStorm reads a Storm header value. It returns false for
+// StormUnknownValue and for anything that is not exactly five plain
+// decimals (no sign, no leading zero, no space) within the bounds, with at
+// least one request served, fewer retries than requests served, no fewer
+// blind than served, and a blind radius no smaller than the radius: a figure errown cannot trust is unknown,
+// never a guess.
+func ParseStorm(v string) (Storm, bool) {
+	var f [5]uint64
+	for i := range f {
+		n, rest, ok := parseDecimal(v, MaxStormServed)
+		if !ok {
+			return Storm{}, false
+		}
+		f[i] = n
+		if i < len(f)-1 {
+			if len(rest) == 0 || rest[0] != ',' {
+				return Storm{}, false
+			}
+			rest = rest[1:]
+		} else if len(rest) != 0 {
+			return Storm{}, false
+		}
+		v = rest
+	}
+	s := Storm{Served: f[0], Blind: f[1], Retries: f[2]}
+	if f[3] > MaxStormRadius || f[4] > MaxStormRadius {
+		return Storm{}, false
+	}
+	s.Radius, s.BlindRadius = uint8(f[3]), uint8(f[4])
+	if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.BlindRadius < s.Radius {
+		return Storm{}, false
+	}
+	return s, true
+}
+
+// parseDecimal reads a plain decimal at the start of v, at most limit, and
+// returns it with the rest of v.
+func parseDecimal(v string, limit uint64) (uint64, string, bool) {
+	i := 0
+	var n uint64
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		if i == 1 && v[0] == '0' {
+			return 0, "", false // a leading zero
+		}
+		n = n*10 + uint64(v[i]-'0')
+		if n > limit {
+			return 0, "", false
+		}
+		i++
+	}
+	if i == 0 {
+		return 0, "", false
+	}
+	return n, v[i:], true
+}
+
+// ResponseStorm returns the Storm of one attempt's response of class
+// class, read from its header under name header, and false when it is
+// unknown. A response without the header is One unless it is a failure:
+// a callee's success or answer says nothing only when there was nothing
+// to say, while every errown callee sends its Storm on a failure, so a
+// failure without one (no errown below, a timeout, a lost response) is
+// unknown.
+func ResponseStorm(res *transport.Response, class Class, header string) (Storm, bool) {
+	if res != nil {
+		if v, ok := res.Headers.Items()[header]; ok {
+			return ParseStorm(v)
+		}
+	}
+	if class == ClassFailure {
+		return Storm{}, false
+	}
+	return One, true
+}
