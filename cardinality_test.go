@@ -36,7 +36,7 @@ func TestTagCardinalityBounded(t *testing.T) {
 	mw, err := errown.New(errown.Config{
 		MaxRootProcedures: maxRoots,
 		Memory:            depmem.Config{MaxEdges: maxEdges},
-		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
+		Retry:             errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 	}, errown.WithScope(scope))
 	require.NoError(t, err)
 

@@ -1,6 +1,7 @@
 package errown
 
 import (
+	"github.com/errown/errown/egresslog"
 	"sync"
 	"sync/atomic"
 
@@ -97,7 +98,9 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
+	orphans := new(egresslog.Orphans)
 	in, err := inbound.New(cfg.inboundConfig(),
+		inbound.WithOrphans(orphans),
 		inbound.WithScope(scope),
 		inbound.WithMemory(kinds), inbound.WithObserver(memory),
 		inbound.WithStormHook(o.stormHook))
@@ -108,7 +111,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope), outbound.WithInner(r))
+	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope), outbound.WithInner(r), outbound.WithOrphans(orphans))
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,7 @@ type Middleware struct {
 	oneStorm         transport.Headers
 	quietStorms      []transport.Headers // by requests served; see quietStormHeaders
 	storms           *storms
+	orphans          *egresslog.Orphans
 
 	claimedCount      tally.Counter
 	unclaimedCount    tally.Counter
@@ -83,6 +84,10 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		}
 		return h
 	}
+	orphans := o.orphans
+	if orphans == nil {
+		orphans = new(egresslog.Orphans) // nobody counts: never changes
+	}
 	scope := o.scope.SubScope("inbound")
 	return &Middleware{
 		logs:              logs,
@@ -97,6 +102,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		codeHeader:        cfg.CodeHeader,
 		stormHeader:       cfg.StormHeader,
 		storms:            newStorms(o.scope, cfg.MaxRootProcedures, o.stormHook),
+		orphans:           orphans,
 		unknownStorm:      transport.NewHeaders().With(cfg.StormHeader, ownership.StormUnknownValue),
 		oneStorm:          transport.NewHeaders().With(cfg.StormHeader, ownership.One.HeaderValue()),
 		quietStorms:       quietStormHeaders(cfg.StormHeader),
@@ -132,6 +138,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		m.untrackedCount.Inc(1)
 		return h.Handle(ctx, req, m.ownHeaders(resw))
 	}
+	orphans := m.orphans.Mark()
 	rw := getWriter(m, resw)
 	// Deferred so the log is closed and goes also when the handler
 	// panics: yarpc recovers the panic further out, exactly as without
@@ -159,6 +166,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		class = ownership.ClassAnswer
 	}
 	storm, known := m.storm(log, counts)
+	if known && m.orphans.Since(orphans) {
+		known = false // a failed call made with a fresh context may be this request's
+	}
 	if class != ownership.ClassOK {
 		claim := m.decide(req.Procedure, code, class, entries, counts)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
@@ -197,8 +207,6 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	return err
 }
 
-// ownHeaders returns w, or a writer that drops errown's own headers from
-// what the handler adds, when w is not errown's already.
 // storm returns the request's Storm: its own request and its calls'.
 func (m *Middleware) storm(log *reqlog.Log, counts egresslog.Counts) (ownership.Storm, bool) {
 	if !log.Storms.Added() { // only quiet calls: no atomics beyond the count
@@ -214,6 +222,8 @@ func (m *Middleware) Storms() []Storm {
 	return m.storms.list()
 }
 
+// ownHeaders returns w, or a writer that drops errown's own headers from
+// what the handler adds, when w is not errown's already.
 func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWriter {
 	return &writer{ResponseWriter: w, m: m}
 }

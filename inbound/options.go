@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/egresslog"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -15,6 +16,7 @@ type options struct {
 	memory    depmem.Classifier
 	observer  depmem.Observer
 	stormHook func(Storm)
+	orphans   *egresslog.Orphans
 }
 
 type optionFunc func(*options)
@@ -52,4 +54,13 @@ func WithObserver(o depmem.Observer) Option {
 // must be quick and safe for concurrent use. Default: nobody.
 func WithStormHook(f func(Storm)) Option {
 	return optionFunc(func(o *options) { o.stormHook = f })
+}
+
+// WithOrphans reads from o the failed calls the egress middleware could
+// not tie to a request (outbound.WithOrphans with the same o): the storm
+// telemetry of a request in flight while one failed is unknown, since the
+// failure may have been one of its own calls made with a fresh context.
+// Default: none seen.
+func WithOrphans(o *egresslog.Orphans) Option {
+	return optionFunc(func(opts *options) { opts.orphans = o })
 }

@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/errown/errown/egresslog"
@@ -23,6 +24,7 @@ type Middleware struct {
 	stormHeader   string
 	inner         middleware.UnaryOutbound // or nil
 	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
+	orphans       *egresslog.Orphans       // or nil
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
@@ -52,6 +54,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		attemptHeader: cfg.AttemptHeader,
 		stormHeader:   cfg.StormHeader,
 		inner:         o.inner,
+		orphans:       o.orphans,
 		calls:         scope.Counter("calls"),
 		answers:       scope.Counter("answers"),
 		untracked:     scope.Counter("untracked"),
@@ -71,7 +74,13 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	log := reqlog.FromContext(ctx)
 	if log == nil {
 		m.untracked.Inc(1)
-		return m.next(ctx, req, out)
+		res, err := m.next(ctx, req, out)
+		if m.orphans != nil {
+			if _, class := ownership.CallResult(res, err, m.codeHeader); class == ownership.ClassFailure {
+				m.orphans.Failed()
+			}
+		}
+		return res, err
 	}
 	mk := m.mark(req)
 	res, state, err := m.send(ctx, &mk.req, out)
@@ -166,12 +175,20 @@ var _marked = sync.Pool{New: func() any { return &marked{headers: transport.NewH
 func (m *Middleware) mark(req *transport.Request) *marked {
 	mk := _marked.Get().(*marked)
 	mk.req = *req
-	for k, v := range req.Headers.OriginalItems() {
-		if transport.CanonicalizeHeaderKey(k) != m.attemptHeader {
-			mk.headers = mk.headers.With(k, v)
+	// Copied map to map: the keys are already what Headers.With would
+	// make of them, and lower-casing a mixed-case key again allocates.
+	items, orig := mk.headers.Items(), mk.headers.OriginalItems()
+	for k, v := range req.Headers.Items() {
+		if k != m.attemptHeader {
+			items[k] = v
 		}
 	}
-	mk.headers = mk.headers.With(m.attemptHeader, _firstAttempt)
+	for k, v := range req.Headers.OriginalItems() {
+		if !strings.EqualFold(k, m.attemptHeader) {
+			orig[k] = v
+		}
+	}
+	items[m.attemptHeader], orig[m.attemptHeader] = _firstAttempt, _firstAttempt
 	mk.req.Headers = mk.headers
 	return mk
 }

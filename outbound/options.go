@@ -1,6 +1,7 @@
 package outbound
 
 import (
+	"github.com/errown/errown/egresslog"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 )
@@ -11,8 +12,9 @@ type Option interface {
 }
 
 type options struct {
-	scope tally.Scope
-	inner middleware.UnaryOutbound
+	scope   tally.Scope
+	inner   middleware.UnaryOutbound
+	orphans *egresslog.Orphans
 }
 
 type optionFunc func(*options)
@@ -36,4 +38,12 @@ func WithScope(s tally.Scope) Option {
 // *retry.Middleware it adds no allocation at all. Default: none.
 func WithInner(mw middleware.UnaryOutbound) Option {
 	return optionFunc(func(o *options) { o.inner = mw })
+}
+
+// WithOrphans counts in o every failed call made outside any tracked
+// request (a handler that called with a fresh context), for the inbound
+// middleware given the same o to mark the storm telemetry of the requests
+// in flight meanwhile as unknown. Default: not counted.
+func WithOrphans(o *egresslog.Orphans) Option {
+	return optionFunc(func(opts *options) { opts.orphans = o })
 }

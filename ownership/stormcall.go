@@ -59,10 +59,12 @@ func (c *StormCall) Blind(n int) {
 		return
 	}
 	c.blindAttempts += n
-	extra := uint64(n) * min(c.last.Blind, MaxStormServed)
+	extra := uint64(MaxStormServed + 1) // out of bounds: unknown
+	if c.last.Blind <= MaxStormServed/uint64(n) {
+		extra = uint64(n) * c.last.Blind
+	}
 	c.blind = add(c.blind, extra)
 	c.own = add(c.own, extra)
-	c.blindRadius = max(c.blindRadius, c.last.BlindRadius)
 }
 
 // Attempts returns the attempts added.

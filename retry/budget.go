@@ -107,14 +107,22 @@ func (b *budget) tryWithdraw() bool {
 	return true
 }
 
-// epoch returns the bucket-width interval of now, or the latest one seen
-// if the clock stepped back (or a coarse reading lagged an exact one, or
-// another goroutine's).
 // tryWithdrawBlind takes a retry errown suppressed from the budget's blind
 // twin, which sees the same requests and both the real retries and the
 // suppressed ones: whether a hop blind to claims would have had the budget
 // for it. The real budget is untouched.
-func (b *budget) tryWithdrawBlind() bool {
+//
+// The twin grants by chance, drawn with draw (uniform in [0, 1)), so that
+// the twins of a chain's hops, which see the same requests, decide each
+// request independently: at fixed turns (every tenth request at a 10%
+// ratio) they would grant on the same requests and compound replays of
+// replays far beyond what budgets allow. Within a band of 1/(2·ratio)
+// retries either side of an empty budget the chance is the ratio: when
+// every call wants a retry, grants average the budget's share, and the
+// budget drifts neither way. Above the band the chance grows, to certainty
+// 1/ratio retries above it: when few calls want one, every one is granted,
+// as the blind hop's budget would. Below the band the twin grants nothing.
+func (b *budget) tryWithdrawBlind(draw float64) bool {
 	if b.disabled {
 		return true
 	}
@@ -129,13 +137,18 @@ func (b *budget) tryWithdrawBlind() bool {
 			blind += bk.blind
 		}
 	}
-	if !BudgetAllows(requests, retries+blind, b.ratio, b.minPerSecond, b.window) {
+	left := budgetAllowance(requests, b.ratio, b.minPerSecond, b.window) - float64(retries+blind)
+	band := 1 / (2 * b.ratio)
+	if left <= -band || draw >= b.ratio*max(1, 1+left-band) {
 		return false
 	}
 	cur.blind++
 	return true
 }
 
+// epoch returns the bucket-width interval of now, or the latest one seen
+// if the clock stepped back (or a coarse reading lagged an exact one, or
+// another goroutine's).
 func (b *budget) epoch() int64 {
 	e := int64(b.clock.Elapsed() / b.width)
 	for {

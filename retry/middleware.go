@@ -232,8 +232,6 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	return wait, true
 }
 
-// refuse records that a wanted retry was refused for reason r, and returns
-// false.
 // blindRetries returns how many more attempts a hop blind to claims would
 // have made after attempt n failed with code: per the policy, the callee's
 // pushback and the budget's blind twin, each replaying attempt n.
@@ -242,12 +240,14 @@ func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n
 		return 0
 	}
 	k := 0
-	for n+k < p.maxAttempts && c.budget.tryWithdrawBlind() {
+	for n+k < p.maxAttempts && c.budget.tryWithdrawBlind(m.rand()) {
 		k++
 	}
 	return k
 }
 
+// refuse records that a wanted retry was refused for reason r, and returns
+// false.
 func (m *Middleware) refuse(req *transport.Request, c *callee, state *reqlog.CallState, r ownership.Refusal, attempts int) bool {
 	state.Refused = r
 	c.metrics.denied[r].Inc(1)

@@ -32,8 +32,12 @@ func (s *Storms) Add(st ownership.Storm, known, failed bool) {
 		s.unknown.Store(true)
 		return
 	}
+	if st.Served > ownership.MaxStormServed || st.Blind > ownership.MaxStormServed ||
+		s.blind.Add(st.Blind) > ownership.MaxStormServed { // sums of bounded figures: no wrap before this trips
+		s.unknown.Store(true)
+		return
+	}
 	s.served.Add(st.Served)
-	s.blind.Add(st.Blind)
 	s.retries.Add(st.Retries)
 	atomicMax(&s.radius, uint32(st.Radius))
 	atomicMax(&s.blindRadius, uint32(st.BlindRadius))

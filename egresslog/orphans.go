@@ -1,0 +1,23 @@
+package egresslog
+
+import "sync/atomic"
+
+// Orphans counts the failed outbound calls that no request could be tied
+// to (a handler that called with a fresh context): the storm of a request
+// in flight while one failed is unknown, since the failure may be one of
+// its own calls, out of errown's sight. The egress and inbound middleware
+// of one errown share it (outbound.WithOrphans, inbound.WithOrphans).
+type Orphans struct {
+	_ [64]byte // alone in its cache block: every request reads it
+	n atomic.Uint64
+	_ [56]byte
+}
+
+// Failed counts one orphan failure.
+func (o *Orphans) Failed() { o.n.Add(1) }
+
+// Mark returns a mark to compare with Since at the end of a request.
+func (o *Orphans) Mark() uint64 { return o.n.Load() }
+
+// Since reports whether an orphan failed since mark.
+func (o *Orphans) Since(mark uint64) bool { return o.n.Load() != mark }
