@@ -15,6 +15,7 @@ FUZZ_TARGETS := \
 	./ownership:FuzzParseClaim \
 	./ownership:FuzzParseAttempt \
 	./ownership:FuzzParseCode \
+	./ownership:FuzzParseStorm \
 	.:FuzzConfigFromYAML \
 	./retry:FuzzConfig \
 	./depmem:FuzzParseSnapshot \

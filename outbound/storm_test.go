@@ -1,0 +1,573 @@
+package outbound
+
+import (
+	"context"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// seen is what a transport saw of one request, copied while it was
+// called: the marked copy is pooled and emptied once Call returns.
+type seen struct {
+	req      *transport.Request
+	service  string
+	proc     string
+	items    map[string]string
+	original map[string]string
+}
+
+// headerRecorder records the requests it gets and answers from a script,
+// repeating its last step.
+type headerRecorder struct {
+	transport.UnaryOutbound // not called
+
+	mu     sync.Mutex
+	seen   []seen
+	script []func() (*transport.Response, error)
+}
+
+func (o *headerRecorder) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, seen{
+		req:      req,
+		service:  req.Service,
+		proc:     req.Procedure,
+		items:    maps.Clone(req.Headers.Items()),
+		original: maps.Clone(req.Headers.OriginalItems()),
+	})
+	if len(o.script) == 0 {
+		return &transport.Response{}, nil
+	}
+	step := o.script[min(len(o.seen), len(o.script))-1]
+	return step()
+}
+
+// respond is a script step answering res and err.
+func respond(res *transport.Response, err error) func() (*transport.Response, error) {
+	return func() (*transport.Response, error) { return res, err }
+}
+
+// headers returns a response carrying key, value pairs.
+func headers(kv ...string) *transport.Response {
+	h := transport.NewHeaders()
+	for i := 0; i+1 < len(kv); i += 2 {
+		h = h.With(kv[i], kv[i+1])
+	}
+	return &transport.Response{Headers: h}
+}
+
+// trackedContext returns a context carrying a fresh request log, for
+// procedure "p", as the inbound middleware serves a request.
+func trackedContext() (context.Context, *reqlog.Log) {
+	n := &reqlog.Node{Context: context.Background(), Log: reqlog.Log{Procedure: "p"}}
+	return n, &n.Log
+}
+
+func TestCallMarksFirstAttempt(t *testing.T) {
+	tests := []struct {
+		name         string
+		cfg          Config
+		give         transport.Headers
+		wantItems    map[string]string
+		wantOriginal map[string]string
+	}{
+		{
+			name:         "no headers",
+			give:         transport.Headers{},
+			wantItems:    map[string]string{"errown-attempt": "1"},
+			wantOriginal: map[string]string{"errown-attempt": "1"},
+		},
+		{
+			name:         "empty headers",
+			give:         transport.NewHeaders(),
+			wantItems:    map[string]string{"errown-attempt": "1"},
+			wantOriginal: map[string]string{"errown-attempt": "1"},
+		},
+		{
+			name:         "the caller's headers kept, in their case",
+			give:         transport.NewHeaders().With("X-Trace", "abc").With("baggage", "v"),
+			wantItems:    map[string]string{"x-trace": "abc", "baggage": "v", "errown-attempt": "1"},
+			wantOriginal: map[string]string{"X-Trace": "abc", "baggage": "v", "errown-attempt": "1"},
+		},
+		{
+			name:         "a caller's attempt header replaced",
+			give:         transport.NewHeaders().With("errown-attempt", "5").With("x-trace", "abc"),
+			wantItems:    map[string]string{"x-trace": "abc", "errown-attempt": "1"},
+			wantOriginal: map[string]string{"x-trace": "abc", "errown-attempt": "1"},
+		},
+		{
+			name:         "a caller's attempt header in another case replaced",
+			give:         transport.NewHeaders().With("Errown-Attempt", "5"),
+			wantItems:    map[string]string{"errown-attempt": "1"},
+			wantOriginal: map[string]string{"errown-attempt": "1"},
+		},
+		{
+			name:         "a custom attempt header",
+			cfg:          Config{AttemptHeader: "x-try"},
+			give:         transport.NewHeaders().With("errown-attempt", "5").With("X-Try", "4"),
+			wantItems:    map[string]string{"errown-attempt": "5", "x-try": "1"},
+			wantOriginal: map[string]string{"errown-attempt": "5", "x-try": "1"},
+		},
+		{
+			name: "many headers",
+			give: transport.HeadersFromMap(map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "7", "h": "8", "i": "9"}),
+			wantItems: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "7", "h": "8", "i": "9",
+				"errown-attempt": "1"},
+			wantOriginal: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "7", "h": "8", "i": "9",
+				"errown-attempt": "1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mw, err := New(tt.cfg)
+			require.NoError(t, err)
+			ctx, _ := trackedContext()
+			callerItems := maps.Clone(tt.give.Items())
+			callerOriginal := maps.Clone(tt.give.OriginalItems())
+			callerLen := tt.give.Len()
+			req := &transport.Request{Service: "payments", Procedure: "charge", Caller: "shop", Encoding: "json", Body: strings.NewReader("x"), BodySize: 1, Headers: tt.give}
+			out := &headerRecorder{}
+
+			_, err = mw.Call(ctx, req, out)
+			require.NoError(t, err)
+
+			require.Len(t, out.seen, 1)
+			got := out.seen[0]
+			assert.Equal(t, tt.wantItems, got.items)
+			assert.Equal(t, tt.wantOriginal, got.original)
+			assert.NotSame(t, req, got.req, "the transport gets a copy")
+			assert.Equal(t, "payments", got.service)
+			assert.Equal(t, "charge", got.proc)
+
+			assert.Equal(t, callerLen, req.Headers.Len(), "the caller's headers unchanged")
+			assert.Equal(t, callerItems, req.Headers.Items())
+			assert.Equal(t, callerOriginal, req.Headers.OriginalItems())
+			assert.Equal(t, callerLen, tt.give.Len())
+			assert.Equal(t, callerItems, tt.give.Items())
+			assert.Equal(t, "payments", req.Service)
+			assert.Equal(t, "json", string(req.Encoding))
+			assert.Equal(t, 1, req.BodySize)
+		})
+	}
+}
+
+func TestCallMarkedRequestIsTheCallersOtherwise(t *testing.T) {
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	ctx, _ := trackedContext()
+	body := strings.NewReader("body")
+	req := &transport.Request{
+		Caller: "shop", Service: "payments", Procedure: "charge", Encoding: "proto",
+		Transport: "grpc", ShardKey: "s", RoutingKey: "rk", RoutingDelegate: "rd", CallerProcedure: "checkout",
+		Body: body, BodySize: 4, Headers: transport.NewHeaders().With("x", "y"),
+	}
+	var got transport.Request
+	out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
+		got = *r
+		return &transport.Response{}, nil
+	}}
+	_, err = mw.Call(ctx, req, out)
+	require.NoError(t, err)
+	want := *req
+	want.Headers = got.Headers // checked elsewhere
+	assert.Equal(t, want, got, "every field but the headers is the caller's")
+	assert.Same(t, body, got.Body.(*strings.Reader))
+}
+
+type funcOutbound struct {
+	transport.UnaryOutbound // not called
+	call                    func(context.Context, *transport.Request) (*transport.Response, error)
+}
+
+func (o *funcOutbound) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+	return o.call(ctx, req)
+}
+
+func TestCallUntrackedIsNotMarked(t *testing.T) {
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: transport.NewHeaders().With("x-trace", "abc")}
+	out := &headerRecorder{}
+
+	_, err = mw.Call(context.Background(), req, out)
+	require.NoError(t, err)
+
+	require.Len(t, out.seen, 1)
+	assert.Same(t, req, out.seen[0].req, "the caller's request as it is")
+	assert.Equal(t, map[string]string{"x-trace": "abc"}, out.seen[0].items)
+}
+
+func TestCallMarksWithRetryInside(t *testing.T) {
+	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", MaxAttempts: 3, InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+	require.NoError(t, err)
+	mw, err := New(Config{}, WithInner(r))
+	require.NoError(t, err)
+	ctx, _ := trackedContext()
+	h := transport.NewHeaders().With("X-Trace", "abc").With("errown-attempt", "9")
+	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: h}
+	down := yarpcerrors.UnavailableErrorf("down")
+	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), down), respond(headers(), down), respond(&transport.Response{}, nil)}}
+
+	_, err = mw.Call(ctx, req, out)
+	require.NoError(t, err)
+
+	require.Len(t, out.seen, 3)
+	for i, want := range []string{"1", "2", "3"} {
+		assert.Equal(t, map[string]string{"x-trace": "abc", "errown-attempt": want}, out.seen[i].items, "attempt %d", i+1)
+	}
+	assert.Equal(t, map[string]string{"x-trace": "abc", "errown-attempt": "9"}, h.Items(), "the caller's headers unchanged")
+	assert.Equal(t, map[string]string{"X-Trace": "abc", "errown-attempt": "9"}, h.OriginalItems())
+	assert.Equal(t, 2, h.Len())
+}
+
+// TestCallMarkPoolHoldsNothing: a pooled marked request carries nothing
+// of the call before, whatever the order of calls.
+func TestCallMarkPoolHoldsNothing(t *testing.T) {
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	ctx, _ := trackedContext()
+	out := &headerRecorder{}
+	for i := range 20 {
+		k := "x-call-" + strconv.Itoa(i)
+		_, err := mw.Call(ctx, &transport.Request{Service: "s", Headers: transport.NewHeaders().With(k, "v")}, out)
+		require.NoError(t, err)
+		_, err = mw.Call(ctx, &transport.Request{Service: "s"}, out)
+		require.NoError(t, err)
+	}
+	for i, s := range out.seen {
+		if i%2 == 0 {
+			assert.Equal(t, map[string]string{"x-call-" + strconv.Itoa(i/2): "v", "errown-attempt": "1"}, s.items, "call %d", i)
+		} else {
+			assert.Equal(t, map[string]string{"errown-attempt": "1"}, s.items, "call %d", i)
+		}
+	}
+}
+
+// TestCallMarkConcurrent: concurrent calls each send their own headers,
+// never another's (run with -race).
+func TestCallMarkConcurrent(t *testing.T) {
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	ctx, log := trackedContext()
+	const goroutines, perG = 16, 200
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			me := strconv.Itoa(g)
+			out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
+				want := map[string]string{"x-g": me, "errown-attempt": "1"}
+				if !maps.Equal(r.Headers.Items(), want) {
+					t.Errorf("goroutine %s sent %v", me, r.Headers.Items())
+				}
+				return headers("errown-storm", "2,2,0,0,0"), nil
+			}}
+			for range perG {
+				h := transport.NewHeaders().With("x-g", me)
+				if _, err := mw.Call(ctx, &transport.Request{Service: "s", Headers: h}, out); err != nil {
+					t.Error(err)
+				}
+				if h.Len() != 1 {
+					t.Errorf("caller headers changed: %v", h.Items())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	counts := log.Egress.Counts()
+	st, ok := log.Storms.Total(counts.NotFailed)
+	require.True(t, ok)
+	const n = goroutines * perG
+	assert.Equal(t, ownership.Storm{Served: 1 + 2*n, Blind: 1 + 2*n}, st)
+}
+
+func TestCallFoldsStorm(t *testing.T) {
+	down := yarpcerrors.UnavailableErrorf("down")
+	tests := []struct {
+		name      string
+		res       *transport.Response
+		err       error
+		state     reqlog.CallState // what an inner middleware reports
+		want      ownership.Storm
+		wantOK    bool
+		wantAdded bool
+	}{
+		{
+			name:   "a quiet success: counted by the egress log, not added",
+			res:    &transport.Response{},
+			want:   ownership.Storm{Served: 2, Blind: 2},
+			wantOK: true,
+		},
+		{
+			name:   "a success saying one: not added",
+			res:    headers("errown-storm", "1,1,0,0,0"),
+			want:   ownership.Storm{Served: 2, Blind: 2},
+			wantOK: true,
+		},
+		{
+			name:      "a success with a subtree",
+			res:       headers("errown-storm", "5,5,0,0,0"),
+			want:      ownership.Storm{Served: 6, Blind: 6},
+			wantOK:    true,
+			wantAdded: true,
+		},
+		{
+			name:      "a failure with a storm",
+			res:       headers("errown-storm", "9,18,1,1,2", "errown-claim", "unclaimed"),
+			err:       down,
+			want:      ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
+			wantOK:    true,
+			wantAdded: true,
+		},
+		{
+			name:      "a leaf failure: one, added",
+			res:       headers("errown-storm", "1,1,0,0,0"),
+			err:       down,
+			want:      ownership.Storm{Served: 2, Blind: 2},
+			wantOK:    true,
+			wantAdded: true,
+		},
+		{
+			name:      "a failure without a storm: unknown",
+			err:       down,
+			wantAdded: true,
+		},
+		{
+			name:      "a failure with a garbled storm: unknown",
+			res:       headers("errown-storm", "9,18,1"),
+			err:       down,
+			wantAdded: true,
+		},
+		{
+			name:      "a success saying unknown: unknown",
+			res:       headers("errown-storm", "unknown"),
+			wantAdded: true,
+		},
+		{
+			name:   "an answer without a storm: one",
+			err:    yarpcerrors.NotFoundErrorf("no"),
+			want:   ownership.Storm{Served: 2, Blind: 2},
+			wantOK: true,
+		},
+		{
+			name:      "an answer with a storm: added, not counted twice",
+			res:       headers("errown-storm", "3,7,1,1,2"),
+			err:       yarpcerrors.NotFoundErrorf("no"),
+			want:      ownership.Storm{Served: 4, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 2},
+			wantOK:    true,
+			wantAdded: true,
+		},
+		{
+			name:      "attempts counted by an inner middleware that did not fold: the response folded once",
+			res:       headers("errown-storm", "4,4,0,0,0"),
+			err:       down,
+			state:     reqlog.CallState{Attempts: 2},
+			want:      ownership.Storm{Served: 5, Blind: 5},
+			wantOK:    true,
+			wantAdded: true,
+		},
+		{
+			name:      "attempts folded by an inner middleware: its Storm",
+			res:       headers("errown-storm", "4,4,0,0,0"),
+			err:       down,
+			state:     reqlog.CallState{Attempts: 2, Storm: folded(ownership.Storm{Served: 4, Blind: 4}, ownership.Storm{Served: 4, Blind: 4})},
+			want:      ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			wantOK:    true,
+			wantAdded: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mw, err := New(Config{}, WithInner(stateSetter{tt.state}))
+			require.NoError(t, err)
+			ctx, log := trackedContext()
+			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &fakeOutbound{res: tt.res, err: tt.err})
+
+			assert.Equal(t, tt.wantAdded, log.Storms.Added())
+			got, ok := log.Storms.Total(log.Egress.Counts().NotFailed)
+			assert.Equal(t, tt.wantOK, ok, "%+v", got)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// folded returns a StormCall that folded attempts.
+func folded(attempts ...ownership.Storm) ownership.StormCall {
+	var c ownership.StormCall
+	for _, a := range attempts {
+		c.Attempt(a, true)
+	}
+	return c
+}
+
+// stateSetter is an inner middleware that reports state for every call,
+// as a retry middleware further in would.
+type stateSetter struct{ state reqlog.CallState }
+
+func (s stateSetter) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	res, err := out.Call(ctx, req)
+	if st := reqlog.CallStateFromContext(ctx); st != nil {
+		*st = s.state
+	}
+	return res, err
+}
+
+func TestCallFoldsStormWithRetry(t *testing.T) {
+	down := yarpcerrors.UnavailableErrorf("down")
+	tests := []struct {
+		name   string
+		mode   retry.Mode
+		script []func() (*transport.Response, error)
+		want   ownership.Storm
+	}{
+		{
+			name:   "claimed, retried, succeeded",
+			script: []func() (*transport.Response, error){respond(headers("errown-storm", "4,4,0,0,0", "errown-claim", "claimed"), down), respond(headers("errown-storm", "4,4,0,0,0"), nil)},
+			want:   ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+		},
+		{
+			name:   "unclaimed, suppressed: the blind retry replays it",
+			script: []func() (*transport.Response, error){respond(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
+			want:   ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
+		},
+		{
+			name:   "observe: unclaimed, retried anyway",
+			mode:   retry.ModeObserve,
+			script: []func() (*transport.Response, error){respond(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
+			want:   ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
+		},
+		{
+			name:   "a quiet success: nothing to fold",
+			script: []func() (*transport.Response, error){respond(&transport.Response{}, nil)},
+			want:   ownership.Storm{Served: 2, Blind: 2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := retry.New(retry.Config{Mode: tt.mode, Policies: []retry.PolicyConfig{{Service: "s", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+			require.NoError(t, err)
+			mw, err := New(Config{}, WithInner(r))
+			require.NoError(t, err)
+			ctx, log := trackedContext()
+			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &headerRecorder{script: tt.script})
+			got, ok := log.Storms.Total(log.Egress.Counts().NotFailed)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestCallLateAddsNoStorm(t *testing.T) {
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	ctx, log := trackedContext()
+	log.Egress.Close(nil) // the request finished
+	_, _ = mw.Call(ctx, &transport.Request{Service: "s"}, &fakeOutbound{res: headers("errown-storm", "9,18,1,1,2"), err: yarpcerrors.UnavailableErrorf("down")})
+	assert.False(t, log.Storms.Added(), "a late call is not the request's")
+}
+
+func TestRecordAddsStorm(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		retried   bool
+		want      ownership.Storm
+		wantAdded bool
+	}{
+		{name: "success", want: ownership.Storm{Served: 2, Blind: 2}},
+		{name: "failure", err: yarpcerrors.UnavailableErrorf("down"), want: ownership.Storm{Served: 2, Blind: 2}, wantAdded: true},
+		{name: "retried success", retried: true, want: ownership.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}, wantAdded: true},
+		{name: "retried failure", err: yarpcerrors.UnavailableErrorf("down"), retried: true, want: ownership.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}, wantAdded: true},
+		{name: "answer", err: yarpcerrors.NotFoundErrorf("no"), want: ownership.Storm{Served: 2, Blind: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, log := trackedContext()
+			require.True(t, Record(ctx, "db", tt.err, tt.retried))
+			assert.Equal(t, tt.wantAdded, log.Storms.Added())
+			got, ok := log.Storms.Total(log.Egress.Counts().NotFailed)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// _raceAllocs is the allocations per call the race detector's pools may
+// add to a pooled path (see raceEnabled): a marked request missed in its
+// pool is allocated anew, its two header maps with it.
+const _raceAllocs = 1.5
+
+// allowedAllocs is the allocations a path that allocates nothing may show.
+func allowedAllocs() float64 {
+	if raceEnabled {
+		return _raceAllocs
+	}
+	return 0
+}
+
+// TestMarkAllocatesNothing: marking and unmarking a request reuses the
+// pooled copy and its header maps. (Header names the caller wrote in
+// lower case, as canonical: see the report on mixed-case names.)
+func TestMarkAllocatesNothing(t *testing.T) {
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	for _, h := range []transport.Headers{
+		{},
+		transport.NewHeaders(),
+		transport.NewHeaders().With("x-trace", "abc").With("baggage", "v"),
+		transport.NewHeaders().With("errown-attempt", "4"),
+	} {
+		req := &transport.Request{Service: "s", Headers: h}
+		allocs := testing.AllocsPerRun(1000, func() {
+			mk := mw.mark(req)
+			if v, _ := mk.req.Headers.Get("errown-attempt"); v != "1" {
+				t.Fatalf("marked %v", mk.req.Headers.Items())
+			}
+			unmark(mk)
+		})
+		assert.LessOrEqual(t, allocs, allowedAllocs(), "headers %v", h.Items())
+	}
+}
+
+// TestCallMarkingAllocatesNothing: a tracked call, which is marked, costs
+// no allocation more than the same call untracked, which is not; with
+// errown's retry middleware inside, neither allocates.
+func TestCallMarkingAllocatesNothing(t *testing.T) {
+	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "s", Idempotent: new(true)}}})
+	require.NoError(t, err)
+	mw, err := New(Config{}, WithInner(r))
+	require.NoError(t, err)
+	ctx, log := trackedContext()
+	var sent int
+	out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
+		if v, _ := r.Headers.Get("errown-attempt"); v == "1" {
+			sent++
+		}
+		return nil, nil
+	}}
+	req := &transport.Request{Service: "s", Procedure: "p", Headers: transport.NewHeaders()}
+
+	untracked := testing.AllocsPerRun(1000, func() { _, _ = mw.Call(context.Background(), req, out) })
+	require.Zero(t, sent, "untracked calls are not marked")
+	tracked := testing.AllocsPerRun(1000, func() { _, _ = mw.Call(ctx, req, out) })
+
+	assert.Equal(t, 1001, sent, "every tracked call was marked")
+	assert.LessOrEqual(t, tracked-untracked, allowedAllocs(), "marking allocates: %v tracked, %v untracked", tracked, untracked)
+	assert.LessOrEqual(t, tracked, allowedAllocs())
+	assert.Equal(t, 1001, log.Egress.Counts().NotFailed, "the tracked calls were tracked")
+	assert.Equal(t, 0, req.Headers.Len(), "the caller's headers unchanged")
+}
