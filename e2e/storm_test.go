@@ -1,0 +1,733 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// Storm telemetry end to end: the errown-storm response header travelling
+// up real dispatchers over HTTP, gRPC and TChannel, and the root storms
+// (requests without errown's attempt header) each service records.
+
+// _stormRoots is how many root requests each storm scenario sends.
+const _stormRoots = 3
+
+// stormConfig is an errown config with a policy of two attempts, tiny
+// backoff and idempotent for each callee, the budget disabled (every
+// wanted retry allowed, in both worlds), in mode.
+func stormConfig(mode retry.Mode, callees ...string) *errown.Config {
+	cfg := withRetries(callees...)
+	cfg.Retry.Budget = retry.BudgetConfig{Disabled: true}
+	cfg.Mode = mode
+	return cfg
+}
+
+// policyObserveConfig is stormConfig in enforce mode with every policy in
+// observe mode: the per-policy switch rather than the service's.
+func policyObserveConfig(callees ...string) *errown.Config {
+	cfg := stormConfig("", callees...)
+	for i := range cfg.Retry.Policies {
+		cfg.Retry.Policies[i].Mode = retry.ModeObserve
+	}
+	return cfg
+}
+
+// stormNode is what a service of a storm scenario reports besides its
+// requests: its metrics and the root storms its hook saw.
+type stormNode struct {
+	scope tally.TestScope
+	mu    sync.Mutex
+	hooks []inbound.Storm
+}
+
+func newStormNode() *stormNode {
+	return &stormNode{scope: tally.NewTestScope("", nil)}
+}
+
+// options are the errown options that report to n.
+func (n *stormNode) options() []errown.Option {
+	return []errown.Option{errown.WithScope(n.scope), errown.WithStormHook(n.hook)}
+}
+
+func (n *stormNode) hook(s inbound.Storm) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.hooks = append(n.hooks, s)
+}
+
+// hooked returns the root storms the hook saw, oldest first.
+func (n *stormNode) hooked() []inbound.Storm {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.hooks)
+}
+
+// stormCounts is a service's root storm metrics for Procedure (scope
+// errown.storm, tagged procedure): the counters, and the histograms'
+// non-empty buckets by upper bound.
+type stormCounts struct {
+	Requests, Unknown, Prevented, Retries int64
+	Radius, BlindRadius                   map[float64]int64
+}
+
+func (n *stormNode) rootMetrics() stormCounts {
+	snap := n.scope.Snapshot()
+	tags := map[string]string{"procedure": fxtest.Procedure}
+	counter := func(name string) int64 {
+		if c, ok := snap.Counters()[tally.KeyForPrefixedStringMap("errown.storm."+name, tags)]; ok {
+			return c.Value()
+		}
+		return 0
+	}
+	histogram := func(name string) map[float64]int64 {
+		buckets := map[float64]int64{}
+		if h, ok := snap.Histograms()[tally.KeyForPrefixedStringMap("errown.storm."+name, tags)]; ok {
+			for bound, v := range h.Values() {
+				if v != 0 {
+					buckets[bound] = v
+				}
+			}
+		}
+		return buckets
+	}
+	return stormCounts{
+		Requests:    counter("requests"),
+		Unknown:     counter("unknown"),
+		Prevented:   counter("prevented"),
+		Retries:     counter("retries"),
+		Radius:      histogram("radius"),
+		BlindRadius: histogram("blind_radius"),
+	}
+}
+
+// retryCounter returns the service's retry counter name for callee.
+func (n *stormNode) retryCounter(name, callee string) int64 {
+	key := tally.KeyForPrefixedStringMap("errown.retry."+name, map[string]string{"callee": callee})
+	if c, ok := n.scope.Snapshot().Counters()[key]; ok {
+		return c.Value()
+	}
+	return 0
+}
+
+// rootStorm is the root storm of Procedure with the given figures, its
+// Time aside (see figures).
+func rootStorm(known, failed bool, served, blind, retries uint64, radius, blindRadius int) inbound.Storm {
+	s := inbound.Storm{Procedure: fxtest.Procedure, Known: known, Failed: failed}
+	if known {
+		s.Served, s.Blind, s.Prevented, s.Retries = served, blind, blind-served, retries
+		s.Radius, s.BlindRadius = radius, blindRadius
+	}
+	return s
+}
+
+// figures returns storms without their Time, after checking each has one.
+func figures(t *testing.T, storms []inbound.Storm) []inbound.Storm {
+	t.Helper()
+	out := make([]inbound.Storm, len(storms))
+	for i, s := range storms {
+		if s.Time.IsZero() {
+			t.Errorf("root storm %d has no time: %+v", i, s)
+		}
+		s.Time = time.Time{}
+		out[i] = s
+	}
+	return out
+}
+
+// assertRootStorms checks a service's root storms, as its hook saw them
+// (oldest first) and as Middleware.Storms lists them (newest first: the
+// hook's in reverse, Time included), against want, oldest first.
+func assertRootStorms(t *testing.T, name string, mw *errown.Middleware, n *stormNode, want []inbound.Storm) {
+	t.Helper()
+	hooked := n.hooked()
+	if got := figures(t, hooked); !slices.Equal(got, want) {
+		t.Errorf("%s's storm hook saw\n\t%s\nwant\n\t%s", name, formatStorms(got), formatStorms(want))
+	}
+	listed := mw.Storms()
+	newestFirst := slices.Clone(hooked)
+	slices.Reverse(newestFirst)
+	if !slices.Equal(listed, newestFirst) {
+		t.Errorf("%s's Storms():\n\t%s\nwant what the hook saw, newest first:\n\t%s", name, formatStorms(listed), formatStorms(newestFirst))
+	}
+}
+
+func formatStorms(storms []inbound.Storm) string {
+	if len(storms) == 0 {
+		return "(none)"
+	}
+	lines := make([]string, len(storms))
+	for i, s := range storms {
+		lines[i] = fmt.Sprintf("%+v", s)
+	}
+	return strings.Join(lines, "\n\t")
+}
+
+// wireAttempt is one attempt on the wire, as a wireTap saw it.
+type wireAttempt struct {
+	Caller, Service string
+	// Attempt is the request's errown-attempt header, "-" when absent.
+	Attempt string
+	Code    yarpcerrors.Code
+	// Storm is the response's errown-storm header, "-" when absent.
+	Storm string
+}
+
+// String returns "caller->service#attempt code storm".
+func (a wireAttempt) String() string {
+	return fmt.Sprintf("%s->%s#%s %v %s", a.Caller, a.Service, a.Attempt, a.Code, a.Storm)
+}
+
+// wire formats one expected attempt as wireAttempt.String.
+func wire(caller, callee, attempt string, code yarpcerrors.Code, storm string) string {
+	return wireAttempt{Caller: caller, Service: callee, Attempt: attempt, Code: code, Storm: storm}.String()
+}
+
+// wireTap is an outbound middleware that records the attempt header each
+// attempt went out with and the storm header its response came back with,
+// as the transport gave them: put inside errown's (and any retry)
+// middleware, it sees every attempt. It is safe for concurrent use.
+type wireTap struct {
+	mu       sync.Mutex
+	attempts []wireAttempt
+}
+
+var _ middleware.UnaryOutbound = (*wireTap)(nil)
+
+func (w *wireTap) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	a := wireAttempt{Caller: req.Caller, Service: req.Service, Attempt: "-", Storm: "-"}
+	if v, ok := req.Headers.Get(ownership.DefaultAttemptHeader); ok {
+		a.Attempt = v
+	}
+	res, err := out.Call(ctx, req)
+	a.Code = yarpcerrors.FromError(err).Code()
+	if res != nil {
+		if v, ok := res.Headers.Get(ownership.DefaultStormHeader); ok {
+			a.Storm = v
+		}
+	}
+	w.mu.Lock()
+	w.attempts = append(w.attempts, a)
+	w.mu.Unlock()
+	return res, err
+}
+
+// take returns the attempts recorded since the last take, formatted, in
+// the order they ended.
+func (w *wireTap) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := make([]string, len(w.attempts))
+	for i, a := range w.attempts {
+		s[i] = a.String()
+	}
+	w.attempts = nil
+	return s
+}
+
+// replyStorm is the storm header of a reply from outside, "-" when absent.
+func replyStorm(r fxtest.Reply) string {
+	if v, ok := r.Headers[ownership.DefaultStormHeader]; ok {
+		return v
+	}
+	return "-"
+}
+
+// retryOnce is a plain retry library, with no errown anywhere: it sends
+// every call again once when it fails, whatever the response says, and
+// sets no header of its own (unlike errown's retry middleware, which
+// numbers its retries in errown-attempt).
+type retryOnce struct{}
+
+var _ middleware.UnaryOutbound = retryOnce{}
+
+func (retryOnce) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+	}
+	send := func() (*transport.Response, error) {
+		r := *req
+		r.Body, r.BodySize = bytes.NewReader(body), len(body)
+		return out.Call(ctx, &r)
+	}
+	res, err := send()
+	if err == nil {
+		return res, nil
+	}
+	if res != nil && res.Body != nil {
+		_ = res.Body.Close()
+	}
+	return send()
+}
+
+// swallow is a Handler that calls each callee and succeeds whatever they
+// return: a fail-open (soft) dependency.
+func swallow(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+	for _, s := range c.Callees() {
+		_, _ = c.Call(ctx, s, body)
+	}
+	return body, nil
+}
+
+// stormChain is A→B→C→D, D failing every request with unavailable after
+// calling nothing, every hop with a policy of two attempts (idempotent)
+// for its callee, the budget disabled, errown everywhere, each service
+// built by cfg and reporting to its stormNode, a wireTap inside errown on
+// every hop.
+type stormChain struct {
+	mesh  *fxtest.Mesh
+	tap   *wireTap
+	nodes map[string]*stormNode
+}
+
+func startStormChain(t *testing.T, tr string, cfg func(callees ...string) *errown.Config) *stormChain {
+	c := &stormChain{mesh: fxtest.NewMesh(t), tap: new(wireTap), nodes: make(map[string]*stormNode)}
+	start := func(name string, h fxtest.Handler, callees ...string) {
+		n := newStormNode()
+		c.nodes[name] = n
+		c.mesh.Start(fxtest.ServiceConfig{
+			Name: name, Transport: tr, Errown: cfg(callees...), ErrownOptions: n.options(),
+			ExtraOutbound: c.tap, Callees: callees, Handler: h,
+		})
+	}
+	start(_d, fail(_d))
+	start(_c, fxtest.Forward, _d)
+	start(_b, fxtest.Forward, _c)
+	start(_a, fxtest.Forward, _b)
+	return c
+}
+
+// sum returns the requests served in total.
+func sum(served map[string]int64) uint64 {
+	var n int64
+	for _, v := range served {
+		n += v
+	}
+	return uint64(n)
+}
+
+// A→B→C→D, D fails every request with unavailable and calls nothing;
+// every hop has a policy of two idempotent attempts, no budget, errown
+// everywhere, enforce mode. Per root request at A, by hand:
+//
+//   - D fails on its own and claims: "1,1,0,0,0" (served,blind,retries,
+//     radius,blindRadius).
+//   - C retries D once (claimed): D serves 2. C's call: 2 served, 2 blind,
+//     1 retry, radius 1 (C spent a retry), blind radius 1. C's subtree,
+//     its own request included: "3,3,1,1,1"; C unclaims.
+//   - B sees unclaimed and does not retry: the suppressed retry would have
+//     replayed C's blind subtree, 3 requests. B's call: served 3, blind
+//     3+3 = 6, radius 1, blind radius 1+1 = 2 (B would have spent a retry
+//     above C's). B's subtree: "4,7,1,1,2"; B unclaims.
+//   - A likewise: served 4, blind 7+7 = 14, blind radius 3. A's subtree:
+//     "5,15,1,1,3".
+//
+// So the root (A: the outside caller runs no errown) records served 5 =
+// 1 (A) + 1 (B) + 1 (C) + 2 (D), which the services count; blind 15 =
+// 1 + 2(1 + 2(1 + 2)), the chain blind to claims where B serves 2, C 4
+// and D 8 (1+2+4+8); retries 1; radius 1; blind radius 3; prevented
+// 15-5 = 10, which the hops' own retry.prevented counters split as A 7
+// (B's blind subtree) + B 3 (C's) + C 0. Only A records root storms:
+// every request below carries errown-attempt.
+func TestStormChainEnforce(t *testing.T) {
+	perRoot := []string{
+		wire(_c, _d, "1", _unavail, "1,1,0,0,0"),
+		wire(_c, _d, "2", _unavail, "1,1,0,0,0"),
+		wire(_b, _c, "1", _unavail, "3,3,1,1,1"),
+		wire(_a, _b, "1", _unavail, "4,7,1,1,2"),
+	}
+	served := map[string]int64{_a: 1, _b: 1, _c: 1, _d: 2}
+	root := rootStorm(true, true, 5, 15, 1, 1, 3)
+	for _, tr := range _transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			chain := startStormChain(t, tr, func(callees ...string) *errown.Config { return stormConfig(retry.ModeEnforce, callees...) })
+			mesh := chain.mesh
+
+			for i := range _stormRoots {
+				before := servedBy(mesh, _a, _b, _c, _d)
+				reply := mesh.Call(callCtx(t), _a, []byte("storm"))
+				if reply.Code() != _unavail || reply.Claim != _unclaimed {
+					t.Errorf("root request %d: outside caller got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
+				}
+				got := servedSince(mesh, before)
+				if !maps.Equal(got, served) {
+					t.Errorf("root request %d: served %v, want %v", i, got, served)
+				}
+				if sum(got) != root.Served {
+					t.Errorf("root request %d: the services served %d in all, the root storm says %d", i, sum(got), root.Served)
+				}
+				if got := chain.tap.take(); !slices.Equal(got, perRoot) {
+					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
+				}
+				if got := replyStorm(reply); got != "5,15,1,1,3" {
+					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "5,15,1,1,3", reply.Headers)
+				}
+			}
+
+			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
+			for _, n := range []string{_b, _c, _d} {
+				assertRootStorms(t, n, mesh.Service(n).Middleware(), chain.nodes[n], nil)
+			}
+			wantMetrics := stormCounts{
+				Requests: _stormRoots, Prevented: 10 * _stormRoots, Retries: _stormRoots,
+				Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{3: _stormRoots},
+			}
+			if got := chain.nodes[_a].rootMetrics(); !reflect.DeepEqual(got, wantMetrics) {
+				t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, wantMetrics)
+			}
+			// Each hop counts what its own suppressions prevented: the
+			// root's figure, split along the chain.
+			for _, h := range []struct {
+				caller, callee        string
+				suppressed, prevented int64
+			}{
+				{_a, _b, 1, 7},
+				{_b, _c, 1, 3},
+				{_c, _d, 0, 0},
+			} {
+				n := chain.nodes[h.caller]
+				got := [2]int64{n.retryCounter("suppressed", h.callee), n.retryCounter("prevented", h.callee)}
+				want := [2]int64{h.suppressed * _stormRoots, h.prevented * _stormRoots}
+				if got != want {
+					t.Errorf("%s's retry.suppressed and retry.prevented for %s: got %v, want %v", h.caller, h.callee, got, want)
+				}
+			}
+		})
+	}
+}
+
+// The chain of TestStormChainEnforce in observe mode, on every service
+// (errown.Config.Mode) or on every policy (retry.PolicyConfig.Mode):
+// every hop retries blind to claims, so D serves 8 per root request (A 1,
+// B 2, C 4, D 8: 15 in all, the blind figure), and the root reports the
+// same figures as in enforce mode: served 5 (what errown would have
+// served), blind 15, prevented 10, what enforce mode prevents.
+//
+// Every B and C request reports the same subtree as in enforce mode (B
+// "4,7,1,1,2", C "3,3,1,1,1"): a hop's observe-mode errown world ends at
+// the first unclaimed attempt, and the retries after it count only in the
+// blind world. The hops' own retry.prevented counters are per request
+// served, though: B serves 2 requests per root in observe mode, each of
+// which would prevent 3, so A 7 + B 6 = 13 per root, more than the 10
+// enforce mode prevents (B's second request would not exist there). Only
+// the root's figure is the counterfactual of the whole call.
+func TestStormChainObserve(t *testing.T) {
+	roundC := []string{
+		wire(_c, _d, "1", _unavail, "1,1,0,0,0"),
+		wire(_c, _d, "2", _unavail, "1,1,0,0,0"),
+	}
+	roundB := slices.Concat(
+		roundC, []string{wire(_b, _c, "1", _unavail, "3,3,1,1,1")},
+		roundC, []string{wire(_b, _c, "2", _unavail, "3,3,1,1,1")},
+	)
+	perRoot := slices.Concat(
+		roundB, []string{wire(_a, _b, "1", _unavail, "4,7,1,1,2")},
+		roundB, []string{wire(_a, _b, "2", _unavail, "4,7,1,1,2")},
+	)
+	served := map[string]int64{_a: 1, _b: 2, _c: 4, _d: 8}
+	root := rootStorm(true, true, 5, 15, 1, 1, 3)
+	modes := []struct {
+		name string
+		cfg  func(callees ...string) *errown.Config
+	}{
+		{"service", func(callees ...string) *errown.Config { return stormConfig(retry.ModeObserve, callees...) }},
+		{"policy", policyObserveConfig},
+	}
+	for _, tr := range _transports {
+		for _, mode := range modes {
+			t.Run(tr+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				chain := startStormChain(t, tr, mode.cfg)
+				mesh := chain.mesh
+
+				for i := range _stormRoots {
+					before := servedBy(mesh, _a, _b, _c, _d)
+					reply := mesh.Call(callCtx(t), _a, []byte("storm"))
+					if reply.Code() != _unavail || reply.Claim != _unclaimed {
+						t.Errorf("root request %d: outside caller got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
+					}
+					got := servedSince(mesh, before)
+					if !maps.Equal(got, served) {
+						t.Errorf("root request %d: served %v, want %v", i, got, served)
+					}
+					if sum(got) != root.Blind {
+						t.Errorf("root request %d: the services served %d in all, the root storm's blind figure says %d", i, sum(got), root.Blind)
+					}
+					if got := chain.tap.take(); !slices.Equal(got, perRoot) {
+						t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
+					}
+					if got := replyStorm(reply); got != "5,15,1,1,3" {
+						t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "5,15,1,1,3", reply.Headers)
+					}
+				}
+
+				assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
+				for _, n := range []string{_b, _c, _d} {
+					assertRootStorms(t, n, mesh.Service(n).Middleware(), chain.nodes[n], nil)
+				}
+				wantMetrics := stormCounts{
+					Requests: _stormRoots, Prevented: 10 * _stormRoots, Retries: _stormRoots,
+					Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{3: _stormRoots},
+				}
+				if got := chain.nodes[_a].rootMetrics(); !reflect.DeepEqual(got, wantMetrics) {
+					t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, wantMetrics)
+				}
+				for _, h := range []struct {
+					caller, callee                       string
+					suppressed, wouldSuppress, prevented int64
+				}{
+					{_a, _b, 0, 1, 7},
+					{_b, _c, 0, 2, 6},
+					{_c, _d, 0, 0, 0},
+				} {
+					n := chain.nodes[h.caller]
+					got := [3]int64{n.retryCounter("suppressed", h.callee), n.retryCounter("would_suppress", h.callee), n.retryCounter("prevented", h.callee)}
+					want := [3]int64{h.suppressed * _stormRoots, h.wouldSuppress * _stormRoots, h.prevented * _stormRoots}
+					if got != want {
+						t.Errorf("%s's retry.suppressed, retry.would_suppress and retry.prevented for %s: got %v, want %v", h.caller, h.callee, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// A→B→C→D, D failing, as in TestStormChainEnforce, except that B runs no
+// errown: a plain yarpc service whose outbound retries every failed call
+// once with a plain retry library (retryOnce), blind to claims and setting
+// no header.
+//
+// B's failure carries no storm header (nor claim), so A's figures are
+// unknown: A retries B once (at least once: nothing says B's error is not
+// its own) and records each root request as a storm with Known false,
+// counted in errown.storm.unknown, with no figure anywhere. Per root
+// request A serves 1, B 2, C 4 and D 8.
+//
+// C's requests come from B without errown-attempt: each is a root of its
+// own, and C reports its subtree exactly: C 1 + D 2 = 3 served and blind
+// (nobody above C in its view), 1 retry, radius 1, blind radius 1,
+// nothing prevented; 4 such roots per root request at A.
+func TestStormUnknownWithoutErrown(t *testing.T) {
+	roundC := []string{
+		wire(_c, _d, "1", _unavail, "1,1,0,0,0"),
+		wire(_c, _d, "2", _unavail, "1,1,0,0,0"),
+	}
+	roundB := slices.Concat(
+		roundC, []string{wire(_b, _c, "-", _unavail, "3,3,1,1,1")},
+		roundC, []string{wire(_b, _c, "-", _unavail, "3,3,1,1,1")},
+	)
+	perRoot := slices.Concat(
+		roundB, []string{wire(_a, _b, "1", _unavail, "-")},
+		roundB, []string{wire(_a, _b, "2", _unavail, "-")},
+	)
+	served := map[string]int64{_a: 1, _b: 2, _c: 4, _d: 8}
+	aRoot := rootStorm(false, true, 0, 0, 0, 0, 0)
+	cRoot := rootStorm(true, true, 3, 3, 1, 1, 1)
+	for _, tr := range _transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			tap := new(wireTap)
+			nodes := map[string]*stormNode{_a: newStormNode(), _c: newStormNode(), _d: newStormNode()}
+			mesh := fxtest.NewMesh(t)
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _d, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_d].options(),
+				ExtraOutbound: tap, Handler: fail(_d),
+			})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _c, Transport: tr, Errown: stormConfig("", _d), ErrownOptions: nodes[_c].options(),
+				ExtraOutbound: tap, Callees: []string{_d}, Handler: fxtest.Forward,
+			})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _b, Transport: tr, Errown: nil,
+				ExtraOutbound: yarpc.UnaryOutboundMiddleware(retryOnce{}, tap), Callees: []string{_c}, Handler: fxtest.Forward,
+			})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _a, Transport: tr, Errown: stormConfig("", _b), ErrownOptions: nodes[_a].options(),
+				ExtraOutbound: tap, Callees: []string{_b}, Handler: fxtest.Forward,
+			})
+
+			for i := range _stormRoots {
+				before := servedBy(mesh, _a, _b, _c, _d)
+				reply := mesh.Call(callCtx(t), _a, []byte("storm"))
+				if reply.Code() != _unavail {
+					t.Errorf("root request %d: outside caller got code %v, want %v (%v)", i, reply.Code(), _unavail, reply.Err)
+				}
+				if got := servedSince(mesh, before); !maps.Equal(got, served) {
+					t.Errorf("root request %d: served %v, want %v", i, got, served)
+				}
+				if got := tap.take(); !slices.Equal(got, perRoot) {
+					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
+				}
+				if got := replyStorm(reply); got != ownership.StormUnknownValue {
+					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, ownership.StormUnknownValue, reply.Headers)
+				}
+			}
+
+			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a], slices.Repeat([]inbound.Storm{aRoot}, _stormRoots))
+			assertRootStorms(t, _c, mesh.Service(_c).Middleware(), nodes[_c], slices.Repeat([]inbound.Storm{cRoot}, 4*_stormRoots))
+			assertRootStorms(t, _d, mesh.Service(_d).Middleware(), nodes[_d], nil)
+			wantA := stormCounts{
+				Requests: _stormRoots, Unknown: _stormRoots,
+				Radius: map[float64]int64{}, BlindRadius: map[float64]int64{},
+			}
+			if got := nodes[_a].rootMetrics(); !reflect.DeepEqual(got, wantA) {
+				t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, wantA)
+			}
+			wantC := stormCounts{
+				Requests: 4 * _stormRoots, Retries: 4 * _stormRoots,
+				Radius: map[float64]int64{1: 4 * _stormRoots}, BlindRadius: map[float64]int64{1: 4 * _stormRoots},
+			}
+			if got := nodes[_c].rootMetrics(); !reflect.DeepEqual(got, wantC) {
+				t.Errorf("C's errown.storm metrics: got %+v, want %+v", got, wantC)
+			}
+			if got := nodes[_a].retryCounter("prevented", _b); got != 0 {
+				t.Errorf("A's retry.prevented for B: %d, want 0: unknown figures prevent nothing", got)
+			}
+		})
+	}
+}
+
+// A→B→C, everything succeeds, a policy on every edge. The leaf C's
+// success says nothing (no storm header: one request, nothing to report);
+// B's success says its subtree served 2 ("2,2,0,0,0"), A's 3
+// ("3,3,0,0,0"); nobody retried or would have, so no root storm is
+// recorded anywhere and A's errown.storm metrics stay empty.
+func TestStormSuccessQuiet(t *testing.T) {
+	perRoot := []string{
+		wire(_b, _c, "1", yarpcerrors.CodeOK, "-"),
+		wire(_a, _b, "1", yarpcerrors.CodeOK, "2,2,0,0,0"),
+	}
+	for _, tr := range _transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			tap := new(wireTap)
+			nodes := map[string]*stormNode{_a: newStormNode(), _b: newStormNode(), _c: newStormNode()}
+			mesh := fxtest.NewMesh(t)
+			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_c].options(), ExtraOutbound: tap})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _b, Transport: tr, Errown: stormConfig("", _c), ErrownOptions: nodes[_b].options(),
+				ExtraOutbound: tap, Callees: []string{_c}, Handler: fxtest.Forward,
+			})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _a, Transport: tr, Errown: stormConfig("", _b), ErrownOptions: nodes[_a].options(),
+				ExtraOutbound: tap, Callees: []string{_b}, Handler: fxtest.Forward,
+			})
+
+			for i := range _stormRoots {
+				reply := mesh.Call(callCtx(t), _a, []byte("calm"))
+				if reply.Err != nil || string(reply.Body) != "calm" {
+					t.Errorf("root request %d: outside caller got %q, %v; want %q, no error", i, reply.Body, reply.Err, "calm")
+				}
+				if got := tap.take(); !slices.Equal(got, perRoot) {
+					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
+				}
+				if got := replyStorm(reply); got != "3,3,0,0,0" {
+					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "3,3,0,0,0", reply.Headers)
+				}
+			}
+
+			if got := servedBy(mesh, _a, _b, _c); !maps.Equal(got, map[string]int64{_a: _stormRoots, _b: _stormRoots, _c: _stormRoots}) {
+				t.Errorf("served %v, want %d each", got, _stormRoots)
+			}
+			for _, n := range []string{_a, _b, _c} {
+				assertRootStorms(t, n, mesh.Service(n).Middleware(), nodes[n], nil)
+			}
+			want := stormCounts{Radius: map[float64]int64{}, BlindRadius: map[float64]int64{}}
+			if got := nodes[_a].rootMetrics(); !reflect.DeepEqual(got, want) {
+				t.Errorf("A's errown.storm metrics: got %+v, want none", got)
+			}
+		})
+	}
+}
+
+// A→B→C, C fails every request with unavailable; B's dependency on C is
+// soft: B swallows the error and succeeds. A policy on every edge.
+//
+// C claims, so B (its direct caller) retries it once: C serves 2. B's
+// success then carries what it took, "3,3,1,1,1" (B 1 + C 2, one retry,
+// radius 1), and A, the root, records a storm that did not fail: served
+// 4 = A 1 + B 1 + C 2, blind 4 (nobody suppressed anything), 1 retry,
+// radius 1, blind radius 1, nothing prevented.
+func TestStormSoftFailure(t *testing.T) {
+	perRoot := []string{
+		wire(_b, _c, "1", _unavail, "1,1,0,0,0"),
+		wire(_b, _c, "2", _unavail, "1,1,0,0,0"),
+		wire(_a, _b, "1", yarpcerrors.CodeOK, "3,3,1,1,1"),
+	}
+	served := map[string]int64{_a: 1, _b: 1, _c: 2}
+	root := rootStorm(true, false, 4, 4, 1, 1, 1)
+	for _, tr := range _transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			tap := new(wireTap)
+			nodes := map[string]*stormNode{_a: newStormNode(), _b: newStormNode(), _c: newStormNode()}
+			mesh := fxtest.NewMesh(t)
+			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_c].options(), ExtraOutbound: tap, Handler: fail(_c)})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _b, Transport: tr, Errown: stormConfig("", _c), ErrownOptions: nodes[_b].options(),
+				ExtraOutbound: tap, Callees: []string{_c}, Handler: swallow,
+			})
+			mesh.Start(fxtest.ServiceConfig{
+				Name: _a, Transport: tr, Errown: stormConfig("", _b), ErrownOptions: nodes[_a].options(),
+				ExtraOutbound: tap, Callees: []string{_b}, Handler: fxtest.Forward,
+			})
+
+			for i := range _stormRoots {
+				before := servedBy(mesh, _a, _b, _c)
+				reply := mesh.Call(callCtx(t), _a, []byte("soft"))
+				if reply.Err != nil || string(reply.Body) != "soft" {
+					t.Errorf("root request %d: outside caller got %q, %v; want %q, no error", i, reply.Body, reply.Err, "soft")
+				}
+				got := servedSince(mesh, before)
+				if !maps.Equal(got, served) {
+					t.Errorf("root request %d: served %v, want %v", i, got, served)
+				}
+				if sum(got) != root.Served {
+					t.Errorf("root request %d: the services served %d in all, the root storm says %d", i, sum(got), root.Served)
+				}
+				if got := tap.take(); !slices.Equal(got, perRoot) {
+					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
+				}
+				if got := replyStorm(reply); got != "4,4,1,1,1" {
+					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "4,4,1,1,1", reply.Headers)
+				}
+			}
+
+			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
+			for _, n := range []string{_b, _c} {
+				assertRootStorms(t, n, mesh.Service(n).Middleware(), nodes[n], nil)
+			}
+			want := stormCounts{
+				Requests: _stormRoots, Retries: _stormRoots,
+				Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{1: _stormRoots},
+			}
+			if got := nodes[_a].rootMetrics(); !reflect.DeepEqual(got, want) {
+				t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, want)
+			}
+		})
+	}
+}
