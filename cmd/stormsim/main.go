@@ -39,6 +39,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/errown/errown/retry"
 	"io"
 	"math"
 	"os"
@@ -82,7 +83,7 @@ type config struct {
 
 // _chainFlags shape the chain or a -topology run; a named scenario sets
 // them itself.
-var _chainFlags = []string{"depth", "fail-depth", "policy", "attempts", "budget"}
+var _chainFlags = []string{"depth", "fail-depth", "policy", "attempts", "budget", "mode"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("stormsim", flag.ContinueOnError)
@@ -106,6 +107,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.topology, "topology", "", "run the call graph of a YAML `file` under -policy or the three policies")
 	fs.BoolVar(&c.analytic, "analytic", false, "compute the expected figures with the analytic model; run no service")
 	fs.StringVar(&c.svg, "svg", "", "write a chart of the loads per node, one line per run, to `file` (one scenario)")
+	fs.Func("mode", "errown's mode under the ownership policies: enforce (default) or observe, which retries blind to claims and reports what enforce would prevent", func(v string) error {
+		c.opts.Mode = retry.Mode(v)
+		return nil
+	})
 	fs.BoolVar(&c.small, "small", false, "run scenarios at the size of their tests: quicker, wider sampling tolerances")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -376,6 +381,9 @@ func printTable(w io.Writer, o stormsim.Options, res stormsim.Result) int {
 	}
 	_ = tw.Flush() // w is stdout; a failed print has nowhere better to go
 	fmt.Fprintf(w, "retry storm radius (most hops with a retry on one call path, per failed request): %s\n", radiusText(res.Radius))
+	if res.Telemetry != nil {
+		fmt.Fprintf(w, "reported by the root's errown: %s\n", telemetryText(res.Telemetry))
+	}
 	fmt.Fprintln(w)
 	return failed
 }
@@ -403,6 +411,20 @@ func radiusText(r stormsim.Radius) string {
 		return "no failed request"
 	}
 	return fmt.Sprintf("max %d, mean %.2f over %d failed requests (%.2f over the %d with any retry)", r.Max, r.Mean, r.Failed, r.MeanRetried, r.Retried)
+}
+
+// telemetryText describes what errown at the root reported.
+func telemetryText(t *stormsim.Telemetry) string {
+	return fmt.Sprintf("radius max %d, mean %.2f; blind to claims max %d, mean %.2f; prevented %d (%s per request)%s",
+		t.Radius.Max, t.Radius.Mean, t.CounterfactualRadius.Max, t.CounterfactualRadius.Mean,
+		t.Prevented, num(t.PreventedPerRequest), unknownText(t.Unknown))
+}
+
+func unknownText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d root requests unknown (a hop below runs no errown or lost its request's context)", n)
 }
 
 // num formats a figure: integers whole, others to six significant digits.
@@ -436,6 +458,9 @@ func printReport(w io.Writer, r stormsim.Report) {
 			fmt.Fprintf(w, " after %d warm-up", res.Warmup)
 		}
 		fmt.Fprintf(w, " in %v: %d failed; storm radius %s\n", res.Elapsed.Round(time.Millisecond), res.Failed, radiusText(res.Radius))
+		if res.Telemetry != nil {
+			fmt.Fprintf(w, "  reported by the root's errown: %s\n", telemetryText(res.Telemetry))
+		}
 	}
 
 	none := ""

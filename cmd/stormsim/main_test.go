@@ -29,7 +29,18 @@ func TestRunJSONOnePolicy(t *testing.T) {
 
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
-	assert.ElementsMatch(t, []string{"topology", "policy", "transport", "requests", "seed", "failed", "nodes", "edges", "radius"}, keys(got))
+	assert.ElementsMatch(t, []string{"topology", "policy", "transport", "requests", "seed", "failed", "nodes", "edges", "radius", "telemetry"}, keys(got))
+	// A→B→C, B failing: A, B's caller, retries it within its budget
+	// (radius 1 or 0), and blind nobody else would have: errown at A
+	// reports the lab's radius, and nothing prevented.
+	telemetry := got["telemetry"].(map[string]any)
+	radius := got["radius"].(map[string]any)
+	want := map[string]any{"max": radius["max"], "mean": radius["mean"]}
+	assert.Equal(t, 1.0, want["max"])
+	assert.Equal(t, want, telemetry["radius"])
+	assert.Equal(t, want, telemetry["counterfactualRadius"])
+	assert.Equal(t, 0.0, telemetry["prevented"])
+	assert.Equal(t, 0.0, telemetry["unknown"])
 	assert.Equal(t, "ownership", got["policy"])
 	assert.Equal(t, "grpc", got["transport"])
 	assert.Equal(t, 50.0, got["requests"])

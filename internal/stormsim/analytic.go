@@ -8,6 +8,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 )
 
 // Analysis is what Analyze expects of a topology under a policy: the
@@ -208,6 +209,16 @@ type analyzer struct {
 }
 
 func newAnalyzer(g *graph, o Options) *analyzer {
+	if o.Mode == retry.ModeObserve {
+		// errown observes and retries blind to claims: the loads are
+		// those of the same retries without errown.
+		switch o.Policy {
+		case PolicyOwnershipNaive:
+			o.Policy = PolicyNaive
+		case PolicyOwnership:
+			o.Policy = PolicyBudget
+		}
+	}
 	thresholds := o.Memory.Thresholds()
 	thresholds.MinSamples = 1
 	return &analyzer{

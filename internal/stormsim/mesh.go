@@ -8,6 +8,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
@@ -43,6 +44,8 @@ type mesh struct {
 	errown []*errown.Middleware
 	log    *radiusLog
 	tracer *tracer
+	// telemetry sums what errown at the root reports.
+	telemetry telemetryLog
 	// inflight counts the requests the nodes are handling.
 	inflight atomic.Int64
 	// started in start order: children before their callers, the client
@@ -116,7 +119,11 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 		}
 	}
 	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges}
-	mw, err := o.withPolicy(&cfg, gn, policies)
+	var hook func(inbound.Storm)
+	if i == 0 {
+		hook = m.telemetry.record
+	}
+	mw, err := o.withPolicy(&cfg, gn, policies, hook)
 	if err != nil {
 		e.abandon()
 		return "", fmt.Errorf("%s: %w", service, err)
@@ -187,6 +194,7 @@ func (m *mesh) reset() {
 		n.reset()
 	}
 	m.log.reset()
+	m.telemetry.reset()
 	m.tracer.start(-1)
 }
 
@@ -194,7 +202,7 @@ func (m *mesh) reset() {
 // to cfg, inside nothing and outside cfg's own middleware. Under the
 // ownership policies it returns the errown middleware of a node that runs
 // it, to start and stop.
-func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyConfig) (*errown.Middleware, error) {
+func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm)) (*errown.Middleware, error) {
 	budget := retry.BudgetConfig{Ratio: o.Budget, NoFloor: true, Window: _budgetWindow}
 	if !o.Policy.budgeted() {
 		budget = retry.BudgetConfig{Disabled: true}
@@ -204,10 +212,11 @@ func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyC
 		return nil, fmt.Errorf("policy: must be one of %v, got %q", policyNames(), o.Policy)
 	case o.Policy.runsErrown() && n.errown:
 		mw, err := errown.New(errown.Config{
+			Mode:         o.Mode,
 			UnknownEdges: o.UnknownEdges,
 			Retry:        errown.RetryConfig{Budget: budget, Policies: policies},
 			Memory:       o.Memory,
-		}, errown.WithLogger(o.Logger))
+		}, errown.WithLogger(o.Logger), errown.WithStormHook(hook))
 		if err != nil {
 			return nil, err
 		}

@@ -114,6 +114,10 @@ type Options struct {
 	// Memory configures errown's dependency memory under the ownership
 	// policies. Default: errown's defaults (learning).
 	Memory depmem.Config
+	// Mode is errown's mode under the ownership policies (-mode):
+	// "enforce" (default) or "observe", which retries blind to claims
+	// while errown's telemetry reports what enforce mode would prevent.
+	Mode retry.Mode
 	// UnknownEdges is errown's unknownEdges under the ownership policies:
 	// "correlated" (default) or "coincidental".
 	UnknownEdges string
@@ -184,6 +188,9 @@ func (o Options) Validate() error {
 	}
 	if o.Warmup < 0 {
 		err = multierr.Append(err, fmt.Errorf("warmup: must be >= 0, got %d", o.Warmup))
+	}
+	if o.Mode != "" && o.Mode != retry.ModeEnforce && o.Mode != retry.ModeObserve {
+		err = multierr.Append(err, fmt.Errorf("mode: must be %s or %s, got %q", retry.ModeEnforce, retry.ModeObserve, o.Mode))
 	}
 	if o.UnknownEdges != "" && o.UnknownEdges != inbound.UnknownCorrelated && o.UnknownEdges != inbound.UnknownCoincidental {
 		err = multierr.Append(err, fmt.Errorf("unknown-edges: must be %s or %s, got %q", inbound.UnknownCorrelated, inbound.UnknownCoincidental, o.UnknownEdges))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -22,6 +23,8 @@ type Result struct {
 	Topology string `json:"topology"`
 	// Policy is the policy of every hop.
 	Policy Policy `json:"policy"`
+	// Mode is errown's mode under the ownership policies, when observe.
+	Mode retry.Mode `json:"mode,omitempty"`
 	// Transport is the transport of every hop.
 	Transport string `json:"transport"`
 	// Requests is the number of root requests sent and counted.
@@ -39,6 +42,9 @@ type Result struct {
 	Edges []EdgeResult `json:"edges"`
 	// Radius is the retry storm radius over the failed root requests.
 	Radius Radius `json:"radius"`
+	// Telemetry is what errown at the root service reported through its
+	// storm telemetry, for a run whose root runs errown; nil otherwise.
+	Telemetry *Telemetry `json:"telemetry,omitempty"`
 	// Trace is every attempt of every call made for the first counted
 	// root request, when Options.Trace asked for it.
 	Trace []TraceEvent `json:"trace,omitempty"`
@@ -170,6 +176,7 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 	res := Result{
 		Topology:  g.t.Name,
 		Policy:    o.Policy,
+		Mode:      o.Mode,
 		Transport: o.Transport,
 		Requests:  out.sent,
 		Warmup:    o.Warmup,
@@ -180,6 +187,9 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 		Edges:     make([]EdgeResult, len(g.edges)),
 		Radius:    m.log.radius(out.failed),
 		Trace:     m.tracer.trace(g),
+	}
+	if m.errown[0] != nil {
+		res.Telemetry = m.telemetry.telemetry(out.sent, len(out.failed))
 	}
 	per := func(n int64) float64 {
 		if out.sent == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/errown/errown/retry"
 	"math"
 	"strings"
 	"time"
@@ -260,15 +261,18 @@ type Figure struct {
 	Pass bool `json:"pass"`
 }
 
-// MarshalJSON writes a NaN Value or Expected (a figure the model cannot
-// give, such as a mean radius under a budget) as null.
+// MarshalJSON writes a NaN Value, Expected, Reference or Tolerance (a
+// figure the model cannot give, such as a mean radius under a budget, or
+// one measured against a run that did not run) as null.
 func (f Figure) MarshalJSON() ([]byte, error) {
 	type plain Figure // without this method
 	return json.Marshal(struct {
 		plain
-		Value    *float64 `json:"value"`
-		Expected *float64 `json:"expected"`
-	}{plain(f), finite(f.Value), finite(f.Expected)})
+		Value     *float64 `json:"value"`
+		Expected  *float64 `json:"expected"`
+		Reference *float64 `json:"reference"`
+		Tolerance *float64 `json:"tolerance"`
+	}{plain(f), finite(f.Value), finite(f.Expected), finite(f.Reference), finite(f.Tolerance)})
 }
 
 // judge sets f.Pass.
@@ -435,10 +439,41 @@ func TopologyScenario(t *Topology, policies []Policy, base Options) Scenario {
 		},
 		figures: func(_ scenarioConfig, runs []RunReport) ([]Figure, []string) {
 			var figs []Figure
-			for _, r := range runs {
+			blind := map[Policy]*RunReport{}
+			for i, r := range runs {
 				figs = append(figs, measure("max storm radius (hops), "+r.Label, r, radiusMax).atMost(float64(r.Expected.RadiusMax), "the most hops on one call path where a retry may be spent"))
+				blind[r.Policy] = &runs[i]
 			}
-			return figs, nil
+			for i, r := range runs {
+				if r.Result == nil || r.Result.Telemetry == nil {
+					continue
+				}
+				if r.Result.Telemetry.Unknown > 0 {
+					figs = append(figs, measure("root requests with unknown telemetry, "+r.Label, r, telemetryUnknown))
+					continue
+				}
+				switch b, tol := blindOf(blind, r.Policy); {
+				case b != nil && r.Result.Mode != retry.ModeObserve:
+					figs = append(figs, telemetryFigures(r.Label, &runs[i], b, tol, "the same graph's requests served blind to claims ("+string(b.Policy)+") less "+r.Label+"'s, measured")...)
+				default:
+					figs = append(figs, measure("prevented per root request reported by the root's errown, "+r.Label, r, telemetryPrevented))
+				}
+			}
+			return figs, []string{_telemetryNote}
 		},
+	}
+}
+
+// blindOf returns the run among runs, by policy, that retries like p blind
+// to claims, and the tolerance of comparing their requests served: exact
+// without a budget, 5% with one.
+func blindOf(runs map[Policy]*RunReport, p Policy) (*RunReport, float64) {
+	switch p {
+	case PolicyOwnershipNaive:
+		return runs[PolicyNaive], 0
+	case PolicyOwnership:
+		return runs[PolicyBudget], LoadTolerance
+	default:
+		return nil, 0
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/retry"
 )
 
 // measure returns the figure f gives of run r: measured (or analytic for
@@ -72,6 +73,9 @@ func radiusMeanRetried(r RunReport) float64 { return r.Radius().MeanRetried }
 // relTol is LoadTolerance of ref.
 func relTol(ref float64) float64 { return LoadTolerance * math.Max(1, ref) }
 
+// _telemetryNote explains the telemetry figures of a scenario.
+const _telemetryNote = "The figures \"reported by the root's errown\" are errown's storm telemetry at the root service (response headers carried up the call graph), checked against the lab's own count: prevented requests against the requests served by the same graph retrying blind to claims, less those served with errown. In observe mode errown retries blind and reports what enforce mode would prevent."
+
 const (
 	_exactBasis  = "no budget and no chance: every count is exact"
 	_loadBasis   = "within 5% of the reference (the lab's agreement of measured and analytic loads)"
@@ -106,19 +110,35 @@ func scenarioChain() Scenario {
 					published: published[p],
 				})
 			}
-			return runs
+			exact, n := c.requests(500, 60), c.requests(2000, 300)
+			return append(runs,
+				plannedRun{label: "ownership-naive", opts: Options{Topology: t, Policy: PolicyOwnershipNaive, Requests: exact}},
+				plannedRun{label: "ownership-naive, observe", opts: Options{Topology: t, Policy: PolicyOwnershipNaive, Mode: retry.ModeObserve, Requests: exact}},
+				plannedRun{label: "ownership, observe", opts: Options{Topology: t, Policy: PolicyOwnership, Mode: retry.ModeObserve, Requests: n}, smallConcurrency: 16},
+			)
 		},
 		figures: func(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
 			naive, budget, own := runs[0], runs[1], runs[2]
+			ownNaive, observeNaive, observe := runs[3], runs[4], runs[5]
 			basis := "the chain's tolerance: naive counts are exact, a budget falls short by at most ratio×concurrency+1 retries per hop"
-			return []Figure{
-				measure("D (failing) load, naive", naive, load("D")).published(8).within(8, 0.05, basis),
-				measure("D (failing) load, budget", budget, load("D")).published(1.33).within(1.33, 0.05, basis),
-				measure("D (failing) load, ownership", own, load("D")).published(1.1).within(1.1, 0.05, basis),
-				measure("max storm radius (hops), naive", naive, radiusMax).within(3, 0, _radiusBasis),
-				measure("max storm radius (hops), budget", budget, radiusMax).atMost(3, "the hops above the failure, on the chain's one call path"),
-				measure("max storm radius (hops), ownership", own, radiusMax).within(1, 0, _radiusBasis),
-			}, []string{"The storm radius of a failed root request is the largest number of hops (caller→callee edges) on one call path (root → … → leaf) over which a retry was spent on it; retries on sibling paths do not add up. A chain has one call path."}
+			figs := telemetryFigures("ownership-naive", &ownNaive, &naive, 0, "naive's requests served less ownership-naive's, measured: exact")
+			figs = append(figs, telemetryFigures("ownership", &own, &budget, LoadTolerance, "budget's requests served less ownership's, measured, within 5% (or 3 standard errors of the per-request figures)")...)
+			figs = append(figs, telemetryFigures("ownership-naive, observe", &observeNaive, nil, 0, "")...)
+			figs = append(figs,
+				observeFigure("ownership-naive", &observeNaive, &ownNaive, 0, "what enforce mode prevents (ownership-naive's telemetry): exact"),
+				observeFigure("ownership", &observe, &own, LoadTolerance, "what enforce mode prevents (ownership's telemetry), within 5% (or 3 standard errors of either)"),
+			)
+			return append([]Figure{
+					measure("D (failing) load, naive", naive, load("D")).published(8).within(8, 0.05, basis),
+					measure("D (failing) load, budget", budget, load("D")).published(1.33).within(1.33, 0.05, basis),
+					measure("D (failing) load, ownership", own, load("D")).published(1.1).within(1.1, 0.05, basis),
+					measure("max storm radius (hops), naive", naive, radiusMax).within(3, 0, _radiusBasis),
+					measure("max storm radius (hops), budget", budget, radiusMax).atMost(3, "the hops above the failure, on the chain's one call path"),
+					measure("max storm radius (hops), ownership", own, radiusMax).within(1, 0, _radiusBasis),
+				}, figs...), []string{
+					"The storm radius of a failed root request is the largest number of hops (caller→callee edges) on one call path (root → … → leaf) over which a retry was spent on it; retries on sibling paths do not add up. A chain has one call path.",
+					_telemetryNote,
+				}
 		},
 	}
 }
@@ -199,9 +219,12 @@ func scenarioContextDrop() Scenario {
 				measure("max storm radius (hops), naive", naive, radiusMax).within(3, 0, _radiusBasis),
 				measure("D load, ownership (10% budget) with C dropping", own, load("D")).within(1.21, relTol(1.21), _loadBasis),
 			}
+			figs = append(figs, telemetryFigures("ownership-naive, no drop", &intact, &naive, 0, "naive's requests served less ownership-naive's, measured: exact")...)
+			figs = append(figs, unknownFigure("ownership-naive, C drops", &drop, "C's call to D is tied to no request: C's answer, and everything above, is unknown, never a wrong figure"))
 			return figs, []string{
 				"docs/DESIGN.md's 'halves' is in the world of its first table's naive row, every hop retrying once with no budget: D serves 8 per request at A with no ownership, 2 with errown, 4 with errown and C's context dropped.",
 				"C claims the error it cannot tie to D (its egress log is lost with the context), so B retries it once more: the storm spans B→C and C→D.",
+				_telemetryNote,
 			}
 		},
 	}
@@ -252,6 +275,8 @@ func scenarioMixed() Scenario {
 					measure("retries per request on A→B, ownership", own, retries("A", "B")).within(0, 0, "nobody above B retries: exact"),
 					measure("retries per request on B→C, ownership", own, retries("B", "C")).within(0.1, budgetTol(0.1, c, n), "the 10% budget, short by at most ratio×concurrency+1 retries, or 5%"),
 					measure("max storm radius (hops), ownership", own, radiusMax).atMost(3, "B→C, C→D and D→E: C retries too, blind to claims"),
+					unknownFigure("ownership-naive", &ownNaive, "C runs no errown: its failures carry no telemetry, so B's and A's figures are unknown, never wrong"),
+					unknownFigure("ownership", &own, "as ownership-naive"),
 				}, []string{
 					"C runs no errown: it retries with a retry library blind to claims, and its errors carry no claim. B, the first errown caller above it, sees a missing claim, retries once and passes the error on unclaimed; A does not retry.",
 				}
@@ -363,11 +388,20 @@ func scenarioDeep() Scenario {
 				// budgets' turns meet on the tenth; 1000 at 32 in flight,
 				// on a dozen or more.
 				{label: "ownership, M drops", opts: Options{Topology: drop, Policy: PolicyOwnership, Requests: n, Concurrency: 32}, smallConcurrency: 1},
+				{label: "ownership-naive", opts: Options{Topology: t, Policy: PolicyOwnershipNaive, Requests: c.requests(200, 30)}},
+				{label: "ownership, observe", opts: Options{Topology: t, Policy: PolicyOwnership, Mode: retry.ModeObserve, Requests: n, Concurrency: 32}, smallConcurrency: 16},
 			}
 		},
 		figures: func(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
 			naive, budget, own, drop := runs[0], runs[1], runs[2], runs[3]
-			return []Figure{
+			ownNaive, observe := runs[4], runs[5]
+			figs := telemetryFigures("ownership-naive", &ownNaive, &naive, 0, "naive's requests served (2^25-1, computed) less ownership-naive's, measured: exact")
+			figs = append(figs, telemetryFigures("ownership", &own, &budget, LoadTolerance, "budget's requests served less ownership's, within 5% (or 3 standard errors of the per-request figures)")...)
+			figs = append(figs,
+				unknownFigure("ownership, M drops", &drop, "M's call to N is tied to no request: M's answer, and everything above, is unknown, never a wrong figure"),
+				observeFigure("ownership", &observe, &own, LoadTolerance, "what enforce mode prevents (ownership's telemetry), within 5% (or 3 standard errors of either)"),
+			)
+			return append([]Figure{
 					measure("Y (failing) load, naive", naive, load("Y")).published(1<<24).within(1<<24, 0, "docs/DESIGN.md: R^d with R = 2, d = 24"),
 					measure("Y (failing) load, budget", budget, load("Y")).published(math.Pow(1.1, 24)).within(math.Pow(1.1, 24), relTol(math.Pow(1.1, 24)), "docs/DESIGN.md: (1+B)^d with B = 0.1, d = 24; "+_loadBasis),
 					measure("Y (failing) load, ownership", own, load("Y")).atMost(1.1, "1 + budget"),
@@ -378,10 +412,11 @@ func scenarioDeep() Scenario {
 					measure("max storm radius (hops), ownership, M drops", drop, radiusMax).within(2, 0, _radiusBasis),
 					measure("mean storm radius of stormed requests, budget", budget, radiusMeanRetried),
 					measure("mean storm radius of stormed requests, ownership", own, radiusMeanRetried),
-				}, []string{
+				}, figs...), []string{
 					"Naive retries 25 deep would send Y 2^24 requests per request at A: that run is computed, not run.",
 					"The radius counts the hops (caller→callee edges) on one call path with a retry spent on the failed request: a 25-service chain has one call path of 24 hops; the published 25 counts services. The published fleet-wide figures (max 25 → 3, mean 20 → 2) are Uber's production, not this chain.",
 					"A stormed request is a failed one with at least one retry; under a budget most failed requests get none (radius 0).",
+					_telemetryNote,
 				}
 		},
 	}
@@ -398,23 +433,27 @@ func scenarioFanout() Scenario {
 			return []plannedRun{
 				{label: "naive", opts: Options{Topology: t, Policy: PolicyNaive, Requests: c.requests(500, 60)}},
 				{label: "budget", opts: Options{Topology: t, Policy: PolicyBudget, Requests: n}},
-				{label: "ownership", opts: Options{Topology: t, Policy: PolicyOwnership, Requests: n}},
+				{label: "ownership", opts: Options{Topology: t, Policy: PolicyOwnership, Requests: n}, smallConcurrency: 16},
+				{label: "ownership-naive", opts: Options{Topology: t, Policy: PolicyOwnershipNaive, Requests: c.requests(500, 60)}},
 			}
 		},
 		figures: func(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
-			naive, own := runs[0], runs[2]
+			naive, budget, own, ownNaive := runs[0], runs[1], runs[2], runs[3]
+			figs := telemetryFigures("ownership-naive", &ownNaive, &naive, 0, "naive's requests served less ownership-naive's, measured: exact")
+			figs = append(figs, telemetryFigures("ownership", &own, &budget, LoadTolerance, "budget's requests served less ownership's, within 5% (or 3 standard errors of the per-request figures)")...)
 			above := func(r RunReport) float64 {
 				return r.Retries("A", "B") + r.Retries("A", "C") + r.Retries("B", "D") + r.Retries("B", "E") + r.Retries("C", "E")
 			}
-			return []Figure{
+			return append([]Figure{
 					measure("F (failing) load, naive", naive, load("F")).within(32, 0, _exactBasis),
 					measure("F (failing) load, ownership", own, load("F")).within(4.4, relTol(4.4), "(D's 1 + E's 3 requests) × (1 + budget); "+_loadBasis),
 					measure("retries per request above F's callers, ownership", own, above).within(0, 0, "only D and E, F's callers, retry: exact"),
 					measure("max storm radius (hops), naive", naive, radiusMax).within(3, 0, "every hop of every call path retries, 3 hops on each: "+_radiusBasis),
 					measure("max storm radius (hops), ownership", own, radiusMax).within(1, 0, "D→F or E→F, one hop on each call path; sibling paths do not add up: exact"),
-				}, []string{
+				}, figs...), []string{
 					"F is reached by A→B→D→F, A→B→E→F and A→C→E→F (C calls E twice): under errown only F's callers retry, however many paths lead to it.",
 					"The storm radius counts the hops with a retry on one call path: naive retries spend one on all 7 hops, 3 on each path; errown one on D→F and on E→F, 1 on each path.",
+					_telemetryNote,
 				}
 		},
 	}
