@@ -82,35 +82,59 @@ func (failing) Call(context.Context, *transport.Request) (*transport.Response, e
 	return nil, yarpcerrors.UnavailableErrorf("inventory down")
 }
 
+// leaf is an outbound that answers every call as a failing callee running
+// errown would: it claims the failure and reports a storm of one request.
+type leaf struct{ transport.UnaryOutbound }
+
+func (leaf) Call(context.Context, *transport.Request) (*transport.Response, error) {
+	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", "claimed").With("errown-storm", "1,1,0,0,0")}
+	return res, yarpcerrors.UnavailableErrorf("pricing down")
+}
+
 type handlerFunc func(context.Context, *transport.Request) error
 
 func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, _ transport.ResponseWriter) error {
 	return f(ctx, req)
 }
 
-var _ debugpage.Source = (*errown.Middleware)(nil)
+var _ debugpage.StormSource = (*errown.Middleware)(nil)
 
 // learned returns errown middleware that has served failing requests: its
 // memory has learned orders' edge to inventory as fail-close, its budget
-// for inventory has counts, and it has decisions to show.
+// for inventory has counts, and it has decisions to show. Its requests
+// came from no errown caller (roots), so each is a storm: place's figures
+// are unknown (inventory runs no errown), quote's are known (pricing
+// answers as errown does) and show the one retry spent on pricing.
 func learned(t *testing.T) *errown.Middleware {
 	t.Helper()
+	policy := func(service string) retry.PolicyConfig {
+		return retry.PolicyConfig{Service: service, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Idempotent: new(true)}
+	}
 	mw, err := errown.New(errown.Config{
 		Memory: depmem.Config{MinSamples: 5},
-		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "inventory", InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, Idempotent: new(true)}}},
+		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{policy("inventory"), policy("pricing")}},
 	})
 	require.NoError(t, err)
-	out := middleware.ApplyUnaryOutbound(failing{}, mw.Outbound().Unary)
-	in := middleware.ApplyUnaryInbound(handlerFunc(func(ctx context.Context, _ *transport.Request) error {
-		_, err := out.Call(ctx, &transport.Request{Service: "inventory", Procedure: "reserve"})
+	inventory := middleware.ApplyUnaryOutbound(failing{}, mw.Outbound().Unary)
+	pricing := middleware.ApplyUnaryOutbound(leaf{}, mw.Outbound().Unary)
+	in := middleware.ApplyUnaryInbound(handlerFunc(func(ctx context.Context, req *transport.Request) error {
+		if req.Procedure == "quote" {
+			_, err := pricing.Call(ctx, &transport.Request{Service: "pricing", Procedure: "price"})
+			return err
+		}
+		_, err := inventory.Call(ctx, &transport.Request{Service: "inventory", Procedure: "reserve"})
 		return err
 	}), mw.Inbound().Unary)
-	for i := 0; i < 10; i++ {
+	handle := func(procedure string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := in.Handle(ctx, &transport.Request{Service: "orders", Procedure: "place", Transport: "http"}, &transporttest.FakeResponseWriter{})
-		cancel()
+		defer cancel()
+		err := in.Handle(ctx, &transport.Request{Service: "orders", Procedure: procedure, Transport: "http"}, &transporttest.FakeResponseWriter{})
 		require.Error(t, err)
 	}
+	for i := 0; i < 10; i++ {
+		handle("place")
+	}
+	handle("quote")
 	return mw
 }
 
@@ -131,6 +155,14 @@ func TestPageInChromium(t *testing.T) {
 		`<td class="unclaimed">unclaimed</td>`,
 		"retried below",
 		"<td>inventory</td>",
+		"Storms seen",
+		`<td>place</td><td class="failed">failed</td>`,
+		// quote: radius 1 (orders retried pricing), blind radius 1,
+		// served 3 (orders and two attempts at pricing), blind 3,
+		// prevented 0, retries 1.
+		`<td>quote</td><td class="failed">failed</td>` + "\n" +
+			`<td class="num">1</td><td class="num">1</td><td class="num">3</td><td class="num">3</td><td class="num">0</td><td class="num">1</td>`,
+		`<td colspan="6" class="unknown">unknown: a service below runs no errown, or its figures were lost</td>`,
 	} {
 		assert.Contains(t, dom, want)
 	}

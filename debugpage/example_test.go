@@ -27,7 +27,9 @@ func ExampleHandler() {
 	body, _ := io.ReadAll(res.Body)
 	fmt.Println(res.Header.Get("Content-Type"))
 	fmt.Println(strings.Contains(string(body), `"service": "checkout"`))
+	fmt.Println(strings.Contains(string(body), `"storms": []`)) // no root request has met a storm yet
 	// Output:
 	// application/json
+	// true
 	// true
 }

@@ -18,6 +18,15 @@ type Source interface {
 	Decisions() []inbound.Decision
 }
 
+// StormSource is a Source that also reports the latest root storms;
+// *errown.Middleware is one. The page lists them under "Storms seen" when
+// its Source is a StormSource, and says it has none to show otherwise: a
+// Source written before storm telemetry keeps working unchanged.
+type StormSource interface {
+	Source
+	Storms() []inbound.Storm
+}
+
 // Page is the page's content, as JSON renders it.
 type Page struct {
 	Service      string             `json:"service,omitempty"`
@@ -25,10 +34,14 @@ type Page struct {
 	Dependencies []depmem.EdgeView  `json:"dependencies"`
 	Budgets      []retry.BudgetView `json:"budgets"`
 	Decisions    []inbound.Decision `json:"decisions"`
+	// Storms are the latest root requests that met a storm below, newest
+	// first; empty when the Source is no StormSource.
+	Storms []inbound.Storm `json:"storms"`
 }
 
 // Handler returns the debug page of src. service, if not empty, names the
-// service in the title.
+// service in the title. When src is also a StormSource, the page lists its
+// storms.
 func Handler(src Source, service string) http.Handler {
 	return &handler{src: src, service: service, now: time.Now}
 }
@@ -51,6 +64,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Dependencies: orEmpty(h.src.Dependencies()),
 		Budgets:      orEmpty(h.src.Budgets()),
 		Decisions:    orEmpty(h.src.Decisions()),
+		Storms:       []inbound.Storm{},
+	}
+	ss, reportsStorms := h.src.(StormSource)
+	if reportsStorms {
+		p.Storms = orEmpty(ss.Storms())
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if wantsJSON(r) {
@@ -61,7 +79,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = _page.Execute(w, p)
+	_ = _page.Execute(w, view{Page: p, ReportsStorms: reportsStorms})
+}
+
+// view is what the HTML template renders: the Page, and whether its
+// Source reports storms at all.
+type view struct {
+	Page
+	ReportsStorms bool
 }
 
 func orEmpty[T any](s []T) []T {

@@ -21,11 +21,19 @@ type fakeSource struct {
 	deps      []depmem.EdgeView
 	budgets   []retry.BudgetView
 	decisions []inbound.Decision
+	storms    []inbound.Storm
 }
 
 func (f fakeSource) Dependencies() []depmem.EdgeView { return f.deps }
 func (f fakeSource) Budgets() []retry.BudgetView     { return f.budgets }
 func (f fakeSource) Decisions() []inbound.Decision   { return f.decisions }
+func (f fakeSource) Storms() []inbound.Storm         { return f.storms }
+
+var _ StormSource = fakeSource{}
+
+// sourceOnly is a Source written before storm telemetry: it has no
+// Storms method.
+type sourceOnly struct{ Source }
 
 var (
 	now  = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -36,6 +44,10 @@ var (
 		}},
 		budgets:   []retry.BudgetView{{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second}},
 		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow}},
+		storms: []inbound.Storm{
+			{Time: now.Add(-2 * time.Second), Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2},
+			{Time: now.Add(-3 * time.Second), Procedure: "browse", Known: false, Failed: false},
+		},
 	}
 )
 
@@ -64,9 +76,16 @@ func TestHTML(t *testing.T) {
 		`<td>inventory</td>`, `<td class="num">110.0</td>`, `<td class="num">10s</td>`,
 		`<td class="num">1.5s</td><td>place</td><td>unavailable</td>`,
 		`<td class="unclaimed">unclaimed</td>`, "retried below",
+		"<h2>Storms seen</h2>",
+		// radius, blind radius, served, blind, prevented, retries
+		`<td class="num">2s</td><td>checkout</td><td class="failed">failed</td>` + "\n" +
+			`<td class="num">1</td><td class="num">2</td><td class="num">4</td><td class="num">7</td><td class="num">3</td><td class="num">1</td>`,
+		`<td class="num">3s</td><td>browse</td><td class="succeeded">succeeded</td>` + "\n" +
+			`<td colspan="6" class="unknown">unknown: a service below runs no errown, or its figures were lost</td>`,
 	} {
 		assert.Contains(t, body, want)
 	}
+	assert.Less(t, strings.Index(body, "<td>checkout</td>"), strings.Index(body, "<td>browse</td>"), "newest first, as Storms gives them")
 }
 
 func TestHTMLEmpty(t *testing.T) {
@@ -74,14 +93,24 @@ func TestHTMLEmpty(t *testing.T) {
 	assert.Contains(t, body, "No edge has failed yet.")
 	assert.Contains(t, body, "no budget: every retry a policy wants is allowed")
 	assert.Contains(t, body, "No request has failed yet.")
+	assert.Contains(t, body, "No root request has met a storm yet.")
 	assert.Contains(t, serve(t, fakeSource{}, "/", nil).Body.String(), "No retry policy is configured")
+
+	old := serve(t, sourceOnly{full}, "/", nil).Body.String()
+	assert.Contains(t, old, "This source reports no storm telemetry.")
+	assert.Contains(t, old, `<td>inventory</td>`, "the rest of the page as before")
 }
 
 func TestHTMLEscapes(t *testing.T) {
-	src := fakeSource{decisions: []inbound.Decision{{Time: now, Procedure: "<script>alert(1)</script>", Claim: "claimed"}}}
+	src := fakeSource{
+		decisions: []inbound.Decision{{Time: now, Procedure: "<script>alert(1)</script>", Claim: "claimed"}},
+		storms:    []inbound.Storm{{Time: now, Procedure: "<script>alert(2)</script>"}},
+	}
 	body := serve(t, src, "/", nil).Body.String()
 	assert.NotContains(t, body, "<script>alert(1)</script>")
 	assert.Contains(t, body, "&lt;script&gt;alert(1)&lt;/script&gt;")
+	assert.NotContains(t, body, "<script>alert(2)</script>")
+	assert.Contains(t, body, "&lt;script&gt;alert(2)&lt;/script&gt;")
 }
 
 func TestJSON(t *testing.T) {
@@ -98,12 +127,16 @@ func TestJSON(t *testing.T) {
 			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 			var got Page
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
-			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: full.budgets, Decisions: full.decisions}, got)
+			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: full.budgets, Decisions: full.decisions, Storms: full.storms}, got)
 			assert.Contains(t, rec.Body.String(), `"kind": "fail-close"`)
+			assert.Contains(t, rec.Body.String(), `"blindRadius": 2`)
 		})
 	}
 	rec := serve(t, fakeSource{}, "/?format=json", nil)
 	assert.Contains(t, rec.Body.String(), `"dependencies": []`, "empty lists, not null")
+	assert.Contains(t, rec.Body.String(), `"storms": []`, "empty lists, not null")
+	rec = serve(t, sourceOnly{full}, "/?format=json", nil)
+	assert.Contains(t, rec.Body.String(), `"storms": []`, "a Source without Storms: none to show")
 }
 
 func TestMethodNotAllowed(t *testing.T) {

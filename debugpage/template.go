@@ -31,6 +31,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .claimed { color: #a1120b; font-weight: 600; }
 .unclaimed { color: #555; font-weight: 600; }
 .empty { color: #888; font-style: italic; }
+.failed { color: #a1120b; }
+.succeeded { color: #176b2c; }
+td.unknown { font-style: italic; }
 </style>
 </head>
 <body>
@@ -73,6 +76,22 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 </tr>
 {{end}}</table>
 {{else}}<p class="empty">No request has failed yet.</p>{{end}}
+
+<h2>Storms seen</h2>
+<p class="note">Root requests (their caller runs no errown) that met a storm below: a retry spent or suppressed, or figures unknown.
+Radius: the most hops on one call path that spent a retry. Served: requests the subtree served, retries included.
+Blind: the same had every hop retried per its own policy, blind to claims. Prevented = blind &minus; served.
+In observe mode errown retries blind: the blind figures are what happened, the others what enforce mode would do.</p>
+{{if .Storms}}
+<table id="storms">
+<tr><th>ago</th><th>procedure</th><th>root</th><th>radius</th><th>blind radius</th><th>served</th><th>blind</th><th>prevented</th><th>retries</th></tr>
+{{$now := .Time}}{{range .Storms}}<tr>
+<td class="num">{{ago $now .Time}}</td><td>{{.Procedure}}</td>{{if .Failed}}<td class="failed">failed</td>{{else}}<td class="succeeded">succeeded</td>{{end}}
+{{if .Known}}<td class="num">{{.Radius}}</td><td class="num">{{.BlindRadius}}</td><td class="num">{{.Served}}</td><td class="num">{{.Blind}}</td><td class="num">{{.Prevented}}</td><td class="num">{{.Retries}}</td>{{else}}<td colspan="6" class="unknown">unknown: a service below runs no errown, or its figures were lost</td>{{end}}
+</tr>
+{{end}}</table>
+{{else if .ReportsStorms}}<p class="empty">No root request has met a storm yet.</p>
+{{else}}<p class="empty">This source reports no storm telemetry.</p>{{end}}
 </body>
 </html>
 `))

@@ -3,6 +3,7 @@ package exampleapp_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/examples/internal/exampleapp"
+	"github.com/errown/errown/inbound"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/config"
@@ -31,11 +33,12 @@ type service struct {
 	addrs *exampleapp.Addrs
 }
 
-// startService starts the example in examples/<name> with its config file,
-// listening on 127.0.0.1:0 and calling callees at the given URLs.
-func startService(t *testing.T, name string, register exampleapp.Register, callees map[string]string) *service {
+// startService starts the example in examples/<name> with its config file
+// (file, in that directory), listening on 127.0.0.1:0 and calling callees
+// at the given URLs.
+func startService(t *testing.T, name, file string, register exampleapp.Register, callees map[string]string) *service {
 	t.Helper()
-	base, err := os.ReadFile(filepath.Join("..", "..", name, "config.yaml"))
+	base, err := os.ReadFile(filepath.Join("..", "..", name, file))
 	require.NoError(t, err)
 	var override bytes.Buffer
 	fmt.Fprintf(&override, "service:\n  listen: 127.0.0.1:0\n  admin: 127.0.0.1:0\n")
@@ -82,22 +85,35 @@ func (s *service) metric(t *testing.T, series string) string {
 	return ""
 }
 
+// eventually waits until the series has the value in the service's
+// /metrics page (tally reports every second).
+func (s *service) eventually(t *testing.T, series, value string) {
+	t.Helper()
+	if !assert.Eventually(t, func() bool { return s.metric(t, series) == value }, 10*time.Second, 50*time.Millisecond) {
+		t.Errorf("%s on %s: got %q, want %q", series, s.name, s.metric(t, series), value)
+	}
+}
+
 // mesh is the three example services, frontend → orders → inventory.
 type mesh struct {
 	frontend, orders, inventory *service
 }
 
-func startMesh(t *testing.T) mesh {
+func startMesh(t *testing.T) mesh { return startMeshWith(t, "config.yaml") }
+
+// startMeshWith starts the mesh with frontend's configuration from
+// examples/frontend/<frontendFile>.
+func startMeshWith(t *testing.T, frontendFile string) mesh {
 	var m mesh
-	m.inventory = startService(t, "inventory", exampleapp.Inventory, nil)
-	m.orders = startService(t, "orders", exampleapp.Orders, map[string]string{"inventory": m.inventory.url()})
-	m.frontend = startService(t, "frontend", exampleapp.Frontend, map[string]string{"orders": m.orders.url()})
+	m.inventory = startService(t, "inventory", "config.yaml", exampleapp.Inventory, nil)
+	m.orders = startService(t, "orders", "config.yaml", exampleapp.Orders, map[string]string{"inventory": m.inventory.url()})
+	m.frontend = startService(t, "frontend", frontendFile, exampleapp.Frontend, map[string]string{"orders": m.orders.url()})
 	return m
 }
 
 // checkout calls frontend::checkout as curl would, and returns the body,
-// the claim header and the error.
-func (m mesh) checkout(t *testing.T) (string, string, error) {
+// the response headers and the error.
+func (m mesh) checkout(t *testing.T) (string, map[string]string, error) {
 	t.Helper()
 	client := yarpc.NewDispatcher(yarpc.Config{Name: "curl", Outbounds: yarpc.Outbounds{
 		"frontend": {Unary: yhttp.NewTransport().NewSingleOutbound(m.frontend.url())},
@@ -108,25 +124,33 @@ func (m mesh) checkout(t *testing.T) (string, string, error) {
 	defer cancel()
 	var headers map[string]string
 	body, err := raw.New(client.ClientConfig("frontend")).Call(ctx, "checkout", []byte("1 book"), yarpc.ResponseHeaders(&headers))
-	return string(body), headers["errown-claim"], err
+	return string(body), headers, err
 }
 
 // TestWalkthrough follows examples/README.md: start the three services,
-// break inventory, and see which hop owned the error and that no layer
-// above orders retried.
+// break inventory, and see which hop owned the error, that no layer
+// above orders retried, and the storm figures frontend (the root) reports.
 func TestWalkthrough(t *testing.T) {
 	m := startMesh(t)
 
-	body, claim, err := m.checkout(t)
+	body, headers, err := m.checkout(t)
 	require.NoError(t, err)
 	assert.Equal(t, "order placed, reserved 1 book", body)
-	assert.Equal(t, "", claim)
+	assert.Equal(t, "", headers["errown-claim"])
+	// A success that took more than one request says how many: frontend,
+	// orders and inventory, no retry (served, blind, retries, radius,
+	// blind radius).
+	assert.Equal(t, "3,3,0,0,0", headers["errown-storm"])
 
 	assert.Equal(t, "inventory broken: true\n", m.inventory.admin(t, http.MethodPost, "/break"))
-	_, claim, err = m.checkout(t)
+	_, headers, err = m.checkout(t)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "inventory is broken")
-	assert.Equal(t, "unclaimed", claim, "orders retried inventory, so nobody above retries")
+	assert.Equal(t, "unclaimed", headers["errown-claim"], "orders retried inventory, so nobody above retries")
+	// Served 4 (frontend, orders, inventory twice); blind 7 (frontend
+	// retrying orders, which retries inventory: 1 + 2 + 4); 1 retry; radius
+	// 1 with errown, 2 blind.
+	assert.Equal(t, "4,7,1,1,2", headers["errown-storm"])
 
 	// The metrics say the same, hop by hop (tally reports every second).
 	want := []struct {
@@ -140,10 +164,24 @@ func TestWalkthrough(t *testing.T) {
 		{m.frontend, `errown_retry_suppressed{callee="orders",service="frontend"}`, "1"},
 		{m.frontend, `errown_retry_attempts{callee="orders",service="frontend"}`, "0"},
 		{m.frontend, `errown_inbound_unclaimed{service="frontend"}`, "1"},
+		// frontend is the root (curl runs no errown): it records the storm.
+		{m.frontend, `errown_storm_requests{procedure="checkout",service="frontend"}`, "1"},
+		{m.frontend, `errown_storm_unknown{procedure="checkout",service="frontend"}`, "0"},
+		{m.frontend, `errown_storm_prevented{procedure="checkout",service="frontend"}`, "3"},
+		{m.frontend, `errown_storm_retries{procedure="checkout",service="frontend"}`, "1"},
+		{m.frontend, `errown_storm_radius_bucket{procedure="checkout",service="frontend",le="0"}`, "0"},
+		{m.frontend, `errown_storm_radius_bucket{procedure="checkout",service="frontend",le="1"}`, "1"},
+		{m.frontend, `errown_storm_blind_radius_bucket{procedure="checkout",service="frontend",le="1"}`, "0"},
+		{m.frontend, `errown_storm_blind_radius_bucket{procedure="checkout",service="frontend",le="2"}`, "1"},
+		// frontend's own suppressed retry prevented them; orders suppressed
+		// nothing. orders is no root: frontend runs errown.
+		{m.frontend, `errown_retry_prevented{callee="orders",service="frontend"}`, "3"},
+		{m.orders, `errown_retry_prevented{callee="inventory",service="orders"}`, "0"},
+		{m.frontend, `errown_retry_would_suppress{callee="orders",service="frontend"}`, "0"},
+		{m.orders, `errown_storm_requests{procedure="place",service="orders"}`, ""},
 	}
 	for _, w := range want {
-		assert.Eventually(t, func() bool { return w.svc.metric(t, w.series) == w.value }, 10*time.Second, 50*time.Millisecond,
-			"%s on %s: got %q, want %q", w.series, w.svc.name, w.svc.metric(t, w.series), w.value)
+		w.svc.eventually(t, w.series, w.value)
 	}
 
 	// The debug page of orders shows who owned the error.
@@ -153,7 +191,63 @@ func TestWalkthrough(t *testing.T) {
 	assert.Contains(t, page, "retried below")
 	assert.Contains(t, m.inventory.admin(t, http.MethodGet, "/debug/errown?format=json"), `"reason": "own failure"`)
 
+	// The debug page of frontend shows the storm: radius 1 against 2,
+	// served 4 against 7, 3 prevented, 1 retry.
+	page = m.frontend.admin(t, http.MethodGet, "/debug/errown")
+	assert.Contains(t, page, `<td>checkout</td><td class="failed">failed</td>`+"\n"+
+		`<td class="num">1</td><td class="num">2</td><td class="num">4</td><td class="num">7</td><td class="num">3</td><td class="num">1</td>`)
+	var storms struct {
+		Storms []inbound.Storm `json:"storms"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(m.frontend.admin(t, http.MethodGet, "/debug/errown?format=json")), &storms))
+	require.Len(t, storms.Storms, 1)
+	got := storms.Storms[0]
+	got.Time = time.Time{}
+	assert.Equal(t, inbound.Storm{Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2}, got)
+	assert.Contains(t, m.orders.admin(t, http.MethodGet, "/debug/errown"), "No root request has met a storm yet.")
+
 	assert.Equal(t, "inventory broken: false\n", m.inventory.admin(t, http.MethodDelete, "/break"))
-	_, _, err = m.checkout(t)
+	_, headers, err = m.checkout(t)
 	require.NoError(t, err)
+	assert.Equal(t, "3,3,0,0,0", headers["errown-storm"])
+	require.NoError(t, json.Unmarshal([]byte(m.frontend.admin(t, http.MethodGet, "/debug/errown?format=json")), &storms))
+	assert.Len(t, storms.Storms, 1, "a success without a retry below is no storm")
+}
+
+// TestWalkthroughObserve follows the README's observe step: frontend in
+// mode observe retries orders as if errown were not there, and reports as
+// prevented exactly what enforce mode prevents in TestWalkthrough.
+func TestWalkthroughObserve(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join("..", "..", "frontend", "config.yaml"))
+	require.NoError(t, err)
+	observe, err := os.ReadFile(filepath.Join("..", "..", "frontend", "observe.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(observe), strings.Replace(string(base), "errown:\n", "errown:\n  mode: observe\n", 1),
+		"observe.yaml is config.yaml with mode: observe")
+
+	m := startMeshWith(t, "observe.yaml")
+	m.inventory.admin(t, http.MethodPost, "/break")
+	_, headers, err := m.checkout(t)
+	require.Error(t, err)
+	assert.Equal(t, "unclaimed", headers["errown-claim"], "claims are computed and sent as in enforce mode")
+	assert.Equal(t, "4,7,1,1,2", headers["errown-storm"], "the same figures as in enforce mode")
+
+	for _, w := range []struct {
+		svc    *service
+		series string
+		value  string
+	}{
+		// What happened: frontend retried the unclaimed error, orders
+		// retried inventory both times: 4 requests at inventory.
+		{m.inventory, `errown_inbound_claimed{service="inventory"}`, "4"},
+		{m.orders, `errown_retry_attempts{callee="inventory",service="orders"}`, "2"},
+		{m.frontend, `errown_retry_attempts{callee="orders",service="frontend"}`, "1"},
+		{m.frontend, `errown_retry_suppressed{callee="orders",service="frontend"}`, "0"},
+		{m.frontend, `errown_retry_would_suppress{callee="orders",service="frontend"}`, "1"},
+		// What enforce mode would prevent: the 3 requests it prevents.
+		{m.frontend, `errown_retry_prevented{callee="orders",service="frontend"}`, "3"},
+		{m.frontend, `errown_storm_prevented{procedure="checkout",service="frontend"}`, "3"},
+	} {
+		w.svc.eventually(t, w.series, w.value)
+	}
 }
