@@ -209,11 +209,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 // storm returns the request's Storm: its own request and its calls'.
 func (m *Middleware) storm(log *reqlog.Log, counts egresslog.Counts) (ownership.Storm, bool) {
-	if !log.Storms.Added() { // only quiet calls: no atomics beyond the count
-		n := 1 + uint64(counts.NotFailed)
-		return ownership.Storm{Served: n, Blind: n}, true
-	}
-	return log.Storms.Total(counts.NotFailed)
+	return log.StormTotal(counts.NotFailed)
 }
 
 // Storms returns the latest root requests that met a storm below (a retry

@@ -25,6 +25,7 @@ type Middleware struct {
 	inner         middleware.UnaryOutbound // or nil
 	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
 	orphans       *egresslog.Orphans       // or nil
+	pool          sync.Pool                // of *call
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
@@ -61,6 +62,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		late:          scope.Counter("late"),
 		abandoned:     scope.Counter("abandoned"),
 	}
+	m.pool.New = m.newCall
 	m.retry, _ = o.inner.(*retry.Middleware)
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
 		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
@@ -82,9 +84,9 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		}
 		return res, err
 	}
-	mk := m.mark(req)
-	res, state, err := m.send(ctx, &mk.req, out)
-	unmark(mk)
+	c := m.mark(req)
+	defer m.release(c)
+	res, state, err := m.send(ctx, c, out)
 
 	e := egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
@@ -131,57 +133,60 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		return res, err
 	}
 	if st, known := storm.Storm(); e.Failed() || !known || !st.Trivial() {
-		log.Storms.Add(st, known, e.Failed())
+		log.AddStorm(st, known, e.Failed())
 	}
 	return res, err
 }
 
-// send sends the call on and returns its CallState: from the Sink the
-// retry middleware got as its outbound when it is the inner one, else from
-// the context the call is sent with. Only *retry.Middleware itself is called directly, so
-// a type that wraps it keeps its own Call.
-func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, reqlog.CallState, error) {
+// send sends c's request on, through the retry middleware when it is
+// errown's, and returns the state of the call it reported.
+func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbound) (*transport.Response, *reqlog.CallState, error) {
 	if m.retry != nil {
 		// The retry middleware records its state in the Sink it gets as
-		// its outbound. Nothing holds a Sink once Call returns: the
+		// its outbound. Nothing holds the Sink once Call returns: the
 		// response body, still read later, does not go through it.
-		sink := _sinks.Get().(*reqlog.Sink)
-		sink.Out = out
-		res, err := m.retry.Call(ctx, req, sink)
-		state := sink.State
-		*sink = reqlog.Sink{}
-		_sinks.Put(sink)
-		return res, state, err
+		c.sink.Out = out
+		res, err := m.retry.Call(ctx, &c.req, &c.sink)
+		return res, &c.sink.State, err
 	}
 	cctx, state := reqlog.NewCallContext(ctx)
-	res, err := m.next(cctx, req, out)
-	return res, *state, err
+	res, err := m.next(cctx, &c.req, out)
+	return res, state, err
 }
 
-// marked is a request sent on with errown's attempt header, and the
-// headers that carry it: pooled, so that marking costs no allocation.
-type marked struct {
+// call is what the egress middleware keeps for one outbound call: the
+// request sent on with errown's attempt header, the headers that carry it,
+// and the Sink through which the retry middleware reports. Pooled, so that
+// a call costs no allocation.
+type call struct {
 	req     transport.Request
 	headers transport.Headers
+	sink    reqlog.Sink
 }
 
-var _marked = sync.Pool{New: func() any { return &marked{headers: transport.NewHeadersWithCapacity(4)} }}
+// newCall is the New of a Middleware's pool of calls, its own since the
+// calls keep its attempt header between uses.
+func (m *Middleware) newCall() any {
+	return &call{headers: transport.NewHeadersWithCapacity(4).With(m.attemptHeader, _firstAttempt)}
+}
 
-// mark returns a copy of req whose headers are req's and the attempt
-// header "1": every first attempt tells the callee that an errown caller
-// reads its telemetry (retries overwrite the header with their number).
-// The copy lives until unmark; the middleware below must not keep its
-// headers past Call, as yarpc's own transports do not.
-func (m *Middleware) mark(req *transport.Request) *marked {
-	mk := _marked.Get().(*marked)
-	mk.req = *req
+// mark returns a call whose request is a copy of req with req's headers
+// and the attempt header "1": every first attempt tells the callee that an
+// errown caller reads its telemetry (retries overwrite the header with
+// their number). The copy lives until release; the middleware below must
+// not keep its headers past Call, as yarpc's own transports do not.
+func (m *Middleware) mark(req *transport.Request) *call {
+	c := m.pool.Get().(*call)
+	c.req = *req
+	c.req.Headers = c.headers
+	if req.Headers.Len() == 0 {
+		return c // release left exactly the attempt header in c's maps
+	}
 	// Copied map to map: the keys are already what Headers.With would
 	// make of them, and lower-casing a mixed-case key again allocates.
-	items, orig := mk.headers.Items(), mk.headers.OriginalItems()
+	items, orig := c.headers.Items(), c.headers.OriginalItems()
 	for k, v := range req.Headers.Items() {
-		if k != m.attemptHeader {
-			items[k] = v
-		}
+		items[k] = v
 	}
 	for k, v := range req.Headers.OriginalItems() {
 		if !strings.EqualFold(k, m.attemptHeader) {
@@ -189,21 +194,32 @@ func (m *Middleware) mark(req *transport.Request) *marked {
 		}
 	}
 	items[m.attemptHeader], orig[m.attemptHeader] = _firstAttempt, _firstAttempt
-	mk.req.Headers = mk.headers
-	return mk
+	return c
 }
 
 const _firstAttempt = "1"
 
-// unmark returns mk to the pool, emptied.
-func unmark(mk *marked) {
-	mk.req = transport.Request{}
-	clear(mk.headers.Items())
-	clear(mk.headers.OriginalItems())
-	_marked.Put(mk)
+// release empties c and returns it to the pool, its maps holding exactly
+// the attempt header "1", which mark counts on. Every other key, those a
+// middleware below added in place included, goes one by one: a request
+// usually has few, and a whole map cleared costs more.
+func (m *Middleware) release(c *call) {
+	items, orig := c.headers.Items(), c.headers.OriginalItems()
+	if len(items) != 1 || len(orig) != 1 || items[m.attemptHeader] != _firstAttempt {
+		for k := range items {
+			delete(items, k)
+		}
+		for k := range orig {
+			delete(orig, k)
+		}
+		items[m.attemptHeader], orig[m.attemptHeader] = _firstAttempt, _firstAttempt
+	}
+	// The request's strings stay until the next mark overwrites them; its
+	// body, which may be large, goes now.
+	c.req.Body = nil
+	c.sink.Out, c.sink.State = nil, reqlog.CallState{}
+	m.pool.Put(c)
 }
-
-var _sinks = sync.Pool{New: func() any { return new(reqlog.Sink) }}
 
 // next sends the call on: through the inner middleware, if any, else to
 // out.

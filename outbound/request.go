@@ -56,7 +56,7 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 		return false
 	}
 	if e.Failed() || !storm.Trivial() {
-		log.Storms.Add(storm, true, e.Failed())
+		log.AddStorm(storm, true, e.Failed())
 	}
 	return true
 }

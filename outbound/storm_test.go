@@ -289,7 +289,7 @@ func TestCallMarkConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	counts := log.Egress.Counts()
-	st, ok := log.Storms.Total(counts.NotFailed)
+	st, ok := log.StormTotal(counts.NotFailed)
 	require.True(t, ok)
 	const n = goroutines * perG
 	assert.Equal(t, ownership.Storm{Served: 1 + 2*n, Blind: 1 + 2*n}, st)
@@ -397,8 +397,8 @@ func TestCallFoldsStorm(t *testing.T) {
 			ctx, log := trackedContext()
 			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &fakeOutbound{res: tt.res, err: tt.err})
 
-			assert.Equal(t, tt.wantAdded, log.Storms.Added())
-			got, ok := log.Storms.Total(log.Egress.Counts().NotFailed)
+			assert.Equal(t, tt.wantAdded, log.StormAdded())
+			got, ok := log.StormTotal(log.Egress.Counts().NotFailed)
 			assert.Equal(t, tt.wantOK, ok, "%+v", got)
 			assert.Equal(t, tt.want, got)
 		})
@@ -464,7 +464,7 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 			require.NoError(t, err)
 			ctx, log := trackedContext()
 			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &headerRecorder{script: tt.script})
-			got, ok := log.Storms.Total(log.Egress.Counts().NotFailed)
+			got, ok := log.StormTotal(log.Egress.Counts().NotFailed)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, got)
 		})
@@ -477,7 +477,7 @@ func TestCallLateAddsNoStorm(t *testing.T) {
 	ctx, log := trackedContext()
 	log.Egress.Close(nil) // the request finished
 	_, _ = mw.Call(ctx, &transport.Request{Service: "s"}, &fakeOutbound{res: headers("errown-storm", "9,18,1,1,2"), err: yarpcerrors.UnavailableErrorf("down")})
-	assert.False(t, log.Storms.Added(), "a late call is not the request's")
+	assert.False(t, log.StormAdded(), "a late call is not the request's")
 }
 
 func TestRecordAddsStorm(t *testing.T) {
@@ -498,8 +498,8 @@ func TestRecordAddsStorm(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, log := trackedContext()
 			require.True(t, Record(ctx, "db", tt.err, tt.retried))
-			assert.Equal(t, tt.wantAdded, log.Storms.Added())
-			got, ok := log.Storms.Total(log.Egress.Counts().NotFailed)
+			assert.Equal(t, tt.wantAdded, log.StormAdded())
+			got, ok := log.StormTotal(log.Egress.Counts().NotFailed)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, got)
 		})
@@ -519,7 +519,7 @@ func allowedAllocs() float64 {
 	return 0
 }
 
-// TestMarkAllocatesNothing: marking and unmarking a request reuses the
+// TestMarkAllocatesNothing: marking and releasing a request reuses the
 // pooled copy and its header maps. (Header names the caller wrote in
 // lower case, as canonical: see the report on mixed-case names.)
 func TestMarkAllocatesNothing(t *testing.T) {
@@ -537,7 +537,7 @@ func TestMarkAllocatesNothing(t *testing.T) {
 			if v, _ := mk.req.Headers.Get("errown-attempt"); v != "1" {
 				t.Fatalf("marked %v", mk.req.Headers.Items())
 			}
-			unmark(mk)
+			mw.release(mk)
 		})
 		assert.LessOrEqual(t, allocs, allowedAllocs(), "headers %v", h.Items())
 	}

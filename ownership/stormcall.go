@@ -75,6 +75,9 @@ func (c *StormCall) Attempts() int { return c.attempts }
 // decisions prevented (or would prevent, in observe mode). It is 0 when the
 // call's Storm is unknown.
 func (c *StormCall) Prevented() uint64 {
+	if c.own == 0 {
+		return 0
+	}
 	if _, ok := c.Storm(); !ok {
 		return 0
 	}

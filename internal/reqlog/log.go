@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
 )
 
 // ID identifies a request in flight. IDs are minted by ingresslog.Map, in
@@ -22,8 +23,10 @@ type Log struct {
 	// Slot is the Log's index in its ingresslog shard, under the shard's
 	// lock.
 	Slot int
-	// Storms sums the Storms of the request's outbound calls.
-	Storms Storms
+	// storms sums the Storms of the request's outbound calls, from the
+	// first one with something to report: most requests have none, and
+	// keep the Log small.
+	storms atomic.Pointer[Storms]
 
 	noRetry     atomic.Bool
 	callerFault atomic.Bool
@@ -73,4 +76,29 @@ func (n *Node) Value(key any) any {
 func FromContext(ctx context.Context) *Log {
 	l, _ := ctx.Value(logKey{}).(*Log)
 	return l
+}
+
+// AddStorm adds one call's Storm to the request's (Storms.Add).
+func (l *Log) AddStorm(st ownership.Storm, known, failed bool) {
+	s := l.storms.Load()
+	if s == nil {
+		s = new(Storms)
+		if !l.storms.CompareAndSwap(nil, s) {
+			s = l.storms.Load()
+		}
+	}
+	s.Add(st, known, failed)
+}
+
+// StormAdded reports whether any call's Storm was added.
+func (l *Log) StormAdded() bool { return l.storms.Load() != nil }
+
+// StormTotal returns the request's Storm (Storms.Total), notFailed being
+// the egress log's count of calls that did not fail.
+func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
+	if s := l.storms.Load(); s != nil {
+		return s.Total(notFailed)
+	}
+	n := 1 + uint64(notFailed)
+	return ownership.Storm{Served: n, Blind: n}, true
 }
