@@ -28,6 +28,22 @@
 //	                      failed outbound calls past the egress log's bound
 //	                      (egresslog.MaxFailures): counted, not kept
 //
+// Storm telemetry: every error response carries the storm header (the
+// subtree's requests served, blind to claims, retries, radius and blind
+// radius: ownership.Storm), and so does a success whose subtree served more
+// than its one request, or whose figures are unknown. A request without
+// errown's attempt header comes from a caller without errown: a root,
+// whose storm (a retry spent or suppressed below, or unknown figures) is
+// recorded, tagged procedure (bounded by Config.MaxRootProcedures, then
+// "_other"):
+//
+//	storm.requests        root requests that met a storm below
+//	storm.unknown         those whose figures were unknown
+//	storm.prevented       requests errown's decisions prevented (observe mode: would prevent)
+//	storm.retries         retries spent below
+//	storm.radius          histogram: the storm radius (most hops on one call path with a retry)
+//	storm.blind_radius    histogram: the radius blind to claims
+//
 // Errors include application errors the encodings report without a Go
 // error (a Thrift exception, a protobuf error): the middleware wraps the
 // ResponseWriter (pooled) to see them, and classifies them by their IDL's

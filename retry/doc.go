@@ -52,7 +52,16 @@
 //     the requests the callee's budget counts).
 //   - retry.attempts: retries actually sent (first attempts not included).
 //   - retry.suppressed: retries not attempted because the callee's error
-//     was unclaimed.
+//     was unclaimed (enforce mode).
+//   - retry.would_suppress: in observe mode, calls whose unclaimed error
+//     enforce mode would have stopped retrying; the retries go on.
+//   - retry.prevented: requests this hop's own suppressions prevented (in
+//     observe mode, would prevent): each suppressed retry would have
+//     replayed the callee's whole subtree, its own retries included (storm
+//     telemetry, ownership.StormCall). Summed over every service it is what
+//     the roots report; per service in observe mode it counts every call
+//     the hop got, blind retries from above included, so it can exceed
+//     what enforce mode prevents there.
 //   - retry.denied, also tagged reason: retries of an error retryable by
 //     nature that this hop declined, each of which satisfies the retry
 //     criteria (RCS) so that nobody above retries instead:
