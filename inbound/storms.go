@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/errown/errown/ownership"
@@ -65,17 +66,28 @@ var _radiusBuckets = tally.ValueBuckets{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 
 const _recentStorms = 32
 
 // storms keeps the root requests' storm metrics, per root procedure, and
-// the latest root storms. Only requests with a storm reach it.
+// the latest root storms. Only requests with a storm reach it, and on the
+// way they take no lock that all of them share: the metrics are looked up
+// in a read-only map, copied when a procedure is added, and the latest
+// storms are a ring whose places are taken from an atomic cursor and
+// locked one at a time.
 type storms struct {
 	scope tally.Scope
 	limit int
 	hook  func(Storm)
 
+	byProc atomic.Pointer[map[string]*stormMetrics] // read-only; replaced under mu
 	mu     sync.Mutex
-	byProc map[string]*stormMetrics
-	ring   [_recentStorms]Storm
-	next   int
-	held   int
+
+	next atomic.Uint64 // how many storms were ever recorded
+	ring [_recentStorms]stormSlot
+}
+
+// stormSlot is one place of the ring of latest storms.
+type stormSlot struct {
+	mu sync.Mutex
+	n  uint64 // st is the n-th storm recorded; 0: none yet
+	st Storm
 }
 
 type stormMetrics struct {
@@ -88,16 +100,25 @@ type stormMetrics struct {
 }
 
 func newStorms(scope tally.Scope, limit int, hook func(Storm)) *storms {
-	return &storms{scope: scope.SubScope("storm"), limit: limit, hook: hook, byProc: make(map[string]*stormMetrics)}
+	s := &storms{scope: scope.SubScope("storm"), limit: limit, hook: hook}
+	s.byProc.Store(&map[string]*stormMetrics{})
+	return s
 }
 
+// metrics returns the metrics of root procedure procedure.
 func (s *storms) metrics(procedure string) *stormMetrics {
-	if m, ok := s.byProc[procedure]; ok {
+	if m, ok := (*s.byProc.Load())[procedure]; ok {
 		return m
 	}
-	if len(s.byProc) >= s.limit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := *s.byProc.Load()
+	if m, ok := cur[procedure]; ok {
+		return m
+	}
+	if len(cur) >= s.limit {
 		procedure = _otherProcedure
-		if m, ok := s.byProc[procedure]; ok {
+		if m, ok := cur[procedure]; ok {
 			return m
 		}
 	}
@@ -110,18 +131,25 @@ func (s *storms) metrics(procedure string) *stormMetrics {
 		radius:      sc.Histogram("radius", _radiusBuckets),
 		blindRadius: sc.Histogram("blind_radius", _radiusBuckets),
 	}
-	s.byProc[procedure] = m
+	next := make(map[string]*stormMetrics, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[procedure] = m
+	s.byProc.Store(&next)
 	return m
 }
 
 // record records one root request's storm.
 func (s *storms) record(st Storm) {
-	s.mu.Lock()
 	m := s.metrics(st.Procedure)
-	s.ring[s.next] = st
-	s.next = (s.next + 1) % _recentStorms
-	s.held = min(s.held+1, _recentStorms)
-	s.mu.Unlock()
+	n := s.next.Add(1)
+	slot := &s.ring[(n-1)%_recentStorms]
+	slot.mu.Lock()
+	if slot.n < n { // else a writer a lap later was first
+		slot.n, slot.st = n, st
+	}
+	slot.mu.Unlock()
 
 	m.requests.Inc(1)
 	if !st.Known {
@@ -137,13 +165,20 @@ func (s *storms) record(st Storm) {
 	}
 }
 
-// list returns the latest root storms, newest first.
+// list returns the latest root storms, newest first; one still being
+// written is left out.
 func (s *storms) list() []Storm {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]Storm, 0, s.held)
-	for i := 1; i <= s.held; i++ {
-		out = append(out, s.ring[(s.next-i+_recentStorms)%_recentStorms])
+	n := s.next.Load()
+	held := min(n, _recentStorms)
+	out := make([]Storm, 0, held)
+	for i := n; i > n-held; i-- {
+		slot := &s.ring[(i-1)%_recentStorms]
+		slot.mu.Lock()
+		st, ok := slot.st, slot.n == i
+		slot.mu.Unlock()
+		if ok {
+			out = append(out, st)
+		}
 	}
 	return out
 }
