@@ -136,7 +136,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	lctx, log := m.logs.OpenContext(ctx, req.Procedure)
 	if log == nil {
 		m.untrackedCount.Inc(1)
-		return h.Handle(ctx, req, m.ownHeaders(resw))
+		// Untracked, its figures are unknown: say so, on a success too,
+		// and have its calls tell their callees that they are not roots.
+		err := h.Handle(reqlog.WithUntracked(ctx), req, m.ownHeaders(resw))
+		resw.AddHeaders(m.unknownStorm)
+		return err
 	}
 	orphans := m.orphans.Mark()
 	rw := getWriter(m, resw)
@@ -166,8 +170,10 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		class = ownership.ClassAnswer
 	}
 	storm, known := m.storm(log, counts)
-	if known && m.orphans.Since(orphans) {
-		known = false // a failed call made with a fresh context may be this request's
+	if known && (m.orphans.Since(orphans) || log.CallsUnderWay()) {
+		// A call made with a fresh context that failed or retried may
+		// be this request's; a call still under way is not counted yet.
+		known = false
 	}
 	if class != ownership.ClassOK {
 		claim := m.decide(req.Procedure, code, class, entries, counts)

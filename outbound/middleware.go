@@ -76,14 +76,10 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	log := reqlog.FromContext(ctx)
 	if log == nil {
 		m.untracked.Inc(1)
-		res, err := m.next(ctx, req, out)
-		if m.orphans != nil {
-			if _, class := ownership.CallResult(res, err, m.codeHeader); class == ownership.ClassFailure {
-				m.orphans.Failed()
-			}
-		}
-		return res, err
+		return m.untrackedCall(ctx, req, out)
 	}
+	log.CallStarted()
+	defer log.CallEnded()
 	c := m.mark(req)
 	defer m.release(c)
 	res, state, err := m.send(ctx, c, out)
@@ -128,12 +124,39 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
 		storm.Attempt(ownership.ResponseStorm(res, e.Class, m.stormHeader))
 	}
-	if !log.Egress.Append(e) {
-		m.late.Inc(1)
-		return res, err
-	}
+	// The storm first, then the entry: a request that closes its log in
+	// between finds this call under way, and its figures unknown.
 	if st, known := storm.Storm(); e.Failed() || !known || !st.Trivial() {
 		log.AddStorm(st, known, e.Failed())
+	}
+	if !log.Egress.Append(e) {
+		m.late.Inc(1)
+	}
+	return res, err
+}
+
+// untrackedCall sends a call tied to no tracked request. One made while
+// serving an untracked request is marked like any other, so that its
+// callee is not a root. One made with a fresh context (or by a background
+// job) is an orphan when it had anything to report, a failure, a retry, a
+// storm below: the requests in flight meanwhile, one of which may have
+// made it, report unknown figures.
+func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	if reqlog.Untracked(ctx) {
+		c := m.mark(req)
+		defer m.release(c)
+		res, _, err := m.send(ctx, c, out)
+		return res, err
+	}
+	if m.orphans == nil {
+		return m.next(ctx, req, out)
+	}
+	cctx, state := reqlog.NewCallContext(ctx)
+	res, err := m.next(cctx, req, out)
+	_, class := ownership.CallResult(res, err, m.codeHeader)
+	st, known := ownership.ResponseStorm(res, class, m.stormHeader)
+	if class == ownership.ClassFailure || state.Attempts > 1 || !known || !st.Trivial() {
+		m.orphans.Failed()
 	}
 	return res, err
 }

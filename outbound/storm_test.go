@@ -358,10 +358,16 @@ func TestCallFoldsStorm(t *testing.T) {
 			wantAdded: true,
 		},
 		{
-			name:   "an answer without a storm: one",
+			name:   "an answer with a response but no storm: one",
+			res:    &transport.Response{Headers: transport.NewHeaders()},
 			err:    yarpcerrors.NotFoundErrorf("no"),
 			want:   ownership.Storm{Served: 2, Blind: 2},
 			wantOK: true,
+		},
+		{
+			name:      "an answer without a response: unknown (cut short before the callee answered)",
+			err:       yarpcerrors.CancelledErrorf("gave up"),
+			wantAdded: true,
 		},
 		{
 			name:      "an answer with a storm: added, not counted twice",
@@ -471,13 +477,21 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 	}
 }
 
-func TestCallLateAddsNoStorm(t *testing.T) {
+// TestCallLateChangesNothing: a call that ends after its request closed
+// its log changes nothing the request reported (its figures were taken at
+// close, with this call under way, hence unknown), and nothing is under
+// way once it ended.
+func TestCallLateChangesNothing(t *testing.T) {
 	mw, err := New(Config{})
 	require.NoError(t, err)
 	ctx, log := trackedContext()
-	log.Egress.Close(nil) // the request finished
+	_, counts := log.Egress.CloseCounts(nil) // the request finished
+	before, ok := log.StormTotal(counts.NotFailed)
+	require.True(t, ok)
 	_, _ = mw.Call(ctx, &transport.Request{Service: "s"}, &fakeOutbound{res: headers("errown-storm", "9,18,1,1,2"), err: yarpcerrors.UnavailableErrorf("down")})
-	assert.False(t, log.StormAdded(), "a late call is not the request's")
+	assert.Equal(t, ownership.One, before)
+	assert.Equal(t, 0, log.Egress.Counts().Total(), "a late call is not in the log")
+	assert.False(t, log.CallsUnderWay())
 }
 
 func TestRecordAddsStorm(t *testing.T) {

@@ -128,16 +128,22 @@ func parseDecimal(v string, limit uint64) (uint64, string, bool) {
 
 // ResponseStorm returns the Storm of one attempt's response of class
 // class, read from its header under name header, and false when it is
-// unknown. A response without the header is One unless it is a failure:
-// a callee's success or answer says nothing only when there was nothing
-// to say, while every errown callee sends its Storm on a failure, so a
-// failure without one (no errown below, a timeout, a lost response) is
-// unknown.
+// unknown. A response without the header is One when it is a success or
+// an answer: a callee's success or answer says nothing only when there
+// was nothing to say. A failure without one (no errown below, a timeout)
+// is unknown, since every errown callee sends its Storm on a failure; so
+// is any error that came without a response at all (a call cancelled or
+// cut short before the callee answered), whatever its class: what the
+// callee served before is out of sight.
 func ResponseStorm(res *transport.Response, class Class, header string) (Storm, bool) {
-	if res != nil {
-		if v, ok := res.Headers.Items()[header]; ok {
-			return ParseStorm(v)
+	if res == nil {
+		if class != ClassOK {
+			return Storm{}, false
 		}
+		return One, true
+	}
+	if v, ok := res.Headers.Items()[header]; ok {
+		return ParseStorm(v)
 	}
 	if class == ClassFailure {
 		return Storm{}, false

@@ -197,7 +197,7 @@ func TestResponseStorm(t *testing.T) {
 		wantOK bool
 	}{
 		{"no response, success: one", nil, ClassOK, DefaultStormHeader, One, true},
-		{"no response, answer: one", nil, ClassAnswer, DefaultStormHeader, One, true},
+		{"no response, answer: unknown (cut short before the callee answered)", nil, ClassAnswer, DefaultStormHeader, Storm{}, false},
 		{"no response, failure: unknown", nil, ClassFailure, DefaultStormHeader, Storm{}, false},
 		{"no header, success: one", &transport.Response{}, ClassOK, DefaultStormHeader, One, true},
 		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ClassAnswer, DefaultStormHeader, One, true},
@@ -223,12 +223,15 @@ func TestResponseStorm(t *testing.T) {
 	}
 }
 
-// TestResponseStormClasses: only a failure without the header is unknown,
-// whatever the code that made it a failure.
+// TestResponseStormClasses: with a response, only a failure without the
+// header is unknown, whatever the code that made it a failure; without a
+// response, every error is.
 func TestResponseStormClasses(t *testing.T) {
 	for _, row := range Codes() {
-		_, ok := ResponseStorm(nil, row.Class, DefaultStormHeader)
-		assert.Equal(t, row.Class != ClassFailure, ok, "%v (%v)", row.Code, row.Class)
+		_, ok := ResponseStorm(&transport.Response{}, row.Class, DefaultStormHeader)
+		assert.Equal(t, row.Class != ClassFailure, ok, "%v (%v), with a response", row.Code, row.Class)
+		_, ok = ResponseStorm(nil, row.Class, DefaultStormHeader)
+		assert.Equal(t, row.Class == ClassOK, ok, "%v (%v), without a response", row.Code, row.Class)
 	}
 }
 

@@ -119,9 +119,10 @@ func (b *budget) tryWithdraw() bool {
 // replays far beyond what budgets allow. Within a band of 1/(2·ratio)
 // retries either side of an empty budget the chance is the ratio: when
 // every call wants a retry, grants average the budget's share, and the
-// budget drifts neither way. Above the band the chance grows, to certainty
-// 1/ratio retries above it: when few calls want one, every one is granted,
-// as the blind hop's budget would. Below the band the twin grants nothing.
+// budget drifts neither way. Above the band the chance grows linearly, to
+// certainty at 1/ratio retries left: when few calls want one, every one
+// is granted, as the blind hop's budget would. Below the band the twin
+// grants nothing.
 func (b *budget) tryWithdrawBlind(draw float64) bool {
 	if b.disabled {
 		return true
@@ -139,7 +140,11 @@ func (b *budget) tryWithdrawBlind(draw float64) bool {
 	}
 	left := budgetAllowance(requests, b.ratio, b.minPerSecond, b.window) - float64(retries+blind)
 	band := 1 / (2 * b.ratio)
-	if left <= -band || draw >= b.ratio*max(1, 1+left-band) {
+	chance := b.ratio
+	if left > band {
+		chance += (1 - b.ratio) * min(1, (left-band)/band)
+	}
+	if left <= -band || draw >= chance {
 		return false
 	}
 	cur.blind++

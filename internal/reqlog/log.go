@@ -27,6 +27,9 @@ type Log struct {
 	// first one with something to report: most requests have none, and
 	// keep the Log small.
 	storms atomic.Pointer[Storms]
+	// calls counts the request's outbound calls under way: one still
+	// under way when the request ends makes its storm unknown.
+	calls atomic.Int32
 
 	noRetry     atomic.Bool
 	callerFault atomic.Bool
@@ -101,4 +104,31 @@ func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
 	}
 	n := 1 + uint64(notFailed)
 	return ownership.Storm{Served: n, Blind: n}, true
+}
+
+// CallStarted counts an outbound call of the request under way, until
+// CallEnded: after its storm is added and its entry appended.
+func (l *Log) CallStarted() { l.calls.Add(1) }
+
+// CallEnded ends what CallStarted began.
+func (l *Log) CallEnded() { l.calls.Add(-1) }
+
+// CallsUnderWay reports whether an outbound call of the request is still
+// under way.
+func (l *Log) CallsUnderWay() bool { return l.calls.Load() != 0 }
+
+type untrackedKey struct{}
+
+// WithUntracked returns ctx marked as the context of a request errown
+// serves untracked (its ingress log was full): its outbound calls still
+// tell their callees that an errown caller is above.
+func WithUntracked(ctx context.Context) context.Context {
+	return context.WithValue(ctx, untrackedKey{}, true)
+}
+
+// Untracked reports whether ctx is that of a request errown serves
+// untracked.
+func Untracked(ctx context.Context) bool {
+	v, _ := ctx.Value(untrackedKey{}).(bool)
+	return v
 }

@@ -153,6 +153,29 @@ func (c *Call) UnmarshalYAML(unmarshal func(interface{}) error) error {
 // policies.
 func (n Node) runsErrown() bool { return n.Errown == nil || *n.Errown }
 
+// hidesTelemetry reports why errown's storm telemetry at the root of t
+// may be unknown: a node without errown, one that drops its context, or
+// one that hangs (a timeout brings no figures back); "" when errown sees
+// the whole graph.
+func (t *Topology) hidesTelemetry() string {
+	for _, n := range t.Nodes {
+		switch {
+		case !n.runsErrown():
+			return n.Name + " runs no errown"
+		case n.DropContext:
+			return n.Name + " drops its context"
+		case n.Hang:
+			return n.Name + " hangs"
+		}
+		for _, c := range n.Calls {
+			if c.AttemptTimeout > 0 {
+				return n.Name + " times its attempts out"
+			}
+		}
+	}
+	return ""
+}
+
 // retries reports whether the node has a retry policy.
 func (n Node) retries() bool { return n.Retry == nil || *n.Retry }
 
