@@ -2,7 +2,6 @@ package inbound
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -12,7 +11,7 @@ import (
 
 // _recentDecisions is how many claim decisions a Middleware remembers for
 // operators.
-const _recentDecisions = 64
+const _recentDecisions = _ringSize
 
 // Decision is one claim decision the middleware made, for operators.
 type Decision struct {
@@ -61,53 +60,23 @@ func (r *record) decision() Decision {
 }
 
 // decisions is a ring of the latest decisions. Only error responses write
-// to it, never the success path. It takes no lock that all writers share:
-// a writer takes the next place from an atomic cursor and locks only that
-// place, which the next writer to want it takes _recentDecisions
-// decisions later; a reader locks each place in turn. A decision still
-// being written when the list is read is left out of it.
+// to it, never the success path. Each place is a cache block of its own.
 type decisions struct {
-	next atomic.Uint64 // how many decisions were ever added
-	_    [_cacheLine - 8]byte
-	ring [_recentDecisions]slot
+	r ring[paddedRecord]
 }
 
-// _cacheLine is the size of a cache block, which a decisions' cursor and
-// each of its places keep to themselves: two cores writing decisions
-// would otherwise take turns at one block.
-const _cacheLine = 64
-
-// slot is one place of a decisions ring.
-type slot struct {
-	mu  sync.Mutex
-	n   uint64 // rec is the n-th decision added; 0: none yet
-	rec record
-	_   [_cacheLine - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(record{}))%_cacheLine]byte
+// paddedRecord is a record padded so that a ring place holding one fills
+// whole cache blocks.
+type paddedRecord struct {
+	record
+	_ [_cacheLine - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(record{}))%_cacheLine]byte
 }
 
-func (d *decisions) add(r record) {
-	n := d.next.Add(1)
-	s := &d.ring[(n-1)%_recentDecisions]
-	s.mu.Lock()
-	if s.n < n { // else a writer that took the place a lap later was first
-		s.n, s.rec = n, r
-	}
-	s.mu.Unlock()
-}
+func (d *decisions) add(r record) { d.r.add(paddedRecord{record: r}) }
 
 // list returns the decisions held, newest first.
 func (d *decisions) list() []Decision {
-	n := d.next.Load()
-	held := min(n, _recentDecisions)
-	out := make([]Decision, 0, held)
-	for i := n; i > n-held; i-- {
-		s := &d.ring[(i-1)%_recentDecisions]
-		s.mu.Lock()
-		r, ok := s.rec, s.n == i
-		s.mu.Unlock()
-		if ok {
-			out = append(out, r.decision())
-		}
-	}
+	out := make([]Decision, 0, d.r.held())
+	d.r.each(func(p paddedRecord) { out = append(out, p.decision()) })
 	return out
 }

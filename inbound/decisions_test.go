@@ -70,7 +70,7 @@ func TestDecisionsConcurrent(t *testing.T) {
 	list := d.list()
 	check(list)
 	assert.Len(t, list, _recentDecisions, "every place written")
-	assert.Equal(t, uint64(writers*perWriter), d.next.Load())
+	assert.Equal(t, uint64(writers*perWriter), d.r.next.Load())
 }
 
 func TestDecisionsWhileHandling(t *testing.T) {
@@ -102,6 +102,6 @@ func TestDecisionsWhileHandling(t *testing.T) {
 
 func TestDecisionsSlotsFillCacheBlocks(t *testing.T) {
 	var d decisions
-	assert.Zero(t, unsafe.Sizeof(d.ring[0])%_cacheLine, "each place in blocks of its own")
-	assert.Equal(t, uintptr(_cacheLine), unsafe.Offsetof(d.ring), "the cursor in a block of its own")
+	assert.Zero(t, unsafe.Sizeof(d.r.slots[0])%_cacheLine, "each place in blocks of its own")
+	assert.Equal(t, uintptr(_cacheLine), unsafe.Offsetof(d.r.slots), "the cursor in a block of its own")
 }

@@ -63,14 +63,13 @@ var _radiusBuckets = tally.ValueBuckets{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 
 
 // _recentStorms is how many root storms a Middleware remembers for
 // operators.
-const _recentStorms = 32
+const _recentStorms = _ringSize
 
 // storms keeps the root requests' storm metrics, per root procedure, and
 // the latest root storms. Only requests with a storm reach it, and on the
 // way they take no lock that all of them share: the metrics are looked up
 // in a read-only map, copied when a procedure is added, and the latest
-// storms are a ring whose places are taken from an atomic cursor and
-// locked one at a time.
+// storms are a ring.
 type storms struct {
 	scope tally.Scope
 	limit int
@@ -79,15 +78,7 @@ type storms struct {
 	byProc atomic.Pointer[map[string]*stormMetrics] // read-only; replaced under mu
 	mu     sync.Mutex
 
-	next atomic.Uint64 // how many storms were ever recorded
-	ring [_recentStorms]stormSlot
-}
-
-// stormSlot is one place of the ring of latest storms.
-type stormSlot struct {
-	mu sync.Mutex
-	n  uint64 // st is the n-th storm recorded; 0: none yet
-	st Storm
+	recent ring[Storm]
 }
 
 type stormMetrics struct {
@@ -143,13 +134,7 @@ func (s *storms) metrics(procedure string) *stormMetrics {
 // record records one root request's storm.
 func (s *storms) record(st Storm) {
 	m := s.metrics(st.Procedure)
-	n := s.next.Add(1)
-	slot := &s.ring[(n-1)%_recentStorms]
-	slot.mu.Lock()
-	if slot.n < n { // else a writer a lap later was first
-		slot.n, slot.st = n, st
-	}
-	slot.mu.Unlock()
+	s.recent.add(st)
 
 	m.requests.Inc(1)
 	if !st.Known {
@@ -168,18 +153,8 @@ func (s *storms) record(st Storm) {
 // list returns the latest root storms, newest first; one still being
 // written is left out.
 func (s *storms) list() []Storm {
-	n := s.next.Load()
-	held := min(n, _recentStorms)
-	out := make([]Storm, 0, held)
-	for i := n; i > n-held; i-- {
-		slot := &s.ring[(i-1)%_recentStorms]
-		slot.mu.Lock()
-		st, ok := slot.st, slot.n == i
-		slot.mu.Unlock()
-		if ok {
-			out = append(out, st)
-		}
-	}
+	out := make([]Storm, 0, s.recent.held())
+	s.recent.each(func(st Storm) { out = append(out, st) })
 	return out
 }
 

@@ -97,14 +97,21 @@ func (b *budget) tryWithdraw() bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.epoch()
-	cur := b.bucket(e)
-	requests, retries := b.sum(e)
+	cur, requests, retries, _ := b.current()
 	if !BudgetAllows(requests, retries, b.ratio, b.minPerSecond, b.window) {
 		return false
 	}
 	cur.retries++
 	return true
+}
+
+// current returns the bucket of now, and the requests, retries and blind
+// twin's retries counted in the window. b.mu must be held.
+func (b *budget) current() (cur *budgetBucket, requests, retries, blind int64) {
+	e := b.epoch()
+	cur = b.bucket(e)
+	requests, retries, blind = b.sum(e)
+	return cur, requests, retries, blind
 }
 
 // tryWithdrawBlind takes a retry errown suppressed from the budget's blind
@@ -129,15 +136,7 @@ func (b *budget) tryWithdrawBlind(draw float64) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e := b.epoch()
-	cur := b.bucket(e)
-	requests, retries := b.sum(e)
-	var blind int64
-	for i := range b.buckets {
-		if bk := &b.buckets[i]; e-bk.epoch.Load() < _budgetBuckets {
-			blind += bk.blind
-		}
-	}
+	cur, requests, retries, blind := b.current()
 	left := budgetAllowance(requests, b.ratio, b.minPerSecond, b.window) - float64(retries+blind)
 	band := 1 / (2 * b.ratio)
 	chance := b.ratio
@@ -181,15 +180,16 @@ func (b *budget) bucket(e int64) *budgetBucket {
 	return bk
 }
 
-// sum returns the requests and retries of the buckets inside the window
-// at epoch e. b.mu must be held.
-func (b *budget) sum(e int64) (requests, retries int64) {
+// sum returns the requests, retries and blind twin's retries of the
+// buckets inside the window at epoch e. b.mu must be held.
+func (b *budget) sum(e int64) (requests, retries, blind int64) {
 	for i := range b.buckets {
 		bk := &b.buckets[i]
 		if e-bk.epoch.Load() < _budgetBuckets {
 			requests += bk.requests.Load()
 			retries += bk.retries
+			blind += bk.blind
 		}
 	}
-	return requests, retries
+	return requests, retries, blind
 }

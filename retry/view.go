@@ -49,5 +49,6 @@ func (m *Middleware) Budgets() []BudgetView {
 func (b *budget) counts() (requests, retries int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.sum(b.epoch())
+	requests, retries, _ = b.sum(b.epoch())
+	return requests, retries
 }
