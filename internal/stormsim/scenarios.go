@@ -389,7 +389,10 @@ func scenarioDeep() Scenario {
 				// on a dozen or more.
 				{label: "ownership, M drops", opts: Options{Topology: drop, Policy: PolicyOwnership, Requests: n, Concurrency: 32}, smallConcurrency: 1},
 				{label: "ownership-naive", opts: Options{Topology: t, Policy: PolicyOwnershipNaive, Requests: c.requests(200, 30)}},
-				{label: "ownership, observe", opts: Options{Topology: t, Policy: PolicyOwnership, Mode: retry.ModeObserve, Requests: n, Concurrency: 32}, smallConcurrency: 16},
+				// Observe mode retries blind within the budgets: now and
+				// then a request meets retries at many hops, thousands of
+				// calls, for which 5s is short on a loaded machine.
+				{label: "ownership, observe", opts: Options{Topology: t, Policy: PolicyOwnership, Mode: retry.ModeObserve, Requests: n, Concurrency: 32, Timeout: time.Minute}, smallConcurrency: 16},
 			}
 		},
 		figures: func(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
