@@ -294,7 +294,6 @@ func runTopology(ctx context.Context, c config, stdout io.Writer, p *progress) e
 func runReports(ctx context.Context, c config, scenarios []stormsim.Scenario, stdout io.Writer, p *progress) error {
 	so := stormsim.ScenarioOptions{
 		Transport: c.opts.Transport,
-		Timeout:   c.opts.Timeout,
 		Seed:      c.opts.Seed,
 		Small:     c.small,
 		Analytic:  c.analytic,
