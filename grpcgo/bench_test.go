@@ -1,0 +1,34 @@
+package grpcgo_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/errown/errown"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// BenchmarkHop is one successful request, root → A → B over 127.0.0.1,
+// with errown on A (its server and its ClientConn to B) and B, and
+// without.
+func BenchmarkHop(b *testing.B) {
+	for _, tt := range []struct {
+		name string
+		cfg  *errown.Config
+	}{{"plain", nil}, {"errown", noPolicy()}} {
+		b.Run(tt.name, func(b *testing.B) {
+			leaf := startGRPC(b, nodeConfig{name: _b, errown: tt.cfg})
+			a := startGRPC(b, nodeConfig{name: _a, errown: tt.cfg, callee: leaf})
+			client := dial(b, "root", a, nil, false, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,182 @@
+package grpcgo_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/retry"
+	"go.uber.org/yarpc/yarpcerrors"
+	"google.golang.org/grpc/codes"
+)
+
+// _roots is how many root requests each chain scenario sends.
+const _roots = 3
+
+// chain is A→B→C→D, D failing unavailable, each hop's errown retrying its
+// callee once.
+type chain struct{ a, b, c, d *node }
+
+func (ch chain) nodes() []*node { return []*node{ch.a, ch.b, ch.c, ch.d} }
+
+// grpcChain starts the chain of grpc-go services.
+func grpcChain(t *testing.T, mode retry.Mode) chain {
+	cfg := func(callee string) *errown.Config {
+		c := retrying(callee)
+		c.Mode = mode
+		return c
+	}
+	d := startGRPC(t, nodeConfig{name: _d, errown: noPolicy(), work: failWith(codes.Unavailable)})
+	c := startGRPC(t, nodeConfig{name: _c, errown: cfg(_d), callee: d})
+	b := startGRPC(t, nodeConfig{name: _b, errown: cfg(_c), callee: c})
+	a := startGRPC(t, nodeConfig{name: _a, errown: cfg(_b), callee: b})
+	return chain{a, b, c, d}
+}
+
+// mixedChain starts A (grpc-go) → B (yarpc) → C (grpc-go) → D (yarpc):
+// both directions, twice each.
+func mixedChain(t *testing.T) chain {
+	d := startYARPC(t, nodeConfig{name: _d, errown: noPolicy(), work: func(context.Context) error {
+		return yarpcerrors.UnavailableErrorf("down")
+	}})
+	c := startGRPC(t, nodeConfig{name: _c, errown: retrying(_d), callee: d})
+	b := startYARPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: c})
+	a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
+	return chain{a, b, c, d}
+}
+
+func TestChain(t *testing.T) {
+	// errown: only C retries D; B sees C's error unclaimed and A sees B's.
+	// Blind to claims every hop would have retried: D 8, C 4, B 2.
+	enforced := map[string]int64{_a: 1, _b: 1, _c: 1, _d: 2}
+	blind := map[string]int64{_a: 1, _b: 2, _c: 4, _d: 8}
+	for _, tt := range []struct {
+		name   string
+		start  func(*testing.T) chain
+		served map[string]int64
+	}{
+		{"grpc-go", func(t *testing.T) chain { return grpcChain(t, retry.ModeEnforce) }, enforced},
+		{"grpc-go/observe", func(t *testing.T) chain { return grpcChain(t, retry.ModeObserve) }, blind},
+		{"mixed", mixedChain, enforced},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ch := tt.start(t)
+			for i := range _roots {
+				before := served(ch.nodes()...)
+				r := callRoot(t, ch.a)
+				got := served(ch.nodes()...)
+				for k := range got {
+					got[k] -= before[k]
+				}
+				if !maps.Equal(got, tt.served) {
+					t.Errorf("root request %d: served %v, want %v", i, got, tt.served)
+				}
+				if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
+					t.Errorf("root request %d: root got %v, claim %q, want unavailable, %q (trailer %v)", i, r.code, r.get(_claimHeader), _unclaimed, r.trailer)
+				}
+				// Served 5 (A, B, C, D twice), 15 blind (1+2+4+8), one
+				// retry, radius 1, blind radius 3.
+				if got := r.get(_stormHeader); got != "5,15,1,1,3" {
+					t.Errorf("root request %d: storm %q, want %q", i, got, "5,15,1,1,3")
+				}
+			}
+
+			// Storm telemetry at the root equals the counts: 5 served,
+			// 10 prevented.
+			want := slices.Repeat([]inbound.Storm{rootStorm(true, true, 5, 15, 1, 1, 3)}, _roots)
+			if got := ch.a.rootStorms(); !slices.Equal(got, want) {
+				t.Errorf("A's root storms:\n got %+v\nwant %+v", got, want)
+			}
+			for _, n := range []*node{ch.b, ch.c, ch.d} {
+				if got := n.rootStorms(); len(got) != 0 {
+					t.Errorf("%s is no root but reported %+v", n.name, got)
+				}
+			}
+			proc := map[string]string{"procedure": _procedure}
+			for name, want := range map[string]int64{"requests": _roots, "prevented": 10 * _roots, "retries": _roots, "unknown": 0} {
+				if got := ch.a.counter("storm."+name, proc); got != want {
+					t.Errorf("A's errown.storm.%s = %d, want %d", name, got, want)
+				}
+			}
+
+			// What each hop's errown saw of its callee's claim.
+			suppressed := "suppressed"
+			if tt.name == "grpc-go/observe" {
+				suppressed = "would_suppress"
+			}
+			// Each request a hop served made one logical call.
+			for _, h := range []struct {
+				caller *node
+				callee string
+				claim  string
+				name   string
+			}{
+				{ch.a, _b, _unclaimed, suppressed},
+				{ch.b, _c, _unclaimed, suppressed},
+				{ch.c, _d, _claimed, "attempts"},
+			} {
+				want := _roots * tt.served[h.caller.name]
+				if got := h.caller.counter("egress.failures", map[string]string{"claim": h.claim}); got != want {
+					t.Errorf("%s: %d failed calls with claim %s, want %d", h.caller.name, got, h.claim, want)
+				}
+				if got := h.caller.counter("retry."+h.name, map[string]string{"callee": h.callee}); got != want {
+					t.Errorf("%s: retry.%s{callee=%s} = %d, want %d", h.caller.name, h.name, h.callee, got, want)
+				}
+			}
+			for _, n := range ch.nodes() {
+				if n.mw.InFlight() != 0 {
+					t.Errorf("%s: %d requests still tracked", n.name, n.mw.InFlight())
+				}
+			}
+		})
+	}
+}
+
+// Many root requests at once through the grpc-go chain: each one's
+// figures are its own.
+func TestChainConcurrent(t *testing.T) {
+	const roots = 64
+	ch := grpcChain(t, retry.ModeEnforce)
+	var wg sync.WaitGroup
+	replies := make([]reply, roots)
+	for i := range roots {
+		wg.Go(func() { replies[i] = callRoot(t, ch.a) })
+	}
+	wg.Wait()
+	for i, r := range replies {
+		if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed || r.get(_stormHeader) != "5,15,1,1,3" {
+			t.Errorf("root request %d: got %v, trailer %v", i, r.code, r.trailer)
+		}
+	}
+	want := map[string]int64{_a: roots, _b: roots, _c: roots, _d: 2 * roots}
+	if got := served(ch.nodes()...); !maps.Equal(got, want) {
+		t.Errorf("served %v, want %v", got, want)
+	}
+	proc := map[string]string{"procedure": _procedure}
+	if got := ch.a.counter("storm.prevented", proc); got != 10*roots {
+		t.Errorf("A's errown.storm.prevented = %d, want %d", got, 10*roots)
+	}
+}
+
+// A success says how much it took only when that was more than the one
+// request: A's, with B and C below, carries 3; nobody claims anything.
+func TestQuietSuccess(t *testing.T) {
+	c := startGRPC(t, nodeConfig{name: _c, errown: noPolicy()})
+	b := startGRPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: c})
+	a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
+	r := callRoot(t, a)
+	if r.code != codes.OK || r.get(_claimHeader) != "" || r.get(_stormHeader) != "3,3,0,0,0" {
+		t.Errorf("root got %v, trailer %v; want OK, no claim, storm 3,3,0,0,0", r.code, r.trailer)
+	}
+	if got := a.rootStorms(); len(got) != 0 {
+		t.Errorf("a quiet success is no storm: %+v", got)
+	}
+	if got := a.counter("egress.calls", nil); got != 1 {
+		t.Errorf("A's egress.calls = %d, want 1", got)
+	}
+}

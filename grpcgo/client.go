@@ -1,0 +1,222 @@
+package grpcgo
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/api/transport"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// _applicationErrorKey is the trailer by which a yarpc gRPC callee marks
+// an application error (a Thrift exception), as yarpc's gRPC outbound
+// reads it (transport/grpc/outbound.go, metadataToIsApplicationError).
+const _applicationErrorKey = "rpc-application-error"
+
+// UnaryClientInterceptor returns a grpc-go unary client interceptor that
+// runs errown's outbound middleware (mw.Outbound().Unary: egress logging
+// around the retry middleware) around each call, as a yarpc dispatcher
+// would: each attempt carries errown's attempt header in the outgoing
+// metadata, the callee's trailers (claim, storm, no-retry) are read as the
+// response's headers, and a retry, when errown's policy for the callee and
+// the callee's claim allow it, calls the invoker again with the same
+// request message (nothing is marshalled or buffered by errown; the retry
+// section's maxBodyBytes does not apply). The error returned is the last
+// attempt's, as grpc-go returned it.
+//
+// The callee's service name, which errown's retry policies match, is the
+// gRPC service of the method unless WithService names it; the procedure
+// is "pkg.Service::Method", as yarpc's gRPC transport names it.
+//
+// Pushback: a trailer grpc-retry-pushback-ms that grpc-go itself would
+// refuse to retry on (a negative or unparsable value, or several values;
+// stream.go, shouldRetry) counts as errown's no-retry header: no retry at
+// this hop, and nobody above retries either. A non-negative value is
+// read as no pushback: errown's backoff applies, not the delay asked.
+//
+// grpc-go's own retries (a retryPolicy in the ClientConn's service
+// config) must not retry under errown: they would multiply each of
+// errown's attempts, blind to claims and unseen by errown's budget and
+// telemetry. The interceptor turns them off for each call
+// (grpc.MaxRetryRPCBufferSize(0), which commits the call to its first
+// attempt once the request is sent), unless WithGRPCRetries. That also
+// turns off grpc-go's transparent retry of a request the server never
+// processed (a stream refused while the server shuts down): dial with
+// DialOptions instead, which disables grpc-go's retry policies for the
+// whole ClientConn (grpc.WithDisableRetry) and keeps transparent retries.
+// The interceptor cannot tell ahead of a ClientConn's first call whether
+// its service config has a retryPolicy (the config arrives with the
+// resolver's first answer), so it does not try.
+//
+// Streams need no interceptor: errown leaves them alone.
+func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryClientInterceptor {
+	o := newOptions(opts)
+	out := mw.Outbound().Unary
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		m := methodNames(method)
+		service := m.service
+		if o.service != "" {
+			service = o.service
+		}
+		c := &clientCall{
+			invoker:       invoker,
+			method:        method,
+			req:           req,
+			reply:         reply,
+			cc:            cc,
+			noRetryHeader: o.noRetryHeader,
+		}
+		c.opts = make([]grpc.CallOption, 0, len(callOpts)+2)
+		c.opts = append(c.opts, callOpts...)
+		c.opts = append(c.opts, grpc.Trailer(&c.trailer))
+		if !o.grpcRetries && !o.retryDisabled {
+			c.opts = append(c.opts, _noGRPCRetry)
+		}
+		treq := &transport.Request{
+			Service:   service,
+			Procedure: m.procedure,
+			Transport: _transportName,
+			Encoding:  "proto",
+			// No body: a retry calls the invoker again with req.
+		}
+		_, err := out.Call(ctx, treq, c)
+		switch {
+		case err == nil:
+			return nil
+		case c.err != nil:
+			return c.err
+		default:
+			return grpcError(err)
+		}
+	}
+}
+
+// _noGRPCRetry commits a call to its first attempt once its request is
+// sent: grpc-go retries only calls not yet committed (stream.go,
+// bufferForRetryLocked and withRetry).
+var _noGRPCRetry = grpc.MaxRetryRPCBufferSize(0)
+
+// DialOptions returns the options that put errown on a ClientConn:
+// UnaryClientInterceptor(mw, opts...) chained after the interceptors
+// given before it, and grpc.WithDisableRetry(), so that grpc-go's own
+// retryPolicy never retries under errown while its transparent retries (a
+// request that never reached the server's application) stay on. With
+// WithGRPCRetries it leaves grpc-go's retries as they are.
+//
+//	cc, err := grpc.NewClient(target, append(grpcgo.DialOptions(mw, grpcgo.WithService("payments")),
+//		grpc.WithTransportCredentials(creds))...)
+func DialOptions(mw *errown.Middleware, opts ...Option) []grpc.DialOption {
+	o := newOptions(opts)
+	if o.grpcRetries {
+		return []grpc.DialOption{grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(mw, opts...))}
+	}
+	inner := append(opts[:len(opts):len(opts)], optionFunc(func(o *options) { o.retryDisabled = true }))
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(mw, inner...)),
+		grpc.WithDisableRetry(),
+	}
+}
+
+// clientCall is one logical call as a transport.UnaryOutbound: each Call
+// is one attempt, the invoker called with the call's request and reply.
+type clientCall struct {
+	invoker       grpc.UnaryInvoker
+	method        string
+	req, reply    any
+	cc            *grpc.ClientConn
+	opts          []grpc.CallOption // the caller's, then ours
+	noRetryHeader string
+
+	trailer metadata.MD // the latest attempt's
+	err     error       // the latest attempt's, as the invoker returned it
+}
+
+var (
+	_ transport.UnaryOutbound = (*clientCall)(nil)
+	_ transport.Namer         = (*clientCall)(nil)
+)
+
+// Call sends one attempt: the invoker with req's headers (errown's attempt
+// header) set in the outgoing metadata. It returns the callee's trailers
+// as the response's headers, with an error of the code the invoker's had.
+func (c *clientCall) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+	c.trailer = nil
+	err := c.invoker(withOutgoing(ctx, req.Headers), c.method, c.req, c.reply, c.cc, c.opts...)
+	c.err = err
+	return &transport.Response{
+		Headers:          responseHeaders(c.trailer, c.noRetryHeader),
+		ApplicationError: applicationError(c.trailer),
+	}, yarpcError(err)
+}
+
+// Start, Stop, IsRunning and Transports make a clientCall a
+// transport.UnaryOutbound: it has no lifecycle of its own.
+func (c *clientCall) Start() error                      { return nil }
+func (c *clientCall) Stop() error                       { return nil }
+func (c *clientCall) IsRunning() bool                   { return true }
+func (c *clientCall) Transports() []transport.Transport { return nil }
+func (c *clientCall) TransportName() string             { return _transportName }
+
+// withOutgoing returns ctx with h set in its outgoing metadata, each key
+// replacing any value the caller's metadata had for it: a handler that
+// forwards its incoming metadata must not send its own caller's attempt
+// number, and a key sent twice is one yarpc's gRPC inbound refuses.
+func withOutgoing(ctx context.Context, h transport.Headers) context.Context {
+	if h.Len() == 0 {
+		return ctx
+	}
+	md, ok := metadata.FromOutgoingContext(ctx) // a copy
+	if !ok {
+		md = make(metadata.MD, h.Len())
+	}
+	for k, v := range h.Items() {
+		md[k] = []string{v}
+	}
+	return metadata.NewOutgoingContext(ctx, md)
+}
+
+// responseHeaders returns the callee's trailers as yarpc headers: each
+// single-valued key (a key sent several times is garbage, read as absent,
+// where yarpc's gRPC outbound fails the call), and errown's no-retry
+// header when the trailers push back.
+func responseHeaders(md metadata.MD, noRetryHeader string) transport.Headers {
+	if len(md) == 0 {
+		return transport.Headers{}
+	}
+	h := transport.NewHeadersWithCapacity(len(md) + 1)
+	for k, vs := range md {
+		if len(vs) == 1 {
+			h = h.With(k, vs[0])
+		}
+	}
+	if pushback(md) {
+		h = h.With(noRetryHeader, ownership.NoRetryValue)
+	}
+	return h
+}
+
+// pushback reports whether md's grpc-retry-pushback-ms asks not to retry,
+// by grpc-go's own rule (stream.go, shouldRetry): several values, or one
+// that is not a non-negative integer. Absent, it does not.
+func pushback(md metadata.MD) bool {
+	vs := md[_pushbackKey]
+	switch len(vs) {
+	case 0:
+		return false
+	case 1:
+		n, err := strconv.Atoi(vs[0])
+		return err != nil || n < 0
+	default:
+		return true
+	}
+}
+
+// applicationError reports whether a yarpc callee marked the response as
+// an application error.
+func applicationError(md metadata.MD) bool {
+	vs := md[_applicationErrorKey]
+	return len(vs) > 0 && vs[0] != ""
+}

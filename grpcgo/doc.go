@@ -1,0 +1,67 @@
+// Package grpcgo gives plain grpc-go services (google.golang.org/grpc,
+// no yarpc) errown's error ownership, on errown's own core: the
+// interceptors adapt each gRPC call to a yarpc transport.Request and run
+// the middleware an errown.Middleware puts on yarpc dispatchers, so the
+// decision tables, the dependency memory, retry policies and budgets,
+// observe mode, storm telemetry, metrics and the debug page are errown's,
+// configured by the same Config (the same YAML), unchanged.
+//
+//	mw, err := errown.New(cfg, errown.WithScope(scope))
+//	// mw.Start() before serving, mw.Stop() after.
+//	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcgo.UnaryServerInterceptor(mw)))
+//	cc, err := grpc.NewClient(target, append(grpcgo.DialOptions(mw, grpcgo.WithService("payments")),
+//		grpc.WithTransportCredentials(creds))...)
+//
+// One Middleware serves a service's server and all its ClientConns: the
+// calls a handler makes with its request's context are logged against
+// the request, and its error is claimed or unclaimed from them, exactly
+// as on a yarpc dispatcher. Put errown's server interceptor first in the
+// chain (outermost), so that it sees the error the caller will see; a
+// recovery interceptor outside it turns a panic into an error without a
+// claim, which callers treat as a missing claim.
+//
+// # Wire
+//
+// The wire is yarpc's gRPC transport's: errown's headers travel as plain
+// lower-case metadata, errown-attempt on requests, errown-claim,
+// errown-no-retry and errown-storm in the response's trailers (never its
+// headers: an error returned before any header was sent stays a
+// trailers-only response). When the Config renames errown's headers,
+// give the interceptors WithConfig too. Procedures are named
+// "pkg.Service::Method" for "/pkg.Service/Method", as yarpc names them, and
+// gRPC codes map to yarpc's codes by yarpc's own table. So grpc-go and yarpc
+// services with errown call each other and read each other's claims; a
+// grpc-go client calling a yarpc service must send the metadata yarpc's
+// gRPC inbound requires (rpc-caller, rpc-service and rpc-encoding, or a
+// content-subtype), and a deadline.
+//
+// gRPC's own pushback speaks errown's: a callee's grpc-retry-pushback-ms
+// that grpc-go would not retry on (negative, garbled, several values) is
+// errown's no-retry, and an errown server's no-retry (inbound.DoNotRetry)
+// also sends grpc-retry-pushback-ms: -1 for callers without errown.
+//
+// # grpc-go's own retries
+//
+// A retryPolicy in a ClientConn's service config makes grpc-go retry
+// under errown, blind to claims and unseen by it. DialOptions dials with
+// grpc.WithDisableRetry(); UnaryClientInterceptor used alone commits each
+// call to its first attempt (grpc.MaxRetryRPCBufferSize(0)), which also
+// loses grpc-go's transparent retries. WithGRPCRetries leaves grpc-go's
+// retries on.
+//
+// # Handlers
+//
+// The handler runs with its own grpc.ServerTransportStream in its context
+// (as under grpc-go's own OpenTelemetry interceptor), through which its
+// trailers reach errown: grpc.SetTrailer, SetHeader, SendHeader and Method
+// work as without errown, but the experimental grpc.SetSendCompressor and
+// grpc.ClientSupportedCompressors, which need grpc-go's own stream type,
+// fail in a handler under errown's server interceptor.
+//
+// # What is not covered
+//
+// Stream calls need no interceptor and get none: errown leaves streams
+// alone on yarpc too. A handler's outbound calls made from a stream
+// handler are untracked. There is no fx module for grpc-go services yet,
+// and the storm lab (cmd/stormsim) does not run grpc-go meshes.
+package grpcgo

@@ -1,0 +1,363 @@
+package grpcgo_test
+
+import (
+	"context"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/grpcgo"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/retry"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/encoding/raw"
+	yarpcgrpc "go.uber.org/yarpc/transport/grpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// Every node serves grpc.health.v1.Health/Check: grpc-go nodes through
+// the generated service, yarpc nodes as a raw procedure of the name
+// yarpc's gRPC transport gives that method.
+const (
+	_method    = "/grpc.health.v1.Health/Check"
+	_procedure = "grpc.health.v1.Health::Check"
+)
+
+// Service names; yarpc wants at least two characters.
+const (
+	_a = "svc-a"
+	_b = "svc-b"
+	_c = "svc-c"
+	_d = "svc-d"
+)
+
+const (
+	_claimHeader   = "errown-claim"
+	_stormHeader   = "errown-storm"
+	_noRetryHeader = "errown-no-retry"
+	_claimed       = "claimed"
+	_unclaimed     = "unclaimed"
+)
+
+// _tiny is every policy's backoff: retries are immediate in effect.
+const _tiny = time.Millisecond
+
+// retrying is an errown config whose policy retries callee once (two
+// attempts, idempotent), the budget disabled: every wanted retry is sent.
+func retrying(callee string) *errown.Config {
+	return &errown.Config{Retry: errown.RetryConfig{
+		Budget: retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{
+			Service:        callee,
+			MaxAttempts:    2,
+			InitialBackoff: _tiny,
+			MaxBackoff:     _tiny,
+			Idempotent:     new(true),
+		}},
+	}}
+}
+
+// noPolicy is an errown config without a retry policy.
+func noPolicy() *errown.Config { return &errown.Config{} }
+
+// work is what a node does once its callee, if any, answered: nil
+// succeeds.
+type work func(ctx context.Context) error
+
+// failWith is work that fails with a gRPC status of code c.
+func failWith(c codes.Code) work {
+	return func(context.Context) error { return status.Error(c, "down") }
+}
+
+// node is one service of a test mesh: a grpc-go server, or a yarpc
+// dispatcher with a gRPC inbound.
+type node struct {
+	name   string
+	addr   string
+	yarpc  bool
+	mw     *errown.Middleware // nil without errown
+	scope  tally.TestScope
+	served atomic.Int64
+	client healthpb.HealthClient // a grpc-go node's, to its callee
+
+	mu     sync.Mutex
+	storms []inbound.Storm
+}
+
+func (n *node) hook(s inbound.Storm) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.storms = append(n.storms, s)
+}
+
+// rootStorms returns the root storms errown's hook reported, oldest first,
+// their times zeroed.
+func (n *node) rootStorms() []inbound.Storm {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := slices.Clone(n.storms)
+	for i := range out {
+		out[i].Time = time.Time{}
+	}
+	return out
+}
+
+// counter returns the value of errown's counter name (under "errown.")
+// with tags.
+func (n *node) counter(name string, tags map[string]string) int64 {
+	if c, ok := n.scope.Snapshot().Counters()[tally.KeyForPrefixedStringMap("errown."+name, tags)]; ok {
+		return c.Value()
+	}
+	return 0
+}
+
+// nodeConfig describes a node.
+type nodeConfig struct {
+	name string
+	// errown is the node's errown config; nil runs it without errown.
+	errown *errown.Config
+	// callee is called first, when set, with the request's context; its
+	// error is returned as it came.
+	callee *node
+	// work runs after the callee answered; nil succeeds.
+	work work
+	// handler, when set, replaces calling the callee and work on a
+	// grpc-go node; it may call the callee with n.client.
+	handler func(ctx context.Context, n *node) error
+	// dialOptions and clientOptions configure a grpc-go node's
+	// ClientConn to its callee and errown's interceptor on it.
+	dialOptions   []grpc.DialOption
+	clientOptions []grpcgo.Option
+	// serverOptions configure errown's server interceptor.
+	serverOptions []grpcgo.Option
+	// bare puts errown on the ClientConn with UnaryClientInterceptor
+	// alone rather than DialOptions.
+	bare bool
+}
+
+func newMiddleware(t testing.TB, n *node, cfg *errown.Config) {
+	t.Helper()
+	n.scope = tally.NewTestScope("", nil)
+	if cfg == nil {
+		return
+	}
+	mw, err := errown.New(*cfg, errown.WithScope(n.scope), errown.WithStormHook(n.hook))
+	if err != nil {
+		t.Fatalf("errown.New for %s: %v", n.name, err)
+	}
+	if err := mw.Start(); err != nil {
+		t.Fatalf("Start for %s: %v", n.name, err)
+	}
+	t.Cleanup(func() {
+		if err := mw.Stop(); err != nil {
+			t.Errorf("Stop for %s: %v", n.name, err)
+		}
+	})
+	n.mw = mw
+}
+
+// startGRPC starts a grpc-go node, with errown's interceptors on its
+// server and its ClientConn when cfg.errown is set.
+func startGRPC(t testing.TB, cfg nodeConfig) *node {
+	t.Helper()
+	n := &node{name: cfg.name}
+	newMiddleware(t, n, cfg.errown)
+	h := &healthServer{n: n, work: cfg.work, handler: cfg.handler}
+	if cfg.callee != nil {
+		h.callee = dial(t, n.name, cfg.callee, n.mw, cfg.bare, cfg.dialOptions, cfg.clientOptions...)
+		n.client = h.callee
+	}
+	var opts []grpc.ServerOption
+	if n.mw != nil {
+		opts = append(opts, grpc.ChainUnaryInterceptor(grpcgo.UnaryServerInterceptor(n.mw, cfg.serverOptions...)))
+	}
+	srv := grpc.NewServer(opts...)
+	healthpb.RegisterHealthServer(srv, h)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.addr = l.Addr().String()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(l) // returns when stopped
+	}()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-done
+	})
+	return n
+}
+
+// dial returns a Health client of callee for the service caller: through
+// errown (grpcgo.DialOptions, or the interceptor alone when bare) when mw
+// is set, with the yarpc metadata a yarpc callee requires when callee is
+// a yarpc node.
+func dial(t testing.TB, caller string, callee *node, mw *errown.Middleware, bare bool, dialOptions []grpc.DialOption, clientOptions ...grpcgo.Option) healthpb.HealthClient {
+	t.Helper()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if callee.yarpc {
+		opts = append(opts, grpc.WithChainUnaryInterceptor(yarpcMetadata(caller, callee.name)))
+	}
+	if mw != nil {
+		eopts := append([]grpcgo.Option{grpcgo.WithService(callee.name)}, clientOptions...)
+		if bare {
+			opts = append(opts, grpc.WithChainUnaryInterceptor(grpcgo.UnaryClientInterceptor(mw, eopts...)))
+		} else {
+			opts = append(opts, grpcgo.DialOptions(mw, eopts...)...)
+		}
+	}
+	opts = append(opts, dialOptions...)
+	cc, err := grpc.NewClient("passthrough:///"+callee.addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cc.Close() })
+	return healthpb.NewHealthClient(cc)
+}
+
+// yarpcMetadata adds what yarpc's gRPC inbound requires of a caller that
+// is not yarpc: its name, the service's, and the encoding of the body
+// (raw: the yarpc node reads the protobuf bytes as they are).
+func yarpcMetadata(caller, service string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		ctx = metadata.AppendToOutgoingContext(ctx, "rpc-caller", caller, "rpc-service", service, "rpc-encoding", "raw")
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+}
+
+type healthServer struct {
+	healthpb.UnimplementedHealthServer
+
+	n       *node
+	callee  healthpb.HealthClient
+	work    work
+	handler func(ctx context.Context, n *node) error
+}
+
+func (h *healthServer) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	h.n.served.Add(1)
+	if h.handler != nil {
+		if err := h.handler(ctx, h.n); err != nil {
+			return nil, err
+		}
+		return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+	}
+	if h.callee != nil {
+		if _, err := h.callee.Check(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	if h.work != nil {
+		if err := h.work(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+// startYARPC starts a yarpc node: a dispatcher with a gRPC inbound,
+// errown applied by Middleware.Apply when cfg.errown is set, and a gRPC
+// outbound to its callee, grpc-go or yarpc alike.
+func startYARPC(t testing.TB, cfg nodeConfig) *node {
+	t.Helper()
+	n := &node{name: cfg.name, yarpc: true}
+	newMiddleware(t, n, cfg.errown)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.addr = l.Addr().String()
+	tr := yarpcgrpc.NewTransport()
+	ycfg := yarpc.Config{Name: cfg.name, Inbounds: yarpc.Inbounds{tr.NewInbound(l)}}
+	if cfg.callee != nil {
+		ycfg.Outbounds = yarpc.Outbounds{cfg.callee.name: {Unary: tr.NewSingleOutbound(cfg.callee.addr)}}
+	}
+	if n.mw != nil {
+		ycfg = n.mw.Apply(ycfg)
+	}
+	d := yarpc.NewDispatcher(ycfg)
+	var client raw.Client
+	if cfg.callee != nil {
+		client = raw.New(d.ClientConfig(cfg.callee.name))
+	}
+	d.Register(raw.Procedure(_procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+		n.served.Add(1)
+		if client != nil {
+			if _, err := client.Call(ctx, _procedure, body); err != nil {
+				return nil, err
+			}
+		}
+		if cfg.work != nil {
+			if err := cfg.work(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil // an empty HealthCheckResponse
+	}))
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Errorf("stop %s: %v", cfg.name, err)
+		}
+	})
+	return n
+}
+
+// reply is what a root caller without errown got.
+type reply struct {
+	code    codes.Code
+	trailer metadata.MD
+}
+
+func (r reply) get(key string) string {
+	if vs := r.trailer.Get(key); len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
+}
+
+// callRoot calls n's Check from a plain grpc-go client without errown, a
+// root caller, and returns the code and trailers it got.
+func callRoot(t testing.TB, n *node, dialOptions ...grpc.DialOption) reply {
+	t.Helper()
+	client := dial(t, "root", n, nil, false, dialOptions)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var trailer metadata.MD
+	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer))
+	return reply{code: status.Code(err), trailer: trailer}
+}
+
+// served returns how many requests each node served.
+func served(nodes ...*node) map[string]int64 {
+	m := make(map[string]int64, len(nodes))
+	for _, n := range nodes {
+		m[n.name] = n.served.Load()
+	}
+	return m
+}
+
+// rootStorm is the storm errown reports for a root request of the
+// procedure with the given figures.
+func rootStorm(known, failed bool, served, blind, retries uint64, radius, blindRadius int) inbound.Storm {
+	s := inbound.Storm{Procedure: _procedure, Known: known, Failed: failed}
+	if known {
+		s.Served, s.Blind, s.Prevented, s.Retries = served, blind, blind-served, retries
+		s.Radius, s.BlindRadius = radius, blindRadius
+	}
+	return s
+}

@@ -1,0 +1,98 @@
+package grpcgo_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/inbound"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/encoding/raw"
+	yarpcgrpc "go.uber.org/yarpc/transport/grpc"
+	"go.uber.org/yarpc/yarpcerrors"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// A yarpc service with errown calls a grpc-go service with errown that
+// fails, and the reverse: the claims cross in both directions, the caller
+// next to the failure retries it once, and the root sees it unclaimed.
+func TestInterop(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		start func(t *testing.T) (caller, callee *node)
+	}{
+		{"yarpc calls grpc-go", func(t *testing.T) (*node, *node) {
+			callee := startGRPC(t, nodeConfig{name: _c, errown: noPolicy(), work: failWith(codes.Unavailable)})
+			return startYARPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: callee}), callee
+		}},
+		{"grpc-go calls yarpc", func(t *testing.T) (*node, *node) {
+			callee := startYARPC(t, nodeConfig{name: _c, errown: noPolicy(), work: func(context.Context) error {
+				return yarpcerrors.UnavailableErrorf("down")
+			}})
+			return startGRPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: callee}), callee
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			caller, callee := tt.start(t)
+			r := callRoot(t, caller)
+			if want := map[string]int64{_b: 1, _c: 2}; !maps.Equal(served(caller, callee), want) {
+				t.Errorf("served %v, want %v", served(caller, callee), want)
+			}
+			if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed || r.get(_stormHeader) != "3,3,1,1,1" {
+				t.Errorf("root got %v, trailer %v; want unavailable, %s unclaimed, storm 3,3,1,1,1", r.code, r.trailer, _claimHeader)
+			}
+			// The caller read the callee's claim on both attempts: the
+			// logical call failed claimed, and was retried once.
+			if got := caller.counter("egress.failures", map[string]string{"claim": _claimed}); got != 1 {
+				t.Errorf("caller's failed calls with claim claimed: %d, want 1", got)
+			}
+			if got := caller.counter("retry.attempts", map[string]string{"callee": _c}); got != 1 {
+				t.Errorf("caller's retries: %d, want 1", got)
+			}
+			if got, want := caller.rootStorms(), []inbound.Storm{rootStorm(true, true, 3, 3, 1, 1, 1)}; !slices.Equal(got, want) {
+				t.Errorf("caller's root storms %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// The code a grpc-go handler's error has is the code errown's server
+// interceptor classifies it by, and the code yarpc's gRPC outbound hands
+// its caller: errown's mirror of yarpc's gRPC code table agrees with
+// yarpc's own, code by code.
+func TestCodesAsYARPCReadsThem(t *testing.T) {
+	var code codes.Code
+	server := startGRPC(t, nodeConfig{name: _c, errown: noPolicy(), work: func(context.Context) error {
+		return status.Error(code, "boom")
+	}})
+	tr := yarpcgrpc.NewTransport()
+	d := yarpc.NewDispatcher(yarpc.Config{
+		Name:      "yarpc-caller",
+		Outbounds: yarpc.Outbounds{_c: {Unary: tr.NewSingleOutbound(server.addr)}},
+	})
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Stop() }()
+	client := raw.New(d.ClientConfig(_c))
+	for code = codes.Canceled; code <= codes.Unauthenticated; code++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := client.Call(ctx, _procedure, nil)
+		cancel()
+		got := yarpcerrors.FromError(err).Code()
+		decisions := server.mw.Decisions()
+		if len(decisions) == 0 {
+			t.Fatalf("%v: errown made no decision", code)
+		}
+		if decisions[0].Code != got.String() {
+			t.Errorf("grpc %v: errown classified it as %q, yarpc's caller got %q", code, decisions[0].Code, got)
+		}
+		if decisions[0].Claim != _claimed {
+			t.Errorf("grpc %v: claim %q, want %q", code, decisions[0].Claim, _claimed)
+		}
+	}
+}

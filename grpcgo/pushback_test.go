@@ -1,0 +1,148 @@
+package grpcgo_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/grpcgo"
+	"github.com/errown/errown/inbound"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// A callee's grpc-retry-pushback-ms that grpc-go would not retry on (a
+// negative or garbled value, or several) stops errown's retry at the
+// hop next to it, and satisfies the retry criteria: nobody above
+// retries. A non-negative value is no pushback: the retry goes.
+func TestPushback(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		values  []string
+		refused bool
+	}{
+		{"negative", []string{"-1"}, true},
+		{"garbled", []string{"soon"}, true},
+		{"several", []string{"10", "20"}, true},
+		{"delay", []string{"5"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := startGRPC(t, nodeConfig{name: _c, handler: func(ctx context.Context, _ *node) error {
+				_ = grpc.SetTrailer(ctx, metadata.MD{"grpc-retry-pushback-ms": tt.values})
+				return status.Error(codes.Unavailable, "busy")
+			}}) // a plain grpc-go service: no errown
+			b := startGRPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: c})
+			a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
+			r := callRoot(t, a)
+			want := map[string]int64{_a: 1, _b: 1, _c: 2}
+			var denied int64
+			if tt.refused {
+				want[_c], denied = 1, 1
+			}
+			if got := served(a, b, c); !maps.Equal(got, want) {
+				t.Errorf("served %v, want %v", got, want)
+			}
+			if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
+				t.Errorf("root got %v, trailer %v; want unavailable, unclaimed", r.code, r.trailer)
+			}
+			if got := b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}); got != denied {
+				t.Errorf("B's retry.denied{reason=pushback} = %d, want %d", got, denied)
+			}
+			if got := a.counter("retry.suppressed", map[string]string{"callee": _b}); got != 1 {
+				t.Errorf("A's retry.suppressed = %d, want 1", got)
+			}
+		})
+	}
+}
+
+// _grpcRetry is a service config under which grpc-go itself retries
+// Health/Check up to three attempts on unavailable.
+const _grpcRetry = `{"methodConfig": [{
+	"name": [{"service": "grpc.health.v1.Health"}],
+	"retryPolicy": {
+		"maxAttempts": 3,
+		"initialBackoff": "0.001s",
+		"maxBackoff": "0.001s",
+		"backoffMultiplier": 1,
+		"retryableStatusCodes": ["UNAVAILABLE"]
+	}
+}]}`
+
+// inbound.DoNotRetry on a grpc-go service also speaks gRPC's pushback: a
+// caller without errown whose grpc-go retryPolicy would retry does not.
+func TestDoNotRetrySpeaksGRPCPushback(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		doNotRetry bool
+		served     int64
+	}{
+		{"pushback", true, 1},
+		{"control: grpc-go retries", false, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := startGRPC(t, nodeConfig{name: _c, errown: noPolicy(), handler: func(ctx context.Context, _ *node) error {
+				if tt.doNotRetry {
+					inbound.DoNotRetry(ctx)
+				}
+				return status.Error(codes.Unavailable, "busy")
+			}})
+			r := callRoot(t, c, grpc.WithDefaultServiceConfig(_grpcRetry))
+			if got := c.served.Load(); got != tt.served {
+				t.Errorf("served %d, want %d", got, tt.served)
+			}
+			want := map[string]string{_claimHeader: _claimed, _noRetryHeader: "", "grpc-retry-pushback-ms": ""}
+			if tt.doNotRetry {
+				want[_noRetryHeader], want["grpc-retry-pushback-ms"] = "true", "-1"
+			}
+			for k, v := range want {
+				if got := r.get(k); got != v {
+					t.Errorf("trailer %s = %q, want %q (%v)", k, got, v, r.trailer)
+				}
+			}
+		})
+	}
+}
+
+// With renamed headers, WithConfig tells the interceptors the names
+// errown.Middleware keeps to itself: the attempt header (B is no root)
+// and the no-retry header (C's gRPC pushback is translated to it).
+func TestWithConfigRenamedHeaders(t *testing.T) {
+	renamed := func(cfg *errown.Config) *errown.Config {
+		cfg.AttemptHeader, cfg.NoRetryHeader = "x-attempt", "x-no-retry"
+		return cfg
+	}
+	c := startGRPC(t, nodeConfig{name: _c, handler: func(ctx context.Context, _ *node) error {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", "-1"))
+		return status.Error(codes.Unavailable, "busy")
+	}}) // no errown: only gRPC's pushback
+	var nodes []*node
+	callee := c
+	for _, name := range []string{_b, _a} {
+		cfg := renamed(retrying(callee.name))
+		opts := []grpcgo.Option{grpcgo.WithConfig(*cfg)}
+		callee = startGRPC(t, nodeConfig{name: name, errown: cfg, callee: callee, serverOptions: opts, clientOptions: opts})
+		nodes = append(nodes, callee)
+	}
+	b, a := nodes[0], nodes[1]
+	r := callRoot(t, a)
+	if want := map[string]int64{_a: 1, _b: 1, _c: 1}; !maps.Equal(served(a, b, c), want) {
+		t.Errorf("served %v, want %v", served(a, b, c), want)
+	}
+	if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
+		t.Errorf("root got %v, trailer %v; want unavailable, unclaimed", r.code, r.trailer)
+	}
+	if got := b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}); got != 1 {
+		t.Errorf("B's retry.denied{reason=pushback} = %d, want 1", got)
+	}
+	if got := b.rootStorms(); len(got) != 0 {
+		t.Errorf("B is no root but reported %+v", got)
+	}
+	if len(a.rootStorms()) != 1 {
+		t.Errorf("A's root storms: %+v, want one", a.rootStorms())
+	}
+}
