@@ -1,0 +1,125 @@
+// Package nethttp gives plain net/http services errown's error ownership:
+// Handler is server middleware, Transport an http.RoundTripper. Both run
+// errown's own yarpc middleware, an errown.Middleware built by errown.New
+// from the same configuration a yarpc service uses, through adapters
+// between net/http and yarpc's transport types: ownership, the dependency
+// memory, retry policies and budgets, storm telemetry and the metrics are
+// errown's, on the same names, and nothing of them is re-implemented
+// here.
+//
+//	mw, err := errown.New(cfg, errown.WithScope(scope))
+//	...
+//	mw.Start()
+//	defer mw.Stop()
+//	client := &http.Client{Transport: nethttp.Transport(mw, nil)}
+//	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+//		req, _ := http.NewRequestWithContext(r.Context(), "GET", "http://inventory/items/7", nil)
+//		res, err := client.Do(req) // logged against this request, retried per policy
+//		...
+//	})
+//	http.ListenAndServe(":8080", nethttp.Handler(mw, mux))
+//
+// A handler's calls are tied to its request through the request's
+// context: make them with r.Context(), or a context derived from it. A
+// call made with another context is untracked, as in a yarpc service that
+// drops its context.
+//
+// # Wire format
+//
+// The headers are those of yarpc's HTTP transport, so a net/http service
+// and a yarpc service call each other and both see claims: errown's
+// application headers travel as Rpc-Header-<name>, Rpc-Header-Errown-Claim,
+// Rpc-Header-Errown-Storm, Rpc-Header-Errown-No-Retry and
+// Rpc-Header-Errown-Code on responses, Rpc-Header-Errown-Attempt on
+// requests (with errown's default names; configured names travel the same
+// way). Handler sends only the headers errown decides: errown's own
+// headers that the handler set, or forwarded from its callee's response,
+// are dropped and counted in errown.inbound.replaced_headers, and the
+// handler's other headers go out as it set them. When a yarpc caller says
+// it takes an error response's headers with the error
+// (Rpc-Accepts-Both-Response-Error, which yarpc's HTTP outbound sends),
+// an error response also says Rpc-Both-Response-Error: true, with
+// Rpc-Error-Code and Rpc-Error-Message, so that the yarpc caller keeps
+// them: otherwise yarpc drops the claim. Calling a yarpc service, set the
+// yarpc headers its HTTP inbound requires on the request (POST,
+// Rpc-Caller, Rpc-Service, Rpc-Procedure, Rpc-Encoding) and give it a
+// context with a deadline: Transport sends the time left as
+// Context-TTL-MS.
+//
+// # Codes
+//
+// errown classifies an error by its yarpc code (ownership.Codes). An
+// error status stands for the code yarpc's HTTP transport reads from it:
+//
+//	400, 422 and any other 4xx  invalid-argument (an answer)
+//	401                         unauthenticated (an answer)
+//	403                         permission-denied (an answer)
+//	404                         not-found (an answer)
+//	409                         aborted (an answer)
+//	429                         resource-exhausted (a failure, not retried by default)
+//	499                         cancelled (an answer)
+//	500, 502 and any other 5xx  unknown (a failure, retried by default)
+//	501                         unimplemented (an answer)
+//	503                         unavailable (a failure, retried by default)
+//	504                         deadline-exceeded (a failure, retried by default)
+//
+// A response from a yarpc service carries its exact code in
+// Rpc-Error-Code, which Transport reads first, and its application errors
+// (Thrift exceptions) as Rpc-Status: error with their code. A handler
+// whose error status is its caller's fault whatever the code says uses
+// inbound.CallerFault; one that asks its callers not to retry uses
+// inbound.DoNotRetry (pushback, Rpc-Header-Errown-No-Retry), which
+// Transport honours as errown does. Retry-After is not read.
+//
+// # Buffering
+//
+// errown decides a claim when the handler has returned, and the claim must
+// go out in the response's headers, before its body. Handler therefore
+// holds back the status, headers and body, up to WithMaxBufferBytes of
+// body (DefaultMaxBufferBytes, 1 MiB), and writes them with errown's
+// headers once errown has decided; it sets Content-Length on such a
+// response when the handler did not. A handler that writes more than the
+// bound, or calls Flush (or http.ResponseController's Flush), or hijacks
+// the connection, has what it wrote sent at once and the rest as it
+// writes it, without errown's claim and storm headers: its caller sees no
+// claim and applies the missing-claim rule (a caller running errown
+// retries once, within its policy, and passes the error on unclaimed), and
+// the storm figures above a failure are unknown. A success sent early
+// carries no storm header either, which an errown caller reads as one
+// request served: when the streaming handler's own calls were retried,
+// the figures above it are then low, the one case where they are wrong
+// rather than unknown. errown still counts the request's outcome and
+// learns from it. Streaming responses (server-sent events, large
+// downloads) are served as without errown, only their errors without a
+// claim.
+//
+// # Naming and cardinality
+//
+// errown knows a request by its procedure, and a callee by its service and
+// procedure: they name the edges of the dependency memory, key the retry
+// policies, and tag the root storm metrics. By default Handler names a
+// request by the pattern of the http.ServeMux it wraps ("GET
+// /orders/{id}"), else by its method and path; Transport names a callee
+// by the request's Rpc-Service header or host, and the procedure by its
+// Rpc-Procedure header or method and path. A path with IDs in it
+// ("/orders/42") makes every ID a procedure of its own. errown's bounds
+// hold whatever the names (root procedures past maxRootProcedures share
+// procedure="_other"; the dependency memory tracks at most memory.maxEdges
+// edges at once, evicting idle ones), but edges that churn with IDs never
+// gather the samples to be classified, and their metric series pile up.
+// Name requests and callees by route templates with WithProcedure and
+// WithService where the defaults would carry IDs.
+//
+// # What is not covered
+//
+// Requests net/http's Transport itself sends again, on a connection that
+// turned out dead before any response, are one attempt to errown: no
+// handler saw the first, and errown counts no retry. There is no fx module
+// for this package yet: build the Middleware with errown.New and call its
+// Start and Stop. An fx application that also runs a yarpc dispatcher
+// under errown.Module may take the *errown.Middleware Module provides and
+// share it with Handler and Transport; errown.Module in an application
+// without a yarpc dispatcher fails start with errown.ErrNotWired, since
+// Handler and Transport do not count as wiring (wiring: warn starts it
+// anyway).
+package nethttp

@@ -1,0 +1,121 @@
+package nethttp
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/errown/errown"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// Handler returns h served under errown's inbound middleware, mw's: each
+// request is tracked as errown tracks a yarpc request, the calls h makes
+// with the request's context through a client whose transport is
+// Transport(mw, ...) are logged against it, and when h answers with an
+// error status (400 and up) errown claims or unclaims the error and says
+// so in the response's Rpc-Header-Errown-Claim header, with the storm
+// telemetry beside it (Rpc-Header-Errown-Storm).
+//
+// To set those headers before anything reaches the wire, Handler holds
+// back h's status, headers and body, up to WithMaxBufferBytes of body
+// (default DefaultMaxBufferBytes), and writes them once h has returned
+// and errown has decided. A handler that writes more, or flushes, has its
+// response sent as it goes, without errown's headers: its caller then
+// sees no claim and applies the missing-claim rule (it may retry once,
+// then passes the error on unclaimed).
+//
+// An error status counts as the yarpc code yarpc's HTTP transport reads
+// from it (503 unavailable, 500 unknown, 404 not-found...: see the package
+// documentation), which decides whether the error is this service's
+// failure or its answer to a bad request. A Context-TTL-MS header (yarpc
+// callers send it) bounds the request's context.
+//
+// mw's Start and Stop are the caller's to call, as for a yarpc dispatcher;
+// one Middleware may serve a Handler, a Transport and a dispatcher at
+// once.
+func Handler(mw *errown.Middleware, h http.Handler, opts ...HandlerOption) http.Handler {
+	if mw == nil || h == nil {
+		panic("nethttp: Handler needs a Middleware and a handler")
+	}
+	o := handlerOptions{maxBuffer: DefaultMaxBufferBytes}
+	for _, opt := range opts {
+		opt.applyHandler(&o)
+	}
+	if o.procedure == nil {
+		o.procedure = defaultProcedure(h)
+	}
+	return &handler{inbound: mw.Inbound().Unary, next: h, procedure: o.procedure, maxBuffer: o.maxBuffer}
+}
+
+// defaultProcedure names a request served by h: by the pattern it
+// matches when h is an http.ServeMux, else by its method and path.
+func defaultProcedure(h http.Handler) func(*http.Request) string {
+	mux, _ := h.(*http.ServeMux)
+	return func(r *http.Request) string {
+		if mux != nil {
+			if _, pattern := mux.Handler(r); pattern != "" {
+				return pattern
+			}
+		}
+		return r.Method + " " + r.URL.Path
+	}
+}
+
+type handler struct {
+	inbound   middleware.UnaryInbound
+	next      http.Handler
+	procedure func(*http.Request) string
+	maxBuffer int
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if ttl, ok := parseTTL(headerValue(r.Header, _ttlHeader)); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ttl)
+		defer cancel()
+	}
+	rw := newWriter(w, r, h.next, h.maxBuffer)
+	// errown reads the procedure, the transport and, of the headers, its
+	// attempt header.
+	rw.treq = transport.Request{
+		Procedure: h.procedure(r),
+		Transport: _transportName,
+		Headers:   toTransportHeaders(r.Header),
+		Body:      r.Body,
+		BodySize:  int(max(r.ContentLength, 0)),
+	}
+	// The yarpc error for an error status is for errown to classify;
+	// what goes out is h's own response.
+	_ = h.inbound.Handle(ctx, &rw.treq, &rw.rpc, rw)
+	if !rw.hijacked {
+		rw.finish()
+	}
+}
+
+// headerValue returns the first value of the header named key, which is
+// in canonical form, as net/http's server leaves every request header:
+// no canonicalization on the way.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// parseTTL reads a Context-TTL-MS value: a non-negative count of
+// milliseconds. Anything else is ignored (yarpc rejects the request; a
+// plain HTTP service has no reason to).
+func parseTTL(v string) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}

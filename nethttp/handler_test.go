@@ -1,0 +1,385 @@
+package nethttp_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/nethttp"
+)
+
+// _bound is the buffer bound of the streaming tests.
+const _bound = 1024
+
+// A handler that writes past the buffer bound, or flushes, has its
+// response sent as it goes: intact, but without errown's claim and storm
+// headers. Within the bound the same error goes out claimed.
+func TestStreamPastBufferSendsNoClaim(t *testing.T) {
+	chunk := strings.Repeat("x", 1000)
+	tests := []struct {
+		name   string
+		status int
+		serve  http.HandlerFunc
+		body   string
+		claim  string // "" for none
+	}{
+		{
+			name:   "failure within the bound",
+			status: http.StatusServiceUnavailable,
+			serve: func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(chunk))
+			},
+			body:  chunk,
+			claim: "claimed",
+		},
+		{
+			name:   "failure past the bound",
+			status: http.StatusServiceUnavailable,
+			serve: func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				for range 10 {
+					_, _ = w.Write([]byte(chunk))
+				}
+			},
+			body: strings.Repeat(chunk, 10),
+		},
+		{
+			name:   "success past the bound",
+			status: http.StatusOK,
+			serve: func(w http.ResponseWriter, _ *http.Request) {
+				for range 10 {
+					_, _ = w.Write([]byte(chunk))
+				}
+			},
+			body: strings.Repeat(chunk, 10),
+		},
+		{
+			name:   "failure flushed",
+			status: http.StatusServiceUnavailable,
+			serve: func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("partial "))
+				w.(http.Flusher).Flush()
+				_, _ = w.Write([]byte("rest"))
+			},
+			body: "partial rest",
+		},
+		{
+			name:   "failure flushed through a ResponseController",
+			status: http.StatusServiceUnavailable,
+			serve: func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("partial "))
+				if err := http.NewResponseController(w).Flush(); err != nil {
+					t.Errorf("Flush: %v", err)
+				}
+				_, _ = w.Write([]byte("rest"))
+			},
+			body: "partial rest",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			leaf := startNode(t, nodeConfig{name: "S", errown: true, serve: tt.serve,
+				handlerOptions: []nethttp.HandlerOption{nethttp.WithMaxBufferBytes(_bound)}})
+			r := get(t, leaf.url)
+			if r.status != tt.status || r.body != tt.body {
+				t.Errorf("got %d with %d bytes, want %d with %d bytes", r.status, len(r.body), tt.status, len(tt.body))
+			}
+			if got := r.header.Get(_claim); got != tt.claim {
+				t.Errorf("claim: got %q, want %q", got, tt.claim)
+			}
+			if tt.claim == "" {
+				if v, ok := r.header[_storm]; ok {
+					t.Errorf("a response sent before errown decided carries a storm header %q", v)
+				}
+			}
+			if tt.status >= 400 {
+				// errown still decided, and counted the error.
+				if got := leaf.counter("inbound.claimed", nil); got != 1 {
+					t.Errorf("inbound.claimed: got %d, want 1", got)
+				}
+			}
+		})
+	}
+}
+
+// A failing streaming handler's caller sees no claim: it retries once
+// (the missing-claim rule) and passes the error on unclaimed.
+func TestStreamingFailureCallerAppliesMissingClaimRule(t *testing.T) {
+	big := strings.Repeat("y", 4*_bound)
+	s := startNode(t, nodeConfig{name: "S", errown: true,
+		handlerOptions: []nethttp.HandlerOption{nethttp.WithMaxBufferBytes(_bound)},
+		serve: func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(big))
+		}})
+	b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: s})
+
+	r := get(t, b.url)
+	if r.status != http.StatusServiceUnavailable || !strings.HasSuffix(r.body, big+"\n") {
+		t.Errorf("B answered %d with %d bytes, want 503 ending with S's %d bytes", r.status, len(r.body), len(big))
+	}
+	if got := r.header.Get(_claim); got != "unclaimed" {
+		t.Errorf("B's claim: got %q, want unclaimed", got)
+	}
+	if want, got := map[string]int64{"B": 1, "S": 2}, served(b, s); !reflect.DeepEqual(got, want) {
+		t.Errorf("served: got %v, want %v", got, want)
+	}
+	if got := b.counter("egress.failures", map[string]string{"claim": "missing"}); got != 1 {
+		t.Errorf("B: egress.failures{claim=missing}: got %d, want 1", got)
+	}
+}
+
+// errown owns its headers: a claim, no-retry or storm header the handler
+// set itself or forwarded from its own callee is dropped (and counted),
+// and only errown's decision goes out; the handler's other headers,
+// application headers included, go out as it set them.
+func TestHandlerOwnHeadersDropped(t *testing.T) {
+	forward := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			h := w.Header()
+			h.Set(_claim, "unclaimed")
+			h.Set(_noRetry, "true")
+			h.Set(_storm, "9,9,0,0,0")
+			h.Set("Rpc-Header-Trace-Tag", "abc")
+			h.Set("X-Other", "y")
+			w.WriteHeader(status)
+			_, _ = w.Write([]byte("body"))
+		}
+	}
+	tests := []struct {
+		status int
+		claim  string
+		storm  string
+	}{
+		{status: http.StatusInternalServerError, claim: "claimed", storm: "1,1,0,0,0"},
+		{status: http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			s := startNode(t, nodeConfig{name: "S", errown: true, serve: forward(tt.status)})
+			r := get(t, s.url)
+			if r.status != tt.status || r.body != "body" {
+				t.Errorf("got %d %q, want %d body", r.status, r.body, tt.status)
+			}
+			for name, want := range map[string]string{
+				_claim: tt.claim, _noRetry: "", _storm: tt.storm,
+				"Rpc-Header-Trace-Tag": "abc", "X-Other": "y",
+			} {
+				if got := r.header.Get(name); got != want {
+					t.Errorf("%s: got %q, want %q", name, got, want)
+				}
+			}
+			if got := s.counter("inbound.replaced_headers", nil); got != 1 {
+				t.Errorf("inbound.replaced_headers: got %d, want 1", got)
+			}
+		})
+	}
+}
+
+// A Context-TTL-MS header, which yarpc callers send, bounds the request's
+// context; a malformed one is ignored.
+func TestHandlerReadsTTL(t *testing.T) {
+	left := make(chan time.Duration, 1)
+	s := startNode(t, nodeConfig{name: "S", errown: true, serve: func(w http.ResponseWriter, r *http.Request) {
+		d, ok := r.Context().Deadline()
+		if !ok {
+			left <- -1
+			return
+		}
+		left <- time.Until(d)
+	}})
+	for _, tt := range []struct {
+		ttl      string
+		min, max time.Duration
+	}{
+		{ttl: "", min: -1, max: -1},
+		{ttl: "abc", min: -1, max: -1},
+		{ttl: "-5", min: -1, max: -1},
+		{ttl: "3000", min: time.Second, max: 3 * time.Second},
+	} {
+		h := http.Header{}
+		if tt.ttl != "" {
+			h.Set("Context-TTL-MS", tt.ttl)
+		}
+		r := do(t, http.MethodGet, s.url+_path, nil, h)
+		if r.status != http.StatusOK {
+			t.Errorf("TTL %q: got %d", tt.ttl, r.status)
+		}
+		if got := <-left; got < tt.min || got > tt.max {
+			t.Errorf("TTL %q: the handler had %v left, want between %v and %v (-1: no deadline)", tt.ttl, got, tt.min, tt.max)
+		}
+	}
+}
+
+// Pushback: a handler that asks its callers not to retry (inbound.
+// DoNotRetry) sends errown's no-retry header, and its caller honours it:
+// no retry, and its own error goes up unclaimed (a refusal satisfies the
+// retry criteria).
+func TestPushback(t *testing.T) {
+	s := startNode(t, nodeConfig{name: "S", errown: true, serve: func(w http.ResponseWriter, r *http.Request) {
+		if !inbound.DoNotRetry(r.Context()) {
+			t.Error("DoNotRetry: the request is not tracked")
+		}
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}})
+	b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: s})
+
+	r := get(t, b.url)
+	if r.status != http.StatusServiceUnavailable || r.header.Get(_claim) != "unclaimed" {
+		t.Errorf("B answered %d, claim %q; want 503 unclaimed", r.status, r.header.Get(_claim))
+	}
+	for _, h := range b.calleeHeaders() {
+		if got := h.Get(_noRetry); got != "true" {
+			t.Errorf("S's no-retry header: got %q, want true", got)
+		}
+	}
+	if want, got := map[string]int64{"B": 1, "S": 1}, served(b, s); !reflect.DeepEqual(got, want) {
+		t.Errorf("served: got %v, want %v", got, want)
+	}
+	if got := b.counter("retry.denied", map[string]string{"callee": "S", "reason": "pushback"}); got != 1 {
+		t.Errorf("B: retry.denied{reason=pushback}: got %d, want 1", got)
+	}
+}
+
+// Each error status stands for the yarpc code yarpc's HTTP transport reads
+// from it, which decides whether the caller retries it (a failure errown
+// retries by default) or not (an answer; a failure not retried by
+// default), and how the caller counts it.
+func TestStatusCodes(t *testing.T) {
+	tests := []struct {
+		status  int
+		retried bool
+		failure bool // else an answer
+	}{
+		{http.StatusBadRequest, false, false},
+		{http.StatusUnauthorized, false, false},
+		{http.StatusForbidden, false, false},
+		{http.StatusNotFound, false, false},
+		{http.StatusConflict, false, false},
+		{http.StatusTeapot, false, false},
+		{http.StatusTooManyRequests, false, true},
+		{499, false, false},
+		{http.StatusInternalServerError, true, true},
+		{http.StatusNotImplemented, false, false},
+		{http.StatusBadGateway, true, true},
+		{http.StatusServiceUnavailable, true, true},
+		{http.StatusGatewayTimeout, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
+			s := startNode(t, nodeConfig{name: "S", errown: true, fail: tt.status})
+			b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: s})
+			r := get(t, b.url)
+			if r.status != tt.status {
+				t.Errorf("B answered %d, want %d", r.status, tt.status)
+			}
+			want := int64(1)
+			if tt.retried {
+				want = 2
+			}
+			if got := s.served.Load(); got != want {
+				t.Errorf("S served %d, want %d", got, want)
+			}
+			failures := b.counter("egress.failures", map[string]string{"claim": "claimed"})
+			answers := b.counter("egress.answers", nil)
+			if tt.failure && (failures != 1 || answers != 0) || !tt.failure && (failures != 0 || answers != 1) {
+				t.Errorf("B counted %d failures and %d answers, want a failure: %v", failures, answers, tt.failure)
+			}
+		})
+	}
+}
+
+// A handler that hijacks the connection answers as it likes, errown's
+// headers aside.
+func TestHandlerHijack(t *testing.T) {
+	s := startNode(t, nodeConfig{name: "S", errown: true, serve: func(w http.ResponseWriter, _ *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("Hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi")
+		_ = brw.Flush()
+	}})
+	r := get(t, s.url)
+	if r.status != http.StatusOK || r.body != "hi" {
+		t.Errorf("got %d %q, want 200 hi", r.status, r.body)
+	}
+}
+
+// Trailers the handler declared reach the caller, after a buffered body.
+func TestHandlerTrailers(t *testing.T) {
+	s := startNode(t, nodeConfig{name: "S", errown: true, serve: func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("data"))
+		w.Header().Set("X-Checksum", "42")
+		w.Header().Set(http.TrailerPrefix+"X-Late", "7")
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+_path, nil)
+	res, err := (&http.Client{Transport: newBase(t)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body strings.Builder
+	if _, err := bufio.NewReader(res.Body).WriteTo(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body.String() != "data" || res.Trailer.Get("X-Checksum") != "42" || res.Trailer.Get("X-Late") != "7" {
+		t.Errorf("got body %q, trailers %v; want data, X-Checksum 42, X-Late 7", body.String(), res.Trailer)
+	}
+}
+
+// The handler's procedure is the ServeMux pattern by default, or what
+// WithProcedure says: the procedure of its root storms.
+func TestHandlerProcedure(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []nethttp.HandlerOption
+		want string
+	}{
+		{name: "mux pattern", want: _pattern},
+		{name: "WithProcedure", opts: []nethttp.HandlerOption{nethttp.WithProcedure(func(r *http.Request) string { return "call-" + r.Method })}, want: "call-GET"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := startNode(t, nodeConfig{name: "C", fail: http.StatusServiceUnavailable})
+			a := startNode(t, nodeConfig{name: "A", errown: true, policy: true, callee: c, handlerOptions: tt.opts})
+			get(t, a.url)
+			storms := a.rootStorms(t)
+			if len(storms) != 1 || storms[0].Procedure != tt.want {
+				t.Errorf("root storms %+v, want one of procedure %q", storms, tt.want)
+			}
+		})
+	}
+}
+
+// A handler that panics behaves as without errown (net/http aborts the
+// response), and errown forgets the request.
+func TestHandlerPanic(t *testing.T) {
+	s := startNode(t, nodeConfig{name: "S", errown: true, serve: func(http.ResponseWriter, *http.Request) {
+		panic(http.ErrAbortHandler) // net/http's own: aborted without a log line
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+_path, nil)
+	if res, err := (&http.Client{Transport: newBase(t)}).Do(req); err == nil {
+		res.Body.Close()
+		t.Errorf("a panicking handler answered %d", res.StatusCode)
+	}
+	if n := s.mw.InFlight(); n != 0 {
+		t.Errorf("errown tracks %d requests in flight after the panic", n)
+	}
+}

@@ -1,0 +1,134 @@
+package nethttp
+
+import (
+	"net/http"
+	"strings"
+
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// Header names of yarpc's HTTP transport (go.uber.org/yarpc/transport/http
+// v1.81.0), which this package reads and writes to interoperate with it.
+const (
+	// _applicationHeaderPrefix prefixes every application header on the
+	// wire: errown's claim header errown-claim travels as
+	// Rpc-Header-Errown-Claim.
+	_applicationHeaderPrefix = "Rpc-Header-"
+	// _ttlHeader carries the caller's remaining deadline, in milliseconds
+	// (yarpc's Context-TTL-MS, here in canonical form).
+	_ttlHeader = "Context-Ttl-Ms"
+	// _serviceHeader and _procedureHeader name the callee service and
+	// procedure of a yarpc request.
+	_serviceHeader   = "Rpc-Service"
+	_procedureHeader = "Rpc-Procedure"
+	// _errorCodeHeader carries the yarpc code of an error response.
+	_errorCodeHeader = "Rpc-Error-Code"
+	// _errorMessageHeader carries its message when both the response and
+	// the error are returned.
+	_errorMessageHeader = "Rpc-Error-Message"
+	// A yarpc caller says with _acceptsBothHeader: true that it takes an
+	// error response's headers and body along with the error; a server
+	// that does says so with _bothHeader: true. Without it, yarpc's HTTP
+	// outbound drops the headers, errown's claim among them.
+	_acceptsBothHeader = "Rpc-Accepts-Both-Response-Error"
+	_bothHeader        = "Rpc-Both-Response-Error"
+	_true              = "true"
+	// _statusHeader is "error" on a yarpc response that carries an
+	// application error (a Thrift exception), whose code, when its IDL
+	// gives one, is in _appErrorCodeHeader as a number.
+	_statusHeader       = "Rpc-Status"
+	_statusError        = "error"
+	_appErrorCodeHeader = "Rpc-Application-Error-Code"
+)
+
+// _transportName is the transport.Request.Transport of the requests this
+// package hands errown: yarpc's name for HTTP.
+const _transportName = "http"
+
+// toTransportHeaders returns the application headers in h (those named
+// Rpc-Header-<name>) as transport.Headers, the way yarpc's HTTP transport
+// reads them: errown reads its own among them (the attempt header on a
+// request; claim, no-retry, code and storm on a response) and ignores the
+// others. A name with several values keeps its first.
+func toTransportHeaders(h http.Header) transport.Headers {
+	var out transport.Headers
+	for k, vs := range h {
+		if len(vs) == 0 || !hasPrefixFold(k, _applicationHeaderPrefix) {
+			continue
+		}
+		out = out.With(k[len(_applicationHeaderPrefix):], vs[0])
+	}
+	return out
+}
+
+// setHTTPHeaders sets every header of h in dst as Rpc-Header-<name>.
+func setHTTPHeaders(dst http.Header, h transport.Headers) {
+	for k, v := range h.Items() {
+		dst.Set(_applicationHeaderPrefix+k, v)
+	}
+}
+
+// hasPrefixFold reports whether s begins with prefix, ignoring ASCII case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// codeFromStatus returns the yarpc code of an HTTP error status, exactly
+// as yarpc's HTTP outbound reads a status without an Rpc-Error-Code
+// header (its statusCodeToBestCode): where several codes share a status
+// it picks the first of yarpc's table, aborted for 409 and unknown for
+// 500; another 4xx is invalid-argument, anything else unknown.
+func codeFromStatus(status int) yarpcerrors.Code {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return yarpcerrors.CodeInvalidArgument
+	case http.StatusUnauthorized:
+		return yarpcerrors.CodeUnauthenticated
+	case http.StatusForbidden:
+		return yarpcerrors.CodePermissionDenied
+	case http.StatusNotFound:
+		return yarpcerrors.CodeNotFound
+	case http.StatusConflict:
+		return yarpcerrors.CodeAborted
+	case http.StatusTooManyRequests:
+		return yarpcerrors.CodeResourceExhausted
+	case 499: // client closed request (nginx)
+		return yarpcerrors.CodeCancelled
+	case http.StatusInternalServerError:
+		return yarpcerrors.CodeUnknown
+	case http.StatusNotImplemented:
+		return yarpcerrors.CodeUnimplemented
+	case http.StatusServiceUnavailable:
+		return yarpcerrors.CodeUnavailable
+	case http.StatusGatewayTimeout:
+		return yarpcerrors.CodeDeadlineExceeded
+	}
+	if status >= 400 && status < 500 {
+		return yarpcerrors.CodeInvalidArgument
+	}
+	return yarpcerrors.CodeUnknown
+}
+
+// isError reports whether an HTTP status is an error for errown: 400 and
+// up. Redirects are not: an HTTP client follows them.
+func isError(status int) bool {
+	return status >= 400
+}
+
+// statusError is the yarpc error errown classifies a response of an error
+// status by: code, as a yarpc service would have answered it (the code in
+// an Rpc-Error-Code header h carries, when h is a yarpc service's
+// response; else codeFromStatus).
+func statusError(status int, h http.Header) error {
+	code := codeFromStatus(status)
+	if h != nil {
+		if v := h.Get(_errorCodeHeader); v != "" {
+			var c yarpcerrors.Code
+			if err := c.UnmarshalText([]byte(v)); err == nil && c != yarpcerrors.CodeOK {
+				code = c
+			}
+		}
+	}
+	return yarpcerrors.Newf(code, "HTTP status %d %s", status, http.StatusText(status))
+}

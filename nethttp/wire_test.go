@@ -1,0 +1,85 @@
+package nethttp
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/encoding/raw"
+	yhttp "go.uber.org/yarpc/transport/http"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// codeFromStatus reads every error status as yarpc's own HTTP outbound
+// does, asked through a real dispatcher.
+func TestCodeFromStatusIsYARPCs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, _ := strconv.Atoi(r.URL.Query().Get("status"))
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	for status := 400; status < 600; status++ {
+		tr := yhttp.NewTransport()
+		out := tr.NewSingleOutbound(srv.URL + "/?status=" + strconv.Itoa(status))
+		d := yarpc.NewDispatcher(yarpc.Config{Name: "caller", Outbounds: yarpc.Outbounds{"callee": {Unary: out}}})
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := raw.New(d.ClientConfig("callee")).Call(ctx, "p", nil)
+		cancel()
+		if err := d.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if want, got := yarpcerrors.FromError(err).Code(), codeFromStatus(status); got != want {
+			t.Errorf("status %d: got %v, yarpc reads %v", status, got, want)
+		}
+	}
+}
+
+func TestStatusError(t *testing.T) {
+	tests := []struct {
+		status int
+		header http.Header
+		want   yarpcerrors.Code
+	}{
+		{503, nil, yarpcerrors.CodeUnavailable},
+		{500, nil, yarpcerrors.CodeUnknown},
+		// A yarpc service's exact code wins over the status.
+		{500, http.Header{"Rpc-Error-Code": {"internal"}}, yarpcerrors.CodeInternal},
+		{500, http.Header{"Rpc-Error-Code": {"data-loss"}}, yarpcerrors.CodeDataLoss},
+		// Garbage or ok is ignored.
+		{503, http.Header{"Rpc-Error-Code": {"nonsense"}}, yarpcerrors.CodeUnavailable},
+		{503, http.Header{"Rpc-Error-Code": {"ok"}}, yarpcerrors.CodeUnavailable},
+	}
+	for _, tt := range tests {
+		if got := yarpcerrors.FromError(statusError(tt.status, tt.header)).Code(); got != tt.want {
+			t.Errorf("statusError(%d, %v): got %v, want %v", tt.status, tt.header, got, tt.want)
+		}
+	}
+}
+
+func TestParseTTL(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"0", 0, true},
+		{"1500", 1500 * time.Millisecond, true},
+		{"-1", 0, false},
+		{"1.5", 0, false},
+		{"99999999999999999999", 0, false},
+		{"9223372036854775807", 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := parseTTL(tt.in); got != tt.want || ok != tt.ok {
+			t.Errorf("parseTTL(%q): got %v %v, want %v %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
