@@ -16,6 +16,9 @@ FUZZ_TARGETS := \
 	./ownership:FuzzParseAttempt \
 	./ownership:FuzzParseCode \
 	./ownership:FuzzParseStorm \
+	./nethttp:FuzzParseTTL \
+	./nethttp:FuzzStatusError \
+	./grpcgo:FuzzPushback \
 	.:FuzzConfigFromYAML \
 	./retry:FuzzConfig \
 	./depmem:FuzzParseSnapshot \
