@@ -12,6 +12,7 @@ import (
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/zap"
 )
 
@@ -70,7 +71,8 @@ type Middleware struct {
 	cfg     Config
 
 	// applied is set once the middleware went into a yarpc.Config (the
-	// decoration, Apply) or a middleware group: checkWiring reads it.
+	// decoration, Apply), a middleware group or an adapter (Adapt):
+	// checkWiring reads it.
 	applied atomic.Bool
 	wiring  string
 	source  string // where the configuration came from, for the start log
@@ -166,6 +168,19 @@ func (m *Middleware) Inbound() yarpc.InboundMiddleware {
 // logging around retries.
 func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 	return yarpc.OutboundMiddleware{Unary: m.egress} // the retry middleware runs inside it (outbound.WithInner)
+}
+
+// Adapt is for adapters that run errown's middleware on something other
+// than a yarpc dispatcher, as grpcgo and nethttp do: it returns the unary
+// inbound and outbound middleware (those of Inbound and Outbound) and the
+// Config m was built from, whose header names the adapter must read on its
+// own wire. Unlike Inbound and Outbound, it counts as wiring: once an
+// adapter has taken the middleware, an fx application's start does not
+// fail with ErrNotWired for want of a dispatcher. An adapter calls it when
+// its server or client is built, as fx constructors do, not later.
+func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound, Config) {
+	m.applied.Store(true)
+	return m.inbound, m.egress, m.cfg
 }
 
 // InFlight returns how many requests errown tracks in flight: at most

@@ -14,12 +14,29 @@ import (
 	"gopkg.in/yaml.v2"
 )
 
+// Core is errown without yarpc: it provides *Middleware, in an fx.Module
+// named "errown", configured from the application's config.Provider (or
+// *config.YAML) under the key "errown" when there is one, logging to its
+// *zap.Logger and sending metrics to its tally.Scope when it has them, and
+// started and stopped with the application. When the application starts,
+// errown checks that something took its middleware, and fails start with
+// ErrNotWired when nothing did (wiring: warn logs it instead).
+//
+// Core is what Module, grpcgo.Module and nethttp.Module have in common;
+// on its own it suits an application that hands *Middleware to an adapter
+// itself, such as one serving both grpc-go and net/http (one Core per
+// application: fx refuses two providers of *Middleware).
+var Core = fx.Module("errown",
+	fx.Provide(NewFromParams),
+	fx.Invoke(checkWiring),
+)
+
 // Module adds errown to an fx application that builds its yarpc dispatcher
-// from a provided yarpc.Config: it provides *Middleware, in an fx.Module
-// named "errown", and decorates the yarpc.Config with it. The configuration
-// comes from the application's config.Provider (or *config.YAML) under the
-// key "errown" when there is one; logs go to its *zap.Logger and metrics to
-// its tally.Scope when it has them.
+// from a provided yarpc.Config: it is Core, which provides *Middleware in
+// an fx.Module named "errown", and decorates the yarpc.Config with it. The
+// configuration comes from the application's config.Provider (or
+// *config.YAML) under the key "errown" when there is one; logs go to its
+// *zap.Logger and metrics to its tally.Scope when it has them.
 //
 // The decoration sits beside the "errown" fx.Module rather than in it:
 // fx scopes a module's decorations to that module, and the dispatcher is
@@ -32,10 +49,7 @@ import (
 // cannot use Module (fx allows one decoration of a type per scope): use
 // Grouped.
 var Module = fx.Options(
-	fx.Module("errown",
-		fx.Provide(NewFromParams),
-		fx.Invoke(checkWiring),
-	),
+	Core,
 	fx.Decorate(decorate),
 )
 
@@ -98,7 +112,7 @@ type Result struct {
 
 // NewFromParams reads the "errown" section of p.Config (or p.YAML) and
 // builds the middleware, whose background work starts and stops with
-// p.Lifecycle. It is what Module and Grouped provide.
+// p.Lifecycle. It is what Core (so Module) and Grouped provide.
 func NewFromParams(p Params) (Result, error) {
 	var (
 		provider config.Provider
@@ -207,11 +221,13 @@ type wiringParams struct {
 }
 
 // ErrNotWired is the start error of an application in which errown's
-// middleware reached no dispatcher.
-var ErrNotWired = errors.New("errown: its middleware is on no yarpc dispatcher")
+// middleware reached no yarpc dispatcher, and no grpc-go or net/http
+// server or client took it either (through grpcgo or nethttp).
+var ErrNotWired = errors.New("errown: its middleware is on no yarpc dispatcher, nor on any grpc-go or net/http server or client")
 
 // checkWiring makes start fail (or, with wiring: warn, log) when errown's
-// middleware reached no dispatcher, and logs what errown runs with.
+// middleware reached no dispatcher nor adapter, and logs what errown runs
+// with.
 func checkWiring(p wiringParams) {
 	m := p.Middleware
 	logger := p.Logger
@@ -233,12 +249,13 @@ func checkWiring(p wiringParams) {
 }
 
 // wiringError says why errown's middleware is not on d (nil: not known),
-// or on no dispatcher at all; nil when it is.
+// or on no dispatcher nor adapter at all; nil when it is.
 func (m *Middleware) wiringError(d *yarpc.Dispatcher) error {
 	if !m.applied.Load() {
-		return fmt.Errorf("%w: nothing used the yarpc.Config it decorates, nor its middleware groups. "+
+		return fmt.Errorf("%w: nothing used the yarpc.Config it decorates, nor its middleware groups, nor grpcgo's or nethttp's adapters. "+
 			"errown.Module decorates yarpc.Config only in the fx scope it is placed in: place it where the dispatcher is built from yarpc.Config "+
 			"(not inside a child fx.Module), or use errown.Grouped and chain its groups in the dispatcher constructor; "+
+			"with grpcgo.Module or nethttp.Module, build the server or client from what they provide, when it is constructed; "+
 			"set errown.wiring: warn to start anyway", ErrNotWired)
 	}
 	if d != nil && !chainHas(d.InboundMiddleware().Unary, m.inbound) {

@@ -17,15 +17,16 @@ import (
 const _applicationErrorKey = "rpc-application-error"
 
 // UnaryClientInterceptor returns a grpc-go unary client interceptor that
-// runs errown's outbound middleware (mw.Outbound().Unary: egress logging
-// around the retry middleware) around each call, as a yarpc dispatcher
-// would: each attempt carries errown's attempt header in the outgoing
-// metadata, the callee's trailers (claim, storm, no-retry) are read as the
-// response's headers, and a retry, when errown's policy for the callee and
-// the callee's claim allow it, calls the invoker again with the same
-// request message (nothing is marshalled or buffered by errown; the retry
-// section's maxBodyBytes does not apply). The error returned is the last
-// attempt's, as grpc-go returned it.
+// runs errown's outbound middleware (mw.Outbound().Unary, taken with
+// mw.Adapt: egress logging around the retry middleware) around each call,
+// as a yarpc dispatcher would: each attempt carries errown's attempt
+// header in the outgoing metadata, the callee's trailers (claim, storm,
+// no-retry) are read as the response's headers, and a retry, when
+// errown's policy for the callee and the callee's claim allow it, calls
+// the invoker again with the same request message (nothing is marshalled
+// or buffered by errown; the retry section's maxBodyBytes does not
+// apply). The error returned is the last attempt's, as grpc-go returned
+// it.
 //
 // The callee's service name, which errown's retry policies match, is the
 // gRPC service of the method unless WithService names it; the procedure
@@ -53,8 +54,8 @@ const _applicationErrorKey = "rpc-application-error"
 //
 // Streams need no interceptor: errown leaves them alone.
 func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryClientInterceptor {
-	o := newOptions(opts)
-	out := mw.Outbound().Unary
+	_, out, cfg := mw.Adapt()
+	o := newAdapterOptions(cfg, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		m := methodNames(method)
 		service := m.service

@@ -6,7 +6,7 @@
 // observe mode, storm telemetry, metrics and the debug page are errown's,
 // configured by the same Config (the same YAML), unchanged.
 //
-//	mw, err := errown.New(cfg, errown.WithScope(scope))
+//	mw, err := errown.New(cfg, errown.WithScope(scope)) // or, with fx, Module
 //	// mw.Start() before serving, mw.Stop() after.
 //	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcgo.UnaryServerInterceptor(mw)))
 //	cc, err := grpc.NewClient(target, append(grpcgo.DialOptions(mw, grpcgo.WithService("payments")),
@@ -26,8 +26,8 @@
 // lower-case metadata, errown-attempt on requests, errown-claim,
 // errown-no-retry and errown-storm in the response's trailers (never its
 // headers: an error returned before any header was sent stays a
-// trailers-only response). When the Config renames errown's headers,
-// give the interceptors WithConfig too. Procedures are named
+// trailers-only response); when the Config renames errown's headers, the
+// interceptors read the names from the Middleware. Procedures are named
 // "pkg.Service::Method" for "/pkg.Service/Method", as yarpc names them, and
 // gRPC codes map to yarpc's codes by yarpc's own table. So grpc-go and yarpc
 // services with errown call each other and read each other's claims; a
@@ -58,10 +58,20 @@
 // grpc.ClientSupportedCompressors, which need grpc-go's own stream type,
 // fail in a handler under errown's server interceptor.
 //
+// # fx
+//
+// Module is errown.Core with what an fx application's constructors build
+// its grpc.Server and ClientConns with: ServerOptions and a Dialer. The
+// configuration comes from the application's config under "errown", as
+// for a yarpc service, and start fails with errown.ErrNotWired when no
+// constructor took them. An application that runs a yarpc dispatcher or
+// net/http as well places errown.Module or errown.Core once, and provides
+// NewServerOptions and NewDialer beside it.
+//
 // # What is not covered
 //
 // Stream calls need no interceptor and get none: errown leaves streams
 // alone on yarpc too. A handler's outbound calls made from a stream
-// handler are untracked. There is no fx module for grpc-go services yet,
-// and the storm lab (cmd/stormsim) does not run grpc-go meshes.
+// handler are untracked. The storm lab (cmd/stormsim) does not run
+// grpc-go meshes.
 package grpcgo

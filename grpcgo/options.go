@@ -30,15 +30,22 @@ func newOptions(opts []Option) options {
 	return o
 }
 
-// WithConfig gives the interceptors the Config the Middleware was built
-// from, whose header names errown.Middleware does not expose. Two are
+// newAdapterOptions returns the options of an interceptor on a Middleware
+// built from cfg: its header names, unless opts say otherwise.
+func newAdapterOptions(cfg errown.Config, opts []Option) options {
+	return newOptions(append([]Option{WithConfig(cfg)}, opts...))
+}
+
+// WithConfig gives the interceptors the header names of cfg. Two are
 // read: attemptHeader, which the server interceptor reads from the
-// incoming metadata (without it, errown counts every request as a root),
-// and noRetryHeader, which both interceptors translate gRPC's pushback
-// (grpc-retry-pushback-ms) to and from. Without WithConfig the default
-// names are assumed: pass it whenever the Config renames either.
-// Everything else (the claim and storm headers, policies, budget,
-// memory) comes from the Middleware itself.
+// incoming metadata (with the wrong name, errown counts every request as
+// a root), and noRetryHeader, which both interceptors translate gRPC's
+// pushback (grpc-retry-pushback-ms) to and from. By default the
+// interceptors read them from the Config the Middleware was built from
+// (errown.Middleware.Adapt), so WithConfig is needed only to override
+// those; a name cfg leaves empty keeps the Middleware's. Everything else
+// (the claim and storm headers, policies, budget, memory) comes from the
+// Middleware itself.
 func WithConfig(cfg errown.Config) Option {
 	return optionFunc(func(o *options) {
 		if cfg.AttemptHeader != "" {

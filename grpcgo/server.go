@@ -32,11 +32,12 @@ const _pushbackKey = "grpc-retry-pushback-ms"
 const _noPushback = "-1"
 
 // UnaryServerInterceptor returns a grpc-go unary server interceptor that
-// runs errown's inbound middleware (mw.Inbound().Unary) around each
-// request, as a yarpc dispatcher would: the request is tracked under a
-// locally minted ID, the outbound calls the handler makes with its context
-// (through UnaryClientInterceptor, or a yarpc client) are logged against
-// it, and when the handler returns an error errown claims or unclaims it.
+// runs errown's inbound middleware (mw.Inbound().Unary, taken with
+// mw.Adapt) around each request, as a yarpc dispatcher would: the request
+// is tracked under a locally minted ID, the outbound calls the handler
+// makes with its context (through UnaryClientInterceptor, or a yarpc
+// client) are logged against it, and when the handler returns an error
+// errown claims or unclaims it.
 //
 // errown's response headers (claim, no-retry, storm) go in the
 // response's trailers, with grpc.SetTrailer, on errors and successes
@@ -58,8 +59,8 @@ const _noPushback = "-1"
 // Streams need no interceptor: errown, like its yarpc middleware, leaves
 // them alone.
 func UnaryServerInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryServerInterceptor {
-	o := newOptions(opts)
-	in := mw.Inbound().Unary
+	in, _, cfg := mw.Adapt()
+	o := newAdapterOptions(cfg, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		return serve(ctx, in, o, req, info.FullMethod, handler)
 	}

@@ -7,7 +7,7 @@
 // errown's, on the same names, and nothing of them is re-implemented
 // here.
 //
-//	mw, err := errown.New(cfg, errown.WithScope(scope))
+//	mw, err := errown.New(cfg, errown.WithScope(scope)) // or, with fx, Module
 //	...
 //	mw.Start()
 //	defer mw.Stop()
@@ -110,16 +110,21 @@
 // Name requests and callees by route templates with WithProcedure and
 // WithService where the defaults would carry IDs.
 //
+// # fx
+//
+// Module is errown.Core with a Middleware whose Handler and Transport an
+// fx application's constructors call: the configuration comes from the
+// application's config under "errown", as for a yarpc service, errown
+// starts and stops with the application, and start fails with
+// errown.ErrNotWired when no constructor called them. An application that
+// runs a yarpc dispatcher or grpc-go as well places errown.Module or
+// errown.Core once and provides NewMiddleware beside it; Handler and
+// Transport count as wiring there too, and errown.Module still checks
+// that the dispatcher carries errown's middleware.
+//
 // # What is not covered
 //
 // Requests net/http's Transport itself sends again, on a connection that
 // turned out dead before any response, are one attempt to errown: no
-// handler saw the first, and errown counts no retry. There is no fx module
-// for this package yet: build the Middleware with errown.New and call its
-// Start and Stop. An fx application that also runs a yarpc dispatcher
-// under errown.Module may take the *errown.Middleware Module provides and
-// share it with Handler and Transport; errown.Module in an application
-// without a yarpc dispatcher fails start with errown.ErrNotWired, since
-// Handler and Transport do not count as wiring (wiring: warn starts it
-// anyway).
+// handler saw the first, and errown counts no retry.
 package nethttp

@@ -47,7 +47,8 @@ func Handler(mw *errown.Middleware, h http.Handler, opts ...HandlerOption) http.
 	if o.procedure == nil {
 		o.procedure = defaultProcedure(h)
 	}
-	return &handler{inbound: mw.Inbound().Unary, next: h, procedure: o.procedure, maxBuffer: o.maxBuffer}
+	in, _, _ := mw.Adapt() // mw.Inbound().Unary, counted as wiring
+	return &handler{inbound: in, next: h, procedure: o.procedure, maxBuffer: o.maxBuffer}
 }
 
 // defaultProcedure names a request served by h: by the pattern it

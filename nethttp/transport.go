@@ -58,7 +58,8 @@ func Transport(mw *errown.Middleware, base http.RoundTripper, opts ...TransportO
 	for _, opt := range opts {
 		opt.applyTransport(&o)
 	}
-	return &roundTripper{outbound: mw.Outbound().Unary, base: base, service: o.service, procedure: o.procedure}
+	_, out, _ := mw.Adapt() // mw.Outbound().Unary, counted as wiring
+	return &roundTripper{outbound: out, base: base, service: o.service, procedure: o.procedure}
 }
 
 func defaultService(r *http.Request) string {

@@ -1,0 +1,98 @@
+package errown_test
+
+import (
+	"testing"
+
+	"github.com/errown/errown"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"go.uber.org/fx/fxtest"
+	"go.uber.org/yarpc"
+)
+
+func TestCoreAloneFailsStartWhenNobodyTakesItsMiddleware(t *testing.T) {
+	tests := []struct {
+		name string
+		give []fx.Option
+	}{
+		{name: "nothing takes it", give: []fx.Option{errown.Core}},
+		{
+			name: "the Middleware is taken, its middleware is not",
+			give: []fx.Option{errown.Core, fx.Invoke(func(*errown.Middleware) {})},
+		},
+		{
+			// Inbound and Outbound are for a hand-built yarpc.Config:
+			// the dispatcher check is Module's.
+			name: "Inbound and Outbound do not count",
+			give: []fx.Option{errown.Core, fx.Invoke(func(m *errown.Middleware) { m.Inbound(); m.Outbound() })},
+		},
+		{
+			// Core decorates nothing: the dispatcher is errown-free.
+			name: "a yarpc dispatcher beside Core",
+			give: []fx.Option{
+				fx.Provide(yarpcConfig, dispatcherFromConfig),
+				errown.Core,
+				fx.Invoke(func(*yarpc.Dispatcher) {}),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := startErr(t, tt.give...)
+			require.ErrorIs(t, err, errown.ErrNotWired)
+			assert.ErrorContains(t, err, "nor grpcgo's or nethttp's adapters")
+			assert.ErrorContains(t, err, "wiring: warn", "the error names the way out")
+		})
+	}
+}
+
+func TestCoreAdaptCountsAsWiring(t *testing.T) {
+	var in, out any
+	require.NoError(t, startErr(t,
+		errown.Core,
+		fx.Invoke(func(m *errown.Middleware) {
+			in, out, _ = m.Adapt()
+			assert.Equal(t, m.Inbound().Unary, in, "the middleware Inbound returns")
+			assert.Equal(t, m.Outbound().Unary, out, "the middleware Outbound returns")
+		}),
+	))
+	assert.NotNil(t, in)
+	assert.NotNil(t, out)
+}
+
+func TestCoreAdaptReturnsTheConfig(t *testing.T) {
+	var cfg errown.Config
+	require.NoError(t, startErr(t,
+		fx.Provide(yamlProvider("errown:\n  attemptHeader: x-try\n  noRetryHeader: x-no-retry\n")),
+		errown.Core,
+		fx.Invoke(func(m *errown.Middleware) { _, _, cfg = m.Adapt() }),
+	))
+	assert.Equal(t, "x-try", cfg.AttemptHeader)
+	assert.Equal(t, "x-no-retry", cfg.NoRetryHeader)
+}
+
+func TestCoreIsNamedErrownAndDecoratesNothing(t *testing.T) {
+	var provided []*fxevent.Provided
+	var cfg yarpc.Config
+	app := fxtest.New(t,
+		fx.WithLogger(func() fxevent.Logger { return eventRecorder{&provided} }),
+		fx.Provide(yamlProvider("errown:\n  wiring: warn\n")),
+		fx.Provide(yarpcConfig),
+		errown.Core,
+		fx.Populate(&cfg),
+	)
+	app.RequireStart().RequireStop()
+	var module string
+	for _, p := range provided {
+		for _, ty := range p.OutputTypeNames {
+			if ty == "*errown.Middleware" {
+				module = p.ModuleName
+			}
+		}
+	}
+	assert.Equal(t, "errown", module)
+	assert.Nil(t, cfg.InboundMiddleware.Unary, "Core leaves yarpc.Config alone")
+	assert.Nil(t, cfg.OutboundMiddleware.Unary)
+}

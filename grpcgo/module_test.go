@@ -1,0 +1,262 @@
+package grpcgo_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/grpcgo"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/config"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+)
+
+// _paymentsYAML is an application's configuration, errown's section as a
+// yarpc service would have it: payments may be retried once.
+const _paymentsYAML = `
+errown:
+  retry:
+    budget: {disabled: true}
+    policies:
+      - {service: payments, maxAttempts: 2, initialBackoff: 1ms, maxBackoff: 1ms, idempotent: true}
+`
+
+// yamlConfig provides the application's config.Provider from text.
+func yamlConfig(text string) fx.Option {
+	return fx.Provide(func() (config.Provider, error) {
+		return config.NewYAML(config.Source(strings.NewReader(text)))
+	})
+}
+
+// fxServer is a grpc-go server an fx application builds and serves on
+// 127.0.0.1 from start to stop.
+type fxServer struct {
+	srv  *grpc.Server
+	addr string
+}
+
+// serveOnStart makes srv serve on 127.0.0.1 when lc starts and stop when
+// it stops.
+func serveOnStart(lc fx.Lifecycle, srv *grpc.Server) *fxServer {
+	s := &fxServer{srv: srv}
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			s.addr = l.Addr().String()
+			go func() {
+				defer close(done)
+				_ = srv.Serve(l) // returns when stopped
+			}()
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			srv.Stop()
+			<-done
+			return nil
+		},
+	})
+	return s
+}
+
+// checkoutApp is a grpc-go application as its team writes it with fx: a
+// server built from grpcgo.ServerOptions whose handler calls payments on
+// a ClientConn dialled with the grpcgo.Dialer, and its configuration
+// (errown's section), with metrics on scope.
+func checkoutApp(t *testing.T, yamlText string, scope tally.Scope, payments *node) (*fxtest.App, *fxServer, *node) {
+	checkout := &node{name: "checkout"}
+	var s *fxServer
+	app := fxtest.New(t,
+		fx.NopLogger,
+		yamlConfig(yamlText),
+		fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))),
+		grpcgo.Module,
+		fx.Provide(func(d grpcgo.Dialer, lc fx.Lifecycle) (healthpb.HealthClient, error) {
+			cc, err := grpc.NewClient("passthrough:///"+payments.addr, append(d.DialOptions(grpcgo.WithService("payments")),
+				grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+			if err != nil {
+				return nil, err
+			}
+			lc.Append(fx.StopHook(cc.Close))
+			return healthpb.NewHealthClient(cc), nil
+		}),
+		fx.Provide(func(opts grpcgo.ServerOptions, client healthpb.HealthClient, lc fx.Lifecycle) *fxServer {
+			srv := grpc.NewServer(opts...)
+			healthpb.RegisterHealthServer(srv, &healthServer{n: checkout, callee: client})
+			return serveOnStart(lc, srv)
+		}),
+		fx.Populate(&s),
+	)
+	return app, s, checkout
+}
+
+func TestModuleServesAndCallsWithErrown(t *testing.T) {
+	payments := startGRPC(t, nodeConfig{name: "payments", work: failWith(codes.Unavailable)}) // no errown
+	scope := tally.NewTestScope("", nil)
+	app, s, checkout := checkoutApp(t, _paymentsYAML, scope, payments)
+	app.RequireStart() // no errown.ErrNotWired: the server and the ClientConn took errown's middleware
+	defer app.RequireStop()
+
+	r := callRoot(t, &node{name: "checkout", addr: s.addr})
+
+	if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
+		t.Errorf("root got %v, trailer %v; want unavailable, unclaimed", r.code, r.trailer)
+	}
+	if got, want := served(checkout, payments), map[string]int64{"checkout": 1, "payments": 2}; !maps.Equal(got, want) {
+		t.Errorf("served %v, want %v: errown retried payments once, per the YAML's policy", got, want)
+	}
+	// The names a yarpc service's errown reports under (README, Metrics).
+	counters := scope.Snapshot().Counters()
+	for name, want := range map[string]int64{
+		"errown.retry.calls+callee=payments":                           1,
+		"errown.retry.attempts+callee=payments":                        1,
+		"errown.egress.calls+":                                         1,
+		"errown.inbound.unclaimed+":                                    1,
+		"errown.storm.requests+procedure=grpc.health.v1.Health::Check": 1,
+	} {
+		c, ok := counters[name]
+		if !ok {
+			t.Errorf("no counter %s on the application's scope", name)
+			continue
+		}
+		if c.Value() != want {
+			t.Errorf("%s = %d, want %d", name, c.Value(), want)
+		}
+	}
+}
+
+// The interceptors read the header names from the configuration Module
+// read, with no grpcgo.WithConfig: a request carrying the renamed attempt
+// header arrives as a retry.
+func TestModuleReadsHeaderNamesFromTheConfig(t *testing.T) {
+	payments := startGRPC(t, nodeConfig{name: "payments"})
+	scope := tally.NewTestScope("", nil)
+	app, s, _ := checkoutApp(t, "errown:\n  attemptHeader: x-try\n", scope, payments)
+	app.RequireStart()
+	defer app.RequireStop()
+
+	cc, err := grpc.NewClient("passthrough:///"+s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-try", "2")
+	if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if c, ok := scope.Snapshot().Counters()["errown.inbound.retried+"]; !ok || c.Value() != 1 {
+		t.Errorf("errown.inbound.retried = %v, want 1: the server interceptor read x-try", c)
+	}
+}
+
+func TestModuleNotWired(t *testing.T) {
+	tests := []struct {
+		name string
+		give []fx.Option
+	}{
+		{
+			name: "nothing takes ServerOptions nor the Dialer",
+			give: []fx.Option{grpcgo.Module},
+		},
+		{
+			name: "the constructor taking ServerOptions is never called",
+			give: []fx.Option{
+				grpcgo.Module,
+				fx.Provide(func(opts grpcgo.ServerOptions) *grpc.Server { return grpc.NewServer(opts...) }),
+			},
+		},
+		{
+			name: "the Dialer is taken, but DialOptions never called",
+			give: []fx.Option{
+				grpcgo.Module,
+				fx.Invoke(func(grpcgo.Dialer) {}),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := startErr(t, tt.give...)
+			if !errors.Is(err, errown.ErrNotWired) {
+				t.Fatalf("start: %v, want errown.ErrNotWired", err)
+			}
+			if !strings.Contains(err.Error(), "grpcgo.Module") {
+				t.Errorf("the error does not name the fix with grpcgo.Module: %v", err)
+			}
+		})
+	}
+}
+
+func TestModuleWired(t *testing.T) {
+	tests := []struct {
+		name string
+		give []fx.Option
+	}{
+		{
+			name: "a server built from ServerOptions",
+			give: []fx.Option{
+				grpcgo.Module,
+				fx.Invoke(func(opts grpcgo.ServerOptions) { grpc.NewServer(opts...).Stop() }),
+			},
+		},
+		{
+			name: "a client only",
+			give: []fx.Option{
+				grpcgo.Module,
+				fx.Invoke(func(d grpcgo.Dialer) error {
+					cc, err := grpc.NewClient("passthrough:///127.0.0.1:1", append(d.DialOptions(),
+						grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+					if err != nil {
+						return err
+					}
+					return cc.Close()
+				}),
+			},
+		},
+		{
+			name: "nothing takes them, wiring: warn",
+			give: []fx.Option{yamlConfig("errown:\n  wiring: warn\n"), grpcgo.Module},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := startErr(t, tt.give...); err != nil {
+				t.Fatalf("start: %v", err)
+			}
+		})
+	}
+}
+
+// startErr builds and starts an app of opts, stops it when it started, and
+// returns the error.
+func startErr(t *testing.T, opts ...fx.Option) error {
+	t.Helper()
+	app := fx.New(append([]fx.Option{fx.NopLogger}, opts...)...)
+	if err := app.Err(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := app.Start(ctx)
+	if err == nil {
+		if err := app.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}
+	return err
+}
