@@ -72,6 +72,6 @@
 //
 // Stream calls need no interceptor and get none: errown leaves streams
 // alone on yarpc too. A handler's outbound calls made from a stream
-// handler are untracked. The storm lab (cmd/stormsim) does not run
-// grpc-go meshes.
+// handler are untracked. The storm lab runs meshes of grpc-go services
+// (go run ./cmd/stormsim -transport grpc-go).
 package grpcgo

@@ -47,7 +47,7 @@ func FuzzStatusError(f *testing.F) {
 		if code != "" {
 			h.Set(_errorCodeHeader, code)
 		}
-		err := statusError(status, h)
+		err := StatusError(status, h)
 		if err == nil {
 			t.Fatal("no error")
 		}

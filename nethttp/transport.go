@@ -164,7 +164,7 @@ func (c *call) Call(ctx context.Context, treq *transport.Request) (*transport.Re
 	if isError(res.StatusCode) {
 		// The response goes with the error: errown reads the callee's
 		// claim, no-retry and storm headers on it.
-		return tres, statusError(res.StatusCode, res.Header)
+		return tres, StatusError(res.StatusCode, res.Header)
 	}
 	return tres, nil
 }

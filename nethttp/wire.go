@@ -116,11 +116,12 @@ func isError(status int) bool {
 	return status >= 400
 }
 
-// statusError is the yarpc error errown classifies a response of an error
-// status by: code, as a yarpc service would have answered it (the code in
-// an Rpc-Error-Code header h carries, when h is a yarpc service's
-// response; else codeFromStatus).
-func statusError(status int, h http.Header) error {
+// StatusError is the yarpc error errown classifies a response of error
+// status status by: its code as a yarpc service would have answered it,
+// from the Rpc-Error-Code header h carries when h is a yarpc service's
+// response, else from the status as yarpc's HTTP outbound reads it
+// (aborted for 409, unknown for 500, invalid-argument for another 4xx).
+func StatusError(status int, h http.Header) error {
 	code := codeFromStatus(status)
 	if h != nil {
 		if v := h.Get(_errorCodeHeader); v != "" {
@@ -131,4 +132,34 @@ func statusError(status int, h http.Header) error {
 		}
 	}
 	return yarpcerrors.Newf(code, "HTTP status %d %s", status, http.StatusText(status))
+}
+
+// Status returns the HTTP status a yarpc service answers an error of code
+// code with (yarpc's HTTP inbound's table): the status a handler writes
+// for a yarpc error, so that callers of every kind read the same code.
+func Status(code yarpcerrors.Code) int {
+	switch code {
+	case yarpcerrors.CodeCancelled:
+		return 499
+	case yarpcerrors.CodeInvalidArgument, yarpcerrors.CodeFailedPrecondition, yarpcerrors.CodeOutOfRange:
+		return http.StatusBadRequest
+	case yarpcerrors.CodeDeadlineExceeded:
+		return http.StatusGatewayTimeout
+	case yarpcerrors.CodeNotFound:
+		return http.StatusNotFound
+	case yarpcerrors.CodeAlreadyExists, yarpcerrors.CodeAborted:
+		return http.StatusConflict
+	case yarpcerrors.CodePermissionDenied:
+		return http.StatusForbidden
+	case yarpcerrors.CodeResourceExhausted:
+		return http.StatusTooManyRequests
+	case yarpcerrors.CodeUnimplemented:
+		return http.StatusNotImplemented
+	case yarpcerrors.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	case yarpcerrors.CodeUnauthenticated:
+		return http.StatusUnauthorized
+	default: // unknown, internal, data-loss
+		return http.StatusInternalServerError
+	}
 }

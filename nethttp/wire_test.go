@@ -57,8 +57,8 @@ func TestStatusError(t *testing.T) {
 		{503, http.Header{"Rpc-Error-Code": {"ok"}}, yarpcerrors.CodeUnavailable},
 	}
 	for _, tt := range tests {
-		if got := yarpcerrors.FromError(statusError(tt.status, tt.header)).Code(); got != tt.want {
-			t.Errorf("statusError(%d, %v): got %v, want %v", tt.status, tt.header, got, tt.want)
+		if got := yarpcerrors.FromError(StatusError(tt.status, tt.header)).Code(); got != tt.want {
+			t.Errorf("StatusError(%d, %v): got %v, want %v", tt.status, tt.header, got, tt.want)
 		}
 	}
 }
@@ -81,5 +81,31 @@ func TestParseTTL(t *testing.T) {
 		if got, ok := parseTTL(tt.in); got != tt.want || ok != tt.ok {
 			t.Errorf("parseTTL(%q): got %v %v, want %v %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestStatusReadsBack: the status Status gives a code reads back as the
+// same code wherever yarpc's table gives the status one code, and as a
+// failure or an answer as the code was, everywhere.
+func TestStatusReadsBack(t *testing.T) {
+	shared := map[yarpcerrors.Code]bool{ // statuses several codes share
+		yarpcerrors.CodeFailedPrecondition: true, yarpcerrors.CodeOutOfRange: true,
+		yarpcerrors.CodeAlreadyExists: true, yarpcerrors.CodeInternal: true, yarpcerrors.CodeDataLoss: true,
+	}
+	for c := yarpcerrors.CodeCancelled; c <= yarpcerrors.CodeUnauthenticated; c++ {
+		status := Status(c)
+		if status < 400 {
+			t.Fatalf("Status(%v) = %d: not an error status", c, status)
+		}
+		got := yarpcerrors.FromError(StatusError(status, nil)).Code()
+		if !shared[c] && got != c {
+			t.Errorf("Status(%v) = %d reads back as %v", c, status, got)
+		}
+	}
+	if got := Status(yarpcerrors.CodeUnavailable); got != 503 {
+		t.Errorf("Status(unavailable) = %d, want 503", got)
+	}
+	if got := Status(yarpcerrors.CodeInternal); got != 500 {
+		t.Errorf("Status(internal) = %d, want 500", got)
 	}
 }

@@ -67,7 +67,7 @@ func (rw *writer) Handle(ctx context.Context, _ *transport.Request, resw transpo
 		rw.dropOwnHeaders(resw)
 	}
 	if status := rw.finalStatus(); isError(status) {
-		return statusError(status, nil)
+		return StatusError(status, nil)
 	}
 	return nil
 }

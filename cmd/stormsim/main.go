@@ -29,8 +29,14 @@
 // chart of the loads per node, one line per run. A run longer than a few
 // seconds shows its progress on stderr.
 //
+// -transport runs the services over yarpc's HTTP (default), gRPC or
+// TChannel transports, as plain grpc-go (grpc-go) or net/http (nethttp)
+// services with errown through packages grpcgo and nethttp, or mixed:
+// yarpc over HTTP, grpc-go and net/http services in turn.
+//
 //	go run ./cmd/stormsim -scenario deep -svg docs/deep.svg
 //	go run ./cmd/stormsim -policy ownership -transport grpc -json
+//	go run ./cmd/stormsim -transport grpc-go -scenario all
 package main
 
 import (
@@ -100,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.opts.Requests, "requests", 2000, "root requests to send (a scenario's own number unless given)")
 	fs.IntVar(&c.opts.Concurrency, "concurrency", stormsim.DefaultConcurrency, "root requests in flight (a scenario's own unless given)")
 	fs.DurationVar(&c.opts.Timeout, "timeout", stormsim.DefaultTimeout, "deadline of each root request (a scenario's own unless given)")
-	fs.StringVar(&c.opts.Transport, "transport", stormsim.DefaultTransport, "http, grpc or tchannel")
+	fs.StringVar(&c.opts.Transport, "transport", stormsim.DefaultTransport, "http, grpc, tchannel (yarpc), grpc-go, nethttp (plain grpc-go or net/http services) or mixed (yarpc http → grpc-go → nethttp, cycled)")
 	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed of the nodes' failure draws")
 	fs.BoolVar(&c.json, "json", false, "print JSON: for the chain one object for one -policy, an array for all; a report for a scenario")
 	fs.StringVar(&c.scenario, "scenario", "", "run a named scenario, or all: "+strings.Join(stormsim.ScenarioNames(), ", "))

@@ -65,6 +65,30 @@ func TestRunJSONAllPolicies(t *testing.T) {
 	}
 }
 
+// TestRunJSONNativeTransports runs the small chain under every policy on
+// meshes of grpc-go and net/http services and on the mixed mesh.
+func TestRunJSONNativeTransports(t *testing.T) {
+	want := map[stormsim.Policy][]float64{
+		stormsim.PolicyNaive:     {1, 2, 2},
+		stormsim.PolicyBudget:    {1, 1.1, 1.1},
+		stormsim.PolicyOwnership: {1, 1.1, 1.1},
+	}
+	for _, tr := range []string{"grpc-go", "nethttp", "mixed"} {
+		t.Run(tr, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			require.NoError(t, run(context.Background(), args("-transport", tr, "-concurrency", "1", "-json"), &stdout, &stderr))
+			var got []stormsim.Result
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+			require.Len(t, got, 3)
+			for i, p := range stormsim.Policies() {
+				assert.Equal(t, p, got[i].Policy)
+				assert.Equal(t, tr, got[i].Transport)
+				assert.InDeltaSlice(t, want[p], got[i].Ratios(), 1e-9, "%s", p)
+			}
+		})
+	}
+}
+
 func TestRunTable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), args("-policy", "naive"), &stdout, &stderr))
@@ -92,7 +116,7 @@ func TestRunErrors(t *testing.T) {
 		{name: "svg without a chart", give: []string{"-scenario", "availability", "-svg", "x.svg"}, want: "-svg: scenario availability has no load chart"},
 		{name: "depth with a topology", give: []string{"-topology", "x.yaml", "-depth", "3"}, want: "-depth: the topology file gives the graph"},
 		{name: "topology file", give: []string{"-topology", "/nonexistent/x.yaml"}, want: "open /nonexistent/x.yaml: no such file or directory"},
-		{name: "transport", give: []string{"-transport", "smoke-signals"}, want: `transport: must be one of http, grpc, tchannel, got "smoke-signals"`},
+		{name: "transport", give: []string{"-transport", "smoke-signals"}, want: `transport: must be one of http, grpc, tchannel, grpc-go, nethttp, mixed, got "smoke-signals"`},
 		{name: "budget", give: []string{"-policy", "budget", "-budget", "0"}, want: `budget: must be > 0 and <= 1000 for policy "budget", got 0`},
 		{name: "unknown flag", give: []string{"-colour"}, want: "flag provided but not defined: -colour"},
 		{name: "bad value", give: []string{"-requests", "many"}, want: `invalid value "many" for flag -requests`},

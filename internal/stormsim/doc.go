@@ -13,7 +13,10 @@
 //
 // Run builds a topology of services, each its own yarpc.Dispatcher on
 // 127.0.0.1 with an ephemeral port, over HTTP, gRPC or TChannel, raw
-// encoding, one procedure. Every node counts the requests it serves, calls
+// encoding, one procedure; or each a plain grpc-go or net/http server
+// calling its children through grpc-go ClientConns or http.Clients,
+// errown on them through packages grpcgo and nethttp (TransportGRPCGo,
+// TransportNetHTTP), or a mix of the three kinds (TransportMixed). Every node counts the requests it serves, calls
 // its children with the request's path and then fails with its own
 // probability (after calling the nodes below it, as in docs/DESIGN.md),
 // otherwise passes on the error of its first failed hard call, if any. A

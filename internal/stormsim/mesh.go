@@ -12,6 +12,7 @@ import (
 	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/zap"
@@ -49,10 +50,15 @@ type mesh struct {
 	// inflight counts the requests the nodes are handling.
 	inflight atomic.Int64
 	// started in start order: children before their callers, the client
-	// last.
-	started []*yarpc.Dispatcher
-	client  raw.Client
+	// last: yarpc dispatchers, and the servers and clients of grpc-go and
+	// net/http nodes.
+	started []stopper
+	client  caller
 }
+
+// stopper is something started to stop: a yarpc dispatcher, or a grpc-go
+// or net/http node.
+type stopper interface{ Stop() error }
 
 // startMesh builds and starts the services of g, children first so that
 // each caller's outbounds know their addresses, then the client. On error
@@ -73,11 +79,20 @@ func startMesh(o Options, g *graph) (_ *mesh, err error) {
 		addrs[i] = addr
 	}
 
-	e, err := newEndpoint(o.Transport, _clientService, false, o.Concurrency)
+	root := serviceName(g.nodes[0].name)
+	if kind := o.nodeKind(0); native(kind) {
+		c, stop, err := nativeClient(o, kind, _clientService, root, addrs[0], nil)
+		if err != nil {
+			return nil, err
+		}
+		m.started = append(m.started, stop)
+		m.client = c
+		return m, nil
+	}
+	e, err := newEndpoint(o.nodeKind(0), _clientService, false, o.Concurrency)
 	if err != nil {
 		return nil, err
 	}
-	root := serviceName(g.nodes[0].name)
 	disp := yarpc.NewDispatcher(yarpc.Config{
 		Name:      _clientService,
 		Outbounds: yarpc.Outbounds{root: {Unary: e.outbound(addrs[0])}},
@@ -96,16 +111,10 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 	service := serviceName(gn.name)
 	n := &node{name: gn.name, fail: gn.fail, code: gn.code, drop: gn.drop, hang: gn.hang, seed: o.Seed}
 	m.nodes[i] = n
-	e, err := newEndpoint(o.Transport, service, true, o.Concurrency)
-	if err != nil {
-		return "", err
-	}
-	cfg := yarpc.Config{Name: service, Inbounds: yarpc.Inbounds{e.inbound}, Outbounds: yarpc.Outbounds{}}
 	var policies []retry.PolicyConfig
 	edges := make(map[string]int, len(gn.calls))
 	for _, c := range gn.calls {
 		child := serviceName(m.g.nodes[c.child].name)
-		cfg.Outbounds[child] = transport.Outbounds{Unary: e.outbound(addrs[c.child])}
 		edges[child] = c.edge
 		if gn.retry {
 			policies = append(policies, retry.PolicyConfig{
@@ -117,6 +126,23 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 				Idempotent:     new(true),
 			})
 		}
+	}
+	if kind := o.nodeKind(i); native(kind) {
+		return m.startNative(o, i, kind, n, addrs, edges, policies)
+	}
+	e, err := newEndpoint(o.nodeKind(i), service, true, o.Concurrency)
+	if err != nil {
+		return "", err
+	}
+	cfg := yarpc.Config{Name: service, Inbounds: yarpc.Inbounds{e.inbound}, Outbounds: yarpc.Outbounds{}}
+	for _, c := range gn.calls {
+		child := serviceName(m.g.nodes[c.child].name)
+		out, err := yarpcOutbound(o, e, o.nodeKind(i), o.nodeKind(c.child), service, addrs[c.child])
+		if err != nil {
+			e.abandon()
+			return "", err
+		}
+		cfg.Outbounds[child] = transport.Outbounds{Unary: out}
 	}
 	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges}
 	var hook func(inbound.Storm)
@@ -203,13 +229,31 @@ func (m *mesh) reset() {
 // ownership policies it returns the errown middleware of a node that runs
 // it, to start and stop.
 func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm)) (*errown.Middleware, error) {
+	mw, blind, err := o.policy(n, policies, hook)
+	switch {
+	case err != nil:
+		return nil, err
+	case mw != nil:
+		*cfg = mw.Apply(*cfg)
+	case blind != nil:
+		cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(blind, cfg.OutboundMiddleware.Unary)
+	}
+	return mw, nil
+}
+
+// policy returns o.Policy's middleware for node n, retrying per
+// policies: under the ownership policies, for a node that runs errown,
+// its errown middleware (to start and stop); else, when n retries, the
+// outbound middleware of a retry library blind to claims (retry.New
+// around attemptTimer); else neither.
+func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm)) (*errown.Middleware, middleware.UnaryOutbound, error) {
 	budget := retry.BudgetConfig{Ratio: o.Budget, NoFloor: true, Window: _budgetWindow}
 	if !o.Policy.budgeted() {
 		budget = retry.BudgetConfig{Disabled: true}
 	}
 	switch {
 	case !oneOf(string(o.Policy), policyNames()):
-		return nil, fmt.Errorf("policy: must be one of %v, got %q", policyNames(), o.Policy)
+		return nil, nil, fmt.Errorf("policy: must be one of %v, got %q", policyNames(), o.Policy)
 	case o.Policy.runsErrown() && n.errown:
 		mw, err := errown.New(errown.Config{
 			Mode:         o.Mode,
@@ -218,10 +262,9 @@ func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyC
 			Memory:       o.Memory,
 		}, errown.WithLogger(o.Logger), errown.WithStormHook(hook))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		*cfg = mw.Apply(*cfg)
-		return mw, nil
+		return mw, nil, nil
 	case len(policies) > 0:
 		// Blind to claims, and to errown's rule for per-attempt
 		// timeouts: the attempts are timed out below the retry
@@ -235,12 +278,11 @@ func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyC
 		}
 		r, err := retry.New(retry.Config{ClaimHeader: _blindClaimHeader, Budget: budget, Policies: blind}, retry.WithLogger(o.Logger))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(r, timer, cfg.OutboundMiddleware.Unary)
-		return nil, nil
+		return nil, yarpc.UnaryOutboundMiddleware(r, timer), nil
 	default:
-		return nil, nil
+		return nil, nil, nil
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
-	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -45,9 +44,42 @@ type node struct {
 
 // nodeCall is a node's client for one child.
 type nodeCall struct {
-	client raw.Client
+	client caller
 	times  int
 	soft   bool
+}
+
+// caller calls a node: a raw.Client, or a grpc-go or net/http client
+// (grpcCaller, httpCaller) returning yarpc errors.
+type caller interface {
+	Call(ctx context.Context, procedure string, body []byte, opts ...yarpc.CallOption) ([]byte, error)
+}
+
+// attemptOf returns the attempt number of the request being served: what
+// a grpc-go or net/http node's server read (withAttempt), else the
+// attempt header of the yarpc call, else 1.
+func attemptOf(ctx context.Context) int {
+	if a, ok := ctx.Value(attemptKey{}).(int); ok {
+		return a
+	}
+	if call := yarpc.CallFromContext(ctx); call != nil {
+		if a, ok := ownership.ParseAttempt(call.Header(_attemptHeader)); ok {
+			return a
+		}
+	}
+	return 1
+}
+
+type attemptKey struct{}
+
+// withAttempt returns ctx telling handle the attempt number of its
+// request, read by a grpc-go or net/http server from the header value v.
+func withAttempt(ctx context.Context, v string) context.Context {
+	a, ok := ownership.ParseAttempt(v)
+	if !ok {
+		a = 1
+	}
+	return context.WithValue(ctx, attemptKey{}, a)
 }
 
 // counters are what a node counts.
@@ -122,12 +154,7 @@ func callPath(body string) string {
 // hard edge, if any.
 func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 	n.served.Add(1)
-	attempt := 1
-	if call := yarpc.CallFromContext(ctx); call != nil {
-		if a, ok := ownership.ParseAttempt(call.Header(_attemptHeader)); ok {
-			attempt = a
-		}
-	}
+	attempt := attemptOf(ctx)
 	if attempt > 1 {
 		n.retried.Add(1)
 	}
@@ -241,21 +268,34 @@ var _ middleware.UnaryInbound = (*claimRecorder)(nil)
 
 // Handle implements middleware.UnaryInbound.
 func (r *claimRecorder) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
-	r.inflight.Add(1)
+	ctx, v := r.begin(ctx)
 	defer r.inflight.Add(-1)
-	v := &visit{}
 	w := &claimCapture{ResponseWriter: resw}
-	err := h.Handle(context.WithValue(ctx, visitKey{}, v), req, w)
-	if err != nil {
-		r.n.errors.Add(1)
-		if ownership.ParseClaim(w.claim) == ownership.ClaimUnclaimed {
-			r.n.unclaimed.Add(1)
-			if v.own.Load() {
-				r.n.ownUnclaimed.Add(1)
-			}
+	err := h.Handle(ctx, req, w)
+	r.end(v, err != nil, w.claim)
+	return err
+}
+
+// begin counts a request in flight (end with r.inflight.Add(-1)) and
+// returns ctx with the visit the handler reports to.
+func (r *claimRecorder) begin(ctx context.Context) (context.Context, *visit) {
+	r.inflight.Add(1)
+	v := &visit{}
+	return context.WithValue(ctx, visitKey{}, v), v
+}
+
+// end counts an answered request: failed, with claim.
+func (r *claimRecorder) end(v *visit, failed bool, claim string) {
+	if !failed {
+		return
+	}
+	r.n.errors.Add(1)
+	if ownership.ParseClaim(claim) == ownership.ClaimUnclaimed {
+		r.n.unclaimed.Add(1)
+		if v.own.Load() {
+			r.n.ownUnclaimed.Add(1)
 		}
 	}
-	return err
 }
 
 // claimCapture notes the claim header of the response it writes.
@@ -293,17 +333,25 @@ func (r *retryRecorder) Call(ctx context.Context, req *transport.Request, out tr
 			attempt = a
 		}
 	}
+	trace := r.attempt(ctx, r.edges[req.Service], attempt)
+	res, err := out.Call(ctx, req)
+	trace(res, err)
+	return res, err
+}
+
+// attempt records attempt number attempt on edge e of the call ctx
+// carries, if it is a retry, and returns what to call with the attempt's
+// outcome.
+func (r *retryRecorder) attempt(ctx context.Context, e, attempt int) func(*transport.Response, error) {
 	call, ok := callFromContext(ctx)
 	if ok && attempt > 1 {
-		r.log.record(call.root, call.path, r.edges[req.Service])
+		r.log.record(call.root, call.path, e)
 	}
 	if !ok || !r.tracer.traces(call.root) {
-		return out.Call(ctx, req)
+		return func(*transport.Response, error) {}
 	}
 	start := time.Now()
-	res, err := out.Call(ctx, req)
-	r.tracer.record(r.edges[req.Service], attempt, start, res, err)
-	return res, err
+	return func(res *transport.Response, err error) { r.tracer.record(e, attempt, start, res, err) }
 }
 
 // attemptTimer is the per-attempt timeout of a retry library that knows

@@ -59,11 +59,23 @@ const (
 	TransportHTTP     = "http"
 	TransportGRPC     = "grpc"
 	TransportTChannel = "tchannel"
+	// TransportGRPCGo runs every node as a plain grpc-go server calling
+	// its children through grpc-go ClientConns, errown on them through
+	// package grpcgo.
+	TransportGRPCGo = "grpc-go"
+	// TransportNetHTTP runs every node as a plain net/http server calling
+	// its children through http.Clients, errown on them through package
+	// nethttp.
+	TransportNetHTTP = "nethttp"
+	// TransportMixed cycles the nodes, in the topology's order, through
+	// yarpc over HTTP, grpc-go and net/http: on a chain, yarpc → grpc-go
+	// → net/http → yarpc → ...
+	TransportMixed = "mixed"
 )
 
 // Transports returns every transport Run supports.
 func Transports() []string {
-	return []string{TransportHTTP, TransportGRPC, TransportTChannel}
+	return []string{TransportHTTP, TransportGRPC, TransportTChannel, TransportGRPCGo, TransportNetHTTP, TransportMixed}
 }
 
 // Defaults applied to zero values of Options.
@@ -137,7 +149,9 @@ type Options struct {
 	// Policy is the policy of every hop (-policy). Required.
 	Policy Policy
 	// Transport is the transport of every hop (-transport): "http",
-	// "grpc" or "tchannel". Default "http".
+	// "grpc" or "tchannel" (yarpc dispatchers), "grpc-go" or "nethttp"
+	// (plain grpc-go or net/http services), or "mixed" (see
+	// TransportMixed). Default "http".
 	Transport string
 	// Logger receives stormsim's debug logs (node addresses) and is
 	// handed to the retry and errown middleware. yarpc's own logs, one

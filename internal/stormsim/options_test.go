@@ -186,7 +186,7 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "warmup", give: func(o *Options) { o.Warmup = -1 }, want: []string{"warmup: must be >= 0, got -1"}},
 		{name: "unknown edges", give: func(o *Options) { o.UnknownEdges = "maybe" }, want: []string{`unknown-edges: must be correlated or coincidental, got "maybe"`}},
 		{name: "memory", give: func(o *Options) { o.Memory.MinSamples = -1 }, want: []string{"memory.minSamples: must be at least 1, got -1"}},
-		{name: "transport", give: func(o *Options) { o.Transport = "udp" }, want: []string{`transport: must be one of http, grpc, tchannel, got "udp"`}},
+		{name: "transport", give: func(o *Options) { o.Transport = "udp" }, want: []string{`transport: must be one of http, grpc, tchannel, grpc-go, nethttp, mixed, got "udp"`}},
 		{
 			name: "every problem at once",
 			give: func(o *Options) { o.Depth, o.Attempts, o.Requests = 2, 0, 0 },

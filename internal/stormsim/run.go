@@ -13,7 +13,6 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
-	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -255,7 +254,7 @@ func (o outcomes) err() error {
 // driver sends root requests.
 type driver struct {
 	o      Options
-	client raw.Client
+	client caller
 	// codes are the codes of the nodes' failures: any other is unexpected.
 	codes map[yarpcerrors.Code]bool
 	// mustFail: every root request must fail.

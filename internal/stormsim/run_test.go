@@ -56,6 +56,17 @@ func TestRun(t *testing.T) {
 		{give: runChain(PolicyNaive, TransportTChannel), want: []float64{1, 2, 4, 4, 4}},
 		{give: runChain(PolicyBudget, TransportTChannel), want: []float64{1, 1.1, 1.21, 1.21, 1.21}},
 		{give: runChain(PolicyOwnership, TransportTChannel), want: []float64{1, 1, 1.1, 1.1, 1.1}},
+		{give: runChain(PolicyNaive, TransportGRPCGo), want: []float64{1, 2, 4, 4, 4}},
+		{give: runChain(PolicyBudget, TransportGRPCGo), want: []float64{1, 1.1, 1.21, 1.21, 1.21}},
+		{give: runChain(PolicyOwnership, TransportGRPCGo), want: []float64{1, 1, 1.1, 1.1, 1.1}},
+		{give: runChain(PolicyNaive, TransportNetHTTP), want: []float64{1, 2, 4, 4, 4}},
+		{give: runChain(PolicyBudget, TransportNetHTTP), want: []float64{1, 1.1, 1.21, 1.21, 1.21}},
+		{give: runChain(PolicyOwnership, TransportNetHTTP), want: []float64{1, 1, 1.1, 1.1, 1.1}},
+		// yarpc over HTTP → grpc-go → net/http → yarpc → grpc-go: every
+		// pair of kinds on an edge, C (net/http) failing.
+		{give: runChain(PolicyNaive, TransportMixed), want: []float64{1, 2, 4, 4, 4}},
+		{give: runChain(PolicyBudget, TransportMixed), want: []float64{1, 1.1, 1.21, 1.21, 1.21}},
+		{give: runChain(PolicyOwnership, TransportMixed), want: []float64{1, 1, 1.1, 1.1, 1.1}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.give.Policy)+"/"+tt.give.Transport, func(t *testing.T) {

@@ -37,7 +37,8 @@ type Scenario struct {
 // ScenarioOptions configure Scenario.Run. Zero values take Options'
 // defaults and each scenario's own sizes.
 type ScenarioOptions struct {
-	// Transport is the transport of every hop. Default "http".
+	// Transport is the transport of every hop (Options.Transport).
+	// Default "http".
 	Transport string
 	// Concurrency is the root requests kept in flight. Default: the
 	// scenario's own (DefaultConcurrency unless it says otherwise).

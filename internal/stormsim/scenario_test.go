@@ -112,3 +112,47 @@ func TestTopologyScenario(t *testing.T) {
 	assert.Equal(t, 30, rep.Runs[1].Result.Requests)
 	assert.Zero(t, rep.Failed())
 }
+
+// TestScenariosSmallNative runs the scenarios at the size of their tests
+// on meshes of plain grpc-go and net/http services, errown on them through
+// packages grpcgo and nethttp, and on the mixed mesh (yarpc over HTTP →
+// grpc-go → net/http → ...): every headline figure within its stated
+// tolerance, as on yarpc. The chain runs on all three; every other
+// scenario on one of grpc-go and net/http, to keep the test short (all of
+// them on both take twice as long; `go run ./cmd/stormsim -transport
+// grpc-go -scenario all` runs them at full size).
+func TestScenariosSmallNative(t *testing.T) {
+	on := map[string][]string{
+		TransportGRPCGo:  {"chain", "availability", "coincidental", "deep", "no-retry-below"},
+		TransportNetHTTP: {"chain", "context-drop", "mixed", "fanout", "overload"},
+		TransportMixed:   {"chain"},
+	}
+	covered := make(map[string]bool)
+	for _, tr := range []string{TransportGRPCGo, TransportNetHTTP, TransportMixed} {
+		for _, name := range on[tr] {
+			covered[name] = true
+			s, ok := LookupScenario(name)
+			require.True(t, ok, name)
+			t.Run(tr+"/"+name, func(t *testing.T) {
+				rep, err := s.Run(context.Background(), ScenarioOptions{Small: true, Seed: 1, Transport: tr})
+				require.NoError(t, err)
+				for _, f := range rep.Figures {
+					assert.True(t, f.Pass, "%s: %s %v, want %s %v ± %v (%s)", f.Name, f.Source, f.Value, f.Check, f.Reference, f.Tolerance, f.Basis)
+				}
+				for _, run := range rep.Runs {
+					if run.Result == nil {
+						continue
+					}
+					assert.Equal(t, tr, run.Result.Transport)
+					for i, ok := range run.LoadPasses() {
+						assert.True(t, ok, "%s: node %s: measured %v, reference %v", run.Label, run.Expected.Nodes[i].Name, run.Loads()[i], run.LoadReferences()[i])
+					}
+				}
+				assert.Zero(t, rep.Failed())
+			})
+		}
+	}
+	for _, name := range ScenarioNames() {
+		assert.True(t, covered[name], "scenario %s runs on a grpc-go or net/http mesh", name)
+	}
+}
