@@ -38,6 +38,10 @@ type writer struct {
 	committed bool // the response went to w
 	hijacked  bool
 
+	// resw is errown's ResponseWriter while the handler runs, by which
+	// an early commit drops errown's own headers the handler set.
+	resw transport.ResponseWriter
+
 	treq transport.Request // what errown's inbound middleware sees
 	rpc  rpcWriter
 }
@@ -59,6 +63,8 @@ func newWriter(w http.ResponseWriter, r *http.Request, next http.Handler, max in
 // calls it with the request's context and its own ResponseWriter, resw,
 // which wraps rw.rpc.
 func (rw *writer) Handle(ctx context.Context, _ *transport.Request, resw transport.ResponseWriter) error {
+	rw.resw = resw
+	defer func() { rw.resw = nil }()
 	rw.next.ServeHTTP(rw, rw.req.WithContext(ctx))
 	if rw.hijacked {
 		return nil
@@ -208,7 +214,13 @@ func (rw *writer) Unwrap() http.ResponseWriter {
 // commit writes the held-back status, headers and body to w. final says
 // errown has decided: its headers join the response.
 func (rw *writer) commit(final bool) error {
+	if !final && rw.resw != nil {
+		// Early, without errown's claim: nor may the handler's copies of
+		// errown's headers (a callee's claim it forwarded) go out.
+		rw.dropOwnHeaders(rw.resw)
+	}
 	rw.committed = true
+	rw.status = rw.finalStatus() // what went out: a later WriteHeader changes nothing
 	dst := rw.w.Header()
 	var trailers http.Header
 	if rw.snap != nil {
