@@ -2,6 +2,7 @@ package stormsim
 
 import (
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/errown/errown/inbound"
@@ -192,4 +193,15 @@ func unknownFigure(label string, run *RunReport, basis string) Figure {
 		failed = float64(run.Result.Failed)
 	}
 	return measure("root requests with unknown telemetry, "+label, *run, telemetryUnknown).within(failed, 0, basis)
+}
+
+// shown returns figs with their prevented figures shown, not judged:
+// where the sample cannot hold an estimate to a tolerance.
+func shown(figs ...Figure) []Figure {
+	for i, f := range figs {
+		if strings.HasPrefix(f.Name, "prevented per root request") {
+			figs[i].Check = CheckNone
+		}
+	}
+	return figs
 }
