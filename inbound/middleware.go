@@ -45,7 +45,6 @@ type Middleware struct {
 	claimedNoRetry   transport.Headers
 	unclaimedNoRetry transport.Headers
 	unknownStorm     transport.Headers
-	oneStorm         transport.Headers
 	quietStorms      []transport.Headers // by requests served; see quietStormHeaders
 	storms           *storms
 	orphans          *egresslog.Orphans
@@ -104,7 +103,6 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		storms:            newStorms(o.scope, cfg.MaxRootProcedures, o.stormHook),
 		orphans:           orphans,
 		unknownStorm:      transport.NewHeaders().With(cfg.StormHeader, ownership.StormUnknownValue),
-		oneStorm:          transport.NewHeaders().With(cfg.StormHeader, ownership.One.HeaderValue()),
 		quietStorms:       quietStormHeaders(cfg.StormHeader),
 		claimed:           headers(ownership.ClaimClaimed, false),
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),
@@ -169,7 +167,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	if class == ownership.ClassFailure && log.CallerFault() {
 		class = ownership.ClassAnswer
 	}
-	storm, known := m.storm(log, counts)
+	storm, known := log.StormTotal(counts.NotFailed)
 	if known && (m.orphans.Since(orphans) || log.CallsUnderWay()) {
 		// A call made with a fresh context that failed or retried may
 		// be this request's; a call still under way is not counted yet.
@@ -211,11 +209,6 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		}
 	}
 	return err
-}
-
-// storm returns the request's Storm: its own request and its calls'.
-func (m *Middleware) storm(log *reqlog.Log, counts egresslog.Counts) (ownership.Storm, bool) {
-	return log.StormTotal(counts.NotFailed)
 }
 
 // Storms returns the latest root requests that met a storm below (a retry

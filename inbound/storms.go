@@ -158,15 +158,16 @@ func (s *storms) list() []Storm {
 	return out
 }
 
-// _quietStorms are the storm headers of a success whose subtree served n
-// requests (index n) with no retry, prevented nothing and knew all of it:
-// the common answer of a service that calls others, sent without an
+// _quietStorms bounds the storm headers built at start, those of a
+// subtree that served n requests (index n, ownership.One at 1) with no
+// retry, prevented nothing and knew all of it: a leaf's error, and the
+// common success of a service that calls others, sent without an
 // allocation.
 const _quietStorms = 64
 
 func quietStormHeaders(name string) []transport.Headers {
 	hs := make([]transport.Headers, _quietStorms+1)
-	for n := 2; n <= _quietStorms; n++ {
+	for n := 1; n <= _quietStorms; n++ {
 		hs[n] = transport.NewHeaders().With(name, ownership.Storm{Served: uint64(n), Blind: uint64(n)}.HeaderValue())
 	}
 	return hs
@@ -177,8 +178,6 @@ func (m *Middleware) stormHeaders(s ownership.Storm, known bool) transport.Heade
 	switch {
 	case !known:
 		return m.unknownStorm
-	case s == ownership.One:
-		return m.oneStorm
 	case s.Served == s.Blind && s.Retries == 0 && s.BlindRadius == 0 && s.Served <= _quietStorms:
 		return m.quietStorms[s.Served]
 	default:

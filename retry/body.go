@@ -122,33 +122,6 @@ type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
-// cancelBody is a response body whose Close also cancels the context of
-// the attempt that produced it: the transport may still be streaming the
-// body under that context after Call has returned.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
-}
-
-// releaseWith ties cancel to res: on Close of its body, or at once when
-// there is no body to read.
-func releaseWith(res *transport.Response, cancel context.CancelFunc) {
-	if cancel == nil {
-		return
-	}
-	if res == nil || res.Body == nil {
-		cancel()
-		return
-	}
-	res.Body = &cancelBody{ReadCloser: res.Body, cancel: cancel}
-}
-
 // discard closes the body of a response that will not be returned and
 // cancels its attempt's context.
 func discard(res *transport.Response, cancel context.CancelFunc) {

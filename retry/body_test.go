@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/errown/errown/internal/release"
 	"io"
 	"maps"
 	"slices"
@@ -177,7 +178,7 @@ func TestReleaseWith(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 
-			releaseWith(tt.give, cancel)
+			release.With(tt.give, cancel)
 			if got := ctx.Err() != nil; got != tt.wantAtOnce {
 				t.Errorf("cancelled at once = %v, want %v", got, tt.wantAtOnce)
 			}
@@ -200,27 +201,12 @@ func TestReleaseWithoutCancel(t *testing.T) {
 	body := io.NopCloser(strings.NewReader("x"))
 	res := &transport.Response{Body: body}
 
-	releaseWith(res, nil)
+	release.With(res, nil)
 
 	if res.Body != body {
 		t.Errorf("body = %v, want it untouched without a cancel func", res.Body)
 	}
 }
-
-func TestCancelBodyPassesCloseError(t *testing.T) {
-	errClose := errors.New("close broke")
-	cancelled := false
-	b := &cancelBody{ReadCloser: closeFunc(func() error { return errClose }), cancel: func() { cancelled = true }}
-
-	if err := b.Close(); !errors.Is(err, errClose) || !cancelled {
-		t.Errorf("Close = %v (cancelled %v), want %v and cancelled", err, cancelled, errClose)
-	}
-}
-
-type closeFunc func() error
-
-func (f closeFunc) Read([]byte) (int, error) { return 0, io.EOF }
-func (f closeFunc) Close() error             { return f() }
 
 func TestDiscard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

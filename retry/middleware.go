@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"github.com/errown/errown/internal/release"
 	"time"
 
 	"github.com/errown/errown/internal/reqlog"
@@ -122,7 +123,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		}
 		actx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
 		res, err := out.Call(actx, req)
-		releaseWith(res, cancel)
+		release.With(res, cancel)
 		return res, err
 	}
 	return m.callWithRetries(ctx, req, out, c, p, state)
@@ -160,12 +161,12 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		code, class := ownership.CallResult(res, err, m.codeHeader)
 		state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
 		if class != ownership.ClassFailure {
-			releaseWith(res, cancel)
+			release.With(res, cancel)
 			return res, err
 		}
 		wait, ok := m.retryAfter(ctx, req, c, p, res, code, n, body.replayable(), state)
 		if !ok || m.sleep(ctx, wait) != nil {
-			releaseWith(res, cancel)
+			release.With(res, cancel)
 			return res, err
 		}
 		discard(res, cancel)

@@ -2,8 +2,8 @@ package stormsim
 
 import (
 	"context"
+	"github.com/errown/errown/internal/release"
 	"hash/fnv"
-	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -374,25 +374,6 @@ func (a *attemptTimer) Call(ctx context.Context, req *transport.Request, out tra
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	res, err := out.Call(actx, req)
-	if res == nil || res.Body == nil {
-		cancel()
-		return res, err
-	}
-	// The body is read after the call returns: release the attempt's
-	// context when it is closed.
-	res.Body = &cancelBody{ReadCloser: res.Body, cancel: cancel}
+	release.With(res, cancel) // the body is read after the call returns
 	return res, err
-}
-
-// cancelBody cancels a context when closed.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-// Close implements io.Closer.
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
