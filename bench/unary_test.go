@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/retry"
@@ -147,4 +149,67 @@ func BenchmarkUnaryOverhead(b *testing.B) {
 			cpu.stop()
 		})
 	}
+}
+
+// BenchmarkUnaryOverheadPaired is UnaryOverhead's two chains in one
+// process, taking turns in rounds of _pairedRound requests (bare, errown,
+// errown, bare per op), so that what drifts on a shared machine (other
+// tenants, the CPU's clock, the heap) touches both alike. It reports each
+// chain's ns per request over all rounds and errown's extra cost as a
+// share of bare's (extra/bare-%), the median over the ops of each op's
+// own share: read it with -benchtime Nx, N of 20 or more.
+func BenchmarkUnaryOverheadPaired(b *testing.B) {
+	const round = 20000
+	cfg := benchConfig(_callee)
+	chains := [2]transport.UnaryHandler{unaryChain(b, nil, memOutbound{}), unaryChain(b, &cfg, memOutbound{})}
+	req := &transport.Request{
+		Caller:    _caller,
+		Service:   _service,
+		Procedure: _procedure,
+		Encoding:  "raw",
+		Transport: "http",
+		Headers:   transport.NewHeaders(),
+	}
+	ctx := context.Background()
+	run := func(h transport.UnaryHandler) time.Duration {
+		start := time.Now()
+		for range round {
+			if err := h.Handle(ctx, req, nopResponseWriter{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	for _, h := range chains { // warm both up: pools, maps, the heap
+		run(h)
+	}
+	var (
+		total  [2]time.Duration
+		shares []float64
+	)
+	b.ResetTimer()
+	for range b.N {
+		var op [2]time.Duration
+		for _, k := range [...]int{0, 1, 1, 0} {
+			d := run(chains[k])
+			op[k] += d
+			total[k] += d
+		}
+		shares = append(shares, 100*float64(op[1]-op[0])/float64(op[0]))
+	}
+	b.StopTimer()
+	n := float64(2 * round * b.N)
+	b.ReportMetric(float64(total[0].Nanoseconds())/n, "bare-ns/req")
+	b.ReportMetric(float64(total[1].Nanoseconds())/n, "errown-ns/req")
+	b.ReportMetric(median(shares), "extra/bare-%")
+}
+
+// median returns the median of xs, which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }

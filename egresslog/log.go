@@ -134,6 +134,24 @@ func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 	return dst, l.final
 }
 
+// CloseQuiet closes the log, as Close does, when it keeps no failed call,
+// and returns its final Counts and true. A log that keeps some is left
+// open, and CloseQuiet returns false: Close it with room for them.
+func (l *Log) CloseQuiet() (Counts, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return l.final, len(l.failures) == 0
+	}
+	if len(l.failures) > 0 {
+		return Counts{}, false
+	}
+	l.closed = true
+	l.final = l.countsLocked(l.notFailed.Or(_closed))
+	l.release()
+	return l.final, true
+}
+
 // Counts returns how many calls the log has taken. Once the log is closed
 // it is final: calls that arrive late are not counted.
 func (l *Log) Counts() Counts {

@@ -307,3 +307,29 @@ func TestLogLast(t *testing.T) {
 	_, ok = l.Last(a)
 	assert.False(t, ok, "a closed log keeps nothing")
 }
+
+// CloseQuiet closes a log without failures and leaves one with failures
+// open, so that Close still hands them over.
+func TestCloseQuiet(t *testing.T) {
+	var quiet Log
+	require.True(t, quiet.Append(ok(1)))
+	require.True(t, quiet.Append(ok(2)))
+	counts, closed := quiet.CloseQuiet()
+	require.True(t, closed)
+	assert.Equal(t, Counts{NotFailed: 2}, counts)
+	assert.False(t, quiet.Append(ok(3)), "closed: a late call is refused")
+	assert.False(t, quiet.Append(entry(3)), "closed: a late failure is refused")
+	counts, closed = quiet.CloseQuiet()
+	assert.True(t, closed, "again: still closed, still quiet")
+	assert.Equal(t, Counts{NotFailed: 2}, counts)
+
+	var failing Log
+	require.True(t, failing.Append(ok(1)))
+	require.True(t, failing.Append(entry(2)))
+	_, closed = failing.CloseQuiet()
+	require.False(t, closed, "a log with a failure stays open")
+	assert.True(t, failing.Append(entry(3)), "still open")
+	got, counts := failing.CloseCounts(nil)
+	assert.Equal(t, []Entry{entry(2), entry(3)}, got)
+	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, counts)
+}

@@ -131,8 +131,14 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	if n > 1 {
 		m.retriedCount.Inc(1)
 	}
-	lctx, log := m.logs.OpenContext(ctx, req.Procedure)
-	if log == nil {
+	var r *tracked
+	if !m.logs.Full() {
+		r = &tracked{Node: reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: req.Procedure}}}
+		if !m.logs.Insert(&r.Log) {
+			r = nil
+		}
+	}
+	if r == nil {
 		m.untrackedCount.Inc(1)
 		// Untracked, its figures are unknown: say so, on a success too,
 		// and have its calls tell their callees that they are not roots.
@@ -140,21 +146,28 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		resw.AddHeaders(m.unknownStorm)
 		return err
 	}
+	log := &r.Log
 	orphans := m.orphans.Mark()
-	rw := getWriter(m, resw)
+	rw := &r.w
+	rw.ResponseWriter, rw.m = resw, m
 	// Deferred so the log is closed and goes also when the handler
 	// panics: yarpc recovers the panic further out, exactly as without
 	// errown, and a call the handler left running is then counted late.
 	closed := false
-	defer m.finish(log, rw, &closed)
+	defer m.finish(log, &closed)
 
-	err := h.Handle(lctx, req, rw)
+	err := h.Handle(&r.Node, req, rw)
 
 	// The egress log keeps only the failed calls, up to
 	// egresslog.MaxFailures, and counts the failures past the bound:
-	// only a log that kept that many can have any.
-	var buf [_stackFailures]egresslog.Entry
-	entries, counts := log.Egress.CloseCounts(buf[:0])
+	// only a log that kept that many can have any. A log without
+	// failures closes without copying any (the common case).
+	var entries []egresslog.Entry
+	counts, quiet := log.Egress.CloseQuiet()
+	if !quiet {
+		var buf [_stackFailures]egresslog.Entry
+		entries, counts = log.Egress.CloseCounts(buf[:0])
+	}
 	closed = true
 	if counts.Overflow > 0 {
 		m.overflowCount.Inc(int64(counts.Overflow))
@@ -255,12 +268,11 @@ func (m *Middleware) ownHeader(k string) bool {
 
 // finish closes the request's egress log, unless Handle already did (the
 // handler did not panic), and removes the log from the map.
-func (m *Middleware) finish(log *reqlog.Log, rw *writer, closed *bool) {
+func (m *Middleware) finish(log *reqlog.Log, closed *bool) {
 	if !*closed {
 		log.Egress.Close(nil)
 	}
 	m.logs.Remove(log)
-	putWriter(rw)
 }
 
 // decide claims or unclaims the error with code (of class) a request for

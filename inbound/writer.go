@@ -1,8 +1,7 @@
 package inbound
 
 import (
-	"sync"
-
+	"github.com/errown/errown/internal/reqlog"
 	"go.uber.org/yarpc/api/transport"
 )
 
@@ -26,17 +25,11 @@ var (
 	_ transport.ApplicationErrorMetaSetter = (*writer)(nil)
 )
 
-var _writers = sync.Pool{New: func() any { return new(writer) }}
-
-func getWriter(m *Middleware, w transport.ResponseWriter) *writer {
-	rw := _writers.Get().(*writer)
-	rw.ResponseWriter, rw.m = w, m
-	return rw
-}
-
-func putWriter(rw *writer) {
-	*rw = writer{}
-	_writers.Put(rw)
+// tracked is what a tracked request holds, in one allocation: the context
+// node that carries its Log, and the writer its handler writes to.
+type tracked struct {
+	reqlog.Node
+	w writer
 }
 
 // AddHeaders passes h on without errown's own headers.

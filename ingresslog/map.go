@@ -128,6 +128,21 @@ func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Contex
 	return c, &c.Log
 }
 
+// Full reports whether the Map was full a moment ago: a caller that
+// allocates its Log itself (see Insert) asks first, and allocates nothing
+// for a request the Map would refuse.
+func (m *Map) Full() bool { return m.isFull() }
+
+// Insert stores l, a fresh Log the caller allocated (in a larger struct of
+// its own, with what else the request needs), under a new ID, as Open
+// does. It reports false when it finds every shard full.
+func (m *Map) Insert(l *reqlog.Log) bool {
+	if m.isFull() {
+		return false
+	}
+	return m.insert(l)
+}
+
 // insert gives l a new ID and stores it in a shard with room. It reports
 // false when every shard is full.
 //

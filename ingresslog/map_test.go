@@ -372,3 +372,23 @@ func TestRemoveForeignLog(t *testing.T) {
 	assert.Equal(t, 1, m.Len(), "only the Log the map holds is removed")
 	assert.Same(t, mine, m.Get(mine.ID))
 }
+
+// Insert takes a Log its caller allocated, to the same bound as Open, and
+// Full says so before the caller allocates.
+func TestInsertFull(t *testing.T) {
+	m := newMap(t, Config{Shards: 2, MaxInFlight: 2})
+	a, b, c := &reqlog.Log{Procedure: "a"}, &reqlog.Log{Procedure: "b"}, &reqlog.Log{Procedure: "c"}
+	assert.False(t, m.Full())
+	require.True(t, m.Insert(a))
+	require.True(t, m.Insert(b))
+	assert.NotEqual(t, a.ID, b.ID, "IDs are unique")
+	assert.Same(t, a, m.Get(a.ID))
+	assert.True(t, m.Full())
+	assert.False(t, m.Insert(c), "over the bound")
+	assert.Nil(t, m.Open("d"), "Open shares the bound")
+	m.Remove(a)
+	assert.False(t, m.Full())
+	assert.True(t, m.Insert(c), "room again after a removal")
+	assert.Same(t, c, m.Get(c.ID))
+	assert.Equal(t, 2, m.Len())
+}

@@ -88,7 +88,11 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
 		Attempts: max(state.Attempts, 1),
 	}
-	e.Code, e.Class = ownership.CallResult(res, err, m.codeHeader)
+	if state.Classified {
+		e.Code, e.Class = state.Code, state.Class
+	} else {
+		e.Code, e.Class = ownership.CallResult(res, err, m.codeHeader)
+	}
 	if e.Class != ownership.ClassOK {
 		// The handler cancelled the call itself (not a deadline): it
 		// gave up on it, so its failure cannot explain the handler's.

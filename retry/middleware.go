@@ -159,6 +159,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		state.Attempts = n
 		res, err := out.Call(actx, attempt)
 		code, class := ownership.CallResult(res, err, m.codeHeader)
+		state.Code, state.Class, state.Classified = code, class, true
 		state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
 		if class != ownership.ClassFailure {
 			release.With(res, cancel)

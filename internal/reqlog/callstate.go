@@ -5,6 +5,7 @@ import (
 
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // CallState is how the retry middleware tells the egress middleware around
@@ -22,6 +23,12 @@ type CallState struct {
 	// Storm folds the Storms of the call's attempts, when the retry
 	// middleware made them; the egress middleware folds a single attempt.
 	Storm ownership.StormCall
+	// Code and Class are the last attempt's, as ownership.CallResult
+	// gives them, when Classified: the retry middleware classified it,
+	// and the egress middleware need not again.
+	Code       yarpcerrors.Code
+	Class      ownership.Class
+	Classified bool
 }
 
 type callStateKey struct{}
