@@ -152,26 +152,29 @@ func BenchmarkHTTPChain(b *testing.B) {
 	}
 }
 
-// BenchmarkHTTPChainPaired compares the bare and the errown chain in one
-// process, taking turns in short phases (bare, errown, errown, bare per
-// op), so that what drifts on a shared machine (other tenants, CPU clock,
-// the heap) touches both alike. It reports each chain's throughput and
-// CPU per request over all phases, and errown's throughput as a share of
-// bare's (errown/bare-%). Each op is four phases of 250ms: run it with
-// -benchtime Nx.
+// BenchmarkHTTPChainPaired compares the bare, the nop-middleware and the
+// errown chain in one process, taking turns in short phases (bare, nop,
+// errown, errown, nop, bare per op), so that what drifts on a shared
+// machine (other tenants, CPU clock, the heap) touches all alike. It
+// reports each chain's throughput and CPU per request over all phases,
+// and errown's and nop-middleware's throughput as a share of bare's
+// (errown/bare-%, nop/bare-%): nop-middleware is the control, what any
+// unary middleware costs on this chain. Each op is six phases of 250ms:
+// run it with -benchtime Nx.
 func BenchmarkHTTPChainPaired(b *testing.B) {
 	const phase = 250 * time.Millisecond
-	chains := [2]*httpChain{newHTTPChain(b, _bare), newHTTPChain(b, _errown)}
-	defer chains[1].stop(b)
-	defer chains[0].stop(b)
+	chains := [3]*httpChain{newHTTPChain(b, _bare), newHTTPChain(b, _nop), newHTTPChain(b, _errown)}
+	for i := len(chains) - 1; i >= 0; i-- {
+		defer chains[i].stop(b)
+	}
 	var (
-		reqs [2]int64
-		wall [2]time.Duration
-		cpu  [2]time.Duration
+		reqs [3]int64
+		wall [3]time.Duration
+		cpu  [3]time.Duration
 	)
 	b.ResetTimer()
 	for range b.N {
-		for _, k := range [...]int{0, 1, 1, 0} {
+		for _, k := range [...]int{0, 1, 2, 2, 1, 0} {
 			n, w, c := runPhase(b, chains[k], phase)
 			reqs[k] += n
 			wall[k] += w
@@ -179,15 +182,18 @@ func BenchmarkHTTPChainPaired(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if reqs[0] == 0 || reqs[1] == 0 {
-		b.Fatalf("no requests completed: bare %d, errown %d", reqs[0], reqs[1])
+	if reqs[0] == 0 || reqs[1] == 0 || reqs[2] == 0 {
+		b.Fatalf("no requests completed: bare %d, nop %d, errown %d", reqs[0], reqs[1], reqs[2])
 	}
 	tput := func(k int) float64 { return float64(reqs[k]) / wall[k].Seconds() }
 	b.ReportMetric(tput(0), "bare-req/s")
-	b.ReportMetric(tput(1), "errown-req/s")
-	b.ReportMetric(100*tput(1)/tput(0), "errown/bare-%")
+	b.ReportMetric(tput(1), "nop-req/s")
+	b.ReportMetric(tput(2), "errown-req/s")
+	b.ReportMetric(100*tput(2)/tput(0), "errown/bare-%")
+	b.ReportMetric(100*tput(1)/tput(0), "nop/bare-%")
 	b.ReportMetric(float64(cpu[0])/float64(reqs[0]), "bare-cpu-ns/req")
-	b.ReportMetric(float64(cpu[1])/float64(reqs[1]), "errown-cpu-ns/req")
+	b.ReportMetric(float64(cpu[1])/float64(reqs[1]), "nop-cpu-ns/req")
+	b.ReportMetric(float64(cpu[2])/float64(reqs[2]), "errown-cpu-ns/req")
 }
 
 // runPhase sends requests through c from 8 clients for d, as

@@ -180,6 +180,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	if class == ownership.ClassFailure && log.CallerFault() {
 		class = ownership.ClassAnswer
 	}
+	var now time.Time // read once, when a failure or a storm is recorded
 	storm, known := log.StormTotal(counts.NotFailed)
 	if known && (m.orphans.Since(orphans) || log.CallsUnderWay()) {
 		// A call made with a fresh context that failed or retried may
@@ -187,7 +188,8 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		known = false
 	}
 	if class != ownership.ClassOK {
-		claim := m.decide(req.Procedure, code, class, entries, counts)
+		now = m.now() // one reading for the decision and the storm
+		claim := m.decide(now, req.Procedure, code, class, entries, counts)
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
 		resw.AddHeaders(m.stormHeaders(storm, known))
 		if err == nil && appCode != nil {
@@ -207,7 +209,10 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		resw.AddHeaders(m.stormHeaders(storm, known))
 	}
 	if !marked && stormy(storm, known) {
-		m.storms.record(newStorm(m.now(), req.Procedure, storm, known, class == ownership.ClassFailure))
+		if now.IsZero() {
+			now = m.now()
+		}
+		m.storms.record(newStorm(now, req.Procedure, storm, known, class == ownership.ClassFailure))
 	}
 	if m.observer != nil {
 		// Only a failure of this service's own counts as the caller
@@ -277,8 +282,9 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool) {
 
 // decide claims or unclaims the error with code (of class) a request for
 // procedure ended in, counts the decision and keeps it for Decisions.
-// entries are the failed calls the egress log kept, counts what it took.
-func (m *Middleware) decide(procedure string, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry, counts egresslog.Counts) ownership.Claim {
+// entries are the failed calls the egress log kept, counts what it took;
+// now is when it is recorded.
+func (m *Middleware) decide(now time.Time, procedure string, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry, counts egresslog.Counts) ownership.Claim {
 	var buf [_stackFailures]ownership.Failure
 	failures := buf[:0]
 	for _, e := range entries {
@@ -317,7 +323,7 @@ func (m *Middleware) decide(procedure string, code yarpcerrors.Code, class owner
 		}
 	}
 	m.recent.add(record{
-		time:        m.now(),
+		time:        now,
 		procedure:   procedure,
 		reason:      reason,
 		failedCalls: len(entries) + counts.Overflow,
