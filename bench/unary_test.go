@@ -152,7 +152,7 @@ func BenchmarkUnaryOverhead(b *testing.B) {
 }
 
 // BenchmarkUnaryOverheadPaired is UnaryOverhead's chains in one process,
-// taking turns in rounds of 20000 requests (bare, floor, errown, errown,
+// taking turns in rounds of _pairedRound requests (bare, floor, errown, errown,
 // floor, bare per op), so that what drifts on a shared machine (other
 // tenants, the CPU's clock, the heap) touches all alike. floor is the
 // control: bare with a middleware that does nothing but what errown's
@@ -164,14 +164,42 @@ func BenchmarkUnaryOverhead(b *testing.B) {
 // bare's (extra/bare-%, floor/bare-%). Run it with -benchtime Nx, N of
 // 20 or more.
 func BenchmarkUnaryOverheadPaired(b *testing.B) {
-	const round = 20000
 	cfg := benchConfig(_callee)
-	callee := callingHandler{out: memOutbound{}}
-	chains := [3]transport.UnaryHandler{
-		unaryChain(b, nil, memOutbound{}),
-		middleware.ApplyUnaryInbound(callee, floorMiddleware{}),
-		unaryChain(b, &cfg, memOutbound{}),
-	}
+	p := runPaired(b, []pairedChain{
+		{h: unaryChain(b, nil, memOutbound{})},
+		{h: middleware.ApplyUnaryInbound(callingHandler{out: memOutbound{}}, floorMiddleware{})},
+		{h: unaryChain(b, &cfg, memOutbound{})},
+	})
+	b.ReportMetric(p.nsPerReq(0), "bare-ns/req")
+	b.ReportMetric(p.nsPerReq(1), "floor-ns/req")
+	b.ReportMetric(p.nsPerReq(2), "errown-ns/req")
+	b.ReportMetric(p.medianOf(func(op []time.Duration) float64 { return 100 * float64(op[2]-op[0]) / float64(op[0]) }), "extra/bare-%")
+	b.ReportMetric(p.medianOf(func(op []time.Duration) float64 { return 100 * float64(op[1]-op[0]) / float64(op[0]) }), "floor/bare-%")
+}
+
+// _pairedRound is how many requests a chain serves in one turn of a
+// paired benchmark: long enough for the clock, short enough that a few
+// hundred milliseconds of a busy neighbour land on every chain alike.
+const _pairedRound = 20000
+
+// pairedChain is one chain of a paired benchmark, and what each of its
+// requests must return (nil for success).
+type pairedChain struct {
+	h    transport.UnaryHandler
+	want func(error) bool
+}
+
+// paired is what runPaired measured: per op, each chain's time for its
+// two turns.
+type paired struct {
+	ops   [][]time.Duration
+	total []time.Duration
+}
+
+// runPaired runs b.N ops, each op a turn of every chain in order and then
+// in reverse order (ABCCBA), _pairedRound sequential requests a turn, after
+// one warm-up turn each.
+func runPaired(b *testing.B, chains []pairedChain) paired {
 	req := &transport.Request{
 		Caller:    _caller,
 		Service:   _service,
@@ -181,40 +209,53 @@ func BenchmarkUnaryOverheadPaired(b *testing.B) {
 		Headers:   transport.NewHeaders(),
 	}
 	ctx := context.Background()
-	run := func(h transport.UnaryHandler) time.Duration {
+	run := func(c pairedChain) time.Duration {
 		start := time.Now()
-		for range round {
-			if err := h.Handle(ctx, req, nopResponseWriter{}); err != nil {
-				b.Fatal(err)
+		for range _pairedRound {
+			err := c.h.Handle(ctx, req, nopResponseWriter{})
+			if (c.want == nil && err != nil) || (c.want != nil && !c.want(err)) {
+				b.Fatalf("unexpected result: %v", err)
 			}
 		}
 		return time.Since(start)
 	}
-	for _, h := range chains { // warm all up: pools, maps, the heap
-		run(h)
+	for _, c := range chains { // warm all up: pools, maps, the heap
+		run(c)
 	}
-	var (
-		total         [3]time.Duration
-		extra, floors []float64
-	)
+	order := make([]int, 0, 2*len(chains))
+	for k := range chains {
+		order = append(order, k)
+	}
+	for k := len(chains) - 1; k >= 0; k-- {
+		order = append(order, k)
+	}
+	p := paired{total: make([]time.Duration, len(chains))}
 	b.ResetTimer()
 	for range b.N {
-		var op [3]time.Duration
-		for _, k := range [...]int{0, 1, 2, 2, 1, 0} {
+		op := make([]time.Duration, len(chains))
+		for _, k := range order {
 			d := run(chains[k])
 			op[k] += d
-			total[k] += d
+			p.total[k] += d
 		}
-		extra = append(extra, 100*float64(op[2]-op[0])/float64(op[0]))
-		floors = append(floors, 100*float64(op[1]-op[0])/float64(op[0]))
+		p.ops = append(p.ops, op)
 	}
 	b.StopTimer()
-	n := float64(2 * round * b.N)
-	b.ReportMetric(float64(total[0].Nanoseconds())/n, "bare-ns/req")
-	b.ReportMetric(float64(total[1].Nanoseconds())/n, "floor-ns/req")
-	b.ReportMetric(float64(total[2].Nanoseconds())/n, "errown-ns/req")
-	b.ReportMetric(median(extra), "extra/bare-%")
-	b.ReportMetric(median(floors), "floor/bare-%")
+	return p
+}
+
+// nsPerReq returns chain k's time per request over all ops.
+func (p paired) nsPerReq(k int) float64 {
+	return float64(p.total[k].Nanoseconds()) / float64(2*_pairedRound*len(p.ops))
+}
+
+// medianOf returns the median over the ops of f of each op's times.
+func (p paired) medianOf(f func(op []time.Duration) float64) float64 {
+	xs := make([]float64, len(p.ops))
+	for i, op := range p.ops {
+		xs[i] = f(op)
+	}
+	return median(xs)
 }
 
 // floorMiddleware allocates what errown's inbound middleware allocates per
