@@ -77,14 +77,7 @@ func runOutage(b *testing.B, h transport.UnaryHandler) {
 	cpu := startCPU(b)
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
-		req := &transport.Request{
-			Caller:    _caller,
-			Service:   _service,
-			Procedure: _procedure,
-			Encoding:  "raw",
-			Transport: "http",
-			Headers:   transport.NewHeaders(),
-		}
+		req := inboundRequest()
 		for pb.Next() {
 			if err := h.Handle(ctx, req, nopResponseWriter{}); !yarpcerrors.IsUnavailable(err) {
 				b.Errorf("got %v, want unavailable", err)

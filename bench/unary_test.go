@@ -71,6 +71,19 @@ func (h callingHandler) Handle(ctx context.Context, _ *transport.Request, resw t
 	return err
 }
 
+// inboundRequest is the request the benchmarks' chains serve: svc-a
+// calling svc-b over HTTP, with no errown caller (a root).
+func inboundRequest() *transport.Request {
+	return &transport.Request{
+		Caller:    _caller,
+		Service:   _service,
+		Procedure: _procedure,
+		Encoding:  "raw",
+		Transport: "http",
+		Headers:   transport.NewHeaders(),
+	}
+}
+
 // nopResponseWriter is a transport.ResponseWriter that keeps nothing.
 type nopResponseWriter struct{}
 
@@ -130,14 +143,7 @@ func BenchmarkUnaryOverhead(b *testing.B) {
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			h := unaryChain(b, bb.cfg, memOutbound{})
-			req := &transport.Request{
-				Caller:    _caller,
-				Service:   _service,
-				Procedure: _procedure,
-				Encoding:  "raw",
-				Transport: "http",
-				Headers:   transport.NewHeaders(),
-			}
+			req := inboundRequest()
 			ctx := context.Background()
 			b.ReportAllocs()
 			cpu := startCPU(b)
@@ -200,14 +206,7 @@ type paired struct {
 // in reverse order (ABCCBA), _pairedRound sequential requests a turn, after
 // one warm-up turn each.
 func runPaired(b *testing.B, chains []pairedChain) paired {
-	req := &transport.Request{
-		Caller:    _caller,
-		Service:   _service,
-		Procedure: _procedure,
-		Encoding:  "raw",
-		Transport: "http",
-		Headers:   transport.NewHeaders(),
-	}
+	req := inboundRequest()
 	ctx := context.Background()
 	run := func(c pairedChain) time.Duration {
 		start := time.Now()
