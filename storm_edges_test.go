@@ -134,7 +134,7 @@ func TestStormOrphanRetryMakesUnknown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	resw := &transporttest.FakeResponseWriter{}
-	err := in.Handle(ctx, edgeReq("1"), resw, edgeHandler(
+	err := in.Handle(ctx, edgeReq(""), resw, edgeHandler(
 		func(_ context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 			fresh, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -159,7 +159,7 @@ func TestStormCallUnderWayMakesUnknown(t *testing.T) {
 	defer cancel()
 	resw := &transporttest.FakeResponseWriter{}
 	done := make(chan struct{})
-	err := in.Handle(ctx, edgeReq("1"), resw, edgeHandler(
+	err := in.Handle(ctx, edgeReq(""), resw, edgeHandler(
 		func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 			go func() {
 				defer close(done)
@@ -197,7 +197,7 @@ func TestStormCancelledCallUnknown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	resw := &transporttest.FakeResponseWriter{}
-	err := in.Handle(ctx, edgeReq("1"), resw, edgeHandler(
+	err := in.Handle(ctx, edgeReq(""), resw, edgeHandler(
 		func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 			cctx, cancel := context.WithCancel(ctx)
 			cancel() // gave up on it (a hedge lost, a sibling failed...)

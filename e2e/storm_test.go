@@ -613,9 +613,8 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 
 // A→B→C, everything succeeds, a policy on every edge. The leaf C's
 // success says nothing (no storm header: one request, nothing to report);
-// B's success says its subtree served 2 ("2,2,0,0,0") to A, which reads
-// it; A's own success, a root's quiet one, says nothing to the caller
-// outside the mesh; nobody retried or would have, so no root storm is
+// B's success says its subtree served 2 ("2,2,0,0,0"), A's 3
+// ("3,3,0,0,0"); nobody retried or would have, so no root storm is
 // recorded anywhere and A's errown.storm metrics stay empty.
 func TestStormSuccessQuiet(t *testing.T) {
 	perRoot := []string{
@@ -646,8 +645,8 @@ func TestStormSuccessQuiet(t *testing.T) {
 				if got := tap.take(); !slices.Equal(got, perRoot) {
 					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
 				}
-				if got := replyStorm(reply); got != "-" {
-					t.Errorf("root request %d: A's reply carries storm %q, want none: a root's quiet success pays nothing (headers %v)", i, got, reply.Headers)
+				if got := replyStorm(reply); got != "3,3,0,0,0" {
+					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "3,3,0,0,0", reply.Headers)
 				}
 			}
 

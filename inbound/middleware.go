@@ -201,11 +201,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 			// TChannel keeps response headers only on application errors.
 			resw.SetApplicationError()
 		}
-	} else if (marked || stormy(storm, known)) && (!known || storm != ownership.One) {
+	} else if !known || storm != ownership.One {
 		// A success says how much it took only when that was more than
-		// this one request, and a root's (unmarked: no errown caller
-		// reads it) only when it met a storm below, for whoever looks:
-		// a leaf's success, and a root's quiet one, pay nothing.
+		// this one request: a leaf's success pays nothing.
 		resw.AddHeaders(m.stormHeaders(storm, known))
 	}
 	if !marked && stormy(storm, known) {

@@ -122,18 +122,7 @@ func yarpcRequest(ctx context.Context, caller, service, addr string, body string
 // errown: it is a root.
 func callYARPC(t *testing.T, s *yarpcService) reply {
 	t.Helper()
-	return callYARPCWith(t, s, http.Header{})
-}
-
-// callYARPCMarked is callYARPC as an errown caller sends it: marked with
-// the attempt header "1".
-func callYARPCMarked(t *testing.T, s *yarpcService) reply {
-	t.Helper()
-	return callYARPCWith(t, s, http.Header{_attempt: {"1"}})
-}
-
-func callYARPCWith(t *testing.T, s *yarpcService, h http.Header) reply {
-	t.Helper()
+	h := http.Header{}
 	for k, v := range map[string]string{"Rpc-Caller": "outside", "Rpc-Service": s.name, "Rpc-Procedure": _procedure, "Rpc-Encoding": "raw", "Context-TTL-MS": "10000"} {
 		h.Set(k, v)
 	}
@@ -274,11 +263,7 @@ func TestYARPCCallsNetHTTPSuccess(t *testing.T) {
 	if v, ok := r.header[_claim]; ok {
 		t.Errorf("a success carries a claim %q", v)
 	}
-	if got, ok := r.header[_storm]; ok {
-		t.Errorf("storm header to a caller outside the mesh: got %q, want none", got)
-	}
-	r = callYARPCMarked(t, y)
-	if got := r.header.Get(_storm); r.status != http.StatusOK || got != "2,2,0,0,0" {
-		t.Errorf("to an errown caller: got %d, storm header %q; want 200, 2,2,0,0,0", r.status, got)
+	if got := r.header.Get(_storm); got != "2,2,0,0,0" {
+		t.Errorf("storm header: got %q, want 2,2,0,0,0", got)
 	}
 }
