@@ -264,8 +264,7 @@ type floorMiddleware struct{}
 // floorNode is a context node of 224 bytes with pointers, errown's size.
 type floorNode struct {
 	context.Context
-	_ [200]byte
-	p *int
+	_ [26]*byte
 }
 
 func (floorMiddleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {

@@ -141,7 +141,7 @@ func (l *Log) CloseQuiet() (Counts, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return l.final, len(l.failures) == 0
+		return l.final, l.final.Stored == 0
 	}
 	if len(l.failures) > 0 {
 		return Counts{}, false

@@ -178,6 +178,10 @@ func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbo
 	}
 	cctx, state := reqlog.NewCallContext(ctx)
 	res, err := m.next(cctx, &c.req, out)
+	// A retry middleware further in classified what it returned, which
+	// the middleware in between may have changed (a fallback turning an
+	// error into a success): classify what came back here instead.
+	state.Classified = false
 	return res, state, err
 }
 

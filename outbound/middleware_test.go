@@ -400,3 +400,34 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	require.Len(t, entries, 1)
 	assert.True(t, entries[0].Failed())
 }
+
+// fallback is application middleware around errown's retry middleware
+// that answers with a default when the call fails.
+type fallback struct{ *retry.Middleware }
+
+func (f fallback) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	if res, err := f.Middleware.Call(ctx, req, out); err == nil {
+		return res, nil
+	}
+	return &transport.Response{Headers: transport.NewHeaders()}, nil
+}
+
+// The retry middleware classified the failure it returned, but the
+// middleware between it and the egress middleware turned it into a
+// success: the egress middleware logs what reached it, a success.
+func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
+	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+	require.NoError(t, err)
+	mw, err := New(Config{}, WithInner(fallback{r}))
+	require.NoError(t, err)
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	log := logs.Open("checkout")
+	out := &ctxRecorder{res: &transport.Response{Headers: transport.NewHeaders()}, err: yarpcerrors.UnavailableErrorf("down")}
+
+	_, err = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	require.NoError(t, err)
+	entries, counts := log.Egress.CloseCounts(nil)
+	assert.Empty(t, entries, "no failure logged")
+	assert.Equal(t, egresslog.Counts{NotFailed: 1}, counts)
+}

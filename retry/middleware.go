@@ -106,6 +106,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 }
 
 func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+	state.Classified = false // until an attempt is classified below
 	c := m.callees[req.Service]
 	if c == nil {
 		state.Attempts = 1
