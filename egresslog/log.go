@@ -16,12 +16,16 @@ const MaxFailures = 64
 // requests see few outbound failures, if any.
 const _inline = 4
 
-// chunk is where a Log keeps its first _inline failures. Chunks are pooled
-// (chunks) rather than part of the Log so that a Log stays small: the
-// chunk is taken on the first failure and given back on Close, both under
-// the Log's lock, and a closed Log never touches it again, so no late
-// Append can land in a chunk another Log is using.
-type chunk [_inline]Entry
+// chunk is where a Log keeps its failures: the first _inline in place, the
+// rest on the heap. Chunks are pooled (chunks) rather than part of the
+// Log so that a Log stays small: the chunk is taken on the first failure
+// and given back on Close, both under the Log's lock, and a closed Log
+// never touches it again, so no late Append can land in a chunk another
+// Log is using.
+type chunk struct {
+	inline   [_inline]Entry
+	failures []Entry // inline[:n] while they fit, then on the heap
+}
 
 var chunks = sync.Pool{New: func() any { return new(chunk) }}
 
@@ -61,11 +65,11 @@ type Log struct {
 
 	mu       sync.Mutex
 	closed   bool
-	final    Counts  // once closed
-	failures []Entry // in chunk while they fit, then on the heap
-	chunk    *chunk  // from chunks, or nil
-	overflow int
-	unsat    int // overflowed failures with RCS false
+	stored   int32  // failures kept, as of Close
+	overflow int32  // saturated at math.MaxInt32
+	unsat    int32  // overflowed failures with RCS false, saturated
+	final    uint64 // notFailed's count as of Close
+	chunk    *chunk // from chunks on the first failure, or nil
 }
 
 // Append adds the call e to the log: kept if it failed (Entry.Failed) and
@@ -83,19 +87,29 @@ func (l *Log) Append(e Entry) bool {
 	if l.closed {
 		return false
 	}
-	if len(l.failures) >= MaxFailures {
-		l.overflow++
-		if !e.RCS {
+	if l.chunk == nil {
+		l.chunk = chunks.Get().(*chunk)
+		l.chunk.failures = l.chunk.inline[:0]
+	}
+	if len(l.chunk.failures) >= MaxFailures {
+		if l.overflow < math.MaxInt32 {
+			l.overflow++
+		}
+		if !e.RCS && l.unsat < math.MaxInt32 {
 			l.unsat++
 		}
 		return true
 	}
-	if l.failures == nil {
-		l.chunk = chunks.Get().(*chunk)
-		l.failures = l.chunk[:0]
-	}
-	l.failures = append(l.failures, e)
+	l.chunk.failures = append(l.chunk.failures, e)
 	return true
+}
+
+// failures returns the failed calls the log keeps. l.mu must be held.
+func (l *Log) failures() []Entry {
+	if l.chunk == nil {
+		return nil
+	}
+	return l.chunk.failures
 }
 
 // Last returns the latest failed call the log keeps on edge, and whether
@@ -103,9 +117,10 @@ func (l *Log) Append(e Entry) bool {
 func (l *Log) Last(edge Edge) (Entry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := len(l.failures) - 1; i >= 0; i-- {
-		if l.failures[i].Edge == edge {
-			return l.failures[i], true
+	failures := l.failures()
+	for i := len(failures) - 1; i >= 0; i-- {
+		if failures[i].Edge == edge {
+			return failures[i], true
 		}
 	}
 	return Entry{}, false
@@ -125,13 +140,11 @@ func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return dst, l.final
+		return dst, l.countsLocked()
 	}
-	l.closed = true
-	l.final = l.countsLocked(l.notFailed.Or(_closed))
-	dst = append(dst, l.failures...)
-	l.release()
-	return dst, l.final
+	dst = append(dst, l.failures()...)
+	l.closeLocked()
+	return dst, l.countsLocked()
 }
 
 // CloseQuiet closes the log, as Close does, when it keeps no failed call,
@@ -140,16 +153,13 @@ func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 func (l *Log) CloseQuiet() (Counts, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return l.final, l.final.Stored == 0
+	if !l.closed {
+		if len(l.failures()) > 0 {
+			return Counts{}, false
+		}
+		l.closeLocked()
 	}
-	if len(l.failures) > 0 {
-		return Counts{}, false
-	}
-	l.closed = true
-	l.final = l.countsLocked(l.notFailed.Or(_closed))
-	l.release()
-	return l.final, true
+	return l.countsLocked(), l.stored == 0
 }
 
 // Counts returns how many calls the log has taken. Once the log is closed
@@ -157,33 +167,33 @@ func (l *Log) CloseQuiet() (Counts, bool) {
 func (l *Log) Counts() Counts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return l.final
-	}
-	return l.countsLocked(l.notFailed.Load())
+	return l.countsLocked()
 }
 
-// countsLocked returns the counts, given notFailed's word. l.mu must be
-// held.
-func (l *Log) countsLocked(word uint64) Counts {
-	n := word &^ _closed
-	return Counts{
-		Stored:              len(l.failures),
-		Overflow:            l.overflow,
-		OverflowUnsatisfied: l.unsat,
-		NotFailed:           int(min(n, math.MaxInt)),
-	}
-}
-
-// release gives the chunk back and forgets the failures. l.mu must be held
-// or l owned exclusively.
-func (l *Log) release() {
+// closeLocked closes the log: it takes the final counts, then gives the
+// chunk back and forgets the failures. l.mu must be held.
+func (l *Log) closeLocked() {
+	l.closed = true
+	l.final = l.notFailed.Or(_closed) &^ _closed
+	l.stored = int32(len(l.failures()))
 	if l.chunk != nil {
 		*l.chunk = chunk{} // keep no strings alive from the pool
 		chunks.Put(l.chunk)
 		l.chunk = nil
 	}
-	l.failures = nil
+}
+
+// countsLocked returns the counts: final once the log is closed. l.mu
+// must be held.
+func (l *Log) countsLocked() Counts {
+	c := Counts{Overflow: int(l.overflow), OverflowUnsatisfied: int(l.unsat)}
+	if l.closed {
+		c.Stored, c.NotFailed = int(l.stored), int(min(l.final, math.MaxInt))
+		return c
+	}
+	c.Stored = len(l.failures())
+	c.NotFailed = int(min(l.notFailed.Load()&^_closed, math.MaxInt))
+	return c
 }
 
 // Len returns how many calls the log has taken: Counts().Total().

@@ -9,7 +9,6 @@ import (
 
 func TestShardsFillTheirOwnBlocks(t *testing.T) {
 	assert.Equal(t, uintptr(_cacheLine), unsafe.Sizeof(shard{}))
-	assert.Equal(t, uintptr(_cacheLine), unsafe.Sizeof(home{}))
 	for _, n := range []int{1, 8, 64, 1024} {
 		m := newMap(t, Config{Shards: n})
 		for i, s := range m.shards {

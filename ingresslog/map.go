@@ -2,10 +2,12 @@ package ingresslog
 
 import (
 	"context"
-	"github.com/errown/errown/internal/reqlog"
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/errown/errown/internal/reqlog"
 )
 
 // _cacheLine is the padding unit that keeps data written by different
@@ -16,19 +18,16 @@ const _cacheLine = 128
 //
 // Nothing in a Map is written by every request (except, at the bound, the
 // count of full shards): each shard keeps its own Logs, share of
-// MaxInFlight and ID sequence under its own lock, and each core keeps to
-// one home shard (see insert; with more cores than shards, some cores
-// share one), so on a busy server a request's writes stay in one cache
-// block that the other cores rarely touch.
+// MaxInFlight and ID sequence under its own lock, and each core starts in
+// a home shard of its own for a few dozen requests at a time (see homeOf;
+// with more cores than shards, some cores share one), so on a busy server
+// a request's writes stay in one cache block that the other cores rarely
+// touch.
 type Map struct {
 	shards []*shard // each allocated alone: see shard
 	mask   uint64
 	shift  uint // bits of an ID that name its shard
-	homes  sync.Pool
-	// nextHome hands new homes out in turn, so that cores start in
-	// different shards. Written only when the pool makes a home.
-	nextHome atomic.Uint64
-	_        [_cacheLine]byte
+	_      [_cacheLine]byte
 	// full counts the shards holding their share, so that a full Map
 	// refuses without looking at any shard. Written, under the shard's
 	// lock, only when a shard fills or stops being full.
@@ -55,12 +54,8 @@ type shard struct {
 // share (8), the sequence (8) and the slice header (24).
 const _inlineLogs = (_cacheLine - 48) / 8
 
-// home is a shard index remembered per core (see insert), alone in its
-// cache block so that no other core's writes land next to it.
-type home struct {
-	shard uint64
-	_     [_cacheLine - 8]byte
-}
+// _pageShift is log2 of the Go allocator's page, 8 KiB: see homeOf.
+const _pageShift = 13
 
 // New returns an empty Map.
 //
@@ -77,7 +72,6 @@ func New(cfg Config) (*Map, error) {
 		mask:   uint64(n - 1),
 		shift:  uint(bits.TrailingZeros(uint(n))),
 	}
-	m.homes.New = func() any { return &home{shard: m.nextHome.Add(1) & m.mask} }
 	for i := range m.shards {
 		s := new(shard)
 		m.shards[i] = s
@@ -143,36 +137,40 @@ func (m *Map) Insert(l *reqlog.Log) bool {
 	return m.insert(l)
 }
 
-// insert gives l a new ID and stores it in a shard with room. It reports
-// false when every shard is full.
-//
-// The shard tried first is the calling core's home: sync.Pool keeps one
-// object per P (a core running Go code), so the home taken from m.homes
-// is almost always the one this core put back last, with no shared
-// write. Requests on one core thus share one shard, and the cores do not
-// move each other's cache blocks. A full home moves to the next shard
-// with room.
+// insert gives l a new ID and stores it in a shard with room, trying l's
+// home first (see homeOf). It reports false when every shard is full.
 func (m *Map) insert(l *reqlog.Log) bool {
-	h := m.homes.Get().(*home)
-	ok := m.insertFrom(h, l)
-	m.homes.Put(h)
+	_, ok := m.insertFrom(m.homeOf(l), l)
 	return ok
 }
 
-// insertFrom is insert from home h, which it moves to the shard l goes
-// to. The ID's low bits are the shard's index, the rest the shard's
-// sequence.
+// homeOf returns the shard to try first for l: a hash of the allocator's
+// page that l lives in. Go's allocator gives each core running Go code (a
+// P) small objects from spans of its own, pages no other core allocates
+// from meanwhile, so the requests a core serves start in one shard while
+// its page lasts (a few dozen Logs), and two cores start in different
+// shards unless their pages hash alike: the cores rarely move each
+// other's cache blocks, and finding the home writes nothing. A Log that
+// is not on the heap only starts in some shard.
+func (m *Map) homeOf(l *reqlog.Log) uint64 {
+	page := uint64(uintptr(unsafe.Pointer(l)) >> _pageShift)
+	return page * 0x9E3779B97F4A7C15 >> (64 - m.shift) // Fibonacci hashing; 0 for one shard
+}
+
+// insertFrom is insert starting from shard start, which returns the shard
+// l went to. The ID's low bits are the shard's index, the rest the
+// shard's sequence.
 //
 // A refusal is not a snapshot: a Remove in a shard already looked at may
 // free a slot while the others are looked at. The bound itself is exact:
 // a shard takes a Log only below its share, and the shares add up to
 // MaxInFlight.
-func (m *Map) insertFrom(h *home, l *reqlog.Log) bool {
+func (m *Map) insertFrom(start uint64, l *reqlog.Log) (uint64, bool) {
 	for i := range uint64(len(m.shards)) {
 		if i > 0 && m.isFull() {
-			return false
+			return 0, false
 		}
-		idx := (h.shard + i) & m.mask
+		idx := (start + i) & m.mask
 		s := m.shards[idx]
 		s.mu.Lock()
 		if len(s.logs) < s.max {
@@ -184,12 +182,11 @@ func (m *Map) insertFrom(h *home, l *reqlog.Log) bool {
 				m.full.Add(1)
 			}
 			s.mu.Unlock()
-			h.shard = idx
-			return true
+			return idx, true
 		}
 		s.mu.Unlock()
 	}
-	return false
+	return 0, false
 }
 
 // Get returns the Log stored under id, or nil. It searches id's shard: it

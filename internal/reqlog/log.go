@@ -31,23 +31,30 @@ type Log struct {
 	// under way when the request ends makes its storm unknown.
 	calls atomic.Int32
 
-	noRetry     atomic.Bool
-	callerFault atomic.Bool
+	// flags holds _noRetry and _callerFault, in one word beside calls
+	// so that a Log stays small.
+	flags atomic.Uint32
 }
 
 // SetNoRetry asks that the error response to this request tell the caller
 // not to retry it.
-func (l *Log) SetNoRetry() { l.noRetry.Store(true) }
+func (l *Log) SetNoRetry() { l.flags.Or(_noRetry) }
 
 // NoRetry reports whether SetNoRetry was called.
-func (l *Log) NoRetry() bool { return l.noRetry.Load() }
+func (l *Log) NoRetry() bool { return l.flags.Load()&_noRetry != 0 }
 
 // SetCallerFault says that the request's error, if any, is its caller's
 // fault: an answer, whatever its code.
-func (l *Log) SetCallerFault() { l.callerFault.Store(true) }
+func (l *Log) SetCallerFault() { l.flags.Or(_callerFault) }
 
 // CallerFault reports whether SetCallerFault was called.
-func (l *Log) CallerFault() bool { return l.callerFault.Load() }
+func (l *Log) CallerFault() bool { return l.flags.Load()&_callerFault != 0 }
+
+// The bits of Log.flags.
+const (
+	_noRetry uint32 = 1 << iota
+	_callerFault
+)
 
 type logKey struct{}
 
