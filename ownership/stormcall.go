@@ -67,6 +67,12 @@ func (c *StormCall) Blind(n int) {
 	c.own = add(c.own, extra)
 }
 
+// Trivial reports whether the call's Storm is One, as Storm would say,
+// without computing it: one attempt, whose own Storm was One.
+func (c *StormCall) Trivial() bool {
+	return c.attempts == 1 && c.errownAttempts == 1 && !c.unknown && c.last == One
+}
+
 // Attempts returns the attempts added.
 func (c *StormCall) Attempts() int { return c.attempts }
 

@@ -452,3 +452,30 @@ func TestStormCallFolds(t *testing.T) {
 		}
 	}
 }
+
+// Trivial says exactly what Storm would: One, and known.
+func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
+	storms := []Storm{One, {Served: 2, Blind: 2}, {Served: 3, Blind: 6, Retries: 1, Radius: 1, BlindRadius: 2}, {Served: 1, Blind: 2, BlindRadius: 1}}
+	r := rand.New(rand.NewPCG(1, 2))
+	trivial := 0
+	for i := range 2000 {
+		var c StormCall
+		for range r.IntN(4) {
+			if r.IntN(8) == 0 {
+				c.StopErrown()
+			}
+			c.Attempt(storms[r.IntN(len(storms))], r.IntN(10) != 0)
+		}
+		st, ok := c.Storm()
+		want := ok && st == One
+		if got := c.Trivial(); got != want {
+			t.Fatalf("case %d: Trivial() = %v, Storm() = %+v, %v", i, got, st, ok)
+		}
+		if want {
+			trivial++
+		}
+	}
+	if trivial == 0 {
+		t.Fatal("no trivial call drawn: the test checks nothing")
+	}
+}
