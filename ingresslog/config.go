@@ -11,9 +11,10 @@ import (
 const (
 	DefaultShards      = 64
 	DefaultMaxInFlight = 100000
-	// MaxShards is the largest shard count accepted. Each core keeps to
-	// one shard, so more shards than cores buy little, and an Open when
-	// nearly every shard is full looks through them in turn.
+	// MaxShards is the largest shard count accepted. Each core starts in
+	// one shard for a few dozen requests at a time, so more shards than
+	// cores buy little, and an Open when nearly every shard is full looks
+	// through them in turn.
 	MaxShards = 1 << 10
 )
 

@@ -261,14 +261,14 @@ func TestHomeShard(t *testing.T) {
 // spread over the shards.
 func TestHomeOf(t *testing.T) {
 	m := newMap(t, Config{Shards: 8, MaxInFlight: 64})
-	var page [16]reqlog.Log // one allocation: consecutive Logs share a page, or two
+	page := new([16]reqlog.Log) // one allocation: consecutive Logs share a page, or two
 	homes := map[uint64]int{}
 	for i := range page {
 		homes[m.homeOf(&page[i])]++
 	}
 	assert.LessOrEqual(t, len(homes), 2, "Logs of one allocation start in one or two shards: %v", homes)
 	spread := map[uint64]bool{}
-	held := make([]*reqlog.Log, 0, 2048) // on the heap, some 40 pages of them
+	held := make([]*reqlog.Log, 0, 2048) // on the heap, some 24 pages of them
 	for range cap(held) {
 		held = append(held, new(reqlog.Log))
 		spread[m.homeOf(held[len(held)-1])] = true

@@ -431,3 +431,28 @@ func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
 	assert.Empty(t, entries, "no failure logged")
 	assert.Equal(t, egresslog.Counts{NotFailed: 1}, counts)
 }
+
+// A call whose one attempt failed unclaimed had its retries suppressed:
+// its storm says so (blind above served) even when a fallback between the
+// egress and the retry middleware answered in its place.
+func TestSuppressedRetriesReportedThroughFallback(t *testing.T) {
+	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+	require.NoError(t, err)
+	mw, err := New(Config{}, WithInner(fallback{r}))
+	require.NoError(t, err)
+	logs, err := ingresslog.New(ingresslog.Config{})
+	require.NoError(t, err)
+	log := logs.Open("checkout")
+	unclaimed, _ := ownership.ClaimUnclaimed.HeaderValue()
+	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", unclaimed).With("errown-storm", ownership.One.HeaderValue())}
+	out := &ctxRecorder{res: res, err: yarpcerrors.UnavailableErrorf("down")}
+
+	_, err = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	require.NoError(t, err)
+	require.Len(t, out.ctxs, 1, "unclaimed: not retried")
+	_, counts := log.Egress.CloseCounts(nil)
+	st, known := log.StormTotal(counts.NotFailed)
+	require.True(t, known)
+	assert.Equal(t, uint64(2), st.Served, "the request and its one call")
+	assert.Greater(t, st.Blind, st.Served, "the suppressed retries count in the blind figure: %+v", st)
+}

@@ -68,9 +68,10 @@ func (c *StormCall) Blind(n int) {
 }
 
 // Trivial reports whether the call's Storm is One, as Storm would say,
-// without computing it: one attempt, whose own Storm was One.
+// without computing it: one attempt, with no blind replay, whose own Storm
+// was One.
 func (c *StormCall) Trivial() bool {
-	return c.attempts == 1 && c.errownAttempts == 1 && !c.unknown && c.last == One
+	return c.attempts == 1 && c.blindAttempts == 1 && c.errownAttempts == 1 && !c.unknown && c.last == One
 }
 
 // Attempts returns the attempts added.

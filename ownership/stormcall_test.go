@@ -415,7 +415,7 @@ func TestStormCallFolds(t *testing.T) {
 			BlindRadius: br,
 		}
 	}
-	for i := range 2000 {
+	for i := range 20000 {
 		var c StormCall
 		var belowPrevented uint64
 		attempts := 1 + r.IntN(MaxAttempt/10)
@@ -458,13 +458,16 @@ func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
 	storms := []Storm{One, {Served: 2, Blind: 2}, {Served: 3, Blind: 6, Retries: 1, Radius: 1, BlindRadius: 2}, {Served: 1, Blind: 2, BlindRadius: 1}}
 	r := rand.New(rand.NewPCG(1, 2))
 	trivial := 0
-	for i := range 2000 {
+	for i := range 20000 {
 		var c StormCall
 		for range r.IntN(4) {
 			if r.IntN(8) == 0 {
 				c.StopErrown()
 			}
 			c.Attempt(storms[r.IntN(len(storms))], r.IntN(10) != 0)
+			if r.IntN(4) == 0 {
+				c.Blind(r.IntN(3)) // suppressed retries of that attempt
+			}
 		}
 		st, ok := c.Storm()
 		want := ok && st == One
