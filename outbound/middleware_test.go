@@ -412,20 +412,27 @@ func (f fallback) Call(ctx context.Context, req *transport.Request, out transpor
 	return &transport.Response{Headers: transport.NewHeaders()}, nil
 }
 
-// The retry middleware classified the failure it returned, but the
-// middleware between it and the egress middleware turned it into a
-// success: the egress middleware logs what reached it, a success.
-func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
+// fallbackEgress returns an egress middleware with a fallback around
+// errown's retry middleware (a policy for "payments") inside it, and a log
+// of a request in flight.
+func fallbackEgress(t *testing.T) (*Middleware, *reqlog.Log) {
 	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
 	mw, err := New(Config{}, WithInner(fallback{r}))
 	require.NoError(t, err)
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
-	log := logs.Open("checkout")
+	return mw, logs.Open("checkout")
+}
+
+// The retry middleware classified the failure it returned, but the
+// middleware between it and the egress middleware turned it into a
+// success: the egress middleware logs what reached it, a success.
+func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
+	mw, log := fallbackEgress(t)
 	out := &ctxRecorder{res: &transport.Response{Headers: transport.NewHeaders()}, err: yarpcerrors.UnavailableErrorf("down")}
 
-	_, err = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	_, err := mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	require.NoError(t, err)
 	entries, counts := log.Egress.CloseCounts(nil)
 	assert.Empty(t, entries, "no failure logged")
@@ -436,18 +443,12 @@ func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
 // its storm says so (blind above served) even when a fallback between the
 // egress and the retry middleware answered in its place.
 func TestSuppressedRetriesReportedThroughFallback(t *testing.T) {
-	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
-	require.NoError(t, err)
-	mw, err := New(Config{}, WithInner(fallback{r}))
-	require.NoError(t, err)
-	logs, err := ingresslog.New(ingresslog.Config{})
-	require.NoError(t, err)
-	log := logs.Open("checkout")
+	mw, log := fallbackEgress(t)
 	unclaimed, _ := ownership.ClaimUnclaimed.HeaderValue()
 	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", unclaimed).With("errown-storm", ownership.One.HeaderValue())}
 	out := &ctxRecorder{res: res, err: yarpcerrors.UnavailableErrorf("down")}
 
-	_, err = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	_, err := mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	require.NoError(t, err)
 	require.Len(t, out.ctxs, 1, "unclaimed: not retried")
 	_, counts := log.Egress.CloseCounts(nil)
