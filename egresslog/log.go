@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/errown/errown/ownership"
 )
 
 // MaxFailures is how many failed calls a Log keeps. A request that makes
@@ -16,15 +18,17 @@ const MaxFailures = 64
 // requests see few outbound failures, if any.
 const _inline = 4
 
-// chunk is where a Log keeps its failures: the first _inline in place, the
-// rest on the heap. Chunks are pooled (chunks) rather than part of the
-// Log so that a Log stays small: the chunk is taken on the first failure
-// and given back on Close, both under the Log's lock, and a closed Log
-// never touches it again, so no late Append can land in a chunk another
-// Log is using.
+// chunk is where a Log keeps its failures, the first _inline in place and
+// the rest on the heap, and the sums of its calls' Storms. Chunks are
+// pooled (chunks) rather than part of the Log so that a Log stays small,
+// and a failed request allocates nothing: the chunk is taken on the first
+// failure or Storm and given back on Release, both under the Log's lock,
+// and a closed Log takes nothing more into it, so no late Append or
+// AddStorm can land in a chunk another Log is using.
 type chunk struct {
 	inline   [_inline]Entry
 	failures []Entry // inline[:n] while they fit, then on the heap
+	storms   Storms  // of the calls with something to report (AddStorm)
 }
 
 var chunks = sync.Pool{New: func() any { return new(chunk) }}
@@ -87,10 +91,7 @@ func (l *Log) Append(e Entry) bool {
 	if l.closed {
 		return false
 	}
-	if l.chunk == nil {
-		l.chunk = chunks.Get().(*chunk)
-		l.chunk.failures = l.chunk.inline[:0]
-	}
+	l.take()
 	if len(l.chunk.failures) >= MaxFailures {
 		if l.overflow < math.MaxInt32 {
 			l.overflow++
@@ -102,6 +103,66 @@ func (l *Log) Append(e Entry) bool {
 	}
 	l.chunk.failures = append(l.chunk.failures, e)
 	return true
+}
+
+// take gives l a chunk, if it has none. l.mu must be held.
+func (l *Log) take() {
+	if l.chunk == nil {
+		l.chunk = chunks.Get().(*chunk)
+		l.chunk.failures = l.chunk.inline[:0]
+	}
+}
+
+// AddStorm adds the Storm of one call to the request's (Storms.Add), and
+// reports false, adding nothing, when the log is already closed. Add the
+// call's Storm before the call itself (Append): a request that closes in
+// between counts the call as under way.
+func (l *Log) AddStorm(st ownership.Storm, known, failed bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.take()
+	l.chunk.storms.Add(st, known, failed)
+	return true
+}
+
+// StormAdded reports whether any call's Storm was added. After Release it
+// reports false.
+func (l *Log) StormAdded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.chunk != nil && l.chunk.storms.Added()
+}
+
+// StormTotal returns the request's Storm (Storms.Total), notFailed being
+// the log's count of calls that did not fail (Counts.NotFailed): with no
+// Storm added, the request and those calls, one request each. Ask before
+// Release, which forgets the Storms.
+func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.chunk != nil && l.chunk.storms.Added() {
+		return l.chunk.storms.Total(notFailed)
+	}
+	n := 1 + uint64(notFailed)
+	return ownership.Storm{Served: n, Blind: n}, true
+}
+
+// Release gives a closed log's chunk back for other logs to use; it does
+// nothing to an open log. The failures and Storms it kept are gone: take
+// them (Close, StormTotal) first. A log never released leaves its chunk
+// to the garbage collector.
+func (l *Log) Release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed || l.chunk == nil {
+		return
+	}
+	*l.chunk = chunk{} // keep no strings alive from the pool
+	chunks.Put(l.chunk)
+	l.chunk = nil
 }
 
 // failures returns the failed calls the log keeps. l.mu must be held.
@@ -117,6 +178,9 @@ func (l *Log) failures() []Entry {
 func (l *Log) Last(edge Edge) (Entry, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed {
+		return Entry{}, false
+	}
 	failures := l.failures()
 	for i := len(failures) - 1; i >= 0; i-- {
 		if failures[i].Edge == edge {
@@ -170,17 +234,12 @@ func (l *Log) Counts() Counts {
 	return l.countsLocked()
 }
 
-// closeLocked closes the log: it takes the final counts, then gives the
-// chunk back and forgets the failures. l.mu must be held.
+// closeLocked closes the log: it takes the final counts. The chunk stays
+// until Release. l.mu must be held.
 func (l *Log) closeLocked() {
 	l.closed = true
 	l.final = l.notFailed.Or(_closed) &^ _closed
 	l.stored = int32(len(l.failures()))
-	if l.chunk != nil {
-		*l.chunk = chunk{} // keep no strings alive from the pool
-		chunks.Put(l.chunk)
-		l.chunk = nil
-	}
 }
 
 // countsLocked returns the counts: final once the log is closed. l.mu

@@ -333,3 +333,64 @@ func TestCloseQuiet(t *testing.T) {
 	assert.Equal(t, []Entry{entry(2), entry(3)}, got)
 	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, counts)
 }
+
+// A request's Storms live in the log's chunk: added until the log closes,
+// read until Release, gone after.
+func TestLogStorms(t *testing.T) {
+	var l Log
+	_, ok0 := l.StormTotal(0)
+	require.True(t, ok0)
+	assert.False(t, l.StormAdded())
+	st, known := l.StormTotal(2)
+	require.True(t, known)
+	assert.Equal(t, ownership.Storm{Served: 3, Blind: 3}, st, "no Storm added: the request and its two quiet calls")
+
+	suppressed := ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
+	require.True(t, l.AddStorm(suppressed, true, true))
+	require.True(t, l.Append(entry(1)))
+	require.True(t, l.Append(ok(2)))
+	assert.True(t, l.StormAdded())
+	got, counts := l.CloseCounts(nil)
+	assert.Equal(t, []Entry{entry(1)}, got)
+	assert.False(t, l.AddStorm(ownership.One, false, false), "closed: a late Storm is refused")
+	_, late := l.Last(entry(1).Edge)
+	assert.False(t, late, "closed: nothing to look up")
+	st, known = l.StormTotal(counts.NotFailed)
+	require.True(t, known, "the late unknown Storm was not added")
+	assert.Equal(t, ownership.Storm{Served: 11, Blind: 20, Retries: 1, Radius: 1, BlindRadius: 2}, st)
+
+	l.Release()
+	assert.False(t, l.StormAdded(), "released: the Storms are gone")
+	assert.Equal(t, Counts{Stored: 1, NotFailed: 1}, l.Counts(), "the counts stay")
+	l.Release() // twice: nothing
+
+	var open Log
+	require.True(t, open.AddStorm(ownership.One, false, false))
+	open.Release() // open: nothing
+	_, known = open.StormTotal(0)
+	assert.False(t, known, "an open log keeps its Storms through Release")
+}
+
+// A failed request's log, its Storm and its failure, allocates nothing
+// once the chunks' pool has one to give.
+func TestLogFailureDoesNotAllocate(t *testing.T) {
+	e := entry(1)
+	var (
+		l   Log
+		buf [_inline]Entry // the inbound middleware's, on its stack
+	)
+	run := func() {
+		l = Log{}
+		l.AddStorm(ownership.One, true, true)
+		l.Append(e)
+		_, counts := l.CloseCounts(buf[:0])
+		l.StormTotal(counts.NotFailed)
+		l.Release()
+	}
+	run()
+	allowed := 0.0
+	if raceEnabled {
+		allowed = 1 // the race detector's pools drop some of what they are given back: a chunk anew
+	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(1000, run), allowed)
+}

@@ -270,11 +270,13 @@ func (m *Middleware) ownHeader(k string) bool {
 }
 
 // finish closes the request's egress log, unless Handle already did (the
-// handler did not panic), and removes the log from the map.
+// handler did not panic), gives its chunk back and removes the log from
+// the map.
 func (m *Middleware) finish(log *reqlog.Log, closed *bool) {
 	if !*closed {
 		log.Egress.Close(nil)
 	}
+	log.Egress.Release()
 	m.logs.Remove(log)
 }
 

@@ -9,7 +9,9 @@ import (
 
 // The request's one allocation costs in proportion to its size (the bench
 // package's floor chain, UnaryOverheadPaired, measures one of this size):
-// it is 160 bytes, the floor's size: a change here changes the floor too.
+// it is in the allocator's 160-byte size class (145 to 160 bytes), the
+// floor's: a change of class here changes the floor too.
 func TestTrackedRequestSize(t *testing.T) {
-	assert.Equal(t, uintptr(160), unsafe.Sizeof(tracked{}), "update bench's floorNode with it")
+	size := unsafe.Sizeof(tracked{})
+	assert.True(t, size > 144 && size <= 160, "%d bytes: update bench's floorNode with its size class", size)
 }

@@ -23,10 +23,6 @@ type Log struct {
 	// Slot is the Log's index in its ingresslog shard, under the shard's
 	// lock.
 	Slot int
-	// storms sums the Storms of the request's outbound calls, from the
-	// first one with something to report: most requests have none, and
-	// keep the Log small.
-	storms atomic.Pointer[Storms]
 	// calls counts the request's outbound calls under way: one still
 	// under way when the request ends makes its storm unknown.
 	calls atomic.Int32
@@ -88,29 +84,19 @@ func FromContext(ctx context.Context) *Log {
 	return l
 }
 
-// AddStorm adds one call's Storm to the request's (Storms.Add).
+// AddStorm adds one call's Storm to the request's, in its egress log
+// (egresslog.Log.AddStorm): nothing once the log is closed.
 func (l *Log) AddStorm(st ownership.Storm, known, failed bool) {
-	s := l.storms.Load()
-	if s == nil {
-		s = new(Storms)
-		if !l.storms.CompareAndSwap(nil, s) {
-			s = l.storms.Load()
-		}
-	}
-	s.Add(st, known, failed)
+	l.Egress.AddStorm(st, known, failed)
 }
 
 // StormAdded reports whether any call's Storm was added.
-func (l *Log) StormAdded() bool { return l.storms.Load() != nil }
+func (l *Log) StormAdded() bool { return l.Egress.StormAdded() }
 
-// StormTotal returns the request's Storm (Storms.Total), notFailed being
-// the egress log's count of calls that did not fail.
+// StormTotal returns the request's Storm (egresslog.Log.StormTotal),
+// notFailed being the egress log's count of calls that did not fail.
 func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
-	if s := l.storms.Load(); s != nil {
-		return s.Total(notFailed)
-	}
-	n := 1 + uint64(notFailed)
-	return ownership.Storm{Served: n, Blind: n}, true
+	return l.Egress.StormTotal(notFailed)
 }
 
 // CallStarted counts an outbound call of the request under way, until

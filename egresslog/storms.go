@@ -1,4 +1,4 @@
-package reqlog
+package egresslog
 
 import (
 	"sync/atomic"
