@@ -73,7 +73,10 @@ type Log struct {
 	overflow int32  // saturated at math.MaxInt32
 	unsat    int32  // overflowed failures with RCS false, saturated
 	final    uint64 // notFailed's count as of Close
-	chunk    *chunk // from chunks on the first failure, or nil
+	// chunk is from chunks on the first failure or Storm, or nil. Set
+	// and cleared under mu; loaded without it only to skip the lock when
+	// there is none.
+	chunk atomic.Pointer[chunk]
 }
 
 // Append adds the call e to the log: kept if it failed (Entry.Failed) and
@@ -91,8 +94,8 @@ func (l *Log) Append(e Entry) bool {
 	if l.closed {
 		return false
 	}
-	l.take()
-	if len(l.chunk.failures) >= MaxFailures {
+	c := l.take()
+	if len(c.failures) >= MaxFailures {
 		if l.overflow < math.MaxInt32 {
 			l.overflow++
 		}
@@ -101,16 +104,20 @@ func (l *Log) Append(e Entry) bool {
 		}
 		return true
 	}
-	l.chunk.failures = append(l.chunk.failures, e)
+	c.failures = append(c.failures, e)
 	return true
 }
 
-// take gives l a chunk, if it has none. l.mu must be held.
-func (l *Log) take() {
-	if l.chunk == nil {
-		l.chunk = chunks.Get().(*chunk)
-		l.chunk.failures = l.chunk.inline[:0]
+// take returns l's chunk, giving it one if it has none. l.mu must be
+// held.
+func (l *Log) take() *chunk {
+	c := l.chunk.Load()
+	if c == nil {
+		c = chunks.Get().(*chunk)
+		c.failures = c.inline[:0]
+		l.chunk.Store(c)
 	}
+	return c
 }
 
 // AddStorm adds the Storm of one call to the request's (Storms.Add), and
@@ -123,8 +130,7 @@ func (l *Log) AddStorm(st ownership.Storm, known, failed bool) bool {
 	if l.closed {
 		return false
 	}
-	l.take()
-	l.chunk.storms.Add(st, known, failed)
+	l.take().storms.Add(st, known, failed)
 	return true
 }
 
@@ -133,7 +139,8 @@ func (l *Log) AddStorm(st ownership.Storm, known, failed bool) bool {
 func (l *Log) StormAdded() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.chunk != nil && l.chunk.storms.Added()
+	c := l.chunk.Load()
+	return c != nil && c.storms.Added()
 }
 
 // StormTotal returns the request's Storm (Storms.Total), notFailed being
@@ -141,10 +148,12 @@ func (l *Log) StormAdded() bool {
 // Storm added, the request and those calls, one request each. Ask before
 // Release, which forgets the Storms.
 func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.chunk != nil && l.chunk.storms.Added() {
-		return l.chunk.storms.Total(notFailed)
+	if l.chunk.Load() != nil { // else no call reported anything: no lock
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if c := l.chunk.Load(); c != nil && c.storms.Added() {
+			return c.storms.Total(notFailed)
+		}
 	}
 	n := 1 + uint64(notFailed)
 	return ownership.Storm{Served: n, Blind: n}, true
@@ -155,22 +164,26 @@ func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
 // them (Close, StormTotal) first. A log never released leaves its chunk
 // to the garbage collector.
 func (l *Log) Release() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed || l.chunk == nil {
+	if l.chunk.Load() == nil { // nothing to give back: no lock
 		return
 	}
-	*l.chunk = chunk{} // keep no strings alive from the pool
-	chunks.Put(l.chunk)
-	l.chunk = nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.chunk.Load()
+	if !l.closed || c == nil {
+		return
+	}
+	l.chunk.Store(nil)
+	*c = chunk{} // keep no strings alive from the pool
+	chunks.Put(c)
 }
 
 // failures returns the failed calls the log keeps. l.mu must be held.
 func (l *Log) failures() []Entry {
-	if l.chunk == nil {
-		return nil
+	if c := l.chunk.Load(); c != nil {
+		return c.failures
 	}
-	return l.chunk.failures
+	return nil
 }
 
 // Last returns the latest failed call the log keeps on edge, and whether
