@@ -69,6 +69,7 @@ type Log struct {
 
 	mu       sync.Mutex
 	closed   bool
+	late     bool   // a failure or Storm came after Close (see Late)
 	stored   int32  // failures kept, as of Close
 	overflow int32  // saturated at math.MaxInt32
 	unsat    int32  // overflowed failures with RCS false, saturated
@@ -92,6 +93,7 @@ func (l *Log) Append(e Entry) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
+		l.late = true
 		return false
 	}
 	c := l.take()
@@ -106,6 +108,16 @@ func (l *Log) Append(e Entry) bool {
 	}
 	c.failures = append(c.failures, e)
 	return true
+}
+
+// Late reports whether a call came after Close: a failure or a Storm the
+// log refused, or a call that did not fail counted past the final count.
+// A request whose call ended after its log closed, before it was asked,
+// says so here even when nothing is under way any more.
+func (l *Log) Late() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed && (l.late || l.notFailed.Load()&^_closed != l.final)
 }
 
 // take returns l's chunk, giving it one if it has none. l.mu must be
@@ -128,6 +140,7 @@ func (l *Log) AddStorm(st ownership.Storm, known, failed bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
+		l.late = true
 		return false
 	}
 	l.take().storms.Add(st, known, failed)

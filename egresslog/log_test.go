@@ -394,3 +394,32 @@ func TestLogFailureDoesNotAllocate(t *testing.T) {
 	}
 	assert.LessOrEqual(t, testing.AllocsPerRun(1000, run), allowed)
 }
+
+// Late says whether any call came after Close, failed or not, or its
+// Storm did: the request's figures then miss it.
+func TestLogLate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		late func(*Log) bool // what comes after Close, and whether it was taken
+	}{
+		{"nothing", nil},
+		{"a call that did not fail", func(l *Log) bool { return l.Append(ok(9)) }},
+		{"a failure", func(l *Log) bool { return l.Append(entry(9)) }},
+		{"a Storm", func(l *Log) bool { return l.AddStorm(ownership.One, false, false) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l Log
+			require.True(t, l.Append(ok(1)))
+			require.True(t, l.Append(entry(2)))
+			assert.False(t, l.Late(), "open: nothing is late yet")
+			_, counts := l.CloseCounts(nil)
+			assert.False(t, l.Late(), "closed, nothing after")
+			if tt.late == nil {
+				return
+			}
+			assert.False(t, tt.late(&l), "refused")
+			assert.True(t, l.Late())
+			assert.Equal(t, counts, l.Counts(), "the counts stay final")
+		})
+	}
+}

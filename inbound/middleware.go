@@ -182,9 +182,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	}
 	var now time.Time // read once, when a failure or a storm is recorded
 	storm, known := log.StormTotal(counts.NotFailed)
-	if known && (m.orphans.Since(orphans) || log.CallsUnderWay()) {
+	if known && (m.orphans.Since(orphans) || log.CallsUnderWay() || log.Egress.Late()) {
 		// A call made with a fresh context that failed or retried may
-		// be this request's; a call still under way is not counted yet.
+		// be this request's; a call still under way is not counted yet,
+		// nor one that ended after the log closed (asked after the
+		// calls under way: a call ends after its refusal).
 		known = false
 	}
 	if class != ownership.ClassOK {

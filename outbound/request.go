@@ -52,11 +52,12 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 	if e.Class != ownership.ClassOK {
 		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: e.Attempts, Code: e.Code})
 	}
-	if !log.Egress.Append(e) {
-		return false
-	}
+	// As the egress middleware does: under way while it is recorded, its
+	// storm before the call itself.
+	log.CallStarted()
+	defer log.CallEnded()
 	if e.Failed() || !storm.Trivial() {
 		log.AddStorm(storm, true, e.Failed())
 	}
-	return true
+	return log.Egress.Append(e)
 }
