@@ -27,9 +27,10 @@ func ExampleLog() {
 		fmt.Println(e.Edge, e.Code, e.Attempts, e.RCS)
 	}
 	fmt.Printf("%+v\n", log.Counts())
-	fmt.Println("late append kept:", log.Append(egresslog.Entry{}))
+	fmt.Println("late append kept:", log.Append(egresslog.Entry{}), "late:", log.Late())
+	log.Release() // the chunk the failure took goes back to the pool
 	// Output:
 	// checkout->payments::charge unavailable 2 true
 	// {Stored:1 Overflow:0 OverflowUnsatisfied:0 NotFailed:1}
-	// late append kept: false
+	// late append kept: false late: true
 }
