@@ -332,6 +332,9 @@ func TestCloseQuiet(t *testing.T) {
 	got, counts := failing.CloseCounts(nil)
 	assert.Equal(t, []Entry{entry(2), entry(3)}, got)
 	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, counts)
+	counts, isQuiet := failing.CloseQuiet()
+	assert.False(t, isQuiet, "closed with failures: not quiet")
+	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, counts)
 }
 
 // A request's Storms live in the log's chunk: added until the log closes,
