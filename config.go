@@ -125,7 +125,6 @@ func (c Config) Validate() error {
 	retryChecked := c.retryConfig()
 	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader, retryChecked.CodeHeader = "", "", "", ""
 	retryChecked.StormHeader, retryChecked.Mode = "", "" // top-level keys, checked below
-	modeChecked := retry.Config{Mode: c.Mode}
 	return multierr.Combine(
 		headers.Validate(),
 		configkey.Under("ingress", c.Ingress.Validate()),
@@ -134,7 +133,7 @@ func (c Config) Validate() error {
 		configkey.Under("memory", c.Memory.Validate()),
 		distinctHeaders(headers),
 		validWiring(c.Wiring),
-		modeChecked.Validate(),
+		c.Mode.Validate(),
 	)
 }
 

@@ -292,3 +292,9 @@ func FuzzConfigFromYAML(f *testing.F) {
 		}
 	})
 }
+
+// The top-level mode is checked once, under its own key.
+func TestConfigMode(t *testing.T) {
+	assert.Equal(t, []string{`mode: must be "enforce" or "observe", got "loud"`}, errorStrings(Config{Mode: "loud"}.Validate()))
+	assert.NoError(t, Config{Mode: retry.ModeObserve}.Validate())
+}

@@ -1,11 +1,11 @@
 package errown
 
 import (
-	"github.com/errown/errown/egresslog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/retry"

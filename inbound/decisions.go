@@ -1,7 +1,6 @@
 package inbound
 
 import (
-	"sync"
 	"time"
 	"unsafe"
 
@@ -69,7 +68,7 @@ type decisions struct {
 // whole cache blocks.
 type paddedRecord struct {
 	record
-	_ [_cacheLine - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(record{}))%_cacheLine]byte
+	_ [_cacheLine - unsafe.Sizeof(ringSlot[record]{})%_cacheLine]byte
 }
 
 func (d *decisions) add(r record) { d.r.add(paddedRecord{record: r}) }

@@ -2,12 +2,12 @@ package inbound
 
 import (
 	"context"
-	"github.com/errown/errown/internal/reqlog"
 	"time"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
@@ -181,7 +181,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		class = ownership.ClassAnswer
 	}
 	var now time.Time // read once, when a failure or a storm is recorded
-	storm, known := log.StormTotal(counts.NotFailed)
+	storm, known := log.Egress.StormTotal(counts.NotFailed)
 	if known && (m.orphans.Since(orphans) || log.CallsUnderWay() || log.Egress.Late()) {
 		// A call made with a fresh context that failed or retried may
 		// be this request's; a call still under way is not counted yet,
@@ -203,7 +203,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 			// TChannel keeps response headers only on application errors.
 			resw.SetApplicationError()
 		}
-	} else if !known || storm != ownership.One {
+	} else if !known || !storm.Trivial() {
 		// A success says how much it took only when that was more than
 		// this one request: a leaf's success pays nothing.
 		resw.AddHeaders(m.stormHeaders(storm, known))
@@ -243,7 +243,7 @@ func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWr
 	return &writer{ResponseWriter: w, m: m}
 }
 
-// withoutOwnHeaders returns h without the claim, no-retry and code
+// withoutOwnHeaders returns h without the claim, no-retry, code and storm
 // headers, which only errown sets. It returns h itself, without copying,
 // when h has none of them: the common case.
 func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {

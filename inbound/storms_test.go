@@ -55,7 +55,7 @@ func handlerCalling(err error, calls ...call) handlerFunc {
 				panic("late")
 			}
 			if c.entry.Failed() || !c.known || !c.storm.Trivial() {
-				log.AddStorm(c.storm, c.known, c.entry.Failed())
+				log.Egress.AddStorm(c.storm, c.known, c.entry.Failed())
 			}
 		}
 		return err

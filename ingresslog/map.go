@@ -129,11 +129,9 @@ func (m *Map) Full() bool { return m.isFull() }
 
 // Insert stores l, a fresh Log the caller allocated (in a larger struct of
 // its own, with what else the request needs), under a new ID, as Open
-// does. It reports false when it finds every shard full.
+// does. It reports false when it finds every shard full; a caller asks
+// Full first, before it allocates.
 func (m *Map) Insert(l *reqlog.Log) bool {
-	if m.isFull() {
-		return false
-	}
 	return m.insert(l)
 }
 

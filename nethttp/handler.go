@@ -92,8 +92,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The yarpc error for an error status is for errown to classify;
 	// what goes out is h's own response.
 	_ = h.inbound.Handle(ctx, &rw.treq, &rw.rpc, rw)
-	if !rw.hijacked {
-		rw.finish()
+	// Once errown's middleware has returned: the response with errown's
+	// headers, unless it went out already (flushed early, or hijacked).
+	if !rw.committed {
+		_ = rw.commit(true) // the client went away: nothing to do
 	}
 }
 

@@ -220,7 +220,8 @@ func (rw *writer) commit(final bool) error {
 		rw.dropOwnHeaders(rw.resw)
 	}
 	rw.committed = true
-	rw.status = rw.finalStatus() // what went out: a later WriteHeader changes nothing
+	status := rw.finalStatus()
+	rw.status = status // what went out: a later WriteHeader changes nothing
 	dst := rw.w.Header()
 	var trailers http.Header
 	if rw.snap != nil {
@@ -237,7 +238,6 @@ func (rw *writer) commit(final bool) error {
 			dst[k] = v
 		}
 	}()
-	status := rw.finalStatus()
 	if final {
 		for _, h := range rw.rpc.headers {
 			setHTTPHeaders(dst, h)
@@ -265,14 +265,6 @@ func (rw *writer) commit(final bool) error {
 	_, err := rw.w.Write(rw.buf)
 	rw.buf = nil
 	return err
-}
-
-// finish sends the response once errown's middleware has returned, with
-// errown's headers, unless it went out already.
-func (rw *writer) finish() {
-	if !rw.committed {
-		_ = rw.commit(true) // the client went away: nothing to do
-	}
 }
 
 // trailerValues returns the trailers in h: the headers named with

@@ -131,9 +131,8 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	// The storm first, then the entry: a request that closes its log in
 	// between finds this call under way, and its figures unknown.
 	if e.Failed() || !storm.Trivial() {
-		if st, known := storm.Storm(); e.Failed() || !known || !st.Trivial() {
-			log.AddStorm(st, known, e.Failed())
-		}
+		st, known := storm.Storm()
+		log.Egress.AddStorm(st, known, e.Failed())
 	}
 	if !log.Egress.Append(e) {
 		m.late.Inc(1)

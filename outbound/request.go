@@ -57,7 +57,7 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 	log.CallStarted()
 	defer log.CallEnded()
 	if e.Failed() || !storm.Trivial() {
-		log.AddStorm(storm, true, e.Failed())
+		log.Egress.AddStorm(storm, true, e.Failed())
 	}
 	return log.Egress.Append(e)
 }

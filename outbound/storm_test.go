@@ -289,7 +289,7 @@ func TestCallMarkConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	counts := log.Egress.Counts()
-	st, ok := log.StormTotal(counts.NotFailed)
+	st, ok := log.Egress.StormTotal(counts.NotFailed)
 	require.True(t, ok)
 	const n = goroutines * perG
 	assert.Equal(t, ownership.Storm{Served: 1 + 2*n, Blind: 1 + 2*n}, st)
@@ -403,8 +403,8 @@ func TestCallFoldsStorm(t *testing.T) {
 			ctx, log := trackedContext()
 			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &fakeOutbound{res: tt.res, err: tt.err})
 
-			assert.Equal(t, tt.wantAdded, log.StormAdded())
-			got, ok := log.StormTotal(log.Egress.Counts().NotFailed)
+			assert.Equal(t, tt.wantAdded, log.Egress.StormAdded())
+			got, ok := log.Egress.StormTotal(log.Egress.Counts().NotFailed)
 			assert.Equal(t, tt.wantOK, ok, "%+v", got)
 			assert.Equal(t, tt.want, got)
 		})
@@ -470,7 +470,7 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 			require.NoError(t, err)
 			ctx, log := trackedContext()
 			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &headerRecorder{script: tt.script})
-			got, ok := log.StormTotal(log.Egress.Counts().NotFailed)
+			got, ok := log.Egress.StormTotal(log.Egress.Counts().NotFailed)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, got)
 		})
@@ -486,7 +486,7 @@ func TestCallLateChangesNothing(t *testing.T) {
 	require.NoError(t, err)
 	ctx, log := trackedContext()
 	_, counts := log.Egress.CloseCounts(nil) // the request finished
-	before, ok := log.StormTotal(counts.NotFailed)
+	before, ok := log.Egress.StormTotal(counts.NotFailed)
 	require.True(t, ok)
 	_, _ = mw.Call(ctx, &transport.Request{Service: "s"}, &fakeOutbound{res: headers("errown-storm", "9,18,1,1,2"), err: yarpcerrors.UnavailableErrorf("down")})
 	assert.Equal(t, ownership.One, before)
@@ -512,8 +512,8 @@ func TestRecordAddsStorm(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, log := trackedContext()
 			require.True(t, Record(ctx, "db", tt.err, tt.retried))
-			assert.Equal(t, tt.wantAdded, log.StormAdded())
-			got, ok := log.StormTotal(log.Egress.Counts().NotFailed)
+			assert.Equal(t, tt.wantAdded, log.Egress.StormAdded())
+			got, ok := log.Egress.StormTotal(log.Egress.Counts().NotFailed)
 			require.True(t, ok)
 			assert.Equal(t, tt.want, got)
 		})

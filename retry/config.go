@@ -65,6 +65,9 @@ const (
 	ModeObserve Mode = "observe"
 )
 
+// Validate reports whether m is a mode errown knows, as the key mode.
+func (m Mode) Validate() error { return m.validate("mode") }
+
 func (m Mode) validate(path string) error {
 	switch m {
 	case "", ModeEnforce, ModeObserve:

@@ -2,9 +2,9 @@ package retry
 
 import (
 	"context"
-	"github.com/errown/errown/internal/release"
 	"time"
 
+	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/middleware"
@@ -206,17 +206,8 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if n >= p.maxAttempts {
 		return 0, false
 	}
-	if ownership.ParseNoRetry(items[m.noRetryHeader]) {
-		return 0, m.refuse(req, c, state, ownership.RefusedPushback, n)
-	}
-	if !p.retryableCode(code) {
-		return 0, m.refuse(req, c, state, ownership.RefusedCode, n)
-	}
-	if !p.idempotent {
-		return 0, m.refuse(req, c, state, ownership.RefusedNotIdempotent, n)
-	}
-	if !replayable {
-		return 0, m.refuse(req, c, state, ownership.RefusedBodyTooLarge, n)
+	if r := m.refusal(p, code, replayable, items); r != ownership.RefusedNone {
+		return 0, m.refuse(req, c, state, r, n)
 	}
 	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
 	// A retry starts only when a whole attempt fits in what is left of
@@ -235,11 +226,30 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	return wait, true
 }
 
+// refusal returns why the policy p refuses to retry a failure with code
+// whatever the deadline and the budget, given the callee's response
+// headers items, or RefusedNone: the callee's pushback, the policy's
+// codes, idempotency, the body cap. Both worlds refuse alike (retryAfter,
+// blindRetries).
+func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable bool, items map[string]string) ownership.Refusal {
+	switch {
+	case ownership.ParseNoRetry(items[m.noRetryHeader]):
+		return ownership.RefusedPushback
+	case !p.retryableCode(code):
+		return ownership.RefusedCode
+	case !p.idempotent:
+		return ownership.RefusedNotIdempotent
+	case !replayable:
+		return ownership.RefusedBodyTooLarge
+	}
+	return ownership.RefusedNone
+}
+
 // blindRetries returns how many more attempts a hop blind to claims would
 // have made after attempt n failed with code: per the policy, the callee's
 // pushback and the budget's blind twin, each replaying attempt n.
 func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, items map[string]string) int {
-	if ownership.ParseNoRetry(items[m.noRetryHeader]) || !p.retryableCode(code) || !p.idempotent || !replayable {
+	if m.refusal(p, code, replayable, items) != ownership.RefusedNone {
 		return 0
 	}
 	k := 0

@@ -584,5 +584,7 @@ func TestModeValidate(t *testing.T) {
 	for _, mode := range []Mode{"", ModeEnforce, ModeObserve} {
 		_, err := New(Config{Mode: mode, Policies: []PolicyConfig{{Service: "callee", Mode: mode, Idempotent: new(true)}}})
 		assert.NoError(t, err, "%q", mode)
+		assert.NoError(t, mode.Validate(), "%q", mode)
 	}
+	assert.EqualError(t, Mode("loud").Validate(), `mode: must be "enforce" or "observe", got "loud"`)
 }

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/egresslog"
-	"github.com/errown/errown/ownership"
 )
 
 // ID identifies a request in flight. IDs are minted by ingresslog.Map, in
@@ -82,21 +81,6 @@ func (n *Node) Value(key any) any {
 func FromContext(ctx context.Context) *Log {
 	l, _ := ctx.Value(logKey{}).(*Log)
 	return l
-}
-
-// AddStorm adds one call's Storm to the request's, in its egress log
-// (egresslog.Log.AddStorm): nothing once the log is closed.
-func (l *Log) AddStorm(st ownership.Storm, known, failed bool) {
-	l.Egress.AddStorm(st, known, failed)
-}
-
-// StormAdded reports whether any call's Storm was added.
-func (l *Log) StormAdded() bool { return l.Egress.StormAdded() }
-
-// StormTotal returns the request's Storm (egresslog.Log.StormTotal),
-// notFailed being the egress log's count of calls that did not fail.
-func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
-	return l.Egress.StormTotal(notFailed)
 }
 
 // CallStarted counts an outbound call of the request under way, until

@@ -212,12 +212,7 @@ func newAnalyzer(g *graph, o Options) *analyzer {
 	if o.Mode == retry.ModeObserve {
 		// errown observes and retries blind to claims: the loads are
 		// those of the same retries without errown.
-		switch o.Policy {
-		case PolicyOwnershipNaive:
-			o.Policy = PolicyNaive
-		case PolicyOwnership:
-			o.Policy = PolicyBudget
-		}
+		o.Policy = o.Policy.blind()
 	}
 	thresholds := o.Memory.Thresholds()
 	thresholds.MinSamples = 1

@@ -127,8 +127,12 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 			})
 		}
 	}
+	var hook func(inbound.Storm) // the root's storms are the lab's telemetry
+	if i == 0 {
+		hook = m.telemetry.record
+	}
 	if kind := o.nodeKind(i); native(kind) {
-		return m.startNative(o, i, kind, n, addrs, edges, policies)
+		return m.startNative(o, i, kind, n, addrs, policies, hook)
 	}
 	e, err := newEndpoint(o.nodeKind(i), service, true, o.Concurrency)
 	if err != nil {
@@ -145,10 +149,6 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 		cfg.Outbounds[child] = transport.Outbounds{Unary: out}
 	}
 	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges}
-	var hook func(inbound.Storm)
-	if i == 0 {
-		hook = m.telemetry.record
-	}
 	mw, err := o.withPolicy(&cfg, gn, policies, hook)
 	if err != nil {
 		e.abandon()

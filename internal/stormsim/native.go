@@ -18,7 +18,6 @@ import (
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
-	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -101,22 +100,6 @@ func yarpcOutbound(o Options, e endpoint, kind, child, service, addr string) (tr
 	return ce.outbound(addr), nil
 }
 
-// nativeNode is what a grpc-go or net/http node started: its server and
-// its clients.
-type nativeNode struct {
-	stops []func() error
-}
-
-// Stop stops what was started, in the reverse order.
-func (s *nativeNode) Stop() error {
-	var err error
-	for i := len(s.stops) - 1; i >= 0; i-- {
-		err = multierr.Append(err, s.stops[i]())
-	}
-	s.stops = nil
-	return err
-}
-
 // clientMiddleware is what runs on a node's client for one child.
 type clientMiddleware struct {
 	errown *errown.Middleware       // under the ownership policies
@@ -126,32 +109,24 @@ type clientMiddleware struct {
 }
 
 // startNative starts node i of kind TransportGRPCGo or TransportNetHTTP,
-// whose children listen on addrs, and returns its address.
-func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []string, edges map[string]int, policies []retry.PolicyConfig) (_ string, err error) {
+// whose children listen on addrs, and returns its address. What it starts,
+// its clients and then its server, joins the mesh's started list, which
+// stops it, also when this fails half way (see startMesh).
+func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []string, policies []retry.PolicyConfig, hook func(inbound.Storm)) (string, error) {
 	gn := m.g.nodes[i]
 	service := serviceName(gn.name)
-	var hook func(inbound.Storm)
-	if i == 0 {
-		hook = m.telemetry.record
-	}
 	mw, blind, err := o.policy(gn, policies, hook)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", service, err)
 	}
-	nn := &nativeNode{}
-	defer func() {
-		if err != nil {
-			err = multierr.Append(err, nn.Stop())
-		}
-	}()
-	rec := &retryRecorder{log: m.log, tracer: m.tracer, edges: edges}
+	rec := &retryRecorder{log: m.log, tracer: m.tracer} // the native recorders name their edges
 	for _, c := range gn.calls {
 		child := serviceName(m.g.nodes[c.child].name)
 		cl, stop, err := nativeClient(o, o.nodeKind(c.child), service, child, addrs[c.child], &clientMiddleware{errown: mw, blind: blind, rec: rec, edge: c.edge})
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", service, err)
 		}
-		nn.stops = append(nn.stops, stop.Stop)
+		m.started = append(m.started, stop)
 		n.calls = append(n.calls, nodeCall{client: cl, times: c.times, soft: c.soft})
 	}
 	cr := &claimRecorder{n: n, inflight: &m.inflight}
@@ -174,24 +149,23 @@ func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []strin
 			defer close(done)
 			_ = srv.Serve(ln) // returns when stopped
 		}()
-		nn.stops = append(nn.stops, func() error {
+		m.started = append(m.started, funcStopper(func() error {
 			srv.Stop()
 			<-done
 			return nil
-		})
+		}))
 	default:
 		srv := &http.Server{Handler: httpHandler(n, cr, mw), ReadHeaderTimeout: time.Minute}
 		go func() {
 			defer close(done)
 			_ = srv.Serve(ln) // returns http.ErrServerClosed when closed
 		}()
-		nn.stops = append(nn.stops, func() error {
+		m.started = append(m.started, funcStopper(func() error {
 			err := srv.Close()
 			<-done
 			return err
-		})
+		}))
 	}
-	m.started = append(m.started, nn)
 	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("kind", kind), zap.String("addr", ln.Addr().String()))
 	return ln.Addr().String(), nil
 }
@@ -369,15 +343,13 @@ func (c *grpcCaller) Call(ctx context.Context, _ string, body []byte, _ ...yarpc
 // interceptor of a node's ClientConn to the child over edge.
 func grpcRecorder(r *retryRecorder, edge int) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		attempt := 1
+		var v string // the last value the interceptors above set
 		if md, ok := metadata.FromOutgoingContext(ctx); ok {
 			if vs := md.Get(_attemptHeader); len(vs) > 0 {
-				if a, ok := ownership.ParseAttempt(vs[len(vs)-1]); ok {
-					attempt = a
-				}
+				v = vs[len(vs)-1]
 			}
 		}
-		trace := r.attempt(ctx, edge, attempt)
+		trace := r.attempt(ctx, edge, attemptNumber(v))
 		var trailer metadata.MD
 		err := invoker(ctx, method, req, reply, cc, append(opts[:len(opts):len(opts)], grpc.Trailer(&trailer))...)
 		trace(&transport.Response{Headers: mdHeaders(trailer)}, yarpcError(err))
@@ -592,11 +564,7 @@ type httpRecorder struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *httpRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
-	attempt := 1
-	if a, ok := ownership.ParseAttempt(r.Header.Get(_httpHeaderPrefix + _attemptHeader)); ok {
-		attempt = a
-	}
-	trace := t.rec.attempt(r.Context(), t.edge, attempt)
+	trace := t.rec.attempt(r.Context(), t.edge, attemptNumber(r.Header.Get(_httpHeaderPrefix+_attemptHeader)))
 	res, err := t.base.RoundTrip(r)
 	switch {
 	case err != nil:

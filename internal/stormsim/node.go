@@ -63,9 +63,16 @@ func attemptOf(ctx context.Context) int {
 		return a
 	}
 	if call := yarpc.CallFromContext(ctx); call != nil {
-		if a, ok := ownership.ParseAttempt(call.Header(_attemptHeader)); ok {
-			return a
-		}
+		return attemptNumber(call.Header(_attemptHeader))
+	}
+	return 1
+}
+
+// attemptNumber reads an attempt header value: its number, 1 when it is
+// absent or malformed.
+func attemptNumber(v string) int {
+	if a, ok := ownership.ParseAttempt(v); ok {
+		return a
 	}
 	return 1
 }
@@ -75,11 +82,7 @@ type attemptKey struct{}
 // withAttempt returns ctx telling handle the attempt number of its
 // request, read by a grpc-go or net/http server from the header value v.
 func withAttempt(ctx context.Context, v string) context.Context {
-	a, ok := ownership.ParseAttempt(v)
-	if !ok {
-		a = 1
-	}
-	return context.WithValue(ctx, attemptKey{}, a)
+	return context.WithValue(ctx, attemptKey{}, attemptNumber(v))
 }
 
 // counters are what a node counts.
@@ -327,13 +330,8 @@ var _ middleware.UnaryOutbound = (*retryRecorder)(nil)
 
 // Call implements middleware.UnaryOutbound.
 func (r *retryRecorder) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	attempt := 1
-	if v, ok := req.Headers.Get(_attemptHeader); ok {
-		if a, ok := ownership.ParseAttempt(v); ok {
-			attempt = a
-		}
-	}
-	trace := r.attempt(ctx, r.edges[req.Service], attempt)
+	v, _ := req.Headers.Get(_attemptHeader)
+	trace := r.attempt(ctx, r.edges[req.Service], attemptNumber(v))
 	res, err := out.Call(ctx, req)
 	trace(res, err)
 	return res, err

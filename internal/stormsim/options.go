@@ -54,6 +54,18 @@ func (p Policy) budgeted() bool {
 	return p == PolicyBudget || p == PolicyOwnership
 }
 
+// blind returns the policy that retries like p, blind to claims: p itself
+// for a policy that runs no errown.
+func (p Policy) blind() Policy {
+	switch p {
+	case PolicyOwnershipNaive:
+		return PolicyNaive
+	case PolicyOwnership:
+		return PolicyBudget
+	}
+	return p
+}
+
 // Transports supported by Run.
 const (
 	TransportHTTP     = "http"

@@ -470,12 +470,12 @@ func TopologyScenario(t *Topology, policies []Policy, base Options) Scenario {
 // to claims, and the tolerance of comparing their requests served: exact
 // without a budget, 5% with one.
 func blindOf(runs map[Policy]*RunReport, p Policy) (*RunReport, float64) {
-	switch p {
-	case PolicyOwnershipNaive:
-		return runs[PolicyNaive], 0
-	case PolicyOwnership:
-		return runs[PolicyBudget], LoadTolerance
-	default:
+	if !p.runsErrown() {
 		return nil, 0
 	}
+	tol := 0.0
+	if p.budgeted() {
+		tol = LoadTolerance
+	}
+	return runs[p.blind()], tol
 }
