@@ -23,19 +23,31 @@ const _inline = 4
 // pooled (chunks) rather than part of the Log so that a Log stays small,
 // and a failed request allocates nothing: the chunk is taken on the first
 // failure or Storm and given back on Release, both under the Log's lock,
-// and a closed Log takes nothing more into it, so no late Append or
+// and a closed Log puts nothing more into it, so no late Append or
 // AddStorm can land in a chunk another Log is using.
 type chunk struct {
 	inline   [_inline]Entry
-	failures []Entry // inline[:n] while they fit, then on the heap
-	storms   Storms  // of the calls with something to report (AddStorm)
+	failures []Entry   // inline[:n] while they fit, then on the heap
+	storms   stormSums // of the calls with something to report (AddStorm)
 }
 
 var chunks = sync.Pool{New: func() any { return new(chunk) }}
 
-// _closed is the bit of Log.notFailed that Close sets; the bits below it
-// count the calls that did not fail.
-const _closed = uint64(1) << 63
+// reset empties c for the pool, keeping no strings alive: only the
+// entries it used are cleared.
+func (c *chunk) reset() {
+	clear(c.inline[:min(len(c.failures), _inline)])
+	c.failures = nil
+	c.storms = stormSums{}
+}
+
+// The bits of Log.state: _closed once the log is closed, _late once a call
+// came after that, and below them the count of calls that did not fail.
+const (
+	_closed    = uint64(1) << 63
+	_late      = uint64(1) << 62
+	_countMask = _late - 1
+)
 
 // Counts says how many calls a Log took, by what it did with them.
 type Counts struct {
@@ -62,21 +74,24 @@ func (c Counts) Total() int {
 // failed, up to MaxFailures, and counts the rest (see Counts). It is safe
 // for concurrent use by the goroutines a handler fans out to. Once closed
 // it takes no more calls.
+//
+// A request whose calls did not fail takes no lock: each call is one
+// atomic compare-and-swap on the log's state, and CloseQuiet, Late and
+// Release read or set bits of that state. Failures and Storms go to the
+// chunk, under the lock.
 type Log struct {
-	// notFailed counts the calls that did not fail, with _closed set once
-	// the Log is closed: a call that did not fail costs one atomic add.
-	notFailed atomic.Uint64
+	// state counts the calls that did not fail, with _closed set once the
+	// log is closed and _late once a call came after.
+	state atomic.Uint64
 
 	mu       sync.Mutex
-	closed   bool
-	late     bool   // a failure or Storm came after Close (see Late)
-	stored   int32  // failures kept, as of Close
-	overflow int32  // saturated at math.MaxInt32
-	unsat    int32  // overflowed failures with RCS false, saturated
-	final    uint64 // notFailed's count as of Close
+	handed   bool  // Close handed the failures over
+	stored   int32 // failures kept, as of Release
+	overflow int32 // saturated at math.MaxInt32
+	unsat    int32 // overflowed failures with RCS false, saturated
 	// chunk is from chunks on the first failure or Storm, or nil. Set
 	// and cleared under mu; loaded without it only to skip the lock when
-	// there is none.
+	// there is none, and by CloseQuiet (see takeOpen).
 	chunk atomic.Pointer[chunk]
 }
 
@@ -86,17 +101,23 @@ type Log struct {
 // the call was made for has finished.
 func (l *Log) Append(e Entry) bool {
 	if !e.Failed() {
-		// Counted after Close has read the count only if Close has also
-		// set _closed in the same word: then the call was late.
-		return l.notFailed.Add(1)&_closed == 0
+		for {
+			s := l.state.Load()
+			if s&_closed != 0 {
+				l.state.Or(_late)
+				return false
+			}
+			if l.state.CompareAndSwap(s, s+1) {
+				return true
+			}
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		l.late = true
+	c, ok := l.takeOpen()
+	if !ok {
 		return false
 	}
-	c := l.take()
 	if len(c.failures) >= MaxFailures {
 		if l.overflow < math.MaxInt32 {
 			l.overflow++
@@ -111,61 +132,93 @@ func (l *Log) Append(e Entry) bool {
 }
 
 // Late reports whether a call came after Close: a failure or a Storm the
-// log refused, or a call that did not fail counted past the final count.
-// A request whose call ended after its log closed, before it was asked,
-// says so here even when nothing is under way any more.
+// log refused, or a call that did not fail. A request whose call ended
+// after its log closed, before it was asked, says so here even when
+// nothing is under way any more.
 func (l *Log) Late() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed && (l.late || l.notFailed.Load()&^_closed != l.final)
+	return l.state.Load()&_late != 0
 }
 
-// take returns l's chunk, giving it one if it has none. l.mu must be
-// held.
-func (l *Log) take() *chunk {
+// takeOpen returns l's chunk, giving it one if it has none, and true; or,
+// marking l late, false when l is closed. l.mu must be held.
+//
+// The chunk is stored before the state is read again: CloseQuiet sets
+// _closed before it reads the chunk, so either it finds this chunk or
+// this finds the log closed, and no failure is kept that CloseQuiet's
+// quiet close missed.
+func (l *Log) takeOpen() (*chunk, bool) {
+	if l.lateIfClosed() {
+		return nil, false
+	}
 	c := l.chunk.Load()
 	if c == nil {
+		if _testHookTake != nil {
+			_testHookTake(l)
+		}
 		c = chunks.Get().(*chunk)
 		c.failures = c.inline[:0]
 		l.chunk.Store(c)
+		if l.lateIfClosed() {
+			return nil, false // the chunk stays for Release
+		}
 	}
-	return c
+	return c, true
 }
 
-// AddStorm adds the Storm of one call to the request's (Storms.Add), and
-// reports false, adding nothing, when the log is already closed. Add the
-// call's Storm before the call itself (Append): a request that closes in
-// between counts the call as under way.
+// Test hooks, nil but in tests. _testHookTake runs where a failure or
+// Storm, its log found open, is about to give it a chunk; _testHookClose
+// where CloseQuiet, the log found without a chunk, is about to close it.
+// Tests make the other side of the race there.
+var _testHookTake, _testHookClose func(*Log)
+
+// lateIfClosed reports whether l is closed, and if it is, marks it late: a
+// call came after Close.
+func (l *Log) lateIfClosed() bool {
+	if l.state.Load()&_closed == 0 {
+		return false
+	}
+	l.state.Or(_late)
+	return true
+}
+
+// AddStorm adds the Storm of one call to the request's, known false when
+// it is unknown, failed whether the call failed, and reports false,
+// adding nothing, when the log is already closed. Add the call's Storm
+// before the call itself (Append): a request that closes in between
+// counts the call as under way.
 func (l *Log) AddStorm(st ownership.Storm, known, failed bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		l.late = true
-		return false
+	c, ok := l.takeOpen()
+	if ok {
+		c.storms.add(st, known, failed)
 	}
-	l.take().storms.Add(st, known, failed)
-	return true
+	return ok
 }
 
 // StormAdded reports whether any call's Storm was added. After Release it
 // reports false.
 func (l *Log) StormAdded() bool {
+	if l.chunk.Load() == nil { // else no call reported anything: no lock
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.chunk.Load()
-	return c != nil && c.storms.Added()
+	return c != nil && c.storms.added
 }
 
-// StormTotal returns the request's Storm (Storms.Total), notFailed being
-// the log's count of calls that did not fail (Counts.NotFailed): with no
-// Storm added, the request and those calls, one request each. Ask before
-// Release, which forgets the Storms.
+// StormTotal returns the request's Storm, notFailed being the log's count
+// of calls that did not fail (Counts.NotFailed): with no Storm added, the
+// request and those calls, one request each. It returns false when a
+// call's Storm was unknown or a sum is out of bounds. Ask before Release,
+// which forgets the Storms.
 func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
 	if l.chunk.Load() != nil { // else no call reported anything: no lock
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if c := l.chunk.Load(); c != nil && c.storms.Added() {
-			return c.storms.Total(notFailed)
+		if c := l.chunk.Load(); c != nil && c.storms.added {
+			return c.storms.total(notFailed)
 		}
 	}
 	n := 1 + uint64(notFailed)
@@ -183,11 +236,12 @@ func (l *Log) Release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.chunk.Load()
-	if !l.closed || c == nil {
+	if l.state.Load()&_closed == 0 || c == nil {
 		return
 	}
+	l.stored = int32(len(c.failures))
 	l.chunk.Store(nil)
-	*c = chunk{} // keep no strings alive from the pool
+	c.reset()
 	chunks.Put(c)
 }
 
@@ -202,9 +256,12 @@ func (l *Log) failures() []Entry {
 // Last returns the latest failed call the log keeps on edge, and whether
 // there is one.
 func (l *Log) Last(edge Edge) (Entry, bool) {
+	if l.chunk.Load() == nil { // no failure: no lock
+		return Entry{}, false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.state.Load()&_closed != 0 {
 		return Entry{}, false
 	}
 	failures := l.failures()
@@ -229,27 +286,32 @@ func (l *Log) Close(dst []Entry) []Entry {
 func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return dst, l.countsLocked()
+	if !l.handed {
+		l.handed = true
+		l.state.Or(_closed)
+		dst = append(dst, l.failures()...)
 	}
-	dst = append(dst, l.failures()...)
-	l.closeLocked()
 	return dst, l.countsLocked()
 }
 
-// CloseQuiet closes the log, as Close does, when it keeps no failed call,
-// and returns its final Counts and true. A log that keeps some is left
-// open, and CloseQuiet returns false: Close it with room for them.
+// CloseQuiet closes the log, as Close does, when no call failed or
+// reported a Storm, and returns its final Counts and true: without a lock,
+// the common case. Otherwise it returns false, and no Counts: Close the
+// log with room for its failures (and ask StormTotal for its Storms).
 func (l *Log) CloseQuiet() (Counts, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		if len(l.failures()) > 0 {
-			return Counts{}, false
-		}
-		l.closeLocked()
+	if l.chunk.Load() != nil {
+		return Counts{}, false
 	}
-	return l.countsLocked(), l.stored == 0
+	if _testHookClose != nil {
+		_testHookClose(l)
+	}
+	s := l.state.Or(_closed)
+	if l.chunk.Load() != nil {
+		// A failure or a Storm came in as the log closed (see takeOpen):
+		// Close hands it over.
+		return Counts{}, false
+	}
+	return Counts{NotFailed: notFailed(s)}, true
 }
 
 // Counts returns how many calls the log has taken. Once the log is closed
@@ -260,25 +322,24 @@ func (l *Log) Counts() Counts {
 	return l.countsLocked()
 }
 
-// closeLocked closes the log: it takes the final counts. The chunk stays
-// until Release. l.mu must be held.
-func (l *Log) closeLocked() {
-	l.closed = true
-	l.final = l.notFailed.Or(_closed) &^ _closed
-	l.stored = int32(len(l.failures()))
-}
-
 // countsLocked returns the counts: final once the log is closed. l.mu
 // must be held.
 func (l *Log) countsLocked() Counts {
-	c := Counts{Overflow: int(l.overflow), OverflowUnsatisfied: int(l.unsat)}
-	if l.closed {
-		c.Stored, c.NotFailed = int(l.stored), int(min(l.final, math.MaxInt))
-		return c
+	c := Counts{
+		Stored:              int(l.stored),
+		Overflow:            int(l.overflow),
+		OverflowUnsatisfied: int(l.unsat),
+		NotFailed:           notFailed(l.state.Load()),
 	}
-	c.Stored = len(l.failures())
-	c.NotFailed = int(min(l.notFailed.Load()&^_closed, math.MaxInt))
+	if ch := l.chunk.Load(); ch != nil {
+		c.Stored = len(ch.failures)
+	}
 	return c
+}
+
+// notFailed returns the count of calls that did not fail in the state s.
+func notFailed(s uint64) int {
+	return int(min(s&_countMask, math.MaxInt))
 }
 
 // Len returns how many calls the log has taken: Counts().Total().

@@ -332,9 +332,136 @@ func TestCloseQuiet(t *testing.T) {
 	got, counts := failing.CloseCounts(nil)
 	assert.Equal(t, []Entry{entry(2), entry(3)}, got)
 	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, counts)
-	counts, isQuiet := failing.CloseQuiet()
+	_, isQuiet := failing.CloseQuiet()
 	assert.False(t, isQuiet, "closed with failures: not quiet")
-	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, counts)
+	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, failing.Counts())
+	assert.Empty(t, failing.Close(nil), "handed over once")
+
+	var stormy Log
+	require.True(t, stormy.AddStorm(ownership.One, true, false))
+	_, closed = stormy.CloseQuiet()
+	assert.False(t, closed, "a log with a Storm is not quiet")
+	assert.True(t, stormy.AddStorm(ownership.One, true, false), "still open")
+}
+
+// CloseQuiet in the narrowest window: a failure or a Storm found the log
+// open and is about to give it a chunk when the log closes quietly. The
+// call must be refused, and the log late.
+func TestLogCloseQuietBetweenCheckAndChunk(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		call func(*Log) bool
+	}{
+		{"failure", func(l *Log) bool { return l.Append(entry(1)) }},
+		{"Storm", func(l *Log) bool { return l.AddStorm(ownership.One, true, true) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l Log
+			require.True(t, l.Append(ok(0)))
+			var counts Counts
+			var quiet bool
+			_testHookTake = func(hooked *Log) {
+				if hooked == &l {
+					counts, quiet = l.CloseQuiet()
+				}
+			}
+			defer func() { _testHookTake = nil }()
+			assert.False(t, tt.call(&l), "refused: the log closed quietly first")
+			require.True(t, quiet, "no chunk yet when it closed")
+			assert.Equal(t, Counts{NotFailed: 1}, counts)
+			assert.True(t, l.Late(), "a call came after Close")
+			assert.False(t, l.StormAdded())
+			assert.Empty(t, l.Close(nil))
+			l.Release()
+		})
+	}
+}
+
+// A failure or a Storm taken in the other narrow window: after CloseQuiet
+// found no chunk, before it closed. It must not close quietly, and Close
+// hands the failure over.
+func TestLogCallBetweenCloseQuietCheckAndClose(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		call        func(*Log) bool
+		wantEntries []Entry
+	}{
+		{"failure", func(l *Log) bool { return l.Append(entry(1)) }, []Entry{entry(1)}},
+		{"Storm", func(l *Log) bool { return l.AddStorm(ownership.One, true, false) }, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l Log
+			took := false
+			_testHookClose = func(hooked *Log) {
+				if hooked == &l {
+					took = tt.call(&l)
+				}
+			}
+			defer func() { _testHookClose = nil }()
+			_, quiet := l.CloseQuiet()
+			require.True(t, took, "the log was open")
+			assert.False(t, quiet, "a call was taken: not quiet")
+			got, counts := l.CloseCounts(nil)
+			assert.Equal(t, tt.wantEntries, got)
+			assert.Equal(t, len(tt.wantEntries), counts.Stored)
+			assert.Equal(t, tt.name == "Storm", l.StormAdded())
+			assert.False(t, l.Late())
+			l.Release()
+		})
+	}
+}
+
+// CloseQuiet racing the handler's calls: whatever interleaving, every
+// call Append or AddStorm took is in what the closes report, and every
+// one they refused makes the log late.
+func TestLogConcurrentCloseQuietNeverLoses(t *testing.T) {
+	for range 2000 {
+		var l Log
+		var failed, notFailed, storms, refused atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for w := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				var took bool
+				switch w {
+				case 0:
+					if took = l.Append(entry(w)); took {
+						failed.Add(1)
+					}
+				case 1:
+					if took = l.Append(ok(w)); took {
+						notFailed.Add(1)
+					}
+				default:
+					if took = l.AddStorm(ownership.One, true, false); took {
+						storms.Add(1)
+					}
+				}
+				if !took {
+					refused.Add(1)
+				}
+			}()
+		}
+		close(start)
+		counts, quiet := l.CloseQuiet()
+		var got []Entry
+		if !quiet {
+			got, counts = l.CloseCounts(nil)
+		}
+		wg.Wait()
+		if quiet {
+			require.Zero(t, failed.Load()+storms.Load(), "a quiet close took a failure or a Storm")
+		}
+		require.Equal(t, int(failed.Load()), len(got), "failures handed over")
+		require.Equal(t, int(failed.Load()), counts.Stored)
+		require.Equal(t, int(notFailed.Load()), counts.NotFailed, "calls that did not fail")
+		require.Equal(t, storms.Load() > 0, l.StormAdded(), "Storms")
+		require.Equal(t, refused.Load() > 0, l.Late(), "late")
+		l.Release()
+	}
 }
 
 // A request's Storms live in the log's chunk: added until the log closes,
@@ -425,4 +552,14 @@ func TestLogLate(t *testing.T) {
 			assert.Equal(t, counts, l.Counts(), "the counts stay final")
 		})
 	}
+	t.Run("after a quiet close", func(t *testing.T) {
+		var l Log
+		require.True(t, l.Append(ok(1)))
+		counts, quiet := l.CloseQuiet()
+		require.True(t, quiet)
+		assert.False(t, l.Late(), "closed, nothing after")
+		assert.False(t, l.Append(ok(2)), "refused")
+		assert.True(t, l.Late())
+		assert.Equal(t, counts, l.Counts(), "the counts stay final")
+	})
 }

@@ -1,77 +1,65 @@
 package egresslog
 
 import (
-	"sync/atomic"
-
 	"github.com/errown/errown/ownership"
 )
 
-// Storms sums the Storms of one request's outbound calls, which may run
-// concurrently. Calls that did not fail and have nothing to report
-// (ownership.One) are not added: the egress log counts them, and Total
-// takes that count.
-type Storms struct {
-	served      atomic.Uint64
-	blind       atomic.Uint64
-	retries     atomic.Uint64
-	radius      atomic.Uint32
-	blindRadius atomic.Uint32
-	notFailed   atomic.Int64 // added calls that did not fail
-	unknown     atomic.Bool
-	added       atomic.Bool
+// stormSums sums the Storms of one request's outbound calls. Calls that
+// did not fail and have nothing to report (ownership.One) are not added:
+// the egress log counts them, and total takes that count. It is not safe
+// for concurrent use: it lives in a Log's chunk, under the Log's lock.
+type stormSums struct {
+	served      uint64
+	blind       uint64
+	retries     uint64
+	notFailed   int64 // added calls that did not fail
+	radius      uint8
+	blindRadius uint8
+	unknown     bool
+	added       bool
 }
 
-// Add adds one call's Storm; known is false when it is unknown, failed
+// add adds one call's Storm; known is false when it is unknown, failed
 // whether the call failed (the egress log counts the others).
-func (s *Storms) Add(st ownership.Storm, known, failed bool) {
-	s.added.Store(true)
+func (s *stormSums) add(st ownership.Storm, known, failed bool) {
+	s.added = true
 	if !failed {
-		s.notFailed.Add(1)
+		s.notFailed++
 	}
-	if !known {
-		s.unknown.Store(true)
+	if !known || s.unknown {
+		s.unknown = true
 		return
 	}
 	if st.Served > ownership.MaxStormServed || st.Blind > ownership.MaxStormServed ||
-		s.blind.Add(st.Blind) > ownership.MaxStormServed { // sums of bounded figures: no wrap before this trips
-		s.unknown.Store(true)
+		s.blind+st.Blind > ownership.MaxStormServed { // sums of bounded figures: no wrap before this trips
+		s.unknown = true
 		return
 	}
-	s.served.Add(st.Served)
-	s.retries.Add(st.Retries)
-	atomicMax(&s.radius, uint32(st.Radius))
-	atomicMax(&s.blindRadius, uint32(st.BlindRadius))
+	s.served += st.Served
+	s.blind += st.Blind
+	s.retries += st.Retries
+	s.radius = max(s.radius, st.Radius)
+	s.blindRadius = max(s.blindRadius, st.BlindRadius)
 }
 
-// Added reports whether any call was added.
-func (s *Storms) Added() bool { return s.added.Load() }
-
-// Total returns the request's Storm: its own request and its calls, notFailed
-// being the egress log's count of calls that did not fail. It returns false
-// when a call's Storm was unknown or a figure is out of bounds.
-func (s *Storms) Total(notFailed int) (ownership.Storm, bool) {
-	if s.unknown.Load() {
+// total returns the request's Storm: its own request and its calls,
+// notFailed being the egress log's count of calls that did not fail. It
+// returns false when a call's Storm was unknown or a figure is out of
+// bounds.
+func (s *stormSums) total(notFailed int) (ownership.Storm, bool) {
+	if s.unknown {
 		return ownership.Storm{}, false
 	}
-	quiet := uint64(max(int64(notFailed)-s.notFailed.Load(), 0))
+	quiet := uint64(max(int64(notFailed)-s.notFailed, 0))
 	st := ownership.Storm{
-		Served:  1 + quiet + s.served.Load(),
-		Blind:   1 + quiet + s.blind.Load(),
-		Retries: s.retries.Load(),
+		Served:      1 + quiet + s.served,
+		Blind:       1 + quiet + s.blind,
+		Retries:     s.retries,
+		Radius:      s.radius,
+		BlindRadius: s.blindRadius,
 	}
-	r, br := s.radius.Load(), s.blindRadius.Load()
-	if st.Blind > ownership.MaxStormServed || st.Served > st.Blind || r > br || br > ownership.MaxStormRadius {
+	if st.Blind > ownership.MaxStormServed || st.Served > st.Blind || st.Radius > st.BlindRadius {
 		return ownership.Storm{}, false
 	}
-	st.Radius, st.BlindRadius = uint8(r), uint8(br)
 	return st, true
-}
-
-func atomicMax(a *atomic.Uint32, v uint32) {
-	for {
-		cur := a.Load()
-		if v <= cur || a.CompareAndSwap(cur, v) {
-			return
-		}
-	}
 }

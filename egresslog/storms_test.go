@@ -156,16 +156,16 @@ func TestStormsTotal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s Storms
+			var s Log
 			for _, a := range tt.give {
-				s.Add(a.storm, a.known, a.failed)
+				s.AddStorm(a.storm, a.known, a.failed)
 			}
-			assert.Equal(t, tt.wantAdded, s.Added())
-			got, ok := s.Total(tt.notFailed)
+			assert.Equal(t, tt.wantAdded, s.StormAdded())
+			got, ok := s.StormTotal(tt.notFailed)
 			assert.Equal(t, tt.wantOK, ok, "%+v", got)
 			assert.Equal(t, tt.want, got)
 			// Total only reads.
-			again, againOK := s.Total(tt.notFailed)
+			again, againOK := s.StormTotal(tt.notFailed)
 			assert.Equal(t, got, again)
 			assert.Equal(t, ok, againOK)
 		})
@@ -175,10 +175,10 @@ func TestStormsTotal(t *testing.T) {
 // TestStormsTotalMatchesWire: whatever valid Storms are added, a known
 // Total is a valid header value.
 func TestStormsTotalMatchesWire(t *testing.T) {
-	var s Storms
-	s.Add(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, true, true)
-	s.Add(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true, false)
-	got, ok := s.Total(5)
+	var s Log
+	s.AddStorm(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, true, true)
+	s.AddStorm(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true, false)
+	got, ok := s.StormTotal(5)
 	require.True(t, ok)
 	assert.Equal(t, "16,25,2,1,2", got.HeaderValue())
 	back, ok := ownership.ParseStorm(got.HeaderValue())
@@ -194,7 +194,7 @@ func TestStormsConcurrentAdds(t *testing.T) {
 		goroutines = 64
 		perG       = 200
 	)
-	var s Storms
+	var s Log
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -208,14 +208,14 @@ func TestStormsConcurrentAdds(t *testing.T) {
 					return
 				default:
 				}
-				if st, ok := s.Total(0); ok {
+				if st, ok := s.StormTotal(0); ok {
 					// A partial sum is still a sum of valid Storms.
 					if st.Served < 1 || st.Blind < st.Served {
 						t.Errorf("partial Total %+v", st)
 						return
 					}
 				}
-				_ = s.Added()
+				_ = s.StormAdded()
 			}
 		}()
 	}
@@ -225,7 +225,7 @@ func TestStormsConcurrentAdds(t *testing.T) {
 			defer wg.Done()
 			for i := range perG {
 				r := uint8((g*perG + i) % 50)
-				s.Add(ownership.Storm{Served: 3, Blind: 5, Retries: 1, Radius: r, BlindRadius: r + 1}, true, i%2 == 0)
+				s.AddStorm(ownership.Storm{Served: 3, Blind: 5, Retries: 1, Radius: r, BlindRadius: r + 1}, true, i%2 == 0)
 			}
 		}()
 	}
@@ -234,26 +234,26 @@ func TestStormsConcurrentAdds(t *testing.T) {
 	readers.Wait()
 
 	const n = goroutines * perG
-	got, ok := s.Total(n/2 + 7) // the not-failed half and 7 quiet calls
+	got, ok := s.StormTotal(n/2 + 7) // the not-failed half and 7 quiet calls
 	require.True(t, ok)
 	assert.Equal(t, ownership.Storm{Served: 1 + 7 + 3*n, Blind: 1 + 7 + 5*n, Retries: n, Radius: 49, BlindRadius: 50}, got)
-	assert.True(t, s.Added())
+	assert.True(t, s.StormAdded())
 }
 
 func TestStormsConcurrentUnknown(t *testing.T) {
-	var s Storms
+	var s Log
 	var wg sync.WaitGroup
 	for g := range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range 100 {
-				s.Add(ownership.One, !(g == 17 && i == 50), true)
+				s.AddStorm(ownership.One, !(g == 17 && i == 50), true)
 			}
 		}()
 	}
 	wg.Wait()
-	got, ok := s.Total(0)
+	got, ok := s.StormTotal(0)
 	assert.False(t, ok, "one unknown call among 3200: %+v", got)
 	assert.Equal(t, ownership.Storm{}, got)
 }
@@ -261,11 +261,11 @@ func TestStormsConcurrentUnknown(t *testing.T) {
 // TestStormsSumSaturates: the sums of many calls' figures must not wrap
 // back into bounds.
 func TestStormsSumSaturates(t *testing.T) {
-	var s Storms
+	var s Log
 	top := ownership.Storm{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed}
 	for range 1 << 14 { // 2^14 × 2^50 = 2^64
-		s.Add(top, true, true)
+		s.AddStorm(top, true, true)
 	}
-	got, ok := s.Total(0)
+	got, ok := s.StormTotal(0)
 	assert.False(t, ok, "%d calls of %d requests each read %+v", 1<<14, uint64(ownership.MaxStormServed), got)
 }
