@@ -105,7 +105,8 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		inbound.WithOrphans(orphans),
 		inbound.WithScope(scope),
 		inbound.WithMemory(kinds), inbound.WithObserver(memory),
-		inbound.WithStormHook(o.stormHook))
+		inbound.WithStormHook(o.stormHook),
+		inbound.WithClock(memory.Now))
 	if err != nil {
 		return nil, err
 	}

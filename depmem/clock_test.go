@@ -73,3 +73,22 @@ func TestMemoryStartRunsTheCoarseClock(t *testing.T) {
 	assert.False(t, m.clock.Coarse(), "stopped")
 	assert.Equal(t, int64(1), m.Edges()[0].CalleeFailures, "observed in the window the exact clock reads")
 }
+
+// Now is the memory's own reading of its clock: a test's clock exactly,
+// the coarse one between Start and Stop.
+func TestMemoryNow(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC)
+	m, err := NewMemory(Config{}, withClock(func() time.Time { return at }))
+	require.NoError(t, err)
+	assert.True(t, at.Equal(m.Now()), "the test's clock: %v", m.Now())
+	at = at.Add(time.Minute)
+	assert.True(t, at.Equal(m.Now()), "read again, exactly: %v", m.Now())
+
+	real, err := NewMemory(Config{})
+	require.NoError(t, err)
+	require.NoError(t, real.Start())
+	defer func() { require.NoError(t, real.Stop()) }()
+	before := time.Now()
+	got := real.Now()
+	assert.WithinDuration(t, before, got, 200*time.Millisecond, "coarse: within a tick of the real clock")
+}

@@ -129,11 +129,13 @@ func TestFleetSourceAndOutage(t *testing.T) {
 	require.Len(t, v, 1)
 	assert.Equal(t, SourceFleet, v[0].Source)
 	assert.Equal(t, int64(40), v[0].CalleeFailures)
+	assert.Equal(t, v[0].Kind, m.Kind(edgeA), "Kind is the view's kind")
 
 	// Local memory with more evidence wins over the fleet.
 	observe(m, edgeA, 50, 0)
 	assert.Equal(t, ownership.KindFailOpen, m.Kind(edgeA))
 	assert.Equal(t, SourceLocal, m.Edges()[0].Source)
+	assert.Equal(t, m.Edges()[0].Kind, m.Kind(edgeA), "Kind is the view's kind")
 
 	// An outage: garbage, then errors. Logged once, counted each time,
 	// and classification carries on from local memory.

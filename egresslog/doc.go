@@ -16,10 +16,11 @@
 // which the inbound middleware reports. A request's Log stays bounded
 // however many calls its handler makes.
 //
-// A Log also sums the storm telemetry of its calls (Storms: AddStorm,
+// A Log also sums the storm telemetry of its calls (AppendStorm, AddStorm,
 // StormTotal). Its failures and sums live in a chunk from a pool, taken on
 // the first failure or Storm: Close stops the Log from taking more,
 // Release gives the chunk back once the inbound side has read what it
 // needs (a Log never released leaves its chunk to the garbage collector),
-// and Late says whether a call came after Close.
+// and Late says whether a call came after Close. A request whose calls
+// all succeeded quietly takes no lock (see Log).
 package egresslog

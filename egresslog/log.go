@@ -118,6 +118,37 @@ func (l *Log) Append(e Entry) bool {
 	if !ok {
 		return false
 	}
+	l.appendFailure(c, e)
+	return true
+}
+
+// AppendStorm adds the call e and its Storm st (known false when it is
+// unknown) together, as AddStorm and Append would one after the other,
+// under one lock: both or, when the log is already closed, neither.
+func (l *Log) AppendStorm(e Entry, st ownership.Storm, known bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.takeOpen()
+	if !ok {
+		return false
+	}
+	failed := e.Failed()
+	c.storms.add(st, known, failed)
+	if !failed {
+		// Counted whatever _closed says: with the log found open, only
+		// a CloseQuiet that raced the chunk can have set it since, and
+		// that one reports not quiet, so Close, under the lock, reads
+		// the count after this.
+		l.state.Add(1)
+		return true
+	}
+	l.appendFailure(c, e)
+	return true
+}
+
+// appendFailure keeps the failed call e in c, or counts it past
+// MaxFailures. l.mu must be held.
+func (l *Log) appendFailure(c *chunk, e Entry) {
 	if len(c.failures) >= MaxFailures {
 		if l.overflow < math.MaxInt32 {
 			l.overflow++
@@ -125,10 +156,9 @@ func (l *Log) Append(e Entry) bool {
 		if !e.RCS && l.unsat < math.MaxInt32 {
 			l.unsat++
 		}
-		return true
+		return
 	}
 	c.failures = append(c.failures, e)
-	return true
 }
 
 // Late reports whether a call came after Close: a failure or a Storm the

@@ -420,7 +420,7 @@ func TestLogConcurrentCloseQuietNeverLoses(t *testing.T) {
 		var failed, notFailed, storms, refused atomic.Int64
 		var wg sync.WaitGroup
 		start := make(chan struct{})
-		for w := range 3 {
+		for w := range 4 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -435,9 +435,14 @@ func TestLogConcurrentCloseQuietNeverLoses(t *testing.T) {
 					if took = l.Append(ok(w)); took {
 						notFailed.Add(1)
 					}
-				default:
+				case 2:
 					if took = l.AddStorm(ownership.One, true, false); took {
 						storms.Add(1)
+					}
+				default:
+					if took = l.AppendStorm(ok(w), ownership.One, true); took {
+						storms.Add(1)
+						notFailed.Add(1)
 					}
 				}
 				if !took {
@@ -499,6 +504,41 @@ func TestLogStorms(t *testing.T) {
 	open.Release() // open: nothing
 	_, known = open.StormTotal(0)
 	assert.False(t, known, "an open log keeps its Storms through Release")
+}
+
+// AppendStorm takes a call and its Storm together, or neither once the
+// log is closed.
+func TestLogAppendStorm(t *testing.T) {
+	retried := ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
+	var l Log
+	require.True(t, l.AppendStorm(entry(1), retried, true), "a failure")
+	require.True(t, l.AppendStorm(ok(2), retried, true), "a success after a retry")
+	require.True(t, l.Append(ok(3)), "a quiet success")
+	_, quiet := l.CloseQuiet()
+	require.False(t, quiet)
+	got, counts := l.CloseCounts(nil)
+	assert.Equal(t, []Entry{entry(1)}, got)
+	assert.Equal(t, Counts{Stored: 1, NotFailed: 2}, counts)
+	st, known := l.StormTotal(counts.NotFailed)
+	require.True(t, known)
+	assert.Equal(t, ownership.Storm{Served: 1 + 1 + 2 + 2, Blind: 1 + 1 + 2 + 2, Retries: 2, Radius: 1, BlindRadius: 1}, st,
+		"the request, its quiet call, and both calls' Storms")
+
+	assert.False(t, l.AppendStorm(entry(4), ownership.Storm{}, false), "closed")
+	assert.False(t, l.AppendStorm(ok(5), ownership.Storm{}, false), "closed")
+	assert.True(t, l.Late())
+	assert.Equal(t, counts, l.Counts(), "neither counted")
+	st2, known2 := l.StormTotal(counts.NotFailed)
+	assert.Equal(t, st, st2, "the late unknown Storms were not added")
+	assert.True(t, known2)
+
+	var past Log
+	for i := range MaxFailures + 3 {
+		require.True(t, past.AppendStorm(entry(i), ownership.One, true))
+	}
+	got, counts = past.CloseCounts(nil)
+	assert.Len(t, got, MaxFailures)
+	assert.Equal(t, 3, counts.Overflow, "failures past the bound are counted")
 }
 
 // A failed request's log, its Storm and its failure, allocates nothing

@@ -14,6 +14,8 @@ const _recentDecisions = _ringSize
 
 // Decision is one claim decision the middleware made, for operators.
 type Decision struct {
+	// Time is when it was recorded, as the middleware's clock reads it
+	// (WithClock): under errown, to within 100ms.
 	Time      time.Time `json:"time"`
 	Procedure string    `json:"procedure"`
 	// Code is the error's yarpc code.

@@ -67,7 +67,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	o := options{scope: tally.NoopScope, memory: depmem.Unknown{}}
+	o := options{scope: tally.NoopScope, memory: depmem.Unknown{}, now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -92,7 +92,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		logs:              logs,
 		memory:            o.memory,
 		observer:          o.observer,
-		now:               time.Now,
+		now:               o.now,
 		recent:            new(decisions),
 		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
 		attemptHeader:     cfg.AttemptHeader,

@@ -327,9 +327,11 @@ func TestHandleEgressOverflow(t *testing.T) {
 func TestDecisionsKept(t *testing.T) {
 	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: new(ownership.KindFailOpen)}}, nil)
 	require.NoError(t, err)
-	e := newEnv(t, Config{}, WithMemory(memory))
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	e.mw.now = func() time.Time { return at }
+	reads := 0
+	e := newEnv(t, Config{}, WithMemory(memory), WithClock(func() time.Time { reads++; return at }))
+	_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(nil))
+	assert.Zero(t, reads, "a quiet success reads no clock")
 	for _, h := range []handlerFunc{
 		handlerLogging(errBoom),
 		handlerLogging(nil, failed("hard", true)), // success: no decision
@@ -337,7 +339,9 @@ func TestDecisionsKept(t *testing.T) {
 		handlerLogging(yarpcerrors.InternalErrorf("x"), failed("hard", false)),
 		handlerLogging(errBoom, failed("hard", true)),
 	} {
+		before := reads
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h)
+		assert.LessOrEqual(t, reads-before, 1, "one reading per request")
 	}
 	assert.Equal(t, []Decision{
 		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: ReasonRetriedBelow},

@@ -1,6 +1,8 @@
 package inbound
 
 import (
+	"time"
+
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
 	"github.com/uber-go/tally/v4"
@@ -17,6 +19,7 @@ type options struct {
 	observer  depmem.Observer
 	stormHook func(Storm)
 	orphans   *egresslog.Orphans
+	now       func() time.Time
 }
 
 type optionFunc func(*options)
@@ -63,4 +66,17 @@ func WithStormHook(f func(Storm)) Option {
 // Default: none seen.
 func WithOrphans(o *egresslog.Orphans) Option {
 	return optionFunc(func(opts *options) { opts.orphans = o })
+}
+
+// WithClock reads the time of each decision and root storm (Decision.Time,
+// Storm.Time) from now, read once per failed or stormy request and never
+// for a quiet success; errown passes its dependency memory's coarse clock
+// (depmem.Memory.Now), which spares the failure path a reading of the
+// system clock during an outage. Default time.Now.
+func WithClock(now func() time.Time) Option {
+	return optionFunc(func(o *options) {
+		if now != nil {
+			o.now = now
+		}
+	})
 }

@@ -15,6 +15,8 @@ import (
 // decisions and what it would have served with every hop retrying blind to
 // claims. In observe mode the blind figures are what happened.
 type Storm struct {
+	// Time is when it was recorded, as the middleware's clock reads it
+	// (WithClock): under errown, to within 100ms.
 	Time      time.Time `json:"time"`
 	Procedure string    `json:"procedure"`
 	// Known is false when a hop below runs no errown or its figures were

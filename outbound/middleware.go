@@ -128,13 +128,14 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
 		storm.Attempt(ownership.ResponseStorm(res, e.Class, m.stormHeader))
 	}
-	// The storm first, then the entry: a request that closes its log in
-	// between finds this call under way, and its figures unknown.
+	var logged bool
 	if e.Failed() || !storm.Trivial() {
 		st, known := storm.Storm()
-		log.Egress.AddStorm(st, known, e.Failed())
+		logged = log.Egress.AppendStorm(e, st, known)
+	} else {
+		logged = log.Egress.Append(e)
 	}
-	if !log.Egress.Append(e) {
+	if !logged {
 		m.late.Inc(1)
 	}
 	return res, err

@@ -52,12 +52,12 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 	if e.Class != ownership.ClassOK {
 		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: e.Attempts, Code: e.Code})
 	}
-	// As the egress middleware does: under way while it is recorded, its
-	// storm before the call itself.
+	// As the egress middleware does: under way while it is recorded, the
+	// call with its storm.
 	log.CallStarted()
 	defer log.CallEnded()
 	if e.Failed() || !storm.Trivial() {
-		log.Egress.AddStorm(storm, true, e.Failed())
+		return log.Egress.AppendStorm(e, storm, true)
 	}
 	return log.Egress.Append(e)
 }
