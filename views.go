@@ -12,14 +12,17 @@ func (m *Middleware) Budgets() []retry.BudgetView {
 }
 
 // Decisions returns the latest claim decisions of the inbound middleware,
-// newest first.
+// newest first, each time stamped to within 100ms. The repeats of one
+// decision within one such reading are listed once (see
+// inbound.Middleware.Decisions); the metrics count every one.
 func (m *Middleware) Decisions() []inbound.Decision {
 	return m.inbound.Decisions()
 }
 
 // Storms returns the latest root requests (those whose caller runs no
 // errown) that met a storm below, newest first: what debugpage shows as
-// "storms seen".
+// "storms seen". As in Decisions, the repeats of one storm within one
+// reading of the clock are listed once.
 func (m *Middleware) Storms() []inbound.Storm {
 	return m.inbound.Storms()
 }

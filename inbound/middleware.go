@@ -232,7 +232,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 }
 
 // Storms returns the latest root requests that met a storm below (a retry
-// spent or suppressed, or figures unknown), newest first.
+// spent or suppressed, or figures unknown), newest first. As in Decisions,
+// a storm that repeats the newest one at the same reading of the clock is
+// counted (and given to the storm hook) but not listed again.
 func (m *Middleware) Storms() []Storm {
 	return m.storms.list()
 }
@@ -345,7 +347,10 @@ func codeName(code yarpcerrors.Code, class ownership.Class) string {
 	return code.String()
 }
 
-// Decisions returns the latest claim decisions, newest first.
+// Decisions returns the latest claim decisions, newest first. A decision
+// that repeats the newest one at the same reading of the clock (WithClock)
+// is counted in the metrics but not listed again: under errown's coarse
+// clock, an outage's identical decisions within 100ms are listed once.
 func (m *Middleware) Decisions() []Decision {
 	return m.recent.list()
 }

@@ -350,10 +350,25 @@ func TestDecisionsKept(t *testing.T) {
 		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: ReasonOwnFailure},
 	}, e.mw.Decisions())
 
+	// An outage under a coarse clock: the repeats of one decision at one
+	// reading are kept once.
 	for i := 0; i < 2*_recentDecisions; i++ {
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(errBoom))
 	}
-	assert.Len(t, e.mw.Decisions(), _recentDecisions, "the ring keeps the latest only")
+	got := e.mw.Decisions()
+	require.Len(t, got, 5, "the four before and the first of the repeats")
+	assert.Equal(t, Decision{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", Reason: ReasonOwnFailure}, got[0])
+
+	// The same decision at later readings is kept each time, and the
+	// ring keeps the latest only.
+	for i := 0; i < 2*_recentDecisions; i++ {
+		at = at.Add(time.Millisecond)
+		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(errBoom))
+	}
+	got = e.mw.Decisions()
+	assert.Len(t, got, _recentDecisions, "the ring keeps the latest only")
+	assert.Equal(t, at, got[0].Time, "newest first")
+	assert.Equal(t, at.Add(-(_recentDecisions-1)*time.Millisecond), got[_recentDecisions-1].Time)
 }
 
 // appErrorHandler logs entries, then answers as yarpc's Thrift encoding

@@ -1,6 +1,7 @@
 package inbound
 
 import (
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 )
@@ -18,9 +19,15 @@ const _cacheLine = 64
 // atomic cursor and locks only that place, which the next writer to want
 // it takes _ringSize values later; a reader locks each place in turn. A
 // value still being written when the ring is read is left out.
+//
+// During an outage every request writes the same value, but for its time:
+// addNew keeps a value only when it differs from the newest one added, its
+// time included, so that under a coarse clock the repeats of one clock
+// reading are kept once and cost one shared read each.
 type ring[T any] struct {
 	next  atomic.Uint64 // how many values were ever added
-	_     [_cacheLine - 8]byte
+	last  atomic.Uint64 // the signature of the newest value added by addNew
+	_     [_cacheLine - 16]byte
 	slots [_ringSize]ringSlot[T]
 }
 
@@ -39,6 +46,35 @@ func (r *ring[T]) add(v T) {
 		s.n, s.v = n, v
 	}
 	s.mu.Unlock()
+}
+
+// addNew adds v unless sig, a signature of v and its time, is the
+// newest value's: a repeat. Two writers adding different values at once
+// may both be kept, or a repeat twice: the ring is for operators.
+func (r *ring[T]) addNew(v T, sig uint64) {
+	if r.last.Load() == sig {
+		return
+	}
+	r.last.Store(sig)
+	r.add(v)
+}
+
+// signature mixes a string (with maphash) and words into a signature for
+// addNew.
+type signature struct{ h uint64 }
+
+var _signatureSeed = maphash.MakeSeed()
+
+func newSignature(s string) signature {
+	return signature{maphash.String(_signatureSeed, s)}
+}
+
+// with mixes w in (the finalizer of SplitMix64 over the running hash).
+func (g signature) with(w uint64) signature {
+	x := g.h ^ w
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return signature{x ^ x>>31}
 }
 
 // each calls f with the values held, newest first.

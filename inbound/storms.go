@@ -37,6 +37,21 @@ type Storm struct {
 	BlindRadius int `json:"blindRadius"`
 }
 
+// signature identifies st for ring.addNew.
+func (st *Storm) signature() uint64 {
+	flags := uint64(st.Radius)<<16 | uint64(st.BlindRadius)<<2
+	if st.Known {
+		flags |= 1
+	}
+	if st.Failed {
+		flags |= 2
+	}
+	return newSignature(st.Procedure).
+		with(uint64(st.Time.UnixNano())).
+		with(st.Served).with(st.Blind).with(st.Prevented).with(st.Retries).
+		with(flags).h
+}
+
 func newStorm(t time.Time, procedure string, s ownership.Storm, known, failed bool) Storm {
 	out := Storm{Time: t, Procedure: procedure, Known: known, Failed: failed}
 	if known {
@@ -136,7 +151,7 @@ func (s *storms) metrics(procedure string) *stormMetrics {
 // record records one root request's storm.
 func (s *storms) record(st Storm) {
 	m := s.metrics(st.Procedure)
-	s.recent.add(st)
+	s.recent.addNew(st, st.signature())
 
 	m.requests.Inc(1)
 	if !st.Known {

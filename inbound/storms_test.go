@@ -332,6 +332,34 @@ func TestHandleRecordsRoots(t *testing.T) {
 	}
 }
 
+// An outage under a coarse clock: every root request meets the same storm
+// at one reading of the clock. The metrics and the hook count each; the
+// list keeps the repeats once.
+func TestStormRepeatsListedOnce(t *testing.T) {
+	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	hooked := 0
+	e := newEnv(t, Config{}, WithClock(func() time.Time { return at }), WithStormHook(func(Storm) { hooked++ }))
+	handle := func(h handlerFunc) {
+		_ = e.mw.Handle(context.Background(), rootRequest("checkout"), &transporttest.FakeResponseWriter{}, h)
+	}
+	for range 10 {
+		handle(handlerCalling(errBoom, unknownCall()))
+	}
+	assert.Equal(t, int64(10), e.stormCounter("requests", "checkout"))
+	assert.Equal(t, int64(10), e.stormCounter("unknown", "checkout"))
+	assert.Equal(t, 10, hooked)
+	require.Len(t, e.mw.Storms(), 1, "the repeats of one reading")
+
+	handle(handlerCalling(errBoom, failedWith(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})))
+	handle(handlerCalling(errBoom, unknownCall()))
+	assert.Len(t, e.mw.Storms(), 3, "another storm in between: each kept")
+	at = at.Add(time.Millisecond)
+	handle(handlerCalling(errBoom, unknownCall()))
+	got := e.mw.Storms()
+	assert.Len(t, got, 4, "the same storm at another reading")
+	assert.Equal(t, at, got[0].Time)
+}
+
 func TestHandleStormMetrics(t *testing.T) {
 	e := newEnv(t, Config{})
 	for _, give := range []handlerFunc{
