@@ -76,7 +76,7 @@ func (c Counts) Total() int {
 // it takes no more calls.
 //
 // A request whose calls did not fail takes no lock: each call is one
-// atomic compare-and-swap on the log's state, and CloseQuiet, Late and
+// atomic compare-and-swap on the log's state, and CloseSummary, Late and
 // Release read or set bits of that state. Failures and Storms go to the
 // chunk, under the lock.
 type Log struct {
@@ -91,7 +91,7 @@ type Log struct {
 	unsat    int32 // overflowed failures with RCS false, saturated
 	// chunk is from chunks on the first failure or Storm, or nil. Set
 	// and cleared under mu; loaded without it only to skip the lock when
-	// there is none, and by CloseQuiet (see takeOpen).
+	// there is none, and by CloseSummary (see takeOpen).
 	chunk atomic.Pointer[chunk]
 }
 
@@ -136,9 +136,8 @@ func (l *Log) AppendStorm(e Entry, st ownership.Storm, known bool) bool {
 	c.storms.add(st, known, failed)
 	if !failed {
 		// Counted whatever _closed says: with the log found open, only
-		// a CloseQuiet that raced the chunk can have set it since, and
-		// that one reports not quiet, so Close, under the lock, reads
-		// the count after this.
+		// a CloseSummary that raced the chunk can have set it since,
+		// and that one goes on to close under the lock, after this.
 		l.state.Add(1)
 		return true
 	}
@@ -172,10 +171,10 @@ func (l *Log) Late() bool {
 // takeOpen returns l's chunk, giving it one if it has none, and true; or,
 // marking l late, false when l is closed. l.mu must be held.
 //
-// The chunk is stored before the state is read again: CloseQuiet sets
+// The chunk is stored before the state is read again: CloseSummary sets
 // _closed before it reads the chunk, so either it finds this chunk or
-// this finds the log closed, and no failure is kept that CloseQuiet's
-// quiet close missed.
+// this finds the log closed, and no failure is kept that its lock-free
+// close missed.
 func (l *Log) takeOpen() (*chunk, bool) {
 	if l.lateIfClosed() {
 		return nil, false
@@ -197,7 +196,7 @@ func (l *Log) takeOpen() (*chunk, bool) {
 
 // Test hooks, nil but in tests. _testHookTake runs where a failure or
 // Storm, its log found open, is about to give it a chunk; _testHookClose
-// where CloseQuiet, the log found without a chunk, is about to close it.
+// where CloseSummary, the log found without a chunk, is about to close it.
 // Tests make the other side of the race there.
 var _testHookTake, _testHookClose func(*Log)
 
@@ -244,15 +243,27 @@ func (l *Log) StormAdded() bool {
 // call's Storm was unknown or a sum is out of bounds. Ask before Release,
 // which forgets the Storms.
 func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
-	if l.chunk.Load() != nil { // else no call reported anything: no lock
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if c := l.chunk.Load(); c != nil && c.storms.added {
-			return c.storms.total(notFailed)
-		}
+	if l.chunk.Load() == nil { // no call reported anything: no lock
+		return quietStorm(notFailed), true
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stormTotalLocked(notFailed)
+}
+
+// stormTotalLocked is StormTotal. l.mu must be held.
+func (l *Log) stormTotalLocked(notFailed int) (ownership.Storm, bool) {
+	if c := l.chunk.Load(); c != nil && c.storms.added {
+		return c.storms.total(notFailed)
+	}
+	return quietStorm(notFailed), true
+}
+
+// quietStorm is the Storm of a request whose notFailed calls reported
+// none: the request and those calls, one request each.
+func quietStorm(notFailed int) ownership.Storm {
 	n := 1 + uint64(notFailed)
-	return ownership.Storm{Served: n, Blind: n}, true
+	return ownership.Storm{Served: n, Blind: n}
 }
 
 // Release gives a closed log's chunk back for other logs to use; it does
@@ -324,24 +335,49 @@ func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 	return dst, l.countsLocked()
 }
 
-// CloseQuiet closes the log, as Close does, when no call failed or
-// reported a Storm, and returns its final Counts and true: without a lock,
-// the common case. Otherwise it returns false, and no Counts: Close the
-// log with room for its failures (and ask StormTotal for its Storms).
-func (l *Log) CloseQuiet() (Counts, bool) {
-	if l.chunk.Load() != nil {
-		return Counts{}, false
+// Summary is what a Log hands over as it closes (CloseSummary).
+type Summary struct {
+	// Failures are the failed calls the log keeps, in the order they were
+	// added: the log's own memory, valid until Release, not to be
+	// changed. Empty when an earlier Close handed them over.
+	Failures []Entry
+	// Counts are the log's final Counts.
+	Counts Counts
+	// Storm is the request's Storm (StormTotal), unless StormKnown is
+	// false: a call's Storm was unknown or a sum is out of bounds.
+	Storm      ownership.Storm
+	StormKnown bool
+}
+
+// CloseSummary closes the log, as Close does, and returns its failures,
+// Counts and Storm in one step. A log that no call failed or reported a
+// Storm to, the common case, closes without a lock: one atomic or.
+func (l *Log) CloseSummary() Summary {
+	if l.chunk.Load() == nil {
+		if _testHookClose != nil {
+			_testHookClose(l)
+		}
+		s := l.state.Or(_closed)
+		// Either this finds the chunk a failure or Storm gave the log, or
+		// that call finds the log closed (see takeOpen).
+		if l.chunk.Load() == nil {
+			n := notFailed(s)
+			return Summary{Counts: Counts{NotFailed: n}, Storm: quietStorm(n), StormKnown: true}
+		}
 	}
-	if _testHookClose != nil {
-		_testHookClose(l)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var failures []Entry
+	if !l.handed {
+		l.handed = true
+		l.state.Or(_closed)
+		if f := l.failures(); len(f) > 0 {
+			failures = f
+		}
 	}
-	s := l.state.Or(_closed)
-	if l.chunk.Load() != nil {
-		// A failure or a Storm came in as the log closed (see takeOpen):
-		// Close hands it over.
-		return Counts{}, false
-	}
-	return Counts{NotFailed: notFailed(s)}, true
+	sum := Summary{Failures: failures, Counts: l.countsLocked()}
+	sum.Storm, sum.StormKnown = l.stormTotalLocked(sum.Counts.NotFailed)
+	return sum
 }
 
 // Counts returns how many calls the log has taken. Once the log is closed

@@ -308,46 +308,46 @@ func TestLogLast(t *testing.T) {
 	assert.False(t, ok, "a closed log keeps nothing")
 }
 
-// CloseQuiet closes a log without failures and leaves one with failures
-// open, so that Close still hands them over.
-func TestCloseQuiet(t *testing.T) {
+// CloseSummary hands over a log's failures, Counts and Storm as it closes
+// it: a quiet log without a lock, one with failures or Storms under it.
+func TestCloseSummary(t *testing.T) {
 	var quiet Log
 	require.True(t, quiet.Append(ok(1)))
 	require.True(t, quiet.Append(ok(2)))
-	counts, closed := quiet.CloseQuiet()
-	require.True(t, closed)
-	assert.Equal(t, Counts{NotFailed: 2}, counts)
+	sum := quiet.CloseSummary()
+	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: ownership.Storm{Served: 3, Blind: 3}, StormKnown: true}, sum)
 	assert.False(t, quiet.Append(ok(3)), "closed: a late call is refused")
 	assert.False(t, quiet.Append(entry(3)), "closed: a late failure is refused")
-	counts, closed = quiet.CloseQuiet()
-	assert.True(t, closed, "again: still closed, still quiet")
-	assert.Equal(t, Counts{NotFailed: 2}, counts)
+	assert.Equal(t, sum, quiet.CloseSummary(), "again: the same")
 
 	var failing Log
 	require.True(t, failing.Append(ok(1)))
 	require.True(t, failing.Append(entry(2)))
-	_, closed = failing.CloseQuiet()
-	require.False(t, closed, "a log with a failure stays open")
-	assert.True(t, failing.Append(entry(3)), "still open")
-	got, counts := failing.CloseCounts(nil)
-	assert.Equal(t, []Entry{entry(2), entry(3)}, got)
-	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, counts)
-	_, isQuiet := failing.CloseQuiet()
-	assert.False(t, isQuiet, "closed with failures: not quiet")
-	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, failing.Counts())
+	require.True(t, failing.AppendStorm(entry(3), ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true))
+	sum = failing.CloseSummary()
+	assert.Equal(t, []Entry{entry(2), entry(3)}, sum.Failures)
+	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, sum.Counts)
+	assert.True(t, sum.StormKnown)
+	assert.Equal(t, ownership.Storm{Served: 1 + 1 + 2, Blind: 1 + 1 + 2, Retries: 1, Radius: 1, BlindRadius: 1}, sum.Storm,
+		"the request, its quiet call and the retried call's Storm; the failure without one is not counted")
+	assert.False(t, failing.Append(entry(4)), "closed")
+	again := failing.CloseSummary()
+	assert.Empty(t, again.Failures, "handed over once")
+	assert.Equal(t, sum.Counts, again.Counts)
 	assert.Empty(t, failing.Close(nil), "handed over once")
 
-	var stormy Log
-	require.True(t, stormy.AddStorm(ownership.One, true, false))
-	_, closed = stormy.CloseQuiet()
-	assert.False(t, closed, "a log with a Storm is not quiet")
-	assert.True(t, stormy.AddStorm(ownership.One, true, false), "still open")
+	var unknown Log
+	require.True(t, unknown.AddStorm(ownership.Storm{}, false, false))
+	require.True(t, unknown.Append(ok(1)))
+	sum = unknown.CloseSummary()
+	assert.False(t, sum.StormKnown, "a call's Storm was unknown")
+	assert.Equal(t, Counts{NotFailed: 1}, sum.Counts)
 }
 
-// CloseQuiet in the narrowest window: a failure or a Storm found the log
-// open and is about to give it a chunk when the log closes quietly. The
+// CloseSummary in the narrowest window: a failure or a Storm found the
+// log open and is about to give it a chunk when the log closes quietly. The
 // call must be refused, and the log late.
-func TestLogCloseQuietBetweenCheckAndChunk(t *testing.T) {
+func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		call func(*Log) bool
@@ -358,17 +358,16 @@ func TestLogCloseQuietBetweenCheckAndChunk(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var l Log
 			require.True(t, l.Append(ok(0)))
-			var counts Counts
-			var quiet bool
+			var sum Summary
 			_testHookTake = func(hooked *Log) {
 				if hooked == &l {
-					counts, quiet = l.CloseQuiet()
+					sum = l.CloseSummary()
 				}
 			}
 			defer func() { _testHookTake = nil }()
 			assert.False(t, tt.call(&l), "refused: the log closed quietly first")
-			require.True(t, quiet, "no chunk yet when it closed")
-			assert.Equal(t, Counts{NotFailed: 1}, counts)
+			assert.Equal(t, Summary{Counts: Counts{NotFailed: 1}, Storm: ownership.Storm{Served: 2, Blind: 2}, StormKnown: true}, sum,
+				"no chunk yet when it closed")
 			assert.True(t, l.Late(), "a call came after Close")
 			assert.False(t, l.StormAdded())
 			assert.Empty(t, l.Close(nil))
@@ -377,17 +376,23 @@ func TestLogCloseQuietBetweenCheckAndChunk(t *testing.T) {
 	}
 }
 
-// A failure or a Storm taken in the other narrow window: after CloseQuiet
-// found no chunk, before it closed. It must not close quietly, and Close
-// hands the failure over.
-func TestLogCallBetweenCloseQuietCheckAndClose(t *testing.T) {
+// A failure or a Storm taken in the other narrow window: after
+// CloseSummary found no chunk, before it closed. It must not close
+// quietly: it hands the failure and the Storm over.
+func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 	for _, tt := range []struct {
-		name        string
-		call        func(*Log) bool
-		wantEntries []Entry
+		name string
+		call func(*Log) bool
+		want Summary
 	}{
-		{"failure", func(l *Log) bool { return l.Append(entry(1)) }, []Entry{entry(1)}},
-		{"Storm", func(l *Log) bool { return l.AddStorm(ownership.One, true, false) }, nil},
+		{
+			"failure", func(l *Log) bool { return l.Append(entry(1)) },
+			Summary{Failures: []Entry{entry(1)}, Counts: Counts{Stored: 1}, Storm: ownership.One, StormKnown: true},
+		},
+		{
+			"Storm", func(l *Log) bool { return l.AddStorm(ownership.One, true, false) },
+			Summary{Storm: ownership.Storm{Served: 2, Blind: 2}, StormKnown: true},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var l Log
@@ -398,23 +403,19 @@ func TestLogCallBetweenCloseQuietCheckAndClose(t *testing.T) {
 				}
 			}
 			defer func() { _testHookClose = nil }()
-			_, quiet := l.CloseQuiet()
+			sum := l.CloseSummary()
 			require.True(t, took, "the log was open")
-			assert.False(t, quiet, "a call was taken: not quiet")
-			got, counts := l.CloseCounts(nil)
-			assert.Equal(t, tt.wantEntries, got)
-			assert.Equal(t, len(tt.wantEntries), counts.Stored)
-			assert.Equal(t, tt.name == "Storm", l.StormAdded())
+			assert.Equal(t, tt.want, sum, "the call is handed over")
 			assert.False(t, l.Late())
 			l.Release()
 		})
 	}
 }
 
-// CloseQuiet racing the handler's calls: whatever interleaving, every
-// call Append or AddStorm took is in what the closes report, and every
-// one they refused makes the log late.
-func TestLogConcurrentCloseQuietNeverLoses(t *testing.T) {
+// CloseSummary racing the handler's calls: whatever interleaving, every
+// call Append, AddStorm or AppendStorm took is in what the close reports,
+// and every one they refused makes the log late.
+func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 	for range 2000 {
 		var l Log
 		var failed, notFailed, storms, refused atomic.Int64
@@ -451,15 +452,11 @@ func TestLogConcurrentCloseQuietNeverLoses(t *testing.T) {
 			}()
 		}
 		close(start)
-		counts, quiet := l.CloseQuiet()
-		var got []Entry
-		if !quiet {
-			got, counts = l.CloseCounts(nil)
-		}
+		sum := l.CloseSummary()
+		got, counts := sum.Failures, sum.Counts
 		wg.Wait()
-		if quiet {
-			require.Zero(t, failed.Load()+storms.Load(), "a quiet close took a failure or a Storm")
-		}
+		require.True(t, sum.StormKnown)
+		require.Equal(t, uint64(1+notFailed.Load()), sum.Storm.Served, "the request and every call that did not fail, with a Storm or not")
 		require.Equal(t, int(failed.Load()), len(got), "failures handed over")
 		require.Equal(t, int(failed.Load()), counts.Stored)
 		require.Equal(t, int(notFailed.Load()), counts.NotFailed, "calls that did not fail")
@@ -514,8 +511,6 @@ func TestLogAppendStorm(t *testing.T) {
 	require.True(t, l.AppendStorm(entry(1), retried, true), "a failure")
 	require.True(t, l.AppendStorm(ok(2), retried, true), "a success after a retry")
 	require.True(t, l.Append(ok(3)), "a quiet success")
-	_, quiet := l.CloseQuiet()
-	require.False(t, quiet)
 	got, counts := l.CloseCounts(nil)
 	assert.Equal(t, []Entry{entry(1)}, got)
 	assert.Equal(t, Counts{Stored: 1, NotFailed: 2}, counts)
@@ -595,8 +590,7 @@ func TestLogLate(t *testing.T) {
 	t.Run("after a quiet close", func(t *testing.T) {
 		var l Log
 		require.True(t, l.Append(ok(1)))
-		counts, quiet := l.CloseQuiet()
-		require.True(t, quiet)
+		counts := l.CloseSummary().Counts
 		assert.False(t, l.Late(), "closed, nothing after")
 		assert.False(t, l.Append(ok(2)), "refused")
 		assert.True(t, l.Late())

@@ -18,8 +18,7 @@ import (
 // _tchannel is the yarpc transport name of TChannel.
 const _tchannel = "tchannel"
 
-// _stackFailures is how many failures Handle decides over without
-// allocating.
+// _stackFailures is how many failures decide weighs without allocating.
 const _stackFailures = 8
 
 // Middleware is errown's unary inbound middleware.
@@ -160,15 +159,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 	// The egress log keeps only the failed calls, up to
 	// egresslog.MaxFailures, and counts the failures past the bound:
-	// only a log that kept that many can have any. A log without
-	// failures closes without copying any (the common case).
-	var entries []egresslog.Entry
-	counts, quiet := log.Egress.CloseQuiet()
-	if !quiet {
-		var buf [_stackFailures]egresslog.Entry
-		entries, counts = log.Egress.CloseCounts(buf[:0])
-	}
+	// only a log that kept that many can have any. Its failures are read
+	// where it keeps them, until finish releases them.
+	sum := log.Egress.CloseSummary()
 	closed = true
+	entries, counts := sum.Failures, sum.Counts
 	if counts.Overflow > 0 {
 		m.overflowCount.Inc(int64(counts.Overflow))
 	}
@@ -181,7 +176,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		class = ownership.ClassAnswer
 	}
 	var now time.Time // read once, when a failure or a storm is recorded
-	storm, known := log.Egress.StormTotal(counts.NotFailed)
+	storm, known := sum.Storm, sum.StormKnown
 	if known && (m.orphans.Since(orphans) || log.CallsUnderWay() || log.Egress.Late()) {
 		// A call made with a fresh context that failed or retried may
 		// be this request's; a call still under way is not counted yet,
