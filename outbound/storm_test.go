@@ -3,6 +3,7 @@ package outbound
 import (
 	"context"
 	"maps"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -584,4 +585,49 @@ func TestCallMarkingAllocatesNothing(t *testing.T) {
 	assert.LessOrEqual(t, tracked, allowedAllocs())
 	assert.Equal(t, 1001, log.Egress.Counts().NotFailed, "the tracked calls were tracked")
 	assert.Equal(t, 0, req.Headers.Len(), "the caller's headers unchanged")
+}
+
+// TestCopyRequestCopiesEveryField: every field of transport.Request but
+// its headers reaches the marked request, whatever the pooled call held,
+// so a field yarpc adds fails here rather than going missing.
+func TestCopyRequestCopiesEveryField(t *testing.T) {
+	fill := func(round int) *transport.Request {
+		var req transport.Request
+		v := reflect.ValueOf(&req).Elem()
+		for i := range v.NumField() {
+			f, name := v.Field(i), v.Type().Field(i).Name
+			switch {
+			case name == "Headers":
+				f.Set(reflect.ValueOf(transport.NewHeaders().With("x-round", strconv.Itoa(round))))
+			case name == "Body":
+				f.Set(reflect.ValueOf(strings.NewReader(name + strconv.Itoa(round))))
+			case f.Kind() == reflect.String:
+				f.SetString(name + "-" + strconv.Itoa(round)) // a new string every round
+			case f.Kind() == reflect.Int:
+				f.SetInt(int64(100*round + i))
+			default:
+				t.Fatalf("transport.Request.%s (%s) is new: copyRequest must copy it", name, f.Type())
+			}
+		}
+		return &req
+	}
+	mw, err := New(Config{})
+	require.NoError(t, err)
+	for round := range 3 {
+		req := fill(round)
+		c := mw.mark(req)
+		want := *req
+		want.Headers = c.headers
+		assert.Equal(t, want, c.req, "round %d", round)
+		assert.Equal(t, map[string]string{"x-round": strconv.Itoa(round), "errown-attempt": "1"}, c.req.Headers.Items())
+		mw.release(c)
+	}
+	// The same strings again: nothing to write, the request still equal.
+	req := fill(7)
+	for range 2 {
+		c := mw.mark(req)
+		assert.Equal(t, req.Procedure, c.req.Procedure)
+		assert.Equal(t, req.Caller, c.req.Caller)
+		mw.release(c)
+	}
 }
