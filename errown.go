@@ -104,7 +104,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	in, err := inbound.New(cfg.inboundConfig(),
 		inbound.WithOrphans(orphans),
 		inbound.WithScope(scope),
-		inbound.WithMemory(kinds), inbound.WithObserver(memory),
+		inbound.WithLearner(kinds),
 		inbound.WithStormHook(o.stormHook),
 		inbound.WithClock(memory.Now))
 	if err != nil {

@@ -12,6 +12,16 @@ type Classifier interface {
 	Kind(egresslog.Edge) ownership.EdgeKind
 }
 
+// Learner is a Classifier that also learns from the failures it is asked
+// about: Memory, and Static over a Memory.
+type Learner interface {
+	Classifier
+	Observer
+	// Learn returns the kind of e as Kind would, then counts one failed
+	// call on e as Observe would, in one step.
+	Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind
+}
+
 // Unknown is a Classifier that knows nothing: every edge is unknown.
 type Unknown struct{}
 

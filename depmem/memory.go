@@ -106,10 +106,7 @@ func (s *edgeState) loadKind() ownership.EdgeKind {
 	return ownership.EdgeKind(s.kind.Load())
 }
 
-var (
-	_ Classifier = (*Memory)(nil)
-	_ Observer   = (*Memory)(nil)
-)
+var _ Learner = (*Memory)(nil)
 
 // NewMemory returns an empty Memory. Call Start to load its snapshot and
 // start its background work, and Stop to end it.
@@ -159,22 +156,39 @@ func (m *Memory) slice() int64 {
 
 // Observe implements Observer.
 func (m *Memory) Observe(e egresslog.Edge, callerFailed bool) {
+	m.Learn(e, callerFailed)
+}
+
+// Learn implements Learner: Kind and Observe in one lookup of the edge and
+// one sum of its window.
+func (m *Memory) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
 	if m.cfg.Disabled {
-		return
+		return ownership.KindUnknown
 	}
 	fleetCounts, inFleet := m.fleet.counts(e)
 	now := m.slice()
 	s := m.touchedEdge(e, now)
 	if s == nil {
 		m.overflow.Inc(1)
-		return
+		if inFleet { // as Kind reads an edge known only to the fleet
+			return Classify(ownership.KindUnknown, fleetCounts.failures, fleetCounts.joint, m.thresholds)
+		}
+		return ownership.KindUnknown
 	}
-	s.w.add(now, callerFailed)
+	local, localJoint := s.w.sums(now)
+	failures, joint := pick(local, localJoint, fleetCounts, inFleet)
+	kind := Classify(s.loadKind(), failures, joint, m.thresholds) // Kind's, before this failure
+	if s.w.add(now, callerFailed) {
+		local++
+		if callerFailed {
+			localJoint++
+		}
+	}
 	// The edge's kind moves here, on an observation, and nowhere else:
 	// reads classify from it without changing it (see classify). Each
 	// observation classifies from the counts it sees, its own included;
 	// of concurrent ones, one moves the kind from where the other left it.
-	failures, joint, _ := s.counts(now, fleetCounts, inFleet)
+	failures, joint = pick(local, localJoint, fleetCounts, inFleet)
 	for {
 		prev := s.kind.Load()
 		next := uint32(Classify(ownership.EdgeKind(prev), failures, joint, m.thresholds))
@@ -188,6 +202,7 @@ func (m *Memory) Observe(e egresslog.Edge, callerFailed bool) {
 	if callerFailed {
 		s.joint.Inc(1)
 	}
+	return kind
 }
 
 // edge returns the state of e, or nil when the memory does not track e. A
@@ -372,6 +387,15 @@ func (s *edgeState) counts(now int64, fleet counts, inFleet bool) (failures, joi
 		return fleet.failures, fleet.joint, SourceFleet
 	}
 	return failures, joint, SourceLocal
+}
+
+// pick returns the counts counts would: the fleet's when they hold more
+// callee failures than the local window's, else the local ones.
+func pick(failures, joint int64, fleet counts, inFleet bool) (int64, int64) {
+	if inFleet && fleet.failures > failures {
+		return fleet.failures, fleet.joint
+	}
+	return failures, joint
 }
 
 func fleetView(e egresslog.Edge, c counts, t Thresholds) EdgeView {

@@ -1,6 +1,7 @@
 package depmem
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -518,4 +519,81 @@ func TestStaticEdgesView(t *testing.T) {
 		{Edge: egresslog.Edge{CallerProcedure: "*", Service: "cache", Procedure: "*"}, Kind: ownership.KindFailClose, Source: SourceStatic},
 		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 4, JointFailures: 4, Source: SourceLocal},
 	}, s.Edges(), "the learned cache edge is hidden by the declaration")
+}
+
+// Learn is Kind then Observe: it returns the kind Kind read before the
+// failure, and leaves the edge's kind where an observation of the counts
+// with the failure in moves it (Classify from the kind before), over a
+// random run of failures on a few edges, across the hysteresis band,
+// evictions (MaxEdges 2) and the window sliding.
+func TestMemoryLearnIsKindThenObserve(t *testing.T) {
+	m, clock := newMemory(t, Config{MinSamples: 5, MaxEdges: 2, Window: time.Minute, Buckets: 6})
+	edges := []egresslog.Edge{edgeA, edgeB, {CallerProcedure: "checkout", Service: "ledger", Procedure: "post"}}
+	stored := func(e egresslog.Edge) ownership.EdgeKind {
+		if s := m.edge(e); s != nil {
+			return s.loadKind()
+		}
+		return ownership.KindUnknown
+	}
+	view := func(e egresslog.Edge) (EdgeView, bool) {
+		for _, v := range m.Edges() {
+			if v.Edge == e {
+				return v, true
+			}
+		}
+		return EdgeView{}, false // no room: dropped
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	moves, dropped := 0, 0
+	for i := range 10000 {
+		e := edges[rng.IntN(len(edges))]
+		// Stretches of mostly hard then mostly soft failures: the kinds
+		// cross the thresholds both ways.
+		callerFailed := rng.IntN(20) > 0
+		if i/40%2 == 1 {
+			callerFailed = rng.IntN(20) == 0
+		}
+		want, prev := m.Kind(e), stored(e)
+		got := m.Learn(e, callerFailed)
+		require.Equal(t, want, got, "failure %d on %v: Kind's, before the failure", i, e)
+		v, tracked := view(e)
+		if !tracked {
+			dropped++
+			continue
+		}
+		after := Classify(prev, v.CalleeFailures, v.JointFailures, m.thresholds)
+		require.Equal(t, after, stored(e), "failure %d on %v: the kind the observation left (%+v)", i, e, v)
+		if after != prev {
+			moves++
+		}
+		if rng.IntN(50) == 0 {
+			clock.Add(time.Duration(rng.IntN(40)) * time.Second)
+		}
+	}
+	assert.Greater(t, moves, 50, "kinds moved often enough to compare")
+	assert.Positive(t, dropped, "some failures found the memory full")
+}
+
+// Static learns through to its memory: declared edges keep their kind but
+// are observed too, undeclared ones take the memory's.
+func TestStaticLearn(t *testing.T) {
+	m, _ := newMemory(t, Config{MinSamples: 3})
+	s, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindFailOpen)}}, m)
+	require.NoError(t, err)
+	for range 3 {
+		assert.Equal(t, ownership.KindFailOpen, s.Learn(edgeB, true), "declared")
+	}
+	assert.Equal(t, ownership.KindUnknown, s.Learn(edgeA, true), "learning")
+	s.Learn(edgeA, true)
+	s.Learn(edgeA, true)
+	assert.Equal(t, ownership.KindFailClose, s.Learn(edgeA, true), "learned")
+	views := m.Edges()
+	require.Len(t, views, 2)
+	assert.Equal(t, int64(3), views[0].CalleeFailures, "the declared edge observed too: %+v", views[0])
+	assert.Equal(t, int64(4), views[1].CalleeFailures)
+
+	alone, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindFailOpen)}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ownership.KindFailOpen, alone.Learn(edgeB, true))
+	assert.Equal(t, ownership.KindUnknown, alone.Learn(edgeA, true), "nothing learns behind it")
 }

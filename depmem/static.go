@@ -32,11 +32,12 @@ type Declaration struct {
 // wins: an exact edge first, then any caller procedure, then any callee
 // procedure, then both wildcards.
 type Static struct {
-	kinds map[egresslog.Edge]ownership.EdgeKind
-	next  Classifier
+	kinds   map[egresslog.Edge]ownership.EdgeKind
+	next    Classifier
+	learner Learner // next, when it is one
 }
 
-var _ Classifier = (*Static)(nil)
+var _ Learner = (*Static)(nil)
 
 // NewStatic compiles decls. Edges no declaration matches are asked of next
 // (Unknown when next is nil). Every invalid declaration is reported, by its
@@ -46,6 +47,7 @@ func NewStatic(decls []Declaration, next Classifier) (*Static, error) {
 		next = Unknown{}
 	}
 	s := &Static{kinds: make(map[egresslog.Edge]ownership.EdgeKind, len(decls)), next: next}
+	s.learner, _ = next.(Learner)
 	var errs error
 	for i, d := range decls {
 		kind, err := declaredKind(d.Kind)
@@ -94,6 +96,31 @@ func (s *Static) Kind(e egresslog.Edge) ownership.EdgeKind {
 		return kind
 	}
 	return s.next.Kind(e)
+}
+
+// Observe implements Observer: it tells the next Classifier, when that
+// learns (a Memory), of a failed call on e; declared edges are learned
+// too, so that the memory's view stays whole.
+func (s *Static) Observe(e egresslog.Edge, callerFailed bool) {
+	if s.learner != nil {
+		s.learner.Observe(e, callerFailed)
+	}
+}
+
+// Learn implements Learner: the declared kind of e, or else the next
+// Classifier's, and the failure observed as Observe does.
+func (s *Static) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
+	kind, declared := s.declared(e)
+	switch {
+	case s.learner != nil:
+		learned := s.learner.Learn(e, callerFailed)
+		if !declared {
+			kind = learned
+		}
+	case !declared:
+		kind = s.next.Kind(e)
+	}
+	return kind
 }
 
 // declared returns the kind of the most specific declaration matching e.

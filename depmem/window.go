@@ -92,8 +92,9 @@ func (w *window) evictIdle(now int64) (bool, int64) {
 // time slice now. Only the first count of a slice in its bucket takes the
 // lock, to empty the bucket of the slice it held before. A count for a
 // slice older than the one its bucket holds is dropped: it read the clock
-// a whole window ago, and is outside the window already.
-func (w *window) add(now int64, joint bool) {
+// a whole window ago, and is outside the window already. It reports
+// whether it counted.
+func (w *window) add(now int64, joint bool) bool {
 	b := &w.ring[uint64(now)%uint64(len(w.ring))]
 	if b.slice.Load() != now {
 		w.mu.Lock()
@@ -105,13 +106,14 @@ func (w *window) add(now int64, joint bool) {
 		}
 		w.mu.Unlock()
 		if s > now {
-			return
+			return false
 		}
 	}
 	b.failures.Add(1)
 	if joint {
 		b.joint.Add(1)
 	}
+	return true
 }
 
 // load returns the bucket of b as inside the window at time slice now,

@@ -26,6 +26,7 @@ type Middleware struct {
 	logs              *ingresslog.Map
 	memory            depmem.Classifier
 	observer          depmem.Observer
+	learner           depmem.Learner // memory and observer in one, or nil
 	now               func() time.Time
 	unknownCorrelated bool
 	attemptHeader     string
@@ -91,6 +92,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		logs:              logs,
 		memory:            o.memory,
 		observer:          o.observer,
+		learner:           o.learner,
 		now:               o.now,
 		recent:            new(decisions),
 		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
@@ -176,6 +178,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		class = ownership.ClassAnswer
 	}
 	var now time.Time // read once, when a failure or a storm is recorded
+	observed := false
 	storm, known := sum.Storm, sum.StormKnown
 	if known && (m.orphans.Since(orphans) || log.CallsUnderWay() || log.Egress.Late()) {
 		// A call made with a fresh context that failed or retried may
@@ -187,6 +190,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	if class != ownership.ClassOK {
 		now = m.now() // one reading for the decision and the storm
 		claim := m.decide(now, req.Procedure, code, class, entries, counts)
+		observed = m.learner != nil // decide learned each failure
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
 		resw.AddHeaders(m.stormHeaders(storm, known))
 		if err == nil && appCode != nil {
@@ -209,7 +213,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		}
 		m.storms.record(newStorm(now, req.Procedure, storm, known, class == ownership.ClassFailure))
 	}
-	if m.observer != nil {
+	if m.observer != nil && !observed {
 		// Only a failure of this service's own counts as the caller
 		// failing: an answer (not found, a bad argument, an application
 		// error without a code...) says nothing about its dependencies,
@@ -287,9 +291,19 @@ func (m *Middleware) decide(now time.Time, procedure string, code yarpcerrors.Co
 	var buf [_stackFailures]ownership.Failure
 	failures := buf[:0]
 	for _, e := range entries {
-		if e.Failed() {
-			failures = append(failures, ownership.Failure{Kind: m.memory.Kind(e.Edge), RCS: e.RCS})
+		if !e.Failed() {
+			continue
 		}
+		var kind ownership.EdgeKind
+		if m.learner != nil {
+			// Observed now, as the loop in Handle would after the
+			// decision: only a failure of this service's own counts as
+			// the caller failing (see Handle).
+			kind = m.learner.Learn(e.Edge, class == ownership.ClassFailure)
+		} else {
+			kind = m.memory.Kind(e.Edge)
+		}
+		failures = append(failures, ownership.Failure{Kind: kind, RCS: e.RCS})
 	}
 	if counts.OverflowUnsatisfied > 0 {
 		// A failure past the egress log's bound that nobody retried yet

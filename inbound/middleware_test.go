@@ -267,6 +267,47 @@ func TestHandleFeedsObserver(t *testing.T) {
 	}, obs.seen, "only callee failures, with the caller's outcome")
 }
 
+// recordingLearner is a depmem.Learner that records how it was asked:
+// every edge is fail-open.
+type recordingLearner struct {
+	recordingObserver
+	kinds, learned int
+}
+
+func (r *recordingLearner) Kind(egresslog.Edge) ownership.EdgeKind {
+	r.kinds++
+	return ownership.KindFailOpen
+}
+
+func (r *recordingLearner) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
+	r.learned++
+	r.Observe(e, callerFailed)
+	return ownership.KindFailOpen
+}
+
+// A Learner decides and observes a failed request's failures in one step
+// each, and a successful request's are observed as any observer's are:
+// every failure observed once, with the caller's outcome.
+func TestHandleFeedsLearner(t *testing.T) {
+	l := &recordingLearner{}
+	e := newEnv(t, Config{}, WithLearner(l))
+	resw := &transporttest.FakeResponseWriter{}
+	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw,
+		handlerLogging(errBoom, failed("hard", true), succeeded("ok"), failed("soft", false))))
+	claim, _ := resw.Headers.Get("errown-claim")
+	assert.Equal(t, "claimed", claim, "fail-open failures are coincidental: the failure is this service's")
+	assert.Equal(t, 2, l.learned)
+	require.NoError(t, e.mw.Handle(context.Background(), request("http"), resw,
+		handlerLogging(nil, failed("soft", true))))
+	assert.Equal(t, []observation{
+		{failed("hard", true).Edge, true},
+		{failed("soft", false).Edge, true},
+		{failed("soft", true).Edge, false},
+	}, l.seen, "only callee failures, each once, with the caller's outcome")
+	assert.Equal(t, 2, l.learned, "a success decides nothing")
+	assert.Zero(t, l.kinds, "never asked apart")
+}
+
 // repeat returns n copies of e.
 func repeat(n int, e egresslog.Entry) []egresslog.Entry {
 	out := make([]egresslog.Entry, n)

@@ -17,6 +17,7 @@ type options struct {
 	scope     tally.Scope
 	memory    depmem.Classifier
 	observer  depmem.Observer
+	learner   depmem.Learner
 	stormHook func(Storm)
 	orphans   *egresslog.Orphans
 	now       func() time.Time
@@ -50,6 +51,20 @@ func WithMemory(c depmem.Classifier) Option {
 // Default: nobody.
 func WithObserver(o depmem.Observer) Option {
 	return optionFunc(func(opts *options) { opts.observer = o })
+}
+
+// WithLearner asks l for the kind of each failed edge and tells it of
+// every failed outbound call, as WithMemory(l) and WithObserver(l) do,
+// but in one step per failed call of a failed request (depmem.Learner):
+// the kind it decides with is the edge's before that failure, read
+// failure by failure. errown passes its declared kinds over its
+// dependency memory (depmem.Static).
+func WithLearner(l depmem.Learner) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.memory, o.observer, o.learner = l, l, l
+		}
+	})
 }
 
 // WithStormHook calls f with every root request that met a storm below,
