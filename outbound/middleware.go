@@ -99,16 +99,20 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		// gave up on it, so its failure cannot explain the handler's.
 		e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
 		refused := state.Refused
-		if res != nil {
+		var noRetry bool
+		switch {
+		case state.Classified: // the retry middleware read them
+			e.Claim, noRetry = state.Claim, state.NoRetry
+		case res != nil:
 			// The names are validated lower case, i.e. canonical: index
 			// the map rather than have Headers.Get lower-case them.
 			items := res.Headers.Items()
-			e.Claim = ownership.ParseClaim(items[m.claimHeader])
-			// Pushback counts whether or not a policy would have
-			// retried: the callee asked, so nobody above retries.
-			if ownership.ParseNoRetry(items[m.noRetryHeader]) && refused == ownership.RefusedNone {
-				refused = ownership.RefusedPushback
-			}
+			e.Claim, noRetry = ownership.ParseClaim(items[m.claimHeader]), ownership.ParseNoRetry(items[m.noRetryHeader])
+		}
+		// Pushback counts whether or not a policy would have retried: the
+		// callee asked, so nobody above retries.
+		if noRetry && refused == ownership.RefusedNone {
+			refused = ownership.RefusedPushback
 		}
 		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{
 			Attempts: e.Attempts,

@@ -296,6 +296,18 @@ func TestWithInnerRetry(t *testing.T) {
 			give: &transport.Response{Headers: transport.NewHeaders().With("errown-no-retry", "true")},
 			want: egresslog.Entry{Attempts: 1, RCS: true},
 		},
+		{
+			// The retry middleware read the claim: the entry has it
+			// without the egress middleware reading it again.
+			name: "unclaimed: suppressed",
+			give: withClaim("unclaimed"),
+			want: egresslog.Entry{Attempts: 1, Claim: ownership.ClaimUnclaimed, RCS: true},
+		},
+		{
+			name: "claimed: retried",
+			give: withClaim("claimed"),
+			want: egresslog.Entry{Attempts: 2, Claim: ownership.ClaimClaimed, RCS: true},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -161,12 +161,15 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		res, err := out.Call(actx, attempt)
 		code, class := ownership.CallResult(res, err, m.codeHeader)
 		state.Code, state.Class, state.Classified = code, class, true
+		if class != ownership.ClassOK {
+			state.Claim, state.NoRetry = m.readClaim(res)
+		}
 		state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
 		if class != ownership.ClassFailure {
 			release.With(res, cancel)
 			return res, err
 		}
-		wait, ok := m.retryAfter(ctx, req, c, p, res, code, n, body.replayable(), state)
+		wait, ok := m.retryAfter(ctx, req, c, p, code, n, body.replayable(), state)
 		if !ok || m.sleep(ctx, wait) != nil {
 			release.With(res, cancel)
 			return res, err
@@ -175,27 +178,21 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	}
 }
 
-// retryAfter decides, after attempt n failed with code (and perhaps res),
-// whether to send the call again and how long to wait first. When this hop
+// retryAfter decides, after attempt n failed with code (its response's
+// claim and pushback in state), whether to send the call again and how
+// long to wait first. When this hop
 // declines a retry the error was retryable for by nature, it records why
 // in state and counts it: the callee's unclaim (suppressed), its pushback,
 // the policy's codes, idempotency, the body cap, the deadline, the
 // budget.
-func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, res *transport.Response, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState) (time.Duration, bool) {
+func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState) (time.Duration, bool) {
 	if !ownership.RetryableByNature(code) {
 		return 0, false
 	}
-	var headers transport.Headers
-	if res != nil {
-		headers = res.Headers
-	}
-	// The names are validated lower case, i.e. canonical: index the map
-	// rather than have Headers.Get lower-case them.
-	items := headers.Items()
-	if ownership.ParseClaim(items[m.claimHeader]) == ownership.ClaimUnclaimed {
+	if state.Claim == ownership.ClaimUnclaimed {
 		if !p.observe {
 			c.metrics.suppressed.Inc(1)
-			state.Storm.Blind(m.blindRetries(c, p, code, n, replayable, items))
+			state.Storm.Blind(m.blindRetries(c, p, code, n, replayable, state.NoRetry))
 			return 0, false
 		}
 		if !state.Storm.ErrownStopped() {
@@ -206,7 +203,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if n >= p.maxAttempts {
 		return 0, false
 	}
-	if r := m.refusal(p, code, replayable, items); r != ownership.RefusedNone {
+	if r := m.refusal(p, code, replayable, state.NoRetry); r != ownership.RefusedNone {
 		return 0, m.refuse(req, c, state, r, n)
 	}
 	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
@@ -226,14 +223,26 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	return wait, true
 }
 
+// readClaim returns the claim and the pushback of a response that is not
+// a success.
+func (m *Middleware) readClaim(res *transport.Response) (ownership.Claim, bool) {
+	if res == nil {
+		return ownership.ClaimMissing, false
+	}
+	// The names are validated lower case, i.e. canonical: index the map
+	// rather than have Headers.Get lower-case them.
+	items := res.Headers.Items()
+	return ownership.ParseClaim(items[m.claimHeader]), ownership.ParseNoRetry(items[m.noRetryHeader])
+}
+
 // refusal returns why the policy p refuses to retry a failure with code
-// whatever the deadline and the budget, given the callee's response
-// headers items, or RefusedNone: the callee's pushback, the policy's
+// whatever the deadline and the budget, given whether the callee pushed
+// back (noRetry), or RefusedNone: the callee's pushback, the policy's
 // codes, idempotency, the body cap. Both worlds refuse alike (retryAfter,
 // blindRetries).
-func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable bool, items map[string]string) ownership.Refusal {
+func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable, noRetry bool) ownership.Refusal {
 	switch {
-	case ownership.ParseNoRetry(items[m.noRetryHeader]):
+	case noRetry:
 		return ownership.RefusedPushback
 	case !p.retryableCode(code):
 		return ownership.RefusedCode
@@ -248,8 +257,8 @@ func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable bool, 
 // blindRetries returns how many more attempts a hop blind to claims would
 // have made after attempt n failed with code: per the policy, the callee's
 // pushback and the budget's blind twin, each replaying attempt n.
-func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, items map[string]string) int {
-	if m.refusal(p, code, replayable, items) != ownership.RefusedNone {
+func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n int, replayable, noRetry bool) int {
+	if m.refusal(p, code, replayable, noRetry) != ownership.RefusedNone {
 		return 0
 	}
 	k := 0

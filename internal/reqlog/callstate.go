@@ -29,6 +29,12 @@ type CallState struct {
 	Code       yarpcerrors.Code
 	Class      ownership.Class
 	Classified bool
+	// Claim and NoRetry are what the last attempt's response said, its
+	// claim and its pushback, when Classified and Class is not
+	// ownership.ClassOK: read once, for the retry and egress middleware
+	// both.
+	Claim   ownership.Claim
+	NoRetry bool
 }
 
 type callStateKey struct{}
