@@ -73,16 +73,15 @@ type paddedRecord struct {
 	_ [_cacheLine - unsafe.Sizeof(ringSlot[record]{})%_cacheLine]byte
 }
 
-// add keeps r unless it repeats the newest decision at the same time.
-func (d *decisions) add(r record) { d.r.addNew(paddedRecord{record: r}, r.signature()) }
-
-// signature identifies r for ring.addNew.
-func (r *record) signature() uint64 {
-	return newSignature(r.procedure).
-		with(uint64(r.time.UnixNano())).
-		with(uint64(r.failedCalls)).
-		with(uint64(r.code)<<16 | uint64(r.class)<<8 | uint64(r.claim)).
-		with(uint64(uintptr(unsafe.Pointer(unsafe.StringData(r.reason))))).h // one of the Reason constants
+// add keeps r, whose procedure hashes to ph (procedureHash), unless it
+// repeats the newest decision at the same time.
+func (d *decisions) add(r record, ph uint64) {
+	d.r.addNew(paddedRecord{record: r}, signature(ph, signatureWords{
+		uint64(r.time.UnixNano()),
+		uint64(r.failedCalls),
+		uint64(r.code)<<16 | uint64(r.class)<<8 | uint64(r.claim),
+		uint64(uintptr(unsafe.Pointer(unsafe.StringData(r.reason)))), // one of the Reason constants
+	}))
 }
 
 // list returns the decisions held, newest first.

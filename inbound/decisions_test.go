@@ -20,7 +20,7 @@ func TestDecisionsNewestFirst(t *testing.T) {
 	assert.Empty(t, d.list())
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := 1; i <= _recentDecisions+3; i++ {
-		d.add(record{time: at, procedure: "p", failedCalls: i, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure, claim: ownership.ClaimClaimed, reason: ReasonOwnFailure})
+		d.add(record{time: at, procedure: "p", failedCalls: i, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure, claim: ownership.ClaimClaimed, reason: ReasonOwnFailure}, procedureHash("p"))
 	}
 	got := d.list()
 	require.Len(t, got, _recentDecisions)
@@ -54,7 +54,7 @@ func TestDecisionsConcurrent(t *testing.T) {
 			defer wg.Done()
 			name := strconv.Itoa(w)
 			for i := 1; i <= perWriter; i++ {
-				d.add(record{procedure: name, failedCalls: i})
+				d.add(record{procedure: name, failedCalls: i}, procedureHash(name))
 			}
 		}()
 	}
@@ -104,4 +104,43 @@ func TestDecisionsSlotsFillCacheBlocks(t *testing.T) {
 	var d decisions
 	assert.Zero(t, unsafe.Sizeof(d.r.slots[0])%_cacheLine, "each place in blocks of its own")
 	assert.Equal(t, uintptr(_cacheLine), unsafe.Offsetof(d.r.slots), "the cursor in a block of its own")
+}
+
+// A signature changes with any word, with the words' order and with the
+// procedure, and only then: ring.addNew lists a repeat once and anything
+// else again.
+func TestSignatureTellsValuesApart(t *testing.T) {
+	ph := procedureHash("checkout")
+	base := signatureWords{1_700_000_000_000_000_000, 3, 9, 0, 1, 7}
+	want := signature(ph, base)
+	assert.Equal(t, want, signature(procedureHash("checkout"), base), "the same value")
+	assert.NotEqual(t, want, signature(procedureHash("browse"), base), "another procedure")
+	seen := map[uint64]string{want: "base"}
+	for i := range base {
+		for _, d := range []uint64{1, 1 << 32, 1 << 63} {
+			w := base
+			w[i] += d
+			sig := signature(ph, w)
+			_, dup := seen[sig]
+			require.False(t, dup, "word %d + %d collides with %s", i, d, seen[sig])
+			seen[sig] = "word " + strconv.Itoa(i)
+		}
+	}
+	swapped := base
+	swapped[1], swapped[2] = swapped[2], swapped[1]
+	assert.NotEqual(t, want, signature(ph, swapped), "words in another order")
+
+	st := Storm{Time: time.Unix(1_700_000_000, 0), Procedure: "checkout", Known: true, Failed: true, Served: 9, Blind: 18, Prevented: 9, Retries: 1, Radius: 1, BlindRadius: 2}
+	for name, change := range map[string]func(*Storm){
+		"known":        func(s *Storm) { s.Known = false },
+		"failed":       func(s *Storm) { s.Failed = false },
+		"radius":       func(s *Storm) { s.Radius = 2 },
+		"blind radius": func(s *Storm) { s.BlindRadius = 3 },
+		"time":         func(s *Storm) { s.Time = s.Time.Add(time.Nanosecond) },
+		"served":       func(s *Storm) { s.Served = 10 },
+	} {
+		other := st
+		change(&other)
+		assert.NotEqual(t, st.signature(ph), other.signature(ph), name)
+	}
 }

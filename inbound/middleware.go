@@ -178,6 +178,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		class = ownership.ClassAnswer
 	}
 	var now time.Time // read once, when a failure or a storm is recorded
+	var ph uint64     // procedureHash(req.Procedure), with now
 	observed := false
 	storm, known := sum.Storm, sum.StormKnown
 	if known && (m.orphans.Since(orphans) || log.CallsUnderWay() || log.Egress.Late()) {
@@ -188,8 +189,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		known = false
 	}
 	if class != ownership.ClassOK {
-		now = m.now() // one reading for the decision and the storm
-		claim := m.decide(now, req.Procedure, code, class, entries, counts)
+		now = m.now()                     // one reading for the decision and the storm
+		ph = procedureHash(req.Procedure) // for the decision and the storm
+		claim := m.decide(now, req.Procedure, ph, code, class, entries, counts)
 		observed = m.learner != nil // decide learned each failure
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
 		resw.AddHeaders(m.stormHeaders(storm, known))
@@ -208,10 +210,10 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		resw.AddHeaders(m.stormHeaders(storm, known))
 	}
 	if !marked && stormy(storm, known) {
-		if now.IsZero() {
-			now = m.now()
+		if now.IsZero() { // a success: no decision
+			now, ph = m.now(), procedureHash(req.Procedure)
 		}
-		m.storms.record(newStorm(now, req.Procedure, storm, known, class == ownership.ClassFailure))
+		m.storms.record(newStorm(now, req.Procedure, storm, known, class == ownership.ClassFailure), ph)
 	}
 	if m.observer != nil && !observed {
 		// Only a failure of this service's own counts as the caller
@@ -286,8 +288,8 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool) {
 // decide claims or unclaims the error with code (of class) a request for
 // procedure ended in, counts the decision and keeps it for Decisions.
 // entries are the failed calls the egress log kept, counts what it took;
-// now is when it is recorded.
-func (m *Middleware) decide(now time.Time, procedure string, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry, counts egresslog.Counts) ownership.Claim {
+// now is when it is recorded, ph the procedure's procedureHash.
+func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry, counts egresslog.Counts) ownership.Claim {
 	var buf [_stackFailures]ownership.Failure
 	failures := buf[:0]
 	for _, e := range entries {
@@ -343,7 +345,7 @@ func (m *Middleware) decide(now time.Time, procedure string, code yarpcerrors.Co
 		code:        code,
 		class:       class,
 		claim:       claim,
-	})
+	}, ph)
 	return claim
 }
 

@@ -59,22 +59,41 @@ func (r *ring[T]) addNew(v T, sig uint64) {
 	r.add(v)
 }
 
-// signature mixes a string (with maphash) and words into a signature for
-// addNew.
-type signature struct{ h uint64 }
-
+// _signatureSeed seeds the hash of a procedure's name (procedureHash).
 var _signatureSeed = maphash.MakeSeed()
 
-func newSignature(s string) signature {
-	return signature{maphash.String(_signatureSeed, s)}
+// procedureHash returns the hash of procedure that signatures start from:
+// computed once per request, for its decision and its storm both.
+func procedureHash(procedure string) uint64 {
+	return maphash.String(_signatureSeed, procedure)
 }
 
-// with mixes w in (the finalizer of SplitMix64 over the running hash).
-func (g signature) with(w uint64) signature {
-	x := g.h ^ w
+// _signatureMul are odd constants (from xxHash, SplitMix64 and
+// murmur3), one per word of a signature.
+var _signatureMul = [...]uint64{
+	0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+	0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
+}
+
+// signatureWords are the words of a signature, zero past those a value
+// has.
+type signatureWords [len(_signatureMul)]uint64
+
+// signature returns a signature for ring.addNew of a value of procedure
+// (its procedureHash ph) made of words: each word, its high half folded
+// into its low, times its own odd constant, summed with ph and mixed once
+// (SplitMix64's finalizer). The products are independent of each other,
+// so this costs about one multiplication's latency more than ph. The
+// constants tell words in another order apart; a collision would only
+// list a value less.
+func signature(ph uint64, words signatureWords) uint64 {
+	x := ph
+	for i, w := range words {
+		x += (w ^ w>>32) * _signatureMul[i] // the high half folded in: a product keeps only what is below its top bit
+	}
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
 	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return signature{x ^ x>>31}
+	return x ^ x>>31
 }
 
 // each calls f with the values held, newest first.

@@ -37,8 +37,9 @@ type Storm struct {
 	BlindRadius int `json:"blindRadius"`
 }
 
-// signature identifies st for ring.addNew.
-func (st *Storm) signature() uint64 {
+// signature identifies st, whose procedure hashes to ph (procedureHash),
+// for ring.addNew.
+func (st *Storm) signature(ph uint64) uint64 {
 	flags := uint64(st.Radius)<<16 | uint64(st.BlindRadius)<<2
 	if st.Known {
 		flags |= 1
@@ -46,10 +47,7 @@ func (st *Storm) signature() uint64 {
 	if st.Failed {
 		flags |= 2
 	}
-	return newSignature(st.Procedure).
-		with(uint64(st.Time.UnixNano())).
-		with(st.Served).with(st.Blind).with(st.Prevented).with(st.Retries).
-		with(flags).h
+	return signature(ph, signatureWords{uint64(st.Time.UnixNano()), st.Served, st.Blind, st.Prevented, st.Retries, flags})
 }
 
 func newStorm(t time.Time, procedure string, s ownership.Storm, known, failed bool) Storm {
@@ -148,10 +146,11 @@ func (s *storms) metrics(procedure string) *stormMetrics {
 	return m
 }
 
-// record records one root request's storm.
-func (s *storms) record(st Storm) {
+// record records one root request's storm, its procedure hashing to ph
+// (procedureHash).
+func (s *storms) record(st Storm, ph uint64) {
 	m := s.metrics(st.Procedure)
-	s.recent.addNew(st, st.signature())
+	s.recent.addNew(st, st.signature(ph))
 
 	m.requests.Inc(1)
 	if !st.Known {
