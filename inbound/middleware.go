@@ -189,8 +189,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		known = false
 	}
 	if class != ownership.ClassOK {
-		now = m.now()                     // one reading for the decision and the storm
-		ph = procedureHash(req.Procedure) // for the decision and the storm
+		// One reading of the clock and one hash of the procedure, for the
+		// decision and the storm.
+		now, ph = m.now(), procedureHash(req.Procedure)
 		claim := m.decide(now, req.Procedure, ph, code, class, entries, counts)
 		observed = m.learner != nil // decide learned each failure
 		resw.AddHeaders(m.headers(claim, log.NoRetry()))
