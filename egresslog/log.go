@@ -42,11 +42,13 @@ func (c *chunk) reset() {
 }
 
 // The bits of Log.state: _closed once the log is closed, _late once a call
-// came after that, and below them the count of calls that did not fail.
+// came after that, _chunked once the log has a chunk, and below them the
+// count of calls that did not fail.
 const (
 	_closed    = uint64(1) << 63
 	_late      = uint64(1) << 62
-	_countMask = _late - 1
+	_chunked   = uint64(1) << 61
+	_countMask = _chunked - 1
 )
 
 // Counts says how many calls a Log took, by what it did with them.
@@ -78,10 +80,11 @@ func (c Counts) Total() int {
 // A request whose calls did not fail takes no lock: each call is one
 // atomic compare-and-swap on the log's state, and CloseSummary, Late and
 // Release read or set bits of that state. Failures and Storms go to the
-// chunk, under the lock.
+// chunk, under the lock; the state says whether there is one.
 type Log struct {
 	// state counts the calls that did not fail, with _closed set once the
-	// log is closed and _late once a call came after.
+	// log is closed, _late once a call came after and _chunked once it
+	// has a chunk (it stays set after Release).
 	state atomic.Uint64
 
 	mu       sync.Mutex
@@ -89,10 +92,9 @@ type Log struct {
 	stored   int32 // failures kept, as of Release
 	overflow int32 // saturated at math.MaxInt32
 	unsat    int32 // overflowed failures with RCS false, saturated
-	// chunk is from chunks on the first failure or Storm, or nil. Set
-	// and cleared under mu; loaded without it only to skip the lock when
-	// there is none, and by CloseSummary (see takeOpen).
-	chunk atomic.Pointer[chunk]
+	// chunk is from chunks on the first failure or Storm, or nil; under
+	// mu. Without mu, state's _chunked says whether there was one.
+	chunk *chunk
 }
 
 // Append adds the call e to the log: kept if it failed (Entry.Failed) and
@@ -136,8 +138,8 @@ func (l *Log) AppendStorm(e Entry, st ownership.Storm, known bool) bool {
 	c.storms.add(st, known, failed)
 	if !failed {
 		// Counted whatever _closed says: with the log found open, only
-		// a CloseSummary that raced the chunk can have set it since,
-		// and that one goes on to close under the lock, after this.
+		// CloseSummary can have set it since, and, the chunk found, it
+		// goes on to close under the lock, after this.
 		l.state.Add(1)
 		return true
 	}
@@ -171,23 +173,25 @@ func (l *Log) Late() bool {
 // takeOpen returns l's chunk, giving it one if it has none, and true; or,
 // marking l late, false when l is closed. l.mu must be held.
 //
-// The chunk is stored before the state is read again: CloseSummary sets
-// _closed before it reads the chunk, so either it finds this chunk or
-// this finds the log closed, and no failure is kept that its lock-free
-// close missed.
+// A log's first chunk sets _chunked in the same atomic step that reads
+// whether the log is closed, and CloseSummary sets _closed in the step
+// that reads _chunked: one of the two comes first, so either the close
+// finds the chunk or the call finds the log closed, and no failure is
+// kept that a lock-free close missed.
 func (l *Log) takeOpen() (*chunk, bool) {
 	if l.lateIfClosed() {
 		return nil, false
 	}
-	c := l.chunk.Load()
+	c := l.chunk
 	if c == nil {
 		if _testHookTake != nil {
 			_testHookTake(l)
 		}
 		c = chunks.Get().(*chunk)
 		c.failures = c.inline[:0]
-		l.chunk.Store(c)
-		if l.lateIfClosed() {
+		l.chunk = c
+		if l.state.Or(_chunked)&_closed != 0 {
+			l.state.Or(_late)
 			return nil, false // the chunk stays for Release
 		}
 	}
@@ -196,7 +200,7 @@ func (l *Log) takeOpen() (*chunk, bool) {
 
 // Test hooks, nil but in tests. _testHookTake runs where a failure or
 // Storm, its log found open, is about to give it a chunk; _testHookClose
-// where CloseSummary, the log found without a chunk, is about to close it.
+// where CloseSummary is about to close the log.
 // Tests make the other side of the race there.
 var _testHookTake, _testHookClose func(*Log)
 
@@ -228,13 +232,12 @@ func (l *Log) AddStorm(st ownership.Storm, known, failed bool) bool {
 // StormAdded reports whether any call's Storm was added. After Release it
 // reports false.
 func (l *Log) StormAdded() bool {
-	if l.chunk.Load() == nil { // else no call reported anything: no lock
+	if l.state.Load()&_chunked == 0 { // no call reported anything: no lock
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.chunk.Load()
-	return c != nil && c.storms.added
+	return l.chunk != nil && l.chunk.storms.added
 }
 
 // StormTotal returns the request's Storm, notFailed being the log's count
@@ -243,7 +246,7 @@ func (l *Log) StormAdded() bool {
 // call's Storm was unknown or a sum is out of bounds. Ask before Release,
 // which forgets the Storms.
 func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
-	if l.chunk.Load() == nil { // no call reported anything: no lock
+	if l.state.Load()&_chunked == 0 { // no call reported anything: no lock
 		return quietStorm(notFailed), true
 	}
 	l.mu.Lock()
@@ -253,7 +256,7 @@ func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
 
 // stormTotalLocked is StormTotal. l.mu must be held.
 func (l *Log) stormTotalLocked(notFailed int) (ownership.Storm, bool) {
-	if c := l.chunk.Load(); c != nil && c.storms.added {
+	if c := l.chunk; c != nil && c.storms.added {
 		return c.storms.total(notFailed)
 	}
 	return quietStorm(notFailed), true
@@ -271,25 +274,25 @@ func quietStorm(notFailed int) ownership.Storm {
 // them (Close, StormTotal) first. A log never released leaves its chunk
 // to the garbage collector.
 func (l *Log) Release() {
-	if l.chunk.Load() == nil { // nothing to give back: no lock
+	if l.state.Load()&_chunked == 0 { // nothing to give back: no lock
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.chunk.Load()
+	c := l.chunk
 	if l.state.Load()&_closed == 0 || c == nil {
 		return
 	}
 	l.stored = int32(len(c.failures))
-	l.chunk.Store(nil)
+	l.chunk = nil
 	c.reset()
 	chunks.Put(c)
 }
 
 // failures returns the failed calls the log keeps. l.mu must be held.
 func (l *Log) failures() []Entry {
-	if c := l.chunk.Load(); c != nil {
-		return c.failures
+	if l.chunk != nil {
+		return l.chunk.failures
 	}
 	return nil
 }
@@ -297,7 +300,7 @@ func (l *Log) failures() []Entry {
 // Last returns the latest failed call the log keeps on edge, and whether
 // there is one.
 func (l *Log) Last(edge Edge) (Entry, bool) {
-	if l.chunk.Load() == nil { // no failure: no lock
+	if l.state.Load()&_chunked == 0 { // no failure: no lock
 		return Entry{}, false
 	}
 	l.mu.Lock()
@@ -353,24 +356,20 @@ type Summary struct {
 // Counts and Storm in one step. A log that no call failed or reported a
 // Storm to, the common case, closes without a lock: one atomic or.
 func (l *Log) CloseSummary() Summary {
-	if l.chunk.Load() == nil {
-		if _testHookClose != nil {
-			_testHookClose(l)
-		}
-		s := l.state.Or(_closed)
-		// Either this finds the chunk a failure or Storm gave the log, or
-		// that call finds the log closed (see takeOpen).
-		if l.chunk.Load() == nil {
-			n := notFailed(s)
-			return Summary{Counts: Counts{NotFailed: n}, Storm: quietStorm(n), StormKnown: true}
-		}
+	if _testHookClose != nil {
+		_testHookClose(l)
+	}
+	// Either this finds the chunk a failure or Storm gave the log, or
+	// that call finds the log closed (see takeOpen).
+	if s := l.state.Or(_closed); s&_chunked == 0 {
+		n := notFailed(s)
+		return Summary{Counts: Counts{NotFailed: n}, Storm: quietStorm(n), StormKnown: true}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var failures []Entry
-	if !l.handed {
+	if !l.handed { // closed above
 		l.handed = true
-		l.state.Or(_closed)
 		if f := l.failures(); len(f) > 0 {
 			failures = f
 		}
@@ -397,8 +396,8 @@ func (l *Log) countsLocked() Counts {
 		OverflowUnsatisfied: int(l.unsat),
 		NotFailed:           notFailed(l.state.Load()),
 	}
-	if ch := l.chunk.Load(); ch != nil {
-		c.Stored = len(ch.failures)
+	if l.chunk != nil {
+		c.Stored = len(l.chunk.failures)
 	}
 	return c
 }
