@@ -732,9 +732,15 @@ func TestMixedMeshChainTable(t *testing.T) {
 			{"", "", 0}, {"", "", 0}, {"", "", 0},
 		} {
 			n := ch.nodes[i]
+			// Counted one by one; listed once per repeat within one
+			// reading of errown's coarse clock (Decisions).
+			made := mixedCounter(n, "inbound.claimed", nil) + mixedCounter(n, "inbound.unclaimed", nil)
+			if made != int64(want.perRoot*_mixedRoots) {
+				t.Errorf("%s made %d claim decisions, want %d", n.name, made, want.perRoot*_mixedRoots)
+			}
 			decisions := n.mw.Decisions()
-			if len(decisions) != want.perRoot*_mixedRoots {
-				t.Errorf("%s made %d claim decisions, want %d", n.name, len(decisions), want.perRoot*_mixedRoots)
+			if len(decisions) > want.perRoot*_mixedRoots || (want.perRoot > 0) != (len(decisions) > 0) {
+				t.Errorf("%s lists %d claim decisions, want 1 to %d", n.name, len(decisions), want.perRoot*_mixedRoots)
 			}
 			for _, d := range decisions {
 				if d.Procedure != want.procedure || d.Claim != want.claim || d.Code != "unavailable" {
