@@ -308,6 +308,19 @@ func TestHandleFeedsLearner(t *testing.T) {
 	assert.Zero(t, l.kinds, "never asked apart")
 }
 
+// Options apply in order: a memory or an observer given after a Learner
+// takes its part, and the Learner decides and observes no more.
+func TestLearnerThenObserver(t *testing.T) {
+	l, obs := &recordingLearner{}, &recordingObserver{}
+	e := newEnv(t, Config{}, WithLearner(l), WithObserver(obs))
+	require.Error(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{},
+		handlerLogging(errBoom, failed("hard", true))))
+	assert.Zero(t, l.learned)
+	assert.Equal(t, 1, l.kinds, "still the memory")
+	assert.Equal(t, []observation{{failed("hard", true).Edge, true}}, obs.seen)
+	assert.Empty(t, l.seen)
+}
+
 // repeat returns n copies of e.
 func repeat(n int, e egresslog.Entry) []egresslog.Entry {
 	out := make([]egresslog.Entry, n)

@@ -41,7 +41,7 @@ func WithScope(s tally.Scope) Option {
 func WithMemory(c depmem.Classifier) Option {
 	return optionFunc(func(o *options) {
 		if c != nil {
-			o.memory = c
+			o.memory, o.learner = c, nil // a Learner given before no longer decides
 		}
 	})
 }
@@ -50,7 +50,9 @@ func WithMemory(c depmem.Classifier) Option {
 // request, after its claim was decided, so that it can learn edge kinds.
 // Default: nobody.
 func WithObserver(o depmem.Observer) Option {
-	return optionFunc(func(opts *options) { opts.observer = o })
+	return optionFunc(func(opts *options) {
+		opts.observer, opts.learner = o, nil // a Learner given before no longer observes
+	})
 }
 
 // WithLearner asks l for the kind of each failed edge and tells it of
