@@ -340,9 +340,10 @@ func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 
 // Summary is what a Log hands over as it closes (CloseSummary).
 type Summary struct {
-	// Failures are the failed calls the log keeps, in the order they were
-	// added: the log's own memory, valid until Release, not to be
-	// changed. Empty when an earlier Close handed them over.
+	// Failures are the failed calls the log kept, in the order they were
+	// added, in memory the Summary takes from the log: valid until the
+	// Summary's Release, not to be changed. Empty when an earlier Close
+	// handed them over.
 	Failures []Entry
 	// Counts are the log's final Counts.
 	Counts Counts
@@ -350,11 +351,28 @@ type Summary struct {
 	// false: a call's Storm was unknown or a sum is out of bounds.
 	Storm      ownership.Storm
 	StormKnown bool
+
+	chunk *chunk // the log's, taken at close: Release gives it back
+}
+
+// Release gives the memory of the Summary's Failures back for other logs
+// to use; call it once done with them. It does nothing to a Summary
+// without failures or Storms, nor the second time.
+func (s *Summary) Release() {
+	if s.chunk == nil {
+		return
+	}
+	s.chunk.reset()
+	chunks.Put(s.chunk)
+	s.chunk, s.Failures = nil, nil
 }
 
 // CloseSummary closes the log, as Close does, and returns its failures,
 // Counts and Storm in one step. A log that no call failed or reported a
-// Storm to, the common case, closes without a lock: one atomic or.
+// Storm to, the common case, closes without a lock: one atomic or. The
+// log's chunk goes with the Summary (give it back with its Release, not
+// the log's): the log then keeps only its Counts, and StormTotal no
+// longer has the Storms.
 func (l *Log) CloseSummary() Summary {
 	if _testHookClose != nil {
 		_testHookClose(l)
@@ -376,6 +394,10 @@ func (l *Log) CloseSummary() Summary {
 	}
 	sum := Summary{Failures: failures, Counts: l.countsLocked()}
 	sum.Storm, sum.StormKnown = l.stormTotalLocked(sum.Counts.NotFailed)
+	if c := l.chunk; c != nil {
+		// Closed: no call puts anything in it any more (takeOpen).
+		l.stored, l.chunk, sum.chunk = int32(len(c.failures)), nil, c
+	}
 	return sum
 }
 

@@ -308,6 +308,12 @@ func TestLogLast(t *testing.T) {
 	assert.False(t, ok, "a closed log keeps nothing")
 }
 
+// handedOver is what s says, without the chunk it holds.
+func handedOver(s Summary) Summary {
+	s.chunk = nil
+	return s
+}
+
 // CloseSummary hands over a log's failures, Counts and Storm as it closes
 // it: a quiet log without a lock, one with failures or Storms under it.
 func TestCloseSummary(t *testing.T) {
@@ -335,6 +341,19 @@ func TestCloseSummary(t *testing.T) {
 	assert.Empty(t, again.Failures, "handed over once")
 	assert.Equal(t, sum.Counts, again.Counts)
 	assert.Empty(t, failing.Close(nil), "handed over once")
+	assert.Equal(t, sum.Counts, failing.Counts(), "the log keeps its counts")
+	assert.False(t, failing.StormAdded(), "the Storms went with the summary")
+
+	// The summary's failures stay its own until its Release, whatever
+	// other logs do meanwhile; then the chunk serves another log.
+	var other Log
+	require.True(t, other.Append(entry(9)))
+	assert.Equal(t, []Entry{entry(2), entry(3)}, sum.Failures)
+	sum.Release()
+	assert.Nil(t, sum.Failures)
+	sum.Release() // twice: nothing
+	failing.Release()
+	assert.Equal(t, []Entry{entry(9)}, other.CloseSummary().Failures)
 
 	var unknown Log
 	require.True(t, unknown.AddStorm(ownership.Storm{}, false, false))
@@ -405,9 +424,10 @@ func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 			defer func() { _testHookClose = nil }()
 			sum := l.CloseSummary()
 			require.True(t, took, "the log was open")
-			assert.Equal(t, tt.want, sum, "the call is handed over")
+			require.NotNil(t, sum.chunk, "the log's chunk goes with the summary")
+			assert.Equal(t, tt.want, handedOver(sum), "the call is handed over")
 			assert.False(t, l.Late())
-			l.Release()
+			sum.Release()
 		})
 	}
 }
@@ -418,7 +438,7 @@ func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 	for range 2000 {
 		var l Log
-		var failed, notFailed, storms, refused atomic.Int64
+		var failed, notFailed, storms, stormOnly, refused atomic.Int64
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for w := range 4 {
@@ -437,8 +457,10 @@ func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 						notFailed.Add(1)
 					}
 				case 2:
-					if took = l.AddStorm(ownership.One, true, false); took {
+					// A failed call's Storm alone: its request counts.
+					if took = l.AddStorm(ownership.One, true, true); took {
 						storms.Add(1)
+						stormOnly.Add(1)
 					}
 				default:
 					if took = l.AppendStorm(ok(w), ownership.One, true); took {
@@ -456,12 +478,14 @@ func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 		got, counts := sum.Failures, sum.Counts
 		wg.Wait()
 		require.True(t, sum.StormKnown)
-		require.Equal(t, uint64(1+notFailed.Load()), sum.Storm.Served, "the request and every call that did not fail, with a Storm or not")
+		require.Equal(t, uint64(1+notFailed.Load()+stormOnly.Load()), sum.Storm.Served,
+			"the request, every call that did not fail (with a Storm or not) and the failed call's Storm")
 		require.Equal(t, int(failed.Load()), len(got), "failures handed over")
 		require.Equal(t, int(failed.Load()), counts.Stored)
 		require.Equal(t, int(notFailed.Load()), counts.NotFailed, "calls that did not fail")
-		require.Equal(t, storms.Load() > 0, l.StormAdded(), "Storms")
+		require.Equal(t, storms.Load()+failed.Load() > 0, sum.chunk != nil, "the chunk of what was taken goes with the summary")
 		require.Equal(t, refused.Load() > 0, l.Late(), "late")
+		sum.Release()
 		l.Release()
 	}
 }
@@ -556,6 +580,29 @@ func TestLogFailureDoesNotAllocate(t *testing.T) {
 	allowed := 0.0
 	if raceEnabled {
 		allowed = 1 // the race detector's pools drop some of what they are given back: a chunk anew
+	}
+	assert.LessOrEqual(t, testing.AllocsPerRun(1000, run), allowed)
+}
+
+// The inbound middleware's way: CloseSummary, then the Summary's Release.
+// A failed request's log allocates nothing once the pool has a chunk.
+func TestLogCloseSummaryDoesNotAllocate(t *testing.T) {
+	e := entry(1)
+	var l Log
+	run := func() {
+		l = Log{}
+		l.AppendStorm(e, ownership.One, true)
+		sum := l.CloseSummary()
+		if len(sum.Failures) != 1 {
+			t.Fatalf("handed over %v", sum.Failures)
+		}
+		sum.Release()
+		l.Release()
+	}
+	run()
+	allowed := 0.0
+	if raceEnabled {
+		allowed = 1 // the race detector's pools drop some of what they are given back
 	}
 	assert.LessOrEqual(t, testing.AllocsPerRun(1000, run), allowed)
 }

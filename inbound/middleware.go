@@ -155,7 +155,8 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	// panics: yarpc recovers the panic further out, exactly as without
 	// errown, and a call the handler left running is then counted late.
 	closed := false
-	defer m.finish(log, &closed)
+	var sum egresslog.Summary
+	defer m.finish(log, &closed, &sum)
 
 	err := h.Handle(&r.Node, req, rw)
 
@@ -163,7 +164,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	// egresslog.MaxFailures, and counts the failures past the bound:
 	// only a log that kept that many can have any. Its failures are read
 	// where it keeps them, until finish releases them.
-	sum := log.Egress.CloseSummary()
+	sum = log.Egress.CloseSummary()
 	closed = true
 	entries, counts := sum.Failures, sum.Counts
 	if counts.Overflow > 0 {
@@ -276,13 +277,15 @@ func (m *Middleware) ownHeader(k string) bool {
 }
 
 // finish closes the request's egress log, unless Handle already did (the
-// handler did not panic), gives its chunk back and removes the log from
-// the map.
-func (m *Middleware) finish(log *reqlog.Log, closed *bool) {
-	if !*closed {
+// handler did not panic; then sum holds what it took from the log), gives
+// its chunk back and removes the log from the map.
+func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *egresslog.Summary) {
+	if *closed {
+		sum.Release()
+	} else {
 		log.Egress.Close(nil)
+		log.Egress.Release()
 	}
-	log.Egress.Release()
 	m.logs.Remove(log)
 }
 
