@@ -92,11 +92,15 @@ type storms struct {
 
 	byProc atomic.Pointer[map[string]*stormMetrics] // read-only; replaced under mu
 	mu     sync.Mutex
+	// last is the metrics a storm was last recorded in: an outage's roots
+	// are mostly one procedure, found without a lookup in byProc.
+	last atomic.Pointer[stormMetrics]
 
 	recent ring[Storm]
 }
 
 type stormMetrics struct {
+	procedure   string // as tagged: _otherProcedure past the limit
 	requests    tally.Counter
 	unknown     tally.Counter
 	prevented   tally.Counter
@@ -130,6 +134,7 @@ func (s *storms) metrics(procedure string) *stormMetrics {
 	}
 	sc := s.scope.Tagged(map[string]string{"procedure": procedure})
 	m := &stormMetrics{
+		procedure:   procedure,
 		requests:    sc.Counter("requests"),
 		unknown:     sc.Counter("unknown"),
 		prevented:   sc.Counter("prevented"),
@@ -149,7 +154,11 @@ func (s *storms) metrics(procedure string) *stormMetrics {
 // record records one root request's storm, its procedure hashing to ph
 // (procedureHash).
 func (s *storms) record(st Storm, ph uint64) {
-	m := s.metrics(st.Procedure)
+	m := s.last.Load()
+	if m == nil || m.procedure != st.Procedure {
+		m = s.metrics(st.Procedure)
+		s.last.Store(m)
+	}
 	s.recent.addNew(st, st.signature(ph))
 
 	m.requests.Inc(1)
