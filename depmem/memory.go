@@ -74,6 +74,10 @@ type Memory struct {
 	// than the read lock it saved.
 	read   atomic.Pointer[map[egresslog.Edge]*edgeState]
 	misses atomic.Int64
+	// last is the edge a failure was last observed on: during an outage
+	// most failures are on one edge, found by comparing it rather than
+	// hashing it (see touchedEdge). It may be evicted: touch says so.
+	last atomic.Pointer[edgeState]
 	// noIdleBefore is the earliest time slice at which an edge can have
 	// gone idle: no eviction pass runs before it. Under mu.
 	noIdleBefore int64
@@ -87,6 +91,7 @@ type Memory struct {
 }
 
 type edgeState struct {
+	edge egresslog.Edge
 	// w holds the counts and when the edge was last observed; once the
 	// edge is evicted, an observation that looked the state up before
 	// finds it so (w.touch) and looks the edge up again.
@@ -230,7 +235,11 @@ func (m *Memory) edge(e egresslog.Edge) *edgeState {
 // window.touch), creating it when there is room, or room can be made by
 // evicting idle edges; or nil when there is none.
 func (m *Memory) touchedEdge(e egresslog.Edge, now int64) *edgeState {
+	if s := m.last.Load(); s != nil && s.edge == e && s.w.touch(now) {
+		return s
+	}
 	if s := (*m.read.Load())[e]; s != nil && s.w.touch(now) {
+		m.last.Store(s)
 		return s
 	}
 	// New since read was made, evicted since the lookup, or not tracked:
@@ -249,6 +258,7 @@ func (m *Memory) touchedEdge(e egresslog.Edge, now int64) *edgeState {
 		m.publish()
 	}
 	s.w.touch(now) // true: what eviction evicts leaves edges at once
+	m.last.Store(s)
 	return s
 }
 
@@ -302,7 +312,7 @@ func (m *Memory) evictIdle(now int64) bool {
 // tags: the same series for the reporter, which keeps counting it
 // (Prometheus's reporter, for one, keeps every series it was given).
 func (m *Memory) newEdgeState(e egresslog.Edge, now int64) *edgeState {
-	s := &edgeState{w: newWindow(m.cfg.Buckets, now)}
+	s := &edgeState{edge: e, w: newWindow(m.cfg.Buckets, now)}
 	if m.noop {
 		s.failures, s.joint = tally.NoopScope.Counter("callee_failures"), tally.NoopScope.Counter("joint_failures")
 		return s
