@@ -254,17 +254,29 @@ func (r *recordingObserver) Observe(e egresslog.Edge, callerFailed bool) {
 
 func TestHandleFeedsObserver(t *testing.T) {
 	obs := &recordingObserver{}
-	e := newEnv(t, Config{}, WithObserver(obs))
+	feedTwoRequests(t, newEnv(t, Config{}, WithObserver(obs)))
+	assert.Equal(t, _fed, obs.seen, "only callee failures, with the caller's outcome")
+}
+
+// feedTwoRequests has e's middleware serve a failed request with two
+// failed calls and a successful one with one (_fed), and returns the
+// failed request's claim.
+func feedTwoRequests(t *testing.T, e env) string {
+	t.Helper()
 	resw := &transporttest.FakeResponseWriter{}
 	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw,
 		handlerLogging(errBoom, failed("hard", true), succeeded("ok"), failed("soft", false))))
-	require.NoError(t, e.mw.Handle(context.Background(), request("http"), resw,
+	claim, _ := resw.Headers.Get("errown-claim")
+	require.NoError(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{},
 		handlerLogging(nil, failed("soft", true))))
-	assert.Equal(t, []observation{
-		{failed("hard", true).Edge, true},
-		{failed("soft", false).Edge, true},
-		{failed("soft", true).Edge, false},
-	}, obs.seen, "only callee failures, with the caller's outcome")
+	return claim
+}
+
+// _fed are feedTwoRequests' callee failures, with their caller's outcome.
+var _fed = []observation{
+	{failed("hard", true).Edge, true},
+	{failed("soft", false).Edge, true},
+	{failed("soft", true).Edge, false},
 }
 
 // recordingLearner is a depmem.Learner that records how it was asked:
@@ -290,21 +302,10 @@ func (r *recordingLearner) Learn(e egresslog.Edge, callerFailed bool) ownership.
 // every failure observed once, with the caller's outcome.
 func TestHandleFeedsLearner(t *testing.T) {
 	l := &recordingLearner{}
-	e := newEnv(t, Config{}, WithLearner(l))
-	resw := &transporttest.FakeResponseWriter{}
-	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw,
-		handlerLogging(errBoom, failed("hard", true), succeeded("ok"), failed("soft", false))))
-	claim, _ := resw.Headers.Get("errown-claim")
+	claim := feedTwoRequests(t, newEnv(t, Config{}, WithLearner(l)))
 	assert.Equal(t, "claimed", claim, "fail-open failures are coincidental: the failure is this service's")
-	assert.Equal(t, 2, l.learned)
-	require.NoError(t, e.mw.Handle(context.Background(), request("http"), resw,
-		handlerLogging(nil, failed("soft", true))))
-	assert.Equal(t, []observation{
-		{failed("hard", true).Edge, true},
-		{failed("soft", false).Edge, true},
-		{failed("soft", true).Edge, false},
-	}, l.seen, "only callee failures, each once, with the caller's outcome")
-	assert.Equal(t, 2, l.learned, "a success decides nothing")
+	assert.Equal(t, _fed, l.seen, "only callee failures, each once, with the caller's outcome")
+	assert.Equal(t, 2, l.learned, "the failed request's two; a success decides nothing")
 	assert.Zero(t, l.kinds, "never asked apart")
 }
 
