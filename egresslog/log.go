@@ -22,9 +22,10 @@ const _inline = 4
 // the rest on the heap, and the sums of its calls' Storms. Chunks are
 // pooled (chunks) rather than part of the Log so that a Log stays small,
 // and a failed request allocates nothing: the chunk is taken on the first
-// failure or Storm and given back on Release, both under the Log's lock,
-// and a closed Log puts nothing more into it, so no late Append or
-// AddStorm can land in a chunk another Log is using.
+// failure or Storm, under the Log's lock, and given back by Log.Release
+// under it, or by Summary.Release once CloseSummary took it from the Log
+// under it. A closed Log puts nothing more into a chunk, so no late call
+// can land in a chunk another Log is using.
 type chunk struct {
 	inline   [_inline]Entry
 	failures []Entry   // inline[:n] while they fit, then on the heap
@@ -77,10 +78,11 @@ func (c Counts) Total() int {
 // for concurrent use by the goroutines a handler fans out to. Once closed
 // it takes no more calls.
 //
-// A request whose calls did not fail takes no lock: each call is one
-// atomic compare-and-swap on the log's state, and CloseSummary, Late and
-// Release read or set bits of that state. Failures and Storms go to the
-// chunk, under the lock; the state says whether there is one.
+// A request whose calls did not fail and reported no Storm takes no lock:
+// each call is an atomic compare-and-swap on the log's state, and
+// CloseSummary, Late and Release read or set bits of that state. Failures
+// and Storms (a call retried below, say) go to the chunk, under the lock;
+// the state says whether there is one.
 type Log struct {
 	// state counts the calls that did not fail, with _closed set once the
 	// log is closed, _late once a call came after and _chunked once it
@@ -89,7 +91,7 @@ type Log struct {
 
 	mu       sync.Mutex
 	handed   bool  // Close handed the failures over
-	stored   int32 // failures kept, as of Release
+	stored   int32 // failures kept, once the chunk went (Release, CloseSummary)
 	overflow int32 // saturated at math.MaxInt32
 	unsat    int32 // overflowed failures with RCS false, saturated
 	// chunk is from chunks on the first failure or Storm, or nil; under
@@ -256,8 +258,14 @@ func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
 
 // stormTotalLocked is StormTotal. l.mu must be held.
 func (l *Log) stormTotalLocked(notFailed int) (ownership.Storm, bool) {
-	if c := l.chunk; c != nil && c.storms.added {
+	c := l.chunk
+	switch {
+	case c != nil && c.storms.added:
 		return c.storms.total(notFailed)
+	case c == nil && l.state.Load()&_chunked != 0:
+		// The chunk, and any Storms in it, went back (Release) or with a
+		// Summary: unknown, not the quiet figure.
+		return ownership.Storm{}, false
 	}
 	return quietStorm(notFailed), true
 }
@@ -357,7 +365,8 @@ type Summary struct {
 
 // Release gives the memory of the Summary's Failures back for other logs
 // to use; call it once done with them. It does nothing to a Summary
-// without failures or Storms, nor the second time.
+// without failures or Storms, nor the second time. Release one Summary
+// once, not each of its copies: a copy shares its memory.
 func (s *Summary) Release() {
 	if s.chunk == nil {
 		return
@@ -371,8 +380,10 @@ func (s *Summary) Release() {
 // Counts and Storm in one step. A log that no call failed or reported a
 // Storm to, the common case, closes without a lock: one atomic or. The
 // log's chunk goes with the Summary (give it back with its Release, not
-// the log's): the log then keeps only its Counts, and StormTotal no
-// longer has the Storms.
+// the log's): the log then keeps only its Counts, and a later
+// CloseSummary or StormTotal reports its Storm unknown. A call that
+// races the close may leave the log a chunk it then refuses to use: a
+// log never released leaves it to the garbage collector.
 func (l *Log) CloseSummary() Summary {
 	if _testHookClose != nil {
 		_testHookClose(l)

@@ -340,6 +340,7 @@ func TestCloseSummary(t *testing.T) {
 	again := failing.CloseSummary()
 	assert.Empty(t, again.Failures, "handed over once")
 	assert.Equal(t, sum.Counts, again.Counts)
+	assert.False(t, again.StormKnown, "the Storms went with the first summary: unknown, not quiet")
 	assert.Empty(t, failing.Close(nil), "handed over once")
 	assert.Equal(t, sum.Counts, failing.Counts(), "the log keeps its counts")
 	assert.False(t, failing.StormAdded(), "the Storms went with the summary")
@@ -517,6 +518,8 @@ func TestLogStorms(t *testing.T) {
 
 	l.Release()
 	assert.False(t, l.StormAdded(), "released: the Storms are gone")
+	_, known = l.StormTotal(counts.NotFailed)
+	assert.False(t, known, "released: unknown, not the quiet figure")
 	assert.Equal(t, Counts{Stored: 1, NotFailed: 1}, l.Counts(), "the counts stay")
 	l.Release() // twice: nothing
 
