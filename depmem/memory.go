@@ -176,12 +176,12 @@ func (m *Memory) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
 	if s == nil {
 		m.overflow.Inc(1)
 		if inFleet { // as Kind reads an edge known only to the fleet
-			return Classify(ownership.KindUnknown, fleetCounts.failures, fleetCounts.joint, m.thresholds)
+			return m.fleetKind(fleetCounts)
 		}
 		return ownership.KindUnknown
 	}
 	local, localJoint := s.w.sums(now)
-	failures, joint := pick(local, localJoint, fleetCounts, inFleet)
+	failures, joint, _ := pick(local, localJoint, fleetCounts, inFleet)
 	kind := Classify(s.loadKind(), failures, joint, m.thresholds) // Kind's, before this failure
 	if s.w.add(now, callerFailed) {
 		local++
@@ -193,7 +193,7 @@ func (m *Memory) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
 	// reads classify from it without changing it (see classify). Each
 	// observation classifies from the counts it sees, its own included;
 	// of concurrent ones, one moves the kind from where the other left it.
-	failures, joint = pick(local, localJoint, fleetCounts, inFleet)
+	failures, joint, _ = pick(local, localJoint, fleetCounts, inFleet)
 	for {
 		prev := s.kind.Load()
 		next := uint32(Classify(ownership.EdgeKind(prev), failures, joint, m.thresholds))
@@ -348,36 +348,12 @@ func (m *Memory) Kind(e egresslog.Edge) ownership.EdgeKind {
 	if m.cfg.Disabled {
 		return ownership.KindUnknown
 	}
-	// classify's kind, without the view around it: this is the
-	// decision's path, once per failed call.
-	fleetCounts, inFleet := m.fleet.counts(e)
-	switch s := m.edge(e); {
-	case s != nil:
-		failures, joint, _ := s.counts(m.slice(), fleetCounts, inFleet)
-		return Classify(s.loadKind(), failures, joint, m.thresholds)
-	case inFleet:
-		return Classify(ownership.KindUnknown, fleetCounts.failures, fleetCounts.joint, m.thresholds)
-	}
-	return ownership.KindUnknown
+	kind, _, _, _, _ := m.look(e)
+	return kind
 }
 
 func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
-	fleetCounts, inFleet := m.fleet.counts(e)
-	now := m.slice()
-	s := m.edge(e)
-	if s == nil && !inFleet {
-		return EdgeView{Edge: e, Kind: ownership.KindUnknown, Source: SourceLocal}, false
-	}
-	if s == nil {
-		// Known only to the fleet. No local state is made for it: only
-		// this service's own failures take a place under maxEdges.
-		return fleetView(e, fleetCounts, m.thresholds), true
-	}
-	failures, joint, src := s.counts(now, fleetCounts, inFleet)
-	// A read is pure: the hysteresis starts from the kind the last
-	// observation left, and what is read here is not kept, so the kind
-	// never depends on who looked at it, or how often.
-	kind := Classify(s.loadKind(), failures, joint, m.thresholds)
+	kind, failures, joint, src, ok := m.look(e)
 	return EdgeView{
 		Edge:           e,
 		Kind:           kind,
@@ -385,38 +361,42 @@ func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
 		CalleeFailures: failures,
 		JointFailures:  joint,
 		Source:         src,
-	}, true
+	}, ok
 }
 
-// counts returns the counts an edge is classified from at time slice now:
-// the fleet's when they hold more callee failures than the local window,
-// else the local window's.
-func (s *edgeState) counts(now int64, fleet counts, inFleet bool) (failures, joint int64, src Source) {
-	failures, joint = s.w.sums(now)
+// look returns the kind of e and the counts it is classified from, and
+// false when neither the memory nor the fleet knows e. A read is pure:
+// the hysteresis starts from the kind the last observation left, and what
+// is read here is not kept, so the kind never depends on who looked at
+// it, or how often.
+func (m *Memory) look(e egresslog.Edge) (kind ownership.EdgeKind, failures, joint int64, src Source, ok bool) {
+	fleetCounts, inFleet := m.fleet.counts(e)
+	switch s := m.edge(e); {
+	case s != nil:
+		local, localJoint := s.w.sums(m.slice())
+		failures, joint, src = pick(local, localJoint, fleetCounts, inFleet)
+		return Classify(s.loadKind(), failures, joint, m.thresholds), failures, joint, src, true
+	case inFleet:
+		// Known only to the fleet. No local state is made for it: only
+		// this service's own failures take a place under maxEdges.
+		return m.fleetKind(fleetCounts), fleetCounts.failures, fleetCounts.joint, SourceFleet, true
+	}
+	return ownership.KindUnknown, 0, 0, SourceLocal, false
+}
+
+// pick returns the counts an edge is classified from, the local window's
+// failures and joint failures or the fleet's, and where they come from:
+// the fleet's when they hold more callee failures than the local window.
+func pick(failures, joint int64, fleet counts, inFleet bool) (int64, int64, Source) {
 	if inFleet && fleet.failures > failures {
 		return fleet.failures, fleet.joint, SourceFleet
 	}
 	return failures, joint, SourceLocal
 }
 
-// pick returns the counts counts would: the fleet's when they hold more
-// callee failures than the local window's, else the local ones.
-func pick(failures, joint int64, fleet counts, inFleet bool) (int64, int64) {
-	if inFleet && fleet.failures > failures {
-		return fleet.failures, fleet.joint
-	}
-	return failures, joint
-}
-
-func fleetView(e egresslog.Edge, c counts, t Thresholds) EdgeView {
-	return EdgeView{
-		Edge:           e,
-		Kind:           Classify(ownership.KindUnknown, c.failures, c.joint, t), // as Kind
-		Ratio:          Ratio(c.failures, c.joint),
-		CalleeFailures: c.failures,
-		JointFailures:  c.joint,
-		Source:         SourceFleet,
-	}
+// fleetKind is the kind of an edge known only from the fleet's counts c.
+func (m *Memory) fleetKind(c counts) ownership.EdgeKind {
+	return Classify(ownership.KindUnknown, c.failures, c.joint, m.thresholds)
 }
 
 // EdgeView is what the memory knows of one edge, for operators.

@@ -34,12 +34,13 @@ type chunk struct {
 
 var chunks = sync.Pool{New: func() any { return new(chunk) }}
 
-// reset empties c for the pool, keeping no strings alive: only the
-// entries it used are cleared.
-func (c *chunk) reset() {
+// put empties c and gives it back to the pool, keeping no strings alive:
+// only the entries it used are cleared.
+func (c *chunk) put() {
 	clear(c.inline[:min(len(c.failures), _inline)])
 	c.failures = nil
 	c.storms = stormSums{}
+	chunks.Put(c)
 }
 
 // The bits of Log.state: _closed once the log is closed, _late once a call
@@ -287,14 +288,23 @@ func (l *Log) Release() {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.chunk
-	if l.state.Load()&_closed == 0 || c == nil {
+	if l.state.Load()&_closed == 0 {
 		return
 	}
-	l.stored = int32(len(c.failures))
-	l.chunk = nil
-	c.reset()
-	chunks.Put(c)
+	if c := l.detachLocked(); c != nil {
+		c.put()
+	}
+}
+
+// detachLocked takes l's chunk, if any, from l, which keeps the count of
+// its failures. l.mu must be held, and l closed: no call puts anything in
+// a closed log's chunk (takeOpen).
+func (l *Log) detachLocked() *chunk {
+	c := l.chunk
+	if c != nil {
+		l.stored, l.chunk = int32(len(c.failures)), nil
+	}
+	return c
 }
 
 // failures returns the failed calls the log keeps. l.mu must be held.
@@ -371,8 +381,7 @@ func (s *Summary) Release() {
 	if s.chunk == nil {
 		return
 	}
-	s.chunk.reset()
-	chunks.Put(s.chunk)
+	s.chunk.put()
 	s.chunk, s.Failures = nil, nil
 }
 
@@ -405,10 +414,7 @@ func (l *Log) CloseSummary() Summary {
 	}
 	sum := Summary{Failures: failures, Counts: l.countsLocked()}
 	sum.Storm, sum.StormKnown = l.stormTotalLocked(sum.Counts.NotFailed)
-	if c := l.chunk; c != nil {
-		// Closed: no call puts anything in it any more (takeOpen).
-		l.stored, l.chunk, sum.chunk = int32(len(c.failures)), nil, c
-	}
+	sum.chunk = l.detachLocked()
 	return sum
 }
 

@@ -89,8 +89,10 @@ func (m *Map) shard(id reqlog.ID) *shard {
 	return m.shards[uint64(id)&m.mask]
 }
 
-// isFull reports whether every shard holds its share.
-func (m *Map) isFull() bool {
+// Full reports whether every shard held its share a moment ago: a caller
+// that allocates its Log itself (see Insert) asks first, and allocates
+// nothing for a request the Map would refuse.
+func (m *Map) Full() bool {
 	return m.full.Load() == int64(len(m.shards))
 }
 
@@ -98,11 +100,11 @@ func (m *Map) isFull() bool {
 // returns nil when it finds every shard full: MaxInFlight logs are held,
 // or were a moment ago (see insertFrom).
 func (m *Map) Open(procedure string) *reqlog.Log {
-	if m.isFull() {
+	if m.Full() {
 		return nil
 	}
 	l := &reqlog.Log{Procedure: procedure}
-	if !m.insert(l) {
+	if !m.Insert(l) {
 		return nil
 	}
 	return l
@@ -112,32 +114,22 @@ func (m *Map) Open(procedure string) *reqlog.Log {
 // allocation: the Log lives in the context node that carries it. It returns ctx and nil when
 // it finds every shard full, as Open does.
 func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *reqlog.Log) {
-	if m.isFull() {
+	if m.Full() {
 		return ctx, nil
 	}
 	c := &reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: procedure}}
-	if !m.insert(&c.Log) {
+	if !m.Insert(&c.Log) {
 		return ctx, nil
 	}
 	return c, &c.Log
 }
 
-// Full reports whether the Map was full a moment ago: a caller that
-// allocates its Log itself (see Insert) asks first, and allocates nothing
-// for a request the Map would refuse.
-func (m *Map) Full() bool { return m.isFull() }
-
 // Insert stores l, a fresh Log the caller allocated (in a larger struct of
-// its own, with what else the request needs), under a new ID, as Open
-// does. It reports false when it finds every shard full; a caller asks
-// Full first, before it allocates.
+// its own, with what else the request needs), under a new ID in a shard
+// with room, trying l's home first (see homeOf), as Open does. It reports
+// false when it finds every shard full; a caller asks Full first, before
+// it allocates.
 func (m *Map) Insert(l *reqlog.Log) bool {
-	return m.insert(l)
-}
-
-// insert gives l a new ID and stores it in a shard with room, trying l's
-// home first (see homeOf). It reports false when every shard is full.
-func (m *Map) insert(l *reqlog.Log) bool {
 	_, ok := m.insertFrom(m.homeOf(l), l)
 	return ok
 }
@@ -165,7 +157,7 @@ func (m *Map) homeOf(l *reqlog.Log) uint64 {
 // MaxInFlight.
 func (m *Map) insertFrom(start uint64, l *reqlog.Log) (uint64, bool) {
 	for i := range uint64(len(m.shards)) {
-		if i > 0 && m.isFull() {
+		if i > 0 && m.Full() {
 			return 0, false
 		}
 		idx := (start + i) & m.mask

@@ -100,14 +100,10 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
 		refused := state.Refused
 		var noRetry bool
-		switch {
-		case state.Classified: // the retry middleware read them
+		if state.Classified { // the retry middleware read them
 			e.Claim, noRetry = state.Claim, state.NoRetry
-		case res != nil:
-			// The names are validated lower case, i.e. canonical: index
-			// the map rather than have Headers.Get lower-case them.
-			items := res.Headers.Items()
-			e.Claim, noRetry = ownership.ParseClaim(items[m.claimHeader]), ownership.ParseNoRetry(items[m.noRetryHeader])
+		} else {
+			e.Claim, noRetry = ownership.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
 		}
 		// Pushback counts whether or not a policy would have retried: the
 		// callee asked, so nobody above retries.

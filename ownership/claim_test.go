@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"go.uber.org/yarpc/api/transport"
 )
 
 func TestParseClaim(t *testing.T) {
@@ -73,5 +74,34 @@ func TestParseNoRetry(t *testing.T) {
 	assert.True(t, ParseNoRetry(NoRetryValue))
 	for _, v := range []string{"", "True", "TRUE", "1", "yes", " true", "false"} {
 		assert.False(t, ParseNoRetry(v), "%q", v)
+	}
+}
+
+func TestResponseClaim(t *testing.T) {
+	with := func(kv ...string) *transport.Response {
+		h := transport.NewHeaders()
+		for i := 0; i < len(kv); i += 2 {
+			h = h.With(kv[i], kv[i+1])
+		}
+		return &transport.Response{Headers: h}
+	}
+	for _, tt := range []struct {
+		name        string
+		give        *transport.Response
+		wantClaim   Claim
+		wantNoRetry bool
+	}{
+		{"no response", nil, ClaimMissing, false},
+		{"no headers", with(), ClaimMissing, false},
+		{"claimed", with(DefaultClaimHeader, "claimed"), ClaimClaimed, false},
+		{"unclaimed, pushback", with(DefaultClaimHeader, "unclaimed", DefaultNoRetryHeader, NoRetryValue), ClaimUnclaimed, true},
+		{"garbled values", with(DefaultClaimHeader, "Claimed", DefaultNoRetryHeader, "yes"), ClaimMissing, false},
+		{"another header's name", with("x-claim", "claimed", "x-no-retry", NoRetryValue), ClaimMissing, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			claim, noRetry := ResponseClaim(tt.give, DefaultClaimHeader, DefaultNoRetryHeader)
+			assert.Equal(t, tt.wantClaim, claim)
+			assert.Equal(t, tt.wantNoRetry, noRetry)
+		})
 	}
 }

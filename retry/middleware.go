@@ -162,7 +162,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		code, class := ownership.CallResult(res, err, m.codeHeader)
 		state.Code, state.Class, state.Classified = code, class, true
 		if class != ownership.ClassOK {
-			state.Claim, state.NoRetry = m.readClaim(res)
+			state.Claim, state.NoRetry = ownership.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
 		}
 		state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
 		if class != ownership.ClassFailure {
@@ -221,18 +221,6 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 		return 0, m.refuse(req, c, state, ownership.RefusedBudget, n)
 	}
 	return wait, true
-}
-
-// readClaim returns the claim and the pushback of a response that is not
-// a success.
-func (m *Middleware) readClaim(res *transport.Response) (ownership.Claim, bool) {
-	if res == nil {
-		return ownership.ClaimMissing, false
-	}
-	// The names are validated lower case, i.e. canonical: index the map
-	// rather than have Headers.Get lower-case them.
-	items := res.Headers.Items()
-	return ownership.ParseClaim(items[m.claimHeader]), ownership.ParseNoRetry(items[m.noRetryHeader])
 }
 
 // refusal returns why the policy p refuses to retry a failure with code
