@@ -165,10 +165,22 @@ func (m *Middleware) Inbound() yarpc.InboundMiddleware {
 	return yarpc.InboundMiddleware{Unary: m.inbound}
 }
 
-// Outbound returns the outbound middleware to put on a dispatcher: egress
-// logging around retries.
+// Outbound returns the outbound middleware to put on a dispatcher that has
+// no outbound middleware of its own: egress logging around retries, then
+// the innermost attempt step. A dispatcher with outbound middleware of its
+// own takes OutboundAround(own), which puts it in between.
 func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
-	return yarpc.OutboundMiddleware{Unary: m.egress} // the retry middleware runs inside it (outbound.WithInner)
+	return m.OutboundAround(nil)
+}
+
+// OutboundAround returns errown's outbound middleware around own, the
+// dispatcher's own outbound middleware (nil for none): errown's egress and
+// retry middleware outside it, so every attempt passes through own, and
+// errown's innermost attempt step (retry.Attempts) inside it, next to the
+// transport, so a retry own makes is seen, counted and held to errown's
+// rules.
+func (m *Middleware) OutboundAround(own middleware.UnaryOutbound) yarpc.OutboundMiddleware {
+	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, own, m.retry.Attempts())}
 }
 
 // Adapt is for adapters that run errown's middleware on something other
@@ -192,18 +204,21 @@ func (m *Middleware) InFlight() int { return m.inbound.InFlight() }
 // goes outside the unary inbound middleware cfg already has, so it sees the
 // error the caller will see. On the outbound side errown's egress and retry
 // middleware go outside cfg's own, so that each attempt passes through the
-// application's middleware. Oneway and stream middleware are untouched.
+// application's middleware, and errown's innermost attempt step inside
+// it, so that a retry the application's middleware makes is held to
+// errown's rules (OutboundAround). Oneway and stream middleware are
+// untouched.
 func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 	m.applied.Store(true)
 	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(m.inbound, cfg.InboundMiddleware.Unary)
-	cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(m.egress, cfg.OutboundMiddleware.Unary)
+	cfg.OutboundMiddleware.Unary = m.OutboundAround(cfg.OutboundMiddleware.Unary).Unary
 	return cfg
 }
 
 // isErrown reports whether mw is one of errown's own middleware.
 func isErrown(mw any) bool {
 	switch mw.(type) {
-	case *inbound.Middleware, *outbound.Middleware:
+	case *inbound.Middleware, *outbound.Middleware, *retry.Attempts:
 		return true
 	default:
 		return false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
@@ -172,11 +173,14 @@ type GroupedResult struct {
 
 	Inbound  middleware.UnaryInbound  `group:"yarpc.unary_inbound"`
 	Outbound middleware.UnaryOutbound `group:"yarpc.unary_outbound"`
+	// Attempts is errown's innermost attempt step, which ChainOutbound
+	// puts last, below every other outbound middleware.
+	Attempts middleware.UnaryOutbound `group:"yarpc.unary_outbound"`
 }
 
 func groupedMiddleware(m *Middleware) GroupedResult {
 	m.applied.Store(true)
-	return GroupedResult{Inbound: m.inbound, Outbound: m.egress}
+	return GroupedResult{Inbound: m.inbound, Outbound: m.egress, Attempts: m.retry.Attempts()}
 }
 
 // ChainInbound chains the unary inbound middleware of a group with a
@@ -187,10 +191,23 @@ func ChainInbound(group []middleware.UnaryInbound, own middleware.UnaryInbound) 
 }
 
 // ChainOutbound chains the unary outbound middleware of a group with a
-// dispatcher's own (last, may be nil), errown's first whatever the group's
-// order: every attempt of a retry passes through the others.
+// dispatcher's own (may be nil), errown's egress first whatever the
+// group's order, so that every attempt of a retry passes through the
+// others, and errown's innermost attempt step last, below the dispatcher's
+// own, so that a retry any of them makes is held to errown's rules.
 func ChainOutbound(group []middleware.UnaryOutbound, own middleware.UnaryOutbound) middleware.UnaryOutbound {
-	return yarpc.UnaryOutboundMiddleware(append(errownFirst(group), own)...)
+	var (
+		mws       = make([]middleware.UnaryOutbound, 0, len(group)+1)
+		innermost []middleware.UnaryOutbound
+	)
+	for _, mw := range errownFirst(group) {
+		if _, ok := mw.(*retry.Attempts); ok {
+			innermost = append(innermost, mw)
+			continue
+		}
+		mws = append(mws, mw)
+	}
+	return yarpc.UnaryOutboundMiddleware(append(append(mws, own), innermost...)...)
 }
 
 // errownFirst returns a copy of mws with errown's own middleware moved to

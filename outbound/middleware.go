@@ -87,7 +87,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 
 	e := egresslog.Entry{
 		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
-		Attempts: max(state.Attempts, 1),
+		Attempts: state.Sent(),
 	}
 	if state.Classified {
 		e.Code, e.Class = state.Code, state.Class

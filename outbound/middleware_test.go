@@ -325,7 +325,8 @@ func TestWithInnerRetry(t *testing.T) {
 			assert.Error(t, err)
 
 			require.Len(t, out.ctxs, tt.want.Attempts)
-			assert.Equal(t, ctx, out.ctxs[0], "no context node is added")
+			assert.NotNil(t, reqlog.CallStateFromContext(out.ctxs[0]), "the attempt's context carries the call's state, for the innermost step")
+			assert.Same(t, log, reqlog.FromContext(out.ctxs[0]), "and the request's log")
 			want := tt.want
 			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
 			want.Code = yarpcerrors.CodeUnavailable

@@ -560,7 +560,8 @@ func TestMarkAllocatesNothing(t *testing.T) {
 
 // TestCallMarkingAllocatesNothing: a tracked call, which is marked, costs
 // no allocation more than the same call untracked, which is not; with
-// errown's retry middleware inside, neither allocates.
+// errown's retry middleware inside, a tracked call allocates one context
+// node, which carries the call's state to the innermost attempt step.
 func TestCallMarkingAllocatesNothing(t *testing.T) {
 	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "s", Idempotent: new(true)}}})
 	require.NoError(t, err)
@@ -582,7 +583,7 @@ func TestCallMarkingAllocatesNothing(t *testing.T) {
 
 	assert.Equal(t, 1001, sent, "every tracked call was marked")
 	assert.LessOrEqual(t, tracked-untracked, allowedAllocs(), "marking allocates: %v tracked, %v untracked", tracked, untracked)
-	assert.LessOrEqual(t, tracked, allowedAllocs())
+	assert.LessOrEqual(t, tracked, allowedAllocs()+1)
 	assert.Equal(t, 1001, log.Egress.Counts().NotFailed, "the tracked calls were tracked")
 	assert.Equal(t, 0, req.Headers.Len(), "the caller's headers unchanged")
 }

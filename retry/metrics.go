@@ -14,6 +14,7 @@ const (
 	_metricWould      = "would_suppress"
 	_metricPrevented  = "prevented"
 	_metricDenied     = "denied"
+	_metricForeign    = "foreign_attempts"
 
 	_tagCallee = "callee"
 	_tagReason = "reason"

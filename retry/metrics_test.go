@@ -49,10 +49,11 @@ func TestMetricsAllocatedInNew(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for _, callee := range []string{"a", "b"} {
-		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.would_suppress", "retry.prevented"} {
+		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.would_suppress", "retry.prevented", "retry.foreign_attempts"} {
 			want[name+"+callee="+callee] = true
 		}
-		for _, reason := range []string{"budget", "deadline", "pushback", "not-idempotent", "code", "body-too-large"} {
+		for _, reason := range []string{"budget", "deadline", "pushback", "not-idempotent", "code", "body-too-large",
+			"foreign-unclaimed", "foreign-attempts", "foreign-budget", "foreign-deadline", "foreign-pushback", "foreign-code", "foreign-not-idempotent"} {
 			want["retry.denied+callee="+callee+",reason="+reason] = true
 		}
 	}

@@ -2,11 +2,13 @@ package retry
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -26,6 +28,12 @@ type Middleware struct {
 	maxBodyBytes  int
 	callees       map[string]*callee // read-only after New
 	clock         *budgetClock       // the budgets'
+	observe       bool               // the default mode is ModeObserve
+	attempts      *Attempts          // the innermost step, made with m
+
+	scope            tally.Scope
+	foreignByService sync.Map // callee without a policy → *foreignMetrics
+	warned           sync.Map // "service::procedure" whose foreign retry was logged
 
 	logger *zap.Logger
 	now    func() time.Time
@@ -49,7 +57,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		tick = 0 // no budget reads the clock
 	}
 	clock := newBudgetClock(o.clock, tick, o.ticker)
-	return &Middleware{
+	m := &Middleware{
 		attemptHeader: cfg.AttemptHeader,
 		claimHeader:   cfg.ClaimHeader,
 		noRetryHeader: cfg.NoRetryHeader,
@@ -58,11 +66,15 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		maxBodyBytes:  cfg.MaxBodyBytes,
 		callees:       compileCallees(cfg, o.scope, clock),
 		clock:         clock,
+		observe:       cfg.Mode == ModeObserve,
+		scope:         o.scope,
 		logger:        o.logger,
 		now:           o.now,
 		sleep:         o.sleep,
 		rand:          o.rand,
-	}, nil
+	}
+	m.attempts = &Attempts{m: m}
+	return m, nil
 }
 
 // Start starts a goroutine that reads the clock every tenth of a budget
@@ -95,22 +107,26 @@ func (m *Middleware) Stop() error {
 // reason it declined a retry, if it did.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	if sink, ok := out.(*reqlog.Sink); ok {
-		return m.call(ctx, req, sink.Out, &sink.State)
+		// The innermost step (Attempts) finds the call's state in the
+		// context of each attempt.
+		return m.call(reqlog.WithCallState(ctx, &sink.State), req, sink.Out, &sink.State)
 	}
 	state := reqlog.CallStateFromContext(ctx)
 	if state == nil {
-		var alone reqlog.CallState // used alone: nobody reads it
-		state = &alone
+		state = new(reqlog.CallState) // used alone: nobody but Attempts reads it
+		ctx = reqlog.WithCallState(ctx, state)
 	}
 	return m.call(ctx, req, out, state)
 }
 
 func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
 	state.Classified = false // until an attempt is classified below
+	state.ErrownAttempt = 1
 	c := m.callees[req.Service]
 	if c == nil {
-		state.Attempts = 1
-		return out.Call(ctx, req)
+		res, err := out.Call(ctx, req)
+		state.Attempts = state.Sent()
+		return res, err
 	}
 	c.budget.deposit()
 	c.metrics.calls.Inc(1)
@@ -118,12 +134,14 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	if p == nil || p.maxAttempts <= 1 {
 		// No policy could retry: nothing to refuse, and RCS stays false
 		// for a retryable error, so the caller retries (at-least-once).
-		state.Attempts = 1
 		if p == nil || p.attemptTimeout <= 0 {
-			return out.Call(ctx, req)
+			res, err := out.Call(ctx, req)
+			state.Attempts = state.Sent()
+			return res, err
 		}
 		actx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
 		res, err := out.Call(actx, req)
+		state.Attempts = state.Sent()
 		release.With(res, cancel)
 		return res, err
 	}
@@ -150,26 +168,34 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		if p.attemptTimeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
 		}
+		// Attempts are numbered as they leave the process: a middleware
+		// below that replayed an attempt (counted by Attempts) took a
+		// number too.
+		sent := state.Sends.Count
 		attempt := req
 		if n > 1 {
 			c.metrics.attempts.Inc(1)
-			attempt = body.request(&orig, n, m.attemptHeader, ownership.FormatAttempt(n))
+			attempt = body.request(&orig, n, m.attemptHeader, ownership.FormatAttempt(max(sent, n-1)+1))
 		} else if !body.inPlace {
 			attempt = body.request(&orig, n, m.attemptHeader, "")
 		}
-		state.Attempts = n
+		state.ErrownAttempt = n
 		res, err := out.Call(actx, attempt)
 		code, class := ownership.CallResult(res, err, m.codeHeader)
 		state.Code, state.Class, state.Classified = code, class, true
 		if class != ownership.ClassOK {
 			state.Claim, state.NoRetry = ownership.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
 		}
-		state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
+		if state.Sends.Count == sent {
+			// No innermost step saw the attempt: fold its storm here.
+			state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
+		}
+		state.Attempts = max(state.Sends.Count, n)
 		if class != ownership.ClassFailure {
 			release.With(res, cancel)
 			return res, err
 		}
-		wait, ok := m.retryAfter(ctx, req, c, p, code, n, body.replayable(), state)
+		wait, ok := m.retryAfter(ctx, req, c, p, code, state.Attempts, body.replayable(), state)
 		if !ok || m.sleep(ctx, wait) != nil {
 			release.With(res, cancel)
 			return res, err
@@ -178,8 +204,8 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	}
 }
 
-// retryAfter decides, after attempt n failed with code (its response's
-// claim and pushback in state), whether to send the call again and how
+// retryAfter decides, after n attempts (as they left the process) failed,
+// the last with code (its response's claim and pushback in state), whether to send the call again and how
 // long to wait first. When this hop
 // declines a retry the error was retryable for by nature, it records why
 // in state and counts it: the callee's unclaim (suppressed), its pushback,

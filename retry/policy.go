@@ -50,6 +50,7 @@ func (p *policy) retryableCode(c yarpcerrors.Code) bool {
 type callee struct {
 	budget     *budget
 	metrics    *metrics
+	foreign    *foreignMetrics
 	service    *policy            // the service-wide policy, or nil
 	procedures map[string]*policy // exact procedure policies
 }
@@ -73,6 +74,7 @@ func compileCallees(cfg Config, scope tally.Scope, clock *budgetClock) map[strin
 			c = &callee{
 				budget:     newBudget(cfg.Budget, clock),
 				metrics:    newMetrics(scope, pc.Service),
+				foreign:    newForeignMetrics(scope, pc.Service),
 				procedures: make(map[string]*policy),
 			}
 			callees[pc.Service] = c

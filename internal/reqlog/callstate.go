@@ -35,13 +35,72 @@ type CallState struct {
 	// both.
 	Claim   ownership.Claim
 	NoRetry bool
+	// ErrownAttempt is the number of the attempt errown's retry middleware
+	// is sending (1 for the first): the innermost attempt step tells
+	// errown's attempts from the ones a middleware below it replays.
+	ErrownAttempt int
+	// Sends is what the innermost attempt step saw of the call.
+	Sends Sends
+}
+
+// Sent returns the attempts that left the process for the call, as the
+// innermost attempt step counted them, or else Attempts: at least one.
+func (s *CallState) Sent() int {
+	return max(s.Attempts, s.Sends.Count, 1)
+}
+
+// Sends is what the innermost attempt step (retry.Attempts) records of one
+// logical call: every physical attempt that left the process, those a
+// middleware between errown's retry and the transport replayed included,
+// and the last one that did not succeed, which a refused replay returns.
+type Sends struct {
+	// Count is the physical attempts sent.
+	Count int
+	// Seen is the ErrownAttempt the last physical attempt belonged to.
+	Seen int
+	// Foreign is how many of Count errown did not make.
+	Foreign int
+	// Last is the last physical attempt's outcome when it did not
+	// succeed, else nil.
+	Last *Outcome
+	// Busy is 1 while a physical attempt is under way (read and written
+	// with sync/atomic): a second one sent meanwhile is a concurrent
+	// replay (a hedge).
+	Busy int32
+}
+
+// Outcome is what one physical attempt returned, kept so that a refused
+// replay can return it unchanged: the response (its body read into Body),
+// the error, and how errown classified them.
+type Outcome struct {
+	Response *transport.Response // or nil; its Body is not read
+	Body     []byte
+	Err      error
+	Code     yarpcerrors.Code
+	Class    ownership.Class
+	Claim    ownership.Claim
+	NoRetry  bool
 }
 
 type callStateKey struct{}
 
-// WithCallState returns a child of ctx that carries s.
+// WithCallState returns a child of ctx that carries s, in one allocation
+// of a pointer and a context.
 func WithCallState(ctx context.Context, s *CallState) context.Context {
-	return context.WithValue(ctx, callStateKey{}, s)
+	return &stateContext{Context: ctx, state: s}
+}
+
+// stateContext is a context node carrying a *CallState.
+type stateContext struct {
+	context.Context
+	state *CallState
+}
+
+func (c *stateContext) Value(key any) any {
+	if _, ok := key.(callStateKey); ok {
+		return c.state
+	}
+	return c.Context.Value(key)
 }
 
 // NewCallContext returns a child of ctx that carries a fresh CallState, and

@@ -1,0 +1,321 @@
+package retry
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync/atomic"
+
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/zap"
+)
+
+// Attempts is errown's innermost outbound step: it sits below every other
+// outbound middleware, next to the transport, and sees every physical
+// attempt that leaves the process, including those a middleware between
+// errown's retry middleware and the transport replays (an application's
+// own retry middleware, a client library that loops). It counts them in
+// the call's attempts, folds their storm telemetry, and holds a replay
+// errown did not make to errown's rules: one that would replay an
+// unclaimed error, or that the edge's policy, budget, the callee's
+// pushback or the deadline refuses, does not leave the process; the
+// replaying middleware gets the previous attempt's response and error
+// back, unchanged. Each refusal is counted in retry.denied with a reason
+// "foreign-...".
+//
+// On an edge with no retry policy errown makes no retries of its own and
+// so sets no attempt limit or budget for others: a replay there is held
+// to the claim, the pushback, the code and the deadline only.
+//
+// Attempts knows a call by the state errown's retry (or egress)
+// middleware puts in the call's context; a call without it (a chain
+// without errown's outer middleware) passes through uncounted.
+type Attempts struct {
+	m *Middleware
+}
+
+var _ middleware.UnaryOutbound = (*Attempts)(nil)
+
+// Attempts returns the innermost step that goes with m.
+func (m *Middleware) Attempts() *Attempts { return m.attempts }
+
+// foreignReason is why a replay errown did not make was refused.
+type foreignReason uint8
+
+const (
+	foreignUnclaimed foreignReason = iota
+	foreignAttempts
+	foreignBudget
+	foreignDeadline
+	foreignPushback
+	foreignCode
+	foreignNotIdempotent
+	_foreignReasons
+)
+
+// String returns the reason's metric tag.
+func (r foreignReason) String() string {
+	switch r {
+	case foreignUnclaimed:
+		return "foreign-unclaimed"
+	case foreignAttempts:
+		return "foreign-attempts"
+	case foreignBudget:
+		return "foreign-budget"
+	case foreignDeadline:
+		return "foreign-deadline"
+	case foreignPushback:
+		return "foreign-pushback"
+	case foreignCode:
+		return "foreign-code"
+	default:
+		return "foreign-not-idempotent"
+	}
+}
+
+// refusal returns the Refusal the reason stands for in the call's retry
+// criteria: the hop decided not to retry (RefusedNone where the claim or
+// the attempts already say so).
+func (r foreignReason) refusal() ownership.Refusal {
+	switch r {
+	case foreignBudget:
+		return ownership.RefusedBudget
+	case foreignDeadline:
+		return ownership.RefusedDeadline
+	case foreignPushback:
+		return ownership.RefusedPushback
+	case foreignCode:
+		return ownership.RefusedCode
+	case foreignNotIdempotent:
+		return ownership.RefusedNotIdempotent
+	default:
+		return ownership.RefusedNone
+	}
+}
+
+// foreignMetrics are the counters of replays errown did not make on one
+// callee.
+type foreignMetrics struct {
+	sent   tally.Counter // replays let through
+	denied [_foreignReasons]tally.Counter
+}
+
+func newForeignMetrics(scope tally.Scope, service string) *foreignMetrics {
+	s := scope.SubScope(_subScope).Tagged(map[string]string{_tagCallee: service})
+	f := &foreignMetrics{sent: s.Counter(_metricForeign)}
+	for r := range _foreignReasons {
+		f.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)
+	}
+	return f
+}
+
+// Call implements middleware.UnaryOutbound.
+func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	state := reqlog.CallStateFromContext(ctx)
+	if state == nil {
+		return out.Call(ctx, req)
+	}
+	s := &state.Sends
+	if !atomic.CompareAndSwapInt32(&s.Busy, 0, 1) {
+		// Sent while another attempt of the same call is under way (a
+		// hedge): there is no outcome to judge it by, so it goes, counted.
+		a.m.foreign(req.Service).sent.Inc(1)
+		return out.Call(ctx, req)
+	}
+	defer atomic.StoreInt32(&s.Busy, 0)
+	if s.Count > 0 && state.ErrownAttempt == s.Seen {
+		var (
+			res     *transport.Response
+			err     error
+			refused bool
+		)
+		req, res, err, refused = a.m.replay(ctx, req, state)
+		if refused {
+			return res, err
+		}
+	}
+	s.Count++
+	s.Seen = state.ErrownAttempt
+	res, err := out.Call(ctx, req)
+	code, class := ownership.CallResult(res, err, a.m.codeHeader)
+	state.Storm.Attempt(ownership.ResponseStorm(res, class, a.m.stormHeader))
+	s.Last = nil
+	if class == ownership.ClassOK {
+		return res, err
+	}
+	last := &reqlog.Outcome{Err: err, Code: code, Class: class}
+	last.Claim, last.NoRetry = ownership.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
+	res, kept := keep(last, res, a.m.maxBodyBytes)
+	if kept {
+		s.Last = last
+	}
+	return res, err
+}
+
+// keep records res, an attempt that did not succeed, in last, and returns
+// it to be handed on, its body read into memory so that a refused replay
+// can return it again. A body over limit is not kept: keep reports
+// false, and a replay after it is not refused, having nothing to return
+// in its place.
+func keep(last *reqlog.Outcome, res *transport.Response, limit int) (*transport.Response, bool) {
+	if res == nil {
+		return nil, true
+	}
+	if res.Body == nil {
+		kept := *res
+		last.Response = &kept
+		return res, true
+	}
+	buf, err := io.ReadAll(io.LimitReader(res.Body, int64(limit)+1))
+	if err != nil || len(buf) > limit {
+		// Hand on what was read, then the rest (or the read error).
+		rest := io.Reader(res.Body)
+		if err != nil {
+			rest = errReader{err}
+		}
+		out := *res
+		out.Body = readCloser{io.MultiReader(bytes.NewReader(buf), rest), res.Body}
+		return &out, false
+	}
+	_ = res.Body.Close() // read to the end; the copy below stands for it
+	kept := *res
+	kept.Body = nil
+	last.Response, last.Body = &kept, buf
+	out := *res
+	out.Body = io.NopCloser(bytes.NewReader(buf))
+	return &out, true
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// replay decides on a physical attempt of state's call that errown's retry
+// middleware did not make: something below it sends the call again. It
+// returns the request to send (stamped with its attempt number), or the
+// previous attempt's response and error with refused set.
+func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *reqlog.CallState) (_ *transport.Request, _ *transport.Response, _ error, refused bool) {
+	s := &state.Sends
+	f := m.foreign(req.Service)
+	if s.Last == nil {
+		// After a success, or a response too large to return again:
+		// nothing to judge by or return.
+		s.Foreign++
+		f.sent.Inc(1)
+		return m.stamp(req, s.Count+1), nil, nil, false
+	}
+	var p *policy
+	c := m.callees[req.Service]
+	if c != nil {
+		p = c.policy(req.Procedure)
+	}
+	r, ok := m.replayRefusal(ctx, p, c, s.Count, s.Last)
+	observe := p != nil && p.observe || p == nil && m.observe
+	if ok && r == foreignUnclaimed {
+		if observe {
+			if !state.Storm.ErrownStopped() {
+				state.Storm.StopErrown()
+			}
+			ok = false // the replay goes: observe mode stops no retry
+		} else {
+			state.Storm.Blind(1) // the blind world makes it
+		}
+	} else if ok && observe {
+		ok = false
+	}
+	if !ok {
+		s.Foreign++
+		f.sent.Inc(1)
+		return m.stamp(req, s.Count+1), nil, nil, false
+	}
+	f.denied[r].Inc(1)
+	if rr := r.refusal(); rr != ownership.RefusedNone {
+		state.Refused = rr
+	}
+	m.warnForeign(req, r)
+	last := s.Last
+	var res *transport.Response
+	if last.Response != nil {
+		out := *last.Response
+		if last.Body != nil {
+			out.Body = io.NopCloser(bytes.NewReader(last.Body))
+		}
+		res = &out
+	}
+	return req, res, last.Err, true
+}
+
+// replayRefusal returns why errown's rules refuse to send the call again
+// after the outcome in s, under the edge's policy p (nil: none) and its
+// callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
+// everything else allows the replay.
+func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, sent int, last *reqlog.Outcome) (foreignReason, bool) {
+	minRemaining := DefaultMinRemaining
+	if p != nil {
+		minRemaining = p.minRemaining
+	}
+	switch {
+	case last.Class != ownership.ClassFailure || !ownership.RetryableByNature(last.Code):
+		return foreignCode, true
+	case last.Claim == ownership.ClaimUnclaimed:
+		return foreignUnclaimed, true
+	case last.NoRetry:
+		return foreignPushback, true
+	case p != nil && sent >= p.maxAttempts:
+		return foreignAttempts, true
+	case p != nil && !p.retryableCode(last.Code):
+		return foreignCode, true
+	case p != nil && !p.idempotent:
+		return foreignNotIdempotent, true
+	}
+	if ctx.Err() != nil {
+		return foreignDeadline, true
+	}
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < minRemaining {
+		return foreignDeadline, true
+	}
+	if p != nil && !c.budget.tryWithdraw() {
+		return foreignBudget, true
+	}
+	return 0, false
+}
+
+// stamp returns req with the attempt header set to n, leaving req alone.
+func (m *Middleware) stamp(req *transport.Request, n int) *transport.Request {
+	r := *req
+	r.Headers = headersWith(req.Headers, m.attemptHeader, ownership.FormatAttempt(n))
+	return &r
+}
+
+// foreign returns the counters of replays on service's calls: the
+// callee's own when service has a policy, else made on first use.
+func (m *Middleware) foreign(service string) *foreignMetrics {
+	if c := m.callees[service]; c != nil {
+		return c.foreign
+	}
+	if f, ok := m.foreignByService.Load(service); ok {
+		return f.(*foreignMetrics)
+	}
+	f, _ := m.foreignByService.LoadOrStore(service, newForeignMetrics(m.scope, service))
+	return f.(*foreignMetrics)
+}
+
+// warnForeign logs, once per callee procedure, that errown refused a
+// retry it did not make, and what to do about it.
+func (m *Middleware) warnForeign(req *transport.Request, r foreignReason) {
+	key := req.Service + "::" + req.Procedure
+	if _, seen := m.warned.LoadOrStore(key, struct{}{}); seen {
+		return
+	}
+	m.logger.Warn("errown refused a retry it did not make: a middleware, client library or loop below errown's retry middleware sends calls again; "+
+		"remove that retry and set an errown retry policy for the callee instead (errown's policies are the process's retries)",
+		zap.String("service", req.Service),
+		zap.String("procedure", req.Procedure),
+		zap.Stringer("reason", r),
+	)
+}
