@@ -56,6 +56,14 @@ type Config struct {
 	// UnknownEdges says how a failure on an edge of unknown kind counts
 	// when deciding a claim: "correlated" (default) or "coincidental".
 	UnknownEdges string `yaml:"unknownEdges,omitempty"`
+	// RefuseRepeats, when set, refuses before it leaves the process a call
+	// a handler makes again to the same callee and procedure after that
+	// call failed unclaimed earlier in the same request (a retry loop in
+	// the handler): it fails at once with the earlier error's code,
+	// unclaimed. Such repeats are counted
+	// (egress.repeated_after_unclaimed) and logged whether or not this is
+	// set. Default false.
+	RefuseRepeats bool `yaml:"refuseRepeats,omitempty"`
 	// Ingress bounds the requests tracked in flight.
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
 	// Retry holds the retry policies and budget. With no policy, errown
@@ -98,6 +106,7 @@ func (c Config) outboundConfig() outbound.Config {
 		CodeHeader:    c.CodeHeader,
 		AttemptHeader: c.AttemptHeader,
 		StormHeader:   c.StormHeader,
+		RefuseRepeats: c.RefuseRepeats,
 	}
 }
 

@@ -114,7 +114,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope), outbound.WithInner(r), outbound.WithOrphans(orphans))
+	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope), outbound.WithLogger(o.logger), outbound.WithInner(r), outbound.WithOrphans(orphans))
 	if err != nil {
 		return nil, err
 	}

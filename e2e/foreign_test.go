@@ -1,8 +1,14 @@
 package e2e_test
 
 import (
+	"context"
 	"maps"
 	"testing"
+
+	"github.com/errown/errown"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/retry"
@@ -100,3 +106,68 @@ func counterValue(scope tally.TestScope, name string, tags map[string]string) in
 	return 0
 }
 
+// loopForward is a Handler with a retry loop of its own: it calls its one
+// callee up to three times while the call fails.
+func loopForward(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+	var err error
+	for range 3 {
+		var res []byte
+		if res, err = c.Call(ctx, c.Callees()[0], body); err == nil {
+			return res, nil
+		}
+	}
+	return nil, err
+}
+
+// A handler that loops over a client call: B calls C again after C's
+// unclaimed failure (C retried D itself). errown counts each repeat in
+// egress.repeated_after_unclaimed and logs the edge once; with
+// refuseRepeats the repeats fail at once in B, unclaimed, and C serves one
+// request per root request instead of three.
+func TestHandlerRetryLoop(t *testing.T) {
+	tests := []struct {
+		name       string
+		giveRefuse bool
+		wantC      int64
+	}{
+		{name: "detected", wantC: 3},
+		{name: "refused", giveRefuse: true, wantC: 1},
+	}
+	for _, tt := range tests {
+		for _, tr := range _transports {
+			t.Run(tt.name+"/"+tr, func(t *testing.T) {
+				t.Parallel()
+				mesh := fxtest.NewMesh(t)
+				node := newStormNode()
+				core, logs := observer.New(zapcore.WarnLevel)
+				mesh.Start(fxtest.ServiceConfig{Name: _d, Transport: tr, Errown: withRetries(), Handler: fail(_d)})
+				mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(_d), Callees: []string{_d}, Handler: fxtest.Forward})
+				cfg := withRetries(_c)
+				cfg.RefuseRepeats = tt.giveRefuse
+				mesh.Start(fxtest.ServiceConfig{
+					Name: _b, Transport: tr, Errown: cfg, ErrownOptions: append(node.options(), errown.WithLogger(zap.New(core))),
+					Callees: []string{_c}, Handler: loopForward,
+				})
+
+				for i := range _stormRoots {
+					before := servedBy(mesh, _b, _c, _d)
+					reply := mesh.Call(callCtx(t), _b, []byte("loop"))
+					if reply.Code() != _unavail || reply.Claim != _unclaimed {
+						t.Errorf("root request %d: got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
+					}
+					want := map[string]int64{_b: 1, _c: tt.wantC, _d: 2 * tt.wantC}
+					if got := servedSince(mesh, before); !maps.Equal(got, want) {
+						t.Errorf("root request %d: served %v, want %v", i, got, want)
+					}
+				}
+				if got := counterValue(node.scope, "errown.egress.repeated_after_unclaimed", nil); got != 2*_stormRoots {
+					t.Errorf("B's egress.repeated_after_unclaimed = %d, want %d", got, 2*_stormRoots)
+				}
+				warned := logs.FilterMessageSnippet("called a procedure again after it failed unclaimed").All()
+				if len(warned) != 1 || warned[0].ContextMap()["service"] != _c {
+					t.Errorf("warnings %v, want one naming %s", logs.All(), _c)
+				}
+			})
+		}
+	}
+}

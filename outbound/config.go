@@ -26,6 +26,11 @@ type Config struct {
 	// StormHeader is the response header carrying the callee's storm
 	// telemetry. Default "errown-storm".
 	StormHeader string `yaml:"stormHeader,omitempty"`
+	// RefuseRepeats refuses a call a handler makes again to the same
+	// callee and procedure after that call failed unclaimed earlier in the
+	// same request: it fails at once, unclaimed, with the earlier error's
+	// code. Such repeats are counted and logged either way. Default false.
+	RefuseRepeats bool `yaml:"refuseRepeats,omitempty"`
 }
 
 func (c Config) withDefaults() Config {

@@ -14,6 +14,8 @@ import (
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+	"go.uber.org/zap"
 )
 
 // Middleware is errown's unary egress middleware.
@@ -27,6 +29,9 @@ type Middleware struct {
 	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
 	orphans       *egresslog.Orphans       // or nil
 	pool          sync.Pool                // of *call
+	refuseRepeats bool
+	logger        *zap.Logger
+	warned        sync.Map // egresslog.Edge whose repeat was logged
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
@@ -34,6 +39,7 @@ type Middleware struct {
 	untracked tally.Counter
 	late      tally.Counter
 	abandoned tally.Counter
+	repeated  tally.Counter
 }
 
 var _ middleware.UnaryOutbound = (*Middleware)(nil)
@@ -44,7 +50,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	o := options{scope: tally.NoopScope}
+	o := options{scope: tally.NoopScope, logger: zap.NewNop()}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -62,6 +68,9 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		untracked:     scope.Counter("untracked"),
 		late:          scope.Counter("late"),
 		abandoned:     scope.Counter("abandoned"),
+		repeated:      scope.Counter("repeated_after_unclaimed"),
+		refuseRepeats: cfg.RefuseRepeats,
+		logger:        o.logger,
 	}
 	m.pool.New = m.newCall
 	m.retry, _ = o.inner.(*retry.Middleware)
@@ -81,12 +90,18 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	}
 	log.CallStarted()
 	defer log.CallEnded()
+	edge := egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure}
+	if prev, ok := log.Egress.Last(edge); ok && prev.Claim == ownership.ClaimUnclaimed {
+		if res, err, refused := m.repeat(log, prev); refused {
+			return res, err
+		}
+	}
 	c := m.mark(req)
 	defer m.release(c)
 	res, state, err := m.send(ctx, c, out)
 
 	e := egresslog.Entry{
-		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure},
+		Edge:     edge,
 		Attempts: state.Sent(),
 	}
 	if state.Classified {
@@ -140,6 +155,38 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		m.late.Inc(1)
 	}
 	return res, err
+}
+
+// repeat counts and logs (once per edge) a call the handler makes again
+// after prev, the same edge's unclaimed failure earlier in the request: a
+// retry loop in the handler, which replays a subtree that was already
+// retried below. With RefuseRepeats it refuses the call (refused set):
+// the handler gets prev's code at once, unclaimed, and the request's log
+// an unclaimed failure, as if the call had been sent and failed so.
+func (m *Middleware) repeat(log *reqlog.Log, prev egresslog.Entry) (_ *transport.Response, _ error, refused bool) {
+	m.repeated.Inc(1)
+	if _, seen := m.warned.LoadOrStore(prev.Edge, struct{}{}); !seen {
+		m.logger.Warn("a handler called a procedure again after it failed unclaimed in the same request: "+
+			"the failure was already retried below, and each repeat replays that whole subtree; "+
+			"return the error instead of calling again (refuseRepeats: true refuses such repeats)",
+			zap.String("callerProcedure", prev.Edge.CallerProcedure),
+			zap.String("service", prev.Edge.Service),
+			zap.String("procedure", prev.Edge.Procedure),
+			zap.Bool("refused", m.refuseRepeats),
+		)
+	}
+	if !m.refuseRepeats {
+		return nil, nil, false
+	}
+	e := prev
+	e.Attempts, e.Abandoned = 1, false
+	if !log.Egress.Append(e) {
+		m.late.Inc(1)
+	}
+	m.failures[ownership.ClaimUnclaimed].Inc(1)
+	res := &transport.Response{Headers: transport.NewHeaders().With(m.claimHeader, ownership.ClaimUnclaimed.String())}
+	return res, yarpcerrors.Newf(prev.Code, "errown: %s::%s not called again: it failed unclaimed earlier in this request (refuseRepeats)",
+		prev.Edge.Service, prev.Edge.Procedure), true
 }
 
 // untrackedCall sends a call tied to no tracked request. One made while

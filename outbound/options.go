@@ -4,6 +4,7 @@ import (
 	"github.com/errown/errown/egresslog"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/zap"
 )
 
 // Option configures a Middleware.
@@ -12,6 +13,7 @@ type Option interface {
 }
 
 type options struct {
+	logger  *zap.Logger
 	scope   tally.Scope
 	inner   middleware.UnaryOutbound
 	orphans *egresslog.Orphans
@@ -20,6 +22,16 @@ type options struct {
 type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
+
+// WithLogger logs to l: a handler's repeat of a call that failed
+// unclaimed, once per edge. Default (and for nil) zap.NewNop().
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(o *options) {
+		if l != nil {
+			o.logger = l
+		}
+	})
+}
 
 // WithScope sends metrics to s. Default tally.NoopScope.
 func WithScope(s tally.Scope) Option {

@@ -219,6 +219,9 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	if ok && r == foreignUnclaimed {
 		if observe {
 			if !state.Storm.ErrownStopped() {
+				if c != nil {
+					c.metrics.would.Inc(1)
+				}
 				state.Storm.StopErrown()
 			}
 			ok = false // the replay goes: observe mode stops no retry
@@ -234,7 +237,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		return m.stamp(req, s.Count+1), nil, nil, false
 	}
 	f.denied[r].Inc(1)
-	if rr := r.refusal(); rr != ownership.RefusedNone {
+	if rr := r.refusal(); rr != ownership.RefusedNone && ownership.RetryableByNature(s.Last.Code) {
 		state.Refused = rr
 	}
 	m.warnForeign(req, r)

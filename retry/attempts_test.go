@@ -1,0 +1,379 @@
+package retry
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// loop is an application's own retry middleware, blind to claims: it sends
+// a call up to n times while it fails, buffering the body, and records
+// what each send returned.
+type loop struct {
+	n int
+
+	mu      sync.Mutex
+	results []result
+}
+
+type result struct {
+	code    yarpcerrors.Code
+	body    string
+	headers map[string]string
+}
+
+func (l *loop) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+	}
+	var (
+		res *transport.Response
+		err error
+	)
+	for range l.n {
+		r := *req
+		r.Body, r.BodySize = bytes.NewReader(body), len(body)
+		res, err = out.Call(ctx, &r)
+		got := result{code: yarpcerrors.FromError(err).Code()}
+		if res != nil {
+			got.headers = maps.Clone(res.Headers.Items())
+			if res.Body != nil {
+				b, _ := io.ReadAll(res.Body)
+				got.body = string(b)
+				_ = res.Body.Close()
+				res.Body = io.NopCloser(bytes.NewReader(b))
+			}
+			if res.ApplicationError && got.code == yarpcerrors.CodeOK {
+				got.code = yarpcerrors.CodeUnknown
+			}
+		}
+		l.mu.Lock()
+		l.results = append(l.results, got)
+		l.mu.Unlock()
+		if err == nil && (res == nil || !res.ApplicationError) {
+			return res, err
+		}
+	}
+	return res, err
+}
+
+// below returns out with the application's middleware and then m's
+// innermost step in front of it, as Apply chains them.
+func below(m *Middleware, app middleware.UnaryOutbound, out transport.UnaryOutbound) transport.UnaryOutbound {
+	return middleware.ApplyUnaryOutbound(out, yarpc.UnaryOutboundMiddleware(app, m.Attempts()))
+}
+
+func TestAttemptsHoldsForeignRetries(t *testing.T) {
+	const (
+		foreignSent = "retry.foreign_attempts+callee=callee"
+		attempts    = "retry.attempts+callee=callee"
+		suppressed  = "retry.suppressed+callee=callee"
+		would       = "retry.would_suppress+callee=callee"
+	)
+	denied := func(reason string) string { return "retry.denied+callee=callee,reason=" + reason }
+	policy := func(p PolicyConfig) Config {
+		p.Service = "callee"
+		if p.Idempotent == nil {
+			p.Idempotent = new(true)
+		}
+		return Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{p}}
+	}
+	claimed := fail(errUnavailable, "errown-claim", "claimed")
+	unclaimed := fail(errUnavailable, "errown-claim", "unclaimed")
+	tests := []struct {
+		name         string
+		give         Config
+		giveLoop     int // sends of the application's middleware per errown attempt
+		giveScript   []step
+		giveDeadline time.Duration
+		wantSent     int              // requests that left the process
+		wantAttempt  []string         // their attempt headers
+		want         reqlog.CallState // Attempts and Refused
+		wantCounters map[string]int64
+	}{
+		{
+			name:         "claimed: the policy's attempts bound the application's replays",
+			give:         policy(PolicyConfig{MaxAttempts: 2}),
+			giveLoop:     3,
+			giveScript:   []step{claimed},
+			wantSent:     2,
+			wantAttempt:  []string{"", "2"},
+			want:         reqlog.CallState{Attempts: 2},
+			wantCounters: map[string]int64{foreignSent: 1, denied("foreign-attempts"): 1},
+		},
+		{
+			name:         "claimed, three attempts: errown retries after the application's replay",
+			give:         policy(PolicyConfig{MaxAttempts: 3}),
+			giveLoop:     2,
+			giveScript:   []step{claimed},
+			wantSent:     3,
+			wantAttempt:  []string{"", "2", "3"},
+			want:         reqlog.CallState{Attempts: 3},
+			wantCounters: map[string]int64{foreignSent: 1, attempts: 1, denied("foreign-attempts"): 1},
+		},
+		{
+			name:         "unclaimed: the replay does not leave",
+			give:         policy(PolicyConfig{}),
+			giveLoop:     2,
+			giveScript:   []step{unclaimed},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1},
+			wantCounters: map[string]int64{denied("foreign-unclaimed"): 1, suppressed: 1},
+		},
+		{
+			name:         "unclaimed in observe mode: the replay goes",
+			give:         policy(PolicyConfig{Mode: ModeObserve}),
+			giveLoop:     2,
+			giveScript:   []step{unclaimed},
+			wantSent:     2,
+			wantAttempt:  []string{"", "2"},
+			want:         reqlog.CallState{Attempts: 2},
+			wantCounters: map[string]int64{foreignSent: 1, would: 1},
+		},
+		{
+			name:         "pushback",
+			give:         policy(PolicyConfig{}),
+			giveLoop:     2,
+			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
+			wantCounters: map[string]int64{denied("foreign-pushback"): 1, denied("pushback"): 1},
+		},
+		{
+			name:         "an answer is not retried by anyone",
+			give:         policy(PolicyConfig{}),
+			giveLoop:     2,
+			giveScript:   []step{fail(errInvalid)},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1},
+			wantCounters: map[string]int64{denied("foreign-code"): 1},
+		},
+		{
+			name:         "a code the policy does not retry",
+			give:         policy(PolicyConfig{RetryableCodes: []string{"internal"}}),
+			giveLoop:     2,
+			giveScript:   []step{claimed},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
+			wantCounters: map[string]int64{denied("foreign-code"): 1, denied("code"): 1},
+		},
+		{
+			name:         "not idempotent",
+			give:         policy(PolicyConfig{Idempotent: new(false)}),
+			giveLoop:     2,
+			giveScript:   []step{claimed},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedNotIdempotent},
+			wantCounters: map[string]int64{denied("foreign-not-idempotent"): 1, denied("not-idempotent"): 1},
+		},
+		{
+			name: "no budget left",
+			give: Config{
+				Budget:   BudgetConfig{Ratio: 0.001, NoFloor: true},
+				Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}},
+			},
+			giveLoop:     2,
+			giveScript:   []step{claimed},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget},
+			wantCounters: map[string]int64{denied("foreign-budget"): 1, denied("budget"): 1},
+		},
+		{
+			name:         "too little of the deadline left",
+			give:         policy(PolicyConfig{MinRemaining: time.Second}),
+			giveLoop:     2,
+			giveScript:   []step{claimed},
+			giveDeadline: 500 * time.Millisecond,
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			wantCounters: map[string]int64{denied("foreign-deadline"): 1, denied("deadline"): 1},
+		},
+		{
+			name:         "no policy: no attempt limit of errown's, replays go",
+			give:         Config{},
+			giveLoop:     3,
+			giveScript:   []step{claimed},
+			wantSent:     3,
+			wantAttempt:  []string{"", "2", "3"},
+			want:         reqlog.CallState{Attempts: 3},
+			wantCounters: map[string]int64{foreignSent: 2},
+		},
+		{
+			name:         "no policy, unclaimed: the replay does not leave",
+			give:         Config{},
+			giveLoop:     3,
+			giveScript:   []step{unclaimed},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1},
+			wantCounters: map[string]int64{denied("foreign-unclaimed"): 2},
+		},
+		{
+			name:         "success: nothing to replay",
+			give:         policy(PolicyConfig{}),
+			giveLoop:     3,
+			giveScript:   []step{succeed("ok")},
+			wantSent:     1,
+			wantAttempt:  []string{""},
+			want:         reqlog.CallState{Attempts: 1},
+			wantCounters: map[string]int64{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newClock()
+			scope := tally.NewTestScope("", nil)
+			m := newMiddleware(t, tt.give, clock.option(), fixedRand(0.5), WithScope(scope))
+			out := newOutbound(tt.giveScript...)
+			deadline := tt.giveDeadline
+			if deadline == 0 {
+				deadline = time.Minute
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(deadline))
+			defer cancel()
+			sink := &reqlog.Sink{Out: below(m, &loop{n: tt.giveLoop}, out)}
+
+			_, _ = m.Call(ctx, req("callee", "get", "hello"), sink)
+
+			sent := out.requests()
+			if len(sent) != tt.wantSent {
+				t.Fatalf("%d requests left the process, want %d", len(sent), tt.wantSent)
+			}
+			for i, s := range sent {
+				if s.Body != "hello" {
+					t.Errorf("request %d: body %q, want %q", i, s.Body, "hello")
+				}
+				if got := s.Headers["errown-attempt"]; got != tt.wantAttempt[i] {
+					t.Errorf("request %d: attempt header %q, want %q", i, got, tt.wantAttempt[i])
+				}
+			}
+			if got := (reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}); got != tt.want {
+				t.Errorf("state = %+v, want %+v", got, tt.want)
+			}
+			got := counters(scope)
+			delete(got, "retry.calls+callee=callee")
+			if !maps.Equal(got, tt.wantCounters) {
+				t.Errorf("counters = %v, want %v", got, tt.wantCounters)
+			}
+		})
+	}
+}
+
+// TestAttemptsRefusedReplayReturnsThePrevious: the application's
+// middleware gets the refused replay's answer as the previous attempt
+// gave it, body, headers and all: a Thrift exception with its claim.
+func TestAttemptsRefusedReplayReturnsThePrevious(t *testing.T) {
+	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}})
+	code := yarpcerrors.CodeUnavailable
+	out := newOutbound(appError(&code, "errown-claim", "unclaimed", "errown-code", "unavailable"))
+	app := &loop{n: 2}
+	sink := &reqlog.Sink{Out: below(m, app, out)}
+
+	res, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
+
+	if err != nil || res == nil || !res.ApplicationError {
+		t.Fatalf("Call = %v, %v, want the application error", res, err)
+	}
+	if n := len(out.requests()); n != 1 {
+		t.Errorf("%d requests left the process, want 1", n)
+	}
+	if len(app.results) != 2 {
+		t.Fatalf("the application's middleware saw %d answers, want 2", len(app.results))
+	}
+	first, second := app.results[0], app.results[1]
+	if first.body != "exception" || second.body != first.body || !maps.Equal(second.headers, first.headers) || second.code != first.code {
+		t.Errorf("refused replay answered %+v, want the previous answer %+v", second, first)
+	}
+}
+
+func TestAttemptsWithoutCallStatePassesThrough(t *testing.T) {
+	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}})
+	out := newOutbound(fail(errUnavailable, "errown-claim", "unclaimed"))
+	chain := below(m, &loop{n: 3}, out)
+
+	_, _ = chain.Call(context.Background(), req("callee", "get", "x"))
+
+	if n := len(out.requests()); n != 3 {
+		t.Errorf("%d requests left, want 3: with no call state the step has nothing to go by", n)
+	}
+}
+
+// hedge sends every call twice at once.
+type hedge struct{}
+
+func (hedge) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = out.Call(ctx, &transport.Request{Service: req.Service, Procedure: req.Procedure})
+	}()
+	res, err := out.Call(ctx, req)
+	wg.Wait()
+	return res, err
+}
+
+// TestAttemptsConcurrentSends: a middleware sending one call twice at once
+// (a hedge) gets both sent, each counted, and races with nothing (-race).
+func TestAttemptsConcurrentSends(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithScope(scope))
+	out := newOutbound(func(context.Context) (*transport.Response, error) {
+		time.Sleep(time.Millisecond)
+		return &transport.Response{}, nil
+	})
+	sink := &reqlog.Sink{Out: below(m, hedge{}, out)}
+	for range 20 {
+		sink.State = reqlog.CallState{}
+		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
+	}
+	if n := len(out.requests()); n != 40 {
+		t.Errorf("%d requests left, want 40", n)
+	}
+	// Each pair: one counted as the call's attempt, the other (whichever
+	// came second) as a replay, concurrent or after the first.
+	if got := counters(scope)["retry.foreign_attempts+callee=callee"]; got != 20 {
+		t.Errorf("foreign attempts = %d, want 20", got)
+	}
+}
+
+func TestAttemptsWarnsOncePerProcedure(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithLogger(zap.New(core)))
+	out := newOutbound(fail(errUnavailable, "errown-claim", "unclaimed"))
+	for range 3 {
+		sink := &reqlog.Sink{Out: below(m, &loop{n: 2}, out)}
+		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
+	}
+	entries := logs.FilterMessageSnippet("errown refused a retry it did not make").All()
+	if len(entries) != 1 {
+		t.Fatalf("%d warnings, want 1 (once per procedure): %v", len(entries), logs.All())
+	}
+	fields := entries[0].ContextMap()
+	if fields["service"] != "callee" || fields["procedure"] != "get" || fields["reason"] != "foreign-unclaimed" {
+		t.Errorf("warning fields %v", fields)
+	}
+}
