@@ -70,5 +70,17 @@
 //     not to be retried), not-idempotent (the policy says the procedure is
 //     not safe to send again), code (the code is not among the policy's
 //     retryableCodes), body-too-large (the body is over maxBodyBytes and
-//     could not be replayed).
+//     could not be replayed); and foreign-unclaimed, foreign-attempts,
+//     foreign-budget, foreign-deadline, foreign-pushback, foreign-code,
+//     foreign-not-idempotent: a retry errown did not make, refused by the
+//     innermost step (Attempts) before it left the process. For a callee
+//     with no policy these are registered on first use.
+//   - retry.foreign_attempts: retries errown did not make that the
+//     innermost step let through.
+//
+// Attempts, the innermost step, goes below every other outbound
+// middleware (errown.Middleware.Apply and errown.ChainOutbound put it
+// there): it sees every attempt that leaves the process, the replays of
+// an application's own retry middleware included, and holds those to the
+// same rules as errown's own retries.
 package retry
