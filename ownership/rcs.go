@@ -25,6 +25,10 @@ const (
 	RefusedCode
 	// RefusedBodyTooLarge: the request body is over the replay cap.
 	RefusedBodyTooLarge
+	// RefusedOverload: the callee is overloaded (its recent attempts timed
+	// out or answered resource-exhausted): the attempt was not sent, or
+	// the retry not made, so as not to add to its queue.
+	RefusedOverload
 
 	_refusals // number of Refusal values
 )
@@ -40,7 +44,7 @@ func Refusals() []Refusal {
 }
 
 // String returns the reason's metric tag: "none", "budget", "deadline",
-// "pushback", "not-idempotent", "code" or "body-too-large".
+// "pushback", "not-idempotent", "code", "body-too-large" or "overload".
 func (r Refusal) String() string {
 	switch r {
 	case RefusedBudget:
@@ -55,6 +59,8 @@ func (r Refusal) String() string {
 		return "code"
 	case RefusedBodyTooLarge:
 		return "body-too-large"
+	case RefusedOverload:
+		return "overload"
 	default:
 		return "none"
 	}

@@ -54,6 +54,7 @@ func TestRefusalString(t *testing.T) {
 		{RefusedNotIdempotent, "not-idempotent"},
 		{RefusedCode, "code"},
 		{RefusedBodyTooLarge, "body-too-large"},
+		{RefusedOverload, "overload"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.give.String())
@@ -61,5 +62,5 @@ func TestRefusalString(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	assert.Equal(t, []Refusal{RefusedBudget, RefusedDeadline, RefusedPushback, RefusedNotIdempotent, RefusedCode, RefusedBodyTooLarge}, Refusals())
+	assert.Equal(t, []Refusal{RefusedBudget, RefusedDeadline, RefusedPushback, RefusedNotIdempotent, RefusedCode, RefusedBodyTooLarge, RefusedOverload}, Refusals())
 }

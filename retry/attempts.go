@@ -11,6 +11,7 @@ import (
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 	"go.uber.org/zap"
 )
 
@@ -138,22 +139,59 @@ func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transpo
 			return res, err
 		}
 	}
-	s.Count++
 	s.Seen = state.ErrownAttempt
+	c := a.m.callees[req.Service]
+	var round uint64
+	if c != nil {
+		var ok bool
+		if round, ok = c.overload.admit(); !ok {
+			return a.m.shed(req, c, state)
+		}
+	}
+	s.Count++
+	s.Shed = false
 	res, err := out.Call(ctx, req)
 	code, class := ownership.CallResult(res, err, a.m.codeHeader)
 	state.Storm.Attempt(ownership.ResponseStorm(res, class, a.m.stormHeader))
 	s.Last = nil
 	if class == ownership.ClassOK {
+		if c != nil {
+			c.overload.done(round, false)
+		}
 		return res, err
 	}
 	last := &reqlog.Outcome{Err: err, Code: code, Class: class}
 	last.Claim, last.NoRetry = ownership.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
+	if c != nil {
+		c.overload.done(round, overloaded(code, last.Claim))
+	}
 	res, kept := keep(last, res, a.m.maxBodyBytes)
 	if kept {
 		s.Last = last
 	}
 	return res, err
+}
+
+// overloaded reports whether an attempt that ended with code and its
+// callee's claim says the callee is overloaded: the attempt timed out, or
+// the callee shed it, on its own behalf (an unclaimed error comes from
+// further below).
+func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
+	return claim != ownership.ClaimUnclaimed &&
+		(code == yarpcerrors.CodeDeadlineExceeded || code == yarpcerrors.CodeResourceExhausted)
+}
+
+// shed fails an attempt that c's limit on attempts in flight holds back:
+// it is not sent, and the call's retry criteria are satisfied (refused for
+// overload), so that nobody above retries it either.
+func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallState) (*transport.Response, error) {
+	state.Sends.Shed = true
+	state.Refused = ownership.RefusedOverload
+	c.metrics.denied[ownership.RefusedOverload].Inc(1)
+	state.Storm.Attempt(ownership.Storm{}, true) // nothing was served
+	return nil, yarpcerrors.ResourceExhaustedErrorf(
+		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
+		req.Service, c.overload.Limit())
 }
 
 // keep records res, an attempt that did not succeed, in last, and returns

@@ -105,6 +105,9 @@ type Config struct {
 	MaxBodyBytes int `yaml:"maxBodyBytes,omitempty"`
 	// Budget limits retries per callee service.
 	Budget BudgetConfig `yaml:"budget,omitempty"`
+	// Overload limits the attempts in flight per callee service, once the
+	// callee shows overload.
+	Overload OverloadConfig `yaml:"overload,omitempty"`
 	// Policies say which calls may be retried and how. A call that matches
 	// no policy is never retried.
 	Policies []PolicyConfig `yaml:"policies,omitempty"`
@@ -198,6 +201,7 @@ func (c Config) withDefaults() Config {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	c.Budget = c.Budget.withDefaults()
+	c.Overload = c.Overload.withDefaults()
 	if len(c.Policies) > 0 {
 		ps := make([]PolicyConfig, len(c.Policies))
 		for i, p := range c.Policies {
@@ -254,6 +258,7 @@ func (c Config) Validate() error {
 		ownership.ValidateHeaderName("stormHeader", c.StormHeader),
 		c.Mode.validate("mode"),
 		c.Budget.validate("budget"),
+		c.Overload.validate("overload"),
 	)
 	if c.AttemptHeader == c.ClaimHeader || c.AttemptHeader == c.NoRetryHeader {
 		err = multierr.Append(err, fmt.Errorf("attemptHeader: must differ from claimHeader and noRetryHeader, got %q", c.AttemptHeader))

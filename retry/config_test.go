@@ -31,6 +31,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Mode:          ModeEnforce,
 				MaxBodyBytes:  1 << 20,
 				Budget:        BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
+				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					MaxAttempts:    2,
@@ -49,6 +50,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				NoRetryHeader: "n",
 				MaxBodyBytes:  7,
 				Budget:        BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
+				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -70,6 +72,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Mode:          ModeEnforce,
 				MaxBodyBytes:  7,
 				Budget:        BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
+				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -128,6 +131,7 @@ func TestConfigValidate(t *testing.T) {
 				AttemptHeader: "Errown-Attempt",
 				MaxBodyBytes:  -1,
 				Budget:        BudgetConfig{Ratio: -0.5, MinPerSecond: -1.0, Window: -time.Second},
+				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{
 					{Service: "ok", Idempotent: new(true)},
 					{Service: "s", MaxAttempts: 11, RetryableCodes: []string{"ok", "nope"}, Idempotent: new(true)},

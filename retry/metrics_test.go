@@ -52,7 +52,7 @@ func TestMetricsAllocatedInNew(t *testing.T) {
 		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.would_suppress", "retry.prevented", "retry.foreign_attempts"} {
 			want[name+"+callee="+callee] = true
 		}
-		for _, reason := range []string{"budget", "deadline", "pushback", "not-idempotent", "code", "body-too-large",
+		for _, reason := range []string{"budget", "deadline", "pushback", "not-idempotent", "code", "body-too-large", "overload",
 			"foreign-unclaimed", "foreign-attempts", "foreign-budget", "foreign-deadline", "foreign-pushback", "foreign-code", "foreign-not-idempotent"} {
 			want["retry.denied+callee="+callee+",reason="+reason] = true
 		}

@@ -212,8 +212,8 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 // the policy's codes, idempotency, the body cap, the deadline, the
 // budget.
 func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState) (time.Duration, bool) {
-	if !ownership.RetryableByNature(code) {
-		return 0, false
+	if !ownership.RetryableByNature(code) || state.Sends.Shed {
+		return 0, false // a shed attempt was refused already
 	}
 	if state.Claim == ownership.ClaimUnclaimed {
 		if !p.observe {
@@ -231,6 +231,11 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	}
 	if r := m.refusal(p, code, replayable, state.NoRetry); r != ownership.RefusedNone {
 		return 0, m.refuse(req, c, state, r, n)
+	}
+	// The owner's caller stops spending retries on a callee that is
+	// overloaded: each would queue behind the work it timed out on.
+	if overloaded(code, state.Claim) && c.overload.Overloaded() {
+		return 0, m.refuse(req, c, state, ownership.RefusedOverload, n)
 	}
 	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
 	// A retry starts only when a whole attempt fits in what is left of

@@ -51,6 +51,7 @@ type callee struct {
 	budget     *budget
 	metrics    *metrics
 	foreign    *foreignMetrics
+	overload   *overload
 	service    *policy            // the service-wide policy, or nil
 	procedures map[string]*policy // exact procedure policies
 }
@@ -75,6 +76,7 @@ func compileCallees(cfg Config, scope tally.Scope, clock *budgetClock) map[strin
 				budget:     newBudget(cfg.Budget, clock),
 				metrics:    newMetrics(scope, pc.Service),
 				foreign:    newForeignMetrics(scope, pc.Service),
+				overload:   newOverload(cfg.Overload),
 				procedures: make(map[string]*policy),
 			}
 			callees[pc.Service] = c

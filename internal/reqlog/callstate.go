@@ -63,6 +63,9 @@ type Sends struct {
 	// Last is the last physical attempt's outcome when it did not
 	// succeed, else nil.
 	Last *Outcome
+	// Shed is set when the last attempt was not sent: the callee's limit
+	// on attempts in flight was reached (ownership.RefusedOverload).
+	Shed bool
 	// Busy is 1 while a physical attempt is under way (read and written
 	// with sync/atomic): a second one sent meanwhile is a concurrent
 	// replay (a hedge).

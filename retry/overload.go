@@ -1,0 +1,199 @@
+package retry
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"go.uber.org/multierr"
+)
+
+// Defaults of OverloadConfig: zero values mean these.
+const (
+	// DefaultMaxInFlight is the ceiling of a callee's limit on attempts in
+	// flight, and where it starts: far above what a healthy callee needs,
+	// so that the limit only matters once it was cut.
+	DefaultMaxInFlight = 1000
+	// DefaultMinInFlight is the floor of the limit.
+	DefaultMinInFlight = 1
+	// DefaultOverloadThreshold is the share of a callee's recent attempts
+	// that ended overloaded at which the limit is cut and retries of
+	// overloaded attempts stop.
+	DefaultOverloadThreshold = 0.1
+)
+
+// OverloadConfig configures the limit errown keeps, for each callee
+// service with a retry policy, on the attempts in flight to it. The limit
+// starts at MaxInFlight and only moves on evidence: an attempt that ends
+// overloaded (its timeout fired, or the callee answered
+// resource-exhausted, on its own behalf: not unclaimed) while at least
+// Threshold of the callee's recent attempts did cuts it to half the
+// attempts then in flight, at most once per round of attempts (one started
+// after the last cut); every attempt that ends otherwise raises it again,
+// by one while the recent share is nil, else by 1/limit (additive
+// increase). An attempt over the limit is not sent: it fails at once with
+// resource-exhausted, and the call's retry criteria are satisfied
+// (retry.denied{reason=overload}), so nobody above retries it. While the
+// share stays at or over Threshold, errown does not retry an overloaded
+// attempt either.
+//
+// It keeps a callee whose capacity dropped from being buried under a
+// queue of work its callers have given up on, which would outlast the
+// drop: the callee's queue stays near what it can serve, and once it
+// recovers the limit grows back within a few rounds.
+type OverloadConfig struct {
+	// Disabled turns the limit off: attempts are never held back. Default
+	// false.
+	Disabled bool `yaml:"disabled,omitempty"`
+	// MaxInFlight is the limit's ceiling and start. Default 1000.
+	MaxInFlight int `yaml:"maxInFlight,omitempty"`
+	// MinInFlight is the limit's floor. Default 1.
+	MinInFlight int `yaml:"minInFlight,omitempty"`
+	// Threshold is the share of recent attempts that ended overloaded at
+	// which the limit is cut, in (0, 1]. Default 0.1.
+	Threshold float64 `yaml:"threshold,omitempty"`
+}
+
+func (c OverloadConfig) withDefaults() OverloadConfig {
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MinInFlight == 0 {
+		c.MinInFlight = DefaultMinInFlight
+	}
+	if c.Threshold == 0 {
+		c.Threshold = DefaultOverloadThreshold
+	}
+	return c
+}
+
+// validate reports every invalid field of c, which has its defaults
+// applied, under the key path.
+func (c OverloadConfig) validate(path string) error {
+	var err error
+	if c.MinInFlight < 1 {
+		err = multierr.Append(err, fmt.Errorf("%s.minInFlight: must be >= 1, got %d", path, c.MinInFlight))
+	}
+	if c.MaxInFlight < c.MinInFlight {
+		err = multierr.Append(err, fmt.Errorf("%s.maxInFlight: must be >= minInFlight (%d), got %d", path, c.MinInFlight, c.MaxInFlight))
+	}
+	if !(c.Threshold > 0 && c.Threshold <= 1) {
+		err = multierr.Append(err, fmt.Errorf("%s.threshold: must be in (0, 1], got %v", path, c.Threshold))
+	}
+	return err
+}
+
+// _overloadWeight is the weight of one attempt in the recent share of
+// overloaded attempts (an exponentially weighted mean over about the last
+// 1/_overloadWeight attempts).
+const _overloadWeight = 1.0 / 16
+
+// _overloadNil is the share below which the recent share reads as nil.
+const _overloadNil = 1e-3
+
+// overload is the limit on one callee's attempts in flight. It is safe for
+// concurrent use; on a callee that is not overloaded an attempt costs
+// three atomic additions and two loads.
+type overload struct {
+	disabled  bool
+	min, max  float64
+	threshold float64
+
+	inflight atomic.Int64
+	started  atomic.Uint64 // attempts admitted so far: their round numbers
+	cutAt    atomic.Uint64 // started when the limit was last cut
+	limit    atomic.Uint64 // float64 bits
+	share    atomic.Uint64 // float64 bits: recent share of overloaded attempts
+}
+
+func newOverload(cfg OverloadConfig) *overload {
+	o := &overload{
+		disabled:  cfg.Disabled,
+		min:       float64(cfg.MinInFlight),
+		max:       float64(cfg.MaxInFlight),
+		threshold: cfg.Threshold,
+	}
+	o.limit.Store(math.Float64bits(o.max))
+	return o
+}
+
+// admit takes a slot for one attempt, and returns its round number (for
+// done) and true, or false when the limit is reached: the attempt must not
+// be sent.
+func (o *overload) admit() (uint64, bool) {
+	if o.disabled {
+		return 0, true
+	}
+	if n := o.inflight.Add(1); float64(n) > o.Limit() {
+		o.inflight.Add(-1)
+		return 0, false
+	}
+	return o.started.Add(1), true
+}
+
+// done gives back the slot of the attempt admit numbered round, which
+// ended overloaded or not.
+func (o *overload) done(round uint64, overloaded bool) {
+	if o.disabled {
+		return
+	}
+	inflight := float64(o.inflight.Add(-1) + 1) // this attempt's included
+	share := o.observe(overloaded)
+	if overloaded {
+		if share < o.threshold {
+			return
+		}
+		cut := o.cutAt.Load()
+		if round <= cut || !o.cutAt.CompareAndSwap(cut, o.started.Load()) {
+			return // started before the last cut: that cut answered it
+		}
+		o.limit.Store(math.Float64bits(max(o.min, min(o.Limit(), inflight)/2)))
+		return
+	}
+	for {
+		bits := o.limit.Load()
+		l := math.Float64frombits(bits)
+		if l >= o.max {
+			return
+		}
+		next := l + 1
+		if share > 0 {
+			next = l + 1/l
+		}
+		if o.limit.CompareAndSwap(bits, math.Float64bits(min(o.max, next))) {
+			return
+		}
+	}
+}
+
+// observe adds one attempt to the recent share of overloaded attempts and
+// returns the share. While the share is nil, an attempt that was not
+// overloaded changes nothing.
+func (o *overload) observe(overloaded bool) float64 {
+	for {
+		bits := o.share.Load()
+		s := math.Float64frombits(bits)
+		if s == 0 && !overloaded {
+			return 0
+		}
+		next := s * (1 - _overloadWeight)
+		if overloaded {
+			next += _overloadWeight
+		}
+		if next < _overloadNil {
+			next = 0
+		}
+		if o.share.CompareAndSwap(bits, math.Float64bits(next)) {
+			return next
+		}
+	}
+}
+
+// Overloaded reports whether at least the threshold share of recent
+// attempts ended overloaded.
+func (o *overload) Overloaded() bool {
+	return !o.disabled && math.Float64frombits(o.share.Load()) >= o.threshold
+}
+
+// Limit returns the current limit on attempts in flight.
+func (o *overload) Limit() float64 { return math.Float64frombits(o.limit.Load()) }

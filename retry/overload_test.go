@@ -1,0 +1,229 @@
+package retry
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+func newTestOverload() *overload {
+	return newOverload(OverloadConfig{}.withDefaults())
+}
+
+func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
+	o := newTestOverload()
+	for range 1000 {
+		round, ok := o.admit()
+		if !ok {
+			t.Fatal("an attempt was held back with no overload seen")
+		}
+		o.done(round, false)
+	}
+	if o.Limit() != DefaultMaxInFlight || o.Overloaded() {
+		t.Errorf("limit %v, overloaded %v; want %d, false", o.Limit(), o.Overloaded(), DefaultMaxInFlight)
+	}
+}
+
+// TestOverloadCutsOncePerRound: ten attempts in flight all time out; the
+// limit is cut once, to half the attempts in flight when the share of
+// overloaded attempts reached the threshold, however many of the same
+// round time out after.
+func TestOverloadCutsOncePerRound(t *testing.T) {
+	o := newTestOverload()
+	rounds := make([]uint64, 10)
+	for i := range rounds {
+		var ok bool
+		if rounds[i], ok = o.admit(); !ok {
+			t.Fatalf("attempt %d held back", i)
+		}
+	}
+	for _, r := range rounds {
+		o.done(r, true)
+	}
+	// The first timeout alone (share 1/16) is under the threshold; the
+	// second (share 0.12) cuts, with 9 in flight: 4.5.
+	if got := o.Limit(); got != 4.5 {
+		t.Errorf("limit %v, want 4.5", got)
+	}
+	if !o.Overloaded() {
+		t.Error("not overloaded after ten timeouts")
+	}
+	var admitted int
+	for range 10 {
+		if _, ok := o.admit(); ok {
+			admitted++
+		}
+	}
+	if admitted != 4 {
+		t.Errorf("%d admitted under a limit of 4.5, want 4", admitted)
+	}
+}
+
+func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
+	o := newTestOverload()
+	for range 20 {
+		r1, _ := o.admit()
+		r2, ok := o.admit()
+		if !ok {
+			// At the floor with one in flight: only r1 went.
+			o.done(r1, true)
+			continue
+		}
+		o.done(r1, true)
+		o.done(r2, true)
+	}
+	if got := o.Limit(); got != DefaultMinInFlight {
+		t.Errorf("limit %v after rounds of timeouts, want the floor %d", got, DefaultMinInFlight)
+	}
+}
+
+// TestOverloadGrowsBack: once attempts succeed again the limit grows by
+// 1/limit while the recent share is not nil, then by one per attempt.
+func TestOverloadGrowsBack(t *testing.T) {
+	o := newTestOverload()
+	for range 40 {
+		r, _ := o.admit()
+		o.done(r, true)
+	}
+	cut := o.Limit()
+	if cut != DefaultMinInFlight {
+		t.Fatalf("limit %v, want the floor", cut)
+	}
+	r, _ := o.admit()
+	o.done(r, false)
+	if got := o.Limit(); got != cut+1/cut {
+		t.Errorf("after one success: %v, want %v (additive increase)", got, cut+1/cut)
+	}
+	for range 200 {
+		r, _ := o.admit()
+		o.done(r, false)
+	}
+	if o.Overloaded() {
+		t.Error("still overloaded after 200 successes")
+	}
+	before := o.Limit()
+	r, _ = o.admit()
+	o.done(r, false)
+	if got := o.Limit(); got != before+1 {
+		t.Errorf("with the share nil: %v, want %v", got, before+1)
+	}
+}
+
+// TestOverloadSporadicTimeoutsDoNotCut: one attempt in 50 timing out (2%)
+// keeps the share under the threshold: the limit never moves.
+func TestOverloadSporadicTimeoutsDoNotCut(t *testing.T) {
+	o := newTestOverload()
+	for i := range 5000 {
+		r, _ := o.admit()
+		o.done(r, i%50 == 0)
+	}
+	if o.Limit() != DefaultMaxInFlight {
+		t.Errorf("limit %v, want %d", o.Limit(), DefaultMaxInFlight)
+	}
+}
+
+func TestOverloadDisabled(t *testing.T) {
+	o := newOverload(OverloadConfig{Disabled: true}.withDefaults())
+	for range 100 {
+		r, ok := o.admit()
+		if !ok {
+			t.Fatal("held back while disabled")
+		}
+		o.done(r, true)
+	}
+	if o.Overloaded() {
+		t.Error("overloaded while disabled")
+	}
+}
+
+func TestOverloadConfigValidate(t *testing.T) {
+	tests := []struct {
+		give OverloadConfig
+		want string // "" for valid
+	}{
+		{give: OverloadConfig{}},
+		{give: OverloadConfig{MaxInFlight: 5, MinInFlight: 5, Threshold: 1}},
+		{give: OverloadConfig{MinInFlight: -1}, want: "overload.minInFlight: must be >= 1, got -1"},
+		{give: OverloadConfig{MaxInFlight: 2, MinInFlight: 3}, want: "overload.maxInFlight: must be >= minInFlight (3), got 2"},
+		{give: OverloadConfig{Threshold: 1.5}, want: "overload.threshold: must be in (0, 1], got 1.5"},
+		{give: OverloadConfig{Threshold: -0.1}, want: "overload.threshold: must be in (0, 1], got -0.1"},
+	}
+	for _, tt := range tests {
+		err := Config{Overload: tt.give}.Validate()
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v, want valid", tt.give, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v, want %q", tt.give, err, tt.want)
+		}
+	}
+}
+
+// TestOverloadShedsAndStopsRetries: a callee whose attempts time out has
+// its retries refused for overload, and once its limit is reached an
+// attempt is not sent at all: resource-exhausted at once, RCS satisfied.
+func TestOverloadShedsAndStopsRetries(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, Config{
+		Budget:   BudgetConfig{Disabled: true},
+		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
+	}, WithScope(scope))
+	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
+	call := func(out transport.UnaryOutbound) (reqlog.CallState, error) {
+		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, out)}
+		_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
+		return reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, err
+	}
+
+	// The first call's timeout is under the threshold: retried.
+	if got, _ := call(slow); got != (reqlog.CallState{Attempts: 2}) {
+		t.Errorf("first call: %+v, want retried once", got)
+	}
+	// From the second timeout on, the callee is overloaded: no retry.
+	if got, _ := call(slow); got != (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
+		t.Errorf("second call: %+v, want its retry refused for overload", got)
+	}
+	if n := len(slow.requests()); n != 3 {
+		t.Errorf("%d attempts sent, want 3", n)
+	}
+
+	// Hold the limit's one slot (the cuts took it to the floor) with a
+	// call in flight: the next call is shed.
+	c := m.callees["callee"]
+	for c.overload.Limit() > 1 {
+		r, _ := c.overload.admit()
+		c.overload.done(r, true)
+	}
+	hold, ok := c.overload.admit()
+	if !ok {
+		t.Fatal("the floor's slot was taken")
+	}
+	fresh := newOutbound(succeed("ok"))
+	got, err := call(fresh)
+	c.overload.done(hold, false)
+	if code := yarpcerrors.FromError(err).Code(); code != yarpcerrors.CodeResourceExhausted {
+		t.Errorf("shed call: %v, want resource-exhausted", err)
+	}
+	if got != (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
+		t.Errorf("shed call: %+v, want refused for overload", got)
+	}
+	if n := len(fresh.requests()); n != 0 {
+		t.Errorf("the shed call was sent %d times", n)
+	}
+	if got := counters(scope)["retry.denied+callee=callee,reason=overload"]; got != 2 {
+		t.Errorf("retry.denied{reason=overload} = %d, want 2 (a retry, a shed attempt)", got)
+	}
+	if !ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: 1, Refused: ownership.RefusedOverload, Code: yarpcerrors.CodeResourceExhausted}) {
+		t.Error("a shed call's retry criteria are not satisfied")
+	}
+}
