@@ -5,7 +5,9 @@
 // met a retry storm below ("storms seen": storm radius and requests served
 // with errown beside the same figures had every hop retried blind to
 // claims, and the requests prevented). People get HTML; tools get JSON
-// with ?format=json or an Accept: application/json header.
+// with ?format=json or an Accept: application/json header, its durations
+// as Go duration strings ("10s") and a disabled budget as only that
+// (Budget).
 //
 // It reads only what errown's Middleware exposes (Dependencies, Budgets,
 // Decisions, Storms) and changes nothing. Mount it where the service's

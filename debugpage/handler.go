@@ -29,11 +29,12 @@ type StormSource interface {
 
 // Page is the page's content, as JSON renders it.
 type Page struct {
-	Service      string             `json:"service,omitempty"`
-	Time         time.Time          `json:"time"`
-	Dependencies []depmem.EdgeView  `json:"dependencies"`
-	Budgets      []retry.BudgetView `json:"budgets"`
-	Decisions    []inbound.Decision `json:"decisions"`
+	Service      string            `json:"service,omitempty"`
+	Time         time.Time         `json:"time"`
+	Dependencies []depmem.EdgeView `json:"dependencies"`
+	// Budgets are the callees' retry budgets (see Budget for their JSON).
+	Budgets   []Budget           `json:"budgets"`
+	Decisions []inbound.Decision `json:"decisions"`
 	// Storms are the latest root requests that met a storm below, newest
 	// first; empty when the Source is no StormSource.
 	Storms []inbound.Storm `json:"storms"`
@@ -62,7 +63,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Service:      h.service,
 		Time:         h.now().UTC(),
 		Dependencies: orEmpty(h.src.Dependencies()),
-		Budgets:      orEmpty(h.src.Budgets()),
+		Budgets:      budgetsOf(h.src.Budgets()),
 		Decisions:    orEmpty(h.src.Decisions()),
 		Storms:       []inbound.Storm{},
 	}

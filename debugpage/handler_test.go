@@ -127,7 +127,7 @@ func TestJSON(t *testing.T) {
 			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 			var got Page
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
-			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: full.budgets, Decisions: full.decisions, Storms: full.storms}, got)
+			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: budgetsOf(full.budgets), Decisions: full.decisions, Storms: full.storms}, got)
 			assert.Contains(t, rec.Body.String(), `"kind": "fail-close"`)
 			assert.Contains(t, rec.Body.String(), `"blindRadius": 2`)
 		})
@@ -137,6 +137,69 @@ func TestJSON(t *testing.T) {
 	assert.Contains(t, rec.Body.String(), `"storms": []`, "empty lists, not null")
 	rec = serve(t, sourceOnly{full}, "/?format=json", nil)
 	assert.Contains(t, rec.Body.String(), `"storms": []`, "a Source without Storms: none to show")
+}
+
+// TestJSONBudgets: a budget's window is a Go duration string, and a
+// disabled budget says so and shows no ratio, floor, window or counts.
+func TestJSONBudgets(t *testing.T) {
+	src := fakeSource{budgets: []retry.BudgetView{
+		{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second},
+		// A disabled budget's view still carries its configured numbers.
+		{Callee: "naive", Disabled: true, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second},
+	}}
+	body := serve(t, src, "/?format=json", nil).Body.String()
+	var got struct {
+		Budgets []map[string]any `json:"budgets"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &got), body)
+	assert.Equal(t, []map[string]any{
+		{"callee": "inventory", "disabled": false, "requests": 100.0, "retries": 3.0, "allowed": 110.0, "ratio": 0.1, "minPerSecond": 10.0, "window": "10s"},
+		{"callee": "naive", "disabled": true},
+	}, got.Budgets)
+	assert.Contains(t, body, `"window": "10s"`)
+	assert.NotContains(t, body, "10000000000", "no duration in nanoseconds")
+}
+
+func TestBudgetJSONRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		give Budget
+		want string
+	}{
+		{
+			name: "enabled",
+			give: Budget{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 1500 * time.Millisecond},
+			want: `{"callee":"inventory","disabled":false,"requests":100,"retries":3,"allowed":110,"ratio":0.1,"minPerSecond":10,"window":"1.5s"}`,
+		},
+		{
+			name: "enabled, empty window",
+			give: Budget{Callee: "inventory", Ratio: 0.1},
+			want: `{"callee":"inventory","disabled":false,"requests":0,"retries":0,"allowed":0,"ratio":0.1,"minPerSecond":0,"window":"0s"}`,
+		},
+		{
+			name: "disabled",
+			give: Budget{Callee: "naive", Disabled: true},
+			want: `{"callee":"naive","disabled":true}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.give)
+			require.NoError(t, err)
+			assert.JSONEq(t, tt.want, string(b))
+			var back Budget
+			require.NoError(t, json.Unmarshal(b, &back))
+			assert.Equal(t, tt.give, back)
+		})
+	}
+}
+
+func TestBudgetJSONBadWindow(t *testing.T) {
+	var b Budget
+	err := json.Unmarshal([]byte(`{"callee":"inventory","window":10000000000}`), &b)
+	assert.Error(t, err, "a window in nanoseconds is not read as one")
+	err = json.Unmarshal([]byte(`{"callee":"inventory","window":"forever"}`), &b)
+	assert.ErrorContains(t, err, `budget "inventory": window: time: invalid duration "forever"`)
 }
 
 func TestMethodNotAllowed(t *testing.T) {

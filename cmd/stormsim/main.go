@@ -4,10 +4,13 @@
 //
 // With no flags it runs docs/DESIGN.md's first table: the seven-node chain
 // A→…→G, D failing, under the three policies (naive, budget, ownership)
-// over HTTP, and prints each measured ratio beside the published figure
-// with PASS or FAIL (within ±0.05), and each policy's retry storm radius;
-// it exits 1 if any node fails. -depth, -fail-depth, -policy, -attempts
-// and -budget change the chain.
+// over HTTP. Each policy's table is titled with what ran (policy, chain,
+// failing node, attempts, requests, transport) and prints each measured
+// ratio beside the published figure with PASS or FAIL (within ±0.05), and
+// the policy's retry storm radius; a summary puts the policies side by
+// side (loads, requests served in all, radius, what errown prevented) and
+// a legend says what every column means. It exits 1 if any node fails.
+// -depth, -fail-depth, -policy, -attempts and -budget change the chain.
 //
 // -scenario NAME runs one of the lab's named scenarios (-scenario all runs
 // every one): each prints its runs' loads per node, measured beside the
@@ -45,7 +48,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/errown/errown/retry"
 	"io"
 	"math"
 	"os"
@@ -53,8 +55,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/errown/errown/internal/stormsim"
+	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
 )
 
@@ -73,6 +77,15 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// _usage heads -h: what the tool is, in one line, then how to call it.
+const _usage = `stormsim is errown's storm lab: it runs call graphs of real yarpc services on 127.0.0.1 under naive retries, retry budgets and errown, and prints the requests each service served.
+
+Usage: go run ./cmd/stormsim [flags]
+With no flags it runs docs/DESIGN.md's first table: the chain A→B→C→D→E→F→G, D failing every call, under naive, budget and ownership.
+
+Flags:
+`
 
 // config is what the flags say.
 type config struct {
@@ -94,6 +107,10 @@ var _chainFlags = []string{"depth", "fail-depth", "policy", "attempts", "budget"
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("stormsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), _usage)
+		fs.PrintDefaults()
+	}
 	var (
 		c      config
 		policy string
@@ -226,6 +243,16 @@ func runChain(ctx context.Context, c config, stdout io.Writer, p *progress) erro
 		if !c.json {
 			p.clear()
 			failed += printTable(stdout, o, res)
+		}
+	}
+	if !c.json {
+		if c.analytic {
+			printLegend(stdout, c.opts, nil)
+		} else {
+			if len(results) > 1 {
+				printSummary(stdout, results)
+			}
+			printLegend(stdout, c.opts, results)
 		}
 	}
 	if c.svg != "" {
@@ -368,7 +395,9 @@ func printTable(w io.Writer, o stormsim.Options, res stormsim.Result) int {
 	if isPublished {
 		reference = published
 	}
-	fmt.Fprintf(w, "policy %s over %s: %d requests in %v\n", res.Policy, res.Transport, res.Requests, res.Elapsed.Round(1e6))
+	fmt.Fprintf(w, "== policy %s: %s\n", res.Policy, policyText(o))
+	fmt.Fprintf(w, "   %s\n", chainText(o))
+	fmt.Fprintf(w, "   %s; %d requests at %s over %s, in %v\n", attemptsText(o), res.Requests, res.Nodes[0].Name, res.Transport, res.Elapsed.Round(time.Millisecond))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "node\tdepth\tserved\tratio\texpected\tpublished\t\t")
 	failed := 0
@@ -396,7 +425,9 @@ func printTable(w io.Writer, o stormsim.Options, res stormsim.Result) int {
 // printAnalysis prints what the analytic model expects of the chain o.
 func printAnalysis(w io.Writer, o stormsim.Options, a stormsim.Analysis) {
 	published, isPublished := stormsim.Published(o)
-	fmt.Fprintf(w, "policy %s (analytic): availability %s, retry storm radius at most %d\n", a.Policy, num(a.Availability), a.RadiusMax)
+	fmt.Fprintf(w, "== policy %s (analytic: computed, no service runs): %s\n", a.Policy, policyText(o))
+	fmt.Fprintf(w, "   %s\n", chainText(o))
+	fmt.Fprintf(w, "   %s; availability at the root %s, retry storm radius at most %d\n", attemptsText(o), num(a.Availability), a.RadiusMax)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "node\tdepth\texpected\tpublished\t")
 	for i, n := range a.Nodes {
@@ -408,6 +439,198 @@ func printAnalysis(w io.Writer, o stormsim.Options, a stormsim.Analysis) {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// chainText describes the chain of o: its nodes and its failing node.
+func chainText(o stormsim.Options) string {
+	t := stormsim.Chain(o.Depth, o.FailDepth)
+	names := make([]string, len(t.Nodes))
+	for i, n := range t.Nodes {
+		names[i] = n.Name
+	}
+	failing := t.Nodes[o.FailDepth].Name
+	below := ""
+	switch last := len(names) - 1; {
+	case o.FailDepth == last-1:
+		below = fmt.Sprintf(" (after its call to %s)", names[last])
+	case o.FailDepth < last:
+		below = fmt.Sprintf(" (after its calls to %s..%s)", names[o.FailDepth+1], names[last])
+	}
+	return fmt.Sprintf("chain %s, one call per hop, %s failing every call%s", strings.Join(names, "→"), failing, below)
+}
+
+// attemptsText says how many attempts every hop makes under o.
+func attemptsText(o stormsim.Options) string {
+	if o.Attempts == 1 {
+		return "1 attempt per hop (no retry)"
+	}
+	if o.Attempts == 2 {
+		return "2 attempts per hop (the first and one retry)"
+	}
+	return fmt.Sprintf("%d attempts per hop (the first and %d retries)", o.Attempts, o.Attempts-1)
+}
+
+// policyText says what every hop does under o's policy.
+func policyText(o stormsim.Options) string {
+	budget := fmt.Sprintf("a %v%% retry budget per callee", o.Budget*100)
+	var text string
+	switch o.Policy {
+	case stormsim.PolicyNaive:
+		text = "every hop retries, no budget"
+	case stormsim.PolicyBudget:
+		text = "every hop retries within " + budget
+	case stormsim.PolicyOwnership:
+		text = "errown at every service, the same retries within " + budget
+	case stormsim.PolicyOwnershipNaive:
+		text = "errown at every service, the same retries with no budget"
+	default:
+		text = string(o.Policy)
+	}
+	if o.Policy == stormsim.PolicyOwnership || o.Policy == stormsim.PolicyOwnershipNaive {
+		if o.Mode == retry.ModeObserve {
+			text += "; mode observe: retries blind to claims, reports what enforce would prevent"
+		}
+	}
+	return text
+}
+
+// blindPolicy is the policy that retries like p, blind to claims: the
+// world errown's "blind" and "prevented" figures are computed for.
+func blindPolicy(p stormsim.Policy) stormsim.Policy {
+	switch p {
+	case stormsim.PolicyOwnership:
+		return stormsim.PolicyBudget
+	case stormsim.PolicyOwnershipNaive:
+		return stormsim.PolicyNaive
+	}
+	return p
+}
+
+// totalServed is the requests every node of res served together.
+func totalServed(res stormsim.Result) int64 {
+	var n int64
+	for _, node := range res.Nodes {
+		n += node.Served
+	}
+	return n
+}
+
+// printSummary prints one row per run: the loads per request at the root,
+// the requests served in all, the radius and what errown prevented.
+func printSummary(w io.Writer, results []stormsim.Result) {
+	fmt.Fprintf(w, "== summary: requests served per request at %s\n", results[0].Nodes[0].Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "policy\t")
+	for _, n := range results[0].Nodes {
+		fmt.Fprintf(tw, "%s\t", n.Name)
+	}
+	fmt.Fprintln(tw, "served\tradius\tprevented\t")
+	for _, res := range results {
+		fmt.Fprintf(tw, "%s\t", res.Policy)
+		for _, n := range res.Nodes {
+			fmt.Fprintf(tw, "%.3f\t", n.Ratio)
+		}
+		prevented := "-"
+		if res.Telemetry != nil {
+			prevented = fmt.Sprint(res.Telemetry.Prevented)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t\n", totalServed(res), res.Radius.Max, prevented)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// printLegend says what the chain's tables show. results are the runs
+// printed (nil for the analytic model's tables): what errown at the root
+// reported is compared with the run blind to claims when both ran.
+func printLegend(w io.Writer, o stormsim.Options, results []stormsim.Result) {
+	t := stormsim.Chain(o.Depth, o.FailDepth)
+	root, last := t.Nodes[0].Name, t.Nodes[len(t.Nodes)-1].Name
+	fmt.Fprintln(w, "columns:")
+	item := func(term, format string, args ...any) { legendItem(w, term, fmt.Sprintf(format, args...)) }
+	item("node, depth", "the chain's nodes, %s the root (depth 0)", root)
+	if results == nil {
+		item("expected", "requests the node serves per request at %s, as the analytic model computes them", root)
+	} else {
+		if len(results) > 1 {
+			item("served", "requests the node's handler ran, retries included (summary: all nodes together)")
+			item("ratio", "served per request at %s (summary: columns %s..%s)", root, root, last)
+		} else {
+			item("served", "requests the node's handler ran, retries included")
+			item("ratio", "served per request at %s", root)
+		}
+		item("expected", "the analytic model's ratio for the policy")
+	}
+	item("published", "docs/DESIGN.md's first table (- when the chain or its flags are not that table's)")
+	if results == nil {
+		fmt.Fprintln(w)
+		return
+	}
+	item("PASS, FAIL", "ratio within ±%v of published (of expected where none is published)", _tolerance)
+	radius := fmt.Sprintf("retry storm radius: per failed request at %s, the most hops on one call path that spent a retry on it "+
+		"(max over the requests, mean, and mean over those with a retry", root)
+	if len(results) > 1 {
+		radius += "; summary: the max"
+	}
+	item("radius", "%s)", radius)
+	var errownRun *stormsim.Result
+	for i := range results {
+		if results[i].Telemetry != nil {
+			errownRun = &results[i]
+			break
+		}
+	}
+	if errownRun == nil {
+		fmt.Fprintln(w)
+		return
+	}
+	item("reported", "by the root's errown: what errown at %s computed from its callees' storm headers, the radius, "+
+		"and the blind radius had every hop retried per its own policy, blind to claims", root)
+	blind := blindPolicy(errownRun.Policy)
+	prevented := fmt.Sprintf("requests the retries errown suppressed would have caused (each would have replayed "+
+		"its callee's whole subtree), summed over the requests at %s: blind − served, where blind keeps every hop's "+
+		"attempts and budget: what the %s policy serves", root, blind)
+	switch {
+	case errownRun.Mode == retry.ModeObserve:
+		prevented += "; in observe mode, what enforce mode would prevent"
+	default:
+		for _, res := range results {
+			if res.Policy == blind && res.Transport == errownRun.Transport && res.Requests == errownRun.Requests {
+				b, e := totalServed(res), totalServed(*errownRun)
+				prevented += fmt.Sprintf(". Here %s served %d, %s %d: %d fewer, and errown reported %d",
+					blind, b, errownRun.Policy, e, b-e, errownRun.Telemetry.Prevented)
+				break
+			}
+		}
+		if errownRun.Policy == stormsim.PolicyOwnership {
+			prevented += " (under a budget errown's blind figure is an estimate; without one, -policy ownership-naive against -policy naive, it is exact)"
+		}
+	}
+	item("prevented", "%s", prevented)
+	fmt.Fprintln(w)
+}
+
+// legendItem prints one entry of a legend: term, then text wrapped
+// beside it.
+func legendItem(w io.Writer, term, text string) {
+	const indent, width = 15, 100
+	line := fmt.Sprintf("  %-*s", indent-2, term)
+	if len(term) > indent-3 {
+		line = "  " + term + " "
+	}
+	fresh := true // nothing of text on line yet
+	for _, word := range strings.Fields(text) {
+		if !fresh && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+			fmt.Fprintln(w, line)
+			line, fresh = strings.Repeat(" ", indent), true
+		}
+		if !fresh {
+			line += " "
+		}
+		line += word
+		fresh = false
+	}
+	fmt.Fprintln(w, line)
 }
 
 // radiusText describes a measured Radius.

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,13 +95,71 @@ func TestRunJSONNativeTransports(t *testing.T) {
 func TestRunTable(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), args("-policy", "naive"), &stdout, &stderr))
+	out := stdout.String()
 
+	// The title says what ran, before the table.
+	assert.True(t, strings.HasPrefix(out, "== policy naive: every hop retries, no budget\n"+
+		"   chain A→B→C, one call per hop, B failing every call (after its call to C)\n"+
+		"   2 attempts per hop (the first and one retry); 50 requests at A over http, in "), out)
 	// Naive counts are exact: 50, 100, 100.
-	assert.Equal(t, `policy naive over http: 50 requests in `, stdout.String()[:39])
-	assert.Contains(t, stdout.String(), "  node  depth  served  ratio  expected  published      \n")
-	assert.Contains(t, stdout.String(), "     B      1     100  2.000     2.000          -  PASS\n")
-	assert.Contains(t, stdout.String(), "     C      2     100  2.000     2.000          -  PASS\n")
-	assert.NotContains(t, stdout.String(), "FAIL")
+	assert.Contains(t, out, "  node  depth  served  ratio  expected  published      \n")
+	assert.Contains(t, out, "     B      1     100  2.000     2.000          -  PASS\n")
+	assert.Contains(t, out, "     C      2     100  2.000     2.000          -  PASS\n")
+	assert.NotContains(t, out, "  FAIL\n")
+	// The legend after it says what the columns are; a single run has no
+	// summary, and no errown to report prevented requests.
+	assert.Less(t, strings.Index(out, "     C      2"), strings.Index(out, "columns:\n"))
+	for _, want := range []string{
+		"  node, depth  the chain's nodes, A the root (depth 0)\n",
+		"  served       requests the node's handler ran, retries included",
+		"  ratio        served per request at A\n",
+		"  PASS, FAIL   ratio within ±0.05 of published (of expected where none is published)\n",
+		"  radius       retry storm radius: per failed request at A, the most hops on one call path",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "== summary")
+	assert.NotContains(t, out, "summary:")
+	assert.NotContains(t, out, "prevented")
+}
+
+// TestRunChainSummary runs the three policies on A→B→C→D, C failing: the
+// summary holds each run's loads, totals, radius and what errown
+// prevented, and the legend compares that with the budget run.
+func TestRunChainSummary(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-depth", "4", "-fail-depth", "2", "-requests", "50"}, &stdout, &stderr))
+	out := stdout.String()
+	for _, p := range []string{"naive", "budget", "ownership"} {
+		assert.Contains(t, out, "== policy "+p+": ")
+	}
+	assert.Contains(t, out, "== policy ownership: errown at every service, the same retries within a 10% retry budget per callee\n")
+	assert.Contains(t, out, "   chain A→B→C→D, one call per hop, C failing every call (after its call to D)\n")
+
+	summary := regexp.MustCompile(`(?m)^== summary: requests served per request at A\n` +
+		`\s+policy\s+A\s+B\s+C\s+D\s+served\s+radius\s+prevented\n` +
+		`\s+naive\s+1\.000\s+2\.000\s+4\.000\s+4\.000\s+550\s+2\s+-\n` +
+		`\s+budget\s+1\.000\s+\S+\s+\S+\s+\S+\s+(\d+)\s+\d+\s+-\n` +
+		`\s+ownership\s+1\.000\s+1\.000\s+\S+\s+\S+\s+(\d+)\s+1\s+(\d+)\n`).FindStringSubmatch(out)
+	require.NotNil(t, summary, out)
+	budget, ownership, prevented := atoi(t, summary[1]), atoi(t, summary[2]), atoi(t, summary[3])
+	assert.Greater(t, budget, ownership, "A retries B under budget only")
+
+	legend := out[strings.Index(out, "columns:\n"):]
+	assert.Contains(t, legend, "  ratio        served per request at A (summary: columns A..D)\n")
+	assert.Contains(t, legend, "  reported     by the root's errown: what errown at A computed")
+	flat := strings.Join(strings.Fields(legend), " ")
+	assert.Contains(t, flat, "prevented requests the retries errown suppressed would have caused (each would have replayed its callee's whole subtree), "+
+		"summed over the requests at A: blind − served, where blind keeps every hop's attempts and budget: what the budget policy serves.")
+	assert.Contains(t, flat, fmt.Sprintf("Here budget served %d, ownership %d: %d fewer, and errown reported %d (under a budget",
+		budget, ownership, budget-ownership, prevented))
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }
 
 func TestRunErrors(t *testing.T) {
@@ -147,7 +208,13 @@ func TestRunHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"-h"}, &stdout, &stderr)
 	assert.ErrorIs(t, err, flag.ErrHelp)
-	assert.Contains(t, stderr.String(), "-fail-depth")
+	first, rest, _ := strings.Cut(stderr.String(), "\n")
+	assert.Equal(t, "stormsim is errown's storm lab: it runs call graphs of real yarpc services on 127.0.0.1 "+
+		"under naive retries, retry budgets and errown, and prints the requests each service served.", first)
+	assert.Contains(t, rest, "\nUsage: go run ./cmd/stormsim [flags]\n")
+	assert.Contains(t, rest, "\nFlags:\n")
+	assert.Less(t, strings.Index(rest, "Flags:"), strings.Index(rest, "-fail-depth"), "the flags after the summary")
+	assert.Empty(t, stdout.String())
 }
 
 func TestPrintTableFails(t *testing.T) {
@@ -180,7 +247,9 @@ func TestRunChainRadius(t *testing.T) {
 func TestRunChainAnalytic(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.NoError(t, run(context.Background(), []string{"-analytic", "-policy", "budget"}, &stdout, &stderr))
-	assert.Equal(t, `policy budget (analytic): availability 0, retry storm radius at most 3
+	assert.Equal(t, `== policy budget (analytic: computed, no service runs): every hop retries within a 10% retry budget per callee
+   chain A→B→C→D→E→F→G, one call per hop, D failing every call (after its calls to E..G)
+   2 attempts per hop (the first and one retry); availability at the root 0, retry storm radius at most 3
   node  depth  expected  published
      A      0     1.000       1.00
      B      1     1.100       1.10
@@ -189,6 +258,11 @@ func TestRunChainAnalytic(t *testing.T) {
      E      4     1.331       1.33
      F      5     1.331       1.33
      G      6     1.331       1.33
+
+columns:
+  node, depth  the chain's nodes, A the root (depth 0)
+  expected     requests the node serves per request at A, as the analytic model computes them
+  published    docs/DESIGN.md's first table (- when the chain or its flags are not that table's)
 
 `, stdout.String())
 }
