@@ -71,17 +71,22 @@ const (
 //	type dispatcherParams struct {
 //		fx.In
 //
-//		Config   yarpc.Config
-//		Inbound  []middleware.UnaryInbound  `group:"yarpc.unary_inbound"`
-//		Outbound []middleware.UnaryOutbound `group:"yarpc.unary_outbound"`
+//		Lifecycle fx.Lifecycle
+//		Config    yarpc.Config
+//		Inbound   []middleware.UnaryInbound  `group:"yarpc.unary_inbound"`
+//		Outbound  []middleware.UnaryOutbound `group:"yarpc.unary_outbound"`
 //	}
 //
 //	func newDispatcher(p dispatcherParams) *yarpc.Dispatcher {
 //		cfg := p.Config
 //		cfg.InboundMiddleware.Unary = errown.ChainInbound(p.Inbound, cfg.InboundMiddleware.Unary)
 //		cfg.OutboundMiddleware.Unary = errown.ChainOutbound(p.Outbound, cfg.OutboundMiddleware.Unary)
-//		return yarpc.NewDispatcher(cfg)
+//		d := yarpc.NewDispatcher(cfg)
+//		p.Lifecycle.Append(fx.StartStopHook(d.Start, d.Stop))
+//		return d
 //	}
+//
+// (ExampleGrouped runs it.)
 //
 // It composes with other libraries that decorate yarpc.Config or
 // contribute to the same groups. As with Module, start fails when errown's
