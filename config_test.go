@@ -106,7 +106,8 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		give string
 		want []string
 	}{
-		{"claimHedaer: x", []string{"errown: config: claimHedaer: unknown key"}},
+		{"claimHedaer: x", []string{"errown: config: claimHedaer: unknown key, did you mean claimHeader?"}},
+		{"retry:\n  policies:\n    - service: a\n      idempotent: true\n      max_attempts: 3", []string{"retry.policies[0].max_attempts: unknown key, did you mean maxAttempts?"}},
 		{"retry:\n  budgett: {}", []string{"retry.budgett: unknown key"}},
 		{"ingress:\n  shards: three", []string{`errown: config: ingress.shards: want an integer, got string "three"`}},
 		{"ingress:\n  shards: 1.5", []string{`ingress.shards: want an integer, got number "1.5"`}},
