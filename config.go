@@ -23,6 +23,15 @@ const ConfigKey = "errown"
 // Every field is optional, and its zero value means the default the comment
 // on it gives; only list items have required fields: a retry policy's
 // service and idempotent, a dependency declaration's service and kind.
+//
+// In YAML, a value written is taken as written or refused, never replaced:
+// a key written out with a zero (0, 0s, "" or []) where the zero would
+// mean a default, such as "minPerSecond: 0", fails with what it would have
+// meant and how to write what was meant ("to disable the floor write
+// noFloor: true"); leave the key out for the default. Where a zero means
+// what it says (attemptTimeout: 0s is no per-attempt limit, a policy's
+// procedure "" every procedure, a snapshot path "" no snapshot) it is
+// taken as written.
 type Config struct {
 	// ClaimHeader is the response header carrying the claim. Default
 	// "errown-claim".
@@ -177,7 +186,8 @@ func or(s, def string) string {
 
 // ConfigFromYAML reads a Config from a YAML document holding the errown
 // section itself (not the whole application config). Unknown keys are
-// errors, as are values of the wrong type; the result is validated.
+// errors, as are values of the wrong type and zeros written out where
+// they would mean a default (see Config); the result is validated.
 func ConfigFromYAML(b []byte) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(b)) > 0 {
@@ -185,7 +195,7 @@ func ConfigFromYAML(b []byte) (Config, error) {
 		if err := yaml.Unmarshal(b, &raw); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
-		if err := checkYAML("", raw, reflect.TypeOf(c)); err != nil {
+		if err := multierr.Append(checkYAML("", raw, reflect.TypeOf(c)), explicitZeros(raw)); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
 		if err := yaml.UnmarshalStrict(b, &c); err != nil {
