@@ -27,13 +27,26 @@ type StormSource interface {
 	Storms() []inbound.Storm
 }
 
+// ModeSource is a Source that also says the mode errown runs in;
+// *errown.Middleware is one. The page names the mode at its top when its
+// Source is a ModeSource.
+type ModeSource interface {
+	Source
+	Modes() retry.Modes
+}
+
 // Page is the page's content, as JSON renders it.
 type Page struct {
-	Service      string             `json:"service,omitempty"`
-	Time         time.Time          `json:"time"`
-	Dependencies []depmem.EdgeView  `json:"dependencies"`
-	Budgets      []retry.BudgetView `json:"budgets"`
-	Decisions    []inbound.Decision `json:"decisions"`
+	// Mode is enforce or observe, the mode errown runs in, and
+	// ModeOverrides the retry policies whose own mode differs; both are
+	// left out when the Source is no ModeSource.
+	Mode          retry.Mode           `json:"mode,omitempty"`
+	ModeOverrides []retry.ModeOverride `json:"modeOverrides,omitempty"`
+	Service       string               `json:"service,omitempty"`
+	Time          time.Time            `json:"time"`
+	Dependencies  []depmem.EdgeView    `json:"dependencies"`
+	Budgets       []retry.BudgetView   `json:"budgets"`
+	Decisions     []inbound.Decision   `json:"decisions"`
 	// Storms are the latest root requests that met a storm below, newest
 	// first; empty when the Source is no StormSource.
 	Storms []inbound.Storm `json:"storms"`
@@ -65,6 +78,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Budgets:      orEmpty(h.src.Budgets()),
 		Decisions:    orEmpty(h.src.Decisions()),
 		Storms:       []inbound.Storm{},
+	}
+	if ms, ok := h.src.(ModeSource); ok {
+		modes := ms.Modes()
+		p.Mode, p.ModeOverrides = modes.Mode, modes.Overrides
 	}
 	ss, reportsStorms := h.src.(StormSource)
 	if reportsStorms {
