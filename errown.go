@@ -232,7 +232,14 @@ func (m *Middleware) summary() []zap.Field {
 	if c.Memory.Disabled {
 		memory = "disabled"
 	}
+	modes := m.Modes()
+	overrides := make([]string, len(modes.Overrides))
+	for i, o := range modes.Overrides {
+		overrides[i] = o.String()
+	}
 	return []zap.Field{
+		zap.String("mode", string(modes.Mode)),
+		zap.Strings("modeOverrides", overrides),
 		zap.String("config", m.source),
 		zap.Strings("retryPolicies", policies),
 		zap.Int("declaredDependencies", len(c.Dependencies)),
