@@ -74,6 +74,10 @@ type Middleware struct {
 	// decoration, Apply), a middleware group or an adapter (Adapt):
 	// checkWiring reads it.
 	applied atomic.Bool
+	// adapted is set once an adapter took the middleware (Adapt): its
+	// clients' callees are not the dispatcher's, so unknownServices
+	// checks nothing.
+	adapted atomic.Bool
 	wiring  string
 	source  string // where the configuration came from, for the start log
 
@@ -181,6 +185,7 @@ func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 // its server or client is built, as fx constructors do, not later.
 func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound, Config) {
 	m.applied.Store(true)
+	m.adapted.Store(true)
 	return m.inbound, m.egress, m.cfg
 }
 
