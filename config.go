@@ -59,8 +59,10 @@ type Config struct {
 	// series of their own; the others share the tag "_other". Default 100.
 	MaxRootProcedures int `yaml:"maxRootProcedures,omitempty"`
 	// Wiring says what happens when the application starts and errown's
-	// middleware reached no dispatcher: "require" (default) fails start
-	// with the fix, "warn" logs it and starts without errown.
+	// middleware reached no dispatcher (ErrNotWired), or a retry policy
+	// or dependency declaration names a service the dispatcher does not
+	// call (ErrUnknownService): "require" (default) fails start with the
+	// fix, "warn" logs it and starts. It does not soften invalid values.
 	Wiring string `yaml:"wiring,omitempty"`
 	// UnknownEdges says how a failure on an edge of unknown kind counts
 	// when deciding a claim: "correlated" (default) or "coincidental".
@@ -71,6 +73,7 @@ type Config struct {
 	// never retries.
 	Retry RetryConfig `yaml:"retry,omitempty"`
 	// Dependencies declares edge kinds, overriding anything learned.
+	// Each names a service the dispatcher calls, or is Recorded.
 	Dependencies []depmem.Declaration `yaml:"dependencies,omitempty"`
 	// Memory configures the learned dependency memory.
 	Memory depmem.Config `yaml:"memory,omitempty"`

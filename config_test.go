@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -298,4 +299,26 @@ func FuzzConfigFromYAML(f *testing.F) {
 func TestConfigMode(t *testing.T) {
 	assert.Equal(t, []string{`mode: must be "enforce" or "observe", got "loud"`}, errorStrings(Config{Mode: "loud"}.Validate()))
 	assert.NoError(t, Config{Mode: retry.ModeObserve}.Validate())
+}
+
+// TestREADMEConfigurationParses: the configuration reference in the
+// README, every key written out, is a configuration errown takes.
+func TestREADMEConfigurationParses(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(b), "\n## Configuration\n")
+	require.True(t, ok, "README.md has a Configuration section")
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	require.True(t, ok, "the section has a YAML block")
+	block, _, ok = strings.Cut(block, "```")
+	require.True(t, ok)
+
+	var doc map[string]interface{}
+	require.NoError(t, yaml.Unmarshal([]byte(block), &doc))
+	errownSection, err := yaml.Marshal(doc[ConfigKey])
+	require.NoError(t, err)
+	c, err := ConfigFromYAML(errownSection)
+	require.NoError(t, err, "%s", errownSection)
+	assert.NotEmpty(t, c.Retry.Policies, "the reference shows a policy")
+	assert.NotEmpty(t, c.Dependencies, "and a declaration")
 }

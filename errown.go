@@ -182,7 +182,10 @@ func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 // own wire. Unlike Inbound and Outbound, it counts as wiring: once an
 // adapter has taken the middleware, an fx application's start does not
 // fail with ErrNotWired for want of a dispatcher. An adapter calls it when
-// its server or client is built, as fx constructors do, not later.
+// its server or client is built, as fx constructors do, not later. Once an
+// adapter has, start does not check that retry policies and dependency
+// declarations name services the dispatcher calls (ErrUnknownService):
+// the adapter's clients call services errown does not know.
 func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound, Config) {
 	m.applied.Store(true)
 	m.adapted.Store(true)
