@@ -267,7 +267,7 @@ func TestConfigYAMLIdempotent(t *testing.T) {
 }
 
 func FuzzConfigFromYAML(f *testing.F) {
-	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a, idempotent: true}]}", "retry: {budget: {noFloor: true}, policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]", "dependencies: [{service: a, kind: 3}, {service: b}, {service: c, kind: !!binary ZmFpbC1vcGVu}]", "memory: {openThreshold: 1e-9, noHysteresis: true, closeThreshold: 0.5}"} {
+	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a, idempotent: true}]}", "retry: {budget: {noFloor: true}, policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]", "dependencies: [{service: a, kind: 3}, {service: b}, {service: c, kind: !!binary ZmFpbC1vcGVu}]", "memory: {openThreshold: 1e-9, noHysteresis: true, closeThreshold: 0.5}", "retry: {budget: {minPerSecond: 0, noFloor: true}, policies: [{service: a, idempotent: true, attemptTimeout: 0s, maxAttempts: 0}]}", "memory: {hysteresis: 0, window: 0s, fleet: {jointQuery: ''}}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
