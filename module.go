@@ -166,21 +166,26 @@ func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
 		cfg, err = ConfigFromYAML(nil)
 		return cfg, false, err
 	}
-	v := p.Get(ConfigKey)
-	if !v.HasValue() {
-		if err := nearMissKeys(p); err != nil {
+	var raw interface{}
+	if err := p.Get(ConfigKey).Populate(&raw); err != nil {
+		return Config{}, true, fmt.Errorf("errown: config: %w", err)
+	}
+	var top map[string]interface{}
+	if err := p.Get(config.Root).Populate(&top); err == nil {
+		_, found = top[ConfigKey]
+	} else {
+		// No top-level mapping to look at: only a value says the key
+		// is there.
+		found = raw != nil
+	}
+	if !found {
+		if err := nearMissKeys(top); err != nil {
 			return Config{}, false, err
 		}
-		cfg, err = ConfigFromYAML(nil)
-		return cfg, false, err
-	}
-	var raw interface{}
-	if err := v.Populate(&raw); err != nil {
-		return Config{}, true, fmt.Errorf("errown: config: %w", err)
 	}
 	if raw == nil {
 		cfg, err = ConfigFromYAML(nil)
-		return cfg, true, err
+		return cfg, found, err
 	}
 	b, err := yaml.Marshal(raw)
 	if err != nil {
@@ -190,13 +195,9 @@ func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
 	return cfg, true, err
 }
 
-// nearMissKeys reports each top-level key of p that is errown misspelled.
-// A provider whose top level is no mapping has no keys to look at.
-func nearMissKeys(p config.Provider) error {
-	var top map[string]interface{}
-	if err := p.Get(config.Root).Populate(&top); err != nil {
-		return nil
-	}
+// nearMissKeys reports each of the top-level keys that is errown
+// misspelled.
+func nearMissKeys(top map[string]interface{}) error {
 	keys := make([]string, 0, len(top))
 	for k := range top {
 		if configkey.Similar(k, ConfigKey) {
