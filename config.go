@@ -23,6 +23,15 @@ const ConfigKey = "errown"
 // Every field is optional, and its zero value means the default the comment
 // on it gives; only list items have required fields: a retry policy's
 // service and idempotent, a dependency declaration's service and kind.
+//
+// In YAML, a value written is taken as written or refused, never replaced:
+// a key written out with a zero (0, 0s, "" or []) where the zero would
+// mean a default, such as "minPerSecond: 0", fails with what it would have
+// meant and how to write what was meant ("to disable the floor write
+// noFloor: true"); leave the key out for the default. Where a zero means
+// what it says (attemptTimeout: 0s is no per-attempt limit, a policy's
+// procedure "" every procedure, a snapshot path "" no snapshot) it is
+// taken as written.
 type Config struct {
 	// ClaimHeader is the response header carrying the claim. Default
 	// "errown-claim".
@@ -50,8 +59,10 @@ type Config struct {
 	// series of their own; the others share the tag "_other". Default 100.
 	MaxRootProcedures int `yaml:"maxRootProcedures,omitempty"`
 	// Wiring says what happens when the application starts and errown's
-	// middleware reached no dispatcher: "require" (default) fails start
-	// with the fix, "warn" logs it and starts without errown.
+	// middleware reached no dispatcher (ErrNotWired), or a retry policy
+	// or dependency declaration names a service the dispatcher does not
+	// call (ErrUnknownService): "require" (default) fails start with the
+	// fix, "warn" logs it and starts. It does not soften invalid values.
 	Wiring string `yaml:"wiring,omitempty"`
 	// UnknownEdges says how a failure on an edge of unknown kind counts
 	// when deciding a claim: "correlated" (default) or "coincidental".
@@ -70,6 +81,7 @@ type Config struct {
 	// never retries.
 	Retry RetryConfig `yaml:"retry,omitempty"`
 	// Dependencies declares edge kinds, overriding anything learned.
+	// Each names a service the dispatcher calls, or is Recorded.
 	Dependencies []depmem.Declaration `yaml:"dependencies,omitempty"`
 	// Memory configures the learned dependency memory.
 	Memory depmem.Config `yaml:"memory,omitempty"`
@@ -82,6 +94,9 @@ type RetryConfig struct {
 	MaxBodyBytes int `yaml:"maxBodyBytes,omitempty"`
 	// Budget limits retries per callee service.
 	Budget retry.BudgetConfig `yaml:"budget,omitempty"`
+	// Overload limits the attempts in flight to a callee with a policy
+	// once it shows overload (retry.OverloadConfig).
+	Overload retry.OverloadConfig `yaml:"overload,omitempty"`
 	// Policies says which outbound calls may be retried, and how.
 	Policies []retry.PolicyConfig `yaml:"policies,omitempty"`
 }
@@ -120,6 +135,7 @@ func (c Config) retryConfig() retry.Config {
 		Mode:          c.Mode,
 		MaxBodyBytes:  c.Retry.MaxBodyBytes,
 		Budget:        c.Retry.Budget,
+		Overload:      c.Retry.Overload,
 		Policies:      c.Retry.Policies,
 	}
 }
@@ -186,7 +202,8 @@ func or(s, def string) string {
 
 // ConfigFromYAML reads a Config from a YAML document holding the errown
 // section itself (not the whole application config). Unknown keys are
-// errors, as are values of the wrong type; the result is validated.
+// errors, as are values of the wrong type and zeros written out where
+// they would mean a default (see Config); the result is validated.
 func ConfigFromYAML(b []byte) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(b)) > 0 {
@@ -194,7 +211,7 @@ func ConfigFromYAML(b []byte) (Config, error) {
 		if err := yaml.Unmarshal(b, &raw); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
-		if err := checkYAML("", raw, reflect.TypeOf(c)); err != nil {
+		if err := multierr.Append(checkYAML("", raw, reflect.TypeOf(c)), explicitZeros(raw)); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
 		if err := yaml.UnmarshalStrict(b, &c); err != nil {

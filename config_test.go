@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +107,8 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		give string
 		want []string
 	}{
-		{"claimHedaer: x", []string{"errown: config: claimHedaer: unknown key"}},
+		{"claimHedaer: x", []string{"errown: config: claimHedaer: unknown key, did you mean claimHeader?"}},
+		{"retry:\n  policies:\n    - service: a\n      idempotent: true\n      max_attempts: 3", []string{"retry.policies[0].max_attempts: unknown key, did you mean maxAttempts?"}},
 		{"retry:\n  budgett: {}", []string{"retry.budgett: unknown key"}},
 		{"ingress:\n  shards: three", []string{`errown: config: ingress.shards: want an integer, got string "three"`}},
 		{"ingress:\n  shards: 1.5", []string{`ingress.shards: want an integer, got number "1.5"`}},
@@ -265,7 +267,7 @@ func TestConfigYAMLIdempotent(t *testing.T) {
 }
 
 func FuzzConfigFromYAML(f *testing.F) {
-	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a, idempotent: true}]}", "retry: {budget: {noFloor: true}, policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]", "dependencies: [{service: a, kind: 3}, {service: b}, {service: c, kind: !!binary ZmFpbC1vcGVu}]", "memory: {openThreshold: 1e-9, noHysteresis: true, closeThreshold: 0.5}"} {
+	for _, s := range []string{fullYAML, "", "claimHeader: x", "retry: {policies: [{service: a, idempotent: true}]}", "retry: {budget: {noFloor: true}, policies: [{service: a}]}", "ingress: {shards: 3}", ":", "- [", "dependencies: [{service: a, kind: fail-open}]", "dependencies: [{service: a, kind: 3}, {service: b}, {service: c, kind: !!binary ZmFpbC1vcGVu}]", "memory: {openThreshold: 1e-9, noHysteresis: true, closeThreshold: 0.5}", "retry: {budget: {minPerSecond: 0, noFloor: true}, policies: [{service: a, idempotent: true, attemptTimeout: 0s, maxAttempts: 0}]}", "memory: {hysteresis: 0, window: 0s, fleet: {jointQuery: ''}}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -297,4 +299,26 @@ func FuzzConfigFromYAML(f *testing.F) {
 func TestConfigMode(t *testing.T) {
 	assert.Equal(t, []string{`mode: must be "enforce" or "observe", got "loud"`}, errorStrings(Config{Mode: "loud"}.Validate()))
 	assert.NoError(t, Config{Mode: retry.ModeObserve}.Validate())
+}
+
+// TestREADMEConfigurationParses: the configuration reference in the
+// README, every key written out, is a configuration errown takes.
+func TestREADMEConfigurationParses(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(b), "\n## Configuration\n")
+	require.True(t, ok, "README.md has a Configuration section")
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	require.True(t, ok, "the section has a YAML block")
+	block, _, ok = strings.Cut(block, "```")
+	require.True(t, ok)
+
+	var doc map[string]interface{}
+	require.NoError(t, yaml.Unmarshal([]byte(block), &doc))
+	errownSection, err := yaml.Marshal(doc[ConfigKey])
+	require.NoError(t, err)
+	c, err := ConfigFromYAML(errownSection)
+	require.NoError(t, err, "%s", errownSection)
+	assert.NotEmpty(t, c.Retry.Policies, "the reference shows a policy")
+	assert.NotEmpty(t, c.Dependencies, "and a declaration")
 }

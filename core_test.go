@@ -2,6 +2,7 @@ package errown_test
 
 import (
 	"github.com/errown/errown/outbound"
+	"strings"
 	"testing"
 
 	"github.com/errown/errown"
@@ -14,20 +15,24 @@ import (
 )
 
 func TestCoreAloneFailsStartWhenNobodyTakesItsMiddleware(t *testing.T) {
+	const adapters = "no grpc-go or net/http server or client took errown's middleware: build them from what grpcgo.Module or nethttp.Module provide"
 	tests := []struct {
 		name string
 		give []fx.Option
+		want string
 	}{
-		{name: "nothing takes it", give: []fx.Option{errown.Core}},
+		{name: "nothing takes it", give: []fx.Option{errown.Core}, want: adapters},
 		{
 			name: "the Middleware is taken, its middleware is not",
 			give: []fx.Option{errown.Core, fx.Invoke(func(*errown.Middleware) {})},
+			want: adapters,
 		},
 		{
 			// Inbound and Outbound are for a hand-built yarpc.Config:
 			// the dispatcher check is Module's.
 			name: "Inbound and Outbound do not count",
 			give: []fx.Option{errown.Core, fx.Invoke(func(m *errown.Middleware) { m.Inbound(); m.Outbound() })},
+			want: adapters,
 		},
 		{
 			// Core decorates nothing: the dispatcher is errown-free.
@@ -37,14 +42,16 @@ func TestCoreAloneFailsStartWhenNobodyTakesItsMiddleware(t *testing.T) {
 				errown.Core,
 				fx.Invoke(func(*yarpc.Dispatcher) {}),
 			},
+			want: `the dispatcher "svc" does not carry errown's middleware: use errown.Module (or errown.Grouped) instead of errown.Core`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := startErr(t, tt.give...)
 			require.ErrorIs(t, err, errown.ErrNotWired)
-			assert.ErrorContains(t, err, "nor grpcgo's or nethttp's adapters")
-			assert.ErrorContains(t, err, "wiring: warn", "the error names the way out")
+			assert.ErrorContains(t, err, tt.want)
+			assert.True(t, strings.HasSuffix(err.Error(), "; set errown.wiring: warn to start anyway"), "the error names the way out: %v", err)
+			assert.Less(t, len(err.Error()), 300, "one fix, not every fix there is: %v", err)
 		})
 	}
 }

@@ -7,6 +7,9 @@
 // yarpc.Config (Grouped where another library decorates yarpc.Config too),
 // or build the middleware with New and Apply it to a yarpc.Config by hand.
 // Start fails when errown's middleware reached no dispatcher: errown is
-// never silently off. docs/DESIGN.md in the repository is the design and
+// never silently off. Nor does its configuration silently do nothing: a
+// misspelled errown key, a retry policy for a service the dispatcher does
+// not call, or a zero written where it would mean a default fails start
+// with the fix. docs/DESIGN.md in the repository is the design and
 // its decision tables; README.md has the configuration reference.
 package errown

@@ -74,6 +74,10 @@ type Middleware struct {
 	// decoration, Apply), a middleware group or an adapter (Adapt):
 	// checkWiring reads it.
 	applied atomic.Bool
+	// adapted is set once an adapter took the middleware (Adapt): its
+	// clients' callees are not the dispatcher's, so unknownServices
+	// checks nothing.
+	adapted atomic.Bool
 	wiring  string
 	source  string // where the configuration came from, for the start log
 
@@ -190,9 +194,13 @@ func (m *Middleware) OutboundAround(own middleware.UnaryOutbound) yarpc.Outbound
 // own wire. Unlike Inbound and Outbound, it counts as wiring: once an
 // adapter has taken the middleware, an fx application's start does not
 // fail with ErrNotWired for want of a dispatcher. An adapter calls it when
-// its server or client is built, as fx constructors do, not later.
+// its server or client is built, as fx constructors do, not later. Once an
+// adapter has, start does not check that retry policies and dependency
+// declarations name services the dispatcher calls (ErrUnknownService):
+// the adapter's clients call services errown does not know.
 func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound, Config) {
 	m.applied.Store(true)
+	m.adapted.Store(true)
 	return m.inbound, m.egress, m.cfg
 }
 
@@ -247,7 +255,14 @@ func (m *Middleware) summary() []zap.Field {
 	if c.Memory.Disabled {
 		memory = "disabled"
 	}
+	modes := m.Modes()
+	overrides := make([]string, len(modes.Overrides))
+	for i, o := range modes.Overrides {
+		overrides[i] = o.String()
+	}
 	return []zap.Field{
+		zap.String("mode", string(modes.Mode)),
+		zap.Strings("modeOverrides", overrides),
 		zap.String("config", m.source),
 		zap.Strings("retryPolicies", policies),
 		zap.Int("declaredDependencies", len(c.Dependencies)),

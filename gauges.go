@@ -5,19 +5,22 @@ import (
 	"time"
 
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 )
 
 // _gaugeInterval is how often the gauges are updated.
 const _gaugeInterval = time.Second
 
-// gauges report errown's state, not its events: requests in flight, edges
-// by kind, retry budget left per callee, and the fleet source's health.
+// gauges report errown's state, not its events: the mode, requests in
+// flight, edges by kind, retry budget left per callee, and the fleet
+// source's health.
 // They are updated by one goroutine between Start and Stop, off the
 // request path.
 type gauges struct {
 	m *Middleware
 
+	mode         map[retry.Mode]tally.Gauge // 1 for the mode errown runs in, 0 for the other
 	inFlight     tally.Gauge
 	edges        map[ownership.EdgeKind]tally.Gauge
 	fleetHealthy tally.Gauge
@@ -30,10 +33,14 @@ type gauges struct {
 func newGauges(m *Middleware, scope tally.Scope) *gauges {
 	g := &gauges{
 		m:            m,
+		mode:         map[retry.Mode]tally.Gauge{},
 		inFlight:     scope.SubScope("ingress").Gauge("in_flight"),
 		edges:        map[ownership.EdgeKind]tally.Gauge{},
 		fleetHealthy: scope.SubScope("depmem").Gauge("fleet_healthy"),
 		budgetLeft:   map[string]tally.Gauge{},
+	}
+	for _, mode := range []retry.Mode{retry.ModeEnforce, retry.ModeObserve} {
+		g.mode[mode] = scope.Tagged(map[string]string{"mode": string(mode)}).Gauge("mode")
 	}
 	for _, k := range []ownership.EdgeKind{ownership.KindFailClose, ownership.KindFailOpen, ownership.KindUnknown} {
 		g.edges[k] = scope.SubScope("depmem").Tagged(map[string]string{"kind": k.String()}).Gauge("edges")
@@ -46,6 +53,14 @@ func newGauges(m *Middleware, scope tally.Scope) *gauges {
 
 // update sets every gauge from the middleware's state now.
 func (g *gauges) update() {
+	active := g.m.Modes().Mode
+	for mode, gauge := range g.mode {
+		if mode == active {
+			gauge.Update(1)
+		} else {
+			gauge.Update(0)
+		}
+	}
 	g.inFlight.Update(float64(g.m.InFlight()))
 	counts := map[ownership.EdgeKind]int{}
 	for _, e := range g.m.kinds.Edges() {

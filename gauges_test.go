@@ -76,3 +76,36 @@ func keys(m map[string]tally.GaugeSnapshot) []string {
 	}
 	return out
 }
+
+// TestModeGauge: errown.mode is 1 tagged with the mode errown runs in, 0
+// tagged with the other; a policy's own mode does not change it.
+func TestModeGauge(t *testing.T) {
+	tests := []struct {
+		give        Config
+		wantEnforce float64
+		wantObserve float64
+	}{
+		{give: Config{}, wantEnforce: 1, wantObserve: 0},
+		{give: Config{Mode: retry.ModeObserve}, wantEnforce: 0, wantObserve: 1},
+		{
+			give: Config{Mode: retry.ModeEnforce, Retry: RetryConfig{Policies: []retry.PolicyConfig{
+				{Service: "users", Mode: retry.ModeObserve, Idempotent: new(true)},
+			}}},
+			wantEnforce: 1, wantObserve: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.give.Mode), func(t *testing.T) {
+			scope := tally.NewTestScope("", nil)
+			m, err := New(tt.give, WithScope(scope))
+			require.NoError(t, err)
+			require.NoError(t, m.Start())
+			require.NoError(t, m.Stop())
+			g := scope.Snapshot().Gauges()
+			require.Contains(t, g, "errown.mode+mode=enforce", "have %v", keys(g))
+			require.Contains(t, g, "errown.mode+mode=observe", "have %v", keys(g))
+			assert.Equal(t, tt.wantEnforce, g["errown.mode+mode=enforce"].Value())
+			assert.Equal(t, tt.wantObserve, g["errown.mode+mode=observe"].Value())
+		})
+	}
+}

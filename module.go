@@ -1,14 +1,15 @@
 package errown
 
 import (
-	"errors"
 	"fmt"
-	"reflect"
+	"sort"
 
+	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
+	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/zap"
@@ -29,12 +30,12 @@ import (
 // application: fx refuses two providers of *Middleware).
 var Core = fx.Module("errown",
 	fx.Provide(NewFromParams),
-	fx.Invoke(checkWiring),
+	fx.Invoke(checkWiring(_viaCore)),
 )
 
 // Module adds errown to an fx application that builds its yarpc dispatcher
-// from a provided yarpc.Config: it is Core, which provides *Middleware in
-// an fx.Module named "errown", and decorates the yarpc.Config with it. The
+// from a provided yarpc.Config: it provides *Middleware in an fx.Module
+// named "errown", as Core does, and decorates the yarpc.Config with it. The
 // configuration comes from the application's config.Provider (or
 // *config.YAML) under the key "errown" when there is one; logs go to its
 // *zap.Logger and metrics to its tally.Scope when it has them.
@@ -44,13 +45,19 @@ var Core = fx.Module("errown",
 // built outside it. It applies in the scope Module is placed in, so place
 // Module where the dispatcher is built from the yarpc.Config. When the app
 // starts, errown checks that its middleware reached a dispatcher, and
-// fails start with the fix when it did not (wiring: warn logs it instead).
+// fails start with the fix when it did not; when the graph has the
+// *yarpc.Dispatcher, it checks too that every retry policy and
+// dependency declaration names a service the dispatcher has an outbound
+// for (ErrUnknownService). wiring: warn logs what it found instead.
 //
 // An application in which another library decorates yarpc.Config too
 // cannot use Module (fx allows one decoration of a type per scope): use
 // Grouped.
 var Module = fx.Options(
-	Core,
+	fx.Module("errown",
+		fx.Provide(NewFromParams),
+		fx.Invoke(checkWiring(_viaModule)),
+	),
 	fx.Decorate(decorate),
 )
 
@@ -93,7 +100,7 @@ const (
 // middleware reached no dispatcher.
 var Grouped = fx.Module("errown",
 	fx.Provide(NewFromParams, groupedMiddleware),
-	fx.Invoke(checkWiring),
+	fx.Invoke(checkWiring(_viaGrouped)),
 )
 
 // Params are the inputs of NewFromParams.
@@ -130,9 +137,12 @@ func NewFromParams(p Params) (Result, error) {
 	case p.YAML != nil:
 		provider, source = p.YAML, "*config.YAML"
 	}
-	cfg, err := configFromProvider(provider)
+	cfg, found, err := configFromProvider(provider)
 	if err != nil {
 		return Result{}, err
+	}
+	if provider != nil && !found {
+		source += " " + _noSection
 	}
 	m, err := New(cfg, WithLogger(p.Logger), WithScope(p.Scope))
 	if err != nil {
@@ -143,28 +153,72 @@ func NewFromParams(p Params) (Result, error) {
 	return Result{Middleware: m}, nil
 }
 
-// _sourceNone says that errown found no configuration.
-const _sourceNone = "none found: defaults, no retry policies"
+// What the start log says of the configuration when there is none.
+const (
+	// _sourceNone: errown found no configuration provider.
+	_sourceNone = "none found: defaults, no retry policies"
+	// _noSection: the provider has no errown key.
+	_noSection = "(no errown key: defaults, no retry policies)"
+)
 
 // configFromProvider reads the errown section strictly, whatever the
 // provider's own mode: it is taken out as plain data and decoded again with
-// unknown keys rejected.
-func configFromProvider(p config.Provider) (Config, error) {
+// unknown keys rejected. found says whether p has the errown key (perhaps
+// with no value: "errown:" alone). When it has not but has a top-level key
+// close to it (Errown, errwon, err_own), that key is errown's misspelled:
+// errown would start with none of it, so it is an error.
+func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
 	if p == nil {
-		return ConfigFromYAML(nil)
+		cfg, err = ConfigFromYAML(nil)
+		return cfg, false, err
 	}
 	var raw interface{}
 	if err := p.Get(ConfigKey).Populate(&raw); err != nil {
-		return Config{}, fmt.Errorf("errown: config: %w", err)
+		return Config{}, true, fmt.Errorf("errown: config: %w", err)
+	}
+	var top map[string]interface{}
+	if err := p.Get(config.Root).Populate(&top); err == nil {
+		_, found = top[ConfigKey]
+	} else {
+		// No top-level mapping to look at: only a value says the key
+		// is there.
+		found = raw != nil
+	}
+	if !found {
+		if err := nearMissKeys(top); err != nil {
+			return Config{}, false, err
+		}
 	}
 	if raw == nil {
-		return ConfigFromYAML(nil)
+		cfg, err = ConfigFromYAML(nil)
+		return cfg, found, err
 	}
 	b, err := yaml.Marshal(raw)
 	if err != nil {
-		return Config{}, fmt.Errorf("errown: config: %w", err)
+		return Config{}, true, fmt.Errorf("errown: config: %w", err)
 	}
-	return ConfigFromYAML(b)
+	cfg, err = ConfigFromYAML(b)
+	return cfg, true, err
+}
+
+// nearMissKeys reports each of the top-level keys that is errown
+// misspelled.
+func nearMissKeys(top map[string]interface{}) error {
+	keys := make([]string, 0, len(top))
+	for k := range top {
+		if configkey.Similar(k, ConfigKey) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var err error
+	for _, k := range keys {
+		err = multierr.Append(err, fmt.Errorf("errown: config: found top-level key %q, did you mean %s? "+
+			"errown reads only %q and would start with defaults and no retry policies: "+
+			"rename %q to %s (or, if it is not errown's, add %s: {} beside it)",
+			k, ConfigKey, ConfigKey, k, ConfigKey, ConfigKey))
+	}
+	return err
 }
 
 func decorate(cfg yarpc.Config, m *Middleware) yarpc.Config {
@@ -230,82 +284,4 @@ func errownFirst[T any](mws []T) []T {
 		}
 	}
 	return out
-}
-
-// wiringParams are the inputs of checkWiring.
-type wiringParams struct {
-	fx.In
-
-	Lifecycle  fx.Lifecycle
-	Middleware *Middleware
-	Logger     *zap.Logger       `optional:"true"`
-	Dispatcher *yarpc.Dispatcher `optional:"true"`
-}
-
-// ErrNotWired is the start error of an application in which errown's
-// middleware reached no yarpc dispatcher, and no grpc-go or net/http
-// server or client took it either (through grpcgo or nethttp).
-var ErrNotWired = errors.New("errown: its middleware is on no yarpc dispatcher, nor on any grpc-go or net/http server or client")
-
-// checkWiring makes start fail (or, with wiring: warn, log) when errown's
-// middleware reached no dispatcher nor adapter, and logs what errown runs
-// with.
-func checkWiring(p wiringParams) {
-	m := p.Middleware
-	logger := p.Logger
-	if logger == nil {
-		logger = zap.NewNop()
-	}
-	p.Lifecycle.Append(fx.StartHook(func() error {
-		err := m.wiringError(p.Dispatcher)
-		if err != nil && m.wiring == WiringWarn {
-			logger.Warn("errown is off", zap.Error(err))
-			err = nil
-		}
-		if err != nil {
-			return err
-		}
-		logger.Info("errown started", m.summary()...)
-		return nil
-	}))
-}
-
-// wiringError says why errown's middleware is not on d (nil: not known),
-// or on no dispatcher nor adapter at all; nil when it is.
-func (m *Middleware) wiringError(d *yarpc.Dispatcher) error {
-	if !m.applied.Load() {
-		return fmt.Errorf("%w: nothing used the yarpc.Config it decorates, nor its middleware groups, nor grpcgo's or nethttp's adapters. "+
-			"errown.Module decorates yarpc.Config only in the fx scope it is placed in: place it where the dispatcher is built from yarpc.Config "+
-			"(not inside a child fx.Module), or use errown.Grouped and chain its groups in the dispatcher constructor; "+
-			"with grpcgo.Module or nethttp.Module, build the server or client from what they provide, when it is constructed; "+
-			"set errown.wiring: warn to start anyway", ErrNotWired)
-	}
-	if d != nil && !chainHas(d.InboundMiddleware().Unary, m.inbound) {
-		return fmt.Errorf("%w: the dispatcher %q was not built from the yarpc.Config errown decorated "+
-			"(build it with yarpc.NewDispatcher from the provided yarpc.Config, or use errown.Grouped); "+
-			"set errown.wiring: warn to start anyway", ErrNotWired, d.Name())
-	}
-	return nil
-}
-
-// chainHas reports whether mw is target or a yarpc chain holding it.
-// yarpc's chains are flat slices of middleware (UnaryInboundMiddleware
-// flattens chains of chains).
-func chainHas(mw, target middleware.UnaryInbound) bool {
-	if mw == nil {
-		return false
-	}
-	if mw == target {
-		return true
-	}
-	v := reflect.ValueOf(mw)
-	if v.Kind() != reflect.Slice {
-		return false
-	}
-	for i := range v.Len() {
-		if e, ok := v.Index(i).Interface().(middleware.UnaryInbound); ok && chainHas(e, target) {
-			return true
-		}
-	}
-	return false
 }

@@ -57,7 +57,7 @@ func service(t *testing.T, yamlConfig string, extra ...fx.Option) (*fxtest.App, 
 }
 
 func TestModuleStartsAndStops(t *testing.T) {
-	app, d, in := service(t, "errown:\n  retry:\n    policies:\n      - service: other\n        idempotent: true\n")
+	app, d, in := service(t, "errown:\n  retry:\n    budget:\n      ratio: 0.2\n")
 	d.Register(raw.Procedure("fail", func(context.Context, []byte) ([]byte, error) {
 		return nil, yarpcerrors.UnavailableErrorf("broken here")
 	}))

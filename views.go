@@ -26,3 +26,10 @@ func (m *Middleware) Decisions() []inbound.Decision {
 func (m *Middleware) Storms() []inbound.Storm {
 	return m.inbound.Storms()
 }
+
+// Modes returns the mode errown runs in, enforce or observe, and the
+// retry policies whose own mode overrides it: what the start log, the
+// gauge errown.mode and debugpage show.
+func (m *Middleware) Modes() retry.Modes {
+	return m.cfg.retryConfig().Modes()
+}

@@ -69,7 +69,7 @@ func TestWiringSilentSituationsFailStart(t *testing.T) {
 				fx.Module("service", errown.Module),
 				fx.Invoke(func(*yarpc.Dispatcher) {}),
 			},
-			want: "nothing used the yarpc.Config it decorates",
+			want: `the dispatcher "svc" was not built from the yarpc.Config errown.Module decorates: place errown.Module where the dispatcher is built from yarpc.Config, not in a child fx.Module`,
 		},
 		{
 			name: "the dispatcher is not built from the provided yarpc.Config",
@@ -81,7 +81,15 @@ func TestWiringSilentSituationsFailStart(t *testing.T) {
 				errown.Module,
 				fx.Invoke(func(*yarpc.Dispatcher) {}),
 			},
-			want: "nothing used the yarpc.Config it decorates",
+			want: `the dispatcher "svc" was not built from the yarpc.Config errown.Module decorates`,
+		},
+		{
+			name: "errown.Module, and no dispatcher reads the yarpc.Config",
+			give: []fx.Option{
+				fx.Provide(yarpcConfig),
+				errown.Module,
+			},
+			want: "nothing read the yarpc.Config errown.Module decorates: build the dispatcher from the provided yarpc.Config",
 		},
 		{
 			name: "the decorated yarpc.Config is read, but the dispatcher is built from another",
@@ -93,7 +101,7 @@ func TestWiringSilentSituationsFailStart(t *testing.T) {
 				errown.Module,
 				fx.Invoke(func(*yarpc.Dispatcher) {}),
 			},
-			want: `the dispatcher "svc" was not built from the yarpc.Config errown decorated`,
+			want: `the dispatcher "svc" was not built from the yarpc.Config errown decorated: pass the provided yarpc.Config to yarpc.NewDispatcher as it is`,
 		},
 		{
 			name: "errown.Grouped with nobody consuming the groups",
@@ -102,7 +110,19 @@ func TestWiringSilentSituationsFailStart(t *testing.T) {
 				errown.Grouped,
 				fx.Invoke(func(*yarpc.Dispatcher) {}),
 			},
-			want: "nor its middleware groups",
+			want: "nothing consumed errown.Grouped's middleware groups: chain them into the dispatcher's yarpc.Config with errown.ChainInbound",
+		},
+		{
+			name: "errown.Grouped, its groups consumed but not chained into the dispatcher",
+			give: []fx.Option{
+				fx.Provide(yarpcConfig),
+				errown.Grouped,
+				fx.Provide(func(p groupedDispatcherParams, lc fx.Lifecycle) *yarpc.Dispatcher {
+					return dispatcherFromConfig(p.Config, lc)
+				}),
+				fx.Invoke(func(*yarpc.Dispatcher) {}),
+			},
+			want: `the dispatcher "svc" took errown's middleware groups but does not run them: put errown.ChainInbound and errown.ChainOutbound`,
 		},
 	}
 	for _, tt := range tests {
@@ -110,7 +130,8 @@ func TestWiringSilentSituationsFailStart(t *testing.T) {
 			err := startErr(t, tt.give...)
 			require.ErrorIs(t, err, errown.ErrNotWired)
 			assert.ErrorContains(t, err, tt.want)
-			assert.ErrorContains(t, err, "wiring: warn", "the error names the way out")
+			assert.True(t, strings.HasSuffix(err.Error(), "; set errown.wiring: warn to start anyway"), "the error names the way out: %v", err)
+			assert.Less(t, len(err.Error()), 300, "one fix, not every fix there is: %v", err)
 		})
 	}
 }
@@ -128,7 +149,7 @@ func TestWiringWarnStartsAndLogs(t *testing.T) {
 	warned := logs.FilterMessage("errown is off").All()
 	require.Len(t, warned, 1)
 	assert.Equal(t, zapcore.WarnLevel, warned[0].Level)
-	assert.Contains(t, warned[0].ContextMap()["error"], "nothing used the yarpc.Config")
+	assert.Contains(t, warned[0].ContextMap()["error"], "was not built from the yarpc.Config errown.Module decorates")
 }
 
 func TestWiringBadValue(t *testing.T) {
@@ -143,16 +164,20 @@ func TestWiringBadValue(t *testing.T) {
 
 func TestStartLogSaysWhatErrownRunsWith(t *testing.T) {
 	tests := []struct {
-		name         string
-		give         fx.Option
-		wantConfig   string
-		wantPolicies []interface{}
+		name          string
+		give          fx.Option
+		wantConfig    string
+		wantPolicies  []interface{}
+		wantMode      string
+		wantOverrides []interface{}
 	}{
 		{
-			name:         "config.Provider",
-			give:         fx.Provide(yamlProvider("errown:\n  retry:\n    policies:\n      - {service: users, idempotent: true}\n")),
-			wantConfig:   "config.Provider",
-			wantPolicies: []interface{}{"users"},
+			name:          "config.Provider",
+			give:          fx.Provide(yamlProvider("errown:\n  retry:\n    policies:\n      - {service: users, idempotent: true}\n")),
+			wantConfig:    "config.Provider",
+			wantPolicies:  []interface{}{"users"},
+			wantMode:      "enforce",
+			wantOverrides: []interface{}{},
 		},
 		{
 			// What config.NewYAML returns, provided as is: fx does not
@@ -161,14 +186,44 @@ func TestStartLogSaysWhatErrownRunsWith(t *testing.T) {
 			give: fx.Provide(func() (*config.YAML, error) {
 				return config.NewYAML(config.Source(strings.NewReader("errown:\n  retry:\n    policies:\n      - {service: users, procedure: get, idempotent: true}\n")))
 			}),
-			wantConfig:   "*config.YAML",
-			wantPolicies: []interface{}{"users::get"},
+			wantConfig:    "*config.YAML",
+			wantPolicies:  []interface{}{"users::get"},
+			wantMode:      "enforce",
+			wantOverrides: []interface{}{},
 		},
 		{
-			name:         "no configuration at all",
-			give:         fx.Options(),
-			wantConfig:   "none found: defaults, no retry policies",
-			wantPolicies: []interface{}{},
+			name:          "no configuration at all",
+			give:          fx.Options(),
+			wantConfig:    "none found: defaults, no retry policies",
+			wantPolicies:  []interface{}{},
+			wantMode:      "enforce",
+			wantOverrides: []interface{}{},
+		},
+		{
+			name:          "a config.Provider without the errown key",
+			give:          fx.Provide(yamlProvider("service:\n  name: svc\n")),
+			wantConfig:    "config.Provider (no errown key: defaults, no retry policies)",
+			wantPolicies:  []interface{}{},
+			wantMode:      "enforce",
+			wantOverrides: []interface{}{},
+		},
+		{
+			name:          "the errown key with no value",
+			give:          fx.Provide(yamlProvider("errown:\n")),
+			wantConfig:    "config.Provider",
+			wantPolicies:  []interface{}{},
+			wantMode:      "enforce",
+			wantOverrides: []interface{}{},
+		},
+		{
+			name: "observe mode, one policy enforcing",
+			give: fx.Provide(yamlProvider("errown:\n  mode: observe\n  retry:\n    policies:\n" +
+				"      - {service: users, procedure: get, mode: enforce, idempotent: true}\n" +
+				"      - {service: users, mode: observe, idempotent: true}\n")),
+			wantConfig:    "config.Provider",
+			wantPolicies:  []interface{}{"users::get", "users"},
+			wantMode:      "observe",
+			wantOverrides: []interface{}{"users::get=enforce"},
 		},
 	}
 	for _, tt := range tests {
@@ -177,7 +232,7 @@ func TestStartLogSaysWhatErrownRunsWith(t *testing.T) {
 			require.NoError(t, startErr(t,
 				tt.give,
 				fx.Supply(zap.New(core)),
-				fx.Provide(yarpcConfig, dispatcherFromConfig),
+				fx.Provide(func() yarpc.Config { return yarpcConfigCalling(outboundTo("users")) }, dispatcherFromConfig),
 				errown.Module,
 				fx.Invoke(func(*yarpc.Dispatcher) {}),
 			))
@@ -186,6 +241,8 @@ func TestStartLogSaysWhatErrownRunsWith(t *testing.T) {
 			fields := started[0].ContextMap()
 			assert.Equal(t, tt.wantConfig, fields["config"])
 			assert.Equal(t, tt.wantPolicies, fields["retryPolicies"])
+			assert.Equal(t, tt.wantMode, fields["mode"])
+			assert.Equal(t, tt.wantOverrides, fields["modeOverrides"])
 			assert.Equal(t, "none", fields["snapshot"])
 			assert.Equal(t, "none", fields["fleet"])
 			assert.Equal(t, "require", fields["wiring"])

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/errown/errown/internal/configkey"
 	"go.uber.org/multierr"
 )
 
@@ -71,7 +72,7 @@ func checkYAML(path string, v interface{}, t reflect.Type) error {
 		for _, k := range keys {
 			f, ok := fields[k]
 			if !ok {
-				err = multierr.Append(err, fmt.Errorf("%s: unknown key", join(path, k)))
+				err = multierr.Append(err, unknownKey(join(path, k), k, fields))
 				continue
 			}
 			err = multierr.Append(err, checkYAML(join(path, k), lookup(m, k), f.Type))
@@ -109,6 +110,19 @@ func checkYAML(path string, v interface{}, t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// unknownKey is the error of a key the struct has no field for, naming
+// the key it was likely meant to be.
+func unknownKey(path, key string, fields map[string]reflect.StructField) error {
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	if near := configkey.Closest(key, known); near != "" {
+		return fmt.Errorf("%s: unknown key, did you mean %s?", path, near)
+	}
+	return fmt.Errorf("%s: unknown key", path)
 }
 
 // yamlFields maps the YAML key of each field of struct type t, embedded

@@ -108,3 +108,22 @@ func TestCheckYAMLEdgeKind(t *testing.T) {
 	assert.EqualError(t, checkYAML("kind", "soft", kind), `kind: unknown edge kind "soft" (want fail-close, fail-open or unknown)`)
 	assert.EqualError(t, checkYAML("kind", 1, kind), `kind: want a string, got integer "1"`)
 }
+
+// TestCheckYAMLUnknownKeySuggests: an unknown key close to a known one
+// names it.
+func TestCheckYAMLUnknownKeySuggests(t *testing.T) {
+	tests := []struct {
+		give string
+		want []string
+	}{
+		{"levle: low", []string{"levle: unknown key, did you mean level?"}},
+		{"Levels: [low]", []string{"Levels: unknown key, did you mean levels?"}},
+		{"nested: [{pointer: low}]", []string{"nested[0].pointer: unknown key"}},
+		{"colour: low", []string{"colour: unknown key"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			assert.Equal(t, tt.want, errorStrings(checkLevels(t, tt.give)))
+		})
+	}
+}

@@ -97,7 +97,10 @@ func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, _ trans
 	return f(ctx, req)
 }
 
-var _ debugpage.StormSource = (*errown.Middleware)(nil)
+var (
+	_ debugpage.StormSource = (*errown.Middleware)(nil)
+	_ debugpage.ModeSource  = (*errown.Middleware)(nil)
+)
 
 // learned returns errown middleware that has served failing requests: its
 // memory has learned orders' edge to inventory as fail-close, its budget
@@ -150,6 +153,7 @@ func TestPageInChromium(t *testing.T) {
 	dom := string(chromium(t, url, "--dump-dom"))
 	for _, want := range []string{
 		"errown · orders",
+		"Mode: <strong>enforce</strong>",
 		"<td>place</td><td>inventory::reserve</td>",
 		`<span class="kind fail-close">fail-close</span>`,
 		`<td class="unclaimed">unclaimed</td>`,

@@ -27,11 +27,24 @@ type StormSource interface {
 	Storms() []inbound.Storm
 }
 
+// ModeSource is a Source that also says the mode errown runs in;
+// *errown.Middleware is one. The page names the mode at its top when its
+// Source is a ModeSource.
+type ModeSource interface {
+	Source
+	Modes() retry.Modes
+}
+
 // Page is the page's content, as JSON renders it.
 type Page struct {
-	Service      string            `json:"service,omitempty"`
-	Time         time.Time         `json:"time"`
-	Dependencies []depmem.EdgeView `json:"dependencies"`
+	// Mode is enforce or observe, the mode errown runs in, and
+	// ModeOverrides the retry policies whose own mode differs; both are
+	// left out when the Source is no ModeSource.
+	Mode          retry.Mode           `json:"mode,omitempty"`
+	ModeOverrides []retry.ModeOverride `json:"modeOverrides,omitempty"`
+	Service       string               `json:"service,omitempty"`
+	Time          time.Time            `json:"time"`
+	Dependencies  []depmem.EdgeView    `json:"dependencies"`
 	// Budgets are the callees' retry budgets (see Budget for their JSON).
 	Budgets   []Budget           `json:"budgets"`
 	Decisions []inbound.Decision `json:"decisions"`
@@ -66,6 +79,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Budgets:      budgetsOf(h.src.Budgets()),
 		Decisions:    orEmpty(h.src.Decisions()),
 		Storms:       []inbound.Storm{},
+	}
+	if ms, ok := h.src.(ModeSource); ok {
+		modes := ms.Modes()
+		p.Mode, p.ModeOverrides = modes.Mode, modes.Overrides
 	}
 	ss, reportsStorms := h.src.(StormSource)
 	if reportsStorms {

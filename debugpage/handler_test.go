@@ -209,3 +209,58 @@ func TestMethodNotAllowed(t *testing.T) {
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	assert.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
 }
+
+// withModes is a Source that says its modes.
+type withModes struct {
+	fakeSource
+	modes retry.Modes
+}
+
+func (w withModes) Modes() retry.Modes { return w.modes }
+
+var _ ModeSource = withModes{}
+
+// TestMode: the mode is the first line under the title, HTML and JSON.
+func TestMode(t *testing.T) {
+	tests := []struct {
+		name     string
+		give     Source
+		wantHTML string
+		wantJSON []string
+	}{
+		{
+			name:     "enforce",
+			give:     withModes{full, retry.Modes{Mode: retry.ModeEnforce, Overrides: []retry.ModeOverride{}}},
+			wantHTML: `<p id="mode" class="mode enforce">Mode: <strong>enforce</strong>: errown suppresses the retries of unclaimed errors.</p>`,
+			wantJSON: []string{`"mode": "enforce"`},
+		},
+		{
+			name: "observe, one policy enforcing",
+			give: withModes{full, retry.Modes{Mode: retry.ModeObserve, Overrides: []retry.ModeOverride{
+				{Service: "inventory", Procedure: "reserve", Mode: retry.ModeEnforce},
+				{Service: "pricing", Mode: retry.ModeEnforce},
+			}}},
+			wantHTML: `<p id="mode" class="mode observe">Mode: <strong>observe</strong>: errown retries as if it were not there and reports what enforce mode would prevent.` +
+				` Policies in their own mode: inventory::reserve=enforce, pricing=enforce.</p>`,
+			wantJSON: []string{`"mode": "observe"`, `"modeOverrides": [`, `"service": "inventory"`, `"procedure": "reserve"`, `"mode": "enforce"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := serve(t, tt.give, "/", nil).Body.String()
+			assert.Contains(t, body, tt.wantHTML)
+			assert.Less(t, strings.Index(body, "</h1>"), strings.Index(body, `<p id="mode"`), "under the title")
+			assert.Less(t, strings.Index(body, `<p id="mode"`), strings.Index(body, "<h2>"), "above every section")
+
+			js := serve(t, tt.give, "/?format=json", nil).Body.String()
+			for _, want := range tt.wantJSON {
+				assert.Contains(t, js, want)
+			}
+			assert.True(t, strings.HasPrefix(js, "{\n  \"mode\": "), "the first field: %s", js[:min(len(js), 40)])
+		})
+	}
+
+	// A Source that does not say its mode: the page says nothing of it.
+	assert.NotContains(t, serve(t, full, "/", nil).Body.String(), `id="mode"`)
+	assert.NotContains(t, serve(t, full, "/?format=json", nil).Body.String(), `"mode"`)
+}

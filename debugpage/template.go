@@ -31,6 +31,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .claimed { color: #a1120b; font-weight: 600; }
 .unclaimed { color: #555; font-weight: 600; }
 .empty { color: #888; font-style: italic; }
+p.mode { font-size: 1.05em; }
+p.mode.observe strong { color: #8a5a00; }
+p.mode.enforce strong { color: #176b2c; }
 .failed { color: #a1120b; }
 .succeeded { color: #176b2c; }
 td.unknown { font-style: italic; }
@@ -38,7 +41,9 @@ td.unknown { font-style: italic; }
 </head>
 <body>
 <h1>errown{{with .Service}} · {{.}}{{end}}</h1>
-<p class="note">As of {{.Time.Format "2006-01-02 15:04:05 MST"}}. <a href="?format=json">JSON</a></p>
+{{with .Mode}}<p id="mode" class="mode {{.}}">Mode: <strong>{{.}}</strong>: {{if eq . "observe"}}errown retries as if it were not there and reports what enforce mode would prevent{{else}}errown suppresses the retries of unclaimed errors{{end}}.
+{{- with $.ModeOverrides}} Policies in their own mode: {{range $i, $o := .}}{{if $i}}, {{end}}{{$o}}{{end}}.{{end}}</p>
+{{end}}<p class="note">As of {{.Time.Format "2006-01-02 15:04:05 MST"}}. <a href="?format=json">JSON</a></p>
 
 <h2>Dependencies</h2>
 <p class="note">What the dependency memory knows of each edge: P(caller fails | callee fails) over the window.</p>

@@ -16,6 +16,12 @@ const (
 	DefaultOpenThreshold  = 0.2
 	DefaultHysteresis     = 0.05
 	DefaultMaxEdges       = 1000
+	// DefaultSnapshotInterval is the time between snapshots.
+	DefaultSnapshotInterval = time.Minute
+	// DefaultFleetInterval is the time between fleet queries.
+	DefaultFleetInterval = 30 * time.Second
+	// DefaultFleetTimeout bounds one fleet query.
+	DefaultFleetTimeout = 5 * time.Second
 	// MaxBuckets is the most buckets a window may have.
 	MaxBuckets = 1000
 )
@@ -100,7 +106,7 @@ func (c Config) withDefaults() Config {
 		c.MaxEdges = DefaultMaxEdges
 	}
 	if c.Snapshot.Interval == 0 {
-		c.Snapshot.Interval = time.Minute
+		c.Snapshot.Interval = DefaultSnapshotInterval
 	}
 	c.Fleet = c.Fleet.withDefaults(c.Window)
 	return c

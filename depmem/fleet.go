@@ -57,10 +57,10 @@ type FleetConfig struct {
 
 func (c FleetConfig) withDefaults(window time.Duration) FleetConfig {
 	if c.Interval == 0 {
-		c.Interval = 30 * time.Second
+		c.Interval = DefaultFleetInterval
 	}
 	if c.Timeout == 0 {
-		c.Timeout = 5 * time.Second
+		c.Timeout = DefaultFleetTimeout
 	}
 	query := func(metric string) string {
 		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",

@@ -26,6 +26,12 @@ type Declaration struct {
 	// e.g. new(ownership.KindFailOpen) in Go. Required, with no default:
 	// nil is a validation error.
 	Kind *ownership.EdgeKind `yaml:"kind,omitempty"`
+	// Recorded says that the callee is no RPC outbound: the handlers
+	// report their calls to it with outbound.Record (a database, a
+	// cache). errown.Module checks at start that every other
+	// declaration's Service is a service the dispatcher has an outbound
+	// for; a Recorded one is not looked for there. Default false.
+	Recorded bool `yaml:"recorded,omitempty"`
 }
 
 // Static is a Classifier over declarations. The most specific declaration

@@ -1,6 +1,8 @@
-// Package configkey places a configuration section's errors under its key:
-// each package's Config names its keys relative to itself, and the Config
-// that holds it as a section puts the section's key in front.
+// Package configkey names configuration keys in errors. Under places a
+// section's errors under its key: each package's Config names its keys
+// relative to itself, and the Config that holds it as a section puts the
+// section's key in front. Similar and Closest find the key a misspelled
+// one was meant to be.
 package configkey
 
 import (
