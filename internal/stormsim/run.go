@@ -156,7 +156,14 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 		}
 	}()
 
-	d := driver{o: o, client: m.client, codes: g.failCodes(), mustFail: expected.Availability == 0}
+	codes := g.failCodes()
+	if o.Policy.runsErrown() && codes[yarpcerrors.CodeDeadlineExceeded] {
+		// A hanging node times its callers' attempts out: errown's limit
+		// on attempts in flight to it (retry.overload) sheds some calls at
+		// once, resource-exhausted, rather than add them to its queue.
+		codes[yarpcerrors.CodeResourceExhausted] = true
+	}
+	d := driver{o: o, client: m.client, codes: codes, mustFail: expected.Availability == 0}
 	var out, warm outcomes
 	if o.Warmup > 0 {
 		warm = d.drive(ctx, 0, o.Warmup)
