@@ -20,7 +20,7 @@ func BenchmarkHop(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			leaf := startGRPC(b, nodeConfig{name: _b, errown: tt.cfg})
 			a := startGRPC(b, nodeConfig{name: _a, errown: tt.cfg, callee: leaf})
-			client := dial(b, "root", a, nil, false, nil)
+			client := dial(b, "root", a, nil, nodeConfig{})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			b.ReportAllocs()
