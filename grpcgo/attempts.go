@@ -88,7 +88,8 @@ type attempt struct {
 	opts       []grpc.CallOption
 
 	sent    bool
-	err     error // as the invoker returned it
+	res     transport.Response // what errown's step reads of it
+	err     error              // as the invoker returned it
 	trailer metadata.MD
 	header  metadata.MD
 	peer    peer.Peer
@@ -123,14 +124,14 @@ func (a *attempt) Call(ctx context.Context, treq *transport.Request) (*transport
 		ctx = withOutgoing(ctx, treq.Headers)
 	}
 	a.err = a.invoker(ctx, a.method, a.req, a.reply, a.cc, opts...)
-	res := &transport.Response{
+	a.res = transport.Response{
 		Headers:          responseHeaders(a.trailer, a.call.noRetryHeader),
 		ApplicationError: applicationError(a.trailer),
 	}
 	if a.err == nil {
-		return res, nil
+		return &a.res, nil
 	}
-	return res, &attemptError{status: yarpcError(a.err), attempt: a}
+	return &a.res, &attemptError{status: yarpcError(a.err), attempt: a}
 }
 
 // Start, Stop, IsRunning and Transports make an attempt a
