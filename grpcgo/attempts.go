@@ -44,11 +44,12 @@ import (
 // that is not the one errown's interceptor handed down, passes through
 // uncounted.
 //
-// Unless WithGRPCRetries, it also commits each attempt to grpc-go's first
-// try once the request is sent (grpc.MaxRetryRPCBufferSize(0), as
-// UnaryClientInterceptor does), after whatever call options the
-// interceptors between set: none of them turns grpc-go's own retries back
-// on.
+// Where errown's UnaryClientInterceptor commits each call to grpc-go's
+// first try (alone, without WithGRPCRetries: see there), it commits each
+// attempt again (grpc.MaxRetryRPCBufferSize(0)) after whatever call
+// options the interceptors between set: none of them turns grpc-go's own
+// retries back on. Under DialOptions grpc-go's retry policies are off for
+// the whole ClientConn already.
 func AttemptsInterceptor(mw *errown.Middleware) grpc.UnaryClientInterceptor {
 	step := mw.AdaptAttempts()
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
