@@ -204,6 +204,18 @@ func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound,
 	return m.inbound, m.egress, m.cfg
 }
 
+// AdaptAttempts is for adapters, as Adapt is: it returns errown's innermost
+// attempt step (retry.Attempts, the one Outbound puts next to the
+// transport), through which an adapter runs each physical attempt its
+// client sends, below the application's own retries: grpcgo's
+// AttemptsInterceptor and nethttp's Attempts. The step knows a call by the
+// state errown's outbound middleware (Adapt's) put in its context. It
+// counts as wiring, as Adapt does.
+func (m *Middleware) AdaptAttempts() middleware.UnaryOutbound {
+	m.applied.Store(true)
+	return m.retry.Attempts()
+}
+
 // InFlight returns how many requests errown tracks in flight: at most
 // ingress.maxInFlight.
 func (m *Middleware) InFlight() int { return m.inbound.InFlight() }

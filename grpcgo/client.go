@@ -39,18 +39,26 @@ const _applicationErrorKey = "rpc-application-error"
 // read as no pushback: errown's backoff applies, not the delay asked.
 //
 // grpc-go's own retries (a retryPolicy in the ClientConn's service
-// config) must not retry under errown: they would multiply each of
-// errown's attempts, blind to claims and unseen by errown's budget and
-// telemetry. The interceptor turns them off for each call
+// config) must not retry under errown: they run inside one call of the
+// invoker, below every interceptor, and would multiply each of errown's
+// attempts, blind to claims and unseen by errown's budget and telemetry.
+// The interceptor turns them off for each call
 // (grpc.MaxRetryRPCBufferSize(0), which commits the call to its first
-// attempt once the request is sent), unless WithGRPCRetries. That also
-// turns off grpc-go's transparent retry of a request the server never
-// processed (a stream refused while the server shuts down): dial with
+// attempt once the request is sent: grpc-go retries no committed call),
+// unless WithGRPCRetries. grpc-go may still try again an attempt whose
+// stream it could not create, of which nothing left the process, but no
+// longer its transparent retry of a request the server refused
+// unprocessed (a stream refused while the server shuts down): dial with
 // DialOptions instead, which disables grpc-go's retry policies for the
 // whole ClientConn (grpc.WithDisableRetry) and keeps transparent retries.
 // The interceptor cannot tell ahead of a ClientConn's first call whether
 // its service config has a retryPolicy (the config arrives with the
 // resolver's first answer), so it does not try.
+//
+// An application interceptor chained after this one runs inside it, on
+// each of errown's attempts; one that sends a call again (a retry
+// interceptor) is held to errown's rules only with AttemptsInterceptor
+// chained after it, last.
 //
 // Streams need no interceptor: errown leaves them alone.
 func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryClientInterceptor {
@@ -69,11 +77,12 @@ func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryCli
 			reply:         reply,
 			cc:            cc,
 			noRetryHeader: o.noRetryHeader,
+			commit:        !o.grpcRetries && !o.retryDisabled,
 		}
-		c.opts = make([]grpc.CallOption, 0, len(callOpts)+2)
+		c.opts = make([]grpc.CallOption, 0, len(callOpts)+3)
 		c.opts = append(c.opts, callOpts...)
-		c.opts = append(c.opts, grpc.Trailer(&c.trailer))
-		if !o.grpcRetries && !o.retryDisabled {
+		c.opts = append(c.opts, grpc.Trailer(&c.trailer), c)
+		if c.commit {
 			c.opts = append(c.opts, _noGRPCRetry)
 		}
 		treq := &transport.Request{
@@ -109,35 +118,60 @@ var _noGRPCRetry = grpc.MaxRetryRPCBufferSize(0)
 //
 //	cc, err := grpc.NewClient(target, append(grpcgo.DialOptions(mw, grpcgo.WithService("payments")),
 //		grpc.WithTransportCredentials(creds))...)
+//
+// The application's own interceptors that should run on each of errown's
+// attempts (a retry interceptor among them) go in WithInnerInterceptors:
+// DialOptions chains them after errown's, and AttemptsInterceptor(mw)
+// after them, last, so that a retry they make is held to errown's rules.
+// grpc-go chains interceptors in the order of the options, so one chained
+// by an option after DialOptions runs below errown's, and below
+// AttemptsInterceptor when WithInnerInterceptors put one there: its
+// replays leave the process unseen. Such an interceptor goes in
+// WithInnerInterceptors, or is chained with AttemptsInterceptor after it
+// (and no WithInnerInterceptors):
+//
+//	append(grpcgo.DialOptions(mw), grpc.WithChainUnaryInterceptor(appRetry, grpcgo.AttemptsInterceptor(mw)))
 func DialOptions(mw *errown.Middleware, opts ...Option) []grpc.DialOption {
 	o := newOptions(opts)
-	if o.grpcRetries {
-		return []grpc.DialOption{grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(mw, opts...))}
+	if !o.grpcRetries {
+		opts = append(opts[:len(opts):len(opts)], optionFunc(func(o *options) { o.retryDisabled = true }))
 	}
-	inner := append(opts[:len(opts):len(opts)], optionFunc(func(o *options) { o.retryDisabled = true }))
-	return []grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(UnaryClientInterceptor(mw, inner...)),
-		grpc.WithDisableRetry(),
+	chain := []grpc.UnaryClientInterceptor{UnaryClientInterceptor(mw, opts...)}
+	if len(o.inner) > 0 {
+		chain = append(append(chain, o.inner...), AttemptsInterceptor(mw))
 	}
+	dial := []grpc.DialOption{grpc.WithChainUnaryInterceptor(chain...)}
+	if !o.grpcRetries {
+		dial = append(dial, grpc.WithDisableRetry())
+	}
+	return dial
 }
 
 // clientCall is one logical call as a transport.UnaryOutbound: each Call
 // is one attempt, the invoker called with the call's request and reply.
+// It is also one of the call options it calls the invoker with, which does
+// nothing in grpc-go (grpc.EmptyCallOption): AttemptsInterceptor, below the
+// application's interceptors, finds the call by it.
 type clientCall struct {
+	grpc.EmptyCallOption
+
 	invoker       grpc.UnaryInvoker
 	method        string
 	req, reply    any
 	cc            *grpc.ClientConn
 	opts          []grpc.CallOption // the caller's, then ours
 	noRetryHeader string
+	commit        bool // each attempt is committed to grpc-go's first try
 
-	trailer metadata.MD // the latest attempt's
-	err     error       // the latest attempt's, as the invoker returned it
+	current *transport.Request // the attempt being sent
+	trailer metadata.MD        // the latest attempt's
+	err     error              // the latest attempt's, as the invoker returned it
 }
 
 var (
 	_ transport.UnaryOutbound = (*clientCall)(nil)
 	_ transport.Namer         = (*clientCall)(nil)
+	_ grpc.CallOption         = (*clientCall)(nil)
 )
 
 // Call sends one attempt: the invoker with req's headers (errown's attempt
@@ -145,6 +179,7 @@ var (
 // as the response's headers, with an error of the code the invoker's had.
 func (c *clientCall) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
 	c.trailer = nil
+	c.current = req
 	err := c.invoker(withOutgoing(ctx, req.Headers), c.method, c.req, c.reply, c.cc, c.opts...)
 	c.err = err
 	return &transport.Response{

@@ -40,14 +40,52 @@
 // errown's no-retry, and an errown server's no-retry (inbound.DoNotRetry)
 // also sends grpc-retry-pushback-ms: -1 for callers without errown.
 //
+// # Retries errown does not own
+//
+// An application that keeps its own retry interceptor chains it inside
+// errown's, and AttemptsInterceptor after it, last: errown's innermost
+// attempt step, as retry.Attempts is on a yarpc dispatcher. It sees every
+// call of the invoker, each an attempt that leaves the process, counts it
+// in the call's attempts and storm figures, and refuses a replay errown's
+// rules refuse (of an unclaimed error; past the edge's policy, budget,
+// pushback or deadline) before it leaves: the retrying interceptor gets
+// the previous attempt's error back, the same value, with its trailers.
+// DialOptions chains the interceptors given with WithInnerInterceptors so:
+//
+//	grpcgo.DialOptions(mw, grpcgo.WithService("payments"), grpcgo.WithInnerInterceptors(appRetry))
+//	// or, by hand:
+//	grpc.WithChainUnaryInterceptor(grpcgo.UnaryClientInterceptor(mw, grpcgo.WithService("payments")),
+//		appRetry, grpcgo.AttemptsInterceptor(mw))
+//
+// grpc-go chains interceptors in the order of its options, across
+// several WithChainUnaryInterceptor: one chained by an option after
+// DialOptions runs below errown's, unseen unless AttemptsInterceptor is
+// chained after it.
+//
 // # grpc-go's own retries
 //
 // A retryPolicy in a ClientConn's service config makes grpc-go retry
-// under errown, blind to claims and unseen by it. DialOptions dials with
-// grpc.WithDisableRetry(); UnaryClientInterceptor used alone commits each
-// call to its first attempt (grpc.MaxRetryRPCBufferSize(0)), which also
-// loses grpc-go's transparent retries. WithGRPCRetries leaves grpc-go's
-// retries on.
+// inside one call of the invoker (stream.go: retryLocked, shouldRetry),
+// below every interceptor, AttemptsInterceptor's too, blind to claims.
+// errown stops them where they are decided: a call grpc-go has committed
+// to its attempt is never retried. DialOptions dials with
+// grpc.WithDisableRetry(), which keeps only the transparent retries of a
+// request the server never processed; UnaryClientInterceptor used alone
+// commits each call to its first attempt once its request is sent
+// (grpc.MaxRetryRPCBufferSize(0)), which loses those transparent retries
+// too, and AttemptsInterceptor commits it again after any interceptor
+// between that undid it. So with grpc-go's retryPolicy left on and no
+// DialOptions, a callee serves no more than errown's policy allows.
+//
+// WithGRPCRetries leaves grpc-go's retries on, and errown then neither
+// counts nor refuses them. A stats.Handler sees each of grpc-go's attempts
+// (a stats.Begin, IsTransparentRetryAttempt for a transparent one), but
+// no hook of grpc-go can hold them to errown's rules: per-RPC credentials
+// (GetRequestMetadata, called before each attempt's headers go out) could
+// fail an attempt, but cannot see the previous attempt's claim, return its
+// error in its place (the error is the credentials' own, and gRFC A54
+// turns some codes into internal), or stop grpc-go retrying that failure
+// in turn.
 //
 // # Handlers
 //

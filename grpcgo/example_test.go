@@ -67,6 +67,51 @@ retry:
 	// Output: Unavailable [unclaimed] 2
 }
 
+// An application keeps its own retry interceptor, which sends a failed
+// call up to four times, inside errown's: errown's innermost step, which
+// DialOptions chains after it, holds it to errown's policy of two
+// attempts.
+func ExampleWithInnerInterceptors() {
+	var served atomic.Int64
+	paymentsMW := startMiddleware(errown.Config{})
+	defer paymentsMW.Stop()
+	payments := serveHealth(paymentsMW, func(context.Context) error {
+		served.Add(1)
+		return status.Error(codes.Unavailable, "payments is down")
+	})
+	defer payments.Stop()
+
+	cfg, err := errown.ConfigFromYAML([]byte(`
+retry:
+  policies:
+    - service: payments
+      maxAttempts: 2
+      idempotent: true
+`))
+	if err != nil {
+		panic(err)
+	}
+	mw := startMiddleware(cfg)
+	defer mw.Stop()
+	appRetry := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		var err error
+		for range 4 {
+			if err = invoker(ctx, method, req, reply, cc, opts...); err == nil {
+				return nil
+			}
+		}
+		return err
+	}
+	toPayments := dialHealth(payments.addr, grpcgo.DialOptions(mw, grpcgo.WithService("payments"), grpcgo.WithInnerInterceptors(appRetry))...)
+	defer toPayments.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = healthpb.NewHealthClient(toPayments).Check(ctx, &healthpb.HealthCheckRequest{})
+	fmt.Println(status.Code(err), served.Load())
+	// Output: Unavailable 2
+}
+
 func startMiddleware(cfg errown.Config) *errown.Middleware {
 	mw, err := errown.New(cfg)
 	if err != nil {

@@ -143,6 +143,12 @@ type nodeConfig struct {
 	// bare puts errown on the ClientConn with UnaryClientInterceptor
 	// alone rather than DialOptions.
 	bare bool
+	// inner are the application's own interceptors, chained inside
+	// errown's: between UnaryClientInterceptor and AttemptsInterceptor
+	// when bare, else given to DialOptions with WithInnerInterceptors.
+	inner []grpc.UnaryClientInterceptor
+	// attempts chains AttemptsInterceptor last in a bare chain.
+	attempts bool
 }
 
 func newMiddleware(t testing.TB, n *node, cfg *errown.Config) {
@@ -174,7 +180,7 @@ func startGRPC(t testing.TB, cfg nodeConfig) *node {
 	newMiddleware(t, n, cfg.errown)
 	h := &healthServer{n: n, work: cfg.work, handler: cfg.handler}
 	if cfg.callee != nil {
-		h.callee = dial(t, n.name, cfg.callee, n.mw, cfg.bare, cfg.dialOptions, cfg.clientOptions...)
+		h.callee = dial(t, n.name, cfg.callee, n.mw, cfg)
 		n.client = h.callee
 	}
 	var opts []grpc.ServerOption
@@ -200,25 +206,30 @@ func startGRPC(t testing.TB, cfg nodeConfig) *node {
 	return n
 }
 
-// dial returns a Health client of callee for the service caller: through
-// errown (grpcgo.DialOptions, or the interceptor alone when bare) when mw
-// is set, with the yarpc metadata a yarpc callee requires when callee is
-// a yarpc node.
-func dial(t testing.TB, caller string, callee *node, mw *errown.Middleware, bare bool, dialOptions []grpc.DialOption, clientOptions ...grpcgo.Option) healthpb.HealthClient {
+// dial returns a Health client of callee for the service caller, set up
+// as cfg's dialOptions, clientOptions, bare, inner and attempts say:
+// through errown (grpcgo.DialOptions, or the interceptors chained by hand
+// when bare) when mw is set, with the yarpc metadata a yarpc callee
+// requires when callee is a yarpc node.
+func dial(t testing.TB, caller string, callee *node, mw *errown.Middleware, cfg nodeConfig) healthpb.HealthClient {
 	t.Helper()
 	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if callee.yarpc {
 		opts = append(opts, grpc.WithChainUnaryInterceptor(yarpcMetadata(caller, callee.name)))
 	}
 	if mw != nil {
-		eopts := append([]grpcgo.Option{grpcgo.WithService(callee.name)}, clientOptions...)
-		if bare {
-			opts = append(opts, grpc.WithChainUnaryInterceptor(grpcgo.UnaryClientInterceptor(mw, eopts...)))
+		eopts := append([]grpcgo.Option{grpcgo.WithService(callee.name)}, cfg.clientOptions...)
+		if cfg.bare {
+			chain := append([]grpc.UnaryClientInterceptor{grpcgo.UnaryClientInterceptor(mw, eopts...)}, cfg.inner...)
+			if cfg.attempts {
+				chain = append(chain, grpcgo.AttemptsInterceptor(mw))
+			}
+			opts = append(opts, grpc.WithChainUnaryInterceptor(chain...))
 		} else {
-			opts = append(opts, grpcgo.DialOptions(mw, eopts...)...)
+			opts = append(opts, grpcgo.DialOptions(mw, append(eopts, grpcgo.WithInnerInterceptors(cfg.inner...))...)...)
 		}
 	}
-	opts = append(opts, dialOptions...)
+	opts = append(opts, cfg.dialOptions...)
 	cc, err := grpc.NewClient("passthrough:///"+callee.addr, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +345,7 @@ func (r reply) get(key string) string {
 // root caller, and returns the code and trailers it got.
 func callRoot(t testing.TB, n *node, dialOptions ...grpc.DialOption) reply {
 	t.Helper()
-	client := dial(t, "root", n, nil, false, dialOptions)
+	client := dial(t, "root", n, nil, nodeConfig{dialOptions: dialOptions})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var trailer metadata.MD

@@ -3,6 +3,7 @@ package grpcgo
 import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/ownership"
+	"google.golang.org/grpc"
 )
 
 // Option configures UnaryServerInterceptor and UnaryClientInterceptor.
@@ -16,6 +17,7 @@ type options struct {
 	service       string
 	grpcRetries   bool
 	retryDisabled bool // DialOptions disabled grpc-go's retries on the ClientConn
+	inner         []grpc.UnaryClientInterceptor
 }
 
 type optionFunc func(*options)
@@ -78,4 +80,16 @@ func WithService(name string) Option {
 // the others are blind to claims.
 func WithGRPCRetries() Option {
 	return optionFunc(func(o *options) { o.grpcRetries = true })
+}
+
+// WithInnerInterceptors gives DialOptions the application's own unary
+// client interceptors to chain inside errown's: after
+// UnaryClientInterceptor, so that each of errown's attempts passes through
+// them, and before AttemptsInterceptor, which DialOptions then chains
+// last, so that a call they send again (a retry interceptor, a client
+// library that loops) is seen, counted and held to errown's rules. They
+// run in the order given, the first outermost. The interceptors
+// themselves ignore it.
+func WithInnerInterceptors(own ...grpc.UnaryClientInterceptor) Option {
+	return optionFunc(func(o *options) { o.inner = append(o.inner, own...) })
 }

@@ -13,7 +13,7 @@ import (
 
 // In-process costs, no network: a request served by a handler that
 // answers 64 bytes, bare and under Handler, and a call through Transport
-// to a RoundTripper that answers at once.
+// (and Attempts) to a RoundTripper that answers at once.
 
 var _payload = []byte(strings.Repeat("p", 64))
 
@@ -76,6 +76,10 @@ func BenchmarkTransport(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { run(b, instant{}) })
 	b.Run("errown", func(b *testing.B) {
 		run(b, nethttp.Transport(mw, instant{}, nethttp.WithService(func(*http.Request) string { return "callee" }),
+			nethttp.WithProcedure(func(*http.Request) string { return "call" })))
+	})
+	b.Run("errown/attempts", func(b *testing.B) {
+		run(b, nethttp.Transport(mw, nethttp.Attempts(mw, instant{}), nethttp.WithService(func(*http.Request) string { return "callee" }),
 			nethttp.WithProcedure(func(*http.Request) string { return "call" })))
 	})
 }

@@ -122,9 +122,31 @@
 // Transport count as wiring there too, and errown.Module still checks
 // that the dispatcher carries errown's middleware.
 //
+// # Retries errown does not own
+//
+// An application that keeps its own retrying RoundTripper puts it between
+// Transport and the base transport, and Attempts below it: errown's
+// innermost attempt step, as retry.Attempts is on a yarpc dispatcher.
+//
+//	client := &http.Client{Transport: nethttp.Transport(mw, appRetry(nethttp.Attempts(mw, base)))}
+//
+// Attempts sees every request the application's RoundTripper sends,
+// counts it in the call's attempts and storm figures, and refuses a
+// replay errown's rules refuse (of an unclaimed error; past the edge's
+// policy, budget, pushback or deadline) before it is sent: the
+// application's RoundTripper gets the previous response back, status,
+// headers and body, or the previous error.
+//
 // # What is not covered
 //
-// Requests net/http's Transport itself sends again, on a connection that
-// turned out dead before any response, are one attempt to errown: no
-// handler saw the first, and errown counts no retry.
+// Requests net/http's Transport itself sends again, inside one RoundTrip,
+// are one attempt to errown, which neither counts nor refuses them:
+// net/http re-sends only on a connection it reused, when not a byte of a
+// response came back, and a request it had already written only when it
+// is replayable (GET, HEAD, OPTIONS, TRACE or an Idempotency-Key header,
+// with no body or a GetBody); HTTP/2 re-sends only requests the server
+// did not process. A handler may have seen such a request (its server
+// died before answering), but it sent no response and no claim: errown's
+// rules would let a retry of it go, within the policy. An
+// httptrace.ClientTrace on the request's context sees each write.
 package nethttp

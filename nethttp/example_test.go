@@ -82,3 +82,62 @@ func Example() {
 	// frontend's claim: unclaimed
 	// requests inventory served: 2
 }
+
+// retryAll is an application's own retrying RoundTripper: it sends a
+// request up to four times, again after any server error.
+type retryAll struct{ next http.RoundTripper }
+
+func (rt retryAll) RoundTrip(r *http.Request) (*http.Response, error) {
+	var (
+		res *http.Response
+		err error
+	)
+	for i := range 4 {
+		if i > 0 && err == nil {
+			_, _ = io.Copy(io.Discard, res.Body) // the failure before
+			_ = res.Body.Close()
+		}
+		if res, err = rt.next.RoundTrip(r); err == nil && res.StatusCode < 500 {
+			return res, nil
+		}
+	}
+	return res, err
+}
+
+// An application keeps its own retrying RoundTripper, which sends a
+// failed request up to four times, inside errown's Transport: Attempts,
+// below it, holds it to errown's policy of two attempts. The caller gets
+// the last response that was sent.
+func ExampleAttempts() {
+	var served atomic.Int64
+	inventory := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "request %d failed", served.Add(1))
+	}))
+	defer inventory.Close()
+
+	mw, err := errown.New(errown.Config{Retry: errown.RetryConfig{Policies: []retry.PolicyConfig{{
+		Service:        "inventory",
+		MaxAttempts:    2,
+		InitialBackoff: time.Millisecond,
+		Idempotent:     new(true),
+	}}}})
+	if err != nil {
+		panic(err)
+	}
+	_ = mw.Start()
+	defer mw.Stop()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: nethttp.Transport(mw, retryAll{next: nethttp.Attempts(mw, base)},
+		nethttp.WithService(func(*http.Request) string { return "inventory" }))}
+
+	res, err := client.Get(inventory.URL + "/items/7")
+	if err != nil {
+		panic(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	fmt.Println(res.Status, string(body), served.Load())
+	// Output: 503 Service Unavailable request 2 failed 2
+}

@@ -121,6 +121,11 @@ type nodeConfig struct {
 	serve http.HandlerFunc
 	// pattern is what the node serves: default _pattern.
 	pattern string
+	// inner is the application's own RoundTripper, between errown's
+	// Transport and the base transport (below Attempts when attempts).
+	inner func(http.RoundTripper) http.RoundTripper
+	// attempts puts errown's Attempts next to the base transport.
+	attempts bool
 }
 
 // startNode starts a node, serving GET /call (or cfg.pattern), until the
@@ -137,7 +142,14 @@ func startNode(t *testing.T, cfg nodeConfig) *node {
 		n.mw = newMiddleware(t, policyConfig(callee, cfg.mode), n.scope, n.hook)
 		if cfg.callee != nil {
 			name := cfg.callee.name
-			client.Transport = nethttp.Transport(n.mw, client.Transport,
+			base := client.Transport
+			if cfg.attempts {
+				base = nethttp.Attempts(n.mw, base)
+			}
+			if cfg.inner != nil {
+				base = cfg.inner(base)
+			}
+			client.Transport = nethttp.Transport(n.mw, base,
 				nethttp.WithService(func(*http.Request) string { return name }))
 		}
 	}

@@ -41,8 +41,15 @@ import (
 // never retried (retry.denied{reason=body-too-large}). An attempt whose
 // body errown kept carries a GetBody that replays it (one sent in place
 // carries the caller's own), so that base may itself send the attempt
-// again on a connection that turned out dead: net/http does so before
-// any handler saw the request, and errown counts no retry.
+// again on a connection that turned out dead, which errown sees as one
+// attempt (see Attempts).
+//
+// An application's own RoundTripper that sends requests again goes
+// between Transport and base, with Attempts below it, next to base:
+// Transport(mw, appRetry(Attempts(mw, base))). Each of errown's attempts
+// then passes through it, and a request it sends again is held to
+// errown's rules. Without Attempts its re-sends leave unseen, blind to
+// claims.
 //
 // When the request's context has a deadline, each attempt carries the
 // time left in a Context-TTL-MS header, which yarpc's HTTP inbound
@@ -131,8 +138,9 @@ var _ transport.UnaryOutbound = (*call)(nil)
 func (c *call) Call(ctx context.Context, treq *transport.Request) (*transport.Response, error) {
 	c.sent = true
 	// A shallow copy with its own headers: the attempt changes nothing
-	// else of the caller's request (the body is set below).
-	hreq := c.orig.WithContext(ctx)
+	// else of the caller's request (the body is set below). Its context
+	// carries treq for Attempts, below an application's RoundTripper.
+	hreq := c.orig.WithContext(context.WithValue(ctx, attemptKey{}, treq))
 	hreq.Header = c.orig.Header.Clone()
 	if hreq.Header == nil {
 		hreq.Header = make(http.Header, 2)
@@ -147,6 +155,13 @@ func (c *call) Call(ctx context.Context, treq *transport.Request) (*transport.Re
 	if err != nil {
 		return nil, transportError(ctx, err)
 	}
+	return transportResponse(res)
+}
+
+// transportResponse returns res as errown's middleware reads it: its
+// application headers, its body, and for an error status the yarpc error
+// that goes with the response (StatusError).
+func transportResponse(res *http.Response) (*transport.Response, error) {
 	tres := &transport.Response{
 		Headers:          toTransportHeaders(res.Header),
 		Body:             res.Body,

@@ -1,0 +1,189 @@
+package grpcgo
+
+import (
+	"context"
+	"errors"
+
+	"github.com/errown/errown"
+	"go.uber.org/yarpc/api/transport"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+)
+
+// AttemptsInterceptor returns errown's innermost attempt step, mw's
+// (errown.Middleware.AdaptAttempts), as a grpc-go unary client
+// interceptor. Chained last, below the application's own interceptors and
+// next to grpc-go's invoker, it sees every call of the invoker, each one
+// attempt that leaves the process, including those an application's
+// interceptor between errown's UnaryClientInterceptor and it sends again
+// (a retry interceptor, a client library that loops). It counts them in
+// the call's attempts and storm figures and holds a replay errown did not
+// make to errown's rules: a replay of an unclaimed error, or one the
+// edge's policy (its attempts), budget, the callee's pushback or the
+// deadline refuses, does not leave the process. The interceptor that
+// replayed gets the previous attempt's error back, the very error the
+// invoker returned, with its trailers, header and peer in the call
+// options that ask for them (grpc.Trailer, grpc.Header, grpc.Peer), and
+// its grpc.OnFinish functions are called with it. Each refusal counts in
+// errown.retry.denied{reason=foreign-...}, each replay let through in
+// errown.retry.foreign_attempts.
+//
+// Chain it after errown's UnaryClientInterceptor and the application's
+// interceptors, last:
+//
+//	grpc.WithChainUnaryInterceptor(grpcgo.UnaryClientInterceptor(mw, grpcgo.WithService("payments")),
+//		appRetry, grpcgo.AttemptsInterceptor(mw))
+//
+// or give the application's interceptors to DialOptions with
+// WithInnerInterceptors, which chains them so. One AttemptsInterceptor
+// per ClientConn: a second one above the first counts each attempt twice
+// and lets the replays between them through. It knows a call by what
+// errown's UnaryClientInterceptor (of the same mw) passes down in the call
+// options and the context; a call without it, or made with a context
+// that is not the one errown's interceptor handed down, passes through
+// uncounted.
+//
+// Where errown's UnaryClientInterceptor commits each call to grpc-go's
+// first try (alone, without WithGRPCRetries: see there), it commits each
+// attempt again (grpc.MaxRetryRPCBufferSize(0)) after whatever call
+// options the interceptors between set: none of them turns grpc-go's own
+// retries back on. Under DialOptions grpc-go's retry policies are off for
+// the whole ClientConn already.
+func AttemptsInterceptor(mw *errown.Middleware) grpc.UnaryClientInterceptor {
+	step := mw.AdaptAttempts()
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		c := clientCallOf(opts)
+		if c == nil {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		a := &attempt{call: c, invoker: invoker, method: method, req: req, reply: reply, cc: cc, opts: opts}
+		_, err := step.Call(ctx, c.current, a)
+		if !a.sent {
+			return refused(opts, err)
+		}
+		return a.err
+	}
+}
+
+// clientCallOf returns the call errown's UnaryClientInterceptor passes
+// down in opts, or nil.
+func clientCallOf(opts []grpc.CallOption) *clientCall {
+	for i := len(opts) - 1; i >= 0; i-- {
+		if c, ok := opts[i].(*clientCall); ok {
+			return c
+		}
+	}
+	return nil
+}
+
+// attempt is one call of the invoker below the innermost step, as a
+// transport.UnaryOutbound: Call sends it, and keeps what came back with
+// its error for a refused replay to return.
+type attempt struct {
+	call       *clientCall
+	invoker    grpc.UnaryInvoker
+	method     string
+	req, reply any
+	cc         *grpc.ClientConn
+	opts       []grpc.CallOption
+
+	sent    bool
+	res     transport.Response // what errown's step reads of it
+	err     error              // as the invoker returned it
+	trailer metadata.MD
+	header  metadata.MD
+	peer    peer.Peer
+	gotPeer bool
+}
+
+var _ transport.UnaryOutbound = (*attempt)(nil)
+
+// Call sends the attempt: the invoker with the call options it was given,
+// then errown's, with treq's headers (errown's attempt header, which the
+// step stamps on a replay) in the outgoing metadata.
+func (a *attempt) Call(ctx context.Context, treq *transport.Request) (*transport.Response, error) {
+	a.sent = true
+	opts := make([]grpc.CallOption, 0, len(a.opts)+4)
+	opts = append(opts, a.opts...)
+	opts = append(opts, grpc.Trailer(&a.trailer))
+	for _, o := range a.opts {
+		switch o.(type) {
+		case grpc.HeaderCallOption:
+			opts = append(opts, grpc.Header(&a.header))
+		case grpc.PeerCallOption:
+			opts = append(opts, grpc.Peer(&a.peer))
+			a.gotPeer = true
+		}
+	}
+	if a.call.commit {
+		opts = append(opts, _noGRPCRetry)
+	}
+	if treq != a.call.current {
+		// A replay, stamped with its own attempt number; errown's own
+		// attempt has its headers in ctx already.
+		ctx = withOutgoing(ctx, treq.Headers)
+	}
+	a.err = a.invoker(ctx, a.method, a.req, a.reply, a.cc, opts...)
+	a.res = transport.Response{
+		Headers:          responseHeaders(a.trailer, a.call.noRetryHeader),
+		ApplicationError: applicationError(a.trailer),
+	}
+	if a.err == nil {
+		return &a.res, nil
+	}
+	return &a.res, &attemptError{status: yarpcError(a.err), attempt: a}
+}
+
+// Start, Stop, IsRunning and Transports make an attempt a
+// transport.UnaryOutbound: it has no lifecycle of its own.
+func (a *attempt) Start() error                      { return nil }
+func (a *attempt) Stop() error                       { return nil }
+func (a *attempt) IsRunning() bool                   { return true }
+func (a *attempt) Transports() []transport.Transport { return nil }
+
+// attemptError is an attempt's error as errown's step keeps it: the yarpc
+// error of its code, which errown classifies (through Unwrap), and the
+// attempt, whose error and metadata a refused replay returns.
+type attemptError struct {
+	status  error
+	attempt *attempt
+}
+
+func (e *attemptError) Error() string { return e.attempt.err.Error() }
+func (e *attemptError) Unwrap() error { return e.status }
+
+// refused returns, for a replay errown's step refused with err, the error
+// the attempt before it returned, exactly, and gives the replay's call
+// options what that attempt's would have had.
+func refused(opts []grpc.CallOption, err error) error {
+	var e *attemptError
+	if !errors.As(err, &e) {
+		// Not an attempt of this interceptor's: should not happen.
+		return grpcError(err)
+	}
+	prev := e.attempt
+	for _, o := range opts {
+		switch o := o.(type) {
+		case grpc.TrailerCallOption:
+			*o.TrailerAddr = copyMD(prev.trailer)
+		case grpc.HeaderCallOption:
+			*o.HeaderAddr = copyMD(prev.header)
+		case grpc.PeerCallOption:
+			if prev.gotPeer {
+				*o.PeerAddr = prev.peer
+			}
+		case grpc.OnFinishCallOption:
+			o.OnFinish(prev.err)
+		}
+	}
+	return prev.err
+}
+
+// copyMD returns a copy of md, nil for nil.
+func copyMD(md metadata.MD) metadata.MD {
+	if md == nil {
+		return nil
+	}
+	return md.Copy()
+}

@@ -1,0 +1,170 @@
+package nethttp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/errown/errown"
+	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// Attempts returns errown's innermost attempt step, mw's
+// (errown.Middleware.AdaptAttempts), as an http.RoundTripper around base
+// (http.DefaultTransport when nil). It goes below an application's own
+// RoundTripper that sends requests again (a retrying RoundTripper, a
+// client library that loops), between it and the transport, with
+// Transport above both:
+//
+//	client := &http.Client{Transport: nethttp.Transport(mw, appRetry(nethttp.Attempts(mw, base)))}
+//
+// It sees every request the application's RoundTripper sends for one of
+// errown's attempts, each an attempt that leaves the process, counts it
+// in the call's attempts and storm figures, and holds a replay errown did
+// not make to errown's rules: a replay of an unclaimed error, or one the
+// edge's policy (its attempts), budget, the callee's pushback or the
+// deadline refuses, is not sent. The RoundTripper that replayed gets the
+// previous attempt's response back instead, its status and headers as
+// they came and its body (errown reads it into memory, up to
+// retry.maxBodyBytes, to return it again; after a larger one, or a
+// success, a replay goes), or the previous attempt's error, base's own.
+// Each refusal counts in errown.retry.denied{reason=foreign-...}, each
+// replay let through in errown.retry.foreign_attempts. A replay is sent
+// with errown's attempt header set to its number.
+//
+// Attempts knows a call by the context Transport gives each attempt's
+// request: a request with another context (one the application's
+// RoundTripper built afresh) or without Transport above passes through
+// uncounted. Use one Attempts per Transport: a second one above it counts
+// each attempt twice.
+//
+// net/http's Transport may itself send a request again, inside one
+// RoundTrip of base: errown sees one attempt and cannot refuse the other.
+// It does so only on a connection it reused, when not a byte of a
+// response came back; a request it had written only when the request is
+// replayable (GET, HEAD, OPTIONS or TRACE, or an Idempotency-Key header,
+// with no body or a GetBody). A handler may have seen the request (its
+// server died before answering), but it sent no response, so no claim,
+// and errown's rules would let a retry of it go within the policy. An
+// HTTP/2 connection re-sends only requests the server did not process.
+func Attempts(mw *errown.Middleware, base http.RoundTripper) http.RoundTripper {
+	if mw == nil {
+		panic("nethttp: Attempts needs a Middleware")
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &attempts{step: mw.AdaptAttempts(), base: base}
+}
+
+// attemptKey is the context key under which Transport passes each of
+// errown's attempts, as a *transport.Request, down to Attempts.
+type attemptKey struct{}
+
+type attempts struct {
+	step middleware.UnaryOutbound
+	base http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
+	treq, _ := r.Context().Value(attemptKey{}).(*transport.Request)
+	if treq == nil {
+		return t.base.RoundTrip(r)
+	}
+	s := &send{base: t.base, r: r, errownAttempt: treq}
+	res, err := t.step.Call(r.Context(), treq, s)
+	if !s.sent {
+		return s.refused(res, err)
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	if res != nil && res.Body != nil {
+		s.res.Body = res.Body // read into memory by the step, or as it came
+	}
+	return s.res, nil
+}
+
+// send is one request Attempts sends to base, as a transport.UnaryOutbound.
+type send struct {
+	base          http.RoundTripper
+	r             *http.Request
+	errownAttempt *transport.Request // the request of errown's attempt
+
+	sent bool
+	res  *http.Response
+	err  error // base's
+}
+
+var _ transport.UnaryOutbound = (*send)(nil)
+
+// Call sends r, with treq's headers when the step stamped a replay with
+// its attempt number (errown's own attempt has them already).
+func (s *send) Call(ctx context.Context, treq *transport.Request) (*transport.Response, error) {
+	s.sent = true
+	r := s.r
+	if treq != s.errownAttempt {
+		r = s.r.WithContext(ctx)
+		r.Header = s.r.Header.Clone()
+		if r.Header == nil {
+			r.Header = make(http.Header, 1)
+		}
+		setHTTPHeaders(r.Header, treq.Headers)
+	}
+	s.res, s.err = s.base.RoundTrip(r)
+	if s.err != nil {
+		return nil, &sendError{status: transportError(ctx, s.err), err: s.err}
+	}
+	tres, err := transportResponse(s.res)
+	if err != nil {
+		return tres, &sendError{status: err, res: s.res}
+	}
+	return tres, nil
+}
+
+// refused returns, for a replay the step refused with res and err (the
+// previous attempt's, as the step kept them), what that attempt returned:
+// its HTTP response, with the body the step kept, or base's error. The
+// replay's body is closed, as a RoundTripper must.
+func (s *send) refused(res *transport.Response, err error) (*http.Response, error) {
+	if s.r.Body != nil {
+		_ = s.r.Body.Close()
+	}
+	var e *sendError
+	if !errors.As(err, &e) {
+		// Not an attempt of Attempts': should not happen.
+		return nil, err
+	}
+	if e.res == nil {
+		return nil, e.err
+	}
+	out := *e.res
+	out.Header = e.res.Header.Clone()
+	out.Body = http.NoBody
+	if res != nil && res.Body != nil {
+		out.Body = res.Body
+	}
+	out.Request = s.r
+	return &out, nil
+}
+
+// Start, Stop, IsRunning and Transports make a send a
+// transport.UnaryOutbound: it has no lifecycle of its own.
+func (s *send) Start() error                      { return nil }
+func (s *send) Stop() error                       { return nil }
+func (s *send) IsRunning() bool                   { return true }
+func (s *send) Transports() []transport.Transport { return nil }
+
+// sendError is a send's error as errown's step keeps it: the yarpc error
+// errown classifies (through Unwrap), with what base returned, an error
+// response or base's error, for a refused replay to return again.
+type sendError struct {
+	status error
+	res    *http.Response
+	err    error
+}
+
+func (e *sendError) Error() string { return e.status.Error() }
+func (e *sendError) Unwrap() error { return e.status }
