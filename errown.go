@@ -64,6 +64,7 @@ func WithStormHook(f func(inbound.Storm)) Option {
 type Middleware struct {
 	inbound *inbound.Middleware
 	egress  *outbound.Middleware
+	direct  *outbound.Direct // egress with the innermost step right below it
 	retry   *retry.Middleware
 	memory  *depmem.Memory
 	kinds   *depmem.Static
@@ -123,6 +124,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	m := &Middleware{inbound: in, egress: egress, retry: r, memory: memory, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
+	m.direct = egress.Direct(r.Attempts())
 	m.gauges = newGauges(m, scope)
 	return m, nil
 }
@@ -184,6 +186,11 @@ func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 // transport, so a retry own makes is seen, counted and held to errown's
 // rules.
 func (m *Middleware) OutboundAround(own middleware.UnaryOutbound) yarpc.OutboundMiddleware {
+	if own == nil {
+		// Nothing in between: the egress middleware sends through the
+		// innermost step itself, with no chain and no context node.
+		return yarpc.OutboundMiddleware{Unary: m.direct}
+	}
 	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, own, m.retry.Attempts())}
 }
 
@@ -238,7 +245,7 @@ func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 // isErrown reports whether mw is one of errown's own middleware.
 func isErrown(mw any) bool {
 	switch mw.(type) {
-	case *inbound.Middleware, *outbound.Middleware, *retry.Attempts:
+	case *inbound.Middleware, *outbound.Middleware, *outbound.Direct, *retry.Attempts:
 		return true
 	default:
 		return false

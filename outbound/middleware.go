@@ -82,11 +82,43 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 
 // Call implements middleware.UnaryOutbound.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	return m.call(ctx, req, out, nil)
+}
+
+// Direct returns the egress middleware for a chain with no other outbound
+// middleware below it: it sends each attempt through step, errown's
+// innermost attempt step, itself, handing it the call's state with no
+// context node, rather than leave step to a chain of its own. Its
+// Middleware is m.
+func (m *Middleware) Direct(step reqlog.Step) *Direct {
+	return &Direct{m: m, step: step}
+}
+
+// Direct is the egress middleware with the innermost attempt step right
+// below it (Middleware.Direct).
+type Direct struct {
+	m    *Middleware
+	step reqlog.Step
+}
+
+var _ middleware.UnaryOutbound = (*Direct)(nil)
+
+// Call implements middleware.UnaryOutbound.
+func (d *Direct) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	return d.m.call(ctx, req, out, d.step)
+}
+
+// Middleware returns the egress middleware d runs.
+func (d *Direct) Middleware() *Middleware { return d.m }
+
+// call is Call, with the innermost attempt step to send through when it is
+// not in the chain below (step not nil).
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
 	m.calls.Inc(1)
 	log := reqlog.FromContext(ctx)
 	if log == nil {
 		m.untracked.Inc(1)
-		return m.untrackedCall(ctx, req, out)
+		return m.untrackedCall(ctx, req, out, step)
 	}
 	log.CallStarted()
 	defer log.CallEnded()
@@ -98,7 +130,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	}
 	c := m.mark(req)
 	defer m.release(c)
-	res, state, err := m.send(ctx, c, out)
+	res, state, err := m.send(ctx, c, out, step)
 
 	e := egresslog.Entry{
 		Edge:     edge,
@@ -195,18 +227,21 @@ func (m *Middleware) repeat(log *reqlog.Log, prev egresslog.Entry) (_ *transport
 // job) is an orphan when it had anything to report, a failure, a retry, a
 // storm below: the requests in flight meanwhile, one of which may have
 // made it, report unknown figures.
-func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
 		c := m.mark(req)
 		defer m.release(c)
-		res, _, err := m.send(ctx, c, out)
+		res, _, err := m.send(ctx, c, out, step)
 		return res, err
 	}
-	if m.orphans == nil {
-		return m.next(ctx, req, out)
-	}
 	cctx, state := reqlog.NewCallContext(ctx)
+	if step != nil {
+		out = &reqlog.Hop{Step: step, Out: out, State: state}
+	}
 	res, err := m.next(cctx, req, out)
+	if m.orphans == nil {
+		return res, err
+	}
 	_, class := ownership.CallResult(res, err, m.codeHeader)
 	st, known := ownership.ResponseStorm(res, class, m.stormHeader)
 	if class == ownership.ClassFailure || state.Attempts > 1 || !known || !st.Trivial() {
@@ -217,16 +252,19 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 
 // send sends c's request on, through the retry middleware when it is
 // errown's, and returns the state of the call it reported.
-func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbound) (*transport.Response, *reqlog.CallState, error) {
+func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
 	if m.retry != nil {
 		// The retry middleware records its state in the Sink it gets as
 		// its outbound. Nothing holds the Sink once Call returns: the
 		// response body, still read later, does not go through it.
-		c.sink.Out = out
+		c.sink.Out, c.sink.Direct = out, step != nil
 		res, err := m.retry.Call(ctx, &c.req, &c.sink)
 		return res, &c.sink.State, err
 	}
 	cctx, state := reqlog.NewCallContext(ctx)
+	if step != nil {
+		out = &reqlog.Hop{Step: step, Out: out, State: state}
+	}
 	res, err := m.next(cctx, &c.req, out)
 	// A retry middleware further in classified what it returned, which
 	// the middleware in between may have changed (a fallback turning an
@@ -328,7 +366,7 @@ func (m *Middleware) release(c *call) {
 	// The request's strings stay until the next mark overwrites them; its
 	// body, which may be large, goes now.
 	c.req.Body = nil
-	c.sink.Out, c.sink.State = nil, reqlog.CallState{}
+	c.sink.Out, c.sink.State, c.sink.Direct, c.sink.Hop = nil, reqlog.CallState{}, false, reqlog.Hop{}
 	m.pool.Put(c)
 }
 

@@ -120,14 +120,26 @@ func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transpo
 	if state == nil {
 		return out.Call(ctx, req)
 	}
+	return a.Send(ctx, req, out, state)
+}
+
+var _ reqlog.Step = (*Attempts)(nil)
+
+// Send sends one physical attempt of the call whose state is state to out.
+func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
 	s := &state.Sends
-	if !atomic.CompareAndSwapInt32(&s.Busy, 0, 1) {
-		// Sent while another attempt of the same call is under way (a
-		// hedge): there is no outcome to judge it by, so it goes, counted.
-		a.m.foreign(req.Service).sent.Inc(1)
-		return out.Call(ctx, req)
+	if !s.Direct {
+		// Something between errown's retry middleware and this step may
+		// send one call's attempts at once.
+		if !atomic.CompareAndSwapInt32(&s.Busy, 0, 1) {
+			// Sent while another attempt of the same call is under way (a
+			// hedge): there is no outcome to judge it by, so it goes,
+			// counted.
+			a.m.foreign(req.Service).sent.Inc(1)
+			return out.Call(ctx, req)
+		}
+		defer atomic.StoreInt32(&s.Busy, 0)
 	}
-	defer atomic.StoreInt32(&s.Busy, 0)
 	if s.Count > 0 && state.ErrownAttempt == s.Seen {
 		var (
 			res     *transport.Response
@@ -141,10 +153,10 @@ func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transpo
 	}
 	s.Seen = state.ErrownAttempt
 	c := a.m.callees[req.Service]
-	var round uint64
+	var adm admission
 	if c != nil {
 		var ok bool
-		if round, ok = c.overload.admit(); !ok {
+		if adm, ok = c.overload.admit(); !ok {
 			return a.m.shed(req, c, state)
 		}
 	}
@@ -153,17 +165,19 @@ func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transpo
 	res, err := out.Call(ctx, req)
 	code, class := ownership.CallResult(res, err, a.m.codeHeader)
 	state.Storm.Attempt(ownership.ResponseStorm(res, class, a.m.stormHeader))
+	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
 	s.Last = nil
 	if class == ownership.ClassOK {
 		if c != nil {
-			c.overload.done(round, false)
+			c.overload.done(adm, false)
 		}
 		return res, err
 	}
 	last := &reqlog.Outcome{Err: err, Code: code, Class: class}
 	last.Claim, last.NoRetry = ownership.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
+	state.Claim, state.NoRetry = last.Claim, last.NoRetry
 	if c != nil {
-		c.overload.done(round, overloaded(code, last.Claim))
+		c.overload.done(adm, overloaded(code, last.Claim))
 	}
 	res, kept := keep(last, res, a.m.maxBodyBytes)
 	if kept {

@@ -107,8 +107,15 @@ func (m *Middleware) Stop() error {
 // reason it declined a retry, if it did.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	if sink, ok := out.(*reqlog.Sink); ok {
+		if sink.Direct {
+			// Nothing between here and the transport: the innermost step
+			// gets the call's state from the Hop.
+			sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
+			sink.State.Sends.Direct = true
+			return m.call(ctx, req, &sink.Hop, &sink.State)
+		}
 		// The innermost step (Attempts) finds the call's state in the
-		// context of each attempt.
+		// context of each attempt, below the middleware in between.
 		return m.call(reqlog.WithCallState(ctx, &sink.State), req, sink.Out, &sink.State)
 	}
 	state := reqlog.CallStateFromContext(ctx)
@@ -181,12 +188,18 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		}
 		state.ErrownAttempt = n
 		res, err := out.Call(actx, attempt)
-		code, class := ownership.CallResult(res, err, m.codeHeader)
-		state.Code, state.Class, state.Classified = code, class, true
-		if class != ownership.ClassOK {
-			state.Claim, state.NoRetry = ownership.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
+		seen := state.Sends.Count > sent // by the innermost step
+		if !state.Sends.Direct || !seen {
+			// What came back may not be what the innermost step saw (a
+			// middleware in between), or it saw nothing: classify it here.
+			state.Code, state.Class = ownership.CallResult(res, err, m.codeHeader)
+			if state.Class != ownership.ClassOK {
+				state.Claim, state.NoRetry = ownership.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
+			}
 		}
-		if state.Sends.Count == sent {
+		code, class := state.Code, state.Class
+		state.Classified = true
+		if !seen {
 			// No innermost step saw the attempt: fold its storm here.
 			state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
 		}

@@ -86,22 +86,22 @@ func (c OverloadConfig) validate(path string) error {
 // _overloadWeight is the weight of one attempt in the recent share of
 // overloaded attempts (an exponentially weighted mean over about the last
 // 1/_overloadWeight attempts).
-const _overloadWeight = 1.0 / 16
+const _overloadWeight = 1.0 / 32
 
 // _overloadNil is the share below which the recent share reads as nil.
 const _overloadNil = 1e-3
 
 // overload is the limit on one callee's attempts in flight. It is safe for
-// concurrent use; on a callee that is not overloaded an attempt costs
-// three atomic additions and two loads.
+// concurrent use. On a callee that shows no overload an attempt costs two
+// atomic additions (the count in flight, which the first cut halves) and
+// four loads.
 type overload struct {
 	disabled  bool
 	min, max  float64
 	threshold float64
 
 	inflight atomic.Int64
-	started  atomic.Uint64 // attempts admitted so far: their round numbers
-	cutAt    atomic.Uint64 // started when the limit was last cut
+	round    atomic.Uint64 // the cut generation: one cut per round
 	limit    atomic.Uint64 // float64 bits
 	share    atomic.Uint64 // float64 bits: recent share of overloaded attempts
 }
@@ -117,10 +117,13 @@ func newOverload(cfg OverloadConfig) *overload {
 	return o
 }
 
-// admit takes a slot for one attempt, and returns its round number (for
-// done) and true, or false when the limit is reached: the attempt must not
-// be sent.
-func (o *overload) admit() (uint64, bool) {
+// admission is an attempt admitted by overload.admit, to hand to done: the
+// cut generation it started in.
+type admission uint64
+
+// admit takes a slot for one attempt and returns it, or false when the
+// limit is reached: the attempt must not be sent.
+func (o *overload) admit() (admission, bool) {
 	if o.disabled {
 		return 0, true
 	}
@@ -128,12 +131,11 @@ func (o *overload) admit() (uint64, bool) {
 		o.inflight.Add(-1)
 		return 0, false
 	}
-	return o.started.Add(1), true
+	return admission(o.round.Load()), true
 }
 
-// done gives back the slot of the attempt admit numbered round, which
-// ended overloaded or not.
-func (o *overload) done(round uint64, overloaded bool) {
+// done gives back the slot of attempt a, which ended overloaded or not.
+func (o *overload) done(a admission, overloaded bool) {
 	if o.disabled {
 		return
 	}
@@ -143,9 +145,10 @@ func (o *overload) done(round uint64, overloaded bool) {
 		if share < o.threshold {
 			return
 		}
-		cut := o.cutAt.Load()
-		if round <= cut || !o.cutAt.CompareAndSwap(cut, o.started.Load()) {
-			return // started before the last cut: that cut answered it
+		// One cut per round: an attempt that started before the last cut
+		// was answered by it.
+		if !o.round.CompareAndSwap(uint64(a), uint64(a)+1) {
+			return
 		}
 		o.limit.Store(math.Float64bits(max(o.min, min(o.Limit(), inflight)/2)))
 		return

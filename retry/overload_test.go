@@ -37,7 +37,7 @@ func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
 // round time out after.
 func TestOverloadCutsOncePerRound(t *testing.T) {
 	o := newTestOverload()
-	rounds := make([]uint64, 10)
+	rounds := make([]admission, 10)
 	for i := range rounds {
 		var ok bool
 		if rounds[i], ok = o.admit(); !ok {
@@ -47,10 +47,10 @@ func TestOverloadCutsOncePerRound(t *testing.T) {
 	for _, r := range rounds {
 		o.done(r, true)
 	}
-	// The first timeout alone (share 1/16) is under the threshold; the
-	// second (share 0.12) cuts, with 9 in flight: 4.5.
-	if got := o.Limit(); got != 4.5 {
-		t.Errorf("limit %v, want 4.5", got)
+	// The first three timeouts (shares 1/32, 0.06, 0.09) are under the
+	// threshold; the fourth (0.12) cuts, with 7 in flight: 3.5.
+	if got := o.Limit(); got != 3.5 {
+		t.Errorf("limit %v, want 3.5", got)
 	}
 	if !o.Overloaded() {
 		t.Error("not overloaded after ten timeouts")
@@ -61,8 +61,8 @@ func TestOverloadCutsOncePerRound(t *testing.T) {
 			admitted++
 		}
 	}
-	if admitted != 4 {
-		t.Errorf("%d admitted under a limit of 4.5, want 4", admitted)
+	if admitted != 3 {
+		t.Errorf("%d admitted under a limit of 3.5, want 3", admitted)
 	}
 }
 
@@ -101,12 +101,12 @@ func TestOverloadGrowsBack(t *testing.T) {
 	if got := o.Limit(); got != cut+1/cut {
 		t.Errorf("after one success: %v, want %v (additive increase)", got, cut+1/cut)
 	}
-	for range 200 {
+	for range 400 {
 		r, _ := o.admit()
 		o.done(r, false)
 	}
 	if o.Overloaded() {
-		t.Error("still overloaded after 200 successes")
+		t.Error("still overloaded after 400 successes")
 	}
 	before := o.Limit()
 	r, _ = o.admit()
@@ -185,16 +185,18 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		return reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, err
 	}
 
-	// The first call's timeout is under the threshold: retried.
-	if got, _ := call(slow); got != (reqlog.CallState{Attempts: 2}) {
-		t.Errorf("first call: %+v, want retried once", got)
+	// The first three timeouts are under the threshold: retried.
+	for i := range 2 {
+		if got, _ := call(slow); got != (reqlog.CallState{Attempts: 2}) {
+			t.Errorf("call %d: %+v, want retried once", i, got)
+		}
 	}
-	// From the second timeout on, the callee is overloaded: no retry.
+	// From the fourth timeout on, the callee is overloaded: no retry.
 	if got, _ := call(slow); got != (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
-		t.Errorf("second call: %+v, want its retry refused for overload", got)
+		t.Errorf("third call: %+v, want its retry refused for overload", got)
 	}
-	if n := len(slow.requests()); n != 3 {
-		t.Errorf("%d attempts sent, want 3", n)
+	if n := len(slow.requests()); n != 5 {
+		t.Errorf("%d attempts sent, want 5", n)
 	}
 
 	// Hold the limit's one slot (the cuts took it to the floor) with a

@@ -63,6 +63,9 @@ type Sends struct {
 	// Last is the last physical attempt's outcome when it did not
 	// succeed, else nil.
 	Last *Outcome
+	// Direct is set when nothing stands between errown's retry middleware
+	// and the innermost step (Sink.Direct): no attempt can be a replay.
+	Direct bool
 	// Shed is set when the last attempt was not sent: the callee's limit
 	// on attempts in flight was reached (ownership.RefusedOverload).
 	Shed bool
@@ -137,10 +140,51 @@ func CallStateFromContext(ctx context.Context) *CallState {
 // attempts to Out and records what it did in State, with no context node
 // and no allocation (the egress middleware pools Sinks). Nothing outside
 // errown can make one.
+//
+// Direct says that nothing stands between errown's retry middleware and
+// the transport but errown's innermost attempt step, which the egress
+// middleware's chain leaves out: the retry middleware then sends each
+// attempt through Hop, which hands the step the call's State directly,
+// with no context node.
 type Sink struct {
-	Out   transport.UnaryOutbound
-	State CallState
+	Out    transport.UnaryOutbound
+	State  CallState
+	Direct bool
+	Hop    Hop
 }
+
+// Step is an innermost attempt step, sending req to out for the call whose
+// state is state (retry.Attempts).
+type Step interface {
+	Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error)
+}
+
+// Hop is a transport.UnaryOutbound that sends through Step to Out, for the
+// call of State.
+type Hop struct {
+	Step  Step
+	Out   transport.UnaryOutbound
+	State *CallState
+}
+
+var _ transport.UnaryOutbound = (*Hop)(nil)
+
+// Call sends req through Step.
+func (h *Hop) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+	return h.Step.Send(ctx, req, h.Out, h.State)
+}
+
+// Transports returns Out's.
+func (h *Hop) Transports() []transport.Transport { return h.Out.Transports() }
+
+// Start starts Out.
+func (h *Hop) Start() error { return h.Out.Start() }
+
+// Stop stops Out.
+func (h *Hop) Stop() error { return h.Out.Stop() }
+
+// IsRunning reports whether Out is.
+func (h *Hop) IsRunning() bool { return h.Out.IsRunning() }
 
 var _ transport.UnaryOutbound = (*Sink)(nil)
 
