@@ -188,7 +188,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		}
 		state.ErrownAttempt = n
 		res, err := out.Call(actx, attempt)
-		seen := state.Sends.Count > sent // by the innermost step
+		seen := state.Sends.Count > sent || state.Sends.Shed // by the innermost step
 		if !state.Sends.Direct || !seen {
 			// What came back may not be what the innermost step saw (a
 			// middleware in between), or it saw nothing: classify it here.

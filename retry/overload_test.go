@@ -179,10 +179,11 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	}, WithScope(scope))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
+	var last *reqlog.Sink
 	call := func(out transport.UnaryOutbound) (reqlog.CallState, error) {
-		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, out)}
-		_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
-		return reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, err
+		last = &reqlog.Sink{Out: below(m, &loop{n: 1}, out)}
+		_, err := m.Call(context.Background(), req("callee", "get", "x"), last)
+		return reqlog.CallState{Attempts: last.State.Attempts, Refused: last.State.Refused}, err
 	}
 
 	// The first three timeouts are under the threshold: retried.
@@ -221,6 +222,9 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	}
 	if n := len(fresh.requests()); n != 0 {
 		t.Errorf("the shed call was sent %d times", n)
+	}
+	if st, known := last.State.Storm.Storm(); !known || st.Served != 0 || st.Retries != 0 {
+		t.Errorf("shed call's storm: %+v (known %v), want known, nothing served", st, known)
 	}
 	if got := counters(scope)["retry.denied+callee=callee,reason=overload"]; got != 2 {
 		t.Errorf("retry.denied{reason=overload} = %d, want 2 (a retry, a shed attempt)", got)
