@@ -714,3 +714,34 @@ func (n Node) validateCapacity() error {
 	}
 	return errs
 }
+
+// triggered reports whether a node of t has a trigger.
+func (t *Topology) triggered() bool {
+	for _, n := range t.Nodes {
+		if len(n.Triggers) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lastTriggerEnd returns when the last trigger of t ends, 0 without any.
+func (t *Topology) lastTriggerEnd() time.Duration {
+	var end time.Duration
+	for _, n := range t.Nodes {
+		for _, tr := range n.Triggers {
+			end = max(end, tr.End())
+		}
+	}
+	return end
+}
+
+// crashes reports whether the node has a crash trigger.
+func (n Node) crashes() bool {
+	for _, tr := range n.Triggers {
+		if tr.Kind == TriggerCrash {
+			return true
+		}
+	}
+	return false
+}
