@@ -211,7 +211,7 @@ nodes:
 
 func TestShippedTopologies(t *testing.T) {
 	names := TopologyNames()
-	assert.Equal(t, []string{"availability", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below", "overload", "overload-misnested"}, names)
+	assert.Equal(t, []string{"availability", "capacity", "capacity-crash", "capacity-fanout", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below", "overload", "overload-misnested"}, names)
 	for _, name := range names {
 		top, err := LoadTopology(name)
 		require.NoError(t, err, name)
@@ -219,7 +219,7 @@ func TestShippedTopologies(t *testing.T) {
 		assert.NotEmpty(t, top.Description, name)
 	}
 	_, err := LoadTopology("moebius")
-	assert.ErrorContains(t, err, `topology: no shipped topology "moebius" (have availability, chain,`)
+	assert.ErrorContains(t, err, `topology: no shipped topology "moebius" (have availability, capacity,`)
 }
 
 func TestChainTopology(t *testing.T) {
