@@ -331,3 +331,45 @@ func TestRunScenarioOverload(t *testing.T) {
 	assert.Contains(t, out, "  - Measured only: a node hangs or a call has a per-attempt timeout")
 	assert.Contains(t, out, "scenario overload: 18 figures, 0 failed or off, ")
 }
+
+func TestRunOpenLoop(t *testing.T) {
+	// The topology's open-loop load, at the rate -rate gives, its series
+	// in JSON and its goodput over time in -svg.
+	path := filepath.Join(t.TempDir(), "goodput.svg")
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-topology", "testdata/open.yaml", "-policy", "ownership", "-rate", "80", "-bin", "100ms", "-timeout", "1s", "-json", "-svg", path}, &stdout, &stderr))
+	var rep stormsim.Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+	require.Len(t, rep.Runs, 1)
+	tl := rep.Runs[0].Result.Timeline
+	require.NotNil(t, tl)
+	assert.Equal(t, []any{80.0, 100.0, 2.0, 1.0}, []any{tl.Rate, tl.BinMS, tl.DurationS, tl.DeadlineS})
+	assert.Len(t, tl.Sent, 20)
+	assert.Equal(t, "B", tl.Summary.Constrained)
+	assert.Equal(t, []stormsim.TriggerWindow{{Node: "B", Kind: "slow", FromS: 0.5, ToS: 1, Factor: 3}}, tl.Triggers)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "stormsim open: goodput at the root over time")
+	assert.Contains(t, string(b), "<title>ownership</title></polyline>")
+}
+
+func TestRunOpenLoopErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		give []string
+		want string
+	}{
+		{name: "arm", give: []string{"-scenario", "capacity", "-arms", "errown,prayer"}, want: `invalid value "errown,prayer" for flag -arms: no arm "prayer"`},
+		{name: "rate", give: []string{"-depth", "3", "-fail-depth", "1", "-rate", "-5"}, want: "rate: must be between 0 and 5000 root requests per second, got -5"},
+		{name: "bin", give: []string{"-depth", "3", "-fail-depth", "1", "-rate", "5", "-bin", "1ms"}, want: "bin: must be between 10ms and 10s, got 1ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.give, &stdout, &stderr)
+			require.Error(t, err)
+			assert.Contains(t, err.Error()+stderr.String(), tt.want)
+			assert.Empty(t, stdout.String(), "nothing runs")
+		})
+	}
+}
