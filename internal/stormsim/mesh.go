@@ -61,8 +61,9 @@ type mesh struct {
 	// and starts again.
 	addrs []string
 	procs []*nodeProc
-	// scopes are the nodes' metrics: errown's, or the blind retry
-	// middleware's and the adaptive throttle's.
+	// scopes are the nodes' metrics under open-loop load, where the
+	// sampler reads them (nil in a closed loop: see scope): errown's, or
+	// the blind retry middleware's and the adaptive throttle's.
 	scopes []tally.TestScope
 	// series are the series of the nodes with a capacity or a trigger
 	// under open-loop load (nil for the others); retries counts the
@@ -111,16 +112,17 @@ func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
 		g: g, nodes: make([]*node, len(g.nodes)), errown: make([]*errown.Middleware, len(g.nodes)),
 		log: newRadiusLog(len(g.edges)), tracer: newTracer(),
 		addrs: make([]string, len(g.nodes)), procs: make([]*nodeProc, len(g.nodes)),
-		scopes: make([]tally.TestScope, len(g.nodes)), series: make([]*nodeSeries, len(g.nodes)),
-	}
-	for i, n := range g.nodes {
-		m.scopes[i] = tally.NewTestScope("", nil)
-		if c != nil && (n.capacity != nil || len(n.triggers) > 0) {
-			m.series[i] = newNodeSeries(c)
-		}
+		series: make([]*nodeSeries, len(g.nodes)),
 	}
 	if c != nil {
+		m.scopes = make([]tally.TestScope, len(g.nodes))
 		m.retries = newCounts(c)
+		for i, n := range g.nodes {
+			m.scopes[i] = tally.NewTestScope("", nil)
+			if n.capacity != nil || len(n.triggers) > 0 {
+				m.series[i] = newNodeSeries(c)
+			}
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -202,6 +204,15 @@ func (m *mesh) policies(o Options, i int) ([]retry.PolicyConfig, map[string]int)
 	return policies, edges
 }
 
+// scope returns the metrics scope of node i: its test scope under
+// open-loop load, else none.
+func (m *mesh) scope(i int) tally.Scope {
+	if m.scopes == nil {
+		return tally.NoopScope
+	}
+	return m.scopes[i]
+}
+
 // hook returns the storm hook of node i: the root's storms are the lab's
 // telemetry.
 func (m *mesh) hook(i int) func(inbound.Storm) {
@@ -233,7 +244,7 @@ func (m *mesh) serve(o Options, i int, listen string) (string, error) {
 		cfg.Outbounds[child] = transport.Outbounds{Unary: out}
 	}
 	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges, sent: m.retries}
-	mw, err := o.withPolicy(&cfg, gn, policies, m.hook(i), m.scopes[i])
+	mw, err := o.withPolicy(&cfg, gn, policies, m.hook(i), m.scope(i))
 	if err != nil {
 		e.abandon()
 		return "", fmt.Errorf("%s: %w", service, err)

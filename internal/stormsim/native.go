@@ -115,7 +115,7 @@ type clientMiddleware struct {
 func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []string, policies []retry.PolicyConfig, hook func(inbound.Storm)) (string, error) {
 	gn := m.g.nodes[i]
 	service := serviceName(gn.name)
-	mw, blind, err := o.policy(gn, policies, hook, m.scopes[i])
+	mw, blind, err := o.policy(gn, policies, hook, m.scope(i))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", service, err)
 	}
