@@ -22,7 +22,8 @@ FUZZ_TARGETS := \
 	.:FuzzConfigFromYAML \
 	./retry:FuzzConfig \
 	./depmem:FuzzParseSnapshot \
-	./depmem:FuzzParseQueryResponse
+	./depmem:FuzzParseQueryResponse \
+	./internal/stormsim:FuzzParseTopology
 
 .PHONY: all
 all: test

@@ -24,6 +24,12 @@
 // mis-nested, and the attempts that reach the hanging leaf per root
 // request under each policy.
 //
+// -scenario capacity runs docs/DESIGN.md's "Capacity and recovery": a
+// node of finite capacity under open-loop load and a trigger, in both
+// abandoned modes, on a fan-out and with a crash, under every arm (-arms
+// picks some), and the recovery of each. -rate, -duration and -bin give a
+// topology (or the chain) open-loop load.
+//
 // -analytic computes everything with the analytic model instead of running
 // services (a topology with a hanging node or per-attempt timeouts has no
 // model: its figures are measured only); -json prints JSON (for the chain:
@@ -52,6 +58,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -97,6 +104,7 @@ type config struct {
 	analytic bool
 	svg      string
 	small    bool
+	arms     []string
 	set      map[string]bool // flags given on the command line
 }
 
@@ -135,6 +143,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return nil
 	})
 	fs.BoolVar(&c.small, "small", false, "run scenarios at the size of their tests: quicker, wider sampling tolerances")
+	fs.Float64Var(&c.opts.Rate, "rate", 0, "open-loop load: root requests per second, Poisson, seeded by -seed, each with the -timeout deadline (default: the topology's or scenario's; 0 and none, the closed loop of -requests and -concurrency)")
+	fs.DurationVar(&c.opts.Duration, "duration", 0, "how long open-loop load lasts (default: the topology's or scenario's, else 12s)")
+	fs.DurationVar(&c.opts.Bin, "bin", 0, "width of a bin of an open-loop run's series (default 250ms)")
+	fs.Func("arms", "the capacity scenario's arms to run, comma-separated: "+strings.Join(stormsim.ArmNames(stormsim.CapacityArms()), ", ")+" (default all)", func(v string) error {
+		for _, name := range strings.Split(v, ",") {
+			if !slices.Contains(stormsim.ArmNames(stormsim.CapacityArms()), strings.TrimSpace(name)) {
+				return fmt.Errorf("no arm %q", name)
+			}
+			c.arms = append(c.arms, strings.TrimSpace(name))
+		}
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -341,6 +361,7 @@ func runReports(ctx context.Context, c config, scenarios []stormsim.Scenario, st
 	if c.set["timeout"] {
 		so.Timeout = c.opts.Timeout
 	}
+	so.Rate, so.Duration, so.Bin, so.Arms = c.opts.Rate, c.opts.Duration, c.opts.Bin, c.arms
 	var (
 		reports []stormsim.Report
 		failed  int
@@ -358,11 +379,11 @@ func runReports(ctx context.Context, c config, scenarios []stormsim.Scenario, st
 		}
 	}
 	if c.svg != "" {
-		chart, err := reports[0].Chart()
+		svg, err := reports[0].SVG()
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(c.svg, chart.SVG(), 0o644); err != nil {
+		if err := os.WriteFile(c.svg, svg, 0o644); err != nil {
 			return err
 		}
 	}

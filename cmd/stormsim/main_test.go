@@ -170,7 +170,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{name: "fail-depth", give: []string{"-depth", "3", "-fail-depth", "3"}, want: "fail-depth: must be >= 0 and < depth (3), got 3"},
 		{name: "policy", give: []string{"-policy", "retry-harder"}, want: `policy: must be one of naive, budget, ownership, ownership-naive, got "retry-harder"`},
-		{name: "scenario", give: []string{"-scenario", "tornado"}, want: `scenario: must be all or one of chain, availability, context-drop, mixed, coincidental, no-retry-below, deep, fanout, overload, got "tornado"`},
+		{name: "scenario", give: []string{"-scenario", "tornado"}, want: `scenario: must be all or one of chain, availability, context-drop, mixed, coincidental, no-retry-below, deep, fanout, overload, capacity, got "tornado"`},
 		{name: "chain flags with a scenario", give: []string{"-scenario", "deep", "-depth", "3", "-budget", "0.2"}, want: "-depth: a named scenario sets its own"},
 		{name: "scenario and topology", give: []string{"-scenario", "deep", "-topology", "x.yaml"}, want: "-scenario and -topology: give one"},
 		{name: "svg of all", give: []string{"-scenario", "all", "-svg", "x.svg"}, want: "-svg: give one scenario, not all"},
@@ -404,4 +404,46 @@ func TestRunScenarioOverload(t *testing.T) {
 	assert.Contains(t, out, "        D (hanging) requests per root request, most on one call path, naive, well nested: analytic -\n")
 	assert.Contains(t, out, "  - Measured only: a node hangs or a call has a per-attempt timeout")
 	assert.Contains(t, out, "scenario overload: 18 figures, 0 failed or off, ")
+}
+
+func TestRunOpenLoop(t *testing.T) {
+	// The topology's open-loop load, at the rate -rate gives, its series
+	// in JSON and its goodput over time in -svg.
+	path := filepath.Join(t.TempDir(), "goodput.svg")
+	var stdout, stderr bytes.Buffer
+	require.NoError(t, run(context.Background(), []string{"-topology", "testdata/open.yaml", "-policy", "ownership", "-rate", "80", "-bin", "100ms", "-timeout", "1s", "-json", "-svg", path}, &stdout, &stderr))
+	var rep stormsim.Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+	require.Len(t, rep.Runs, 1)
+	tl := rep.Runs[0].Result.Timeline
+	require.NotNil(t, tl)
+	assert.Equal(t, []any{80.0, 100.0, 2.0, 1.0}, []any{tl.Rate, tl.BinMS, tl.DurationS, tl.DeadlineS})
+	assert.Len(t, tl.Sent, 20)
+	assert.Equal(t, "B", tl.Summary.Constrained)
+	assert.Equal(t, []stormsim.TriggerWindow{{Node: "B", Kind: "slow", FromS: 0.5, ToS: 1, Factor: 3}}, tl.Triggers)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), "stormsim open: goodput at the root over time")
+	assert.Contains(t, string(b), "<title>ownership</title></polyline>")
+}
+
+func TestRunOpenLoopErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		give []string
+		want string
+	}{
+		{name: "arm", give: []string{"-scenario", "capacity", "-arms", "errown,prayer"}, want: `invalid value "errown,prayer" for flag -arms: no arm "prayer"`},
+		{name: "rate", give: []string{"-depth", "3", "-fail-depth", "1", "-rate", "-5"}, want: "rate: must be between 0 and 5000 root requests per second, got -5"},
+		{name: "bin", give: []string{"-depth", "3", "-fail-depth", "1", "-rate", "5", "-bin", "1ms"}, want: "bin: must be between 10ms and 10s, got 1ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.give, &stdout, &stderr)
+			require.Error(t, err)
+			assert.Contains(t, err.Error()+stderr.String(), tt.want)
+			assert.Empty(t, stdout.String(), "nothing runs")
+		})
+	}
 }

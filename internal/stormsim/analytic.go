@@ -269,8 +269,12 @@ func (a *analyzer) analyze() Analysis {
 	return res
 }
 
-// _measuredOnly is Analysis.MeasuredOnly of a timed topology.
-const _measuredOnly = "a node hangs or a call has a per-attempt timeout: which timeout fires first decides every retry, and the model does not follow time"
+// _measuredOnly is Analysis.MeasuredOnly of a timed topology;
+// _measuredOnlyCapacity of one with a finite capacity or triggers.
+const (
+	_measuredOnly         = "a node hangs or a call has a per-attempt timeout: which timeout fires first decides every retry, and the model does not follow time"
+	_measuredOnlyCapacity = "a node has a finite capacity or a timeline of triggers: queues, timeouts and load over time decide every retry, and the model does not follow time"
+)
 
 // measuredOnly turns the untimed analysis res of a timed topology into
 // what is known whatever the timing: whether every root request fails
@@ -280,6 +284,9 @@ const _measuredOnly = "a node hangs or a call has a per-attempt timeout: which t
 func (a *analyzer) measuredOnly(res *Analysis) {
 	g := a.g
 	res.MeasuredOnly = _measuredOnly
+	if g.capacity() {
+		res.MeasuredOnly = _measuredOnlyCapacity
+	}
 	res.Exact = false
 	if res.Availability != 0 {
 		res.Availability = math.NaN()
@@ -293,8 +300,10 @@ func (a *analyzer) measuredOnly(res *Analysis) {
 	slow, worth := make([]bool, len(g.nodes)), make([]bool, len(g.nodes))
 	for _, i := range g.order {
 		n := g.nodes[i]
-		slow[i] = n.hang
-		worth[i] = n.hang || n.fail > 0 && n.retryable
+		// A queue can outlast an attempt, and a fail or crash trigger
+		// fails what reaches the node.
+		slow[i] = n.hang || n.capacity != nil || len(n.triggers) > 0
+		worth[i] = n.hang || (n.fail > 0 || len(n.triggers) > 0) && n.retryable
 		for _, c := range n.calls {
 			slow[i] = slow[i] || slow[c.child]
 			worth[i] = worth[i] || !c.soft && worth[c.child]

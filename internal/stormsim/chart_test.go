@@ -112,3 +112,43 @@ func TestReportChart(t *testing.T) {
 	_, err = Report{}.Chart()
 	assert.ErrorContains(t, err, "chart: no runs")
 }
+
+func TestReportTimeChart(t *testing.T) {
+	nan := math.NaN()
+	run := func(group, arm string, goodput ...float64) RunReport {
+		return RunReport{Label: group + ": " + arm, Group: group, Result: &Result{Timeline: &Timeline{
+			BinMS: 500, DurationS: 2, Goodput: goodput,
+			Triggers: []TriggerWindow{{Node: "D", Kind: TriggerSlow, FromS: 0.5, ToS: 1}},
+		}}}
+	}
+	rep := Report{Scenario: "capacity", Summary: "s", Runs: []RunReport{
+		run("serve", "errown", 1, 0, 0.5, 1),
+		run("serve", "every hop retries", 1, 0, 0, 0),
+		run("leave", "errown", 1, nan, 1, 1),
+		{Label: "leave: not run", Group: "leave"},
+	}}
+	c, ok := rep.TimeChart()
+	require.True(t, ok)
+	require.Len(t, c.Panels, 2, "a panel per group")
+	p := c.Panels[0]
+	assert.Equal(t, []any{"serve", 2.0, []Span{{From: 0.5, To: 1}}}, []any{p.Title, p.XMax, p.Shade})
+	require.Len(t, p.Series, 2)
+	assert.Equal(t, TimeSeries{Name: "errown", X: []float64{0.25, 0.75, 1.25, 1.75}, Y: []float64{100, 0, 50, 100}}, p.Series[0], "goodput in % at the middle of each bin")
+	assert.Len(t, c.Panels[1].Series, 1, "a run that did not run draws nothing")
+
+	require.NoError(t, wellFormed(c.SVG()))
+	svg := string(c.SVG())
+	assert.True(t, strings.HasPrefix(svg, "<svg "))
+	assert.Contains(t, svg, "stormsim capacity: goodput at the root over time")
+	assert.Equal(t, 2, strings.Count(svg, `fill="#f2c6c6"`), "the trigger shaded in each panel")
+	assert.Equal(t, 1, strings.Count(svg, `dominant-baseline="middle">errown</text>`), "one legend entry per arm, the same colour in every panel")
+	assert.Equal(t, 2, strings.Count(svg, `stroke="#d62728" stroke-width="1.6"`), "errown's lines, one per panel...")
+	assert.Equal(t, 1, strings.Count(svg, "<title>every hop retries</title></polyline>"))
+	assert.Equal(t, 3, strings.Count(svg, "<polyline"), "the leave panel's errown broken by a bin with nothing sent: a lone point draws no line")
+
+	b, err := rep.SVG()
+	require.NoError(t, err)
+	assert.Equal(t, c.SVG(), b, "a report of open-loop runs draws its time chart")
+	_, ok = Report{}.TimeChart()
+	assert.False(t, ok)
+}

@@ -60,6 +60,24 @@
 // topology with a hanging node or per-attempt timeouts the figures are
 // measured only (Analysis.MeasuredOnly).
 //
+// Under open-loop load (Options.Rate, or rate: in the topology) root
+// requests arrive as a Poisson process drawn from the seed, whatever
+// became of the earlier ones, each with its deadline. A node may have a
+// finite capacity (workers that each spend a service time per request,
+// behind a bounded FIFO queue that answers resource-exhausted when full),
+// and serve or drop the queued requests whose caller has gone
+// (abandoned: serve or leave); and a timeline of triggers (its service
+// time multiplied, every call failed, or a crash and restart of its
+// dispatcher on the same port). The run reports, per bin of time, the
+// root's goodput, the constrained node's arrivals, queue and abandoned
+// work, and the retries sent and refused by reason (the nodes' own
+// retry.denied counters), and the time from the last trigger's end until
+// the goodput recovered (Timeline, Recovery). Arms (CapacityArms) are the
+// mechanisms the capacity scenario compares: no retries, every hop
+// retrying, a budget, client-side adaptive throttling (Throttle, a yarpc
+// outbound middleware), errown in enforce and observe mode; an arm's
+// Errown option changes errown's configuration.
+//
 // A Scenario (Scenarios, LookupScenario) runs shipped topologies under
 // several policies and reports its headline figures beside docs/DESIGN.md's
 // published ones, each judged within a stated tolerance; a Report draws

@@ -3,6 +3,7 @@ package stormsim
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
+	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -50,10 +52,50 @@ type mesh struct {
 	// inflight counts the requests the nodes are handling.
 	inflight atomic.Int64
 	// started in start order: children before their callers, the client
-	// last: yarpc dispatchers, and the servers and clients of grpc-go and
-	// net/http nodes.
+	// last: yarpc nodes (procs), the servers and clients of grpc-go and
+	// net/http nodes, and the client's dispatcher.
 	started []stopper
 	client  caller
+	// addrs are the nodes' addresses; procs the yarpc nodes' dispatchers
+	// (nil for a grpc-go or net/http node), which a crash trigger stops
+	// and starts again.
+	addrs []string
+	procs []*nodeProc
+	// scopes are the nodes' metrics under open-loop load, where the
+	// sampler reads them (nil in a closed loop: see scope): errown's, or
+	// the blind retry middleware's and the adaptive throttle's.
+	scopes []tally.TestScope
+	// series are the series of the nodes with a capacity or a trigger
+	// under open-loop load (nil for the others); retries counts the
+	// retries sent per bin (nil in a closed loop).
+	series  []*nodeSeries
+	retries *counts
+}
+
+// nodeProc is a running yarpc node: its dispatcher, and the address it
+// listens on. It is safe for concurrent use.
+type nodeProc struct {
+	mu   sync.Mutex
+	disp *yarpc.Dispatcher // nil while it is not running
+	addr string
+}
+
+func (p *nodeProc) run(d *yarpc.Dispatcher, addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.disp, p.addr = d, addr
+}
+
+// Stop stops the dispatcher, if it runs.
+func (p *nodeProc) Stop() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.disp == nil {
+		return nil
+	}
+	err := p.disp.Stop()
+	p.disp = nil
+	return err
 }
 
 // stopper is something started to stop: a yarpc dispatcher, or a grpc-go
@@ -62,26 +104,42 @@ type stopper interface{ Stop() error }
 
 // startMesh builds and starts the services of g, children first so that
 // each caller's outbounds know their addresses, then the client. On error
-// everything already started is stopped.
-func startMesh(o Options, g *graph) (_ *mesh, err error) {
-	m := &mesh{g: g, nodes: make([]*node, len(g.nodes)), errown: make([]*errown.Middleware, len(g.nodes)), log: newRadiusLog(len(g.edges)), tracer: newTracer()}
+// everything already started is stopped. Under open-loop load (c not
+// nil) the nodes with a capacity or a trigger record their series on c,
+// and the retries sent are counted on it.
+func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
+	m := &mesh{
+		g: g, nodes: make([]*node, len(g.nodes)), errown: make([]*errown.Middleware, len(g.nodes)),
+		log: newRadiusLog(len(g.edges)), tracer: newTracer(),
+		addrs: make([]string, len(g.nodes)), procs: make([]*nodeProc, len(g.nodes)),
+		series: make([]*nodeSeries, len(g.nodes)),
+	}
+	if c != nil {
+		m.scopes = make([]tally.TestScope, len(g.nodes))
+		m.retries = newCounts(c)
+		for i, n := range g.nodes {
+			m.scopes[i] = tally.NewTestScope("", nil)
+			if n.capacity != nil || len(n.triggers) > 0 {
+				m.series[i] = newNodeSeries(c)
+			}
+		}
+	}
 	defer func() {
 		if err != nil {
 			err = multierr.Append(err, m.stop())
 		}
 	}()
-	addrs := make([]string, len(g.nodes))
 	for _, i := range g.order {
-		addr, err := m.startNode(o, i, addrs)
+		addr, err := m.startNode(o, i)
 		if err != nil {
 			return nil, err
 		}
-		addrs[i] = addr
+		m.addrs[i] = addr
 	}
 
 	root := serviceName(g.nodes[0].name)
 	if kind := o.nodeKind(0); native(kind) {
-		c, stop, err := nativeClient(o, kind, _clientService, root, addrs[0], nil)
+		c, stop, err := nativeClient(o, kind, _clientService, root, m.addrs[0], nil)
 		if err != nil {
 			return nil, err
 		}
@@ -89,13 +147,13 @@ func startMesh(o Options, g *graph) (_ *mesh, err error) {
 		m.client = c
 		return m, nil
 	}
-	e, err := newEndpoint(o.nodeKind(0), _clientService, false, o.Concurrency)
+	e, err := newEndpoint(o.nodeKind(0), _clientService, _localhost, false, o.idleConns())
 	if err != nil {
 		return nil, err
 	}
 	disp := yarpc.NewDispatcher(yarpc.Config{
 		Name:      _clientService,
-		Outbounds: yarpc.Outbounds{root: {Unary: e.outbound(addrs[0])}},
+		Outbounds: yarpc.Outbounds{root: {Unary: e.outbound(m.addrs[0])}},
 	})
 	if err := m.start(disp, e.abandon); err != nil {
 		return nil, fmt.Errorf("start %s: %w", _clientService, err)
@@ -104,13 +162,29 @@ func startMesh(o Options, g *graph) (_ *mesh, err error) {
 	return m, nil
 }
 
-// startNode starts node i, whose children listen on addrs, and returns its
-// address.
-func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
+// startNode starts node i, whose children listen on m.addrs, and returns
+// its address.
+func (m *mesh) startNode(o Options, i int) (string, error) {
 	gn := m.g.nodes[i]
-	service := serviceName(gn.name)
-	n := &node{name: gn.name, fail: gn.fail, code: gn.code, drop: gn.drop, hang: gn.hang, seed: o.Seed}
+	n := &node{name: gn.name, fail: gn.fail, code: gn.code, drop: gn.drop, hang: gn.hang, seed: o.Seed, series: m.series[i]}
+	if gn.capacity != nil {
+		n.capacity = newCapacityQueue(gn.name, *gn.capacity, gn.leave, m.series[i])
+	}
 	m.nodes[i] = n
+	if kind := o.nodeKind(i); native(kind) {
+		policies, _ := m.policies(o, i)
+		return m.startNative(o, i, kind, n, m.addrs, policies, m.hook(i))
+	}
+	p := &nodeProc{}
+	m.procs[i] = p
+	m.started = append(m.started, p) // stops nothing until it runs
+	return m.serve(o, i, _localhost)
+}
+
+// policies returns the retry policies of node i for its calls (none when
+// it has no retry policy), and its edges by callee service.
+func (m *mesh) policies(o Options, i int) ([]retry.PolicyConfig, map[string]int) {
+	gn := m.g.nodes[i]
 	var policies []retry.PolicyConfig
 	edges := make(map[string]int, len(gn.calls))
 	for _, c := range gn.calls {
@@ -127,29 +201,50 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 			})
 		}
 	}
-	var hook func(inbound.Storm) // the root's storms are the lab's telemetry
+	return policies, edges
+}
+
+// scope returns the metrics scope of node i: its test scope under
+// open-loop load, else none.
+func (m *mesh) scope(i int) tally.Scope {
+	if m.scopes == nil {
+		return tally.NoopScope
+	}
+	return m.scopes[i]
+}
+
+// hook returns the storm hook of node i: the root's storms are the lab's
+// telemetry.
+func (m *mesh) hook(i int) func(inbound.Storm) {
 	if i == 0 {
-		hook = m.telemetry.record
+		return m.telemetry.record
 	}
-	if kind := o.nodeKind(i); native(kind) {
-		return m.startNative(o, i, kind, n, addrs, policies, hook)
-	}
-	e, err := newEndpoint(o.nodeKind(i), service, true, o.Concurrency)
+	return nil
+}
+
+// serve builds yarpc node i's dispatcher, listening on listen, and starts
+// it (with its errown, under the ownership policies) as m.procs[i]; it
+// returns the address it listens on.
+func (m *mesh) serve(o Options, i int, listen string) (string, error) {
+	gn, n := m.g.nodes[i], m.nodes[i]
+	service := serviceName(gn.name)
+	policies, edges := m.policies(o, i)
+	e, err := newEndpoint(o.nodeKind(i), service, listen, true, o.idleConns())
 	if err != nil {
 		return "", err
 	}
 	cfg := yarpc.Config{Name: service, Inbounds: yarpc.Inbounds{e.inbound}, Outbounds: yarpc.Outbounds{}}
 	for _, c := range gn.calls {
 		child := serviceName(m.g.nodes[c.child].name)
-		out, err := yarpcOutbound(o, e, o.nodeKind(i), o.nodeKind(c.child), service, addrs[c.child])
+		out, err := yarpcOutbound(o, e, o.nodeKind(i), o.nodeKind(c.child), service, m.addrs[c.child])
 		if err != nil {
 			e.abandon()
 			return "", err
 		}
 		cfg.Outbounds[child] = transport.Outbounds{Unary: out}
 	}
-	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges}
-	mw, err := o.withPolicy(&cfg, gn, policies, hook)
+	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges, sent: m.retries}
+	mw, err := o.withPolicy(&cfg, gn, policies, m.hook(i), m.scope(i))
 	if err != nil {
 		e.abandon()
 		return "", fmt.Errorf("%s: %w", service, err)
@@ -157,10 +252,12 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(&claimRecorder{n: n, inflight: &m.inflight}, cfg.InboundMiddleware.Unary)
 
 	disp := yarpc.NewDispatcher(cfg)
+	calls := make([]nodeCall, 0, len(gn.calls))
 	for _, c := range gn.calls {
 		child := serviceName(m.g.nodes[c.child].name)
-		n.calls = append(n.calls, nodeCall{client: raw.New(disp.ClientConfig(child)), times: c.times, soft: c.soft})
+		calls = append(calls, nodeCall{client: raw.New(disp.ClientConfig(child)), times: c.times, soft: c.soft})
 	}
+	n.calls = calls // no handler runs: the dispatcher has not started
 	disp.Register(raw.Procedure(_procedure, n.handle))
 	if mw != nil {
 		if err := mw.Start(); err != nil {
@@ -169,9 +266,15 @@ func (m *mesh) startNode(o Options, i int, addrs []string) (string, error) {
 		}
 		m.errown[i] = mw
 	}
-	if err := m.start(disp, e.abandon); err != nil {
+	if err := disp.Start(); err != nil {
+		e.abandon()
+		if mw != nil {
+			err = multierr.Append(err, mw.Stop())
+			m.errown[i] = nil
+		}
 		return "", fmt.Errorf("start %s: %w", service, err)
 	}
+	m.procs[i].run(disp, e.addr())
 	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("addr", e.addr()))
 	return e.addr(), nil
 }
@@ -225,11 +328,11 @@ func (m *mesh) reset() {
 }
 
 // withPolicy adds o.Policy's middleware for node n, retrying per policies,
-// to cfg, inside nothing and outside cfg's own middleware. Under the
-// ownership policies it returns the errown middleware of a node that runs
-// it, to start and stop.
-func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm)) (*errown.Middleware, error) {
-	mw, blind, err := o.policy(n, policies, hook)
+// with its metrics on scope, to cfg, inside nothing and outside cfg's own
+// middleware. Under the ownership policies it returns the errown
+// middleware of a node that runs it, to start and stop.
+func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm), scope tally.Scope) (*errown.Middleware, error) {
+	mw, blind, err := o.policy(n, policies, hook, scope)
 	switch {
 	case err != nil:
 		return nil, err
@@ -242,12 +345,14 @@ func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyC
 }
 
 // policy returns o.Policy's middleware for node n, retrying per
-// policies: under the ownership policies, for a node that runs errown,
-// its errown middleware (to start and stop); else, when n retries, the
-// outbound middleware of a retry library blind to claims (retry.New
-// around attemptTimer); else neither.
-func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm)) (*errown.Middleware, middleware.UnaryOutbound, error) {
-	budget := retry.BudgetConfig{Ratio: o.Budget, NoFloor: true, Window: _budgetWindow}
+// policies, with its metrics on scope: under the ownership policies, for
+// a node that runs errown, its errown middleware (to start and stop;
+// o.Errown changes its Config); else, when n retries, the outbound
+// middleware of a retry library blind to claims (retry.New around
+// attemptTimer, and o.Throttle's adaptive throttle between them); else
+// neither.
+func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm), scope tally.Scope) (*errown.Middleware, middleware.UnaryOutbound, error) {
+	budget := retry.BudgetConfig{Ratio: o.Budget, NoFloor: true, Window: o.budgetWindow()}
 	if !o.Policy.budgeted() {
 		budget = retry.BudgetConfig{Disabled: true}
 	}
@@ -255,12 +360,16 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 	case !oneOf(string(o.Policy), policyNames()):
 		return nil, nil, fmt.Errorf("policy: must be one of %v, got %q", policyNames(), o.Policy)
 	case o.Policy.runsErrown() && n.errown:
-		mw, err := errown.New(errown.Config{
+		cfg := errown.Config{
 			Mode:         o.Mode,
 			UnknownEdges: o.UnknownEdges,
 			Retry:        errown.RetryConfig{Budget: budget, Policies: policies},
 			Memory:       o.Memory,
-		}, errown.WithLogger(o.Logger), errown.WithStormHook(hook))
+		}
+		if o.Errown != nil {
+			o.Errown(&cfg)
+		}
+		mw, err := errown.New(cfg, errown.WithLogger(o.Logger), errown.WithStormHook(hook), errown.WithScope(scope))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -276,9 +385,13 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 			p.AttemptTimeout = 0
 			blind[i] = p
 		}
-		r, err := retry.New(retry.Config{ClaimHeader: _blindClaimHeader, Budget: budget, Policies: blind}, retry.WithLogger(o.Logger))
+		r, err := retry.New(retry.Config{ClaimHeader: _blindClaimHeader, Budget: budget, Policies: blind}, retry.WithLogger(o.Logger), retry.WithScope(scope))
 		if err != nil {
 			return nil, nil, err
+		}
+		if o.Throttle != nil {
+			th := newThrottle(*o.Throttle, n.name, o.Seed, scope)
+			return nil, yarpc.UnaryOutboundMiddleware(r, th, timer), nil
 		}
 		return nil, yarpc.UnaryOutboundMiddleware(r, timer), nil
 	default:

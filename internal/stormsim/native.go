@@ -93,7 +93,7 @@ func yarpcOutbound(o Options, e endpoint, kind, child, service, addr string) (tr
 	if wire(child) == kind {
 		return e.outbound(addr), nil
 	}
-	ce, err := newEndpoint(wire(child), service, false, o.Concurrency)
+	ce, err := newEndpoint(wire(child), service, _localhost, false, o.idleConns())
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +115,11 @@ type clientMiddleware struct {
 func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []string, policies []retry.PolicyConfig, hook func(inbound.Storm)) (string, error) {
 	gn := m.g.nodes[i]
 	service := serviceName(gn.name)
-	mw, blind, err := o.policy(gn, policies, hook)
+	mw, blind, err := o.policy(gn, policies, hook, m.scope(i))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", service, err)
 	}
-	rec := &retryRecorder{log: m.log, tracer: m.tracer} // the native recorders name their edges
+	rec := &retryRecorder{log: m.log, tracer: m.tracer, sent: m.retries} // the native recorders name their edges
 	for _, c := range gn.calls {
 		child := serviceName(m.g.nodes[c.child].name)
 		cl, stop, err := nativeClient(o, o.nodeKind(c.child), service, child, addrs[c.child], &clientMiddleware{errown: mw, blind: blind, rec: rec, edge: c.edge})
@@ -197,7 +197,7 @@ func nativeClient(o Options, kind, from, to, addr string, mws *clientMiddleware)
 		return &grpcCaller{cc: cc, from: from, to: to}, funcStopper(cc.Close), nil
 	case TransportHTTP:
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		base.MaxIdleConnsPerHost = o.Concurrency
+		base.MaxIdleConnsPerHost = o.idleConns()
 		var rt http.RoundTripper = base
 		if mws != nil {
 			rt = &httpRecorder{rec: mws.rec, edge: mws.edge, base: base}

@@ -39,6 +39,12 @@ type node struct {
 	hang  bool
 	seed  uint64
 	calls []nodeCall
+	// capacity is the node's finite capacity, nil when unlimited;
+	// failing is set by a fail trigger; series records what the node
+	// saw under open-loop load (nil otherwise).
+	capacity *capacityQueue
+	failing  atomic.Bool
+	series   *nodeSeries
 	counters
 }
 
@@ -157,6 +163,12 @@ func callPath(body string) string {
 // hard edge, if any.
 func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 	n.served.Add(1)
+	n.series.arrive()
+	if n.capacity != nil {
+		if err := n.capacity.serve(ctx); err != nil {
+			return nil, err
+		}
+	}
 	attempt := attemptOf(ctx)
 	if attempt > 1 {
 		n.retried.Add(1)
@@ -192,7 +204,7 @@ func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 		<-ctx.Done()
 		return nil, yarpcerrors.Newf(yarpcerrors.CodeDeadlineExceeded, "stormsim: %s hangs", n.name)
 	}
-	if n.fails(path) {
+	if n.failing.Load() || n.fails(path) {
 		n.ownFailures.Add(1)
 		if v := visitFromContext(ctx); v != nil {
 			v.own.Store(true)
@@ -324,6 +336,7 @@ type retryRecorder struct {
 	log    *radiusLog
 	tracer *tracer
 	edges  map[string]int // by callee service
+	sent   *counts        // retries sent per bin, under open-loop load
 }
 
 var _ middleware.UnaryOutbound = (*retryRecorder)(nil)
@@ -344,6 +357,9 @@ func (r *retryRecorder) attempt(ctx context.Context, e, attempt int) func(*trans
 	call, ok := callFromContext(ctx)
 	if ok && attempt > 1 {
 		r.log.record(call.root, call.path, e)
+	}
+	if attempt > 1 {
+		r.sent.add(1)
 	}
 	if !ok || !r.tracer.traces(call.root) {
 		return func(*transport.Response, error) {}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
@@ -98,6 +99,10 @@ const (
 	DefaultTimeout = 5 * time.Second
 	// DefaultTransport is the transport of every hop.
 	DefaultTransport = TransportHTTP
+	// DefaultDuration is how long open-loop load lasts.
+	DefaultDuration = 12 * time.Second
+	// DefaultBin is the width of a bin of an open-loop run's Timeline.
+	DefaultBin = 250 * time.Millisecond
 )
 
 // Limits checked by Options.Validate.
@@ -106,6 +111,9 @@ const (
 	MaxDepth = 26
 	// MaxConcurrency is the most root requests kept in flight.
 	MaxConcurrency = 1024
+	// MinBin and MaxBin bound a Timeline's bins.
+	MinBin = 10 * time.Millisecond
+	MaxBin = 10 * time.Second
 )
 
 // Options configure Run. The comment on each field names the flag of
@@ -127,7 +135,8 @@ type Options struct {
 	// PolicyOwnership (-budget), above 0 and at most
 	// retry.MaxBudgetRatio; the other policies ignore it.
 	Budget float64
-	// Requests is the number of root requests (-requests), at least 1.
+	// Requests is the number of root requests (-requests), at least 1;
+	// not used under open-loop load (Rate).
 	Requests int
 	// Warmup is the number of root requests sent before Requests and not
 	// counted, for errown's dependency memory to learn (0 by default).
@@ -169,6 +178,80 @@ type Options struct {
 	// handed to the retry and errown middleware. yarpc's own logs, one
 	// per failed call, are not sent to it. Default zap.NewNop().
 	Logger *zap.Logger
+
+	// Rate, when positive, sends open-loop load (-rate): root requests
+	// arrive as a Poisson process of Rate per second for Duration, the
+	// schedule drawn from Seed, each with the deadline Timeout, whatever
+	// became of the earlier ones; Requests, Warmup and Concurrency are
+	// then not used, and Result.Timeline has the run's series. Default:
+	// the topology's rate, else 0, the closed loop. At most MaxRate.
+	Rate float64
+	// Duration is how long open-loop load lasts (-duration). Default the
+	// topology's duration, else DefaultDuration.
+	Duration time.Duration
+	// Bin is the width of a bin of the Timeline (-bin), MinBin to MaxBin.
+	// Default DefaultBin.
+	Bin time.Duration
+	// BudgetWindow is the window of the retry budgets of PolicyBudget and
+	// PolicyOwnership. Default an hour, longer than any run, so that the
+	// budget counts every request of the run.
+	BudgetWindow time.Duration
+	// Throttle, when set, adds client-side adaptive throttling to every
+	// hop retrying blind to claims (PolicyNaive, PolicyBudget): see
+	// Throttle.
+	Throttle *Throttle
+	// Errown, when set, changes the errown.Config every node that runs
+	// errown is built with, under the ownership policies, after the lab
+	// has filled it (mode, unknown edges, retry policies and budget,
+	// memory): the options of an errown arm (see Arm).
+	Errown func(*errown.Config)
+}
+
+// rate returns the open-loop rate: o's, else the topology's.
+func (o Options) rate() float64 {
+	if o.Rate != 0 || o.Topology == nil {
+		return o.Rate
+	}
+	return o.Topology.Rate
+}
+
+// openLoop reports whether o sends open-loop load.
+func (o Options) openLoop() bool { return o.rate() > 0 }
+
+// duration returns how long open-loop load lasts.
+func (o Options) duration() time.Duration {
+	switch {
+	case o.Duration != 0:
+		return o.Duration
+	case o.Topology != nil && o.Topology.Duration != 0:
+		return o.Topology.Duration
+	default:
+		return DefaultDuration
+	}
+}
+
+func (o Options) bin() time.Duration {
+	if o.Bin == 0 {
+		return DefaultBin
+	}
+	return o.Bin
+}
+
+func (o Options) budgetWindow() time.Duration {
+	if o.BudgetWindow == 0 {
+		return _budgetWindow
+	}
+	return o.BudgetWindow
+}
+
+// idleConns bounds the HTTP connections a node keeps to each callee: the
+// root requests in flight, or under open-loop load about those of a
+// deadline's worth of arrivals.
+func (o Options) idleConns() int {
+	if !o.openLoop() {
+		return o.Concurrency
+	}
+	return min(MaxConcurrency, max(DefaultConcurrency, int(o.rate()*o.Timeout.Seconds())))
 }
 
 func (o Options) withDefaults() Options {
@@ -209,7 +292,7 @@ func (o Options) Validate() error {
 	if o.Policy.budgeted() && !(o.Budget > 0 && o.Budget <= retry.MaxBudgetRatio) { // also rejects NaN
 		err = multierr.Append(err, fmt.Errorf("budget: must be > 0 and <= %d for policy %q, got %v", retry.MaxBudgetRatio, o.Policy, o.Budget))
 	}
-	if o.Requests < 1 {
+	if o.Requests < 1 && !o.openLoop() {
 		err = multierr.Append(err, fmt.Errorf("requests: must be >= 1, got %d", o.Requests))
 	}
 	if o.Warmup < 0 {
@@ -235,6 +318,51 @@ func (o Options) Validate() error {
 	}
 	if !oneOf(o.Transport, Transports()) {
 		err = multierr.Append(err, fmt.Errorf("transport: must be one of %s, got %q", strings.Join(Transports(), ", "), o.Transport))
+	}
+	return multierr.Append(err, o.validateLoad())
+}
+
+// validateLoad reports every invalid field of the open-loop load, the
+// budget window and the throttle.
+func (o Options) validateLoad() error {
+	var err error
+	if !(o.Rate >= 0 && o.Rate <= MaxRate) { // also rejects NaN
+		err = multierr.Append(err, fmt.Errorf("rate: must be between 0 and %d root requests per second, got %v", MaxRate, o.Rate))
+	}
+	if o.Duration != 0 && (o.Duration < MinDuration || o.Duration > MaxDuration) {
+		err = multierr.Append(err, fmt.Errorf("duration: must be between %v and %v, got %v", MinDuration, MaxDuration, o.Duration))
+	}
+	if o.Bin != 0 && (o.Bin < MinBin || o.Bin > MaxBin) {
+		err = multierr.Append(err, fmt.Errorf("bin: must be between %v and %v, got %v", MinBin, MaxBin, o.Bin))
+	}
+	if o.BudgetWindow < 0 {
+		err = multierr.Append(err, fmt.Errorf("budget-window: must be > 0, got %v", o.BudgetWindow))
+	}
+	if o.Throttle != nil {
+		for _, e := range multierr.Errors(o.Throttle.validate()) {
+			err = multierr.Append(err, fmt.Errorf("throttle.%w", e))
+		}
+		if o.Policy.runsErrown() {
+			err = multierr.Append(err, fmt.Errorf("throttle: adds to a policy blind to claims (%s or %s), got %q", PolicyNaive, PolicyBudget, o.Policy))
+		}
+	}
+	if o.openLoop() && o.bin() > o.duration() {
+		err = multierr.Append(err, fmt.Errorf("bin: must not be longer than the load (%v), got %v", o.duration(), o.bin()))
+	}
+	t := o.Topology // the chain of Depth has no capacity and no triggers
+	if t == nil {
+		return err
+	}
+	switch {
+	case !o.openLoop() && t.triggered():
+		err = multierr.Append(err, fmt.Errorf("rate: topology %q has triggers, which need open-loop load (-rate, or rate: in the topology), got 0", t.Name))
+	case o.openLoop() && t.lastTriggerEnd() > o.duration():
+		err = multierr.Append(err, fmt.Errorf("duration: topology %q's triggers end at %v, after the load (%v)", t.Name, t.lastTriggerEnd(), o.duration()))
+	}
+	for i, n := range t.Nodes {
+		if kind := o.nodeKind(i); native(kind) && n.crashes() {
+			err = multierr.Append(err, fmt.Errorf("transport: node %s of topology %q crashes and restarts, which needs a yarpc transport (http, grpc, tchannel), got %s", n.Name, t.Name, kind))
+		}
 	}
 	return err
 }

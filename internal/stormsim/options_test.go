@@ -3,6 +3,7 @@ package stormsim
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,6 +153,10 @@ func TestOptionsValidateAccepts(t *testing.T) {
 		{name: "ownership-naive ignores budget", give: func(o *Options) { o.Policy, o.Budget = PolicyOwnershipNaive, 0 }},
 		{name: "topology ignores depth", give: func(o *Options) { o.Topology, o.Depth, o.FailDepth = Chain(2, 1), 0, 5 }},
 		{name: "warm-up and memory", give: func(o *Options) { o.Warmup, o.Memory.MinSamples, o.UnknownEdges = 5, 3, "coincidental" }},
+		{name: "open-loop chain", give: func(o *Options) { o.Rate, o.Duration, o.Bin = 100, 2*time.Second, 100*time.Millisecond }},
+		{name: "the topology's rate and triggers", give: func(o *Options) { o.Topology = shortCapacity() }},
+		{name: "throttle", give: func(o *Options) { o.Throttle, o.BudgetWindow = &Throttle{K: 1.5}, time.Second }},
+		{name: "capacity on net/http", give: func(o *Options) { o.Topology, o.Transport = shortCapacity(), TransportNetHTTP }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,6 +192,38 @@ func TestOptionsValidate(t *testing.T) {
 		{name: "unknown edges", give: func(o *Options) { o.UnknownEdges = "maybe" }, want: []string{`unknown-edges: must be correlated or coincidental, got "maybe"`}},
 		{name: "memory", give: func(o *Options) { o.Memory.MinSamples = -1 }, want: []string{"memory.minSamples: must be at least 1, got -1"}},
 		{name: "transport", give: func(o *Options) { o.Transport = "udp" }, want: []string{`transport: must be one of http, grpc, tchannel, grpc-go, nethttp, mixed, got "udp"`}},
+		{
+			name: "open-loop load",
+			give: func(o *Options) {
+				o.Rate, o.Duration, o.Bin, o.BudgetWindow = math.NaN(), 11*time.Minute, 5*time.Millisecond, -1
+				o.Throttle = &Throttle{K: 0.5, Window: time.Millisecond, Buckets: 1001}
+			},
+			want: []string{
+				"rate: must be between 0 and 5000 root requests per second, got NaN",
+				"duration: must be between 1s and 10m0s, got 11m0s",
+				"bin: must be between 10ms and 10s, got 5ms",
+				"budget-window: must be > 0, got -1ns",
+				"throttle.k: must be between 1 and 1000, got 0.5",
+				"throttle.window: must be at least 10ms, got 1ms",
+				"throttle.buckets: must be between 1 and 1000, got 1001",
+			},
+		},
+		{name: "throttle with errown", give: func(o *Options) { o.Policy, o.Throttle = PolicyOwnership, &Throttle{} }, want: []string{`throttle: adds to a policy blind to claims (naive or budget), got "ownership"`}},
+		{name: "bin longer than the load", give: func(o *Options) { o.Rate, o.Duration, o.Bin = 10, time.Second, 2*time.Second }, want: []string{"bin: must not be longer than the load (1s), got 2s"}},
+		{
+			name: "triggers without open-loop load",
+			give: func(o *Options) { o.Topology = shortCapacity(); o.Topology.Rate = 0 },
+			want: []string{`rate: topology "short" has triggers, which need open-loop load (-rate, or rate: in the topology), got 0`},
+		},
+		{name: "triggers after the load", give: func(o *Options) { o.Topology, o.Duration = shortCapacity(), 1500*time.Millisecond }, want: []string{`duration: topology "short"'s triggers end at 2s, after the load (1.5s)`}},
+		{
+			name: "a crash on grpc-go",
+			give: func(o *Options) {
+				o.Topology, o.Transport = shortCapacity(), TransportGRPCGo
+				o.Topology.Node("C").Triggers[0] = Trigger{Kind: TriggerCrash, At: time.Second, For: time.Second}
+			},
+			want: []string{`transport: node C of topology "short" crashes and restarts, which needs a yarpc transport (http, grpc, tchannel), got grpc-go`},
+		},
 		{
 			name: "every problem at once",
 			give: func(o *Options) { o.Depth, o.Attempts, o.Requests = 2, 0, 0 },

@@ -47,6 +47,9 @@ type Result struct {
 	// Trace is every attempt of every call made for the first counted
 	// root request, when Options.Trace asked for it.
 	Trace []TraceEvent `json:"trace,omitempty"`
+	// Timeline is what an open-loop run measured over time; nil for a
+	// closed loop.
+	Timeline *Timeline `json:"timeline,omitempty"`
 	// Elapsed is how long the requests took, setup and teardown excluded.
 	Elapsed time.Duration `json:"-"`
 }
@@ -136,6 +139,13 @@ func (r Result) Edge(from, to string) EdgeResult {
 // the measured figures are not the experiment's: Run returns the Result
 // with an error counting the outcomes. Run stops sending when ctx is done
 // and returns ctx's error.
+//
+// Under open-loop load (o.Rate, or the topology's rate) Run instead sends
+// root requests at the times of a seeded Poisson schedule for the load's
+// duration, each with the deadline o.Timeout, runs the topology's
+// triggers on time, and returns what it measured over time in
+// Result.Timeline; every outcome of a root request is then a measure, not
+// an error.
 func Run(ctx context.Context, o Options) (_ Result, err error) {
 	if err := o.Validate(); err != nil {
 		return Result{}, fmt.Errorf("stormsim: %w", err)
@@ -146,7 +156,11 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 		return Result{}, fmt.Errorf("stormsim: %w", err)
 	}
 	expected := newAnalyzer(g, o).analyze()
-	m, err := startMesh(o, g)
+	var c *clock
+	if o.openLoop() {
+		c = o.clock()
+	}
+	m, err := startMesh(o, g, c)
 	if err != nil {
 		return Result{}, fmt.Errorf("stormsim: %w", err)
 	}
@@ -155,6 +169,9 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 			err = multierr.Append(err, fmt.Errorf("stormsim: stop: %w", stopErr))
 		}
 	}()
+	if c != nil {
+		return m.runOpen(ctx, o, c)
+	}
 
 	codes := g.failCodes()
 	if o.Policy.runsErrown() && codes[yarpcerrors.CodeDeadlineExceeded] {
@@ -179,29 +196,43 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 	}
 	elapsed := time.Since(start)
 	m.settle(o.Timeout)
+	res := m.result(o, out.sent, out.failed, elapsed)
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("stormsim: stopped after %d of %d requests: %w", out.sent, o.Requests, err)
+	}
+	if err := warm.err(); err != nil {
+		return res, fmt.Errorf("warm-up: %w", err)
+	}
+	return res, out.err()
+}
+
+// result returns what the nodes counted for sent root requests, of which
+// failed failed, sent in elapsed.
+func (m *mesh) result(o Options, sent int, failed []int64, elapsed time.Duration) Result {
+	g := m.g
 	res := Result{
 		Topology:  g.t.Name,
 		Policy:    o.Policy,
 		Mode:      o.Mode,
 		Transport: o.Transport,
-		Requests:  out.sent,
+		Requests:  sent,
 		Warmup:    o.Warmup,
 		Seed:      o.Seed,
-		Failed:    len(out.failed),
+		Failed:    len(failed),
 		Elapsed:   elapsed,
 		Nodes:     make([]NodeResult, len(m.nodes)),
 		Edges:     make([]EdgeResult, len(g.edges)),
-		Radius:    m.log.radius(out.failed),
+		Radius:    m.log.radius(failed),
 		Trace:     m.tracer.trace(g),
 	}
 	if m.errown[0] != nil {
-		res.Telemetry = m.telemetry.telemetry(out.sent, len(out.failed))
+		res.Telemetry = m.telemetry.telemetry(sent, len(failed))
 	}
 	per := func(n int64) float64 {
-		if out.sent == 0 {
+		if sent == 0 {
 			return 0
 		}
-		return float64(n) / float64(out.sent)
+		return float64(n) / float64(sent)
 	}
 	for i, n := range m.nodes {
 		res.Nodes[i] = NodeResult{
@@ -222,13 +253,7 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 		retries := m.log.retries[e].Load()
 		res.Edges[e] = EdgeResult{From: g.nodes[ed.from].name, To: g.nodes[ed.to].name, Retries: retries, PerRequest: per(retries)}
 	}
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("stormsim: stopped after %d of %d requests: %w", out.sent, o.Requests, err)
-	}
-	if err := warm.err(); err != nil {
-		return res, fmt.Errorf("warm-up: %w", err)
-	}
-	return res, out.err()
+	return res
 }
 
 // outcomes counts how the root requests ended.

@@ -26,9 +26,14 @@ type Scenario struct {
 	Name string
 	// Summary says what the scenario shows, in one line.
 	Summary string
-	// Chart reports whether the scenario's runs share their nodes, so that
-	// Report.Chart can draw their loads.
+	// Chart reports whether the scenario has a chart (Report.SVG): its
+	// runs share their nodes, so that Report.Chart can draw their loads,
+	// or they are open-loop runs, whose goodput Report.TimeChart draws.
 	Chart bool
+	// Long reports that the scenario takes minutes, its runs following
+	// load over seconds of wall-clock time: its tests check its
+	// machinery on short runs, not the scenario at the size of the tests.
+	Long bool
 
 	plan    func(c scenarioConfig) []plannedRun
 	figures func(c scenarioConfig, runs []RunReport) ([]Figure, []string)
@@ -62,6 +67,14 @@ type ScenarioOptions struct {
 	// Progress, when not nil, is called after each root request of each
 	// run with the scenario and run's label.
 	Progress func(label string, done, total int)
+	// Rate, Duration and Bin, when positive, replace those of every run
+	// under open-loop load (Options.Rate, Duration, Bin).
+	Rate     float64
+	Duration time.Duration
+	Bin      time.Duration
+	// Arms, when not empty, are the names of the only arms the capacity
+	// scenario runs (see CapacityArms).
+	Arms []string
 }
 
 // scenarioConfig is what a scenario plans its runs and figures with.
@@ -106,6 +119,8 @@ func (c scenarioConfig) concurrency(full, small int) int {
 // plannedRun is one run a scenario asks for.
 type plannedRun struct {
 	label string
+	// group names the runs compared together (a panel of TimeChart).
+	group string
 	// opts need only Topology, Policy, Requests and what differs from
 	// the scenario's defaults (2 attempts, 10% budget).
 	opts Options
@@ -122,6 +137,9 @@ type plannedRun struct {
 type RunReport struct {
 	// Label names the run in the scenario, e.g. "ownership, C drops".
 	Label string `json:"label"`
+	// Group names the runs it is compared with, where a scenario has
+	// several groups (the variants of the capacity scenario).
+	Group string `json:"group,omitempty"`
 	// Topology is the name of the topology run.
 	Topology string `json:"topology"`
 	// Policy is the policy of every hop.
@@ -349,11 +367,16 @@ func (s Scenario) Run(ctx context.Context, so ScenarioOptions) (Report, error) {
 			small = 4
 		}
 		o.Concurrency = c.concurrency(o.Concurrency, small)
+		if o.openLoop() {
+			o.Rate = or(so.Rate, o.Rate)
+			o.Duration = or(so.Duration, o.Duration)
+			o.Bin = or(so.Bin, o.Bin)
+		}
 		a, err := Analyze(o)
 		if err != nil {
 			return rep, fmt.Errorf("%s: %s: %w", s.Name, p.label, err)
 		}
-		rr := RunReport{Label: p.label, Topology: a.Topology, Policy: o.Policy, Analytic: so.Analytic || p.analytic, Expected: a, Published: p.published}
+		rr := RunReport{Label: p.label, Group: p.group, Topology: a.Topology, Policy: o.Policy, Analytic: so.Analytic || p.analytic, Expected: a, Published: p.published}
 		if !rr.Analytic {
 			if so.Progress != nil {
 				label := s.Name + ": " + p.label
@@ -384,6 +407,29 @@ func (s Scenario) Run(ctx context.Context, so ScenarioOptions) (Report, error) {
 	return rep, nil
 }
 
+// or returns v, or else when v is zero.
+func or[T comparable](v, orElse T) T {
+	var zero T
+	if v != zero {
+		return v
+	}
+	return orElse
+}
+
+// SVG returns the report's chart as an SVG document: goodput over time,
+// one line per run, for a report of open-loop runs (TimeChart), else the
+// loads per node (Chart).
+func (r Report) SVG() ([]byte, error) {
+	if tc, ok := r.TimeChart(); ok {
+		return tc.SVG(), nil
+	}
+	c, err := r.Chart()
+	if err != nil {
+		return nil, err
+	}
+	return c.SVG(), nil
+}
+
 // Scenarios returns every named scenario, in the order -scenario all
 // runs them.
 func Scenarios() []Scenario {
@@ -397,6 +443,7 @@ func Scenarios() []Scenario {
 		scenarioDeep(),
 		scenarioFanout(),
 		scenarioOverload(),
+		CapacityScenario(CapacityArms()),
 	}
 }
 

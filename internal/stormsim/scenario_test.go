@@ -3,6 +3,7 @@ package stormsim
 import (
 	"context"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -16,9 +17,22 @@ import (
 // one (not for a timed topology: Analysis.MeasuredOnly): a regression in
 // errown's mechanism (or the lab's) shows here, not only in the lab. Every
 // shipped topology is measured by at least one run.
+//
+// A Long scenario (capacity: minutes of open-loop load) is not run here:
+// its machinery is tested on short runs (openloop_test.go,
+// capacity_test.go, scenario_capacity_test.go), and its topologies, which
+// those short runs stand in for, are parsed and validated with every
+// shipped one (TestShippedTopologies, TestCapacityScenarioPlanAndAnalytic).
 func TestScenariosSmall(t *testing.T) {
 	measured := make(map[string]bool)
+	long := make(map[string]bool) // topologies of the Long scenarios
 	for _, s := range Scenarios() {
+		if s.Long {
+			for _, r := range s.plan(scenarioConfig{}) {
+				long[strings.TrimSuffix(r.opts.Topology.Name, " (leave)")] = true
+			}
+			continue
+		}
 		t.Run(s.Name, func(t *testing.T) {
 			rep, err := runSmall(s)
 			require.NoError(t, err)
@@ -46,8 +60,11 @@ func TestScenariosSmall(t *testing.T) {
 			names = append(names, name)
 		}
 	}
+	for name := range long {
+		names = append(names, name)
+	}
 	sort.Strings(names)
-	assert.Equal(t, TopologyNames(), names, "every shipped topology is measured")
+	assert.Equal(t, TopologyNames(), names, "every shipped topology is measured, or run by a Long scenario")
 }
 
 // _small caches the reports of runSmall: a scenario that more than one
@@ -91,7 +108,7 @@ func TestScenarioOptions(t *testing.T) {
 }
 
 func TestLookupScenario(t *testing.T) {
-	assert.Equal(t, []string{"chain", "availability", "context-drop", "mixed", "coincidental", "no-retry-below", "deep", "fanout", "overload"}, ScenarioNames())
+	assert.Equal(t, []string{"chain", "availability", "context-drop", "mixed", "coincidental", "no-retry-below", "deep", "fanout", "overload", "capacity"}, ScenarioNames())
 	s, ok := LookupScenario("deep")
 	assert.True(t, ok)
 	assert.True(t, s.Chart)
@@ -152,7 +169,8 @@ func TestScenariosSmallNative(t *testing.T) {
 			})
 		}
 	}
-	for _, name := range ScenarioNames() {
-		assert.True(t, covered[name], "scenario %s runs on a grpc-go or net/http mesh", name)
+	for _, s := range Scenarios() {
+		// A Long scenario's machinery runs on grpc-go in TestRunOpenLoop.
+		assert.True(t, covered[s.Name] || s.Long, "scenario %s runs on a grpc-go or net/http mesh", s.Name)
 	}
 }

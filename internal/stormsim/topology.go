@@ -24,6 +24,48 @@ const (
 	// milliseconds) cannot carry it to the callee.
 	MinAttemptTimeout = time.Millisecond
 	MaxAttemptTimeout = time.Minute
+	// MaxWorkers and MaxQueue bound a node's capacity.
+	MaxWorkers = 1024
+	MaxQueue   = 100000
+	// MinServiceTime and MaxServiceTime bound a worker's time per request.
+	MinServiceTime = time.Microsecond
+	MaxServiceTime = 10 * time.Second
+	// MaxRate is the most root requests per second of open-loop load.
+	MaxRate = 5000
+	// MinDuration and MaxDuration bound a run of open-loop load; a
+	// trigger's at and for are within MaxDuration too.
+	MinDuration = time.Second
+	MaxDuration = 10 * time.Minute
+	// MinTriggerFor is the shortest trigger.
+	MinTriggerFor = time.Millisecond
+	// MaxSlowFactor is the most a slow trigger multiplies a node's
+	// service time by.
+	MaxSlowFactor = 1000
+)
+
+// What a node with a capacity does with a queued request whose caller has
+// given up (its context is done): Node.Abandoned.
+const (
+	// AbandonedServe serves it anyway: when it reaches the head of the
+	// queue a worker spends the service time on it, as a handler blocked
+	// on a lock or a pool that ignores its context. The default.
+	AbandonedServe = "serve"
+	// AbandonedLeave drops it from the queue as soon as its context is
+	// done, as a pool that honours the context.
+	AbandonedLeave = "leave"
+)
+
+// Kinds of Trigger.
+const (
+	// TriggerSlow multiplies the node's service time by Factor: a
+	// capacity cut. The node needs a capacity.
+	TriggerSlow = "slow"
+	// TriggerFail fails every request the node serves, with its failCode,
+	// after its calls (as its own failures).
+	TriggerFail = "fail"
+	// TriggerCrash stops the node's dispatcher (its queued requests are
+	// lost) and starts it again on the same port at the trigger's end.
+	TriggerCrash = "crash"
 )
 
 // DefaultFailCode is the code of a node's own failure when its topology
@@ -58,6 +100,16 @@ type Topology struct {
 	Description string `yaml:"description,omitempty" json:"description,omitempty"`
 	// Nodes are the services; the first one is the root.
 	Nodes []Node `yaml:"nodes" json:"nodes"`
+	// Rate, when positive, makes the load open-loop: root requests arrive
+	// as a Poisson process of Rate per second, whatever becomes of the
+	// earlier ones (Options.Rate, -rate, takes precedence). At most
+	// MaxRate. Default 0: the closed loop of Options.Requests and
+	// Options.Concurrency.
+	Rate float64 `yaml:"rate,omitempty" json:"rate,omitempty"`
+	// Duration is how long open-loop load lasts, e.g. "12s"
+	// (Options.Duration, -duration, takes precedence), between
+	// MinDuration and MaxDuration. Default DefaultDuration.
+	Duration time.Duration `yaml:"duration,omitempty" json:"duration,omitempty"`
 }
 
 // Node is one service of a Topology.
@@ -98,7 +150,55 @@ type Node struct {
 	// failCode). Every root request that reaches it fails with
 	// deadline-exceeded.
 	Hang bool `yaml:"hang,omitempty" json:"hang,omitempty"`
+	// Capacity, when set, makes the node's work finite: each request
+	// waits in a bounded FIFO queue for one of the node's workers, which
+	// spends the service time on it before the node makes its calls.
+	// Default none: the node serves every request at once.
+	Capacity *Capacity `yaml:"capacity,omitempty" json:"capacity,omitempty"`
+	// Abandoned says what the node does with a queued request whose
+	// caller has given up: AbandonedServe (default) or AbandonedLeave.
+	// It needs a capacity.
+	Abandoned string `yaml:"abandoned,omitempty" json:"abandoned,omitempty"`
+	// Triggers are the node's timeline under open-loop load: each starts
+	// At after the load's start and lasts For. Triggers of one kind do
+	// not overlap.
+	Triggers []Trigger `yaml:"triggers,omitempty" json:"triggers,omitempty"`
 }
+
+// Capacity is a node's finite capacity: Workers serve the requests one at
+// a time each, ServiceTime per request; up to Queue more wait, first in
+// first out; a request that finds the queue full is answered
+// resource-exhausted at once.
+//
+//	capacity: {workers: 2, serviceTime: 5ms, queue: 1000}
+type Capacity struct {
+	// Workers is the requests served at once, 1 to MaxWorkers.
+	Workers int `yaml:"workers" json:"workers"`
+	// ServiceTime is a worker's time per request, e.g. "5ms", between
+	// MinServiceTime and MaxServiceTime.
+	ServiceTime time.Duration `yaml:"serviceTime" json:"serviceTime"`
+	// Queue is the most requests waiting for a worker, 0 to MaxQueue.
+	Queue int `yaml:"queue" json:"queue"`
+}
+
+// Trigger is one event of a node's timeline under open-loop load.
+//
+//	triggers:
+//	  - {kind: slow, at: 3s, for: 2s, factor: 10}
+type Trigger struct {
+	// Kind is TriggerSlow, TriggerFail or TriggerCrash.
+	Kind string `yaml:"kind" json:"kind"`
+	// At is when the trigger starts, from the start of the load.
+	At time.Duration `yaml:"at" json:"at"`
+	// For is how long it lasts, at least MinTriggerFor.
+	For time.Duration `yaml:"for" json:"for"`
+	// Factor multiplies the service time under TriggerSlow, above 1 and
+	// at most MaxSlowFactor; the other kinds take none.
+	Factor float64 `yaml:"factor,omitempty" json:"factor,omitempty"`
+}
+
+// End returns when the trigger ends, from the start of the load.
+func (t Trigger) End() time.Duration { return t.At + t.For }
 
 // Call is an edge of a Topology: a node calling a child. In YAML a call is
 // either the child's name or a map with the fields below.
@@ -222,6 +322,11 @@ func (t *Topology) Clone() *Topology {
 	c.Nodes = make([]Node, len(t.Nodes))
 	for i, n := range t.Nodes {
 		n.Calls = append([]Call(nil), n.Calls...)
+		n.Triggers = append([]Trigger(nil), n.Triggers...)
+		if n.Capacity != nil {
+			capacity := *n.Capacity
+			n.Capacity = &capacity
+		}
 		c.Nodes[i] = n
 	}
 	return &c
@@ -268,6 +373,9 @@ type gnode struct {
 	retry     bool
 	drop      bool
 	hang      bool
+	capacity  *Capacity // nil: unlimited
+	leave     bool      // abandoned queued requests leave the queue
+	triggers  []Trigger
 }
 
 type gcall struct {
@@ -294,6 +402,12 @@ func compile(t *Topology) (*graph, error) {
 	if len(t.Nodes) > MaxNodes {
 		add("nodes: at most %d, got %d", MaxNodes, len(t.Nodes))
 	}
+	if !(t.Rate >= 0 && t.Rate <= MaxRate) { // also rejects NaN
+		add("rate: must be between 0 and %d root requests per second, got %v", MaxRate, t.Rate)
+	}
+	if t.Duration != 0 && (t.Duration < MinDuration || t.Duration > MaxDuration) {
+		add("duration: must be between %v and %v (a duration such as 12s), got %v", MinDuration, MaxDuration, t.Duration)
+	}
 	g := &graph{t: t, nodes: make([]gnode, len(t.Nodes))}
 	index := make(map[string]int, len(t.Nodes))
 	for i, n := range t.Nodes {
@@ -319,9 +433,13 @@ func compile(t *Topology) (*graph, error) {
 		if n.Hang && n.FailCode != "" {
 			add("%s.failCode: a node that hangs never answers with a code: drop failCode or hang, got %q", at, n.FailCode)
 		}
+		for _, e := range multierr.Errors(n.validateCapacity()) {
+			add("%s.%v", at, e)
+		}
 		g.nodes[i] = gnode{
 			name: n.Name, fail: n.Fail, code: code, retryable: retryable,
 			errown: n.runsErrown(), retry: n.retries(), drop: n.DropContext, hang: n.Hang,
+			capacity: n.Capacity, leave: n.Abandoned == AbandonedLeave, triggers: n.Triggers,
 		}
 	}
 	for i, n := range t.Nodes {
@@ -510,17 +628,119 @@ func (g *graph) failCodes() map[yarpcerrors.Code]bool {
 	return codes
 }
 
-// timed reports whether the fate of a request turns on time: a node hangs
-// or a call has a per-attempt timeout.
+// capacity reports whether a node of g has a capacity or triggers.
+func (g *graph) capacity() bool {
+	for _, n := range g.nodes {
+		if n.capacity != nil || len(n.triggers) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// timed reports whether the fate of a request turns on time: a node hangs,
+// has a capacity or a timeline of triggers, or a call has a per-attempt
+// timeout.
 func (g *graph) timed() bool {
 	for _, n := range g.nodes {
-		if n.hang {
+		if n.hang || n.capacity != nil || len(n.triggers) > 0 {
 			return true
 		}
 		for _, c := range n.calls {
 			if c.attemptTimeout > 0 {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// validateCapacity reports every problem of the node's capacity,
+// abandoned mode and triggers, each naming its field.
+func (n Node) validateCapacity() error {
+	var errs error
+	add := func(format string, args ...interface{}) {
+		errs = multierr.Append(errs, fmt.Errorf(format, args...))
+	}
+	if c := n.Capacity; c != nil {
+		if c.Workers < 1 || c.Workers > MaxWorkers {
+			add("capacity.workers: must be between 1 and %d, got %d", MaxWorkers, c.Workers)
+		}
+		if c.ServiceTime < MinServiceTime || c.ServiceTime > MaxServiceTime {
+			add("capacity.serviceTime: must be between %v and %v (a duration such as 5ms), got %v", MinServiceTime, MaxServiceTime, c.ServiceTime)
+		}
+		if c.Queue < 0 || c.Queue > MaxQueue {
+			add("capacity.queue: must be between 0 and %d, got %d", MaxQueue, c.Queue)
+		}
+	}
+	switch {
+	case n.Abandoned == "":
+	case n.Abandoned != AbandonedServe && n.Abandoned != AbandonedLeave:
+		add("abandoned: must be %s or %s, got %q", AbandonedServe, AbandonedLeave, n.Abandoned)
+	case n.Capacity == nil:
+		add("abandoned: is what a node with a capacity does with its queue, and %s has none, got %q", n.Name, n.Abandoned)
+	}
+	for k, tr := range n.Triggers {
+		at := fmt.Sprintf("triggers[%d]", k)
+		switch tr.Kind {
+		case TriggerSlow:
+			if n.Capacity == nil {
+				add("%s.kind: slow multiplies a capacity's service time, and %s has none", at, n.Name)
+			}
+			if !(tr.Factor > 1 && tr.Factor <= MaxSlowFactor) { // also rejects NaN
+				add("%s.factor: must be above 1 and at most %d, got %v", at, MaxSlowFactor, tr.Factor)
+			}
+		case TriggerFail, TriggerCrash:
+			if tr.Factor != 0 {
+				add("%s.factor: only a slow trigger has one, got %v", at, tr.Factor)
+			}
+			if tr.Kind == TriggerFail && n.Hang {
+				add("%s.kind: a node that hangs never answers, so it cannot fail", at)
+			}
+		default:
+			add("%s.kind: must be %s, %s or %s, got %q", at, TriggerSlow, TriggerFail, TriggerCrash, tr.Kind)
+		}
+		if tr.At < 0 || tr.At > MaxDuration {
+			add("%s.at: must be between 0s and %v (a duration such as 3s), got %v", at, MaxDuration, tr.At)
+		}
+		if tr.For < MinTriggerFor || tr.For > MaxDuration {
+			add("%s.for: must be between %v and %v (a duration such as 2s), got %v", at, MinTriggerFor, MaxDuration, tr.For)
+		}
+		for j, prev := range n.Triggers[:k] {
+			if prev.Kind == tr.Kind && tr.At < prev.End() && prev.At < tr.End() {
+				add("%s: overlaps triggers[%d], of the same kind %s", at, j, tr.Kind)
+			}
+		}
+	}
+	return errs
+}
+
+// triggered reports whether a node of t has a trigger.
+func (t *Topology) triggered() bool {
+	for _, n := range t.Nodes {
+		if len(n.Triggers) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lastTriggerEnd returns when the last trigger of t ends, 0 without any.
+func (t *Topology) lastTriggerEnd() time.Duration {
+	var end time.Duration
+	for _, n := range t.Nodes {
+		for _, tr := range n.Triggers {
+			end = max(end, tr.End())
+		}
+	}
+	return end
+}
+
+// crashes reports whether the node has a crash trigger.
+func (n Node) crashes() bool {
+	for _, tr := range n.Triggers {
+		if tr.Kind == TriggerCrash {
+			return true
 		}
 	}
 	return false

@@ -49,6 +49,34 @@ nodes:
 			}},
 		},
 		{
+			name: "capacity, open-loop load and triggers",
+			give: `
+name: cap
+rate: 240
+duration: 12s
+nodes:
+  - {name: A, calls: [{to: B, attemptTimeout: 60ms}]}
+  - name: B
+    capacity: {workers: 2, serviceTime: 5ms, queue: 100}
+    abandoned: leave
+    triggers:
+      - {kind: slow, at: 3s, for: 2s, factor: 10}
+      - {kind: fail, at: 6s, for: 500ms}
+      - {kind: crash, at: 8s, for: 1s}
+`,
+			want: &Topology{Name: "cap", Rate: 240, Duration: 12 * time.Second, Nodes: []Node{
+				{Name: "A", Calls: []Call{{To: "B", AttemptTimeout: 60 * time.Millisecond}}},
+				{
+					Name: "B", Capacity: &Capacity{Workers: 2, ServiceTime: 5 * time.Millisecond, Queue: 100}, Abandoned: AbandonedLeave,
+					Triggers: []Trigger{
+						{Kind: TriggerSlow, At: 3 * time.Second, For: 2 * time.Second, Factor: 10},
+						{Kind: TriggerFail, At: 6 * time.Second, For: 500 * time.Millisecond},
+						{Kind: TriggerCrash, At: 8 * time.Second, For: time.Second},
+					},
+				},
+			}},
+		},
+		{
 			name: "one node",
 			give: "name: one\nnodes: [{name: A, fail: 1, errown: true}]",
 			want: &Topology{Name: "one", Nodes: []Node{{Name: "A", Fail: 1, Errown: &yes}}},
@@ -116,6 +144,54 @@ nodes:
 				"nodes[3] (D).calls[0].attemptTimeout: is part of a retry policy, and D has none (retry: false), got 10ms",
 			},
 		},
+		{
+			name: "capacity and triggers",
+			give: `
+name: t
+rate: -1
+duration: 500ms
+nodes:
+  - {name: A, abandoned: serve, calls: [B, C, D]}
+  - {name: B, capacity: {workers: 0, serviceTime: 0s, queue: -1}, abandoned: sometimes}
+  - name: C
+    capacity: {workers: 2000, serviceTime: 11s, queue: 100001}
+    triggers:
+      - {kind: slow, at: -1s, for: 0s, factor: 1}
+      - {kind: slow, at: 1s, for: 1s, factor: 2000}
+      - {kind: fail, at: 1500ms, for: 1s, factor: 2}
+      - {kind: quake, at: 1s, for: 1s}
+      - {kind: slow, at: 1500ms, for: 1s, factor: 2}
+  - name: D
+    hang: true
+    triggers: [{kind: slow, at: 1s, for: 11m, factor: 2}, {kind: fail, at: 11m, for: 1s}]
+`,
+			want: []string{
+				"rate: must be between 0 and 5000 root requests per second, got -1",
+				"duration: must be between 1s and 10m0s (a duration such as 12s), got 500ms",
+				`nodes[0] (A).abandoned: is what a node with a capacity does with its queue, and A has none, got "serve"`,
+				"nodes[1] (B).capacity.workers: must be between 1 and 1024, got 0",
+				"nodes[1] (B).capacity.serviceTime: must be between 1µs and 10s (a duration such as 5ms), got 0s",
+				"nodes[1] (B).capacity.queue: must be between 0 and 100000, got -1",
+				`nodes[1] (B).abandoned: must be serve or leave, got "sometimes"`,
+				"nodes[2] (C).capacity.workers: must be between 1 and 1024, got 2000",
+				"nodes[2] (C).capacity.serviceTime: must be between 1µs and 10s (a duration such as 5ms), got 11s",
+				"nodes[2] (C).capacity.queue: must be between 0 and 100000, got 100001",
+				"nodes[2] (C).triggers[0].factor: must be above 1 and at most 1000, got 1",
+				"nodes[2] (C).triggers[0].at: must be between 0s and 10m0s (a duration such as 3s), got -1s",
+				"nodes[2] (C).triggers[0].for: must be between 1ms and 10m0s (a duration such as 2s), got 0s",
+				"nodes[2] (C).triggers[1].factor: must be above 1 and at most 1000, got 2000",
+				"nodes[2] (C).triggers[2].factor: only a slow trigger has one, got 2",
+				`nodes[2] (C).triggers[3].kind: must be slow, fail or crash, got "quake"`,
+				"nodes[2] (C).triggers[4]: overlaps triggers[1], of the same kind slow",
+				"nodes[3] (D).triggers[0].kind: slow multiplies a capacity's service time, and D has none",
+				"nodes[3] (D).triggers[0].for: must be between 1ms and 10m0s (a duration such as 2s), got 11m0s",
+				"nodes[3] (D).triggers[1].kind: a node that hangs never answers, so it cannot fail",
+				"nodes[3] (D).triggers[1].at: must be between 0s and 10m0s (a duration such as 3s), got 11m0s",
+			},
+		},
+		{name: "service time not a duration", give: "name: t\nnodes: [{name: A, capacity: {workers: 1, serviceTime: soon, queue: 1}}]", want: []string{"cannot unmarshal !!str `soon` into time.Duration"}},
+		{name: "unknown capacity key", give: "name: t\nnodes: [{name: A, capacity: {workers: 1, serviceTime: 1ms, queue: 1, threads: 2}}]", want: []string{"field threads not found"}},
+		{name: "unknown trigger key", give: "name: t\nnodes: [{name: A, triggers: [{kind: fail, at: 1s, for: 1s, when: now}]}]", want: []string{"field when not found"}},
 		{name: "attempt timeout not a duration", give: "name: t\nnodes: [{name: A, calls: [{to: B, attemptTimeout: soon}]}, {name: B}]", want: []string{`topology: call to "B": attemptTimeout: must be a duration such as 40ms, got "soon"`}},
 		{name: "attempt timeout without a unit", give: "name: t\nnodes: [{name: A, calls: [{to: B, attemptTimeout: 40}]}, {name: B}]", want: []string{`call to "B": attemptTimeout: must be a duration such as 40ms, got "40"`}},
 		{name: "names ignore case", give: "name: t\nnodes: [{name: A, calls: [a]}, {name: a}]", want: []string{"nodes[1] (a).name: already used by nodes[0]"}},
@@ -135,7 +211,7 @@ nodes:
 
 func TestShippedTopologies(t *testing.T) {
 	names := TopologyNames()
-	assert.Equal(t, []string{"availability", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below", "overload", "overload-misnested"}, names)
+	assert.Equal(t, []string{"availability", "capacity", "capacity-crash", "capacity-fanout", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below", "overload", "overload-misnested"}, names)
 	for _, name := range names {
 		top, err := LoadTopology(name)
 		require.NoError(t, err, name)
@@ -143,7 +219,7 @@ func TestShippedTopologies(t *testing.T) {
 		assert.NotEmpty(t, top.Description, name)
 	}
 	_, err := LoadTopology("moebius")
-	assert.ErrorContains(t, err, `topology: no shipped topology "moebius" (have availability, chain,`)
+	assert.ErrorContains(t, err, `topology: no shipped topology "moebius" (have availability, capacity,`)
 }
 
 func TestChainTopology(t *testing.T) {
@@ -172,6 +248,12 @@ func TestTopologyDepthsAndClone(t *testing.T) {
 
 	c := top.Clone()
 	c.Node("c").Calls[0].Times = 5
+	capacity := shortCapacity()
+	cc := capacity.Clone()
+	cc.Node("C").Capacity.Queue = 1
+	cc.Node("C").Triggers[0].Factor = 2
+	assert.Equal(t, 50, capacity.Node("C").Capacity.Queue, "the clone's capacity is its own")
+	assert.Equal(t, 10.0, capacity.Node("C").Triggers[0].Factor, "the clone's triggers are its own")
 	c.Node("F").Fail = 0
 	assert.Equal(t, 2, top.Node("C").Calls[0].Times, "the clone is deep")
 	assert.Equal(t, 1.0, top.Node("F").Fail)
@@ -195,4 +277,59 @@ func TestTimedTopology(t *testing.T) {
 	g, err = compile(Chain(3, 2))
 	require.NoError(t, err)
 	assert.False(t, g.timed())
+
+	g, err = compile(&Topology{Name: "c", Nodes: []Node{
+		{Name: "A", Calls: []Call{{To: "B"}}},
+		{Name: "B", Capacity: &Capacity{Workers: 1, ServiceTime: time.Millisecond}},
+	}})
+	require.NoError(t, err)
+	assert.True(t, g.timed(), "a capacity alone turns on time")
+	assert.True(t, g.capacity())
+}
+
+// FuzzParseTopology feeds ParseTopology arbitrary YAML: it never panics,
+// and what it accepts validates and compiles, within its limits.
+func FuzzParseTopology(f *testing.F) {
+	for _, name := range TopologyNames() {
+		b, err := TopologyYAML(name)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte("name: t\nrate: 1e9\nnodes: [{name: A, capacity: {workers: 1, serviceTime: 1ns, queue: 0}, triggers: [{kind: slow, at: 0s, for: 1ms, factor: 1.5}]}]"))
+	f.Add([]byte("name: t\nnodes: [{name: A, abandoned: leave, triggers: [{kind: crash, at: 1s, for: 1s}, {kind: crash, at: 1500ms, for: 1s}]}]"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		top, err := ParseTopology(b)
+		if err != nil {
+			return
+		}
+		g, err := compile(top)
+		require.NoError(t, err, "a parsed topology compiles")
+		assert.LessOrEqual(t, len(g.nodes), MaxNodes)
+		assert.True(t, top.Rate >= 0 && top.Rate <= MaxRate, "rate %v", top.Rate)
+		for _, n := range top.Nodes {
+			if c := n.Capacity; c != nil {
+				assert.True(t, c.Workers >= 1 && c.Workers <= MaxWorkers && c.Queue >= 0 && c.Queue <= MaxQueue, "capacity %+v", *c)
+			} else {
+				assert.Empty(t, n.Abandoned, "abandoned needs a capacity")
+			}
+			for _, tr := range n.Triggers {
+				assert.True(t, tr.At >= 0 && tr.For >= MinTriggerFor && tr.End() <= 2*MaxDuration, "trigger %+v", tr)
+				assert.Equal(t, tr.Kind == TriggerSlow, tr.Factor > 1, "only a slow trigger has a factor: %+v", tr)
+			}
+		}
+	})
+}
+
+// shortCapacity is a three-second capacity run: A→B→C, C 2 workers × 5ms
+// (400/s) behind a queue of 50, 200 root requests/s, C ten times slower
+// from 1s to 2s.
+func shortCapacity() *Topology {
+	return &Topology{Name: "short", Rate: 200, Duration: 3 * time.Second, Nodes: []Node{
+		{Name: "A", Calls: []Call{{To: "B", AttemptTimeout: 300 * time.Millisecond}}},
+		{Name: "B", Calls: []Call{{To: "C", AttemptTimeout: 60 * time.Millisecond}}},
+		{
+			Name: "C", Capacity: &Capacity{Workers: 2, ServiceTime: 5 * time.Millisecond, Queue: 50},
+			Triggers: []Trigger{{Kind: TriggerSlow, At: time.Second, For: time.Second, Factor: 10}},
+		},
+	}}
 }

@@ -29,8 +29,9 @@ type endpoint struct {
 }
 
 // newEndpoint returns an endpoint of kind (one of Transports()) for
-// service. idleConns bounds the HTTP connections kept per callee.
-func newEndpoint(kind, service string, withInbound bool, idleConns int) (endpoint, error) {
+// service, listening on listen (host:port, port 0 for an ephemeral one).
+// idleConns bounds the HTTP connections kept per callee.
+func newEndpoint(kind, service, listen string, withInbound bool, idleConns int) (endpoint, error) {
 	switch kind {
 	case TransportHTTP:
 		t := http.NewTransport(http.MaxIdleConnsPerHost(idleConns))
@@ -40,7 +41,7 @@ func newEndpoint(kind, service string, withInbound bool, idleConns int) (endpoin
 			abandon:  func() {},
 		}
 		if withInbound {
-			in := t.NewInbound(_localhost)
+			in := t.NewInbound(listen)
 			e.inbound = in
 			e.addr = func() string { return in.Addr().String() }
 		}
@@ -53,7 +54,7 @@ func newEndpoint(kind, service string, withInbound bool, idleConns int) (endpoin
 			abandon:  func() {},
 		}
 		if withInbound {
-			ln, err := net.Listen("tcp", _localhost)
+			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return endpoint{}, fmt.Errorf("listen for %s: %w", service, err)
 			}
@@ -64,7 +65,7 @@ func newEndpoint(kind, service string, withInbound bool, idleConns int) (endpoin
 		return e, nil
 	case TransportTChannel:
 		// TChannel's transport always listens, also for the client.
-		t, err := tchannel.NewTransport(tchannel.ServiceName(service), tchannel.ListenAddr(_localhost))
+		t, err := tchannel.NewTransport(tchannel.ServiceName(service), tchannel.ListenAddr(listen))
 		if err != nil {
 			return endpoint{}, fmt.Errorf("tchannel transport for %s: %w", service, err)
 		}

@@ -1,0 +1,73 @@
+package stormsim
+
+import (
+	"github.com/errown/errown"
+	"github.com/errown/errown/retry"
+)
+
+// Arm is one of the mechanisms the capacity scenario compares, as a user
+// would choose among them: a Policy at every hop and what the arm adds
+// to it. A new mechanism is an arm of its own; errown's own options (its
+// recovery configuration, say) are an errown arm with Errown set.
+type Arm struct {
+	// Name names the arm in output.
+	Name string
+	// Policy is the policy of every hop.
+	Policy Policy
+	// Attempts is the attempts per call at every hop, the first one
+	// included; 0 for the scenario's (2).
+	Attempts int
+	// Mode is errown's mode under the ownership policies.
+	Mode retry.Mode
+	// Throttle adds client-side adaptive throttling at every hop (see
+	// Options.Throttle).
+	Throttle *Throttle
+	// Errown changes the errown.Config of every node that runs errown
+	// (see Options.Errown).
+	Errown func(*errown.Config)
+}
+
+// apply returns o run under the arm.
+func (a Arm) apply(o Options) Options {
+	o.Policy, o.Mode, o.Throttle, o.Errown = a.Policy, a.Mode, a.Throttle, a.Errown
+	if a.Attempts != 0 {
+		o.Attempts = a.Attempts
+	}
+	return o
+}
+
+// Names of CapacityArms.
+const (
+	ArmNone          = "no retries"
+	ArmRetries       = "every hop retries"
+	ArmBudget        = "10% budget"
+	ArmThrottle      = "adaptive throttling"
+	ArmErrown        = "errown"
+	ArmErrownObserve = "errown observe"
+)
+
+// CapacityArms returns the arms of the capacity scenario, in the order it
+// runs them: no retries; every hop retrying blind (2 attempts); a 10%
+// budget at every hop; client-side adaptive throttling at every hop (K =
+// 2, a 2s window) over the same 10% budget, as the SRE book pairs them;
+// errown (enforce); errown in observe mode. The budgets (10% of the
+// requests, no floor) count over retry's default 10s window.
+func CapacityArms() []Arm {
+	return []Arm{
+		{Name: ArmNone, Policy: PolicyNaive, Attempts: 1},
+		{Name: ArmRetries, Policy: PolicyNaive},
+		{Name: ArmBudget, Policy: PolicyBudget},
+		{Name: ArmThrottle, Policy: PolicyBudget, Throttle: &Throttle{}},
+		{Name: ArmErrown, Policy: PolicyOwnership},
+		{Name: ArmErrownObserve, Policy: PolicyOwnership, Mode: retry.ModeObserve},
+	}
+}
+
+// ArmNames returns the names of arms, in order.
+func ArmNames(arms []Arm) []string {
+	names := make([]string, len(arms))
+	for i, a := range arms {
+		names[i] = a.Name
+	}
+	return names
+}

@@ -1,0 +1,112 @@
+package stormsim
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRunOpenLoop(t *testing.T) {
+	tests := []struct {
+		transport string
+		policy    Policy
+	}{
+		{transport: TransportHTTP, policy: PolicyNaive},
+		{transport: TransportGRPCGo, policy: PolicyOwnership},
+	}
+	for _, tt := range tests {
+		t.Run(tt.transport+"/"+string(tt.policy), func(t *testing.T) {
+			o := Options{Topology: shortCapacity(), Policy: tt.policy, Attempts: 2, Budget: 0.1, Requests: 1, Seed: 5, Timeout: time.Second, Bin: 100 * time.Millisecond, Transport: tt.transport}
+			res, err := Run(context.Background(), o)
+			require.NoError(t, err)
+			tl := res.Timeline
+			require.NotNil(t, tl)
+
+			// The schedule is the seed's; every bin of the load has
+			// requests, and every request an outcome.
+			assert.Equal(t, len(arrivals(200, 3*time.Second, 5)), res.Requests)
+			require.Len(t, tl.Sent, 30)
+			sent, outcomes := 0, 0
+			for b, n := range tl.Sent {
+				assert.Positive(t, n, "bin %d", b)
+				assert.LessOrEqual(t, tl.Good[b], n)
+				sent += n
+			}
+			for _, n := range tl.Outcomes {
+				outcomes += n
+			}
+			assert.Equal(t, []int{res.Requests, res.Requests}, []int{sent, outcomes})
+			assert.Equal(t, res.Requests-tl.Outcomes["ok"], res.Failed)
+
+			s := tl.Summary
+			assert.Equal(t, []any{"C", 1.0, 2.0}, []any{s.Constrained, s.TriggerFromS, s.TriggerToS})
+			assert.Greater(t, s.GoodputBefore, 0.9, "C at half its capacity before the trigger")
+			assert.Less(t, s.GoodputDuring, 0.5, "C at a fifth of the load during it")
+			assert.Equal(t, []TriggerWindow{{Node: "C", Kind: TriggerSlow, FromS: 1, ToS: 2, Factor: 10}}, tl.Triggers)
+
+			// C's series: its queue bounded by 50, and full at some point.
+			require.Len(t, tl.Nodes, 1)
+			c := tl.Nodes[0]
+			assert.Equal(t, []any{"C", 1.0}, []any{c.Name, c.Visits})
+			assert.Equal(t, int64(50), maxOf(c.Queue), "the queue fills to its bound, never past it")
+			assert.Positive(t, c.TotalRejected, "a full queue refuses at once")
+			assert.Equal(t, res.Node("C").Served, c.TotalArrivals)
+			assert.Equal(t, c.TotalArrivals, s.Arrivals)
+			assert.InDelta(t, float64(s.Arrivals)/float64(res.Requests), s.ArrivalsPerOffered, 1e-9)
+			for b := range 10 {
+				assert.Positive(t, c.Arrivals[b], "bin %d", b)
+			}
+			assert.Positive(t, maxOf(tl.Retries), "the hops retried C's timeouts")
+			assert.Positive(t, tl.Summary.Refused["code"], "resource-exhausted is not retried (refused: code)")
+			if tt.policy == PolicyOwnership {
+				assert.Positive(t, tl.Summary.Refused["suppressed"]+tl.Summary.Refused["budget"], "errown's refusals, read from its metrics")
+			}
+
+			b, err := json.Marshal(res)
+			require.NoError(t, err)
+			var back Result
+			require.NoError(t, json.Unmarshal(b, &back))
+			assert.Equal(t, tl.Sent, back.Timeline.Sent)
+			assert.Equal(t, tl.Summary.Arrivals, back.Timeline.Summary.Arrivals)
+		})
+	}
+}
+
+func TestRunCrashAndFail(t *testing.T) {
+	// A→B→C: B crashes at 0.5s and restarts on its port at 1s; C fails
+	// every call from 1.5s to 2s. Goodput is 0 in the bins within either
+	// trigger and back once a bin has passed after it.
+	top := &Topology{Name: "crash", Rate: 100, Duration: 3 * time.Second, Nodes: []Node{
+		{Name: "A", Calls: []Call{{To: "B", AttemptTimeout: 400 * time.Millisecond}}},
+		{Name: "B", Calls: []Call{{To: "C", AttemptTimeout: 100 * time.Millisecond}}, Triggers: []Trigger{{Kind: TriggerCrash, At: 500 * time.Millisecond, For: 500 * time.Millisecond}}},
+		{Name: "C", Triggers: []Trigger{{Kind: TriggerFail, At: 1500 * time.Millisecond, For: 500 * time.Millisecond}}},
+	}}
+	res, err := Run(context.Background(), Options{Topology: top, Policy: PolicyNaive, Attempts: 2, Requests: 1, Seed: 2, Timeout: time.Second})
+	require.NoError(t, err)
+	tl := res.Timeline
+	require.Len(t, tl.Goodput, 12)
+	for _, b := range []int{2, 3, 6, 7} {
+		assert.LessOrEqual(t, tl.Goodput[b], 0.1, "bin %d: within a trigger", b)
+	}
+	for _, b := range []int{0, 1, 5, 9, 10, 11} {
+		assert.GreaterOrEqual(t, tl.Goodput[b], 0.8, "bin %d: B serves, on the port it had, and C answers", b)
+	}
+	require.Len(t, tl.Nodes, 2)
+	b := tl.Nodes[0]
+	assert.Equal(t, "B", b.Name)
+	assert.Zero(t, b.Arrivals[2]+b.Arrivals[3], "nothing reaches B while it is down")
+	assert.Positive(t, b.Arrivals[5], "B serves again after its restart")
+	assert.Positive(t, res.Node("C").OwnFailures, "C's fail trigger fails its calls")
+	assert.Equal(t, tl.Summary.RecoveryHorizonS, 0.0, "the run ends 1s after the last trigger: less than the hold")
+	assert.Nil(t, tl.Summary.RecoveryS)
+}
+
+func TestGraphVisits(t *testing.T) {
+	g, err := compile(mustTopology("fanout"))
+	require.NoError(t, err)
+	assert.Equal(t, []float64{1, 1, 1, 1, 3, 4}, g.visits(), "F gets D's one request and E's three per root request")
+}

@@ -1,0 +1,316 @@
+package stormsim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/errown/errown/retry"
+)
+
+// capacityVariant is one experiment of the capacity scenario: a shipped
+// topology whose constrained node has a trigger, run under every arm.
+type capacityVariant struct {
+	group    string // names the variant's runs: "serve: errown"
+	topology string
+	leave    bool // the constrained node's abandoned requests leave its queue
+	what     string
+	// The issue's targets judged on this variant: every hop retrying
+	// does not recover (metastable); errown recovers within a second of
+	// the trigger's end, no later than any other arm.
+	metastable, recovers bool
+}
+
+var _capacityVariants = []capacityVariant{
+	{group: "serve", topology: "capacity", what: "A→B→C→D, D 10× slower from 3s to 5s; D serves its queued requests after their caller has gone", metastable: true, recovers: true},
+	{group: "leave", topology: "capacity", leave: true, what: "the same, D's queued requests leave the queue once their caller has gone", metastable: true, recovers: true},
+	{group: "fan-out", topology: "capacity-fanout", what: "F, reached by three paths (4 requests per root request), 10× slower from 3s to 5s; served anyway"},
+	{group: "crash", topology: "capacity-crash", what: "A→B→C→D, D crashed at 3s and restarted on the same port at 5s", recovers: true},
+}
+
+// Sizes of the capacity scenario.
+const (
+	// _capacityDeadline is every root request's deadline.
+	_capacityDeadline = time.Second
+	// _capacitySmallDuration is the load of each run under Small: long
+	// enough to see a recovery within a second of the trigger's end.
+	_capacitySmallDuration = 8 * time.Second
+	// _capacityMinNoise is the least noise allowed when comparing two
+	// arms' goodput during the trigger.
+	_capacityMinNoise = 0.02
+)
+
+// load returns the variant's topology.
+func (v capacityVariant) load() *Topology {
+	t := mustTopology(v.topology)
+	if !v.leave {
+		return t
+	}
+	t = t.Clone()
+	t.Name += " (leave)"
+	for i := range t.Nodes {
+		if t.Nodes[i].Capacity != nil {
+			t.Nodes[i].Abandoned = AbandonedLeave
+		}
+	}
+	return t
+}
+
+// CapacityScenario returns the capacity scenario (DESIGN.md's "Capacity
+// and recovery") run under arms: finite capacity, open-loop load and a
+// trigger, the root's goodput over time and the recovery after the
+// trigger, in both abandoned modes, on a fan-out and with a crash and
+// restart. Scenarios runs it under CapacityArms.
+func CapacityScenario(arms []Arm) Scenario {
+	return Scenario{
+		Name:    "capacity",
+		Summary: "finite capacity, open-loop load, a trigger: recovery and goodput per arm (DESIGN.md's \"Capacity and recovery\")",
+		Chart:   true,
+		Long:    true,
+		plan: func(c scenarioConfig) []plannedRun {
+			var runs []plannedRun
+			for _, v := range _capacityVariants {
+				if c.Small && !v.metastable {
+					continue
+				}
+				t := v.load()
+				for _, a := range arms {
+					switch {
+					case len(c.Arms) > 0 && !oneOf(a.Name, c.Arms):
+						continue
+					case len(c.Arms) == 0 && c.Small && a.Name != ArmRetries && a.Name != ArmErrown:
+						continue
+					}
+					o := a.apply(Options{Topology: t, Requests: 1, Timeout: _capacityDeadline, BudgetWindow: retry.DefaultBudgetWindow})
+					if c.Small {
+						o.Duration = _capacitySmallDuration
+					}
+					runs = append(runs, plannedRun{label: v.group + ": " + a.Name, group: v.group, opts: o})
+				}
+			}
+			return runs
+		},
+		figures: capacityFigures,
+	}
+}
+
+// armOf returns the arm's name of a run of the capacity scenario.
+func armOf(r RunReport) string { return strings.TrimPrefix(r.Label, r.Group+": ") }
+
+// summaryOf returns a figure function: f of the run's Summary, NaN for a
+// run that did not run.
+func summaryOf(f func(Summary) float64) func(RunReport) float64 {
+	return func(r RunReport) float64 {
+		if r.Result == nil || r.Result.Timeline == nil {
+			return math.NaN()
+		}
+		return f(r.Result.Timeline.Summary)
+	}
+}
+
+// recoveryOf is a run's recovery in seconds after the trigger's end, +Inf
+// when it did not recover within the run.
+var recoveryOf = summaryOf(func(s Summary) float64 {
+	if s.RecoveryS == nil {
+		return math.Inf(1)
+	}
+	return *s.RecoveryS
+})
+
+// recoveredOf is 1 for a run that recovered, else 0.
+var recoveredOf = summaryOf(func(s Summary) float64 {
+	if s.RecoveryS == nil {
+		return 0
+	}
+	return 1
+})
+
+var (
+	duringOf            = summaryOf(func(s Summary) float64 { return s.GoodputDuring })
+	arrivalsPerOfferedO = summaryOf(func(s Summary) float64 { return s.ArrivalsPerOffered })
+)
+
+// capacityFigures judges the issue's targets on every variant: (a)
+// every hop retrying does not recover, in both abandoned modes; (b)
+// errown recovers within 1s of the trigger's end, in both modes and after
+// the crash, no later than any other arm; (c) errown's goodput during
+// the trigger is at least the best other arm's, within the noise of two
+// proportions; (d) the constrained node's arrivals under errown are at
+// most 1.1 times its offered load over the run.
+func capacityFigures(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
+	var (
+		figs  []Figure
+		notes = []string{
+			"Open-loop load: root requests arrive as a Poisson process (the schedule drawn from -seed) whatever became of the earlier ones, each with a 1s deadline; every hop allows 2 attempts (\"no retries\": 1), per-attempt timeouts as the topology says. Goodput is, per bin of the schedule, the root requests that succeeded within their deadline ÷ those sent. Recovered: from the trigger's end, goodput ≥ 95% in every bin for 2s; the time is the start of the first such bin after the trigger's end (a multiple of the bin), or 'not within' what the run leaves after the trigger.",
+			"Arms: every hop retries blind to claims (a retry library), with the per-attempt timeout below its retry middleware; the 10% budget is 10% of the requests to the callee, no floor, over 10s; adaptive throttling (Google SRE book: reject locally with probability max(0, (requests − 2·accepts)/(requests + 1)) over a 2s window in 200ms buckets, every attempt counted, failures and timeouts not accepted) sits below the 10% budget's retries; errown runs with the same budget, its whole-attempt rule for retries, enforce or observe. After a whole window of failures the throttle's rule admits about 2·accepts per window, so its admissions grow about e^0.8 per second (K = 2, 2s), some 8s from a total outage; with no accept yet in its window (its first requests) it rejects too.",
+			"A node of finite capacity answers resource-exhausted at once when its queue is full; no retry policy retries that code by default (refused: code). Refusals are errown's and the blind retry middleware's retry.denied counters by reason, retry.suppressed (suppressed) and the throttle's local rejections (throttled), read from each node's metrics at every bin's end.",
+			"Reproducible at a seed: the arrival schedule, the nodes' failure draws and the throttle's draws. Not: what the machine's scheduling does to timers, queues and timeouts (2 shared cores); between runs a recovery moves by a bin or so and a goodput by a few points. Requests still queued when the last root request has ended are dropped.",
+		}
+	)
+	for _, v := range _capacityVariants {
+		var group []RunReport
+		for _, r := range runs {
+			if r.Group == v.group {
+				group = append(group, r)
+			}
+		}
+		if len(group) == 0 {
+			continue
+		}
+		figs = append(figs, capacityTargets(v, group, c)...)
+		notes = append(notes, capacityTable(v, group))
+	}
+	return figs, notes
+}
+
+// capacityTargets returns the judged targets of one variant's runs.
+func capacityTargets(v capacityVariant, runs []RunReport, c scenarioConfig) []Figure {
+	var (
+		figs   []Figure
+		errown *RunReport
+		others []RunReport
+	)
+	for i, r := range runs {
+		switch armOf(r) {
+		case ArmErrown:
+			errown = &runs[i]
+		case ArmErrownObserve:
+			// errown itself, retrying as a budget would: not a peer.
+		default:
+			others = append(others, r)
+		}
+		if v.metastable && armOf(r) == ArmRetries {
+			figs = append(figs, measure("every hop retries recovered (1) or not (0) within the run, "+v.group, r, recoveredOf).
+				within(0, 0, "(a) a metastable failure: the retries keep the constrained node overloaded after the trigger has gone; if it recovers, the scenario is wrong"))
+		}
+	}
+	if errown == nil {
+		return figs
+	}
+	bin := math.NaN()
+	if errown.Result != nil && errown.Result.Timeline != nil {
+		bin = errown.Result.Timeline.BinMS / 1000
+	}
+	if v.recovers {
+		earliest, who := math.Inf(1), "none recovered"
+		for _, r := range others {
+			if rec := recoveryOf(r); rec < earliest {
+				earliest, who = rec, armOf(r)
+			}
+		}
+		figs = append(figs,
+			measure("errown's recovery after the trigger's end (s), "+v.group, *errown, recoveryOf).
+				atMost(1, "(b) within 1s of the trigger's end (+Inf: not within the run)"),
+		)
+		f := measure("errown's recovery after the trigger's end (s) beside the earliest other arm's, "+v.group, *errown, recoveryOf).
+			atMost(earliest, fmt.Sprintf("(b) no later than any other arm (the earliest: %s), within one bin", who))
+		f.Tolerance = bin
+		figs = append(figs, f)
+	}
+	best, who, noise := math.Inf(-1), "", math.NaN()
+	for _, r := range others {
+		if d := duringOf(r); d > best {
+			best, who = d, armOf(r)
+			noise = proportionNoise(errown, &r)
+		}
+	}
+	if who != "" {
+		f := measure("the best other arm's goodput during the trigger less errown's, "+v.group, *errown, func(r RunReport) float64 { return best - duringOf(r) }).
+			atMost(0, fmt.Sprintf("(c) errown's goodput during the trigger at least the best other arm's (%s, %.3f), within 3 standard errors of the difference of the two proportions, at least %v", who, best, _capacityMinNoise))
+		f.Tolerance = noise
+		figs = append(figs, f)
+	}
+	constrained := "the constrained node"
+	if errown.Result != nil && errown.Result.Timeline != nil {
+		constrained = errown.Result.Timeline.Summary.Constrained
+	}
+	figs = append(figs, measure(constrained+"'s arrivals ÷ offered load over the run, errown, "+v.group, *errown, arrivalsPerOfferedO).
+		atMost(1.1, "(d) at most 1.1 times what it gets with no failure and no retry"))
+	return figs
+}
+
+// proportionNoise is 3 standard errors of the difference of two runs'
+// goodput during the trigger, at least _capacityMinNoise.
+func proportionNoise(a, b *RunReport) float64 {
+	se := 0.0
+	for _, r := range []*RunReport{a, b} {
+		if r.Result == nil || r.Result.Timeline == nil {
+			return math.NaN()
+		}
+		s := r.Result.Timeline.Summary
+		if s.SentDuring > 0 && !math.IsNaN(s.GoodputDuring) {
+			se += s.GoodputDuring * (1 - s.GoodputDuring) / float64(s.SentDuring)
+		}
+	}
+	return math.Max(_capacityMinNoise, 3*math.Sqrt(se))
+}
+
+// capacityTable returns the note of one variant: a row per arm.
+func capacityTable(v capacityVariant, runs []RunReport) string {
+	var b strings.Builder
+	horizon, constrained := "", "the constrained node"
+	for _, r := range runs {
+		if r.Result != nil && r.Result.Timeline != nil {
+			s := r.Result.Timeline.Summary
+			horizon = fmt.Sprintf("%gs", s.RecoveryHorizonS)
+			constrained = s.Constrained
+			break
+		}
+	}
+	fmt.Fprintf(&b, "%s: %s.\n", v.group, v.what)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "    arm\trecovered after the trigger\tgoodput before / during / after\t%s arrivals ÷ offered\tper root request\tabandoned (served / left)\tretries sent\trefused\n", constrained)
+	for _, r := range runs {
+		if r.Result == nil || r.Result.Timeline == nil {
+			fmt.Fprintf(tw, "    %s\t(not run)\t\t\t\t\t\t\n", armOf(r))
+			continue
+		}
+		t := r.Result.Timeline
+		s := t.Summary
+		recovered := "not within " + horizon
+		if d, ok := s.Recovered(); ok {
+			recovered = "after " + d.String()
+			if d == 0 {
+				recovered = "at once"
+			}
+		}
+		var abandoned string
+		for _, n := range t.Nodes {
+			if n.Name == s.Constrained {
+				abandoned = fmt.Sprintf("%d / %d", n.TotalAbandoned, n.TotalLeft)
+			}
+		}
+		var refused []string
+		for _, reason := range sortedKeys(s.Refused) {
+			refused = append(refused, fmt.Sprintf("%s %d", reason, s.Refused[reason]))
+		}
+		if len(refused) == 0 {
+			refused = []string{"-"}
+		}
+		fmt.Fprintf(tw, "    %s\t%s\t%s / %s / %s\t%.2f\t%.2f\t%s\t%d\t%s\n", armOf(r), recovered,
+			percent(s.GoodputBefore), percent(s.GoodputDuring), percent(s.GoodputAfter),
+			s.ArrivalsPerOffered, s.ArrivalsPerRequest, abandoned, s.Retries, strings.Join(refused, ", "))
+	}
+	_ = tw.Flush() // a strings.Builder does not fail
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func percent(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*v)
+}
+
+// sortedKeys returns m's keys, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,138 @@
+package stormsim
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// capacityRun is a measured run of the capacity scenario with the given
+// summary figures (recovery nil: not recovered).
+func capacityRun(group, arm string, recovery *float64, during float64, sentDuring int, perOffered float64) RunReport {
+	return RunReport{Label: group + ": " + arm, Group: group, Result: &Result{Timeline: &Timeline{
+		BinMS: 250,
+		Summary: Summary{
+			Constrained: "D", RecoveryS: recovery, RecoveryHorizonS: 5,
+			GoodputBefore: 1, GoodputDuring: during, GoodputAfter: 0.9, SentDuring: sentDuring,
+			ArrivalsPerOffered: perOffered, ArrivalsPerRequest: perOffered,
+		},
+	}}}
+}
+
+func seconds_(v float64) *float64 { return &v }
+
+func TestCapacityFigures(t *testing.T) {
+	// The serve variant, judged on made-up figures: every hop retrying
+	// never recovers (a: PASS), errown recovers after 0.5s (b: PASS), but
+	// later than the budget by more than a bin (b: FAIL); its goodput
+	// during the trigger is under the budget's by more than the noise
+	// (c: FAIL); D gets 1.05 of its offered load under errown (d: PASS).
+	runs := []RunReport{
+		capacityRun("serve", ArmRetries, nil, 0, 480, 2.3),
+		capacityRun("serve", ArmBudget, seconds_(0), 0.20, 480, 1.3),
+		capacityRun("serve", ArmErrown, seconds_(0.5), 0.10, 480, 1.05),
+		capacityRun("serve", ArmErrownObserve, seconds_(0), 0.5, 480, 1.3), // not a peer
+	}
+	figs, notes := capacityFigures(scenarioConfig{}, runs)
+	got := make(map[string]bool)
+	for _, f := range figs {
+		got[strings.SplitN(f.Name, ",", 2)[0]] = f.judge().Pass
+	}
+	assert.Equal(t, map[string]bool{
+		"every hop retries recovered (1) or not (0) within the run":                     true,
+		"errown's recovery after the trigger's end (s)":                                 true,
+		"errown's recovery after the trigger's end (s) beside the earliest other arm's": false,
+		"the best other arm's goodput during the trigger less errown's":                 false,
+		"D's arrivals ÷ offered load over the run":                                      true,
+	}, got)
+	for _, f := range figs {
+		if strings.HasPrefix(f.Name, "the best other") {
+			// 3 standard errors of 0.2 and 0.1 over 480 requests each.
+			assert.InDelta(t, 3*math.Sqrt(0.2*0.8/480+0.1*0.9/480), f.Tolerance, 1e-9)
+			assert.Contains(t, f.Basis, "10% budget, 0.200")
+		}
+		if strings.Contains(f.Name, "beside the earliest") {
+			assert.Equal(t, []float64{0.5, 0, 0.25}, []float64{f.Value, f.Reference, f.Tolerance})
+		}
+	}
+	require.Len(t, notes, 5, "four notes and the serve variant's table")
+	table := notes[4]
+	assert.Contains(t, table, "serve: A→B→C→D")
+	assert.Contains(t, table, "every hop retries  not within 5s")
+	assert.Contains(t, table, "10% budget         at once")
+	assert.Contains(t, table, "errown             after 500ms")
+	assert.Contains(t, table, "100.0% / 10.0% / 90.0%")
+
+	// errown not recovering: +Inf, which fails "at most 1" and, with an
+	// arm that recovered, "no later than any other arm".
+	runs[2] = capacityRun("serve", ArmErrown, nil, 0.3, 480, 1.05)
+	figs, _ = capacityFigures(scenarioConfig{}, runs)
+	var failed []string
+	for _, f := range figs {
+		if f = f.judge(); !f.Pass {
+			failed = append(failed, f.Name)
+		}
+	}
+	assert.Equal(t, []string{
+		"errown's recovery after the trigger's end (s), serve",
+		"errown's recovery after the trigger's end (s) beside the earliest other arm's, serve",
+	}, failed)
+	b, err := json.Marshal(figs)
+	require.NoError(t, err, "+Inf is written as null")
+	assert.Contains(t, string(b), `"value":null`)
+}
+
+func TestCapacityScenarioPlanAndAnalytic(t *testing.T) {
+	s, ok := LookupScenario("capacity")
+	require.True(t, ok)
+	assert.True(t, s.Long)
+	assert.True(t, s.Chart)
+	runs := s.plan(scenarioConfig{})
+	require.Len(t, runs, len(_capacityVariants)*len(CapacityArms()), "every arm on every variant")
+	assert.Equal(t, "serve: "+ArmNone, runs[0].label)
+	assert.Equal(t, "leave", runs[len(CapacityArms())].group)
+	assert.Equal(t, AbandonedLeave, runs[len(CapacityArms())].opts.Topology.Node("D").Abandoned)
+	assert.Equal(t, AbandonedServe, runs[0].opts.Topology.Node("D").Abandoned, "the leave variant is a clone")
+	for _, r := range runs {
+		o := r.opts
+		o.Attempts, o.Budget = or(o.Attempts, 2), 0.1 // Scenario.Run's defaults
+		require.NoError(t, o.Validate(), r.label)
+		assert.True(t, o.openLoop(), r.label)
+	}
+	small := s.plan(scenarioConfig{ScenarioOptions{Small: true}})
+	assert.Len(t, small, 4, "small: every hop retries and errown, serve and leave")
+	picked := s.plan(scenarioConfig{ScenarioOptions{Arms: []string{ArmErrown}}})
+	assert.Len(t, picked, len(_capacityVariants))
+
+	// Analytic: nothing runs, nothing is judged, the report says why.
+	rep, err := s.Run(context.Background(), ScenarioOptions{Analytic: true})
+	require.NoError(t, err)
+	assert.Zero(t, rep.Failed())
+	for _, f := range rep.Figures {
+		assert.Equal(t, CheckNone, f.Check, f.Name)
+	}
+	assert.Contains(t, strings.Join(rep.Notes, "\n"), "Measured only: a node has a finite capacity or a timeline of triggers")
+	_, chart := rep.TimeChart()
+	assert.False(t, chart, "no timeline to draw")
+}
+
+// TestCapacityArms checks what each arm runs.
+func TestCapacityArms(t *testing.T) {
+	base := Options{Attempts: 2}
+	var got []string
+	for _, a := range CapacityArms() {
+		o := a.apply(base)
+		throttle := ""
+		if o.Throttle != nil {
+			throttle = "+throttle"
+		}
+		got = append(got, string(o.Policy)+"/"+string(o.Mode)+"/"+string(rune('0'+o.Attempts))+throttle)
+	}
+	assert.Equal(t, []string{"naive//1", "naive//2", "budget//2", "budget//2+throttle", "ownership//2", "ownership/observe/2"}, got)
+	assert.Equal(t, []string{ArmNone, ArmRetries, ArmBudget, ArmThrottle, ArmErrown, ArmErrownObserve}, ArmNames(CapacityArms()))
+}
