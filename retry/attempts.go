@@ -157,7 +157,11 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	if c != nil {
 		var ok bool
 		if adm, ok = c.overload.admit(); !ok {
-			return a.m.shed(req, c, state)
+			if !a.m.observes(c, req.Procedure) {
+				return a.m.shed(req, c, state)
+			}
+			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
+			adm = c.overload.unheld()
 		}
 	}
 	s.Count++
@@ -184,6 +188,17 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		s.Last = last
 	}
 	return res, err
+}
+
+// observes reports whether calls to c's procedure are in observe mode.
+func (m *Middleware) observes(c *callee, procedure string) bool {
+	return m.observesPolicy(c.policy(procedure))
+}
+
+// observesPolicy reports whether calls under p (nil: no policy) are in
+// observe mode.
+func (m *Middleware) observesPolicy(p *policy) bool {
+	return p != nil && p.observe || p == nil && m.observe
 }
 
 // overloaded reports whether an attempt that ended with code and its
@@ -267,7 +282,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		p = c.policy(req.Procedure)
 	}
 	r, ok := m.replayRefusal(ctx, p, c, s.Count, s.Last)
-	observe := p != nil && p.observe || p == nil && m.observe
+	observe := m.observesPolicy(p)
 	if ok && r == foreignUnclaimed {
 		if observe {
 			if !state.Storm.ErrownStopped() {

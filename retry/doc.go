@@ -77,6 +77,9 @@
 //     with no policy these are registered on first use.
 //   - retry.foreign_attempts: retries errown did not make that the
 //     innermost step let through.
+//   - retry.would_overload: in observe mode, attempts the callee's limit on
+//     attempts in flight (OverloadConfig) would have held back, and
+//     retries of overloaded attempts it would have refused; they go.
 //
 // Attempts, the innermost step, goes below every other outbound
 // middleware (errown.Middleware.Apply and errown.ChainOutbound put it

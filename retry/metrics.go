@@ -12,6 +12,7 @@ const (
 	_metricAttempts   = "attempts"
 	_metricSuppressed = "suppressed"
 	_metricWould      = "would_suppress"
+	_metricWouldOver  = "would_overload"
 	_metricPrevented  = "prevented"
 	_metricDenied     = "denied"
 	_metricForeign    = "foreign_attempts"
@@ -26,20 +27,24 @@ type metrics struct {
 	calls      tally.Counter
 	attempts   tally.Counter
 	suppressed tally.Counter
-	would      tally.Counter   // observe mode: suppressions errown did not make
-	prevented  tally.Counter   // requests this hop's suppressions prevented
-	denied     []tally.Counter // by Refusal; RefusedNone unused
+	would      tally.Counter // observe mode: suppressions errown did not make
+	// observe mode: attempts the overload limit would have held back and
+	// retries it would have refused
+	wouldOverload tally.Counter
+	prevented     tally.Counter   // requests this hop's suppressions prevented
+	denied        []tally.Counter // by Refusal; RefusedNone unused
 }
 
 func newMetrics(scope tally.Scope, service string) *metrics {
 	s := scope.SubScope(_subScope).Tagged(map[string]string{_tagCallee: service})
 	m := &metrics{
-		calls:      s.Counter(_metricCalls),
-		attempts:   s.Counter(_metricAttempts),
-		suppressed: s.Counter(_metricSuppressed),
-		would:      s.Counter(_metricWould),
-		prevented:  s.Counter(_metricPrevented),
-		denied:     make([]tally.Counter, len(ownership.Refusals())+1),
+		calls:         s.Counter(_metricCalls),
+		attempts:      s.Counter(_metricAttempts),
+		suppressed:    s.Counter(_metricSuppressed),
+		would:         s.Counter(_metricWould),
+		wouldOverload: s.Counter(_metricWouldOver),
+		prevented:     s.Counter(_metricPrevented),
+		denied:        make([]tally.Counter, len(ownership.Refusals())+1),
 	}
 	for _, r := range ownership.Refusals() {
 		m.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)

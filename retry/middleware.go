@@ -248,7 +248,10 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	// The owner's caller stops spending retries on a callee that is
 	// overloaded: each would queue behind the work it timed out on.
 	if overloaded(code, state.Claim) && c.overload.Overloaded() {
-		return 0, m.refuse(req, c, state, ownership.RefusedOverload, n)
+		if !p.observe {
+			return 0, m.refuse(req, c, state, ownership.RefusedOverload, n)
+		}
+		c.metrics.wouldOverload.Inc(1) // observe mode: the retry goes
 	}
 	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
 	// A retry starts only when a whole attempt fits in what is left of

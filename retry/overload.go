@@ -117,21 +117,29 @@ func newOverload(cfg OverloadConfig) *overload {
 	return o
 }
 
-// admission is an attempt admitted by overload.admit, to hand to done: the
-// cut generation it started in.
-type admission uint64
+// admission is an attempt admitted by overload.admit, to hand to done.
+type admission struct {
+	round  uint64 // the cut generation it started in
+	unheld bool   // sent without a slot (observe mode, over the limit)
+}
+
+// unheld returns an admission for an attempt sent over the limit without
+// a slot, in observe mode: its outcome still moves the limit.
+func (o *overload) unheld() admission {
+	return admission{round: o.round.Load(), unheld: true}
+}
 
 // admit takes a slot for one attempt and returns it, or false when the
 // limit is reached: the attempt must not be sent.
 func (o *overload) admit() (admission, bool) {
 	if o.disabled {
-		return 0, true
+		return admission{}, true
 	}
 	if n := o.inflight.Add(1); float64(n) > o.Limit() {
 		o.inflight.Add(-1)
-		return 0, false
+		return admission{}, false
 	}
-	return admission(o.round.Load()), true
+	return admission{round: o.round.Load()}, true
 }
 
 // done gives back the slot of attempt a, which ended overloaded or not.
@@ -139,7 +147,10 @@ func (o *overload) done(a admission, overloaded bool) {
 	if o.disabled {
 		return
 	}
-	inflight := float64(o.inflight.Add(-1) + 1) // this attempt's included
+	inflight := float64(o.inflight.Load())
+	if !a.unheld {
+		inflight = float64(o.inflight.Add(-1) + 1) // this attempt's included
+	}
 	share := o.observe(overloaded)
 	if overloaded {
 		if share < o.threshold {
@@ -147,7 +158,7 @@ func (o *overload) done(a admission, overloaded bool) {
 		}
 		// One cut per round: an attempt that started before the last cut
 		// was answered by it.
-		if !o.round.CompareAndSwap(uint64(a), uint64(a)+1) {
+		if !o.round.CompareAndSwap(a.round, a.round+1) {
 			return
 		}
 		o.limit.Store(math.Float64bits(max(o.min, min(o.Limit(), inflight)/2)))

@@ -233,3 +233,34 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		t.Error("a shed call's retry criteria are not satisfied")
 	}
 }
+
+// TestOverloadObserveModeHoldsNothingBack: in observe mode errown sends
+// and retries as without it: an overloaded callee's timed-out attempts are
+// retried and attempts over the limit sent, each counted in
+// retry.would_overload.
+func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, Config{
+		Mode:     ModeObserve,
+		Budget:   BudgetConfig{Disabled: true},
+		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
+	}, WithScope(scope))
+	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
+	for i := range 5 {
+		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, slow)}
+		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
+		if sink.State.Attempts != 2 || sink.State.Refused != ownership.RefusedNone {
+			t.Errorf("call %d: %d attempts, refused %v; want 2, none", i, sink.State.Attempts, sink.State.Refused)
+		}
+	}
+	if n := len(slow.requests()); n != 10 {
+		t.Errorf("%d attempts sent, want 10", n)
+	}
+	got := counters(scope)
+	// Calls 3 to 5 find the callee overloaded: their retries would have
+	// been refused; from the cut to the floor on, with one attempt in
+	// flight at a time, nothing is over the limit.
+	if got["retry.would_overload+callee=callee"] < 3 || got["retry.denied+callee=callee,reason=overload"] != 0 {
+		t.Errorf("counters %v, want would_overload >= 3 and no overload refusal", got)
+	}
+}
