@@ -1,0 +1,81 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/internal/stormsim"
+)
+
+// recoveryTopology is the capacity drop of the recovery test: A→B→C over
+// HTTP, C of finite capacity (2 workers × 5ms: 400 requests/s, behind a
+// queue of 1000) serving the requests whose caller has gone, 200 root
+// requests/s open-loop (Poisson), attempt timeouts A→B 150ms and B→C 60ms,
+// C ten times slower (40 requests/s) from 2s to 4s, 7s of load: a
+// recovery must hold 2s and can be seen up to 1s after the trigger's end.
+func recoveryTopology() *stormsim.Topology {
+	return &stormsim.Topology{
+		Name: "e2e-recovery", Rate: 200, Duration: 7 * time.Second,
+		Nodes: []stormsim.Node{
+			{Name: "A", Calls: []stormsim.Call{{To: "B", AttemptTimeout: 150 * time.Millisecond}}},
+			{Name: "B", Calls: []stormsim.Call{{To: "C", AttemptTimeout: 60 * time.Millisecond}}},
+			{
+				Name:      "C",
+				Capacity:  &stormsim.Capacity{Workers: 2, ServiceTime: 5 * time.Millisecond, Queue: 1000},
+				Abandoned: stormsim.AbandonedServe,
+				Triggers:  []stormsim.Trigger{{Kind: stormsim.TriggerSlow, At: 2 * time.Second, For: 2 * time.Second, Factor: 10}},
+			},
+		},
+	}
+}
+
+// A capacity drop on a real mesh: every hop retrying blind keeps C's queue
+// of abandoned work growing after the drop has ended (a metastable
+// failure: no recovery within the run), while under errown the owner's
+// caller (B) cuts its attempts in flight to C and stops retrying C's
+// timeouts, so that C's queue stays short and the root's goodput is back
+// (at least 95% for 2s) within 1s of the drop's end.
+func TestRecoveryAfterACapacityDrop(t *testing.T) {
+	tests := []struct {
+		name          string
+		give          stormsim.Policy
+		wantRecovered bool
+	}{
+		{name: "every hop retries", give: stormsim.PolicyNaive},
+		{name: "errown", give: stormsim.PolicyOwnership, wantRecovered: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := stormsim.Run(context.Background(), stormsim.Options{
+				Topology:  recoveryTopology(),
+				Policy:    tt.give,
+				Attempts:  2,
+				Budget:    0.1,
+				Seed:      1,
+				Timeout:   time.Second,
+				Bin:       250 * time.Millisecond,
+				Transport: stormsim.TransportHTTP,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := res.Timeline.Summary
+			after, recovered := s.Recovered()
+			t.Logf("%s: goodput before %.3f, during %.3f, after %.3f; recovered %v after %v; C's arrivals ÷ offered %.2f",
+				tt.name, s.GoodputBefore, s.GoodputDuring, s.GoodputAfter, recovered, after, s.ArrivalsPerOffered)
+			if s.GoodputBefore < 0.95 {
+				t.Errorf("goodput before the drop %.3f, want at least 0.95: the mesh was not healthy to begin with", s.GoodputBefore)
+			}
+			switch {
+			case recovered != tt.wantRecovered:
+				t.Errorf("recovered = %v (after %v), want %v", recovered, after, tt.wantRecovered)
+			case recovered && after > time.Second:
+				t.Errorf("recovered %v after the drop's end, want within 1s", after)
+			}
+			if tt.wantRecovered && s.ArrivalsPerOffered > 1.1 {
+				t.Errorf("C's arrivals %.2f × its offered load, want at most 1.1", s.ArrivalsPerOffered)
+			}
+		})
+	}
+}
