@@ -62,32 +62,20 @@ func checkYAML(path string, v interface{}, t reflect.Type) error {
 		if !ok {
 			return fmt.Errorf("%s: want a mapping, got %s", orRoot(path), describe(v))
 		}
-		fields := yamlFields(t)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, fmt.Sprint(k))
-		}
-		sort.Strings(keys)
-		var err error
-		for _, k := range keys {
-			f, ok := fields[k]
-			if !ok {
-				err = multierr.Append(err, unknownKey(join(path, k), k, fields))
-				continue
+		return eachKey(m, t, func(k string, f reflect.StructField, known bool, value interface{}) error {
+			if !known {
+				return unknownKey(join(path, k), k, yamlFields(t))
 			}
-			err = multierr.Append(err, checkYAML(join(path, k), lookup(m, k), f.Type))
-		}
-		return err
+			return checkYAML(join(path, k), value, f.Type)
+		})
 	case reflect.Slice:
 		s, ok := v.([]interface{})
 		if !ok {
 			return fmt.Errorf("%s: want a list, got %s", path, describe(v))
 		}
-		var err error
-		for i, e := range s {
-			err = multierr.Append(err, checkYAML(fmt.Sprintf("%s[%d]", path, i), e, t.Elem()))
-		}
-		return err
+		return eachElem(s, func(i int, e interface{}) error {
+			return checkYAML(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+		})
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			return fmt.Errorf("%s: want a string, got %s", path, describe(v))
@@ -110,6 +98,34 @@ func checkYAML(path string, v interface{}, t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// eachKey calls f for each key of m, a YAML mapping read into struct
+// type t, in key order: with the key's field and known true when t has
+// one, and the key's value. It returns f's errors together.
+func eachKey(m map[interface{}]interface{}, t reflect.Type, f func(key string, field reflect.StructField, known bool, value interface{}) error) error {
+	fields := yamlFields(t)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, fmt.Sprint(k))
+	}
+	sort.Strings(keys)
+	var err error
+	for _, k := range keys {
+		field, known := fields[k]
+		err = multierr.Append(err, f(k, field, known, lookup(m, k)))
+	}
+	return err
+}
+
+// eachElem calls f for each element of the YAML list s, and returns its
+// errors together.
+func eachElem(s []interface{}, f func(i int, e interface{}) error) error {
+	var err error
+	for i, e := range s {
+		err = multierr.Append(err, f(i, e))
+	}
+	return err
 }
 
 // unknownKey is the error of a key the struct has no field for, naming

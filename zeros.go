@@ -3,7 +3,6 @@ package errown
 import (
 	"fmt"
 	"reflect"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
-	"go.uber.org/multierr"
 )
 
 // A value written in YAML is taken as written or rejected, never silently
@@ -127,37 +125,24 @@ func zerosIn(path, pattern string, v interface{}, t reflect.Type) error {
 		if !ok {
 			return nil
 		}
-		fields := yamlFields(t)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, fmt.Sprint(k))
-		}
-		sort.Strings(keys)
-		var err error
-		for _, k := range keys {
-			f, ok := fields[k]
-			if !ok {
-				continue
+		return eachKey(m, t, func(k string, f reflect.StructField, known bool, value interface{}) error {
+			if !known {
+				return nil // checkYAML's to report
 			}
-			value := lookup(m, k)
 			rule, ruled := _zeroRules[join(pattern, k)]
 			if ruled && isZero(value, f.Type) && lookup(m, rule.unless) != true {
-				err = multierr.Append(err, rule.error(join(path, k), value))
-				continue
+				return rule.error(join(path, k), value)
 			}
-			err = multierr.Append(err, zerosIn(join(path, k), join(pattern, k), value, f.Type))
-		}
-		return err
+			return zerosIn(join(path, k), join(pattern, k), value, f.Type)
+		})
 	case reflect.Slice:
 		s, ok := v.([]interface{})
 		if !ok {
 			return nil
 		}
-		var err error
-		for i, e := range s {
-			err = multierr.Append(err, zerosIn(fmt.Sprintf("%s[%d]", path, i), pattern+"[]", e, t.Elem()))
-		}
-		return err
+		return eachElem(s, func(i int, e interface{}) error {
+			return zerosIn(fmt.Sprintf("%s[%d]", path, i), pattern+"[]", e, t.Elem())
+		})
 	}
 	return nil
 }
