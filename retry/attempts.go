@@ -177,12 +177,14 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		}
 		return res, err
 	}
-	last := &reqlog.Outcome{Err: err, Code: code, Class: class}
-	last.Claim, last.NoRetry = ownership.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
-	state.Claim, state.NoRetry = last.Claim, last.NoRetry
+	state.Claim, state.NoRetry = ownership.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
 	if c != nil {
-		c.overload.done(adm, overloaded(code, last.Claim))
+		c.overload.done(adm, overloaded(code, state.Claim))
 	}
+	if s.Direct {
+		return res, err // nothing below errown's retry middleware replays: nothing to keep
+	}
+	last := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: state.Claim, NoRetry: state.NoRetry}
 	res, kept := keep(last, res, a.m.maxBodyBytes)
 	if kept {
 		s.Last = last
