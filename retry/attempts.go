@@ -218,6 +218,10 @@ func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
 func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallState) (*transport.Response, error) {
 	state.Sends.Shed = true
 	state.Refused = ownership.RefusedOverload
+	// The call failed here, as the callee's overload: the retry and egress
+	// middleware read this classification on the direct path.
+	state.Code, state.Class = yarpcerrors.CodeResourceExhausted, ownership.ClassFailure
+	state.Claim, state.NoRetry = ownership.ClaimMissing, false
 	c.metrics.denied[ownership.RefusedOverload].Inc(1)
 	state.Storm.Attempt(ownership.Storm{}, true) // nothing was served
 	return nil, yarpcerrors.ResourceExhaustedErrorf(

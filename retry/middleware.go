@@ -203,7 +203,11 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 			// No innermost step saw the attempt: fold its storm here.
 			state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
 		}
-		state.Attempts = max(state.Sends.Count, n)
+		if seen {
+			state.Attempts = max(state.Sends.Count, 1) // as they left the process
+		} else {
+			state.Attempts = max(state.Sends.Count, n)
+		}
 		if class != ownership.ClassFailure {
 			release.With(res, cancel)
 			return res, err

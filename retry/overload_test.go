@@ -264,3 +264,39 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 		t.Errorf("counters %v, want would_overload >= 3 and no overload refusal", got)
 	}
 }
+
+// TestOverloadShedOnTheDirectPath: with nothing between errown's retry
+// middleware and the step (Sink.Direct), a shed attempt is classified as
+// the callee's overload, a failure the egress middleware logs with its
+// retry criteria satisfied, and counts as no attempt sent.
+func TestOverloadShedOnTheDirectPath(t *testing.T) {
+	m := newMiddleware(t, Config{
+		Budget:   BudgetConfig{Disabled: true},
+		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
+	})
+	c := m.callees["callee"]
+	for c.overload.Limit() > 1 || !c.overload.Overloaded() {
+		r, _ := c.overload.admit()
+		c.overload.done(r, true)
+	}
+	hold, _ := c.overload.admit()
+	defer c.overload.done(hold, false)
+	out := newOutbound(succeed("ok"))
+	sink := &reqlog.Sink{Out: out, Direct: true}
+
+	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
+
+	if code := yarpcerrors.FromError(err).Code(); code != yarpcerrors.CodeResourceExhausted {
+		t.Fatalf("err %v, want resource-exhausted", err)
+	}
+	st := sink.State
+	if st.Code != yarpcerrors.CodeResourceExhausted || st.Class != ownership.ClassFailure || !st.Classified {
+		t.Errorf("classified %v %v (%v), want resource-exhausted, a failure", st.Code, st.Class, st.Classified)
+	}
+	if st.Attempts != 1 || st.Refused != ownership.RefusedOverload || st.Sends.Count != 0 {
+		t.Errorf("attempts %d, refused %v, sent %d; want 1, overload, 0", st.Attempts, st.Refused, st.Sends.Count)
+	}
+	if n := len(out.requests()); n != 0 {
+		t.Errorf("%d sent, want 0", n)
+	}
+}
