@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/multierr"
 )
@@ -17,25 +18,27 @@ const (
 	// DefaultMinInFlight is the floor of the limit.
 	DefaultMinInFlight = 1
 	// DefaultOverloadThreshold is the share of a callee's recent attempts
-	// that ended overloaded at which the limit is cut and retries of
-	// overloaded attempts stop.
-	DefaultOverloadThreshold = 0.1
+	// that ended overloaded at which the limit holds, is cut, and retries
+	// of overloaded attempts stop: most of them, so that the tail
+	// timeouts of a healthy callee never reach it.
+	DefaultOverloadThreshold = 0.5
 )
 
 // OverloadConfig configures the limit errown keeps, for each callee
-// service with a retry policy, on the attempts in flight to it. The limit
-// starts at MaxInFlight and only moves on evidence: an attempt that ends
-// overloaded (its timeout fired, or the callee answered
-// resource-exhausted, on its own behalf: not unclaimed) while at least
-// Threshold of the callee's recent attempts did cuts it to half the
-// attempts then in flight, at most once per round of attempts (one started
-// after the last cut); every attempt that ends otherwise raises it again,
-// by one while the recent share is nil, else by 1/limit (additive
-// increase). An attempt over the limit is not sent: it fails at once with
+// service with a retry policy, on the attempts in flight to it. It holds
+// only while the callee is overloaded: while at least Threshold of its
+// recent attempts (an exponentially weighted share over about the last
+// 64, which also halves with every second without attempts) ended
+// overloaded, that is timed out or shed by the callee on its own behalf
+// (not unclaimed). Meanwhile an overloaded attempt cuts the limit to half
+// the attempts then in flight, at most once per round of attempts (one
+// started after the last cut), down to MinInFlight; every attempt that
+// ends otherwise raises it again, by 1/limit while the share is not nil
+// (additive increase), by one once it is, up to MaxInFlight. An attempt
+// over the limit while it holds is not sent: it fails at once with
 // resource-exhausted, and the call's retry criteria are satisfied
-// (retry.denied{reason=overload}), so nobody above retries it. While the
-// share stays at or over Threshold, errown does not retry an overloaded
-// attempt either.
+// (retry.denied{reason=overload}), so nobody above retries it; nor does
+// errown retry an overloaded attempt while the share holds.
 //
 // It keeps a callee whose capacity dropped from being buried under a
 // queue of work its callers have given up on, which would outlast the
@@ -50,7 +53,7 @@ type OverloadConfig struct {
 	// MinInFlight is the limit's floor. Default 1.
 	MinInFlight int `yaml:"minInFlight,omitempty"`
 	// Threshold is the share of recent attempts that ended overloaded at
-	// which the limit is cut, in (0, 1]. Default 0.1.
+	// which the limit holds and is cut, in (0, 1]. Default 0.5.
 	Threshold float64 `yaml:"threshold,omitempty"`
 }
 
@@ -86,7 +89,11 @@ func (c OverloadConfig) validate(path string) error {
 // _overloadWeight is the weight of one attempt in the recent share of
 // overloaded attempts (an exponentially weighted mean over about the last
 // 1/_overloadWeight attempts).
-const _overloadWeight = 1.0 / 32
+const _overloadWeight = 1.0 / 64
+
+// _overloadHalfLife is how long the recent share takes to halve with no
+// attempt ending: an edge idle after an incident is not held to it.
+const _overloadHalfLife = time.Second
 
 // _overloadNil is the share below which the recent share reads as nil.
 const _overloadNil = 1e-3
@@ -99,19 +106,22 @@ type overload struct {
 	disabled  bool
 	min, max  float64
 	threshold float64
+	elapsed   func() time.Duration // a monotonic clock, for the share's decay
 
 	inflight atomic.Int64
 	round    atomic.Uint64 // the cut generation: one cut per round
 	limit    atomic.Uint64 // float64 bits
 	share    atomic.Uint64 // float64 bits: recent share of overloaded attempts
+	updated  atomic.Int64  // elapsed when share was last written
 }
 
-func newOverload(cfg OverloadConfig) *overload {
+func newOverload(cfg OverloadConfig, elapsed func() time.Duration) *overload {
 	o := &overload{
 		disabled:  cfg.Disabled,
 		min:       float64(cfg.MinInFlight),
 		max:       float64(cfg.MaxInFlight),
 		threshold: cfg.Threshold,
+		elapsed:   elapsed,
 	}
 	o.limit.Store(math.Float64bits(o.max))
 	return o
@@ -135,7 +145,7 @@ func (o *overload) admit() (admission, bool) {
 	if o.disabled {
 		return admission{}, true
 	}
-	if n := o.inflight.Add(1); float64(n) > o.Limit() {
+	if n := o.inflight.Add(1); float64(n) > o.Limit() && o.Overloaded() {
 		o.inflight.Add(-1)
 		return admission{}, false
 	}
@@ -186,11 +196,11 @@ func (o *overload) done(a admission, overloaded bool) {
 func (o *overload) observe(overloaded bool) float64 {
 	for {
 		bits := o.share.Load()
-		s := math.Float64frombits(bits)
-		if s == 0 && !overloaded {
+		if bits == 0 && !overloaded {
 			return 0
 		}
-		next := s * (1 - _overloadWeight)
+		now := o.elapsed()
+		next := o.decayed(math.Float64frombits(bits), now) * (1 - _overloadWeight)
 		if overloaded {
 			next += _overloadWeight
 		}
@@ -198,15 +208,33 @@ func (o *overload) observe(overloaded bool) float64 {
 			next = 0
 		}
 		if o.share.CompareAndSwap(bits, math.Float64bits(next)) {
+			o.updated.Store(int64(now))
 			return next
 		}
 	}
 }
 
+// decayed returns the share s, last written at updated, as of now: halved
+// for every _overloadHalfLife since.
+func (o *overload) decayed(s float64, now time.Duration) float64 {
+	if s == 0 {
+		return 0
+	}
+	idle := now - time.Duration(o.updated.Load())
+	if idle <= 0 {
+		return s
+	}
+	return s * math.Exp2(-float64(idle)/float64(_overloadHalfLife))
+}
+
 // Overloaded reports whether at least the threshold share of recent
 // attempts ended overloaded.
 func (o *overload) Overloaded() bool {
-	return !o.disabled && math.Float64frombits(o.share.Load()) >= o.threshold
+	if o.disabled {
+		return false
+	}
+	bits := o.share.Load()
+	return bits != 0 && o.decayed(math.Float64frombits(bits), o.elapsed()) >= o.threshold
 }
 
 // Limit returns the current limit on attempts in flight.

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,11 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
+// still is a clock that does not move: no share decays with time.
+func still() time.Duration { return 0 }
+
 func newTestOverload() *overload {
-	return newOverload(OverloadConfig{}.withDefaults())
+	return newOverload(OverloadConfig{}.withDefaults(), still)
 }
 
 func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
@@ -31,13 +35,13 @@ func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
 	}
 }
 
-// TestOverloadCutsOncePerRound: ten attempts in flight all time out; the
-// limit is cut once, to half the attempts in flight when the share of
-// overloaded attempts reached the threshold, however many of the same
-// round time out after.
+// TestOverloadCutsOncePerRound: a hundred attempts in flight all time
+// out; once most recent attempts were overloaded (the 45th: a share of
+// 1-(63/64)^45 ≥ 0.5) the limit is cut, once, to half the attempts then in
+// flight (56: 28), however many of the same round time out after.
 func TestOverloadCutsOncePerRound(t *testing.T) {
 	o := newTestOverload()
-	rounds := make([]admission, 10)
+	rounds := make([]admission, 100)
 	for i := range rounds {
 		var ok bool
 		if rounds[i], ok = o.admit(); !ok {
@@ -47,28 +51,26 @@ func TestOverloadCutsOncePerRound(t *testing.T) {
 	for _, r := range rounds {
 		o.done(r, true)
 	}
-	// The first three timeouts (shares 1/32, 0.06, 0.09) are under the
-	// threshold; the fourth (0.12) cuts, with 7 in flight: 3.5.
-	if got := o.Limit(); got != 3.5 {
-		t.Errorf("limit %v, want 3.5", got)
+	if got := o.Limit(); got != 28 {
+		t.Errorf("limit %v, want 28", got)
 	}
 	if !o.Overloaded() {
-		t.Error("not overloaded after ten timeouts")
+		t.Error("not overloaded after a hundred timeouts")
 	}
 	var admitted int
-	for range 10 {
+	for range 40 {
 		if _, ok := o.admit(); ok {
 			admitted++
 		}
 	}
-	if admitted != 3 {
-		t.Errorf("%d admitted under a limit of 3.5, want 3", admitted)
+	if admitted != 28 {
+		t.Errorf("%d admitted under a limit of 28, want 28", admitted)
 	}
 }
 
 func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
 	o := newTestOverload()
-	for range 20 {
+	for range 200 {
 		r1, _ := o.admit()
 		r2, ok := o.admit()
 		if !ok {
@@ -88,7 +90,7 @@ func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
 // 1/limit while the recent share is not nil, then by one per attempt.
 func TestOverloadGrowsBack(t *testing.T) {
 	o := newTestOverload()
-	for range 40 {
+	for range 100 {
 		r, _ := o.admit()
 		o.done(r, true)
 	}
@@ -101,12 +103,12 @@ func TestOverloadGrowsBack(t *testing.T) {
 	if got := o.Limit(); got != cut+1/cut {
 		t.Errorf("after one success: %v, want %v (additive increase)", got, cut+1/cut)
 	}
-	for range 400 {
+	for range 1000 {
 		r, _ := o.admit()
 		o.done(r, false)
 	}
 	if o.Overloaded() {
-		t.Error("still overloaded after 400 successes")
+		t.Error("still overloaded after 1000 successes")
 	}
 	before := o.Limit()
 	r, _ = o.admit()
@@ -116,21 +118,69 @@ func TestOverloadGrowsBack(t *testing.T) {
 	}
 }
 
-// TestOverloadSporadicTimeoutsDoNotCut: one attempt in 50 timing out (2%)
-// keeps the share under the threshold: the limit never moves.
-func TestOverloadSporadicTimeoutsDoNotCut(t *testing.T) {
+// TestOverloadTailTimeoutsDoNotCut: a healthy callee whose attempts time
+// out at random, 20% of them (a policy's attempt timeout at its p80), with
+// 200 in flight, never has its limit held or cut: a majority of recent
+// attempts must time out for that.
+func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 	o := newTestOverload()
-	for i := range 5000 {
-		r, _ := o.admit()
-		o.done(r, i%50 == 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	inflight := make([]admission, 0, 200)
+	var shed int
+	for range 100000 {
+		if len(inflight) == cap(inflight) {
+			k := rng.IntN(len(inflight))
+			o.done(inflight[k], rng.Float64() < 0.2)
+			inflight = append(inflight[:k], inflight[k+1:]...)
+		}
+		a, ok := o.admit()
+		if !ok {
+			shed++
+			continue
+		}
+		inflight = append(inflight, a)
 	}
-	if o.Limit() != DefaultMaxInFlight {
-		t.Errorf("limit %v, want %d", o.Limit(), DefaultMaxInFlight)
+	if shed != 0 || o.Limit() != DefaultMaxInFlight || o.Overloaded() {
+		t.Errorf("shed %d, limit %v, overloaded %v; want 0, %d, false", shed, o.Limit(), o.Overloaded(), DefaultMaxInFlight)
+	}
+}
+
+// TestOverloadNoLimitWithoutEvidence: more attempts in flight than
+// MaxInFlight are admitted while the callee shows no overload.
+func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
+	o := newOverload(OverloadConfig{MaxInFlight: 10}.withDefaults(), still)
+	for i := range 50 {
+		if _, ok := o.admit(); !ok {
+			t.Fatalf("attempt %d held back with no overload seen", i)
+		}
+	}
+}
+
+// TestOverloadShareDecaysWhileIdle: an edge left idle after an incident is
+// not held to it: the share halves every second without attempts.
+func TestOverloadShareDecaysWhileIdle(t *testing.T) {
+	var now time.Duration
+	o := newOverload(OverloadConfig{}.withDefaults(), func() time.Duration { return now })
+	for range 200 {
+		r, _ := o.admit()
+		o.done(r, true)
+	}
+	if !o.Overloaded() {
+		t.Fatal("not overloaded after 200 timeouts")
+	}
+	now += 2 * time.Second // the share, near 1, is a quarter of it now
+	if o.Overloaded() {
+		t.Error("still overloaded after two idle seconds")
+	}
+	for i := range 50 {
+		if _, ok := o.admit(); !ok {
+			t.Fatalf("attempt %d held back after the share decayed", i)
+		}
 	}
 }
 
 func TestOverloadDisabled(t *testing.T) {
-	o := newOverload(OverloadConfig{Disabled: true}.withDefaults())
+	o := newOverload(OverloadConfig{Disabled: true}.withDefaults(), still)
 	for range 100 {
 		r, ok := o.admit()
 		if !ok {
@@ -186,18 +236,24 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		return reqlog.CallState{Attempts: last.State.Attempts, Refused: last.State.Refused}, err
 	}
 
-	// The first three timeouts are under the threshold: retried.
-	for i := range 2 {
-		if got, _ := call(slow); got != (reqlog.CallState{Attempts: 2}) {
-			t.Errorf("call %d: %+v, want retried once", i, got)
+	// While fewer than half of the recent attempts timed out, timeouts are
+	// retried; it takes a good number of them. Then the callee is
+	// overloaded: no retry.
+	calls := 0
+	for ; ; calls++ {
+		got, _ := call(slow)
+		if got == (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
+			break
+		}
+		if got != (reqlog.CallState{Attempts: 2}) || calls > 100 {
+			t.Fatalf("call %d: %+v, want retried once", calls, got)
 		}
 	}
-	// From the fourth timeout on, the callee is overloaded: no retry.
-	if got, _ := call(slow); got != (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
-		t.Errorf("third call: %+v, want its retry refused for overload", got)
+	if calls < 20 {
+		t.Errorf("overloaded after %d calls (%d timeouts), want at least 20", calls, 2*calls)
 	}
-	if n := len(slow.requests()); n != 5 {
-		t.Errorf("%d attempts sent, want 5", n)
+	if n := len(slow.requests()); n != 2*calls+1 {
+		t.Errorf("%d attempts sent, want %d", n, 2*calls+1)
 	}
 
 	// Hold the limit's one slot (the cuts took it to the floor) with a
@@ -246,22 +302,21 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	}, WithScope(scope))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
-	for i := range 5 {
+	for i := range 40 {
 		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, slow)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		if sink.State.Attempts != 2 || sink.State.Refused != ownership.RefusedNone {
 			t.Errorf("call %d: %d attempts, refused %v; want 2, none", i, sink.State.Attempts, sink.State.Refused)
 		}
 	}
-	if n := len(slow.requests()); n != 10 {
-		t.Errorf("%d attempts sent, want 10", n)
+	if n := len(slow.requests()); n != 80 {
+		t.Errorf("%d attempts sent, want 80", n)
 	}
 	got := counters(scope)
-	// Calls 3 to 5 find the callee overloaded: their retries would have
-	// been refused; from the cut to the floor on, with one attempt in
-	// flight at a time, nothing is over the limit.
-	if got["retry.would_overload+callee=callee"] < 3 || got["retry.denied+callee=callee,reason=overload"] != 0 {
-		t.Errorf("counters %v, want would_overload >= 3 and no overload refusal", got)
+	// The last calls find the callee overloaded: their retries would have
+	// been refused.
+	if got["retry.would_overload+callee=callee"] < 10 || got["retry.denied+callee=callee,reason=overload"] != 0 {
+		t.Errorf("counters %v, want would_overload >= 10 and no overload refusal", got)
 	}
 }
 

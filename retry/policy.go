@@ -76,7 +76,7 @@ func compileCallees(cfg Config, scope tally.Scope, clock *budgetClock) map[strin
 				budget:     newBudget(cfg.Budget, clock),
 				metrics:    newMetrics(scope, pc.Service),
 				foreign:    newForeignMetrics(scope, pc.Service),
-				overload:   newOverload(cfg.Overload),
+				overload:   newOverload(cfg.Overload, clock.Elapsed),
 				procedures: make(map[string]*policy),
 			}
 			callees[pc.Service] = c
