@@ -34,7 +34,9 @@ import (
 //
 // Attempts knows a call by the state errown's retry (or egress)
 // middleware puts in the call's context; a call without it (a chain
-// without errown's outer middleware) passes through uncounted.
+// without errown's outer middleware) passes through uncounted. A
+// middleware in between must not return before the attempts it sent have
+// ended: the state is the call's, reused once the call returns.
 type Attempts struct {
 	m *Middleware
 }
