@@ -24,9 +24,7 @@ const _stackFailures = 8
 // Middleware is errown's unary inbound middleware.
 type Middleware struct {
 	logs              *ingresslog.Map
-	memory            depmem.Classifier
-	observer          depmem.Observer
-	learner           depmem.Learner // memory and observer in one, or nil
+	learner           depmem.Learner
 	now               func() time.Time
 	unknownCorrelated bool
 	attemptHeader     string
@@ -67,7 +65,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	o := options{scope: tally.NoopScope, memory: depmem.Unknown{}, now: time.Now}
+	o := options{scope: tally.NoopScope, learner: unknown{}, now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -90,8 +88,6 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	scope := o.scope.SubScope("inbound")
 	return &Middleware{
 		logs:              logs,
-		memory:            o.memory,
-		observer:          o.observer,
 		learner:           o.learner,
 		now:               o.now,
 		recent:            new(decisions),
@@ -152,13 +148,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	storm, known := sum.Storm, m.stormKnown(sum.StormKnown, log, orphans)
 	var now time.Time // read once, when a failure or a storm is recorded
 	var ph uint64     // procedureHash(req.Procedure), with now
-	observed := false
 	if out.class != ownership.ClassOK {
 		// One reading of the clock and one hash of the procedure, for the
 		// decision and the storm.
 		now, ph = m.now(), procedureHash(req.Procedure)
 		claim := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
-		observed = m.learner != nil // decide learned each failure
 		m.respond(req, resw, out, claim, log.NoRetry(), storm, known)
 	} else if !known || !storm.Trivial() {
 		// A success says how much it took only when that was more than
@@ -168,8 +162,8 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	if !marked && stormy(storm, known) {
 		m.recordStorm(now, ph, req.Procedure, storm, known, out.class == ownership.ClassFailure)
 	}
-	if m.observer != nil && !observed {
-		m.observe(sum.Failures, out.class)
+	if out.class == ownership.ClassOK {
+		m.observe(sum.Failures) // decide learned the others' failures
 	}
 	return err
 }
@@ -285,22 +279,26 @@ func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, sto
 	m.storms.record(newStorm(now, procedure, storm, known, failed), ph)
 }
 
-// observe tells the observer of the failed calls among entries, the
-// request having ended in class.
-func (m *Middleware) observe(entries []egresslog.Entry, class ownership.Class) {
-	// Only a failure of this service's own counts as the caller failing:
-	// an answer (not found, a bad argument, an application error without
-	// a code...) says nothing about its dependencies, so callers cannot
-	// push edges either way by sending requests that deserve one.
-	// Failures past the egress log's bound are not observed: their edges
-	// were not kept.
-	callerFailed := class == ownership.ClassFailure
+// observe tells the learner of the failed calls among entries, those of
+// a request that succeeded: its caller did not fail. Failures past the
+// egress log's bound are not observed: their edges were not kept.
+func (m *Middleware) observe(entries []egresslog.Entry) {
 	for _, e := range entries {
 		if e.Failed() {
-			m.observer.Observe(e.Edge, callerFailed)
+			m.learner.Observe(e.Edge, false)
 		}
 	}
 }
+
+// unknown is the Learner of a Middleware given none: every edge unknown,
+// nothing learned.
+type unknown struct{ depmem.Unknown }
+
+var _ depmem.Learner = unknown{}
+
+func (unknown) Observe(egresslog.Edge, bool) {}
+
+func (unknown) Learn(egresslog.Edge, bool) ownership.EdgeKind { return ownership.KindUnknown }
 
 // Storms returns the latest root requests that met a storm below (a retry
 // spent or suppressed, or figures unknown), newest first. As in Decisions,
@@ -368,15 +366,12 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		if !e.Failed() {
 			continue
 		}
-		var kind ownership.EdgeKind
-		if m.learner != nil {
-			// Observed now, as the loop in Handle would after the
-			// decision: only a failure of this service's own counts as
-			// the caller failing (see Handle).
-			kind = m.learner.Learn(e.Edge, class == ownership.ClassFailure)
-		} else {
-			kind = m.memory.Kind(e.Edge)
-		}
+		// Only a failure of this service's own counts as the caller
+		// failing: an answer (not found, a bad argument, an application
+		// error without a code...) says nothing about its dependencies,
+		// so callers cannot push edges either way by sending requests
+		// that deserve one.
+		kind := m.learner.Learn(e.Edge, class == ownership.ClassFailure)
 		failures = append(failures, ownership.Failure{Kind: kind, RCS: e.RCS})
 	}
 	if counts.OverflowUnsatisfied > 0 {
