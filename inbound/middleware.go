@@ -24,9 +24,7 @@ const _stackFailures = 8
 // Middleware is errown's unary inbound middleware.
 type Middleware struct {
 	logs              *ingresslog.Map
-	memory            depmem.Classifier
-	observer          depmem.Observer
-	learner           depmem.Learner // memory and observer in one, or nil
+	learner           depmem.Learner
 	now               func() time.Time
 	unknownCorrelated bool
 	attemptHeader     string
@@ -67,7 +65,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	o := options{scope: tally.NoopScope, memory: depmem.Unknown{}, now: time.Now}
+	o := options{scope: tally.NoopScope, learner: unknown{}, now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -90,8 +88,6 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	scope := o.scope.SubScope("inbound")
 	return &Middleware{
 		logs:              logs,
-		memory:            o.memory,
-		observer:          o.observer,
 		learner:           o.learner,
 		now:               o.now,
 		recent:            new(decisions),
@@ -124,28 +120,15 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 // most the ingress configuration's MaxInFlight.
 func (m *Middleware) InFlight() int { return m.logs.Len() }
 
-// Handle implements middleware.UnaryInbound.
+// Handle implements middleware.UnaryInbound. It reads as the data flow of
+// DESIGN.md: track the request, serve it, close its egress log, classify
+// its result, decide and respond, record a root's storm and have the
+// dependency memory observe the failed calls.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
-	// attemptHeader is validated lower case, i.e. canonical: index the map
-	// rather than have Headers.Get lower-case it on every request.
-	n, marked := ownership.ParseAttempt(req.Headers.Items()[m.attemptHeader])
-	if n > 1 {
-		m.retriedCount.Inc(1)
-	}
-	var r *tracked
-	if !m.logs.Full() {
-		r = &tracked{Node: reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: req.Procedure}}}
-		if !m.logs.Insert(&r.Log) {
-			r = nil
-		}
-	}
+	marked := m.countAttempt(req)
+	r := m.track(ctx, req.Procedure)
 	if r == nil {
-		m.untrackedCount.Inc(1)
-		// Untracked, its figures are unknown: say so, on a success too,
-		// and have its calls tell their callees that they are not roots.
-		err := h.Handle(reqlog.WithUntracked(ctx), req, m.ownHeaders(resw))
-		resw.AddHeaders(m.unknownStorm)
-		return err
+		return m.serveUntracked(ctx, req, resw, h)
 	}
 	log := &r.Log
 	orphans := m.orphans.Mark()
@@ -160,79 +143,162 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 	err := h.Handle(&r.Node, req, rw)
 
-	// The egress log keeps only the failed calls, up to
-	// egresslog.MaxFailures, and counts the failures past the bound:
-	// only a log that kept that many can have any. Its failures are read
-	// where it keeps them, until finish releases them.
-	sum = log.Egress.CloseSummary()
-	closed = true
-	entries, counts := sum.Failures, sum.Counts
-	if counts.Overflow > 0 {
-		m.overflowCount.Inc(int64(counts.Overflow))
-	}
-	var appCode *yarpcerrors.Code
-	if rw.appMeta != nil {
-		appCode = rw.appMeta.Code
-	}
-	code, class := ownership.Result(err, rw.appError, appCode)
-	if class == ownership.ClassFailure && log.CallerFault() {
-		class = ownership.ClassAnswer
-	}
+	sum, closed = m.close(log), true
+	out := m.classify(err, rw, log)
+	storm, known := sum.Storm, m.stormKnown(sum.StormKnown, log, orphans)
 	var now time.Time // read once, when a failure or a storm is recorded
 	var ph uint64     // procedureHash(req.Procedure), with now
-	observed := false
-	storm, known := sum.Storm, sum.StormKnown
-	if known && (m.orphans.Since(orphans) || log.CallsUnderWay() || log.Egress.Late()) {
-		// A call made with a fresh context that failed or retried may
-		// be this request's; a call still under way is not counted yet,
-		// nor one that ended after the log closed (asked after the
-		// calls under way: a call ends after its refusal).
-		known = false
-	}
-	if class != ownership.ClassOK {
+	if out.class != ownership.ClassOK {
 		// One reading of the clock and one hash of the procedure, for the
 		// decision and the storm.
 		now, ph = m.now(), procedureHash(req.Procedure)
-		claim := m.decide(now, req.Procedure, ph, code, class, entries, counts)
-		observed = m.learner != nil // decide learned each failure
-		resw.AddHeaders(m.headers(claim, log.NoRetry()))
-		resw.AddHeaders(m.stormHeaders(storm, known))
-		if err == nil && appCode != nil {
-			// An application error's code does not cross every
-			// transport (gRPC drops it): errown carries it itself.
-			resw.AddHeaders(transport.NewHeaders().With(m.codeHeader, ownership.FormatCode(code)))
-		}
-		if err != nil && req.Transport == _tchannel {
-			// TChannel keeps response headers only on application errors.
-			resw.SetApplicationError()
-		}
+		claim := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
+		m.respond(req, resw, out, claim, log.NoRetry(), storm, known)
 	} else if !known || !storm.Trivial() {
 		// A success says how much it took only when that was more than
 		// this one request: a leaf's success pays nothing.
 		resw.AddHeaders(m.stormHeaders(storm, known))
 	}
 	if !marked && stormy(storm, known) {
-		if now.IsZero() { // a success: no decision
-			now, ph = m.now(), procedureHash(req.Procedure)
-		}
-		m.storms.record(newStorm(now, req.Procedure, storm, known, class == ownership.ClassFailure), ph)
+		m.recordStorm(now, ph, req.Procedure, storm, known, out.class == ownership.ClassFailure)
 	}
-	if m.observer != nil && !observed {
-		// Only a failure of this service's own counts as the caller
-		// failing: an answer (not found, a bad argument, an application
-		// error without a code...) says nothing about its dependencies,
-		// so callers cannot push edges either way by sending requests
-		// that deserve one. Failures past the egress log's bound
-		// are not observed: their edges were not kept.
-		callerFailed := class == ownership.ClassFailure
-		for _, e := range entries {
-			if e.Failed() {
-				m.observer.Observe(e.Edge, callerFailed)
-			}
-		}
+	if out.class == ownership.ClassOK {
+		m.observe(sum.Failures) // decide learned the others' failures
 	}
 	return err
 }
+
+// outcome is how a tracked request's handler ended: its error, its code
+// and class (ownership.Result), and the code of an application error the
+// encoding reported, if any.
+type outcome struct {
+	err     error
+	appCode *yarpcerrors.Code
+	code    yarpcerrors.Code
+	class   ownership.Class
+}
+
+// countAttempt counts a request that says it is a retry, and reports
+// whether it carries errown's attempt mark (its caller runs errown: it is
+// not a root).
+func (m *Middleware) countAttempt(req *transport.Request) bool {
+	// attemptHeader is validated lower case, i.e. canonical: index the map
+	// rather than have Headers.Get lower-case it on every request.
+	n, marked := ownership.ParseAttempt(req.Headers.Items()[m.attemptHeader])
+	if n > 1 {
+		m.retriedCount.Inc(1)
+	}
+	return marked
+}
+
+// track puts a new request for procedure in the ingress log map, with ctx
+// as the parent of its context, or returns nil when the map has no room.
+func (m *Middleware) track(ctx context.Context, procedure string) *tracked {
+	if m.logs.Full() {
+		return nil
+	}
+	r := &tracked{Node: reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: procedure}}}
+	if !m.logs.Insert(&r.Log) {
+		return nil
+	}
+	return r
+}
+
+// serveUntracked serves a request the ingress log map had no room for.
+func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
+	m.untrackedCount.Inc(1)
+	// Untracked, its figures are unknown: say so, on a success too,
+	// and have its calls tell their callees that they are not roots.
+	err := h.Handle(reqlog.WithUntracked(ctx), req, m.ownHeaders(resw))
+	resw.AddHeaders(m.unknownStorm)
+	return err
+}
+
+// close closes the request's egress log and counts the failures past its
+// bound. The egress log keeps only the failed calls, up to
+// egresslog.MaxFailures, and counts the failures past the bound: only a
+// log that kept that many can have any. Its failures are read where it
+// keeps them, until finish releases them.
+func (m *Middleware) close(log *reqlog.Log) egresslog.Summary {
+	sum := log.Egress.CloseSummary()
+	if sum.Counts.Overflow > 0 {
+		m.overflowCount.Inc(int64(sum.Counts.Overflow))
+	}
+	return sum
+}
+
+// classify returns how the handler ended, given its error err and what it
+// wrote to rw: an answer when it marked the request as its caller's fault.
+func (m *Middleware) classify(err error, rw *writer, log *reqlog.Log) outcome {
+	out := outcome{err: err}
+	if rw.appMeta != nil {
+		out.appCode = rw.appMeta.Code
+	}
+	out.code, out.class = ownership.Result(err, rw.appError, out.appCode)
+	if out.class == ownership.ClassFailure && log.CallerFault() {
+		out.class = ownership.ClassAnswer
+	}
+	return out
+}
+
+// stormKnown reports whether the request's storm figures, known as the
+// egress log summed them, still are once the calls it could not see are
+// counted, orphans being the orphans' mark taken as the request began.
+func (m *Middleware) stormKnown(known bool, log *reqlog.Log, orphans uint64) bool {
+	// A call made with a fresh context that failed or retried may be
+	// this request's; a call still under way is not counted yet, nor one
+	// that ended after the log closed (asked after the calls under way: a
+	// call ends after its refusal).
+	return known && !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late()
+}
+
+// respond puts errown's headers on the response of a request that did
+// not succeed: the claim, the no-retry pushback, the storm, and the code
+// where the transport drops it.
+func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWriter, out outcome, claim ownership.Claim, noRetry bool, storm ownership.Storm, known bool) {
+	resw.AddHeaders(m.headers(claim, noRetry))
+	resw.AddHeaders(m.stormHeaders(storm, known))
+	if out.err == nil && out.appCode != nil {
+		// An application error's code does not cross every
+		// transport (gRPC drops it): errown carries it itself.
+		resw.AddHeaders(transport.NewHeaders().With(m.codeHeader, ownership.FormatCode(out.code)))
+	}
+	if out.err != nil && req.Transport == _tchannel {
+		// TChannel keeps response headers only on application errors.
+		resw.SetApplicationError()
+	}
+}
+
+// recordStorm records a root request's storm at now, the request's
+// procedure hashing to ph; a zero now (a success: no decision read the
+// clock) is read here.
+func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, storm ownership.Storm, known, failed bool) {
+	if now.IsZero() {
+		now, ph = m.now(), procedureHash(procedure)
+	}
+	m.storms.record(newStorm(now, procedure, storm, known, failed), ph)
+}
+
+// observe tells the learner of the failed calls among entries, those of
+// a request that succeeded: its caller did not fail. Failures past the
+// egress log's bound are not observed: their edges were not kept.
+func (m *Middleware) observe(entries []egresslog.Entry) {
+	for _, e := range entries {
+		if e.Failed() {
+			m.learner.Observe(e.Edge, false)
+		}
+	}
+}
+
+// unknown is the Learner of a Middleware given none: every edge unknown,
+// nothing learned.
+type unknown struct{ depmem.Unknown }
+
+var _ depmem.Learner = unknown{}
+
+func (unknown) Observe(egresslog.Edge, bool) {}
+
+func (unknown) Learn(egresslog.Edge, bool) ownership.EdgeKind { return ownership.KindUnknown }
 
 // Storms returns the latest root requests that met a storm below (a retry
 // spent or suppressed, or figures unknown), newest first. As in Decisions,
@@ -300,15 +366,12 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		if !e.Failed() {
 			continue
 		}
-		var kind ownership.EdgeKind
-		if m.learner != nil {
-			// Observed now, as the loop in Handle would after the
-			// decision: only a failure of this service's own counts as
-			// the caller failing (see Handle).
-			kind = m.learner.Learn(e.Edge, class == ownership.ClassFailure)
-		} else {
-			kind = m.memory.Kind(e.Edge)
-		}
+		// Only a failure of this service's own counts as the caller
+		// failing: an answer (not found, a bad argument, an application
+		// error without a code...) says nothing about its dependencies,
+		// so callers cannot push edges either way by sending requests
+		// that deserve one.
+		kind := m.learner.Learn(e.Edge, class == ownership.ClassFailure)
 		failures = append(failures, ownership.Failure{Kind: kind, RCS: e.RCS})
 	}
 	if counts.OverflowUnsatisfied > 0 {

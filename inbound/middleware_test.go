@@ -97,7 +97,7 @@ func TestHandleDecides(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, Config{}, WithMemory(memory))
+			e := newEnv(t, Config{}, WithLearner(memory))
 			resw := &transporttest.FakeResponseWriter{}
 			err := e.mw.Handle(context.Background(), request("http"), resw, tt.give)
 			assert.Equal(t, tt.wantErr, err != nil)
@@ -252,9 +252,28 @@ func (r *recordingObserver) Observe(e egresslog.Edge, callerFailed bool) {
 	r.seen = append(r.seen, observation{e, callerFailed})
 }
 
+// learner is a depmem.Learner of a Classifier and an Observer: it asks
+// one for the kind of an edge, then tells the other of its failure.
+type learner struct {
+	depmem.Classifier
+	depmem.Observer
+}
+
+func (l learner) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
+	kind := l.Kind(e)
+	l.Observe(e, callerFailed)
+	return kind
+}
+
+// observing returns a Learner that knows no edge and tells obs of every
+// failure.
+func observing(obs depmem.Observer) depmem.Learner {
+	return learner{Classifier: depmem.Unknown{}, Observer: obs}
+}
+
 func TestHandleFeedsObserver(t *testing.T) {
 	obs := &recordingObserver{}
-	feedTwoRequests(t, newEnv(t, Config{}, WithObserver(obs)))
+	feedTwoRequests(t, newEnv(t, Config{}, WithLearner(observing(obs))))
 	assert.Equal(t, _fed, obs.seen, "only callee failures, with the caller's outcome")
 }
 
@@ -309,17 +328,16 @@ func TestHandleFeedsLearner(t *testing.T) {
 	assert.Zero(t, l.kinds, "never asked apart")
 }
 
-// Options apply in order: a memory or an observer given after a Learner
-// takes its part, and the Learner decides and observes no more.
-func TestLearnerThenObserver(t *testing.T) {
-	l, obs := &recordingLearner{}, &recordingObserver{}
-	e := newEnv(t, Config{}, WithLearner(l), WithObserver(obs))
+// The last Learner given decides and observes.
+func TestLastLearnerDecides(t *testing.T) {
+	first, last := &recordingLearner{}, &recordingLearner{}
+	e := newEnv(t, Config{}, WithLearner(first), WithLearner(last))
 	require.Error(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{},
 		handlerLogging(errBoom, failed("hard", true))))
-	assert.Zero(t, l.learned)
-	assert.Equal(t, 1, l.kinds, "still the memory")
-	assert.Equal(t, []observation{{failed("hard", true).Edge, true}}, obs.seen)
-	assert.Empty(t, l.seen)
+	assert.Zero(t, first.learned)
+	assert.Empty(t, first.seen)
+	assert.Equal(t, 1, last.learned)
+	assert.Equal(t, []observation{{failed("hard", true).Edge, true}}, last.seen)
 }
 
 // repeat returns n copies of e.
@@ -368,7 +386,7 @@ func TestHandleEgressOverflow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &recordingObserver{}
-			e := newEnv(t, Config{}, WithMemory(memory), WithObserver(obs))
+			e := newEnv(t, Config{}, WithLearner(learner{Classifier: memory, Observer: obs}))
 			resw := &transporttest.FakeResponseWriter{}
 			require.Error(t, e.mw.Handle(context.Background(), request("http"), resw, handlerLogging(errBoom, tt.give...)))
 			got, _ := resw.Headers.Get("errown-claim")
@@ -384,7 +402,7 @@ func TestDecisionsKept(t *testing.T) {
 	require.NoError(t, err)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	reads := 0
-	e := newEnv(t, Config{}, WithMemory(memory), WithClock(func() time.Time { reads++; return at }))
+	e := newEnv(t, Config{}, WithLearner(memory), WithClock(func() time.Time { reads++; return at }))
 	_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(nil))
 	assert.Zero(t, reads, "a quiet success reads no clock")
 	for _, h := range []handlerFunc{
@@ -480,7 +498,7 @@ func TestHandleApplicationErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &recordingObserver{}
-			e := newEnv(t, Config{}, WithObserver(obs))
+			e := newEnv(t, Config{}, WithLearner(observing(obs)))
 			resw := &transporttest.FakeResponseWriter{}
 			require.NoError(t, e.mw.Handle(context.Background(), request("http"), resw, tt.give))
 			got, _ := resw.Headers.Get("errown-claim")
@@ -512,7 +530,7 @@ func TestHandleAnswersAreNotCallerFailures(t *testing.T) {
 			continue
 		}
 		obs := &recordingObserver{}
-		e := newEnv(t, Config{}, WithObserver(obs))
+		e := newEnv(t, Config{}, WithLearner(observing(obs)))
 		err := yarpcerrors.Newf(row.Code, "x")
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(err, failed("hard", true)))
 		require.Len(t, obs.seen, 1, "%v", row.Code)
@@ -565,7 +583,7 @@ func TestCallerFault(t *testing.T) {
 	// caller's fault: depmem learns the caller was fine.
 	assert.False(t, CallerFault(context.Background()), "untracked")
 	obs := &recordingObserver{}
-	e := newEnv(t, Config{}, WithObserver(obs))
+	e := newEnv(t, Config{}, WithLearner(observing(obs)))
 	h := handlerFunc(func(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
 		if err := handlerLogging(nil, failed("hard", true))(ctx, req, resw); err != nil {
 			return err

@@ -15,8 +15,6 @@ type Option interface {
 
 type options struct {
 	scope     tally.Scope
-	memory    depmem.Classifier
-	observer  depmem.Observer
 	learner   depmem.Learner
 	stormHook func(Storm)
 	orphans   *egresslog.Orphans
@@ -36,35 +34,18 @@ func WithScope(s tally.Scope) Option {
 	})
 }
 
-// WithMemory asks c for the kind of each failed edge. Default
-// depmem.Unknown{}: every edge unknown.
-func WithMemory(c depmem.Classifier) Option {
-	return optionFunc(func(o *options) {
-		if c != nil {
-			o.memory, o.learner = c, nil // a Learner given before no longer decides
-		}
-	})
-}
-
-// WithObserver tells o of every failed outbound call of every finished
-// request, after its claim was decided, so that it can learn edge kinds.
-// Default: nobody.
-func WithObserver(o depmem.Observer) Option {
-	return optionFunc(func(opts *options) {
-		opts.observer, opts.learner = o, nil // a Learner given before no longer observes
-	})
-}
-
-// WithLearner asks l for the kind of each failed edge and tells it of
-// every failed outbound call, as WithMemory(l) and WithObserver(l) do,
-// but in one step per failed call of a failed request (depmem.Learner):
-// the kind it decides with is the edge's before that failure, read
-// failure by failure. errown passes its declared kinds over its
-// dependency memory (depmem.Static).
+// WithLearner asks l for the kind of each failed edge of a request that
+// did not succeed, and tells it of that failure in the same step
+// (depmem.Learner.Learn): the kind it decides with is the edge's before
+// that failure, read failure by failure. The failed calls of a request
+// that succeeded are observed (depmem.Observer.Observe). errown passes its
+// declared kinds over its dependency memory (depmem.Static). A Classifier
+// that does not learn becomes a Learner as depmem.NewStatic(nil, c).
+// Default: every edge unknown, nothing learned.
 func WithLearner(l depmem.Learner) Option {
 	return optionFunc(func(o *options) {
 		if l != nil {
-			o.memory, o.observer, o.learner = l, l, l
+			o.learner = l
 		}
 	})
 }
