@@ -33,22 +33,10 @@ const ConfigKey = "errown"
 // procedure "" every procedure, a snapshot path "" no snapshot) it is
 // taken as written.
 type Config struct {
-	// ClaimHeader is the response header carrying the claim. Default
-	// "errown-claim".
-	ClaimHeader string `yaml:"claimHeader,omitempty"`
-	// AttemptHeader is the request header carrying the attempt number of a
-	// retry. Default "errown-attempt".
-	AttemptHeader string `yaml:"attemptHeader,omitempty"`
-	// NoRetryHeader is the response header by which a callee asks not to
-	// be retried. Default "errown-no-retry".
-	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
-	// CodeHeader is the response header carrying the code of an
-	// application error (a Thrift exception's rpc.code), which gRPC does
-	// not carry itself. Default "errown-code".
-	CodeHeader string `yaml:"codeHeader,omitempty"`
-	// StormHeader is the response header carrying storm telemetry up the
-	// call graph. Default "errown-storm".
-	StormHeader string `yaml:"stormHeader,omitempty"`
+	// Headers names the application headers errown reads and writes,
+	// under the keys claimHeader, attemptHeader, noRetryHeader, codeHeader
+	// and stormHeader (ownership.Headers gives each one's default).
+	ownership.Headers `yaml:",inline"`
 	// Mode is "enforce" (the default): errown suppresses the retries of
 	// unclaimed errors; or "observe": errown computes and sends claims and
 	// storm telemetry but retries as if it were not there, so its metrics
@@ -103,11 +91,7 @@ type RetryConfig struct {
 
 func (c Config) inboundConfig() inbound.Config {
 	return inbound.Config{
-		ClaimHeader:       c.ClaimHeader,
-		NoRetryHeader:     c.NoRetryHeader,
-		CodeHeader:        c.CodeHeader,
-		AttemptHeader:     c.AttemptHeader,
-		StormHeader:       c.StormHeader,
+		Headers:           c.Headers,
 		MaxRootProcedures: c.MaxRootProcedures,
 		UnknownEdges:      c.UnknownEdges,
 		Ingress:           c.Ingress,
@@ -116,47 +100,38 @@ func (c Config) inboundConfig() inbound.Config {
 
 func (c Config) outboundConfig() outbound.Config {
 	return outbound.Config{
-		ClaimHeader:   c.ClaimHeader,
-		NoRetryHeader: c.NoRetryHeader,
-		CodeHeader:    c.CodeHeader,
-		AttemptHeader: c.AttemptHeader,
-		StormHeader:   c.StormHeader,
+		Headers:       c.Headers,
 		RefuseRepeats: c.RefuseRepeats,
 	}
 }
 
 func (c Config) retryConfig() retry.Config {
 	return retry.Config{
-		AttemptHeader: c.AttemptHeader,
-		ClaimHeader:   c.ClaimHeader,
-		NoRetryHeader: c.NoRetryHeader,
-		CodeHeader:    c.CodeHeader,
-		StormHeader:   c.StormHeader,
-		Mode:          c.Mode,
-		MaxBodyBytes:  c.Retry.MaxBodyBytes,
-		Budget:        c.Retry.Budget,
-		Overload:      c.Retry.Overload,
-		Policies:      c.Retry.Policies,
+		Headers:      c.Headers,
+		Mode:         c.Mode,
+		MaxBodyBytes: c.Retry.MaxBodyBytes,
+		Budget:       c.Retry.Budget,
+		Overload:     c.Retry.Overload,
+		Policies:     c.Retry.Policies,
 	}
 }
 
 // Validate reports every invalid value in c, each naming its key.
 func (c Config) Validate() error {
 	_, depErr := depmem.NewStatic(c.Dependencies, nil)
-	headers := c.inboundConfig()
-	headers.Ingress = ingresslog.Config{} // checked below, once
-	// The header names are checked once, at the top level where they are
-	// set: the retry section is checked with the defaults in their place.
-	retryChecked := c.retryConfig()
-	retryChecked.AttemptHeader, retryChecked.ClaimHeader, retryChecked.NoRetryHeader, retryChecked.CodeHeader = "", "", "", ""
-	retryChecked.StormHeader, retryChecked.Mode = "", "" // top-level keys, checked below
+	// The header names, the ingress section and the mode are checked once,
+	// here; the inbound and retry sections are checked without them.
+	in := c.inboundConfig()
+	in.Headers, in.Ingress = ownership.Headers{}, ingresslog.Config{}
+	re := c.retryConfig()
+	re.Headers, re.Mode = ownership.Headers{}, ""
 	return multierr.Combine(
-		headers.Validate(),
+		c.Headers.Validate(),
+		in.Validate(),
 		configkey.Under("ingress", c.Ingress.Validate()),
-		configkey.Under("retry", retryChecked.Validate()),
+		configkey.Under("retry", re.Validate()),
 		depErr,
 		configkey.Under("memory", c.Memory.Validate()),
-		distinctHeaders(headers),
 		validWiring(c.Wiring),
 		c.Mode.Validate(),
 	)
@@ -173,24 +148,6 @@ func validWiring(w string) error {
 		return nil
 	}
 	return fmt.Errorf("wiring: must be %q or %q, got %q", WiringRequire, WiringWarn, w)
-}
-
-func distinctHeaders(c inbound.Config) error {
-	names := map[string]string{}
-	var err error
-	for _, kv := range [][2]string{
-		{"claimHeader", or(c.ClaimHeader, ownership.DefaultClaimHeader)},
-		{"attemptHeader", or(c.AttemptHeader, ownership.DefaultAttemptHeader)},
-		{"noRetryHeader", or(c.NoRetryHeader, ownership.DefaultNoRetryHeader)},
-		{"codeHeader", or(c.CodeHeader, ownership.DefaultCodeHeader)},
-		{"stormHeader", or(c.StormHeader, ownership.DefaultStormHeader)},
-	} {
-		if other, ok := names[kv[1]]; ok {
-			err = multierr.Append(err, fmt.Errorf("%s: %q is already used by %s", kv[0], kv[1], other))
-		}
-		names[kv[1]] = kv[0]
-	}
-	return err
 }
 
 func or(s, def string) string {

@@ -63,7 +63,7 @@ memory:
 func TestConfigFromYAML(t *testing.T) {
 	c, err := ConfigFromYAML([]byte(fullYAML))
 	require.NoError(t, err)
-	assert.Equal(t, "x-claim", c.ClaimHeader)
+	assert.Equal(t, "x-claim", c.Headers.Claim)
 	assert.Equal(t, "coincidental", c.UnknownEdges)
 	assert.Equal(t, 16, c.Ingress.Shards)
 	assert.Equal(t, 4096, c.Retry.MaxBodyBytes)

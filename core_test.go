@@ -77,8 +77,8 @@ func TestCoreAdaptReturnsTheConfig(t *testing.T) {
 		errown.Core,
 		fx.Invoke(func(m *errown.Middleware) { _, _, cfg = m.Adapt() }),
 	))
-	assert.Equal(t, "x-try", cfg.AttemptHeader)
-	assert.Equal(t, "x-no-retry", cfg.NoRetryHeader)
+	assert.Equal(t, "x-try", cfg.Headers.Attempt)
+	assert.Equal(t, "x-no-retry", cfg.Headers.NoRetry)
 }
 
 func TestCoreIsNamedErrownAndDecoratesNothing(t *testing.T) {

@@ -3,9 +3,13 @@ package errown
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"testing"
 
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v2"
@@ -126,4 +130,38 @@ func TestCheckYAMLUnknownKeySuggests(t *testing.T) {
 			assert.Equal(t, tt.want, errorStrings(checkLevels(t, tt.give)))
 		})
 	}
+}
+
+// TestYAMLFieldsInline: a struct embedded with `yaml:",inline"` (the
+// header names) gives its keys at the level it is embedded in, as yaml
+// reads them, so the checks and the zero rules see claimHeader, not
+// headers.claimHeader.
+func TestYAMLFieldsInline(t *testing.T) {
+	type outer struct {
+		ownership.Headers `yaml:",inline"`
+		B                 string `yaml:"b,omitempty"`
+	}
+	keys := func(t reflect.Type) []string {
+		var out []string
+		for k := range yamlFields(t) {
+			out = append(out, k)
+		}
+		sort.Strings(out)
+		return out
+	}
+	assert.Equal(t, []string{"attemptHeader", "b", "claimHeader", "codeHeader", "noRetryHeader", "stormHeader"}, keys(reflect.TypeFor[outer]()))
+	for _, typ := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[inbound.Config](), reflect.TypeFor[outbound.Config](), reflect.TypeFor[retry.Config]()} {
+		fields := yamlFields(typ)
+		for _, k := range keys(reflect.TypeFor[ownership.Headers]()) {
+			assert.Contains(t, fields, k, "%v", typ)
+		}
+		assert.NotContains(t, fields, "headers", "%v", typ)
+	}
+
+	var raw interface{}
+	require.NoError(t, yaml.Unmarshal([]byte("claimHeader: x-claim\nstormHedaer: x\nheaders: {claim: x}"), &raw))
+	err := checkYAML("", raw, reflect.TypeFor[Config]())
+	assert.ErrorContains(t, err, "stormHedaer: unknown key, did you mean stormHeader?")
+	assert.ErrorContains(t, err, "headers: unknown key")
+	assert.NotContains(t, err.Error(), "claimHeader")
 }

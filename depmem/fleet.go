@@ -20,7 +20,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Labels the fleet queries must return on each series.
+// Labels of an edge: the tags of depmem's per-edge counters, and the
+// labels the fleet queries must return on each series.
 const (
 	LabelCallerProcedure = "caller_procedure"
 	LabelCalleeService   = "callee_service"

@@ -318,9 +318,9 @@ func (m *Memory) newEdgeState(e egresslog.Edge, now int64) *edgeState {
 		return s
 	}
 	tagged := m.scope.Tagged(map[string]string{
-		"caller_procedure": orNone(e.CallerProcedure),
-		"callee_service":   orNone(e.Service),
-		"callee_procedure": orNone(e.Procedure),
+		LabelCallerProcedure: orNone(e.CallerProcedure),
+		LabelCalleeService:   orNone(e.Service),
+		LabelCalleeProcedure: orNone(e.Procedure),
 	})
 	s.failures, s.joint = tagged.Counter("callee_failures"), tagged.Counter("joint_failures")
 	if reflect.TypeOf(tagged) == _tallyScope {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -206,7 +207,7 @@ func TestMeshUnknownService(t *testing.T) {
 
 func TestMeshRenamedHeaders(t *testing.T) {
 	mesh := fxtest.NewMesh(t, fxtest.WithRecorderConfig(fxtest.RecorderConfig{ClaimHeader: "x-claim", AttemptHeader: "x-attempt"}))
-	cfg := &errown.Config{ClaimHeader: "x-claim", AttemptHeader: "x-attempt"}
+	cfg := &errown.Config{Headers: ownership.Headers{Claim: "x-claim", Attempt: "x-attempt"}}
 	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Errown: cfg,
 		Handler: fxtest.Fail(yarpcerrors.InternalErrorf("oops"))})
 

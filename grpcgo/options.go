@@ -50,11 +50,11 @@ func newAdapterOptions(cfg errown.Config, opts []Option) options {
 // Middleware itself.
 func WithConfig(cfg errown.Config) Option {
 	return optionFunc(func(o *options) {
-		if cfg.AttemptHeader != "" {
-			o.attemptHeader = cfg.AttemptHeader
+		if cfg.Headers.Attempt != "" {
+			o.attemptHeader = cfg.Headers.Attempt
 		}
-		if cfg.NoRetryHeader != "" {
-			o.noRetryHeader = cfg.NoRetryHeader
+		if cfg.Headers.NoRetry != "" {
+			o.noRetryHeader = cfg.Headers.NoRetry
 		}
 	})
 }

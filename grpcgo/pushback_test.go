@@ -113,7 +113,7 @@ func TestDoNotRetrySpeaksGRPCPushback(t *testing.T) {
 // and the no-retry header (C's gRPC pushback is translated to it).
 func TestWithConfigRenamedHeaders(t *testing.T) {
 	renamed := func(cfg *errown.Config) *errown.Config {
-		cfg.AttemptHeader, cfg.NoRetryHeader = "x-attempt", "x-no-retry"
+		cfg.Headers.Attempt, cfg.Headers.NoRetry = "x-attempt", "x-no-retry"
 		return cfg
 	}
 	c := startGRPC(t, nodeConfig{name: _c, handler: func(ctx context.Context, _ *node) error {

@@ -75,9 +75,9 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}
 	headers := func(c ownership.Claim, noRetry bool) transport.Headers {
 		v, _ := c.HeaderValue()
-		h := transport.NewHeaders().With(cfg.ClaimHeader, v)
+		h := transport.NewHeaders().With(cfg.Headers.Claim, v)
 		if noRetry {
-			h = h.With(cfg.NoRetryHeader, ownership.NoRetryValue)
+			h = h.With(cfg.Headers.NoRetry, ownership.NoRetryValue)
 		}
 		return h
 	}
@@ -92,15 +92,15 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		now:               o.now,
 		recent:            new(decisions),
 		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
-		attemptHeader:     cfg.AttemptHeader,
-		claimHeader:       cfg.ClaimHeader,
-		noRetryHeader:     cfg.NoRetryHeader,
-		codeHeader:        cfg.CodeHeader,
-		stormHeader:       cfg.StormHeader,
+		attemptHeader:     cfg.Headers.Attempt,
+		claimHeader:       cfg.Headers.Claim,
+		noRetryHeader:     cfg.Headers.NoRetry,
+		codeHeader:        cfg.Headers.Code,
+		stormHeader:       cfg.Headers.Storm,
 		storms:            newStorms(o.scope, cfg.MaxRootProcedures, o.stormHook),
 		orphans:           orphans,
-		unknownStorm:      transport.NewHeaders().With(cfg.StormHeader, ownership.StormUnknownValue),
-		quietStorms:       quietStormHeaders(cfg.StormHeader),
+		unknownStorm:      transport.NewHeaders().With(cfg.Headers.Storm, ownership.StormUnknownValue),
+		quietStorms:       quietStormHeaders(cfg.Headers.Storm),
 		claimed:           headers(ownership.ClaimClaimed, false),
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),
 		claimedNoRetry:    headers(ownership.ClaimClaimed, true),

@@ -178,7 +178,7 @@ func TestHandleUntrackedOverBound(t *testing.T) {
 
 func TestDoNotRetry(t *testing.T) {
 	assert.False(t, DoNotRetry(context.Background()))
-	e := newEnv(t, Config{NoRetryHeader: "x-stop"})
+	e := newEnv(t, Config{Headers: ownership.Headers{NoRetry: "x-stop"}})
 	resw := &transporttest.FakeResponseWriter{}
 	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 		assert.True(t, DoNotRetry(ctx))
@@ -225,9 +225,9 @@ func TestConfigValidate(t *testing.T) {
 		wantErr []string
 	}{
 		{Config{}, nil},
-		{Config{ClaimHeader: "x-claim", UnknownEdges: UnknownCoincidental}, nil},
-		{Config{ClaimHeader: "X Claim"}, []string{`claimHeader: must be lower-case letters, digits and '-', got "X Claim"`}},
-		{Config{UnknownEdges: "maybe", AttemptHeader: "A"}, []string{`unknownEdges: must be "correlated" or "coincidental", got "maybe"`, "attemptHeader"}},
+		{Config{Headers: ownership.Headers{Claim: "x-claim"}, UnknownEdges: UnknownCoincidental}, nil},
+		{Config{Headers: ownership.Headers{Claim: "X Claim"}}, []string{`claimHeader: must be lower-case letters, digits and '-', got "X Claim"`}},
+		{Config{Headers: ownership.Headers{Attempt: "A"}, UnknownEdges: "maybe"}, []string{`unknownEdges: must be "correlated" or "coincidental", got "maybe"`, "attemptHeader"}},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.give)

@@ -155,7 +155,7 @@ func TestHandleQuietHeadersEveryCount(t *testing.T) {
 }
 
 func TestHandleStormCustomHeader(t *testing.T) {
-	e := newEnv(t, Config{StormHeader: "x-storm", AttemptHeader: "x-try"})
+	e := newEnv(t, Config{Headers: ownership.Headers{Storm: "x-storm", Attempt: "x-try"}})
 	resw := &transporttest.FakeResponseWriter{}
 	req := rootRequest("proc")
 	req.Headers = req.Headers.With("x-try", "1")
@@ -536,7 +536,7 @@ func TestNewStorm(t *testing.T) {
 }
 
 func TestConfigValidateStorm(t *testing.T) {
-	_, err := New(Config{StormHeader: "Errown Storm"})
+	_, err := New(Config{Headers: ownership.Headers{Storm: "Errown Storm"}})
 	assert.ErrorContains(t, err, "stormHeader")
 	_, err = New(Config{MaxRootProcedures: -1})
 	assert.ErrorContains(t, err, "maxRootProcedures: must be >= 0, got -1")

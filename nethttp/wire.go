@@ -74,35 +74,68 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
+// _statusOfCode is yarpc's HTTP table (transport/http/codes.go,
+// _codeToStatusCode): the status a yarpc service answers an error of each
+// code with. Where several codes share a status, the first listed is the
+// code the status reads back as, the first of yarpc's _statusCodeToCodes
+// for it (aborted for 409, unknown for 500). It is the one table of both
+// directions: _codeOfStatus is derived from it.
+var _statusOfCode = []struct {
+	code   yarpcerrors.Code
+	status int
+}{
+	{yarpcerrors.CodeCancelled, 499}, // client closed request (nginx)
+	{yarpcerrors.CodeInvalidArgument, http.StatusBadRequest},
+	{yarpcerrors.CodeFailedPrecondition, http.StatusBadRequest},
+	{yarpcerrors.CodeOutOfRange, http.StatusBadRequest},
+	{yarpcerrors.CodeUnauthenticated, http.StatusUnauthorized},
+	{yarpcerrors.CodePermissionDenied, http.StatusForbidden},
+	{yarpcerrors.CodeNotFound, http.StatusNotFound},
+	{yarpcerrors.CodeAborted, http.StatusConflict},
+	{yarpcerrors.CodeAlreadyExists, http.StatusConflict},
+	{yarpcerrors.CodeResourceExhausted, http.StatusTooManyRequests},
+	{yarpcerrors.CodeUnknown, http.StatusInternalServerError},
+	{yarpcerrors.CodeInternal, http.StatusInternalServerError},
+	{yarpcerrors.CodeDataLoss, http.StatusInternalServerError},
+	{yarpcerrors.CodeUnimplemented, http.StatusNotImplemented},
+	{yarpcerrors.CodeUnavailable, http.StatusServiceUnavailable},
+	{yarpcerrors.CodeDeadlineExceeded, http.StatusGatewayTimeout},
+}
+
+// _codeOfStatus reads an error status back as yarpc's HTTP outbound does
+// (statusCodeToBestCode): the first code _statusOfCode gives it, and
+// invalid-argument for 422, which yarpc reads but never answers with.
+var _codeOfStatus = codesOfStatuses()
+
+// _statusByCode is _statusOfCode by code, for Status.
+var _statusByCode = statusesByCode()
+
+func codesOfStatuses() map[int]yarpcerrors.Code {
+	m := map[int]yarpcerrors.Code{http.StatusUnprocessableEntity: yarpcerrors.CodeInvalidArgument}
+	for _, row := range _statusOfCode {
+		if _, ok := m[row.status]; !ok {
+			m[row.status] = row.code
+		}
+	}
+	return m
+}
+
+func statusesByCode() map[yarpcerrors.Code]int {
+	m := make(map[yarpcerrors.Code]int, len(_statusOfCode))
+	for _, row := range _statusOfCode {
+		m[row.code] = row.status
+	}
+	return m
+}
+
 // codeFromStatus returns the yarpc code of an HTTP error status, exactly
 // as yarpc's HTTP outbound reads a status without an Rpc-Error-Code
 // header (its statusCodeToBestCode): where several codes share a status
 // it picks the first of yarpc's table, aborted for 409 and unknown for
 // 500; another 4xx is invalid-argument, anything else unknown.
 func codeFromStatus(status int) yarpcerrors.Code {
-	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return yarpcerrors.CodeInvalidArgument
-	case http.StatusUnauthorized:
-		return yarpcerrors.CodeUnauthenticated
-	case http.StatusForbidden:
-		return yarpcerrors.CodePermissionDenied
-	case http.StatusNotFound:
-		return yarpcerrors.CodeNotFound
-	case http.StatusConflict:
-		return yarpcerrors.CodeAborted
-	case http.StatusTooManyRequests:
-		return yarpcerrors.CodeResourceExhausted
-	case 499: // client closed request (nginx)
-		return yarpcerrors.CodeCancelled
-	case http.StatusInternalServerError:
-		return yarpcerrors.CodeUnknown
-	case http.StatusNotImplemented:
-		return yarpcerrors.CodeUnimplemented
-	case http.StatusServiceUnavailable:
-		return yarpcerrors.CodeUnavailable
-	case http.StatusGatewayTimeout:
-		return yarpcerrors.CodeDeadlineExceeded
+	if code, ok := _codeOfStatus[status]; ok {
+		return code
 	}
 	if status >= 400 && status < 500 {
 		return yarpcerrors.CodeInvalidArgument
@@ -138,28 +171,8 @@ func StatusError(status int, h http.Header) error {
 // code with (yarpc's HTTP inbound's table): the status a handler writes
 // for a yarpc error, so that callers of every kind read the same code.
 func Status(code yarpcerrors.Code) int {
-	switch code {
-	case yarpcerrors.CodeCancelled:
-		return 499
-	case yarpcerrors.CodeInvalidArgument, yarpcerrors.CodeFailedPrecondition, yarpcerrors.CodeOutOfRange:
-		return http.StatusBadRequest
-	case yarpcerrors.CodeDeadlineExceeded:
-		return http.StatusGatewayTimeout
-	case yarpcerrors.CodeNotFound:
-		return http.StatusNotFound
-	case yarpcerrors.CodeAlreadyExists, yarpcerrors.CodeAborted:
-		return http.StatusConflict
-	case yarpcerrors.CodePermissionDenied:
-		return http.StatusForbidden
-	case yarpcerrors.CodeResourceExhausted:
-		return http.StatusTooManyRequests
-	case yarpcerrors.CodeUnimplemented:
-		return http.StatusNotImplemented
-	case yarpcerrors.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	case yarpcerrors.CodeUnauthenticated:
-		return http.StatusUnauthorized
-	default: // unknown, internal, data-loss
-		return http.StatusInternalServerError
+	if status, ok := _statusByCode[code]; ok {
+		return status
 	}
+	return http.StatusInternalServerError // ok, or a code yarpc does not know
 }

@@ -109,3 +109,41 @@ func TestStatusReadsBack(t *testing.T) {
 		t.Errorf("Status(internal) = %d, want 500", got)
 	}
 }
+
+// TestStatusTableRoundTrip: the two directions are one table. Every code
+// yarpc knows but ok has a status, every status a code answers with reads
+// back as a code that answers with it, the first the table lists for it,
+// and each status's other codes answer with it too.
+func TestStatusTableRoundTrip(t *testing.T) {
+	first := map[int]yarpcerrors.Code{}
+	for _, row := range _statusOfCode {
+		if _, ok := first[row.status]; !ok {
+			first[row.status] = row.code
+		}
+	}
+	for c := yarpcerrors.CodeCancelled; c <= yarpcerrors.CodeUnauthenticated; c++ {
+		status, ok := _statusByCode[c]
+		if !ok {
+			t.Errorf("%v: no status", c)
+			continue
+		}
+		back := codeFromStatus(status)
+		if back != first[status] {
+			t.Errorf("%v: status %d reads back as %v, want %v", c, status, back, first[status])
+		}
+		if Status(back) != status {
+			t.Errorf("%v: status %d reads back as %v, which answers with %d", c, status, back, Status(back))
+		}
+	}
+	for status, code := range _codeOfStatus {
+		if status == http.StatusUnprocessableEntity {
+			continue // read, never answered with
+		}
+		if Status(code) != status {
+			t.Errorf("status %d reads as %v, which answers with %d", status, code, Status(code))
+		}
+	}
+	if got := Status(yarpcerrors.CodeOK); got != http.StatusInternalServerError {
+		t.Errorf("Status(ok) = %d, want 500", got)
+	}
+}

@@ -56,11 +56,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}
 	scope := o.scope.SubScope("egress")
 	m := &Middleware{
-		claimHeader:   cfg.ClaimHeader,
-		noRetryHeader: cfg.NoRetryHeader,
-		codeHeader:    cfg.CodeHeader,
-		attemptHeader: cfg.AttemptHeader,
-		stormHeader:   cfg.StormHeader,
+		claimHeader:   cfg.Headers.Claim,
+		noRetryHeader: cfg.Headers.NoRetry,
+		codeHeader:    cfg.Headers.Code,
+		attemptHeader: cfg.Headers.Attempt,
+		stormHeader:   cfg.Headers.Storm,
 		inner:         o.inner,
 		orphans:       o.orphans,
 		calls:         scope.Counter("calls"),

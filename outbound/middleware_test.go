@@ -218,7 +218,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 }
 
 func TestCallCustomHeader(t *testing.T) {
-	mw, err := New(Config{ClaimHeader: "x-owner"})
+	mw, err := New(Config{Headers: ownership.Headers{Claim: "x-owner"}})
 	require.NoError(t, err)
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
@@ -231,7 +231,7 @@ func TestCallCustomHeader(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	_, err := New(Config{ClaimHeader: "Bad Header"})
+	_, err := New(Config{Headers: ownership.Headers{Claim: "Bad Header"}})
 	assert.ErrorContains(t, err, `claimHeader: must be lower-case letters, digits and '-', got "Bad Header"`)
 }
 

@@ -117,7 +117,7 @@ func TestCallMarksFirstAttempt(t *testing.T) {
 		},
 		{
 			name:         "a custom attempt header",
-			cfg:          Config{AttemptHeader: "x-try"},
+			cfg:          Config{Headers: ownership.Headers{Attempt: "x-try"}},
 			give:         transport.NewHeaders().With("errown-attempt", "5").With("X-Try", "4"),
 			wantItems:    map[string]string{"errown-attempt": "5", "x-try": "1"},
 			wantOriginal: map[string]string{"errown-attempt": "5", "x-try": "1"},

@@ -3,6 +3,8 @@ package ownership
 import (
 	"fmt"
 	"strings"
+
+	"go.uber.org/multierr"
 )
 
 // MaxHeaderName is the longest header name errown accepts in configuration.
@@ -36,4 +38,78 @@ func ValidateHeaderName(key, name string) error {
 		}
 	}
 	return nil
+}
+
+// Headers names the application headers errown reads and writes. It is
+// embedded, inline, in the Config of every package that uses them, so the
+// YAML keys are the same everywhere. A field left empty means its default.
+type Headers struct {
+	// Claim is the response header carrying the callee's claim. Default
+	// "errown-claim" (DefaultClaimHeader).
+	Claim string `yaml:"claimHeader,omitempty"`
+	// Attempt is the request header carrying the attempt number, sent as
+	// "1" on every first attempt: it tells the callee that an errown
+	// caller reads its storm telemetry. A request without it comes from a
+	// caller without errown: a root, whose storm telemetry the callee
+	// reports. Default "errown-attempt" (DefaultAttemptHeader).
+	Attempt string `yaml:"attemptHeader,omitempty"`
+	// NoRetry is the response header by which a callee asks not to be
+	// retried (value "true"). It is read on every error response, whether
+	// or not the call has a retry policy. Default "errown-no-retry"
+	// (DefaultNoRetryHeader).
+	NoRetry string `yaml:"noRetryHeader,omitempty"`
+	// Code is the response header carrying the code of an application
+	// error (a Thrift exception's rpc.code), read when the transport
+	// dropped it (gRPC). Default "errown-code" (DefaultCodeHeader).
+	Code string `yaml:"codeHeader,omitempty"`
+	// Storm is the response header carrying storm telemetry up the call
+	// graph. Default "errown-storm" (DefaultStormHeader).
+	Storm string `yaml:"stormHeader,omitempty"`
+}
+
+// headerField is one row of the header table: a field of Headers, its
+// YAML key and its default.
+type headerField struct {
+	key  string
+	name *string
+	def  string
+}
+
+// fields is the header table of h, the one place each header's key and
+// default are written.
+func (h *Headers) fields() []headerField {
+	return []headerField{
+		{"claimHeader", &h.Claim, DefaultClaimHeader},
+		{"attemptHeader", &h.Attempt, DefaultAttemptHeader},
+		{"noRetryHeader", &h.NoRetry, DefaultNoRetryHeader},
+		{"codeHeader", &h.Code, DefaultCodeHeader},
+		{"stormHeader", &h.Storm, DefaultStormHeader},
+	}
+}
+
+// WithDefaults returns h with each empty name replaced by its default.
+func (h Headers) WithDefaults() Headers {
+	for _, f := range h.fields() {
+		if *f.name == "" {
+			*f.name = f.def
+		}
+	}
+	return h
+}
+
+// Validate reports, by YAML key, every invalid header name of h after
+// defaults are applied (see ValidateHeaderName), and every name used by
+// two headers.
+func (h Headers) Validate() error {
+	h = h.WithDefaults()
+	var err error
+	used := make(map[string]string, 5)
+	for _, f := range h.fields() {
+		err = multierr.Append(err, ValidateHeaderName(f.key, *f.name))
+		if other, ok := used[*f.name]; ok {
+			err = multierr.Append(err, fmt.Errorf("%s: %q is already used by %s", f.key, *f.name, other))
+		}
+		used[*f.name] = f.key
+	}
+	return err
 }

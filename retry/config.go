@@ -82,23 +82,9 @@ type Config struct {
 	// Mode is enforce (the default) or observe, for every callee whose
 	// policy does not set its own.
 	Mode Mode `yaml:"mode,omitempty"`
-	// AttemptHeader is the request header carrying the attempt number on
-	// retries. Default "errown-attempt" (ownership.DefaultAttemptHeader).
-	AttemptHeader string `yaml:"attemptHeader,omitempty"`
-	// ClaimHeader is the response header carrying the callee's claim.
-	// Default "errown-claim" (ownership.DefaultClaimHeader).
-	ClaimHeader string `yaml:"claimHeader,omitempty"`
-	// NoRetryHeader is the response header by which a callee asks not to be
-	// retried (value "true"). Default "errown-no-retry"
-	// (ownership.DefaultNoRetryHeader).
-	NoRetryHeader string `yaml:"noRetryHeader,omitempty"`
-	// CodeHeader is the response header carrying the code of an
-	// application error, read when the transport dropped it (gRPC).
-	// Default "errown-code" (ownership.DefaultCodeHeader).
-	CodeHeader string `yaml:"codeHeader,omitempty"`
-	// StormHeader is the response header carrying a callee's storm
-	// telemetry. Default "errown-storm" (ownership.DefaultStormHeader).
-	StormHeader string `yaml:"stormHeader,omitempty"`
+	// Headers names the application headers, under their own keys
+	// (claimHeader, attemptHeader, ...): see ownership.Headers.
+	ownership.Headers `yaml:",inline"`
 	// MaxBodyBytes is the largest request body buffered for replay. A call
 	// with a larger body is sent once and never retried. Default 1 MiB
 	// (0 means the default).
@@ -179,21 +165,7 @@ type PolicyConfig struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.AttemptHeader == "" {
-		c.AttemptHeader = ownership.DefaultAttemptHeader
-	}
-	if c.ClaimHeader == "" {
-		c.ClaimHeader = ownership.DefaultClaimHeader
-	}
-	if c.NoRetryHeader == "" {
-		c.NoRetryHeader = ownership.DefaultNoRetryHeader
-	}
-	if c.CodeHeader == "" {
-		c.CodeHeader = ownership.DefaultCodeHeader
-	}
-	if c.StormHeader == "" {
-		c.StormHeader = ownership.DefaultStormHeader
-	}
+	c.Headers = c.Headers.WithDefaults()
 	if c.Mode == "" {
 		c.Mode = ModeEnforce
 	}
@@ -251,21 +223,11 @@ func (p PolicyConfig) withDefaults() PolicyConfig {
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	err := multierr.Combine(
-		ownership.ValidateHeaderName("attemptHeader", c.AttemptHeader),
-		ownership.ValidateHeaderName("claimHeader", c.ClaimHeader),
-		ownership.ValidateHeaderName("noRetryHeader", c.NoRetryHeader),
-		ownership.ValidateHeaderName("codeHeader", c.CodeHeader),
-		ownership.ValidateHeaderName("stormHeader", c.StormHeader),
+		c.Headers.Validate(),
 		c.Mode.validate("mode"),
 		c.Budget.validate("budget"),
 		c.Overload.validate("overload"),
 	)
-	if c.AttemptHeader == c.ClaimHeader || c.AttemptHeader == c.NoRetryHeader {
-		err = multierr.Append(err, fmt.Errorf("attemptHeader: must differ from claimHeader and noRetryHeader, got %q", c.AttemptHeader))
-	}
-	if c.ClaimHeader == c.NoRetryHeader {
-		err = multierr.Append(err, fmt.Errorf("noRetryHeader: must differ from claimHeader, got %q", c.NoRetryHeader))
-	}
 	if c.MaxBodyBytes < 0 {
 		err = multierr.Append(err, fmt.Errorf("maxBodyBytes: must be >= 0, got %d", c.MaxBodyBytes))
 	}

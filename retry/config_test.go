@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 	"gopkg.in/yaml.v2"
 )
@@ -23,15 +24,11 @@ func TestConfigWithDefaults(t *testing.T) {
 			name: "zero values take defaults",
 			give: Config{Policies: []PolicyConfig{{Service: "s"}}},
 			want: Config{
-				AttemptHeader: "errown-attempt",
-				ClaimHeader:   "errown-claim",
-				NoRetryHeader: "errown-no-retry",
-				CodeHeader:    "errown-code",
-				StormHeader:   "errown-storm",
-				Mode:          ModeEnforce,
-				MaxBodyBytes:  1 << 20,
-				Budget:        BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
-				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Headers:      ownership.Headers{Attempt: "errown-attempt", Claim: "errown-claim", NoRetry: "errown-no-retry", Code: "errown-code", Storm: "errown-storm"},
+				Mode:         ModeEnforce,
+				MaxBodyBytes: 1 << 20,
+				Budget:       BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
+				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					MaxAttempts:    2,
@@ -45,12 +42,10 @@ func TestConfigWithDefaults(t *testing.T) {
 		{
 			name: "set values kept, no floor among them",
 			give: Config{
-				AttemptHeader: "a",
-				ClaimHeader:   "c",
-				NoRetryHeader: "n",
-				MaxBodyBytes:  7,
-				Budget:        BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
-				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Headers:      ownership.Headers{Attempt: "a", Claim: "c", NoRetry: "n"},
+				MaxBodyBytes: 7,
+				Budget:       BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
+				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -64,15 +59,11 @@ func TestConfigWithDefaults(t *testing.T) {
 				}},
 			},
 			want: Config{
-				AttemptHeader: "a",
-				ClaimHeader:   "c",
-				NoRetryHeader: "n",
-				CodeHeader:    "errown-code",
-				StormHeader:   "errown-storm",
-				Mode:          ModeEnforce,
-				MaxBodyBytes:  7,
-				Budget:        BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
-				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Headers:      ownership.Headers{Attempt: "a", Claim: "c", NoRetry: "n", Code: "errown-code", Storm: "errown-storm"},
+				Mode:         ModeEnforce,
+				MaxBodyBytes: 7,
+				Budget:       BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
+				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -128,10 +119,10 @@ func TestConfigValidate(t *testing.T) {
 		{
 			name: "several bad fields at once",
 			give: Config{
-				AttemptHeader: "Errown-Attempt",
-				MaxBodyBytes:  -1,
-				Budget:        BudgetConfig{Ratio: -0.5, MinPerSecond: -1.0, Window: -time.Second},
-				Overload:      OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Headers:      ownership.Headers{Attempt: "Errown-Attempt"},
+				MaxBodyBytes: -1,
+				Budget:       BudgetConfig{Ratio: -0.5, MinPerSecond: -1.0, Window: -time.Second},
+				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
 				Policies: []PolicyConfig{
 					{Service: "ok", Idempotent: new(true)},
 					{Service: "s", MaxAttempts: 11, RetryableCodes: []string{"ok", "nope"}, Idempotent: new(true)},
@@ -204,7 +195,7 @@ func TestConfigValidate(t *testing.T) {
 		},
 		{
 			name: "bad header names",
-			give: Config{ClaimHeader: "x claim", NoRetryHeader: "x:retry"},
+			give: Config{Headers: ownership.Headers{Claim: "x claim", NoRetry: "x:retry"}},
 			want: []string{
 				`claimHeader: must be lower-case letters, digits and '-', got "x claim"`,
 				`noRetryHeader: must be lower-case letters, digits and '-', got "x:retry"`,
@@ -212,10 +203,10 @@ func TestConfigValidate(t *testing.T) {
 		},
 		{
 			name: "headers must differ",
-			give: Config{AttemptHeader: "errown-claim", NoRetryHeader: "errown-claim"},
+			give: Config{Headers: ownership.Headers{Attempt: "errown-claim", NoRetry: "errown-claim"}},
 			want: []string{
-				`attemptHeader: must differ from claimHeader and noRetryHeader, got "errown-claim"`,
-				`noRetryHeader: must differ from claimHeader, got "errown-claim"`,
+				`attemptHeader: "errown-claim" is already used by claimHeader`,
+				`noRetryHeader: "errown-claim" is already used by attemptHeader`,
 			},
 		},
 	}
@@ -302,11 +293,9 @@ policies:
     idempotent: false
 `
 	want := Config{
-		AttemptHeader: "x-attempt",
-		ClaimHeader:   "x-claim",
-		NoRetryHeader: "x-no-retry",
-		MaxBodyBytes:  4096,
-		Budget:        BudgetConfig{Ratio: 0.2, NoFloor: true, Window: 30 * time.Second, Disabled: true},
+		Headers:      ownership.Headers{Attempt: "x-attempt", Claim: "x-claim", NoRetry: "x-no-retry"},
+		MaxBodyBytes: 4096,
+		Budget:       BudgetConfig{Ratio: 0.2, NoFloor: true, Window: 30 * time.Second, Disabled: true},
 		Policies: []PolicyConfig{{
 			Service:        "users",
 			Procedure:      "Users::get",

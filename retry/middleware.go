@@ -58,11 +58,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}
 	clock := newBudgetClock(o.clock, tick, o.ticker)
 	m := &Middleware{
-		attemptHeader: cfg.AttemptHeader,
-		claimHeader:   cfg.ClaimHeader,
-		noRetryHeader: cfg.NoRetryHeader,
-		codeHeader:    cfg.CodeHeader,
-		stormHeader:   cfg.StormHeader,
+		attemptHeader: cfg.Headers.Attempt,
+		claimHeader:   cfg.Headers.Claim,
+		noRetryHeader: cfg.Headers.NoRetry,
+		codeHeader:    cfg.Headers.Code,
+		stormHeader:   cfg.Headers.Storm,
 		maxBodyBytes:  cfg.MaxBodyBytes,
 		callees:       compileCallees(cfg, o.scope, clock),
 		clock:         clock,

@@ -672,7 +672,7 @@ func TestMiddlewareNeverMutatesCallerHeaders(t *testing.T) {
 }
 
 func TestMiddlewareCustomAttemptHeader(t *testing.T) {
-	m := newMiddleware(t, Config{AttemptHeader: "x-try", Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+	m := newMiddleware(t, Config{Headers: ownership.Headers{Attempt: "x-try"}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
 	if _, err := m.Call(context.Background(), req("callee", "get", "hello"), out); err != nil {

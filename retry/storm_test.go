@@ -567,7 +567,7 @@ func TestStormNotFoldedWithoutRetries(t *testing.T) {
 }
 
 func TestStormCustomHeader(t *testing.T) {
-	m := newMiddleware(t, Config{StormHeader: "x-storm", Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+	m := newMiddleware(t, Config{Headers: ownership.Headers{Storm: "x-storm"}, Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	sink := &reqlog.Sink{Out: newOutbound(okWith("x-storm", _four, "errown-storm", _nine))}
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 	require.NoError(t, err)

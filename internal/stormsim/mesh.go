@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
@@ -385,7 +386,7 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 			p.AttemptTimeout = 0
 			blind[i] = p
 		}
-		r, err := retry.New(retry.Config{ClaimHeader: _blindClaimHeader, Budget: budget, Policies: blind}, retry.WithLogger(o.Logger), retry.WithScope(scope))
+		r, err := retry.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retry.WithLogger(o.Logger), retry.WithScope(scope))
 		if err != nil {
 			return nil, nil, err
 		}
