@@ -24,10 +24,12 @@ import (
 // errown checks that something took its middleware, and fails start with
 // ErrNotWired when nothing did (wiring: warn logs it instead).
 //
-// Core is what Module, grpcgo.Module and nethttp.Module have in common;
-// on its own it suits an application that hands *Middleware to an adapter
-// itself, such as one serving both grpc-go and net/http (one Core per
-// application: fx refuses two providers of *Middleware).
+// Core is what Module has beside the yarpc.Config decoration. An
+// application serving grpc-go or net/http places Core once and the
+// adapter modules, grpcgo.Module and nethttp.Module (either or both),
+// beside it: they provide only their adapters, built on Core's
+// *Middleware. Core also suits an application that hands *Middleware to
+// an adapter itself.
 var Core = fx.Module("errown",
 	fx.Provide(NewFromParams),
 	fx.Invoke(checkWiring(_viaCore)),

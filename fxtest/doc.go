@@ -32,4 +32,21 @@
 //		reply := mesh.Call(ctx, "b", nil)
 //		// reply.Claim == "unclaimed"; mesh.Recorder().Edge("b", "c") holds two attempts.
 //	}
+//
+// # A handler without a mesh
+//
+// NewRequestContext is to errown what zaptest.NewLogger is to zap: a
+// handler's unit test gives the handler a context errown tracks, as its
+// inbound middleware tracks a request it serves, so that
+// inbound.DoNotRetry, inbound.CallerFault, outbound.Claim and
+// outbound.Record work in it, and reads back with End the claim errown
+// would set on the handler's error, the no-retry signal and the calls
+// recorded. Request.Called stands in for an outbound call made through a
+// fake client. In the data flow it is the IngressLog alone: no inbound
+// middleware, no egress or retry middleware, no dependency memory (edges
+// are of unknown kind unless WithEdgeKind says otherwise).
+//
+//	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+//	err := handler.Create(ctx, order)
+//	if got := req.End(err); got.Claim != ownership.ClaimUnclaimed { ... }
 package fxtest

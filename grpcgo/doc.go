@@ -6,7 +6,7 @@
 // observe mode, storm telemetry, metrics and the debug page are errown's,
 // configured by the same Config (the same YAML), unchanged.
 //
-//	mw, err := errown.New(cfg, errown.WithScope(scope)) // or, with fx, Module
+//	mw, err := errown.New(cfg, errown.WithScope(scope)) // or, with fx, errown.Core and Module
 //	// mw.Start() before serving, mw.Stop() after.
 //	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcgo.UnaryServerInterceptor(mw)))
 //	cc, err := grpc.NewClient(target, append(grpcgo.DialOptions(mw, grpcgo.WithService("payments")),
@@ -98,13 +98,14 @@
 //
 // # fx
 //
-// Module is errown.Core with what an fx application's constructors build
-// its grpc.Server and ClientConns with: ServerOptions and a Dialer. The
-// configuration comes from the application's config under "errown", as
-// for a yarpc service, and start fails with errown.ErrNotWired when no
-// constructor took them. An application that runs a yarpc dispatcher or
-// net/http as well places errown.Module or errown.Core once, and provides
-// NewServerOptions and NewDialer beside it.
+// Module adapts the application's one errown.Core (or errown.Module) to
+// grpc-go: it provides ServerOptions and a Dialer, which an fx
+// application's constructors build its grpc.Server and ClientConns with,
+// and no *errown.Middleware of its own. The configuration comes from the
+// application's config under "errown", as for a yarpc service, and start
+// fails with errown.ErrNotWired when no constructor took them. An
+// application that serves net/http as well adds nethttp.Module beside it,
+// on the same Core; one without Core fails with ErrNoCore.
 //
 // # What is not covered
 //

@@ -1,22 +1,29 @@
 package grpcgo
 
 import (
+	"errors"
+
 	"github.com/errown/errown"
 	"go.uber.org/fx"
 	"google.golang.org/grpc"
 )
 
-// Module adds errown to an fx application that serves and calls with
-// grpc-go: it is errown.Core, which provides the *errown.Middleware (in an
-// fx.Module named "errown", configured from the "errown" section of the
-// application's config.Provider or *config.YAML, logging to its
-// *zap.Logger, with metrics on its tally.Scope, started and stopped with
-// the application), and it provides what the application's constructors
-// build their server and ClientConns with:
+// Module is the fx.Module "errown.grpcgo": it adapts the application's
+// one *errown.Middleware to grpc-go, providing what the application's
+// constructors build their server and ClientConns with:
 //
 //   - ServerOptions, errown's server interceptor as grpc.ServerOptions,
 //     to pass to grpc.NewServer first;
 //   - Dialer, whose DialOptions put errown on a ClientConn.
+//
+// It provides no *errown.Middleware: place errown.Core (or errown.Module,
+// when the application runs a yarpc dispatcher too) once in the
+// application beside it, which reads the configuration from the "errown"
+// section of the application's config.Provider or *config.YAML, logs to
+// its *zap.Logger, puts metrics on its tally.Scope and starts and stops
+// with the application. An application that also serves net/http adds
+// nethttp.Module beside it, on the same Core. An application without
+// Core fails fx.New with ErrNoCore's message, which names the fix.
 //
 // The configuration is the one a yarpc service reads, and the metrics
 // have the same names. The interceptors read the header names from it:
@@ -24,6 +31,7 @@ import (
 //
 //	fx.New(
 //		fx.Provide(newConfigProvider, zap.NewProduction, newScope), // each optional
+//		errown.Core,
 //		grpcgo.Module,
 //		fx.Provide(func(opts grpcgo.ServerOptions) *grpc.Server {
 //			return grpc.NewServer(append(opts, grpc.ChainUnaryInterceptor(authInterceptor))...)
@@ -43,17 +51,34 @@ import (
 // instead. Take them while the application is built, not in a start hook.
 // The check sees only that they were taken: a constructor that takes
 // ServerOptions and builds its server without them passes it.
-//
-// An application has one errown.Core. One that also serves net/http, or
-// runs a yarpc dispatcher, places errown.Core (or errown.Module, for the
-// dispatcher) once and provides this package's constructors beside it:
-//
-//	errown.Module, // or errown.Core
-//	fx.Provide(grpcgo.NewServerOptions, grpcgo.NewDialer, nethttp.NewMiddleware),
-var Module = fx.Options(
-	errown.Core,
+var Module = fx.Module("errown.grpcgo",
 	fx.Provide(NewServerOptions, NewDialer),
+	// Runs whether or not anything takes ServerOptions or the Dialer,
+	// so that a missing Core fails loudly rather than leave errown off.
+	// It builds nothing Core's own start check does not build.
+	fx.Invoke(requireCore),
 )
+
+// ErrNoCore is the error of an application that has this package's Module
+// but no *errown.Middleware: errown.Core (or errown.Module) is missing.
+var ErrNoCore = errors.New("grpcgo: the application has no *errown.Middleware: " +
+	"add errown.Core (or errown.Module, with a yarpc dispatcher) to it once, beside grpcgo.Module")
+
+// coreParams are the inputs of requireCore.
+type coreParams struct {
+	fx.In
+
+	// Optional, so that its absence gets ErrNoCore's message rather
+	// than fx's missing type.
+	Middleware *errown.Middleware `optional:"true"`
+}
+
+func requireCore(p coreParams) error {
+	if p.Middleware == nil {
+		return ErrNoCore
+	}
+	return nil
+}
 
 // ServerOptions are the grpc.ServerOptions that put errown on a
 // grpc.Server: errown's UnaryServerInterceptor, as a
@@ -63,11 +88,32 @@ var Module = fx.Options(
 // (grpc.UnaryInterceptor would put its interceptor outside errown's).
 type ServerOptions []grpc.ServerOption
 
-// NewServerOptions returns the ServerOptions of mw. It is what Module
-// provides; an application that places errown.Core or errown.Module
-// itself provides it beside.
-func NewServerOptions(mw *errown.Middleware) ServerOptions {
-	return ServerOptions{grpc.ChainUnaryInterceptor(UnaryServerInterceptor(mw))}
+// ServerOptionsParams are the inputs of NewServerOptions.
+type ServerOptionsParams struct {
+	fx.In
+
+	// Middleware is the application's one, which errown.Core or
+	// errown.Module provides. Without it NewServerOptions returns
+	// ErrNoCore.
+	Middleware *errown.Middleware `optional:"true"`
+}
+
+// ServerOptionsResult is the output of NewServerOptions.
+type ServerOptionsResult struct {
+	fx.Out
+
+	ServerOptions ServerOptions
+}
+
+// NewServerOptions returns the ServerOptions of p.Middleware. It is what
+// Module provides, and counts as wiring as soon as it is called.
+func NewServerOptions(p ServerOptionsParams) (ServerOptionsResult, error) {
+	if p.Middleware == nil {
+		return ServerOptionsResult{}, ErrNoCore
+	}
+	return ServerOptionsResult{
+		ServerOptions: ServerOptions{grpc.ChainUnaryInterceptor(UnaryServerInterceptor(p.Middleware))},
+	}, nil
 }
 
 // Dialer gives an fx application's ClientConns errown's dial options,
@@ -77,11 +123,29 @@ type Dialer struct {
 	mw *errown.Middleware
 }
 
-// NewDialer returns the Dialer of mw. It is what Module provides; an
-// application that places errown.Core or errown.Module itself provides it
-// beside.
-func NewDialer(mw *errown.Middleware) Dialer {
-	return Dialer{mw: mw}
+// DialerParams are the inputs of NewDialer.
+type DialerParams struct {
+	fx.In
+
+	// Middleware is the application's one, which errown.Core or
+	// errown.Module provides. Without it NewDialer returns ErrNoCore.
+	Middleware *errown.Middleware `optional:"true"`
+}
+
+// DialerResult is the output of NewDialer.
+type DialerResult struct {
+	fx.Out
+
+	Dialer Dialer
+}
+
+// NewDialer returns the Dialer of p.Middleware. It is what Module
+// provides; the Dialer counts as wiring once its DialOptions are called.
+func NewDialer(p DialerParams) (DialerResult, error) {
+	if p.Middleware == nil {
+		return DialerResult{}, ErrNoCore
+	}
+	return DialerResult{Dialer: Dialer{mw: p.Middleware}}, nil
 }
 
 // DialOptions returns DialOptions(mw, opts...) for the Dialer's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
 	"go.uber.org/fx/fxtest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -84,6 +86,7 @@ func checkoutApp(t *testing.T, yamlText string, scope tally.Scope, payments *nod
 		fx.NopLogger,
 		yamlConfig(yamlText),
 		fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))),
+		errown.Core,
 		grpcgo.Module,
 		fx.Provide(func(d grpcgo.Dialer, lc fx.Lifecycle) (healthpb.HealthClient, error) {
 			cc, err := grpc.NewClient("passthrough:///"+payments.addr, append(d.DialOptions(grpcgo.WithService("payments")),
@@ -172,11 +175,12 @@ func TestModuleNotWired(t *testing.T) {
 	}{
 		{
 			name: "nothing takes ServerOptions nor the Dialer",
-			give: []fx.Option{grpcgo.Module},
+			give: []fx.Option{errown.Core, grpcgo.Module},
 		},
 		{
 			name: "the constructor taking ServerOptions is never called",
 			give: []fx.Option{
+				errown.Core,
 				grpcgo.Module,
 				fx.Provide(func(opts grpcgo.ServerOptions) *grpc.Server { return grpc.NewServer(opts...) }),
 			},
@@ -184,6 +188,7 @@ func TestModuleNotWired(t *testing.T) {
 		{
 			name: "the Dialer is taken, but DialOptions never called",
 			give: []fx.Option{
+				errown.Core,
 				grpcgo.Module,
 				fx.Invoke(func(grpcgo.Dialer) {}),
 			},
@@ -210,6 +215,7 @@ func TestModuleWired(t *testing.T) {
 		{
 			name: "a server built from ServerOptions",
 			give: []fx.Option{
+				errown.Core,
 				grpcgo.Module,
 				fx.Invoke(func(opts grpcgo.ServerOptions) { grpc.NewServer(opts...).Stop() }),
 			},
@@ -217,6 +223,7 @@ func TestModuleWired(t *testing.T) {
 		{
 			name: "a client only",
 			give: []fx.Option{
+				errown.Core,
 				grpcgo.Module,
 				fx.Invoke(func(d grpcgo.Dialer) error {
 					cc, err := grpc.NewClient("passthrough:///127.0.0.1:1", append(d.DialOptions(),
@@ -230,7 +237,7 @@ func TestModuleWired(t *testing.T) {
 		},
 		{
 			name: "nothing takes them, wiring: warn",
-			give: []fx.Option{yamlConfig("errown:\n  wiring: warn\n"), grpcgo.Module},
+			give: []fx.Option{yamlConfig("errown:\n  wiring: warn\n"), errown.Core, grpcgo.Module},
 		},
 	}
 	for _, tt := range tests {
@@ -259,4 +266,72 @@ func startErr(t *testing.T, opts ...fx.Option) error {
 		}
 	}
 	return err
+}
+
+// Module adapts the application's Core, it brings none: an application
+// that forgets Core fails to build, with the fix named, whether or not
+// anything takes what Module provides.
+func TestModuleWithoutCore(t *testing.T) {
+	tests := []struct {
+		name string
+		give []fx.Option
+	}{
+		{name: "nothing takes ServerOptions nor the Dialer", give: []fx.Option{grpcgo.Module}},
+		{
+			name: "a server built from ServerOptions",
+			give: []fx.Option{grpcgo.Module, fx.Invoke(func(opts grpcgo.ServerOptions) { grpc.NewServer(opts...).Stop() })},
+		},
+		{
+			name: "the Dialer is taken",
+			give: []fx.Option{grpcgo.Module, fx.Invoke(func(grpcgo.Dialer) {})},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := startErr(t, tt.give...)
+			if !errors.Is(err, grpcgo.ErrNoCore) {
+				t.Fatalf("start: %v, want grpcgo.ErrNoCore", err)
+			}
+			if !strings.Contains(err.Error(), "add errown.Core") {
+				t.Errorf("the error does not name the fix, errown.Core: %v", err)
+			}
+		})
+	}
+}
+
+// Without fx, the constructors say what is missing rather than hand out
+// an adapter that would panic on its first request.
+func TestConstructorsWithoutMiddleware(t *testing.T) {
+	if _, err := grpcgo.NewServerOptions(grpcgo.ServerOptionsParams{}); !errors.Is(err, grpcgo.ErrNoCore) {
+		t.Errorf("NewServerOptions: %v, want grpcgo.ErrNoCore", err)
+	}
+	if _, err := grpcgo.NewDialer(grpcgo.DialerParams{}); !errors.Is(err, grpcgo.ErrNoCore) {
+		t.Errorf("NewDialer: %v, want grpcgo.ErrNoCore", err)
+	}
+}
+
+// Module names itself in fx's logs.
+func TestModuleIsNamed(t *testing.T) {
+	var names []string
+	app := fx.New(
+		fx.WithLogger(func() fxevent.Logger { return moduleNames{&names} }),
+		errown.Core,
+		grpcgo.Module,
+		fx.Invoke(func(opts grpcgo.ServerOptions) { grpc.NewServer(opts...).Stop() }),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names, "errown.grpcgo") {
+		t.Errorf("fx logged the modules %v, want errown.grpcgo among them", names)
+	}
+}
+
+// moduleNames collects the module names fx logs provides in.
+type moduleNames struct{ names *[]string }
+
+func (m moduleNames) LogEvent(e fxevent.Event) {
+	if p, ok := e.(*fxevent.Provided); ok && p.ModuleName != "" {
+		*m.names = append(*m.names, p.ModuleName)
+	}
 }

@@ -7,7 +7,7 @@
 // errown's, on the same names, and nothing of them is re-implemented
 // here.
 //
-//	mw, err := errown.New(cfg, errown.WithScope(scope)) // or, with fx, Module
+//	mw, err := errown.New(cfg, errown.WithScope(scope)) // or, with fx, errown.Core and Module
 //	...
 //	mw.Start()
 //	defer mw.Stop()
@@ -112,15 +112,17 @@
 //
 // # fx
 //
-// Module is errown.Core with a Middleware whose Handler and Transport an
-// fx application's constructors call: the configuration comes from the
-// application's config under "errown", as for a yarpc service, errown
-// starts and stops with the application, and start fails with
-// errown.ErrNotWired when no constructor called them. An application that
-// runs a yarpc dispatcher or grpc-go as well places errown.Module or
-// errown.Core once and provides NewMiddleware beside it; Handler and
-// Transport count as wiring there too, and errown.Module still checks
-// that the dispatcher carries errown's middleware.
+// Module adapts the application's one errown.Core (or errown.Module) to
+// net/http: it provides a Middleware whose Handler and Transport an fx
+// application's constructors call, and no *errown.Middleware of its own.
+// The configuration comes from the application's config under "errown",
+// as for a yarpc service, errown starts and stops with the application,
+// and start fails with errown.ErrNotWired when no constructor called
+// them. An application that serves grpc-go as well adds grpcgo.Module
+// beside it, on the same Core; one without Core fails with ErrNoCore.
+// Beside errown.Module, Handler and Transport count as wiring too, and
+// errown.Module still checks that the dispatcher carries errown's
+// middleware.
 //
 // # Retries errown does not own
 //

@@ -1,24 +1,31 @@
 package nethttp
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/errown/errown"
 	"go.uber.org/fx"
 )
 
-// Module adds errown to an fx application that serves and calls with
-// net/http: it is errown.Core, which provides the *errown.Middleware (in
-// an fx.Module named "errown", configured from the "errown" section of the
-// application's config.Provider or *config.YAML, logging to its
-// *zap.Logger, with metrics on its tally.Scope, started and stopped with
-// the application), and it provides Middleware, whose Handler and
-// Transport put errown on the application's handler and clients. The
+// Module is the fx.Module "errown.nethttp": it adapts the application's
+// one *errown.Middleware to net/http, providing Middleware, whose Handler
+// and Transport put errown on the application's handler and clients.
+//
+// It provides no *errown.Middleware: place errown.Core (or errown.Module,
+// when the application runs a yarpc dispatcher too) once in the
+// application beside it, which reads the configuration from the "errown"
+// section of the application's config.Provider or *config.YAML, logs to
+// its *zap.Logger, puts metrics on its tally.Scope and starts and stops
+// with the application. An application that also serves grpc-go adds
+// grpcgo.Module beside it, on the same Core. An application without Core
+// fails fx.New with ErrNoCore's message, which names the fix. The
 // configuration is the one a yarpc service reads, and the metrics have
 // the same names.
 //
 //	fx.New(
 //		fx.Provide(newConfigProvider, zap.NewProduction, newScope), // each optional
+//		errown.Core,
 //		nethttp.Module,
 //		fx.Provide(func(m nethttp.Middleware) *http.Client {
 //			return &http.Client{Transport: m.Transport(nil, nethttp.WithService(func(*http.Request) string { return "inventory" }))}
@@ -36,17 +43,34 @@ import (
 // errown.ErrNotWired; errown.wiring: warn logs it instead. Call them while
 // the application is built, not in a start hook. The check sees only
 // that they were called, not that what they returned serves.
-//
-// An application has one errown.Core. One that also serves grpc-go, or
-// runs a yarpc dispatcher, places errown.Core (or errown.Module, for the
-// dispatcher) once and provides this package's constructor beside it:
-//
-//	errown.Module, // or errown.Core
-//	fx.Provide(nethttp.NewMiddleware, grpcgo.NewServerOptions, grpcgo.NewDialer),
-var Module = fx.Options(
-	errown.Core,
+var Module = fx.Module("errown.nethttp",
 	fx.Provide(NewMiddleware),
+	// Runs whether or not anything takes the Middleware, so that a
+	// missing Core fails loudly rather than leave errown off. It builds
+	// nothing Core's own start check does not build.
+	fx.Invoke(requireCore),
 )
+
+// ErrNoCore is the error of an application that has this package's Module
+// but no *errown.Middleware: errown.Core (or errown.Module) is missing.
+var ErrNoCore = errors.New("nethttp: the application has no *errown.Middleware: " +
+	"add errown.Core (or errown.Module, with a yarpc dispatcher) to it once, beside nethttp.Module")
+
+// coreParams are the inputs of requireCore.
+type coreParams struct {
+	fx.In
+
+	// Optional, so that its absence gets ErrNoCore's message rather
+	// than fx's missing type.
+	Middleware *errown.Middleware `optional:"true"`
+}
+
+func requireCore(p coreParams) error {
+	if p.Middleware == nil {
+		return ErrNoCore
+	}
+	return nil
+}
 
 // Middleware puts one errown.Middleware on an fx application's net/http
 // handlers and clients. Take it from Module or NewMiddleware: the zero
@@ -55,11 +79,31 @@ type Middleware struct {
 	mw *errown.Middleware
 }
 
-// NewMiddleware returns the Middleware of mw. It is what Module provides;
-// an application that places errown.Core or errown.Module itself provides
-// it beside.
-func NewMiddleware(mw *errown.Middleware) Middleware {
-	return Middleware{mw: mw}
+// MiddlewareParams are the inputs of NewMiddleware.
+type MiddlewareParams struct {
+	fx.In
+
+	// Middleware is the application's one, which errown.Core or
+	// errown.Module provides. Without it NewMiddleware returns
+	// ErrNoCore.
+	Middleware *errown.Middleware `optional:"true"`
+}
+
+// MiddlewareResult is the output of NewMiddleware.
+type MiddlewareResult struct {
+	fx.Out
+
+	Middleware Middleware
+}
+
+// NewMiddleware returns the Middleware of p.Middleware. It is what Module
+// provides; the Middleware counts as wiring once its Handler or Transport
+// is called.
+func NewMiddleware(p MiddlewareParams) (MiddlewareResult, error) {
+	if p.Middleware == nil {
+		return MiddlewareResult{}, ErrNoCore
+	}
+	return MiddlewareResult{Middleware: Middleware{mw: p.Middleware}}, nil
 }
 
 // Handler returns Handler(mw, h, opts...) for the Middleware's

@@ -85,6 +85,7 @@ func TestModuleServesAndCallsWithErrown(t *testing.T) {
 		fx.NopLogger,
 		yamlConfig(_inventoryYAML),
 		fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))),
+		errown.Core,
 		nethttp.Module,
 		fx.Provide(func(m nethttp.Middleware) *http.Client {
 			return &http.Client{Transport: m.Transport(newBase(t),
@@ -140,15 +141,16 @@ func TestModuleNotWired(t *testing.T) {
 	}{
 		{
 			name: "nothing takes the Middleware",
-			give: []fx.Option{nethttp.Module},
+			give: []fx.Option{errown.Core, nethttp.Module},
 		},
 		{
 			name: "the Middleware is taken, but neither Handler nor Transport called",
-			give: []fx.Option{nethttp.Module, fx.Invoke(func(nethttp.Middleware) {})},
+			give: []fx.Option{errown.Core, nethttp.Module, fx.Invoke(func(nethttp.Middleware) {})},
 		},
 		{
 			name: "the constructor calling Handler is never called",
 			give: []fx.Option{
+				errown.Core,
 				nethttp.Module,
 				fx.Provide(func(m nethttp.Middleware) http.Handler { return m.Handler(http.NotFoundHandler()) }),
 			},
@@ -174,15 +176,15 @@ func TestModuleWired(t *testing.T) {
 	}{
 		{
 			name: "a handler",
-			give: []fx.Option{nethttp.Module, fx.Invoke(func(m nethttp.Middleware) { m.Handler(http.NotFoundHandler()) })},
+			give: []fx.Option{errown.Core, nethttp.Module, fx.Invoke(func(m nethttp.Middleware) { m.Handler(http.NotFoundHandler()) })},
 		},
 		{
 			name: "a client only",
-			give: []fx.Option{nethttp.Module, fx.Invoke(func(m nethttp.Middleware) { m.Transport(nil) })},
+			give: []fx.Option{errown.Core, nethttp.Module, fx.Invoke(func(m nethttp.Middleware) { m.Transport(nil) })},
 		},
 		{
 			name: "nothing takes it, wiring: warn",
-			give: []fx.Option{yamlConfig("errown:\n  wiring: warn\n"), nethttp.Module},
+			give: []fx.Option{yamlConfig("errown:\n  wiring: warn\n"), errown.Core, nethttp.Module},
 		},
 	}
 	for _, tt := range tests {
@@ -195,8 +197,8 @@ func TestModuleWired(t *testing.T) {
 }
 
 // An application serving both net/http and grpc-go has one errown.Core
-// and both packages' constructors beside it, as the modules' docs say:
-// one Middleware, one configuration, one scope.
+// and both packages' modules beside it, as the modules' docs say: one
+// Middleware, one configuration, one scope.
 func TestCoreWithBothAdapters(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	var (
@@ -208,7 +210,8 @@ func TestCoreWithBothAdapters(t *testing.T) {
 		yamlConfig("errown:\n  attemptHeader: x-try\n"),
 		fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))),
 		errown.Core,
-		fx.Provide(nethttp.NewMiddleware, grpcgo.NewServerOptions, grpcgo.NewDialer),
+		nethttp.Module,
+		grpcgo.Module,
 		fx.Invoke(func(m nethttp.Middleware, lc fx.Lifecycle) {
 			h = serveOnStart(lc, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				http.Error(w, "down", http.StatusServiceUnavailable)
@@ -286,4 +289,55 @@ func startErr(t *testing.T, opts ...fx.Option) error {
 		}
 	}
 	return err
+}
+
+// Module adapts the application's Core, it brings none: an application
+// that forgets Core fails to build, with the fix named, whether or not
+// anything takes what Module provides.
+func TestModuleWithoutCore(t *testing.T) {
+	tests := []struct {
+		name string
+		give []fx.Option
+	}{
+		{name: "nothing takes the Middleware", give: []fx.Option{nethttp.Module}},
+		{
+			name: "a handler",
+			give: []fx.Option{nethttp.Module, fx.Invoke(func(m nethttp.Middleware) { m.Handler(http.NotFoundHandler()) })},
+		},
+		{
+			name: "beside grpcgo.Module",
+			give: []fx.Option{nethttp.Module, grpcgo.Module},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := startErr(t, tt.give...)
+			if err == nil || !strings.Contains(err.Error(), "add errown.Core") {
+				t.Fatalf("start: %v, want an error naming the fix, errown.Core", err)
+			}
+		})
+	}
+}
+
+func TestModuleWithoutCoreIsErrNoCore(t *testing.T) {
+	err := startErr(t, nethttp.Module)
+	if !errors.Is(err, nethttp.ErrNoCore) {
+		t.Fatalf("start: %v, want nethttp.ErrNoCore", err)
+	}
+	if _, err := nethttp.NewMiddleware(nethttp.MiddlewareParams{}); !errors.Is(err, nethttp.ErrNoCore) {
+		t.Errorf("NewMiddleware: %v, want nethttp.ErrNoCore", err)
+	}
+}
+
+// Two adapters on one Core are one Middleware: wiring either counts.
+func TestBothModulesOneCoreWiring(t *testing.T) {
+	err := startErr(t, errown.Core, nethttp.Module, grpcgo.Module,
+		fx.Invoke(func(m nethttp.Middleware) { m.Transport(nil) }))
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	err = startErr(t, errown.Core, nethttp.Module, grpcgo.Module)
+	if !errors.Is(err, errown.ErrNotWired) {
+		t.Fatalf("start with neither adapter taken: %v, want errown.ErrNotWired", err)
+	}
 }

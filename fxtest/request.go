@@ -1,0 +1,158 @@
+package fxtest
+
+import (
+	"context"
+
+	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ownership"
+)
+
+// RequestOption configures NewRequestContext.
+type RequestOption interface {
+	applyRequest(*Request)
+}
+
+type requestOptionFunc func(*Request)
+
+func (f requestOptionFunc) applyRequest(r *Request) { f(r) }
+
+// WithEdgeKind says what errown knows of the edge from the request's
+// procedure to service: KindFailClose, KindFailOpen or KindUnknown, the
+// default, which counts as correlated, as errown's default
+// (inbound.UnknownCorrelated) has it.
+func WithEdgeKind(service string, kind ownership.EdgeKind) RequestOption {
+	return requestOptionFunc(func(r *Request) { r.kinds[service] = kind })
+}
+
+// Request is one request errown tracks, without a mesh: the context
+// NewRequestContext returns carries it, so that inbound.DoNotRetry,
+// inbound.CallerFault, outbound.Claim and outbound.Record work in a
+// handler given that context as they do when errown's inbound middleware
+// serves the request. End reads back what the handler recorded.
+type Request struct {
+	log   *reqlog.Log
+	kinds map[string]ownership.EdgeKind
+
+	ended    bool
+	failures []egresslog.Entry
+	counts   egresslog.Counts
+}
+
+// NewRequestContext returns a context for a handler of procedure, tracked
+// as errown's inbound middleware tracks a request it serves, and the
+// Request that reads it back. The request is open until End; t's Cleanup
+// frees it.
+//
+//	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+//	err := handler.Create(ctx, order)
+//	got := req.End(err) // got.Claim, got.NoRetry, got.Failures...
+func NewRequestContext(t TB, procedure string, opts ...RequestOption) (context.Context, *Request) {
+	t.Helper()
+	// One request in flight: a map of its own, so that requests of
+	// parallel tests share nothing.
+	logs, err := ingresslog.New(ingresslog.Config{Shards: 1, MaxInFlight: 1})
+	if err != nil {
+		t.Errorf("fxtest: ingress log: %v", err)
+		t.FailNow()
+	}
+	ctx, log := logs.OpenContext(context.Background(), procedure)
+	if log == nil { // not with a fresh map of room for one
+		t.Errorf("fxtest: no room for the request in its ingress log")
+		t.FailNow()
+	}
+	r := &Request{log: log, kinds: make(map[string]ownership.EdgeKind)}
+	for _, o := range opts {
+		o.applyRequest(r)
+	}
+	t.Cleanup(func() {
+		r.close()
+		log.Egress.Release()
+		logs.Remove(log)
+	})
+	return ctx, r
+}
+
+// Called records that the request's handler called service's procedure
+// and got err back (nil: a success), with the callee's claim on it, as
+// errown's egress middleware records a call after its attempts: one
+// attempt, no retry. It stands in for the outbound call a handler makes
+// through a fake client, so that outbound.Claim sees it and End counts
+// it. It reports false once the request has ended.
+func (r *Request) Called(service, procedure string, err error, claim ownership.Claim) bool {
+	e := egresslog.Entry{
+		Edge:     egresslog.Edge{CallerProcedure: r.log.Procedure, Service: service, Procedure: procedure},
+		Attempts: 1,
+		Claim:    claim,
+	}
+	e.Code, e.Class = ownership.Result(err, false, nil)
+	if e.Class != ownership.ClassOK {
+		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: 1, Callee: claim, Code: e.Code})
+	}
+	return r.log.Egress.Append(e)
+}
+
+// Outcome is what errown's inbound middleware would make of a request
+// whose handler returned an error, from what the handler recorded.
+type Outcome struct {
+	// Claim is the claim errown would put on the error response:
+	// ClaimMissing when the handler succeeded (no header).
+	Claim ownership.Claim
+	// NoRetry reports whether the error response would ask the caller
+	// not to retry (the handler called inbound.DoNotRetry, and failed).
+	NoRetry bool
+	// CallerFault reports whether the handler called inbound.CallerFault:
+	// its error counts as an answer, not as this service's failure.
+	CallerFault bool
+	// Failures are the failed calls errown kept (outbound.Record, Called),
+	// in their order; errown keeps only counts of the others.
+	Failures []egresslog.Entry
+	// Calls counts every call recorded, failed or not.
+	Calls int
+}
+
+// End ends the request with the error its handler returned and says what
+// errown would make of it. Calls recorded after End are refused, as
+// they are once errown's inbound middleware has answered. End may be
+// called again, with another error, on the same calls.
+func (r *Request) End(err error) Outcome {
+	r.close()
+	_, class := ownership.Result(err, false, nil)
+	callerFault := r.log.CallerFault()
+	o := Outcome{
+		CallerFault: callerFault,
+		Failures:    append([]egresslog.Entry(nil), r.failures...),
+		Calls:       r.counts.Total(),
+	}
+	if class == ownership.ClassOK {
+		return o
+	}
+	// As inbound's decision: every failure kept with its edge's kind,
+	// and a failure past the log's bound nobody retried as correlated.
+	failures := make([]ownership.Failure, 0, len(r.failures)+1)
+	for _, e := range r.failures {
+		failures = append(failures, ownership.Failure{Kind: r.kinds[e.Edge.Service], RCS: e.RCS})
+	}
+	if r.counts.OverflowUnsatisfied > 0 {
+		failures = append(failures, ownership.Failure{Kind: ownership.KindFailClose})
+	}
+	o.Claim = ownership.Decide(failures, true)
+	o.NoRetry = r.log.NoRetry()
+	return o
+}
+
+// close closes the request's egress log once, keeping what it held.
+func (r *Request) close() {
+	if r.ended {
+		return
+	}
+	r.ended = true
+	all, counts := r.log.Egress.CloseCounts(nil)
+	for _, e := range all {
+		if e.Failed() {
+			r.failures = append(r.failures, e)
+		}
+	}
+	r.counts = counts
+}
