@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/fxcore"
 	"go.uber.org/fx"
 	"google.golang.org/grpc"
 )
@@ -53,32 +54,13 @@ import (
 // ServerOptions and builds its server without them passes it.
 var Module = fx.Module("errown.grpcgo",
 	fx.Provide(NewServerOptions, NewDialer),
-	// Runs whether or not anything takes ServerOptions or the Dialer,
-	// so that a missing Core fails loudly rather than leave errown off.
-	// It builds nothing Core's own start check does not build.
-	fx.Invoke(requireCore),
+	fxcore.Require(ErrNoCore),
 )
 
 // ErrNoCore is the error of an application that has this package's Module
 // but no *errown.Middleware: errown.Core (or errown.Module) is missing.
 var ErrNoCore = errors.New("grpcgo: the application has no *errown.Middleware: " +
 	"add errown.Core (or errown.Module, with a yarpc dispatcher) to it once, beside grpcgo.Module")
-
-// coreParams are the inputs of requireCore.
-type coreParams struct {
-	fx.In
-
-	// Optional, so that its absence gets ErrNoCore's message rather
-	// than fx's missing type.
-	Middleware *errown.Middleware `optional:"true"`
-}
-
-func requireCore(p coreParams) error {
-	if p.Middleware == nil {
-		return ErrNoCore
-	}
-	return nil
-}
 
 // ServerOptions are the grpc.ServerOptions that put errown on a
 // grpc.Server: errown's UnaryServerInterceptor, as a

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/fxcore"
 	"go.uber.org/fx"
 )
 
@@ -45,32 +46,13 @@ import (
 // that they were called, not that what they returned serves.
 var Module = fx.Module("errown.nethttp",
 	fx.Provide(NewMiddleware),
-	// Runs whether or not anything takes the Middleware, so that a
-	// missing Core fails loudly rather than leave errown off. It builds
-	// nothing Core's own start check does not build.
-	fx.Invoke(requireCore),
+	fxcore.Require(ErrNoCore),
 )
 
 // ErrNoCore is the error of an application that has this package's Module
 // but no *errown.Middleware: errown.Core (or errown.Module) is missing.
 var ErrNoCore = errors.New("nethttp: the application has no *errown.Middleware: " +
 	"add errown.Core (or errown.Module, with a yarpc dispatcher) to it once, beside nethttp.Module")
-
-// coreParams are the inputs of requireCore.
-type coreParams struct {
-	fx.In
-
-	// Optional, so that its absence gets ErrNoCore's message rather
-	// than fx's missing type.
-	Middleware *errown.Middleware `optional:"true"`
-}
-
-func requireCore(p coreParams) error {
-	if p.Middleware == nil {
-		return ErrNoCore
-	}
-	return nil
-}
 
 // Middleware puts one errown.Middleware on an fx application's net/http
 // handlers and clients. Take it from Module or NewMiddleware: the zero
