@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -105,7 +105,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	orphans := new(egresslog.Orphans)
+	orphans := new(calls.Orphans)
 	in, err := inbound.New(cfg.inboundConfig(),
 		inbound.WithOrphans(orphans),
 		inbound.WithScope(scope),

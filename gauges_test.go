@@ -2,13 +2,13 @@ package errown
 
 import (
 	"context"
-	"go.uber.org/yarpc/api/transport"
-	"go.uber.org/yarpc/api/transport/transporttest"
 	"testing"
 	"time"
 
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/api/transport/transporttest"
+
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -41,7 +41,7 @@ func TestGauges(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return m.InFlight() == 1 }, 5*time.Second, time.Millisecond)
 	for i := 0; i < 3; i++ {
-		m.memory.Observe(egresslog.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"}, true)
+		m.memory.Observe(ownership.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"}, true)
 	}
 	m.gauges.update()
 	require.NoError(t, m.Stop())

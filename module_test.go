@@ -10,7 +10,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -238,7 +237,7 @@ func TestModuleRunsMemoryLifecycle(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, "claimed", headers["errown-claim"], "no retry policy: RCS false keeps it claimed")
 	}
-	edge := egresslog.Edge{CallerProcedure: "api", Service: "dep", Procedure: "get"}
+	edge := ownership.Edge{CallerProcedure: "api", Service: "dep", Procedure: "get"}
 	want := []depmem.EdgeView{{Edge: edge, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 3, JointFailures: 3, Source: depmem.SourceLocal}}
 	assert.Equal(t, want, mw.Dependencies())
 	app.RequireStop()

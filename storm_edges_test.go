@@ -88,7 +88,7 @@ func outReq() *transport.Request {
 
 // An errown service over its in-flight bound serves a request untracked.
 // Its handler's call is retried at this hop: the success goes back saying
-// unknown (not nothing, which the caller would read as ownership.One), and
+// unknown (not nothing, which the caller would read as wire.One), and
 // the callee gets the first attempt marked, so it does not record itself
 // as a root.
 func TestStormUntrackedRequestUnknown(t *testing.T) {
@@ -185,7 +185,7 @@ func (f edgeHandler) Handle(ctx context.Context, req *transport.Request, w trans
 // A call the handler cancels (or that its caller's cancellation reaches)
 // ends in CodeCancelled, an answer, with no response: whatever the
 // callee's subtree did before the cancel is out of sight, so the request's
-// figures are unknown, not ownership.One.
+// figures are unknown, not wire.One.
 func TestStormCancelledCallUnknown(t *testing.T) {
 	mw := edgeErrown(t, errown.Config{})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary

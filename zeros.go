@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 )
@@ -218,7 +219,7 @@ func shortDuration(d time.Duration) string {
 
 // defaultCodes lists the codes retried by default, as YAML writes them.
 func defaultCodes() string {
-	codes := ownership.DefaultRetryableCodes()
+	codes := wire.DefaultRetryableCodes()
 	names := make([]string, len(codes))
 	for i, c := range codes {
 		names[i] = c.String()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/api/transport"
@@ -20,11 +20,11 @@ var _sinkClaim ownership.Claim
 func BenchmarkDecide(b *testing.B) {
 	tests := []struct {
 		name string
-		give []ownership.Failure
+		give []wire.Failure
 	}{
 		{"none", nil},
-		{"one-correlated-retried", []ownership.Failure{{Kind: ownership.KindFailClose, RCS: true}}},
-		{"eight-mixed", []ownership.Failure{
+		{"one-correlated-retried", []wire.Failure{{Kind: ownership.KindFailClose, RCS: true}}},
+		{"eight-mixed", []wire.Failure{
 			{Kind: ownership.KindFailOpen}, {Kind: ownership.KindFailClose, RCS: true},
 			{Kind: ownership.KindUnknown, RCS: true}, {Kind: ownership.KindFailOpen, RCS: true},
 			{Kind: ownership.KindFailClose, RCS: true}, {Kind: ownership.KindUnknown, RCS: true},
@@ -35,7 +35,7 @@ func BenchmarkDecide(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_sinkClaim = ownership.Decide(tt.give, true)
+				_sinkClaim = wire.Decide(tt.give, true)
 			}
 		})
 	}
@@ -89,7 +89,7 @@ var _sinkKind ownership.EdgeKind
 // counting a callee failure on a known edge, alone and under parallel
 // load, and classifying an edge, learned and declared.
 func BenchmarkDepmemObserve(b *testing.B) {
-	edge := egresslog.Edge{CallerProcedure: _procedure, Service: _callee, Procedure: _procedure}
+	edge := ownership.Edge{CallerProcedure: _procedure, Service: _callee, Procedure: _procedure}
 	newMemory := func(b *testing.B) *depmem.Memory {
 		m, err := depmem.NewMemory(depmem.Config{MinSamples: 1})
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -39,7 +38,7 @@ var (
 	now  = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	full = fakeSource{
 		deps: []depmem.EdgeView{{
-			Edge: egresslog.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"},
+			Edge: ownership.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"},
 			Kind: ownership.KindFailClose, Ratio: 0.95, CalleeFailures: 40, JointFailures: 38, Source: depmem.SourceLocal,
 		}},
 		budgets:   []retry.BudgetView{{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second}},

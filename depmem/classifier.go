@@ -1,7 +1,6 @@
 package depmem
 
 import (
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 )
 
@@ -9,7 +8,7 @@ import (
 // concurrent use and cheap: the inbound middleware calls Kind once per
 // failed outbound call of a failed request.
 type Classifier interface {
-	Kind(egresslog.Edge) ownership.EdgeKind
+	Kind(ownership.Edge) ownership.EdgeKind
 }
 
 // Learner is a Classifier that also learns from the failures it is asked
@@ -19,7 +18,7 @@ type Learner interface {
 	Observer
 	// Learn returns the kind of e as Kind would, then counts one failed
 	// call on e as Observe would, in one step.
-	Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind
+	Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind
 }
 
 // Unknown is a Classifier that knows nothing: every edge is unknown.
@@ -28,4 +27,4 @@ type Unknown struct{}
 var _ Classifier = Unknown{}
 
 // Kind returns ownership.KindUnknown.
-func (Unknown) Kind(egresslog.Edge) ownership.EdgeKind { return ownership.KindUnknown }
+func (Unknown) Kind(ownership.Edge) ownership.EdgeKind { return ownership.KindUnknown }

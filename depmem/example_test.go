@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 )
 
@@ -13,8 +12,8 @@ func ExampleMemory() {
 	if err != nil {
 		panic(err)
 	}
-	db := egresslog.Edge{CallerProcedure: "checkout", Service: "db", Procedure: "query"}
-	cache := egresslog.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}
+	db := ownership.Edge{CallerProcedure: "checkout", Service: "db", Procedure: "query"}
+	cache := ownership.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}
 	for i := 0; i < 10; i++ {
 		m.Observe(db, true)      // checkout fails whenever db does
 		m.Observe(cache, i == 0) // and hardly ever when the cache does

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/zap"
@@ -111,7 +111,7 @@ type fleet struct {
 	client *http.Client
 	logger *zap.Logger
 
-	data    atomic.Pointer[map[egresslog.Edge]counts]
+	data    atomic.Pointer[map[ownership.Edge]counts]
 	healthy atomic.Bool
 
 	queries tally.Counter
@@ -130,7 +130,7 @@ func newFleet(cfg FleetConfig, o options, queries, errors tally.Counter) *fleet 
 	return f
 }
 
-func (f *fleet) counts(e egresslog.Edge) (counts, bool) {
+func (f *fleet) counts(e ownership.Edge) (counts, bool) {
 	if f == nil {
 		return counts{}, false
 	}
@@ -142,7 +142,7 @@ func (f *fleet) counts(e egresslog.Edge) (counts, bool) {
 	return c, ok
 }
 
-func (f *fleet) edges() []egresslog.Edge {
+func (f *fleet) edges() []ownership.Edge {
 	if f == nil {
 		return nil
 	}
@@ -150,7 +150,7 @@ func (f *fleet) edges() []egresslog.Edge {
 	if m == nil {
 		return nil
 	}
-	out := make([]egresslog.Edge, 0, len(*m))
+	out := make([]ownership.Edge, 0, len(*m))
 	for e := range *m {
 		out = append(out, e)
 	}
@@ -177,7 +177,7 @@ func (f *fleet) refresh(ctx context.Context) {
 	}
 }
 
-func (f *fleet) fetch(ctx context.Context) (map[egresslog.Edge]counts, error) {
+func (f *fleet) fetch(ctx context.Context) (map[ownership.Edge]counts, error) {
 	failures, err := f.query(ctx, f.cfg.FailuresQuery)
 	if err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func (f *fleet) fetch(ctx context.Context) (map[egresslog.Edge]counts, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[egresslog.Edge]counts, len(failures))
+	out := make(map[ownership.Edge]counts, len(failures))
 	for e, v := range failures {
 		c := counts{failures: int64(math.Round(v))}
 		c.joint = min(int64(math.Round(joint[e])), c.failures)
@@ -197,7 +197,7 @@ func (f *fleet) fetch(ctx context.Context) (map[egresslog.Edge]counts, error) {
 	return out, nil
 }
 
-func (f *fleet) query(ctx context.Context, q string) (map[egresslog.Edge]float64, error) {
+func (f *fleet) query(ctx context.Context, q string) (map[ownership.Edge]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
 	u := strings.TrimRight(f.cfg.URL, "/") + "/api/v1/query?query=" + url.QueryEscape(q)
@@ -242,7 +242,7 @@ type queryResponse struct {
 // (a vector) into a value per edge, keyed by the labels caller_procedure,
 // callee_service and callee_procedure. Series without callee_service are
 // skipped; values that are not finite and non-negative are errors.
-func ParseQueryResponse(b []byte) (map[egresslog.Edge]float64, error) {
+func ParseQueryResponse(b []byte) (map[ownership.Edge]float64, error) {
 	var r queryResponse
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadQueryResponse, err)
@@ -253,9 +253,9 @@ func ParseQueryResponse(b []byte) (map[egresslog.Edge]float64, error) {
 	if r.Data.ResultType != "vector" {
 		return nil, fmt.Errorf("%w: result type %q, want vector", ErrBadQueryResponse, r.Data.ResultType)
 	}
-	out := make(map[egresslog.Edge]float64, len(r.Data.Result))
+	out := make(map[ownership.Edge]float64, len(r.Data.Result))
 	for i, s := range r.Data.Result {
-		e := egresslog.Edge{
+		e := ownership.Edge{
 			CallerProcedure: noneToEmpty(s.Metric[LabelCallerProcedure]),
 			Service:         noneToEmpty(s.Metric[LabelCalleeService]),
 			Procedure:       noneToEmpty(s.Metric[LabelCalleeProcedure]),

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,7 +32,7 @@ func TestParseQueryResponse(t *testing.T) {
 		`{"metric":{"job":"x"},"value":[1,"5"]}`,
 	)))
 	require.NoError(t, err)
-	assert.Equal(t, map[egresslog.Edge]float64{
+	assert.Equal(t, map[ownership.Edge]float64{
 		edgeA:              12.6,
 		{Service: "cache"}: 3,
 	}, got)
@@ -187,7 +186,7 @@ func TestFleetOnlyEdgesTakeNoLocalPlace(t *testing.T) {
 	require.NoError(t, err)
 	m.fleet.refresh(context.Background())
 	require.Len(t, m.Edges(), 3, "the fleet's edges are shown")
-	m.Kind(egresslog.Edge{CallerProcedure: "a", Service: "x1", Procedure: "p"})
+	m.Kind(ownership.Edge{CallerProcedure: "a", Service: "x1", Procedure: "p"})
 	observe(m, edgeA, 10, 10)
 	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA), "this service's own edge still learned: viewing the fleet's edges took no place")
 }

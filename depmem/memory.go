@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/zap"
@@ -21,7 +20,7 @@ import (
 type Observer interface {
 	// Observe counts one failed call on edge e; callerFailed reports
 	// whether the request it was made for failed too.
-	Observe(e egresslog.Edge, callerFailed bool)
+	Observe(e ownership.Edge, callerFailed bool)
 }
 
 // Source names where an edge's kind came from.
@@ -64,7 +63,7 @@ type Memory struct {
 	// mu guards the set of edges tracked: edges, which eviction scans and
 	// views list, and noIdleBefore.
 	mu    sync.RWMutex
-	edges map[egresslog.Edge]*edgeState
+	edges map[ownership.Edge]*edgeState
 	// read is a copy of edges that the request path looks edges up in
 	// without a lock; it is never changed, only replaced, under mu: after
 	// an eviction, and once edges it lacks were looked up (misses) as many
@@ -72,7 +71,7 @@ type Memory struct {
 	// amortized. That is sync.Map's original scheme, kept here because
 	// sync.Map hashes its interface keys by reflection, which cost more
 	// than the read lock it saved.
-	read   atomic.Pointer[map[egresslog.Edge]*edgeState]
+	read   atomic.Pointer[map[ownership.Edge]*edgeState]
 	misses atomic.Int64
 	// last is the edge a failure was last observed on: during an outage
 	// most failures are on one edge, found by comparing it rather than
@@ -91,7 +90,7 @@ type Memory struct {
 }
 
 type edgeState struct {
-	edge egresslog.Edge
+	edge ownership.Edge
 	// w holds the counts and when the edge was last observed; once the
 	// edge is evicted, an observation that looked the state up before
 	// finds it so (w.touch) and looks the edge up again.
@@ -131,7 +130,7 @@ func NewMemory(cfg Config, opts ...Option) (*Memory, error) {
 		clock:      newClock(o.now, cfg.Window/time.Duration(cfg.Buckets)),
 		logger:     o.logger,
 		scope:      o.scope,
-		edges:      make(map[egresslog.Edge]*edgeState),
+		edges:      make(map[ownership.Edge]*edgeState),
 		overflow:   o.scope.Counter("edges_overflow"),
 		evicted:    o.scope.Counter("edges_evicted"),
 		// Created whether or not a snapshot or fleet is configured, so
@@ -160,13 +159,13 @@ func (m *Memory) slice() int64 {
 }
 
 // Observe implements Observer.
-func (m *Memory) Observe(e egresslog.Edge, callerFailed bool) {
+func (m *Memory) Observe(e ownership.Edge, callerFailed bool) {
 	m.Learn(e, callerFailed)
 }
 
 // Learn implements Learner: Kind and Observe in one lookup of the edge and
 // one sum of its window.
-func (m *Memory) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
+func (m *Memory) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 	if m.cfg.Disabled {
 		return ownership.KindUnknown
 	}
@@ -213,7 +212,7 @@ func (m *Memory) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
 // edge returns the state of e, or nil when the memory does not track e. A
 // lookup that read misses counts towards replacing read: that changes
 // where edges are found, never what the memory learned.
-func (m *Memory) edge(e egresslog.Edge) *edgeState {
+func (m *Memory) edge(e ownership.Edge) *edgeState {
 	if s := (*m.read.Load())[e]; s != nil {
 		return s
 	}
@@ -234,7 +233,7 @@ func (m *Memory) edge(e egresslog.Edge) *edgeState {
 // touchedEdge returns the state of e touched at time slice now (see
 // window.touch), creating it when there is room, or room can be made by
 // evicting idle edges; or nil when there is none.
-func (m *Memory) touchedEdge(e egresslog.Edge, now int64) *edgeState {
+func (m *Memory) touchedEdge(e ownership.Edge, now int64) *edgeState {
 	if s := m.last.Load(); s != nil && s.edge == e && s.w.touch(now) {
 		return s
 	}
@@ -311,7 +310,7 @@ func (m *Memory) evictIdle(now int64) bool {
 // report. An edge seen again gets a fresh scope with the same name and
 // tags: the same series for the reporter, which keeps counting it
 // (Prometheus's reporter, for one, keeps every series it was given).
-func (m *Memory) newEdgeState(e egresslog.Edge, now int64) *edgeState {
+func (m *Memory) newEdgeState(e ownership.Edge, now int64) *edgeState {
 	s := &edgeState{edge: e, w: newWindow(m.cfg.Buckets, now)}
 	if m.noop {
 		s.failures, s.joint = tally.NoopScope.Counter("callee_failures"), tally.NoopScope.Counter("joint_failures")
@@ -344,7 +343,7 @@ func orNone(s string) string {
 // Kind implements Classifier: the kind learned for e, from the fleet's
 // counts where they hold more callee failures than the local window, else
 // from the local window.
-func (m *Memory) Kind(e egresslog.Edge) ownership.EdgeKind {
+func (m *Memory) Kind(e ownership.Edge) ownership.EdgeKind {
 	if m.cfg.Disabled {
 		return ownership.KindUnknown
 	}
@@ -352,7 +351,7 @@ func (m *Memory) Kind(e egresslog.Edge) ownership.EdgeKind {
 	return kind
 }
 
-func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
+func (m *Memory) classify(e ownership.Edge) (EdgeView, bool) {
 	kind, failures, joint, src, ok := m.look(e)
 	return EdgeView{
 		Edge:           e,
@@ -369,7 +368,7 @@ func (m *Memory) classify(e egresslog.Edge) (EdgeView, bool) {
 // the hysteresis starts from the kind the last observation left, and what
 // is read here is not kept, so the kind never depends on who looked at
 // it, or how often.
-func (m *Memory) look(e egresslog.Edge) (kind ownership.EdgeKind, failures, joint int64, src Source, ok bool) {
+func (m *Memory) look(e ownership.Edge) (kind ownership.EdgeKind, failures, joint int64, src Source, ok bool) {
 	fleetCounts, inFleet := m.fleet.counts(e)
 	switch s := m.edge(e); {
 	case s != nil:
@@ -401,7 +400,7 @@ func (m *Memory) fleetKind(c counts) ownership.EdgeKind {
 
 // EdgeView is what the memory knows of one edge, for operators.
 type EdgeView struct {
-	Edge           egresslog.Edge     `json:"edge"`
+	Edge           ownership.Edge     `json:"edge"`
 	Kind           ownership.EdgeKind `json:"kind"`
 	Ratio          float64            `json:"ratio"`
 	CalleeFailures int64              `json:"calleeFailures"`
@@ -412,7 +411,7 @@ type EdgeView struct {
 // Edges returns a view of every edge the memory knows, locally or from
 // the fleet, sorted by edge.
 func (m *Memory) Edges() []EdgeView {
-	seen := map[egresslog.Edge]bool{}
+	seen := map[ownership.Edge]bool{}
 	m.mu.RLock()
 	for e := range m.edges {
 		seen[e] = true
@@ -437,7 +436,7 @@ func sortViews(vs []EdgeView) {
 
 // edgeLess orders edges by caller procedure, callee service, callee
 // procedure: the order of every list the memory returns.
-func edgeLess(a, b egresslog.Edge) bool {
+func edgeLess(a, b ownership.Edge) bool {
 	if a.CallerProcedure != b.CallerProcedure {
 		return a.CallerProcedure < b.CallerProcedure
 	}

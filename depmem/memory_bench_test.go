@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/ownership"
 )
 
 // startedMemory returns a memory with cfg, started as errown starts it
@@ -64,7 +64,7 @@ func BenchmarkObserve(b *testing.B) {
 		for i := range DefaultMaxEdges {
 			m.Observe(churnEdge(i), true)
 		}
-		edges := make([]egresslog.Edge, 1024)
+		edges := make([]ownership.Edge, 1024)
 		for i := range edges {
 			edges[i] = churnEdge(DefaultMaxEdges + i)
 		}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,8 +34,8 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 var (
-	edgeA = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
-	edgeB = egresslog.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}
+	edgeA = ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+	edgeB = ownership.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}
 )
 
 func newMemory(t *testing.T, cfg Config, opts ...Option) (*Memory, *fakeClock) {
@@ -46,7 +45,7 @@ func newMemory(t *testing.T, cfg Config, opts ...Option) (*Memory, *fakeClock) {
 	return m, clock
 }
 
-func observe(m *Memory, e egresslog.Edge, failures, joint int) {
+func observe(m *Memory, e ownership.Edge, failures, joint int) {
 	for i := 0; i < failures; i++ {
 		m.Observe(e, i < joint)
 	}
@@ -210,7 +209,7 @@ func TestMemoryEvictionScansOnlyWhenAnEdgeCanBeIdle(t *testing.T) {
 	observe(m, edgeA, 1, 1)
 	clock.Add(5 * time.Minute)
 	observe(m, edgeB, 1, 1)
-	edgeC := egresslog.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
+	edgeC := ownership.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
 	observe(m, edgeC, 1, 1)
 	assert.Len(t, m.Edges(), 2, "nothing idle: dropped")
 	m.mu.RLock()
@@ -222,13 +221,13 @@ func TestMemoryEvictionScansOnlyWhenAnEdgeCanBeIdle(t *testing.T) {
 	assert.Len(t, m.Edges(), 2, "still nothing idle")
 	clock.Add(time.Minute)
 	observe(m, edgeC, 1, 1)
-	assert.Equal(t, []egresslog.Edge{edgeB, edgeC}, viewEdges(m.Edges()), "edgeA evicted the slice it went idle")
+	assert.Equal(t, []ownership.Edge{edgeB, edgeC}, viewEdges(m.Edges()), "edgeA evicted the slice it went idle")
 }
 
 func TestMemorySnapshotAfterEviction(t *testing.T) {
 	// A snapshot holds the edges tracked, not the evicted ones, and a
 	// restore into a full memory evicts idle edges to make room.
-	edgeC := egresslog.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
+	edgeC := ownership.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
 	m, clock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1})
 	observe(m, edgeA, 2, 2)
 	clock.Add(DefaultWindow)
@@ -236,7 +235,7 @@ func TestMemorySnapshotAfterEviction(t *testing.T) {
 	observe(m, edgeC, 2, 2) // evicts edgeA
 	snap := m.Snapshot()
 	require.Len(t, snap.Edges, 2)
-	assert.Equal(t, []egresslog.Edge{edgeB, edgeC}, []egresslog.Edge{snap.Edges[0].Edge, snap.Edges[1].Edge})
+	assert.Equal(t, []ownership.Edge{edgeB, edgeC}, []ownership.Edge{snap.Edges[0].Edge, snap.Edges[1].Edge})
 
 	scope := tally.NewTestScope("", nil)
 	restored, restoredClock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1}, WithScope(scope))
@@ -253,8 +252,8 @@ func TestMemorySnapshotAfterEviction(t *testing.T) {
 	assert.Equal(t, int64(0), counters["depmem.edges_overflow+"].Value())
 }
 
-func viewEdges(vs []EdgeView) []egresslog.Edge {
-	out := make([]egresslog.Edge, len(vs))
+func viewEdges(vs []EdgeView) []ownership.Edge {
+	out := make([]ownership.Edge, len(vs))
 	for i, v := range vs {
 		out[i] = v.Edge
 	}
@@ -262,15 +261,15 @@ func viewEdges(vs []EdgeView) []egresslog.Edge {
 }
 
 // churnEdge is the i-th edge of a churn.
-func churnEdge(i int) egresslog.Edge {
-	return egresslog.Edge{CallerProcedure: "checkout", Service: "callee-" + strconv.Itoa(i), Procedure: "get"}
+func churnEdge(i int) ownership.Edge {
+	return ownership.Edge{CallerProcedure: "checkout", Service: "callee-" + strconv.Itoa(i), Procedure: "get"}
 }
 
 // churn observes the edges from up to to, a round of maxEdges at a time,
 // each round minSamples times and failing the caller, and moves the clock
 // a window on after each round, so that each round's edges age out before
 // the next. It reports the first edge whose kind was not learned.
-func churn(m *Memory, clock *fakeClock, from, to, maxEdges, minSamples int, window time.Duration) (egresslog.Edge, bool) {
+func churn(m *Memory, clock *fakeClock, from, to, maxEdges, minSamples int, window time.Duration) (ownership.Edge, bool) {
 	for round := from; round < to; round += maxEdges {
 		end := min(round+maxEdges, to)
 		for i := round; i < end; i++ {
@@ -283,7 +282,7 @@ func churn(m *Memory, clock *fakeClock, from, to, maxEdges, minSamples int, wind
 		}
 		clock.Add(window)
 	}
-	return egresslog.Edge{}, true
+	return ownership.Edge{}, true
 }
 
 func TestMemoryChurnKeepsLearning(t *testing.T) {
@@ -516,7 +515,7 @@ func TestStaticEdgesView(t *testing.T) {
 	s, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindFailClose)}}, m)
 	require.NoError(t, err)
 	assert.Equal(t, []EdgeView{
-		{Edge: egresslog.Edge{CallerProcedure: "*", Service: "cache", Procedure: "*"}, Kind: ownership.KindFailClose, Source: SourceStatic},
+		{Edge: ownership.Edge{CallerProcedure: "*", Service: "cache", Procedure: "*"}, Kind: ownership.KindFailClose, Source: SourceStatic},
 		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 4, JointFailures: 4, Source: SourceLocal},
 	}, s.Edges(), "the learned cache edge is hidden by the declaration")
 }
@@ -528,14 +527,14 @@ func TestStaticEdgesView(t *testing.T) {
 // evictions (MaxEdges 2) and the window sliding.
 func TestMemoryLearnIsKindThenObserve(t *testing.T) {
 	m, clock := newMemory(t, Config{MinSamples: 5, MaxEdges: 2, Window: time.Minute, Buckets: 6})
-	edges := []egresslog.Edge{edgeA, edgeB, {CallerProcedure: "checkout", Service: "ledger", Procedure: "post"}}
-	stored := func(e egresslog.Edge) ownership.EdgeKind {
+	edges := []ownership.Edge{edgeA, edgeB, {CallerProcedure: "checkout", Service: "ledger", Procedure: "post"}}
+	stored := func(e ownership.Edge) ownership.EdgeKind {
 		if s := m.edge(e); s != nil {
 			return s.loadKind()
 		}
 		return ownership.KindUnknown
 	}
-	view := func(e egresslog.Edge) (EdgeView, bool) {
+	view := func(e ownership.Edge) (EdgeView, bool) {
 		for _, v := range m.Edges() {
 			if v.Edge == e {
 				return v, true

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 )
 
@@ -36,7 +35,7 @@ type Snapshot struct {
 // SnapshotEdge is one edge of a Snapshot. Each bucket is
 // [time slice, callee failures, joint failures].
 type SnapshotEdge struct {
-	egresslog.Edge
+	ownership.Edge
 	Kind    ownership.EdgeKind `json:"kind"`
 	Buckets [][3]int64         `json:"buckets"`
 }

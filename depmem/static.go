@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 )
@@ -38,7 +37,7 @@ type Declaration struct {
 // wins: an exact edge first, then any caller procedure, then any callee
 // procedure, then both wildcards.
 type Static struct {
-	kinds   map[egresslog.Edge]ownership.EdgeKind
+	kinds   map[ownership.Edge]ownership.EdgeKind
 	next    Classifier
 	learner Learner // next, when it is one
 }
@@ -52,7 +51,7 @@ func NewStatic(decls []Declaration, next Classifier) (*Static, error) {
 	if next == nil {
 		next = Unknown{}
 	}
-	s := &Static{kinds: make(map[egresslog.Edge]ownership.EdgeKind, len(decls)), next: next}
+	s := &Static{kinds: make(map[ownership.Edge]ownership.EdgeKind, len(decls)), next: next}
 	s.learner, _ = next.(Learner)
 	var errs error
 	for i, d := range decls {
@@ -63,7 +62,7 @@ func NewStatic(decls []Declaration, next Classifier) (*Static, error) {
 		if d.Service == "" || d.Service == Wildcard {
 			errs = multierr.Append(errs, fmt.Errorf("dependencies[%d].service: a callee service is required, got %q", i, d.Service))
 		}
-		e := egresslog.Edge{CallerProcedure: orWildcard(d.CallerProcedure), Service: d.Service, Procedure: orWildcard(d.Procedure)}
+		e := ownership.Edge{CallerProcedure: orWildcard(d.CallerProcedure), Service: d.Service, Procedure: orWildcard(d.Procedure)}
 		if _, dup := s.kinds[e]; dup {
 			errs = multierr.Append(errs, fmt.Errorf("dependencies[%d]: edge %v declared twice", i, e))
 		}
@@ -97,7 +96,7 @@ func orWildcard(s string) string {
 
 // Kind returns the kind of the most specific declaration matching e, or
 // asks the next Classifier.
-func (s *Static) Kind(e egresslog.Edge) ownership.EdgeKind {
+func (s *Static) Kind(e ownership.Edge) ownership.EdgeKind {
 	if kind, ok := s.declared(e); ok {
 		return kind
 	}
@@ -107,7 +106,7 @@ func (s *Static) Kind(e egresslog.Edge) ownership.EdgeKind {
 // Observe implements Observer: it tells the next Classifier, when that
 // learns (a Memory), of a failed call on e; declared edges are learned
 // too, so that the memory's view stays whole.
-func (s *Static) Observe(e egresslog.Edge, callerFailed bool) {
+func (s *Static) Observe(e ownership.Edge, callerFailed bool) {
 	if s.learner != nil {
 		s.learner.Observe(e, callerFailed)
 	}
@@ -115,7 +114,7 @@ func (s *Static) Observe(e egresslog.Edge, callerFailed bool) {
 
 // Learn implements Learner: the declared kind of e, or else the next
 // Classifier's, and the failure observed as Observe does.
-func (s *Static) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
+func (s *Static) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 	kind, declared := s.declared(e)
 	switch {
 	case s.learner != nil:
@@ -130,11 +129,11 @@ func (s *Static) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
 }
 
 // declared returns the kind of the most specific declaration matching e.
-func (s *Static) declared(e egresslog.Edge) (ownership.EdgeKind, bool) {
+func (s *Static) declared(e ownership.Edge) (ownership.EdgeKind, bool) {
 	if len(s.kinds) == 0 {
 		return ownership.KindUnknown, false
 	}
-	for _, k := range [...]egresslog.Edge{
+	for _, k := range [...]ownership.Edge{
 		e,
 		{CallerProcedure: Wildcard, Service: e.Service, Procedure: e.Procedure},
 		{CallerProcedure: e.CallerProcedure, Service: e.Service, Procedure: Wildcard},

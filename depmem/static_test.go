@@ -3,7 +3,6 @@ package depmem
 import (
 	"testing"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,7 +10,7 @@ import (
 
 type fixed ownership.EdgeKind
 
-func (f fixed) Kind(egresslog.Edge) ownership.EdgeKind { return ownership.EdgeKind(f) }
+func (f fixed) Kind(ownership.Edge) ownership.EdgeKind { return ownership.EdgeKind(f) }
 
 func TestStaticMostSpecificWins(t *testing.T) {
 	s, err := NewStatic([]Declaration{
@@ -23,15 +22,15 @@ func TestStaticMostSpecificWins(t *testing.T) {
 	}, fixed(ownership.KindFailOpen))
 	require.NoError(t, err)
 	tests := []struct {
-		give egresslog.Edge
+		give ownership.Edge
 		want ownership.EdgeKind
 	}{
-		{egresslog.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "warm"}, ownership.KindFailOpen},
-		{egresslog.Edge{CallerProcedure: "other", Service: "cache", Procedure: "warm"}, ownership.KindUnknown},
-		{egresslog.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}, ownership.KindFailClose},
-		{egresslog.Edge{CallerProcedure: "other", Service: "cache", Procedure: "get"}, ownership.KindFailOpen},
-		{egresslog.Edge{CallerProcedure: "any", Service: "users", Procedure: "get"}, ownership.KindFailClose},
-		{egresslog.Edge{CallerProcedure: "any", Service: "ledger", Procedure: "get"}, ownership.KindFailOpen}, // from next
+		{ownership.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "warm"}, ownership.KindFailOpen},
+		{ownership.Edge{CallerProcedure: "other", Service: "cache", Procedure: "warm"}, ownership.KindUnknown},
+		{ownership.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}, ownership.KindFailClose},
+		{ownership.Edge{CallerProcedure: "other", Service: "cache", Procedure: "get"}, ownership.KindFailOpen},
+		{ownership.Edge{CallerProcedure: "any", Service: "users", Procedure: "get"}, ownership.KindFailClose},
+		{ownership.Edge{CallerProcedure: "any", Service: "ledger", Procedure: "get"}, ownership.KindFailOpen}, // from next
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, s.Kind(tt.give), "%v", tt.give)
@@ -41,7 +40,7 @@ func TestStaticMostSpecificWins(t *testing.T) {
 func TestStaticDefaultsToUnknown(t *testing.T) {
 	s, err := NewStatic(nil, nil)
 	require.NoError(t, err)
-	assert.Equal(t, ownership.KindUnknown, s.Kind(egresslog.Edge{Service: "x"}))
+	assert.Equal(t, ownership.KindUnknown, s.Kind(ownership.Edge{Service: "x"}))
 }
 
 func TestStaticErrorsNameEveryKey(t *testing.T) {
@@ -68,6 +67,6 @@ func TestStaticErrorsNameEveryKey(t *testing.T) {
 func TestStaticDeclaredUnknown(t *testing.T) {
 	s, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindUnknown)}}, fixed(ownership.KindFailClose))
 	require.NoError(t, err)
-	assert.Equal(t, ownership.KindUnknown, s.Kind(egresslog.Edge{CallerProcedure: "a", Service: "cache", Procedure: "get"}))
-	assert.Equal(t, ownership.KindFailClose, s.Kind(egresslog.Edge{CallerProcedure: "a", Service: "db", Procedure: "get"}))
+	assert.Equal(t, ownership.KindUnknown, s.Kind(ownership.Edge{CallerProcedure: "a", Service: "cache", Procedure: "get"}))
+	assert.Equal(t, ownership.KindFailClose, s.Kind(ownership.Edge{CallerProcedure: "a", Service: "db", Procedure: "get"}))
 }

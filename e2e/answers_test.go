@@ -8,7 +8,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -33,8 +32,8 @@ func servedSince(mesh *fxtest.Mesh, before map[string]int64) map[string]int64 {
 }
 
 // edge is the edge a node of a mesh has to its callee service.
-func edge(callee string) egresslog.Edge {
-	return egresslog.Edge{CallerProcedure: fxtest.Procedure, Service: callee, Procedure: fxtest.Procedure}
+func edge(callee string) ownership.Edge {
+	return ownership.Edge{CallerProcedure: fxtest.Procedure, Service: callee, Procedure: fxtest.Procedure}
 }
 
 // outageSwitch is a Handler that answers not-found until it is switched

@@ -9,7 +9,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
@@ -178,7 +177,7 @@ func TestCoincidentalErrors(t *testing.T) {
 		for _, d := range deps {
 			assert.Equal(t, ownership.KindFailOpen, d.Kind, "%+v", d)
 			assert.Equal(t, depmem.SourceLocal, d.Source)
-			assert.Equal(t, egresslog.Edge{CallerProcedure: "call", Service: d.Edge.Service, Procedure: "call"}, d.Edge)
+			assert.Equal(t, ownership.Edge{CallerProcedure: "call", Service: d.Edge.Service, Procedure: "call"}, d.Edge)
 		}
 
 		failed, unclaimed := wronglyUnclaimed(t, mesh, _a, learnPhase, measured)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -201,7 +200,7 @@ func TestFleetMemory(t *testing.T) {
 		require.Error(t, mesh.Call(context.Background(), api1, nil).Err)
 	}
 
-	edge := egresslog.Edge{CallerProcedure: "call", Service: db, Procedure: "call"}
+	edge := ownership.Edge{CallerProcedure: "call", Service: db, Procedure: "call"}
 	local := mesh.Service(api1).Middleware().Dependencies()
 	require.Len(t, local, 1)
 	assert.Equal(t, ownership.KindFailClose, local[0].Kind, "instance 1 learned the edge itself")

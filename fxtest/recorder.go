@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -80,7 +81,7 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 func (r *Recorder) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	a := Attempt{Caller: req.Caller, Service: req.Service, Procedure: req.Procedure, Attempt: 1}
 	if v, ok := req.Headers.Get(r.attemptHeader); ok {
-		if n, ok := ownership.ParseAttempt(v); ok {
+		if n, ok := wire.ParseAttempt(v); ok {
 			a.Attempt = n
 		}
 	}

@@ -3,9 +3,10 @@ package fxtest
 import (
 	"context"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 )
 
@@ -36,8 +37,8 @@ type Request struct {
 	kinds map[string]ownership.EdgeKind
 
 	ended    bool
-	failures []egresslog.Entry
-	counts   egresslog.Counts
+	failures []calls.Entry
+	counts   calls.Counts
 }
 
 // NewRequestContext returns a context for a handler of procedure, tracked
@@ -81,14 +82,14 @@ func NewRequestContext(t TB, procedure string, opts ...RequestOption) (context.C
 // through a fake client, so that outbound.Claim sees it and End counts
 // it. It reports false once the request has ended.
 func (r *Request) Called(service, procedure string, err error, claim ownership.Claim) bool {
-	e := egresslog.Entry{
-		Edge:     egresslog.Edge{CallerProcedure: r.log.Procedure, Service: service, Procedure: procedure},
+	e := calls.Entry{
+		Edge:     ownership.Edge{CallerProcedure: r.log.Procedure, Service: service, Procedure: procedure},
 		Attempts: 1,
 		Claim:    claim,
 	}
-	e.Code, e.Class = ownership.Result(err, false, nil)
+	e.Code, e.Class = wire.Result(err, false, nil)
 	if e.Class != ownership.ClassOK {
-		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: 1, Callee: claim, Code: e.Code})
+		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: 1, Callee: claim, Code: e.Code})
 	}
 	return r.log.Egress.Append(e)
 }
@@ -107,7 +108,7 @@ type Outcome struct {
 	CallerFault bool
 	// Failures are the failed calls errown kept (outbound.Record, Called),
 	// in their order; errown keeps only counts of the others.
-	Failures []egresslog.Entry
+	Failures []calls.Entry
 	// Calls counts every call recorded, failed or not.
 	Calls int
 }
@@ -118,11 +119,11 @@ type Outcome struct {
 // called again, with another error, on the same calls.
 func (r *Request) End(err error) Outcome {
 	r.close()
-	_, class := ownership.Result(err, false, nil)
+	_, class := wire.Result(err, false, nil)
 	callerFault := r.log.CallerFault()
 	o := Outcome{
 		CallerFault: callerFault,
-		Failures:    append([]egresslog.Entry(nil), r.failures...),
+		Failures:    append([]calls.Entry(nil), r.failures...),
 		Calls:       r.counts.Total(),
 	}
 	if class == ownership.ClassOK {
@@ -130,14 +131,14 @@ func (r *Request) End(err error) Outcome {
 	}
 	// As inbound's decision: every failure kept with its edge's kind,
 	// and a failure past the log's bound nobody retried as correlated.
-	failures := make([]ownership.Failure, 0, len(r.failures)+1)
+	failures := make([]wire.Failure, 0, len(r.failures)+1)
 	for _, e := range r.failures {
-		failures = append(failures, ownership.Failure{Kind: r.kinds[e.Edge.Service], RCS: e.RCS})
+		failures = append(failures, wire.Failure{Kind: r.kinds[e.Edge.Service], RCS: e.RCS})
 	}
 	if r.counts.OverflowUnsatisfied > 0 {
-		failures = append(failures, ownership.Failure{Kind: ownership.KindFailClose})
+		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose})
 	}
-	o.Claim = ownership.Decide(failures, true)
+	o.Claim = wire.Decide(failures, true)
 	o.NoRetry = r.log.NoRetry()
 	return o
 }

@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
@@ -146,13 +147,13 @@ func serveUnderInbound(t *testing.T, kinds map[string]ownership.EdgeKind, h hand
 	w := &responseWriter{headers: transport.NewHeaders()}
 	req := &transport.Request{Caller: "web", Service: "orders", Procedure: "orders::create", Transport: "http"}
 	_ = mw.Handle(context.Background(), req, w, unaryHandler(h))
-	claim := ownership.ParseClaim(w.headers.Items()[ownership.DefaultClaimHeader])
-	return claim, ownership.ParseNoRetry(w.headers.Items()[ownership.DefaultNoRetryHeader])
+	claim := wire.ParseClaim(w.headers.Items()[ownership.DefaultClaimHeader])
+	return claim, wire.ParseNoRetry(w.headers.Items()[ownership.DefaultNoRetryHeader])
 }
 
 type kindsOf map[string]ownership.EdgeKind
 
-func (k kindsOf) Kind(e egresslog.Edge) ownership.EdgeKind { return k[e.Service] }
+func (k kindsOf) Kind(e ownership.Edge) ownership.EdgeKind { return k[e.Service] }
 
 type unaryHandler handlerFunc
 
@@ -206,8 +207,8 @@ func TestRequestCalled(t *testing.T) {
 	if got.Claim != ownership.ClaimUnclaimed {
 		t.Errorf("claim %v, want unclaimed: the callee's error was retried below", got.Claim)
 	}
-	want := egresslog.Entry{
-		Edge:     egresslog.Edge{CallerProcedure: "orders::create", Service: "payments", Procedure: "payments::charge"},
+	want := calls.Entry{
+		Edge:     ownership.Edge{CallerProcedure: "orders::create", Service: "payments", Procedure: "payments::charge"},
 		Code:     yarpcerrors.CodeUnavailable,
 		Class:    ownership.ClassFailure,
 		Claim:    ownership.ClaimUnclaimed,

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/grpcgo"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -113,7 +113,7 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 				}
 				// The root's figures count every attempt that left a
 				// process: 5 served, one retry, radius 1.
-				st, ok := ownership.ParseStorm(r.get(_stormHeader))
+				st, ok := wire.ParseStorm(r.get(_stormHeader))
 				if !ok || st.Served != 5 || st.Retries != 1 || st.Radius != 1 {
 					t.Errorf("root request %d: storm %q, want 5 served, 1 retry, radius 1", i, r.get(_stormHeader))
 				}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/pkg/procedure"
@@ -72,7 +72,7 @@ func serve(ctx context.Context, in middleware.UnaryInbound, o options, req any, 
 	var trailer trailerWriter
 	err := in.Handle(ctx, treq, &trailer, call)
 	if md := trailer.take(); len(md) > 0 {
-		if vs := md[o.noRetryHeader]; len(vs) == 1 && ownership.ParseNoRetry(vs[0]) && len(md[_pushbackKey]) == 0 {
+		if vs := md[o.noRetryHeader]; len(vs) == 1 && wire.ParseNoRetry(vs[0]) && len(md[_pushbackKey]) == 0 {
 			md[_pushbackKey] = []string{_noPushback}
 		}
 		// Nothing to do about an error: there is no stream outside a

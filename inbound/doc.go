@@ -4,7 +4,7 @@
 // application header on the error response.
 //
 // In docs/DESIGN.md's data flow it is the first and the last errown step of a
-// request. The decision itself is ownership.Decide over the failed
+// request. The decision itself is wire.Decide over the failed
 // outbound calls the egress middleware (package outbound) logged, each with
 // its edge kind from the dependency memory (package depmem).
 //
@@ -47,5 +47,5 @@
 // Errors include application errors the encodings report without a Go
 // error (a Thrift exception, a protobuf error): the middleware wraps the
 // ResponseWriter (pooled) to see them, and classifies them by their IDL's
-// code (ownership.Result).
+// code (wire.Result).
 package inbound

@@ -5,9 +5,10 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
@@ -45,7 +46,7 @@ type Middleware struct {
 	unknownStorm     transport.Headers
 	quietStorms      []transport.Headers // by requests served; see quietStormHeaders
 	storms           *storms
-	orphans          *egresslog.Orphans
+	orphans          *calls.Orphans
 
 	claimedCount      tally.Counter
 	unclaimedCount    tally.Counter
@@ -83,7 +84,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	}
 	orphans := o.orphans
 	if orphans == nil {
-		orphans = new(egresslog.Orphans) // nobody counts: never changes
+		orphans = new(calls.Orphans) // nobody counts: never changes
 	}
 	scope := o.scope.SubScope("inbound")
 	return &Middleware{
@@ -138,7 +139,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	// panics: yarpc recovers the panic further out, exactly as without
 	// errown, and a call the handler left running is then counted late.
 	closed := false
-	var sum egresslog.Summary
+	var sum calls.Summary
 	defer m.finish(log, &closed, &sum)
 
 	err := h.Handle(&r.Node, req, rw)
@@ -169,7 +170,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 }
 
 // outcome is how a tracked request's handler ended: its error, its code
-// and class (ownership.Result), and the code of an application error the
+// and class (wire.Result), and the code of an application error the
 // encoding reported, if any.
 type outcome struct {
 	err     error
@@ -184,7 +185,7 @@ type outcome struct {
 func (m *Middleware) countAttempt(req *transport.Request) bool {
 	// attemptHeader is validated lower case, i.e. canonical: index the map
 	// rather than have Headers.Get lower-case it on every request.
-	n, marked := ownership.ParseAttempt(req.Headers.Items()[m.attemptHeader])
+	n, marked := wire.ParseAttempt(req.Headers.Items()[m.attemptHeader])
 	if n > 1 {
 		m.retriedCount.Inc(1)
 	}
@@ -219,7 +220,7 @@ func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request,
 // egresslog.MaxFailures, and counts the failures past the bound: only a
 // log that kept that many can have any. Its failures are read where it
 // keeps them, until finish releases them.
-func (m *Middleware) close(log *reqlog.Log) egresslog.Summary {
+func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 	sum := log.Egress.CloseSummary()
 	if sum.Counts.Overflow > 0 {
 		m.overflowCount.Inc(int64(sum.Counts.Overflow))
@@ -234,7 +235,7 @@ func (m *Middleware) classify(err error, rw *writer, log *reqlog.Log) outcome {
 	if rw.appMeta != nil {
 		out.appCode = rw.appMeta.Code
 	}
-	out.code, out.class = ownership.Result(err, rw.appError, out.appCode)
+	out.code, out.class = wire.Result(err, rw.appError, out.appCode)
 	if out.class == ownership.ClassFailure && log.CallerFault() {
 		out.class = ownership.ClassAnswer
 	}
@@ -261,7 +262,7 @@ func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWrit
 	if out.err == nil && out.appCode != nil {
 		// An application error's code does not cross every
 		// transport (gRPC drops it): errown carries it itself.
-		resw.AddHeaders(transport.NewHeaders().With(m.codeHeader, ownership.FormatCode(out.code)))
+		resw.AddHeaders(transport.NewHeaders().With(m.codeHeader, wire.FormatCode(out.code)))
 	}
 	if out.err != nil && req.Transport == _tchannel {
 		// TChannel keeps response headers only on application errors.
@@ -282,7 +283,7 @@ func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, sto
 // observe tells the learner of the failed calls among entries, those of
 // a request that succeeded: its caller did not fail. Failures past the
 // egress log's bound are not observed: their edges were not kept.
-func (m *Middleware) observe(entries []egresslog.Entry) {
+func (m *Middleware) observe(entries []calls.Entry) {
 	for _, e := range entries {
 		if e.Failed() {
 			m.learner.Observe(e.Edge, false)
@@ -296,9 +297,9 @@ type unknown struct{ depmem.Unknown }
 
 var _ depmem.Learner = unknown{}
 
-func (unknown) Observe(egresslog.Edge, bool) {}
+func (unknown) Observe(ownership.Edge, bool) {}
 
-func (unknown) Learn(egresslog.Edge, bool) ownership.EdgeKind { return ownership.KindUnknown }
+func (unknown) Learn(ownership.Edge, bool) ownership.EdgeKind { return ownership.KindUnknown }
 
 // Storms returns the latest root requests that met a storm below (a retry
 // spent or suppressed, or figures unknown), newest first. As in Decisions,
@@ -345,7 +346,7 @@ func (m *Middleware) ownHeader(k string) bool {
 // finish closes the request's egress log, unless Handle already did (the
 // handler did not panic; then sum holds what it took from the log), gives
 // its chunk back and removes the log from the map.
-func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *egresslog.Summary) {
+func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 	if *closed {
 		sum.Release()
 	} else {
@@ -359,8 +360,8 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *egresslog.Summar
 // procedure ended in, counts the decision and keeps it for Decisions.
 // entries are the failed calls the egress log kept, counts what it took;
 // now is when it is recorded, ph the procedure's procedureHash.
-func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []egresslog.Entry, counts egresslog.Counts) ownership.Claim {
-	var buf [_stackFailures]ownership.Failure
+func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []calls.Entry, counts calls.Counts) ownership.Claim {
+	var buf [_stackFailures]wire.Failure
 	failures := buf[:0]
 	for _, e := range entries {
 		if !e.Failed() {
@@ -372,7 +373,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// so callers cannot push edges either way by sending requests
 		// that deserve one.
 		kind := m.learner.Learn(e.Edge, class == ownership.ClassFailure)
-		failures = append(failures, ownership.Failure{Kind: kind, RCS: e.RCS})
+		failures = append(failures, wire.Failure{Kind: kind, RCS: e.RCS})
 	}
 	if counts.OverflowUnsatisfied > 0 {
 		// A failure past the egress log's bound that nobody retried yet
@@ -381,9 +382,9 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// error stays claimed and our caller retries (at-least-once).
 		// Overflowed failures with RCS true can only push towards
 		// unclaimed, so leaving them out keeps the decision claimed.
-		failures = append(failures, ownership.Failure{Kind: ownership.KindFailClose, RCS: false})
+		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
-	claim := ownership.Decide(failures, m.unknownCorrelated)
+	claim := wire.Decide(failures, m.unknownCorrelated)
 	reason := ReasonRetriedBelow
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
@@ -391,7 +392,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		m.claimedCount.Inc(1)
 		correlated := false
 		for _, f := range failures {
-			correlated = correlated || ownership.Correlated(f.Kind, m.unknownCorrelated)
+			correlated = correlated || wire.Correlated(f.Kind, m.unknownCorrelated)
 		}
 		switch {
 		case correlated:

@@ -3,9 +3,11 @@ package inbound
 import (
 	"context"
 	"errors"
-	"github.com/errown/errown/internal/reqlog"
 	"testing"
 	"time"
+
+	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/reqlog"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/egresslog"
@@ -27,9 +29,9 @@ func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, resw tr
 
 var errBoom = yarpcerrors.UnavailableErrorf("boom")
 
-func failed(service string, rcs bool) egresslog.Entry {
-	return egresslog.Entry{
-		Edge:     egresslog.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"},
+func failed(service string, rcs bool) calls.Entry {
+	return calls.Entry{
+		Edge:     ownership.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"},
 		Code:     yarpcerrors.CodeUnavailable,
 		Class:    ownership.ClassFailure,
 		RCS:      rcs,
@@ -37,13 +39,13 @@ func failed(service string, rcs bool) egresslog.Entry {
 	}
 }
 
-func succeeded(service string) egresslog.Entry {
-	return egresslog.Entry{Edge: egresslog.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"}, Attempts: 1}
+func succeeded(service string) calls.Entry {
+	return calls.Entry{Edge: ownership.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"}, Attempts: 1}
 }
 
 // handlerLogging appends entries to the request's egress log, as the egress
 // middleware would, then returns err.
-func handlerLogging(err error, entries ...egresslog.Entry) handlerFunc {
+func handlerLogging(err error, entries ...calls.Entry) handlerFunc {
 	return func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 		log := reqlog.FromContext(ctx)
 		for _, e := range entries {
@@ -242,13 +244,13 @@ func TestConfigValidate(t *testing.T) {
 }
 
 type observation struct {
-	edge         egresslog.Edge
+	edge         ownership.Edge
 	callerFailed bool
 }
 
 type recordingObserver struct{ seen []observation }
 
-func (r *recordingObserver) Observe(e egresslog.Edge, callerFailed bool) {
+func (r *recordingObserver) Observe(e ownership.Edge, callerFailed bool) {
 	r.seen = append(r.seen, observation{e, callerFailed})
 }
 
@@ -259,7 +261,7 @@ type learner struct {
 	depmem.Observer
 }
 
-func (l learner) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
+func (l learner) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 	kind := l.Kind(e)
 	l.Observe(e, callerFailed)
 	return kind
@@ -305,12 +307,12 @@ type recordingLearner struct {
 	kinds, learned int
 }
 
-func (r *recordingLearner) Kind(egresslog.Edge) ownership.EdgeKind {
+func (r *recordingLearner) Kind(ownership.Edge) ownership.EdgeKind {
 	r.kinds++
 	return ownership.KindFailOpen
 }
 
-func (r *recordingLearner) Learn(e egresslog.Edge, callerFailed bool) ownership.EdgeKind {
+func (r *recordingLearner) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 	r.learned++
 	r.Observe(e, callerFailed)
 	return ownership.KindFailOpen
@@ -341,8 +343,8 @@ func TestLastLearnerDecides(t *testing.T) {
 }
 
 // repeat returns n copies of e.
-func repeat(n int, e egresslog.Entry) []egresslog.Entry {
-	out := make([]egresslog.Entry, n)
+func repeat(n int, e calls.Entry) []calls.Entry {
+	out := make([]calls.Entry, n)
 	for i := range out {
 		out[i] = e
 	}
@@ -357,7 +359,7 @@ func TestHandleEgressOverflow(t *testing.T) {
 	require.NoError(t, err)
 	tests := []struct {
 		name         string
-		give         []egresslog.Entry
+		give         []calls.Entry
 		wantClaim    string
 		wantOverflow int64
 		wantObserved int
@@ -447,7 +449,7 @@ func TestDecisionsKept(t *testing.T) {
 // appErrorHandler logs entries, then answers as yarpc's Thrift encoding
 // answers with an exception: the response marked as an application error,
 // with the exception's code (nil: none in the IDL), and no error returned.
-func appErrorHandler(code *yarpcerrors.Code, entries ...egresslog.Entry) handlerFunc {
+func appErrorHandler(code *yarpcerrors.Code, entries ...calls.Entry) handlerFunc {
 	return func(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
 		if err := handlerLogging(nil, entries...)(ctx, req, resw); err != nil {
 			return err

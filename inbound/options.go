@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -17,7 +17,7 @@ type options struct {
 	scope     tally.Scope
 	learner   depmem.Learner
 	stormHook func(Storm)
-	orphans   *egresslog.Orphans
+	orphans   *calls.Orphans
 	now       func() time.Time
 }
 
@@ -62,7 +62,7 @@ func WithStormHook(f func(Storm)) Option {
 // telemetry of a request in flight while one failed is unknown, since the
 // failure may have been one of its own calls made with a fresh context.
 // Default: none seen.
-func WithOrphans(o *egresslog.Orphans) Option {
+func WithOrphans(o *calls.Orphans) Option {
 	return optionFunc(func(opts *options) { opts.orphans = o })
 }
 

@@ -184,7 +184,7 @@ func (s *storms) list() []Storm {
 }
 
 // _quietStorms bounds the storm headers built at start, those of a
-// subtree that served n requests (index n, ownership.One at 1) with no
+// subtree that served n requests (index n, wire.One at 1) with no
 // retry, prevented nothing and knew all of it: a leaf's error, and the
 // common success of a service that calls others, sent without an
 // allocation.

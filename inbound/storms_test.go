@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,14 +24,14 @@ import (
 // middleware logs it: the entry in the egress log and, when the call failed
 // or has something to report, its Storm in the request's Storms.
 type call struct {
-	entry egresslog.Entry
+	entry calls.Entry
 	storm ownership.Storm
 	known bool
 }
 
 // quiet is a call that succeeded with nothing to report: only the egress
 // log counts it.
-func quiet() call { return call{entry: succeeded("quiet"), storm: ownership.One, known: true} }
+func quiet() call { return call{entry: succeeded("quiet"), storm: wire.One, known: true} }
 
 // failedWith is a failed call whose Storm was s.
 func failedWith(s ownership.Storm) call {
@@ -101,7 +102,7 @@ func TestHandleStormHeader(t *testing.T) {
 		{"a call retried below and a quiet one, failure", handlerCalling(errBoom, failedWith(retriedBelow), quiet()), "10,10,1,1,1"},
 		{"a suppressed retry below", handlerCalling(errBoom, failedWith(suppressed)), "10,19,1,1,2"},
 		{"an answered call with a storm and a quiet one", handlerCalling(nil, answeredWith(suppressed), quiet()), "11,20,1,1,2"},
-		{"a failed call of one request", handlerCalling(nil, failedWith(ownership.One)), "2,2,0,0,0"},
+		{"a failed call of one request", handlerCalling(nil, failedWith(wire.One)), "2,2,0,0,0"},
 		{"an unknown call, success", handlerCalling(nil, quiet(), unknownCall()), "unknown"},
 		{"an unknown call, failure", handlerCalling(errBoom, unknownCall(), failedWith(retriedBelow)), "unknown"},
 		{"63 quiet calls: the largest precomputed", handlerCalling(nil, repeatCalls(63, quiet())...), "64,64,0,0,0"},
@@ -119,7 +120,7 @@ func TestHandleStormHeader(t *testing.T) {
 				assert.Equal(t, tt.want != "", ok, "header sent")
 				assert.Equal(t, tt.want, got)
 				if tt.want != "" && tt.want != ownership.StormUnknownValue {
-					s, ok := ownership.ParseStorm(got)
+					s, ok := wire.ParseStorm(got)
 					require.True(t, ok, "%q reads back", got)
 					assert.Equal(t, tt.want, s.HeaderValue())
 				}
@@ -296,7 +297,7 @@ func TestHandleRecordsRoots(t *testing.T) {
 		{
 			name: "a root with quiet calls only: no storm",
 			req:  rootRequest("checkout"),
-			give: handlerCalling(errBoom, quiet(), quiet(), failedWith(ownership.One)),
+			give: handlerCalling(errBoom, quiet(), quiet(), failedWith(wire.One)),
 		},
 		{
 			name: "a leaf root: no storm",
@@ -531,7 +532,7 @@ func TestNewStorm(t *testing.T) {
 	assert.True(t, stormy(ownership.Storm{}, false))
 	assert.True(t, stormy(ownership.Storm{Served: 2, Blind: 2, Retries: 1}, true))
 	assert.True(t, stormy(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1}, true))
-	assert.False(t, stormy(ownership.One, true))
+	assert.False(t, stormy(wire.One, true))
 	assert.False(t, stormy(ownership.Storm{Served: 40, Blind: 40}, true))
 }
 

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/nethttp"
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 )
@@ -130,7 +130,7 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 				}
 				// The root's figures count every attempt that left a
 				// process: 5 served, one retry, radius 1.
-				st, ok := ownership.ParseStorm(r.header.Get(_storm))
+				st, ok := wire.ParseStorm(r.header.Get(_storm))
 				if !ok || st.Served != 5 || st.Retries != 1 || st.Radius != 1 {
 					t.Errorf("root request %d: storm %q, want 5 served, 1 retry, radius 1", i, r.header.Get(_storm))
 				}

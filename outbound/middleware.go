@@ -7,8 +7,9 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -27,11 +28,11 @@ type Middleware struct {
 	stormHeader   string
 	inner         middleware.UnaryOutbound // or nil
 	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
-	orphans       *egresslog.Orphans       // or nil
+	orphans       *calls.Orphans           // or nil
 	pool          sync.Pool                // of *call
 	refuseRepeats bool
 	logger        *zap.Logger
-	warned        sync.Map // egresslog.Edge whose repeat was logged
+	warned        sync.Map // ownership.Edge whose repeat was logged
 
 	calls     tally.Counter
 	failures  [3]tally.Counter // by ownership.Claim
@@ -122,7 +123,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	}
 	log.CallStarted()
 	defer log.CallEnded()
-	edge := egresslog.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure}
+	edge := ownership.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure}
 	if prev, ok := log.Egress.Last(edge); ok && prev.Claim == ownership.ClaimUnclaimed {
 		if res, err, refused := m.repeat(log, prev); refused {
 			return res, err
@@ -132,14 +133,14 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	defer m.release(c)
 	res, state, err := m.send(ctx, c, out, step)
 
-	e := egresslog.Entry{
+	e := calls.Entry{
 		Edge:     edge,
 		Attempts: state.Sent(),
 	}
 	if state.Classified {
 		e.Code, e.Class = state.Code, state.Class
 	} else {
-		e.Code, e.Class = ownership.CallResult(res, err, m.codeHeader)
+		e.Code, e.Class = wire.CallResult(res, err, m.codeHeader)
 	}
 	if e.Class != ownership.ClassOK {
 		// The handler cancelled the call itself (not a deadline): it
@@ -150,14 +151,14 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		if state.Classified { // the retry middleware read them
 			e.Claim, noRetry = state.Claim, state.NoRetry
 		} else {
-			e.Claim, noRetry = ownership.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
+			e.Claim, noRetry = wire.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
 		}
 		// Pushback counts whether or not a policy would have retried: the
 		// callee asked, so nobody above retries.
 		if noRetry && refused == ownership.RefusedNone {
 			refused = ownership.RefusedPushback
 		}
-		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{
+		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
 			Attempts: e.Attempts,
 			Callee:   e.Claim,
 			Refused:  refused,
@@ -174,7 +175,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	}
 	storm := &state.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
-		storm.Attempt(ownership.ResponseStorm(res, e.Class, m.stormHeader))
+		storm.Attempt(wire.ResponseStorm(res, e.Class, m.stormHeader))
 	}
 	var logged bool
 	if e.Failed() || !storm.Trivial() {
@@ -195,7 +196,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 // retried below. With RefuseRepeats it refuses the call (refused set):
 // the handler gets prev's code at once, unclaimed, and the request's log
 // an unclaimed failure, as if the call had been sent and failed so.
-func (m *Middleware) repeat(log *reqlog.Log, prev egresslog.Entry) (_ *transport.Response, _ error, refused bool) {
+func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Response, _ error, refused bool) {
 	m.repeated.Inc(1)
 	if _, seen := m.warned.LoadOrStore(prev.Edge, struct{}{}); !seen {
 		m.logger.Warn("a handler called a procedure again after it failed unclaimed in the same request: "+
@@ -242,8 +243,8 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 	if m.orphans == nil {
 		return res, err
 	}
-	_, class := ownership.CallResult(res, err, m.codeHeader)
-	st, known := ownership.ResponseStorm(res, class, m.stormHeader)
+	_, class := wire.CallResult(res, err, m.codeHeader)
+	st, known := wire.ResponseStorm(res, class, m.stormHeader)
 	if class == ownership.ClassFailure || state.Attempts > 1 || !known || !st.Trivial() {
 		m.orphans.Failed()
 	}

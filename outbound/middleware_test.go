@@ -2,11 +2,13 @@ package outbound
 
 import (
 	"context"
-	"github.com/errown/errown/internal/reqlog"
 	"testing"
 	"time"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
+
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -65,90 +67,90 @@ func TestCallRecordsEntry(t *testing.T) {
 	tests := []struct {
 		name      string
 		give      fakeOutbound
-		want      egresslog.Entry
+		want      calls.Entry
 		wantClaim string
 	}{
 		{
 			name: "success",
 			give: fakeOutbound{res: &transport.Response{}},
-			want: egresslog.Entry{Code: yarpcerrors.CodeOK, Attempts: 1},
+			want: calls.Entry{Code: yarpcerrors.CodeOK, Attempts: 1},
 		},
 		{
 			name:      "claimed, not retried: RCS false",
 			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 1}},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "claimed and retried: RCS true",
 			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2}},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "unclaimed: RCS true",
 			give:      fakeOutbound{res: withClaim("unclaimed"), err: unavailable},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
 			wantClaim: "unclaimed",
 		},
 		{
 			name:      "garbage claim is missing",
 			give:      fakeOutbound{res: withClaim("UNCLAIMED"), err: unavailable},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "no response at all is missing",
 			give:      fakeOutbound{err: unavailable},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "refused by budget: RCS true",
 			give:      fakeOutbound{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
 			wantClaim: "missing",
 		},
 		{
 			name:      "not retryable by nature: RCS true",
 			give:      fakeOutbound{err: yarpcerrors.InvalidArgumentErrorf("bad")},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "pushback without a retry policy: RCS true",
 			give:      fakeOutbound{res: withHeader("errown-no-retry", "true"), err: unavailable},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
 			wantClaim: "missing",
 		},
 		{
 			name:      "not found is an answer, not a failure",
 			give:      fakeOutbound{res: withClaim("claimed"), err: yarpcerrors.NotFoundErrorf("no such user")},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "application error with a server-fault code is a failure",
 			give:      fakeOutbound{res: appError(yarpcerrors.CodeUnavailable, "claimed")},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "application error with a client-fault code is an answer",
 			give:      fakeOutbound{res: appError(yarpcerrors.CodeNotFound, "claimed")},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "application error without a code is an answer",
 			give:      fakeOutbound{res: &transport.Response{ApplicationError: true, Headers: transport.NewHeaders()}},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeOK, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeOK, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "plain error is unknown",
 			give:      fakeOutbound{err: assert.AnError},
-			want:      egresslog.Entry{Code: yarpcerrors.CodeUnknown, Class: ownership.ClassFailure, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnknown, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 	}
@@ -169,7 +171,7 @@ func TestCallRecordsEntry(t *testing.T) {
 			assert.Equal(t, tt.give.err, err, "error passed through")
 
 			want := tt.want
-			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+			want.Edge = ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
 			wantKept, wantCounts := logged(want)
 			assert.Equal(t, wantKept, log.Egress.Close(nil))
 			assert.Equal(t, wantCounts, log.Egress.Counts())
@@ -187,11 +189,11 @@ func TestCallRecordsEntry(t *testing.T) {
 
 // logged returns what the egress log keeps of the one call e, and its
 // counts: a failure is kept, any other call only counted.
-func logged(e egresslog.Entry) ([]egresslog.Entry, egresslog.Counts) {
+func logged(e calls.Entry) ([]calls.Entry, calls.Counts) {
 	if e.Failed() {
-		return []egresslog.Entry{e}, egresslog.Counts{Stored: 1}
+		return []calls.Entry{e}, calls.Counts{Stored: 1}
 	}
-	return nil, egresslog.Counts{NotFailed: 1}
+	return nil, calls.Counts{NotFailed: 1}
 }
 
 func TestCallUntrackedAndLate(t *testing.T) {
@@ -265,8 +267,8 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	require.Len(t, inner, 2)
 	assert.NotNil(t, inner[0], "a tracked call carries its state")
 	assert.NotNil(t, inner[1], "an untracked call carries one too, for the innermost attempt step")
-	assert.Equal(t, []egresslog.Entry{{
-		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
+	assert.Equal(t, []calls.Entry{{
+		Edge:     ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
 		Code:     yarpcerrors.CodeUnavailable,
 		Class:    ownership.ClassFailure,
 		Attempts: 2,
@@ -282,31 +284,31 @@ func TestWithInnerRetry(t *testing.T) {
 	tests := []struct {
 		name string
 		give *transport.Response
-		want egresslog.Entry
+		want calls.Entry
 	}{
 		{
 			name: "retried once",
 			give: &transport.Response{Headers: transport.NewHeaders()},
-			want: egresslog.Entry{Attempts: 2, RCS: true},
+			want: calls.Entry{Attempts: 2, RCS: true},
 		},
 		{
 			// One attempt and a missing claim: RCS is true only because
 			// the refusal reached the entry.
 			name: "pushback refused the retry",
 			give: &transport.Response{Headers: transport.NewHeaders().With("errown-no-retry", "true")},
-			want: egresslog.Entry{Attempts: 1, RCS: true},
+			want: calls.Entry{Attempts: 1, RCS: true},
 		},
 		{
 			// The retry middleware read the claim: the entry has it
 			// without the egress middleware reading it again.
 			name: "unclaimed: suppressed",
 			give: withClaim("unclaimed"),
-			want: egresslog.Entry{Attempts: 1, Claim: ownership.ClaimUnclaimed, RCS: true},
+			want: calls.Entry{Attempts: 1, Claim: ownership.ClaimUnclaimed, RCS: true},
 		},
 		{
 			name: "claimed: retried",
 			give: withClaim("claimed"),
-			want: egresslog.Entry{Attempts: 2, Claim: ownership.ClaimClaimed, RCS: true},
+			want: calls.Entry{Attempts: 2, Claim: ownership.ClaimClaimed, RCS: true},
 		},
 	}
 	for _, tt := range tests {
@@ -328,10 +330,10 @@ func TestWithInnerRetry(t *testing.T) {
 			assert.NotNil(t, reqlog.CallStateFromContext(out.ctxs[0]), "the attempt's context carries the call's state, for the innermost step")
 			assert.Same(t, log, reqlog.FromContext(out.ctxs[0]), "and the request's log")
 			want := tt.want
-			want.Edge = egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+			want.Edge = ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
 			want.Code = yarpcerrors.CodeUnavailable
 			want.Class = ownership.ClassFailure
-			assert.Equal(t, []egresslog.Entry{want}, log.Egress.Close(nil))
+			assert.Equal(t, []calls.Entry{want}, log.Egress.Close(nil))
 		})
 	}
 }
@@ -399,7 +401,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.CancelledErrorf("cancelled")})
 	require.Error(t, err)
 	assert.Empty(t, log.Egress.Close(nil), "an abandoned call is no failure: counted, not kept")
-	assert.Equal(t, egresslog.Counts{NotFailed: 1}, log.Egress.Counts())
+	assert.Equal(t, calls.Counts{NotFailed: 1}, log.Egress.Counts())
 	assert.Equal(t, int64(1), counter(scope, "egress.abandoned", ""))
 	assert.Equal(t, int64(0), counter(scope, "egress.failures", "claim=missing"))
 
@@ -449,7 +451,7 @@ func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
 	require.NoError(t, err)
 	entries, counts := log.Egress.CloseCounts(nil)
 	assert.Empty(t, entries, "no failure logged")
-	assert.Equal(t, egresslog.Counts{NotFailed: 1}, counts)
+	assert.Equal(t, calls.Counts{NotFailed: 1}, counts)
 }
 
 // A call whose one attempt failed unclaimed had its retries suppressed:
@@ -458,7 +460,7 @@ func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
 func TestSuppressedRetriesReportedThroughFallback(t *testing.T) {
 	mw, log := fallbackEgress(t)
 	unclaimed, _ := ownership.ClaimUnclaimed.HeaderValue()
-	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", unclaimed).With("errown-storm", ownership.One.HeaderValue())}
+	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", unclaimed).With("errown-storm", wire.One.HeaderValue())}
 	out := &ctxRecorder{res: res, err: yarpcerrors.UnavailableErrorf("down")}
 
 	_, err := mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)

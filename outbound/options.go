@@ -1,7 +1,7 @@
 package outbound
 
 import (
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/zap"
@@ -16,7 +16,7 @@ type options struct {
 	logger  *zap.Logger
 	scope   tally.Scope
 	inner   middleware.UnaryOutbound
-	orphans *egresslog.Orphans
+	orphans *calls.Orphans
 }
 
 type optionFunc func(*options)
@@ -56,6 +56,6 @@ func WithInner(mw middleware.UnaryOutbound) Option {
 // request (a handler that called with a fresh context), for the inbound
 // middleware given the same o to mark the storm telemetry of the requests
 // in flight meanwhile as unknown. Default: not counted.
-func WithOrphans(o *egresslog.Orphans) Option {
+func WithOrphans(o *calls.Orphans) Option {
 	return optionFunc(func(opts *options) { opts.orphans = o })
 }

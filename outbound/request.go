@@ -3,8 +3,9 @@ package outbound
 import (
 	"context"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 )
 
@@ -20,7 +21,7 @@ func Claim(ctx context.Context, service, procedure string) (ownership.Claim, boo
 	if log == nil {
 		return ownership.ClaimMissing, false
 	}
-	e, ok := log.Egress.Last(egresslog.Edge{CallerProcedure: log.Procedure, Service: service, Procedure: procedure})
+	e, ok := log.Egress.Last(ownership.Edge{CallerProcedure: log.Procedure, Service: service, Procedure: procedure})
 	return e.Claim, ok
 }
 
@@ -39,18 +40,18 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 	if log == nil {
 		return false
 	}
-	e := egresslog.Entry{
-		Edge:     egresslog.Edge{CallerProcedure: log.Procedure, Service: dependency},
+	e := calls.Entry{
+		Edge:     ownership.Edge{CallerProcedure: log.Procedure, Service: dependency},
 		Attempts: 1,
 	}
-	storm := ownership.One
+	storm := wire.One
 	if retried {
 		e.Attempts = 2
 		storm = ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
 	}
-	e.Code, e.Class = ownership.Result(err, false, nil)
+	e.Code, e.Class = wire.Result(err, false, nil)
 	if e.Class != ownership.ClassOK {
-		e.RCS = ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: e.Attempts, Code: e.Code})
+		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: e.Attempts, Code: e.Code})
 	}
 	// As the egress middleware does: under way while it is recorded, the
 	// call with its storm.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
@@ -23,28 +23,28 @@ func openRequest(t *testing.T, procedure string) (context.Context, *reqlog.Log) 
 }
 
 func TestRecord(t *testing.T) {
-	cache := egresslog.Edge{CallerProcedure: "checkout", Service: "cache"}
+	cache := ownership.Edge{CallerProcedure: "checkout", Service: "cache"}
 	tests := []struct {
 		name        string
 		giveErr     error
 		giveRetried bool
-		wantKept    []egresslog.Entry
-		wantCounts  egresslog.Counts
+		wantKept    []calls.Entry
+		wantCounts  calls.Counts
 	}{
-		{name: "success: counted", wantCounts: egresslog.Counts{NotFailed: 1}},
-		{name: "an answer: counted", giveErr: yarpcerrors.NotFoundErrorf("miss"), wantCounts: egresslog.Counts{NotFailed: 1}},
+		{name: "success: counted", wantCounts: calls.Counts{NotFailed: 1}},
+		{name: "an answer: counted", giveErr: yarpcerrors.NotFoundErrorf("miss"), wantCounts: calls.Counts{NotFailed: 1}},
 		{
 			name:       "a failure nobody retried: kept, RCS false",
 			giveErr:    yarpcerrors.UnavailableErrorf("down"),
-			wantKept:   []egresslog.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}},
-			wantCounts: egresslog.Counts{Stored: 1},
+			wantKept:   []calls.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}},
+			wantCounts: calls.Counts{Stored: 1},
 		},
 		{
 			name:        "a failure the handler retried: kept, RCS true",
 			giveErr:     yarpcerrors.UnavailableErrorf("down"),
 			giveRetried: true,
-			wantKept:    []egresslog.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 2, RCS: true}},
-			wantCounts:  egresslog.Counts{Stored: 1},
+			wantKept:    []calls.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 2, RCS: true}},
+			wantCounts:  calls.Counts{Stored: 1},
 		},
 	}
 	for _, tt := range tests {

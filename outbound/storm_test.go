@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -413,8 +414,8 @@ func TestCallFoldsStorm(t *testing.T) {
 }
 
 // folded returns a StormCall that folded attempts.
-func folded(attempts ...ownership.Storm) ownership.StormCall {
-	var c ownership.StormCall
+func folded(attempts ...ownership.Storm) wire.StormCall {
+	var c wire.StormCall
 	for _, a := range attempts {
 		c.Attempt(a, true)
 	}
@@ -490,7 +491,7 @@ func TestCallLateChangesNothing(t *testing.T) {
 	before, ok := log.Egress.StormTotal(counts.NotFailed)
 	require.True(t, ok)
 	_, _ = mw.Call(ctx, &transport.Request{Service: "s"}, &fakeOutbound{res: headers("errown-storm", "9,18,1,1,2"), err: yarpcerrors.UnavailableErrorf("down")})
-	assert.Equal(t, ownership.One, before)
+	assert.Equal(t, wire.One, before)
 	assert.Equal(t, 0, log.Egress.Counts().Total(), "a late call is not in the log")
 	assert.False(t, log.CallsUnderWay())
 }

@@ -1,7 +1,5 @@
 package ownership
 
-import "go.uber.org/yarpc/api/transport"
-
 // Default application header names. yarpc lowercases header names, so these
 // are lower case too. Each is configurable.
 const (
@@ -65,33 +63,3 @@ func (c Claim) HeaderValue() (string, bool) {
 // NoRetryValue is the value of the no-retry header: the callee asks its
 // caller not to retry (pushback).
 const NoRetryValue = "true"
-
-// ParseNoRetry reads a no-retry header value: only the exact NoRetryValue
-// asks not to retry; anything else is as if the header were absent.
-func ParseNoRetry(v string) bool { return v == NoRetryValue }
-
-// ResponseClaim returns the claim and the pushback of a callee's response
-// (nil: none), read from its headers claimHeader and noRetryHeader, both
-// canonical (lower case): the map is indexed rather than have
-// Headers.Get lower-case them.
-func ResponseClaim(res *transport.Response, claimHeader, noRetryHeader string) (Claim, bool) {
-	if res == nil {
-		return ClaimMissing, false
-	}
-	items := res.Headers.Items()
-	return ParseClaim(items[claimHeader]), ParseNoRetry(items[noRetryHeader])
-}
-
-// ParseClaim reads a claim header value. Only the exact values "claimed" and
-// "unclaimed" count; anything else (empty, other case, padded, binary, too
-// long) is ClaimMissing, exactly as if the header were absent.
-func ParseClaim(v string) Claim {
-	switch v {
-	case _claimed:
-		return ClaimClaimed
-	case _unclaimed:
-		return ClaimUnclaimed
-	default:
-		return ClaimMissing
-	}
-}

@@ -14,12 +14,12 @@ const MaxHeaderName = 64
 // themselves: yarpc's gRPC transport refuses application headers with them.
 var _reservedPrefixes = []string{"rpc-", "grpc-", "$rpc$-"}
 
-// ValidateHeaderName checks a configured header name: non-empty, at most
+// validateHeaderName checks a configured header name: non-empty, at most
 // MaxHeaderName bytes, only lower-case letters, digits and '-' (yarpc
 // lowercases application header names), and not starting with a prefix
 // yarpc or gRPC reserve ("rpc-", "grpc-"), so that every transport carries
 // it. key names the configuration key in the error.
-func ValidateHeaderName(key, name string) error {
+func validateHeaderName(key, name string) error {
 	if name == "" {
 		return fmt.Errorf("%s: must not be empty", key)
 	}
@@ -98,14 +98,14 @@ func (h Headers) WithDefaults() Headers {
 }
 
 // Validate reports, by YAML key, every invalid header name of h after
-// defaults are applied (see ValidateHeaderName), and every name used by
+// defaults are applied (see validateHeaderName), and every name used by
 // two headers.
 func (h Headers) Validate() error {
 	h = h.WithDefaults()
 	var err error
 	used := make(map[string]string, 5)
 	for _, f := range h.fields() {
-		err = multierr.Append(err, ValidateHeaderName(f.key, *f.name))
+		err = multierr.Append(err, validateHeaderName(f.key, *f.name))
 		if other, ok := used[*f.name]; ok {
 			err = multierr.Append(err, fmt.Errorf("%s: %q is already used by %s", f.key, *f.name, other))
 		}

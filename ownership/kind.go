@@ -28,8 +28,8 @@ func (k EdgeKind) String() string {
 	}
 }
 
-// ParseEdgeKind reads the names String returns.
-func ParseEdgeKind(s string) (EdgeKind, error) {
+// parseEdgeKind reads the names String returns.
+func parseEdgeKind(s string) (EdgeKind, error) {
 	switch s {
 	case "fail-close":
 		return KindFailClose, nil
@@ -49,7 +49,7 @@ func (k EdgeKind) MarshalText() ([]byte, error) {
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (k *EdgeKind) UnmarshalText(b []byte) error {
-	v, err := ParseEdgeKind(string(b))
+	v, err := parseEdgeKind(string(b))
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func TestValidateHeaderName(t *testing.T) {
 		{"0123456789012345678901234567890123456789012345678901234567890123456789", "at most 64 bytes, got 70"},
 	}
 	for _, tt := range tests {
-		err := ValidateHeaderName("claimHeader", tt.give)
+		err := validateHeaderName("claimHeader", tt.give)
 		if tt.wantErr == "" {
 			assert.NoError(t, err, tt.give)
 			continue

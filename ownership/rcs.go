@@ -1,7 +1,5 @@
 package ownership
 
-import "go.uber.org/yarpc/yarpcerrors"
-
 // Refusal is why this hop did not retry a call whose error was retryable
 // by nature: a deliberate decision of the hop nearest the failure, which a
 // retry further up would bypass by replaying the whole subtree.
@@ -64,31 +62,4 @@ func (r Refusal) String() string {
 	default:
 		return "none"
 	}
-}
-
-// CallOutcome is what the retry layer knows of one logical outbound call
-// that ended in error.
-type CallOutcome struct {
-	// Attempts made, the first one included.
-	Attempts int
-	// Callee is the claim on the last error response.
-	Callee Claim
-	// Refused says why a retry was not attempted, if this hop decided so.
-	Refused Refusal
-	// Code of the final error.
-	Code yarpcerrors.Code
-}
-
-// RetryCriteriaSatisfied implements docs/DESIGN.md's RCS rule. It is true when a
-// retry was attempted, the callee's error was unclaimed (a retry was already
-// spent below), this hop refused a retry (Refused: budget, deadline,
-// pushback, not idempotent, code not in the policy's list, body over the
-// cap), or the error is not retryable by nature. It is false only when the
-// error was retryable in kind and no policy of this hop could retry it:
-// nobody has had the chance yet.
-func RetryCriteriaSatisfied(o CallOutcome) bool {
-	return o.Attempts > 1 ||
-		o.Callee == ClaimUnclaimed ||
-		o.Refused != RefusedNone ||
-		!RetryableByNature(o.Code)
 }

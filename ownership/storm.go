@@ -2,8 +2,6 @@ package ownership
 
 import (
 	"strconv"
-
-	"go.uber.org/yarpc/api/transport"
 )
 
 // DefaultStormHeader carries a Storm up the call graph on responses.
@@ -42,17 +40,13 @@ type Storm struct {
 	BlindRadius uint8
 }
 
-// One is the Storm of a call that reached one request and went no further
-// with anything to report: a leaf's success, or an answer.
-var One = Storm{Served: 1, Blind: 1}
-
 // Prevented returns the requests errown's decisions prevented (or would
 // prevent, in observe mode).
 func (s Storm) Prevented() uint64 { return s.Blind - s.Served }
 
 // Trivial reports whether s says nothing a caller could not assume: one
 // request, no retry, nothing prevented.
-func (s Storm) Trivial() bool { return s == One }
+func (s Storm) Trivial() bool { return s == Storm{Served: 1, Blind: 1} }
 
 // HeaderValue returns s as a header value: five decimals separated by
 // commas, "served,blind,retries,radius,blindRadius".
@@ -68,85 +62,4 @@ func (s Storm) HeaderValue() string {
 	b = append(b, ',')
 	b = strconv.AppendUint(b, uint64(s.BlindRadius), 10)
 	return string(b)
-}
-
-// ParseStorm reads a Storm header value. It returns false for
-// StormUnknownValue and for anything that is not exactly five plain
-// decimals (no sign, no leading zero, no space) within the bounds, with at
-// least one request served, fewer retries than requests served, no fewer
-// blind than served, and a blind radius no smaller than the radius: a figure errown cannot trust is unknown,
-// never a guess.
-func ParseStorm(v string) (Storm, bool) {
-	var f [5]uint64
-	for i := range f {
-		n, rest, ok := parseDecimal(v, MaxStormServed)
-		if !ok {
-			return Storm{}, false
-		}
-		f[i] = n
-		if i < len(f)-1 {
-			if len(rest) == 0 || rest[0] != ',' {
-				return Storm{}, false
-			}
-			rest = rest[1:]
-		} else if len(rest) != 0 {
-			return Storm{}, false
-		}
-		v = rest
-	}
-	s := Storm{Served: f[0], Blind: f[1], Retries: f[2]}
-	if f[3] > MaxStormRadius || f[4] > MaxStormRadius {
-		return Storm{}, false
-	}
-	s.Radius, s.BlindRadius = uint8(f[3]), uint8(f[4])
-	if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.BlindRadius < s.Radius {
-		return Storm{}, false
-	}
-	return s, true
-}
-
-// parseDecimal reads a plain decimal at the start of v, at most limit, and
-// returns it with the rest of v.
-func parseDecimal(v string, limit uint64) (uint64, string, bool) {
-	i := 0
-	var n uint64
-	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-		if i == 1 && v[0] == '0' {
-			return 0, "", false // a leading zero
-		}
-		n = n*10 + uint64(v[i]-'0')
-		if n > limit {
-			return 0, "", false
-		}
-		i++
-	}
-	if i == 0 {
-		return 0, "", false
-	}
-	return n, v[i:], true
-}
-
-// ResponseStorm returns the Storm of one attempt's response of class
-// class, read from its header under name header, and false when it is
-// unknown. A response without the header is One when it is a success or
-// an answer: a callee's success or answer says nothing only when there
-// was nothing to say. A failure without one (no errown below, a timeout)
-// is unknown, since every errown callee sends its Storm on a failure; so
-// is any error that came without a response at all (a call cancelled or
-// cut short before the callee answered), whatever its class: what the
-// callee served before is out of sight.
-func ResponseStorm(res *transport.Response, class Class, header string) (Storm, bool) {
-	if res == nil {
-		if class != ClassOK {
-			return Storm{}, false
-		}
-		return One, true
-	}
-	if v, ok := res.Headers.Items()[header]; ok {
-		return ParseStorm(v)
-	}
-	if class == ClassFailure {
-		return Storm{}, false
-	}
-	return One, true
 }

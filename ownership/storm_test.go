@@ -1,13 +1,9 @@
 package ownership
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/yarpc/api/transport"
 )
 
 func TestStormHeaderValue(t *testing.T) {
@@ -15,7 +11,7 @@ func TestStormHeaderValue(t *testing.T) {
 		give Storm
 		want string
 	}{
-		{One, "1,1,0,0,0"},
+		{Storm{Served: 1, Blind: 1}, "1,1,0,0,0"},
 		{Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, "9,18,1,1,2"},
 		{Storm{Served: 12, Blind: 340, Retries: 7, Radius: 3, BlindRadius: 10}, "12,340,7,3,10"},
 		{Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}, "1125899906842624,1125899906842624,1125899906842623,255,255"},
@@ -29,147 +25,13 @@ func TestStormHeaderValue(t *testing.T) {
 	}
 }
 
-func TestParseStormAccepts(t *testing.T) {
-	tests := []struct {
-		give string
-		want Storm
-	}{
-		{"1,1,0,0,0", One},
-		{"9,18,1,1,2", Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}},
-		{"8,8,1,1,1", Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}},
-		{"2,5,1,0,3", Storm{Served: 2, Blind: 5, Retries: 1, Radius: 0, BlindRadius: 3}},
-		{"10,10,9,0,0", Storm{Served: 10, Blind: 10, Retries: 9}},                                 // retries = served-1
-		{"1,1125899906842624,0,0,255", Storm{Served: 1, Blind: MaxStormServed, BlindRadius: 255}}, // blind at its bound
-		{"1125899906842624,1125899906842624,1125899906842623,255,255", Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: 255, BlindRadius: 255}},
-		{"100,100,0,7,7", Storm{Served: 100, Blind: 100, Radius: 7, BlindRadius: 7}}, // a radius without retries is a figure, not a contradiction
-	}
-	for _, tt := range tests {
-		got, ok := ParseStorm(tt.give)
-		require.True(t, ok, "%q", tt.give)
-		assert.Equal(t, tt.want, got, "%q", tt.give)
-		assert.Equal(t, tt.give, got.HeaderValue(), "%q is canonical", tt.give)
-	}
-}
-
-func TestParseStormRejects(t *testing.T) {
-	tests := []struct {
-		name string
-		give string
-	}{
-		{"unknown", StormUnknownValue},
-		{"Unknown", "Unknown"},
-		{"empty", ""},
-		{"four fields", "1,1,0,0"},
-		{"six fields", "1,1,0,0,0,0"},
-		{"trailing comma", "1,1,0,0,0,"},
-		{"leading comma", ",1,1,0,0,0"},
-		{"empty field", "1,,0,0,0"},
-		{"double comma", "1,1,,0,0,0"},
-		{"leading zero served", "01,1,0,0,0"},
-		{"leading zero blind", "1,01,0,0,0"},
-		{"leading zero retries", "2,2,01,1,1"},
-		{"leading zero radius", "2,2,1,01,1"},
-		{"leading zero blind radius", "2,2,1,1,01"},
-		{"double zero", "1,1,00,0,0"},
-		{"plus sign", "+1,1,0,0,0"},
-		{"minus sign", "1,1,-0,0,0"},
-		{"negative", "-1,1,0,0,0"},
-		{"leading space", " 1,1,0,0,0"},
-		{"trailing space", "1,1,0,0,0 "},
-		{"space after comma", "1, 1,0,0,0"},
-		{"space before comma", "1 ,1,0,0,0"},
-		{"tab", "1,1,0,0,\t0"},
-		{"newline", "1,1,0,0,0\n"},
-		{"semicolons", "1;1;0;0;0"},
-		{"hex", "0x1,1,0,0,0"},
-		{"decimal point", "1.0,1,0,0,0"},
-		{"exponent", "1e0,1,0,0,0"},
-		{"underscore", "1_0,10,0,0,0"},
-		{"fullwidth digit", "１,1,0,0,0"},
-		{"arabic-indic digit", "١,1,0,0,0"},
-		{"NUL", "1,1,0,0,0\x00"},
-		{"invalid UTF-8", "1,1,0,0,\xff"},
-		{"served zero", "0,0,0,0,0"},
-		{"served zero, blind one", "0,1,0,0,0"},
-		{"retries equal served", "1,1,1,0,0"},
-		{"retries above served", "2,3,5,1,1"},
-		{"blind below served", "2,1,0,0,0"},
-		{"blind zero", "1,0,0,0,0"},
-		{"blind radius below radius", "3,3,1,2,1"},
-		{"served past its bound", "1125899906842625,1125899906842625,0,0,0"},
-		{"blind past its bound", "1,1125899906842625,0,0,0"},
-		{"retries past the bound", "1,1,1125899906842625,0,0"},
-		{"radius past its bound", "2,2,1,256,256"},
-		{"blind radius past its bound", "1,1,0,0,256"},
-		{"radius far past its bound", "1,1,0,1125899906842624,1125899906842624"},
-		{"uint64 overflow", "18446744073709551616,18446744073709551616,0,0,0"},
-		{"uint64 max", "18446744073709551615,18446744073709551615,0,0,0"},
-		{"huge", strings.Repeat("9", 100) + ",1,0,0,0"},
-		{"repeated", strings.Repeat("1,1,0,0,0", 2)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseStorm(tt.give)
-			assert.False(t, ok, "%q parsed as %+v", tt.give, got)
-			assert.Equal(t, Storm{}, got, "a rejected value reads as the zero Storm")
-		})
-	}
-}
-
-// TestParseStormBounds walks each field across its bound.
-func TestParseStormBounds(t *testing.T) {
-	top := strconv.FormatUint(MaxStormServed, 10)
-	past := strconv.FormatUint(MaxStormServed+1, 10)
-	for _, tt := range []struct {
-		give string
-		ok   bool
-	}{
-		{top + "," + top + ",0,0,0", true},
-		{past + "," + past + ",0,0,0", false},
-		{"1," + top + ",0,0,0", true},
-		{"1," + past + ",0,0,0", false},
-		{top + "," + top + "," + strconv.FormatUint(MaxStormServed-1, 10) + ",0,0", true},
-		{top + "," + top + "," + top + ",0,0", false}, // retries = served
-		{"1,1,0,255,255", true},
-		{"1,1,0,254,255", true},
-		{"1,1,0,255,254", false},
-		{"1,1,0,0,255", true},
-		{"1,1,0,0,256", false},
-		{"1,1,0,256,256", false},
-		{"1,1,0,0,0", true},
-		{"2,2,1,0,0", true},
-		{"2,2,2,0,0", false},
-		{"2,1,0,0,0", false},
-		{"2,2,0,0,0", true},
-	} {
-		_, ok := ParseStorm(tt.give)
-		assert.Equal(t, tt.ok, ok, "%q", tt.give)
-	}
-}
-
-func TestStormRoundTrip(t *testing.T) {
-	for _, s := range []Storm{
-		One,
-		{Served: 4, Blind: 4},
-		{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1},
-		{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2},
-		{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3},
-		{Served: 1, Blind: MaxStormServed, BlindRadius: MaxStormRadius},
-		{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius},
-	} {
-		got, ok := ParseStorm(s.HeaderValue())
-		require.True(t, ok, "%+v", s)
-		assert.Equal(t, s, got)
-	}
-}
-
 func TestStormPreventedAndTrivial(t *testing.T) {
 	tests := []struct {
 		give          Storm
 		wantPrevented uint64
 		wantTrivial   bool
 	}{
-		{One, 0, true},
+		{Storm{Served: 1, Blind: 1}, 0, true},
 		{Storm{Served: 1, Blind: 1}, 0, true},
 		{Storm{Served: 2, Blind: 2}, 0, false},                                        // a quiet subtree: more than one request
 		{Storm{Served: 1, Blind: 1, Radius: 0, BlindRadius: 1}, 0, false},             // a radius says something
@@ -182,114 +44,4 @@ func TestStormPreventedAndTrivial(t *testing.T) {
 		assert.Equal(t, tt.wantPrevented, tt.give.Prevented(), "%+v", tt.give)
 		assert.Equal(t, tt.wantTrivial, tt.give.Trivial(), "%+v", tt.give)
 	}
-}
-
-func TestResponseStorm(t *testing.T) {
-	with := func(k, v string) *transport.Response {
-		return &transport.Response{Headers: transport.NewHeaders().With(k, v)}
-	}
-	tests := []struct {
-		name   string
-		res    *transport.Response
-		class  Class
-		header string
-		want   Storm
-		wantOK bool
-	}{
-		{"no response, success: one", nil, ClassOK, DefaultStormHeader, One, true},
-		{"no response, answer: unknown (cut short before the callee answered)", nil, ClassAnswer, DefaultStormHeader, Storm{}, false},
-		{"no response, failure: unknown", nil, ClassFailure, DefaultStormHeader, Storm{}, false},
-		{"no header, success: one", &transport.Response{}, ClassOK, DefaultStormHeader, One, true},
-		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ClassAnswer, DefaultStormHeader, One, true},
-		{"no header, failure: unknown", with("x-other", "9,9,0,0,0"), ClassFailure, DefaultStormHeader, Storm{}, false},
-		{"header on a success", with(DefaultStormHeader, "3,3,0,0,0"), ClassOK, DefaultStormHeader, Storm{Served: 3, Blind: 3}, true},
-		{"header on an answer", with(DefaultStormHeader, "5,9,1,1,2"), ClassAnswer, DefaultStormHeader, Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}, true},
-		{"header on a failure", with(DefaultStormHeader, "9,18,1,1,2"), ClassFailure, DefaultStormHeader, Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, true},
-		{"one on a failure", with(DefaultStormHeader, "1,1,0,0,0"), ClassFailure, DefaultStormHeader, One, true},
-		{"unknown on a success", with(DefaultStormHeader, StormUnknownValue), ClassOK, DefaultStormHeader, Storm{}, false},
-		{"unknown on a failure", with(DefaultStormHeader, StormUnknownValue), ClassFailure, DefaultStormHeader, Storm{}, false},
-		{"garbage on a success is unknown, not one", with(DefaultStormHeader, "lots"), ClassOK, DefaultStormHeader, Storm{}, false},
-		{"empty value on a success is unknown", with(DefaultStormHeader, ""), ClassOK, DefaultStormHeader, Storm{}, false},
-		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ClassOK, DefaultStormHeader, Storm{Served: 3, Blind: 3}, true},
-		{"custom header", with("x-storm", "2,2,1,1,1"), ClassFailure, "x-storm", Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true},
-		{"custom header, default one ignored", with(DefaultStormHeader, "2,2,1,1,1"), ClassFailure, "x-storm", Storm{}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ResponseStorm(tt.res, tt.class, tt.header)
-			assert.Equal(t, tt.wantOK, ok)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-}
-
-// TestResponseStormClasses: with a response, only a failure without the
-// header is unknown, whatever the code that made it a failure; without a
-// response, every error is.
-func TestResponseStormClasses(t *testing.T) {
-	for _, row := range Codes() {
-		_, ok := ResponseStorm(&transport.Response{}, row.Class, DefaultStormHeader)
-		assert.Equal(t, row.Class != ClassFailure, ok, "%v (%v), with a response", row.Code, row.Class)
-		_, ok = ResponseStorm(nil, row.Class, DefaultStormHeader)
-		assert.Equal(t, row.Class == ClassOK, ok, "%v (%v), without a response", row.Code, row.Class)
-	}
-}
-
-func FuzzParseStorm(f *testing.F) {
-	for _, s := range []string{
-		"1,1,0,0,0",
-		"9,18,1,1,2",
-		"11,39,1,1,3",
-		"1125899906842624,1125899906842624,1125899906842623,255,255",
-		"1125899906842625,1125899906842625,0,0,0",
-		"1,1,0,0,256",
-		"1,1,1,0,0",
-		"2,1,0,0,0",
-		"3,3,1,2,1",
-		"01,1,0,0,0",
-		"0,0,0,0,0",
-		"+1,1,0,0,0",
-		" 1,1,0,0,0",
-		"1,1,0,0,0,",
-		"1,1,0,0",
-		"unknown",
-		"",
-		"18446744073709551616,1,0,0,0",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		s, ok := ParseStorm(v)
-		if !ok {
-			if s != (Storm{}) {
-				t.Fatalf("ParseStorm(%q) = %+v, false; want the zero Storm", v, s)
-			}
-			return
-		}
-		if got := s.HeaderValue(); got != v {
-			t.Fatalf("ParseStorm(%q) = %+v, whose HeaderValue is %q: not canonical", v, s, got)
-		}
-		again, ok := ParseStorm(s.HeaderValue())
-		if !ok || again != s {
-			t.Fatalf("ParseStorm(%q) = %+v, which reparses as %+v, %v", v, s, again, ok)
-		}
-		if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.Blind > MaxStormServed || s.BlindRadius < s.Radius {
-			t.Fatalf("ParseStorm(%q) = %+v breaks an invariant", v, s)
-		}
-		if s.Prevented() > s.Blind {
-			t.Fatalf("ParseStorm(%q) = %+v prevents %d", v, s, s.Prevented())
-		}
-		// A plain reading agrees.
-		fields := strings.Split(v, ",")
-		if len(fields) != 5 {
-			t.Fatalf("ParseStorm(%q) accepted %d fields", v, len(fields))
-		}
-		want := []uint64{s.Served, s.Blind, s.Retries, uint64(s.Radius), uint64(s.BlindRadius)}
-		for i, f := range fields {
-			n, err := strconv.ParseUint(f, 10, 64)
-			if err != nil || n != want[i] {
-				t.Fatalf("ParseStorm(%q) field %d = %d, strconv says %d, %v", v, i, want[i], n, err)
-			}
-		}
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
@@ -169,8 +170,8 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	s.Count++
 	s.Shed = false
 	res, err := out.Call(ctx, req)
-	code, class := ownership.CallResult(res, err, a.m.codeHeader)
-	state.Storm.Attempt(ownership.ResponseStorm(res, class, a.m.stormHeader))
+	code, class := wire.CallResult(res, err, a.m.codeHeader)
+	state.Storm.Attempt(wire.ResponseStorm(res, class, a.m.stormHeader))
 	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
 	s.Last = nil
 	if class == ownership.ClassOK {
@@ -179,7 +180,7 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		}
 		return res, err
 	}
-	state.Claim, state.NoRetry = ownership.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
+	state.Claim, state.NoRetry = wire.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
 	if c != nil {
 		c.overload.done(adm, overloaded(code, state.Claim))
 	}
@@ -312,7 +313,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		return m.stamp(req, s.Count+1), nil, nil, false
 	}
 	f.denied[r].Inc(1)
-	if rr := r.refusal(); rr != ownership.RefusedNone && ownership.RetryableByNature(s.Last.Code) {
+	if rr := r.refusal(); rr != ownership.RefusedNone && wire.RetryableByNature(s.Last.Code) {
 		state.Refused = rr
 	}
 	m.warnForeign(req, r)
@@ -338,7 +339,7 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, se
 		minRemaining = p.minRemaining
 	}
 	switch {
-	case last.Class != ownership.ClassFailure || !ownership.RetryableByNature(last.Code):
+	case last.Class != ownership.ClassFailure || !wire.RetryableByNature(last.Code):
 		return foreignCode, true
 	case last.Claim == ownership.ClaimUnclaimed:
 		return foreignUnclaimed, true
@@ -366,7 +367,7 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, se
 // stamp returns req with the attempt header set to n, leaving req alone.
 func (m *Middleware) stamp(req *transport.Request, n int) *transport.Request {
 	r := *req
-	r.Headers = headersWith(req.Headers, m.attemptHeader, ownership.FormatAttempt(n))
+	r.Headers = headersWith(req.Headers, m.attemptHeader, wire.FormatAttempt(n))
 	return &r
 }
 

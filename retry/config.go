@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -43,9 +44,9 @@ const (
 )
 
 // defaultRetryableCodes are retried when a policy lists none: the code
-// table's (ownership.DefaultRetryableCodes), by name.
+// table's (wire.DefaultRetryableCodes), by name.
 func defaultRetryableCodes() []string {
-	codes := ownership.DefaultRetryableCodes()
+	codes := wire.DefaultRetryableCodes()
 	names := make([]string, len(codes))
 	for i, c := range codes {
 		names[i] = c.String()

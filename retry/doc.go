@@ -3,7 +3,7 @@
 // In docs/DESIGN.md's data flow it is the inner of the two outbound middlewares:
 // errown's egress middleware wraps it and, after the call, needs to know
 // how many attempts were made and whether a wanted retry was refused, to
-// compute retry-criteria-satisfied (ownership.RetryCriteriaSatisfied).
+// compute retry-criteria-satisfied (wire.RetryCriteriaSatisfied).
 // Call reports it to the egress middleware through errown's own plumbing,
 // which users never see. Used alone, without the egress middleware, the
 // retry middleware simply does not report.
@@ -58,7 +58,7 @@
 //   - retry.prevented: requests this hop's own suppressions prevented (in
 //     observe mode, would prevent): each suppressed retry would have
 //     replayed the callee's whole subtree, its own retries included (storm
-//     telemetry, ownership.StormCall). Summed over every service it is what
+//     telemetry, wire.StormCall). Summed over every service it is what
 //     the roots report; per service in observe mode it counts every call
 //     the hop got, blind retries from above included, so it can exceed
 //     what enforce mode prevents there.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
@@ -182,7 +183,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		attempt := req
 		if n > 1 {
 			c.metrics.attempts.Inc(1)
-			attempt = body.request(&orig, n, m.attemptHeader, ownership.FormatAttempt(max(sent, n-1)+1))
+			attempt = body.request(&orig, n, m.attemptHeader, wire.FormatAttempt(max(sent, n-1)+1))
 		} else if !body.inPlace {
 			attempt = body.request(&orig, n, m.attemptHeader, "")
 		}
@@ -192,16 +193,16 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		if !state.Sends.Direct || !seen {
 			// What came back may not be what the innermost step saw (a
 			// middleware in between), or it saw nothing: classify it here.
-			state.Code, state.Class = ownership.CallResult(res, err, m.codeHeader)
+			state.Code, state.Class = wire.CallResult(res, err, m.codeHeader)
 			if state.Class != ownership.ClassOK {
-				state.Claim, state.NoRetry = ownership.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
+				state.Claim, state.NoRetry = wire.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
 			}
 		}
 		code, class := state.Code, state.Class
 		state.Classified = true
 		if !seen {
 			// No innermost step saw the attempt: fold its storm here.
-			state.Storm.Attempt(ownership.ResponseStorm(res, class, m.stormHeader))
+			state.Storm.Attempt(wire.ResponseStorm(res, class, m.stormHeader))
 		}
 		if seen {
 			state.Attempts = max(state.Sends.Count, 1) // as they left the process
@@ -229,7 +230,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 // the policy's codes, idempotency, the body cap, the deadline, the
 // budget.
 func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState) (time.Duration, bool) {
-	if !ownership.RetryableByNature(code) || state.Sends.Shed {
+	if !wire.RetryableByNature(code) || state.Sends.Shed {
 		return 0, false // a shed attempt was refused already
 	}
 	if state.Claim == ownership.ClaimUnclaimed {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
@@ -285,7 +286,7 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	if got := counters(scope)["retry.denied+callee=callee,reason=overload"]; got != 2 {
 		t.Errorf("retry.denied{reason=overload} = %d, want 2 (a retry, a shed attempt)", got)
 	}
-	if !ownership.RetryCriteriaSatisfied(ownership.CallOutcome{Attempts: 1, Refused: ownership.RefusedOverload, Code: yarpcerrors.CodeResourceExhausted}) {
+	if !wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: 1, Refused: ownership.RefusedOverload, Code: yarpcerrors.CodeResourceExhausted}) {
 		t.Error("a shed call's retry criteria are not satisfied")
 	}
 }

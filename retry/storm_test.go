@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,7 +90,7 @@ func (tc stormCase) run(t *testing.T) {
 			res, err = m.Call(reqlog.WithCallState(ctx, state), r, out)
 		}
 		cancel()
-		code, _ := ownership.CallResult(res, err, "errown-code")
+		code, _ := wire.CallResult(res, err, "errown-code")
 		assert.Equal(t, tc.wantCode, code, "sink %v: the last attempt's answer", viaSink)
 		assert.Len(t, out.requests(), tc.wantSent, "sink %v: attempts sent", viaSink)
 		assert.Equal(t, tc.wantSent, state.Attempts, "sink %v", viaSink)
@@ -117,7 +118,7 @@ func TestStormEnforce(t *testing.T) {
 			give:         idem(PolicyConfig{}),
 			script:       []step{okWith()},
 			wantSent:     1,
-			want:         ownership.One,
+			want:         wire.One,
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1},
 		},

@@ -3,6 +3,7 @@ package reqlog
 import (
 	"context"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -22,8 +23,8 @@ type CallState struct {
 	Refused ownership.Refusal
 	// Storm folds the Storms of the call's attempts, when the retry
 	// middleware made them; the egress middleware folds a single attempt.
-	Storm ownership.StormCall
-	// Code and Class are the last attempt's, as ownership.CallResult
+	Storm wire.StormCall
+	// Code and Class are the last attempt's, as wire.CallResult
 	// gives them, when Classified: the retry middleware classified it,
 	// and the egress middleware need not again.
 	Code       yarpcerrors.Code

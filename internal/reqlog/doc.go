@@ -7,7 +7,7 @@
 // In docs/DESIGN.md's data flow it is the thread between the middleware:
 // the inbound middleware opens a Log (package ingresslog) and puts it in
 // the handler's context; the egress middleware (package outbound) finds it
-// there and appends one egresslog.Entry per logical call, with the
+// there and appends one calls.Entry per logical call, with the
 // attempts and refusals the retry middleware (package retry) recorded in a
 // CallState.
 package reqlog

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/calls"
 )
 
 // ID identifies a request in flight. IDs are minted by ingresslog.Map, in
@@ -18,7 +18,7 @@ type Log struct {
 	// Procedure is the inbound procedure being served.
 	Procedure string
 	// Egress holds the request's outbound calls.
-	Egress egresslog.Log
+	Egress calls.Log
 	// Slot is the Log's index in its ingresslog shard, under the shard's
 	// lock.
 	Slot int

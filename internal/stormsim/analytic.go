@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 )
@@ -141,7 +142,7 @@ func (a Analysis) Loads() []float64 {
 // 1 to attempts-1 with w the chance an attempt wants a retry, are at most
 // B: in the long run the budget grants B retries per call and grants them
 // to whichever call wants one. The caller's own claim then follows
-// ownership.Decide over its failed calls, with the edge kinds errown would
+// wire.Decide over its failed calls, with the edge kinds errown would
 // use: unknown with the memory disabled, else what the memory learns in
 // the long run (fail-close for a hard edge; for a soft one, by the chance
 // the caller fails anyway). It ignores the first requests of a run, before
@@ -436,7 +437,7 @@ func (a *analyzer) correlated(c gcall, out callOutcome, failsAnyway float64) boo
 		const samples = 1_000_000
 		kind = depmem.Classify(ownership.KindUnknown, samples, int64(math.Round(ratio*samples)), a.thresholds)
 	}
-	return ownership.Correlated(kind, a.unknownCorrelated)
+	return wire.Correlated(kind, a.unknownCorrelated)
 }
 
 // call returns the distribution of one logical call from node caller to a

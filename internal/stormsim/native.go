@@ -76,8 +76,8 @@ func native(kind string) bool {
 	return kind == TransportGRPCGo || kind == TransportNetHTTP
 }
 
-// wire returns the yarpc transport that speaks to a node of kind.
-func wire(kind string) string {
+// wireKind returns the yarpc transport that speaks to a node of kind.
+func wireKind(kind string) string {
 	switch kind {
 	case TransportGRPCGo:
 		return TransportGRPC
@@ -90,10 +90,10 @@ func wire(kind string) string {
 // yarpcOutbound returns the outbound a yarpc node of kind, whose own
 // endpoint is e, calls a node of kind child listening on addr with.
 func yarpcOutbound(o Options, e endpoint, kind, child, service, addr string) (transport.UnaryOutbound, error) {
-	if wire(child) == kind {
+	if wireKind(child) == kind {
 		return e.outbound(addr), nil
 	}
-	ce, err := newEndpoint(wire(child), service, _localhost, false, o.idleConns())
+	ce, err := newEndpoint(wireKind(child), service, _localhost, false, o.idleConns())
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []strin
 // what to stop it with. With mws nil (the simulator's own client) it runs
 // no middleware.
 func nativeClient(o Options, kind, from, to, addr string, mws *clientMiddleware) (caller, stopper, error) {
-	switch wire(kind) {
+	switch wireKind(kind) {
 	case TransportGRPC:
 		opts := []grpc.DialOption{
 			grpc.WithTransportCredentials(insecure.NewCredentials()),

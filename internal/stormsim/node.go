@@ -2,7 +2,6 @@ package stormsim
 
 import (
 	"context"
-	"github.com/errown/errown/internal/release"
 	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
@@ -10,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/errown/errown/internal/release"
+	"github.com/errown/errown/internal/wire"
 
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc"
@@ -77,7 +79,7 @@ func attemptOf(ctx context.Context) int {
 // attemptNumber reads an attempt header value: its number, 1 when it is
 // absent or malformed.
 func attemptNumber(v string) int {
-	if a, ok := ownership.ParseAttempt(v); ok {
+	if a, ok := wire.ParseAttempt(v); ok {
 		return a
 	}
 	return 1
@@ -305,7 +307,7 @@ func (r *claimRecorder) end(v *visit, failed bool, claim string) {
 		return
 	}
 	r.n.errors.Add(1)
-	if ownership.ParseClaim(claim) == ownership.ClaimUnclaimed {
+	if wire.ParseClaim(claim) == ownership.ClaimUnclaimed {
 		r.n.unclaimed.Add(1)
 		if v.own.Load() {
 			r.n.ownUnclaimed.Add(1)

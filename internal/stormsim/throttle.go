@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
@@ -132,7 +133,7 @@ func (t *throttle) Call(ctx context.Context, req *transport.Request, out transpo
 		return nil, yarpcerrors.Newf(yarpcerrors.CodeUnavailable, "stormsim: %s throttles its calls to %s", t.node, req.Service)
 	}
 	res, err := out.Call(ctx, req)
-	if err == nil || ownership.Info(yarpcerrors.FromError(err).Code()).Class != ownership.ClassFailure {
+	if err == nil || wire.Info(yarpcerrors.FromError(err).Code()).Class != ownership.ClassFailure {
 		t.accept(c, time.Now())
 	}
 	return res, err

@@ -3,10 +3,12 @@ package stormsim
 import (
 	"errors"
 	"fmt"
-	"github.com/errown/errown/ownership"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/ownership"
 
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -494,7 +496,7 @@ func compile(t *Topology) (*graph, error) {
 }
 
 // failCode reads a FailCode: the code and whether it is retried, by the
-// code table (ownership.Info). A node's own failure must be a failure: an
+// code table (wire.Info). A node's own failure must be a failure: an
 // answer (not-found, invalid-argument...) is not one, and a code the
 // default policies do not retry though it is retryable by nature
 // (resource-exhausted), or one the lab's clients read as their own
@@ -507,7 +509,7 @@ func failCode(name string) (yarpcerrors.Code, bool, error) {
 	if err := c.UnmarshalText([]byte(name)); err != nil {
 		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("unknown yarpc code, got %q", name)
 	}
-	info := ownership.Info(c)
+	info := wire.Info(c)
 	switch {
 	case info.Class != ownership.ClassFailure:
 		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("must be a failure (a server fault), not an answer, got %q", name)

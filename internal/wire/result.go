@@ -1,6 +1,7 @@
-package ownership
+package wire
 
 import (
+	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -14,7 +15,7 @@ import (
 // On the inbound side appErr and appCode are what the encoding told the
 // ResponseWriter; on the outbound side they are the response's
 // ApplicationError and ApplicationErrorMeta.Code.
-func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, Class) {
+func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, ownership.Class) {
 	switch {
 	case err != nil:
 		// The transports' errors are *yarpcerrors.Status: read the code
@@ -32,9 +33,9 @@ func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code
 	case appErr && appCode != nil && *appCode != yarpcerrors.CodeOK:
 		return *appCode, Info(*appCode).Class
 	case appErr:
-		return yarpcerrors.CodeOK, ClassAnswer
+		return yarpcerrors.CodeOK, ownership.ClassAnswer
 	default:
-		return yarpcerrors.CodeOK, ClassOK
+		return yarpcerrors.CodeOK, ownership.ClassOK
 	}
 }
 
@@ -42,7 +43,7 @@ func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code
 // application error res is marked with, by the code in its
 // ApplicationErrorMeta or, where the transport dropped it (gRPC), by the
 // code errown's inbound side sent under codeHeader.
-func CallResult(res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, Class) {
+func CallResult(res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, ownership.Class) {
 	if err != nil || res == nil || !res.ApplicationError {
 		return Result(err, false, nil)
 	}

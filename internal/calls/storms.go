@@ -1,11 +1,11 @@
-package egresslog
+package calls
 
 import (
 	"github.com/errown/errown/ownership"
 )
 
 // stormSums sums the Storms of one request's outbound calls. Calls that
-// did not fail and have nothing to report (ownership.One) are not added:
+// did not fail and have nothing to report (wire.One) are not added:
 // the egress log counts them, and total takes that count. It is not safe
 // for concurrent use: it lives in a Log's chunk, under the Log's lock.
 type stormSums struct {

@@ -1,6 +1,6 @@
 //go:build race
 
-package egresslog
+package calls
 
 // raceEnabled: the race detector drops some of what pools are given back.
 const raceEnabled = true

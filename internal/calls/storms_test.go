@@ -1,9 +1,10 @@
-package egresslog
+package calls
 
 import (
 	"sync"
 	"testing"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,7 @@ func TestStormsTotal(t *testing.T) {
 	}{
 		{
 			name:   "a leaf: its own request",
-			want:   ownership.One,
+			want:   wire.One,
 			wantOK: true,
 		},
 		{
@@ -47,7 +48,7 @@ func TestStormsTotal(t *testing.T) {
 		},
 		{
 			name:      "a failed one: one more request",
-			give:      []added{{ownership.One, true, true}},
+			give:      []added{{wire.One, true, true}},
 			want:      ownership.Storm{Served: 2, Blind: 2},
 			wantOK:    true,
 			wantAdded: true,
@@ -181,7 +182,7 @@ func TestStormsTotalMatchesWire(t *testing.T) {
 	got, ok := s.StormTotal(5)
 	require.True(t, ok)
 	assert.Equal(t, "16,25,2,1,2", got.HeaderValue())
-	back, ok := ownership.ParseStorm(got.HeaderValue())
+	back, ok := wire.ParseStorm(got.HeaderValue())
 	require.True(t, ok)
 	assert.Equal(t, got, back)
 }
@@ -248,7 +249,7 @@ func TestStormsConcurrentUnknown(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 100 {
-				s.AddStorm(ownership.One, !(g == 17 && i == 50), true)
+				s.AddStorm(wire.One, !(g == 17 && i == 50), true)
 			}
 		}()
 	}

@@ -1,4 +1,4 @@
-package egresslog
+package calls
 
 import (
 	"github.com/errown/errown/ownership"
@@ -7,7 +7,7 @@ import (
 
 // Entry is one logical outbound call: all of its attempts together.
 type Entry struct {
-	Edge Edge
+	Edge ownership.Edge
 	// Code is yarpcerrors.CodeOK for a call that succeeded, and for an
 	// application error without a code.
 	Code yarpcerrors.Code

@@ -1,4 +1,4 @@
-package egresslog
+package ownership
 
 // Edge names a dependency as one caller procedure sees it: the same callee
 // can be a hard dependency on one route and a soft one on another.

@@ -1,18 +1,16 @@
-package egresslog
+package calls
 
 import (
 	"math"
 	"sync"
 	"sync/atomic"
 
+	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/ownership"
 )
 
-// MaxFailures is how many failed calls a Log keeps. A request that makes
-// more failed calls has the first MaxFailures kept and the rest counted
-// in Counts.Overflow: what one request costs stays bounded whatever its
-// handler does.
-const MaxFailures = 64
+// MaxFailures is how many failed calls a Log keeps (egresslog.MaxFailures).
+const MaxFailures = egresslog.MaxFailures
 
 // _inline is how many failed calls a Log holds without allocating: most
 // requests see few outbound failures, if any.
@@ -317,7 +315,7 @@ func (l *Log) failures() []Entry {
 
 // Last returns the latest failed call the log keeps on edge, and whether
 // there is one.
-func (l *Log) Last(edge Edge) (Entry, bool) {
+func (l *Log) Last(edge ownership.Edge) (Entry, bool) {
 	if l.state.Load()&_chunked == 0 { // no failure: no lock
 		return Entry{}, false
 	}

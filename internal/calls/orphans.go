@@ -1,4 +1,4 @@
-package egresslog
+package calls
 
 import "sync/atomic"
 

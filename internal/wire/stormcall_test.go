@@ -1,15 +1,16 @@
-package ownership
+package wire
 
 import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // callStorm returns c's Storm, failing t when it is unknown.
-func callStorm(t *testing.T, c *StormCall) Storm {
+func callStorm(t *testing.T, c *StormCall) ownership.Storm {
 	t.Helper()
 	s, ok := c.Storm()
 	require.True(t, ok, "the call's Storm is unknown")
@@ -18,7 +19,7 @@ func callStorm(t *testing.T, c *StormCall) Storm {
 
 // request returns the Storm a hop's inbound side sends for a request
 // whose only call had Storm call: its own request and the call's.
-func request(call Storm) Storm {
+func request(call ownership.Storm) ownership.Storm {
 	call.Served++
 	call.Blind++
 	return call
@@ -30,7 +31,7 @@ func request(call Storm) Storm {
 // below), so B suppresses its retry of C, and A its retry of B, each
 // adding the retry it suppressed to the blind world.
 func TestStormCallChain(t *testing.T) {
-	d := Storm{Served: 4, Blind: 4}
+	d := ownership.Storm{Served: 4, Blind: 4}
 
 	// C → D: two attempts, both in both worlds.
 	var c StormCall
@@ -38,11 +39,11 @@ func TestStormCallChain(t *testing.T) {
 	c.Attempt(d, true)
 	assert.Equal(t, 2, c.Attempts())
 	cCall := callStorm(t, &c)
-	assert.Equal(t, Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}, cCall)
+	assert.Equal(t, ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}, cCall)
 	assert.Equal(t, uint64(0), c.Prevented(), "C prevented nothing")
 	assert.False(t, c.ErrownStopped())
 	cReq := request(cCall)
-	require.Equal(t, Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}, cReq)
+	require.Equal(t, ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}, cReq)
 	assert.Equal(t, "9,9,1,1,1", cReq.HeaderValue())
 
 	// B → C: unclaimed, suppressed; the blind world replays it once.
@@ -51,22 +52,22 @@ func TestStormCallChain(t *testing.T) {
 	b.Blind(1)
 	assert.Equal(t, 1, b.Attempts(), "Blind adds no attempt made")
 	bCall := callStorm(t, &b)
-	assert.Equal(t, Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
+	assert.Equal(t, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
 	assert.Equal(t, uint64(9), b.Prevented(), "B's own suppression prevented C's whole subtree once")
 	assert.Equal(t, uint64(9), bCall.Prevented())
 	bReq := request(bCall)
-	require.Equal(t, Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2}, bReq)
+	require.Equal(t, ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2}, bReq)
 
 	// A → B: unclaimed, suppressed.
 	var a StormCall
 	a.Attempt(bReq, true)
 	a.Blind(1)
 	aCall := callStorm(t, &a)
-	assert.Equal(t, Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, aCall)
+	assert.Equal(t, ownership.Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, aCall)
 	assert.Equal(t, uint64(19), a.Prevented(), "A's own suppression: B's blind subtree once")
 	assert.Equal(t, uint64(28), aCall.Prevented(), "A's and B's together")
 	aReq := request(aCall)
-	assert.Equal(t, Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, aReq)
+	assert.Equal(t, ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, aReq)
 
 	// Counted the other way: with errown, A, B and C once and D twice
 	// (4 each); blind, every hop retries once: 1 + 2(1 + 2(1 + 2·4)).
@@ -79,7 +80,7 @@ func TestStormCallChain(t *testing.T) {
 // do retry the unclaimed errors (and the callee answers the same again),
 // reports the same figures: the blind world is what happened.
 func TestStormCallChainObserve(t *testing.T) {
-	cReq := Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}
+	cReq := ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}
 
 	var b StormCall
 	b.Attempt(cReq, true) // unclaimed: errown would stop here
@@ -88,7 +89,7 @@ func TestStormCallChainObserve(t *testing.T) {
 	b.Attempt(cReq, true) // the retry observe mode made anyway
 	assert.Equal(t, 2, b.Attempts())
 	bCall := callStorm(t, &b)
-	assert.Equal(t, Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
+	assert.Equal(t, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
 	assert.Equal(t, uint64(9), b.Prevented(), "what B's suppression would prevent")
 
 	var a StormCall
@@ -96,13 +97,13 @@ func TestStormCallChainObserve(t *testing.T) {
 	a.Attempt(bReq, true)
 	a.StopErrown()
 	a.Attempt(bReq, true)
-	assert.Equal(t, Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, callStorm(t, &a))
+	assert.Equal(t, ownership.Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, callStorm(t, &a))
 	assert.Equal(t, uint64(19), a.Prevented())
 }
 
 func TestStormCall(t *testing.T) {
-	four := Storm{Served: 4, Blind: 4}
-	retried := Storm{Served: 5, Blind: 7, Retries: 1, Radius: 1, BlindRadius: 2}
+	four := ownership.Storm{Served: 4, Blind: 4}
+	retried := ownership.Storm{Served: 5, Blind: 7, Retries: 1, Radius: 1, BlindRadius: 2}
 	type op int
 	const (
 		opAttempt op = iota
@@ -111,18 +112,18 @@ func TestStormCall(t *testing.T) {
 	)
 	type step struct {
 		op    op
-		storm Storm
+		storm ownership.Storm
 		known bool
 		blind int
 	}
-	attempt := func(s Storm) step { return step{op: opAttempt, storm: s, known: true} }
+	attempt := func(s ownership.Storm) step { return step{op: opAttempt, storm: s, known: true} }
 	unknown := step{op: opAttempt}
 	blind := func(n int) step { return step{op: opBlind, blind: n} }
 	stop := step{op: opStop}
 	tests := []struct {
 		name          string
 		give          []step
-		want          Storm
+		want          ownership.Storm
 		wantOK        bool
 		wantAttempts  int
 		wantPrevented uint64
@@ -149,21 +150,21 @@ func TestStormCall(t *testing.T) {
 		{
 			name:         "two leaf attempts: one retry, radius one in both worlds",
 			give:         []step{attempt(One), attempt(One)},
-			want:         Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantAttempts: 2,
 		},
 		{
 			name:         "three attempts: retries below and here add, radii grow by one",
 			give:         []step{attempt(retried), attempt(four), attempt(retried)},
-			want:         Storm{Served: 14, Blind: 18, Retries: 2 + 2, Radius: 2, BlindRadius: 3},
+			want:         ownership.Storm{Served: 14, Blind: 18, Retries: 2 + 2, Radius: 2, BlindRadius: 3},
 			wantOK:       true,
 			wantAttempts: 3,
 		},
 		{
 			name:          "enforce: suppressed after one attempt, two blind retries",
 			give:          []step{attempt(four), blind(2)},
-			want:          Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
+			want:          ownership.Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
 			wantOK:        true,
 			wantAttempts:  1,
 			wantPrevented: 8,
@@ -171,7 +172,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "enforce: claimed, then unclaimed and suppressed: the blind retry replays the last",
 			give:          []step{attempt(four), attempt(retried), blind(1)},
-			want:          Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
+			want:          ownership.Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
 			wantOK:        true,
 			wantAttempts:  2,
 			wantPrevented: 7,
@@ -193,7 +194,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "observe: stopped after the first, two more made",
 			give:          []step{attempt(four), stop, attempt(four), attempt(four)},
-			want:          Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
+			want:          ownership.Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
 			wantOK:        true,
 			wantAttempts:  3,
 			wantPrevented: 8,
@@ -202,7 +203,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "observe: claimed, then unclaimed: errown would have made two",
 			give:          []step{attempt(four), attempt(retried), stop, attempt(retried)},
-			want:          Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
+			want:          ownership.Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
 			wantOK:        true,
 			wantAttempts:  3,
 			wantPrevented: 7,
@@ -211,7 +212,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:         "observe: stopped on the last attempt: nothing prevented",
 			give:         []step{attempt(four), attempt(four), stop},
-			want:         Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantAttempts: 2,
 			wantStopped:  true,
@@ -219,7 +220,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "observe: stopping twice is stopping once",
 			give:          []step{attempt(four), stop, attempt(four), stop, attempt(four)},
-			want:          Storm{Served: 4, Blind: 12, BlindRadius: 1},
+			want:          ownership.Storm{Served: 4, Blind: 12, BlindRadius: 1},
 			wantOK:        true,
 			wantAttempts:  3,
 			wantPrevented: 8,
@@ -275,7 +276,7 @@ func TestStormCall(t *testing.T) {
 			if tt.wantOK {
 				assert.Equal(t, tt.want, got)
 			} else {
-				assert.Equal(t, Storm{}, got, "an unknown Storm is the zero Storm")
+				assert.Equal(t, ownership.Storm{}, got, "an unknown Storm is the zero Storm")
 			}
 			assert.Equal(t, tt.wantAttempts, c.Attempts())
 			assert.Equal(t, tt.wantPrevented, c.Prevented())
@@ -285,11 +286,11 @@ func TestStormCall(t *testing.T) {
 }
 
 func TestStormCallOverflow(t *testing.T) {
-	top := Storm{Served: MaxStormServed, Blind: MaxStormServed}
+	top := ownership.Storm{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed}
 	tests := []struct {
 		name   string
 		give   func(c *StormCall)
-		want   Storm
+		want   ownership.Storm
 		wantOK bool
 	}{
 		{
@@ -308,44 +309,44 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "two halves: exactly the bound",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
-				c.Attempt(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
+				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed / 2}, true)
+				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed / 2}, true)
 			},
-			want:   Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:   ownership.Storm{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK: true,
 		},
 		{
 			name: "one past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
-				c.Attempt(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed/2 + 1}, true)
+				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed / 2}, true)
+				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed/2 + 1}, true)
 			},
 		},
 		{
 			name: "a blind retry past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: 1, Blind: MaxStormServed/2 + 1}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed/2 + 1}, true)
 				c.Blind(1)
 			},
 		},
 		{
 			name: "many blind retries past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: 1, Blind: MaxStormServed / 4}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed / 4}, true)
 				c.Blind(9)
 			},
 		},
 		{
 			name: "figures past uint64 saturate, never wrap",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: 1 << 63, Blind: 1 << 63}, true)
-				c.Attempt(Storm{Served: 1 << 63, Blind: 1 << 63}, true) // 2^64 would wrap to 0
+				c.Attempt(ownership.Storm{Served: 1 << 63, Blind: 1 << 63}, true)
+				c.Attempt(ownership.Storm{Served: 1 << 63, Blind: 1 << 63}, true) // 2^64 would wrap to 0
 			},
 		},
 		{
 			name: "a figure past the bound stays past it",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: 1, Blind: MaxStormServed + 1}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed + 1}, true)
 				c.StopErrown()
 				c.Attempt(One, true)
 			},
@@ -353,24 +354,24 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: 1, Blind: 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: 1, Radius: ownership.MaxStormRadius, BlindRadius: ownership.MaxStormRadius}, true)
 				c.Attempt(One, true)
 			},
 		},
 		{
 			name: "blind radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: ownership.MaxStormRadius}, true)
 				c.Blind(1)
 			},
 		},
 		{
 			name: "blind radius at its bound: known",
 			give: func(c *StormCall) {
-				c.Attempt(Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius - 1}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: ownership.MaxStormRadius - 1}, true)
 				c.Blind(1)
 			},
-			want:   Storm{Served: 1, Blind: 2, BlindRadius: MaxStormRadius},
+			want:   ownership.Storm{Served: 1, Blind: 2, BlindRadius: ownership.MaxStormRadius},
 			wantOK: true,
 		},
 	}
@@ -392,10 +393,10 @@ func TestStormCallOverflow(t *testing.T) {
 // attempt's blind count; the product must saturate like every sum.
 func TestStormCallBlindProductSaturates(t *testing.T) {
 	var c StormCall
-	c.Attempt(Storm{Served: 1, Blind: MaxStormServed}, true)
+	c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed}, true)
 	c.Blind(1 << 14) // 2^14 × 2^50 = 2^64: wraps to 0 unless saturated
 	s, ok := c.Storm()
-	assert.False(t, ok, "Blind(%d) after a blind count of %d reads %+v", 1<<14, uint64(MaxStormServed), s)
+	assert.False(t, ok, "Blind(%d) after a blind count of %d reads %+v", 1<<14, uint64(ownership.MaxStormServed), s)
 }
 
 // TestStormCallFolds: whatever the valid Storms of the attempts, in either
@@ -404,10 +405,10 @@ func TestStormCallBlindProductSaturates(t *testing.T) {
 // attempts say their subtrees prevented.
 func TestStormCallFolds(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	random := func() Storm {
+	random := func() ownership.Storm {
 		served := 1 + r.Uint64N(1000)
 		br := uint8(r.IntN(20))
-		return Storm{
+		return ownership.Storm{
 			Served:      served,
 			Blind:       served + r.Uint64N(1000),
 			Retries:     r.Uint64N(served),
@@ -421,7 +422,7 @@ func TestStormCallFolds(t *testing.T) {
 		attempts := 1 + r.IntN(MaxAttempt/10)
 		observe := r.IntN(2) == 0
 		stopAt := 1 + r.IntN(attempts)
-		var sum Storm
+		var sum ownership.Storm
 		for n := 1; n <= attempts; n++ {
 			s := random()
 			c.Attempt(s, true)
@@ -455,7 +456,7 @@ func TestStormCallFolds(t *testing.T) {
 
 // Trivial says exactly what Storm would: One, and known.
 func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
-	storms := []Storm{One, {Served: 2, Blind: 2}, {Served: 3, Blind: 6, Retries: 1, Radius: 1, BlindRadius: 2}, {Served: 1, Blind: 2, BlindRadius: 1}}
+	storms := []ownership.Storm{One, {Served: 2, Blind: 2}, {Served: 3, Blind: 6, Retries: 1, Radius: 1, BlindRadius: 2}, {Served: 1, Blind: 2, BlindRadius: 1}}
 	r := rand.New(rand.NewPCG(1, 2))
 	trivial := 0
 	for i := range 20000 {

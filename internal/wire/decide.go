@@ -1,9 +1,11 @@
-package ownership
+package wire
+
+import "github.com/errown/errown/ownership"
 
 // Failure is one failed outbound call of a request, as Decide needs it.
 type Failure struct {
 	// Kind of the edge the call went over.
-	Kind EdgeKind
+	Kind ownership.EdgeKind
 	// RCS reports whether the retry criteria were satisfied for the call:
 	// a retry was attempted, the callee's error was unclaimed, a retry was
 	// refused by budget, deadline or pushback, or the error is not
@@ -14,11 +16,11 @@ type Failure struct {
 // Correlated reports whether a failure on an edge of kind k may explain the
 // caller's own error. Fail-close edges always do, fail-open edges never do,
 // and unknown edges do when unknownCorrelated is set.
-func Correlated(k EdgeKind, unknownCorrelated bool) bool {
+func Correlated(k ownership.EdgeKind, unknownCorrelated bool) bool {
 	switch k {
-	case KindFailClose:
+	case ownership.KindFailClose:
 		return true
-	case KindFailOpen:
+	case ownership.KindFailOpen:
 		return false
 	default:
 		return unknownCorrelated
@@ -36,19 +38,19 @@ func Correlated(k EdgeKind, unknownCorrelated bool) bool {
 //     unclaimed.
 //
 // Decide never returns ClaimMissing.
-func Decide(failures []Failure, unknownCorrelated bool) Claim {
+func Decide(failures []Failure, unknownCorrelated bool) ownership.Claim {
 	correlated := false
 	for _, f := range failures {
 		if !Correlated(f.Kind, unknownCorrelated) {
 			continue
 		}
 		if !f.RCS {
-			return ClaimClaimed
+			return ownership.ClaimClaimed
 		}
 		correlated = true
 	}
 	if correlated {
-		return ClaimUnclaimed
+		return ownership.ClaimUnclaimed
 	}
-	return ClaimClaimed
+	return ownership.ClaimClaimed
 }

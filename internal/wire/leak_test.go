@@ -1,4 +1,4 @@
-package egresslog
+package wire
 
 import (
 	"testing"

@@ -1,8 +1,9 @@
-package ownership_test
+package wire_test
 
 import (
 	"fmt"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -10,16 +11,16 @@ import (
 func ExampleDecide() {
 	// The handler failed after a call over a hard dependency failed, and a
 	// retry of that call was already attempted: the error is not ours.
-	retried := ownership.RetryCriteriaSatisfied(ownership.CallOutcome{
+	retried := wire.RetryCriteriaSatisfied(wire.CallOutcome{
 		Attempts: 2, Callee: ownership.ClaimClaimed, Code: yarpcerrors.CodeUnavailable,
 	})
-	fmt.Println(ownership.Decide([]ownership.Failure{{Kind: ownership.KindFailClose, RCS: retried}}, true))
+	fmt.Println(wire.Decide([]wire.Failure{{Kind: ownership.KindFailClose, RCS: retried}}, true))
 
 	// Nobody has retried the failed call yet: claim it, so our caller does.
-	fmt.Println(ownership.Decide([]ownership.Failure{{Kind: ownership.KindFailClose, RCS: false}}, true))
+	fmt.Println(wire.Decide([]wire.Failure{{Kind: ownership.KindFailClose, RCS: false}}, true))
 
 	// Only a soft dependency failed: the error began here.
-	fmt.Println(ownership.Decide([]ownership.Failure{{Kind: ownership.KindFailOpen, RCS: true}}, true))
+	fmt.Println(wire.Decide([]wire.Failure{{Kind: ownership.KindFailOpen, RCS: true}}, true))
 	// Output:
 	// unclaimed
 	// claimed
@@ -28,7 +29,7 @@ func ExampleDecide() {
 
 func ExampleParseClaim() {
 	for _, v := range []string{"claimed", "unclaimed", "Unclaimed", ""} {
-		fmt.Printf("%q -> %v\n", v, ownership.ParseClaim(v))
+		fmt.Printf("%q -> %v\n", v, wire.ParseClaim(v))
 	}
 	// Output:
 	// "claimed" -> claimed

@@ -1,25 +1,25 @@
-package egresslog_test
+package calls_test
 
 import (
 	"fmt"
 
-	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
 func ExampleLog() {
-	var log egresslog.Log
-	log.Append(egresslog.Entry{
-		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
+	var log calls.Log
+	log.Append(calls.Entry{
+		Edge:     ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
 		Code:     yarpcerrors.CodeUnavailable,
 		Class:    ownership.ClassFailure,
 		Attempts: 2,
 		RCS:      true,
 	})
 	// A call that succeeded is counted, not kept.
-	log.Append(egresslog.Entry{
-		Edge:     egresslog.Edge{CallerProcedure: "checkout", Service: "users", Procedure: "get"},
+	log.Append(calls.Entry{
+		Edge:     ownership.Edge{CallerProcedure: "checkout", Service: "users", Procedure: "get"},
 		Code:     yarpcerrors.CodeOK,
 		Attempts: 1,
 	})
@@ -27,7 +27,7 @@ func ExampleLog() {
 		fmt.Println(e.Edge, e.Code, e.Attempts, e.RCS)
 	}
 	fmt.Printf("%+v\n", log.Counts())
-	fmt.Println("late append kept:", log.Append(egresslog.Entry{}), "late:", log.Late())
+	fmt.Println("late append kept:", log.Append(calls.Entry{}), "late:", log.Late())
 	log.Release() // the chunk the failure took goes back to the pool
 	// Output:
 	// checkout->payments::charge unavailable 2 true

@@ -1,4 +1,6 @@
-package ownership
+package wire
+
+import "github.com/errown/errown/ownership"
 
 // StormCall folds the attempts of one logical call, as its caller made
 // them, into the call's Storm. In enforce mode every attempt made is in
@@ -17,7 +19,7 @@ type StormCall struct {
 	retries        uint64
 	radius         uint8
 	blindRadius    uint8
-	last           Storm
+	last           ownership.Storm
 	own            uint64
 	unknown        bool
 	errownDone     bool
@@ -25,7 +27,7 @@ type StormCall struct {
 
 // Attempt adds the Storm of one attempt's response; known is false when
 // the response carried none errown can read.
-func (c *StormCall) Attempt(s Storm, known bool) {
+func (c *StormCall) Attempt(s ownership.Storm, known bool) {
 	c.attempts++
 	c.blindAttempts++
 	if !known {
@@ -59,8 +61,8 @@ func (c *StormCall) Blind(n int) {
 		return
 	}
 	c.blindAttempts += n
-	extra := uint64(MaxStormServed + 1) // out of bounds: unknown
-	if c.last.Blind <= MaxStormServed/uint64(n) {
+	extra := uint64(ownership.MaxStormServed + 1) // out of bounds: unknown
+	if c.last.Blind <= ownership.MaxStormServed/uint64(n) {
 		extra = uint64(n) * c.last.Blind
 	}
 	c.blind = add(c.blind, extra)
@@ -93,11 +95,11 @@ func (c *StormCall) Prevented() uint64 {
 
 // Storm returns the call's Storm, and false when it is unknown: no attempt
 // was added, an attempt's was unknown, or a figure is out of bounds.
-func (c *StormCall) Storm() (Storm, bool) {
+func (c *StormCall) Storm() (ownership.Storm, bool) {
 	if c.attempts == 0 || c.unknown {
-		return Storm{}, false
+		return ownership.Storm{}, false
 	}
-	s := Storm{Served: c.served, Blind: c.blind, Retries: c.retries}
+	s := ownership.Storm{Served: c.served, Blind: c.blind, Retries: c.retries}
 	r, br := int(c.radius), int(c.blindRadius)
 	if c.errownAttempts > 1 {
 		s.Retries = add(s.Retries, uint64(c.errownAttempts-1))
@@ -106,8 +108,8 @@ func (c *StormCall) Storm() (Storm, bool) {
 	if c.blindAttempts > 1 {
 		br++
 	}
-	if s.Blind > MaxStormServed || r > MaxStormRadius || br > MaxStormRadius {
-		return Storm{}, false
+	if s.Blind > ownership.MaxStormServed || r > ownership.MaxStormRadius || br > ownership.MaxStormRadius {
+		return ownership.Storm{}, false
 	}
 	s.Radius, s.BlindRadius = uint8(r), uint8(br)
 	return s, true
@@ -116,8 +118,8 @@ func (c *StormCall) Storm() (Storm, bool) {
 // add returns a+b, saturated just past MaxStormServed so that an overflow
 // reads as out of bounds, never wraps.
 func add(a, b uint64) uint64 {
-	if a > MaxStormServed || b > MaxStormServed {
-		return MaxStormServed + 1
+	if a > ownership.MaxStormServed || b > ownership.MaxStormServed {
+		return ownership.MaxStormServed + 1
 	}
 	return a + b
 }

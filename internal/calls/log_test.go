@@ -1,4 +1,4 @@
-package egresslog
+package calls
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,12 +15,12 @@ import (
 
 // entry is a failed call on an edge of its own.
 func entry(i int) Entry {
-	return Entry{Edge: Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}
+	return Entry{Edge: ownership.Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}
 }
 
 // ok is a call that succeeded.
 func ok(i int) Entry {
-	return Entry{Edge: Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeOK, Attempts: 1}
+	return Entry{Edge: ownership.Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeOK, Attempts: 1}
 }
 
 func TestLogKeepsFailuresInOrderAcrossInlineBoundary(t *testing.T) {
@@ -193,7 +194,7 @@ func TestEntryFailed(t *testing.T) {
 }
 
 func TestEdgeString(t *testing.T) {
-	assert.Equal(t, "get->users::lookup", Edge{CallerProcedure: "get", Service: "users", Procedure: "lookup"}.String())
+	assert.Equal(t, "get->users::lookup", ownership.Edge{CallerProcedure: "get", Service: "users", Procedure: "lookup"}.String())
 }
 
 func TestLogLateAppendNeverLandsInAnotherLog(t *testing.T) {
@@ -219,7 +220,7 @@ func TestLogPooledChunksNeverShared(t *testing.T) {
 			defer wg.Done()
 			for r := range rounds {
 				var l Log
-				mine := Entry{Edge: Edge{Service: fmt.Sprint(w, "/", r)}, Class: ownership.ClassFailure}
+				mine := Entry{Edge: ownership.Edge{Service: fmt.Sprint(w, "/", r)}, Class: ownership.ClassFailure}
 				accepted := make(chan int)
 				go func() {
 					n := 0
@@ -289,8 +290,8 @@ func BenchmarkLogAppend(b *testing.B) {
 
 func TestLogLast(t *testing.T) {
 	var l Log
-	a := Edge{CallerProcedure: "p", Service: "a", Procedure: "x"}
-	b := Edge{CallerProcedure: "p", Service: "b", Procedure: "x"}
+	a := ownership.Edge{CallerProcedure: "p", Service: "a", Procedure: "x"}
+	b := ownership.Edge{CallerProcedure: "p", Service: "b", Procedure: "x"}
 	_, ok := l.Last(a)
 	assert.False(t, ok, "nothing logged")
 	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed})
@@ -373,7 +374,7 @@ func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 		call func(*Log) bool
 	}{
 		{"failure", func(l *Log) bool { return l.Append(entry(1)) }},
-		{"Storm", func(l *Log) bool { return l.AddStorm(ownership.One, true, true) }},
+		{"Storm", func(l *Log) bool { return l.AddStorm(wire.One, true, true) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var l Log
@@ -407,10 +408,10 @@ func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 	}{
 		{
 			"failure", func(l *Log) bool { return l.Append(entry(1)) },
-			Summary{Failures: []Entry{entry(1)}, Counts: Counts{Stored: 1}, Storm: ownership.One, StormKnown: true},
+			Summary{Failures: []Entry{entry(1)}, Counts: Counts{Stored: 1}, Storm: wire.One, StormKnown: true},
 		},
 		{
-			"Storm", func(l *Log) bool { return l.AddStorm(ownership.One, true, false) },
+			"Storm", func(l *Log) bool { return l.AddStorm(wire.One, true, false) },
 			Summary{Storm: ownership.Storm{Served: 2, Blind: 2}, StormKnown: true},
 		},
 	} {
@@ -459,12 +460,12 @@ func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 					}
 				case 2:
 					// A failed call's Storm alone: its request counts.
-					if took = l.AddStorm(ownership.One, true, true); took {
+					if took = l.AddStorm(wire.One, true, true); took {
 						storms.Add(1)
 						stormOnly.Add(1)
 					}
 				default:
-					if took = l.AppendStorm(ok(w), ownership.One, true); took {
+					if took = l.AppendStorm(ok(w), wire.One, true); took {
 						storms.Add(1)
 						notFailed.Add(1)
 					}
@@ -509,7 +510,7 @@ func TestLogStorms(t *testing.T) {
 	assert.True(t, l.StormAdded())
 	got, counts := l.CloseCounts(nil)
 	assert.Equal(t, []Entry{entry(1)}, got)
-	assert.False(t, l.AddStorm(ownership.One, false, false), "closed: a late Storm is refused")
+	assert.False(t, l.AddStorm(wire.One, false, false), "closed: a late Storm is refused")
 	_, late := l.Last(entry(1).Edge)
 	assert.False(t, late, "closed: nothing to look up")
 	st, known = l.StormTotal(counts.NotFailed)
@@ -524,7 +525,7 @@ func TestLogStorms(t *testing.T) {
 	l.Release() // twice: nothing
 
 	var open Log
-	require.True(t, open.AddStorm(ownership.One, false, false))
+	require.True(t, open.AddStorm(wire.One, false, false))
 	open.Release() // open: nothing
 	_, known = open.StormTotal(0)
 	assert.False(t, known, "an open log keeps its Storms through Release")
@@ -556,7 +557,7 @@ func TestLogAppendStorm(t *testing.T) {
 
 	var past Log
 	for i := range MaxFailures + 3 {
-		require.True(t, past.AppendStorm(entry(i), ownership.One, true))
+		require.True(t, past.AppendStorm(entry(i), wire.One, true))
 	}
 	got, counts = past.CloseCounts(nil)
 	assert.Len(t, got, MaxFailures)
@@ -573,7 +574,7 @@ func TestLogFailureDoesNotAllocate(t *testing.T) {
 	)
 	run := func() {
 		l = Log{}
-		l.AddStorm(ownership.One, true, true)
+		l.AddStorm(wire.One, true, true)
 		l.Append(e)
 		_, counts := l.CloseCounts(buf[:0])
 		l.StormTotal(counts.NotFailed)
@@ -594,7 +595,7 @@ func TestLogCloseSummaryDoesNotAllocate(t *testing.T) {
 	var l Log
 	run := func() {
 		l = Log{}
-		l.AppendStorm(e, ownership.One, true)
+		l.AppendStorm(e, wire.One, true)
 		sum := l.CloseSummary()
 		if len(sum.Failures) != 1 {
 			t.Fatalf("handed over %v", sum.Failures)
@@ -620,7 +621,7 @@ func TestLogLate(t *testing.T) {
 		{"nothing", nil},
 		{"a call that did not fail", func(l *Log) bool { return l.Append(ok(9)) }},
 		{"a failure", func(l *Log) bool { return l.Append(entry(9)) }},
-		{"a Storm", func(l *Log) bool { return l.AddStorm(ownership.One, false, false) }},
+		{"a Storm", func(l *Log) bool { return l.AddStorm(wire.One, false, false) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var l Log

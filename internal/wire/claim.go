@@ -1,0 +1,42 @@
+package wire
+
+import (
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// ParseNoRetry reads a no-retry header value: only the exact NoRetryValue
+// asks not to retry; anything else is as if the header were absent.
+func ParseNoRetry(v string) bool { return v == ownership.NoRetryValue }
+
+// ResponseClaim returns the claim and the pushback of a callee's response
+// (nil: none), read from its headers claimHeader and noRetryHeader, both
+// canonical (lower case): the map is indexed rather than have
+// Headers.Get lower-case them.
+func ResponseClaim(res *transport.Response, claimHeader, noRetryHeader string) (ownership.Claim, bool) {
+	if res == nil {
+		return ownership.ClaimMissing, false
+	}
+	items := res.Headers.Items()
+	return ParseClaim(items[claimHeader]), ParseNoRetry(items[noRetryHeader])
+}
+
+// ParseClaim reads a claim header value. Only the exact values "claimed" and
+// "unclaimed" count; anything else (empty, other case, padded, binary, too
+// long) is ClaimMissing, exactly as if the header were absent.
+// The claim header's values, as Claim.String gives them.
+var (
+	_claimed   = ownership.ClaimClaimed.String()
+	_unclaimed = ownership.ClaimUnclaimed.String()
+)
+
+func ParseClaim(v string) ownership.Claim {
+	switch v {
+	case _claimed:
+		return ownership.ClaimClaimed
+	case _unclaimed:
+		return ownership.ClaimUnclaimed
+	default:
+		return ownership.ClaimMissing
+	}
+}

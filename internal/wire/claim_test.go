@@ -1,0 +1,88 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/yarpc/api/transport"
+)
+
+func TestParseClaim(t *testing.T) {
+	tests := []struct {
+		give string
+		want ownership.Claim
+	}{
+		{"claimed", ownership.ClaimClaimed},
+		{"unclaimed", ownership.ClaimUnclaimed},
+		{"", ownership.ClaimMissing},
+		{"missing", ownership.ClaimMissing},
+		{"Claimed", ownership.ClaimMissing},
+		{"UNCLAIMED", ownership.ClaimMissing},
+		{" claimed", ownership.ClaimMissing},
+		{"claimed ", ownership.ClaimMissing},
+		{"claimed,unclaimed", ownership.ClaimMissing},
+		{"claimed\x00", ownership.ClaimMissing},
+		{"\xff\xfe", ownership.ClaimMissing},
+		{strings.Repeat("claimed", 1000), ownership.ClaimMissing},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ParseClaim(tt.give), "%q", tt.give)
+	}
+}
+
+func FuzzParseClaim(f *testing.F) {
+	for _, s := range []string{"claimed", "unclaimed", "", "Claimed", "\x00", strings.Repeat("x", 100)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := ParseClaim(s)
+		if v, ok := c.HeaderValue(); ok {
+			// Only the exact wire values parse, and they round-trip.
+			if v != s {
+				t.Fatalf("ParseClaim(%q) = %v, which encodes as %q", s, c, v)
+			}
+			return
+		}
+		if c != ownership.ClaimMissing {
+			t.Fatalf("ParseClaim(%q) = %v, want missing", s, c)
+		}
+	})
+}
+
+func TestParseNoRetry(t *testing.T) {
+	assert.True(t, ParseNoRetry(ownership.NoRetryValue))
+	for _, v := range []string{"", "True", "TRUE", "1", "yes", " true", "false"} {
+		assert.False(t, ParseNoRetry(v), "%q", v)
+	}
+}
+
+func TestResponseClaim(t *testing.T) {
+	with := func(kv ...string) *transport.Response {
+		h := transport.NewHeaders()
+		for i := 0; i < len(kv); i += 2 {
+			h = h.With(kv[i], kv[i+1])
+		}
+		return &transport.Response{Headers: h}
+	}
+	for _, tt := range []struct {
+		name        string
+		give        *transport.Response
+		wantClaim   ownership.Claim
+		wantNoRetry bool
+	}{
+		{"no response", nil, ownership.ClaimMissing, false},
+		{"no headers", with(), ownership.ClaimMissing, false},
+		{"claimed", with(ownership.DefaultClaimHeader, "claimed"), ownership.ClaimClaimed, false},
+		{"unclaimed, pushback", with(ownership.DefaultClaimHeader, "unclaimed", ownership.DefaultNoRetryHeader, ownership.NoRetryValue), ownership.ClaimUnclaimed, true},
+		{"garbled values", with(ownership.DefaultClaimHeader, "Claimed", ownership.DefaultNoRetryHeader, "yes"), ownership.ClaimMissing, false},
+		{"another header's name", with("x-claim", "claimed", "x-no-retry", ownership.NoRetryValue), ownership.ClaimMissing, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			claim, noRetry := ResponseClaim(tt.give, ownership.DefaultClaimHeader, ownership.DefaultNoRetryHeader)
+			assert.Equal(t, tt.wantClaim, claim)
+			assert.Equal(t, tt.wantNoRetry, noRetry)
+		})
+	}
+}

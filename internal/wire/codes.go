@@ -1,0 +1,44 @@
+package wire
+
+import (
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// Info returns the row of code c. A code yarpc does not define is a
+// failure that is not retryable: errown cannot tell what it means, and a
+// callee sending it did not answer the request.
+// _codes is ownership's code table, indexed by code.
+var _codes = ownership.Codes()
+
+func Info(c yarpcerrors.Code) ownership.CodeInfo {
+	if int(c) < len(_codes) {
+		return _codes[c]
+	}
+	return ownership.CodeInfo{Code: c, Class: ownership.ClassFailure}
+}
+
+// IsFailure reports whether an error with code c is the callee's failure
+// rather than its answer.
+func IsFailure(c yarpcerrors.Code) bool {
+	return Info(c).Class == ownership.ClassFailure
+}
+
+// RetryableByNature reports whether an error with code c could succeed if
+// the same request were sent again. CodeOK is not an error and is not
+// retryable either.
+func RetryableByNature(c yarpcerrors.Code) bool {
+	return Info(c).RetryableByNature
+}
+
+// DefaultRetryableCodes returns the codes a retry policy that lists none
+// retries: the failures that are retryable by nature, except overload.
+func DefaultRetryableCodes() []yarpcerrors.Code {
+	var out []yarpcerrors.Code
+	for _, r := range _codes {
+		if r.RetriedByDefault {
+			out = append(out, r.Code)
+		}
+	}
+	return out
+}

@@ -1,0 +1,33 @@
+package wire
+
+import (
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// CallOutcome is what the retry layer knows of one logical outbound call
+// that ended in error.
+type CallOutcome struct {
+	// Attempts made, the first one included.
+	Attempts int
+	// Callee is the claim on the last error response.
+	Callee ownership.Claim
+	// Refused says why a retry was not attempted, if this hop decided so.
+	Refused ownership.Refusal
+	// Code of the final error.
+	Code yarpcerrors.Code
+}
+
+// RetryCriteriaSatisfied implements docs/DESIGN.md's RCS rule. It is true when a
+// retry was attempted, the callee's error was unclaimed (a retry was already
+// spent below), this hop refused a retry (Refused: budget, deadline,
+// pushback, not idempotent, code not in the policy's list, body over the
+// cap), or the error is not retryable by nature. It is false only when the
+// error was retryable in kind and no policy of this hop could retry it:
+// nobody has had the chance yet.
+func RetryCriteriaSatisfied(o CallOutcome) bool {
+	return o.Attempts > 1 ||
+		o.Callee == ownership.ClaimUnclaimed ||
+		o.Refused != ownership.RefusedNone ||
+		!RetryableByNature(o.Code)
+}
