@@ -12,10 +12,10 @@ PKGS := ./...
 
 # Fuzz targets as package:FuncName.
 FUZZ_TARGETS := \
-	./ownership:FuzzParseClaim \
-	./ownership:FuzzParseAttempt \
-	./ownership:FuzzParseCode \
-	./ownership:FuzzParseStorm \
+	./internal/wire:FuzzParseClaim \
+	./internal/wire:FuzzParseAttempt \
+	./internal/wire:FuzzParseCode \
+	./internal/wire:FuzzParseStorm \
 	./nethttp:FuzzParseTTL \
 	./nethttp:FuzzStatusError \
 	./grpcgo:FuzzPushback \

@@ -7,6 +7,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -62,7 +63,7 @@ func WithStormHook(f func(inbound.Storm)) Option {
 
 // Middleware is errown's set of yarpc middleware for one dispatcher.
 type Middleware struct {
-	inbound *inbound.Middleware
+	inbound *ingress.Middleware
 	egress  *outbound.Middleware
 	direct  *outbound.Direct // egress with the innermost step right below it
 	retry   *retry.Middleware
@@ -106,12 +107,12 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	orphans := new(calls.Orphans)
-	in, err := inbound.New(cfg.inboundConfig(),
-		inbound.WithOrphans(orphans),
-		inbound.WithScope(scope),
-		inbound.WithLearner(kinds),
-		inbound.WithStormHook(o.stormHook),
-		inbound.WithClock(memory.Now))
+	in, err := ingress.New(cfg.inboundConfig(),
+		ingress.WithOrphans(orphans),
+		ingress.WithScope(scope),
+		ingress.WithLearner(kinds),
+		ingress.WithStormHook(o.stormHook),
+		ingress.WithClock(memory.Now))
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +246,7 @@ func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 // isErrown reports whether mw is one of errown's own middleware.
 func isErrown(mw any) bool {
 	switch mw.(type) {
-	case *inbound.Middleware, *outbound.Middleware, *outbound.Direct, *retry.Attempts:
+	case *ingress.Middleware, *outbound.Middleware, *outbound.Direct, *retry.Attempts:
 		return true
 	default:
 		return false

@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
@@ -140,7 +141,7 @@ func serveUnderInbound(t *testing.T, kinds map[string]ownership.EdgeKind, h hand
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw, err := inbound.New(inbound.Config{}, inbound.WithLearner(learner))
+	mw, err := ingress.New(inbound.Config{}, ingress.WithLearner(learner))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"fmt"
+
 	"github.com/errown/errown/internal/configkey"
 
 	"github.com/errown/errown/ingresslog"
@@ -33,7 +34,9 @@ type Config struct {
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default: the
+// configuration the middleware runs with.
+func (c Config) WithDefaults() Config {
 	c.Headers = c.Headers.WithDefaults()
 	if c.MaxRootProcedures == 0 {
 		c.MaxRootProcedures = DefaultMaxRootProcedures
@@ -46,7 +49,7 @@ func (c Config) withDefaults() Config {
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
 	if c.MaxRootProcedures < 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/outbound"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/api/transport/transporttest"
@@ -28,7 +29,7 @@ func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, resw tr
 // serve runs h as the inbound middleware would for a request to
 // procedure, and prints the claim its error goes out with.
 func serve(procedure string, h handlerFunc) {
-	in, err := inbound.New(inbound.Config{})
+	in, err := ingress.New(inbound.Config{})
 	if err != nil {
 		panic(err)
 	}

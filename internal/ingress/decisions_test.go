@@ -1,4 +1,4 @@
-package inbound
+package ingress
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,14 +21,14 @@ func TestDecisionsNewestFirst(t *testing.T) {
 	assert.Empty(t, d.list())
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := 1; i <= _recentDecisions+3; i++ {
-		d.add(record{time: at, procedure: "p", failedCalls: i, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure, claim: ownership.ClaimClaimed, reason: ReasonOwnFailure}, procedureHash("p"))
+		d.add(record{time: at, procedure: "p", failedCalls: i, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure, claim: ownership.ClaimClaimed, reason: inbound.ReasonOwnFailure}, procedureHash("p"))
 	}
 	got := d.list()
 	require.Len(t, got, _recentDecisions)
 	for i, dec := range got {
 		assert.Equal(t, _recentDecisions+3-i, dec.FailedCalls, "newest first")
 	}
-	assert.Equal(t, Decision{Time: at, Procedure: "p", Code: "unavailable", Claim: "claimed", FailedCalls: _recentDecisions + 3, Reason: ReasonOwnFailure}, got[0])
+	assert.Equal(t, inbound.Decision{Time: at, Procedure: "p", Code: "unavailable", Claim: "claimed", FailedCalls: _recentDecisions + 3, Reason: inbound.ReasonOwnFailure}, got[0])
 	assert.Equal(t, got, d.list(), "listing changes nothing")
 }
 
@@ -37,7 +38,7 @@ func TestDecisionsConcurrent(t *testing.T) {
 	// first, and the ring never holds more than it keeps.
 	const writers, perWriter = 4, 2000
 	var d decisions
-	check := func(list []Decision) {
+	check := func(list []inbound.Decision) {
 		assert.LessOrEqual(t, len(list), _recentDecisions)
 		last := map[string]int{}
 		for _, dec := range list {
@@ -76,7 +77,7 @@ func TestDecisionsConcurrent(t *testing.T) {
 func TestDecisionsWhileHandling(t *testing.T) {
 	// The middleware's own path: failing requests in parallel with the
 	// debug page's reads.
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
@@ -130,17 +131,17 @@ func TestSignatureTellsValuesApart(t *testing.T) {
 	swapped[1], swapped[2] = swapped[2], swapped[1]
 	assert.NotEqual(t, want, signature(ph, swapped), "words in another order")
 
-	st := Storm{Time: time.Unix(1_700_000_000, 0), Procedure: "checkout", Known: true, Failed: true, Served: 9, Blind: 18, Prevented: 9, Retries: 1, Radius: 1, BlindRadius: 2}
-	for name, change := range map[string]func(*Storm){
-		"known":        func(s *Storm) { s.Known = false },
-		"failed":       func(s *Storm) { s.Failed = false },
-		"radius":       func(s *Storm) { s.Radius = 2 },
-		"blind radius": func(s *Storm) { s.BlindRadius = 3 },
-		"time":         func(s *Storm) { s.Time = s.Time.Add(time.Nanosecond) },
-		"served":       func(s *Storm) { s.Served = 10 },
+	st := inbound.Storm{Time: time.Unix(1_700_000_000, 0), Procedure: "checkout", Known: true, Failed: true, Served: 9, Blind: 18, Prevented: 9, Retries: 1, Radius: 1, BlindRadius: 2}
+	for name, change := range map[string]func(*inbound.Storm){
+		"known":        func(s *inbound.Storm) { s.Known = false },
+		"failed":       func(s *inbound.Storm) { s.Failed = false },
+		"radius":       func(s *inbound.Storm) { s.Radius = 2 },
+		"blind radius": func(s *inbound.Storm) { s.BlindRadius = 3 },
+		"time":         func(s *inbound.Storm) { s.Time = s.Time.Add(time.Nanosecond) },
+		"served":       func(s *inbound.Storm) { s.Served = 10 },
 	} {
 		other := st
 		change(&other)
-		assert.NotEqual(t, st.signature(ph), other.signature(ph), name)
+		assert.NotEqual(t, stormSignature(&st, ph), stormSignature(&other, ph), name)
 	}
 }

@@ -1,4 +1,4 @@
-package inbound
+package ingress
 
 import (
 	"github.com/errown/errown/internal/reqlog"

@@ -1,4 +1,4 @@
-package inbound
+package ingress
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
@@ -113,7 +114,7 @@ func TestHandleStormHeader(t *testing.T) {
 		for _, req := range []*transport.Request{rootRequest("proc"), markedRequest("proc", "1"), markedRequest("proc", "3")} {
 			attempt, _ := req.Headers.Get("errown-attempt")
 			t.Run(tt.name+"/attempt="+attempt, func(t *testing.T) {
-				e := newEnv(t, Config{})
+				e := newEnv(t, inbound.Config{})
 				resw := &transporttest.FakeResponseWriter{}
 				_ = e.mw.Handle(context.Background(), req, resw, tt.give)
 				got, ok := stormOf(resw)
@@ -141,7 +142,7 @@ func repeatCalls(n int, c call) []call {
 // TestHandleQuietHeadersEveryCount: every quiet count, precomputed or not,
 // says exactly how many requests the subtree served.
 func TestHandleQuietHeadersEveryCount(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	for n := 0; n <= _quietStorms+2; n++ {
 		resw := &transporttest.FakeResponseWriter{}
 		require.NoError(t, e.mw.Handle(context.Background(), markedRequest("proc", "1"), resw, handlerCalling(nil, repeatCalls(n, quiet())...)))
@@ -156,7 +157,7 @@ func TestHandleQuietHeadersEveryCount(t *testing.T) {
 }
 
 func TestHandleStormCustomHeader(t *testing.T) {
-	e := newEnv(t, Config{Headers: ownership.Headers{Storm: "x-storm", Attempt: "x-try"}})
+	e := newEnv(t, inbound.Config{Headers: ownership.Headers{Storm: "x-storm", Attempt: "x-try"}})
 	resw := &transporttest.FakeResponseWriter{}
 	req := rootRequest("proc")
 	req.Headers = req.Headers.With("x-try", "1")
@@ -195,7 +196,7 @@ func TestHandleOwnsStormHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, Config{})
+			e := newEnv(t, inbound.Config{})
 			resw := &transporttest.FakeResponseWriter{}
 			_ = e.mw.Handle(context.Background(), rootRequest("proc"), resw, tt.give)
 			got, ok := stormOf(resw)
@@ -213,7 +214,7 @@ func TestHandleOwnsStormHeader(t *testing.T) {
 	}
 
 	// Untracked (over the in-flight bound): still dropped.
-	e := newEnv(t, Config{Ingress: ingresslog.Config{MaxInFlight: 1}})
+	e := newEnv(t, inbound.Config{Ingress: ingresslog.Config{MaxInFlight: 1}})
 	held := e.mw.logs.Open("other")
 	defer e.mw.logs.Remove(held)
 	resw := &transporttest.FakeResponseWriter{}
@@ -256,43 +257,43 @@ func TestHandleRecordsRoots(t *testing.T) {
 		name string
 		req  *transport.Request
 		give handlerFunc
-		want []Storm // nil: not recorded
+		want []inbound.Storm // nil: not recorded
 	}{
 		{
 			name: "a root that met a suppressed retry",
 			req:  rootRequest("checkout"),
 			give: handlerCalling(errBoom, failedWith(suppressed)),
-			want: []Storm{{Time: at, Procedure: "checkout", Known: true, Failed: true, Served: 10, Blind: 19, Prevented: 9, Retries: 1, Radius: 1, BlindRadius: 2}},
+			want: []inbound.Storm{{Time: at, Procedure: "checkout", Known: true, Failed: true, Served: 10, Blind: 19, Prevented: 9, Retries: 1, Radius: 1, BlindRadius: 2}},
 		},
 		{
 			name: "a root that met a retry and succeeded",
 			req:  rootRequest("checkout"),
 			give: handlerCalling(nil, failedWith(retried), quiet()),
-			want: []Storm{{Time: at, Procedure: "checkout", Known: true, Served: 10, Blind: 10, Retries: 1, Radius: 1, BlindRadius: 1}},
+			want: []inbound.Storm{{Time: at, Procedure: "checkout", Known: true, Served: 10, Blind: 10, Retries: 1, Radius: 1, BlindRadius: 1}},
 		},
 		{
 			name: "a root whose figures are unknown",
 			req:  rootRequest("checkout"),
 			give: handlerCalling(errBoom, unknownCall(), failedWith(suppressed)),
-			want: []Storm{{Time: at, Procedure: "checkout", Failed: true}},
+			want: []inbound.Storm{{Time: at, Procedure: "checkout", Failed: true}},
 		},
 		{
 			name: "a root that answered: not failed",
 			req:  rootRequest("checkout"),
 			give: handlerCalling(yarpcerrors.NotFoundErrorf("no"), failedWith(retried)),
-			want: []Storm{{Time: at, Procedure: "checkout", Known: true, Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}},
+			want: []inbound.Storm{{Time: at, Procedure: "checkout", Known: true, Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}},
 		},
 		{
 			name: "a root whose attempt header is garbage",
 			req:  markedRequest("checkout", "first"),
 			give: handlerCalling(errBoom, failedWith(retried)),
-			want: []Storm{{Time: at, Procedure: "checkout", Known: true, Failed: true, Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}},
+			want: []inbound.Storm{{Time: at, Procedure: "checkout", Known: true, Failed: true, Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}},
 		},
 		{
 			name: "a root whose attempt header is out of range",
 			req:  markedRequest("checkout", "0"),
 			give: handlerCalling(errBoom, failedWith(retried)),
-			want: []Storm{{Time: at, Procedure: "checkout", Known: true, Failed: true, Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}},
+			want: []inbound.Storm{{Time: at, Procedure: "checkout", Known: true, Failed: true, Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}},
 		},
 		{
 			name: "a root with quiet calls only: no storm",
@@ -317,8 +318,8 @@ func TestHandleRecordsRoots(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var hooked []Storm
-			e := newEnv(t, Config{}, WithStormHook(func(s Storm) { hooked = append(hooked, s) }))
+			var hooked []inbound.Storm
+			e := newEnv(t, inbound.Config{}, WithStormHook(func(s inbound.Storm) { hooked = append(hooked, s) }))
 			e.mw.now = func() time.Time { return at }
 			_ = e.mw.Handle(context.Background(), tt.req, &transporttest.FakeResponseWriter{}, tt.give)
 			if tt.want == nil {
@@ -339,7 +340,7 @@ func TestHandleRecordsRoots(t *testing.T) {
 func TestStormRepeatsListedOnce(t *testing.T) {
 	at := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	hooked := 0
-	e := newEnv(t, Config{}, WithClock(func() time.Time { return at }), WithStormHook(func(Storm) { hooked++ }))
+	e := newEnv(t, inbound.Config{}, WithClock(func() time.Time { return at }), WithStormHook(func(inbound.Storm) { hooked++ }))
 	handle := func(h handlerFunc) {
 		_ = e.mw.Handle(context.Background(), rootRequest("checkout"), &transporttest.FakeResponseWriter{}, h)
 	}
@@ -362,7 +363,7 @@ func TestStormRepeatsListedOnce(t *testing.T) {
 }
 
 func TestHandleStormMetrics(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	for _, give := range []handlerFunc{
 		// prevented 9, retries 1, radius 1, blind radius 2
 		handlerCalling(errBoom, failedWith(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})),
@@ -408,7 +409,7 @@ func TestHandleStormMetrics(t *testing.T) {
 func TestHandleStormHistogramBuckets(t *testing.T) {
 	// Radii land in the bucket whose upper bound is the smallest at or
 	// above them; a radius past the last bound still counts.
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	for _, r := range []uint8{0, 7, 16, 200} {
 		s := ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: r, BlindRadius: r}
 		if r == 0 {
@@ -428,7 +429,7 @@ func TestHandleStormHistogramBuckets(t *testing.T) {
 }
 
 func TestHandleStormProcedureBound(t *testing.T) {
-	e := newEnv(t, Config{MaxRootProcedures: 2})
+	e := newEnv(t, inbound.Config{MaxRootProcedures: 2})
 	stormy := handlerCalling(errBoom, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))
 	for _, p := range []string{"a", "b", "c", "a", "d", "b", "e"} {
 		_ = e.mw.Handle(context.Background(), rootRequest(p), &transporttest.FakeResponseWriter{}, stormy)
@@ -456,18 +457,18 @@ func TestHandleStormProcedureBound(t *testing.T) {
 }
 
 func TestHandleStormProcedureBoundDefault(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	stormy := handlerCalling(errBoom, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))
-	for i := range DefaultMaxRootProcedures + 5 {
+	for i := range inbound.DefaultMaxRootProcedures + 5 {
 		_ = e.mw.Handle(context.Background(), rootRequest("p"+strconv.Itoa(i)), &transporttest.FakeResponseWriter{}, stormy)
 	}
-	assert.Equal(t, int64(1), e.stormCounter("requests", "p"+strconv.Itoa(DefaultMaxRootProcedures-1)))
-	assert.Equal(t, int64(-1), e.stormCounter("requests", "p"+strconv.Itoa(DefaultMaxRootProcedures)))
+	assert.Equal(t, int64(1), e.stormCounter("requests", "p"+strconv.Itoa(inbound.DefaultMaxRootProcedures-1)))
+	assert.Equal(t, int64(-1), e.stormCounter("requests", "p"+strconv.Itoa(inbound.DefaultMaxRootProcedures)))
 	assert.Equal(t, int64(5), e.stormCounter("requests", _otherProcedure))
 }
 
 func TestStormsNewestFirst(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	assert.Empty(t, e.mw.Storms())
 	assert.NotNil(t, e.mw.Storms(), "an empty list, not nil")
 	// Request i spends i retries below.
@@ -491,7 +492,7 @@ func TestStormsConcurrent(t *testing.T) {
 	// Roots recorded from many goroutines while others list: run with
 	// -race.
 	var hooked sync.Map
-	e := newEnv(t, Config{MaxRootProcedures: 3}, WithStormHook(func(s Storm) { hooked.Store(s.Procedure+"/"+strconv.FormatUint(s.Retries, 10), true) }))
+	e := newEnv(t, inbound.Config{MaxRootProcedures: 3}, WithStormHook(func(s inbound.Storm) { hooked.Store(s.Procedure+"/"+strconv.FormatUint(s.Retries, 10), true) }))
 	const writers, perWriter = 8, 50
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -523,10 +524,10 @@ func TestStormsConcurrent(t *testing.T) {
 func TestNewStorm(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	assert.Equal(t,
-		Storm{Time: at, Procedure: "p", Known: true, Failed: true, Served: 11, Blind: 39, Prevented: 28, Retries: 1, Radius: 1, BlindRadius: 3},
+		inbound.Storm{Time: at, Procedure: "p", Known: true, Failed: true, Served: 11, Blind: 39, Prevented: 28, Retries: 1, Radius: 1, BlindRadius: 3},
 		newStorm(at, "p", ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, true, true))
 	assert.Equal(t,
-		Storm{Time: at, Procedure: "p"},
+		inbound.Storm{Time: at, Procedure: "p"},
 		newStorm(at, "p", ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, false, false),
 		"unknown: no figures")
 	assert.True(t, stormy(ownership.Storm{}, false))
@@ -537,10 +538,10 @@ func TestNewStorm(t *testing.T) {
 }
 
 func TestConfigValidateStorm(t *testing.T) {
-	_, err := New(Config{Headers: ownership.Headers{Storm: "Errown Storm"}})
+	_, err := New(inbound.Config{Headers: ownership.Headers{Storm: "Errown Storm"}})
 	assert.ErrorContains(t, err, "stormHeader")
-	_, err = New(Config{MaxRootProcedures: -1})
+	_, err = New(inbound.Config{MaxRootProcedures: -1})
 	assert.ErrorContains(t, err, "maxRootProcedures: must be >= 0, got -1")
-	_, err = New(Config{MaxRootProcedures: 1})
+	_, err = New(inbound.Config{MaxRootProcedures: 1})
 	assert.NoError(t, err)
 }

@@ -1,4 +1,4 @@
-package inbound
+package ingress
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 
@@ -60,7 +61,7 @@ type env struct {
 	scope tally.TestScope
 }
 
-func newEnv(t *testing.T, cfg Config, opts ...Option) env {
+func newEnv(t *testing.T, cfg inbound.Config, opts ...Option) env {
 	scope := tally.NewTestScope("", nil)
 	mw, err := New(cfg, append([]Option{WithScope(scope)}, opts...)...)
 	require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestHandleDecides(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, Config{}, WithLearner(memory))
+			e := newEnv(t, inbound.Config{}, WithLearner(memory))
 			resw := &transporttest.FakeResponseWriter{}
 			err := e.mw.Handle(context.Background(), request("http"), resw, tt.give)
 			assert.Equal(t, tt.wantErr, err != nil)
@@ -115,7 +116,7 @@ func TestHandleDecides(t *testing.T) {
 }
 
 func TestHandleUnknownCoincidental(t *testing.T) {
-	e := newEnv(t, Config{UnknownEdges: UnknownCoincidental})
+	e := newEnv(t, inbound.Config{UnknownEdges: inbound.UnknownCoincidental})
 	resw := &transporttest.FakeResponseWriter{}
 	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw, handlerLogging(errBoom, failed("other", true))))
 	got, _ := resw.Headers.Get("errown-claim")
@@ -124,14 +125,14 @@ func TestHandleUnknownCoincidental(t *testing.T) {
 }
 
 func TestHandleReturnsHandlerErrorUnchanged(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	want := errors.New("plain")
 	err := e.mw.Handle(context.Background(), request("grpc"), &transporttest.FakeResponseWriter{}, handlerLogging(want))
 	assert.Same(t, want, err)
 }
 
 func TestHandleTChannelMarksApplicationError(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	resw := &transporttest.FakeResponseWriter{}
 	require.Error(t, e.mw.Handle(context.Background(), request("tchannel"), resw, handlerLogging(errBoom)))
 	assert.True(t, resw.IsApplicationError)
@@ -144,7 +145,7 @@ func TestHandleTChannelMarksApplicationError(t *testing.T) {
 }
 
 func TestHandlePanicRemovesLog(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	var seen *reqlog.Log
 	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 		seen = reqlog.FromContext(ctx)
@@ -160,7 +161,7 @@ func TestHandlePanicRemovesLog(t *testing.T) {
 }
 
 func TestHandleUntrackedOverBound(t *testing.T) {
-	e := newEnv(t, Config{Ingress: ingresslog.Config{MaxInFlight: 1}})
+	e := newEnv(t, inbound.Config{Ingress: ingresslog.Config{MaxInFlight: 1}})
 	held := e.mw.logs.Open("other")
 	defer e.mw.logs.Remove(held)
 
@@ -179,11 +180,11 @@ func TestHandleUntrackedOverBound(t *testing.T) {
 }
 
 func TestDoNotRetry(t *testing.T) {
-	assert.False(t, DoNotRetry(context.Background()))
-	e := newEnv(t, Config{Headers: ownership.Headers{NoRetry: "x-stop"}})
+	assert.False(t, inbound.DoNotRetry(context.Background()))
+	e := newEnv(t, inbound.Config{Headers: ownership.Headers{NoRetry: "x-stop"}})
 	resw := &transporttest.FakeResponseWriter{}
 	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		assert.True(t, DoNotRetry(ctx))
+		assert.True(t, inbound.DoNotRetry(ctx))
 		return errBoom
 	})
 	require.Error(t, e.mw.Handle(context.Background(), request("http"), resw, h))
@@ -194,7 +195,7 @@ func TestDoNotRetry(t *testing.T) {
 }
 
 func TestHandleIgnoresCallerClaimAndCountsRetries(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	req := request("http")
 	req.Headers = transport.NewHeaders().With("errown-claim", "unclaimed").With("errown-attempt", "2")
 	resw := &transporttest.FakeResponseWriter{}
@@ -211,7 +212,7 @@ func TestHandleIgnoresCallerClaimAndCountsRetries(t *testing.T) {
 }
 
 func TestHandleLateAppendDropped(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, inbound.Config{})
 	var log *reqlog.Log
 	h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 		log = reqlog.FromContext(ctx)
@@ -223,13 +224,13 @@ func TestHandleLateAppendDropped(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
-		give    Config
+		give    inbound.Config
 		wantErr []string
 	}{
-		{Config{}, nil},
-		{Config{Headers: ownership.Headers{Claim: "x-claim"}, UnknownEdges: UnknownCoincidental}, nil},
-		{Config{Headers: ownership.Headers{Claim: "X Claim"}}, []string{`claimHeader: must be lower-case letters, digits and '-', got "X Claim"`}},
-		{Config{Headers: ownership.Headers{Attempt: "A"}, UnknownEdges: "maybe"}, []string{`unknownEdges: must be "correlated" or "coincidental", got "maybe"`, "attemptHeader"}},
+		{inbound.Config{}, nil},
+		{inbound.Config{Headers: ownership.Headers{Claim: "x-claim"}, UnknownEdges: inbound.UnknownCoincidental}, nil},
+		{inbound.Config{Headers: ownership.Headers{Claim: "X Claim"}}, []string{`claimHeader: must be lower-case letters, digits and '-', got "X Claim"`}},
+		{inbound.Config{Headers: ownership.Headers{Attempt: "A"}, UnknownEdges: "maybe"}, []string{`unknownEdges: must be "correlated" or "coincidental", got "maybe"`, "attemptHeader"}},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.give)
@@ -275,7 +276,7 @@ func observing(obs depmem.Observer) depmem.Learner {
 
 func TestHandleFeedsObserver(t *testing.T) {
 	obs := &recordingObserver{}
-	feedTwoRequests(t, newEnv(t, Config{}, WithLearner(observing(obs))))
+	feedTwoRequests(t, newEnv(t, inbound.Config{}, WithLearner(observing(obs))))
 	assert.Equal(t, _fed, obs.seen, "only callee failures, with the caller's outcome")
 }
 
@@ -323,7 +324,7 @@ func (r *recordingLearner) Learn(e ownership.Edge, callerFailed bool) ownership.
 // every failure observed once, with the caller's outcome.
 func TestHandleFeedsLearner(t *testing.T) {
 	l := &recordingLearner{}
-	claim := feedTwoRequests(t, newEnv(t, Config{}, WithLearner(l)))
+	claim := feedTwoRequests(t, newEnv(t, inbound.Config{}, WithLearner(l)))
 	assert.Equal(t, "claimed", claim, "fail-open failures are coincidental: the failure is this service's")
 	assert.Equal(t, _fed, l.seen, "only callee failures, each once, with the caller's outcome")
 	assert.Equal(t, 2, l.learned, "the failed request's two; a success decides nothing")
@@ -333,7 +334,7 @@ func TestHandleFeedsLearner(t *testing.T) {
 // The last Learner given decides and observes.
 func TestLastLearnerDecides(t *testing.T) {
 	first, last := &recordingLearner{}, &recordingLearner{}
-	e := newEnv(t, Config{}, WithLearner(first), WithLearner(last))
+	e := newEnv(t, inbound.Config{}, WithLearner(first), WithLearner(last))
 	require.Error(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{},
 		handlerLogging(errBoom, failed("hard", true))))
 	assert.Zero(t, first.learned)
@@ -388,7 +389,7 @@ func TestHandleEgressOverflow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &recordingObserver{}
-			e := newEnv(t, Config{}, WithLearner(learner{Classifier: memory, Observer: obs}))
+			e := newEnv(t, inbound.Config{}, WithLearner(learner{Classifier: memory, Observer: obs}))
 			resw := &transporttest.FakeResponseWriter{}
 			require.Error(t, e.mw.Handle(context.Background(), request("http"), resw, handlerLogging(errBoom, tt.give...)))
 			got, _ := resw.Headers.Get("errown-claim")
@@ -404,7 +405,7 @@ func TestDecisionsKept(t *testing.T) {
 	require.NoError(t, err)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	reads := 0
-	e := newEnv(t, Config{}, WithLearner(memory), WithClock(func() time.Time { reads++; return at }))
+	e := newEnv(t, inbound.Config{}, WithLearner(memory), WithClock(func() time.Time { reads++; return at }))
 	_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(nil))
 	assert.Zero(t, reads, "a quiet success reads no clock")
 	for _, h := range []handlerFunc{
@@ -418,11 +419,11 @@ func TestDecisionsKept(t *testing.T) {
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h)
 		assert.LessOrEqual(t, reads-before, 1, "one reading per request")
 	}
-	assert.Equal(t, []Decision{
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: ReasonRetriedBelow},
-		{Time: at, Procedure: "proc", Code: "internal", Claim: "claimed", FailedCalls: 1, Reason: ReasonAtLeastOnce},
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 1, Reason: ReasonCoincidental},
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: ReasonOwnFailure},
+	assert.Equal(t, []inbound.Decision{
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow},
+		{Time: at, Procedure: "proc", Code: "internal", Claim: "claimed", FailedCalls: 1, Reason: inbound.ReasonAtLeastOnce},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 1, Reason: inbound.ReasonCoincidental},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: inbound.ReasonOwnFailure},
 	}, e.mw.Decisions())
 
 	// An outage under a coarse clock: the repeats of one decision at one
@@ -432,7 +433,7 @@ func TestDecisionsKept(t *testing.T) {
 	}
 	got := e.mw.Decisions()
 	require.Len(t, got, 5, "the four before and the first of the repeats")
-	assert.Equal(t, Decision{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", Reason: ReasonOwnFailure}, got[0])
+	assert.Equal(t, inbound.Decision{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", Reason: inbound.ReasonOwnFailure}, got[0])
 
 	// The same decision at later readings is kept each time, and the
 	// ring keeps the latest only.
@@ -500,7 +501,7 @@ func TestHandleApplicationErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obs := &recordingObserver{}
-			e := newEnv(t, Config{}, WithLearner(observing(obs)))
+			e := newEnv(t, inbound.Config{}, WithLearner(observing(obs)))
 			resw := &transporttest.FakeResponseWriter{}
 			require.NoError(t, e.mw.Handle(context.Background(), request("http"), resw, tt.give))
 			got, _ := resw.Headers.Get("errown-claim")
@@ -532,7 +533,7 @@ func TestHandleAnswersAreNotCallerFailures(t *testing.T) {
 			continue
 		}
 		obs := &recordingObserver{}
-		e := newEnv(t, Config{}, WithLearner(observing(obs)))
+		e := newEnv(t, inbound.Config{}, WithLearner(observing(obs)))
 		err := yarpcerrors.Newf(row.Code, "x")
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(err, failed("hard", true)))
 		require.Len(t, obs.seen, 1, "%v", row.Code)
@@ -565,7 +566,7 @@ func TestHandleOwnsItsHeaders(t *testing.T) {
 	for _, tt := range tests {
 		for _, tr := range []string{"http", "grpc", "tchannel"} {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
-				e := newEnv(t, Config{})
+				e := newEnv(t, inbound.Config{})
 				resw := &transporttest.FakeResponseWriter{}
 				_ = e.mw.Handle(context.Background(), request(tr), resw, tt.give)
 				claim, _ := resw.Headers.Get("errown-claim")
@@ -583,14 +584,14 @@ func TestHandleOwnsItsHeaders(t *testing.T) {
 func TestCallerFault(t *testing.T) {
 	// A handler that can only answer internal marks the request as its
 	// caller's fault: depmem learns the caller was fine.
-	assert.False(t, CallerFault(context.Background()), "untracked")
+	assert.False(t, inbound.CallerFault(context.Background()), "untracked")
 	obs := &recordingObserver{}
-	e := newEnv(t, Config{}, WithLearner(observing(obs)))
+	e := newEnv(t, inbound.Config{}, WithLearner(observing(obs)))
 	h := handlerFunc(func(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
 		if err := handlerLogging(nil, failed("hard", true))(ctx, req, resw); err != nil {
 			return err
 		}
-		assert.True(t, CallerFault(ctx))
+		assert.True(t, inbound.CallerFault(ctx))
 		return yarpcerrors.InternalErrorf("bad request body")
 	})
 	err := e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, h)

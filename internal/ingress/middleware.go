@@ -1,10 +1,11 @@
-package inbound
+package ingress
 
 import (
 	"context"
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
@@ -61,11 +62,11 @@ type Middleware struct {
 var _ middleware.UnaryInbound = (*Middleware)(nil)
 
 // New builds the inbound middleware.
-func New(cfg Config, opts ...Option) (*Middleware, error) {
+func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	o := options{scope: tally.NoopScope, learner: unknown{}, now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)
@@ -92,7 +93,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		learner:           o.learner,
 		now:               o.now,
 		recent:            new(decisions),
-		unknownCorrelated: cfg.UnknownEdges == UnknownCorrelated,
+		unknownCorrelated: cfg.UnknownEdges == inbound.UnknownCorrelated,
 		attemptHeader:     cfg.Headers.Attempt,
 		claimHeader:       cfg.Headers.Claim,
 		noRetryHeader:     cfg.Headers.NoRetry,
@@ -305,7 +306,7 @@ func (unknown) Learn(ownership.Edge, bool) ownership.EdgeKind { return ownership
 // spent or suppressed, or figures unknown), newest first. As in Decisions,
 // a storm that repeats the newest one at the same reading of the clock is
 // counted (and given to the storm hook) but not listed again.
-func (m *Middleware) Storms() []Storm {
+func (m *Middleware) Storms() []inbound.Storm {
 	return m.storms.list()
 }
 
@@ -385,7 +386,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
 	claim := wire.Decide(failures, m.unknownCorrelated)
-	reason := ReasonRetriedBelow
+	reason := inbound.ReasonRetriedBelow
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
 	} else {
@@ -397,12 +398,12 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		switch {
 		case correlated:
 			m.atLeastOnceCount.Inc(1)
-			reason = ReasonAtLeastOnce
+			reason = inbound.ReasonAtLeastOnce
 		case len(failures) > 0:
 			m.coincidentalCount.Inc(1)
-			reason = ReasonCoincidental
+			reason = inbound.ReasonCoincidental
 		default:
-			reason = ReasonOwnFailure
+			reason = inbound.ReasonOwnFailure
 		}
 	}
 	m.recent.add(record{
@@ -430,7 +431,7 @@ func codeName(code yarpcerrors.Code, class ownership.Class) string {
 // that repeats the newest one at the same reading of the clock (WithClock)
 // is counted in the metrics but not listed again: under errown's coarse
 // clock, an outage's identical decisions within 100ms are listed once.
-func (m *Middleware) Decisions() []Decision {
+func (m *Middleware) Decisions() []inbound.Decision {
 	return m.recent.list()
 }
 
@@ -445,32 +446,4 @@ func (m *Middleware) headers(c ownership.Claim, noRetry bool) transport.Headers 
 	default:
 		return m.claimed
 	}
-}
-
-// CallerFault says that the error the request being served with ctx ends
-// in, if any, is its caller's fault, whatever its code: an answer, not a
-// failure of this service. Use it where a handler can only return a code
-// errown counts as a failure (internal, say) for a request that was
-// wrong: the dependency memory then does not learn that this service
-// failed, so callers cannot push its edges toward fail-close by sending
-// bad requests. It reports whether ctx belongs to a tracked request.
-func CallerFault(ctx context.Context) bool {
-	log := reqlog.FromContext(ctx)
-	if log == nil {
-		return false
-	}
-	log.SetCallerFault()
-	return true
-}
-
-// DoNotRetry asks that the caller not retry the request being served with
-// ctx if it fails, as pushback: the error response then carries the
-// no-retry header. It reports whether ctx belongs to a tracked request.
-func DoNotRetry(ctx context.Context) bool {
-	log := reqlog.FromContext(ctx)
-	if log == nil {
-		return false
-	}
-	log.SetNoRetry()
-	return true
 }

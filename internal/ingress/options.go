@@ -1,9 +1,10 @@
-package inbound
+package ingress
 
 import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/uber-go/tally/v4"
 )
@@ -16,7 +17,7 @@ type Option interface {
 type options struct {
 	scope     tally.Scope
 	learner   depmem.Learner
-	stormHook func(Storm)
+	stormHook func(inbound.Storm)
 	orphans   *calls.Orphans
 	now       func() time.Time
 }
@@ -53,7 +54,7 @@ func WithLearner(l depmem.Learner) Option {
 // WithStormHook calls f with every root request that met a storm below,
 // as it is recorded in the storm metrics, on the request's goroutine: f
 // must be quick and safe for concurrent use. Default: nobody.
-func WithStormHook(f func(Storm)) Option {
+func WithStormHook(f func(inbound.Storm)) Option {
 	return optionFunc(func(o *options) { o.stormHook = f })
 }
 

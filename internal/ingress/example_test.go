@@ -1,10 +1,11 @@
-package inbound_test
+package ingress_test
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/ingress"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/api/transport/transporttest"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -17,7 +18,7 @@ func (failing) Handle(context.Context, *transport.Request, transport.ResponseWri
 }
 
 func ExampleMiddleware() {
-	mw, err := inbound.New(inbound.Config{})
+	mw, err := ingress.New(inbound.Config{})
 	if err != nil {
 		panic(err)
 	}

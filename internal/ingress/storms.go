@@ -1,0 +1,181 @@
+package ingress
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// stormSignature identifies st, whose procedure hashes to ph (procedureHash),
+// for ring.addNew.
+func stormSignature(st *inbound.Storm, ph uint64) uint64 {
+	flags := uint64(st.Radius)<<16 | uint64(st.BlindRadius)<<2
+	if st.Known {
+		flags |= 1
+	}
+	if st.Failed {
+		flags |= 2
+	}
+	return signature(ph, signatureWords{uint64(st.Time.UnixNano()), st.Served, st.Blind, st.Prevented, st.Retries, flags})
+}
+
+func newStorm(t time.Time, procedure string, s ownership.Storm, known, failed bool) inbound.Storm {
+	out := inbound.Storm{Time: t, Procedure: procedure, Known: known, Failed: failed}
+	if known {
+		out.Served, out.Blind, out.Prevented, out.Retries = s.Served, s.Blind, s.Prevented(), s.Retries
+		out.Radius, out.BlindRadius = int(s.Radius), int(s.BlindRadius)
+	}
+	return out
+}
+
+// stormy reports whether a root request's telemetry is worth recording:
+// some hop below spent a retry or would have, or a figure is unknown.
+func stormy(s ownership.Storm, known bool) bool {
+	return !known || s.Retries > 0 || s.BlindRadius > 0
+}
+
+// _otherProcedure tags the storm metrics of root procedures beyond the
+// bound.
+const _otherProcedure = "_other"
+
+// _radiusBuckets are the storm radius histograms' fixed buckets.
+var _radiusBuckets = tally.ValueBuckets{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30, 40, 50}
+
+// _recentStorms is how many root storms a Middleware remembers for
+// operators.
+const _recentStorms = _ringSize
+
+// storms keeps the root requests' storm metrics, per root procedure, and
+// the latest root storms. Only requests with a storm reach it, and on the
+// way they take no lock that all of them share: the metrics are looked up
+// in a read-only map, copied when a procedure is added, and the latest
+// storms are a ring.
+type storms struct {
+	scope tally.Scope
+	limit int
+	hook  func(inbound.Storm)
+
+	byProc atomic.Pointer[map[string]*stormMetrics] // read-only; replaced under mu
+	mu     sync.Mutex
+	// last is the metrics a storm was last recorded in: an outage's roots
+	// are mostly one procedure, found without a lookup in byProc.
+	last atomic.Pointer[stormMetrics]
+
+	recent ring[inbound.Storm]
+}
+
+type stormMetrics struct {
+	procedure   string // as tagged: _otherProcedure past the limit
+	requests    tally.Counter
+	unknown     tally.Counter
+	prevented   tally.Counter
+	retries     tally.Counter
+	radius      tally.Histogram
+	blindRadius tally.Histogram
+}
+
+func newStorms(scope tally.Scope, limit int, hook func(inbound.Storm)) *storms {
+	s := &storms{scope: scope.SubScope("storm"), limit: limit, hook: hook}
+	s.byProc.Store(&map[string]*stormMetrics{})
+	return s
+}
+
+// metrics returns the metrics of root procedure procedure.
+func (s *storms) metrics(procedure string) *stormMetrics {
+	if m, ok := (*s.byProc.Load())[procedure]; ok {
+		return m
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := *s.byProc.Load()
+	if m, ok := cur[procedure]; ok {
+		return m
+	}
+	if len(cur) >= s.limit {
+		procedure = _otherProcedure
+		if m, ok := cur[procedure]; ok {
+			return m
+		}
+	}
+	sc := s.scope.Tagged(map[string]string{"procedure": procedure})
+	m := &stormMetrics{
+		procedure:   procedure,
+		requests:    sc.Counter("requests"),
+		unknown:     sc.Counter("unknown"),
+		prevented:   sc.Counter("prevented"),
+		retries:     sc.Counter("retries"),
+		radius:      sc.Histogram("radius", _radiusBuckets),
+		blindRadius: sc.Histogram("blind_radius", _radiusBuckets),
+	}
+	next := make(map[string]*stormMetrics, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	next[procedure] = m
+	s.byProc.Store(&next)
+	return m
+}
+
+// record records one root request's storm, its procedure hashing to ph
+// (procedureHash).
+func (s *storms) record(st inbound.Storm, ph uint64) {
+	m := s.last.Load()
+	if m == nil || m.procedure != st.Procedure {
+		m = s.metrics(st.Procedure)
+		s.last.Store(m)
+	}
+	s.recent.addNew(st, stormSignature(&st, ph))
+
+	m.requests.Inc(1)
+	if !st.Known {
+		m.unknown.Inc(1)
+	} else {
+		m.prevented.Inc(int64(st.Prevented))
+		m.retries.Inc(int64(st.Retries))
+		m.radius.RecordValue(float64(st.Radius))
+		m.blindRadius.RecordValue(float64(st.BlindRadius))
+	}
+	if s.hook != nil {
+		s.hook(st)
+	}
+}
+
+// list returns the latest root storms, newest first; one still being
+// written is left out.
+func (s *storms) list() []inbound.Storm {
+	out := make([]inbound.Storm, 0, s.recent.held())
+	s.recent.each(func(st inbound.Storm) { out = append(out, st) })
+	return out
+}
+
+// _quietStorms bounds the storm headers built at start, those of a
+// subtree that served n requests (index n, wire.One at 1) with no
+// retry, prevented nothing and knew all of it: a leaf's error, and the
+// common success of a service that calls others, sent without an
+// allocation.
+const _quietStorms = 64
+
+func quietStormHeaders(name string) []transport.Headers {
+	hs := make([]transport.Headers, _quietStorms+1)
+	for n := 1; n <= _quietStorms; n++ {
+		hs[n] = transport.NewHeaders().With(name, ownership.Storm{Served: uint64(n), Blind: uint64(n)}.HeaderValue())
+	}
+	return hs
+}
+
+// stormHeaders returns the headers carrying s, or StormUnknownValue.
+func (m *Middleware) stormHeaders(s ownership.Storm, known bool) transport.Headers {
+	switch {
+	case !known:
+		return m.unknownStorm
+	case s.Served == s.Blind && s.Retries == 0 && s.BlindRadius == 0 && s.Served <= _quietStorms:
+		return m.quietStorms[s.Served]
+	default:
+		return transport.NewHeaders().With(m.stormHeader, s.HeaderValue())
+	}
+}
