@@ -1,11 +1,11 @@
 package errown_test
 
 import (
-	"github.com/errown/errown/outbound"
 	"strings"
 	"testing"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/egress"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
@@ -63,7 +63,7 @@ func TestCoreAdaptCountsAsWiring(t *testing.T) {
 		fx.Invoke(func(m *errown.Middleware) {
 			in, out, _ = m.Adapt()
 			assert.Equal(t, m.Inbound().Unary, in, "the middleware Inbound returns")
-			assert.IsType(t, &outbound.Middleware{}, out, "the egress middleware Outbound starts with")
+			assert.IsType(t, &egress.Middleware{}, out, "the egress middleware Outbound starts with")
 		}),
 	))
 	assert.NotNil(t, in)

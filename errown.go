@@ -7,8 +7,8 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/egress"
 	"github.com/errown/errown/internal/ingress"
-	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
@@ -64,8 +64,8 @@ func WithStormHook(f func(inbound.Storm)) Option {
 // Middleware is errown's set of yarpc middleware for one dispatcher.
 type Middleware struct {
 	inbound *ingress.Middleware
-	egress  *outbound.Middleware
-	direct  *outbound.Direct // egress with the innermost step right below it
+	egress  *egress.Middleware
+	direct  *egress.Direct // egress with the innermost step right below it
 	retry   *retry.Middleware
 	memory  *depmem.Memory
 	kinds   *depmem.Static
@@ -120,7 +120,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	egress, err := outbound.New(cfg.outboundConfig(), outbound.WithScope(scope), outbound.WithLogger(o.logger), outbound.WithInner(r), outbound.WithOrphans(orphans))
+	egress, err := egress.New(cfg.outboundConfig(), egress.WithScope(scope), egress.WithLogger(o.logger), egress.WithInner(r), egress.WithOrphans(orphans))
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 // isErrown reports whether mw is one of errown's own middleware.
 func isErrown(mw any) bool {
 	switch mw.(type) {
-	case *ingress.Middleware, *outbound.Middleware, *outbound.Direct, *retry.Attempts:
+	case *ingress.Middleware, *egress.Middleware, *egress.Direct, *retry.Attempts:
 		return true
 	default:
 		return false

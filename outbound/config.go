@@ -14,7 +14,9 @@ type Config struct {
 	RefuseRepeats bool `yaml:"refuseRepeats,omitempty"`
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default: the
+// configuration the middleware runs with.
+func (c Config) WithDefaults() Config {
 	c.Headers = c.Headers.WithDefaults()
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/egress"
 	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/outbound"
 	"go.uber.org/yarpc/api/transport"
@@ -42,7 +43,7 @@ func serve(procedure string, h handlerFunc) {
 // A handler reads the claim of the error a call of its returned: this one
 // was already retried below, and so is the handler's own error.
 func ExampleClaim() {
-	egress, err := outbound.New(outbound.Config{})
+	egress, err := egress.New(outbound.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -6,7 +6,7 @@ import "sync/atomic"
 // to (a handler that called with a fresh context): the storm of a request
 // in flight while one failed is unknown, since the failure may be one of
 // its own calls, out of errown's sight. The egress and inbound middleware
-// of one errown share it (outbound.WithOrphans, ingress.WithOrphans).
+// of one errown share it (egress.WithOrphans, ingress.WithOrphans).
 type Orphans struct {
 	_ [64]byte // alone in its cache block: every request reads it
 	n atomic.Uint64

@@ -59,7 +59,7 @@ func WithStormHook(f func(inbound.Storm)) Option {
 }
 
 // WithOrphans reads from o the failed calls the egress middleware could
-// not tie to a request (outbound.WithOrphans with the same o): the storm
+// not tie to a request (egress.WithOrphans with the same o): the storm
 // telemetry of a request in flight while one failed is unknown, since the
 // failure may have been one of its own calls made with a fresh context.
 // Default: none seen.

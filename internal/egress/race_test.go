@@ -1,6 +1,6 @@
 //go:build race
 
-package outbound
+package egress
 
 // raceEnabled reports whether the race detector is on: its sync.Pools drop
 // a quarter of what is put back, so a pooled object is now and then

@@ -1,4 +1,4 @@
-package outbound
+package egress
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,32 +51,32 @@ func TestRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, log := openRequest(t, "checkout")
-			assert.True(t, Record(ctx, "cache", tt.giveErr, tt.giveRetried))
+			assert.True(t, outbound.Record(ctx, "cache", tt.giveErr, tt.giveRetried))
 			assert.Equal(t, tt.wantKept, log.Egress.Close(nil))
 			assert.Equal(t, tt.wantCounts, log.Egress.Counts())
 		})
 	}
-	assert.False(t, Record(context.Background(), "cache", nil, false), "untracked")
+	assert.False(t, outbound.Record(context.Background(), "cache", nil, false), "untracked")
 	ctx, log := openRequest(t, "checkout")
 	log.Egress.Close(nil)
-	assert.False(t, Record(ctx, "cache", nil, false), "the request finished")
+	assert.False(t, outbound.Record(ctx, "cache", nil, false), "the request finished")
 }
 
 func TestClaim(t *testing.T) {
-	_, ok := Claim(context.Background(), "payments", "charge")
+	_, ok := outbound.Claim(context.Background(), "payments", "charge")
 	assert.False(t, ok, "untracked")
 
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	ctx, _ := openRequest(t, "checkout")
-	_, ok = Claim(ctx, "payments", "charge")
+	_, ok = outbound.Claim(ctx, "payments", "charge")
 	assert.False(t, ok, "no call yet")
 
 	out := &fakeOutbound{res: withClaim("claimed"), err: yarpcerrors.UnavailableErrorf("down")}
 	_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
-	claim, ok := Claim(ctx, "payments", "charge")
+	claim, ok := outbound.Claim(ctx, "payments", "charge")
 	assert.True(t, ok)
 	assert.Equal(t, ownership.ClaimClaimed, claim)
-	_, ok = Claim(ctx, "payments", "refund")
+	_, ok = outbound.Claim(ctx, "payments", "refund")
 	assert.False(t, ok, "another procedure")
 }

@@ -1,4 +1,4 @@
-package outbound
+package egress
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -46,11 +47,11 @@ type Middleware struct {
 var _ middleware.UnaryOutbound = (*Middleware)(nil)
 
 // New builds the egress middleware.
-func New(cfg Config, opts ...Option) (*Middleware, error) {
+func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	o := options{scope: tally.NoopScope, logger: zap.NewNop()}
 	for _, opt := range opts {
 		opt.apply(&o)

@@ -1,4 +1,4 @@
-package outbound
+package egress
 
 import (
 	"github.com/errown/errown/internal/calls"

@@ -1,4 +1,4 @@
-package outbound
+package egress
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/outbound"
 
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
@@ -157,7 +158,7 @@ func TestCallRecordsEntry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
-			mw, err := New(Config{}, WithScope(scope))
+			mw, err := New(outbound.Config{}, WithScope(scope))
 			require.NoError(t, err)
 			logs, err := ingresslog.New(ingresslog.Config{})
 			require.NoError(t, err)
@@ -198,7 +199,7 @@ func logged(e calls.Entry) ([]calls.Entry, calls.Counts) {
 
 func TestCallUntrackedAndLate(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	mw, err := New(Config{}, WithScope(scope))
+	mw, err := New(outbound.Config{}, WithScope(scope))
 	require.NoError(t, err)
 	out := &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")}
 	req := &transport.Request{Service: "payments", Procedure: "charge"}
@@ -220,7 +221,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 }
 
 func TestCallCustomHeader(t *testing.T) {
-	mw, err := New(Config{Headers: ownership.Headers{Claim: "x-owner"}})
+	mw, err := New(outbound.Config{Headers: ownership.Headers{Claim: "x-owner"}})
 	require.NoError(t, err)
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
@@ -233,7 +234,7 @@ func TestCallCustomHeader(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	_, err := New(Config{Headers: ownership.Headers{Claim: "Bad Header"}})
+	_, err := New(outbound.Config{Headers: ownership.Headers{Claim: "Bad Header"}})
 	assert.ErrorContains(t, err, `claimHeader: must be lower-case letters, digits and '-', got "Bad Header"`)
 }
 
@@ -242,7 +243,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	// middleware does in a yarpc chain behind the egress middleware, and
 	// runs for tracked and untracked calls alike.
 	var inner []*reqlog.CallState
-	mw, err := New(Config{}, WithInner(middleware.UnaryOutboundFunc(
+	mw, err := New(outbound.Config{}, WithInner(middleware.UnaryOutboundFunc(
 		func(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 			res, err := out.Call(ctx, req)
 			s := reqlog.CallStateFromContext(ctx)
@@ -315,7 +316,7 @@ func TestWithInnerRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 			require.NoError(t, err)
-			mw, err := New(Config{}, WithInner(r))
+			mw, err := New(outbound.Config{}, WithInner(r))
 			require.NoError(t, err)
 			logs, err := ingresslog.New(ingresslog.Config{})
 			require.NoError(t, err)
@@ -369,7 +370,7 @@ func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
 	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
 	w := &wrappedRetry{Middleware: r}
-	mw, err := New(Config{}, WithInner(w))
+	mw, err := New(outbound.Config{}, WithInner(w))
 	require.NoError(t, err)
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
@@ -391,7 +392,7 @@ func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
 // cancelled after its own failure explains nothing: it is no failure.
 func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	mw, err := New(Config{}, WithScope(scope))
+	mw, err := New(outbound.Config{}, WithScope(scope))
 	require.NoError(t, err)
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)
@@ -433,7 +434,7 @@ func (f fallback) Call(ctx context.Context, req *transport.Request, out transpor
 func fallbackEgress(t *testing.T) (*Middleware, *reqlog.Log) {
 	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
-	mw, err := New(Config{}, WithInner(fallback{r}))
+	mw, err := New(outbound.Config{}, WithInner(fallback{r}))
 	require.NoError(t, err)
 	logs, err := ingresslog.New(ingresslog.Config{})
 	require.NoError(t, err)

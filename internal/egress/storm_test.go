@@ -1,4 +1,4 @@
-package outbound
+package egress
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -81,7 +82,7 @@ func trackedContext() (context.Context, *reqlog.Log) {
 func TestCallMarksFirstAttempt(t *testing.T) {
 	tests := []struct {
 		name         string
-		cfg          Config
+		cfg          outbound.Config
 		give         transport.Headers
 		wantItems    map[string]string
 		wantOriginal map[string]string
@@ -118,7 +119,7 @@ func TestCallMarksFirstAttempt(t *testing.T) {
 		},
 		{
 			name:         "a custom attempt header",
-			cfg:          Config{Headers: ownership.Headers{Attempt: "x-try"}},
+			cfg:          outbound.Config{Headers: ownership.Headers{Attempt: "x-try"}},
 			give:         transport.NewHeaders().With("errown-attempt", "5").With("X-Try", "4"),
 			wantItems:    map[string]string{"errown-attempt": "5", "x-try": "1"},
 			wantOriginal: map[string]string{"errown-attempt": "5", "x-try": "1"},
@@ -167,7 +168,7 @@ func TestCallMarksFirstAttempt(t *testing.T) {
 }
 
 func TestCallMarkedRequestIsTheCallersOtherwise(t *testing.T) {
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	ctx, _ := trackedContext()
 	body := strings.NewReader("body")
@@ -199,7 +200,7 @@ func (o *funcOutbound) Call(ctx context.Context, req *transport.Request) (*trans
 }
 
 func TestCallUntrackedIsNotMarked(t *testing.T) {
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: transport.NewHeaders().With("x-trace", "abc")}
 	out := &headerRecorder{}
@@ -215,7 +216,7 @@ func TestCallUntrackedIsNotMarked(t *testing.T) {
 func TestCallMarksWithRetryInside(t *testing.T) {
 	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", MaxAttempts: 3, InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
-	mw, err := New(Config{}, WithInner(r))
+	mw, err := New(outbound.Config{}, WithInner(r))
 	require.NoError(t, err)
 	ctx, _ := trackedContext()
 	h := transport.NewHeaders().With("X-Trace", "abc").With("errown-attempt", "9")
@@ -238,7 +239,7 @@ func TestCallMarksWithRetryInside(t *testing.T) {
 // TestCallMarkPoolHoldsNothing: a pooled marked request carries nothing
 // of the call before, whatever the order of calls.
 func TestCallMarkPoolHoldsNothing(t *testing.T) {
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	ctx, _ := trackedContext()
 	out := &headerRecorder{}
@@ -261,7 +262,7 @@ func TestCallMarkPoolHoldsNothing(t *testing.T) {
 // TestCallMarkConcurrent: concurrent calls each send their own headers,
 // never another's (run with -race).
 func TestCallMarkConcurrent(t *testing.T) {
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	ctx, log := trackedContext()
 	const goroutines, perG = 16, 200
@@ -400,7 +401,7 @@ func TestCallFoldsStorm(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mw, err := New(Config{}, WithInner(stateSetter{tt.state}))
+			mw, err := New(outbound.Config{}, WithInner(stateSetter{tt.state}))
 			require.NoError(t, err)
 			ctx, log := trackedContext()
 			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &fakeOutbound{res: tt.res, err: tt.err})
@@ -468,7 +469,7 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := retry.New(retry.Config{Mode: tt.mode, Policies: []retry.PolicyConfig{{Service: "s", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 			require.NoError(t, err)
-			mw, err := New(Config{}, WithInner(r))
+			mw, err := New(outbound.Config{}, WithInner(r))
 			require.NoError(t, err)
 			ctx, log := trackedContext()
 			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &headerRecorder{script: tt.script})
@@ -484,7 +485,7 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 // close, with this call under way, hence unknown), and nothing is under
 // way once it ended.
 func TestCallLateChangesNothing(t *testing.T) {
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	ctx, log := trackedContext()
 	_, counts := log.Egress.CloseCounts(nil) // the request finished
@@ -513,7 +514,7 @@ func TestRecordAddsStorm(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, log := trackedContext()
-			require.True(t, Record(ctx, "db", tt.err, tt.retried))
+			require.True(t, outbound.Record(ctx, "db", tt.err, tt.retried))
 			assert.Equal(t, tt.wantAdded, log.Egress.StormAdded())
 			got, ok := log.Egress.StormTotal(log.Egress.Counts().NotFailed)
 			require.True(t, ok)
@@ -539,7 +540,7 @@ func allowedAllocs() float64 {
 // pooled copy and its header maps. (Header names the caller wrote in
 // lower case, as canonical: see the report on mixed-case names.)
 func TestMarkAllocatesNothing(t *testing.T) {
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	for _, h := range []transport.Headers{
 		{},
@@ -566,7 +567,7 @@ func TestMarkAllocatesNothing(t *testing.T) {
 func TestCallMarkingAllocatesNothing(t *testing.T) {
 	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "s", Idempotent: new(true)}}})
 	require.NoError(t, err)
-	mw, err := New(Config{}, WithInner(r))
+	mw, err := New(outbound.Config{}, WithInner(r))
 	require.NoError(t, err)
 	ctx, log := trackedContext()
 	var sent int
@@ -613,7 +614,7 @@ func TestCopyRequestCopiesEveryField(t *testing.T) {
 		}
 		return &req
 	}
-	mw, err := New(Config{})
+	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	for round := range 3 {
 		req := fill(round)
