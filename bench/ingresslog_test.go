@@ -12,7 +12,7 @@ import (
 
 // logMap is what the inbound middleware needs of a map of requests in
 // flight. Each implementation mints IDs, bounds the logs held and
-// allocates a Log per request, as ingresslog.Map does.
+// allocates a Log per request, as reqlog.Map does.
 type logMap interface {
 	Open(procedure string) *reqlog.Log
 	Remove(l *reqlog.Log)
@@ -85,7 +85,7 @@ func (m *syncMap) Remove(l *reqlog.Log) {
 func (m *syncMap) Len() int { return int(m.inFlight.Load()) }
 
 // BenchmarkIngressLog is one request's use of the map under parallel
-// load, for ingresslog.Map and two alternatives, with one goroutine and
+// load, for reqlog.Map and two alternatives, with one goroutine and
 // with GOMAXPROCS=2. A request opens its Log (an ID minted, the bound
 // checked, one insert) and removes it; it never looks its Log up by ID,
 // since the Log travels in the request's context.
@@ -107,7 +107,7 @@ func BenchmarkIngressLog(b *testing.B) {
 		new  func(b *testing.B) logMap
 	}{
 		{"sharded", func(b *testing.B) logMap {
-			m, err := ingresslog.New(ingresslog.Config{})
+			m, err := reqlog.NewMap(ingresslog.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -53,7 +53,7 @@ func NewRequestContext(t TB, procedure string, opts ...RequestOption) (context.C
 	t.Helper()
 	// One request in flight: a map of its own, so that requests of
 	// parallel tests share nothing.
-	logs, err := ingresslog.New(ingresslog.Config{Shards: 1, MaxInFlight: 1})
+	logs, err := reqlog.NewMap(ingresslog.Config{Shards: 1, MaxInFlight: 1})
 	if err != nil {
 		t.Errorf("fxtest: ingress log: %v", err)
 		t.FailNow()

@@ -29,7 +29,9 @@ type Config struct {
 	MaxInFlight int `yaml:"maxInFlight,omitempty"`
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default: the
+// configuration the map runs with.
+func (c Config) WithDefaults() Config {
 	if c.Shards == 0 {
 		c.Shards = DefaultShards
 	}
@@ -43,7 +45,7 @@ func (c Config) withDefaults() Config {
 // Each error names the yaml key relative to c, e.g. "shards"; a caller
 // that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var err error
 	if c.Shards < 1 || c.Shards > MaxShards || bits.OnesCount(uint(c.Shards)) != 1 {
 		err = multierr.Append(err, fmt.Errorf("shards: must be a power of two between 1 and %d, got %d", MaxShards, c.Shards))

@@ -160,7 +160,7 @@ func TestCallRecordsEntry(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
 			mw, err := New(outbound.Config{}, WithScope(scope))
 			require.NoError(t, err)
-			logs, err := ingresslog.New(ingresslog.Config{})
+			logs, err := reqlog.NewMap(ingresslog.Config{})
 			require.NoError(t, err)
 			log := logs.Open("checkout")
 			ctx := reqlog.NewContext(context.Background(), log)
@@ -208,7 +208,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 	assert.Error(t, err)
 	assert.Equal(t, int64(1), counter(scope, "egress.untracked", ""))
 
-	logs, err := ingresslog.New(ingresslog.Config{})
+	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	ctx := reqlog.NewContext(context.Background(), log)
@@ -223,7 +223,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 func TestCallCustomHeader(t *testing.T) {
 	mw, err := New(outbound.Config{Headers: ownership.Headers{Claim: "x-owner"}})
 	require.NoError(t, err)
-	logs, err := ingresslog.New(ingresslog.Config{})
+	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("p")
 	out := &fakeOutbound{res: &transport.Response{Headers: transport.NewHeaders().With("x-owner", "unclaimed").With("errown-claim", "claimed")}, err: yarpcerrors.InternalErrorf("x")}
@@ -254,7 +254,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 			return res, err
 		})))
 	require.NoError(t, err)
-	logs, err := ingresslog.New(ingresslog.Config{})
+	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	req := &transport.Request{Service: "payments", Procedure: "charge"}
@@ -318,7 +318,7 @@ func TestWithInnerRetry(t *testing.T) {
 			require.NoError(t, err)
 			mw, err := New(outbound.Config{}, WithInner(r))
 			require.NoError(t, err)
-			logs, err := ingresslog.New(ingresslog.Config{})
+			logs, err := reqlog.NewMap(ingresslog.Config{})
 			require.NoError(t, err)
 			log := logs.Open("checkout")
 			ctx := reqlog.NewContext(context.Background(), log)
@@ -372,7 +372,7 @@ func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
 	w := &wrappedRetry{Middleware: r}
 	mw, err := New(outbound.Config{}, WithInner(w))
 	require.NoError(t, err)
-	logs, err := ingresslog.New(ingresslog.Config{})
+	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	out := &ctxRecorder{res: &transport.Response{Headers: transport.NewHeaders()}, err: yarpcerrors.UnavailableErrorf("down")}
@@ -394,7 +394,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	mw, err := New(outbound.Config{}, WithScope(scope))
 	require.NoError(t, err)
-	logs, err := ingresslog.New(ingresslog.Config{})
+	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	ctx, cancel := context.WithCancel(reqlog.NewContext(context.Background(), log))
@@ -436,7 +436,7 @@ func fallbackEgress(t *testing.T) (*Middleware, *reqlog.Log) {
 	require.NoError(t, err)
 	mw, err := New(outbound.Config{}, WithInner(fallback{r}))
 	require.NoError(t, err)
-	logs, err := ingresslog.New(ingresslog.Config{})
+	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	return mw, logs.Open("checkout")
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func openRequest(t *testing.T, procedure string) (context.Context, *reqlog.Log) {
-	logs, err := ingresslog.New(ingresslog.Config{})
+	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	ctx, log := logs.OpenContext(context.Background(), procedure)
 	require.NotNil(t, log)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
@@ -25,7 +24,7 @@ const _stackFailures = 8
 
 // Middleware is errown's unary inbound middleware.
 type Middleware struct {
-	logs              *ingresslog.Map
+	logs              *reqlog.Map
 	learner           depmem.Learner
 	now               func() time.Time
 	unknownCorrelated bool
@@ -71,7 +70,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	logs, err := ingresslog.New(cfg.Ingress)
+	logs, err := reqlog.NewMap(cfg.Ingress)
 	if err != nil {
 		return nil, err
 	}

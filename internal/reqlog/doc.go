@@ -1,6 +1,6 @@
 // Package reqlog is the per-request plumbing errown's own packages share
 // and its users never touch: the IngressLog of a request in flight (the
-// Log the ingresslog.Map holds, carried in the request's context), and the
+// Log the reqlog.Map holds, carried in the request's context), and the
 // CallState by which the retry middleware tells the egress middleware what
 // it did for one logical outbound call.
 //

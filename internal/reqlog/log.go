@@ -7,7 +7,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 )
 
-// ID identifies a request in flight. IDs are minted by ingresslog.Map, in
+// ID identifies a request in flight. IDs are minted by reqlog.Map, in
 // this process, and are never read from a request.
 type ID uint64
 

@@ -1,25 +1,25 @@
-package ingresslog
+package reqlog
 
 import (
 	"context"
-	"github.com/errown/errown/internal/reqlog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/errown/errown/ingresslog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func newMap(t *testing.T, cfg Config) *Map {
-	m, err := New(cfg)
+func newMap(t *testing.T, cfg ingresslog.Config) *Map {
+	m, err := NewMap(cfg)
 	require.NoError(t, err)
 	return m
 }
 
 func TestOpenGetRemove(t *testing.T) {
-	m := newMap(t, Config{})
+	m := newMap(t, ingresslog.Config{})
 	a := m.Open("a")
 	b := m.Open("b")
 	require.NotNil(t, a)
@@ -38,8 +38,8 @@ func TestOpenGetRemove(t *testing.T) {
 }
 
 func TestMaxInFlight(t *testing.T) {
-	m := newMap(t, Config{Shards: 4, MaxInFlight: 3})
-	var logs []*reqlog.Log
+	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: 3})
+	var logs []*Log
 	for i := 0; i < 3; i++ {
 		l := m.Open("p")
 		require.NotNil(t, l)
@@ -53,10 +53,10 @@ func TestMaxInFlight(t *testing.T) {
 
 func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 	const bound = 50
-	m := newMap(t, Config{Shards: 8, MaxInFlight: bound})
+	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: bound})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	ids := map[reqlog.ID]bool{}
+	ids := map[ID]bool{}
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
@@ -86,9 +86,9 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 func TestChurnAtTheBound(t *testing.T) {
 	// Goroutines open and remove at the bound, so shards fill and empty
 	// all the time: afterwards every count agrees with what is held.
-	m := newMap(t, Config{Shards: 8, MaxInFlight: 16})
+	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: 16})
 	var wg sync.WaitGroup
-	held := make([][]*reqlog.Log, 8)
+	held := make([][]*Log, 8)
 	for w := range held {
 		wg.Add(1)
 		go func() {
@@ -123,7 +123,7 @@ func TestChurnAtTheBound(t *testing.T) {
 
 func TestOpenAllocatesOnlyTheLog(t *testing.T) {
 	// An Open and a Remove allocate the Log and nothing else.
-	m := newMap(t, Config{})
+	m := newMap(t, ingresslog.Config{})
 	allocs := testing.AllocsPerRun(1000, func() { m.Remove(m.Open("p")) })
 	assert.Equal(t, 1.0, allocs)
 }
@@ -132,7 +132,7 @@ func TestConcurrentFillIsExact(t *testing.T) {
 	// Goroutines racing to fill the map get exactly MaxInFlight Logs
 	// between them: the bound is global although each shard keeps its own.
 	const bound = 1000
-	m := newMap(t, Config{Shards: 16, MaxInFlight: bound})
+	m := newMap(t, ingresslog.Config{Shards: 16, MaxInFlight: bound})
 	total := fillConcurrently(func() func() bool {
 		return func() bool { return m.Open("p") != nil }
 	})
@@ -145,10 +145,10 @@ func TestConcurrentFillFromOneHomeIsExact(t *testing.T) {
 	// Goroutines that all start from the same shard race for every slot
 	// of it, then of the next: still exactly MaxInFlight Logs.
 	const bound = 4000
-	m := newMap(t, Config{Shards: 4, MaxInFlight: bound})
+	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: bound})
 	total := fillConcurrently(func() func() bool {
 		return func() bool {
-			_, ok := m.insertFrom(0, &reqlog.Log{})
+			_, ok := m.insertFrom(0, &Log{})
 			return ok
 		}
 	})
@@ -182,16 +182,16 @@ func fillConcurrently(newInsert func() func() bool) int {
 
 func TestShardsShareMaxInFlight(t *testing.T) {
 	tests := []struct {
-		give       Config
+		give       ingresslog.Config
 		wantShards int
 		wantMax    []int
 	}{
-		{Config{Shards: 4, MaxInFlight: 10}, 4, []int{3, 3, 2, 2}},
-		{Config{Shards: 4, MaxInFlight: 8}, 4, []int{2, 2, 2, 2}},
-		{Config{Shards: 64, MaxInFlight: 8}, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}},
-		{Config{Shards: 4, MaxInFlight: 3}, 2, []int{2, 1}},
-		{Config{Shards: 2, MaxInFlight: 1}, 1, []int{1}},
-		{Config{}, DefaultShards, nil},
+		{ingresslog.Config{Shards: 4, MaxInFlight: 10}, 4, []int{3, 3, 2, 2}},
+		{ingresslog.Config{Shards: 4, MaxInFlight: 8}, 4, []int{2, 2, 2, 2}},
+		{ingresslog.Config{Shards: 64, MaxInFlight: 8}, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}},
+		{ingresslog.Config{Shards: 4, MaxInFlight: 3}, 2, []int{2, 1}},
+		{ingresslog.Config{Shards: 2, MaxInFlight: 1}, 1, []int{1}},
+		{ingresslog.Config{}, ingresslog.DefaultShards, nil},
 	}
 	for _, tt := range tests {
 		m := newMap(t, tt.give)
@@ -203,7 +203,7 @@ func TestShardsShareMaxInFlight(t *testing.T) {
 				assert.Equal(t, tt.wantMax[i], m.shards[i].max, "%+v shard %d", tt.give, i)
 			}
 		}
-		assert.Equal(t, tt.give.withDefaults().MaxInFlight, sum, "%+v: the shares add up to the bound", tt.give)
+		assert.Equal(t, tt.give.WithDefaults().MaxInFlight, sum, "%+v: the shares add up to the bound", tt.give)
 
 		// Filled to the bound, every shard holds its share, and each Log is
 		// in the shard its ID names.
@@ -223,13 +223,13 @@ func TestShardsShareMaxInFlight(t *testing.T) {
 }
 
 func TestHomeShard(t *testing.T) {
-	m := newMap(t, Config{Shards: 4, MaxInFlight: 8}) // two Logs per shard
+	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: 8}) // two Logs per shard
 	var (
 		got  []uint64
-		logs []*reqlog.Log
+		logs []*Log
 	)
 	for range 8 {
-		l := &reqlog.Log{}
+		l := &Log{}
 		idx, ok := m.insertFrom(2, l)
 		require.True(t, ok)
 		assert.Equal(t, uint64(l.ID)&m.mask, idx, "the shard the Log went to")
@@ -238,13 +238,13 @@ func TestHomeShard(t *testing.T) {
 	}
 	assert.Equal(t, []uint64{2, 2, 3, 3, 0, 0, 1, 1}, got, "the home first, then the next shards in turn")
 	assert.Equal(t, int64(4), m.full.Load(), "every shard counted full")
-	_, ok := m.insertFrom(2, &reqlog.Log{})
+	_, ok := m.insertFrom(2, &Log{})
 	assert.False(t, ok, "every shard full")
 	assert.Equal(t, 8, m.Len())
 
 	m.Remove(logs[2]) // one Log leaves shard 3
 	assert.Equal(t, int64(3), m.full.Load())
-	l := &reqlog.Log{}
+	l := &Log{}
 	idx, ok := m.insertFrom(0, l)
 	require.True(t, ok)
 	assert.Equal(t, uint64(3), idx, "the one shard with room, from any home")
@@ -260,31 +260,31 @@ func TestHomeShard(t *testing.T) {
 // Logs allocated on one page start in one shard; the homes of many pages
 // spread over the shards.
 func TestHomeOf(t *testing.T) {
-	m := newMap(t, Config{Shards: 8, MaxInFlight: 64})
-	page := new([16]reqlog.Log) // one allocation: consecutive Logs share a page, or two
+	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: 64})
+	page := new([16]Log) // one allocation: consecutive Logs share a page, or two
 	homes := map[uint64]int{}
 	for i := range page {
 		homes[m.homeOf(&page[i])]++
 	}
 	assert.LessOrEqual(t, len(homes), 2, "Logs of one allocation start in one or two shards: %v", homes)
 	spread := map[uint64]bool{}
-	held := make([]*reqlog.Log, 0, 2048) // on the heap, some 24 pages of them
+	held := make([]*Log, 0, 2048) // on the heap, some 24 pages of them
 	for range cap(held) {
-		held = append(held, new(reqlog.Log))
+		held = append(held, new(Log))
 		spread[m.homeOf(held[len(held)-1])] = true
 	}
 	assert.Greater(t, len(spread), 4, "many pages reach most of the 8 shards: %v", spread)
-	one := newMap(t, Config{Shards: 1, MaxInFlight: 4})
+	one := newMap(t, ingresslog.Config{Shards: 1, MaxInFlight: 4})
 	assert.Zero(t, one.homeOf(held[0]), "one shard: always it")
 }
 
 func TestIDs(t *testing.T) {
 	// IDs from all shards never collide, and an ID's low bits name its
 	// shard, from one goroutine's home and from many.
-	m := newMap(t, Config{Shards: 8, MaxInFlight: 64})
-	seen := map[reqlog.ID]bool{}
+	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: 64})
+	seen := map[ID]bool{}
 	for range 3 {
-		var held []*reqlog.Log
+		var held []*Log
 		for range 64 {
 			l := m.Open("p")
 			require.NotNil(t, l)
@@ -298,26 +298,26 @@ func TestIDs(t *testing.T) {
 		}
 	}
 	assert.Len(t, seen, 3*64)
-	assert.Nil(t, m.Get(reqlog.ID(1<<40|3)), "an ID never minted")
+	assert.Nil(t, m.Get(ID(1<<40|3)), "an ID never minted")
 }
 
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
-		give    Config
+		give    ingresslog.Config
 		wantErr []string
 	}{
-		{Config{}, nil},
-		{Config{Shards: 1, MaxInFlight: 1}, nil},
-		{Config{Shards: MaxShards}, nil},
-		{Config{Shards: 3}, []string{"shards: must be a power of two between 1 and 1024, got 3"}},
-		{Config{Shards: -4}, []string{"shards", "got -4"}},
-		{Config{Shards: 2 * MaxShards}, []string{"got 2048"}},
-		{Config{MaxInFlight: -1}, []string{"maxInFlight: must be positive, got -1"}},
-		{Config{Shards: 6, MaxInFlight: -2}, []string{"got 6", "got -2"}},
+		{ingresslog.Config{}, nil},
+		{ingresslog.Config{Shards: 1, MaxInFlight: 1}, nil},
+		{ingresslog.Config{Shards: ingresslog.MaxShards}, nil},
+		{ingresslog.Config{Shards: 3}, []string{"shards: must be a power of two between 1 and 1024, got 3"}},
+		{ingresslog.Config{Shards: -4}, []string{"shards", "got -4"}},
+		{ingresslog.Config{Shards: 2 * ingresslog.MaxShards}, []string{"got 2048"}},
+		{ingresslog.Config{MaxInFlight: -1}, []string{"maxInFlight: must be positive, got -1"}},
+		{ingresslog.Config{Shards: 6, MaxInFlight: -2}, []string{"got 6", "got -2"}},
 	}
 	for _, tt := range tests {
 		err := tt.give.Validate()
-		_, newErr := New(tt.give)
+		_, newErr := NewMap(tt.give)
 		if len(tt.wantErr) == 0 {
 			assert.NoError(t, err)
 			assert.NoError(t, newErr)
@@ -333,20 +333,20 @@ func TestConfigValidate(t *testing.T) {
 // TestConfigValidateKeysRelative: used alone, a Config names its keys from
 // its own root; the "ingress." in front is errown.Config's to add.
 func TestConfigValidateKeysRelative(t *testing.T) {
-	assert.EqualError(t, Config{Shards: 3, MaxInFlight: -1}.Validate(),
+	assert.EqualError(t, ingresslog.Config{Shards: 3, MaxInFlight: -1}.Validate(),
 		"shards: must be a power of two between 1 and 1024, got 3; maxInFlight: must be positive, got -1")
 }
 
 type parentKey struct{}
 
 func TestOpenContext(t *testing.T) {
-	m := newMap(t, Config{Shards: 2, MaxInFlight: 1})
+	m := newMap(t, ingresslog.Config{Shards: 2, MaxInFlight: 1})
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), parentKey{}, "v"))
 	defer cancel()
 
 	ctx, l := m.OpenContext(parent, "p")
 	require.NotNil(t, l)
-	assert.Same(t, l, reqlog.FromContext(ctx))
+	assert.Same(t, l, FromContext(ctx))
 	assert.Same(t, l, m.Get(l.ID))
 	assert.Equal(t, "p", l.Procedure)
 	assert.Equal(t, "v", ctx.Value(parentKey{}), "the parent's values")
@@ -366,8 +366,8 @@ func TestOpenContext(t *testing.T) {
 func TestRemoveInAnyOrder(t *testing.T) {
 	// One shard holding more logs than fit inline, removed in an order
 	// that moves logs around: every log still held stays found.
-	m := newMap(t, Config{Shards: 1})
-	var held []*reqlog.Log
+	m := newMap(t, ingresslog.Config{Shards: 1})
+	var held []*Log
 	for range 3 * _inlineLogs {
 		held = append(held, m.Open("p"))
 	}
@@ -385,12 +385,12 @@ func TestRemoveInAnyOrder(t *testing.T) {
 }
 
 func TestRemoveForeignLog(t *testing.T) {
-	m := newMap(t, Config{Shards: 1})
-	other := newMap(t, Config{Shards: 1})
+	m := newMap(t, ingresslog.Config{Shards: 1})
+	other := newMap(t, ingresslog.Config{Shards: 1})
 	mine := m.Open("p")
 	stranger := other.Open("p") // same ID and slot as mine, another map
 	m.Remove(stranger)
-	m.Remove(&reqlog.Log{ID: mine.ID})
+	m.Remove(&Log{ID: mine.ID})
 	assert.Equal(t, 1, m.Len(), "only the Log the map holds is removed")
 	assert.Same(t, mine, m.Get(mine.ID))
 }
@@ -398,8 +398,8 @@ func TestRemoveForeignLog(t *testing.T) {
 // Insert takes a Log its caller allocated, to the same bound as Open, and
 // Full says so before the caller allocates.
 func TestInsertFull(t *testing.T) {
-	m := newMap(t, Config{Shards: 2, MaxInFlight: 2})
-	a, b, c := &reqlog.Log{Procedure: "a"}, &reqlog.Log{Procedure: "b"}, &reqlog.Log{Procedure: "c"}
+	m := newMap(t, ingresslog.Config{Shards: 2, MaxInFlight: 2})
+	a, b, c := &Log{Procedure: "a"}, &Log{Procedure: "b"}, &Log{Procedure: "c"}
 	assert.False(t, m.Full())
 	require.True(t, m.Insert(a))
 	require.True(t, m.Insert(b))

@@ -1,4 +1,4 @@
-package ingresslog
+package reqlog
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ingresslog"
 )
 
 // _cacheLine is the padding unit that keeps data written by different
@@ -44,10 +44,10 @@ type Map struct {
 // search.
 type shard struct {
 	mu     sync.Mutex
-	max    int           // the shard's share of MaxInFlight
-	seq    uint64        // under mu
-	logs   []*reqlog.Log // under mu
-	inline [_inlineLogs]*reqlog.Log
+	max    int    // the shard's share of MaxInFlight
+	seq    uint64 // under mu
+	logs   []*Log // under mu
+	inline [_inlineLogs]*Log
 }
 
 // _inlineLogs fills a shard's block: 128 bytes less the lock (8), the
@@ -61,11 +61,11 @@ const _pageShift = 13
 //
 // It uses at most MaxInFlight shards (rounded down to a power of two), so
 // that each shard may hold at least one Log.
-func New(cfg Config) (*Map, error) {
+func NewMap(cfg ingresslog.Config) (*Map, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	n := min(cfg.Shards, 1<<(bits.Len(uint(cfg.MaxInFlight))-1))
 	m := &Map{
 		shards: make([]*shard, n),
@@ -85,7 +85,7 @@ func New(cfg Config) (*Map, error) {
 	return m, nil
 }
 
-func (m *Map) shard(id reqlog.ID) *shard {
+func (m *Map) shard(id ID) *shard {
 	return m.shards[uint64(id)&m.mask]
 }
 
@@ -99,11 +99,11 @@ func (m *Map) Full() bool {
 // Open mints a new ID and stores a fresh Log for procedure under it. It
 // returns nil when it finds every shard full: MaxInFlight logs are held,
 // or were a moment ago (see insertFrom).
-func (m *Map) Open(procedure string) *reqlog.Log {
+func (m *Map) Open(procedure string) *Log {
 	if m.Full() {
 		return nil
 	}
-	l := &reqlog.Log{Procedure: procedure}
+	l := &Log{Procedure: procedure}
 	if !m.Insert(l) {
 		return nil
 	}
@@ -113,11 +113,11 @@ func (m *Map) Open(procedure string) *reqlog.Log {
 // OpenContext is Open with a child of ctx that carries the Log, in one
 // allocation: the Log lives in the context node that carries it. It returns ctx and nil when
 // it finds every shard full, as Open does.
-func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *reqlog.Log) {
+func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *Log) {
 	if m.Full() {
 		return ctx, nil
 	}
-	c := &reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: procedure}}
+	c := &Node{Context: ctx, Log: Log{Procedure: procedure}}
 	if !m.Insert(&c.Log) {
 		return ctx, nil
 	}
@@ -129,7 +129,7 @@ func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Contex
 // with room, trying l's home first (see homeOf), as Open does. It reports
 // false when it finds every shard full; a caller asks Full first, before
 // it allocates.
-func (m *Map) Insert(l *reqlog.Log) bool {
+func (m *Map) Insert(l *Log) bool {
 	_, ok := m.insertFrom(m.homeOf(l), l)
 	return ok
 }
@@ -142,7 +142,7 @@ func (m *Map) Insert(l *reqlog.Log) bool {
 // shards unless their pages hash alike: the cores rarely move each
 // other's cache blocks, and finding the home writes nothing. A Log that
 // is not on the heap only starts in some shard.
-func (m *Map) homeOf(l *reqlog.Log) uint64 {
+func (m *Map) homeOf(l *Log) uint64 {
 	page := uint64(uintptr(unsafe.Pointer(l)) >> _pageShift)
 	return page * 0x9E3779B97F4A7C15 >> (64 - m.shift) // Fibonacci hashing; 0 for one shard
 }
@@ -155,7 +155,7 @@ func (m *Map) homeOf(l *reqlog.Log) uint64 {
 // free a slot while the others are looked at. The bound itself is exact:
 // a shard takes a Log only below its share, and the shares add up to
 // MaxInFlight.
-func (m *Map) insertFrom(start uint64, l *reqlog.Log) (uint64, bool) {
+func (m *Map) insertFrom(start uint64, l *Log) (uint64, bool) {
 	for i := range uint64(len(m.shards)) {
 		if i > 0 && m.Full() {
 			return 0, false
@@ -165,7 +165,7 @@ func (m *Map) insertFrom(start uint64, l *reqlog.Log) (uint64, bool) {
 		s.mu.Lock()
 		if len(s.logs) < s.max {
 			s.seq++
-			l.ID = reqlog.ID(s.seq<<m.shift | idx)
+			l.ID = ID(s.seq<<m.shift | idx)
 			l.Slot = len(s.logs)
 			s.logs = append(s.logs, l)
 			if len(s.logs) == s.max {
@@ -182,7 +182,7 @@ func (m *Map) insertFrom(start uint64, l *reqlog.Log) (uint64, bool) {
 // Get returns the Log stored under id, or nil. It searches id's shard: it
 // is for tests and operators, not for the request path, which carries its
 // Log in the context.
-func (m *Map) Get(id reqlog.ID) *reqlog.Log {
+func (m *Map) Get(id ID) *Log {
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,7 +196,7 @@ func (m *Map) Get(id reqlog.ID) *reqlog.Log {
 
 // Remove deletes l from the Map. Removing a Log twice does nothing, nor
 // does removing a Log of another Map that nothing else is using.
-func (m *Map) Remove(l *reqlog.Log) {
+func (m *Map) Remove(l *Log) {
 	s := m.shard(l.ID)
 	s.mu.Lock()
 	if i := l.Slot; i < len(s.logs) && s.logs[i] == l {
