@@ -20,7 +20,7 @@ FUZZ_TARGETS := \
 	./nethttp:FuzzStatusError \
 	./grpcgo:FuzzPushback \
 	.:FuzzConfigFromYAML \
-	./retry:FuzzConfig \
+	./internal/retrier:FuzzConfig \
 	./depmem:FuzzParseSnapshot \
 	./depmem:FuzzParseQueryResponse \
 	./internal/stormsim:FuzzParseTopology

@@ -9,7 +9,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/egress"
 	"github.com/errown/errown/internal/ingress"
-	"github.com/errown/errown/retry"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
@@ -66,7 +66,7 @@ type Middleware struct {
 	inbound *ingress.Middleware
 	egress  *egress.Middleware
 	direct  *egress.Direct // egress with the innermost step right below it
-	retry   *retry.Middleware
+	retry   *retrier.Middleware
 	memory  *depmem.Memory
 	kinds   *depmem.Static
 	gauges  *gauges
@@ -116,7 +116,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := retry.New(cfg.retryConfig(), retry.WithScope(scope), retry.WithLogger(o.logger))
+	r, err := retrier.New(cfg.retryConfig(), retrier.WithScope(scope), retrier.WithLogger(o.logger))
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 // OutboundAround returns errown's outbound middleware around own, the
 // dispatcher's own outbound middleware (nil for none): errown's egress and
 // retry middleware outside it, so every attempt passes through own, and
-// errown's innermost attempt step (retry.Attempts) inside it, next to the
+// errown's innermost attempt step (retrier.Attempts) inside it, next to the
 // transport, so a retry own makes is seen, counted and held to errown's
 // rules.
 func (m *Middleware) OutboundAround(own middleware.UnaryOutbound) yarpc.OutboundMiddleware {
@@ -213,7 +213,7 @@ func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound,
 }
 
 // AdaptAttempts is for adapters, as Adapt is: it returns errown's innermost
-// attempt step (retry.Attempts, the one Outbound puts next to the
+// attempt step (retrier.Attempts, the one Outbound puts next to the
 // transport), through which an adapter runs each physical attempt its
 // client sends, below the application's own retries: grpcgo's
 // AttemptsInterceptor and nethttp's Attempts. The step knows a call by the
@@ -246,7 +246,7 @@ func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 // isErrown reports whether mw is one of errown's own middleware.
 func isErrown(mw any) bool {
 	switch mw.(type) {
-	case *ingress.Middleware, *egress.Middleware, *egress.Direct, *retry.Attempts:
+	case *ingress.Middleware, *egress.Middleware, *egress.Direct, *retrier.Attempts:
 		return true
 	default:
 		return false

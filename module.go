@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/errown/errown/internal/configkey"
-	"github.com/errown/errown/retry"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
@@ -262,7 +262,7 @@ func ChainOutbound(group []middleware.UnaryOutbound, own middleware.UnaryOutboun
 		innermost []middleware.UnaryOutbound
 	)
 	for _, mw := range errownFirst(group) {
-		if _, ok := mw.(*retry.Attempts); ok {
+		if _, ok := mw.(*retrier.Attempts); ok {
 			innermost = append(innermost, mw)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -49,17 +50,17 @@ func BenchmarkBudget(b *testing.B) {
 		b.ReportAllocs()
 		ok := false
 		for i := 0; b.Loop(); i++ {
-			ok = retry.BudgetAllows(int64(i), int64(i/10), 0.1, 10, 10*time.Second) != ok
+			ok = retrier.BudgetAllows(int64(i), int64(i/10), 0.1, 10, 10*time.Second) != ok
 		}
 	})
-	newRetry := func(b *testing.B) *retry.Middleware {
-		m, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: _callee, Idempotent: new(true)}}})
+	newRetry := func(b *testing.B) *retrier.Middleware {
+		m, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: _callee, Idempotent: new(true)}}})
 		if err != nil {
 			b.Fatal(err)
 		}
 		return m
 	}
-	call := func(b *testing.B, m *retry.Middleware) {
+	call := func(b *testing.B, m *retrier.Middleware) {
 		req := &transport.Request{Service: _callee, Procedure: _procedure, Body: bytes.NewReader(_payload), BodySize: len(_payload)}
 		if _, err := m.Call(context.Background(), req, memOutbound{}); err != nil {
 			b.Fatal(err)

@@ -48,7 +48,7 @@ func (downOutbound) Call(_ context.Context, req *transport.Request) (*transport.
 //
 // The edge has no retry policy: the benchmark measures errown's error
 // path, not retries, which sleep their backoff; a policy whose budget is
-// spent would add the retry budget's refusal (retry.Middleware) to it.
+// spent would add the retry budget's refusal (retrier.Middleware) to it.
 func BenchmarkOutage(b *testing.B) {
 	var cfg errown.Config // no retry policy for the callee
 	for _, procs := range []int{1, 2} {

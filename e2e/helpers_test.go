@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -69,11 +70,11 @@ func withDeps(deps []depmem.Declaration, callees ...string) *errown.Config {
 
 // plainRetry is retry middleware with no errown around it: retries with no
 // ownership, for the baseline storm.
-func plainRetry(t *testing.T, callees ...string) *retry.Middleware {
+func plainRetry(t *testing.T, callees ...string) *retrier.Middleware {
 	t.Helper()
-	m, err := retry.New(retry.Config{Budget: generous(), Policies: policies(callees...)})
+	m, err := retrier.New(retry.Config{Budget: generous(), Policies: policies(callees...)})
 	if err != nil {
-		t.Fatalf("retry.New: %v", err)
+		t.Fatalf("retrier.New: %v", err)
 	}
 	return m
 }

@@ -52,7 +52,7 @@ func bufferRetries(ctx context.Context, method string, req, reply any, cc *grpc.
 // its service config (four attempts on unavailable, no DialOptions to
 // turn it off) and the application chains its own blind retry
 // interceptor (retryOnce) inside errown's. errown's AttemptsInterceptor,
-// last, holds them to errown's rules, as retry.Attempts does on yarpc
+// last, holds them to errown's rules, as retrier.Attempts does on yarpc
 // (e2e: TestForeignRetriesHeldToErrownsRules):
 //
 //   - C→D: errown's first attempt fails (D claims); retryOnce sends it

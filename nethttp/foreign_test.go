@@ -84,7 +84,7 @@ func rewind(r *http.Request) (*http.Request, error) {
 // failing every request with 503, the application's own blind retrying
 // RoundTripper (two sends) sits between errown's Transport and the base
 // transport. Attempts, below it, holds its re-sends to errown's rules, as
-// retry.Attempts does on yarpc: C→D's re-send goes (D claimed, two
+// retrier.Attempts does on yarpc: C→D's re-send goes (D claimed, two
 // attempts allowed), errown's own retry has none left; B→C's and A→B's
 // are refused (unclaimed). Without Attempts, D serves 16 per root
 // request.

@@ -165,7 +165,9 @@ type PolicyConfig struct {
 	Idempotent *bool `yaml:"idempotent,omitempty"`
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default, policies
+// included: the configuration the middleware runs with.
+func (c Config) WithDefaults() Config {
 	c.Headers = c.Headers.WithDefaults()
 	if c.Mode == "" {
 		c.Mode = ModeEnforce
@@ -222,7 +224,7 @@ func (p PolicyConfig) withDefaults() PolicyConfig {
 // e.g. "policies[1].maxAttempts: must be between 1 and 10, got 11"; a
 // caller that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	err := multierr.Combine(
 		c.Headers.Validate(),
 		c.Mode.validate("mode"),

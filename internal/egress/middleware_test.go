@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 
@@ -314,7 +315,7 @@ func TestWithInnerRetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+			r, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 			require.NoError(t, err)
 			mw, err := New(outbound.Config{}, WithInner(r))
 			require.NoError(t, err)
@@ -357,7 +358,7 @@ func (o *ctxRecorder) Call(ctx context.Context, _ *transport.Request) (*transpor
 // wrappedRetry is application middleware built on errown's retry
 // middleware, with a Call of its own.
 type wrappedRetry struct {
-	*retry.Middleware
+	*retrier.Middleware
 	calls int
 }
 
@@ -367,7 +368,7 @@ func (w *wrappedRetry) Call(ctx context.Context, req *transport.Request, out tra
 }
 
 func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
-	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+	r, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
 	w := &wrappedRetry{Middleware: r}
 	mw, err := New(outbound.Config{}, WithInner(w))
@@ -419,7 +420,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 
 // fallback is application middleware around errown's retry middleware
 // that answers with a default when the call fails.
-type fallback struct{ *retry.Middleware }
+type fallback struct{ *retrier.Middleware }
 
 func (f fallback) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	if res, err := f.Middleware.Call(ctx, req, out); err == nil {
@@ -432,7 +433,7 @@ func (f fallback) Call(ctx context.Context, req *transport.Request, out transpor
 // errown's retry middleware (a policy for "payments") inside it, and a log
 // of a request in flight.
 func fallbackEgress(t *testing.T) (*Middleware, *reqlog.Log) {
-	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+	r, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
 	mw, err := New(outbound.Config{}, WithInner(fallback{r}))
 	require.NoError(t, err)

@@ -47,7 +47,7 @@ func WithScope(s tally.Scope) Option {
 // (package retry) tells the egress middleware its attempts and refusals.
 // It does what yarpc.UnaryOutboundMiddleware(egress, mw) does without the
 // allocations of yarpc's chain on every call; with errown's own
-// *retry.Middleware it adds no allocation at all. Default: none.
+// *retrier.Middleware it adds no allocation at all. Default: none.
 func WithInner(mw middleware.UnaryOutbound) Option {
 	return optionFunc(func(o *options) { o.inner = mw })
 }

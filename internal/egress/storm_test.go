@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
@@ -214,7 +215,7 @@ func TestCallUntrackedIsNotMarked(t *testing.T) {
 }
 
 func TestCallMarksWithRetryInside(t *testing.T) {
-	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", MaxAttempts: 3, InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+	r, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", MaxAttempts: 3, InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 	require.NoError(t, err)
 	mw, err := New(outbound.Config{}, WithInner(r))
 	require.NoError(t, err)
@@ -467,7 +468,7 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := retry.New(retry.Config{Mode: tt.mode, Policies: []retry.PolicyConfig{{Service: "s", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+			r, err := retrier.New(retry.Config{Mode: tt.mode, Policies: []retry.PolicyConfig{{Service: "s", InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
 			require.NoError(t, err)
 			mw, err := New(outbound.Config{}, WithInner(r))
 			require.NoError(t, err)
@@ -565,7 +566,7 @@ func TestMarkAllocatesNothing(t *testing.T) {
 // errown's retry middleware inside, a tracked call allocates one context
 // node, which carries the call's state to the innermost attempt step.
 func TestCallMarkingAllocatesNothing(t *testing.T) {
-	r, err := retry.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "s", Idempotent: new(true)}}})
+	r, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "s", Idempotent: new(true)}}})
 	require.NoError(t, err)
 	mw, err := New(outbound.Config{}, WithInner(r))
 	require.NoError(t, err)

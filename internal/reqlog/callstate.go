@@ -50,7 +50,7 @@ func (s *CallState) Sent() int {
 	return max(s.Attempts, s.Sends.Count, 1)
 }
 
-// Sends is what the innermost attempt step (retry.Attempts) records of one
+// Sends is what the innermost attempt step (retrier.Attempts) records of one
 // logical call: every physical attempt that left the process, those a
 // middleware between errown's retry and the transport replayed included,
 // and the last one that did not succeed, which a refused replay returns.
@@ -155,7 +155,7 @@ type Sink struct {
 }
 
 // Step is an innermost attempt step, sending req to out for the call whose
-// state is state (retry.Attempts).
+// state is state (retrier.Attempts).
 type Step interface {
 	Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error)
 }

@@ -26,7 +26,7 @@
 //
 // Every hop is configured alike, under one Policy:
 //
-//   - naive: a retry.Middleware on every outbound, Attempts attempts, no
+//   - naive: a retrier.Middleware on every outbound, Attempts attempts, no
 //     budget;
 //   - budget: the same with a retry budget of the given ratio and no
 //     per-second floor, over a window longer than the run;

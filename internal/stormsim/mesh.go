@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -349,7 +350,7 @@ func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyC
 // policies, with its metrics on scope: under the ownership policies, for
 // a node that runs errown, its errown middleware (to start and stop;
 // o.Errown changes its Config); else, when n retries, the outbound
-// middleware of a retry library blind to claims (retry.New around
+// middleware of a retry library blind to claims (retrier.New around
 // attemptTimer, and o.Throttle's adaptive throttle between them); else
 // neither.
 func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm), scope tally.Scope) (*errown.Middleware, middleware.UnaryOutbound, error) {
@@ -386,7 +387,7 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 			p.AttemptTimeout = 0
 			blind[i] = p
 		}
-		r, err := retry.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retry.WithLogger(o.Logger), retry.WithScope(scope))
+		r, err := retrier.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retrier.WithLogger(o.Logger), retrier.WithScope(scope))
 		if err != nil {
 			return nil, nil, err
 		}

@@ -37,7 +37,7 @@ import (
 // the ownership policies errown runs on them through the grpcgo and
 // nethttp adapters, built from the same Config as on a yarpc node; under
 // the blind policies the same retry middleware as on a yarpc node
-// (retry.New around attemptTimer) runs through the lab's own adapters
+// (retrier.New around attemptTimer) runs through the lab's own adapters
 // (grpcBlind, httpBlind). The lab's recorders run as a server interceptor
 // or handler (claims answered) and a client interceptor or RoundTripper
 // (retries per edge and call path, the trace), innermost as on yarpc.

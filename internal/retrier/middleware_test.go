@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -22,8 +23,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-func policies(ps ...PolicyConfig) Config {
-	return Config{Policies: ps}
+func policies(ps ...retry.PolicyConfig) retry.Config {
+	return retry.Config{Policies: ps}
 }
 
 func req(service, procedure, body string) *transport.Request {
@@ -53,7 +54,7 @@ func TestMiddlewareCall(t *testing.T) {
 	)
 	tests := []struct {
 		name         string
-		give         Config
+		give         retry.Config
 		giveReq      *transport.Request
 		giveScript   []step
 		giveDeadline time.Duration // of the call's ctx
@@ -66,7 +67,7 @@ func TestMiddlewareCall(t *testing.T) {
 	}{
 		{
 			name:         "no policy: one attempt, no header",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("other", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -78,7 +79,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "missing claim: retried once, body replayed",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -91,7 +92,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "claimed: retried once",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -104,7 +105,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "garbage claim counts as missing: retried",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "Unclaimed"), fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -117,7 +118,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "unclaimed: suppressed",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
@@ -129,7 +130,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "non-retryable code: one attempt",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errInvalid)},
 			giveDeadline: time.Minute,
@@ -141,7 +142,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "plain Go error is unknown: retried",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errors.New("boom")), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -154,7 +155,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "custom retryable codes: unavailable not among them, refused",
-			give:         policies(PolicyConfig{Service: "callee", RetryableCodes: []string{"resource-exhausted"}, Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", RetryableCodes: []string{"resource-exhausted"}, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -166,7 +167,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "custom retryable codes: resource-exhausted retried",
-			give:         policies(PolicyConfig{Service: "callee", RetryableCodes: []string{"Resource-Exhausted"}, Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", RetryableCodes: []string{"Resource-Exhausted"}, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -179,7 +180,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "pushback: refused",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
@@ -191,7 +192,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "pushback on the last attempt: nothing refused",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
@@ -204,7 +205,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "no-retry header other than true: retried",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "false"), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -217,7 +218,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "attempts exhausted: last error returned",
-			give:         policies(PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), fail(errExhausted)},
 			giveDeadline: time.Minute,
@@ -230,7 +231,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "deadline too short: refused, no sleep",
-			give:         policies(PolicyConfig{Service: "callee", MinRemaining: 2 * time.Second, Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", MinRemaining: 2 * time.Second, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Second,
@@ -242,7 +243,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name: "deadline shorter than min remaining plus backoff: refused",
-			give: policies(PolicyConfig{Service: "callee", MinRemaining: 600 * time.Millisecond,
+			give: policies(retry.PolicyConfig{Service: "callee", MinRemaining: 600 * time.Millisecond,
 				InitialBackoff: 2 * time.Second, MaxBackoff: 2 * time.Second, Idempotent: new(true)}), // backoff 1s at u=0.5
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
@@ -255,7 +256,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error with a server-fault code: retried",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -268,7 +269,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error unclaimed: suppressed",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
@@ -280,7 +281,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error with a client-fault code: an answer, not retried",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeNotFound)},
 			giveDeadline: time.Minute,
@@ -292,7 +293,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "application error without a code: an answer, not retried",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(nil)},
 			giveDeadline: time.Minute,
@@ -304,7 +305,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "resource exhausted, not in the default codes: refused for its code",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted)},
 			giveDeadline: time.Minute,
@@ -316,7 +317,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "pushback with a policy: refused",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
@@ -330,7 +331,7 @@ func TestMiddlewareCall(t *testing.T) {
 			// 1.5s left after the first attempt: a whole attempt of 1s,
 			// the backoff (5ms at u=0.5) and minRemaining (600ms) do not fit.
 			name:         "whole attempt does not fit the deadline: refused",
-			give:         policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 600 * time.Millisecond, Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 600 * time.Millisecond, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
@@ -342,7 +343,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "whole attempt fits the deadline: retried",
-			give:         policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 400 * time.Millisecond, Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", AttemptTimeout: time.Second, MinRemaining: 400 * time.Millisecond, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: 1500 * time.Millisecond,
@@ -355,7 +356,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "budget without room: refused",
-			give:         Config{Budget: BudgetConfig{Ratio: 0.1, NoFloor: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
+			give:         retry.Config{Budget: retry.BudgetConfig{Ratio: 0.1, NoFloor: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -367,7 +368,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "budget disabled: allowed",
-			give:         Config{Budget: BudgetConfig{Ratio: 0.1, NoFloor: true, Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
+			give:         retry.Config{Budget: retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -380,7 +381,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "body over maxBodyBytes: sent once, whole",
-			give:         Config{MaxBodyBytes: 4, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
+			give:         retry.Config{MaxBodyBytes: 4, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello world"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -392,7 +393,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "body of exactly maxBodyBytes: replayed",
-			give:         Config{MaxBodyBytes: 5, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
+			give:         retry.Config{MaxBodyBytes: 5, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
@@ -405,7 +406,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "not idempotent: one attempt, refused",
-			give:         policies(PolicyConfig{Service: "callee", Idempotent: new(false)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(false)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -417,7 +418,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "maxAttempts 1: one attempt",
-			give:         policies(PolicyConfig{Service: "callee", MaxAttempts: 1, Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", MaxAttempts: 1, Idempotent: new(true)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -430,8 +431,8 @@ func TestMiddlewareCall(t *testing.T) {
 		{
 			name: "procedure policy wins: forbids what the service allows",
 			give: policies(
-				PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)},
-				PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1, Idempotent: new(true)},
+				retry.PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)},
+				retry.PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1, Idempotent: new(true)},
 			),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
@@ -445,8 +446,8 @@ func TestMiddlewareCall(t *testing.T) {
 		{
 			name: "procedure policy wins: allows what the service forbids",
 			give: policies(
-				PolicyConfig{Service: "callee", Idempotent: new(false)},
-				PolicyConfig{Service: "callee", Procedure: "get", Idempotent: new(true)},
+				retry.PolicyConfig{Service: "callee", Idempotent: new(false)},
+				retry.PolicyConfig{Service: "callee", Procedure: "get", Idempotent: new(true)},
 			),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
@@ -461,8 +462,8 @@ func TestMiddlewareCall(t *testing.T) {
 		{
 			name: "service policy covers other procedures",
 			give: policies(
-				PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)},
-				PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1, Idempotent: new(true)},
+				retry.PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)},
+				retry.PolicyConfig{Service: "callee", Procedure: "get", MaxAttempts: 1, Idempotent: new(true)},
 			),
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), succeed("ok")},
@@ -476,7 +477,7 @@ func TestMiddlewareCall(t *testing.T) {
 		},
 		{
 			name:         "only a procedure policy: other procedures never retried",
-			give:         policies(PolicyConfig{Service: "callee", Procedure: "get", Idempotent: new(true)}),
+			give:         policies(retry.PolicyConfig{Service: "callee", Procedure: "get", Idempotent: new(true)}),
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
@@ -549,7 +550,7 @@ func TestMiddlewareCall(t *testing.T) {
 }
 
 func TestMiddlewareWithoutCallState(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
 	res, err := m.Call(context.Background(), req("callee", "get", "hello"), out)
@@ -563,7 +564,7 @@ func TestMiddlewareWithoutCallState(t *testing.T) {
 }
 
 func TestMiddlewareNoPolicyPassesThrough(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}))
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}))
 	body := strings.NewReader("hello")
 	give := &transport.Request{Service: "other", Procedure: "get", Body: body, BodySize: 5}
 	wantRes := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", "claimed")}
@@ -592,7 +593,7 @@ func TestMiddlewareReplaysBodyByteForByte(t *testing.T) {
 	for i := range give {
 		give[i] = byte(i * 7)
 	}
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
 	r := &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader(give), BodySize: len(give)}
 
@@ -608,7 +609,7 @@ func TestMiddlewareReplaysBodyByteForByte(t *testing.T) {
 }
 
 func TestMiddlewareNilBodyStaysNil(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
 	if _, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, out); err != nil {
@@ -622,7 +623,7 @@ func TestMiddlewareNilBodyStaysNil(t *testing.T) {
 }
 
 func TestMiddlewareLargeBodyKeepsBodySize(t *testing.T) {
-	m := newMiddleware(t, Config{MaxBodyBytes: 3, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+	m := newMiddleware(t, retry.Config{MaxBodyBytes: 3, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	out := newOutbound(succeed("ok"))
 	r := req("callee", "get", "hello world")
 
@@ -637,7 +638,7 @@ func TestMiddlewareLargeBodyKeepsBodySize(t *testing.T) {
 }
 
 func TestMiddlewareNeverMutatesCallerHeaders(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
 	h := transport.NewHeaders().With("X-Trace", "abc").With("errown-attempt", "7")
 	r := req("callee", "get", "hello")
@@ -672,7 +673,7 @@ func TestMiddlewareNeverMutatesCallerHeaders(t *testing.T) {
 }
 
 func TestMiddlewareCustomAttemptHeader(t *testing.T) {
-	m := newMiddleware(t, Config{Headers: ownership.Headers{Attempt: "x-try"}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+	m := newMiddleware(t, retry.Config{Headers: ownership.Headers{Attempt: "x-try"}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
 	if _, err := m.Call(context.Background(), req("callee", "get", "hello"), out); err != nil {
@@ -700,9 +701,9 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newClock()
 			scope := tally.NewTestScope("", nil)
-			cfg := Config{
-				Budget:   BudgetConfig{Ratio: 0.1, NoFloor: true},
-				Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}},
+			cfg := retry.Config{
+				Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
 			}
 			m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
 			out := newOutbound(fail(errUnavailable))
@@ -737,9 +738,9 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 func TestMiddlewareBudgetSharedPerCallee(t *testing.T) {
 	clock := newClock()
 	scope := tally.NewTestScope("", nil)
-	cfg := Config{
-		Budget: BudgetConfig{Ratio: 0.5, NoFloor: true},
-		Policies: []PolicyConfig{
+	cfg := retry.Config{
+		Budget: retry.BudgetConfig{Ratio: 0.5, NoFloor: true},
+		Policies: []retry.PolicyConfig{
 			{Service: "callee", Idempotent: new(true)},
 			{Service: "callee", Procedure: "put", MaxAttempts: 3, Idempotent: new(true)},
 			{Service: "other", Idempotent: new(true)},
@@ -770,9 +771,9 @@ func TestMiddlewareBudgetSharedPerCallee(t *testing.T) {
 func TestMiddlewareBudgetWindowSlides(t *testing.T) {
 	clock := newClock()
 	scope := tally.NewTestScope("", nil)
-	cfg := Config{
-		Budget:   BudgetConfig{Ratio: 1, NoFloor: true, Window: 10 * time.Second},
-		Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
+	cfg := retry.Config{
+		Budget:   retry.BudgetConfig{Ratio: 1, NoFloor: true, Window: 10 * time.Second},
+		Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 	}
 	m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
 	out := newOutbound(fail(errUnavailable))
@@ -795,7 +796,7 @@ func TestMiddlewareBudgetWindowSlides(t *testing.T) {
 
 func TestMiddlewareBackoff(t *testing.T) {
 	clock := newClock()
-	cfg := policies(PolicyConfig{Service: "callee", MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, Idempotent: new(true)})
+	cfg := policies(retry.PolicyConfig{Service: "callee", MaxAttempts: 5, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, clock.option(), fixedRand(0.5))
 	out := newOutbound(fail(errUnavailable))
 
@@ -809,7 +810,7 @@ func TestMiddlewareBackoff(t *testing.T) {
 
 func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 	// The real sleep, with a backoff far longer than the test.
-	cfg := policies(PolicyConfig{Service: "callee", InitialBackoff: time.Minute, MaxBackoff: time.Minute, Idempotent: new(true)})
+	cfg := policies(retry.PolicyConfig{Service: "callee", InitialBackoff: time.Minute, MaxBackoff: time.Minute, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, fixedRand(0.5))
 	out := newOutbound(fail(errUnavailable, "errown-claim", "claimed"))
 	state := &reqlog.CallState{}
@@ -835,7 +836,7 @@ func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 }
 
 func TestMiddlewareCancelledCallerNotRetried(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	ctx, cancel := context.WithCancel(context.Background())
 	out := newOutbound(func(context.Context) (*transport.Response, error) {
 		cancel()
@@ -862,7 +863,7 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newClock()
-			cfg := policies(PolicyConfig{Service: "callee", AttemptTimeout: 30 * time.Second, Idempotent: new(true)})
+			cfg := policies(retry.PolicyConfig{Service: "callee", AttemptTimeout: 30 * time.Second, Idempotent: new(true)})
 			m := newMiddleware(t, cfg, clock.option())
 			out := newOutbound(
 				func(ctx context.Context) (*transport.Response, error) {
@@ -909,7 +910,7 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 func TestMiddlewareAttemptTimeoutWithOneAttempt(t *testing.T) {
 	// A policy that never retries still times its one attempt out.
 	clock := newClock()
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 1, AttemptTimeout: 30 * time.Second, Idempotent: new(true)}), clock.option())
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", MaxAttempts: 1, AttemptTimeout: 30 * time.Second, Idempotent: new(true)}), clock.option())
 	out := newOutbound(succeed("payload"))
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Hour))
 	defer cancel()
@@ -933,7 +934,7 @@ func TestMiddlewareAttemptTimeoutWithOneAttempt(t *testing.T) {
 func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 	// A returned error's response body is still readable under its attempt's
 	// context (yarpc encodings read application errors from it).
-	cfg := policies(PolicyConfig{Service: "callee", AttemptTimeout: time.Minute, RetryableCodes: []string{"internal"}, Idempotent: new(true)})
+	cfg := policies(retry.PolicyConfig{Service: "callee", AttemptTimeout: time.Minute, RetryableCodes: []string{"internal"}, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, newClock().option())
 	out := newOutbound(func(ctx context.Context) (*transport.Response, error) {
 		return &transport.Response{Body: &ctxBody{ctx: ctx, r: strings.NewReader("details")}}, errInvalid
@@ -952,7 +953,7 @@ func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 
 func TestMiddlewareLogsRefusals(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithLogger(zap.New(core)))
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithLogger(zap.New(core)))
 	out := newOutbound(fail(errUnavailable, "errown-no-retry", "true"))
 
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), out)
@@ -975,7 +976,7 @@ func TestMiddlewareLogsRefusals(t *testing.T) {
 
 func TestMiddlewareConcurrent(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithScope(scope))
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithScope(scope))
 	out := newOutbound(fail(errUnavailable))
 	const goroutines, calls = 8, 50
 	done := make(chan struct{})
@@ -1002,7 +1003,7 @@ func TestMiddlewareConcurrent(t *testing.T) {
 }
 
 func TestNewRejectsInvalidConfig(t *testing.T) {
-	m, err := New(policies(PolicyConfig{}))
+	m, err := New(policies(retry.PolicyConfig{}))
 	if m != nil || err == nil {
 		t.Errorf("New = %v, %v; want an error", m, err)
 	}

@@ -1,16 +1,18 @@
-package retry
+package retrier
 
 import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/errown/errown/internal/release"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/errown/errown/internal/release"
+	"github.com/errown/errown/retry"
 
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
@@ -285,7 +287,7 @@ func TestMiddlewareReplaysRewindableBodiesInPlace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
-			m := newMiddleware(t, Config{MaxBodyBytes: 8, Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}}},
+			m := newMiddleware(t, retry.Config{MaxBodyBytes: 8, Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}}},
 				newClock().option(), WithScope(scope))
 			fake := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
 			var got []*transport.Request
@@ -340,7 +342,7 @@ func TestMiddlewareReplaysWhileEarlierAttemptStillReads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			give := bytes.Repeat([]byte("0123456789"), 1000)
-			m := newMiddleware(t, policies(PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
+			m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}), newClock().option())
 			var lingering sync.WaitGroup
 			var mu sync.Mutex
 			var read []string
@@ -391,7 +393,7 @@ func TestMiddlewareReplaysWhileEarlierAttemptStillReads(t *testing.T) {
 func TestMiddlewareRetriesAsTheCallerAsked(t *testing.T) {
 	// The first attempt may be the caller's request itself: what
 	// middleware below does to it does not leak into the retries.
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	fake := newOutbound(fail(errUnavailable), succeed("ok"))
 	var keys []string
 	out := middleware.ApplyUnaryOutbound(fake, middleware.UnaryOutboundFunc(

@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
@@ -142,18 +143,18 @@ func TestBudgetClockWithoutTickNeverStarts(t *testing.T) {
 // TestMiddlewareStartsClockOnlyForBudgets: a middleware whose budgets
 // never read the clock starts no goroutine.
 func TestMiddlewareStartsClockOnlyForBudgets(t *testing.T) {
-	policy := PolicyConfig{Service: "callee", Idempotent: new(true)}
+	policy := retry.PolicyConfig{Service: "callee", Idempotent: new(true)}
 	tests := []struct {
 		name string
-		give Config
+		give retry.Config
 		want []time.Duration // tickers made
 	}{
 		{name: "default budget", give: policies(policy), want: []time.Duration{100 * time.Millisecond}},
-		{name: "20s window", give: Config{Budget: BudgetConfig{Window: 20 * time.Second}, Policies: []PolicyConfig{policy}}, want: []time.Duration{100 * time.Millisecond}},
-		{name: "2s window", give: Config{Budget: BudgetConfig{Window: 2 * time.Second}, Policies: []PolicyConfig{policy}}, want: []time.Duration{20 * time.Millisecond}},
-		{name: "500ms window", give: Config{Budget: BudgetConfig{Window: 500 * time.Millisecond}, Policies: []PolicyConfig{policy}}},
-		{name: "no policies", give: Config{}},
-		{name: "budget disabled", give: Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{policy}}},
+		{name: "20s window", give: retry.Config{Budget: retry.BudgetConfig{Window: 20 * time.Second}, Policies: []retry.PolicyConfig{policy}}, want: []time.Duration{100 * time.Millisecond}},
+		{name: "2s window", give: retry.Config{Budget: retry.BudgetConfig{Window: 2 * time.Second}, Policies: []retry.PolicyConfig{policy}}, want: []time.Duration{20 * time.Millisecond}},
+		{name: "500ms window", give: retry.Config{Budget: retry.BudgetConfig{Window: 500 * time.Millisecond}, Policies: []retry.PolicyConfig{policy}}},
+		{name: "no policies", give: retry.Config{}},
+		{name: "budget disabled", give: retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{policy}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,9 +202,9 @@ func TestBudgetEpochs(t *testing.T) {
 		{advance: time.Second, calls: 2, want: map[int64]int64{11: 1, 12: 1, 13: 2}},
 	}
 	clock, ticker := newClock(), newFakeTicker()
-	cfg := Config{
-		Budget:   BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
-		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}},
+	cfg := retry.Config{
+		Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
 	}
 	m := newMiddleware(t, cfg, clock.option(), ticker.option())
 	defer func() { assert.NoError(t, m.Stop()) }()
@@ -235,7 +236,7 @@ func bucketRequests(b *budget) map[int64]int64 {
 }
 
 func TestBudgetClockRealTimeAdvances(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}))
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}))
 	c := m.clock
 	assert.False(t, c.Coarse(), "before Start: exact")
 
@@ -254,7 +255,7 @@ func TestBudgetClockRealTimeAdvances(t *testing.T) {
 // TestMiddlewareStartStopConcurrentWithCalls runs calls while the clock
 // starts and stops (for -race), and checks every call was counted.
 func TestMiddlewareStartStopConcurrentWithCalls(t *testing.T) {
-	m := newMiddleware(t, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}))
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}))
 	out := newOutbound(succeed("ok"))
 	const goroutines, calls = 4, 200
 	var wg sync.WaitGroup
@@ -296,7 +297,7 @@ func (nopOutbound) Call(context.Context, *transport.Request) (*transport.Respons
 // call (as without Start) and with the coarse clock started.
 func BenchmarkBudgetClock(b *testing.B) {
 	newM := func(b *testing.B, started bool) *Middleware {
-		m := newMiddleware(b, policies(PolicyConfig{Service: "callee", Idempotent: new(true)}))
+		m := newMiddleware(b, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}))
 		if started {
 			require.NoError(b, m.Start())
 			b.Cleanup(func() { _ = m.Stop() })

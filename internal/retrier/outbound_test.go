@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -217,7 +218,7 @@ func keys[V any](m map[string]V) []string {
 }
 
 // newMiddleware returns New(cfg, opts...) or fails t.
-func newMiddleware(t testing.TB, cfg Config, opts ...Option) *Middleware {
+func newMiddleware(t testing.TB, cfg retry.Config, opts ...Option) *Middleware {
 	t.Helper()
 	m, err := New(cfg, opts...)
 	if err != nil {

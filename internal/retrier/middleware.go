@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -44,11 +45,11 @@ type Middleware struct {
 
 // New returns a Middleware for cfg, or an error listing every invalid field
 // of cfg.
-func New(cfg Config, opts ...Option) (*Middleware, error) {
+func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt.apply(&o)
@@ -67,7 +68,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		maxBodyBytes:  cfg.MaxBodyBytes,
 		callees:       compileCallees(cfg, o.scope, clock),
 		clock:         clock,
-		observe:       cfg.Mode == ModeObserve,
+		observe:       cfg.Mode == retry.ModeObserve,
 		scope:         o.scope,
 		logger:        o.logger,
 		now:           o.now,

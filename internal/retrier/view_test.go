@@ -1,17 +1,18 @@
-package retry
+package retrier
 
 import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestBudgets(t *testing.T) {
-	m, err := New(Config{
-		Budget: BudgetConfig{Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second},
-		Policies: []PolicyConfig{
+	m, err := New(retry.Config{
+		Budget: retry.BudgetConfig{Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second},
+		Policies: []retry.PolicyConfig{
 			{Service: "b-callee", Idempotent: new(true)},
 			{Service: "a-callee", Procedure: "get", Idempotent: new(true)},
 		},
@@ -22,7 +23,7 @@ func TestBudgets(t *testing.T) {
 		c.budget.deposit()
 	}
 	require.True(t, c.budget.tryWithdraw())
-	assert.Equal(t, []BudgetView{
+	assert.Equal(t, []retry.BudgetView{
 		{Callee: "a-callee", Allowed: 10, Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second},
 		{Callee: "b-callee", Requests: 4, Retries: 1, Allowed: 12, Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second},
 	}, m.Budgets())

@@ -1,10 +1,12 @@
-package retry
+package retrier
 
 import (
 	"fmt"
 	"math"
 	"testing"
 	"time"
+
+	"github.com/errown/errown/retry"
 )
 
 func TestBackoffCeiling(t *testing.T) {
@@ -85,11 +87,11 @@ func TestBackoffBounds(t *testing.T) {
 	maxes := []time.Duration{time.Millisecond, time.Second, time.Hour, math.MaxInt64}
 	us := []float64{0, 1e-9, 0.1, 0.5, 0.9, 0.999999, math.Nextafter(1, 0)}
 	for _, max := range maxes {
-		for retry := 1; retry < MaxMaxAttempts; retry++ {
+		for n := 1; n < retry.MaxMaxAttempts; n++ {
 			for _, u := range us {
-				c := backoffCeiling(retry, max/7, max)
-				if got := backoff(retry, max/7, max, u); got < 0 || got >= c {
-					t.Errorf("backoff(%d, %v, %v, %v) = %v, want in [0, %v)", retry, max/7, max, u, got, c)
+				c := backoffCeiling(n, max/7, max)
+				if got := backoff(n, max/7, max, u); got < 0 || got >= c {
+					t.Errorf("backoff(%d, %v, %v, %v) = %v, want in [0, %v)", n, max/7, max, u, got, c)
 				}
 			}
 		}

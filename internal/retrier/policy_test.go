@@ -1,16 +1,17 @@
-package retry
+package retrier
 
 import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
 func TestPolicyRetryableCode(t *testing.T) {
-	defaults := compilePolicy(PolicyConfig{Service: "s", Idempotent: new(true)}.withDefaults(), ModeEnforce)
-	custom := compilePolicy(PolicyConfig{Service: "s", RetryableCodes: []string{"Resource-Exhausted", "data-loss"}, Idempotent: new(true)}.withDefaults(), ModeEnforce)
+	defaults := compilePolicy(policyDefaults(retry.PolicyConfig{Service: "s", Idempotent: new(true)}), retry.ModeEnforce)
+	custom := compilePolicy(policyDefaults(retry.PolicyConfig{Service: "s", RetryableCodes: []string{"Resource-Exhausted", "data-loss"}, Idempotent: new(true)}), retry.ModeEnforce)
 	tests := []struct {
 		give        yarpcerrors.Code
 		wantDefault bool
@@ -50,7 +51,7 @@ func TestPolicyRetryableCode(t *testing.T) {
 }
 
 func TestCompilePolicy(t *testing.T) {
-	give := PolicyConfig{
+	give := retry.PolicyConfig{
 		Service:        "s",
 		MaxAttempts:    4,
 		RetryableCodes: []string{"aborted"},
@@ -70,7 +71,7 @@ func TestCompilePolicy(t *testing.T) {
 		idempotent:     false,
 	}
 
-	if got := *compilePolicy(give, ModeEnforce); got != want {
+	if got := *compilePolicy(give, retry.ModeEnforce); got != want {
 		t.Errorf("compilePolicy = %+v, want %+v", got, want)
 	}
 }
@@ -90,11 +91,11 @@ func policyAttempts(callees map[string]*callee, service, procedure string) int {
 }
 
 func TestCalleeLookup(t *testing.T) {
-	cfg := Config{Policies: []PolicyConfig{
+	cfg := retry.Config{Policies: []retry.PolicyConfig{
 		{Service: "a", MaxAttempts: 2, Idempotent: new(true)},
 		{Service: "a", Procedure: "get", MaxAttempts: 3, Idempotent: new(true)},
 		{Service: "b", Procedure: "get", MaxAttempts: 4, Idempotent: new(true)},
-	}}.withDefaults()
+	}}.WithDefaults()
 	callees := compileCallees(cfg, tally.NoopScope, newBudgetClock(newClock().Now, 0, nil))
 	tests := []struct {
 		giveService   string
@@ -119,4 +120,9 @@ func TestCalleeLookup(t *testing.T) {
 	if callees["a"].budget == callees["b"].budget {
 		t.Error("callees a and b share a budget, want one each")
 	}
+}
+
+// policyDefaults returns p with its defaults, as Config.WithDefaults sets them.
+func policyDefaults(p retry.PolicyConfig) retry.PolicyConfig {
+	return retry.Config{Policies: []retry.PolicyConfig{p}}.WithDefaults().Policies[0]
 }

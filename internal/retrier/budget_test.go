@@ -1,10 +1,12 @@
-package retry
+package retrier
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/errown/errown/retry"
 )
 
 func TestBudgetAllows(t *testing.T) {
@@ -75,12 +77,12 @@ type budgetStep struct {
 func TestBudget(t *testing.T) {
 	tests := []struct {
 		name  string
-		give  BudgetConfig
+		give  retry.BudgetConfig
 		steps []budgetStep
 	}{
 		{
 			name: "ratio only",
-			give: BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
+			give: retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
 			steps: []budgetStep{
 				{deposits: 9, withdraws: 1, want: []bool{false}},
 				{deposits: 1, withdraws: 2, want: []bool{true, false}},
@@ -89,7 +91,7 @@ func TestBudget(t *testing.T) {
 		},
 		{
 			name: "refused withdrawals count nothing",
-			give: BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
+			give: retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
 			steps: []budgetStep{
 				{deposits: 5, withdraws: 5, want: []bool{false, false, false, false, false}},
 				{deposits: 5, withdraws: 1, want: []bool{true}},
@@ -97,7 +99,7 @@ func TestBudget(t *testing.T) {
 		},
 		{
 			name: "window slides bucket by bucket",
-			give: BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
+			give: retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
 			steps: []budgetStep{
 				{deposits: 10, withdraws: 1, want: []bool{true}},
 				// 9.5s later the first bucket still counts: 10 requests, 1 retry.
@@ -111,7 +113,7 @@ func TestBudget(t *testing.T) {
 		},
 		{
 			name: "floor per second of window",
-			give: BudgetConfig{Ratio: 0.1, MinPerSecond: 0.5, Window: 4 * time.Second},
+			give: retry.BudgetConfig{Ratio: 0.1, MinPerSecond: 0.5, Window: 4 * time.Second},
 			steps: []budgetStep{
 				{withdraws: 3, want: []bool{true, true, false}},
 				{advance: 4 * time.Second, withdraws: 3, want: []bool{true, true, false}},
@@ -119,14 +121,14 @@ func TestBudget(t *testing.T) {
 		},
 		{
 			name: "disabled allows everything",
-			give: BudgetConfig{Ratio: 0.1, NoFloor: true, Window: time.Second, Disabled: true},
+			give: retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Window: time.Second, Disabled: true},
 			steps: []budgetStep{
 				{withdraws: 3, want: []bool{true, true, true}},
 			},
 		},
 		{
 			name: "clock stepping back does not rewind the window",
-			give: BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
+			give: retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Window: 10 * time.Second},
 			steps: []budgetStep{
 				{advance: 5 * time.Second, deposits: 10, withdraws: 1, want: []bool{true}},
 				{advance: -5 * time.Second, deposits: 10, withdraws: 2, want: []bool{true, false}},
@@ -134,7 +136,7 @@ func TestBudget(t *testing.T) {
 		},
 		{
 			name: "window shorter than its buckets",
-			give: BudgetConfig{Ratio: 1, NoFloor: true, Window: 5},
+			give: retry.BudgetConfig{Ratio: 1, NoFloor: true, Window: 5},
 			steps: []budgetStep{
 				{deposits: 1, withdraws: 2, want: []bool{true, false}},
 				{advance: 5, withdraws: 1, want: []bool{false}},
@@ -163,7 +165,7 @@ func TestBudget(t *testing.T) {
 }
 
 func TestBudgetConcurrent(t *testing.T) {
-	b := newBudget(BudgetConfig{Ratio: 0.1, NoFloor: true, Window: time.Second}, newBudgetClock(nil, 0, nil))
+	b := newBudget(retry.BudgetConfig{Ratio: 0.1, NoFloor: true, Window: time.Second}, newBudgetClock(nil, 0, nil))
 	const goroutines, each = 8, 100
 	granted := make(chan int, goroutines)
 	for range goroutines {

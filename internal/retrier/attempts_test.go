@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -87,18 +88,18 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		would       = "retry.would_suppress+callee=callee"
 	)
 	denied := func(reason string) string { return "retry.denied+callee=callee,reason=" + reason }
-	policy := func(p PolicyConfig) Config {
+	policy := func(p retry.PolicyConfig) retry.Config {
 		p.Service = "callee"
 		if p.Idempotent == nil {
 			p.Idempotent = new(true)
 		}
-		return Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{p}}
+		return retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{p}}
 	}
 	claimed := fail(errUnavailable, "errown-claim", "claimed")
 	unclaimed := fail(errUnavailable, "errown-claim", "unclaimed")
 	tests := []struct {
 		name         string
-		give         Config
+		give         retry.Config
 		giveLoop     int // sends of the application's middleware per errown attempt
 		giveScript   []step
 		giveDeadline time.Duration
@@ -109,7 +110,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 	}{
 		{
 			name:         "claimed: the policy's attempts bound the application's replays",
-			give:         policy(PolicyConfig{MaxAttempts: 2}),
+			give:         policy(retry.PolicyConfig{MaxAttempts: 2}),
 			giveLoop:     3,
 			giveScript:   []step{claimed},
 			wantSent:     2,
@@ -119,7 +120,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "claimed, three attempts: errown retries after the application's replay",
-			give:         policy(PolicyConfig{MaxAttempts: 3}),
+			give:         policy(retry.PolicyConfig{MaxAttempts: 3}),
 			giveLoop:     2,
 			giveScript:   []step{claimed},
 			wantSent:     3,
@@ -129,7 +130,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "unclaimed: the replay does not leave",
-			give:         policy(PolicyConfig{}),
+			give:         policy(retry.PolicyConfig{}),
 			giveLoop:     2,
 			giveScript:   []step{unclaimed},
 			wantSent:     1,
@@ -139,7 +140,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "unclaimed in observe mode: the replay goes",
-			give:         policy(PolicyConfig{Mode: ModeObserve}),
+			give:         policy(retry.PolicyConfig{Mode: retry.ModeObserve}),
 			giveLoop:     2,
 			giveScript:   []step{unclaimed},
 			wantSent:     2,
@@ -149,7 +150,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "pushback",
-			give:         policy(PolicyConfig{}),
+			give:         policy(retry.PolicyConfig{}),
 			giveLoop:     2,
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			wantSent:     1,
@@ -159,7 +160,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "an answer is not retried by anyone",
-			give:         policy(PolicyConfig{}),
+			give:         policy(retry.PolicyConfig{}),
 			giveLoop:     2,
 			giveScript:   []step{fail(errInvalid)},
 			wantSent:     1,
@@ -169,7 +170,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "a code the policy does not retry",
-			give:         policy(PolicyConfig{RetryableCodes: []string{"internal"}}),
+			give:         policy(retry.PolicyConfig{RetryableCodes: []string{"internal"}}),
 			giveLoop:     2,
 			giveScript:   []step{claimed},
 			wantSent:     1,
@@ -179,7 +180,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "not idempotent",
-			give:         policy(PolicyConfig{Idempotent: new(false)}),
+			give:         policy(retry.PolicyConfig{Idempotent: new(false)}),
 			giveLoop:     2,
 			giveScript:   []step{claimed},
 			wantSent:     1,
@@ -189,9 +190,9 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name: "no budget left",
-			give: Config{
-				Budget:   BudgetConfig{Ratio: 0.001, NoFloor: true},
-				Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}},
+			give: retry.Config{
+				Budget:   retry.BudgetConfig{Ratio: 0.001, NoFloor: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
 			},
 			giveLoop:     2,
 			giveScript:   []step{claimed},
@@ -202,7 +203,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "too little of the deadline left",
-			give:         policy(PolicyConfig{MinRemaining: time.Second}),
+			give:         policy(retry.PolicyConfig{MinRemaining: time.Second}),
 			giveLoop:     2,
 			giveScript:   []step{claimed},
 			giveDeadline: 500 * time.Millisecond,
@@ -213,7 +214,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "no policy: no attempt limit of errown's, replays go",
-			give:         Config{},
+			give:         retry.Config{},
 			giveLoop:     3,
 			giveScript:   []step{claimed},
 			wantSent:     3,
@@ -223,7 +224,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "no policy, unclaimed: the replay does not leave",
-			give:         Config{},
+			give:         retry.Config{},
 			giveLoop:     3,
 			giveScript:   []step{unclaimed},
 			wantSent:     1,
@@ -233,7 +234,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		},
 		{
 			name:         "success: nothing to replay",
-			give:         policy(PolicyConfig{}),
+			give:         policy(retry.PolicyConfig{}),
 			giveLoop:     3,
 			giveScript:   []step{succeed("ok")},
 			wantSent:     1,
@@ -286,7 +287,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 // middleware gets the refused replay's answer as the previous attempt
 // gave it, body, headers and all: a Thrift exception with its claim.
 func TestAttemptsRefusedReplayReturnsThePrevious(t *testing.T) {
-	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}})
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}})
 	code := yarpcerrors.CodeUnavailable
 	out := newOutbound(appError(&code, "errown-claim", "unclaimed", "errown-code", "unavailable"))
 	app := &loop{n: 2}
@@ -310,7 +311,7 @@ func TestAttemptsRefusedReplayReturnsThePrevious(t *testing.T) {
 }
 
 func TestAttemptsWithoutCallStatePassesThrough(t *testing.T) {
-	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}})
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}})
 	out := newOutbound(fail(errUnavailable, "errown-claim", "unclaimed"))
 	chain := below(m, &loop{n: 3}, out)
 
@@ -340,7 +341,7 @@ func (hedge) Call(ctx context.Context, req *transport.Request, out transport.Una
 // (a hedge) gets both sent, each counted, and races with nothing (-race).
 func TestAttemptsConcurrentSends(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithScope(scope))
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithScope(scope))
 	out := newOutbound(func(context.Context) (*transport.Response, error) {
 		time.Sleep(time.Millisecond)
 		return &transport.Response{}, nil
@@ -362,7 +363,7 @@ func TestAttemptsConcurrentSends(t *testing.T) {
 
 func TestAttemptsWarnsOncePerProcedure(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
-	m := newMiddleware(t, Config{Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithLogger(zap.New(core)))
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithLogger(zap.New(core)))
 	out := newOutbound(fail(errUnavailable, "errown-claim", "unclaimed"))
 	for range 3 {
 		sink := &reqlog.Sink{Out: below(m, &loop{n: 2}, out)}

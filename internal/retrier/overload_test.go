@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -19,7 +20,7 @@ import (
 func still() time.Duration { return 0 }
 
 func newTestOverload() *overload {
-	return newOverload(OverloadConfig{}.withDefaults(), still)
+	return newOverload(retry.Config{Overload: retry.OverloadConfig{}}.WithDefaults().Overload, still)
 }
 
 func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
@@ -31,8 +32,8 @@ func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
 		}
 		o.done(round, false)
 	}
-	if o.Limit() != DefaultMaxInFlight || o.Overloaded() {
-		t.Errorf("limit %v, overloaded %v; want %d, false", o.Limit(), o.Overloaded(), DefaultMaxInFlight)
+	if o.Limit() != retry.DefaultMaxInFlight || o.Overloaded() {
+		t.Errorf("limit %v, overloaded %v; want %d, false", o.Limit(), o.Overloaded(), retry.DefaultMaxInFlight)
 	}
 }
 
@@ -82,8 +83,8 @@ func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
 		o.done(r1, true)
 		o.done(r2, true)
 	}
-	if got := o.Limit(); got != DefaultMinInFlight {
-		t.Errorf("limit %v after rounds of timeouts, want the floor %d", got, DefaultMinInFlight)
+	if got := o.Limit(); got != retry.DefaultMinInFlight {
+		t.Errorf("limit %v after rounds of timeouts, want the floor %d", got, retry.DefaultMinInFlight)
 	}
 }
 
@@ -96,7 +97,7 @@ func TestOverloadGrowsBack(t *testing.T) {
 		o.done(r, true)
 	}
 	cut := o.Limit()
-	if cut != DefaultMinInFlight {
+	if cut != retry.DefaultMinInFlight {
 		t.Fatalf("limit %v, want the floor", cut)
 	}
 	r, _ := o.admit()
@@ -141,15 +142,15 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 		}
 		inflight = append(inflight, a)
 	}
-	if shed != 0 || o.Limit() != DefaultMaxInFlight || o.Overloaded() {
-		t.Errorf("shed %d, limit %v, overloaded %v; want 0, %d, false", shed, o.Limit(), o.Overloaded(), DefaultMaxInFlight)
+	if shed != 0 || o.Limit() != retry.DefaultMaxInFlight || o.Overloaded() {
+		t.Errorf("shed %d, limit %v, overloaded %v; want 0, %d, false", shed, o.Limit(), o.Overloaded(), retry.DefaultMaxInFlight)
 	}
 }
 
 // TestOverloadNoLimitWithoutEvidence: more attempts in flight than
 // MaxInFlight are admitted while the callee shows no overload.
 func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
-	o := newOverload(OverloadConfig{MaxInFlight: 10}.withDefaults(), still)
+	o := newOverload(retry.Config{Overload: retry.OverloadConfig{MaxInFlight: 10}}.WithDefaults().Overload, still)
 	for i := range 50 {
 		if _, ok := o.admit(); !ok {
 			t.Fatalf("attempt %d held back with no overload seen", i)
@@ -161,7 +162,7 @@ func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
 // not held to it: the share halves every second without attempts.
 func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 	var now time.Duration
-	o := newOverload(OverloadConfig{}.withDefaults(), func() time.Duration { return now })
+	o := newOverload(retry.Config{Overload: retry.OverloadConfig{}}.WithDefaults().Overload, func() time.Duration { return now })
 	for range 200 {
 		r, _ := o.admit()
 		o.done(r, true)
@@ -181,7 +182,7 @@ func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 }
 
 func TestOverloadDisabled(t *testing.T) {
-	o := newOverload(OverloadConfig{Disabled: true}.withDefaults(), still)
+	o := newOverload(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}.WithDefaults().Overload, still)
 	for range 100 {
 		r, ok := o.admit()
 		if !ok {
@@ -196,18 +197,18 @@ func TestOverloadDisabled(t *testing.T) {
 
 func TestOverloadConfigValidate(t *testing.T) {
 	tests := []struct {
-		give OverloadConfig
+		give retry.OverloadConfig
 		want string // "" for valid
 	}{
-		{give: OverloadConfig{}},
-		{give: OverloadConfig{MaxInFlight: 5, MinInFlight: 5, Threshold: 1}},
-		{give: OverloadConfig{MinInFlight: -1}, want: "overload.minInFlight: must be >= 1, got -1"},
-		{give: OverloadConfig{MaxInFlight: 2, MinInFlight: 3}, want: "overload.maxInFlight: must be >= minInFlight (3), got 2"},
-		{give: OverloadConfig{Threshold: 1.5}, want: "overload.threshold: must be in (0, 1], got 1.5"},
-		{give: OverloadConfig{Threshold: -0.1}, want: "overload.threshold: must be in (0, 1], got -0.1"},
+		{give: retry.OverloadConfig{}},
+		{give: retry.OverloadConfig{MaxInFlight: 5, MinInFlight: 5, Threshold: 1}},
+		{give: retry.OverloadConfig{MinInFlight: -1}, want: "overload.minInFlight: must be >= 1, got -1"},
+		{give: retry.OverloadConfig{MaxInFlight: 2, MinInFlight: 3}, want: "overload.maxInFlight: must be >= minInFlight (3), got 2"},
+		{give: retry.OverloadConfig{Threshold: 1.5}, want: "overload.threshold: must be in (0, 1], got 1.5"},
+		{give: retry.OverloadConfig{Threshold: -0.1}, want: "overload.threshold: must be in (0, 1], got -0.1"},
 	}
 	for _, tt := range tests {
-		err := Config{Overload: tt.give}.Validate()
+		err := retry.Config{Overload: tt.give}.Validate()
 		if tt.want == "" {
 			if err != nil {
 				t.Errorf("%+v: %v, want valid", tt.give, err)
@@ -225,9 +226,9 @@ func TestOverloadConfigValidate(t *testing.T) {
 // attempt is not sent at all: resource-exhausted at once, RCS satisfied.
 func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, Config{
-		Budget:   BudgetConfig{Disabled: true},
-		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	}, WithScope(scope))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
 	var last *reqlog.Sink
@@ -297,10 +298,10 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 // retry.would_overload.
 func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, Config{
-		Mode:     ModeObserve,
-		Budget:   BudgetConfig{Disabled: true},
-		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
+	m := newMiddleware(t, retry.Config{
+		Mode:     retry.ModeObserve,
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	}, WithScope(scope))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
 	for i := range 40 {
@@ -326,9 +327,9 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 // the callee's overload, a failure the egress middleware logs with its
 // retry criteria satisfied, and counts as no attempt sent.
 func TestOverloadShedOnTheDirectPath(t *testing.T) {
-	m := newMiddleware(t, Config{
-		Budget:   BudgetConfig{Disabled: true},
-		Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	})
 	c := m.callees["callee"]
 	for c.overload.Limit() > 1 || !c.overload.Overloaded() {

@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -51,7 +52,7 @@ const (
 // StormCall and metrics must say after.
 type stormCase struct {
 	name          string
-	give          Config
+	give          retry.Config
 	giveBody      string // default "hello"
 	script        []step
 	wantSent      int
@@ -105,17 +106,17 @@ func (tc stormCase) run(t *testing.T) {
 }
 
 func TestStormEnforce(t *testing.T) {
-	idem := func(p PolicyConfig) Config {
+	idem := func(p retry.PolicyConfig) retry.Config {
 		p.Service = "callee"
 		if p.Idempotent == nil {
 			p.Idempotent = new(true)
 		}
-		return Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{p}}
+		return retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{p}}
 	}
 	tests := []stormCase{
 		{
 			name:         "a success without a storm: one",
-			give:         idem(PolicyConfig{}),
+			give:         idem(retry.PolicyConfig{}),
 			script:       []step{okWith()},
 			wantSent:     1,
 			want:         wire.One,
@@ -124,7 +125,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name:         "claimed, retried, a leaf success",
-			give:         idem(PolicyConfig{}),
+			give:         idem(retry.PolicyConfig{}),
 			script:       []step{fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four), okWith()},
 			wantSent:     2,
 			want:         ownership.Storm{Served: 5, Blind: 5, Retries: 1, Radius: 1, BlindRadius: 1},
@@ -133,7 +134,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name:          "unclaimed at once: suppressed, two blind retries replay it",
-			give:          idem(PolicyConfig{MaxAttempts: 3}),
+			give:          idem(retry.PolicyConfig{MaxAttempts: 3}),
 			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:      1,
 			wantCode:      yarpcerrors.CodeUnavailable,
@@ -144,7 +145,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name: "claimed, then unclaimed: suppressed, one blind retry left",
-			give: idem(PolicyConfig{MaxAttempts: 3}),
+			give: idem(retry.PolicyConfig{MaxAttempts: 3}),
 			script: []step{
 				fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four),
 				fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _suppress),
@@ -158,7 +159,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name: "unclaimed on the last attempt: suppressed, no blind retry left",
-			give: idem(PolicyConfig{MaxAttempts: 2}),
+			give: idem(retry.PolicyConfig{MaxAttempts: 2}),
 			script: []step{
 				fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four),
 				fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine),
@@ -171,7 +172,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name:         "unclaimed with pushback: a blind hop would not retry either",
-			give:         idem(PolicyConfig{MaxAttempts: 3}),
+			give:         idem(retry.PolicyConfig{MaxAttempts: 3}),
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-no-retry", "true", "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
@@ -181,7 +182,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name:         "unclaimed, not idempotent: no blind retry",
-			give:         idem(PolicyConfig{MaxAttempts: 3, Idempotent: new(false)}),
+			give:         idem(retry.PolicyConfig{MaxAttempts: 3, Idempotent: new(false)}),
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
@@ -191,7 +192,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name:         "unclaimed, a code the policy does not retry: no blind retry",
-			give:         idem(PolicyConfig{MaxAttempts: 3, RetryableCodes: []string{"resource-exhausted"}}),
+			give:         idem(retry.PolicyConfig{MaxAttempts: 3, RetryableCodes: []string{"resource-exhausted"}}),
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
@@ -201,8 +202,8 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name: "unclaimed, a body too large to replay: no blind retry",
-			give: func() Config {
-				c := idem(PolicyConfig{MaxAttempts: 3})
+			give: func() retry.Config {
+				c := idem(retry.PolicyConfig{MaxAttempts: 3})
 				c.MaxBodyBytes = 4
 				return c
 			}(),
@@ -216,7 +217,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name:         "unclaimed but no failure by nature: an answer, nothing suppressed",
-			give:         idem(PolicyConfig{MaxAttempts: 3}),
+			give:         idem(retry.PolicyConfig{MaxAttempts: 3}),
 			script:       []step{fail(errInvalid, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeInvalidArgument,
@@ -226,7 +227,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name:         "unclaimed without a storm: unknown, nothing counted as prevented",
-			give:         idem(PolicyConfig{MaxAttempts: 3}),
+			give:         idem(retry.PolicyConfig{MaxAttempts: 3}),
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
@@ -234,7 +235,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name: "a failure without a storm, then a success: unknown",
-			give: idem(PolicyConfig{}),
+			give: idem(retry.PolicyConfig{}),
 			script: []step{
 				fail(errUnavailable),
 				okWith("errown-storm", _four),
@@ -244,7 +245,7 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name: "a garbled storm: unknown",
-			give: idem(PolicyConfig{}),
+			give: idem(retry.PolicyConfig{}),
 			script: []step{
 				okWith("errown-storm", "4,4"),
 			},
@@ -253,9 +254,9 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name: "a tiny budget: the blind twin refuses as the real one would",
-			give: Config{
-				Budget:   BudgetConfig{Ratio: 0.1, NoFloor: true},
-				Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
+			give: retry.Config{
+				Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 			},
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
@@ -266,9 +267,9 @@ func TestStormEnforce(t *testing.T) {
 		},
 		{
 			name: "a budget with room: the blind twin grants every retry the policy would make",
-			give: Config{
-				Budget:   BudgetConfig{Ratio: 2, NoFloor: true},
-				Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
+			give: retry.Config{
+				Budget:   retry.BudgetConfig{Ratio: 2, NoFloor: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 			},
 			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:      1,
@@ -285,15 +286,15 @@ func TestStormEnforce(t *testing.T) {
 }
 
 func TestStormObserve(t *testing.T) {
-	observe := func(p PolicyConfig) Config {
+	observe := func(p retry.PolicyConfig) retry.Config {
 		p.Service = "callee"
 		p.Idempotent = new(true)
-		return Config{Mode: ModeObserve, Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{p}}
+		return retry.Config{Mode: retry.ModeObserve, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{p}}
 	}
 	tests := []stormCase{
 		{
 			name:          "unclaimed every time: retried up to maxAttempts, would_suppress counted once",
-			give:          observe(PolicyConfig{MaxAttempts: 3}),
+			give:          observe(retry.PolicyConfig{MaxAttempts: 3}),
 			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:      3,
 			wantCode:      yarpcerrors.CodeUnavailable,
@@ -305,7 +306,7 @@ func TestStormObserve(t *testing.T) {
 		},
 		{
 			name: "unclaimed, then a success: the retry is in the blind world only",
-			give: observe(PolicyConfig{MaxAttempts: 3}),
+			give: observe(retry.PolicyConfig{MaxAttempts: 3}),
 			script: []step{
 				fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine),
 				okWith("errown-storm", "3,3,0,0,0"),
@@ -319,7 +320,7 @@ func TestStormObserve(t *testing.T) {
 		},
 		{
 			name: "claimed, then unclaimed twice: errown would have made two attempts",
-			give: observe(PolicyConfig{MaxAttempts: 3}),
+			give: observe(retry.PolicyConfig{MaxAttempts: 3}),
 			script: []step{
 				fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four),
 				fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine),
@@ -334,7 +335,7 @@ func TestStormObserve(t *testing.T) {
 		},
 		{
 			name: "unclaimed on the last attempt: would suppress, nothing to prevent",
-			give: observe(PolicyConfig{MaxAttempts: 2}),
+			give: observe(retry.PolicyConfig{MaxAttempts: 2}),
 			script: []step{
 				fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four),
 				fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine),
@@ -348,7 +349,7 @@ func TestStormObserve(t *testing.T) {
 		},
 		{
 			name:         "claimed only: as enforce",
-			give:         observe(PolicyConfig{}),
+			give:         observe(retry.PolicyConfig{}),
 			script:       []step{fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four), okWith()},
 			wantSent:     2,
 			want:         ownership.Storm{Served: 5, Blind: 5, Retries: 1, Radius: 1, BlindRadius: 1},
@@ -357,7 +358,7 @@ func TestStormObserve(t *testing.T) {
 		},
 		{
 			name:         "unclaimed with pushback: would suppress, the pushback refuses",
-			give:         observe(PolicyConfig{MaxAttempts: 3}),
+			give:         observe(retry.PolicyConfig{MaxAttempts: 3}),
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-no-retry", "true", "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
@@ -368,10 +369,10 @@ func TestStormObserve(t *testing.T) {
 		},
 		{
 			name: "unclaimed, the real budget refuses the retry",
-			give: Config{
-				Mode:     ModeObserve,
-				Budget:   BudgetConfig{Ratio: 0.1, NoFloor: true},
-				Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
+			give: retry.Config{
+				Mode:     retry.ModeObserve,
+				Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 			},
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
@@ -383,7 +384,7 @@ func TestStormObserve(t *testing.T) {
 		},
 		{
 			name: "an unknown retry: unknown, nothing counted as prevented",
-			give: observe(PolicyConfig{MaxAttempts: 3}),
+			give: observe(retry.PolicyConfig{MaxAttempts: 3}),
 			script: []step{
 				fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine),
 				fail(errUnavailable),
@@ -409,8 +410,8 @@ func TestStormModeEquivalence(t *testing.T) {
 	}
 	var storms [2]ownership.Storm
 	var prevented [2]uint64
-	for i, mode := range []Mode{ModeEnforce, ModeObserve} {
-		m := newMiddleware(t, Config{Mode: mode, Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 4, Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5))
+	for i, mode := range []retry.Mode{retry.ModeEnforce, retry.ModeObserve} {
+		m := newMiddleware(t, retry.Config{Mode: mode, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 4, Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5))
 		sink := &reqlog.Sink{Out: newOutbound(script...)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		s, ok := sink.State.Storm.Storm()
@@ -427,44 +428,44 @@ func TestStormPolicyMode(t *testing.T) {
 	unclaimed := fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)
 	tests := []struct {
 		name         string
-		give         Config
+		give         retry.Config
 		procedure    string
 		wantSent     int
 		wantCounters map[string]int64
 	}{
 		{
 			name:         "service observe, policy enforce: suppressed",
-			give:         Config{Mode: ModeObserve, Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Mode: ModeEnforce, Idempotent: new(true)}}},
+			give:         retry.Config{Mode: retry.ModeObserve, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Mode: retry.ModeEnforce, Idempotent: new(true)}}},
 			procedure:    "get",
 			wantSent:     1,
 			wantCounters: map[string]int64{_calls: 1, _suppressed: 1, _prevented: 9},
 		},
 		{
 			name:         "service enforce, policy observe: retried",
-			give:         Config{Mode: ModeEnforce, Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Mode: ModeObserve, Idempotent: new(true)}}},
+			give:         retry.Config{Mode: retry.ModeEnforce, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Mode: retry.ModeObserve, Idempotent: new(true)}}},
 			procedure:    "get",
 			wantSent:     2,
 			wantCounters: map[string]int64{_calls: 1, _attempts: 1, _would: 1, _prevented: 9},
 		},
 		{
 			name:         "default mode, policy observe: retried",
-			give:         Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Mode: ModeObserve, Idempotent: new(true)}}},
+			give:         retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Mode: retry.ModeObserve, Idempotent: new(true)}}},
 			procedure:    "get",
 			wantSent:     2,
 			wantCounters: map[string]int64{_calls: 1, _attempts: 1, _would: 1, _prevented: 9},
 		},
 		{
 			name:         "service observe, policy without a mode: observe",
-			give:         Config{Mode: ModeObserve, Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
+			give:         retry.Config{Mode: retry.ModeObserve, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 			procedure:    "get",
 			wantSent:     2,
 			wantCounters: map[string]int64{_calls: 1, _attempts: 1, _would: 1, _prevented: 9},
 		},
 		{
 			name: "service-wide observe, a procedure's enforce: that procedure suppresses",
-			give: Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{
-				{Service: "callee", Mode: ModeObserve, Idempotent: new(true)},
-				{Service: "callee", Procedure: "put", Mode: ModeEnforce, Idempotent: new(true)},
+			give: retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{
+				{Service: "callee", Mode: retry.ModeObserve, Idempotent: new(true)},
+				{Service: "callee", Procedure: "put", Mode: retry.ModeEnforce, Idempotent: new(true)},
 			}},
 			procedure:    "put",
 			wantSent:     1,
@@ -472,9 +473,9 @@ func TestStormPolicyMode(t *testing.T) {
 		},
 		{
 			name: "service-wide observe, a procedure's enforce: the others observe",
-			give: Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{
-				{Service: "callee", Mode: ModeObserve, Idempotent: new(true)},
-				{Service: "callee", Procedure: "put", Mode: ModeEnforce, Idempotent: new(true)},
+			give: retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{
+				{Service: "callee", Mode: retry.ModeObserve, Idempotent: new(true)},
+				{Service: "callee", Procedure: "put", Mode: retry.ModeEnforce, Idempotent: new(true)},
 			}},
 			procedure:    "get",
 			wantSent:     2,
@@ -502,9 +503,9 @@ func TestStormPolicyMode(t *testing.T) {
 // which also sees the real retries; the real budget never sees them.
 func TestStormBlindTwin(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	cfg := Config{
-		Budget:   BudgetConfig{Ratio: 1, NoFloor: true},
-		Policies: []PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
+	cfg := retry.Config{
+		Budget:   retry.BudgetConfig{Ratio: 1, NoFloor: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 	}
 	m := newMiddleware(t, cfg, newClock().option(), fixedRand(0.5), WithScope(scope))
 	unclaimed := fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)
@@ -541,7 +542,7 @@ func TestStormBlindTwin(t *testing.T) {
 // prevention.
 func TestStormPreventedSums(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, Config{Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5), WithScope(scope))
+	m := newMiddleware(t, retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5), WithScope(scope))
 	for _, storm := range []string{_nine, _suppress, "1,1,0,0,0"} {
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), &reqlog.Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", storm))})
 	}
@@ -555,8 +556,8 @@ func TestStormPreventedSums(t *testing.T) {
 // the egress middleware to fold.
 func TestStormNotFoldedWithoutRetries(t *testing.T) {
 	m := newMiddleware(t, policies(
-		PolicyConfig{Service: "callee", Idempotent: new(true)},
-		PolicyConfig{Service: "callee", Procedure: "once", MaxAttempts: 1, Idempotent: new(true)},
+		retry.PolicyConfig{Service: "callee", Idempotent: new(true)},
+		retry.PolicyConfig{Service: "callee", Procedure: "once", MaxAttempts: 1, Idempotent: new(true)},
 	), newClock().option())
 	for _, r := range []*transport.Request{req("other", "get", "x"), req("callee", "once", "x")} {
 		sink := &reqlog.Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine))}
@@ -568,7 +569,7 @@ func TestStormNotFoldedWithoutRetries(t *testing.T) {
 }
 
 func TestStormCustomHeader(t *testing.T) {
-	m := newMiddleware(t, Config{Headers: ownership.Headers{Storm: "x-storm"}, Budget: BudgetConfig{Disabled: true}, Policies: []PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+	m := newMiddleware(t, retry.Config{Headers: ownership.Headers{Storm: "x-storm"}, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	sink := &reqlog.Sink{Out: newOutbound(okWith("x-storm", _four, "errown-storm", _nine))}
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 	require.NoError(t, err)
@@ -578,14 +579,14 @@ func TestStormCustomHeader(t *testing.T) {
 }
 
 func TestModeValidate(t *testing.T) {
-	_, err := New(Config{Mode: "loud"})
+	_, err := New(retry.Config{Mode: "loud"})
 	assert.ErrorContains(t, err, `mode: must be "enforce" or "observe", got "loud"`)
-	_, err = New(Config{Policies: []PolicyConfig{{Service: "callee", Mode: "Observe"}}})
+	_, err = New(retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Mode: "Observe"}}})
 	assert.ErrorContains(t, err, `policies[0].mode: must be "enforce" or "observe", got "Observe"`)
-	for _, mode := range []Mode{"", ModeEnforce, ModeObserve} {
-		_, err := New(Config{Mode: mode, Policies: []PolicyConfig{{Service: "callee", Mode: mode, Idempotent: new(true)}}})
+	for _, mode := range []retry.Mode{"", retry.ModeEnforce, retry.ModeObserve} {
+		_, err := New(retry.Config{Mode: mode, Policies: []retry.PolicyConfig{{Service: "callee", Mode: mode, Idempotent: new(true)}}})
 		assert.NoError(t, err, "%q", mode)
 		assert.NoError(t, mode.Validate(), "%q", mode)
 	}
-	assert.EqualError(t, Mode("loud").Validate(), `mode: must be "enforce" or "observe", got "loud"`)
+	assert.EqualError(t, retry.Mode("loud").Validate(), `mode: must be "enforce" or "observe", got "loud"`)
 }

@@ -1,8 +1,9 @@
-package retry
+package retrier
 
 import (
 	"time"
 
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -20,7 +21,7 @@ type policy struct {
 }
 
 // compilePolicy compiles p, which must be valid with its defaults applied.
-func compilePolicy(p PolicyConfig, mode Mode) *policy {
+func compilePolicy(p retry.PolicyConfig, mode retry.Mode) *policy {
 	var retryable uint64
 	for _, name := range p.RetryableCodes {
 		var c yarpcerrors.Code
@@ -36,7 +37,7 @@ func compilePolicy(p PolicyConfig, mode Mode) *policy {
 		attemptTimeout: p.AttemptTimeout,
 		minRemaining:   p.MinRemaining,
 		idempotent:     *p.Idempotent,
-		observe:        p.Mode == ModeObserve || p.Mode == "" && mode == ModeObserve,
+		observe:        p.Mode == retry.ModeObserve || p.Mode == "" && mode == retry.ModeObserve,
 	}
 }
 
@@ -67,7 +68,7 @@ func (c *callee) policy(procedure string) *policy {
 
 // compileCallees compiles the policies of cfg, which must be valid with its
 // defaults applied, into one callee per service, whose budgets read clock.
-func compileCallees(cfg Config, scope tally.Scope, clock *budgetClock) map[string]*callee {
+func compileCallees(cfg retry.Config, scope tally.Scope, clock *budgetClock) map[string]*callee {
 	callees := make(map[string]*callee)
 	for _, pc := range cfg.Policies {
 		c, ok := callees[pc.Service]

@@ -1,4 +1,4 @@
-package retry
+package retrier
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -334,7 +335,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 // callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
 // everything else allows the replay.
 func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, sent int, last *reqlog.Outcome) (foreignReason, bool) {
-	minRemaining := DefaultMinRemaining
+	minRemaining := retry.DefaultMinRemaining
 	if p != nil {
 		minRemaining = p.minRemaining
 	}

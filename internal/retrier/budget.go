@@ -1,9 +1,11 @@
-package retry
+package retrier
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/errown/errown/retry"
 )
 
 // _budgetSlack absorbs float rounding in BudgetAllows, so that a budget of
@@ -58,7 +60,7 @@ type budget struct {
 
 // newBudget returns a budget for cfg, which must have its defaults applied,
 // on clock.
-func newBudget(cfg BudgetConfig, clock *budgetClock) *budget {
+func newBudget(cfg retry.BudgetConfig, clock *budgetClock) *budget {
 	return &budget{
 		disabled:     cfg.Disabled,
 		ratio:        cfg.Ratio,
