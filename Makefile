@@ -21,8 +21,8 @@ FUZZ_TARGETS := \
 	./grpcgo:FuzzPushback \
 	.:FuzzConfigFromYAML \
 	./internal/retrier:FuzzConfig \
-	./depmem:FuzzParseSnapshot \
-	./depmem:FuzzParseQueryResponse \
+	./internal/memory:FuzzParseSnapshot \
+	./internal/memory:FuzzParseQueryResponse \
 	./internal/stormsim:FuzzParseTopology
 
 .PHONY: all

@@ -3,8 +3,10 @@ package errown
 import (
 	"bytes"
 	"fmt"
-	"github.com/errown/errown/internal/configkey"
 	"reflect"
+
+	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/memory"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
@@ -118,7 +120,7 @@ func (c Config) retryConfig() retry.Config {
 
 // Validate reports every invalid value in c, each naming its key.
 func (c Config) Validate() error {
-	_, depErr := depmem.NewStatic(c.Dependencies, nil)
+	_, depErr := memory.NewStatic(c.Dependencies, nil)
 	// The header names, the ingress section and the mode are checked once,
 	// here; the inbound and retry sections are checked without them.
 	in := c.inboundConfig()

@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/egress"
 	"github.com/errown/errown/internal/ingress"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
@@ -67,8 +68,8 @@ type Middleware struct {
 	egress  *egress.Middleware
 	direct  *egress.Direct // egress with the innermost step right below it
 	retry   *retrier.Middleware
-	memory  *depmem.Memory
-	kinds   *depmem.Static
+	memory  *memory.Memory
+	kinds   *memory.Static
 	gauges  *gauges
 	cfg     Config
 
@@ -98,11 +99,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		opt.apply(&o)
 	}
 	scope := o.scope.SubScope("errown")
-	memory, err := depmem.NewMemory(cfg.Memory, depmem.WithLogger(o.logger), depmem.WithScope(scope))
+	mem, err := memory.NewMemory(cfg.Memory, memory.WithLogger(o.logger), memory.WithScope(scope))
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := depmem.NewStatic(cfg.Dependencies, memory)
+	kinds, err := memory.NewStatic(cfg.Dependencies, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		ingress.WithScope(scope),
 		ingress.WithLearner(kinds),
 		ingress.WithStormHook(o.stormHook),
-		ingress.WithClock(memory.Now))
+		ingress.WithClock(mem.Now))
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{inbound: in, egress: egress, retry: r, memory: memory, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
+	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
 	m.direct = egress.Direct(r.Attempts())
 	m.gauges = newGauges(m, scope)
 	return m, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -244,7 +245,7 @@ func TestModuleRunsMemoryLifecycle(t *testing.T) {
 
 	b, err := os.ReadFile(path)
 	require.NoError(t, err, "the memory wrote its snapshot at stop")
-	_, err = depmem.ParseSnapshot(b)
+	_, err = memory.ParseSnapshot(b)
 	require.NoError(t, err)
 
 	// A restarted service remembers.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -91,8 +92,8 @@ var _sinkKind ownership.EdgeKind
 // load, and classifying an edge, learned and declared.
 func BenchmarkDepmemObserve(b *testing.B) {
 	edge := ownership.Edge{CallerProcedure: _procedure, Service: _callee, Procedure: _procedure}
-	newMemory := func(b *testing.B) *depmem.Memory {
-		m, err := depmem.NewMemory(depmem.Config{MinSamples: 1})
+	newMemory := func(b *testing.B) *memory.Memory {
+		m, err := memory.NewMemory(depmem.Config{MinSamples: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -123,7 +124,7 @@ func BenchmarkDepmemObserve(b *testing.B) {
 		}
 	})
 	b.Run("kind-declared", func(b *testing.B) {
-		s, err := depmem.NewStatic([]depmem.Declaration{{Service: _callee, Kind: new(ownership.KindFailOpen)}}, newMemory(b))
+		s, err := memory.NewStatic([]depmem.Declaration{{Service: _callee, Kind: new(ownership.KindFailOpen)}}, newMemory(b))
 		if err != nil {
 			b.Fatal(err)
 		}

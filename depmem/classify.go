@@ -1,7 +1,5 @@
 package depmem
 
-import "github.com/errown/errown/ownership"
-
 // Thresholds decide an edge's kind from its counts. See Classify.
 type Thresholds struct {
 	// Close: a ratio at or above it is fail-close.
@@ -14,40 +12,4 @@ type Thresholds struct {
 	// MinSamples is the least number of callee failures in the window
 	// before an edge is classified at all.
 	MinSamples int64
-}
-
-// Ratio is P(caller failed | callee failed) as counted: joint failures over
-// callee failures. It is 0 when there are no callee failures.
-func Ratio(calleeFailures, jointFailures int64) float64 {
-	if calleeFailures <= 0 {
-		return 0
-	}
-	return float64(jointFailures) / float64(calleeFailures)
-}
-
-// Classify returns the kind of an edge with the given counts, given the
-// kind it had before (prev). An edge with fewer than MinSamples callee
-// failures is unknown. Otherwise a ratio at or above Close is fail-close
-// and at or below Open fail-open, and in between unknown; an edge that was
-// already fail-close stays so while the ratio is at least
-// Close - Hysteresis, and one that was fail-open stays so while the ratio
-// is at most Open + Hysteresis, so that an edge near a threshold does not
-// flip with every request.
-func Classify(prev ownership.EdgeKind, calleeFailures, jointFailures int64, t Thresholds) ownership.EdgeKind {
-	if calleeFailures < t.MinSamples || calleeFailures <= 0 {
-		return ownership.KindUnknown
-	}
-	r := Ratio(calleeFailures, jointFailures)
-	switch {
-	case prev == ownership.KindFailClose && r >= t.Close-t.Hysteresis:
-		return ownership.KindFailClose
-	case prev == ownership.KindFailOpen && r <= t.Open+t.Hysteresis:
-		return ownership.KindFailOpen
-	case r >= t.Close:
-		return ownership.KindFailClose
-	case r <= t.Open:
-		return ownership.KindFailOpen
-	default:
-		return ownership.KindUnknown
-	}
 }

@@ -83,7 +83,9 @@ type SnapshotConfig struct {
 	Interval time.Duration `yaml:"interval,omitempty"`
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default: the
+// configuration the memory runs with.
+func (c Config) WithDefaults() Config {
 	if c.Window == 0 {
 		c.Window = DefaultWindow
 	}
@@ -115,7 +117,7 @@ func (c Config) withDefaults() Config {
 // Thresholds returns the thresholds c classifies edges with, defaults
 // applied, for Classify.
 func (c Config) Thresholds() Thresholds {
-	return c.withDefaults().thresholds()
+	return c.WithDefaults().thresholds()
 }
 
 // thresholds is Thresholds of a Config whose defaults are applied.
@@ -134,7 +136,7 @@ func (c Config) thresholds() Thresholds {
 // that key in front.
 func (c Config) Validate() error {
 	fleet := c.Fleet // as given: its checks tell unset queries from set ones
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var err error
 	add := func(format string, args ...interface{}) {
 		err = multierr.Append(err, fmt.Errorf(format, args...))

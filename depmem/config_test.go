@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/multierr"
@@ -43,8 +42,6 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		err := tt.give.Validate()
 		assert.Equal(t, tt.want, errorStrings(err), "%+v", tt.give)
-		_, newErr := NewMemory(tt.give)
-		assert.Equal(t, err, newErr, "NewMemory refuses what Validate does")
 	}
 }
 
@@ -75,34 +72,6 @@ func TestConfigThresholds(t *testing.T) {
 			assert.Equal(t, tt.want, tt.give.Thresholds())
 		})
 	}
-}
-
-// TestConfigTinyOpenThresholdIsZero: the documented way to say "fail-open
-// only when the caller never failed with the callee".
-func TestConfigTinyOpenThresholdIsZero(t *testing.T) {
-	th := Config{OpenThreshold: 1e-9, NoHysteresis: true, MinSamples: 1}.Thresholds()
-	tests := []struct {
-		failures, joint int64
-		want            ownership.EdgeKind
-	}{
-		{1, 0, ownership.KindFailOpen},
-		{999_999_999, 0, ownership.KindFailOpen},
-		{999_999_999, 1, ownership.KindUnknown},
-		{20, 1, ownership.KindUnknown},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, Classify(ownership.KindUnknown, tt.failures, tt.joint, th), "%d of %d", tt.joint, tt.failures)
-	}
-}
-
-// TestMemoryNoHysteresis: without hysteresis an edge leaves its kind as soon
-// as its ratio crosses back (compare TestMemoryHysteresisHoldsKind).
-func TestMemoryNoHysteresis(t *testing.T) {
-	m, _ := newMemory(t, Config{MinSamples: 10, NoHysteresis: true})
-	observe(m, edgeA, 100, 80)
-	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
-	observe(m, edgeA, 4, 2) // 82/104 = 0.788: below 0.8
-	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA))
 }
 
 func errorStrings(err error) []string {

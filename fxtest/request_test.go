@@ -5,11 +5,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/ingress"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
@@ -137,7 +137,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 // of kinds, and returns the claim and no-retry headers it answered with.
 func serveUnderInbound(t *testing.T, kinds map[string]ownership.EdgeKind, h handlerFunc) (ownership.Claim, bool) {
 	t.Helper()
-	learner, err := depmem.NewStatic(nil, kindsOf(kinds))
+	learner, err := memory.NewStatic(nil, kindsOf(kinds))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -25,7 +25,7 @@ const _stackFailures = 8
 // Middleware is errown's unary inbound middleware.
 type Middleware struct {
 	logs              *reqlog.Map
-	learner           depmem.Learner
+	learner           memory.Learner
 	now               func() time.Time
 	unknownCorrelated bool
 	attemptHeader     string
@@ -293,9 +293,9 @@ func (m *Middleware) observe(entries []calls.Entry) {
 
 // unknown is the Learner of a Middleware given none: every edge unknown,
 // nothing learned.
-type unknown struct{ depmem.Unknown }
+type unknown struct{ memory.Unknown }
 
-var _ depmem.Learner = unknown{}
+var _ memory.Learner = unknown{}
 
 func (unknown) Observe(ownership.Edge, bool) {}
 

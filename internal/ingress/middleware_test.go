@@ -8,6 +8,7 @@ import (
 
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/reqlog"
 
 	"github.com/errown/errown/depmem"
@@ -81,7 +82,7 @@ func request(transportName string) *transport.Request {
 }
 
 func TestHandleDecides(t *testing.T) {
-	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: new(ownership.KindFailOpen)}, {Service: "hard", Kind: new(ownership.KindFailClose)}}, nil)
+	memory, err := memory.NewStatic([]depmem.Declaration{{Service: "soft", Kind: new(ownership.KindFailOpen)}, {Service: "hard", Kind: new(ownership.KindFailClose)}}, nil)
 	require.NoError(t, err)
 	tests := []struct {
 		name        string
@@ -255,11 +256,11 @@ func (r *recordingObserver) Observe(e ownership.Edge, callerFailed bool) {
 	r.seen = append(r.seen, observation{e, callerFailed})
 }
 
-// learner is a depmem.Learner of a Classifier and an Observer: it asks
+// learner is a memory.Learner of a Classifier and an Observer: it asks
 // one for the kind of an edge, then tells the other of its failure.
 type learner struct {
-	depmem.Classifier
-	depmem.Observer
+	memory.Classifier
+	memory.Observer
 }
 
 func (l learner) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
@@ -270,8 +271,8 @@ func (l learner) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 
 // observing returns a Learner that knows no edge and tells obs of every
 // failure.
-func observing(obs depmem.Observer) depmem.Learner {
-	return learner{Classifier: depmem.Unknown{}, Observer: obs}
+func observing(obs memory.Observer) memory.Learner {
+	return learner{Classifier: memory.Unknown{}, Observer: obs}
 }
 
 func TestHandleFeedsObserver(t *testing.T) {
@@ -301,7 +302,7 @@ var _fed = []observation{
 	{failed("soft", true).Edge, false},
 }
 
-// recordingLearner is a depmem.Learner that records how it was asked:
+// recordingLearner is a memory.Learner that records how it was asked:
 // every edge is fail-open.
 type recordingLearner struct {
 	recordingObserver
@@ -356,7 +357,7 @@ func repeat(n int, e calls.Entry) []calls.Entry {
 // log's bound has the overflow counted, and is never unclaimed on the
 // strength of failures the log could not keep.
 func TestHandleEgressOverflow(t *testing.T) {
-	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "hard", Kind: new(ownership.KindFailClose)}}, nil)
+	memory, err := memory.NewStatic([]depmem.Declaration{{Service: "hard", Kind: new(ownership.KindFailClose)}}, nil)
 	require.NoError(t, err)
 	tests := []struct {
 		name         string
@@ -401,7 +402,7 @@ func TestHandleEgressOverflow(t *testing.T) {
 }
 
 func TestDecisionsKept(t *testing.T) {
-	memory, err := depmem.NewStatic([]depmem.Declaration{{Service: "soft", Kind: new(ownership.KindFailOpen)}}, nil)
+	memory, err := memory.NewStatic([]depmem.Declaration{{Service: "soft", Kind: new(ownership.KindFailOpen)}}, nil)
 	require.NoError(t, err)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	reads := 0

@@ -3,9 +3,9 @@ package ingress
 import (
 	"time"
 
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/memory"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -16,7 +16,7 @@ type Option interface {
 
 type options struct {
 	scope     tally.Scope
-	learner   depmem.Learner
+	learner   memory.Learner
 	stormHook func(inbound.Storm)
 	orphans   *calls.Orphans
 	now       func() time.Time
@@ -37,13 +37,13 @@ func WithScope(s tally.Scope) Option {
 
 // WithLearner asks l for the kind of each failed edge of a request that
 // did not succeed, and tells it of that failure in the same step
-// (depmem.Learner.Learn): the kind it decides with is the edge's before
+// (memory.Learner.Learn): the kind it decides with is the edge's before
 // that failure, read failure by failure. The failed calls of a request
-// that succeeded are observed (depmem.Observer.Observe). errown passes its
-// declared kinds over its dependency memory (depmem.Static). A Classifier
-// that does not learn becomes a Learner as depmem.NewStatic(nil, c).
+// that succeeded are observed (memory.Observer.Observe). errown passes its
+// declared kinds over its dependency memory (memory.Static). A Classifier
+// that does not learn becomes a Learner as memory.NewStatic(nil, c).
 // Default: every edge unknown, nothing learned.
-func WithLearner(l depmem.Learner) Option {
+func WithLearner(l memory.Learner) Option {
 	return optionFunc(func(o *options) {
 		if l != nil {
 			o.learner = l
@@ -70,7 +70,7 @@ func WithOrphans(o *calls.Orphans) Option {
 // WithClock reads the time of each decision and root storm (Decision.Time,
 // Storm.Time) from now, read once per failed or stormy request and never
 // for a quiet success; errown passes its dependency memory's coarse clock
-// (depmem.Memory.Now), which spares the failure path a reading of the
+// (memory.Memory.Now), which spares the failure path a reading of the
 // system clock during an outage. Default time.Now.
 func WithClock(now func() time.Time) Option {
 	return optionFunc(func(o *options) {

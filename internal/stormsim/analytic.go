@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -435,7 +436,7 @@ func (a *analyzer) correlated(c gcall, out callOutcome, failsAnyway float64) boo
 			ratio = failsAnyway
 		}
 		const samples = 1_000_000
-		kind = depmem.Classify(ownership.KindUnknown, samples, int64(math.Round(ratio*samples)), a.thresholds)
+		kind = memory.Classify(ownership.KindUnknown, samples, int64(math.Round(ratio*samples)), a.thresholds)
 	}
 	return wire.Correlated(kind, a.unknownCorrelated)
 }

@@ -1,8 +1,9 @@
-package depmem
+package memory
 
 import (
 	"testing"
 
+	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ type fixed ownership.EdgeKind
 func (f fixed) Kind(ownership.Edge) ownership.EdgeKind { return ownership.EdgeKind(f) }
 
 func TestStaticMostSpecificWins(t *testing.T) {
-	s, err := NewStatic([]Declaration{
+	s, err := NewStatic([]depmem.Declaration{
 		{Service: "cache", Kind: new(ownership.KindFailOpen)},
 		{CallerProcedure: "checkout", Service: "cache", Kind: new(ownership.KindFailClose)},
 		{Service: "cache", Procedure: "warm", Kind: new(ownership.KindUnknown)},
@@ -44,7 +45,7 @@ func TestStaticDefaultsToUnknown(t *testing.T) {
 }
 
 func TestStaticErrorsNameEveryKey(t *testing.T) {
-	_, err := NewStatic([]Declaration{
+	_, err := NewStatic([]depmem.Declaration{
 		{Service: "ok", Kind: new(ownership.KindFailOpen)},
 		{Service: "", Kind: new(ownership.KindFailOpen)},
 		{Service: "x", Kind: new(ownership.EdgeKind(7))},
@@ -65,7 +66,7 @@ func TestStaticErrorsNameEveryKey(t *testing.T) {
 // TestStaticDeclaredUnknown: a declared unknown is a declaration: it hides
 // what the next Classifier learned.
 func TestStaticDeclaredUnknown(t *testing.T) {
-	s, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindUnknown)}}, fixed(ownership.KindFailClose))
+	s, err := NewStatic([]depmem.Declaration{{Service: "cache", Kind: new(ownership.KindUnknown)}}, fixed(ownership.KindFailClose))
 	require.NoError(t, err)
 	assert.Equal(t, ownership.KindUnknown, s.Kind(ownership.Edge{CallerProcedure: "a", Service: "cache", Procedure: "get"}))
 	assert.Equal(t, ownership.KindFailClose, s.Kind(ownership.Edge{CallerProcedure: "a", Service: "db", Procedure: "get"}))

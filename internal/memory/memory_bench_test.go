@@ -1,15 +1,16 @@
-package depmem
+package memory
 
 import (
 	"sync"
 	"testing"
 
+	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
 )
 
 // startedMemory returns a memory with cfg, started as errown starts it
 // (its coarse clock runs) and stopped when b ends.
-func startedMemory(b *testing.B, cfg Config) *Memory {
+func startedMemory(b *testing.B, cfg depmem.Config) *Memory {
 	m, err := NewMemory(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -38,7 +39,7 @@ func BenchmarkObserve(b *testing.B) {
 		_ = n
 	})
 	b.Run("known-edge", func(b *testing.B) {
-		m := startedMemory(b, Config{})
+		m := startedMemory(b, depmem.Config{})
 		m.Observe(edgeA, true)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -47,7 +48,7 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 	b.Run("known-edge-parallel", func(b *testing.B) {
-		m := startedMemory(b, Config{})
+		m := startedMemory(b, depmem.Config{})
 		m.Observe(edgeA, true)
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -60,13 +61,13 @@ func BenchmarkObserve(b *testing.B) {
 	b.Run("new-edge-when-full", func(b *testing.B) {
 		// Every place taken by an edge inside the window: a new edge is
 		// dropped without scanning for idle ones.
-		m := startedMemory(b, Config{})
-		for i := range DefaultMaxEdges {
+		m := startedMemory(b, depmem.Config{})
+		for i := range depmem.DefaultMaxEdges {
 			m.Observe(churnEdge(i), true)
 		}
 		edges := make([]ownership.Edge, 1024)
 		for i := range edges {
-			edges[i] = churnEdge(DefaultMaxEdges + i)
+			edges[i] = churnEdge(depmem.DefaultMaxEdges + i)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -75,7 +76,7 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	})
 	b.Run("kind", func(b *testing.B) {
-		m := startedMemory(b, Config{MinSamples: 1})
+		m := startedMemory(b, depmem.Config{MinSamples: 1})
 		m.Observe(edgeA, true)
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -1,4 +1,4 @@
-package depmem
+package memory
 
 import (
 	"github.com/errown/errown/ownership"

@@ -1,4 +1,4 @@
-package depmem
+package memory
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package depmem
+package memory
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,7 +119,7 @@ func TestFleetSourceAndOutage(t *testing.T) {
 
 	core, logs := observer.New(zap.InfoLevel)
 	scope := tally.NewTestScope("", nil)
-	m, err := NewMemory(Config{MinSamples: 20, Fleet: FleetConfig{URL: srv.URL, Timeout: time.Second, Selector: `service="checkout"`}},
+	m, err := NewMemory(depmem.Config{MinSamples: 20, Fleet: depmem.FleetConfig{URL: srv.URL, Timeout: time.Second, Selector: `service="checkout"`}},
 		WithLogger(zap.New(core)), WithScope(scope))
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -126,14 +128,14 @@ func TestFleetSourceAndOutage(t *testing.T) {
 	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA), "learned from the fleet alone")
 	v := m.Edges()
 	require.Len(t, v, 1)
-	assert.Equal(t, SourceFleet, v[0].Source)
+	assert.Equal(t, depmem.SourceFleet, v[0].Source)
 	assert.Equal(t, int64(40), v[0].CalleeFailures)
 	assert.Equal(t, v[0].Kind, m.Kind(edgeA), "Kind is the view's kind")
 
 	// Local memory with more evidence wins over the fleet.
 	observe(m, edgeA, 50, 0)
 	assert.Equal(t, ownership.KindFailOpen, m.Kind(edgeA))
-	assert.Equal(t, SourceLocal, m.Edges()[0].Source)
+	assert.Equal(t, depmem.SourceLocal, m.Edges()[0].Source)
 	assert.Equal(t, m.Edges()[0].Kind, m.Kind(edgeA), "Kind is the view's kind")
 
 	// An outage: garbage, then errors. Logged once, counted each time,
@@ -158,7 +160,7 @@ func TestFleetUnreachableDoesNotBlockStop(t *testing.T) {
 		<-r.Context().Done() // hangs until the client gives up
 	}))
 	defer srv.Close()
-	m, err := NewMemory(Config{Fleet: FleetConfig{URL: srv.URL, Interval: 10 * time.Millisecond, Timeout: time.Minute, Selector: `job="x"`}})
+	m, err := NewMemory(depmem.Config{Fleet: depmem.FleetConfig{URL: srv.URL, Interval: 10 * time.Millisecond, Timeout: time.Minute, Selector: `job="x"`}})
 	require.NoError(t, err)
 	require.NoError(t, m.Start())
 	time.Sleep(20 * time.Millisecond)
@@ -169,7 +171,7 @@ func TestFleetUnreachableDoesNotBlockStop(t *testing.T) {
 }
 
 func TestDefaultFleetQueries(t *testing.T) {
-	c := FleetConfig{Selector: `service="checkout"`}.withDefaults(10 * time.Minute)
+	c := depmem.Config{Window: 10 * time.Minute, Fleet: depmem.FleetConfig{Selector: `service="checkout"`}}.WithDefaults().Fleet
 	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_callee_failures{service="checkout"}[600s]))`, c.FailuresQuery)
 	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_joint_failures{service="checkout"}[600s]))`, c.JointQuery)
 }
@@ -182,7 +184,7 @@ func TestFleetOnlyEdgesTakeNoLocalPlace(t *testing.T) {
 	api.broken.Store("")
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	m, err := NewMemory(Config{MaxEdges: 2, MinSamples: 5, Fleet: FleetConfig{URL: srv.URL, Selector: `job="x"`}})
+	m, err := NewMemory(depmem.Config{MaxEdges: 2, MinSamples: 5, Fleet: depmem.FleetConfig{URL: srv.URL, Selector: `job="x"`}})
 	require.NoError(t, err)
 	m.fleet.refresh(context.Background())
 	require.Len(t, m.Edges(), 3, "the fleet's edges are shown")
@@ -192,6 +194,6 @@ func TestFleetOnlyEdgesTakeNoLocalPlace(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	assert.Equal(t, "http://user:xxxxx@prom:9090", redact("http://user:secret@prom:9090"))
-	assert.Equal(t, "http://prom:9090", redact("http://prom:9090"))
+	assert.Equal(t, "http://user:xxxxx@prom:9090", configkey.RedactURL("http://user:secret@prom:9090"))
+	assert.Equal(t, "http://prom:9090", configkey.RedactURL("http://prom:9090"))
 }

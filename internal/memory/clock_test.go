@@ -1,9 +1,10 @@
-package depmem
+package memory
 
 import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/depmem"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -13,7 +14,7 @@ func TestCoarseTick(t *testing.T) {
 		give time.Duration
 		want time.Duration
 	}{
-		{give: DefaultWindow / DefaultBuckets, want: 100 * time.Millisecond},
+		{give: depmem.DefaultWindow / depmem.DefaultBuckets, want: 100 * time.Millisecond},
 		{give: time.Second, want: 100 * time.Millisecond},
 		{give: 500 * time.Millisecond, want: 50 * time.Millisecond},
 		{give: 100 * time.Millisecond, want: 10 * time.Millisecond},
@@ -64,7 +65,7 @@ func TestClockNeverCoarse(t *testing.T) {
 }
 
 func TestMemoryStartRunsTheCoarseClock(t *testing.T) {
-	m, err := NewMemory(Config{Window: 10 * time.Second, MinSamples: 1})
+	m, err := NewMemory(depmem.Config{Window: 10 * time.Second, MinSamples: 1})
 	require.NoError(t, err)
 	require.NoError(t, m.Start())
 	assert.True(t, m.clock.Coarse(), "started")
@@ -78,13 +79,13 @@ func TestMemoryStartRunsTheCoarseClock(t *testing.T) {
 // the coarse one between Start and Stop.
 func TestMemoryNow(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 8, time.UTC)
-	m, err := NewMemory(Config{}, withClock(func() time.Time { return at }))
+	m, err := NewMemory(depmem.Config{}, withClock(func() time.Time { return at }))
 	require.NoError(t, err)
 	assert.True(t, at.Equal(m.Now()), "the test's clock: %v", m.Now())
 	at = at.Add(time.Minute)
 	assert.True(t, at.Equal(m.Now()), "read again, exactly: %v", m.Now())
 
-	real, err := NewMemory(Config{})
+	real, err := NewMemory(depmem.Config{})
 	require.NoError(t, err)
 	require.NoError(t, real.Start())
 	defer func() { require.NoError(t, real.Stop()) }()

@@ -1,14 +1,15 @@
-package depmem_test
+package memory_test
 
 import (
 	"fmt"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/ownership"
 )
 
 func ExampleMemory() {
-	m, err := depmem.NewMemory(depmem.Config{MinSamples: 5})
+	m, err := memory.NewMemory(depmem.Config{MinSamples: 5})
 	if err != nil {
 		panic(err)
 	}
@@ -18,7 +19,7 @@ func ExampleMemory() {
 		m.Observe(db, true)      // checkout fails whenever db does
 		m.Observe(cache, i == 0) // and hardly ever when the cache does
 	}
-	kinds, err := depmem.NewStatic([]depmem.Declaration{{Service: "search", Kind: new(ownership.KindFailOpen)}}, m)
+	kinds, err := memory.NewStatic([]depmem.Declaration{{Service: "search", Kind: new(ownership.KindFailOpen)}}, m)
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package depmem
+package memory
 
 import (
 	"math/rand/v2"
@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/multierr"
 )
 
 type fakeClock struct {
@@ -38,7 +40,7 @@ var (
 	edgeB = ownership.Edge{CallerProcedure: "checkout", Service: "cache", Procedure: "get"}
 )
 
-func newMemory(t *testing.T, cfg Config, opts ...Option) (*Memory, *fakeClock) {
+func newMemory(t *testing.T, cfg depmem.Config, opts ...Option) (*Memory, *fakeClock) {
 	clock := newFakeClock()
 	m, err := NewMemory(cfg, append([]Option{withClock(clock.Now)}, opts...)...)
 	require.NoError(t, err)
@@ -52,7 +54,7 @@ func observe(m *Memory, e ownership.Edge, failures, joint int) {
 }
 
 func TestMemoryLearns(t *testing.T) {
-	m, _ := newMemory(t, Config{MinSamples: 10})
+	m, _ := newMemory(t, depmem.Config{MinSamples: 10})
 	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA), "nothing seen yet")
 	observe(m, edgeA, 9, 9)
 	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA), "below minimum samples")
@@ -61,14 +63,14 @@ func TestMemoryLearns(t *testing.T) {
 
 	observe(m, edgeB, 20, 2)
 	assert.Equal(t, ownership.KindFailOpen, m.Kind(edgeB))
-	assert.Equal(t, []EdgeView{
-		{Edge: edgeB, Kind: ownership.KindFailOpen, Ratio: 0.1, CalleeFailures: 20, JointFailures: 2, Source: SourceLocal},
-		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 10, JointFailures: 10, Source: SourceLocal},
+	assert.Equal(t, []depmem.EdgeView{
+		{Edge: edgeB, Kind: ownership.KindFailOpen, Ratio: 0.1, CalleeFailures: 20, JointFailures: 2, Source: depmem.SourceLocal},
+		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 10, JointFailures: 10, Source: depmem.SourceLocal},
 	}, m.Edges())
 }
 
 func TestMemoryWindowForgets(t *testing.T) {
-	m, clock := newMemory(t, Config{Window: 10 * time.Minute, Buckets: 10, MinSamples: 10})
+	m, clock := newMemory(t, depmem.Config{Window: 10 * time.Minute, Buckets: 10, MinSamples: 10})
 	observe(m, edgeA, 10, 10)
 	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
 	clock.Add(9 * time.Minute)
@@ -82,7 +84,7 @@ func TestMemoryWindowForgets(t *testing.T) {
 }
 
 func TestMemoryHysteresisHoldsKind(t *testing.T) {
-	m, _ := newMemory(t, Config{MinSamples: 10})
+	m, _ := newMemory(t, depmem.Config{MinSamples: 10})
 	observe(m, edgeA, 100, 80)
 	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
 	observe(m, edgeA, 4, 2) // 82/104 = 0.788: below 0.8, above 0.75
@@ -106,8 +108,8 @@ func TestMemoryReadsArePure(t *testing.T) {
 		{failures: 1, joint: 1, read: true}, // 3/13 = 0.23: held fail-open by hysteresis (≤ 0.25)
 		{failures: 1, joint: 1, read: true}, // 4/14 = 0.29: unknown
 	}
-	run := func(reads bool) []EdgeView {
-		m, clock := newMemory(t, Config{MinSamples: 10})
+	run := func(reads bool) []depmem.EdgeView {
+		m, clock := newMemory(t, depmem.Config{MinSamples: 10})
 		for _, st := range script {
 			observe(m, edgeA, st.failures, st.joint)
 			if reads && st.read {
@@ -123,7 +125,7 @@ func TestMemoryReadsArePure(t *testing.T) {
 	withReads, without := run(true), run(false)
 	assert.Equal(t, without, withReads)
 
-	m, _ := newMemory(t, Config{MinSamples: 10})
+	m, _ := newMemory(t, depmem.Config{MinSamples: 10})
 	var kinds []ownership.EdgeKind
 	for _, st := range script {
 		observe(m, edgeA, st.failures, st.joint)
@@ -136,7 +138,7 @@ func TestMemoryReadsArePure(t *testing.T) {
 	// Without reads, the old code classified 3/13 from "unknown" (no
 	// hysteresis) and 4/14 alike: the sequence above must hold without
 	// them too.
-	m, _ = newMemory(t, Config{MinSamples: 10})
+	m, _ = newMemory(t, depmem.Config{MinSamples: 10})
 	for _, st := range script[:4] {
 		observe(m, edgeA, st.failures, st.joint)
 	}
@@ -144,9 +146,9 @@ func TestMemoryReadsArePure(t *testing.T) {
 }
 
 func TestStaticOverridesMemory(t *testing.T) {
-	m, _ := newMemory(t, Config{MinSamples: 1})
+	m, _ := newMemory(t, depmem.Config{MinSamples: 1})
 	observe(m, edgeA, 10, 10)
-	s, err := NewStatic([]Declaration{{Service: "payments", Kind: new(ownership.KindFailOpen)}}, m)
+	s, err := NewStatic([]depmem.Declaration{{Service: "payments", Kind: new(ownership.KindFailOpen)}}, m)
 	require.NoError(t, err)
 	assert.Equal(t, ownership.KindFailOpen, s.Kind(edgeA))
 	observe(m, edgeB, 10, 10)
@@ -154,7 +156,7 @@ func TestStaticOverridesMemory(t *testing.T) {
 }
 
 func TestMemoryDisabled(t *testing.T) {
-	m, _ := newMemory(t, Config{Disabled: true, MinSamples: 1})
+	m, _ := newMemory(t, depmem.Config{Disabled: true, MinSamples: 1})
 	observe(m, edgeA, 10, 10)
 	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA))
 	assert.Empty(t, m.Edges())
@@ -162,7 +164,7 @@ func TestMemoryDisabled(t *testing.T) {
 
 func TestMemoryMaxEdgesAndMetrics(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m, _ := newMemory(t, Config{MaxEdges: 1, MinSamples: 1}, WithScope(scope))
+	m, _ := newMemory(t, depmem.Config{MaxEdges: 1, MinSamples: 1}, WithScope(scope))
 	observe(m, edgeA, 3, 1)
 	observe(m, edgeB, 2, 0)
 	snap := scope.Snapshot().Counters()
@@ -176,7 +178,7 @@ func TestMemoryMaxEdgesAndMetrics(t *testing.T) {
 
 func TestMemoryEvictsIdleEdgesForNewOnes(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m, clock := newMemory(t, Config{MaxEdges: 1, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10}, WithScope(scope))
+	m, clock := newMemory(t, depmem.Config{MaxEdges: 1, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10}, WithScope(scope))
 	counter := func(name string) int64 { return scope.Snapshot().Counters()["depmem."+name+"+"].Value() }
 	observe(m, edgeA, 3, 3)
 
@@ -191,7 +193,7 @@ func TestMemoryEvictsIdleEdgesForNewOnes(t *testing.T) {
 	assert.Equal(t, int64(1), counter("edges_evicted"))
 	assert.Equal(t, ownership.KindFailClose, m.Kind(edgeB), "edgeB is learned")
 	assert.Equal(t, ownership.KindUnknown, m.Kind(edgeA))
-	assert.Equal(t, []EdgeView{{Edge: edgeB, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 2, JointFailures: 2, Source: SourceLocal}}, m.Edges())
+	assert.Equal(t, []depmem.EdgeView{{Edge: edgeB, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 2, JointFailures: 2, Source: depmem.SourceLocal}}, m.Edges())
 
 	// Seen again once edgeB is idle, edgeA counts on in its old series:
 	// tally keeps one series per edge ever seen.
@@ -205,7 +207,7 @@ func TestMemoryEvictsIdleEdgesForNewOnes(t *testing.T) {
 func TestMemoryEvictionScansOnlyWhenAnEdgeCanBeIdle(t *testing.T) {
 	// A full memory with nothing idle drops new edges without scanning
 	// until the least recently observed edge can have left the window.
-	m, clock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10})
+	m, clock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10})
 	observe(m, edgeA, 1, 1)
 	clock.Add(5 * time.Minute)
 	observe(m, edgeB, 1, 1)
@@ -228,9 +230,9 @@ func TestMemorySnapshotAfterEviction(t *testing.T) {
 	// A snapshot holds the edges tracked, not the evicted ones, and a
 	// restore into a full memory evicts idle edges to make room.
 	edgeC := ownership.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
-	m, clock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1})
+	m, clock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1})
 	observe(m, edgeA, 2, 2)
-	clock.Add(DefaultWindow)
+	clock.Add(depmem.DefaultWindow)
 	observe(m, edgeB, 2, 0)
 	observe(m, edgeC, 2, 2) // evicts edgeA
 	snap := m.Snapshot()
@@ -238,21 +240,21 @@ func TestMemorySnapshotAfterEviction(t *testing.T) {
 	assert.Equal(t, []ownership.Edge{edgeB, edgeC}, []ownership.Edge{snap.Edges[0].Edge, snap.Edges[1].Edge})
 
 	scope := tally.NewTestScope("", nil)
-	restored, restoredClock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1}, WithScope(scope))
+	restored, restoredClock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1}, WithScope(scope))
 	observe(restored, edgeA, 1, 1) // idle by the time of the restore
-	restoredClock.Add(DefaultWindow)
+	restoredClock.Add(depmem.DefaultWindow)
 	require.Equal(t, clock.Now(), restoredClock.Now())
 	require.NoError(t, restored.Restore(&snap))
-	assert.Equal(t, []EdgeView{
-		{Edge: edgeB, Kind: ownership.KindFailOpen, CalleeFailures: 2, Source: SourceLocal},
-		{Edge: edgeC, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 2, JointFailures: 2, Source: SourceLocal},
+	assert.Equal(t, []depmem.EdgeView{
+		{Edge: edgeB, Kind: ownership.KindFailOpen, CalleeFailures: 2, Source: depmem.SourceLocal},
+		{Edge: edgeC, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 2, JointFailures: 2, Source: depmem.SourceLocal},
 	}, restored.Edges())
 	counters := scope.Snapshot().Counters()
 	assert.Equal(t, int64(1), counters["depmem.edges_evicted+"].Value())
 	assert.Equal(t, int64(0), counters["depmem.edges_overflow+"].Value())
 }
 
-func viewEdges(vs []EdgeView) []ownership.Edge {
+func viewEdges(vs []depmem.EdgeView) []ownership.Edge {
 	out := make([]ownership.Edge, len(vs))
 	for i, v := range vs {
 		out[i] = v.Edge
@@ -288,7 +290,7 @@ func churn(m *Memory, clock *fakeClock, from, to, maxEdges, minSamples int, wind
 func TestMemoryChurnKeepsLearning(t *testing.T) {
 	const maxEdges, churned, minSamples, window = 1000, 10_000, 3, 10 * time.Minute
 	scope := tally.NewTestScope("", nil)
-	m, clock := newMemory(t, Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
+	m, clock := newMemory(t, depmem.Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
 
 	notLearned, ok := churn(m, clock, 0, churned, maxEdges, minSamples, window)
 	require.True(t, ok, "edge %v not learned", notLearned)
@@ -333,7 +335,7 @@ func TestMemoryChurnHeapStaysFlat(t *testing.T) {
 			}
 			scope := tt.scope(t)
 			start := heap()
-			m, clock := newMemory(t, Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
+			m, clock := newMemory(t, depmem.Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
 			_, ok := churn(m, clock, 0, maxEdges, maxEdges, minSamples, window)
 			require.True(t, ok)
 			full := heap()
@@ -356,7 +358,7 @@ func TestMemoryConcurrentChurn(t *testing.T) {
 	// Observations of new edges evicting idle ones while others observe,
 	// read and snapshot: run with -race.
 	const maxEdges = 50
-	m, clock := newMemory(t, Config{MaxEdges: maxEdges, MinSamples: 1, Window: 10 * time.Second, Buckets: 10})
+	m, clock := newMemory(t, depmem.Config{MaxEdges: maxEdges, MinSamples: 1, Window: 10 * time.Second, Buckets: 10})
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
@@ -393,7 +395,7 @@ func TestMemoryConcurrentObserveAcrossRotations(t *testing.T) {
 	// others read and snapshot: no observation is lost or counted twice,
 	// and the window holds exactly the last rounds'. Run with -race.
 	const goroutines, perGoroutine, buckets = 4, 200, 10
-	m, clock := newMemory(t, Config{Window: buckets * time.Second, Buckets: buckets, MinSamples: 1})
+	m, clock := newMemory(t, depmem.Config{Window: buckets * time.Second, Buckets: buckets, MinSamples: 1})
 	type round struct {
 		slice           int64
 		failures, joint int64
@@ -422,8 +424,8 @@ func TestMemoryConcurrentObserveAcrossRotations(t *testing.T) {
 		wg.Wait()
 		now := m.slice()
 		rounds = append(rounds, round{slice: now, failures: goroutines * perGoroutine, joint: goroutines * perGoroutine * 4 / 5})
-		var want EdgeView
-		want.Edge, want.Source, want.Kind = edgeA, SourceLocal, ownership.KindFailClose
+		var want depmem.EdgeView
+		want.Edge, want.Source, want.Kind = edgeA, depmem.SourceLocal, ownership.KindFailClose
 		for _, r := range rounds {
 			if r.slice > now-buckets {
 				want.CalleeFailures += r.failures
@@ -431,7 +433,7 @@ func TestMemoryConcurrentObserveAcrossRotations(t *testing.T) {
 			}
 		}
 		want.Ratio = Ratio(want.CalleeFailures, want.JointFailures)
-		require.Equal(t, []EdgeView{want}, m.Edges(), "round %d", r)
+		require.Equal(t, []depmem.EdgeView{want}, m.Edges(), "round %d", r)
 		step := time.Second
 		if r%7 == 6 {
 			step = 3 * time.Second
@@ -447,7 +449,7 @@ func TestMemoryConcurrentEvictionKeepsObservations(t *testing.T) {
 	// no observation of it is lost to an evicted state. Run with -race.
 	const goroutines, perGoroutine, window = 4, 100, 10 * time.Second
 	scope := tally.NewTestScope("", nil)
-	m, clock := newMemory(t, Config{MaxEdges: 2, MinSamples: 1, Window: window, Buckets: 10}, WithScope(scope))
+	m, clock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1, Window: window, Buckets: 10}, WithScope(scope))
 	m.Observe(edgeA, true)
 	m.Observe(churnEdge(0), true) // full
 	for r := 1; r <= 50; r++ {
@@ -479,7 +481,7 @@ func TestMemoryConcurrentEvictionKeepsObservations(t *testing.T) {
 }
 
 func TestMemoryObserveDoesNotAllocateOnKnownEdge(t *testing.T) {
-	m, _ := newMemory(t, Config{})
+	m, _ := newMemory(t, depmem.Config{})
 	m.Observe(edgeA, true)
 	allocs := testing.AllocsPerRun(1000, func() {
 		m.Observe(edgeA, true)
@@ -489,7 +491,7 @@ func TestMemoryObserveDoesNotAllocateOnKnownEdge(t *testing.T) {
 }
 
 func TestMemoryConcurrent(t *testing.T) {
-	m, _ := newMemory(t, Config{MinSamples: 1})
+	m, _ := newMemory(t, depmem.Config{MinSamples: 1})
 	var wg sync.WaitGroup
 	for w := 0; w < 4; w++ {
 		wg.Add(1)
@@ -509,14 +511,14 @@ func TestMemoryConcurrent(t *testing.T) {
 }
 
 func TestStaticEdgesView(t *testing.T) {
-	m, _ := newMemory(t, Config{MinSamples: 1})
+	m, _ := newMemory(t, depmem.Config{MinSamples: 1})
 	observe(m, edgeA, 4, 4)
 	observe(m, edgeB, 4, 0)
-	s, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindFailClose)}}, m)
+	s, err := NewStatic([]depmem.Declaration{{Service: "cache", Kind: new(ownership.KindFailClose)}}, m)
 	require.NoError(t, err)
-	assert.Equal(t, []EdgeView{
-		{Edge: ownership.Edge{CallerProcedure: "*", Service: "cache", Procedure: "*"}, Kind: ownership.KindFailClose, Source: SourceStatic},
-		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 4, JointFailures: 4, Source: SourceLocal},
+	assert.Equal(t, []depmem.EdgeView{
+		{Edge: ownership.Edge{CallerProcedure: "*", Service: "cache", Procedure: "*"}, Kind: ownership.KindFailClose, Source: depmem.SourceStatic},
+		{Edge: edgeA, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 4, JointFailures: 4, Source: depmem.SourceLocal},
 	}, s.Edges(), "the learned cache edge is hidden by the declaration")
 }
 
@@ -526,7 +528,7 @@ func TestStaticEdgesView(t *testing.T) {
 // random run of failures on a few edges, across the hysteresis band,
 // evictions (MaxEdges 2) and the window sliding.
 func TestMemoryLearnIsKindThenObserve(t *testing.T) {
-	m, clock := newMemory(t, Config{MinSamples: 5, MaxEdges: 2, Window: time.Minute, Buckets: 6})
+	m, clock := newMemory(t, depmem.Config{MinSamples: 5, MaxEdges: 2, Window: time.Minute, Buckets: 6})
 	edges := []ownership.Edge{edgeA, edgeB, {CallerProcedure: "checkout", Service: "ledger", Procedure: "post"}}
 	stored := func(e ownership.Edge) ownership.EdgeKind {
 		if s := m.edge(e); s != nil {
@@ -534,13 +536,13 @@ func TestMemoryLearnIsKindThenObserve(t *testing.T) {
 		}
 		return ownership.KindUnknown
 	}
-	view := func(e ownership.Edge) (EdgeView, bool) {
+	view := func(e ownership.Edge) (depmem.EdgeView, bool) {
 		for _, v := range m.Edges() {
 			if v.Edge == e {
 				return v, true
 			}
 		}
-		return EdgeView{}, false // no room: dropped
+		return depmem.EdgeView{}, false // no room: dropped
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	moves, dropped := 0, 0
@@ -576,8 +578,8 @@ func TestMemoryLearnIsKindThenObserve(t *testing.T) {
 // Static learns through to its memory: declared edges keep their kind but
 // are observed too, undeclared ones take the memory's.
 func TestStaticLearn(t *testing.T) {
-	m, _ := newMemory(t, Config{MinSamples: 3})
-	s, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindFailOpen)}}, m)
+	m, _ := newMemory(t, depmem.Config{MinSamples: 3})
+	s, err := NewStatic([]depmem.Declaration{{Service: "cache", Kind: new(ownership.KindFailOpen)}}, m)
 	require.NoError(t, err)
 	for range 3 {
 		assert.Equal(t, ownership.KindFailOpen, s.Learn(edgeB, true), "declared")
@@ -591,8 +593,28 @@ func TestStaticLearn(t *testing.T) {
 	assert.Equal(t, int64(3), views[0].CalleeFailures, "the declared edge observed too: %+v", views[0])
 	assert.Equal(t, int64(4), views[1].CalleeFailures)
 
-	alone, err := NewStatic([]Declaration{{Service: "cache", Kind: new(ownership.KindFailOpen)}}, nil)
+	alone, err := NewStatic([]depmem.Declaration{{Service: "cache", Kind: new(ownership.KindFailOpen)}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, ownership.KindFailOpen, alone.Learn(edgeB, true))
 	assert.Equal(t, ownership.KindUnknown, alone.Learn(edgeA, true), "nothing learns behind it")
+}
+
+func TestNewMemoryRefusesWhatValidateDoes(t *testing.T) {
+	for _, give := range []depmem.Config{
+		{Window: -time.Second},
+		{Fleet: depmem.FleetConfig{URL: "ftp://x", Selector: `a="b"`}},
+		{Snapshot: depmem.SnapshotConfig{Interval: -time.Second}},
+		{},
+	} {
+		_, err := NewMemory(give)
+		assert.Equal(t, give.Validate(), err, "%+v", give)
+	}
+}
+
+func errorStrings(err error) []string {
+	var out []string
+	for _, e := range multierr.Errors(err) {
+		out = append(out, e.Error())
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package depmem
+package memory
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,14 +20,14 @@ import (
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.json")
-	m, clock := newMemory(t, Config{MinSamples: 5})
+	m, clock := newMemory(t, depmem.Config{MinSamples: 5})
 	observe(m, edgeA, 10, 9)
 	clock.Add(2 * time.Minute)
 	observe(m, edgeB, 10, 1)
 	require.Equal(t, ownership.KindFailClose, m.Kind(edgeA))
 	require.NoError(t, m.SaveSnapshot(path))
 
-	again, err := NewMemory(Config{MinSamples: 5}, withClock(clock.Now))
+	again, err := NewMemory(depmem.Config{MinSamples: 5}, withClock(clock.Now))
 	require.NoError(t, err)
 	require.NoError(t, again.LoadSnapshot(path))
 	assert.Equal(t, m.Edges(), again.Edges())
@@ -39,17 +40,17 @@ func TestSnapshotRoundTrip(t *testing.T) {
 }
 
 func TestLoadSnapshotMissingIsFirstStart(t *testing.T) {
-	m, _ := newMemory(t, Config{})
+	m, _ := newMemory(t, depmem.Config{})
 	assert.NoError(t, m.LoadSnapshot(filepath.Join(t.TempDir(), "none.json")))
 	assert.Empty(t, m.Edges())
 }
 
 func TestLoadSnapshotOtherBucketWidth(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.json")
-	m, _ := newMemory(t, Config{})
+	m, _ := newMemory(t, depmem.Config{})
 	observe(m, edgeA, 3, 3)
 	require.NoError(t, m.SaveSnapshot(path))
-	other, _ := newMemory(t, Config{Window: time.Hour})
+	other, _ := newMemory(t, depmem.Config{Window: time.Hour})
 	err := other.LoadSnapshot(path)
 	assert.ErrorIs(t, err, ErrBadSnapshot)
 	assert.ErrorContains(t, err, "bucket width")
@@ -77,7 +78,7 @@ func TestParseSnapshotRejects(t *testing.T) {
 		{"no service", strings.Replace(good, `"service":"b"`, `"service":""`, 1), "edge 0 has no service"},
 		{"bad kind", strings.Replace(good, "fail-close", "hard", 1), "unknown edge kind"},
 		{"trailing data", good + "{}", "trailing data"},
-		{"huge", strings.Repeat(" ", MaxSnapshotBytes+1), "over the"},
+		{"huge", strings.Repeat(" ", depmem.MaxSnapshotBytes+1), "over the"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,7 +101,7 @@ func FuzzParseSnapshot(f *testing.F) {
 			return
 		}
 		// What parses restores into a memory of its width and saves again.
-		m, err := NewMemory(Config{Window: time.Duration(s.BucketWidth), Buckets: 1, MinSamples: 1})
+		m, err := NewMemory(depmem.Config{Window: time.Duration(s.BucketWidth), Buckets: 1, MinSamples: 1})
 		if err != nil {
 			return // a width no configuration can have
 		}
@@ -121,7 +122,7 @@ func TestStartIgnoresGarbageSnapshotWithOneWarning(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.json")
 	require.NoError(t, os.WriteFile(path, []byte("{garbage"), 0o600))
 	core, logs := observer.New(zap.WarnLevel)
-	m, _ := newMemory(t, Config{Snapshot: SnapshotConfig{Path: path}}, WithLogger(zap.New(core)))
+	m, _ := newMemory(t, depmem.Config{Snapshot: depmem.SnapshotConfig{Path: path}}, WithLogger(zap.New(core)))
 	require.NoError(t, m.Start())
 	assert.Empty(t, m.Edges())
 	m.Observe(edgeA, true)
@@ -143,7 +144,7 @@ func TestStartIgnoresGarbageSnapshotWithOneWarning(t *testing.T) {
 
 func TestStartLoadsAndSavesPeriodically(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.json")
-	m, err := NewMemory(Config{MinSamples: 1, Snapshot: SnapshotConfig{Path: path, Interval: 10 * time.Millisecond}})
+	m, err := NewMemory(depmem.Config{MinSamples: 1, Snapshot: depmem.SnapshotConfig{Path: path, Interval: 10 * time.Millisecond}})
 	require.NoError(t, err)
 	require.NoError(t, m.Start())
 	defer m.Stop()
@@ -157,7 +158,7 @@ func TestStartLoadsAndSavesPeriodically(t *testing.T) {
 		return err == nil && len(s.Edges) == 1
 	}, 5*time.Second, 5*time.Millisecond)
 
-	next, err := NewMemory(Config{MinSamples: 1, Snapshot: SnapshotConfig{Path: path}})
+	next, err := NewMemory(depmem.Config{MinSamples: 1, Snapshot: depmem.SnapshotConfig{Path: path}})
 	require.NoError(t, err)
 	require.NoError(t, next.Start())
 	defer next.Stop()
@@ -165,7 +166,7 @@ func TestStartLoadsAndSavesPeriodically(t *testing.T) {
 }
 
 func TestStopWithoutStart(t *testing.T) {
-	m, _ := newMemory(t, Config{})
+	m, _ := newMemory(t, depmem.Config{})
 	assert.NoError(t, m.Stop())
 }
 
@@ -205,7 +206,7 @@ func TestCrashWhileWritingSnapshots(t *testing.T) {
 		err := cmd.Wait()
 		require.Error(t, err, "the writer was killed, it did not finish")
 
-		m, err := NewMemory(Config{MinSamples: 1})
+		m, err := NewMemory(depmem.Config{MinSamples: 1})
 		require.NoError(t, err)
 		require.NoError(t, m.LoadSnapshot(path), "round %d", round)
 		require.NotEmpty(t, m.Edges(), "round %d", round)
@@ -214,7 +215,7 @@ func TestCrashWhileWritingSnapshots(t *testing.T) {
 
 // snapshotWriter is the child process of TestCrashWhileWritingSnapshots.
 func snapshotWriter(path string) {
-	m, err := NewMemory(Config{MinSamples: 1})
+	m, err := NewMemory(depmem.Config{MinSamples: 1})
 	if err != nil {
 		os.Exit(2)
 	}
@@ -230,7 +231,7 @@ func snapshotWriter(path string) {
 }
 
 func TestLifecycleOrder(t *testing.T) {
-	m, _ := newMemory(t, Config{})
+	m, _ := newMemory(t, depmem.Config{})
 	require.NoError(t, m.Stop(), "stop before start does nothing")
 	require.NoError(t, m.Start())
 	assert.ErrorIs(t, m.Start(), ErrStarted)

@@ -1,0 +1,428 @@
+package memory
+
+import (
+	"io"
+	"maps"
+	"math"
+	"reflect"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/zap"
+)
+
+// Observer is told of every callee failure seen while serving a request,
+// once the request has finished.
+type Observer interface {
+	// Observe counts one failed call on edge e; callerFailed reports
+	// whether the request it was made for failed too.
+	Observe(e ownership.Edge, callerFailed bool)
+}
+
+// Memory learns edge kinds from traffic over a sliding window. It is safe
+// for concurrent use. Observing a failure on an edge it already knows
+// allocates nothing and takes no lock: the edge is found in a copy of the
+// edge set read without one, its counts and kind are atomics, and only the
+// first failure of a time slice in its bucket locks the edge's window, to
+// empty the bucket (see window). Kind takes no lock either.
+//
+// It tracks at most Config.MaxEdges edges. When a new edge needs room and
+// every place is taken, the edges not observed for a full window (whose
+// window is empty, so whose kind is unknown anyway) are evicted; only when
+// none is evictable is the observation dropped, and counted in
+// depmem.edges_overflow. Eviction runs only then, off the path of known
+// edges: one pass over the edges evicts every idle one and notes when the
+// next one can go idle at the earliest, and until then a full memory drops
+// new edges without scanning, so a full memory is scanned at most once
+// per bucket width.
+type Memory struct {
+	cfg        depmem.Config
+	thresholds depmem.Thresholds
+	width      int64 // bucket width in nanoseconds
+	clock      *clock
+	logger     *zap.Logger
+	scope      tally.Scope
+	// noop is set when the scope is tally.NoopScope: then no edge gets
+	// a tagged scope of its own, which tally would keep for nothing.
+	noop bool
+
+	// mu guards the set of edges tracked: edges, which eviction scans and
+	// views list, and noIdleBefore.
+	mu    sync.RWMutex
+	edges map[ownership.Edge]*edgeState
+	// read is a copy of edges that the request path looks edges up in
+	// without a lock; it is never changed, only replaced, under mu: after
+	// an eviction, and once edges it lacks were looked up (misses) as many
+	// times as edges holds, so that a lookup costs O(1) copied entries
+	// amortized. That is sync.Map's original scheme, kept here because
+	// sync.Map hashes its interface keys by reflection, which cost more
+	// than the read lock it saved.
+	read   atomic.Pointer[map[ownership.Edge]*edgeState]
+	misses atomic.Int64
+	// last is the edge a failure was last observed on: during an outage
+	// most failures are on one edge, found by comparing it rather than
+	// hashing it (see touchedEdge). It may be evicted: touch says so.
+	last atomic.Pointer[edgeState]
+	// noIdleBefore is the earliest time slice at which an edge can have
+	// gone idle: no eviction pass runs before it. Under mu.
+	noIdleBefore int64
+
+	overflow       tally.Counter
+	evicted        tally.Counter
+	snapshotErrors tally.Counter
+	fleet          *fleet
+
+	lifecycle
+}
+
+type edgeState struct {
+	edge ownership.Edge
+	// w holds the counts and when the edge was last observed; once the
+	// edge is evicted, an observation that looked the state up before
+	// finds it so (w.touch) and looks the edge up again.
+	w *window
+	// kind is the ownership.EdgeKind as of the last observation, the
+	// hysteresis starts from it. Only observations (and a restore) write
+	// it.
+	kind atomic.Uint32
+
+	failures tally.Counter
+	joint    tally.Counter
+	series   io.Closer // the edge's tagged scope, closed on eviction; or nil
+}
+
+// loadKind returns the kind as of the last observation.
+func (s *edgeState) loadKind() ownership.EdgeKind {
+	return ownership.EdgeKind(s.kind.Load())
+}
+
+var _ Learner = (*Memory)(nil)
+
+// NewMemory returns an empty Memory. Call Start to load its snapshot and
+// start its background work, and Stop to end it.
+func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	o := newOptions(opts)
+	noop := o.scope == tally.NoopScope
+	o.scope = o.scope.SubScope("depmem")
+	m := &Memory{
+		noop:       noop,
+		cfg:        cfg,
+		thresholds: cfg.Thresholds(),
+		width:      int64(cfg.Window) / int64(cfg.Buckets),
+		clock:      newClock(o.now, cfg.Window/time.Duration(cfg.Buckets)),
+		logger:     o.logger,
+		scope:      o.scope,
+		edges:      make(map[ownership.Edge]*edgeState),
+		overflow:   o.scope.Counter("edges_overflow"),
+		evicted:    o.scope.Counter("edges_evicted"),
+		// Created whether or not a snapshot or fleet is configured, so
+		// that dashboards always find them.
+		snapshotErrors: o.scope.Counter("snapshot_errors"),
+	}
+	m.publish()
+	queries, errors := o.scope.Counter("fleet_queries"), o.scope.Counter("fleet_errors")
+	if cfg.Fleet.URL != "" {
+		m.fleet = newFleet(cfg.Fleet, o, queries, errors)
+	}
+	return m, nil
+}
+
+// Now returns the time as the memory reads it: as of its clock's last
+// tick while it is started (at most a tenth of a bucket behind, and at
+// most 100ms), exact otherwise. It carries no
+// monotonic reading.
+func (m *Memory) Now() time.Time {
+	return time.Unix(0, m.clock.nanos())
+}
+
+// slice returns the current time slice: time / bucket width.
+func (m *Memory) slice() int64 {
+	return m.clock.nanos() / m.width
+}
+
+// Observe implements Observer.
+func (m *Memory) Observe(e ownership.Edge, callerFailed bool) {
+	m.Learn(e, callerFailed)
+}
+
+// Learn implements Learner: Kind and Observe in one lookup of the edge and
+// one sum of its window.
+func (m *Memory) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
+	if m.cfg.Disabled {
+		return ownership.KindUnknown
+	}
+	fleetCounts, inFleet := m.fleet.counts(e)
+	now := m.slice()
+	s := m.touchedEdge(e, now)
+	if s == nil {
+		m.overflow.Inc(1)
+		if inFleet { // as Kind reads an edge known only to the fleet
+			return m.fleetKind(fleetCounts)
+		}
+		return ownership.KindUnknown
+	}
+	local, localJoint := s.w.sums(now)
+	failures, joint, _ := pick(local, localJoint, fleetCounts, inFleet)
+	kind := Classify(s.loadKind(), failures, joint, m.thresholds) // Kind's, before this failure
+	if s.w.add(now, callerFailed) {
+		local++
+		if callerFailed {
+			localJoint++
+		}
+	}
+	// The edge's kind moves here, on an observation, and nowhere else:
+	// reads classify from it without changing it (see classify). Each
+	// observation classifies from the counts it sees, its own included;
+	// of concurrent ones, one moves the kind from where the other left it.
+	failures, joint, _ = pick(local, localJoint, fleetCounts, inFleet)
+	for {
+		prev := s.kind.Load()
+		next := uint32(Classify(ownership.EdgeKind(prev), failures, joint, m.thresholds))
+		if next == prev || s.kind.CompareAndSwap(prev, next) {
+			break
+		}
+	}
+	// The edge was touched: no eviction closes its series before these
+	// are counted.
+	s.failures.Inc(1)
+	if callerFailed {
+		s.joint.Inc(1)
+	}
+	return kind
+}
+
+// edge returns the state of e, or nil when the memory does not track e. A
+// lookup that read misses counts towards replacing read: that changes
+// where edges are found, never what the memory learned.
+func (m *Memory) edge(e ownership.Edge) *edgeState {
+	if s := (*m.read.Load())[e]; s != nil {
+		return s
+	}
+	m.mu.RLock()
+	s := m.edges[e]
+	publish := s != nil && m.misses.Add(1) >= int64(len(m.edges))
+	m.mu.RUnlock()
+	if publish {
+		m.mu.Lock()
+		if m.misses.Load() >= int64(len(m.edges)) {
+			m.publish()
+		}
+		m.mu.Unlock()
+	}
+	return s
+}
+
+// touchedEdge returns the state of e touched at time slice now (see
+// window.touch), creating it when there is room, or room can be made by
+// evicting idle edges; or nil when there is none.
+func (m *Memory) touchedEdge(e ownership.Edge, now int64) *edgeState {
+	if s := m.last.Load(); s != nil && s.edge == e && s.w.touch(now) {
+		return s
+	}
+	if s := (*m.read.Load())[e]; s != nil && s.w.touch(now) {
+		m.last.Store(s)
+		return s
+	}
+	// New since read was made, evicted since the lookup, or not tracked:
+	// look again under the lock, which eviction takes too.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.edges[e]
+	if s == nil {
+		if len(m.edges) >= m.cfg.MaxEdges && !m.evictIdle(now) {
+			return nil
+		}
+		s = m.newEdgeState(e, now)
+		m.edges[e] = s
+	}
+	if m.misses.Add(1) >= int64(len(m.edges)) {
+		m.publish()
+	}
+	s.w.touch(now) // true: what eviction evicts leaves edges at once
+	m.last.Store(s)
+	return s
+}
+
+// publish replaces read with a copy of edges. m.mu must be held for
+// writing.
+func (m *Memory) publish() {
+	read := maps.Clone(m.edges)
+	m.read.Store(&read)
+	m.misses.Store(0)
+}
+
+// evictIdle evicts every edge not touched for a full window at time slice
+// now, and reports whether that made room. It scans only when an edge can
+// have gone idle since the last scan. m.mu must be held for writing.
+func (m *Memory) evictIdle(now int64) bool {
+	span := int64(m.cfg.Buckets)
+	// Nothing can be idle before noIdleBefore, unless the clock went back
+	// (then noIdleBefore is more than a window ahead): scan again.
+	if now < m.noIdleBefore && m.noIdleBefore-now <= span {
+		return false
+	}
+	oldest := int64(math.MaxInt64) // the least recently touched edge kept
+	evicted := 0
+	for e, s := range m.edges {
+		idle, touched := s.w.evictIdle(now)
+		if !idle {
+			oldest = min(oldest, touched)
+			continue
+		}
+		delete(m.edges, e)
+		if s.series != nil {
+			_ = s.series.Close() // never fails
+		}
+		evicted++
+	}
+	if evicted > 0 {
+		m.publish() // before the lock is let go: no lookup after it finds an evicted edge
+	}
+	// An edge touched in slice t is idle from slice t+span on; edges
+	// created from now on are touched now or later.
+	m.noIdleBefore = min(oldest, now) + span
+	m.evicted.Inc(int64(evicted))
+	return len(m.edges) < m.cfg.MaxEdges
+}
+
+// newEdgeState returns the state of a new edge e, touched at time slice
+// now, with its counters in a scope tagged with the edge. Eviction closes
+// that scope, and tally drops a closed scope at its next report, so tally
+// holds no more than the edges tracked plus those evicted since the last
+// report. An edge seen again gets a fresh scope with the same name and
+// tags: the same series for the reporter, which keeps counting it
+// (Prometheus's reporter, for one, keeps every series it was given).
+func (m *Memory) newEdgeState(e ownership.Edge, now int64) *edgeState {
+	s := &edgeState{edge: e, w: newWindow(m.cfg.Buckets, now)}
+	if m.noop {
+		s.failures, s.joint = tally.NoopScope.Counter("callee_failures"), tally.NoopScope.Counter("joint_failures")
+		return s
+	}
+	tagged := m.scope.Tagged(map[string]string{
+		depmem.LabelCallerProcedure: orNone(e.CallerProcedure),
+		depmem.LabelCalleeService:   orNone(e.Service),
+		depmem.LabelCalleeProcedure: orNone(e.Procedure),
+	})
+	s.failures, s.joint = tagged.Counter("callee_failures"), tagged.Counter("joint_failures")
+	if reflect.TypeOf(tagged) == _tallyScope {
+		// Only tally's own scopes are closed: another Scope's Close
+		// may mean something else.
+		s.series = tagged.(io.Closer)
+	}
+	return s
+}
+
+// _tallyScope is the type of tally's own scopes.
+var _tallyScope = reflect.TypeOf(tally.NoopScope)
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// Kind implements Classifier: the kind learned for e, from the fleet's
+// counts where they hold more callee failures than the local window, else
+// from the local window.
+func (m *Memory) Kind(e ownership.Edge) ownership.EdgeKind {
+	if m.cfg.Disabled {
+		return ownership.KindUnknown
+	}
+	kind, _, _, _, _ := m.look(e)
+	return kind
+}
+
+func (m *Memory) classify(e ownership.Edge) (depmem.EdgeView, bool) {
+	kind, failures, joint, src, ok := m.look(e)
+	return depmem.EdgeView{
+		Edge:           e,
+		Kind:           kind,
+		Ratio:          Ratio(failures, joint),
+		CalleeFailures: failures,
+		JointFailures:  joint,
+		Source:         src,
+	}, ok
+}
+
+// look returns the kind of e and the counts it is classified from, and
+// false when neither the memory nor the fleet knows e. A read is pure:
+// the hysteresis starts from the kind the last observation left, and what
+// is read here is not kept, so the kind never depends on who looked at
+// it, or how often.
+func (m *Memory) look(e ownership.Edge) (kind ownership.EdgeKind, failures, joint int64, src depmem.Source, ok bool) {
+	fleetCounts, inFleet := m.fleet.counts(e)
+	switch s := m.edge(e); {
+	case s != nil:
+		local, localJoint := s.w.sums(m.slice())
+		failures, joint, src = pick(local, localJoint, fleetCounts, inFleet)
+		return Classify(s.loadKind(), failures, joint, m.thresholds), failures, joint, src, true
+	case inFleet:
+		// Known only to the fleet. No local state is made for it: only
+		// this service's own failures take a place under maxEdges.
+		return m.fleetKind(fleetCounts), fleetCounts.failures, fleetCounts.joint, depmem.SourceFleet, true
+	}
+	return ownership.KindUnknown, 0, 0, depmem.SourceLocal, false
+}
+
+// pick returns the counts an edge is classified from, the local window's
+// failures and joint failures or the fleet's, and where they come from:
+// the fleet's when they hold more callee failures than the local window.
+func pick(failures, joint int64, fleet counts, inFleet bool) (int64, int64, depmem.Source) {
+	if inFleet && fleet.failures > failures {
+		return fleet.failures, fleet.joint, depmem.SourceFleet
+	}
+	return failures, joint, depmem.SourceLocal
+}
+
+// fleetKind is the kind of an edge known only from the fleet's counts c.
+func (m *Memory) fleetKind(c counts) ownership.EdgeKind {
+	return Classify(ownership.KindUnknown, c.failures, c.joint, m.thresholds)
+}
+
+// Edges returns a view of every edge the memory knows, locally or from
+// the fleet, sorted by edge.
+func (m *Memory) Edges() []depmem.EdgeView {
+	seen := map[ownership.Edge]bool{}
+	m.mu.RLock()
+	for e := range m.edges {
+		seen[e] = true
+	}
+	m.mu.RUnlock()
+	for _, e := range m.fleet.edges() {
+		seen[e] = true
+	}
+	out := make([]depmem.EdgeView, 0, len(seen))
+	for e := range seen {
+		if v, ok := m.classify(e); ok {
+			out = append(out, v)
+		}
+	}
+	sortViews(out)
+	return out
+}
+
+func sortViews(vs []depmem.EdgeView) {
+	sort.Slice(vs, func(i, j int) bool { return edgeLess(vs[i].Edge, vs[j].Edge) })
+}
+
+// edgeLess orders edges by caller procedure, callee service, callee
+// procedure: the order of every list the memory returns.
+func edgeLess(a, b ownership.Edge) bool {
+	if a.CallerProcedure != b.CallerProcedure {
+		return a.CallerProcedure < b.CallerProcedure
+	}
+	if a.Service != b.Service {
+		return a.Service < b.Service
+	}
+	return a.Procedure < b.Procedure
+}
