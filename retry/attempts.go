@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
@@ -312,6 +313,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		return m.stamp(req, s.Count+1), nil, nil, false
 	}
 	f.denied[r].Inc(1)
+	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
 	if rr := r.refusal(); rr != ownership.RefusedNone && ownership.RetryableByNature(s.Last.Code) {
 		state.Refused = rr
 	}
