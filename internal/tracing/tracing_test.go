@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	otbridge "go.opentelemetry.io/otel/bridge/opentracing"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -79,6 +80,8 @@ func traced(t *testing.T, kind trace.SpanKind, f func(ctx context.Context)) map[
 		end()
 		spans := rec.Ended()
 		require.Len(t, spans, 1, tr.name)
+		// No decision is an error: a refusal never sets error=true.
+		assert.Equal(t, codes.Unset, spans[0].Status().Code, tr.name)
 		out[tr.name] = read(spans[0])
 	}
 	return out
