@@ -102,7 +102,7 @@ func (ts *traces) errownEvents() []string {
 func eventFields(e sdktrace.Event) map[string]string {
 	f := make(map[string]string, len(e.Attributes))
 	for _, kv := range e.Attributes {
-		f[string(kv.Key)] = kv.Value.Emit()
+		f[string(kv.Key)] = kv.Value.String()
 	}
 	return f
 }
@@ -113,7 +113,7 @@ func tags(s sdktrace.ReadOnlySpan) map[string]string {
 	out := map[string]string{}
 	for _, kv := range s.Attributes() {
 		if k := string(kv.Key); strings.HasPrefix(k, "errown.") || k == "http.request.resend_count" {
-			out[k] = kv.Value.Emit()
+			out[k] = kv.Value.String()
 		}
 	}
 	return out
@@ -507,4 +507,3 @@ func (c clientSpans) RoundTrip(r *http.Request) (*http.Response, error) {
 	defer s.End()
 	return c.base.RoundTrip(r.WithContext(ctx))
 }
-

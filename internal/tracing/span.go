@@ -69,7 +69,7 @@ func logField(kv attribute.KeyValue) otlog.Field {
 	case attribute.INT64:
 		return otlog.Int64(k, kv.Value.AsInt64())
 	default:
-		return otlog.String(k, kv.Value.Emit())
+		return otlog.String(k, kv.Value.String())
 	}
 }
 

@@ -242,3 +242,42 @@ func TestNothingWithoutTracer(t *testing.T) {
 		assert.Zero(t, allocs, name)
 	}
 }
+
+// BenchmarkHooks measures the hooks a request meets: Attempt on every
+// request, Claim on an error response, Decided after a failed attempt,
+// with no span, OpenTracing's no-op span (yarpc's without a tracer) and a
+// recording OpenTelemetry span (tags and events kept, up to the SDK's
+// limits).
+func BenchmarkHooks(b *testing.B) {
+	_, recording := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "op")
+	defer recording.End()
+	req := &transport.Request{Service: "svc-d", Procedure: "echo", Headers: transport.NewHeaders().With("errown-attempt", "1")}
+	state := &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed}
+	for _, bb := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"none", context.Background()},
+		{"noop", opentracing.ContextWithSpan(context.Background(), opentracing.NoopTracer{}.StartSpan("op"))},
+		{"otel", trace.ContextWithSpan(context.Background(), recording)},
+	} {
+		b.Run("Attempt/"+bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Attempt(bb.ctx, req, "errown-attempt")
+			}
+		})
+		b.Run("Claim/"+bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Claim(bb.ctx, ownership.ClaimUnclaimed, "retried below")
+			}
+		})
+		b.Run("Decided/"+bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				Decided(bb.ctx, req, state, ownership.RefusedNone, time.Millisecond, true, false)
+			}
+		})
+	}
+}

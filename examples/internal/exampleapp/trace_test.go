@@ -109,7 +109,7 @@ func printTrace(spans []sdktrace.ReadOnlySpan) string {
 					case k == "errown.backoff": // jittered
 						fmt.Fprintf(&b, " %s=…", k)
 					default:
-						fmt.Fprintf(&b, " %s=%s", k, value(kv.Value.Emit()))
+						fmt.Fprintf(&b, " %s=%s", k, value(kv.Value.String()))
 					}
 				}
 				b.WriteString("\n")
@@ -131,9 +131,9 @@ func printTags(b *strings.Builder, indent string, s sdktrace.ReadOnlySpan) {
 		k := string(kv.Key)
 		switch {
 		case strings.HasPrefix(k, "errown.storm."):
-			storm = append(storm, k+"="+value(kv.Value.Emit()))
+			storm = append(storm, k+"="+value(kv.Value.String()))
 		case strings.HasPrefix(k, "errown."):
-			claim = append(claim, k+"="+value(kv.Value.Emit()))
+			claim = append(claim, k+"="+value(kv.Value.String()))
 		}
 	}
 	for _, line := range [][]string{claim, storm} {
