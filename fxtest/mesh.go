@@ -144,7 +144,7 @@ func (m *Mesh) start(cfg ServiceConfig) (*Service, error) {
 		s.middleware = mw
 	}
 
-	ts := &transports{name: cfg.Name}
+	ts := &transports{name: cfg.Name, tracer: cfg.Tracer}
 	in, err := ts.inbound(cfg.Transport)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown"
+	"github.com/opentracing/opentracing-go"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -41,6 +42,10 @@ type ServiceConfig struct {
 	// Procedures are served besides Procedure, as given: oneway or stream
 	// procedures, say. They are not counted by Served.
 	Procedures []transport.Procedure
+	// Tracer traces the service's transports (yarpc's Tracer transport
+	// option), e.g. the OpenTelemetry bridge's, to read errown's span tags
+	// and events (README, "Tracing"). Default: yarpc's, the global tracer.
+	Tracer opentracing.Tracer
 }
 
 // Service is a service a Mesh started.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/opentracing/opentracing-go"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/transport/grpc"
 	"go.uber.org/yarpc/transport/http"
@@ -31,25 +32,39 @@ type transports struct {
 	http *http.Transport
 	grpc *grpc.Transport
 	tch  *tchannel.Transport
+
+	tracer opentracing.Tracer // or nil: yarpc's default
 }
 
 func (ts *transports) httpTransport() *http.Transport {
 	if ts.http == nil {
-		ts.http = http.NewTransport()
+		var opts []http.TransportOption
+		if ts.tracer != nil {
+			opts = append(opts, http.Tracer(ts.tracer))
+		}
+		ts.http = http.NewTransport(opts...)
 	}
 	return ts.http
 }
 
 func (ts *transports) grpcTransport() *grpc.Transport {
 	if ts.grpc == nil {
-		ts.grpc = grpc.NewTransport()
+		var opts []grpc.TransportOption
+		if ts.tracer != nil {
+			opts = append(opts, grpc.Tracer(ts.tracer))
+		}
+		ts.grpc = grpc.NewTransport(opts...)
 	}
 	return ts.grpc
 }
 
 func (ts *transports) tchannelTransport() (*tchannel.Transport, error) {
 	if ts.tch == nil {
-		t, err := tchannel.NewTransport(tchannel.ServiceName(ts.name), tchannel.ListenAddr(_loopback))
+		opts := []tchannel.TransportOption{tchannel.ServiceName(ts.name), tchannel.ListenAddr(_loopback)}
+		if ts.tracer != nil {
+			opts = append(opts, tchannel.Tracer(ts.tracer))
+		}
+		t, err := tchannel.NewTransport(opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
@@ -127,6 +128,7 @@ func (m *Middleware) InFlight() int { return m.logs.Len() }
 // dependency memory observe the failed calls.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
 	marked := m.countAttempt(req)
+	tracing.Attempt(ctx, req, m.attemptHeader)
 	r := m.track(ctx, req.Procedure)
 	if r == nil {
 		return m.serveUntracked(ctx, req, resw, h)
@@ -153,8 +155,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		// One reading of the clock and one hash of the procedure, for the
 		// decision and the storm.
 		now, ph = m.now(), procedureHash(req.Procedure)
-		claim := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
+		claim, reason := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
 		m.respond(req, resw, out, claim, log.NoRetry(), storm, known)
+		tracing.Claim(ctx, claim, reason)
 	} else if !known || !storm.Trivial() {
 		// A success says how much it took only when that was more than
 		// this one request: a leaf's success pays nothing.
@@ -162,6 +165,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	}
 	if !marked && stormy(storm, known) {
 		m.recordStorm(now, ph, req.Procedure, storm, known, out.class == ownership.ClassFailure)
+		tracing.Storm(ctx, storm, known)
 	}
 	if out.class == ownership.ClassOK {
 		m.observe(sum.Failures) // decide learned the others' failures
@@ -359,8 +363,9 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 // decide claims or unclaims the error with code (of class) a request for
 // procedure ended in, counts the decision and keeps it for Decisions.
 // entries are the failed calls the egress log kept, counts what it took;
-// now is when it is recorded, ph the procedure's procedureHash.
-func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []calls.Entry, counts calls.Counts) ownership.Claim {
+// now is when it is recorded, ph the procedure's procedureHash. It
+// returns the claim and its reason.
+func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
 	var buf [_stackFailures]wire.Failure
 	failures := buf[:0]
 	for _, e := range entries {
@@ -414,7 +419,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		class:       class,
 		claim:       claim,
 	}, ph)
-	return claim
+	return claim, reason
 }
 
 // codeName names the code of an error for operators: an application error

@@ -8,6 +8,7 @@ import (
 
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -314,6 +315,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		return m.stamp(req, s.Count+1), nil, nil, false
 	}
 	f.denied[r].Inc(1)
+	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
 	if rr := r.refusal(); rr != ownership.RefusedNone && wire.RetryableByNature(s.Last.Code) {
 		state.Refused = rr
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -214,7 +215,9 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 			release.With(res, cancel)
 			return res, err
 		}
+		refused := state.Refused
 		wait, ok := m.retryAfter(ctx, req, c, p, code, state.Attempts, body.replayable(), state)
+		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
 		if !ok || m.sleep(ctx, wait) != nil {
 			release.With(res, cancel)
 			return res, err

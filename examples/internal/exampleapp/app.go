@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/debugpage"
+	"github.com/opentracing/opentracing-go"
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/uber-go/tally/v4"
 	promreporter "github.com/uber-go/tally/v4/prometheus"
@@ -126,8 +127,23 @@ func newMetrics(lc fx.Lifecycle, s Settings) metrics {
 	return metrics{Scope: scope, Handler: reporter.HTTPHandler()}
 }
 
-func newYARPCConfig(s Settings, addrs *Addrs) yarpc.Config {
-	t := yhttp.NewTransport()
+// yarpcParams are what the yarpc config is built from: a Tracer is
+// optional (yarpc's global tracer without one).
+type yarpcParams struct {
+	fx.In
+
+	Settings Settings
+	Addrs    *Addrs
+	Tracer   opentracing.Tracer `optional:"true"`
+}
+
+func newYARPCConfig(p yarpcParams) yarpc.Config {
+	s, addrs := p.Settings, p.Addrs
+	var opts []yhttp.TransportOption
+	if p.Tracer != nil {
+		opts = append(opts, yhttp.Tracer(p.Tracer))
+	}
+	t := yhttp.NewTransport(opts...)
 	addrs.yarpc = t.NewInbound(s.Listen)
 	cfg := yarpc.Config{Name: s.Name, Inbounds: yarpc.Inbounds{addrs.yarpc}, Outbounds: yarpc.Outbounds{}}
 	for callee, url := range s.Callees {

@@ -36,7 +36,7 @@ type service struct {
 // startService starts the example in examples/<name> with its config file
 // (file, in that directory), listening on 127.0.0.1:0 and calling callees
 // at the given URLs.
-func startService(t *testing.T, name, file string, register exampleapp.Register, callees map[string]string) *service {
+func startService(t *testing.T, name, file string, register exampleapp.Register, callees map[string]string, opts ...fx.Option) *service {
 	t.Helper()
 	base, err := os.ReadFile(filepath.Join("..", "..", name, file))
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func startService(t *testing.T, name, file string, register exampleapp.Register,
 	provider, err := config.NewYAML(config.Source(bytes.NewReader(base)), config.Source(&override))
 	require.NoError(t, err)
 	s := &service{name: name}
-	s.app = fxtest.New(t, fx.NopLogger, exampleapp.Options(provider, register), fx.Populate(&s.addrs))
+	s.app = fxtest.New(t, fx.NopLogger, exampleapp.Options(provider, register), fx.Populate(&s.addrs), fx.Options(opts...))
 	s.app.RequireStart()
 	t.Cleanup(s.app.RequireStop)
 	return s

@@ -1,0 +1,509 @@
+package e2e_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/grpcgo"
+	"github.com/errown/errown/nethttp"
+	"github.com/opentracing/opentracing-go"
+	otbridge "go.opentelemetry.io/otel/bridge/opentracing"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/encoding/raw"
+	ygrpc "go.uber.org/yarpc/transport/grpc"
+	yhttp "go.uber.org/yarpc/transport/http"
+	"go.uber.org/yarpc/yarpcerrors"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// A request through errown's trace, as the README's "Tracing" section
+// promises it: A→B→C→D, D failing every call, every service traced by
+// the OpenTelemetry SDK (the yarpc services through the OpenTracing
+// bridge), spans recorded in memory. Per request exactly one
+// errown.retry event, on C's span; errown.retry_refused, reason
+// unclaimed, on B's and A's; errown.claim on every server span as the
+// decision tables say, and the root's storm figures on A's.
+
+// traces records the spans of every service of a test: each service
+// traces with its own OpenTelemetry tracer, named after it, all of one
+// provider and one in-memory recorder.
+type traces struct {
+	t   *testing.T
+	rec *tracetest.SpanRecorder
+	tp  *sdktrace.TracerProvider
+}
+
+func newTraces(t *testing.T) *traces {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return &traces{t: t, rec: rec, tp: tp}
+}
+
+// bridge returns the OpenTracing tracer of service, for yarpc: the
+// OpenTelemetry bridge over the service's tracer, propagating W3C trace
+// context.
+func (ts *traces) bridge(service string) opentracing.Tracer {
+	b, _ := otbridge.NewTracerPair(ts.tp.Tracer(service))
+	b.SetTextMapPropagator(propagation.TraceContext{})
+	b.SetWarningHandler(func(msg string) { ts.t.Logf("bridge of %s: %s", service, msg) })
+	return b
+}
+
+// tracer returns the OpenTelemetry tracer of service.
+func (ts *traces) tracer(service string) trace.Tracer { return ts.tp.Tracer(service) }
+
+// spans returns the ended spans of service of kind.
+func (ts *traces) spans(service string, kind trace.SpanKind) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range ts.rec.Ended() {
+		if s.InstrumentationScope().Name == service && s.SpanKind() == kind {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// errownEvents returns the errown events of every recorded span, as
+// "service kind event reason callee", sorted.
+func (ts *traces) errownEvents() []string {
+	var out []string
+	for _, s := range ts.rec.Ended() {
+		for _, e := range s.Events() {
+			if !strings.HasPrefix(e.Name, "errown.") {
+				continue
+			}
+			f := eventFields(e)
+			line := s.InstrumentationScope().Name + " " + s.SpanKind().String() + " " + e.Name
+			if r := f["errown.reason"]; r != "" {
+				line += " " + r
+			}
+			out = append(out, line+" "+f["errown.callee"])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func eventFields(e sdktrace.Event) map[string]string {
+	f := make(map[string]string, len(e.Attributes))
+	for _, kv := range e.Attributes {
+		f[string(kv.Key)] = kv.Value.String()
+	}
+	return f
+}
+
+// tags returns the errown tags of s, and http.request.resend_count, as
+// strings.
+func tags(s sdktrace.ReadOnlySpan) map[string]string {
+	out := map[string]string{}
+	for _, kv := range s.Attributes() {
+		if k := string(kv.Key); strings.HasPrefix(k, "errown.") || k == "http.request.resend_count" {
+			out[k] = kv.Value.String()
+		}
+	}
+	return out
+}
+
+// claimTags are the tags of a server span whose error errown claimed or
+// unclaimed for reason.
+func claimTags(claim, reason string) map[string]string {
+	return map[string]string{"errown.claim": claim, "errown.claim.reason": reason}
+}
+
+// with returns m and extra merged.
+func with(m map[string]string, extra map[string]string) map[string]string {
+	out := make(map[string]string, len(m)+len(extra))
+	for k, v := range m {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+// _rootStorm is A's storm figures: served A 1, B 1, C 1, D 2; blind
+// (every hop retrying once) 1 + 2 + 4 + 8.
+var _rootStorm = map[string]string{
+	"errown.storm.served": "5", "errown.storm.blind": "15", "errown.storm.prevented": "10",
+	"errown.storm.retries": "1", "errown.storm.radius": "1", "errown.storm.blind_radius": "3",
+}
+
+// assertServerTags checks the tags of service's server spans, one per
+// request it served, in any order.
+func (ts *traces) assertServerTags(service string, want ...map[string]string) {
+	ts.t.Helper()
+	spans := ts.spans(service, trace.SpanKindServer)
+	got := make([]map[string]string, len(spans))
+	for i, s := range spans {
+		got[i] = tags(s)
+	}
+	sortTags(got)
+	sortTags(want)
+	if len(got) != len(want) {
+		ts.t.Errorf("%s: %d server spans, want %d: %v", service, len(got), len(want), got)
+		return
+	}
+	for i := range want {
+		if !mapsEqual(got[i], want[i]) {
+			ts.t.Errorf("%s server span tags:\n got %v\nwant %v", service, got[i], want[i])
+		}
+	}
+}
+
+func sortTags(ts []map[string]string) {
+	sort.Slice(ts, func(i, j int) bool { return ts[i]["errown.attempt"] < ts[j]["errown.attempt"] })
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// assertNoRefusalErrors checks that no span carries an error status
+// but the server spans of failed requests: a refusal never sets one.
+func (ts *traces) assertNoRefusalErrors(failedClients ...string) {
+	ts.t.Helper()
+	for _, s := range ts.rec.Ended() {
+		if s.SpanKind() == trace.SpanKindServer {
+			continue
+		}
+		for _, e := range s.Events() {
+			if e.Name == "errown.retry_refused" && s.Status().Code == codes.Error && !contains(failedClients, s.InstrumentationScope().Name) {
+				ts.t.Errorf("%s's span with a refusal has an error status", s.InstrumentationScope().Name)
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTraceOfAFailedRequest(t *testing.T) {
+	for _, tr := range _transports {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			ts := newTraces(t)
+			mesh := fxtest.NewMesh(t)
+			start := func(name string, h fxtest.Handler, callees ...string) {
+				mesh.Start(fxtest.ServiceConfig{
+					Name: name, Transport: tr, Errown: withRetries(callees...), Callees: callees, Handler: h,
+					Tracer: ts.bridge(name),
+				})
+			}
+			start(_d, fail(_d))
+			start(_c, fxtest.Forward, _d)
+			start(_b, fxtest.Forward, _c)
+			start(_a, fxtest.Forward, _b)
+
+			reply := mesh.Call(callCtx(t), _a, nil)
+			if reply.Code() != yarpcerrors.CodeUnavailable || reply.Claim != _unclaimed {
+				t.Fatalf("reply: code %v claim %q, want unavailable unclaimed", reply.Code(), reply.Claim)
+			}
+
+			want := []string{
+				_a + " server errown.retry_refused unclaimed " + _b,
+				_b + " server errown.retry_refused unclaimed " + _c,
+				_c + " server errown.retry " + _d,
+			}
+			if got := ts.errownEvents(); !slicesEqual(got, want) {
+				t.Errorf("errown's events:\n got %q\nwant %q", got, want)
+			}
+			own := claimTags(_claimed, "own failure")
+			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
+			below := claimTags(_unclaimed, "retried below")
+			ts.assertServerTags(_c, below)
+			ts.assertServerTags(_b, below)
+			ts.assertServerTags(_a, with(below, _rootStorm))
+			assertRetryEvent(t, ts.spans(_c, trace.SpanKindServer), _d)
+			ts.assertNoRefusalErrors()
+			assertOneTrace(t, ts)
+		})
+	}
+}
+
+// assertRetryEvent checks the fields of the one errown.retry event on
+// spans.
+func assertRetryEvent(t *testing.T, spans []sdktrace.ReadOnlySpan, callee string) {
+	t.Helper()
+	for _, s := range spans {
+		for _, e := range s.Events() {
+			if e.Name != "errown.retry" {
+				continue
+			}
+			f := eventFields(e)
+			delete(f, "event") // the bridge's copy of OpenTracing's name field
+			if f["errown.backoff"] == "" {
+				t.Errorf("errown.retry without a backoff: %v", f)
+			}
+			delete(f, "errown.backoff")
+			want := map[string]string{"errown.attempt": "2", "errown.callee": callee, "errown.claim": _claimed}
+			if p := f["errown.procedure"]; p == "" {
+				t.Errorf("errown.retry without a procedure: %v", f)
+			}
+			delete(f, "errown.procedure")
+			if !mapsEqual(f, want) {
+				t.Errorf("errown.retry fields:\n got %v\nwant %v", f, want)
+			}
+			return
+		}
+	}
+	t.Errorf("no errown.retry event")
+}
+
+// assertOneTrace checks that every span of the request is in one trace:
+// the bridge propagates the trace context over each transport.
+func assertOneTrace(t *testing.T, ts *traces) {
+	t.Helper()
+	ids := map[trace.TraceID]int{}
+	for _, s := range ts.rec.Ended() {
+		ids[s.SpanContext().TraceID()]++
+	}
+	if len(ids) != 1 {
+		t.Errorf("the request's spans are in %d traces, want 1: %v", len(ids), ids)
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTraceNothingWithoutTracer runs the chain with OpenTracing's no-op
+// tracer, yarpc's default: errown's hooks find no span that records, and
+// the decisions are those of a traced chain (the hooks' own test,
+// internal/tracing's TestNothingWithoutTracer, holds them to no
+// allocation; bench's Tracing benchmark measures a request).
+func TestTraceNothingWithoutTracer(t *testing.T) {
+	mesh := fxtest.NewMesh(t)
+	for _, cfg := range []fxtest.ServiceConfig{
+		{Name: _c, Errown: withRetries(), Handler: fail(_c)},
+		{Name: _b, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward},
+	} {
+		cfg.Transport, cfg.Tracer = fxtest.HTTP, opentracing.NoopTracer{}
+		mesh.Start(cfg)
+	}
+	reply := mesh.Call(callCtx(t), _b, nil)
+	assertResult(t, result{
+		Code: _unavail, Claim: _unclaimed, Served: map[string]int64{_b: 1, _c: 2},
+		Attempts: []string{attempt(_b, _c, 1, _claimed), attempt(_b, _c, 2, _claimed), attempt(_outside, _b, 1, _unclaimed)},
+	}, observe(mesh, reply, _b, _c))
+}
+
+// The mixed chain: A yarpc (HTTP inbound, gRPC outbound) → B grpc-go →
+// C net/http → D yarpc (HTTP inbound), D failing. The grpc-go and
+// net/http services trace as grpc-go's stats/opentelemetry and otelhttp
+// do: a server span in the context of each request, a client span around
+// each outbound call (around errown's Transport), which errown annotates.
+func TestTraceMixedChain(t *testing.T) {
+	ts := newTraces(t)
+	tap := new(mixedTap)
+	d := &mixedNode{name: _d}
+	c := &mixedNode{name: _c}
+	b := &mixedNode{name: _b}
+	a := &mixedNode{name: _a}
+	for _, n := range []*mixedNode{a, b, c, d} {
+		var callees []string
+		switch n {
+		case a:
+			callees = []string{_b}
+		case b:
+			callees = []string{_c}
+		case c:
+			callees = []string{_d}
+		}
+		mw, err := errown.New(*withRetries(callees...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mw.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mw.Stop() })
+		n.mw = mw
+	}
+	startTracedYARPC(t, ts, d, nil, true)
+	startTracedHTTP(t, ts, c, d, tap)
+	startTracedGRPC(t, ts, b, c, tap)
+	startTracedYARPC(t, ts, a, b, false)
+
+	ch := &mixedChain{nodes: []*mixedNode{a}, root: &http.Client{}}
+	if r := ch.call(t); r.err != nil || r.status != http.StatusServiceUnavailable {
+		t.Fatalf("reply: %+v", r)
+	}
+
+	want := []string{
+		_a + " server errown.retry_refused unclaimed " + _b,
+		_b + " client errown.retry_refused unclaimed " + _c,
+		_c + " client errown.retry " + _d,
+	}
+	if got := ts.errownEvents(); !slicesEqual(got, want) {
+		t.Errorf("errown's events:\n got %q\nwant %q", got, want)
+	}
+	own := claimTags(_claimed, "own failure")
+	ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
+	below := claimTags(_unclaimed, "retried below")
+	ts.assertServerTags(_c, below)
+	ts.assertServerTags(_b, below)
+	ts.assertServerTags(_a, with(below, _rootStorm))
+	assertRetryEvent(t, ts.spans(_c, trace.SpanKindClient), _d)
+	// errown resent C's call to D once, inside the client span around it;
+	// B's call to C was not resent.
+	if got := tags(ts.spans(_c, trace.SpanKindClient)[0])["http.request.resend_count"]; got != "1" {
+		t.Errorf("C's client span: http.request.resend_count %q, want 1", got)
+	}
+	if got, ok := tags(ts.spans(_b, trace.SpanKindClient)[0])["http.request.resend_count"]; ok {
+		t.Errorf("B's client span: http.request.resend_count %q, want none", got)
+	}
+	ts.assertNoRefusalErrors()
+}
+
+// startTracedYARPC starts a yarpc service traced through the bridge: an
+// HTTP inbound, a gRPC outbound to callee (a grpc-go service) when there
+// is one, failing after its callee answered when fail is set.
+func startTracedYARPC(t *testing.T, ts *traces, n, callee *mixedNode, fail bool) {
+	t.Helper()
+	tracer := ts.bridge(n.name)
+	in := yhttp.NewTransport(yhttp.Tracer(tracer)).NewInbound("127.0.0.1:0")
+	cfg := yarpc.Config{Name: n.name, Inbounds: yarpc.Inbounds{in}}
+	if callee != nil {
+		out := ygrpc.NewTransport(ygrpc.Tracer(tracer)).NewSingleOutbound(callee.addr)
+		cfg.Outbounds = yarpc.Outbounds{callee.name: {Unary: out}}
+	}
+	d := yarpc.NewDispatcher(n.mw.Apply(cfg))
+	var client raw.Client
+	if callee != nil {
+		client = raw.New(d.ClientConfig(callee.name))
+	}
+	d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+		n.served.Add(1)
+		if client != nil {
+			if _, err := client.Call(ctx, _mixedGRPCProcedure, nil); err != nil {
+				return nil, err
+			}
+		}
+		if fail {
+			return nil, yarpcerrors.UnavailableErrorf("%s is down", n.name)
+		}
+		return body, nil
+	}))
+	if err := d.Start(); err != nil {
+		t.Fatalf("start %s: %v", n.name, err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	n.addr = in.Addr().String()
+}
+
+// startTracedGRPC starts a grpc-go service whose server spans an
+// interceptor ahead of errown's opens, calling callee with a traced
+// net/http client.
+func startTracedGRPC(t *testing.T, ts *traces, n, callee *mixedNode, tap *mixedTap) {
+	t.Helper()
+	tracer := ts.tracer(n.name)
+	serverSpan := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, s := tracer.Start(ctx, info.FullMethod, trace.WithSpanKind(trace.SpanKindServer))
+		defer s.End()
+		return h(ctx, req)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(serverSpan, grpcgo.UnaryServerInterceptor(n.mw)))
+	client := mixedHTTPClient(t, n, callee, tap)
+	client.Transport = clientSpans{tracer: tracer, base: client.Transport}
+	healthpb.RegisterHealthServer(srv, &mixedHealth{n: n, callee: callee, client: client})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.addr = l.Addr().String()
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Serve(l) })
+	t.Cleanup(func() {
+		srv.Stop()
+		wg.Wait()
+	})
+}
+
+// startTracedHTTP starts a net/http service whose server spans a
+// handler around errown's opens, calling callee, a yarpc service, with a
+// traced client.
+func startTracedHTTP(t *testing.T, ts *traces, n, callee *mixedNode, tap *mixedTap) {
+	t.Helper()
+	tracer := ts.tracer(n.name)
+	client := mixedHTTPClient(t, n, callee, tap)
+	client.Transport = clientSpans{tracer: tracer, base: client.Transport}
+	mux := http.NewServeMux()
+	mux.HandleFunc(_mixedHTTPPattern, func(w http.ResponseWriter, r *http.Request) {
+		n.served.Add(1)
+		req, err := yarpcHTTPRequest(r.Context(), n.name, callee)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		_ = res.Body.Close()
+		if res.StatusCode >= 400 {
+			http.Error(w, n.name+" failed", res.StatusCode)
+			return
+		}
+		_, _ = w.Write([]byte(n.name))
+	})
+	errownHandler := nethttp.Handler(n.mw, mux)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, s := tracer.Start(r.Context(), r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer))
+		defer s.End()
+		errownHandler.ServeHTTP(w, r.WithContext(ctx))
+	}))
+	t.Cleanup(srv.Close)
+	n.addr = srv.URL
+}
+
+// clientSpans opens a client span around each request, as otelhttp's
+// Transport does.
+type clientSpans struct {
+	tracer trace.Tracer
+	base   http.RoundTripper
+}
+
+func (c clientSpans) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, s := c.tracer.Start(r.Context(), r.Method, trace.WithSpanKind(trace.SpanKindClient))
+	defer s.End()
+	return c.base.RoundTrip(r.WithContext(ctx))
+}

@@ -1,0 +1,152 @@
+package exampleapp_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/errown/errown/examples/internal/exampleapp"
+	"github.com/opentracing/opentracing-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	otbridge "go.opentelemetry.io/otel/bridge/opentracing"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/fx"
+)
+
+// _traceOfCheckout is the trace of one failed checkout, inventory broken,
+// as printTrace prints it: each span as service, name and kind, its
+// errown tags and events below it, its children indented. The README's
+// "Tracing" section shows it.
+const _traceOfCheckout = `frontend checkout (server)
+  errown.claim=unclaimed errown.claim.reason="retried below"
+  errown.storm.blind=7 errown.storm.blind_radius=2 errown.storm.prevented=3 errown.storm.radius=1 errown.storm.retries=1 errown.storm.served=4
+  event errown.retry_refused errown.reason=unclaimed errown.attempt=1 errown.callee=orders errown.procedure=place errown.claim=unclaimed
+  frontend place (internal)
+    orders place (server)
+      errown.claim=unclaimed errown.claim.reason="retried below"
+      event errown.retry errown.attempt=2 errown.backoff=… errown.callee=inventory errown.procedure=reserve errown.claim=claimed
+      orders reserve (internal)
+        inventory reserve (server)
+          errown.claim=claimed errown.claim.reason="own failure"
+      orders reserve (internal)
+        inventory reserve (server)
+          errown.attempt=2 errown.claim=claimed errown.claim.reason="own failure"
+`
+
+// TestWalkthroughTrace follows the README's "Tracing" section: the three
+// services traced with the OpenTelemetry SDK through the OpenTracing
+// bridge (yarpc traces with OpenTracing), spans recorded in memory, one
+// checkout with inventory broken, and its trace as a tree.
+func TestWalkthroughTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	traced := func(service string) fx.Option {
+		bridge, _ := otbridge.NewTracerPair(tp.Tracer(service))
+		bridge.SetTextMapPropagator(propagation.TraceContext{})
+		return fx.Supply(fx.Annotate(bridge, fx.As(new(opentracing.Tracer))))
+	}
+	var m mesh
+	m.inventory = startService(t, "inventory", "config.yaml", exampleapp.Inventory, nil, traced("inventory"))
+	m.orders = startService(t, "orders", "config.yaml", exampleapp.Orders, map[string]string{"inventory": m.inventory.url()}, traced("orders"))
+	m.frontend = startService(t, "frontend", "config.yaml", exampleapp.Frontend, map[string]string{"orders": m.orders.url()}, traced("frontend"))
+
+	m.inventory.admin(t, http.MethodPost, "/break")
+	_, headers, err := m.checkout(t)
+	require.Error(t, err)
+	require.Equal(t, "unclaimed", headers["errown-claim"])
+
+	tree := printTrace(rec.Ended())
+	t.Logf("the trace of a failed checkout:\n%s", tree)
+	assert.Equal(t, _traceOfCheckout, tree)
+
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(readme), "```\n"+_traceOfCheckout+"```\n"), "the README's Tracing section shows this trace")
+}
+
+// printTrace prints spans, those of one trace, as a tree: children in
+// the order they started.
+func printTrace(spans []sdktrace.ReadOnlySpan) string {
+	children := map[string][]sdktrace.ReadOnlySpan{}
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[s.SpanContext().SpanID().String()] = true
+	}
+	for _, s := range spans {
+		parent := s.Parent().SpanID().String()
+		if !s.Parent().IsValid() || !ids[parent] {
+			parent = ""
+		}
+		children[parent] = append(children[parent], s)
+	}
+	for _, c := range children {
+		sort.Slice(c, func(i, j int) bool { return c[i].StartTime().Before(c[j].StartTime()) })
+	}
+	var b strings.Builder
+	var walk func(parent string, depth int)
+	walk = func(parent string, depth int) {
+		for _, s := range children[parent] {
+			indent := strings.Repeat("  ", depth)
+			fmt.Fprintf(&b, "%s%s %s (%s)\n", indent, s.InstrumentationScope().Name, s.Name(), s.SpanKind())
+			printTags(&b, indent+"  ", s)
+			for _, e := range s.Events() {
+				if !strings.HasPrefix(e.Name, "errown.") {
+					continue
+				}
+				fmt.Fprintf(&b, "%s  event %s", indent, e.Name)
+				for _, kv := range e.Attributes {
+					switch k := string(kv.Key); {
+					case k == "event": // the bridge's copy of OpenTracing's name field
+					case k == "errown.backoff": // jittered
+						fmt.Fprintf(&b, " %s=…", k)
+					default:
+						fmt.Fprintf(&b, " %s=%s", k, value(kv.Value.String()))
+					}
+				}
+				b.WriteString("\n")
+			}
+			walk(s.SpanContext().SpanID().String(), depth+1)
+		}
+	}
+	walk("", 0)
+	return b.String()
+}
+
+// printTags prints the errown tags of s, sorted, the storm figures on a
+// line of their own.
+func printTags(b *strings.Builder, indent string, s sdktrace.ReadOnlySpan) {
+	attrs := s.Attributes()
+	sort.Slice(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
+	var claim, storm []string
+	for _, kv := range attrs {
+		k := string(kv.Key)
+		switch {
+		case strings.HasPrefix(k, "errown.storm."):
+			storm = append(storm, k+"="+value(kv.Value.String()))
+		case strings.HasPrefix(k, "errown."):
+			claim = append(claim, k+"="+value(kv.Value.String()))
+		}
+	}
+	for _, line := range [][]string{claim, storm} {
+		if len(line) > 0 {
+			fmt.Fprintf(b, "%s%s\n", indent, strings.Join(line, " "))
+		}
+	}
+}
+
+// value quotes v when it has a space.
+func value(v string) string {
+	if strings.Contains(v, " ") {
+		return fmt.Sprintf("%q", v)
+	}
+	return v
+}

@@ -1,0 +1,53 @@
+package tracing
+
+import (
+	"context"
+
+	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/ownership"
+	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// Attempt tags the server span of req, a request whose errown attempt
+// header is named header, with its attempt number when it is a retry.
+func Attempt(ctx context.Context, req *transport.Request, header string) {
+	s, ok := spanFrom(ctx)
+	if !ok {
+		return
+	}
+	if n, _ := wire.ParseAttempt(req.Headers.Items()[header]); n > 1 {
+		s.setTags(attribute.Int(TagAttempt, n))
+	}
+}
+
+// Claim tags the server span of an error response with the claim errown
+// decided and why (inbound's Reason... constants).
+func Claim(ctx context.Context, claim ownership.Claim, reason string) {
+	s, ok := spanFrom(ctx)
+	if !ok {
+		return
+	}
+	s.setTags(attribute.String(TagClaim, claim.String()), attribute.String(TagClaimReason, reason))
+}
+
+// Storm tags the server span of a root request with its storm figures,
+// or says they are unknown.
+func Storm(ctx context.Context, st ownership.Storm, known bool) {
+	s, ok := spanFrom(ctx)
+	if !ok {
+		return
+	}
+	if !known {
+		s.setTags(attribute.Bool(TagStormKnown, false))
+		return
+	}
+	s.setTags(
+		attribute.Int64(TagStormServed, int64(st.Served)),
+		attribute.Int64(TagStormBlind, int64(st.Blind)),
+		attribute.Int64(TagStormPrevented, int64(st.Prevented())),
+		attribute.Int64(TagStormRetries, int64(st.Retries)),
+		attribute.Int(TagStormRadius, int(st.Radius)),
+		attribute.Int(TagStormBlindRad, int(st.BlindRadius)),
+	)
+}

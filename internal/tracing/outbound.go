@@ -1,0 +1,84 @@
+package tracing
+
+import (
+	"context"
+	"time"
+
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/ownership"
+	"go.opentelemetry.io/otel/attribute"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// Decided logs on the span of the caller making req (the span of ctx, the
+// outbound call's context, above the transport's per-attempt spans) what
+// the retry middleware decided once an attempt failed, as state holds it:
+// errown.retry when it retries after wait, errown.retry_refused when it
+// refused a retry the error was retryable for (refused is state.Refused
+// before the decision: a refusal is logged when the decision made it). A
+// failure not retryable by nature, an attempt shed unsent and a policy's
+// last attempt spent log nothing. In observe mode each event says so,
+// and an unclaimed error logs the refusal errown would have made while
+// the retry goes.
+//
+// On an OpenTelemetry client span of the call alone (otelhttp's around
+// nethttp.Transport, grpc-go's call span), a retry sets
+// http.request.resend_count to the resends made so far.
+func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallState, refused ownership.Refusal, wait time.Duration, retried, observe bool) {
+	s, ok := spanFrom(ctx)
+	if !ok || !wire.RetryableByNature(state.Code) || state.Sends.Shed {
+		return
+	}
+	switch {
+	case state.Claim == ownership.ClaimUnclaimed && (!retried || observe):
+		s.refusal(req, state.Attempts, state.Claim, ReasonUnclaimed, "", observe)
+	case retried:
+		s.event(EventRetry, withMode(observe,
+			attribute.Int(FieldAttempt, state.Attempts+1),
+			attribute.String(FieldBackoff, wait.String()),
+			attribute.String(FieldCallee, req.Service),
+			attribute.String(FieldProcedure, req.Procedure),
+			attribute.String(FieldClaim, state.Claim.String()),
+		)...)
+		if s.client() {
+			s.setTags(attribute.Int(TagResendCount, state.Attempts))
+		}
+	case state.Refused != refused && state.Refused != ownership.RefusedNone:
+		s.refusal(req, state.Attempts, state.Claim, state.Refused.String(), "", observe)
+	}
+}
+
+// Foreign logs on the caller's span that the innermost attempt step
+// refused a replay errown did not make, after attempt attempts ended with
+// claim, by rule (retry's foreign-... reasons).
+func Foreign(ctx context.Context, req *transport.Request, attempts int, claim ownership.Claim, rule string) {
+	s, ok := spanFrom(ctx)
+	if !ok {
+		return
+	}
+	s.refusal(req, attempts, claim, ReasonForeign, rule, false)
+}
+
+// refusal logs errown.retry_refused.
+func (s span) refusal(req *transport.Request, attempt int, claim ownership.Claim, reason, rule string, observe bool) {
+	kvs := []attribute.KeyValue{
+		attribute.String(FieldReason, reason),
+		attribute.Int(FieldAttempt, attempt),
+		attribute.String(FieldCallee, req.Service),
+		attribute.String(FieldProcedure, req.Procedure),
+		attribute.String(FieldClaim, claim.String()),
+	}
+	if rule != "" {
+		kvs = append(kvs, attribute.String(FieldForeign, rule))
+	}
+	s.event(EventRefused, withMode(observe, kvs...)...)
+}
+
+// withMode returns kvs, marked errown.mode=observe in observe mode.
+func withMode(observe bool, kvs ...attribute.KeyValue) []attribute.KeyValue {
+	if observe {
+		return append(kvs, attribute.String(FieldMode, ModeObserve))
+	}
+	return kvs
+}
