@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/internal/reqlog"
-	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/internal/tracing"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
