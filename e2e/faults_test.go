@@ -373,9 +373,15 @@ func runFaultOn(t *testing.T, m *faultMesh, fault netFault, hold time.Duration) 
 // memory learns nothing of C from it (see faultWant).
 func failing(f netFault) bool { return f != netSlow && f != netTruncated }
 
+// edgeKind reports whether B's memory holds its edge to C as k, or as
+// unknown for too few samples yet with every one joint (a hang's attempts
+// take a second each: the window may hold under MinSamples of them).
 func edgeKind(edges []depmem.EdgeView, k ownership.EdgeKind) bool {
 	for _, e := range edges {
-		if e.Edge.Service == _fc && e.Kind == k {
+		if e.Edge.Service != _fc {
+			continue
+		}
+		if e.Kind == k || (e.Kind == ownership.KindUnknown && e.CalleeFailures < 10 && e.JointFailures == e.CalleeFailures) {
 			return true
 		}
 	}
