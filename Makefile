@@ -33,7 +33,7 @@ deps:
 	@scripts/deps.sh
 
 .PHONY: test
-test: deps lint race fuzz
+test: deps lint race soak-short fuzz
 
 .PHONY: lint
 lint: vet fmt-check tidy-check staticcheck
@@ -62,6 +62,22 @@ staticcheck:
 .PHONY: race
 race:
 	$(GO) test -race -count=1 $(PKGS)
+
+# The fault soak (e2e TestFaultSoak): requests through A → B → C with the
+# fault matrix cycling between B and C and C restarted every third fault.
+# `make test` runs about 200k of them without the race detector (the race
+# step runs 20k); `make soak` runs SOAK_REQUESTS and writes docs/soak/
+# (the path is relative to e2e/, where the test runs).
+SOAK_REQUESTS ?= 5000000
+SOAK_SHORT_REQUESTS ?= 200000
+
+.PHONY: soak-short
+soak-short:
+	$(GO) test ./e2e -count=1 -timeout 30m -run '^TestFaultSoak$$' -faultsoak.requests=$(SOAK_SHORT_REQUESTS)
+
+.PHONY: soak
+soak:
+	$(GO) test ./e2e -count=1 -v -timeout 6h -run '^TestFaultSoak$$' -faultsoak.requests=$(SOAK_REQUESTS) -faultsoak.report=../docs/soak
 
 .PHONY: fuzz
 fuzz:
