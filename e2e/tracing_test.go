@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -191,20 +192,11 @@ func (ts *traces) assertNoRefusalErrors(failedClients ...string) {
 			continue
 		}
 		for _, e := range s.Events() {
-			if e.Name == "errown.retry_refused" && s.Status().Code == codes.Error && !contains(failedClients, s.InstrumentationScope().Name) {
+			if e.Name == "errown.retry_refused" && s.Status().Code == codes.Error && !slices.Contains(failedClients, s.InstrumentationScope().Name) {
 				ts.t.Errorf("%s's span with a refusal has an error status", s.InstrumentationScope().Name)
 			}
 		}
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestTraceOfAFailedRequest(t *testing.T) {
