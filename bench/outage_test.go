@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -17,7 +18,7 @@ import (
 // _claimed are the headers of a callee's error response that claims the
 // failure, as errown on the callee sends them.
 var _claimed = func() transport.Headers {
-	v, _ := ownership.ClaimClaimed.HeaderValue()
+	v, _ := wire.FormatClaim(ownership.ClaimClaimed)
 	return transport.NewHeaders().With(ownership.DefaultClaimHeader, v)
 }()
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	ewire "github.com/errown/errown/internal/wire"
+
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
@@ -583,8 +585,8 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 				if got := tap.take(); !slices.Equal(got, perRoot) {
 					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
 				}
-				if got := replyStorm(reply); got != ownership.StormUnknownValue {
-					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, ownership.StormUnknownValue, reply.Headers)
+				if got := replyStorm(reply); got != ewire.StormUnknownValue {
+					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, ewire.StormUnknownValue, reply.Headers)
 				}
 			}
 

@@ -47,19 +47,6 @@ func (c Claim) String() string {
 	}
 }
 
-// HeaderValue returns the value to send for c, and false for ClaimMissing,
-// which is never sent.
-func (c Claim) HeaderValue() (string, bool) {
-	switch c {
-	case ClaimClaimed:
-		return _claimed, true
-	case ClaimUnclaimed:
-		return _unclaimed, true
-	default:
-		return "", false
-	}
-}
-
 // NoRetryValue is the value of the no-retry header: the callee asks its
 // caller not to retry (pushback).
 const NoRetryValue = "true"

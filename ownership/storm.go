@@ -1,25 +1,7 @@
 package ownership
 
-import (
-	"strconv"
-)
-
 // DefaultStormHeader carries a Storm up the call graph on responses.
 const DefaultStormHeader = "errown-storm"
-
-// Bounds of a Storm header value. A value outside them is unreadable:
-// unknown, never clamped.
-const (
-	// MaxStormServed is the largest request count a Storm carries.
-	MaxStormServed = 1 << 50
-	// MaxStormRadius is the largest radius a Storm carries.
-	MaxStormRadius = 255
-)
-
-// StormUnknownValue is the Storm header value of a subtree whose figures
-// errown could not read: a hop below runs no errown, or its header was lost
-// or garbled. Everything above it is unknown too.
-const StormUnknownValue = "unknown"
 
 // Storm is what one call cost in the subtree below a caller, for one
 // request, in the two worlds errown tells apart: with errown's decisions
@@ -47,19 +29,3 @@ func (s Storm) Prevented() uint64 { return s.Blind - s.Served }
 // Trivial reports whether s says nothing a caller could not assume: one
 // request, no retry, nothing prevented.
 func (s Storm) Trivial() bool { return s == Storm{Served: 1, Blind: 1} }
-
-// HeaderValue returns s as a header value: five decimals separated by
-// commas, "served,blind,retries,radius,blindRadius".
-func (s Storm) HeaderValue() string {
-	var buf [64]byte
-	b := strconv.AppendUint(buf[:0], s.Served, 10)
-	b = append(b, ',')
-	b = strconv.AppendUint(b, s.Blind, 10)
-	b = append(b, ',')
-	b = strconv.AppendUint(b, s.Retries, 10)
-	b = append(b, ',')
-	b = strconv.AppendUint(b, uint64(s.Radius), 10)
-	b = append(b, ',')
-	b = strconv.AppendUint(b, uint64(s.BlindRadius), 10)
-	return string(b)
-}

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 )
 
@@ -30,8 +31,8 @@ func (s *stormSums) add(st ownership.Storm, known, failed bool) {
 		s.unknown = true
 		return
 	}
-	if st.Served > ownership.MaxStormServed || st.Blind > ownership.MaxStormServed ||
-		s.blind+st.Blind > ownership.MaxStormServed { // sums of bounded figures: no wrap before this trips
+	if st.Served > wire.MaxStormServed || st.Blind > wire.MaxStormServed ||
+		s.blind+st.Blind > wire.MaxStormServed { // sums of bounded figures: no wrap before this trips
 		s.unknown = true
 		return
 	}
@@ -58,7 +59,7 @@ func (s *stormSums) total(notFailed int) (ownership.Storm, bool) {
 		Radius:      s.radius,
 		BlindRadius: s.blindRadius,
 	}
-	if st.Blind > ownership.MaxStormServed || st.Served > st.Blind || st.Radius > st.BlindRadius {
+	if st.Blind > wire.MaxStormServed || st.Served > st.Blind || st.Radius > st.BlindRadius {
 		return ownership.Storm{}, false
 	}
 	return st, true

@@ -102,25 +102,25 @@ func TestStormsTotal(t *testing.T) {
 		{
 			name: "blind past the bound: unknown",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: ownership.MaxStormServed / 2}, true, true},
-				{ownership.Storm{Served: 1, Blind: ownership.MaxStormServed / 2}, true, true},
+				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}, true, true},
+				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}, true, true},
 			},
 			wantAdded: true,
 		},
 		{
 			name: "blind at the bound: known",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: ownership.MaxStormServed/2 - 1}, true, true},
-				{ownership.Storm{Served: 1, Blind: ownership.MaxStormServed / 2}, true, true},
+				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed/2 - 1}, true, true},
+				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}, true, true},
 			},
-			want:      ownership.Storm{Served: 3, Blind: ownership.MaxStormServed},
+			want:      ownership.Storm{Served: 3, Blind: wire.MaxStormServed},
 			wantOK:    true,
 			wantAdded: true,
 		},
 		{
 			name: "quiet calls take it past the bound",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: ownership.MaxStormServed - 1}, true, true},
+				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed - 1}, true, true},
 			},
 			notFailed: 1,
 			wantAdded: true,
@@ -148,9 +148,9 @@ func TestStormsTotal(t *testing.T) {
 		{
 			name: "blind radius at its bound: known",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: 2, BlindRadius: ownership.MaxStormRadius}, true, true},
+				{ownership.Storm{Served: 1, Blind: 2, BlindRadius: wire.MaxStormRadius}, true, true},
 			},
-			want:      ownership.Storm{Served: 2, Blind: 3, BlindRadius: ownership.MaxStormRadius},
+			want:      ownership.Storm{Served: 2, Blind: 3, BlindRadius: wire.MaxStormRadius},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -181,8 +181,8 @@ func TestStormsTotalMatchesWire(t *testing.T) {
 	s.AddStorm(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true, false)
 	got, ok := s.StormTotal(5)
 	require.True(t, ok)
-	assert.Equal(t, "16,25,2,1,2", got.HeaderValue())
-	back, ok := wire.ParseStorm(got.HeaderValue())
+	assert.Equal(t, "16,25,2,1,2", wire.FormatStorm(got))
+	back, ok := wire.ParseStorm(wire.FormatStorm(got))
 	require.True(t, ok)
 	assert.Equal(t, got, back)
 }
@@ -263,10 +263,10 @@ func TestStormsConcurrentUnknown(t *testing.T) {
 // back into bounds.
 func TestStormsSumSaturates(t *testing.T) {
 	var s Log
-	top := ownership.Storm{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed}
+	top := ownership.Storm{Served: wire.MaxStormServed, Blind: wire.MaxStormServed}
 	for range 1 << 14 { // 2^14 × 2^50 = 2^64
 		s.AddStorm(top, true, true)
 	}
 	got, ok := s.StormTotal(0)
-	assert.False(t, ok, "%d calls of %d requests each read %+v", 1<<14, uint64(ownership.MaxStormServed), got)
+	assert.False(t, ok, "%d calls of %d requests each read %+v", 1<<14, uint64(wire.MaxStormServed), got)
 }

@@ -461,8 +461,8 @@ func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
 // egress and the retry middleware answered in its place.
 func TestSuppressedRetriesReportedThroughFallback(t *testing.T) {
 	mw, log := fallbackEgress(t)
-	unclaimed, _ := ownership.ClaimUnclaimed.HeaderValue()
-	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", unclaimed).With("errown-storm", wire.One.HeaderValue())}
+	unclaimed, _ := wire.FormatClaim(ownership.ClaimUnclaimed)
+	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", unclaimed).With("errown-storm", wire.FormatStorm(wire.One))}
 	out := &ctxRecorder{res: res, err: yarpcerrors.UnavailableErrorf("down")}
 
 	_, err := mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)

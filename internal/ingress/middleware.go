@@ -76,7 +76,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	headers := func(c ownership.Claim, noRetry bool) transport.Headers {
-		v, _ := c.HeaderValue()
+		v, _ := wire.FormatClaim(c)
 		h := transport.NewHeaders().With(cfg.Headers.Claim, v)
 		if noRetry {
 			h = h.With(cfg.Headers.NoRetry, ownership.NoRetryValue)
@@ -101,7 +101,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		stormHeader:       cfg.Headers.Storm,
 		storms:            newStorms(o.scope, cfg.MaxRootProcedures, o.stormHook),
 		orphans:           orphans,
-		unknownStorm:      transport.NewHeaders().With(cfg.Headers.Storm, ownership.StormUnknownValue),
+		unknownStorm:      transport.NewHeaders().With(cfg.Headers.Storm, wire.StormUnknownValue),
 		quietStorms:       quietStormHeaders(cfg.Headers.Storm),
 		claimed:           headers(ownership.ClaimClaimed, false),
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
@@ -163,7 +164,7 @@ const _quietStorms = 64
 func quietStormHeaders(name string) []transport.Headers {
 	hs := make([]transport.Headers, _quietStorms+1)
 	for n := 1; n <= _quietStorms; n++ {
-		hs[n] = transport.NewHeaders().With(name, ownership.Storm{Served: uint64(n), Blind: uint64(n)}.HeaderValue())
+		hs[n] = transport.NewHeaders().With(name, wire.FormatStorm(ownership.Storm{Served: uint64(n), Blind: uint64(n)}))
 	}
 	return hs
 }
@@ -176,6 +177,6 @@ func (m *Middleware) stormHeaders(s ownership.Storm, known bool) transport.Heade
 	case s.Served == s.Blind && s.Retries == 0 && s.BlindRadius == 0 && s.Served <= _quietStorms:
 		return m.quietStorms[s.Served]
 	default:
-		return transport.NewHeaders().With(m.stormHeader, s.HeaderValue())
+		return transport.NewHeaders().With(m.stormHeader, wire.FormatStorm(s))
 	}
 }

@@ -120,10 +120,10 @@ func TestHandleStormHeader(t *testing.T) {
 				got, ok := stormOf(resw)
 				assert.Equal(t, tt.want != "", ok, "header sent")
 				assert.Equal(t, tt.want, got)
-				if tt.want != "" && tt.want != ownership.StormUnknownValue {
+				if tt.want != "" && tt.want != wire.StormUnknownValue {
 					s, ok := wire.ParseStorm(got)
 					require.True(t, ok, "%q reads back", got)
-					assert.Equal(t, tt.want, s.HeaderValue())
+					assert.Equal(t, tt.want, wire.FormatStorm(s))
 				}
 				assert.Equal(t, int64(0), e.counter("inbound.replaced_headers"), "errown's own header is not the handler's")
 			})
@@ -220,7 +220,7 @@ func TestHandleOwnsStormHeader(t *testing.T) {
 	resw := &transporttest.FakeResponseWriter{}
 	_ = e.mw.Handle(context.Background(), rootRequest("proc"), resw, setting("errown-storm", nil))
 	v, ok := resw.Headers.Get("errown-storm")
-	assert.True(t, ok && v == ownership.StormUnknownValue, "untracked: the handler's dropped, errown's unknown sent, got %q", v)
+	assert.True(t, ok && v == wire.StormUnknownValue, "untracked: the handler's dropped, errown's unknown sent, got %q", v)
 	assert.Equal(t, int64(1), e.counter("inbound.untracked"))
 }
 

@@ -40,3 +40,16 @@ func ParseClaim(v string) ownership.Claim {
 		return ownership.ClaimMissing
 	}
 }
+
+// FormatClaim returns the header value to send for c, and false for
+// ClaimMissing, which is never sent.
+func FormatClaim(c ownership.Claim) (string, bool) {
+	switch c {
+	case ownership.ClaimClaimed:
+		return _claimed, true
+	case ownership.ClaimUnclaimed:
+		return _unclaimed, true
+	default:
+		return "", false
+	}
+}

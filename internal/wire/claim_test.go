@@ -38,7 +38,7 @@ func FuzzParseClaim(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		c := ParseClaim(s)
-		if v, ok := c.HeaderValue(); ok {
+		if v, ok := FormatClaim(c); ok {
 			// Only the exact wire values parse, and they round-trip.
 			if v != s {
 				t.Fatalf("ParseClaim(%q) = %v, which encodes as %q", s, c, v)
@@ -84,5 +84,25 @@ func TestResponseClaim(t *testing.T) {
 			assert.Equal(t, tt.wantClaim, claim)
 			assert.Equal(t, tt.wantNoRetry, noRetry)
 		})
+	}
+}
+
+func TestFormatClaim(t *testing.T) {
+	tests := []struct {
+		give      ownership.Claim
+		want      string
+		wantValue string
+		wantSent  bool
+	}{
+		{ownership.ClaimClaimed, "claimed", "claimed", true},
+		{ownership.ClaimUnclaimed, "unclaimed", "unclaimed", true},
+		{ownership.ClaimMissing, "missing", "", false},
+		{ownership.Claim(42), "missing", "", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.give.String())
+		v, sent := FormatClaim(tt.give)
+		assert.Equal(t, tt.wantValue, v)
+		assert.Equal(t, tt.wantSent, sent)
 	}
 }

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"strconv"
+
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 )
@@ -18,7 +20,7 @@ var One = ownership.Storm{Served: 1, Blind: 1}
 func ParseStorm(v string) (ownership.Storm, bool) {
 	var f [5]uint64
 	for i := range f {
-		n, rest, ok := parseDecimal(v, ownership.MaxStormServed)
+		n, rest, ok := parseDecimal(v, MaxStormServed)
 		if !ok {
 			return ownership.Storm{}, false
 		}
@@ -34,7 +36,7 @@ func ParseStorm(v string) (ownership.Storm, bool) {
 		v = rest
 	}
 	s := ownership.Storm{Served: f[0], Blind: f[1], Retries: f[2]}
-	if f[3] > ownership.MaxStormRadius || f[4] > ownership.MaxStormRadius {
+	if f[3] > MaxStormRadius || f[4] > MaxStormRadius {
 		return ownership.Storm{}, false
 	}
 	s.Radius, s.BlindRadius = uint8(f[3]), uint8(f[4])
@@ -88,4 +90,34 @@ func ResponseStorm(res *transport.Response, class ownership.Class, header string
 		return ownership.Storm{}, false
 	}
 	return One, true
+}
+
+// Bounds of a Storm header value. A value outside them is unreadable:
+// unknown, never clamped.
+const (
+	// MaxStormServed is the largest request count a Storm carries.
+	MaxStormServed = 1 << 50
+	// MaxStormRadius is the largest radius a Storm carries.
+	MaxStormRadius = 255
+)
+
+// StormUnknownValue is the Storm header value of a subtree whose figures
+// errown could not read: a hop below runs no errown, or its header was lost
+// or garbled. Everything above it is unknown too.
+const StormUnknownValue = "unknown"
+
+// FormatStorm returns s as a header value: five decimals separated by
+// commas, "served,blind,retries,radius,blindRadius".
+func FormatStorm(s ownership.Storm) string {
+	var buf [64]byte
+	b := strconv.AppendUint(buf[:0], s.Served, 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, s.Blind, 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, s.Retries, 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(s.Radius), 10)
+	b = append(b, ',')
+	b = strconv.AppendUint(b, uint64(s.BlindRadius), 10)
+	return string(b)
 }

@@ -20,16 +20,16 @@ func TestParseStormAccepts(t *testing.T) {
 		{"9,18,1,1,2", ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}},
 		{"8,8,1,1,1", ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}},
 		{"2,5,1,0,3", ownership.Storm{Served: 2, Blind: 5, Retries: 1, Radius: 0, BlindRadius: 3}},
-		{"10,10,9,0,0", ownership.Storm{Served: 10, Blind: 10, Retries: 9}},                                           // retries = served-1
-		{"1,1125899906842624,0,0,255", ownership.Storm{Served: 1, Blind: ownership.MaxStormServed, BlindRadius: 255}}, // blind at its bound
-		{"1125899906842624,1125899906842624,1125899906842623,255,255", ownership.Storm{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed, Retries: ownership.MaxStormServed - 1, Radius: 255, BlindRadius: 255}},
+		{"10,10,9,0,0", ownership.Storm{Served: 10, Blind: 10, Retries: 9}},                                 // retries = served-1
+		{"1,1125899906842624,0,0,255", ownership.Storm{Served: 1, Blind: MaxStormServed, BlindRadius: 255}}, // blind at its bound
+		{"1125899906842624,1125899906842624,1125899906842623,255,255", ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: 255, BlindRadius: 255}},
 		{"100,100,0,7,7", ownership.Storm{Served: 100, Blind: 100, Radius: 7, BlindRadius: 7}}, // a radius without retries is a figure, not a contradiction
 	}
 	for _, tt := range tests {
 		got, ok := ParseStorm(tt.give)
 		require.True(t, ok, "%q", tt.give)
 		assert.Equal(t, tt.want, got, "%q", tt.give)
-		assert.Equal(t, tt.give, got.HeaderValue(), "%q is canonical", tt.give)
+		assert.Equal(t, tt.give, FormatStorm(got), "%q is canonical", tt.give)
 	}
 }
 
@@ -38,7 +38,7 @@ func TestParseStormRejects(t *testing.T) {
 		name string
 		give string
 	}{
-		{"unknown", ownership.StormUnknownValue},
+		{"unknown", StormUnknownValue},
 		{"Unknown", "Unknown"},
 		{"empty", ""},
 		{"four fields", "1,1,0,0"},
@@ -100,8 +100,8 @@ func TestParseStormRejects(t *testing.T) {
 
 // TestParseStormBounds walks each field across its bound.
 func TestParseStormBounds(t *testing.T) {
-	top := strconv.FormatUint(ownership.MaxStormServed, 10)
-	past := strconv.FormatUint(ownership.MaxStormServed+1, 10)
+	top := strconv.FormatUint(MaxStormServed, 10)
+	past := strconv.FormatUint(MaxStormServed+1, 10)
 	for _, tt := range []struct {
 		give string
 		ok   bool
@@ -110,7 +110,7 @@ func TestParseStormBounds(t *testing.T) {
 		{past + "," + past + ",0,0,0", false},
 		{"1," + top + ",0,0,0", true},
 		{"1," + past + ",0,0,0", false},
-		{top + "," + top + "," + strconv.FormatUint(ownership.MaxStormServed-1, 10) + ",0,0", true},
+		{top + "," + top + "," + strconv.FormatUint(MaxStormServed-1, 10) + ",0,0", true},
 		{top + "," + top + "," + top + ",0,0", false}, // retries = served
 		{"1,1,0,255,255", true},
 		{"1,1,0,254,255", true},
@@ -136,10 +136,10 @@ func TestStormRoundTrip(t *testing.T) {
 		{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1},
 		{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2},
 		{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3},
-		{Served: 1, Blind: ownership.MaxStormServed, BlindRadius: ownership.MaxStormRadius},
-		{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed, Retries: ownership.MaxStormServed - 1, Radius: ownership.MaxStormRadius, BlindRadius: ownership.MaxStormRadius},
+		{Served: 1, Blind: MaxStormServed, BlindRadius: MaxStormRadius},
+		{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius},
 	} {
-		got, ok := ParseStorm(s.HeaderValue())
+		got, ok := ParseStorm(FormatStorm(s))
 		require.True(t, ok, "%+v", s)
 		assert.Equal(t, s, got)
 	}
@@ -167,8 +167,8 @@ func TestResponseStorm(t *testing.T) {
 		{"header on an answer", with(ownership.DefaultStormHeader, "5,9,1,1,2"), ownership.ClassAnswer, ownership.DefaultStormHeader, ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}, true},
 		{"header on a failure", with(ownership.DefaultStormHeader, "9,18,1,1,2"), ownership.ClassFailure, ownership.DefaultStormHeader, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, true},
 		{"one on a failure", with(ownership.DefaultStormHeader, "1,1,0,0,0"), ownership.ClassFailure, ownership.DefaultStormHeader, One, true},
-		{"unknown on a success", with(ownership.DefaultStormHeader, ownership.StormUnknownValue), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"unknown on a failure", with(ownership.DefaultStormHeader, ownership.StormUnknownValue), ownership.ClassFailure, ownership.DefaultStormHeader, ownership.Storm{}, false},
+		{"unknown on a success", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{}, false},
+		{"unknown on a failure", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassFailure, ownership.DefaultStormHeader, ownership.Storm{}, false},
 		{"garbage on a success is unknown, not one", with(ownership.DefaultStormHeader, "lots"), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{}, false},
 		{"empty value on a success is unknown", with(ownership.DefaultStormHeader, ""), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{}, false},
 		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{Served: 3, Blind: 3}, true},
@@ -227,14 +227,14 @@ func FuzzParseStorm(f *testing.F) {
 			}
 			return
 		}
-		if got := s.HeaderValue(); got != v {
+		if got := FormatStorm(s); got != v {
 			t.Fatalf("ParseStorm(%q) = %+v, whose HeaderValue is %q: not canonical", v, s, got)
 		}
-		again, ok := ParseStorm(s.HeaderValue())
+		again, ok := ParseStorm(FormatStorm(s))
 		if !ok || again != s {
 			t.Fatalf("ParseStorm(%q) = %+v, which reparses as %+v, %v", v, s, again, ok)
 		}
-		if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.Blind > ownership.MaxStormServed || s.BlindRadius < s.Radius {
+		if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.Blind > MaxStormServed || s.BlindRadius < s.Radius {
 			t.Fatalf("ParseStorm(%q) = %+v breaks an invariant", v, s)
 		}
 		if s.Prevented() > s.Blind {
@@ -253,4 +253,23 @@ func FuzzParseStorm(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestStormHeaderValue(t *testing.T) {
+	tests := []struct {
+		give ownership.Storm
+		want string
+	}{
+		{ownership.Storm{Served: 1, Blind: 1}, "1,1,0,0,0"},
+		{ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, "9,18,1,1,2"},
+		{ownership.Storm{Served: 12, Blind: 340, Retries: 7, Radius: 3, BlindRadius: 10}, "12,340,7,3,10"},
+		{ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}, "1125899906842624,1125899906842624,1125899906842623,255,255"},
+		// HeaderValue writes what it is given, valid or not: the bounds
+		// are ParseStorm's.
+		{ownership.Storm{}, "0,0,0,0,0"},
+		{ownership.Storm{Served: 1<<64 - 1, Blind: 1<<64 - 1, Retries: 1<<64 - 1, Radius: 255, BlindRadius: 255}, "18446744073709551615,18446744073709551615,18446744073709551615,255,255"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, FormatStorm(tt.give), "%+v", tt.give)
+	}
 }

@@ -61,8 +61,8 @@ func (c *StormCall) Blind(n int) {
 		return
 	}
 	c.blindAttempts += n
-	extra := uint64(ownership.MaxStormServed + 1) // out of bounds: unknown
-	if c.last.Blind <= ownership.MaxStormServed/uint64(n) {
+	extra := uint64(MaxStormServed + 1) // out of bounds: unknown
+	if c.last.Blind <= MaxStormServed/uint64(n) {
 		extra = uint64(n) * c.last.Blind
 	}
 	c.blind = add(c.blind, extra)
@@ -108,7 +108,7 @@ func (c *StormCall) Storm() (ownership.Storm, bool) {
 	if c.blindAttempts > 1 {
 		br++
 	}
-	if s.Blind > ownership.MaxStormServed || r > ownership.MaxStormRadius || br > ownership.MaxStormRadius {
+	if s.Blind > MaxStormServed || r > MaxStormRadius || br > MaxStormRadius {
 		return ownership.Storm{}, false
 	}
 	s.Radius, s.BlindRadius = uint8(r), uint8(br)
@@ -118,8 +118,8 @@ func (c *StormCall) Storm() (ownership.Storm, bool) {
 // add returns a+b, saturated just past MaxStormServed so that an overflow
 // reads as out of bounds, never wraps.
 func add(a, b uint64) uint64 {
-	if a > ownership.MaxStormServed || b > ownership.MaxStormServed {
-		return ownership.MaxStormServed + 1
+	if a > MaxStormServed || b > MaxStormServed {
+		return MaxStormServed + 1
 	}
 	return a + b
 }

@@ -44,7 +44,7 @@ func TestStormCallChain(t *testing.T) {
 	assert.False(t, c.ErrownStopped())
 	cReq := request(cCall)
 	require.Equal(t, ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}, cReq)
-	assert.Equal(t, "9,9,1,1,1", cReq.HeaderValue())
+	assert.Equal(t, "9,9,1,1,1", FormatStorm(cReq))
 
 	// B → C: unclaimed, suppressed; the blind world replays it once.
 	var b StormCall
@@ -73,7 +73,7 @@ func TestStormCallChain(t *testing.T) {
 	// (4 each); blind, every hop retries once: 1 + 2(1 + 2(1 + 2·4)).
 	assert.Equal(t, uint64(1+1+1+2*4), aReq.Served)
 	assert.Equal(t, uint64(1+2*(1+2*(1+2*4))), aReq.Blind)
-	assert.Equal(t, "11,39,1,1,3", aReq.HeaderValue())
+	assert.Equal(t, "11,39,1,1,3", FormatStorm(aReq))
 }
 
 // TestStormCallChainObserve: the same chain in observe mode, where B and A
@@ -286,7 +286,7 @@ func TestStormCall(t *testing.T) {
 }
 
 func TestStormCallOverflow(t *testing.T) {
-	top := ownership.Storm{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed}
+	top := ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed}
 	tests := []struct {
 		name   string
 		give   func(c *StormCall)
@@ -309,30 +309,30 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "two halves: exactly the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed / 2}, true)
-				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed / 2}, true)
+				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
+				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
 			},
-			want:   ownership.Storm{Served: ownership.MaxStormServed, Blind: ownership.MaxStormServed, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:   ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK: true,
 		},
 		{
 			name: "one past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed / 2}, true)
-				c.Attempt(ownership.Storm{Served: ownership.MaxStormServed / 2, Blind: ownership.MaxStormServed/2 + 1}, true)
+				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
+				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed/2 + 1}, true)
 			},
 		},
 		{
 			name: "a blind retry past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed/2 + 1}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed/2 + 1}, true)
 				c.Blind(1)
 			},
 		},
 		{
 			name: "many blind retries past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed / 4}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed / 4}, true)
 				c.Blind(9)
 			},
 		},
@@ -346,7 +346,7 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "a figure past the bound stays past it",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed + 1}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed + 1}, true)
 				c.StopErrown()
 				c.Attempt(One, true)
 			},
@@ -354,24 +354,24 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: 1, Radius: ownership.MaxStormRadius, BlindRadius: ownership.MaxStormRadius}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}, true)
 				c.Attempt(One, true)
 			},
 		},
 		{
 			name: "blind radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: ownership.MaxStormRadius}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius}, true)
 				c.Blind(1)
 			},
 		},
 		{
 			name: "blind radius at its bound: known",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: ownership.MaxStormRadius - 1}, true)
+				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius - 1}, true)
 				c.Blind(1)
 			},
-			want:   ownership.Storm{Served: 1, Blind: 2, BlindRadius: ownership.MaxStormRadius},
+			want:   ownership.Storm{Served: 1, Blind: 2, BlindRadius: MaxStormRadius},
 			wantOK: true,
 		},
 	}
@@ -393,10 +393,10 @@ func TestStormCallOverflow(t *testing.T) {
 // attempt's blind count; the product must saturate like every sum.
 func TestStormCallBlindProductSaturates(t *testing.T) {
 	var c StormCall
-	c.Attempt(ownership.Storm{Served: 1, Blind: ownership.MaxStormServed}, true)
+	c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed}, true)
 	c.Blind(1 << 14) // 2^14 × 2^50 = 2^64: wraps to 0 unless saturated
 	s, ok := c.Storm()
-	assert.False(t, ok, "Blind(%d) after a blind count of %d reads %+v", 1<<14, uint64(ownership.MaxStormServed), s)
+	assert.False(t, ok, "Blind(%d) after a blind count of %d reads %+v", 1<<14, uint64(MaxStormServed), s)
 }
 
 // TestStormCallFolds: whatever the valid Storms of the attempts, in either
@@ -442,7 +442,7 @@ func TestStormCallFolds(t *testing.T) {
 		}
 		s, ok := c.Storm()
 		require.True(t, ok, "case %d", i)
-		back, ok := ParseStorm(s.HeaderValue())
+		back, ok := ParseStorm(FormatStorm(s))
 		require.True(t, ok, "case %d: %+v is not a valid Storm", i, s)
 		require.Equal(t, s, back)
 		assert.Equal(t, sum.Served, s.Served, "case %d", i)
