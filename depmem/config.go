@@ -114,22 +114,6 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Thresholds returns the thresholds c classifies edges with, defaults
-// applied, for Classify.
-func (c Config) Thresholds() Thresholds {
-	return c.WithDefaults().thresholds()
-}
-
-// thresholds is Thresholds of a Config whose defaults are applied.
-func (c Config) thresholds() Thresholds {
-	return Thresholds{
-		Close:      c.CloseThreshold,
-		Open:       c.OpenThreshold,
-		Hysteresis: c.Hysteresis,
-		MinSamples: int64(c.MinSamples),
-	}
-}
-
 // Validate reports every invalid value of c, after defaults, each naming
 // its key relative to c, e.g. "window: must be positive, got -1s"; a
 // caller that nests Config under a key of its own (errown's "memory") puts

@@ -56,24 +56,6 @@ func TestConfigValidateKeysAreRelative(t *testing.T) {
 	assert.Equal(t, "window: must be positive, got -1s", errorStrings(err)[0])
 }
 
-func TestConfigThresholds(t *testing.T) {
-	tests := []struct {
-		name string
-		give Config
-		want Thresholds
-	}{
-		{"zero means the defaults", Config{}, Thresholds{Close: 0.8, Open: 0.2, Hysteresis: 0.05, MinSamples: 20}},
-		{"set", Config{CloseThreshold: 0.9, OpenThreshold: 0.1, Hysteresis: 0.02, MinSamples: 5}, Thresholds{Close: 0.9, Open: 0.1, Hysteresis: 0.02, MinSamples: 5}},
-		{"no hysteresis", Config{NoHysteresis: true}, Thresholds{Close: 0.8, Open: 0.2, Hysteresis: 0, MinSamples: 20}},
-		{"tiny open threshold", Config{OpenThreshold: 1e-9}, Thresholds{Close: 0.8, Open: 1e-9, Hysteresis: 0.05, MinSamples: 20}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.give.Thresholds())
-		})
-	}
-}
-
 func errorStrings(err error) []string {
 	var out []string
 	for _, e := range multierr.Errors(err) {

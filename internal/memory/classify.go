@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
 )
 
@@ -22,7 +21,7 @@ func Ratio(calleeFailures, jointFailures int64) float64 {
 // Close - Hysteresis, and one that was fail-open stays so while the ratio
 // is at most Open + Hysteresis, so that an edge near a threshold does not
 // flip with every request.
-func Classify(prev ownership.EdgeKind, calleeFailures, jointFailures int64, t depmem.Thresholds) ownership.EdgeKind {
+func Classify(prev ownership.EdgeKind, calleeFailures, jointFailures int64, t Thresholds) ownership.EdgeKind {
 	if calleeFailures < t.MinSamples || calleeFailures <= 0 {
 		return ownership.KindUnknown
 	}
@@ -39,4 +38,18 @@ func Classify(prev ownership.EdgeKind, calleeFailures, jointFailures int64, t de
 	default:
 		return ownership.KindUnknown
 	}
+}
+
+// Thresholds decide an edge's kind from its counts. See Classify.
+type Thresholds struct {
+	// Close: a ratio at or above it is fail-close.
+	Close float64
+	// Open: a ratio at or below it is fail-open.
+	Open float64
+	// Hysteresis keeps a classified edge in its kind until the ratio has
+	// moved this far past the threshold it crossed.
+	Hysteresis float64
+	// MinSamples is the least number of callee failures in the window
+	// before an edge is classified at all.
+	MinSamples int64
 }

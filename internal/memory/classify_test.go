@@ -3,13 +3,12 @@ package memory
 import (
 	"testing"
 
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 )
 
 func TestClassify(t *testing.T) {
-	th := depmem.Thresholds{Close: 0.8, Open: 0.2, Hysteresis: 0.05, MinSamples: 10}
+	th := Thresholds{Close: 0.8, Open: 0.2, Hysteresis: 0.05, MinSamples: 10}
 	const (
 		unknown = ownership.KindUnknown
 		closed  = ownership.KindFailClose

@@ -42,7 +42,7 @@ type Observer interface {
 // per bucket width.
 type Memory struct {
 	cfg        depmem.Config
-	thresholds depmem.Thresholds
+	thresholds Thresholds
 	width      int64 // bucket width in nanoseconds
 	clock      *clock
 	logger     *zap.Logger
@@ -116,7 +116,7 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	m := &Memory{
 		noop:       noop,
 		cfg:        cfg,
-		thresholds: cfg.Thresholds(),
+		thresholds: ThresholdsOf(cfg),
 		width:      int64(cfg.Window) / int64(cfg.Buckets),
 		clock:      newClock(o.now, cfg.Window/time.Duration(cfg.Buckets)),
 		logger:     o.logger,

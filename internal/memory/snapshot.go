@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
 )
 
@@ -38,8 +37,8 @@ type SnapshotEdge struct {
 // corrupt, foreign, negative or inconsistent counts) is an error wrapping
 // ErrBadSnapshot.
 func ParseSnapshot(b []byte) (*Snapshot, error) {
-	if len(b) > depmem.MaxSnapshotBytes {
-		return nil, fmt.Errorf("%w: %d bytes, over the %d byte limit", ErrBadSnapshot, len(b), depmem.MaxSnapshotBytes)
+	if len(b) > MaxSnapshotBytes {
+		return nil, fmt.Errorf("%w: %d bytes, over the %d byte limit", ErrBadSnapshot, len(b), MaxSnapshotBytes)
 	}
 	var s Snapshot
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -50,11 +49,11 @@ func ParseSnapshot(b []byte) (*Snapshot, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: trailing data after the snapshot", ErrBadSnapshot)
 	}
-	if s.Format != depmem.SnapshotFormat {
-		return nil, fmt.Errorf("%w: format %q, want %q", ErrBadSnapshot, s.Format, depmem.SnapshotFormat)
+	if s.Format != SnapshotFormat {
+		return nil, fmt.Errorf("%w: format %q, want %q", ErrBadSnapshot, s.Format, SnapshotFormat)
 	}
-	if s.Version != depmem.SnapshotVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadSnapshot, s.Version, depmem.SnapshotVersion)
+	if s.Version != SnapshotVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrBadSnapshot, s.Version, SnapshotVersion)
 	}
 	if s.BucketWidth <= 0 {
 		return nil, fmt.Errorf("%w: bucket width %d", ErrBadSnapshot, s.BucketWidth)
@@ -74,7 +73,7 @@ func ParseSnapshot(b []byte) (*Snapshot, error) {
 
 // Snapshot returns the local window of every edge.
 func (m *Memory) Snapshot() Snapshot {
-	s := Snapshot{Format: depmem.SnapshotFormat, Version: depmem.SnapshotVersion, BucketWidth: m.width}
+	s := Snapshot{Format: SnapshotFormat, Version: SnapshotVersion, BucketWidth: m.width}
 	now := m.slice()
 	m.mu.RLock()
 	for e, st := range m.edges {
@@ -137,7 +136,7 @@ func (m *Memory) LoadSnapshot(path string) error {
 		return err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, depmem.MaxSnapshotBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxSnapshotBytes+1))
 	if err != nil {
 		return fmt.Errorf("read snapshot %s: %w", path, err)
 	}
@@ -188,3 +187,11 @@ func writeFileAtomic(path string, b []byte) (err error) {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Snapshot file format identifiers.
+const (
+	SnapshotFormat  = "errown-depmem"
+	SnapshotVersion = 1
+	// MaxSnapshotBytes is the largest snapshot file read.
+	MaxSnapshotBytes = 64 << 20
+)

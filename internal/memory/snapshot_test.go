@@ -78,7 +78,7 @@ func TestParseSnapshotRejects(t *testing.T) {
 		{"no service", strings.Replace(good, `"service":"b"`, `"service":""`, 1), "edge 0 has no service"},
 		{"bad kind", strings.Replace(good, "fail-close", "hard", 1), "unknown edge kind"},
 		{"trailing data", good + "{}", "trailing data"},
-		{"huge", strings.Repeat(" ", depmem.MaxSnapshotBytes+1), "over the"},
+		{"huge", strings.Repeat(" ", MaxSnapshotBytes+1), "over the"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

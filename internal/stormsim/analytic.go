@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/wire"
@@ -206,7 +205,7 @@ type analyzer struct {
 	g                 *graph
 	o                 Options
 	unknownCorrelated bool
-	thresholds        depmem.Thresholds
+	thresholds        memory.Thresholds
 	exact             bool
 }
 
@@ -216,7 +215,7 @@ func newAnalyzer(g *graph, o Options) *analyzer {
 		// those of the same retries without errown.
 		o.Policy = o.Policy.blind()
 	}
-	thresholds := o.Memory.Thresholds()
+	thresholds := memory.ThresholdsOf(o.Memory)
 	thresholds.MinSamples = 1
 	return &analyzer{
 		g:                 g,
