@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 )
@@ -12,41 +11,23 @@ import (
 // _gaugeInterval is how often the gauges are updated.
 const _gaugeInterval = time.Second
 
-// gauges report errown's state, not its events: the mode, requests in
-// flight, edges by kind, retry budget left per callee, and the fleet
-// source's health.
-// They are updated by one goroutine between Start and Stop, off the
-// request path.
+// gauges report errown's state, not its events. Each part registers and
+// sets its own (ingress.in_flight, depmem.edges and depmem.fleet_healthy,
+// retry.budget_left); the root's is errown.mode, 1 for the mode errown runs
+// in and 0 for the other. One goroutine updates them all between Start and
+// Stop, off the request path.
 type gauges struct {
-	m *Middleware
-
-	mode         map[retry.Mode]tally.Gauge // 1 for the mode errown runs in, 0 for the other
-	inFlight     tally.Gauge
-	edges        map[ownership.EdgeKind]tally.Gauge
-	fleetHealthy tally.Gauge
-	budgetLeft   map[string]tally.Gauge // by callee, from the configured policies
+	m    *Middleware
+	mode map[retry.Mode]tally.Gauge
 
 	stop chan struct{}
 	done sync.WaitGroup
 }
 
 func newGauges(m *Middleware, scope tally.Scope) *gauges {
-	g := &gauges{
-		m:            m,
-		mode:         map[retry.Mode]tally.Gauge{},
-		inFlight:     scope.SubScope("ingress").Gauge("in_flight"),
-		edges:        map[ownership.EdgeKind]tally.Gauge{},
-		fleetHealthy: scope.SubScope("depmem").Gauge("fleet_healthy"),
-		budgetLeft:   map[string]tally.Gauge{},
-	}
+	g := &gauges{m: m, mode: map[retry.Mode]tally.Gauge{}}
 	for _, mode := range []retry.Mode{retry.ModeEnforce, retry.ModeObserve} {
 		g.mode[mode] = scope.Tagged(map[string]string{"mode": string(mode)}).Gauge("mode")
-	}
-	for _, k := range []ownership.EdgeKind{ownership.KindFailClose, ownership.KindFailOpen, ownership.KindUnknown} {
-		g.edges[k] = scope.SubScope("depmem").Tagged(map[string]string{"kind": k.String()}).Gauge("edges")
-	}
-	for _, b := range m.retry.Budgets() {
-		g.budgetLeft[b.Callee] = scope.SubScope("retry").Tagged(map[string]string{"callee": b.Callee}).Gauge("budget_left")
 	}
 	return g
 }
@@ -61,28 +42,9 @@ func (g *gauges) update() {
 			gauge.Update(0)
 		}
 	}
-	g.inFlight.Update(float64(g.m.InFlight()))
-	counts := map[ownership.EdgeKind]int{}
-	for _, e := range g.m.kinds.Edges() {
-		counts[e.Kind]++
-	}
-	for k, gauge := range g.edges {
-		gauge.Update(float64(counts[k]))
-	}
-	configured, healthy := g.m.memory.FleetHealthy()
-	switch {
-	case !configured:
-		g.fleetHealthy.Update(-1) // no fleet source
-	case healthy:
-		g.fleetHealthy.Update(1)
-	default:
-		g.fleetHealthy.Update(0)
-	}
-	for _, b := range g.m.retry.Budgets() {
-		if gauge, ok := g.budgetLeft[b.Callee]; ok && !b.Disabled {
-			gauge.Update(b.Allowed - float64(b.Retries))
-		}
-	}
+	g.m.inbound.UpdateGauges()
+	g.m.memory.UpdateGauges(g.m.kinds)
+	g.m.retry.UpdateGauges()
 }
 
 func (g *gauges) start(interval time.Duration) {

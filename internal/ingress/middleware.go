@@ -25,6 +25,7 @@ const _stackFailures = 8
 
 // Middleware is errown's unary inbound middleware.
 type Middleware struct {
+	inFlightGauge     tally.Gauge // ingress.in_flight
 	logs              *reqlog.Map
 	learner           memory.Learner
 	now               func() time.Time
@@ -89,6 +90,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	}
 	scope := o.scope.SubScope("inbound")
 	return &Middleware{
+		inFlightGauge:     o.scope.SubScope("ingress").Gauge("in_flight"),
 		logs:              logs,
 		learner:           o.learner,
 		now:               o.now,

@@ -47,6 +47,7 @@ type Memory struct {
 	clock      *clock
 	logger     *zap.Logger
 	scope      tally.Scope
+	gauges     gauges // UpdateGauges
 	// noop is set when the scope is tally.NoopScope: then no edge gets
 	// a tagged scope of its own, which tally would keep for nothing.
 	noop bool
@@ -127,6 +128,7 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 		// Created whether or not a snapshot or fleet is configured, so
 		// that dashboards always find them.
 		snapshotErrors: o.scope.Counter("snapshot_errors"),
+		gauges:         newGauges(o.scope),
 	}
 	m.publish()
 	queries, errors := o.scope.Counter("fleet_queries"), o.scope.Counter("fleet_errors")

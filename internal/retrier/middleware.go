@@ -35,6 +35,7 @@ type Middleware struct {
 	attempts      *Attempts          // the innermost step, made with m
 
 	scope            tally.Scope
+	budgetLeft       map[string]tally.Gauge // by callee with a policy: UpdateGauges
 	foreignByService sync.Map // callee without a policy → *foreignMetrics
 	warned           sync.Map // "service::procedure" whose foreign retry was logged
 
@@ -77,6 +78,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		rand:          o.rand,
 	}
 	m.attempts = &Attempts{m: m}
+	m.budgetLeft = budgetGauges(o.scope, m.callees)
 	return m, nil
 }
 
