@@ -184,7 +184,7 @@ func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 // OutboundAround returns errown's outbound middleware around own, the
 // dispatcher's own outbound middleware (nil for none): errown's egress and
 // retry middleware outside it, so every attempt passes through own, and
-// errown's innermost attempt step (retrier.Attempts) inside it, next to the
+// errown's innermost attempt step inside it, next to the
 // transport, so a retry own makes is seen, counted and held to errown's
 // rules.
 func (m *Middleware) OutboundAround(own middleware.UnaryOutbound) yarpc.OutboundMiddleware {
@@ -214,7 +214,7 @@ func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound,
 }
 
 // AdaptAttempts is for adapters, as Adapt is: it returns errown's innermost
-// attempt step (retrier.Attempts, the one Outbound puts next to the
+// attempt step (the one Outbound puts next to the
 // transport), through which an adapter runs each physical attempt its
 // client sends, below the application's own retries: grpcgo's
 // AttemptsInterceptor and nethttp's Attempts. The step knows a call by the

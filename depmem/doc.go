@@ -1,23 +1,23 @@
-// Package depmem is errown's dependency memory: it tells, per edge, whether
-// a callee is a hard (fail-close) or soft (fail-open) dependency of the
-// caller procedure that called it.
+// Package depmem configures errown's dependency memory, which tells, per
+// edge, whether a callee is a hard (fail-close) or soft (fail-open)
+// dependency of the caller procedure that called it: Config, the static
+// Declarations, and EdgeView, the operators' view of an edge.
 //
 // In docs/DESIGN.md's data flow the inbound middleware asks the memory for the
 // kind of each failed outbound call's edge before it decides whether the
-// request's error is claimed, and afterwards tells the memory (Observe)
+// request's error is claimed, and afterwards tells the memory
 // what happened: a callee failure, and whether the request failed too. A
 // failure on a fail-open edge is coincidental and never unclaims; what an
 // unknown edge does is the inbound side's choice (by default it counts as
 // correlated).
 //
 // Sources, in order of trust: static declarations from configuration
-// (Static); the fleet's counts from a Prometheus-compatible API, where they
-// hold more callee failures than the local window; the local window
-// (Memory).
+// (Declaration, errown's Config.Dependencies); the fleet's counts from a Prometheus-compatible API, where they
+// hold more callee failures than the local window; the local window.
 //
 // # Learning
 //
-// Memory counts, per edge over a sliding window kept in time buckets, the
+// The memory counts, per edge over a sliding window kept in time buckets, the
 // callee failures and the joint failures (callee and caller both failed).
 // Their ratio estimates P(caller fails | callee fails): at or above
 // CloseThreshold (0.8) the edge is fail-close, at or below OpenThreshold
@@ -30,7 +30,7 @@
 //
 // # Bounded state
 //
-// Memory tracks at most MaxEdges (1000) edges at once, and keeps learning
+// The memory tracks at most MaxEdges (1000) edges at once, and keeps learning
 // when the edges a service calls change: when a new edge needs a place
 // and all are taken, every edge not observed for a full Window (its
 // window empty, so its kind unknown anyway) is evicted, counted in

@@ -8,6 +8,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // RequestOption configures NewRequestContext.
@@ -108,9 +109,32 @@ type Outcome struct {
 	CallerFault bool
 	// Failures are the failed calls errown kept (outbound.Record, Called),
 	// in their order; errown keeps only counts of the others.
-	Failures []calls.Entry
+	Failures []FailedCall
 	// Calls counts every call recorded, failed or not.
 	Calls int
+}
+
+// FailedCall is one failed outbound call errown recorded for a request:
+// what its claim decision reads.
+type FailedCall struct {
+	Edge ownership.Edge
+	// Code is the call's final code.
+	Code yarpcerrors.Code
+	// Claim is the callee's claim on the final error response.
+	Claim ownership.Claim
+	// Attempts made, the first one included.
+	Attempts int
+	// RCS reports whether the retry criteria were satisfied for the call:
+	// when true, nobody above retries the request for it.
+	RCS bool
+}
+
+func failedCalls(es []calls.Entry) []FailedCall {
+	out := make([]FailedCall, len(es))
+	for i, e := range es {
+		out[i] = FailedCall{Edge: e.Edge, Code: e.Code, Claim: e.Claim, Attempts: e.Attempts, RCS: e.RCS}
+	}
+	return out
 }
 
 // End ends the request with the error its handler returned and says what
@@ -123,7 +147,7 @@ func (r *Request) End(err error) Outcome {
 	callerFault := r.log.CallerFault()
 	o := Outcome{
 		CallerFault: callerFault,
-		Failures:    append([]calls.Entry(nil), r.failures...),
+		Failures:    failedCalls(r.failures),
 		Calls:       r.counts.Total(),
 	}
 	if class == ownership.ClassOK {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/wire"
@@ -208,10 +207,9 @@ func TestRequestCalled(t *testing.T) {
 	if got.Claim != ownership.ClaimUnclaimed {
 		t.Errorf("claim %v, want unclaimed: the callee's error was retried below", got.Claim)
 	}
-	want := calls.Entry{
+	want := fxtest.FailedCall{
 		Edge:     ownership.Edge{CallerProcedure: "orders::create", Service: "payments", Procedure: "payments::charge"},
 		Code:     yarpcerrors.CodeUnavailable,
-		Class:    ownership.ClassFailure,
 		Claim:    ownership.ClaimUnclaimed,
 		RCS:      true,
 		Attempts: 1,

@@ -44,7 +44,7 @@
 //
 // An application that keeps its own retry interceptor chains it inside
 // errown's, and AttemptsInterceptor after it, last: errown's innermost
-// attempt step, as retrier.Attempts is on a yarpc dispatcher. It sees every
+// attempt step, as errown's own is on a yarpc dispatcher. It sees every
 // call of the invoker, each an attempt that leaves the process, counts it
 // in the call's attempts and storm figures, and refuses a replay errown's
 // rules refuse (of an unclaimed error; past the edge's policy, budget,

@@ -54,7 +54,7 @@ import (
 // ServerOptions and builds its server without them passes it.
 var Module = fx.Module("errown.grpcgo",
 	fx.Provide(NewServerOptions, NewDialer),
-	fxcore.Require(ErrNoCore),
+	_requireCore,
 )
 
 // ErrNoCore is the error of an application that has this package's Module
@@ -137,3 +137,6 @@ func NewDialer(p DialerParams) (DialerResult, error) {
 func (d Dialer) DialOptions(opts ...Option) []grpc.DialOption {
 	return DialOptions(d.mw, opts...)
 }
+
+// _requireCore fails start when the application does not include errown.Core.
+var _requireCore = fxcore.Require(ErrNoCore)

@@ -1,10 +1,12 @@
-// Package inbound is errown's unary inbound middleware: it opens the
-// request's IngressLog, runs the handler and, when the handler returns an
+// Package inbound configures errown's unary inbound middleware and holds
+// the helpers a handler calls (DoNotRetry, CallerFault) and the operators'
+// view types (Decision, Storm). The middleware, which errown.Module (or
+// errown.New) builds from Config, opens the request's ingress log, runs the handler and, when the handler returns an
 // error, decides whether this service claims the error and says so in an
 // application header on the error response.
 //
 // In docs/DESIGN.md's data flow it is the first and the last errown step of a
-// request. The decision itself is wire.Decide over the failed
+// request. The decision itself is made over the failed
 // outbound calls the egress middleware (package outbound) logged, each with
 // its edge kind from the dependency memory (package depmem).
 //
@@ -13,7 +15,7 @@
 // response as an application error before returning it: TChannel then
 // carries the headers and the caller still gets the error with its code.
 //
-// Metrics (counters, on the scope given with WithScope):
+// Metrics (counters, on the scope errown is given: errown.WithScope):
 //
 //	inbound.claimed       errors this service claimed
 //	inbound.unclaimed     errors this service left unclaimed
@@ -47,5 +49,5 @@
 // Errors include application errors the encodings report without a Go
 // error (a Thrift exception, a protobuf error): the middleware wraps the
 // ResponseWriter (pooled) to see them, and classifies them by their IDL's
-// code (wire.Result).
+// code.
 package inbound

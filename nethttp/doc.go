@@ -128,7 +128,7 @@
 //
 // An application that keeps its own retrying RoundTripper puts it between
 // Transport and the base transport, and Attempts below it: errown's
-// innermost attempt step, as retrier.Attempts is on a yarpc dispatcher.
+// innermost attempt step, as errown's own is on a yarpc dispatcher.
 //
 //	client := &http.Client{Transport: nethttp.Transport(mw, appRetry(nethttp.Attempts(mw, base)))}
 //

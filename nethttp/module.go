@@ -46,7 +46,7 @@ import (
 // that they were called, not that what they returned serves.
 var Module = fx.Module("errown.nethttp",
 	fx.Provide(NewMiddleware),
-	fxcore.Require(ErrNoCore),
+	_requireCore,
 )
 
 // ErrNoCore is the error of an application that has this package's Module
@@ -100,3 +100,6 @@ func (m Middleware) Handler(h http.Handler, opts ...HandlerOption) http.Handler 
 func (m Middleware) Transport(base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	return Transport(m.mw, base, opts...)
 }
+
+// _requireCore fails start when the application does not include errown.Core.
+var _requireCore = fxcore.Require(ErrNoCore)

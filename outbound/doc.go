@@ -14,7 +14,7 @@
 // (detached work) are passed through and counted; neither panics nor
 // leaks.
 //
-// Metrics (counters, on the scope given with WithScope):
+// Metrics (counters, on the scope errown is given: errown.WithScope):
 //
 //	egress.calls      logical outbound calls
 //	egress.failures   of those, calls that ended in the callee's failure (a server fault, by

@@ -1,12 +1,14 @@
-// Package retry is errown's unary outbound retry middleware for yarpc.
+// Package retry configures errown's unary outbound retries for yarpc: the
+// policies per callee and procedure, the retry budgets, the limit on
+// attempts in flight to an overloaded callee, and the enforce and observe
+// modes (Config). errown.Module (or errown.New) builds the retry middleware
+// from it; BudgetView is the operators' view of a budget.
 //
 // In docs/DESIGN.md's data flow it is the inner of the two outbound middlewares:
 // errown's egress middleware wraps it and, after the call, needs to know
 // how many attempts were made and whether a wanted retry was refused, to
-// compute retry-criteria-satisfied (wire.RetryCriteriaSatisfied).
-// Call reports it to the egress middleware through errown's own plumbing,
-// which users never see. Used alone, without the egress middleware, the
-// retry middleware simply does not report.
+// compute retry-criteria-satisfied (RCS), which the retry middleware
+// reports to it through errown's own plumbing, which users never see.
 //
 // A call is retried only when a policy is configured for its callee service
 // (and procedure), the policy allows more than one attempt and marks the
@@ -26,14 +28,14 @@
 // The budget is kept per callee service and shared by all of its policies:
 // over a sliding window, retries may reach Ratio times the requests plus
 // MinPerSecond per second of the window, or the ratio alone with NoFloor
-// (see BudgetAllows). Backoff is exponential with full jitter. Retried
+// Backoff is exponential with full jitter. Retried
 // requests carry the attempt number (2, 3, ...) in the attempt header; the
 // caller's request is never mutated.
 // Waits honour the call's context.
 //
 // Every call to a callee with a policy counts in its budget, which needs
 // the time to the nearest bucket (a tenth of the window). Between Start and
-// Stop (errown's Start and Stop call them, on fx's lifecycle) one goroutine
+// Stop (errown's Start and Stop, on fx's lifecycle) one goroutine
 // reads the clock every tenth of a bucket (100ms for the default window;
 // never more often than every 10ms, windows under 1s are read exactly)
 // and calls read what it last read: a budget's window may end up to that
@@ -43,9 +45,9 @@
 //
 // # Metrics
 //
-// All counters are tagged callee=<service> and are allocated in New for
-// every service that has a policy; names carry no prefix beyond the scope
-// passed with WithScope.
+// All counters are tagged callee=<service> and are registered when the middleware is built
+// for every service that has a policy, on the scope errown is given
+// (errown.WithScope).
 //
 //   - retry.calls: logical calls to a callee service that has at least one
 //     policy, whether or not the procedure called may be retried (these are
@@ -58,7 +60,7 @@
 //   - retry.prevented: requests this hop's own suppressions prevented (in
 //     observe mode, would prevent): each suppressed retry would have
 //     replayed the callee's whole subtree, its own retries included (storm
-//     telemetry, wire.StormCall). Summed over every service it is what
+//     telemetry). Summed over every service it is what
 //     the roots report; per service in observe mode it counts every call
 //     the hop got, blind retries from above included, so it can exceed
 //     what enforce mode prevents there.
@@ -73,7 +75,7 @@
 //     could not be replayed); and foreign-unclaimed, foreign-attempts,
 //     foreign-budget, foreign-deadline, foreign-pushback, foreign-code,
 //     foreign-not-idempotent: a retry errown did not make, refused by the
-//     innermost step (Attempts) before it left the process. For a callee
+//     innermost attempt step before it left the process. For a callee
 //     with no policy these are registered on first use.
 //   - retry.foreign_attempts: retries errown did not make that the
 //     innermost step let through.
@@ -81,7 +83,7 @@
 //     attempts in flight (OverloadConfig) would have held back, and
 //     retries of overloaded attempts it would have refused; they go.
 //
-// Attempts, the innermost step, goes below every other outbound
+// The innermost attempt step goes below every other outbound
 // middleware (errown.Middleware.Apply and errown.ChainOutbound put it
 // there): it sees every attempt that leaves the process, the replays of
 // an application's own retry middleware included, and holds those to the
