@@ -13,8 +13,7 @@ func (m *Middleware) Budgets() []retry.BudgetView {
 
 // Decisions returns the latest claim decisions of the inbound middleware,
 // newest first, each time stamped to within 100ms. The repeats of one
-// decision within one such reading are listed once (see
-// ingress.Middleware.Decisions); the metrics count every one.
+// decision within one such reading are listed once; the metrics count every one.
 func (m *Middleware) Decisions() []inbound.Decision {
 	return m.inbound.Decisions()
 }
