@@ -1,60 +1,42 @@
 package outbound_test
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/internal/egress"
-	"github.com/errown/errown/internal/ingress"
+	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/outbound"
-	"go.uber.org/yarpc/api/transport"
-	"go.uber.org/yarpc/api/transport/transporttest"
+	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// unclaimedCallee answers every call with an unclaimed error.
-type unclaimedCallee struct{ transport.UnaryOutbound }
+// exampleT stands in for the *testing.T a test gives fxtest.
+type exampleT struct{ cleanups []func() }
 
-func (unclaimedCallee) Call(context.Context, *transport.Request) (*transport.Response, error) {
-	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", "unclaimed")}
-	return res, yarpcerrors.UnavailableErrorf("down below")
-}
+func (t *exampleT) Helper()                           {}
+func (t *exampleT) Cleanup(f func())                  { t.cleanups = append(t.cleanups, f) }
+func (t *exampleT) Errorf(format string, args ...any) { fmt.Printf(format+"\n", args...) }
+func (t *exampleT) FailNow()                          { panic("test failed") }
 
-type handlerFunc func(context.Context, *transport.Request, transport.ResponseWriter) error
-
-func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
-	return f(ctx, req, resw)
-}
-
-// serve runs h as the inbound middleware would for a request to
-// procedure, and prints the claim its error goes out with.
-func serve(procedure string, h handlerFunc) {
-	in, err := ingress.New(inbound.Config{})
-	if err != nil {
-		panic(err)
+func (t *exampleT) cleanup() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
 	}
-	resw := &transporttest.FakeResponseWriter{}
-	_ = in.Handle(context.Background(), &transport.Request{Procedure: procedure, Headers: transport.NewHeaders()}, resw, h)
-	claim, _ := resw.Headers.Get("errown-claim")
-	fmt.Printf("%s's error goes out %s\n", procedure, claim)
 }
 
 // A handler reads the claim of the error a call of its returned: this one
-// was already retried below, and so is the handler's own error.
+// was already retried below, so the handler's own error is unclaimed too.
 func ExampleClaim() {
-	egress, err := egress.New(outbound.Config{})
-	if err != nil {
-		panic(err)
-	}
-	serve("checkout", func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		_, err := egress.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, unclaimedCallee{})
-		claim, _ := outbound.Claim(ctx, "payments", "charge")
-		fmt.Println("payments answered", yarpcerrors.FromError(err).Code(), claim)
-		return err
-	})
+	t := &exampleT{}
+	defer t.cleanup()
+	ctx, req := fxtest.NewRequestContext(t, "checkout")
+	// payments answered unavailable, already retried below it.
+	req.Called("payments", "charge", yarpcerrors.UnavailableErrorf("down below"), ownership.ClaimUnclaimed)
+
+	claim, ok := outbound.Claim(ctx, "payments", "charge")
+	fmt.Println("payments:", claim, ok)
+	fmt.Println("checkout's error goes out", req.End(yarpcerrors.UnavailableErrorf("no payment")).Claim)
 	// Output:
-	// payments answered unavailable unclaimed
+	// payments: unclaimed true
 	// checkout's error goes out unclaimed
 }
 
@@ -62,11 +44,14 @@ func ExampleClaim() {
 // would: recorded, it takes part in the claim decision and in what the
 // dependency memory learns of the edge checkout→cache.
 func ExampleRecord() {
-	serve("checkout", func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		cacheErr := yarpcerrors.UnavailableErrorf("cache is overloaded")
-		outbound.Record(ctx, "cache", cacheErr, true) // the handler retried it once already
-		return yarpcerrors.UnavailableErrorf("no price: %v", cacheErr)
-	})
+	t := &exampleT{}
+	defer t.cleanup()
+	ctx, req := fxtest.NewRequestContext(t, "checkout")
+
+	cacheErr := yarpcerrors.UnavailableErrorf("cache is overloaded")
+	outbound.Record(ctx, "cache", cacheErr, true) // the handler retried it once already
+	got := req.End(yarpcerrors.UnavailableErrorf("no price: %v", cacheErr))
+	fmt.Println("checkout's error goes out", got.Claim, "after", got.Failures[0].Attempts, "attempts at", got.Failures[0].Edge.Service)
 	// Output:
-	// checkout's error goes out unclaimed
+	// checkout's error goes out unclaimed after 2 attempts at cache
 }
