@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown/internal/egress"
 	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/memory"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
@@ -24,8 +25,7 @@ type Option interface {
 }
 
 type options struct {
-	logger    *zap.Logger
-	scope     tally.Scope
+	obs.Sinks
 	stormHook func(inbound.Storm)
 }
 
@@ -35,21 +35,13 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithLogger logs to l. Default zap.NewNop().
 func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	})
+	return optionFunc(func(o *options) { o.SetLogger(l) })
 }
 
 // WithScope sends metrics to a sub-scope "errown" of s. Default
 // tally.NoopScope.
 func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) {
-		if s != nil {
-			o.scope = s
-		}
-	})
+	return optionFunc(func(o *options) { o.SetScope(s) })
 }
 
 // WithStormHook calls f with every root request (one whose caller runs no
@@ -94,12 +86,12 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := options{logger: zap.NewNop(), scope: tally.NoopScope}
+	o := options{Sinks: obs.Defaults()}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	scope := o.scope.SubScope("errown")
-	mem, err := memory.NewMemory(cfg.Memory, memory.WithLogger(o.logger), memory.WithScope(scope))
+	scope := o.Scope.SubScope("errown")
+	mem, err := memory.NewMemory(cfg.Memory, memory.WithLogger(o.Logger), memory.WithScope(scope))
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +109,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := retrier.New(cfg.retryConfig(), retrier.WithScope(scope), retrier.WithLogger(o.logger))
+	r, err := retrier.New(cfg.retryConfig(), retrier.WithScope(scope), retrier.WithLogger(o.Logger))
 	if err != nil {
 		return nil, err
 	}
-	egress, err := egress.New(cfg.outboundConfig(), egress.WithScope(scope), egress.WithLogger(o.logger), egress.WithInner(r), egress.WithOrphans(orphans))
+	egress, err := egress.New(cfg.outboundConfig(), egress.WithScope(scope), egress.WithLogger(o.Logger), egress.WithInner(r), egress.WithOrphans(orphans))
 	if err != nil {
 		return nil, err
 	}

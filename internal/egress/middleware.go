@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
@@ -52,11 +53,11 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	o := options{scope: tally.NoopScope, logger: zap.NewNop()}
+	o := options{Sinks: obs.Defaults()}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	scope := o.scope.SubScope("egress")
+	scope := o.Scope.SubScope("egress")
 	m := &Middleware{
 		claimHeader:   cfg.Headers.Claim,
 		noRetryHeader: cfg.Headers.NoRetry,
@@ -72,7 +73,7 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 		abandoned:     scope.Counter("abandoned"),
 		repeated:      scope.Counter("repeated_after_unclaimed"),
 		refuseRepeats: cfg.RefuseRepeats,
-		logger:        o.logger,
+		logger:        o.Logger,
 	}
 	m.pool.New = m.newCall
 	m.retry, _ = o.inner.(*retrier.Middleware)

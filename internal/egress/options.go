@@ -2,6 +2,7 @@ package egress
 
 import (
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/obs"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/zap"
@@ -13,8 +14,7 @@ type Option interface {
 }
 
 type options struct {
-	logger  *zap.Logger
-	scope   tally.Scope
+	obs.Sinks
 	inner   middleware.UnaryOutbound
 	orphans *calls.Orphans
 }
@@ -26,20 +26,12 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithLogger logs to l: a handler's repeat of a call that failed
 // unclaimed, once per edge. Default (and for nil) zap.NewNop().
 func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	})
+	return optionFunc(func(o *options) { o.SetLogger(l) })
 }
 
 // WithScope sends metrics to s. Default tally.NoopScope.
 func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) {
-		if s != nil {
-			o.scope = s
-		}
-	})
+	return optionFunc(func(o *options) { o.SetScope(s) })
 }
 
 // WithInner runs mw inside the egress middleware: each call goes to mw

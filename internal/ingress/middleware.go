@@ -7,6 +7,7 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/memory"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
@@ -68,7 +69,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	o := options{scope: tally.NoopScope, learner: unknown{}, now: time.Now}
+	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -88,9 +89,9 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	if orphans == nil {
 		orphans = new(calls.Orphans) // nobody counts: never changes
 	}
-	scope := o.scope.SubScope("inbound")
+	scope := o.Scope.SubScope("inbound")
 	return &Middleware{
-		inFlightGauge:     o.scope.SubScope("ingress").Gauge("in_flight"),
+		inFlightGauge:     o.Scope.SubScope("ingress").Gauge("in_flight"),
 		logs:              logs,
 		learner:           o.learner,
 		now:               o.now,
@@ -101,7 +102,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		noRetryHeader:     cfg.Headers.NoRetry,
 		codeHeader:        cfg.Headers.Code,
 		stormHeader:       cfg.Headers.Storm,
-		storms:            newStorms(o.scope, cfg.MaxRootProcedures, o.stormHook),
+		storms:            newStorms(o.Scope, cfg.MaxRootProcedures, o.stormHook),
 		orphans:           orphans,
 		unknownStorm:      transport.NewHeaders().With(cfg.Headers.Storm, wire.StormUnknownValue),
 		quietStorms:       quietStormHeaders(cfg.Headers.Storm),

@@ -6,6 +6,7 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/memory"
+	"github.com/errown/errown/internal/obs"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -15,7 +16,7 @@ type Option interface {
 }
 
 type options struct {
-	scope     tally.Scope
+	obs.Sinks
 	learner   memory.Learner
 	stormHook func(inbound.Storm)
 	orphans   *calls.Orphans
@@ -28,11 +29,7 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithScope sends metrics to s. Default tally.NoopScope.
 func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) {
-		if s != nil {
-			o.scope = s
-		}
-	})
+	return optionFunc(func(o *options) { o.SetScope(s) })
 }
 
 // WithLearner asks l for the kind of each failed edge of a request that

@@ -110,7 +110,7 @@ func newFleet(cfg depmem.FleetConfig, o options, queries, errors tally.Counter) 
 	f := &fleet{
 		cfg:     cfg,
 		client:  o.client,
-		logger:  o.logger,
+		logger:  o.Logger,
 		queries: queries,
 		errors:  errors,
 	}

@@ -112,26 +112,26 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	}
 	cfg = cfg.WithDefaults()
 	o := newOptions(opts)
-	noop := o.scope == tally.NoopScope
-	o.scope = o.scope.SubScope("depmem")
+	noop := o.Scope == tally.NoopScope
+	o.Scope = o.Scope.SubScope("depmem")
 	m := &Memory{
 		noop:       noop,
 		cfg:        cfg,
 		thresholds: ThresholdsOf(cfg),
 		width:      int64(cfg.Window) / int64(cfg.Buckets),
 		clock:      newClock(o.now, cfg.Window/time.Duration(cfg.Buckets)),
-		logger:     o.logger,
-		scope:      o.scope,
+		logger:     o.Logger,
+		scope:      o.Scope,
 		edges:      make(map[ownership.Edge]*edgeState),
-		overflow:   o.scope.Counter("edges_overflow"),
-		evicted:    o.scope.Counter("edges_evicted"),
+		overflow:   o.Scope.Counter("edges_overflow"),
+		evicted:    o.Scope.Counter("edges_evicted"),
 		// Created whether or not a snapshot or fleet is configured, so
 		// that dashboards always find them.
-		snapshotErrors: o.scope.Counter("snapshot_errors"),
-		gauges:         newGauges(o.scope),
+		snapshotErrors: o.Scope.Counter("snapshot_errors"),
+		gauges:         newGauges(o.Scope),
 	}
 	m.publish()
-	queries, errors := o.scope.Counter("fleet_queries"), o.scope.Counter("fleet_errors")
+	queries, errors := o.Scope.Counter("fleet_queries"), o.Scope.Counter("fleet_errors")
 	if cfg.Fleet.URL != "" {
 		m.fleet = newFleet(cfg.Fleet, o, queries, errors)
 	}

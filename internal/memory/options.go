@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/zap"
 )
@@ -14,16 +15,14 @@ type Option interface {
 }
 
 type options struct {
-	logger *zap.Logger
-	scope  tally.Scope
+	obs.Sinks
 	now    func() time.Time // nil: the real clock
 	client *http.Client
 }
 
 func newOptions(opts []Option) options {
 	o := options{
-		logger: zap.NewNop(),
-		scope:  tally.NoopScope,
+		Sinks:  obs.Defaults(),
 		client: &http.Client{},
 	}
 	for _, opt := range opts {
@@ -38,20 +37,12 @@ func (f optionFunc) apply(o *options) { f(o) }
 
 // WithLogger logs to l. Default zap.NewNop().
 func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	})
+	return optionFunc(func(o *options) { o.SetLogger(l) })
 }
 
 // WithScope sends metrics to s. Default tally.NoopScope.
 func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) {
-		if s != nil {
-			o.scope = s
-		}
-	})
+	return optionFunc(func(o *options) { o.SetScope(s) })
 }
 
 // withClock reads the time from now, exactly at every reading: the

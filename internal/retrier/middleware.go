@@ -36,8 +36,8 @@ type Middleware struct {
 
 	scope            tally.Scope
 	budgetLeft       map[string]tally.Gauge // by callee with a policy: UpdateGauges
-	foreignByService sync.Map // callee without a policy → *foreignMetrics
-	warned           sync.Map // "service::procedure" whose foreign retry was logged
+	foreignByService sync.Map               // callee without a policy → *foreignMetrics
+	warned           sync.Map               // "service::procedure" whose foreign retry was logged
 
 	logger *zap.Logger
 	now    func() time.Time
@@ -68,17 +68,17 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		codeHeader:    cfg.Headers.Code,
 		stormHeader:   cfg.Headers.Storm,
 		maxBodyBytes:  cfg.MaxBodyBytes,
-		callees:       compileCallees(cfg, o.scope, clock),
+		callees:       compileCallees(cfg, o.Scope, clock),
 		clock:         clock,
 		observe:       cfg.Mode == retry.ModeObserve,
-		scope:         o.scope,
-		logger:        o.logger,
+		scope:         o.Scope,
+		logger:        o.Logger,
 		now:           o.now,
 		sleep:         o.sleep,
 		rand:          o.rand,
 	}
 	m.attempts = &Attempts{m: m}
-	m.budgetLeft = budgetGauges(o.scope, m.callees)
+	m.budgetLeft = budgetGauges(o.Scope, m.callees)
 	return m, nil
 }
 

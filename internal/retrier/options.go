@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/zap"
 )
@@ -15,8 +16,7 @@ type Option interface {
 }
 
 type options struct {
-	logger *zap.Logger
-	scope  tally.Scope
+	obs.Sinks
 	now    func() time.Time
 	clock  func() time.Time // the budgets' now; nil for the real clock
 	ticker ticker           // the budgets' coarse clock's ticks
@@ -26,8 +26,7 @@ type options struct {
 
 func defaultOptions() options {
 	return options{
-		logger: zap.NewNop(),
-		scope:  tally.NoopScope,
+		Sinks:  obs.Defaults(),
 		now:    time.Now,
 		ticker: realTicker,
 		sleep:  sleepContext,
@@ -42,20 +41,12 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithLogger logs to l (refused retries, at debug level). Default (and for
 // nil) zap.NewNop().
 func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(o *options) {
-		if l != nil {
-			o.logger = l
-		}
-	})
+	return optionFunc(func(o *options) { o.SetLogger(l) })
 }
 
 // WithScope sends metrics to s. Default (and for nil) tally.NoopScope.
 func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) {
-		if s != nil {
-			o.scope = s
-		}
-	})
+	return optionFunc(func(o *options) { o.SetScope(s) })
 }
 
 // withClock replaces the clock the budgets and the deadline check read and

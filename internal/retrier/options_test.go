@@ -16,7 +16,7 @@ func TestOptionsNilKeepsDefaults(t *testing.T) {
 	WithLogger(nil).apply(&o)
 	WithScope(nil).apply(&o)
 
-	if o.logger == nil || o.scope != tally.NoopScope {
+	if o.Logger == nil || o.Scope != tally.NoopScope {
 		t.Errorf("options = %+v, want the defaults kept", o)
 	}
 }
@@ -30,7 +30,7 @@ func TestOptionsApply(t *testing.T) {
 		opt.apply(&o)
 	}
 
-	if o.logger != logger || o.scope != scope || o.rand() != 0.25 {
+	if o.Logger != logger || o.Scope != scope || o.rand() != 0.25 {
 		t.Errorf("options = %+v, want the logger, scope and rand given", o)
 	}
 }
