@@ -1,6 +1,7 @@
 package errown
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -65,9 +66,7 @@ func dispatcherCallees(d *yarpc.Dispatcher) callees {
 	c := callees{dispatcher: d.Name(), unary: map[string]bool{}, other: map[string]bool{}, renamed: map[string]string{}}
 	for key, o := range d.Outbounds() {
 		service := o.ServiceName
-		if service == "" {
-			service = key
-		}
+		service = cmp.Or(service, key)
 		if o.Unary != nil {
 			c.unary[service] = true
 		} else {

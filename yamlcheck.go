@@ -1,6 +1,7 @@
 package errown
 
 import (
+	"cmp"
 	"encoding"
 	"fmt"
 	"reflect"
@@ -158,9 +159,7 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 			}
 			continue
 		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
+		name = cmp.Or(name, strings.ToLower(f.Name))
 		out[name] = f
 	}
 	return out

@@ -1,6 +1,7 @@
 package errown
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"strings"
@@ -150,9 +151,7 @@ func zerosIn(path, pattern string, v interface{}, t reflect.Type) error {
 
 func (r zeroRule) error(path string, written interface{}) error {
 	fix := r.fix
-	if fix == "" {
-		fix = "write the value you mean, or leave the key out for the default"
-	}
+	fix = cmp.Or(fix, "write the value you mean, or leave the key out for the default")
 	return fmt.Errorf("%s: %s would mean %s; %s", path, showZero(written), r.means, fix)
 }
 

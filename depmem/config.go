@@ -1,6 +1,7 @@
 package depmem
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -86,30 +87,16 @@ type SnapshotConfig struct {
 // WithDefaults returns c with every zero field set to its default: the
 // configuration the memory runs with.
 func (c Config) WithDefaults() Config {
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
-	if c.Buckets == 0 {
-		c.Buckets = DefaultBuckets
-	}
-	if c.MinSamples == 0 {
-		c.MinSamples = DefaultMinSamples
-	}
-	if c.CloseThreshold == 0 {
-		c.CloseThreshold = DefaultCloseThreshold
-	}
-	if c.OpenThreshold == 0 {
-		c.OpenThreshold = DefaultOpenThreshold
-	}
+	c.Window = cmp.Or(c.Window, DefaultWindow)
+	c.Buckets = cmp.Or(c.Buckets, DefaultBuckets)
+	c.MinSamples = cmp.Or(c.MinSamples, DefaultMinSamples)
+	c.CloseThreshold = cmp.Or(c.CloseThreshold, DefaultCloseThreshold)
+	c.OpenThreshold = cmp.Or(c.OpenThreshold, DefaultOpenThreshold)
 	if c.Hysteresis == 0 && !c.NoHysteresis {
 		c.Hysteresis = DefaultHysteresis
 	}
-	if c.MaxEdges == 0 {
-		c.MaxEdges = DefaultMaxEdges
-	}
-	if c.Snapshot.Interval == 0 {
-		c.Snapshot.Interval = DefaultSnapshotInterval
-	}
+	c.MaxEdges = cmp.Or(c.MaxEdges, DefaultMaxEdges)
+	c.Snapshot.Interval = cmp.Or(c.Snapshot.Interval, DefaultSnapshotInterval)
 	c.Fleet = c.Fleet.withDefaults(c.Window)
 	return c
 }

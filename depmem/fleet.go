@@ -1,6 +1,7 @@
 package depmem
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/url"
@@ -45,23 +46,15 @@ type FleetConfig struct {
 }
 
 func (c FleetConfig) withDefaults(window time.Duration) FleetConfig {
-	if c.Interval == 0 {
-		c.Interval = DefaultFleetInterval
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultFleetTimeout
-	}
+	c.Interval = cmp.Or(c.Interval, DefaultFleetInterval)
+	c.Timeout = cmp.Or(c.Timeout, DefaultFleetTimeout)
 	query := func(metric string) string {
 		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",
 			LabelCallerProcedure, LabelCalleeService, LabelCalleeProcedure,
 			metric, c.Selector, int64(math.Ceil(window.Seconds())))
 	}
-	if c.FailuresQuery == "" {
-		c.FailuresQuery = query("errown_depmem_callee_failures")
-	}
-	if c.JointQuery == "" {
-		c.JointQuery = query("errown_depmem_joint_failures")
-	}
+	c.FailuresQuery = cmp.Or(c.FailuresQuery, query("errown_depmem_callee_failures"))
+	c.JointQuery = cmp.Or(c.JointQuery, query("errown_depmem_joint_failures"))
 	return c
 }
 

@@ -1,6 +1,7 @@
 package fxtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,9 +77,7 @@ func NewMesh(t TB, opts ...MeshOption) *Mesh {
 		opt.apply(&o)
 	}
 	claim := o.recorder.ClaimHeader
-	if claim == "" {
-		claim = ownership.DefaultClaimHeader
-	}
+	claim = cmp.Or(claim, ownership.DefaultClaimHeader)
 	return &Mesh{
 		t:        t,
 		recorder: NewRecorder(o.recorder),

@@ -1,6 +1,7 @@
 package fxtest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -34,9 +35,7 @@ type Attempt struct {
 // String returns "caller->service#attempt code claim".
 func (a Attempt) String() string {
 	claim := a.Claim
-	if claim == "" {
-		claim = "-"
-	}
+	claim = cmp.Or(claim, "-")
 	return fmt.Sprintf("%s->%s#%d %v %s", a.Caller, a.Service, a.Attempt, a.Code, claim)
 }
 
@@ -65,12 +64,8 @@ var _ middleware.UnaryOutbound = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder(cfg RecorderConfig) *Recorder {
-	if cfg.ClaimHeader == "" {
-		cfg.ClaimHeader = ownership.DefaultClaimHeader
-	}
-	if cfg.AttemptHeader == "" {
-		cfg.AttemptHeader = ownership.DefaultAttemptHeader
-	}
+	cfg.ClaimHeader = cmp.Or(cfg.ClaimHeader, ownership.DefaultClaimHeader)
+	cfg.AttemptHeader = cmp.Or(cfg.AttemptHeader, ownership.DefaultAttemptHeader)
 	return &Recorder{
 		claimHeader:   transport.CanonicalizeHeaderKey(cfg.ClaimHeader),
 		attemptHeader: transport.CanonicalizeHeaderKey(cfg.AttemptHeader),

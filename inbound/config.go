@@ -1,6 +1,7 @@
 package inbound
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/errown/errown/internal/configkey"
@@ -38,12 +39,8 @@ type Config struct {
 // configuration the middleware runs with.
 func (c Config) WithDefaults() Config {
 	c.Headers = c.Headers.WithDefaults()
-	if c.MaxRootProcedures == 0 {
-		c.MaxRootProcedures = DefaultMaxRootProcedures
-	}
-	if c.UnknownEdges == "" {
-		c.UnknownEdges = UnknownCorrelated
-	}
+	c.MaxRootProcedures = cmp.Or(c.MaxRootProcedures, DefaultMaxRootProcedures)
+	c.UnknownEdges = cmp.Or(c.UnknownEdges, UnknownCorrelated)
 	return c
 }
 

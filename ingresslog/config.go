@@ -1,6 +1,7 @@
 package ingresslog
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 
@@ -32,12 +33,8 @@ type Config struct {
 // WithDefaults returns c with every zero field set to its default: the
 // configuration the map runs with.
 func (c Config) WithDefaults() Config {
-	if c.Shards == 0 {
-		c.Shards = DefaultShards
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
+	c.Shards = cmp.Or(c.Shards, DefaultShards)
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
 	return c
 }
 

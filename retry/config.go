@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -169,12 +170,8 @@ type PolicyConfig struct {
 // included: the configuration the middleware runs with.
 func (c Config) WithDefaults() Config {
 	c.Headers = c.Headers.WithDefaults()
-	if c.Mode == "" {
-		c.Mode = ModeEnforce
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
+	c.Mode = cmp.Or(c.Mode, ModeEnforce)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.Budget = c.Budget.withDefaults()
 	c.Overload = c.Overload.withDefaults()
 	if len(c.Policies) > 0 {
@@ -188,34 +185,22 @@ func (c Config) WithDefaults() Config {
 }
 
 func (b BudgetConfig) withDefaults() BudgetConfig {
-	if b.Ratio == 0 {
-		b.Ratio = DefaultBudgetRatio
-	}
+	b.Ratio = cmp.Or(b.Ratio, DefaultBudgetRatio)
 	if b.MinPerSecond == 0 && !b.NoFloor {
 		b.MinPerSecond = DefaultBudgetMinPerSecond
 	}
-	if b.Window == 0 {
-		b.Window = DefaultBudgetWindow
-	}
+	b.Window = cmp.Or(b.Window, DefaultBudgetWindow)
 	return b
 }
 
 func (p PolicyConfig) withDefaults() PolicyConfig {
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = DefaultMaxAttempts
-	}
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
 	if len(p.RetryableCodes) == 0 {
 		p.RetryableCodes = defaultRetryableCodes()
 	}
-	if p.InitialBackoff == 0 {
-		p.InitialBackoff = DefaultInitialBackoff
-	}
-	if p.MaxBackoff == 0 {
-		p.MaxBackoff = DefaultMaxBackoff
-	}
-	if p.MinRemaining == 0 {
-		p.MinRemaining = DefaultMinRemaining
-	}
+	p.InitialBackoff = cmp.Or(p.InitialBackoff, DefaultInitialBackoff)
+	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultMaxBackoff)
+	p.MinRemaining = cmp.Or(p.MinRemaining, DefaultMinRemaining)
 	return p
 }
 

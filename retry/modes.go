@@ -1,5 +1,7 @@
 package retry
 
+import "cmp"
+
 // Modes says whether errown acts on its decisions: the mode of every call
 // whose policy sets none, and the policies whose own mode differs.
 type Modes struct {
@@ -30,9 +32,7 @@ func (o ModeOverride) String() string {
 // Modes returns the modes c runs calls in.
 func (c Config) Modes() Modes {
 	top := c.Mode
-	if top == "" {
-		top = ModeEnforce
-	}
+	top = cmp.Or(top, ModeEnforce)
 	out := Modes{Mode: top, Overrides: []ModeOverride{}}
 	for _, p := range c.Policies {
 		if p.Mode != "" && p.Mode != top {

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"cmp"
 	"fmt"
 
 	"go.uber.org/multierr"
@@ -55,15 +56,9 @@ type OverloadConfig struct {
 }
 
 func (c OverloadConfig) withDefaults() OverloadConfig {
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = DefaultMaxInFlight
-	}
-	if c.MinInFlight == 0 {
-		c.MinInFlight = DefaultMinInFlight
-	}
-	if c.Threshold == 0 {
-		c.Threshold = DefaultOverloadThreshold
-	}
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
+	c.MinInFlight = cmp.Or(c.MinInFlight, DefaultMinInFlight)
+	c.Threshold = cmp.Or(c.Threshold, DefaultOverloadThreshold)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package stormsim
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -255,15 +256,9 @@ func (o Options) idleConns() int {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Concurrency == 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Transport == "" {
-		o.Transport = DefaultTransport
-	}
+	o.Concurrency = cmp.Or(o.Concurrency, DefaultConcurrency)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
+	o.Transport = cmp.Or(o.Transport, DefaultTransport)
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}

@@ -1,13 +1,15 @@
 package stormsim
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/errown/errown/retry"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/errown/errown/retry"
 
 	"go.uber.org/zap"
 )
@@ -352,20 +354,14 @@ func (s Scenario) Run(ctx context.Context, so ScenarioOptions) (Report, error) {
 	rep := Report{Scenario: s.Name, Summary: s.Summary, Analytic: so.Analytic}
 	for _, p := range s.plan(c) {
 		o := p.opts
-		if o.Attempts == 0 {
-			o.Attempts = 2
-		}
-		if o.Budget == 0 {
-			o.Budget = 0.1
-		}
+		o.Attempts = cmp.Or(o.Attempts, 2)
+		o.Budget = cmp.Or(o.Budget, 0.1)
 		o.Transport, o.Seed, o.Logger = so.Transport, so.Seed, so.Logger
 		if so.Timeout > 0 {
 			o.Timeout = so.Timeout
 		}
 		small := p.smallConcurrency
-		if small == 0 {
-			small = 4
-		}
+		small = cmp.Or(small, 4)
 		o.Concurrency = c.concurrency(o.Concurrency, small)
 		if o.openLoop() {
 			o.Rate = or(so.Rate, o.Rate)

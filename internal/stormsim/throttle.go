@@ -1,6 +1,7 @@
 package stormsim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -57,15 +58,9 @@ type Throttle struct {
 }
 
 func (t Throttle) withDefaults() Throttle {
-	if t.K == 0 {
-		t.K = DefaultThrottleK
-	}
-	if t.Window == 0 {
-		t.Window = DefaultThrottleWindow
-	}
-	if t.Buckets == 0 {
-		t.Buckets = DefaultThrottleBuckets
-	}
+	t.K = cmp.Or(t.K, DefaultThrottleK)
+	t.Window = cmp.Or(t.Window, DefaultThrottleWindow)
+	t.Buckets = cmp.Or(t.Buckets, DefaultThrottleBuckets)
 	return t
 }
 

@@ -1,6 +1,7 @@
 package stormsim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"regexp"
@@ -462,9 +463,7 @@ func compile(t *Topology) (*graph, error) {
 			}
 			seen[child] = true
 			times := c.Times
-			if times == 0 {
-				times = 1
-			}
+			times = cmp.Or(times, 1)
 			if times < 1 || times > MaxTimes {
 				add("%s.times: must be between 1 and %d, got %d", at, MaxTimes, c.Times)
 			}
@@ -502,9 +501,7 @@ func compile(t *Topology) (*graph, error) {
 // (resource-exhausted), or one the lab's clients read as their own
 // (deadline-exceeded), would not be the failure the figures model.
 func failCode(name string) (yarpcerrors.Code, bool, error) {
-	if name == "" {
-		name = DefaultFailCode
-	}
+	name = cmp.Or(name, DefaultFailCode)
 	var c yarpcerrors.Code
 	if err := c.UnmarshalText([]byte(name)); err != nil {
 		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("unknown yarpc code, got %q", name)
