@@ -91,7 +91,8 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 		opt.apply(&o)
 	}
 	scope := o.Scope.SubScope("errown")
-	mem, err := memory.NewMemory(cfg.Memory, memory.WithLogger(o.Logger), memory.WithScope(scope))
+	sinks := obs.Sinks{Logger: o.Logger, Scope: scope}
+	mem, err := memory.NewMemory(cfg.Memory, memory.WithSinks(sinks))
 	if err != nil {
 		return nil, err
 	}
@@ -102,18 +103,18 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	orphans := new(calls.Orphans)
 	in, err := ingress.New(cfg.inboundConfig(),
 		ingress.WithOrphans(orphans),
-		ingress.WithScope(scope),
+		ingress.WithSinks(sinks),
 		ingress.WithLearner(kinds),
 		ingress.WithStormHook(o.stormHook),
 		ingress.WithClock(mem.Now))
 	if err != nil {
 		return nil, err
 	}
-	r, err := retrier.New(cfg.retryConfig(), retrier.WithScope(scope), retrier.WithLogger(o.Logger))
+	r, err := retrier.New(cfg.retryConfig(), retrier.WithSinks(sinks))
 	if err != nil {
 		return nil, err
 	}
-	egress, err := egress.New(cfg.outboundConfig(), egress.WithScope(scope), egress.WithLogger(o.Logger), egress.WithInner(r), egress.WithOrphans(orphans))
+	egress, err := egress.New(cfg.outboundConfig(), egress.WithSinks(sinks), egress.WithInner(r), egress.WithOrphans(orphans))
 	if err != nil {
 		return nil, err
 	}

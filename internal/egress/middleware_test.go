@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
@@ -159,7 +160,7 @@ func TestCallRecordsEntry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
-			mw, err := New(outbound.Config{}, WithScope(scope))
+			mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}))
 			require.NoError(t, err)
 			logs, err := reqlog.NewMap(ingresslog.Config{})
 			require.NoError(t, err)
@@ -200,7 +201,7 @@ func logged(e calls.Entry) ([]calls.Entry, calls.Counts) {
 
 func TestCallUntrackedAndLate(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	mw, err := New(outbound.Config{}, WithScope(scope))
+	mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}))
 	require.NoError(t, err)
 	out := &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")}
 	req := &transport.Request{Service: "payments", Procedure: "charge"}
@@ -393,7 +394,7 @@ func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
 // cancelled after its own failure explains nothing: it is no failure.
 func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	mw, err := New(outbound.Config{}, WithScope(scope))
+	mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}))
 	require.NoError(t, err)
 	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)

@@ -3,9 +3,7 @@ package egress
 import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/obs"
-	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
-	"go.uber.org/zap"
 )
 
 // Option configures a Middleware.
@@ -23,16 +21,9 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithLogger logs to l: a handler's repeat of a call that failed
-// unclaimed, once per edge. Default (and for nil) zap.NewNop().
-func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(o *options) { o.SetLogger(l) })
-}
-
-// WithScope sends metrics to s. Default tally.NoopScope.
-func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) { o.SetScope(s) })
-}
+// WithSinks logs to s.Logger and sends metrics to s.Scope, each that is
+// not nil. Default: obs.Defaults().
+func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
 // WithInner runs mw inside the egress middleware: each call goes to mw
 // rather than straight to the outbound, and a retry middleware there

@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/memory"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 
 	"github.com/errown/errown/depmem"
@@ -64,7 +65,7 @@ type env struct {
 
 func newEnv(t *testing.T, cfg inbound.Config, opts ...Option) env {
 	scope := tally.NewTestScope("", nil)
-	mw, err := New(cfg, append([]Option{WithScope(scope)}, opts...)...)
+	mw, err := New(cfg, append([]Option{WithSinks(obs.Sinks{Scope: scope})}, opts...)...)
 	require.NoError(t, err)
 	return env{mw: mw, scope: scope}
 }

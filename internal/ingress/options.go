@@ -7,7 +7,6 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
-	"github.com/uber-go/tally/v4"
 )
 
 // Option configures a Middleware.
@@ -27,10 +26,9 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithScope sends metrics to s. Default tally.NoopScope.
-func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) { o.SetScope(s) })
-}
+// WithSinks logs to s.Logger and sends metrics to s.Scope, each that is
+// not nil. Default: obs.Defaults().
+func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
 // WithLearner asks l for the kind of each failed edge of a request that
 // did not succeed, and tells it of that failure in the same step

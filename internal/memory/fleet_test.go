@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,7 +121,7 @@ func TestFleetSourceAndOutage(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	scope := tally.NewTestScope("", nil)
 	m, err := NewMemory(depmem.Config{MinSamples: 20, Fleet: depmem.FleetConfig{URL: srv.URL, Timeout: time.Second, Selector: `service="checkout"`}},
-		WithLogger(zap.New(core)), WithScope(scope))
+		WithSinks(obs.Sinks{Logger: zap.New(core)}), WithSinks(obs.Sinks{Scope: scope}))
 	require.NoError(t, err)
 	ctx := context.Background()
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,7 +165,7 @@ func TestMemoryDisabled(t *testing.T) {
 
 func TestMemoryMaxEdgesAndMetrics(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m, _ := newMemory(t, depmem.Config{MaxEdges: 1, MinSamples: 1}, WithScope(scope))
+	m, _ := newMemory(t, depmem.Config{MaxEdges: 1, MinSamples: 1}, WithSinks(obs.Sinks{Scope: scope}))
 	observe(m, edgeA, 3, 1)
 	observe(m, edgeB, 2, 0)
 	snap := scope.Snapshot().Counters()
@@ -178,7 +179,7 @@ func TestMemoryMaxEdgesAndMetrics(t *testing.T) {
 
 func TestMemoryEvictsIdleEdgesForNewOnes(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m, clock := newMemory(t, depmem.Config{MaxEdges: 1, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10}, WithScope(scope))
+	m, clock := newMemory(t, depmem.Config{MaxEdges: 1, MinSamples: 1, Window: 10 * time.Minute, Buckets: 10}, WithSinks(obs.Sinks{Scope: scope}))
 	counter := func(name string) int64 { return scope.Snapshot().Counters()["depmem."+name+"+"].Value() }
 	observe(m, edgeA, 3, 3)
 
@@ -240,7 +241,7 @@ func TestMemorySnapshotAfterEviction(t *testing.T) {
 	assert.Equal(t, []ownership.Edge{edgeB, edgeC}, []ownership.Edge{snap.Edges[0].Edge, snap.Edges[1].Edge})
 
 	scope := tally.NewTestScope("", nil)
-	restored, restoredClock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1}, WithScope(scope))
+	restored, restoredClock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1}, WithSinks(obs.Sinks{Scope: scope}))
 	observe(restored, edgeA, 1, 1) // idle by the time of the restore
 	restoredClock.Add(depmem.DefaultWindow)
 	require.Equal(t, clock.Now(), restoredClock.Now())
@@ -290,7 +291,7 @@ func churn(m *Memory, clock *fakeClock, from, to, maxEdges, minSamples int, wind
 func TestMemoryChurnKeepsLearning(t *testing.T) {
 	const maxEdges, churned, minSamples, window = 1000, 10_000, 3, 10 * time.Minute
 	scope := tally.NewTestScope("", nil)
-	m, clock := newMemory(t, depmem.Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
+	m, clock := newMemory(t, depmem.Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithSinks(obs.Sinks{Scope: scope}))
 
 	notLearned, ok := churn(m, clock, 0, churned, maxEdges, minSamples, window)
 	require.True(t, ok, "edge %v not learned", notLearned)
@@ -335,7 +336,7 @@ func TestMemoryChurnHeapStaysFlat(t *testing.T) {
 			}
 			scope := tt.scope(t)
 			start := heap()
-			m, clock := newMemory(t, depmem.Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithScope(scope))
+			m, clock := newMemory(t, depmem.Config{MaxEdges: maxEdges, MinSamples: minSamples, Window: window}, WithSinks(obs.Sinks{Scope: scope}))
 			_, ok := churn(m, clock, 0, maxEdges, maxEdges, minSamples, window)
 			require.True(t, ok)
 			full := heap()
@@ -449,7 +450,7 @@ func TestMemoryConcurrentEvictionKeepsObservations(t *testing.T) {
 	// no observation of it is lost to an evicted state. Run with -race.
 	const goroutines, perGoroutine, window = 4, 100, 10 * time.Second
 	scope := tally.NewTestScope("", nil)
-	m, clock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1, Window: window, Buckets: 10}, WithScope(scope))
+	m, clock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1, Window: window, Buckets: 10}, WithSinks(obs.Sinks{Scope: scope}))
 	m.Observe(edgeA, true)
 	m.Observe(churnEdge(0), true) // full
 	for r := 1; r <= 50; r++ {

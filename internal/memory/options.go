@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/obs"
-	"github.com/uber-go/tally/v4"
-	"go.uber.org/zap"
 )
 
 // Option configures a Memory.
@@ -35,15 +33,9 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithLogger logs to l. Default zap.NewNop().
-func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(o *options) { o.SetLogger(l) })
-}
-
-// WithScope sends metrics to s. Default tally.NoopScope.
-func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) { o.SetScope(s) })
-}
+// WithSinks logs to s.Logger and sends metrics to s.Scope, each that is
+// not nil. Default: obs.Defaults().
+func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
 // withClock reads the time from now, exactly at every reading: the
 // coarse clock never runs on it (see clock).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -122,7 +123,7 @@ func TestStartIgnoresGarbageSnapshotWithOneWarning(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "memory.json")
 	require.NoError(t, os.WriteFile(path, []byte("{garbage"), 0o600))
 	core, logs := observer.New(zap.WarnLevel)
-	m, _ := newMemory(t, depmem.Config{Snapshot: depmem.SnapshotConfig{Path: path}}, WithLogger(zap.New(core)))
+	m, _ := newMemory(t, depmem.Config{Snapshot: depmem.SnapshotConfig{Path: path}}, WithSinks(obs.Sinks{Logger: zap.New(core)}))
 	require.NoError(t, m.Start())
 	assert.Empty(t, m.Edges())
 	m.Observe(edgeA, true)

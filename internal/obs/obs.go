@@ -33,3 +33,9 @@ func (s *Sinks) SetScope(sc tally.Scope) {
 		s.Scope = sc
 	}
 }
+
+// Set takes from's logger and scope, each that is not nil.
+func (s *Sinks) Set(from Sinks) {
+	s.SetLogger(from.Logger)
+	s.SetScope(from.Scope)
+}

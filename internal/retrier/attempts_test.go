@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -247,7 +248,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newClock()
 			scope := tally.NewTestScope("", nil)
-			m := newMiddleware(t, tt.give, clock.option(), fixedRand(0.5), WithScope(scope))
+			m := newMiddleware(t, tt.give, clock.option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 			out := newOutbound(tt.giveScript...)
 			deadline := tt.giveDeadline
 			if deadline == 0 {
@@ -341,7 +342,7 @@ func (hedge) Call(ctx context.Context, req *transport.Request, out transport.Una
 // (a hedge) gets both sent, each counted, and races with nothing (-race).
 func TestAttemptsConcurrentSends(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithScope(scope))
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(func(context.Context) (*transport.Response, error) {
 		time.Sleep(time.Millisecond)
 		return &transport.Response{}, nil
@@ -363,7 +364,7 @@ func TestAttemptsConcurrentSends(t *testing.T) {
 
 func TestAttemptsWarnsOncePerProcedure(t *testing.T) {
 	core, logs := observer.New(zapcore.WarnLevel)
-	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithLogger(zap.New(core)))
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithSinks(obs.Sinks{Logger: zap.New(core)}))
 	out := newOutbound(fail(errUnavailable, "errown-claim", "unclaimed"))
 	for range 3 {
 		sink := &reqlog.Sink{Out: below(m, &loop{n: 2}, out)}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/retry"
 
@@ -288,7 +289,7 @@ func TestMiddlewareReplaysRewindableBodiesInPlace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
 			m := newMiddleware(t, retry.Config{MaxBodyBytes: 8, Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}}},
-				newClock().option(), WithScope(scope))
+				newClock().option(), WithSinks(obs.Sinks{Scope: scope}))
 			fake := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
 			var got []*transport.Request
 			out := middleware.ApplyUnaryOutbound(fake, middleware.UnaryOutboundFunc(

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -42,7 +43,7 @@ func TestMetrics(t *testing.T) {
 func TestMetricsAllocatedInNew(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 
-	newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "a", Idempotent: new(true)}, {Service: "a", Procedure: "p", Idempotent: new(true)}, {Service: "b", Idempotent: new(true)}}}, WithScope(scope))
+	newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "a", Idempotent: new(true)}, {Service: "a", Procedure: "p", Idempotent: new(true)}, {Service: "b", Idempotent: new(true)}}}, WithSinks(obs.Sinks{Scope: scope}))
 
 	got := make(map[string]bool)
 	for k := range scope.Snapshot().Counters() {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -492,7 +493,7 @@ func TestMiddlewareCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newClock()
 			scope := tally.NewTestScope("", nil)
-			m := newMiddleware(t, tt.give, clock.option(), fixedRand(0.5), WithScope(scope))
+			m := newMiddleware(t, tt.give, clock.option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 			out := newOutbound(tt.giveScript...)
 			// The same request for the Sink call below, read before Call
 			// reads it.
@@ -705,7 +706,7 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 				Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
 				Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
 			}
-			m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
+			m := newMiddleware(t, cfg, clock.option(), WithSinks(obs.Sinks{Scope: scope}))
 			out := newOutbound(fail(errUnavailable))
 			states := make([]reqlog.CallState, tt.giveCalls)
 			var refused int64
@@ -746,7 +747,7 @@ func TestMiddlewareBudgetSharedPerCallee(t *testing.T) {
 			{Service: "other", Idempotent: new(true)},
 		},
 	}
-	m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
+	m := newMiddleware(t, cfg, clock.option(), WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(fail(errUnavailable))
 
 	// Two calls to different procedures of callee deposit 2: one retry.
@@ -775,7 +776,7 @@ func TestMiddlewareBudgetWindowSlides(t *testing.T) {
 		Budget:   retry.BudgetConfig{Ratio: 1, NoFloor: true, Window: 10 * time.Second},
 		Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 	}
-	m := newMiddleware(t, cfg, clock.option(), WithScope(scope))
+	m := newMiddleware(t, cfg, clock.option(), WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(fail(errUnavailable))
 
 	// One call: deposit 1, one retry allowed, the second refused.
@@ -953,7 +954,7 @@ func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 
 func TestMiddlewareLogsRefusals(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithLogger(zap.New(core)))
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithSinks(obs.Sinks{Logger: zap.New(core)}))
 	out := newOutbound(fail(errUnavailable, "errown-no-retry", "true"))
 
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), out)
@@ -976,7 +977,7 @@ func TestMiddlewareLogsRefusals(t *testing.T) {
 
 func TestMiddlewareConcurrent(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithScope(scope))
+	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option(), WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(fail(errUnavailable))
 	const goroutines, calls = 8, 50
 	done := make(chan struct{})

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/obs"
-	"github.com/uber-go/tally/v4"
-	"go.uber.org/zap"
 )
 
 // Option configures a Middleware.
@@ -38,16 +36,9 @@ type optionFunc func(*options)
 
 func (f optionFunc) apply(o *options) { f(o) }
 
-// WithLogger logs to l (refused retries, at debug level). Default (and for
-// nil) zap.NewNop().
-func WithLogger(l *zap.Logger) Option {
-	return optionFunc(func(o *options) { o.SetLogger(l) })
-}
-
-// WithScope sends metrics to s. Default (and for nil) tally.NoopScope.
-func WithScope(s tally.Scope) Option {
-	return optionFunc(func(o *options) { o.SetScope(s) })
-}
+// WithSinks logs to s.Logger and sends metrics to s.Scope, each that is
+// not nil. Default: obs.Defaults().
+func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
 // withClock replaces the clock the budgets and the deadline check read and
 // the wait between attempts. sleep must return ctx.Err() at once when ctx is

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/zap"
 )
@@ -13,8 +14,8 @@ import (
 func TestOptionsNilKeepsDefaults(t *testing.T) {
 	o := defaultOptions()
 
-	WithLogger(nil).apply(&o)
-	WithScope(nil).apply(&o)
+	WithSinks(obs.Sinks{Logger: nil}).apply(&o)
+	WithSinks(obs.Sinks{Scope: nil}).apply(&o)
 
 	if o.Logger == nil || o.Scope != tally.NoopScope {
 		t.Errorf("options = %+v, want the defaults kept", o)
@@ -26,7 +27,7 @@ func TestOptionsApply(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	o := defaultOptions()
 
-	for _, opt := range []Option{WithLogger(logger), WithScope(scope), fixedRand(0.25)} {
+	for _, opt := range []Option{WithSinks(obs.Sinks{Logger: logger}), WithSinks(obs.Sinks{Scope: scope}), fixedRand(0.25)} {
 		opt.apply(&o)
 	}
 

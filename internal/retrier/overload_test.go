@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -229,7 +230,7 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	m := newMiddleware(t, retry.Config{
 		Budget:   retry.BudgetConfig{Disabled: true},
 		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
-	}, WithScope(scope))
+	}, WithSinks(obs.Sinks{Scope: scope}))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
 	var last *reqlog.Sink
 	call := func(out transport.UnaryOutbound) (reqlog.CallState, error) {
@@ -302,7 +303,7 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 		Mode:     retry.ModeObserve,
 		Budget:   retry.BudgetConfig{Disabled: true},
 		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
-	}, WithScope(scope))
+	}, WithSinks(obs.Sinks{Scope: scope}))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
 	for i := range 40 {
 		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, slow)}

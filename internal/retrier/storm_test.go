@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -71,7 +72,7 @@ func (tc stormCase) run(t *testing.T) {
 	for _, viaSink := range []bool{false, true} {
 		clock := newClock()
 		scope := tally.NewTestScope("", nil)
-		m := newMiddleware(t, tc.give, clock.option(), fixedRand(0.5), WithScope(scope))
+		m := newMiddleware(t, tc.give, clock.option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 		out := newOutbound(tc.script...)
 		body := tc.giveBody
 		if body == "" {
@@ -485,7 +486,7 @@ func TestStormPolicyMode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
-			m := newMiddleware(t, tt.give, newClock().option(), fixedRand(0.5), WithScope(scope))
+			m := newMiddleware(t, tt.give, newClock().option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 			out := newOutbound(unclaimed)
 			sink := &reqlog.Sink{Out: out}
 			_, err := m.Call(context.Background(), req("callee", tt.procedure, "x"), sink)
@@ -507,7 +508,7 @@ func TestStormBlindTwin(t *testing.T) {
 		Budget:   retry.BudgetConfig{Ratio: 1, NoFloor: true},
 		Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 	}
-	m := newMiddleware(t, cfg, newClock().option(), fixedRand(0.5), WithScope(scope))
+	m := newMiddleware(t, cfg, newClock().option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 	unclaimed := fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)
 	claimed := fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four)
 
@@ -542,7 +543,7 @@ func TestStormBlindTwin(t *testing.T) {
 // prevention.
 func TestStormPreventedSums(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5), WithScope(scope))
+	m := newMiddleware(t, retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 	for _, storm := range []string{_nine, _suppress, "1,1,0,0,0"} {
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), &reqlog.Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", storm))})
 	}

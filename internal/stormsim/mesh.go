@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -387,7 +388,7 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 			p.AttemptTimeout = 0
 			blind[i] = p
 		}
-		r, err := retrier.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retrier.WithLogger(o.Logger), retrier.WithScope(scope))
+		r, err := retrier.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retrier.WithSinks(obs.Sinks{Logger: o.Logger, Scope: scope}))
 		if err != nil {
 			return nil, nil, err
 		}
