@@ -113,8 +113,8 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 				}
 				// The root's figures count every attempt that left a
 				// process: 5 served, one retry, radius 1.
-				st, ok := wire.ParseStorm(r.get(_stormHeader))
-				if !ok || st.Served != 5 || st.Retries != 1 || st.Radius != 1 {
+				st := wire.ParseStorm(r.get(_stormHeader))
+				if !st.Known || st.Storm.Served != 5 || st.Storm.Retries != 1 || st.Storm.Radius != 1 {
 					t.Errorf("root request %d: storm %q, want 5 served, 1 retry, radius 1", i, r.get(_stormHeader))
 				}
 			}

@@ -58,7 +58,7 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 	log.CallStarted()
 	defer log.CallEnded()
 	if e.Failed() || !storm.Trivial() {
-		return log.Egress.AppendStorm(e, storm, true)
+		return log.Egress.AppendStorm(e, wire.KnownFigures(storm))
 	}
 	return log.Egress.Append(e)
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/egresslog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 )
 
@@ -125,10 +126,10 @@ func (l *Log) Append(e Entry) bool {
 	return true
 }
 
-// AppendStorm adds the call e and its Storm st (known false when it is
-// unknown) together, as AddStorm and Append would one after the other,
-// under one lock: both or, when the log is already closed, neither.
-func (l *Log) AppendStorm(e Entry, st ownership.Storm, known bool) bool {
+// AppendStorm adds the call e and its storm Figures f together, as
+// AddStorm and Append would one after the other, under one lock: both or,
+// when the log is already closed, neither.
+func (l *Log) AppendStorm(e Entry, f wire.Figures) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.takeOpen()
@@ -136,7 +137,7 @@ func (l *Log) AppendStorm(e Entry, st ownership.Storm, known bool) bool {
 		return false
 	}
 	failed := e.Failed()
-	c.storms.add(st, known, failed)
+	c.storms.add(f, failed)
 	if !failed {
 		// Counted whatever _closed says: with the log found open, only
 		// CloseSummary can have set it since, and, the chunk found, it
@@ -215,17 +216,17 @@ func (l *Log) lateIfClosed() bool {
 	return true
 }
 
-// AddStorm adds the Storm of one call to the request's, known false when
-// it is unknown, failed whether the call failed, and reports false,
-// adding nothing, when the log is already closed. Add the call's Storm
-// before the call itself (Append): a request that closes in between
-// counts the call as under way.
-func (l *Log) AddStorm(st ownership.Storm, known, failed bool) bool {
+// AddStorm adds the storm Figures f of one call to the request's, failed
+// whether the call failed, and reports false, adding nothing, when the
+// log is already closed. Add the call's Storm before the call itself
+// (Append): a request that closes in between counts the call as under
+// way.
+func (l *Log) AddStorm(f wire.Figures, failed bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.takeOpen()
 	if ok {
-		c.storms.add(st, known, failed)
+		c.storms.add(f, failed)
 	}
 	return ok
 }
@@ -241,14 +242,14 @@ func (l *Log) StormAdded() bool {
 	return l.chunk != nil && l.chunk.storms.added
 }
 
-// StormTotal returns the request's Storm, notFailed being the log's count
-// of calls that did not fail (Counts.NotFailed): with no Storm added, the
-// request and those calls, one request each. It returns false when a
-// call's Storm was unknown or a sum is out of bounds. Ask before Release,
-// which forgets the Storms.
-func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
+// StormTotal returns the request's storm Figures, notFailed being the
+// log's count of calls that did not fail (Counts.NotFailed): with no Storm
+// added, the request and those calls, one request each. They are unknown
+// when a call's Storm was unknown or a sum is out of bounds. Ask before
+// Release, which forgets the Storms.
+func (l *Log) StormTotal(notFailed int) wire.Figures {
 	if l.state.Load()&_chunked == 0 { // no call reported anything: no lock
-		return quietStorm(notFailed), true
+		return quietStorm(notFailed)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -256,7 +257,7 @@ func (l *Log) StormTotal(notFailed int) (ownership.Storm, bool) {
 }
 
 // stormTotalLocked is StormTotal. l.mu must be held.
-func (l *Log) stormTotalLocked(notFailed int) (ownership.Storm, bool) {
+func (l *Log) stormTotalLocked(notFailed int) wire.Figures {
 	c := l.chunk
 	switch {
 	case c != nil && c.storms.added:
@@ -264,16 +265,16 @@ func (l *Log) stormTotalLocked(notFailed int) (ownership.Storm, bool) {
 	case c == nil && l.state.Load()&_chunked != 0:
 		// The chunk, and any Storms in it, went back (Release) or with a
 		// Summary: unknown, not the quiet figure.
-		return ownership.Storm{}, false
+		return wire.Figures{}
 	}
-	return quietStorm(notFailed), true
+	return quietStorm(notFailed)
 }
 
-// quietStorm is the Storm of a request whose notFailed calls reported
-// none: the request and those calls, one request each.
-func quietStorm(notFailed int) ownership.Storm {
+// quietStorm is the storm Figures of a request whose notFailed calls
+// reported none: the request and those calls, one request each.
+func quietStorm(notFailed int) wire.Figures {
 	n := 1 + uint64(notFailed)
-	return ownership.Storm{Served: n, Blind: n}
+	return wire.KnownFigures(ownership.Storm{Served: n, Blind: n})
 }
 
 // Release gives a closed log's chunk back for other logs to use; it does
@@ -363,10 +364,9 @@ type Summary struct {
 	Failures []Entry
 	// Counts are the log's final Counts.
 	Counts Counts
-	// Storm is the request's Storm (StormTotal), unless StormKnown is
-	// false: a call's Storm was unknown or a sum is out of bounds.
-	Storm      ownership.Storm
-	StormKnown bool
+	// Storm is the request's storm Figures (StormTotal): unknown when a
+	// call's Storm was unknown or a sum is out of bounds.
+	Storm wire.Figures
 
 	chunk *chunk // the log's, taken at close: Release gives it back
 }
@@ -399,7 +399,7 @@ func (l *Log) CloseSummary() Summary {
 	// that call finds the log closed (see takeOpen).
 	if s := l.state.Or(_closed); s&_chunked == 0 {
 		n := notFailed(s)
-		return Summary{Counts: Counts{NotFailed: n}, Storm: quietStorm(n), StormKnown: true}
+		return Summary{Counts: Counts{NotFailed: n}, Storm: quietStorm(n)}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -411,7 +411,7 @@ func (l *Log) CloseSummary() Summary {
 		}
 	}
 	sum := Summary{Failures: failures, Counts: l.countsLocked()}
-	sum.Storm, sum.StormKnown = l.stormTotalLocked(sum.Counts.NotFailed)
+	sum.Storm = l.stormTotalLocked(sum.Counts.NotFailed)
 	sum.chunk = l.detachLocked()
 	return sum
 }

@@ -322,7 +322,7 @@ func TestCloseSummary(t *testing.T) {
 	require.True(t, quiet.Append(ok(1)))
 	require.True(t, quiet.Append(ok(2)))
 	sum := quiet.CloseSummary()
-	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: ownership.Storm{Served: 3, Blind: 3}, StormKnown: true}, sum)
+	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3})}, sum)
 	assert.False(t, quiet.Append(ok(3)), "closed: a late call is refused")
 	assert.False(t, quiet.Append(entry(3)), "closed: a late failure is refused")
 	assert.Equal(t, sum, quiet.CloseSummary(), "again: the same")
@@ -330,18 +330,17 @@ func TestCloseSummary(t *testing.T) {
 	var failing Log
 	require.True(t, failing.Append(ok(1)))
 	require.True(t, failing.Append(entry(2)))
-	require.True(t, failing.AppendStorm(entry(3), ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true))
+	require.True(t, failing.AppendStorm(entry(3), wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})))
 	sum = failing.CloseSummary()
 	assert.Equal(t, []Entry{entry(2), entry(3)}, sum.Failures)
 	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, sum.Counts)
-	assert.True(t, sum.StormKnown)
-	assert.Equal(t, ownership.Storm{Served: 1 + 1 + 2, Blind: 1 + 1 + 2, Retries: 1, Radius: 1, BlindRadius: 1}, sum.Storm,
+	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 1 + 1 + 2, Blind: 1 + 1 + 2, Retries: 1, Radius: 1, BlindRadius: 1}), sum.Storm,
 		"the request, its quiet call and the retried call's Storm; the failure without one is not counted")
 	assert.False(t, failing.Append(entry(4)), "closed")
 	again := failing.CloseSummary()
 	assert.Empty(t, again.Failures, "handed over once")
 	assert.Equal(t, sum.Counts, again.Counts)
-	assert.False(t, again.StormKnown, "the Storms went with the first summary: unknown, not quiet")
+	assert.False(t, again.Storm.Known, "the Storms went with the first summary: unknown, not quiet")
 	assert.Empty(t, failing.Close(nil), "handed over once")
 	assert.Equal(t, sum.Counts, failing.Counts(), "the log keeps its counts")
 	assert.False(t, failing.StormAdded(), "the Storms went with the summary")
@@ -358,10 +357,10 @@ func TestCloseSummary(t *testing.T) {
 	assert.Equal(t, []Entry{entry(9)}, other.CloseSummary().Failures)
 
 	var unknown Log
-	require.True(t, unknown.AddStorm(ownership.Storm{}, false, false))
+	require.True(t, unknown.AddStorm(wire.Figures{}, false))
 	require.True(t, unknown.Append(ok(1)))
 	sum = unknown.CloseSummary()
-	assert.False(t, sum.StormKnown, "a call's Storm was unknown")
+	assert.False(t, sum.Storm.Known, "a call's Storm was unknown")
 	assert.Equal(t, Counts{NotFailed: 1}, sum.Counts)
 }
 
@@ -374,7 +373,7 @@ func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 		call func(*Log) bool
 	}{
 		{"failure", func(l *Log) bool { return l.Append(entry(1)) }},
-		{"Storm", func(l *Log) bool { return l.AddStorm(wire.One, true, true) }},
+		{"Storm", func(l *Log) bool { return l.AddStorm(wire.KnownFigures(wire.One), true) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var l Log
@@ -387,7 +386,7 @@ func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 			}
 			defer func() { _testHookTake = nil }()
 			assert.False(t, tt.call(&l), "refused: the log closed quietly first")
-			assert.Equal(t, Summary{Counts: Counts{NotFailed: 1}, Storm: ownership.Storm{Served: 2, Blind: 2}, StormKnown: true}, sum,
+			assert.Equal(t, Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})}, sum,
 				"no chunk yet when it closed")
 			assert.True(t, l.Late(), "a call came after Close")
 			assert.False(t, l.StormAdded())
@@ -408,11 +407,11 @@ func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 	}{
 		{
 			"failure", func(l *Log) bool { return l.Append(entry(1)) },
-			Summary{Failures: []Entry{entry(1)}, Counts: Counts{Stored: 1}, Storm: wire.One, StormKnown: true},
+			Summary{Failures: []Entry{entry(1)}, Counts: Counts{Stored: 1}, Storm: wire.KnownFigures(wire.One)},
 		},
 		{
-			"Storm", func(l *Log) bool { return l.AddStorm(wire.One, true, false) },
-			Summary{Storm: ownership.Storm{Served: 2, Blind: 2}, StormKnown: true},
+			"Storm", func(l *Log) bool { return l.AddStorm(wire.KnownFigures(wire.One), false) },
+			Summary{Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,12 +459,12 @@ func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 					}
 				case 2:
 					// A failed call's Storm alone: its request counts.
-					if took = l.AddStorm(wire.One, true, true); took {
+					if took = l.AddStorm(wire.KnownFigures(wire.One), true); took {
 						storms.Add(1)
 						stormOnly.Add(1)
 					}
 				default:
-					if took = l.AppendStorm(ok(w), wire.One, true); took {
+					if took = l.AppendStorm(ok(w), wire.KnownFigures(wire.One)); took {
 						storms.Add(1)
 						notFailed.Add(1)
 					}
@@ -479,8 +478,8 @@ func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 		sum := l.CloseSummary()
 		got, counts := sum.Failures, sum.Counts
 		wg.Wait()
-		require.True(t, sum.StormKnown)
-		require.Equal(t, uint64(1+notFailed.Load()+stormOnly.Load()), sum.Storm.Served,
+		require.True(t, sum.Storm.Known)
+		require.Equal(t, uint64(1+notFailed.Load()+stormOnly.Load()), sum.Storm.Storm.Served,
 			"the request, every call that did not fail (with a Storm or not) and the failed call's Storm")
 		require.Equal(t, int(failed.Load()), len(got), "failures handed over")
 		require.Equal(t, int(failed.Load()), counts.Stored)
@@ -496,39 +495,33 @@ func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 // read until Release, gone after.
 func TestLogStorms(t *testing.T) {
 	var l Log
-	_, ok0 := l.StormTotal(0)
-	require.True(t, ok0)
+	require.True(t, l.StormTotal(0).Known)
 	assert.False(t, l.StormAdded())
-	st, known := l.StormTotal(2)
-	require.True(t, known)
-	assert.Equal(t, ownership.Storm{Served: 3, Blind: 3}, st, "no Storm added: the request and its two quiet calls")
+	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3}), l.StormTotal(2), "no Storm added: the request and its two quiet calls")
 
 	suppressed := ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
-	require.True(t, l.AddStorm(suppressed, true, true))
+	require.True(t, l.AddStorm(wire.KnownFigures(suppressed), true))
 	require.True(t, l.Append(entry(1)))
 	require.True(t, l.Append(ok(2)))
 	assert.True(t, l.StormAdded())
 	got, counts := l.CloseCounts(nil)
 	assert.Equal(t, []Entry{entry(1)}, got)
-	assert.False(t, l.AddStorm(wire.One, false, false), "closed: a late Storm is refused")
+	assert.False(t, l.AddStorm(wire.Figures{}, false), "closed: a late Storm is refused")
 	_, late := l.Last(entry(1).Edge)
 	assert.False(t, late, "closed: nothing to look up")
-	st, known = l.StormTotal(counts.NotFailed)
-	require.True(t, known, "the late unknown Storm was not added")
-	assert.Equal(t, ownership.Storm{Served: 11, Blind: 20, Retries: 1, Radius: 1, BlindRadius: 2}, st)
+	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 11, Blind: 20, Retries: 1, Radius: 1, BlindRadius: 2}), l.StormTotal(counts.NotFailed),
+		"the late unknown Storm was not added")
 
 	l.Release()
 	assert.False(t, l.StormAdded(), "released: the Storms are gone")
-	_, known = l.StormTotal(counts.NotFailed)
-	assert.False(t, known, "released: unknown, not the quiet figure")
+	assert.False(t, l.StormTotal(counts.NotFailed).Known, "released: unknown, not the quiet figure")
 	assert.Equal(t, Counts{Stored: 1, NotFailed: 1}, l.Counts(), "the counts stay")
 	l.Release() // twice: nothing
 
 	var open Log
-	require.True(t, open.AddStorm(wire.One, false, false))
+	require.True(t, open.AddStorm(wire.Figures{}, false))
 	open.Release() // open: nothing
-	_, known = open.StormTotal(0)
-	assert.False(t, known, "an open log keeps its Storms through Release")
+	assert.False(t, open.StormTotal(0).Known, "an open log keeps its Storms through Release")
 }
 
 // AppendStorm takes a call and its Storm together, or neither once the
@@ -536,28 +529,25 @@ func TestLogStorms(t *testing.T) {
 func TestLogAppendStorm(t *testing.T) {
 	retried := ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
 	var l Log
-	require.True(t, l.AppendStorm(entry(1), retried, true), "a failure")
-	require.True(t, l.AppendStorm(ok(2), retried, true), "a success after a retry")
+	require.True(t, l.AppendStorm(entry(1), wire.KnownFigures(retried)), "a failure")
+	require.True(t, l.AppendStorm(ok(2), wire.KnownFigures(retried)), "a success after a retry")
 	require.True(t, l.Append(ok(3)), "a quiet success")
 	got, counts := l.CloseCounts(nil)
 	assert.Equal(t, []Entry{entry(1)}, got)
 	assert.Equal(t, Counts{Stored: 1, NotFailed: 2}, counts)
-	st, known := l.StormTotal(counts.NotFailed)
-	require.True(t, known)
-	assert.Equal(t, ownership.Storm{Served: 1 + 1 + 2 + 2, Blind: 1 + 1 + 2 + 2, Retries: 2, Radius: 1, BlindRadius: 1}, st,
+	st := l.StormTotal(counts.NotFailed)
+	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 1 + 1 + 2 + 2, Blind: 1 + 1 + 2 + 2, Retries: 2, Radius: 1, BlindRadius: 1}), st,
 		"the request, its quiet call, and both calls' Storms")
 
-	assert.False(t, l.AppendStorm(entry(4), ownership.Storm{}, false), "closed")
-	assert.False(t, l.AppendStorm(ok(5), ownership.Storm{}, false), "closed")
+	assert.False(t, l.AppendStorm(entry(4), wire.Figures{}), "closed")
+	assert.False(t, l.AppendStorm(ok(5), wire.Figures{}), "closed")
 	assert.True(t, l.Late())
 	assert.Equal(t, counts, l.Counts(), "neither counted")
-	st2, known2 := l.StormTotal(counts.NotFailed)
-	assert.Equal(t, st, st2, "the late unknown Storms were not added")
-	assert.True(t, known2)
+	assert.Equal(t, st, l.StormTotal(counts.NotFailed), "the late unknown Storms were not added")
 
 	var past Log
 	for i := range MaxFailures + 3 {
-		require.True(t, past.AppendStorm(entry(i), wire.One, true))
+		require.True(t, past.AppendStorm(entry(i), wire.KnownFigures(wire.One)))
 	}
 	got, counts = past.CloseCounts(nil)
 	assert.Len(t, got, MaxFailures)
@@ -574,7 +564,7 @@ func TestLogFailureDoesNotAllocate(t *testing.T) {
 	)
 	run := func() {
 		l = Log{}
-		l.AddStorm(wire.One, true, true)
+		l.AddStorm(wire.KnownFigures(wire.One), true)
 		l.Append(e)
 		_, counts := l.CloseCounts(buf[:0])
 		l.StormTotal(counts.NotFailed)
@@ -595,7 +585,7 @@ func TestLogCloseSummaryDoesNotAllocate(t *testing.T) {
 	var l Log
 	run := func() {
 		l = Log{}
-		l.AppendStorm(e, wire.One, true)
+		l.AppendStorm(e, wire.KnownFigures(wire.One))
 		sum := l.CloseSummary()
 		if len(sum.Failures) != 1 {
 			t.Fatalf("handed over %v", sum.Failures)
@@ -621,7 +611,7 @@ func TestLogLate(t *testing.T) {
 		{"nothing", nil},
 		{"a call that did not fail", func(l *Log) bool { return l.Append(ok(9)) }},
 		{"a failure", func(l *Log) bool { return l.Append(entry(9)) }},
-		{"a Storm", func(l *Log) bool { return l.AddStorm(wire.One, false, false) }},
+		{"a Storm", func(l *Log) bool { return l.AddStorm(wire.Figures{}, false) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var l Log

@@ -20,17 +20,18 @@ type stormSums struct {
 	added       bool
 }
 
-// add adds one call's Storm; known is false when it is unknown, failed
-// whether the call failed (the egress log counts the others).
-func (s *stormSums) add(st ownership.Storm, known, failed bool) {
+// add adds one call's storm Figures, failed whether the call failed (the
+// egress log counts the others).
+func (s *stormSums) add(f wire.Figures, failed bool) {
 	s.added = true
 	if !failed {
 		s.notFailed++
 	}
-	if !known || s.unknown {
+	if !f.Known || s.unknown {
 		s.unknown = true
 		return
 	}
+	st := f.Storm
 	if st.Served > wire.MaxStormServed || st.Blind > wire.MaxStormServed ||
 		s.blind+st.Blind > wire.MaxStormServed { // sums of bounded figures: no wrap before this trips
 		s.unknown = true
@@ -45,11 +46,10 @@ func (s *stormSums) add(st ownership.Storm, known, failed bool) {
 
 // total returns the request's Storm: its own request and its calls,
 // notFailed being the egress log's count of calls that did not fail. It
-// returns false when a call's Storm was unknown or a figure is out of
-// bounds.
-func (s *stormSums) total(notFailed int) (ownership.Storm, bool) {
+// is unknown when a call's Storm was unknown or a figure is out of bounds.
+func (s *stormSums) total(notFailed int) wire.Figures {
 	if s.unknown {
-		return ownership.Storm{}, false
+		return wire.Figures{}
 	}
 	quiet := uint64(max(int64(notFailed)-s.notFailed, 0))
 	st := ownership.Storm{
@@ -60,7 +60,7 @@ func (s *stormSums) total(notFailed int) (ownership.Storm, bool) {
 		BlindRadius: s.blindRadius,
 	}
 	if st.Blind > wire.MaxStormServed || st.Served > st.Blind || st.Radius > st.BlindRadius {
-		return ownership.Storm{}, false
+		return wire.Figures{}
 	}
-	return st, true
+	return wire.KnownFigures(st)
 }

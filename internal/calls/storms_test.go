@@ -11,8 +11,7 @@ import (
 )
 
 type added struct {
-	storm  ownership.Storm
-	known  bool
+	storm  wire.Figures
 	failed bool
 }
 
@@ -40,7 +39,7 @@ func TestStormsTotal(t *testing.T) {
 		},
 		{
 			name:      "a failed call and two quiet successes",
-			give:      []added{{eight, true, true}},
+			give:      []added{{wire.KnownFigures(eight), true}},
 			notFailed: 2,
 			want:      ownership.Storm{Served: 1 + 2 + 8, Blind: 1 + 2 + 8, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:    true,
@@ -48,14 +47,14 @@ func TestStormsTotal(t *testing.T) {
 		},
 		{
 			name:      "a failed one: one more request",
-			give:      []added{{wire.One, true, true}},
+			give:      []added{{wire.KnownFigures(wire.One), true}},
 			want:      ownership.Storm{Served: 2, Blind: 2},
 			wantOK:    true,
 			wantAdded: true,
 		},
 		{
 			name: "an added call that did not fail is not counted twice",
-			give: []added{{answered, true, false}},
+			give: []added{{wire.KnownFigures(answered), false}},
 			// The egress log counts the answered call and two quiet ones.
 			notFailed: 3,
 			want:      ownership.Storm{Served: 1 + 2 + 5, Blind: 1 + 2 + 9, Retries: 1, Radius: 1, BlindRadius: 2},
@@ -64,7 +63,7 @@ func TestStormsTotal(t *testing.T) {
 		},
 		{
 			name:      "egress count below the added calls that did not fail: no quiet call, never negative",
-			give:      []added{{answered, true, false}, {answered, true, false}},
+			give:      []added{{wire.KnownFigures(answered), false}, {wire.KnownFigures(answered), false}},
 			notFailed: 1,
 			want:      ownership.Storm{Served: 1 + 10, Blind: 1 + 18, Retries: 2, Radius: 1, BlindRadius: 2},
 			wantOK:    true,
@@ -73,9 +72,9 @@ func TestStormsTotal(t *testing.T) {
 		{
 			name: "figures add, radii take the largest",
 			give: []added{
-				{ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true, true},
-				{ownership.Storm{Served: 3, Blind: 9, Retries: 0, Radius: 0, BlindRadius: 3}, true, true},
-				{ownership.Storm{Served: 7, Blind: 7, Retries: 4, Radius: 2, BlindRadius: 2}, true, false},
+				{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), true},
+				{wire.KnownFigures(ownership.Storm{Served: 3, Blind: 9, Retries: 0, Radius: 0, BlindRadius: 3}), true},
+				{wire.KnownFigures(ownership.Storm{Served: 7, Blind: 7, Retries: 4, Radius: 2, BlindRadius: 2}), false},
 			},
 			notFailed: 1,
 			want:      ownership.Storm{Served: 13, Blind: 19, Retries: 5, Radius: 2, BlindRadius: 3},
@@ -84,34 +83,34 @@ func TestStormsTotal(t *testing.T) {
 		},
 		{
 			name:      "an unknown failed call: unknown",
-			give:      []added{{eight, true, true}, {ownership.Storm{}, false, true}, {eight, true, true}},
+			give:      []added{{wire.KnownFigures(eight), true}, {wire.Figures{}, true}, {wire.KnownFigures(eight), true}},
 			notFailed: 4,
 			wantAdded: true,
 		},
 		{
 			name:      "an unknown call that did not fail: unknown too",
-			give:      []added{{ownership.Storm{}, false, false}},
+			give:      []added{{wire.Figures{}, false}},
 			notFailed: 1,
 			wantAdded: true,
 		},
 		{
 			name:      "an unknown call's figures are not added",
-			give:      []added{{ownership.Storm{Served: 3, Blind: 1}, false, true}},
+			give:      []added{{wire.Figures{Storm: ownership.Storm{Served: 3, Blind: 1}}, true}},
 			wantAdded: true,
 		},
 		{
 			name: "blind past the bound: unknown",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}, true, true},
-				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}, true, true},
+				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
+				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
 			},
 			wantAdded: true,
 		},
 		{
 			name: "blind at the bound: known",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed/2 - 1}, true, true},
-				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}, true, true},
+				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed/2 - 1}), true},
+				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
 			},
 			want:      ownership.Storm{Served: 3, Blind: wire.MaxStormServed},
 			wantOK:    true,
@@ -120,26 +119,26 @@ func TestStormsTotal(t *testing.T) {
 		{
 			name: "quiet calls take it past the bound",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: wire.MaxStormServed - 1}, true, true},
+				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed - 1}), true},
 			},
 			notFailed: 1,
 			wantAdded: true,
 		},
 		{
 			name:      "served above blind: unknown",
-			give:      []added{{ownership.Storm{Served: 5, Blind: 3}, true, true}},
+			give:      []added{{wire.KnownFigures(ownership.Storm{Served: 5, Blind: 3}), true}},
 			wantAdded: true,
 		},
 		{
 			name:      "radius above blind radius: unknown",
-			give:      []added{{ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 2, BlindRadius: 1}, true, true}},
+			give:      []added{{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 2, BlindRadius: 1}), true}},
 			wantAdded: true,
 		},
 		{
 			name: "radius and blind radius from different calls: the largest of each",
 			give: []added{
-				{ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 4, BlindRadius: 4}, true, true},
-				{ownership.Storm{Served: 2, Blind: 4, Retries: 1, Radius: 1, BlindRadius: 6}, true, true},
+				{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 4, BlindRadius: 4}), true},
+				{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 4, Retries: 1, Radius: 1, BlindRadius: 6}), true},
 			},
 			want:      ownership.Storm{Served: 5, Blind: 7, Retries: 2, Radius: 4, BlindRadius: 6},
 			wantOK:    true,
@@ -148,7 +147,7 @@ func TestStormsTotal(t *testing.T) {
 		{
 			name: "blind radius at its bound: known",
 			give: []added{
-				{ownership.Storm{Served: 1, Blind: 2, BlindRadius: wire.MaxStormRadius}, true, true},
+				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: wire.MaxStormRadius}), true},
 			},
 			want:      ownership.Storm{Served: 2, Blind: 3, BlindRadius: wire.MaxStormRadius},
 			wantOK:    true,
@@ -159,16 +158,14 @@ func TestStormsTotal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var s Log
 			for _, a := range tt.give {
-				s.AddStorm(a.storm, a.known, a.failed)
+				s.AddStorm(a.storm, a.failed)
 			}
 			assert.Equal(t, tt.wantAdded, s.StormAdded())
-			got, ok := s.StormTotal(tt.notFailed)
-			assert.Equal(t, tt.wantOK, ok, "%+v", got)
-			assert.Equal(t, tt.want, got)
+			got := s.StormTotal(tt.notFailed)
+			assert.Equal(t, tt.wantOK, got.Known, "%+v", got)
+			assert.Equal(t, tt.want, got.Storm)
 			// Total only reads.
-			again, againOK := s.StormTotal(tt.notFailed)
-			assert.Equal(t, got, again)
-			assert.Equal(t, ok, againOK)
+			assert.Equal(t, got, s.StormTotal(tt.notFailed))
 		})
 	}
 }
@@ -177,14 +174,12 @@ func TestStormsTotal(t *testing.T) {
 // Total is a valid header value.
 func TestStormsTotalMatchesWire(t *testing.T) {
 	var s Log
-	s.AddStorm(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, true, true)
-	s.AddStorm(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true, false)
-	got, ok := s.StormTotal(5)
-	require.True(t, ok)
-	assert.Equal(t, "16,25,2,1,2", wire.FormatStorm(got))
-	back, ok := wire.ParseStorm(wire.FormatStorm(got))
-	require.True(t, ok)
-	assert.Equal(t, got, back)
+	s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), true)
+	s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
+	got := s.StormTotal(5)
+	require.True(t, got.Known)
+	assert.Equal(t, "16,25,2,1,2", wire.FormatStorm(got.Storm))
+	assert.Equal(t, got, wire.ParseStorm(wire.FormatStorm(got.Storm)))
 }
 
 // TestStormsConcurrentAdds: the calls of one request add from their own
@@ -209,7 +204,8 @@ func TestStormsConcurrentAdds(t *testing.T) {
 					return
 				default:
 				}
-				if st, ok := s.StormTotal(0); ok {
+				if f := s.StormTotal(0); f.Known {
+					st := f.Storm
 					// A partial sum is still a sum of valid Storms.
 					if st.Served < 1 || st.Blind < st.Served {
 						t.Errorf("partial Total %+v", st)
@@ -226,7 +222,7 @@ func TestStormsConcurrentAdds(t *testing.T) {
 			defer wg.Done()
 			for i := range perG {
 				r := uint8((g*perG + i) % 50)
-				s.AddStorm(ownership.Storm{Served: 3, Blind: 5, Retries: 1, Radius: r, BlindRadius: r + 1}, true, i%2 == 0)
+				s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 3, Blind: 5, Retries: 1, Radius: r, BlindRadius: r + 1}), i%2 == 0)
 			}
 		}()
 	}
@@ -235,9 +231,8 @@ func TestStormsConcurrentAdds(t *testing.T) {
 	readers.Wait()
 
 	const n = goroutines * perG
-	got, ok := s.StormTotal(n/2 + 7) // the not-failed half and 7 quiet calls
-	require.True(t, ok)
-	assert.Equal(t, ownership.Storm{Served: 1 + 7 + 3*n, Blind: 1 + 7 + 5*n, Retries: n, Radius: 49, BlindRadius: 50}, got)
+	got := s.StormTotal(n/2 + 7) // the not-failed half and 7 quiet calls
+	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 1 + 7 + 3*n, Blind: 1 + 7 + 5*n, Retries: n, Radius: 49, BlindRadius: 50}), got)
 	assert.True(t, s.StormAdded())
 }
 
@@ -249,14 +244,17 @@ func TestStormsConcurrentUnknown(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 100 {
-				s.AddStorm(wire.One, !(g == 17 && i == 50), true)
+				f := wire.KnownFigures(wire.One)
+				if g == 17 && i == 50 {
+					f = wire.Figures{}
+				}
+				s.AddStorm(f, true)
 			}
 		}()
 	}
 	wg.Wait()
-	got, ok := s.StormTotal(0)
-	assert.False(t, ok, "one unknown call among 3200: %+v", got)
-	assert.Equal(t, ownership.Storm{}, got)
+	got := s.StormTotal(0)
+	assert.Equal(t, wire.Figures{}, got, "one unknown call among 3200")
 }
 
 // TestStormsSumSaturates: the sums of many calls' figures must not wrap
@@ -265,8 +263,8 @@ func TestStormsSumSaturates(t *testing.T) {
 	var s Log
 	top := ownership.Storm{Served: wire.MaxStormServed, Blind: wire.MaxStormServed}
 	for range 1 << 14 { // 2^14 × 2^50 = 2^64
-		s.AddStorm(top, true, true)
+		s.AddStorm(wire.KnownFigures(top), true)
 	}
-	got, ok := s.StormTotal(0)
-	assert.False(t, ok, "%d calls of %d requests each read %+v", 1<<14, uint64(wire.MaxStormServed), got)
+	got := s.StormTotal(0)
+	assert.False(t, got.Known, "%d calls of %d requests each read %+v", 1<<14, uint64(wire.MaxStormServed), got)
 }

@@ -181,8 +181,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	}
 	var logged bool
 	if e.Failed() || !storm.Trivial() {
-		st, known := storm.Storm()
-		logged = log.Egress.AppendStorm(e, st, known)
+		logged = log.Egress.AppendStorm(e, storm.Storm())
 	} else {
 		logged = log.Egress.Append(e)
 	}
@@ -246,8 +245,8 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		return res, err
 	}
 	_, class := wire.CallResult(res, err, m.codeHeader)
-	st, known := wire.ResponseStorm(res, class, m.stormHeader)
-	if class == ownership.ClassFailure || state.Attempts > 1 || !known || !st.Trivial() {
+	storm := wire.ResponseStorm(res, class, m.stormHeader)
+	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}
 	return res, err

@@ -470,8 +470,9 @@ func TestSuppressedRetriesReportedThroughFallback(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.ctxs, 1, "unclaimed: not retried")
 	_, counts := log.Egress.CloseCounts(nil)
-	st, known := log.Egress.StormTotal(counts.NotFailed)
-	require.True(t, known)
+	f := log.Egress.StormTotal(counts.NotFailed)
+	require.True(t, f.Known)
+	st := f.Storm
 	assert.Equal(t, uint64(2), st.Served, "the request and its one call")
 	assert.Greater(t, st.Blind, st.Served, "the suppressed retries count in the blind figure: %+v", st)
 }

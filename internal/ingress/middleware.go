@@ -151,7 +151,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 	sum, closed = m.close(log), true
 	out := m.classify(err, rw, log)
-	storm, known := sum.Storm, m.stormKnown(sum.StormKnown, log, orphans)
+	storm := m.stormFigures(sum.Storm, log, orphans)
 	var now time.Time // read once, when a failure or a storm is recorded
 	var ph uint64     // procedureHash(req.Procedure), with now
 	if out.class != ownership.ClassOK {
@@ -159,16 +159,16 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		// decision and the storm.
 		now, ph = m.now(), procedureHash(req.Procedure)
 		claim, reason := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
-		m.respond(req, resw, out, claim, log.NoRetry(), storm, known)
+		m.respond(req, resw, out, claim, log.NoRetry(), storm)
 		tracing.Claim(ctx, claim, reason)
-	} else if !known || !storm.Trivial() {
+	} else if !storm.Trivial() {
 		// A success says how much it took only when that was more than
 		// this one request: a leaf's success pays nothing.
-		resw.AddHeaders(m.stormHeaders(storm, known))
+		resw.AddHeaders(m.stormHeaders(storm))
 	}
-	if !marked && stormy(storm, known) {
-		m.recordStorm(now, ph, req.Procedure, storm, known, out.class == ownership.ClassFailure)
-		tracing.Storm(ctx, storm, known)
+	if !marked && stormy(storm) {
+		m.recordStorm(now, ph, req.Procedure, storm, out.class == ownership.ClassFailure)
+		tracing.Storm(ctx, storm)
 	}
 	if out.class == ownership.ClassOK {
 		m.observe(sum.Failures) // decide learned the others' failures
@@ -249,23 +249,26 @@ func (m *Middleware) classify(err error, rw *writer, log *reqlog.Log) outcome {
 	return out
 }
 
-// stormKnown reports whether the request's storm figures, known as the
-// egress log summed them, still are once the calls it could not see are
-// counted, orphans being the orphans' mark taken as the request began.
-func (m *Middleware) stormKnown(known bool, log *reqlog.Log, orphans uint64) bool {
+// stormFigures returns the request's storm figures f, as the egress log
+// summed them, or unknown when the calls it could not see may count,
+// orphans being the orphans' mark taken as the request began.
+func (m *Middleware) stormFigures(f wire.Figures, log *reqlog.Log, orphans uint64) wire.Figures {
 	// A call made with a fresh context that failed or retried may be
 	// this request's; a call still under way is not counted yet, nor one
 	// that ended after the log closed (asked after the calls under way: a
 	// call ends after its refusal).
-	return known && !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late()
+	if f.Known && !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late() {
+		return f
+	}
+	return wire.Figures{}
 }
 
 // respond puts errown's headers on the response of a request that did
 // not succeed: the claim, the no-retry pushback, the storm, and the code
 // where the transport drops it.
-func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWriter, out outcome, claim ownership.Claim, noRetry bool, storm ownership.Storm, known bool) {
+func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWriter, out outcome, claim ownership.Claim, noRetry bool, storm wire.Figures) {
 	resw.AddHeaders(m.headers(claim, noRetry))
-	resw.AddHeaders(m.stormHeaders(storm, known))
+	resw.AddHeaders(m.stormHeaders(storm))
 	if out.err == nil && out.appCode != nil {
 		// An application error's code does not cross every
 		// transport (gRPC drops it): errown carries it itself.
@@ -280,11 +283,11 @@ func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWrit
 // recordStorm records a root request's storm at now, the request's
 // procedure hashing to ph; a zero now (a success: no decision read the
 // clock) is read here.
-func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, storm ownership.Storm, known, failed bool) {
+func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, storm wire.Figures, failed bool) {
 	if now.IsZero() {
 		now, ph = m.now(), procedureHash(procedure)
 	}
-	m.storms.record(newStorm(now, procedure, storm, known, failed), ph)
+	m.storms.record(newStorm(now, procedure, storm, failed), ph)
 }
 
 // observe tells the learner of the failed calls among entries, those of

@@ -25,9 +25,10 @@ func stormSignature(st *inbound.Storm, ph uint64) uint64 {
 	return signature(ph, signatureWords{uint64(st.Time.UnixNano()), st.Served, st.Blind, st.Prevented, st.Retries, flags})
 }
 
-func newStorm(t time.Time, procedure string, s ownership.Storm, known, failed bool) inbound.Storm {
-	out := inbound.Storm{Time: t, Procedure: procedure, Known: known, Failed: failed}
-	if known {
+func newStorm(t time.Time, procedure string, f wire.Figures, failed bool) inbound.Storm {
+	out := inbound.Storm{Time: t, Procedure: procedure, Known: f.Known, Failed: failed}
+	if f.Known {
+		s := f.Storm
 		out.Served, out.Blind, out.Prevented, out.Retries = s.Served, s.Blind, s.Prevented(), s.Retries
 		out.Radius, out.BlindRadius = int(s.Radius), int(s.BlindRadius)
 	}
@@ -36,8 +37,8 @@ func newStorm(t time.Time, procedure string, s ownership.Storm, known, failed bo
 
 // stormy reports whether a root request's telemetry is worth recording:
 // some hop below spent a retry or would have, or a figure is unknown.
-func stormy(s ownership.Storm, known bool) bool {
-	return !known || s.Retries > 0 || s.BlindRadius > 0
+func stormy(f wire.Figures) bool {
+	return !f.Known || f.Storm.Retries > 0 || f.Storm.BlindRadius > 0
 }
 
 // _otherProcedure tags the storm metrics of root procedures beyond the
@@ -169,10 +170,12 @@ func quietStormHeaders(name string) []transport.Headers {
 	return hs
 }
 
-// stormHeaders returns the headers carrying s, or StormUnknownValue.
-func (m *Middleware) stormHeaders(s ownership.Storm, known bool) transport.Headers {
+// stormHeaders returns the headers carrying f's Storm, or
+// StormUnknownValue.
+func (m *Middleware) stormHeaders(f wire.Figures) transport.Headers {
+	s := f.Storm
 	switch {
-	case !known:
+	case !f.Known:
 		return m.unknownStorm
 	case s.Served == s.Blind && s.Retries == 0 && s.BlindRadius == 0 && s.Served <= _quietStorms:
 		return m.quietStorms[s.Served]

@@ -26,17 +26,16 @@ import (
 // or has something to report, its Storm in the request's Storms.
 type call struct {
 	entry calls.Entry
-	storm ownership.Storm
-	known bool
+	storm wire.Figures
 }
 
 // quiet is a call that succeeded with nothing to report: only the egress
 // log counts it.
-func quiet() call { return call{entry: succeeded("quiet"), storm: wire.One, known: true} }
+func quiet() call { return call{entry: succeeded("quiet"), storm: wire.KnownFigures(wire.One)} }
 
 // failedWith is a failed call whose Storm was s.
 func failedWith(s ownership.Storm) call {
-	return call{entry: failed("hard", true), storm: s, known: true}
+	return call{entry: failed("hard", true), storm: wire.KnownFigures(s)}
 }
 
 // unknownCall is a failed call whose Storm was unknown (no errown below).
@@ -44,7 +43,7 @@ func unknownCall() call { return call{entry: failed("hard", false)} }
 
 // answeredWith is a call that did not fail and still has s to report.
 func answeredWith(s ownership.Storm) call {
-	return call{entry: succeeded("busy"), storm: s, known: true}
+	return call{entry: succeeded("busy"), storm: wire.KnownFigures(s)}
 }
 
 // handlerCalling logs calls as the egress middleware does, then returns
@@ -56,8 +55,8 @@ func handlerCalling(err error, calls ...call) handlerFunc {
 			if !log.Egress.Append(c.entry) {
 				panic("late")
 			}
-			if c.entry.Failed() || !c.known || !c.storm.Trivial() {
-				log.Egress.AddStorm(c.storm, c.known, c.entry.Failed())
+			if c.entry.Failed() || !c.storm.Trivial() {
+				log.Egress.AddStorm(c.storm, c.entry.Failed())
 			}
 		}
 		return err
@@ -121,9 +120,9 @@ func TestHandleStormHeader(t *testing.T) {
 				assert.Equal(t, tt.want != "", ok, "header sent")
 				assert.Equal(t, tt.want, got)
 				if tt.want != "" && tt.want != wire.StormUnknownValue {
-					s, ok := wire.ParseStorm(got)
-					require.True(t, ok, "%q reads back", got)
-					assert.Equal(t, tt.want, wire.FormatStorm(s))
+					s := wire.ParseStorm(got)
+					require.True(t, s.Known, "%q reads back", got)
+					assert.Equal(t, tt.want, wire.FormatStorm(s.Storm))
 				}
 				assert.Equal(t, int64(0), e.counter("inbound.replaced_headers"), "errown's own header is not the handler's")
 			})
@@ -525,16 +524,16 @@ func TestNewStorm(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	assert.Equal(t,
 		inbound.Storm{Time: at, Procedure: "p", Known: true, Failed: true, Served: 11, Blind: 39, Prevented: 28, Retries: 1, Radius: 1, BlindRadius: 3},
-		newStorm(at, "p", ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, true, true))
+		newStorm(at, "p", wire.KnownFigures(ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}), true))
 	assert.Equal(t,
 		inbound.Storm{Time: at, Procedure: "p"},
-		newStorm(at, "p", ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, false, false),
+		newStorm(at, "p", wire.Figures{Storm: ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}}, false),
 		"unknown: no figures")
-	assert.True(t, stormy(ownership.Storm{}, false))
-	assert.True(t, stormy(ownership.Storm{Served: 2, Blind: 2, Retries: 1}, true))
-	assert.True(t, stormy(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1}, true))
-	assert.False(t, stormy(wire.One, true))
-	assert.False(t, stormy(ownership.Storm{Served: 40, Blind: 40}, true))
+	assert.True(t, stormy(wire.Figures{}))
+	assert.True(t, stormy(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1})))
+	assert.True(t, stormy(wire.KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1})))
+	assert.False(t, stormy(wire.KnownFigures(wire.One)))
+	assert.False(t, stormy(wire.KnownFigures(ownership.Storm{Served: 40, Blind: 40})))
 }
 
 func TestConfigValidateStorm(t *testing.T) {

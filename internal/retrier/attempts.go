@@ -228,7 +228,7 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 	state.Code, state.Class = yarpcerrors.CodeResourceExhausted, ownership.ClassFailure
 	state.Claim, state.NoRetry = ownership.ClaimMissing, false
 	c.metrics.denied[ownership.RefusedOverload].Inc(1)
-	state.Storm.Attempt(ownership.Storm{}, true) // nothing was served
+	state.Storm.Attempt(wire.KnownFigures(ownership.Storm{})) // nothing was served
 	return nil, yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
 		req.Service, c.overload.Limit())

@@ -282,8 +282,8 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	if n := len(fresh.requests()); n != 0 {
 		t.Errorf("the shed call was sent %d times", n)
 	}
-	if st, known := last.State.Storm.Storm(); !known || st.Served != 0 || st.Retries != 0 {
-		t.Errorf("shed call's storm: %+v (known %v), want known, nothing served", st, known)
+	if f := last.State.Storm.Storm(); !f.Known || f.Storm.Served != 0 || f.Storm.Retries != 0 {
+		t.Errorf("shed call's storm: %+v, want known, nothing served", f)
 	}
 	if got := counters(scope)["retry.denied+callee=callee,reason=overload"]; got != 2 {
 		t.Errorf("retry.denied{reason=overload} = %d, want 2 (a retry, a shed attempt)", got)

@@ -97,9 +97,9 @@ func (tc stormCase) run(t *testing.T) {
 		assert.Len(t, out.requests(), tc.wantSent, "sink %v: attempts sent", viaSink)
 		assert.Equal(t, tc.wantSent, state.Attempts, "sink %v", viaSink)
 		assert.Equal(t, tc.wantSent, state.Storm.Attempts(), "sink %v: every attempt folded", viaSink)
-		got, ok := state.Storm.Storm()
-		assert.Equal(t, tc.wantOK, ok, "sink %v: %+v", viaSink, got)
-		assert.Equal(t, tc.want, got, "sink %v", viaSink)
+		got := state.Storm.Storm()
+		assert.Equal(t, tc.wantOK, got.Known, "sink %v: %+v", viaSink, got)
+		assert.Equal(t, tc.want, got.Storm, "sink %v", viaSink)
 		assert.Equal(t, tc.wantPrevented, state.Storm.Prevented(), "sink %v", viaSink)
 		assert.Equal(t, tc.wantStopped, state.Storm.ErrownStopped(), "sink %v", viaSink)
 		assert.Equal(t, tc.wantCounters, counters(scope), "sink %v", viaSink)
@@ -415,9 +415,9 @@ func TestStormModeEquivalence(t *testing.T) {
 		m := newMiddleware(t, retry.Config{Mode: mode, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 4, Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5))
 		sink := &reqlog.Sink{Out: newOutbound(script...)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
-		s, ok := sink.State.Storm.Storm()
-		require.True(t, ok, "%s", mode)
-		storms[i], prevented[i] = s, sink.State.Storm.Prevented()
+		s := sink.State.Storm.Storm()
+		require.True(t, s.Known, "%s", mode)
+		storms[i], prevented[i] = s.Storm, sink.State.Storm.Prevented()
 	}
 	assert.Equal(t, storms[0], storms[1])
 	assert.Equal(t, prevented[0], prevented[1])
@@ -493,9 +493,7 @@ func TestStormPolicyMode(t *testing.T) {
 			require.Error(t, err)
 			assert.Len(t, out.requests(), tt.wantSent)
 			assert.Equal(t, tt.wantCounters, counters(scope))
-			s, ok := sink.State.Storm.Storm()
-			require.True(t, ok)
-			assert.Equal(t, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, s, "the same figures either way")
+			assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), sink.State.Storm.Storm(), "the same figures either way")
 		})
 	}
 }
@@ -531,9 +529,7 @@ func TestStormBlindTwin(t *testing.T) {
 	// would have one or two.)
 	third := &reqlog.Sink{Out: newOutbound(unclaimed)}
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), third)
-	s, ok := third.State.Storm.Storm()
-	require.True(t, ok)
-	assert.Equal(t, ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}, s)
+	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}), third.State.Storm.Storm())
 	assert.Equal(t, uint64(0), third.State.Storm.Prevented())
 
 	assert.Equal(t, map[string]int64{_calls: 3, _attempts: 2, _suppressed: 2, _prevented: int64(prevented)}, counters(scope))
@@ -574,9 +570,7 @@ func TestStormCustomHeader(t *testing.T) {
 	sink := &reqlog.Sink{Out: newOutbound(okWith("x-storm", _four, "errown-storm", _nine))}
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 	require.NoError(t, err)
-	s, ok := sink.State.Storm.Storm()
-	require.True(t, ok)
-	assert.Equal(t, ownership.Storm{Served: 4, Blind: 4}, s)
+	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 4, Blind: 4}), sink.State.Storm.Storm())
 }
 
 func TestModeValidate(t *testing.T) {

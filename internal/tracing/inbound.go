@@ -31,17 +31,18 @@ func Claim(ctx context.Context, claim ownership.Claim, reason string) {
 	s.setTags(attribute.String(TagClaim, claim.String()), attribute.String(TagClaimReason, reason))
 }
 
-// Storm tags the server span of a root request with its storm figures,
+// Storm tags the server span of a root request with its storm figures f,
 // or says they are unknown.
-func Storm(ctx context.Context, st ownership.Storm, known bool) {
+func Storm(ctx context.Context, f wire.Figures) {
 	s, ok := spanFrom(ctx)
 	if !ok {
 		return
 	}
-	if !known {
+	if !f.Known {
 		s.setTags(attribute.Bool(TagStormKnown, false))
 		return
 	}
+	st := f.Storm
 	s.setTags(
 		attribute.Int64(TagStormServed, int64(st.Served)),
 		attribute.Int64(TagStormBlind, int64(st.Blind)),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/opentracing/opentracing-go"
 	"github.com/stretchr/testify/assert"
@@ -92,7 +93,7 @@ func TestInboundTags(t *testing.T) {
 	for name, r := range traced(t, trace.SpanKindServer, func(ctx context.Context) {
 		Attempt(ctx, req, "errown-attempt")
 		Claim(ctx, ownership.ClaimUnclaimed, "retried below")
-		Storm(ctx, ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}, true)
+		Storm(ctx, wire.KnownFigures(ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}))
 	}) {
 		assert.Equal(t, map[string]any{
 			TagAttempt:        int64(2),
@@ -113,7 +114,7 @@ func TestInboundFirstAttemptAndUnknownStorm(t *testing.T) {
 	req := &transport.Request{Headers: transport.NewHeaders().With("errown-attempt", "1")}
 	for name, r := range traced(t, trace.SpanKindServer, func(ctx context.Context) {
 		Attempt(ctx, req, "errown-attempt")
-		Storm(ctx, ownership.Storm{}, false)
+		Storm(ctx, wire.Figures{})
 	}) {
 		assert.Equal(t, map[string]any{TagStormKnown: false}, r.tags, name)
 	}
@@ -229,12 +230,12 @@ func TestNothingWithoutTracer(t *testing.T) {
 	}
 	req := &transport.Request{Service: "svc-d", Procedure: "echo", Headers: transport.NewHeaders().With("errown-attempt", "2")}
 	state := &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed}
-	storm := ownership.Storm{Served: 2, Blind: 3, Retries: 1, Radius: 1}
+	storm := wire.KnownFigures(ownership.Storm{Served: 2, Blind: 3, Retries: 1, Radius: 1})
 	for name, ctx := range ctxs {
 		allocs := testing.AllocsPerRun(100, func() {
 			Attempt(ctx, req, "errown-attempt")
 			Claim(ctx, ownership.ClaimUnclaimed, "retried below")
-			Storm(ctx, storm, true)
+			Storm(ctx, storm)
 			Decided(ctx, req, state, ownership.RefusedNone, time.Millisecond, true, false)
 			Decided(ctx, req, state, ownership.RefusedNone, 0, false, false)
 			Foreign(ctx, req, 2, ownership.ClaimUnclaimed, "foreign-unclaimed")

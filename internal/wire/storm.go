@@ -11,39 +11,56 @@ import (
 // with anything to report: a leaf's success, or an answer.
 var One = ownership.Storm{Served: 1, Blind: 1}
 
-// ParseStorm reads a Storm header value. It returns false for
+// Figures is the storm telemetry of a subtree as it travels up the call
+// graph: its Storm, or unknown (a hop below runs no errown, its header was
+// lost or garbled, or a figure is out of bounds). The zero value is
+// unknown. Storm is read only when Known: the unknown Figures errown
+// returns hold the zero Storm.
+type Figures struct {
+	Storm ownership.Storm
+	Known bool
+}
+
+// KnownFigures returns the Figures that say s.
+func KnownFigures(s ownership.Storm) Figures { return Figures{Storm: s, Known: true} }
+
+// Trivial reports whether f is known and its Storm says nothing a caller
+// could not assume (ownership.Storm.Trivial).
+func (f Figures) Trivial() bool { return f.Known && f.Storm.Trivial() }
+
+// ParseStorm reads a Storm header value. It returns unknown Figures for
 // StormUnknownValue and for anything that is not exactly five plain
 // decimals (no sign, no leading zero, no space) within the bounds, with at
 // least one request served, fewer retries than requests served, no fewer
 // blind than served, and a blind radius no smaller than the radius: a figure errown cannot trust is unknown,
 // never a guess.
-func ParseStorm(v string) (ownership.Storm, bool) {
+func ParseStorm(v string) Figures {
 	var f [5]uint64
 	for i := range f {
 		n, rest, ok := parseDecimal(v, MaxStormServed)
 		if !ok {
-			return ownership.Storm{}, false
+			return Figures{}
 		}
 		f[i] = n
 		if i < len(f)-1 {
 			if len(rest) == 0 || rest[0] != ',' {
-				return ownership.Storm{}, false
+				return Figures{}
 			}
 			rest = rest[1:]
 		} else if len(rest) != 0 {
-			return ownership.Storm{}, false
+			return Figures{}
 		}
 		v = rest
 	}
 	s := ownership.Storm{Served: f[0], Blind: f[1], Retries: f[2]}
 	if f[3] > MaxStormRadius || f[4] > MaxStormRadius {
-		return ownership.Storm{}, false
+		return Figures{}
 	}
 	s.Radius, s.BlindRadius = uint8(f[3]), uint8(f[4])
 	if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.BlindRadius < s.Radius {
-		return ownership.Storm{}, false
+		return Figures{}
 	}
-	return s, true
+	return KnownFigures(s)
 }
 
 // parseDecimal reads a plain decimal at the start of v, at most limit, and
@@ -67,29 +84,29 @@ func parseDecimal(v string, limit uint64) (uint64, string, bool) {
 	return n, v[i:], true
 }
 
-// ResponseStorm returns the Storm of one attempt's response of class
-// class, read from its header under name header, and false when it is
-// unknown. A response without the header is One when it is a success or
-// an answer: a callee's success or answer says nothing only when there
-// was nothing to say. A failure without one (no errown below, a timeout)
-// is unknown, since every errown callee sends its Storm on a failure; so
-// is any error that came without a response at all (a call cancelled or
-// cut short before the callee answered), whatever its class: what the
-// callee served before is out of sight.
-func ResponseStorm(res *transport.Response, class ownership.Class, header string) (ownership.Storm, bool) {
+// ResponseStorm returns the storm Figures of one attempt's response of
+// class class, read from its header under name header. A response
+// without the header is One when it is a success or an answer: a callee's
+// success or answer says nothing only when there was nothing to say. A
+// failure without one (no errown below, a timeout) is unknown, since
+// every errown callee sends its Storm on a failure; so is any error that
+// came without a response at all (a call cancelled or cut short before
+// the callee answered), whatever its class: what the callee served before
+// is out of sight.
+func ResponseStorm(res *transport.Response, class ownership.Class, header string) Figures {
 	if res == nil {
 		if class != ownership.ClassOK {
-			return ownership.Storm{}, false
+			return Figures{}
 		}
-		return One, true
+		return KnownFigures(One)
 	}
 	if v, ok := res.Headers.Items()[header]; ok {
 		return ParseStorm(v)
 	}
 	if class == ownership.ClassFailure {
-		return ownership.Storm{}, false
+		return Figures{}
 	}
-	return One, true
+	return KnownFigures(One)
 }
 
 // Bounds of a Storm header value. A value outside them is unreadable:

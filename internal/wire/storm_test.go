@@ -11,6 +11,28 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
+func TestFigures(t *testing.T) {
+	var zero Figures
+	assert.False(t, zero.Known, "the zero value is unknown")
+	assert.Equal(t, Figures{Storm: One, Known: true}, KnownFigures(One))
+	tests := []struct {
+		name string
+		give Figures
+		want bool
+	}{
+		{"unknown", Figures{}, false},
+		{"one", KnownFigures(One), true},
+		{"one, but unknown", Figures{Storm: One}, false},
+		{"a retry below", KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false},
+		{"a suppressed retry", KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1}), false},
+		{"two quiet requests", KnownFigures(ownership.Storm{Served: 2, Blind: 2}), false},
+		{"nothing served", KnownFigures(ownership.Storm{}), false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tt.give.Trivial(), tt.name)
+	}
+}
+
 func TestParseStormAccepts(t *testing.T) {
 	tests := []struct {
 		give string
@@ -26,10 +48,10 @@ func TestParseStormAccepts(t *testing.T) {
 		{"100,100,0,7,7", ownership.Storm{Served: 100, Blind: 100, Radius: 7, BlindRadius: 7}}, // a radius without retries is a figure, not a contradiction
 	}
 	for _, tt := range tests {
-		got, ok := ParseStorm(tt.give)
-		require.True(t, ok, "%q", tt.give)
-		assert.Equal(t, tt.want, got, "%q", tt.give)
-		assert.Equal(t, tt.give, FormatStorm(got), "%q is canonical", tt.give)
+		got := ParseStorm(tt.give)
+		require.True(t, got.Known, "%q", tt.give)
+		assert.Equal(t, tt.want, got.Storm, "%q", tt.give)
+		assert.Equal(t, tt.give, FormatStorm(got.Storm), "%q is canonical", tt.give)
 	}
 }
 
@@ -91,9 +113,9 @@ func TestParseStormRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseStorm(tt.give)
-			assert.False(t, ok, "%q parsed as %+v", tt.give, got)
-			assert.Equal(t, ownership.Storm{}, got, "a rejected value reads as the zero Storm")
+			got := ParseStorm(tt.give)
+			assert.False(t, got.Known, "%q parsed as %+v", tt.give, got)
+			assert.Equal(t, Figures{}, got, "a rejected value reads as unknown, with the zero Storm")
 		})
 	}
 }
@@ -124,8 +146,7 @@ func TestParseStormBounds(t *testing.T) {
 		{"2,1,0,0,0", false},
 		{"2,2,0,0,0", true},
 	} {
-		_, ok := ParseStorm(tt.give)
-		assert.Equal(t, tt.ok, ok, "%q", tt.give)
+		assert.Equal(t, tt.ok, ParseStorm(tt.give).Known, "%q", tt.give)
 	}
 }
 
@@ -139,9 +160,7 @@ func TestStormRoundTrip(t *testing.T) {
 		{Served: 1, Blind: MaxStormServed, BlindRadius: MaxStormRadius},
 		{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius},
 	} {
-		got, ok := ParseStorm(FormatStorm(s))
-		require.True(t, ok, "%+v", s)
-		assert.Equal(t, s, got)
+		assert.Equal(t, KnownFigures(s), ParseStorm(FormatStorm(s)), "%+v", s)
 	}
 }
 
@@ -154,32 +173,29 @@ func TestResponseStorm(t *testing.T) {
 		res    *transport.Response
 		class  ownership.Class
 		header string
-		want   ownership.Storm
-		wantOK bool
+		want   Figures
 	}{
-		{"no response, success: one", nil, ownership.ClassOK, ownership.DefaultStormHeader, One, true},
-		{"no response, answer: unknown (cut short before the callee answered)", nil, ownership.ClassAnswer, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"no response, failure: unknown", nil, ownership.ClassFailure, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"no header, success: one", &transport.Response{}, ownership.ClassOK, ownership.DefaultStormHeader, One, true},
-		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ownership.ClassAnswer, ownership.DefaultStormHeader, One, true},
-		{"no header, failure: unknown", with("x-other", "9,9,0,0,0"), ownership.ClassFailure, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"header on a success", with(ownership.DefaultStormHeader, "3,3,0,0,0"), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{Served: 3, Blind: 3}, true},
-		{"header on an answer", with(ownership.DefaultStormHeader, "5,9,1,1,2"), ownership.ClassAnswer, ownership.DefaultStormHeader, ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}, true},
-		{"header on a failure", with(ownership.DefaultStormHeader, "9,18,1,1,2"), ownership.ClassFailure, ownership.DefaultStormHeader, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, true},
-		{"one on a failure", with(ownership.DefaultStormHeader, "1,1,0,0,0"), ownership.ClassFailure, ownership.DefaultStormHeader, One, true},
-		{"unknown on a success", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"unknown on a failure", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassFailure, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"garbage on a success is unknown, not one", with(ownership.DefaultStormHeader, "lots"), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"empty value on a success is unknown", with(ownership.DefaultStormHeader, ""), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{}, false},
-		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ownership.ClassOK, ownership.DefaultStormHeader, ownership.Storm{Served: 3, Blind: 3}, true},
-		{"custom header", with("x-storm", "2,2,1,1,1"), ownership.ClassFailure, "x-storm", ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}, true},
-		{"custom header, default one ignored", with(ownership.DefaultStormHeader, "2,2,1,1,1"), ownership.ClassFailure, "x-storm", ownership.Storm{}, false},
+		{"no response, success: one", nil, ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(One)},
+		{"no response, answer: unknown (cut short before the callee answered)", nil, ownership.ClassAnswer, ownership.DefaultStormHeader, Figures{}},
+		{"no response, failure: unknown", nil, ownership.ClassFailure, ownership.DefaultStormHeader, Figures{}},
+		{"no header, success: one", &transport.Response{}, ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(One)},
+		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ownership.ClassAnswer, ownership.DefaultStormHeader, KnownFigures(One)},
+		{"no header, failure: unknown", with("x-other", "9,9,0,0,0"), ownership.ClassFailure, ownership.DefaultStormHeader, Figures{}},
+		{"header on a success", with(ownership.DefaultStormHeader, "3,3,0,0,0"), ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
+		{"header on an answer", with(ownership.DefaultStormHeader, "5,9,1,1,2"), ownership.ClassAnswer, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2})},
+		{"header on a failure", with(ownership.DefaultStormHeader, "9,18,1,1,2"), ownership.ClassFailure, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})},
+		{"one on a failure", with(ownership.DefaultStormHeader, "1,1,0,0,0"), ownership.ClassFailure, ownership.DefaultStormHeader, KnownFigures(One)},
+		{"unknown on a success", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassOK, ownership.DefaultStormHeader, Figures{}},
+		{"unknown on a failure", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassFailure, ownership.DefaultStormHeader, Figures{}},
+		{"garbage on a success is unknown, not one", with(ownership.DefaultStormHeader, "lots"), ownership.ClassOK, ownership.DefaultStormHeader, Figures{}},
+		{"empty value on a success is unknown", with(ownership.DefaultStormHeader, ""), ownership.ClassOK, ownership.DefaultStormHeader, Figures{}},
+		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
+		{"custom header", with("x-storm", "2,2,1,1,1"), ownership.ClassFailure, "x-storm", KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})},
+		{"custom header, default one ignored", with(ownership.DefaultStormHeader, "2,2,1,1,1"), ownership.ClassFailure, "x-storm", Figures{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ResponseStorm(tt.res, tt.class, tt.header)
-			assert.Equal(t, tt.wantOK, ok)
-			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want, ResponseStorm(tt.res, tt.class, tt.header))
 		})
 	}
 }
@@ -189,10 +205,10 @@ func TestResponseStorm(t *testing.T) {
 // response, every error is.
 func TestResponseStormClasses(t *testing.T) {
 	for _, row := range ownership.Codes() {
-		_, ok := ResponseStorm(&transport.Response{}, row.Class, ownership.DefaultStormHeader)
-		assert.Equal(t, row.Class != ownership.ClassFailure, ok, "%v (%v), with a response", row.Code, row.Class)
-		_, ok = ResponseStorm(nil, row.Class, ownership.DefaultStormHeader)
-		assert.Equal(t, row.Class == ownership.ClassOK, ok, "%v (%v), without a response", row.Code, row.Class)
+		known := ResponseStorm(&transport.Response{}, row.Class, ownership.DefaultStormHeader).Known
+		assert.Equal(t, row.Class != ownership.ClassFailure, known, "%v (%v), with a response", row.Code, row.Class)
+		known = ResponseStorm(nil, row.Class, ownership.DefaultStormHeader).Known
+		assert.Equal(t, row.Class == ownership.ClassOK, known, "%v (%v), without a response", row.Code, row.Class)
 	}
 }
 
@@ -220,19 +236,19 @@ func FuzzParseStorm(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		s, ok := ParseStorm(v)
-		if !ok {
-			if s != (ownership.Storm{}) {
-				t.Fatalf("ParseStorm(%q) = %+v, false; want the zero Storm", v, s)
+		got := ParseStorm(v)
+		if !got.Known {
+			if got != (Figures{}) {
+				t.Fatalf("ParseStorm(%q) = %+v, unknown; want the zero Storm", v, got)
 			}
 			return
 		}
+		s := got.Storm
 		if got := FormatStorm(s); got != v {
 			t.Fatalf("ParseStorm(%q) = %+v, whose HeaderValue is %q: not canonical", v, s, got)
 		}
-		again, ok := ParseStorm(FormatStorm(s))
-		if !ok || again != s {
-			t.Fatalf("ParseStorm(%q) = %+v, which reparses as %+v, %v", v, s, again, ok)
+		if again := ParseStorm(FormatStorm(s)); again != got {
+			t.Fatalf("ParseStorm(%q) = %+v, which reparses as %+v", v, s, again)
 		}
 		if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.Blind > MaxStormServed || s.BlindRadius < s.Radius {
 			t.Fatalf("ParseStorm(%q) = %+v breaks an invariant", v, s)

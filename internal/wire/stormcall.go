@@ -25,15 +25,16 @@ type StormCall struct {
 	errownDone     bool
 }
 
-// Attempt adds the Storm of one attempt's response; known is false when
+// Attempt adds the storm Figures of one attempt's response: unknown when
 // the response carried none errown can read.
-func (c *StormCall) Attempt(s ownership.Storm, known bool) {
+func (c *StormCall) Attempt(f Figures) {
 	c.attempts++
 	c.blindAttempts++
-	if !known {
+	if !f.Known {
 		c.unknown = true
 		return
 	}
+	s := f.Storm
 	c.last = s
 	c.blind = add(c.blind, s.Blind)
 	c.blindRadius = max(c.blindRadius, s.BlindRadius)
@@ -87,17 +88,17 @@ func (c *StormCall) Prevented() uint64 {
 	if c.own == 0 {
 		return 0
 	}
-	if _, ok := c.Storm(); !ok {
+	if !c.Storm().Known {
 		return 0
 	}
 	return c.own
 }
 
-// Storm returns the call's Storm, and false when it is unknown: no attempt
-// was added, an attempt's was unknown, or a figure is out of bounds.
-func (c *StormCall) Storm() (ownership.Storm, bool) {
+// Storm returns the call's storm Figures, unknown when no attempt was
+// added, an attempt's were unknown, or a figure is out of bounds.
+func (c *StormCall) Storm() Figures {
 	if c.attempts == 0 || c.unknown {
-		return ownership.Storm{}, false
+		return Figures{}
 	}
 	s := ownership.Storm{Served: c.served, Blind: c.blind, Retries: c.retries}
 	r, br := int(c.radius), int(c.blindRadius)
@@ -109,10 +110,10 @@ func (c *StormCall) Storm() (ownership.Storm, bool) {
 		br++
 	}
 	if s.Blind > MaxStormServed || r > MaxStormRadius || br > MaxStormRadius {
-		return ownership.Storm{}, false
+		return Figures{}
 	}
 	s.Radius, s.BlindRadius = uint8(r), uint8(br)
-	return s, true
+	return KnownFigures(s)
 }
 
 // add returns a+b, saturated just past MaxStormServed so that an overflow

@@ -12,9 +12,9 @@ import (
 // callStorm returns c's Storm, failing t when it is unknown.
 func callStorm(t *testing.T, c *StormCall) ownership.Storm {
 	t.Helper()
-	s, ok := c.Storm()
-	require.True(t, ok, "the call's Storm is unknown")
-	return s
+	f := c.Storm()
+	require.True(t, f.Known, "the call's Storm is unknown")
+	return f.Storm
 }
 
 // request returns the Storm a hop's inbound side sends for a request
@@ -35,8 +35,8 @@ func TestStormCallChain(t *testing.T) {
 
 	// C → D: two attempts, both in both worlds.
 	var c StormCall
-	c.Attempt(d, true) // failed, claimed: retried
-	c.Attempt(d, true)
+	c.Attempt(KnownFigures(d)) // failed, claimed: retried
+	c.Attempt(KnownFigures(d))
 	assert.Equal(t, 2, c.Attempts())
 	cCall := callStorm(t, &c)
 	assert.Equal(t, ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}, cCall)
@@ -48,7 +48,7 @@ func TestStormCallChain(t *testing.T) {
 
 	// B → C: unclaimed, suppressed; the blind world replays it once.
 	var b StormCall
-	b.Attempt(cReq, true)
+	b.Attempt(KnownFigures(cReq))
 	b.Blind(1)
 	assert.Equal(t, 1, b.Attempts(), "Blind adds no attempt made")
 	bCall := callStorm(t, &b)
@@ -60,7 +60,7 @@ func TestStormCallChain(t *testing.T) {
 
 	// A → B: unclaimed, suppressed.
 	var a StormCall
-	a.Attempt(bReq, true)
+	a.Attempt(KnownFigures(bReq))
 	a.Blind(1)
 	aCall := callStorm(t, &a)
 	assert.Equal(t, ownership.Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, aCall)
@@ -83,10 +83,10 @@ func TestStormCallChainObserve(t *testing.T) {
 	cReq := ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}
 
 	var b StormCall
-	b.Attempt(cReq, true) // unclaimed: errown would stop here
+	b.Attempt(KnownFigures(cReq)) // unclaimed: errown would stop here
 	b.StopErrown()
 	assert.True(t, b.ErrownStopped())
-	b.Attempt(cReq, true) // the retry observe mode made anyway
+	b.Attempt(KnownFigures(cReq)) // the retry observe mode made anyway
 	assert.Equal(t, 2, b.Attempts())
 	bCall := callStorm(t, &b)
 	assert.Equal(t, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
@@ -94,9 +94,9 @@ func TestStormCallChainObserve(t *testing.T) {
 
 	var a StormCall
 	bReq := request(bCall)
-	a.Attempt(bReq, true)
+	a.Attempt(KnownFigures(bReq))
 	a.StopErrown()
-	a.Attempt(bReq, true)
+	a.Attempt(KnownFigures(bReq))
 	assert.Equal(t, ownership.Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, callStorm(t, &a))
 	assert.Equal(t, uint64(19), a.Prevented())
 }
@@ -112,11 +112,10 @@ func TestStormCall(t *testing.T) {
 	)
 	type step struct {
 		op    op
-		storm ownership.Storm
-		known bool
+		storm Figures
 		blind int
 	}
-	attempt := func(s ownership.Storm) step { return step{op: opAttempt, storm: s, known: true} }
+	attempt := func(s ownership.Storm) step { return step{op: opAttempt, storm: KnownFigures(s)} }
 	unknown := step{op: opAttempt}
 	blind := func(n int) step { return step{op: opBlind, blind: n} }
 	stop := step{op: opStop}
@@ -268,15 +267,15 @@ func TestStormCall(t *testing.T) {
 				case opBlind:
 					c.Blind(s.blind)
 				default:
-					c.Attempt(s.storm, s.known)
+					c.Attempt(s.storm)
 				}
 			}
-			got, ok := c.Storm()
-			assert.Equal(t, tt.wantOK, ok)
+			got := c.Storm()
+			assert.Equal(t, tt.wantOK, got.Known)
 			if tt.wantOK {
-				assert.Equal(t, tt.want, got)
+				assert.Equal(t, tt.want, got.Storm)
 			} else {
-				assert.Equal(t, ownership.Storm{}, got, "an unknown Storm is the zero Storm")
+				assert.Equal(t, Figures{}, got, "an unknown Storm is the zero Storm")
 			}
 			assert.Equal(t, tt.wantAttempts, c.Attempts())
 			assert.Equal(t, tt.wantPrevented, c.Prevented())
@@ -295,22 +294,22 @@ func TestStormCallOverflow(t *testing.T) {
 	}{
 		{
 			name:   "one attempt at the bound: known",
-			give:   func(c *StormCall) { c.Attempt(top, true) },
+			give:   func(c *StormCall) { c.Attempt(KnownFigures(top)) },
 			want:   top,
 			wantOK: true,
 		},
 		{
 			name: "two attempts at the bound: blind past it, unknown",
 			give: func(c *StormCall) {
-				c.Attempt(top, true)
-				c.Attempt(top, true)
+				c.Attempt(KnownFigures(top))
+				c.Attempt(KnownFigures(top))
 			},
 		},
 		{
 			name: "two halves: exactly the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
-				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
+				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
 			},
 			want:   ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK: true,
@@ -318,57 +317,57 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "one past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}, true)
-				c.Attempt(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed/2 + 1}, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
+				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed/2 + 1}))
 			},
 		},
 		{
 			name: "a blind retry past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed/2 + 1}, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed/2 + 1}))
 				c.Blind(1)
 			},
 		},
 		{
 			name: "many blind retries past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed / 4}, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed / 4}))
 				c.Blind(9)
 			},
 		},
 		{
 			name: "figures past uint64 saturate, never wrap",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1 << 63, Blind: 1 << 63}, true)
-				c.Attempt(ownership.Storm{Served: 1 << 63, Blind: 1 << 63}, true) // 2^64 would wrap to 0
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1 << 63, Blind: 1 << 63}))
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1 << 63, Blind: 1 << 63})) // 2^64 would wrap to 0
 			},
 		},
 		{
 			name: "a figure past the bound stays past it",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed + 1}, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed + 1}))
 				c.StopErrown()
-				c.Attempt(One, true)
+				c.Attempt(KnownFigures(One))
 			},
 		},
 		{
 			name: "radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}, true)
-				c.Attempt(One, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}))
+				c.Attempt(KnownFigures(One))
 			},
 		},
 		{
 			name: "blind radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius}, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius}))
 				c.Blind(1)
 			},
 		},
 		{
 			name: "blind radius at its bound: known",
 			give: func(c *StormCall) {
-				c.Attempt(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius - 1}, true)
+				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius - 1}))
 				c.Blind(1)
 			},
 			want:   ownership.Storm{Served: 1, Blind: 2, BlindRadius: MaxStormRadius},
@@ -379,9 +378,9 @@ func TestStormCallOverflow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var c StormCall
 			tt.give(&c)
-			got, ok := c.Storm()
-			assert.Equal(t, tt.wantOK, ok, "%+v", got)
-			assert.Equal(t, tt.want, got)
+			got := c.Storm()
+			assert.Equal(t, tt.wantOK, got.Known, "%+v", got)
+			assert.Equal(t, tt.want, got.Storm)
 			if !tt.wantOK {
 				assert.Equal(t, uint64(0), c.Prevented(), "an unknown call prevents nothing")
 			}
@@ -393,10 +392,10 @@ func TestStormCallOverflow(t *testing.T) {
 // attempt's blind count; the product must saturate like every sum.
 func TestStormCallBlindProductSaturates(t *testing.T) {
 	var c StormCall
-	c.Attempt(ownership.Storm{Served: 1, Blind: MaxStormServed}, true)
+	c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed}))
 	c.Blind(1 << 14) // 2^14 × 2^50 = 2^64: wraps to 0 unless saturated
-	s, ok := c.Storm()
-	assert.False(t, ok, "Blind(%d) after a blind count of %d reads %+v", 1<<14, uint64(MaxStormServed), s)
+	f := c.Storm()
+	assert.False(t, f.Known, "Blind(%d) after a blind count of %d reads %+v", 1<<14, uint64(MaxStormServed), f)
 }
 
 // TestStormCallFolds: whatever the valid Storms of the attempts, in either
@@ -425,7 +424,7 @@ func TestStormCallFolds(t *testing.T) {
 		var sum ownership.Storm
 		for n := 1; n <= attempts; n++ {
 			s := random()
-			c.Attempt(s, true)
+			c.Attempt(KnownFigures(s))
 			sum.Blind += s.Blind
 			if !c.ErrownStopped() {
 				belowPrevented += s.Prevented()
@@ -440,11 +439,12 @@ func TestStormCallFolds(t *testing.T) {
 			blind = r.IntN(3)
 			c.Blind(blind)
 		}
-		s, ok := c.Storm()
-		require.True(t, ok, "case %d", i)
-		back, ok := ParseStorm(FormatStorm(s))
-		require.True(t, ok, "case %d: %+v is not a valid Storm", i, s)
-		require.Equal(t, s, back)
+		f := c.Storm()
+		require.True(t, f.Known, "case %d", i)
+		s := f.Storm
+		back := ParseStorm(FormatStorm(s))
+		require.True(t, back.Known, "case %d: %+v is not a valid Storm", i, s)
+		require.Equal(t, f, back)
 		assert.Equal(t, sum.Served, s.Served, "case %d", i)
 		assert.Equal(t, s.Prevented()-belowPrevented, c.Prevented(), "case %d: %+v", i, s)
 		assert.Equal(t, attempts, c.Attempts())
@@ -465,15 +465,20 @@ func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
 			if r.IntN(8) == 0 {
 				c.StopErrown()
 			}
-			c.Attempt(storms[r.IntN(len(storms))], r.IntN(10) != 0)
+			s, known := storms[r.IntN(len(storms))], r.IntN(10) != 0
+			f := Figures{}
+			if known {
+				f = KnownFigures(s)
+			}
+			c.Attempt(f)
 			if r.IntN(4) == 0 {
 				c.Blind(r.IntN(3)) // suppressed retries of that attempt
 			}
 		}
-		st, ok := c.Storm()
-		want := ok && st == One
-		if got := c.Trivial(); got != want {
-			t.Fatalf("case %d: Trivial() = %v, Storm() = %+v, %v", i, got, st, ok)
+		f := c.Storm()
+		want := f == KnownFigures(One)
+		if got := c.Trivial(); got != want || f.Trivial() != want {
+			t.Fatalf("case %d: Trivial() = %v, Storm() = %+v, whose Trivial() = %v", i, got, f, f.Trivial())
 		}
 		if want {
 			trivial++
