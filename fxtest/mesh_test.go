@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -82,22 +83,21 @@ func TestMeshEcho(t *testing.T) {
 
 			reply := mesh.Call(context.Background(), "svc-a", []byte("hello"))
 
-			if reply.Err != nil || string(reply.Body) != "hello" || reply.Claim != "" || reply.Code() != yarpcerrors.CodeOK {
-				t.Errorf("got %+v, want body hello, no error, no claim", reply)
-			}
-			if a.Served() != 1 || b.Served() != 1 {
-				t.Errorf("served a=%d b=%d, want 1 each", a.Served(), b.Served())
-			}
-			want := []string{"svc-a->svc-b#1 ok -", "outside->svc-a#1 ok -"}
-			if got := attempts(mesh); !reflect.DeepEqual(got, want) {
-				t.Errorf("attempts %v, want %v", got, want)
-			}
-			if a.Name() != "svc-a" || a.Transport() != tr || a.Addr() == "" || a.Dispatcher() == nil || a.Middleware() == nil || b.Middleware() != nil {
-				t.Errorf("service accessors: %q %q %q %v %v %v", a.Name(), a.Transport(), a.Addr(), a.Dispatcher(), a.Middleware(), b.Middleware())
-			}
-			if mesh.Service("svc-a") != a || mesh.Service("svc-x") != nil {
-				t.Error("Mesh.Service does not find what was started")
-			}
+			assert.NoError(t, reply.Err, "reply %+v", reply)
+			assert.Equal(t, "hello", string(reply.Body), "reply body")
+			assert.Empty(t, reply.Claim, "reply claim")
+			assert.Equal(t, yarpcerrors.CodeOK, reply.Code(), "reply code")
+			assert.Equal(t, int64(1), a.Served(), "a served")
+			assert.Equal(t, int64(1), b.Served(), "b served")
+			assert.Equal(t, []string{"svc-a->svc-b#1 ok -", "outside->svc-a#1 ok -"}, attempts(mesh), "attempts")
+			assert.Equal(t, "svc-a", a.Name(), "a.Name()")
+			assert.Equal(t, tr, a.Transport(), "a.Transport()")
+			assert.NotEmpty(t, a.Addr(), "a.Addr()")
+			assert.NotNil(t, a.Dispatcher(), "a.Dispatcher()")
+			assert.NotNil(t, a.Middleware(), "a.Middleware()")
+			assert.Nil(t, b.Middleware(), "b.Middleware()")
+			assert.Same(t, a, mesh.Service("svc-a"), "Mesh.Service does not find what was started")
+			assert.Nil(t, mesh.Service("svc-x"), "Mesh.Service finds what was not started")
 		})
 	}
 }
@@ -123,21 +123,17 @@ func TestMeshMixedTransports(t *testing.T) {
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
-	if reply.Code() != yarpcerrors.CodeUnavailable || reply.Claim != "unclaimed" || reply.Headers["errown-claim"] != "unclaimed" {
-		t.Errorf("got %+v, want unavailable, unclaimed", reply)
-	}
+	assert.Equal(t, yarpcerrors.CodeUnavailable, reply.Code(), "reply %+v", reply)
+	assert.Equal(t, "unclaimed", reply.Claim, "reply claim")
+	assert.Equal(t, "unclaimed", reply.Headers["errown-claim"], "reply errown-claim header")
 	want := []string{
 		"svc-b->svc-c#1 unavailable claimed",
 		"svc-b->svc-c#2 unavailable claimed",
 		"svc-a->svc-b#1 unavailable unclaimed",
 		"outside->svc-a#1 unavailable unclaimed",
 	}
-	if got := attempts(mesh); !reflect.DeepEqual(got, want) {
-		t.Errorf("attempts\n got %v\nwant %v", got, want)
-	}
-	if c.Served() != 2 {
-		t.Errorf("c served %d, want 2", c.Served())
-	}
+	assert.Equal(t, want, attempts(mesh), "attempts")
+	assert.Equal(t, int64(2), c.Served(), "c served")
 }
 
 func TestMeshStartInvalid(t *testing.T) {
@@ -163,9 +159,9 @@ func TestMeshStartInvalid(t *testing.T) {
 
 			failed := ft.run(func() { mesh.Start(tt.give) })
 
-			if !failed || len(ft.errors) != 1 || !strings.Contains(ft.errors[0], tt.want) {
-				t.Errorf("failed=%v errors=%q, want a failure mentioning %q", failed, ft.errors, tt.want)
-			}
+			assert.True(t, failed, "Start must call FailNow")
+			require.Len(t, ft.errors, 1, "reported errors")
+			assert.Contains(t, ft.errors[0], tt.want, "reported error")
 		})
 	}
 }
@@ -178,16 +174,10 @@ func TestMeshCleanup(t *testing.T) {
 	mesh := fxtest.NewMesh(ft)
 	mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.TChannel})
 	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.GRPC, Errown: &errown.Config{}, Callees: []string{"svc-b"}, Handler: fxtest.Forward})
-	if reply := mesh.Call(context.Background(), "svc-a", []byte("x")); reply.Err != nil {
-		t.Fatalf("call: %v", reply.Err)
-	}
-	if got := len(ft.cleanups); got != 5 {
-		t.Errorf("%d cleanups, want 5", got)
-	}
+	require.NoError(t, mesh.Call(context.Background(), "svc-a", []byte("x")).Err, "call")
+	assert.Len(t, ft.cleanups, 5, "cleanups")
 	ft.cleanup()
-	if len(ft.errors) != 0 {
-		t.Errorf("stopping: %q", ft.errors)
-	}
+	assert.Empty(t, ft.errors, "stopping")
 }
 
 func TestMeshUnknownService(t *testing.T) {
@@ -197,12 +187,9 @@ func TestMeshUnknownService(t *testing.T) {
 	reply := mesh.Call(context.Background(), "svc-x", nil)
 	failed := ft.run(func() { mesh.OutboundConfig("svc-x") })
 
-	if reply.Code() != yarpcerrors.CodeInvalidArgument {
-		t.Errorf("Call: got %v, want invalid-argument", reply.Err)
-	}
-	if !failed || len(ft.errors) != 1 {
-		t.Errorf("OutboundConfig: failed=%v errors=%q, want one failure", failed, ft.errors)
-	}
+	assert.Equal(t, yarpcerrors.CodeInvalidArgument, reply.Code(), "Call: got %v", reply.Err)
+	assert.True(t, failed, "OutboundConfig must call FailNow")
+	assert.Len(t, ft.errors, 1, "OutboundConfig: reported errors")
 }
 
 func TestMeshRenamedHeaders(t *testing.T) {
@@ -213,9 +200,7 @@ func TestMeshRenamedHeaders(t *testing.T) {
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
-	if reply.Claim != "claimed" {
-		t.Errorf("claim %q (headers %v), want claimed", reply.Claim, reply.Headers)
-	}
+	assert.Equal(t, "claimed", reply.Claim, "claim (headers %v)", reply.Headers)
 }
 
 func TestClientCallsOnlyCallees(t *testing.T) {
@@ -231,9 +216,8 @@ func TestClientCallsOnlyCallees(t *testing.T) {
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
-	if reply.Code() != yarpcerrors.CodeInvalidArgument || !strings.Contains(reply.Err.Error(), `"svc-a" does not call "svc-c"`) {
-		t.Errorf("got %v, want invalid-argument about svc-c", reply.Err)
-	}
+	assert.Equal(t, yarpcerrors.CodeInvalidArgument, reply.Code(), "got %v", reply.Err)
+	assert.ErrorContains(t, reply.Err, `"svc-a" does not call "svc-c"`)
 }
 
 func TestFailCallsEveryCallee(t *testing.T) {
@@ -245,15 +229,10 @@ func TestFailCallsEveryCallee(t *testing.T) {
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
-	if reply.Code() != yarpcerrors.CodeDataLoss || c.Served() != 1 || b.Served() != 1 {
-		t.Errorf("got %v, served c=%d b=%d; want data-loss, 1 each", reply.Err, c.Served(), b.Served())
-	}
-	defer func() {
-		if recover() == nil {
-			t.Error("Fail(nil) did not panic")
-		}
-	}()
-	fxtest.Fail(nil)
+	assert.Equal(t, yarpcerrors.CodeDataLoss, reply.Code(), "got %v", reply.Err)
+	assert.Equal(t, int64(1), c.Served(), "c served")
+	assert.Equal(t, int64(1), b.Served(), "b served")
+	assert.Panics(t, func() { fxtest.Fail(nil) }, "Fail(nil)")
 }
 
 func TestForwardStopsAtFirstError(t *testing.T) {
@@ -264,7 +243,7 @@ func TestForwardStopsAtFirstError(t *testing.T) {
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
-	if reply.Code() != yarpcerrors.CodeNotFound || b.Served() != 1 || c.Served() != 0 {
-		t.Errorf("got %v, served b=%d c=%d; want not-found, b once, c never", reply.Err, b.Served(), c.Served())
-	}
+	assert.Equal(t, yarpcerrors.CodeNotFound, reply.Code(), "got %v", reply.Err)
+	assert.Equal(t, int64(1), b.Served(), "b served once")
+	assert.Equal(t, int64(0), c.Served(), "c served never")
 }

@@ -3,11 +3,11 @@ package fxtest_test
 import (
 	"context"
 	"errors"
-	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/errown/errown/fxtest"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -90,12 +90,9 @@ func TestRecorderCall(t *testing.T) {
 
 			res, err := r.Call(context.Background(), req, tt.giveOut)
 
-			if res != tt.giveOut.res || err != tt.giveOut.err {
-				t.Errorf("Call returned %v, %v; want the outbound's %v, %v", res, err, tt.giveOut.res, tt.giveOut.err)
-			}
-			if got := r.Attempts(); !reflect.DeepEqual(got, []fxtest.Attempt{tt.want}) {
-				t.Errorf("recorded %v, want [%v]", got, tt.want)
-			}
+			assert.Same(t, tt.giveOut.res, res, "Call must return the outbound's response")
+			assert.True(t, err == tt.giveOut.err, "Call returned error %v; want the outbound's %v", err, tt.giveOut.err)
+			assert.Equal(t, []fxtest.Attempt{tt.want}, r.Attempts(), "recorded")
 		})
 	}
 }
@@ -113,20 +110,12 @@ func TestRecorderEdgeAndReset(t *testing.T) {
 	}
 	wg.Wait()
 
-	if got := len(r.Attempts()); got != 4 {
-		t.Errorf("recorded %d attempts, want 4", got)
-	}
+	assert.Len(t, r.Attempts(), 4, "recorded attempts")
 	want := fxtest.Attempt{Caller: "a1", Service: "b1", Attempt: 1, Code: yarpcerrors.CodeOK}
-	if got := r.Edge("a1", "b1"); !reflect.DeepEqual(got, []fxtest.Attempt{want, want}) {
-		t.Errorf("Edge(a1, b1) = %v, want two of %v", got, want)
-	}
-	if got := r.Edge("c1", "a1"); got != nil {
-		t.Errorf("Edge(c1, a1) = %v, want nil", got)
-	}
+	assert.Equal(t, []fxtest.Attempt{want, want}, r.Edge("a1", "b1"), "Edge(a1, b1)")
+	assert.Nil(t, r.Edge("c1", "a1"), "Edge(c1, a1)")
 	r.Reset()
-	if got := r.Attempts(); len(got) != 0 {
-		t.Errorf("after Reset: %v, want none", got)
-	}
+	assert.Empty(t, r.Attempts(), "after Reset")
 }
 
 func TestAttemptString(t *testing.T) {
@@ -144,8 +133,6 @@ func TestAttemptString(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		if got := tt.give.String(); got != tt.want {
-			t.Errorf("%#v.String() = %q, want %q", tt.give, got, tt.want)
-		}
+		assert.Equal(t, tt.want, tt.give.String(), "%#v.String()", tt.give)
 	}
 }

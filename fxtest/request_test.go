@@ -12,6 +12,8 @@ import (
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -121,13 +123,11 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 			ctx, req := fxtest.NewRequestContext(t, "orders::create", opts...)
 			got := req.End(tt.give(ctx))
 
-			if got.Claim != tt.want.Claim || got.NoRetry != tt.want.NoRetry {
-				t.Errorf("fxtest: claim %v, no-retry %v; want %v, %v", got.Claim, got.NoRetry, tt.want.Claim, tt.want.NoRetry)
-			}
+			assert.Equal(t, tt.want.Claim, got.Claim, "fxtest: claim")
+			assert.Equal(t, tt.want.NoRetry, got.NoRetry, "fxtest: no-retry")
 			claim, noRetry := serveUnderInbound(t, tt.kinds, tt.give)
-			if got.Claim != claim || got.NoRetry != noRetry {
-				t.Errorf("fxtest: claim %v, no-retry %v; errown's inbound middleware: %v, %v", got.Claim, got.NoRetry, claim, noRetry)
-			}
+			assert.Equal(t, claim, got.Claim, "fxtest: claim, against errown's inbound middleware")
+			assert.Equal(t, noRetry, got.NoRetry, "fxtest: no-retry, against errown's inbound middleware")
 		})
 	}
 }
@@ -137,13 +137,9 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 func serveUnderInbound(t *testing.T, kinds map[string]ownership.EdgeKind, h handlerFunc) (ownership.Claim, bool) {
 	t.Helper()
 	learner, err := memory.NewStatic(nil, kindsOf(kinds))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	mw, err := ingress.New(inbound.Config{}, ingress.WithLearner(learner))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	w := &responseWriter{headers: transport.NewHeaders()}
 	req := &transport.Request{Caller: "web", Service: "orders", Procedure: "orders::create", Transport: "http"}
 	_ = mw.Handle(context.Background(), req, w, unaryHandler(h))
@@ -176,37 +172,32 @@ func (w *responseWriter) SetApplicationError() {}
 
 func TestRequestHelpersSeeTheRequest(t *testing.T) {
 	ctx, req := fxtest.NewRequestContext(t, "orders::create")
-	if !inbound.DoNotRetry(ctx) || !inbound.CallerFault(ctx) || !outbound.Record(ctx, "db", nil, false) {
-		t.Fatal("a helper says the context belongs to no tracked request")
-	}
+	require.True(t, inbound.DoNotRetry(ctx), "DoNotRetry says the context belongs to no tracked request")
+	require.True(t, inbound.CallerFault(ctx), "CallerFault says the context belongs to no tracked request")
+	require.True(t, outbound.Record(ctx, "db", nil, false), "Record says the context belongs to no tracked request")
 	got := req.End(_internal)
-	if !got.CallerFault || !got.NoRetry || got.Calls != 1 || len(got.Failures) != 0 {
-		t.Errorf("End = %+v, want caller fault, no-retry, one call that did not fail", got)
-	}
-	if outbound.Record(ctx, "db", _down, false) {
-		t.Error("Record after End took the call: the request has finished")
-	}
-	if again := req.End(nil); again.Claim != ownership.ClaimMissing || again.Calls != 1 {
-		t.Errorf("End(nil) after End = %+v, want no claim, the same one call", again)
-	}
+	assert.True(t, got.CallerFault, "End = %+v, want caller fault", got)
+	assert.True(t, got.NoRetry, "End = %+v, want no-retry", got)
+	assert.Equal(t, 1, got.Calls, "End = %+v, want one call", got)
+	assert.Empty(t, got.Failures, "End = %+v, want a call that did not fail", got)
+	assert.False(t, outbound.Record(ctx, "db", _down, false), "Record after End took the call: the request has finished")
+	again := req.End(nil)
+	assert.Equal(t, ownership.ClaimMissing, again.Claim, "End(nil) after End = %+v, want no claim", again)
+	assert.Equal(t, 1, again.Calls, "End(nil) after End = %+v, want the same one call", again)
 }
 
 // Called stands in for a call through a fake client: outbound.Claim reads
 // the callee's claim, and End counts the failure.
 func TestRequestCalled(t *testing.T) {
 	ctx, req := fxtest.NewRequestContext(t, "orders::create")
-	if _, ok := outbound.Claim(ctx, "payments", "payments::charge"); ok {
-		t.Fatal("outbound.Claim found a call before any was made")
-	}
+	_, ok := outbound.Claim(ctx, "payments", "payments::charge")
+	require.False(t, ok, "outbound.Claim found a call before any was made")
 	req.Called("payments", "payments::charge", _down, ownership.ClaimUnclaimed)
 	claim, ok := outbound.Claim(ctx, "payments", "payments::charge")
-	if !ok || claim != ownership.ClaimUnclaimed {
-		t.Errorf("outbound.Claim = %v, %v; want unclaimed, true", claim, ok)
-	}
+	assert.True(t, ok, "outbound.Claim found no call")
+	assert.Equal(t, ownership.ClaimUnclaimed, claim, "outbound.Claim")
 	got := req.End(_down)
-	if got.Claim != ownership.ClaimUnclaimed {
-		t.Errorf("claim %v, want unclaimed: the callee's error was retried below", got.Claim)
-	}
+	assert.Equal(t, ownership.ClaimUnclaimed, got.Claim, "claim: the callee's error was retried below")
 	want := fxtest.FailedCall{
 		Edge:     ownership.Edge{CallerProcedure: "orders::create", Service: "payments", Procedure: "payments::charge"},
 		Code:     yarpcerrors.CodeUnavailable,
@@ -214,12 +205,8 @@ func TestRequestCalled(t *testing.T) {
 		RCS:      true,
 		Attempts: 1,
 	}
-	if len(got.Failures) != 1 || got.Failures[0] != want {
-		t.Errorf("Failures = %+v, want [%+v]", got.Failures, want)
-	}
-	if req.Called("payments", "payments::charge", nil, ownership.ClaimMissing) {
-		t.Error("Called after End was recorded")
-	}
+	assert.Equal(t, []fxtest.FailedCall{want}, got.Failures, "Failures")
+	assert.False(t, req.Called("payments", "payments::charge", nil, ownership.ClaimMissing), "Called after End was recorded")
 }
 
 // Each request context is its own: a parallel test's calls are not seen.
@@ -227,17 +214,12 @@ func TestRequestContextsAreSeparate(t *testing.T) {
 	ctxA, a := fxtest.NewRequestContext(t, "a")
 	_, b := fxtest.NewRequestContext(t, "b")
 	outbound.Record(ctxA, "db", _down, false)
-	if got := b.End(nil); got.Calls != 0 {
-		t.Errorf("b saw %d calls, want 0", got.Calls)
-	}
-	if got := a.End(nil); got.Calls != 1 {
-		t.Errorf("a saw %d calls, want 1", got.Calls)
-	}
+	assert.Equal(t, 0, b.End(nil).Calls, "b saw calls")
+	assert.Equal(t, 1, a.End(nil).Calls, "a saw calls")
 }
 
 func TestRequestOutsideFxtest(t *testing.T) {
 	ctx := context.Background()
-	if inbound.DoNotRetry(ctx) || outbound.Record(ctx, "db", nil, false) {
-		t.Error("a helper took a context errown does not track: the comparison above would prove nothing")
-	}
+	assert.False(t, inbound.DoNotRetry(ctx), "DoNotRetry took a context errown does not track: the comparison above would prove nothing")
+	assert.False(t, outbound.Record(ctx, "db", nil, false), "Record took a context errown does not track: the comparison above would prove nothing")
 }

@@ -2,10 +2,10 @@ package grpcgo_test
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -37,15 +37,11 @@ func TestAttemptHeaderReplaced(t *testing.T) {
 		return status.Error(codes.Unavailable, "own failure, after C answered")
 	}})
 	a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
-	if r := callRoot(t, a); r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
-		t.Errorf("root got %v, trailer %v; want unavailable, unclaimed", r.code, r.trailer)
-	}
+	r := callRoot(t, a)
+	assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
+	assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
 	// B served A's two attempts, "1" and "2"; each of B's calls to C is
 	// a first attempt.
-	if want := [][]string{{"1"}, {"1"}}; !slices.EqualFunc(seen, want, slices.Equal) {
-		t.Errorf("C saw attempt headers %q, want %q", seen, want)
-	}
-	if got := b.counter("inbound.retried", nil); got != 1 {
-		t.Errorf("B's inbound.retried = %d, want 1 (A's second attempt)", got)
-	}
+	assert.Equal(t, [][]string{{"1"}, {"1"}}, seen, "C saw attempt headers")
+	assert.Equal(t, int64(1), b.counter("inbound.retried", nil), "B's inbound.retried (A's second attempt)")
 }

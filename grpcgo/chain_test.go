@@ -2,7 +2,6 @@ package grpcgo_test
 
 import (
 	"context"
-	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/yarpcerrors"
 	"google.golang.org/grpc/codes"
 )
@@ -73,35 +73,24 @@ func TestChain(t *testing.T) {
 				for k := range got {
 					got[k] -= before[k]
 				}
-				if !maps.Equal(got, tt.served) {
-					t.Errorf("root request %d: served %v, want %v", i, got, tt.served)
-				}
-				if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
-					t.Errorf("root request %d: root got %v, claim %q, want unavailable, %q (trailer %v)", i, r.code, r.get(_claimHeader), _unclaimed, r.trailer)
-				}
+				assert.Equal(t, tt.served, got, "root request %d: served", i)
+				assert.Equal(t, codes.Unavailable, r.code, "root request %d: root code (trailer %v)", i, r.trailer)
+				assert.Equal(t, _unclaimed, r.get(_claimHeader), "root request %d: root claim (trailer %v)", i, r.trailer)
 				// Served 5 (A, B, C, D twice), 15 blind (1+2+4+8), one
 				// retry, radius 1, blind radius 3.
-				if got := r.get(_stormHeader); got != "5,15,1,1,3" {
-					t.Errorf("root request %d: storm %q, want %q", i, got, "5,15,1,1,3")
-				}
+				assert.Equal(t, "5,15,1,1,3", r.get(_stormHeader), "root request %d: storm", i)
 			}
 
 			// Storm telemetry at the root equals the counts: 5 served,
 			// 10 prevented.
 			want := slices.Repeat([]inbound.Storm{rootStorm(true, true, 5, 15, 1, 1, 3)}, _roots)
-			if got := ch.a.rootStorms(); !slices.Equal(got, want) {
-				t.Errorf("A's root storms:\n got %+v\nwant %+v", got, want)
-			}
+			assert.Equal(t, want, ch.a.rootStorms(), "A's root storms")
 			for _, n := range []*node{ch.b, ch.c, ch.d} {
-				if got := n.rootStorms(); len(got) != 0 {
-					t.Errorf("%s is no root but reported %+v", n.name, got)
-				}
+				assert.Empty(t, n.rootStorms(), "%s is no root but reported storms", n.name)
 			}
 			proc := map[string]string{"procedure": _procedure}
 			for name, want := range map[string]int64{"requests": _roots, "prevented": 10 * _roots, "retries": _roots, "unknown": 0} {
-				if got := ch.a.counter("storm."+name, proc); got != want {
-					t.Errorf("A's errown.storm.%s = %d, want %d", name, got, want)
-				}
+				assert.Equal(t, want, ch.a.counter("storm."+name, proc), "A's errown.storm.%s", name)
 			}
 
 			// What each hop's errown saw of its callee's claim.
@@ -121,17 +110,11 @@ func TestChain(t *testing.T) {
 				{ch.c, _d, _claimed, "attempts"},
 			} {
 				want := _roots * tt.served[h.caller.name]
-				if got := h.caller.counter("egress.failures", map[string]string{"claim": h.claim}); got != want {
-					t.Errorf("%s: %d failed calls with claim %s, want %d", h.caller.name, got, h.claim, want)
-				}
-				if got := h.caller.counter("retry."+h.name, map[string]string{"callee": h.callee}); got != want {
-					t.Errorf("%s: retry.%s{callee=%s} = %d, want %d", h.caller.name, h.name, h.callee, got, want)
-				}
+				assert.Equal(t, want, h.caller.counter("egress.failures", map[string]string{"claim": h.claim}), "%s: failed calls with claim %s", h.caller.name, h.claim)
+				assert.Equal(t, want, h.caller.counter("retry."+h.name, map[string]string{"callee": h.callee}), "%s: retry.%s{callee=%s}", h.caller.name, h.name, h.callee)
 			}
 			for _, n := range ch.nodes() {
-				if n.mw.InFlight() != 0 {
-					t.Errorf("%s: %d requests still tracked", n.name, n.mw.InFlight())
-				}
+				assert.Zero(t, n.mw.InFlight(), "%s: requests still tracked", n.name)
 			}
 		})
 	}
@@ -149,18 +132,14 @@ func TestChainConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	for i, r := range replies {
-		if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed || r.get(_stormHeader) != "5,15,1,1,3" {
-			t.Errorf("root request %d: got %v, trailer %v", i, r.code, r.trailer)
-		}
+		assert.Equal(t, codes.Unavailable, r.code, "root request %d: code (trailer %v)", i, r.trailer)
+		assert.Equal(t, _unclaimed, r.get(_claimHeader), "root request %d: claim (trailer %v)", i, r.trailer)
+		assert.Equal(t, "5,15,1,1,3", r.get(_stormHeader), "root request %d: storm (trailer %v)", i, r.trailer)
 	}
 	want := map[string]int64{_a: roots, _b: roots, _c: roots, _d: 2 * roots}
-	if got := served(ch.nodes()...); !maps.Equal(got, want) {
-		t.Errorf("served %v, want %v", got, want)
-	}
+	assert.Equal(t, want, served(ch.nodes()...), "served")
 	proc := map[string]string{"procedure": _procedure}
-	if got := ch.a.counter("storm.prevented", proc); got != 10*roots {
-		t.Errorf("A's errown.storm.prevented = %d, want %d", got, 10*roots)
-	}
+	assert.Equal(t, int64(10*roots), ch.a.counter("storm.prevented", proc), "A's errown.storm.prevented")
 }
 
 // A success says how much it took only when that was more than the one
@@ -170,13 +149,9 @@ func TestQuietSuccess(t *testing.T) {
 	b := startGRPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: c})
 	a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
 	r := callRoot(t, a)
-	if r.code != codes.OK || r.get(_claimHeader) != "" || r.get(_stormHeader) != "3,3,0,0,0" {
-		t.Errorf("root got %v, trailer %v; want OK, no claim, storm 3,3,0,0,0", r.code, r.trailer)
-	}
-	if got := a.rootStorms(); len(got) != 0 {
-		t.Errorf("a quiet success is no storm: %+v", got)
-	}
-	if got := a.counter("egress.calls", nil); got != 1 {
-		t.Errorf("A's egress.calls = %d, want 1", got)
-	}
+	assert.Equal(t, codes.OK, r.code, "root code (trailer %v)", r.trailer)
+	assert.Empty(t, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
+	assert.Equal(t, "3,3,0,0,0", r.get(_stormHeader), "root storm (trailer %v)", r.trailer)
+	assert.Empty(t, a.rootStorms(), "a quiet success is no storm")
+	assert.Equal(t, int64(1), a.counter("egress.calls", nil), "A's egress.calls")
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/internal/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -102,21 +104,19 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 				for k := range got {
 					got[k] -= before[k]
 				}
-				if !maps.Equal(got, tt.served) {
-					t.Errorf("root request %d: served %v, want %v", i, got, tt.served)
-				}
-				if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
-					t.Errorf("root request %d: root got %v, trailer %v; want unavailable, unclaimed", i, r.code, r.trailer)
-				}
+				assert.Equal(t, tt.served, got, "root request %d: served", i)
+				assert.Equal(t, codes.Unavailable, r.code, "root request %d: root code (trailer %v)", i, r.trailer)
+				assert.Equal(t, _unclaimed, r.get(_claimHeader), "root request %d: root claim (trailer %v)", i, r.trailer)
 				if !tt.attempts && tt.bare {
 					continue
 				}
 				// The root's figures count every attempt that left a
 				// process: 5 served, one retry, radius 1.
 				st := wire.ParseStorm(r.get(_stormHeader))
-				if !st.Known || st.Storm.Served != 5 || st.Storm.Retries != 1 || st.Storm.Radius != 1 {
-					t.Errorf("root request %d: storm %q, want 5 served, 1 retry, radius 1", i, r.get(_stormHeader))
-				}
+				assert.True(t, st.Known, "root request %d: storm %q does not parse", i, r.get(_stormHeader))
+				assert.Equal(t, uint64(5), st.Storm.Served, "root request %d: storm %q, served", i, r.get(_stormHeader))
+				assert.Equal(t, uint64(1), st.Storm.Retries, "root request %d: storm %q, retries", i, r.get(_stormHeader))
+				assert.Equal(t, uint8(1), st.Storm.Radius, "root request %d: storm %q, radius", i, r.get(_stormHeader))
 			}
 			if !tt.attempts && tt.bare {
 				return
@@ -138,14 +138,10 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 			} {
 				tags := map[string]string{"callee": h.callee}
 				maps.Copy(tags, h.tags)
-				if got := h.caller.counter("retry."+h.counter, tags); got != h.want*_roots {
-					t.Errorf("%s's retry.%s%v = %d, want %d", h.caller.name, h.counter, tags, got, h.want*_roots)
-				}
+				assert.Equal(t, h.want*_roots, h.caller.counter("retry."+h.counter, tags), "%s's retry.%s%v", h.caller.name, h.counter, tags)
 			}
 			// Each hop's egress log counts the attempts that left it.
-			if got := c.counter("egress.failures", map[string]string{"claim": _claimed}); got != _roots {
-				t.Errorf("C's egress.failures{claim=claimed} = %d, want %d", got, _roots)
-			}
+			assert.Equal(t, int64(_roots), c.counter("egress.failures", map[string]string{"claim": _claimed}), "C's egress.failures{claim=claimed}")
 		})
 	}
 }
@@ -209,21 +205,13 @@ func TestGRPCServiceConfigRetriesHeld(t *testing.T) {
 			})
 			for i := range 2 { // the ClientConn's first call, and one once its service config is known
 				before, began := c.served.Load(), counter.attempts.Load()
-				if r := callRoot(t, b); r.code != codes.Unavailable {
-					t.Errorf("call %d: root got %v, want unavailable", i, r.code)
-				}
-				if got := c.served.Load() - before; got != tt.served {
-					t.Errorf("call %d: C served %d, want %d", i, got, tt.served)
-				}
+				assert.Equal(t, codes.Unavailable, callRoot(t, b).code, "call %d: root code", i)
+				assert.Equal(t, tt.served, c.served.Load()-before, "call %d: C served", i)
 				// Every attempt that left B reached C: grpc-go began no
 				// other.
-				if got := counter.attempts.Load() - began; got != tt.served {
-					t.Errorf("call %d: grpc-go began %d attempts, want %d", i, got, tt.served)
-				}
+				assert.Equal(t, tt.served, counter.attempts.Load()-began, "call %d: grpc-go began attempts", i)
 			}
-			if got := counter.transparent.Load(); got != 0 {
-				t.Errorf("%d transparent retries, want none", got)
-			}
+			assert.Zero(t, counter.transparent.Load(), "transparent retries")
 		})
 	}
 }
@@ -314,33 +302,25 @@ func TestForeignReplay(t *testing.T) {
 				name: _b, errown: retrying(_c), callee: c, bare: true, attempts: true,
 				inner: []grpc.UnaryClientInterceptor{rp.intercept},
 			})
-			if r := callRoot(t, b); r.code != codes.Unavailable {
-				t.Fatalf("root got %v, want unavailable", r.code)
-			}
-			if got := c.served.Load(); got != tt.served {
-				t.Errorf("C served %d, want %d", got, tt.served)
-			}
+			require.Equal(t, codes.Unavailable, callRoot(t, b).code, "root code")
+			assert.Equal(t, tt.served, c.served.Load(), "C served")
 			mu.Lock()
-			if !slices.Equal(headers, tt.attempts) {
-				t.Errorf("C saw errown-attempt %q, want %q", headers, tt.attempts)
-			}
+			assert.Equal(t, tt.attempts, headers, "C saw errown-attempt")
 			mu.Unlock()
 			sends := rp.recorded()
-			if len(sends) != 2 {
-				t.Fatalf("the application sent %d times, want 2", len(sends))
-			}
+			require.Len(t, sends, 2, "the application's sends")
 			first, second := sends[0], sends[1]
 			for i, s := range sends {
-				if status.Code(s.err) != codes.Unavailable || firstValue(s.trailer, "x-app") != "kept" || s.peer == "" {
-					t.Errorf("send %d: got %v, trailer %v, peer %q", i, s.err, s.trailer, s.peer)
-				}
-				if len(s.finished) != 1 || s.finished[0] != s.err {
-					t.Errorf("send %d: OnFinish got %v, want its error once", i, s.finished)
-				}
+				assert.Equal(t, codes.Unavailable, status.Code(s.err), "send %d: got %v", i, s.err)
+				assert.Equal(t, "kept", firstValue(s.trailer, "x-app"), "send %d: trailer %v", i, s.trailer)
+				assert.NotEmpty(t, s.peer, "send %d: peer", i)
+				assert.True(t, len(s.finished) == 1 && s.finished[0] == s.err, "send %d: OnFinish got %v, want its error once", i, s.finished)
 			}
 			refused := tt.unclaimed
-			if refused && (second.err != first.err || second.peer != first.peer || firstValue(second.trailer, _claimHeader) != _unclaimed) {
-				t.Errorf("the refused replay got %v (peer %q, trailer %v), want the first send's %v (peer %q)", second.err, second.peer, second.trailer, first.err, first.peer)
+			if refused {
+				assert.True(t, second.err == first.err, "the refused replay got %v, want the first send's %v", second.err, first.err)
+				assert.Equal(t, first.peer, second.peer, "the refused replay's peer")
+				assert.Equal(t, _unclaimed, firstValue(second.trailer, _claimHeader), "the refused replay's claim (trailer %v)", second.trailer)
 			}
 			var denied, foreign int64
 			if refused {
@@ -348,12 +328,8 @@ func TestForeignReplay(t *testing.T) {
 			} else {
 				foreign = 1
 			}
-			if got := b.counter("retry.denied", map[string]string{"callee": _c, "reason": "foreign-unclaimed"}); got != denied {
-				t.Errorf("B's retry.denied{reason=foreign-unclaimed} = %d, want %d", got, denied)
-			}
-			if got := b.counter("retry.foreign_attempts", map[string]string{"callee": _c}); got != foreign {
-				t.Errorf("B's retry.foreign_attempts = %d, want %d", got, foreign)
-			}
+			assert.Equal(t, denied, b.counter("retry.denied", map[string]string{"callee": _c, "reason": "foreign-unclaimed"}), "B's retry.denied{reason=foreign-unclaimed}")
+			assert.Equal(t, foreign, b.counter("retry.foreign_attempts", map[string]string{"callee": _c}), "B's retry.foreign_attempts")
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -22,12 +23,9 @@ func FuzzPushback(f *testing.F) {
 		}
 		n, err := strconv.Atoi(v)
 		want := twice || err != nil || n < 0
-		if got := pushback(md); got != want {
-			t.Fatalf("pushback(%q, twice %v) = %v, want %v", v, twice, got, want)
-		}
+		require.Equal(t, want, pushback(md), "pushback(%q, twice %v)", v, twice)
 		h := responseHeaders(md, "errown-no-retry")
-		if _, ok := h.Get("errown-no-retry"); ok != want {
-			t.Fatalf("no-retry header %v for %q (twice %v)", ok, v, twice)
-		}
+		_, ok := h.Get("errown-no-retry")
+		require.Equal(t, want, ok, "no-retry header for %q (twice %v)", v, twice)
 	})
 }

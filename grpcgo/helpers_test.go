@@ -13,6 +13,8 @@ import (
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
@@ -158,16 +160,10 @@ func newMiddleware(t testing.TB, n *node, cfg *errown.Config) {
 		return
 	}
 	mw, err := errown.New(*cfg, errown.WithScope(n.scope), errown.WithStormHook(n.hook))
-	if err != nil {
-		t.Fatalf("errown.New for %s: %v", n.name, err)
-	}
-	if err := mw.Start(); err != nil {
-		t.Fatalf("Start for %s: %v", n.name, err)
-	}
+	require.NoError(t, err, "errown.New for %s", n.name)
+	require.NoError(t, mw.Start(), "Start for %s", n.name)
 	t.Cleanup(func() {
-		if err := mw.Stop(); err != nil {
-			t.Errorf("Stop for %s: %v", n.name, err)
-		}
+		assert.NoError(t, mw.Stop(), "Stop for %s", n.name)
 	})
 	n.mw = mw
 }
@@ -190,9 +186,7 @@ func startGRPC(t testing.TB, cfg nodeConfig) *node {
 	srv := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(srv, h)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n.addr = l.Addr().String()
 	done := make(chan struct{})
 	go func() {
@@ -231,9 +225,7 @@ func dial(t testing.TB, caller string, callee *node, mw *errown.Middleware, cfg 
 	}
 	opts = append(opts, cfg.dialOptions...)
 	cc, err := grpc.NewClient("passthrough:///"+callee.addr, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = cc.Close() })
 	return healthpb.NewHealthClient(cc)
 }
@@ -286,9 +278,7 @@ func startYARPC(t testing.TB, cfg nodeConfig) *node {
 	n := &node{name: cfg.name, yarpc: true}
 	newMiddleware(t, n, cfg.errown)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n.addr = l.Addr().String()
 	tr := yarpcgrpc.NewTransport()
 	ycfg := yarpc.Config{Name: cfg.name, Inbounds: yarpc.Inbounds{tr.NewInbound(l)}}
@@ -317,13 +307,9 @@ func startYARPC(t testing.TB, cfg nodeConfig) *node {
 		}
 		return nil, nil // an empty HealthCheckResponse
 	}))
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Start())
 	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("stop %s: %v", cfg.name, err)
-		}
+		assert.NoError(t, d.Stop(), "stop %s", cfg.name)
 	})
 	return n
 }

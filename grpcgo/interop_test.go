@@ -2,12 +2,12 @@ package grpcgo_test
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/errown/errown/inbound"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
 	yarpcgrpc "go.uber.org/yarpc/transport/grpc"
@@ -39,23 +39,15 @@ func TestInterop(t *testing.T) {
 			t.Parallel()
 			caller, callee := tt.start(t)
 			r := callRoot(t, caller)
-			if want := map[string]int64{_b: 1, _c: 2}; !maps.Equal(served(caller, callee), want) {
-				t.Errorf("served %v, want %v", served(caller, callee), want)
-			}
-			if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed || r.get(_stormHeader) != "3,3,1,1,1" {
-				t.Errorf("root got %v, trailer %v; want unavailable, %s unclaimed, storm 3,3,1,1,1", r.code, r.trailer, _claimHeader)
-			}
+			assert.Equal(t, map[string]int64{_b: 1, _c: 2}, served(caller, callee), "served")
+			assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
+			assert.Equal(t, _unclaimed, r.get(_claimHeader), "root %s (trailer %v)", _claimHeader, r.trailer)
+			assert.Equal(t, "3,3,1,1,1", r.get(_stormHeader), "root storm (trailer %v)", r.trailer)
 			// The caller read the callee's claim on both attempts: the
 			// logical call failed claimed, and was retried once.
-			if got := caller.counter("egress.failures", map[string]string{"claim": _claimed}); got != 1 {
-				t.Errorf("caller's failed calls with claim claimed: %d, want 1", got)
-			}
-			if got := caller.counter("retry.attempts", map[string]string{"callee": _c}); got != 1 {
-				t.Errorf("caller's retries: %d, want 1", got)
-			}
-			if got, want := caller.rootStorms(), []inbound.Storm{rootStorm(true, true, 3, 3, 1, 1, 1)}; !slices.Equal(got, want) {
-				t.Errorf("caller's root storms %+v, want %+v", got, want)
-			}
+			assert.Equal(t, int64(1), caller.counter("egress.failures", map[string]string{"claim": _claimed}), "caller's failed calls with claim claimed")
+			assert.Equal(t, int64(1), caller.counter("retry.attempts", map[string]string{"callee": _c}), "caller's retries")
+			assert.Equal(t, []inbound.Storm{rootStorm(true, true, 3, 3, 1, 1, 1)}, caller.rootStorms(), "caller's root storms")
 		})
 	}
 }
@@ -74,9 +66,7 @@ func TestCodesAsYARPCReadsThem(t *testing.T) {
 		Name:      "yarpc-caller",
 		Outbounds: yarpc.Outbounds{_c: {Unary: tr.NewSingleOutbound(server.addr)}},
 	})
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.Start())
 	defer func() { _ = d.Stop() }()
 	client := raw.New(d.ClientConfig(_c))
 	for code = codes.Canceled; code <= codes.Unauthenticated; code++ {
@@ -85,14 +75,8 @@ func TestCodesAsYARPCReadsThem(t *testing.T) {
 		cancel()
 		got := yarpcerrors.FromError(err).Code()
 		decisions := server.mw.Decisions()
-		if len(decisions) == 0 {
-			t.Fatalf("%v: errown made no decision", code)
-		}
-		if decisions[0].Code != got.String() {
-			t.Errorf("grpc %v: errown classified it as %q, yarpc's caller got %q", code, decisions[0].Code, got)
-		}
-		if decisions[0].Claim != _claimed {
-			t.Errorf("grpc %v: claim %q, want %q", code, decisions[0].Claim, _claimed)
-		}
+		require.NotEmpty(t, decisions, "%v: errown made no decision", code)
+		assert.Equal(t, got.String(), decisions[0].Code, "grpc %v: errown classified it as %q, yarpc's caller got %q", code, decisions[0].Code, got)
+		assert.Equal(t, _claimed, decisions[0].Claim, "grpc %v: claim", code)
 	}
 }

@@ -1,11 +1,10 @@
 package grpcgo_test
 
 import (
-	"maps"
-	"slices"
 	"testing"
 
 	"github.com/errown/errown/inbound"
+	"github.com/stretchr/testify/assert"
 	"google.golang.org/grpc/codes"
 )
 
@@ -44,27 +43,16 @@ func TestMissingClaim(t *testing.T) {
 			b := startGRPC(t, *bc)
 			a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
 			r := callRoot(t, a)
-			if got := served(a, b, c); !maps.Equal(got, tt.served) {
-				t.Errorf("served %v, want %v", got, tt.served)
-			}
-			if r.code != codes.Unavailable || r.get(_claimHeader) != tt.rootClaim {
-				t.Errorf("root got %v, trailer %v; want unavailable, claim %s", r.code, r.trailer, tt.rootClaim)
-			}
+			assert.Equal(t, tt.served, served(a, b, c), "served")
+			assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
+			assert.Equal(t, tt.rootClaim, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
 			calls := tt.served[_b] // B makes one logical call per request
-			if got := b.counter("egress.failures", map[string]string{"claim": tt.bsClaim}); got != calls {
-				t.Errorf("B's failed calls with claim %s: %d, want %d", tt.bsClaim, got, calls)
-			}
-			if got := a.counter("egress.failures", map[string]string{"claim": tt.asClaim}); got != 1 {
-				t.Errorf("A's failed calls with claim %s: %d, want 1", tt.asClaim, got)
-			}
-			if got := a.counter("retry.attempts", map[string]string{"callee": _b}); got != tt.aRetried {
-				t.Errorf("A's retries: %d, want %d", got, tt.aRetried)
-			}
+			assert.Equal(t, calls, b.counter("egress.failures", map[string]string{"claim": tt.bsClaim}), "B's failed calls with claim %s", tt.bsClaim)
+			assert.Equal(t, int64(1), a.counter("egress.failures", map[string]string{"claim": tt.asClaim}), "A's failed calls with claim %s", tt.asClaim)
+			assert.Equal(t, tt.aRetried, a.counter("retry.attempts", map[string]string{"callee": _b}), "A's retries")
 			// C runs no errown, so it says nothing of its storm: the
 			// root's figures are unknown, never wrong.
-			if got, want := a.rootStorms(), []inbound.Storm{rootStorm(false, true, 0, 0, 0, 0, 0)}; !slices.Equal(got, want) {
-				t.Errorf("A's root storms %+v, want %+v", got, want)
-			}
+			assert.Equal(t, []inbound.Storm{rootStorm(false, true, 0, 0, 0, 0, 0)}, a.rootStorms(), "A's root storms")
 		})
 	}
 }

@@ -2,16 +2,15 @@ package grpcgo_test
 
 import (
 	"context"
-	"errors"
-	"maps"
 	"net"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/grpcgo"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
@@ -116,12 +115,9 @@ func TestModuleServesAndCallsWithErrown(t *testing.T) {
 
 	r := callRoot(t, &node{name: "checkout", addr: s.addr})
 
-	if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
-		t.Errorf("root got %v, trailer %v; want unavailable, unclaimed", r.code, r.trailer)
-	}
-	if got, want := served(checkout, payments), map[string]int64{"checkout": 1, "payments": 2}; !maps.Equal(got, want) {
-		t.Errorf("served %v, want %v: errown retried payments once, per the YAML's policy", got, want)
-	}
+	assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
+	assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
+	assert.Equal(t, map[string]int64{"checkout": 1, "payments": 2}, served(checkout, payments), "served: errown retried payments once, per the YAML's policy")
 	// The names a yarpc service's errown reports under (README, Metrics).
 	counters := scope.Snapshot().Counters()
 	for name, want := range map[string]int64{
@@ -132,13 +128,10 @@ func TestModuleServesAndCallsWithErrown(t *testing.T) {
 		"errown.storm.requests+procedure=grpc.health.v1.Health::Check": 1,
 	} {
 		c, ok := counters[name]
-		if !ok {
-			t.Errorf("no counter %s on the application's scope", name)
+		if !assert.True(t, ok, "no counter %s on the application's scope", name) {
 			continue
 		}
-		if c.Value() != want {
-			t.Errorf("%s = %d, want %d", name, c.Value(), want)
-		}
+		assert.Equal(t, want, c.Value(), name)
 	}
 }
 
@@ -153,19 +146,16 @@ func TestModuleReadsHeaderNamesFromTheConfig(t *testing.T) {
 	defer app.RequireStop()
 
 	cc, err := grpc.NewClient("passthrough:///"+s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, "x-try", "2")
-	if _, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
-		t.Fatalf("Check: %v", err)
-	}
-	if c, ok := scope.Snapshot().Counters()["errown.inbound.retried+"]; !ok || c.Value() != 1 {
-		t.Errorf("errown.inbound.retried = %v, want 1: the server interceptor read x-try", c)
-	}
+	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	require.NoError(t, err, "Check")
+	c, ok := scope.Snapshot().Counters()["errown.inbound.retried+"]
+	require.True(t, ok, "no counter errown.inbound.retried")
+	assert.Equal(t, int64(1), c.Value(), "errown.inbound.retried: the server interceptor read x-try")
 }
 
 func TestModuleNotWired(t *testing.T) {
@@ -197,12 +187,8 @@ func TestModuleNotWired(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := startErr(t, tt.give...)
-			if !errors.Is(err, errown.ErrNotWired) {
-				t.Fatalf("start: %v, want errown.ErrNotWired", err)
-			}
-			if !strings.Contains(err.Error(), "grpcgo.Module") {
-				t.Errorf("the error does not name the fix with grpcgo.Module: %v", err)
-			}
+			require.ErrorIs(t, err, errown.ErrNotWired, "start")
+			assert.Contains(t, err.Error(), "grpcgo.Module", "the error does not name the fix with grpcgo.Module")
 		})
 	}
 }
@@ -242,9 +228,7 @@ func TestModuleWired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := startErr(t, tt.give...); err != nil {
-				t.Fatalf("start: %v", err)
-			}
+			require.NoError(t, startErr(t, tt.give...), "start")
 		})
 	}
 }
@@ -261,9 +245,7 @@ func startErr(t *testing.T, opts ...fx.Option) error {
 	defer cancel()
 	err := app.Start(ctx)
 	if err == nil {
-		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
+		assert.NoError(t, app.Stop(ctx), "stop")
 	}
 	return err
 }
@@ -289,12 +271,8 @@ func TestModuleWithoutCore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := startErr(t, tt.give...)
-			if !errors.Is(err, grpcgo.ErrNoCore) {
-				t.Fatalf("start: %v, want grpcgo.ErrNoCore", err)
-			}
-			if !strings.Contains(err.Error(), "add errown.Core") {
-				t.Errorf("the error does not name the fix, errown.Core: %v", err)
-			}
+			require.ErrorIs(t, err, grpcgo.ErrNoCore, "start")
+			assert.Contains(t, err.Error(), "add errown.Core", "the error does not name the fix, errown.Core")
 		})
 	}
 }
@@ -302,12 +280,10 @@ func TestModuleWithoutCore(t *testing.T) {
 // Without fx, the constructors say what is missing rather than hand out
 // an adapter that would panic on its first request.
 func TestConstructorsWithoutMiddleware(t *testing.T) {
-	if _, err := grpcgo.NewServerOptions(grpcgo.ServerOptionsParams{}); !errors.Is(err, grpcgo.ErrNoCore) {
-		t.Errorf("NewServerOptions: %v, want grpcgo.ErrNoCore", err)
-	}
-	if _, err := grpcgo.NewDialer(grpcgo.DialerParams{}); !errors.Is(err, grpcgo.ErrNoCore) {
-		t.Errorf("NewDialer: %v, want grpcgo.ErrNoCore", err)
-	}
+	_, err := grpcgo.NewServerOptions(grpcgo.ServerOptionsParams{})
+	assert.ErrorIs(t, err, grpcgo.ErrNoCore, "NewServerOptions")
+	_, err = grpcgo.NewDialer(grpcgo.DialerParams{})
+	assert.ErrorIs(t, err, grpcgo.ErrNoCore, "NewDialer")
 }
 
 // Module names itself in fx's logs.
@@ -319,12 +295,8 @@ func TestModuleIsNamed(t *testing.T) {
 		grpcgo.Module,
 		fx.Invoke(func(opts grpcgo.ServerOptions) { grpc.NewServer(opts...).Stop() }),
 	)
-	if err := app.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(names, "errown.grpcgo") {
-		t.Errorf("fx logged the modules %v, want errown.grpcgo among them", names)
-	}
+	require.NoError(t, app.Err())
+	assert.Contains(t, names, "errown.grpcgo", "fx logged the modules %v, want errown.grpcgo among them", names)
 }
 
 // moduleNames collects the module names fx logs provides in.

@@ -2,12 +2,12 @@ package grpcgo_test
 
 import (
 	"context"
-	"maps"
 	"testing"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/inbound"
+	"github.com/stretchr/testify/assert"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -43,18 +43,11 @@ func TestPushback(t *testing.T) {
 			if tt.refused {
 				want[_c], denied = 1, 1
 			}
-			if got := served(a, b, c); !maps.Equal(got, want) {
-				t.Errorf("served %v, want %v", got, want)
-			}
-			if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
-				t.Errorf("root got %v, trailer %v; want unavailable, unclaimed", r.code, r.trailer)
-			}
-			if got := b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}); got != denied {
-				t.Errorf("B's retry.denied{reason=pushback} = %d, want %d", got, denied)
-			}
-			if got := a.counter("retry.suppressed", map[string]string{"callee": _b}); got != 1 {
-				t.Errorf("A's retry.suppressed = %d, want 1", got)
-			}
+			assert.Equal(t, want, served(a, b, c), "served")
+			assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
+			assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
+			assert.Equal(t, denied, b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}), "B's retry.denied{reason=pushback}")
+			assert.Equal(t, int64(1), a.counter("retry.suppressed", map[string]string{"callee": _b}), "A's retry.suppressed")
 		})
 	}
 }
@@ -92,17 +85,13 @@ func TestDoNotRetrySpeaksGRPCPushback(t *testing.T) {
 				return status.Error(codes.Unavailable, "busy")
 			}})
 			r := callRoot(t, c, grpc.WithDefaultServiceConfig(_grpcRetry))
-			if got := c.served.Load(); got != tt.served {
-				t.Errorf("served %d, want %d", got, tt.served)
-			}
+			assert.Equal(t, tt.served, c.served.Load(), "served")
 			want := map[string]string{_claimHeader: _claimed, _noRetryHeader: "", "grpc-retry-pushback-ms": ""}
 			if tt.doNotRetry {
 				want[_noRetryHeader], want["grpc-retry-pushback-ms"] = "true", "-1"
 			}
 			for k, v := range want {
-				if got := r.get(k); got != v {
-					t.Errorf("trailer %s = %q, want %q (%v)", k, got, v, r.trailer)
-				}
+				assert.Equal(t, v, r.get(k), "trailer %s (%v)", k, r.trailer)
 			}
 		})
 	}
@@ -130,19 +119,10 @@ func TestWithConfigRenamedHeaders(t *testing.T) {
 	}
 	b, a := nodes[0], nodes[1]
 	r := callRoot(t, a)
-	if want := map[string]int64{_a: 1, _b: 1, _c: 1}; !maps.Equal(served(a, b, c), want) {
-		t.Errorf("served %v, want %v", served(a, b, c), want)
-	}
-	if r.code != codes.Unavailable || r.get(_claimHeader) != _unclaimed {
-		t.Errorf("root got %v, trailer %v; want unavailable, unclaimed", r.code, r.trailer)
-	}
-	if got := b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}); got != 1 {
-		t.Errorf("B's retry.denied{reason=pushback} = %d, want 1", got)
-	}
-	if got := b.rootStorms(); len(got) != 0 {
-		t.Errorf("B is no root but reported %+v", got)
-	}
-	if len(a.rootStorms()) != 1 {
-		t.Errorf("A's root storms: %+v, want one", a.rootStorms())
-	}
+	assert.Equal(t, map[string]int64{_a: 1, _b: 1, _c: 1}, served(a, b, c), "served")
+	assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
+	assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
+	assert.Equal(t, int64(1), b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}), "B's retry.denied{reason=pushback}")
+	assert.Empty(t, b.rootStorms(), "B is no root but reported storms")
+	assert.Len(t, a.rootStorms(), 1, "A's root storms")
 }

@@ -2,11 +2,11 @@ package grpcgo_test
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"testing"
 
 	"github.com/errown/errown/grpcgo"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -37,12 +37,10 @@ func TestTrailersOnly(t *testing.T) {
 				return status.Error(codes.Unavailable, "down")
 			}})
 			r := callRoot(t, c, grpc.WithDefaultServiceConfig(_grpcRetry))
-			if got := c.served.Load(); got != tt.served {
-				t.Errorf("served %d, want %d: the response was not what it should be", got, tt.served)
-			}
-			if r.code != codes.Unavailable || r.get(_claimHeader) != _claimed || r.get(_stormHeader) != "1,1,0,0,0" {
-				t.Errorf("root got %v, trailer %v; want unavailable, claimed, storm 1,1,0,0,0", r.code, r.trailer)
-			}
+			assert.Equal(t, tt.served, c.served.Load(), "served: the response was not what it should be")
+			assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
+			assert.Equal(t, _claimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
+			assert.Equal(t, "1,1,0,0,0", r.get(_stormHeader), "root storm (trailer %v)", r.trailer)
 		})
 	}
 }
@@ -78,12 +76,8 @@ func TestHandlerTrailers(t *testing.T) {
 				got[k] = vs
 			}
 		}
-		if !maps.EqualFunc(got, want, slices.Equal) {
-			t.Errorf("fail=%v: trailers %v, want %v", fail, got, want)
-		}
-		if got := c.counter("inbound.replaced_headers", nil); got != 1 {
-			t.Errorf("fail=%v: inbound.replaced_headers = %d, want 1", fail, got)
-		}
+		assert.Equal(t, want, got, "fail=%v: trailers", fail)
+		assert.Equal(t, int64(1), c.counter("inbound.replaced_headers", nil), "fail=%v: inbound.replaced_headers", fail)
 	}
 }
 
@@ -122,12 +116,8 @@ func TestGRPCRetryPolicyTurnedOff(t *testing.T) {
 			})
 			for i := range 2 { // the ClientConn's first call, and one once its service config is known
 				before := c.served.Load()
-				if r := callRoot(t, b); r.code != codes.Unavailable {
-					t.Errorf("call %d: root got %v, want unavailable", i, r.code)
-				}
-				if got := c.served.Load() - before; got != tt.served {
-					t.Errorf("call %d: C served %d, want %d", i, got, tt.served)
-				}
+				assert.Equal(t, codes.Unavailable, callRoot(t, b).code, "call %d: root code", i)
+				assert.Equal(t, tt.served, c.served.Load()-before, "call %d: C served", i)
 			}
 		})
 	}
@@ -156,9 +146,8 @@ func TestLateTrailers(t *testing.T) {
 	for range calls - 1 {
 		<-done
 	}
-	if r.get(_claimHeader) != _claimed || r.get("x-late") != "" {
-		t.Errorf("trailer %v, want the claim and no x-late", r.trailer)
-	}
+	assert.Equal(t, _claimed, r.get(_claimHeader), "trailer %v, want the claim", r.trailer)
+	assert.Empty(t, r.get("x-late"), "trailer %v, want no x-late", r.trailer)
 }
 
 // Pinned limitation (see the package doc): grpc-go's experimental
@@ -171,10 +160,7 @@ func TestCompressorFunctionsUnderErrown(t *testing.T) {
 		errs[1] = grpc.SetSendCompressor(ctx, "identity")
 		return nil
 	}})
-	if r := callRoot(t, c); r.code != codes.OK {
-		t.Fatalf("root got %v", r.code)
-	}
-	if errs[0] == nil || errs[1] == nil {
-		t.Errorf("ClientSupportedCompressors and SetSendCompressor returned %v; expected both to fail under errown", errs)
-	}
+	require.Equal(t, codes.OK, callRoot(t, c).code, "root code")
+	assert.Error(t, errs[0], "ClientSupportedCompressors: expected it to fail under errown")
+	assert.Error(t, errs[1], "SetSendCompressor: expected it to fail under errown")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/yarpcerrors"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -20,9 +21,8 @@ func TestSplitMethod(t *testing.T) {
 		{"nomethod", "", "nomethod"},
 	} {
 		s, p := splitMethod(tt.in)
-		if s != tt.service || p != tt.proc {
-			t.Errorf("splitMethod(%q) = %q, %q; want %q, %q", tt.in, s, p, tt.service, tt.proc)
-		}
+		assert.Equal(t, tt.service, s, "splitMethod(%q): service", tt.in)
+		assert.Equal(t, tt.proc, p, "splitMethod(%q): procedure", tt.in)
 	}
 }
 
@@ -45,24 +45,19 @@ func TestPushbackRule(t *testing.T) {
 		if tt.values != nil {
 			md[_pushbackKey] = tt.values
 		}
-		if got := pushback(md); got != tt.want {
-			t.Errorf("pushback(%q) = %v, want %v", tt.values, got, tt.want)
-		}
+		assert.Equal(t, tt.want, pushback(md), "pushback(%q)", tt.values)
 		h := responseHeaders(md, "no-retry")
-		if v, _ := h.Get("no-retry"); (v == "true") != (tt.want) {
-			t.Errorf("%q: no-retry header %q", tt.values, v)
-		}
+		v, _ := h.Get("no-retry")
+		assert.Equal(t, tt.want, v == "true", "%q: no-retry header %q", tt.values, v)
 	}
 }
 
 func TestResponseHeadersSkipsRepeatedKeys(t *testing.T) {
 	h := responseHeaders(metadata.MD{"errown-claim": {"claimed", "unclaimed"}, "errown-storm": {"1,1,0,0,0"}}, "errown-no-retry")
-	if _, ok := h.Get("errown-claim"); ok {
-		t.Error("a claim sent twice must read as missing")
-	}
-	if v, _ := h.Get("errown-storm"); v != "1,1,0,0,0" {
-		t.Errorf("storm %q", v)
-	}
+	_, ok := h.Get("errown-claim")
+	assert.False(t, ok, "a claim sent twice must read as missing")
+	v, _ := h.Get("errown-storm")
+	assert.Equal(t, "1,1,0,0,0", v, "storm")
 }
 
 func TestErrorCodes(t *testing.T) {
@@ -77,31 +72,20 @@ func TestErrorCodes(t *testing.T) {
 		{errors.New("plain"), yarpcerrors.CodeUnknown},
 		{status.Error(codes.Code(99), "no such code"), yarpcerrors.CodeUnknown},
 	} {
-		if got := yarpcerrors.FromError(yarpcError(tt.err)).Code(); got != tt.want {
-			t.Errorf("yarpcError(%v) has code %v, want %v", tt.err, got, tt.want)
-		}
+		assert.Equal(t, tt.want, yarpcerrors.FromError(yarpcError(tt.err)).Code(), "yarpcError(%v) has code", tt.err)
 	}
-	if yarpcError(nil) != nil {
-		t.Error("yarpcError(nil) must be nil")
-	}
-	if got := status.Code(grpcError(yarpcerrors.UnavailableErrorf("x"))); got != codes.Unavailable {
-		t.Errorf("grpcError of a yarpc unavailable: %v", got)
-	}
-	if got := status.Code(grpcError(context.DeadlineExceeded)); got != codes.DeadlineExceeded {
-		t.Errorf("grpcError of a deadline: %v", got)
-	}
+	assert.NoError(t, yarpcError(nil), "yarpcError(nil) must be nil")
+	assert.Equal(t, codes.Unavailable, status.Code(grpcError(yarpcerrors.UnavailableErrorf("x"))), "grpcError of a yarpc unavailable")
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(grpcError(context.DeadlineExceeded)), "grpcError of a deadline")
 }
 
 // Every gRPC code has its yarpc code, both ways, and they agree.
 func TestCodeTables(t *testing.T) {
 	for c := codes.OK; c <= codes.Unauthenticated; c++ {
 		y, ok := _grpcToYARPC[c]
-		if !ok {
-			t.Errorf("%v has no yarpc code", c)
+		if !assert.True(t, ok, "%v has no yarpc code", c) {
 			continue
 		}
-		if back := _yarpcToGRPC[y]; back != c {
-			t.Errorf("%v -> %v -> %v", c, y, back)
-		}
+		assert.Equal(t, c, _yarpcToGRPC[y], "%v -> %v -> back", c, y)
 	}
 }

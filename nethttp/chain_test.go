@@ -2,11 +2,12 @@ package nethttp_test
 
 import (
 	"net/http"
-	"reflect"
 	"testing"
 
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // _requests is how many root requests each chain scenario sends.
@@ -29,22 +30,14 @@ func TestChainOnlyDirectCallerRetries(t *testing.T) {
 	a, b, c, d := chain(t, retry.ModeEnforce)
 	for range _requests {
 		r := get(t, a.url)
-		if r.status != http.StatusServiceUnavailable {
-			t.Fatalf("A answered %d %q, want 503", r.status, r.body)
-		}
-		if got := r.header.Get(_claim); got != "unclaimed" {
-			t.Errorf("A's claim: got %q, want unclaimed", got)
-		}
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "A answered %d %q", r.status, r.body)
+		assert.Equal(t, "unclaimed", r.header.Get(_claim), "A's claim")
 		// served 5 (A, B, C, D twice), blind 15 (1+2·(1+2·(1+2·1))),
 		// 1 retry, radius 1, blind radius 3.
-		if got := r.header.Get(_storm); got != "5,15,1,1,3" {
-			t.Errorf("A's storm header: got %q, want 5,15,1,1,3", got)
-		}
+		assert.Equal(t, "5,15,1,1,3", r.header.Get(_storm), "A's storm header")
 	}
 	want := map[string]int64{"A": _requests, "B": _requests, "C": _requests, "D": 2 * _requests}
-	if got := served(a, b, c, d); !reflect.DeepEqual(got, want) {
-		t.Errorf("served: got %v, want %v", got, want)
-	}
+	assert.Equal(t, want, served(a, b, c, d), "served")
 	// What each hop read from its callee's last attempt: D claimed its
 	// own failure, C (having retried) and B passed it on unclaimed.
 	for _, hop := range []struct {
@@ -52,9 +45,7 @@ func TestChainOnlyDirectCallerRetries(t *testing.T) {
 		claim string
 	}{{c, "claimed"}, {b, "unclaimed"}, {a, "unclaimed"}} {
 		for i, h := range hop.n.calleeHeaders() {
-			if got := h.Get(_claim); got != hop.claim {
-				t.Errorf("%s's callee answered request %d with claim %q, want %q", hop.n.name, i, got, hop.claim)
-			}
+			assert.Equal(t, hop.claim, h.Get(_claim), "%s's callee answered request %d with claim", hop.n.name, i)
 		}
 	}
 	callee := func(name string) map[string]string { return map[string]string{"callee": name} }
@@ -63,20 +54,12 @@ func TestChainOnlyDirectCallerRetries(t *testing.T) {
 		callee               string
 		attempts, suppressed int64
 	}{{c, "D", _requests, 0}, {b, "C", 0, _requests}, {a, "B", 0, _requests}} {
-		if got := hop.n.counter("retry.attempts", callee(hop.callee)); got != hop.attempts {
-			t.Errorf("%s: retry.attempts: got %d, want %d", hop.n.name, got, hop.attempts)
-		}
-		if got := hop.n.counter("retry.suppressed", callee(hop.callee)); got != hop.suppressed {
-			t.Errorf("%s: retry.suppressed: got %d, want %d", hop.n.name, got, hop.suppressed)
-		}
+		assert.Equal(t, hop.attempts, hop.n.counter("retry.attempts", callee(hop.callee)), "%s: retry.attempts", hop.n.name)
+		assert.Equal(t, hop.suppressed, hop.n.counter("retry.suppressed", callee(hop.callee)), "%s: retry.suppressed", hop.n.name)
 	}
-	if got := d.counter("inbound.claimed", nil); got != 2*_requests {
-		t.Errorf("D: inbound.claimed: got %d, want %d", got, 2*_requests)
-	}
+	assert.Equal(t, int64(2*_requests), d.counter("inbound.claimed", nil), "D: inbound.claimed")
 	for _, n := range []*node{a, b, c} {
-		if got := n.counter("inbound.unclaimed", nil); got != _requests {
-			t.Errorf("%s: inbound.unclaimed: got %d, want %d", n.name, got, _requests)
-		}
+		assert.Equal(t, int64(_requests), n.counter("inbound.unclaimed", nil), "%s: inbound.unclaimed", n.name)
 	}
 }
 
@@ -112,49 +95,35 @@ func TestChainStormFigures(t *testing.T) {
 			var headers []string
 			for range _requests {
 				r := get(t, a.url)
-				if r.status != http.StatusServiceUnavailable {
-					t.Fatalf("A answered %d %q, want 503", r.status, r.body)
-				}
+				require.Equal(t, http.StatusServiceUnavailable, r.status, "A answered %d %q", r.status, r.body)
 				headers = append(headers, r.header.Get(_storm))
 			}
 			got := served(a, b, c, d)
 			var total int64
 			for name, per := range tt.counted {
-				if got[name] != per*_requests {
-					t.Errorf("%s served %d, want %d", name, got[name], per*_requests)
-				}
+				assert.Equal(t, per*_requests, got[name], "%s served", name)
 				total += got[name]
 			}
 			t.Logf("%s: served per node %v (%d in all over %d root requests); A's storm header %v", tt.mode, got, total, _requests, headers)
 
 			storms := a.rootStorms(t)
-			if len(storms) != _requests {
-				t.Fatalf("A recorded %d root storms, want %d: %+v", len(storms), _requests, storms)
-			}
+			require.Len(t, storms, _requests, "A's root storms: %+v", storms)
 			want := tt.want
 			want.Procedure, want.Known, want.Failed = _pattern, true, true
 			var sum uint64
 			for i, s := range storms {
-				if s != want {
-					t.Errorf("root storm %d: got %+v, want %+v", i, s, want)
-				}
+				assert.Equal(t, want, s, "root storm %d", i)
 				if tt.mode == retry.ModeObserve {
 					sum += s.Blind
 				} else {
 					sum += s.Served
 				}
 			}
-			if int64(sum) != total {
-				t.Errorf("the root's figures add up to %d requests, the services counted %d", sum, total)
-			}
+			assert.Equal(t, total, int64(sum), "the root's figures add up to %d requests, the services counted %d", sum, total)
 			for _, n := range []*node{b, c, d} {
-				if s := n.rootStorms(t); len(s) != 0 {
-					t.Errorf("%s is no root, yet recorded root storms %+v", n.name, s)
-				}
+				assert.Empty(t, n.rootStorms(t), "%s is no root, yet recorded root storms", n.name)
 			}
-			if got := a.counter("storm.prevented", map[string]string{"procedure": _pattern}); got != 10*_requests {
-				t.Errorf("A: storm.prevented: got %d, want %d", got, 10*_requests)
-			}
+			assert.Equal(t, int64(10*_requests), a.counter("storm.prevented", map[string]string{"procedure": _pattern}), "A: storm.prevented")
 		})
 	}
 }
@@ -168,34 +137,21 @@ func TestChainSuccessSendsNoClaim(t *testing.T) {
 	a := startNode(t, nodeConfig{name: "A", errown: true, policy: true, callee: b})
 
 	r := get(t, a.url)
-	if r.status != http.StatusOK || r.body != "A>B>C" {
-		t.Fatalf("A answered %d %q, want 200 A>B>C", r.status, r.body)
-	}
-	if v, ok := r.header[_claim]; ok {
-		t.Errorf("A's success carries a claim %q", v)
-	}
-	if got := r.header.Get(_storm); got != "3,3,0,0,0" {
-		t.Errorf("A's storm header: got %q, want 3,3,0,0,0", got)
-	}
-	if got := r.header.Get("Content-Length"); got != "5" {
-		t.Errorf("Content-Length: got %q, want 5", got)
-	}
+	require.Equal(t, http.StatusOK, r.status, "A answered %d %q", r.status, r.body)
+	require.Equal(t, "A>B>C", r.body, "A answered %d %q", r.status, r.body)
+	assert.NotContains(t, r.header, _claim, "A's success carries a claim %q", r.header.Get(_claim))
+	assert.Equal(t, "3,3,0,0,0", r.header.Get(_storm), "A's storm header")
+	assert.Equal(t, "5", r.header.Get("Content-Length"), "Content-Length")
 	for _, hop := range []struct {
 		n     *node
 		storm string
 	}{{a, "2,2,0,0,0"}, {b, ""}} {
 		for _, h := range hop.n.calleeHeaders() {
-			if v, ok := h[_claim]; ok {
-				t.Errorf("%s's callee's success carries a claim %q", hop.n.name, v)
-			}
-			if got := h.Get(_storm); got != hop.storm {
-				t.Errorf("%s's callee's storm header: got %q, want %q", hop.n.name, got, hop.storm)
-			}
+			assert.NotContains(t, h, _claim, "%s's callee's success carries a claim %q", hop.n.name, h.Get(_claim))
+			assert.Equal(t, hop.storm, h.Get(_storm), "%s's callee's storm header", hop.n.name)
 		}
 	}
-	if s := a.rootStorms(t); len(s) != 0 {
-		t.Errorf("a success recorded root storms: %+v", s)
-	}
+	assert.Empty(t, a.rootStorms(t), "a success recorded root storms")
 }
 
 // A callee that runs no errown sends no claim: its caller running errown
@@ -207,27 +163,11 @@ func TestMissingClaimFromPlainCallee(t *testing.T) {
 	a := startNode(t, nodeConfig{name: "A", errown: true, policy: true, callee: b})
 
 	r := get(t, a.url)
-	if r.status != http.StatusServiceUnavailable {
-		t.Fatalf("A answered %d %q, want 503", r.status, r.body)
-	}
-	if got := r.header.Get(_claim); got != "unclaimed" {
-		t.Errorf("A's claim: got %q, want unclaimed", got)
-	}
-	if got := r.header.Get(_storm); got != "unknown" {
-		t.Errorf("A's storm header: got %q, want unknown", got)
-	}
-	want := map[string]int64{"A": 1, "B": 1, "C": 2}
-	if got := served(a, b, c); !reflect.DeepEqual(got, want) {
-		t.Errorf("served: got %v, want %v", got, want)
-	}
-	if got := b.counter("egress.failures", map[string]string{"claim": "missing"}); got != 1 {
-		t.Errorf("B: egress.failures{claim=missing}: got %d, want 1", got)
-	}
-	if got := a.counter("egress.failures", map[string]string{"claim": "unclaimed"}); got != 1 {
-		t.Errorf("A: egress.failures{claim=unclaimed}: got %d, want 1", got)
-	}
-	wantStorm := []inbound.Storm{{Procedure: _pattern, Known: false, Failed: true}}
-	if got := a.rootStorms(t); !reflect.DeepEqual(got, wantStorm) {
-		t.Errorf("A's root storms: got %+v, want %+v", got, wantStorm)
-	}
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "A answered %d %q", r.status, r.body)
+	assert.Equal(t, "unclaimed", r.header.Get(_claim), "A's claim")
+	assert.Equal(t, "unknown", r.header.Get(_storm), "A's storm header")
+	assert.Equal(t, map[string]int64{"A": 1, "B": 1, "C": 2}, served(a, b, c), "served")
+	assert.Equal(t, int64(1), b.counter("egress.failures", map[string]string{"claim": "missing"}), "B: egress.failures{claim=missing}")
+	assert.Equal(t, int64(1), a.counter("egress.failures", map[string]string{"claim": "unclaimed"}), "A: egress.failures{claim=unclaimed}")
+	assert.Equal(t, []inbound.Storm{{Procedure: _pattern, Known: false, Failed: true}}, a.rootStorms(t), "A's root storms")
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -119,21 +121,19 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 				for k := range got {
 					got[k] -= before[k]
 				}
-				if !maps.Equal(got, tt.served) {
-					t.Errorf("root request %d: served %v, want %v", i, got, tt.served)
-				}
-				if r.status != http.StatusServiceUnavailable || r.header.Get(_claim) != "unclaimed" {
-					t.Errorf("root request %d: A answered %d, claim %q; want 503 unclaimed", i, r.status, r.header.Get(_claim))
-				}
+				assert.Equal(t, tt.served, got, "root request %d: served", i)
+				assert.Equal(t, http.StatusServiceUnavailable, r.status, "root request %d: A's status", i)
+				assert.Equal(t, "unclaimed", r.header.Get(_claim), "root request %d: A's claim", i)
 				if !tt.attempts {
 					continue
 				}
 				// The root's figures count every attempt that left a
 				// process: 5 served, one retry, radius 1.
 				st := wire.ParseStorm(r.header.Get(_storm))
-				if !st.Known || st.Storm.Served != 5 || st.Storm.Retries != 1 || st.Storm.Radius != 1 {
-					t.Errorf("root request %d: storm %q, want 5 served, 1 retry, radius 1", i, r.header.Get(_storm))
-				}
+				assert.True(t, st.Known, "root request %d: storm %q does not parse", i, r.header.Get(_storm))
+				assert.Equal(t, uint64(5), st.Storm.Served, "root request %d: storm %q, served", i, r.header.Get(_storm))
+				assert.Equal(t, uint64(1), st.Storm.Retries, "root request %d: storm %q, retries", i, r.header.Get(_storm))
+				assert.Equal(t, uint8(1), st.Storm.Radius, "root request %d: storm %q, radius", i, r.header.Get(_storm))
 			}
 			if !tt.attempts {
 				return
@@ -155,9 +155,7 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 			} {
 				tags := map[string]string{"callee": h.callee}
 				maps.Copy(tags, h.tags)
-				if got := h.caller.counter("retry."+h.counter, tags); got != h.want*_requests {
-					t.Errorf("%s's retry.%s%v = %d, want %d", h.caller.name, h.counter, tags, got, h.want*_requests)
-				}
+				assert.Equal(t, h.want*_requests, h.caller.counter("retry."+h.counter, tags), "%s's retry.%s%v", h.caller.name, h.counter, tags)
 			}
 		})
 	}
@@ -219,25 +217,16 @@ func TestForeignReplay(t *testing.T) {
 			mw := newMiddleware(t, policyConfig("echo", retry.ModeEnforce), scope, nil)
 			app := &resend{base: nethttp.Attempts(mw, newBase(t)), times: 2}
 			req, err := http.NewRequest(http.MethodGet, f.url, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			status, body := send(t, client(mw, app), req)
-			if status != http.StatusServiceUnavailable || body != tt.body {
-				t.Errorf("the caller got %d %q, want 503 %q", status, body, tt.body)
-			}
-			if got := f.served.Load(); got != tt.served {
-				t.Errorf("the callee served %d, want %d", got, tt.served)
-			}
+			assert.Equal(t, http.StatusServiceUnavailable, status, "the caller's status (body %q)", body)
+			assert.Equal(t, tt.body, body, "the caller's body")
+			assert.Equal(t, tt.served, f.served.Load(), "the callee served")
 			f.mu.Lock()
-			if !slices.Equal(f.attempts, tt.attempts) {
-				t.Errorf("the callee saw attempt headers %q, want %q", f.attempts, tt.attempts)
-			}
+			assert.Equal(t, tt.attempts, f.attempts, "the callee saw attempt headers")
 			f.mu.Unlock()
 			want := []string{"503 1", "503 " + strconv.FormatInt(tt.served, 10)}
-			if got := app.responses(); !slices.Equal(got, want) {
-				t.Errorf("the application's RoundTripper got %q, want %q", got, want)
-			}
+			assert.Equal(t, want, app.responses(), "the application's RoundTripper got")
 			counters := scope.Snapshot().Counters()
 			for name, want := range map[string]int64{
 				tally.KeyForPrefixedStringMap("errown.retry.denied", map[string]string{"callee": "echo", "reason": "foreign-unclaimed"}): tt.denied,
@@ -248,9 +237,7 @@ func TestForeignReplay(t *testing.T) {
 				if c := counters[name]; c != nil {
 					got = c.Value()
 				}
-				if got != want {
-					t.Errorf("%s = %d, want %d", name, got, want)
-				}
+				assert.Equal(t, want, got, name)
 			}
 		})
 	}
@@ -304,27 +291,21 @@ func TestNetHTTPResendIsOneAttempt(t *testing.T) {
 	}{{1, 1}, {2, 2}} { // the first call leaves its connection idle; the second reuses it
 		servedBefore, writesBefore := served.Load(), writes.Load()
 		r := get(t, b)
-		if r.status != http.StatusOK || r.body != "ok" {
-			t.Fatalf("call %d: B answered %d %q, want 200 ok", i, r.status, r.body)
-		}
-		if got := served.Load() - servedBefore; got != want.served {
-			t.Errorf("call %d: the callee served %d, want %d", i, got, want.served)
-		}
-		if got := writes.Load() - writesBefore; got != want.writes {
-			t.Errorf("call %d: net/http wrote the request %d times, want %d", i, got, want.writes)
-		}
+		require.Equal(t, http.StatusOK, r.status, "call %d: B answered %d %q", i, r.status, r.body)
+		require.Equal(t, "ok", r.body, "call %d: B answered %d %q", i, r.status, r.body)
+		assert.Equal(t, want.served, served.Load()-servedBefore, "call %d: the callee served", i)
+		assert.Equal(t, want.writes, writes.Load()-writesBefore, "call %d: net/http wrote the request", i)
 		// 2 served, B and one request of the callee; no retry.
-		if got := r.header.Get(_storm); got != "2,2,0,0,0" {
-			t.Errorf("call %d: storm %q, want 2,2,0,0,0", i, got)
-		}
+		assert.Equal(t, "2,2,0,0,0", r.header.Get(_storm), "call %d: storm", i)
 	}
 	counters := scope.Snapshot().Counters()
 	for _, name := range []string{"errown.retry.attempts", "errown.retry.foreign_attempts"} {
-		if c := counters[tally.KeyForPrefixedStringMap(name, map[string]string{"callee": "C"})]; c != nil && c.Value() != 0 {
-			t.Errorf("%s = %d: errown saw net/http's re-send", name, c.Value())
+		if c := counters[tally.KeyForPrefixedStringMap(name, map[string]string{"callee": "C"})]; c != nil {
+			assert.Zero(t, c.Value(), "%s: errown saw net/http's re-send", name)
 		}
 	}
-	if c := counters[tally.KeyForPrefixedStringMap("errown.retry.calls", map[string]string{"callee": "C"})]; c == nil || c.Value() != 2 {
-		t.Errorf("errown.retry.calls = %v, want 2", c)
+	c := counters[tally.KeyForPrefixedStringMap("errown.retry.calls", map[string]string{"callee": "C"})]
+	if assert.NotNil(t, c, "errown.retry.calls") {
+		assert.Equal(t, int64(2), c.Value(), "errown.retry.calls")
 	}
 }

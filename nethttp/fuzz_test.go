@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -18,18 +19,14 @@ func FuzzParseTTL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		d, ok := parseTTL(v)
 		if !ok {
-			if d != 0 {
-				t.Fatalf("refused %q but returned %v", v, d)
-			}
+			require.Zero(t, d, "refused %q but returned %v", v, d)
 			return
 		}
 		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 {
-			t.Fatalf("accepted %q, which is no non-negative decimal", v)
-		}
-		if d != time.Duration(ms)*time.Millisecond || d < 0 {
-			t.Fatalf("%q read as %v", v, d)
-		}
+		require.NoError(t, err, "accepted %q, which is no non-negative decimal", v)
+		require.GreaterOrEqual(t, ms, int64(0), "accepted %q, which is no non-negative decimal", v)
+		require.Equal(t, time.Duration(ms)*time.Millisecond, d, "%q read as %v", v, d)
+		require.GreaterOrEqual(t, d, time.Duration(0), "%q read as %v", v, d)
 	})
 }
 
@@ -48,11 +45,7 @@ func FuzzStatusError(f *testing.F) {
 			h.Set(_errorCodeHeader, code)
 		}
 		err := StatusError(status, h)
-		if err == nil {
-			t.Fatal("no error")
-		}
-		if c := yarpcerrors.FromError(err).Code(); c == yarpcerrors.CodeOK {
-			t.Fatalf("status %d, code %q: ok", status, code)
-		}
+		require.Error(t, err, "no error")
+		require.NotEqual(t, yarpcerrors.CodeOK, yarpcerrors.FromError(err).Code(), "status %d, code %q: ok", status, code)
 	})
 }

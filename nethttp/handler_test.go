@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/nethttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // _bound is the buffer bound of the streaming tests.
@@ -77,9 +78,7 @@ func TestStreamPastBufferSendsNoClaim(t *testing.T) {
 			serve: func(w http.ResponseWriter, _ *http.Request) {
 				w.WriteHeader(http.StatusServiceUnavailable)
 				_, _ = w.Write([]byte("partial "))
-				if err := http.NewResponseController(w).Flush(); err != nil {
-					t.Errorf("Flush: %v", err)
-				}
+				assert.NoError(t, http.NewResponseController(w).Flush(), "Flush")
 				_, _ = w.Write([]byte("rest"))
 			},
 			body: "partial rest",
@@ -90,22 +89,15 @@ func TestStreamPastBufferSendsNoClaim(t *testing.T) {
 			leaf := startNode(t, nodeConfig{name: "S", errown: true, serve: tt.serve,
 				handlerOptions: []nethttp.HandlerOption{nethttp.WithMaxBufferBytes(_bound)}})
 			r := get(t, leaf.url)
-			if r.status != tt.status || r.body != tt.body {
-				t.Errorf("got %d with %d bytes, want %d with %d bytes", r.status, len(r.body), tt.status, len(tt.body))
-			}
-			if got := r.header.Get(_claim); got != tt.claim {
-				t.Errorf("claim: got %q, want %q", got, tt.claim)
-			}
+			assert.Equal(t, tt.status, r.status, "status")
+			assert.True(t, r.body == tt.body, "got %d bytes, want %d bytes", len(r.body), len(tt.body))
+			assert.Equal(t, tt.claim, r.header.Get(_claim), "claim")
 			if tt.claim == "" {
-				if v, ok := r.header[_storm]; ok {
-					t.Errorf("a response sent before errown decided carries a storm header %q", v)
-				}
+				assert.NotContains(t, r.header, _storm, "a response sent before errown decided carries a storm header %q", r.header.Get(_storm))
 			}
 			if tt.status >= 400 {
 				// errown still decided, and counted the error.
-				if got := leaf.counter("inbound.claimed", nil); got != 1 {
-					t.Errorf("inbound.claimed: got %d, want 1", got)
-				}
+				assert.Equal(t, int64(1), leaf.counter("inbound.claimed", nil), "inbound.claimed")
 			}
 		})
 	}
@@ -124,18 +116,11 @@ func TestStreamingFailureCallerAppliesMissingClaimRule(t *testing.T) {
 	b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: s})
 
 	r := get(t, b.url)
-	if r.status != http.StatusServiceUnavailable || !strings.HasSuffix(r.body, big+"\n") {
-		t.Errorf("B answered %d with %d bytes, want 503 ending with S's %d bytes", r.status, len(r.body), len(big))
-	}
-	if got := r.header.Get(_claim); got != "unclaimed" {
-		t.Errorf("B's claim: got %q, want unclaimed", got)
-	}
-	if want, got := map[string]int64{"B": 1, "S": 2}, served(b, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("served: got %v, want %v", got, want)
-	}
-	if got := b.counter("egress.failures", map[string]string{"claim": "missing"}); got != 1 {
-		t.Errorf("B: egress.failures{claim=missing}: got %d, want 1", got)
-	}
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "B's status")
+	assert.True(t, strings.HasSuffix(r.body, big+"\n"), "B answered %d bytes, want them ending with S's %d bytes", len(r.body), len(big))
+	assert.Equal(t, "unclaimed", r.header.Get(_claim), "B's claim")
+	assert.Equal(t, map[string]int64{"B": 1, "S": 2}, served(b, s), "served")
+	assert.Equal(t, int64(1), b.counter("egress.failures", map[string]string{"claim": "missing"}), "B: egress.failures{claim=missing}")
 }
 
 // errown owns its headers: a claim, no-retry or storm header the handler
@@ -167,20 +152,15 @@ func TestHandlerOwnHeadersDropped(t *testing.T) {
 		t.Run(strconv.Itoa(tt.status), func(t *testing.T) {
 			s := startNode(t, nodeConfig{name: "S", errown: true, serve: forward(tt.status)})
 			r := get(t, s.url)
-			if r.status != tt.status || r.body != "body" {
-				t.Errorf("got %d %q, want %d body", r.status, r.body, tt.status)
-			}
+			assert.Equal(t, tt.status, r.status, "status (body %q)", r.body)
+			assert.Equal(t, "body", r.body, "body")
 			for name, want := range map[string]string{
 				_claim: tt.claim, _noRetry: "", _storm: tt.storm,
 				"Rpc-Header-Trace-Tag": "abc", "X-Other": "y",
 			} {
-				if got := r.header.Get(name); got != want {
-					t.Errorf("%s: got %q, want %q", name, got, want)
-				}
+				assert.Equal(t, want, r.header.Get(name), name)
 			}
-			if got := s.counter("inbound.replaced_headers", nil); got != 1 {
-				t.Errorf("inbound.replaced_headers: got %d, want 1", got)
-			}
+			assert.Equal(t, int64(1), s.counter("inbound.replaced_headers", nil), "inbound.replaced_headers")
 		})
 	}
 }
@@ -211,12 +191,9 @@ func TestHandlerReadsTTL(t *testing.T) {
 			h.Set("Context-TTL-MS", tt.ttl)
 		}
 		r := do(t, http.MethodGet, s.url+_path, nil, h)
-		if r.status != http.StatusOK {
-			t.Errorf("TTL %q: got %d", tt.ttl, r.status)
-		}
-		if got := <-left; got < tt.min || got > tt.max {
-			t.Errorf("TTL %q: the handler had %v left, want between %v and %v (-1: no deadline)", tt.ttl, got, tt.min, tt.max)
-		}
+		assert.Equal(t, http.StatusOK, r.status, "TTL %q: status", tt.ttl)
+		got := <-left
+		assert.True(t, got >= tt.min && got <= tt.max, "TTL %q: the handler had %v left, want between %v and %v (-1: no deadline)", tt.ttl, got, tt.min, tt.max)
 	}
 }
 
@@ -226,28 +203,19 @@ func TestHandlerReadsTTL(t *testing.T) {
 // retry criteria).
 func TestPushback(t *testing.T) {
 	s := startNode(t, nodeConfig{name: "S", errown: true, serve: func(w http.ResponseWriter, r *http.Request) {
-		if !inbound.DoNotRetry(r.Context()) {
-			t.Error("DoNotRetry: the request is not tracked")
-		}
+		assert.True(t, inbound.DoNotRetry(r.Context()), "DoNotRetry: the request is not tracked")
 		http.Error(w, "overloaded", http.StatusServiceUnavailable)
 	}})
 	b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: s})
 
 	r := get(t, b.url)
-	if r.status != http.StatusServiceUnavailable || r.header.Get(_claim) != "unclaimed" {
-		t.Errorf("B answered %d, claim %q; want 503 unclaimed", r.status, r.header.Get(_claim))
-	}
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "B's status")
+	assert.Equal(t, "unclaimed", r.header.Get(_claim), "B's claim")
 	for _, h := range b.calleeHeaders() {
-		if got := h.Get(_noRetry); got != "true" {
-			t.Errorf("S's no-retry header: got %q, want true", got)
-		}
+		assert.Equal(t, "true", h.Get(_noRetry), "S's no-retry header")
 	}
-	if want, got := map[string]int64{"B": 1, "S": 1}, served(b, s); !reflect.DeepEqual(got, want) {
-		t.Errorf("served: got %v, want %v", got, want)
-	}
-	if got := b.counter("retry.denied", map[string]string{"callee": "S", "reason": "pushback"}); got != 1 {
-		t.Errorf("B: retry.denied{reason=pushback}: got %d, want 1", got)
-	}
+	assert.Equal(t, map[string]int64{"B": 1, "S": 1}, served(b, s), "served")
+	assert.Equal(t, int64(1), b.counter("retry.denied", map[string]string{"callee": "S", "reason": "pushback"}), "B: retry.denied{reason=pushback}")
 }
 
 // Each error status stands for the yarpc code yarpc's HTTP transport reads
@@ -279,21 +247,20 @@ func TestStatusCodes(t *testing.T) {
 			s := startNode(t, nodeConfig{name: "S", errown: true, fail: tt.status})
 			b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: s})
 			r := get(t, b.url)
-			if r.status != tt.status {
-				t.Errorf("B answered %d, want %d", r.status, tt.status)
-			}
+			assert.Equal(t, tt.status, r.status, "B's status")
 			want := int64(1)
 			if tt.retried {
 				want = 2
 			}
-			if got := s.served.Load(); got != want {
-				t.Errorf("S served %d, want %d", got, want)
-			}
+			assert.Equal(t, want, s.served.Load(), "S served")
 			failures := b.counter("egress.failures", map[string]string{"claim": "claimed"})
 			answers := b.counter("egress.answers", nil)
-			if tt.failure && (failures != 1 || answers != 0) || !tt.failure && (failures != 0 || answers != 1) {
-				t.Errorf("B counted %d failures and %d answers, want a failure: %v", failures, answers, tt.failure)
+			wantFailures, wantAnswers := int64(0), int64(1)
+			if tt.failure {
+				wantFailures, wantAnswers = 1, 0
 			}
+			assert.Equal(t, wantFailures, failures, "B's failures (want a failure: %v)", tt.failure)
+			assert.Equal(t, wantAnswers, answers, "B's answers (want a failure: %v)", tt.failure)
 		})
 	}
 }
@@ -303,8 +270,7 @@ func TestStatusCodes(t *testing.T) {
 func TestHandlerHijack(t *testing.T) {
 	s := startNode(t, nodeConfig{name: "S", errown: true, serve: func(w http.ResponseWriter, _ *http.Request) {
 		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			t.Errorf("Hijack: %v", err)
+		if !assert.NoError(t, err, "Hijack") {
 			return
 		}
 		defer conn.Close()
@@ -312,9 +278,8 @@ func TestHandlerHijack(t *testing.T) {
 		_ = brw.Flush()
 	}})
 	r := get(t, s.url)
-	if r.status != http.StatusOK || r.body != "hi" {
-		t.Errorf("got %d %q, want 200 hi", r.status, r.body)
-	}
+	assert.Equal(t, http.StatusOK, r.status, "status (body %q)", r.body)
+	assert.Equal(t, "hi", r.body, "body")
 }
 
 // Trailers the handler declared reach the caller, after a buffered body.
@@ -330,17 +295,14 @@ func TestHandlerTrailers(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+_path, nil)
 	res, err := (&http.Client{Transport: newBase(t)}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer res.Body.Close()
 	var body strings.Builder
-	if _, err := bufio.NewReader(res.Body).WriteTo(&body); err != nil {
-		t.Fatal(err)
-	}
-	if body.String() != "data" || res.Trailer.Get("X-Checksum") != "42" || res.Trailer.Get("X-Late") != "7" {
-		t.Errorf("got body %q, trailers %v; want data, X-Checksum 42, X-Late 7", body.String(), res.Trailer)
-	}
+	_, err = bufio.NewReader(res.Body).WriteTo(&body)
+	require.NoError(t, err)
+	assert.Equal(t, "data", body.String(), "body")
+	assert.Equal(t, "42", res.Trailer.Get("X-Checksum"), "X-Checksum trailer (trailers %v)", res.Trailer)
+	assert.Equal(t, "7", res.Trailer.Get("X-Late"), "X-Late trailer (trailers %v)", res.Trailer)
 }
 
 // The handler's procedure is the ServeMux pattern by default, or what
@@ -359,9 +321,8 @@ func TestHandlerProcedure(t *testing.T) {
 			a := startNode(t, nodeConfig{name: "A", errown: true, policy: true, callee: c, handlerOptions: tt.opts})
 			get(t, a.url)
 			storms := a.rootStorms(t)
-			if len(storms) != 1 || storms[0].Procedure != tt.want {
-				t.Errorf("root storms %+v, want one of procedure %q", storms, tt.want)
-			}
+			require.Len(t, storms, 1, "root storms %+v", storms)
+			assert.Equal(t, tt.want, storms[0].Procedure, "root storm's procedure")
 		})
 	}
 }
@@ -375,11 +336,10 @@ func TestHandlerPanic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+_path, nil)
-	if res, err := (&http.Client{Transport: newBase(t)}).Do(req); err == nil {
+	res, err := (&http.Client{Transport: newBase(t)}).Do(req)
+	if err == nil {
 		res.Body.Close()
-		t.Errorf("a panicking handler answered %d", res.StatusCode)
+		assert.Fail(t, "a panicking handler answered", "status %d", res.StatusCode)
 	}
-	if n := s.mw.InFlight(); n != 0 {
-		t.Errorf("errown tracks %d requests in flight after the panic", n)
-	}
+	assert.Zero(t, s.mw.InFlight(), "errown tracks requests in flight after the panic")
 }

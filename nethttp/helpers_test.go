@@ -16,6 +16,8 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -63,16 +65,10 @@ func newMiddleware(t *testing.T, cfg errown.Config, scope tally.Scope, hook func
 		opts = append(opts, errown.WithScope(scope))
 	}
 	mw, err := errown.New(cfg, opts...)
-	if err != nil {
-		t.Fatalf("errown.New: %v", err)
-	}
-	if err := mw.Start(); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	require.NoError(t, err, "errown.New")
+	require.NoError(t, mw.Start(), "Start")
 	t.Cleanup(func() {
-		if err := mw.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
+		assert.NoError(t, mw.Stop(), "Stop")
 	})
 	return mw
 }
@@ -232,9 +228,7 @@ func (n *node) rootStorms(t *testing.T) []inbound.Storm {
 	defer n.mu.Unlock()
 	out := slices.Clone(n.storms)
 	for i := range out {
-		if out[i].Time.IsZero() {
-			t.Errorf("%s: root storm %d has no time", n.name, i)
-		}
+		assert.False(t, out[i].Time.IsZero(), "%s: root storm %d has no time", n.name, i)
 		out[i].Time = time.Time{}
 	}
 	return out
@@ -277,21 +271,15 @@ func do(t *testing.T, method, url string, body io.Reader, header http.Header) re
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
-	if err != nil {
-		t.Fatalf("NewRequest: %v", err)
-	}
+	require.NoError(t, err, "NewRequest")
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	res, err := (&http.Client{Transport: newBase(t)}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
+	require.NoError(t, err, "%s %s", method, url)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("read body: %v", err)
-	}
+	require.NoError(t, err, "read body")
 	return reply{status: res.StatusCode, header: res.Header, body: string(b)}
 }
 

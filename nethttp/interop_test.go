@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,8 @@ import (
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
@@ -79,13 +80,9 @@ func startYARPC(t *testing.T, name, callee, calleeURL string, fail bool) *yarpcS
 		}
 		return append([]byte(name+">"), res...), nil
 	}))
-	if err := d.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
+	require.NoError(t, d.Start(), "start %s", name)
 	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("stop %s: %v", name, err)
-		}
+		assert.NoError(t, d.Stop(), "stop %s", name)
 	})
 	s.addr = in.Addr().String()
 	return s
@@ -176,18 +173,12 @@ func TestYARPCCallsNetHTTP(t *testing.T) {
 	y := startYARPC(t, "ysvc", "nsvc", n.url+_path, false)
 
 	r := callYARPC(t, y)
-	if r.status != http.StatusServiceUnavailable || r.header.Get(_claim) != "unclaimed" {
-		t.Errorf("the yarpc service answered %d, claim %q; want 503 unclaimed", r.status, r.header.Get(_claim))
-	}
-	if want, got := []ownership.Claim{ownership.ClaimClaimed}, y.calleeClaims(); !reflect.DeepEqual(got, want) {
-		t.Errorf("the yarpc service read claims %v from the net/http service, want %v", got, want)
-	}
-	if y.served.Load() != 1 || n.served.Load() != 2 {
-		t.Errorf("served: yarpc %d, net/http %d; want 1 and 2", y.served.Load(), n.served.Load())
-	}
-	if got := n.counter("inbound.claimed", nil); got != 2 {
-		t.Errorf("net/http service: inbound.claimed: got %d, want 2", got)
-	}
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "the yarpc service's status")
+	assert.Equal(t, "unclaimed", r.header.Get(_claim), "the yarpc service's claim")
+	assert.Equal(t, []ownership.Claim{ownership.ClaimClaimed}, y.calleeClaims(), "the yarpc service read claims from the net/http service")
+	assert.Equal(t, int64(1), y.served.Load(), "served: yarpc")
+	assert.Equal(t, int64(2), n.served.Load(), "served: net/http")
+	assert.Equal(t, int64(2), n.counter("inbound.claimed", nil), "net/http service: inbound.claimed")
 }
 
 // A net/http service calls a yarpc service that fails: the net/http
@@ -198,20 +189,14 @@ func TestNetHTTPCallsYARPC(t *testing.T) {
 	n := startNetHTTPCallingYARPC(t, "N", y)
 
 	r := get(t, n.url)
-	if r.status != http.StatusServiceUnavailable || r.header.Get(_claim) != "unclaimed" {
-		t.Errorf("the net/http service answered %d %q, claim %q; want 503 unclaimed", r.status, r.body, r.header.Get(_claim))
-	}
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "the net/http service answered %d %q", r.status, r.body)
+	assert.Equal(t, "unclaimed", r.header.Get(_claim), "the net/http service's claim")
 	for _, h := range n.calleeHeaders() {
-		if got := h.Get(_claim); got != "claimed" {
-			t.Errorf("the yarpc service's claim: got %q, want claimed", got)
-		}
+		assert.Equal(t, "claimed", h.Get(_claim), "the yarpc service's claim")
 	}
-	if y.served.Load() != 2 || n.served.Load() != 1 {
-		t.Errorf("served: yarpc %d, net/http %d; want 2 and 1", y.served.Load(), n.served.Load())
-	}
-	if got := n.counter("retry.attempts", map[string]string{"callee": "ysvc"}); got != 1 {
-		t.Errorf("net/http service: retry.attempts: got %d, want 1", got)
-	}
+	assert.Equal(t, int64(2), y.served.Load(), "served: yarpc")
+	assert.Equal(t, int64(1), n.served.Load(), "served: net/http")
+	assert.Equal(t, int64(1), n.counter("retry.attempts", map[string]string{"callee": "ysvc"}), "net/http service: retry.attempts")
 }
 
 // A mixed chain, net/http → yarpc → net/http, the last failing: only the
@@ -223,30 +208,19 @@ func TestMixedChain(t *testing.T) {
 	n1 := startNetHTTPCallingYARPC(t, "N1", y)
 
 	r := get(t, n1.url)
-	if r.status != http.StatusServiceUnavailable || r.header.Get(_claim) != "unclaimed" {
-		t.Errorf("N1 answered %d, claim %q; want 503 unclaimed", r.status, r.header.Get(_claim))
-	}
-	if got := r.header.Get(_storm); got != "4,7,1,1,2" {
-		t.Errorf("N1's storm header: got %q, want 4,7,1,1,2", got)
-	}
-	if n1.served.Load() != 1 || y.served.Load() != 1 || n2.served.Load() != 2 {
-		t.Errorf("served: N1 %d, ysvc %d, N2 %d; want 1, 1, 2", n1.served.Load(), y.served.Load(), n2.served.Load())
-	}
-	if got := y.calleeClaims(); !reflect.DeepEqual(got, []ownership.Claim{ownership.ClaimClaimed}) {
-		t.Errorf("ysvc read claims %v from N2, want [claimed]", got)
-	}
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "N1's status")
+	assert.Equal(t, "unclaimed", r.header.Get(_claim), "N1's claim")
+	assert.Equal(t, "4,7,1,1,2", r.header.Get(_storm), "N1's storm header")
+	assert.Equal(t, int64(1), n1.served.Load(), "served: N1")
+	assert.Equal(t, int64(1), y.served.Load(), "served: ysvc")
+	assert.Equal(t, int64(2), n2.served.Load(), "served: N2")
+	assert.Equal(t, []ownership.Claim{ownership.ClaimClaimed}, y.calleeClaims(), "ysvc read claims from N2")
 	for _, h := range n1.calleeHeaders() {
-		if got := h.Get(_claim); got != "unclaimed" {
-			t.Errorf("ysvc's claim: got %q, want unclaimed", got)
-		}
+		assert.Equal(t, "unclaimed", h.Get(_claim), "ysvc's claim")
 	}
 	want := []inbound.Storm{{Procedure: "/call", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2}}
-	if got := n1.rootStorms(t); !reflect.DeepEqual(got, want) {
-		t.Errorf("N1's root storms: got %+v, want %+v", got, want)
-	}
-	if got := n1.counter("retry.suppressed", map[string]string{"callee": "ysvc"}); got != 1 {
-		t.Errorf("N1: retry.suppressed: got %d, want 1", got)
-	}
+	assert.Equal(t, want, n1.rootStorms(t), "N1's root storms")
+	assert.Equal(t, int64(1), n1.counter("retry.suppressed", map[string]string{"callee": "ysvc"}), "N1: retry.suppressed")
 }
 
 // The success path across the two: a yarpc service reads a net/http
@@ -257,13 +231,8 @@ func TestYARPCCallsNetHTTPSuccess(t *testing.T) {
 	y := startYARPC(t, "ysvc", "nsvc", n.url+_path, false)
 
 	r := callYARPC(t, y)
-	if r.status != http.StatusOK || r.body != "ysvc>N" {
-		t.Errorf("the yarpc service answered %d %q, want 200 ysvc>N", r.status, r.body)
-	}
-	if v, ok := r.header[_claim]; ok {
-		t.Errorf("a success carries a claim %q", v)
-	}
-	if got := r.header.Get(_storm); got != "2,2,0,0,0" {
-		t.Errorf("storm header: got %q, want 2,2,0,0,0", got)
-	}
+	assert.Equal(t, http.StatusOK, r.status, "the yarpc service answered %d %q", r.status, r.body)
+	assert.Equal(t, "ysvc>N", r.body, "the yarpc service's body")
+	assert.NotContains(t, r.header, _claim, "a success carries a claim %q", r.header.Get(_claim))
+	assert.Equal(t, "2,2,0,0,0", r.header.Get(_storm), "storm header")
 }

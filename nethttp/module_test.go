@@ -2,8 +2,6 @@ package nethttp_test
 
 import (
 	"context"
-	"errors"
-	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -13,6 +11,8 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/nethttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
@@ -106,32 +106,23 @@ func TestModuleServesAndCallsWithErrown(t *testing.T) {
 
 	r := get(t, s.url)
 
-	if r.status != http.StatusServiceUnavailable || r.header.Get(_claim) != "unclaimed" {
-		t.Errorf("root got %d, %s: %q; want 503, unclaimed", r.status, _claim, r.header.Get(_claim))
-	}
-	if got, want := served(checkout, inventory), map[string]int64{"checkout": 1, "inventory": 2}; !maps.Equal(got, want) {
-		t.Errorf("served %v, want %v: errown retried inventory once, per the YAML's policy", got, want)
-	}
+	assert.Equal(t, http.StatusServiceUnavailable, r.status, "root status")
+	assert.Equal(t, "unclaimed", r.header.Get(_claim), "root %s", _claim)
+	assert.Equal(t, map[string]int64{"checkout": 1, "inventory": 2}, served(checkout, inventory), "served: errown retried inventory once, per the YAML's policy")
 	// The names a yarpc service's errown reports under (README, Metrics).
 	for name, want := range map[string]int64{
 		"retry.calls":    1,
 		"retry.attempts": 1,
 	} {
-		if got := checkout.counter(name, map[string]string{"callee": "inventory"}); got != want {
-			t.Errorf("errown.%s{callee=inventory} = %d, want %d", name, got, want)
-		}
+		assert.Equal(t, want, checkout.counter(name, map[string]string{"callee": "inventory"}), "errown.%s{callee=inventory}", name)
 	}
 	for name, want := range map[string]int64{
 		"egress.calls":      1,
 		"inbound.unclaimed": 1,
 	} {
-		if got := checkout.counter(name, nil); got != want {
-			t.Errorf("errown.%s = %d, want %d", name, got, want)
-		}
+		assert.Equal(t, want, checkout.counter(name, nil), "errown.%s", name)
 	}
-	if got := checkout.counter("storm.requests", map[string]string{"procedure": _pattern}); got != 1 {
-		t.Errorf("errown.storm.requests{procedure=%q} = %d, want 1", _pattern, got)
-	}
+	assert.Equal(t, int64(1), checkout.counter("storm.requests", map[string]string{"procedure": _pattern}), "errown.storm.requests{procedure=%q}", _pattern)
 }
 
 func TestModuleNotWired(t *testing.T) {
@@ -159,12 +150,8 @@ func TestModuleNotWired(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := startErr(t, tt.give...)
-			if !errors.Is(err, errown.ErrNotWired) {
-				t.Fatalf("start: %v, want errown.ErrNotWired", err)
-			}
-			if !strings.Contains(err.Error(), "nethttp.Module") {
-				t.Errorf("the error does not name the fix with nethttp.Module: %v", err)
-			}
+			require.ErrorIs(t, err, errown.ErrNotWired, "start")
+			assert.Contains(t, err.Error(), "nethttp.Module", "the error does not name the fix with nethttp.Module")
 		})
 	}
 }
@@ -189,9 +176,7 @@ func TestModuleWired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := startErr(t, tt.give...); err != nil {
-				t.Fatalf("start: %v", err)
-			}
+			require.NoError(t, startErr(t, tt.give...), "start")
 		})
 	}
 }
@@ -241,25 +226,21 @@ func TestCoreWithBothAdapters(t *testing.T) {
 	app.RequireStart()
 	defer app.RequireStop()
 
-	if r := do(t, http.MethodGet, h.url+_path, nil, http.Header{"Rpc-Header-X-Try": {"2"}}); r.header.Get(_claim) != "claimed" {
-		t.Errorf("HTTP: %s = %q, want claimed", _claim, r.header.Get(_claim))
-	}
+	r := do(t, http.MethodGet, h.url+_path, nil, http.Header{"Rpc-Header-X-Try": {"2"}})
+	assert.Equal(t, "claimed", r.header.Get(_claim), "HTTP: %s", _claim)
 	cc, err := grpc.NewClient("passthrough:///"+g, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-try", "2"), 10*time.Second)
 	defer cancel()
 	var trailer metadata.MD
 	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer))
-	if status.Code(err) != codes.Unavailable || len(trailer.Get("errown-claim")) != 1 || trailer.Get("errown-claim")[0] != "claimed" {
-		t.Errorf("gRPC: %v, trailer %v; want unavailable, claimed", err, trailer)
-	}
+	assert.Equal(t, codes.Unavailable, status.Code(err), "gRPC: %v, trailer %v", err, trailer)
+	assert.Equal(t, []string{"claimed"}, trailer.Get("errown-claim"), "gRPC: errown-claim trailer")
 	counters := scope.Snapshot().Counters()
 	for name, want := range map[string]int64{"errown.inbound.claimed+": 2, "errown.inbound.retried+": 2} {
-		if c, ok := counters[name]; !ok || c.Value() != want {
-			t.Errorf("%s = %v, want %d: both servers on the one Middleware, with the configured header", name, c, want)
+		if c, ok := counters[name]; assert.True(t, ok, "no counter %s", name) {
+			assert.Equal(t, want, c.Value(), "%s: both servers on the one Middleware, with the configured header", name)
 		}
 	}
 }
@@ -284,9 +265,7 @@ func startErr(t *testing.T, opts ...fx.Option) error {
 	defer cancel()
 	err := app.Start(ctx)
 	if err == nil {
-		if err := app.Stop(ctx); err != nil {
-			t.Errorf("stop: %v", err)
-		}
+		assert.NoError(t, app.Stop(ctx), "stop")
 	}
 	return err
 }
@@ -312,32 +291,23 @@ func TestModuleWithoutCore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := startErr(t, tt.give...)
-			if err == nil || !strings.Contains(err.Error(), "add errown.Core") {
-				t.Fatalf("start: %v, want an error naming the fix, errown.Core", err)
-			}
+			require.ErrorContains(t, err, "add errown.Core", "start: want an error naming the fix, errown.Core")
 		})
 	}
 }
 
 func TestModuleWithoutCoreIsErrNoCore(t *testing.T) {
 	err := startErr(t, nethttp.Module)
-	if !errors.Is(err, nethttp.ErrNoCore) {
-		t.Fatalf("start: %v, want nethttp.ErrNoCore", err)
-	}
-	if _, err := nethttp.NewMiddleware(nethttp.MiddlewareParams{}); !errors.Is(err, nethttp.ErrNoCore) {
-		t.Errorf("NewMiddleware: %v, want nethttp.ErrNoCore", err)
-	}
+	require.ErrorIs(t, err, nethttp.ErrNoCore, "start")
+	_, err = nethttp.NewMiddleware(nethttp.MiddlewareParams{})
+	assert.ErrorIs(t, err, nethttp.ErrNoCore, "NewMiddleware")
 }
 
 // Two adapters on one Core are one Middleware: wiring either counts.
 func TestBothModulesOneCoreWiring(t *testing.T) {
 	err := startErr(t, errown.Core, nethttp.Module, grpcgo.Module,
 		fx.Invoke(func(m nethttp.Middleware) { m.Transport(nil) }))
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
+	require.NoError(t, err, "start")
 	err = startErr(t, errown.Core, nethttp.Module, grpcgo.Module)
-	if !errors.Is(err, errown.ErrNotWired) {
-		t.Fatalf("start with neither adapter taken: %v, want errown.ErrNotWired", err)
-	}
+	require.ErrorIs(t, err, errown.ErrNotWired, "start with neither adapter taken")
 }

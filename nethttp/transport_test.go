@@ -2,7 +2,6 @@ package nethttp_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,6 +17,8 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -111,14 +112,10 @@ func client(mw *errown.Middleware, base http.RoundTripper) *http.Client {
 func send(t *testing.T, c *http.Client, req *http.Request) (int, string) {
 	t.Helper()
 	res, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("Do: %v", err)
-	}
+	require.NoError(t, err, "Do")
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatalf("read body: %v", err)
-	}
+	require.NoError(t, err, "read body")
 	return res.StatusCode, string(b)
 }
 
@@ -145,30 +142,20 @@ func TestTransportReplaysBody(t *testing.T) {
 			base := &recordingBase{base: newBase(t)}
 			body := tt.body()
 			req, err := http.NewRequest(tt.method, e.url, body)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			status, got := send(t, client(mw, base), req)
-			if status != http.StatusOK || got != "attempt 2: "+tt.want {
-				t.Errorf("got %d %q, want 200 %q", status, got, "attempt 2: "+tt.want)
-			}
+			assert.Equal(t, http.StatusOK, status, "status (body %q)", got)
+			assert.Equal(t, "attempt 2: "+tt.want, got, "body")
 			reqs := e.requests()
-			if len(reqs) != 2 {
-				t.Fatalf("the server got %d requests, want 2", len(reqs))
-			}
+			require.Len(t, reqs, 2, "the server's requests")
 			for i, r := range reqs {
-				if r.body != tt.want {
-					t.Errorf("attempt %d carried %q, want %q", i+1, r.body, tt.want)
-				}
+				assert.Equal(t, tt.want, r.body, "attempt %d carried", i+1)
 			}
-			if reqs[1].attempt != "2" || reqs[1].contentLength != tt.length {
-				t.Errorf("the retry carried attempt %q and Content-Length %d, want 2 and %d", reqs[1].attempt, reqs[1].contentLength, tt.length)
-			}
-			if base.getBody[1] != tt.getBody {
-				t.Errorf("the retry's GetBody gave %q, want %q", base.getBody[1], tt.getBody)
-			}
-			if o, ok := body.(*opaque); ok && !o.closed.Load() {
-				t.Error("the caller's body was not closed")
+			assert.Equal(t, "2", reqs[1].attempt, "the retry's attempt header")
+			assert.Equal(t, tt.length, reqs[1].contentLength, "the retry's Content-Length")
+			assert.Equal(t, tt.getBody, base.getBody[1], "the retry's GetBody gave")
+			if o, ok := body.(*opaque); ok {
+				assert.True(t, o.closed.Load(), "the caller's body was not closed")
 			}
 		})
 	}
@@ -185,23 +172,19 @@ func TestTransportBodyTooLarge(t *testing.T) {
 	payload := strings.Repeat("z", 100)
 	body := &opaque{Reader: strings.NewReader(payload)}
 	req, err := http.NewRequest(http.MethodPut, e.url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	status, got := send(t, client(mw, newBase(t)), req)
-	if status != http.StatusServiceUnavailable || got != "attempt 1: "+payload {
-		t.Errorf("got %d %q", status, got)
-	}
-	if reqs := e.requests(); len(reqs) != 1 || reqs[0].body != payload {
-		t.Errorf("the server got %+v, want one request with the whole body", reqs)
+	assert.Equal(t, http.StatusServiceUnavailable, status, "status (body %q)", got)
+	assert.Equal(t, "attempt 1: "+payload, got, "body")
+	reqs := e.requests()
+	if assert.Len(t, reqs, 1, "the server got %+v, want one request with the whole body", reqs) {
+		assert.Equal(t, payload, reqs[0].body, "the server got %+v, want one request with the whole body", reqs)
 	}
 	key := tally.KeyForPrefixedStringMap("errown.retry.denied", map[string]string{"callee": "echo", "reason": "body-too-large"})
-	if c := scope.Snapshot().Counters()[key]; c == nil || c.Value() != 1 {
-		t.Errorf("retry.denied{reason=body-too-large}: got %v, want 1", c)
+	if c := scope.Snapshot().Counters()[key]; assert.NotNil(t, c, "retry.denied{reason=body-too-large}") {
+		assert.Equal(t, int64(1), c.Value(), "retry.denied{reason=body-too-large}")
 	}
-	if !body.closed.Load() {
-		t.Error("the caller's body was not closed")
-	}
+	assert.True(t, body.closed.Load(), "the caller's body was not closed")
 }
 
 // Without a policy for the callee errown sends the request once, and an
@@ -211,12 +194,9 @@ func TestTransportNoPolicy(t *testing.T) {
 	mw := newMiddleware(t, policyConfig("", retry.ModeEnforce), nil, nil)
 	req, _ := http.NewRequest(http.MethodPost, e.url, strings.NewReader("x"))
 	status, got := send(t, client(mw, newBase(t)), req)
-	if status != http.StatusInternalServerError || got != "attempt 1: x" {
-		t.Errorf("got %d %q, want 500 %q", status, got, "attempt 1: x")
-	}
-	if n := len(e.requests()); n != 1 {
-		t.Errorf("the server got %d requests, want 1", n)
-	}
+	assert.Equal(t, http.StatusInternalServerError, status, "status (body %q)", got)
+	assert.Equal(t, "attempt 1: x", got, "body")
+	assert.Len(t, e.requests(), 1, "the server's requests")
 }
 
 // An attempt that gets no response is retried like a yarpc call that
@@ -232,14 +212,12 @@ func TestTransportConnectionError(t *testing.T) {
 	res, err := client(mw, newBase(t)).Do(req)
 	if err == nil {
 		res.Body.Close()
-		t.Fatal("no error from a closed server")
 	}
-	if !errors.Is(err, syscall.ECONNREFUSED) {
-		t.Errorf("got %v, want base's connection refused", err)
-	}
+	require.Error(t, err, "no error from a closed server")
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED, "want base's connection refused")
 	key := tally.KeyForPrefixedStringMap("errown.retry.attempts", map[string]string{"callee": "echo"})
-	if c := scope.Snapshot().Counters()[key]; c == nil || c.Value() != 1 {
-		t.Errorf("retry.attempts: got %v, want 1", c)
+	if c := scope.Snapshot().Counters()[key]; assert.NotNil(t, c, "retry.attempts") {
+		assert.Equal(t, int64(1), c.Value(), "retry.attempts")
 	}
 }
 
@@ -259,12 +237,8 @@ func TestTransportSendsTTL(t *testing.T) {
 
 	reqs := e.requests()
 	ms, err := strconv.Atoi(reqs[0].ttl)
-	if err != nil || ms <= 1000 || ms > 3000 {
-		t.Errorf("with a 3s deadline: Context-TTL-MS %q", reqs[0].ttl)
-	}
-	if reqs[1].ttl != "" {
-		t.Errorf("without a deadline: Context-TTL-MS %q, want none", reqs[1].ttl)
-	}
+	assert.True(t, err == nil && ms > 1000 && ms <= 3000, "with a 3s deadline: Context-TTL-MS %q", reqs[0].ttl)
+	assert.Empty(t, reqs[1].ttl, "without a deadline: Context-TTL-MS, want none")
 }
 
 // By default the callee is named by the request's host and the procedure
@@ -280,15 +254,9 @@ func TestTransportDefaultNames(t *testing.T) {
 	for _, path := range []string{"/retry", "/other", "/retry/"} {
 		req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
 		res, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Request != req {
-			t.Errorf("the response's Request is not the caller's")
-		}
+		require.NoError(t, err)
+		assert.Same(t, req, res.Request, "the response's Request is not the caller's")
 		res.Body.Close()
 	}
-	if n := len(e.requests()); n != 4 { // GET /retry twice, the others once
-		t.Errorf("the server got %d requests, want 4", n)
-	}
+	assert.Len(t, e.requests(), 4, "the server's requests") // GET /retry twice, the others once
 }

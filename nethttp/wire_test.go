@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
 	yhttp "go.uber.org/yarpc/transport/http"
@@ -26,18 +28,12 @@ func TestCodeFromStatusIsYARPCs(t *testing.T) {
 		tr := yhttp.NewTransport()
 		out := tr.NewSingleOutbound(srv.URL + "/?status=" + strconv.Itoa(status))
 		d := yarpc.NewDispatcher(yarpc.Config{Name: "caller", Outbounds: yarpc.Outbounds{"callee": {Unary: out}}})
-		if err := d.Start(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.Start())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_, err := raw.New(d.ClientConfig("callee")).Call(ctx, "p", nil)
 		cancel()
-		if err := d.Stop(); err != nil {
-			t.Fatal(err)
-		}
-		if want, got := yarpcerrors.FromError(err).Code(), codeFromStatus(status); got != want {
-			t.Errorf("status %d: got %v, yarpc reads %v", status, got, want)
-		}
+		require.NoError(t, d.Stop())
+		assert.Equal(t, yarpcerrors.FromError(err).Code(), codeFromStatus(status), "status %d: codeFromStatus, against yarpc's reading", status)
 	}
 }
 
@@ -57,9 +53,7 @@ func TestStatusError(t *testing.T) {
 		{503, http.Header{"Rpc-Error-Code": {"ok"}}, yarpcerrors.CodeUnavailable},
 	}
 	for _, tt := range tests {
-		if got := yarpcerrors.FromError(StatusError(tt.status, tt.header)).Code(); got != tt.want {
-			t.Errorf("StatusError(%d, %v): got %v, want %v", tt.status, tt.header, got, tt.want)
-		}
+		assert.Equal(t, tt.want, yarpcerrors.FromError(StatusError(tt.status, tt.header)).Code(), "StatusError(%d, %v)", tt.status, tt.header)
 	}
 }
 
@@ -78,9 +72,9 @@ func TestParseTTL(t *testing.T) {
 		{"9223372036854775807", 0, false},
 	}
 	for _, tt := range tests {
-		if got, ok := parseTTL(tt.in); got != tt.want || ok != tt.ok {
-			t.Errorf("parseTTL(%q): got %v %v, want %v %v", tt.in, got, ok, tt.want, tt.ok)
-		}
+		got, ok := parseTTL(tt.in)
+		assert.Equal(t, tt.want, got, "parseTTL(%q)", tt.in)
+		assert.Equal(t, tt.ok, ok, "parseTTL(%q): ok", tt.in)
 	}
 }
 
@@ -94,20 +88,14 @@ func TestStatusReadsBack(t *testing.T) {
 	}
 	for c := yarpcerrors.CodeCancelled; c <= yarpcerrors.CodeUnauthenticated; c++ {
 		status := Status(c)
-		if status < 400 {
-			t.Fatalf("Status(%v) = %d: not an error status", c, status)
-		}
+		require.GreaterOrEqual(t, status, 400, "Status(%v) = %d: not an error status", c, status)
 		got := yarpcerrors.FromError(StatusError(status, nil)).Code()
-		if !shared[c] && got != c {
-			t.Errorf("Status(%v) = %d reads back as %v", c, status, got)
+		if !shared[c] {
+			assert.Equal(t, c, got, "Status(%v) = %d reads back", c, status)
 		}
 	}
-	if got := Status(yarpcerrors.CodeUnavailable); got != 503 {
-		t.Errorf("Status(unavailable) = %d, want 503", got)
-	}
-	if got := Status(yarpcerrors.CodeInternal); got != 500 {
-		t.Errorf("Status(internal) = %d, want 500", got)
-	}
+	assert.Equal(t, 503, Status(yarpcerrors.CodeUnavailable), "Status(unavailable)")
+	assert.Equal(t, 500, Status(yarpcerrors.CodeInternal), "Status(internal)")
 }
 
 // TestStatusTableRoundTrip: the two directions are one table. Every code
@@ -123,27 +111,18 @@ func TestStatusTableRoundTrip(t *testing.T) {
 	}
 	for c := yarpcerrors.CodeCancelled; c <= yarpcerrors.CodeUnauthenticated; c++ {
 		status, ok := _statusByCode[c]
-		if !ok {
-			t.Errorf("%v: no status", c)
+		if !assert.True(t, ok, "%v: no status", c) {
 			continue
 		}
 		back := codeFromStatus(status)
-		if back != first[status] {
-			t.Errorf("%v: status %d reads back as %v, want %v", c, status, back, first[status])
-		}
-		if Status(back) != status {
-			t.Errorf("%v: status %d reads back as %v, which answers with %d", c, status, back, Status(back))
-		}
+		assert.Equal(t, first[status], back, "%v: status %d reads back", c, status)
+		assert.Equal(t, status, Status(back), "%v: status %d reads back as %v, which answers with", c, status, back)
 	}
 	for status, code := range _codeOfStatus {
 		if status == http.StatusUnprocessableEntity {
 			continue // read, never answered with
 		}
-		if Status(code) != status {
-			t.Errorf("status %d reads as %v, which answers with %d", status, code, Status(code))
-		}
+		assert.Equal(t, status, Status(code), "status %d reads as %v, which answers with", status, code)
 	}
-	if got := Status(yarpcerrors.CodeOK); got != http.StatusInternalServerError {
-		t.Errorf("Status(ok) = %d, want 500", got)
-	}
+	assert.Equal(t, http.StatusInternalServerError, Status(yarpcerrors.CodeOK), "Status(ok)")
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -29,12 +31,8 @@ func TestFlushedForwardedClaimDropped(t *testing.T) {
 		_, _ = w.Write([]byte("x"))
 	}})
 	r := get(t, s.url)
-	if got := r.header.Get(_claim); got != "" {
-		t.Errorf("claim on a response sent before errown decided: got %q, want none (doc: 'without errown's headers')", got)
-	}
-	if got := r.header.Get(_storm); got != "" {
-		t.Errorf("storm: got %q, want none", got)
-	}
+	assert.Empty(t, r.header.Get(_claim), "claim on a response sent before errown decided: want none (doc: 'without errown's headers')")
+	assert.Empty(t, r.header.Get(_storm), "storm: want none")
 }
 
 // Flush before WriteHeader sends 200; a later WriteHeader(503) is
@@ -46,12 +44,8 @@ func TestFlushThenWriteHeaderCountsNoError(t *testing.T) {
 		_, _ = w.Write([]byte("x"))
 	}})
 	r := get(t, s.url)
-	if r.status != http.StatusOK {
-		t.Fatalf("status %d", r.status)
-	}
-	if got := s.counter("inbound.claimed", nil); got != 0 {
-		t.Errorf("inbound.claimed = %d for a response that went out 200", got)
-	}
+	require.Equal(t, http.StatusOK, r.status, "status")
+	assert.Zero(t, s.counter("inbound.claimed", nil), "inbound.claimed for a response that went out 200")
 }
 
 type trackBody struct {
@@ -99,32 +93,19 @@ func TestTransportClosesRetriedBodies(t *testing.T) {
 		rt := nethttp.Transport(mw, base, nethttp.WithService(func(*http.Request) string { return "T" }))
 		req, _ := http.NewRequest(http.MethodPost, "http://x/y", bytes.NewReader([]byte("payload")))
 		res, err := rt.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if base.n != 3 || res.StatusCode != 200 {
-			t.Fatalf("n=%d status=%d", base.n, res.StatusCode)
-		}
+		require.NoError(t, err)
+		require.Equal(t, 3, base.n, "attempts (status %d)", res.StatusCode)
+		require.Equal(t, 200, res.StatusCode, "status (attempts %d)", base.n)
 		for i, b := range base.reqBodies {
-			if string(b) != "payload" {
-				t.Errorf("attempt %d body %q", i, b)
-			}
+			assert.Equal(t, "payload", string(b), "attempt %d body", i)
 		}
 		for i, b := range base.bodies[:2] {
-			if !b.closed.Load() {
-				t.Errorf("timeout %v: retried attempt %d body not closed", timeout, i)
-			}
+			assert.True(t, b.closed.Load(), "timeout %v: retried attempt %d body not closed", timeout, i)
 		}
-		if base.bodies[2].closed.Load() {
-			t.Errorf("final body closed")
-		}
+		assert.False(t, base.bodies[2].closed.Load(), "final body closed")
 		got, _ := io.ReadAll(res.Body)
-		if string(got) != "attempt" {
-			t.Errorf("body %q", got)
-		}
+		assert.Equal(t, "attempt", string(got), "body")
 		res.Body.Close()
-		if !base.bodies[2].closed.Load() {
-			t.Errorf("final body not closed by Close")
-		}
+		assert.True(t, base.bodies[2].closed.Load(), "final body not closed by Close")
 	}
 }

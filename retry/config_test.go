@@ -2,12 +2,12 @@ package retry
 
 import (
 	"math"
-	"reflect"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/multierr"
 	"gopkg.in/yaml.v2"
 )
@@ -80,9 +80,7 @@ func TestConfigWithDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.give.WithDefaults(); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("WithDefaults() = %+v, want %+v", got, tt.want)
-			}
+			assert.Equal(t, tt.want, tt.give.WithDefaults(), "WithDefaults()")
 		})
 	}
 }
@@ -92,9 +90,7 @@ func TestConfigWithDefaultsLeavesCallerAlone(t *testing.T) {
 
 	_ = give.WithDefaults()
 
-	if want := (PolicyConfig{Service: "s"}); !reflect.DeepEqual(give.Policies[0], want) {
-		t.Errorf("caller's policy = %+v, want %+v unchanged", give.Policies[0], want)
-	}
+	assert.Equal(t, PolicyConfig{Service: "s"}, give.Policies[0], "caller's policy must be unchanged")
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -216,9 +212,7 @@ func TestConfigValidate(t *testing.T) {
 			for _, err := range multierr.Errors(tt.give.Validate()) {
 				got = append(got, err.Error())
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Validate() errors:\n%q\nwant:\n%q", got, tt.want)
-			}
+			assert.Equal(t, tt.want, got, "Validate() errors")
 		})
 	}
 }
@@ -229,9 +223,7 @@ func TestConfigValidateKeysRelative(t *testing.T) {
 	err := Config{Policies: []PolicyConfig{{Service: "s", MaxAttempts: 11, Idempotent: new(true)}}}.Validate()
 
 	want := "policies[0].maxAttempts: must be between 1 and 10, got 11"
-	if err == nil || err.Error() != want {
-		t.Errorf("Validate() = %v, want %q", err, want)
-	}
+	assert.EqualError(t, err, want, "Validate()")
 }
 
 func TestConfigYAMLIdempotent(t *testing.T) {
@@ -256,16 +248,12 @@ func TestConfigYAMLIdempotent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var cfg Config
-			if err := yaml.UnmarshalStrict([]byte(tt.give), &cfg); err != nil {
-				t.Fatalf("unmarshal: %v", err)
-			}
+			require.NoError(t, yaml.UnmarshalStrict([]byte(tt.give), &cfg), "unmarshal")
 			var got []string
 			for _, err := range multierr.Errors(cfg.Validate()) {
 				got = append(got, err.Error())
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("Validate() errors:\n%q\nwant:\n%q", got, tt.want)
-			}
+			assert.Equal(t, tt.want, got, "Validate() errors")
 		})
 	}
 }
@@ -310,14 +298,8 @@ policies:
 	}
 
 	var got Config
-	if err := yaml.UnmarshalStrict([]byte(give), &got); err != nil {
-		t.Fatalf("unmarshal: %v", err)
-	}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(give), &got), "unmarshal")
 
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("decoded %+v, want %+v", got, want)
-	}
-	if err := got.Validate(); err != nil {
-		t.Errorf("Validate: %v", err)
-	}
+	assert.Equal(t, want, got, "decoded")
+	assert.NoError(t, got.Validate(), "Validate")
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/errown/errown/internal/testidl/thrift/echo"
 	"github.com/errown/errown/internal/testidl/thrift/echo/echoclient"
 	"github.com/errown/errown/internal/testidl/thrift/echo/echoserver"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/protobuf"
@@ -318,14 +320,10 @@ func startProbe(t *testing.T) *probe {
 
 	httpIn := http.NewTransport().NewInbound("127.0.0.1:0")
 	grpcListener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
+	require.NoError(t, err, "listen")
 	grpcIn := grpc.NewTransport().NewInbound(grpcListener)
 	tchServer, err := tchannel.NewTransport(tchannel.ServiceName(_server), tchannel.ListenAddr("127.0.0.1:0"))
-	if err != nil {
-		t.Fatalf("tchannel transport: %v", err)
-	}
+	require.NoError(t, err, "tchannel transport")
 	server := yarpc.NewDispatcher(yarpc.Config{
 		Name:              _server,
 		Inbounds:          yarpc.Inbounds{httpIn, grpcIn, tchServer.NewInbound()},
@@ -336,9 +334,7 @@ func startProbe(t *testing.T) *probe {
 	start(t, server)
 
 	tchClient, err := tchannel.NewTransport(tchannel.ServiceName(_client))
-	if err != nil {
-		t.Fatalf("tchannel transport: %v", err)
-	}
+	require.NoError(t, err, "tchannel transport")
 	p.client = yarpc.NewDispatcher(yarpc.Config{
 		Name: _client,
 		Outbounds: yarpc.Outbounds{
@@ -354,13 +350,9 @@ func startProbe(t *testing.T) *probe {
 
 func start(t *testing.T, d *yarpc.Dispatcher) {
 	t.Helper()
-	if err := d.Start(); err != nil {
-		t.Fatalf("start %s: %v", d.Name(), err)
-	}
+	require.NoError(t, d.Start(), "start %s", d.Name())
 	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("stop %s: %v", d.Name(), err)
-		}
+		assert.NoError(t, d.Stop(), "stop %s", d.Name())
 	})
 }
 
@@ -435,17 +427,13 @@ func TestProbe(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.String(), func(t *testing.T) {
 				want, ok := _facts[c]
-				if !ok {
-					t.Fatalf("no fact for %v", c)
-				}
+				require.True(t, ok, "no fact for %v", c)
 				var opts []yarpc.CallOption
 				if c.Bare {
 					opts = append(opts, yarpc.WithHeader(_bareHeader, "1"))
 				}
 				got := p.call(t, c.Transport, c.Encoding, c.Kind, opts...)
-				if got.String() != want.String() {
-					t.Errorf("yarpc's behaviour changed; update FACTS.md and _facts:\n got %v\nwant %v", got, want)
-				}
+				assert.Equal(t, want.String(), got.String(), "yarpc's behaviour changed; update FACTS.md and _facts")
 			})
 		}
 	}
@@ -455,9 +443,7 @@ func TestProbe(t *testing.T) {
 	p.in.mu.Lock()
 	defer p.in.mu.Unlock()
 	for _, tr := range _transports {
-		if !p.in.setter[tr] {
-			t.Errorf("%s: the inbound middleware's ResponseWriter does not implement transport.ApplicationErrorMetaSetter", tr)
-		}
+		assert.True(t, p.in.setter[tr], "%s: the inbound middleware's ResponseWriter does not implement transport.ApplicationErrorMetaSetter", tr)
 	}
 }
 
@@ -474,13 +460,9 @@ func TestHTTPProtobufErrorBreaksResponse(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_, err := echopb.NewEchoYARPCClient(p.client.ClientConfig(_http)).Call(ctx, &echopb.EchoRequest{Key: "k", Fail: kind})
-			if err == nil {
-				t.Fatal("got no error")
-			}
+			require.Error(t, err, "got no error")
 			for _, want := range []string{"malformed MIME header line", "Grpc-Status-Details-Bin"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not contain %q", err, want)
-				}
+				assert.Contains(t, err.Error(), want)
 			}
 		})
 	}
