@@ -8,42 +8,22 @@ import (
 	"github.com/errown/errown/retry"
 )
 
-// Budget is one callee's retry budget as the page shows it, from
-// retry.BudgetView. Its JSON is written for people and scripts alike: the
+// Budget is one callee's retry budget as the page shows it: a
+// retry.BudgetView whose JSON is written for people and scripts alike. The
 // window is a Go duration string ("10s"), and a disabled budget, which
 // counts nothing and allows every retry a policy wants, is
 // {"callee": "...", "disabled": true}, with no ratio, floor, window or
 // counts that would read as limits.
-type Budget struct {
-	// Callee is the callee service the budget is kept for.
-	Callee string
-	// Disabled budgets allow every retry a policy wants.
-	Disabled bool
-	// Requests and Retries are the original requests and the retries
-	// counted in the current window.
-	Requests int64
-	Retries  int64
-	// Allowed is how many retries the window allows:
-	// Ratio × Requests + MinPerSecond × Window.
-	Allowed      float64
-	Ratio        float64
-	MinPerSecond float64
-	Window       time.Duration
-}
+type Budget retry.BudgetView
 
-// budgetJSON is a Budget in JSON. A disabled budget has only its first
-// two fields (disabledBudgetJSON).
+// budgetJSON is a Budget in JSON: the view's own fields and tags, its
+// window as a duration string.
 type budgetJSON struct {
-	Callee       string  `json:"callee"`
-	Disabled     bool    `json:"disabled"`
-	Requests     int64   `json:"requests"`
-	Retries      int64   `json:"retries"`
-	Allowed      float64 `json:"allowed"`
-	Ratio        float64 `json:"ratio"`
-	MinPerSecond float64 `json:"minPerSecond"`
-	Window       string  `json:"window"`
+	retry.BudgetView
+	Window string `json:"window"`
 }
 
+// disabledBudgetJSON is a disabled Budget in JSON.
 type disabledBudgetJSON struct {
 	Callee   string `json:"callee"`
 	Disabled bool   `json:"disabled"`
@@ -55,15 +35,7 @@ func (b Budget) MarshalJSON() ([]byte, error) {
 	if b.Disabled {
 		return json.Marshal(disabledBudgetJSON{Callee: b.Callee, Disabled: true})
 	}
-	return json.Marshal(budgetJSON{
-		Callee:       b.Callee,
-		Requests:     b.Requests,
-		Retries:      b.Retries,
-		Allowed:      b.Allowed,
-		Ratio:        b.Ratio,
-		MinPerSecond: b.MinPerSecond,
-		Window:       b.Window.String(),
-	})
+	return json.Marshal(budgetJSON{BudgetView: retry.BudgetView(b), Window: b.Window.String()})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -80,15 +52,8 @@ func (b *Budget) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("budget %q: window: %w", j.Callee, err)
 	}
-	*b = Budget{
-		Callee:       j.Callee,
-		Requests:     j.Requests,
-		Retries:      j.Retries,
-		Allowed:      j.Allowed,
-		Ratio:        j.Ratio,
-		MinPerSecond: j.MinPerSecond,
-		Window:       window,
-	}
+	j.BudgetView.Window = window
+	*b = Budget(j.BudgetView)
 	return nil
 }
 
@@ -96,16 +61,7 @@ func (b *Budget) UnmarshalJSON(data []byte) error {
 func budgetsOf(views []retry.BudgetView) []Budget {
 	out := make([]Budget, 0, len(views))
 	for _, v := range views {
-		out = append(out, Budget{
-			Callee:       v.Callee,
-			Disabled:     v.Disabled,
-			Requests:     v.Requests,
-			Retries:      v.Retries,
-			Allowed:      v.Allowed,
-			Ratio:        v.Ratio,
-			MinPerSecond: v.MinPerSecond,
-			Window:       v.Window,
-		})
+		out = append(out, Budget(v))
 	}
 	return out
 }
