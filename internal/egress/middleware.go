@@ -296,6 +296,12 @@ func (m *Middleware) newCall() any {
 // errown caller reads its telemetry (retries overwrite the header with
 // their number). The copy lives until release; the middleware below must
 // not keep its headers past Call, as yarpc's own transports do not.
+//
+// The headers are copied with Headers.With into the call's own Headers,
+// whose maps the pool keeps: req's maps are read, never written
+// (transport.Headers.Items says they must not be changed). With lower-cases
+// each key; a key the caller wrote in mixed case costs one allocation
+// here and one in release, a lower-case key none.
 func (m *Middleware) mark(req *transport.Request) *call {
 	c := m.pool.Get().(*call)
 	copyRequest(&c.req, req)
@@ -303,18 +309,21 @@ func (m *Middleware) mark(req *transport.Request) *call {
 	if req.Headers.Len() == 0 {
 		return c // release left exactly the attempt header in c's maps
 	}
-	// Copied map to map: the keys are already what Headers.With would
-	// make of them, and lower-casing a mixed-case key again allocates.
-	items, orig := c.headers.Items(), c.headers.OriginalItems()
-	for k, v := range req.Headers.Items() {
-		items[k] = v
-	}
+	h := c.headers
 	for k, v := range req.Headers.OriginalItems() {
 		if !strings.EqualFold(k, m.attemptHeader) {
-			orig[k] = v
+			h = h.With(k, v)
 		}
 	}
-	items[m.attemptHeader], orig[m.attemptHeader] = _firstAttempt, _firstAttempt
+	// Original keys that differ only in case share one canonical entry;
+	// keep the value req has for it.
+	for ck, cv := range req.Headers.Items() {
+		if got, _ := h.Get(ck); got != cv && ck != m.attemptHeader {
+			h = h.With(ck, cv)
+		}
+	}
+	c.headers = h.With(m.attemptHeader, _firstAttempt)
+	c.req.Headers = c.headers
 	return c
 }
 
@@ -352,18 +361,18 @@ func setString[S ~string](dst *S, s S) {
 
 // release empties c and returns it to the pool, its maps holding exactly
 // the attempt header "1", which mark counts on. Every other key, those a
-// middleware below added in place included, goes one by one: a request
-// usually has few, and a whole map cleared costs more.
+// middleware below added with With included, goes one by one through
+// Headers.Del: a request usually has few, and new maps cost more.
 func (m *Middleware) release(c *call) {
-	items, orig := c.headers.Items(), c.headers.OriginalItems()
-	if len(items) != 1 || len(orig) != 1 || items[m.attemptHeader] != _firstAttempt {
-		for k := range items {
-			delete(items, k)
+	h := c.headers
+	if v, _ := h.Get(m.attemptHeader); h.Len() != 1 || len(h.OriginalItems()) != 1 || v != _firstAttempt {
+		for k := range h.Items() { // canonical keys first: deleting them allocates nothing
+			h.Del(k)
 		}
-		for k := range orig {
-			delete(orig, k)
+		for k := range h.OriginalItems() {
+			h.Del(k)
 		}
-		items[m.attemptHeader], orig[m.attemptHeader] = _firstAttempt, _firstAttempt
+		c.headers = h.With(m.attemptHeader, _firstAttempt)
 	}
 	// The request's strings stay until the next mark overwrites them; its
 	// body, which may be large, goes now.
