@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
@@ -351,10 +350,15 @@ func copyRequest(dst, req *transport.Request) {
 	dst.BodySize = req.BodySize
 }
 
-// setString sets *dst to s unless it holds the same string already: the
-// same bytes at the same address.
+// setString sets *dst to s unless it holds an equal string already. A
+// string comparison looks at the bytes only when the lengths match and the
+// addresses differ: on the same strings as the call before it costs about
+// 2.5ns a field more than comparing the addresses through unsafe
+// (BenchmarkSetString, AMD EPYC, 2 shared vCPUs: 14.5 against 24 ns/op
+// for 4 fields, medians of 6), some 20ns on a request that costs errown
+// microseconds, which does not pay for unsafe.
 func setString[S ~string](dst *S, s S) {
-	if len(*dst) != len(s) || unsafe.StringData(string(*dst)) != unsafe.StringData(string(s)) {
+	if *dst != s {
 		*dst = s
 	}
 }
