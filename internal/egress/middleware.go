@@ -300,7 +300,8 @@ func (m *Middleware) newCall() any {
 // whose maps the pool keeps: req's maps are read, never written
 // (transport.Headers.Items says they must not be changed). With lower-cases
 // each key; a key the caller wrote in mixed case costs one allocation
-// here and one in release, a lower-case key none.
+// here and one in release (Headers.Del lower-cases it too), a lower-case
+// key none.
 func (m *Middleware) mark(req *transport.Request) *call {
 	c := m.pool.Get().(*call)
 	copyRequest(&c.req, req)
@@ -308,17 +309,19 @@ func (m *Middleware) mark(req *transport.Request) *call {
 	if req.Headers.Len() == 0 {
 		return c // release left exactly the attempt header in c's maps
 	}
-	h := c.headers
+	h, copied := c.headers, 0
 	for k, v := range req.Headers.OriginalItems() {
 		if !strings.EqualFold(k, m.attemptHeader) {
-			h = h.With(k, v)
+			h, copied = h.With(k, v), copied+1
 		}
 	}
-	// Original keys that differ only in case share one canonical entry;
-	// keep the value req has for it.
-	for ck, cv := range req.Headers.Items() {
-		if got, _ := h.Get(ck); got != cv && ck != m.attemptHeader {
-			h = h.With(ck, cv)
+	if h.Len() != copied+1 {
+		// Original keys that differ only in case share one canonical
+		// entry; keep the value req has for it.
+		for ck, cv := range req.Headers.Items() {
+			if got, _ := h.Get(ck); got != cv && ck != m.attemptHeader {
+				h = h.With(ck, cv)
+			}
 		}
 	}
 	c.headers = h.With(m.attemptHeader, _firstAttempt)
@@ -370,11 +373,13 @@ func setString[S ~string](dst *S, s S) {
 func (m *Middleware) release(c *call) {
 	h := c.headers
 	if v, _ := h.Get(m.attemptHeader); h.Len() != 1 || len(h.OriginalItems()) != 1 || v != _firstAttempt {
-		for k := range h.Items() { // canonical keys first: deleting them allocates nothing
-			h.Del(k)
-		}
 		for k := range h.OriginalItems() {
 			h.Del(k)
+		}
+		if h.Len() != 0 { // canonical keys with no original of their own
+			for k := range h.Items() {
+				h.Del(k)
+			}
 		}
 		c.headers = h.With(m.attemptHeader, _firstAttempt)
 	}
