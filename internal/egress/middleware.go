@@ -372,7 +372,7 @@ func setString[S ~string](dst *S, s S) {
 // Headers.Del: a request usually has few, and new maps cost more.
 func (m *Middleware) release(c *call) {
 	h := c.headers
-	if v, _ := h.Get(m.attemptHeader); h.Len() != 1 || len(h.OriginalItems()) != 1 || v != _firstAttempt {
+	if h.Len() != 1 || len(h.OriginalItems()) != 1 || h.Items()[m.attemptHeader] != _firstAttempt { // read, not written
 		for k := range h.OriginalItems() {
 			h.Del(k)
 		}
