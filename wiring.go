@@ -3,11 +3,10 @@ package errown
 import (
 	"errors"
 	"fmt"
-	"reflect"
 
+	"github.com/errown/errown/internal/depcontract"
 	"go.uber.org/fx"
 	"go.uber.org/yarpc"
-	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/zap"
 )
 
@@ -57,7 +56,11 @@ func checkWiring(v via) func(wiringParams) {
 				if m.wiring != WiringWarn {
 					return err
 				}
-				logger.Warn("errown is off", zap.Error(err))
+				msg := "errown is off"
+				if errors.Is(err, depcontract.ErrMoved) {
+					msg = "errown cannot check that its middleware is on the dispatcher"
+				}
+				logger.Warn(msg, zap.Error(err))
 			} else if err := m.unknownServices(p.Dispatcher); err != nil {
 				if m.wiring != WiringWarn {
 					return err
@@ -75,7 +78,13 @@ func checkWiring(v via) func(wiringParams) {
 // is. Each message names the one fix for what was found.
 func (m *Middleware) wiringError(v via, d *yarpc.Dispatcher) error {
 	applied := m.applied.Load()
-	onDispatcher := d != nil && chainHas(d.InboundMiddleware().Unary, m.inbound)
+	var onDispatcher bool
+	if d != nil {
+		var err error
+		if onDispatcher, err = depcontract.UnaryChainHas(d.InboundMiddleware().Unary, m.inbound); err != nil {
+			return fmt.Errorf("%w (the dispatcher %q)%s", err, d.Name(), _orWarn)
+		}
+	}
 	var msg string
 	switch {
 	case applied && (d == nil || onDispatcher):
@@ -103,26 +112,4 @@ func (m *Middleware) wiringError(v via, d *yarpc.Dispatcher) error {
 			"build them from what grpcgo.Module or nethttp.Module provide, when they are constructed"
 	}
 	return fmt.Errorf("%w: %s%s", ErrNotWired, msg, _orWarn)
-}
-
-// chainHas reports whether mw is target or a yarpc chain holding it.
-// yarpc's chains are flat slices of middleware (UnaryInboundMiddleware
-// flattens chains of chains).
-func chainHas(mw, target middleware.UnaryInbound) bool {
-	if mw == nil {
-		return false
-	}
-	if mw == target {
-		return true
-	}
-	v := reflect.ValueOf(mw)
-	if v.Kind() != reflect.Slice {
-		return false
-	}
-	for i := range v.Len() {
-		if e, ok := v.Index(i).Interface().(middleware.UnaryInbound); ok && chainHas(e, target) {
-			return true
-		}
-	}
-	return false
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/obs"
@@ -296,6 +295,13 @@ func (m *Middleware) newCall() any {
 // errown caller reads its telemetry (retries overwrite the header with
 // their number). The copy lives until release; the middleware below must
 // not keep its headers past Call, as yarpc's own transports do not.
+//
+// The headers are copied with Headers.With into the call's own Headers,
+// whose maps the pool keeps: req's maps are read, never written
+// (transport.Headers.Items says they must not be changed). With lower-cases
+// each key; a key the caller wrote in mixed case costs one allocation
+// here and one in release (Headers.Del lower-cases it too), a lower-case
+// key none.
 func (m *Middleware) mark(req *transport.Request) *call {
 	c := m.pool.Get().(*call)
 	copyRequest(&c.req, req)
@@ -303,18 +309,23 @@ func (m *Middleware) mark(req *transport.Request) *call {
 	if req.Headers.Len() == 0 {
 		return c // release left exactly the attempt header in c's maps
 	}
-	// Copied map to map: the keys are already what Headers.With would
-	// make of them, and lower-casing a mixed-case key again allocates.
-	items, orig := c.headers.Items(), c.headers.OriginalItems()
-	for k, v := range req.Headers.Items() {
-		items[k] = v
-	}
+	h, copied := c.headers, 0
 	for k, v := range req.Headers.OriginalItems() {
 		if !strings.EqualFold(k, m.attemptHeader) {
-			orig[k] = v
+			h, copied = h.With(k, v), copied+1
 		}
 	}
-	items[m.attemptHeader], orig[m.attemptHeader] = _firstAttempt, _firstAttempt
+	if h.Len() != copied+1 {
+		// Original keys that differ only in case share one canonical
+		// entry; keep the value req has for it.
+		for ck, cv := range req.Headers.Items() {
+			if got, _ := h.Get(ck); got != cv && ck != m.attemptHeader {
+				h = h.With(ck, cv)
+			}
+		}
+	}
+	c.headers = h.With(m.attemptHeader, _firstAttempt)
+	c.req.Headers = c.headers
 	return c
 }
 
@@ -342,28 +353,35 @@ func copyRequest(dst, req *transport.Request) {
 	dst.BodySize = req.BodySize
 }
 
-// setString sets *dst to s unless it holds the same string already: the
-// same bytes at the same address.
+// setString sets *dst to s unless it holds an equal string already. A
+// string comparison looks at the bytes only when the lengths match and the
+// addresses differ: on the same strings as the call before it costs about
+// 2.5ns a field more than comparing the addresses through unsafe
+// (BenchmarkSetString, AMD EPYC, 2 shared vCPUs: 14.5 against 24 ns/op
+// for 4 fields, medians of 6), some 20ns on a request that costs errown
+// microseconds, which does not pay for unsafe.
 func setString[S ~string](dst *S, s S) {
-	if len(*dst) != len(s) || unsafe.StringData(string(*dst)) != unsafe.StringData(string(s)) {
+	if *dst != s {
 		*dst = s
 	}
 }
 
 // release empties c and returns it to the pool, its maps holding exactly
 // the attempt header "1", which mark counts on. Every other key, those a
-// middleware below added in place included, goes one by one: a request
-// usually has few, and a whole map cleared costs more.
+// middleware below added with With included, goes one by one through
+// Headers.Del: a request usually has few, and new maps cost more.
 func (m *Middleware) release(c *call) {
-	items, orig := c.headers.Items(), c.headers.OriginalItems()
-	if len(items) != 1 || len(orig) != 1 || items[m.attemptHeader] != _firstAttempt {
-		for k := range items {
-			delete(items, k)
+	h := c.headers
+	if h.Len() != 1 || len(h.OriginalItems()) != 1 || h.Items()[m.attemptHeader] != _firstAttempt { // read, not written
+		for k := range h.OriginalItems() {
+			h.Del(k)
 		}
-		for k := range orig {
-			delete(orig, k)
+		if h.Len() != 0 { // canonical keys with no original of their own
+			for k := range h.Items() {
+				h.Del(k)
+			}
 		}
-		items[m.attemptHeader], orig[m.attemptHeader] = _firstAttempt, _firstAttempt
+		c.headers = h.With(m.attemptHeader, _firstAttempt)
 	}
 	// The request's strings stay until the next mark overwrites them; its
 	// body, which may be large, goes now.

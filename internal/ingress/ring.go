@@ -10,8 +10,7 @@ import (
 const _ringSize = 64
 
 // _cacheLine is the size of a cache block, which a ring's cursor keeps to
-// itself (and each place of the decisions ring, by its padding): two cores
-// writing would otherwise take turns at one block.
+// itself: two cores writing would otherwise take turns at one block.
 const _cacheLine = 64
 
 // ring keeps the latest _ringSize values added, for operators. It takes no

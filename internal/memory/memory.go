@@ -4,13 +4,13 @@ import (
 	"io"
 	"maps"
 	"math"
-	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/depcontract"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/zap"
@@ -131,6 +131,11 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 		gauges:         newGauges(o.Scope),
 	}
 	m.publish()
+	if err := depcontract.CheckTally(); err != nil && !noop {
+		// Evicted edges would keep their series in tally: say so at start.
+		o.Logger.Error("errown: the dependency memory cannot drop the series of evicted edges", zap.Error(err))
+		o.Scope.Gauge("series_unclosable").Update(1)
+	}
 	queries, errors := o.Scope.Counter("fleet_queries"), o.Scope.Counter("fleet_errors")
 	if cfg.Fleet.URL != "" {
 		m.fleet = newFleet(cfg.Fleet, o, queries, errors)
@@ -315,16 +320,11 @@ func (m *Memory) newEdgeState(e ownership.Edge, now int64) *edgeState {
 		depmem.LabelCalleeProcedure: orNone(e.Procedure),
 	})
 	s.failures, s.joint = tagged.Counter("callee_failures"), tagged.Counter("joint_failures")
-	if reflect.TypeOf(tagged) == _tallyScope {
-		// Only tally's own scopes are closed: another Scope's Close
-		// may mean something else.
-		s.series = tagged.(io.Closer)
-	}
+	// Only tally's own scopes are closed: another Scope's Close may mean
+	// something else.
+	s.series, _ = depcontract.TallyCloser(tagged)
 	return s
 }
-
-// _tallyScope is the type of tally's own scopes.
-var _tallyScope = reflect.TypeOf(tally.NoopScope)
 
 func orNone(s string) string {
 	if s == "" {

@@ -13,9 +13,8 @@
 //
 // Map keeps the Logs in flight (ingresslog.Config bounds it). It is
 // sharded: each shard has its own lock, its own share of MaxInFlight and its
-// own ID sequence, and the shard of an ID is its low bits. Each core opens
-// Logs in a home shard of its own, the shard the allocator's page the Log
-// lives in hashes to (while there are at least as many shards as cores), so
-// concurrent requests rarely contend or share a cache line. Past
+// own ID sequence, and the shard of an ID is its low bits. Each request
+// opens its Log in a shard picked at random, trying the next ones when it
+// is full, so concurrent requests rarely contend. Past
 // MaxInFlight, Open refuses and the request is served untracked.
 package reqlog

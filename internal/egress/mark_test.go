@@ -1,0 +1,67 @@
+package egress
+
+import (
+	"testing"
+
+	"github.com/errown/errown/outbound"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/yarpc/api/transport"
+)
+
+// TestMarkCopiesHeaders: the marked request carries the caller's headers,
+// original names and canonical ones, and the attempt header "1"; the
+// caller's maps are read, not written; release leaves the pooled maps
+// holding the attempt header alone, whatever a middleware below added.
+func TestMarkCopiesHeaders(t *testing.T) {
+	mw, err := New(outbound.Config{})
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		give     transport.Headers
+		wantOrig map[string]string
+		wantKeys map[string]string
+	}{
+		{
+			name:     "lower case",
+			give:     transport.NewHeaders().With("x-trace", "abc"),
+			wantOrig: map[string]string{"x-trace": "abc", "errown-attempt": "1"},
+			wantKeys: map[string]string{"x-trace": "abc", "errown-attempt": "1"},
+		},
+		{
+			name:     "mixed case",
+			give:     transport.NewHeaders().With("X-Trace", "abc").With("Baggage", "v"),
+			wantOrig: map[string]string{"X-Trace": "abc", "Baggage": "v", "errown-attempt": "1"},
+			wantKeys: map[string]string{"x-trace": "abc", "baggage": "v", "errown-attempt": "1"},
+		},
+		{
+			name:     "the caller's attempt header replaced",
+			give:     transport.NewHeaders().With("Errown-Attempt", "4"),
+			wantOrig: map[string]string{"errown-attempt": "1"},
+			wantKeys: map[string]string{"errown-attempt": "1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &transport.Request{Service: "s", Headers: tt.give}
+			before := copyMap(tt.give.OriginalItems())
+			c := mw.mark(req)
+			assert.Equal(t, tt.wantOrig, c.req.Headers.OriginalItems())
+			assert.Equal(t, tt.wantKeys, c.req.Headers.Items())
+			// A middleware below adds a header to the request it got.
+			c.req.Headers = c.req.Headers.With("Added-Below", "x")
+			mw.release(c)
+			assert.Equal(t, before, tt.give.OriginalItems(), "the caller's headers unchanged")
+			assert.Equal(t, map[string]string{"errown-attempt": "1"}, c.headers.Items())
+			assert.Equal(t, map[string]string{"errown-attempt": "1"}, c.headers.OriginalItems())
+		})
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
