@@ -278,20 +278,15 @@ func FuzzConfigFromYAML(f *testing.F) {
 		// What parses is sane (finite numbers), builds, and survives a
 		// round trip.
 		for _, v := range []*float64{&c.Memory.OpenThreshold, &c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio, &c.Retry.Budget.MinPerSecond} {
-			if math.IsNaN(*v) || math.IsInf(*v, 0) {
-				t.Fatalf("accepted a non-finite number in %q", b)
-			}
+			require.False(t, math.IsNaN(*v), "accepted a NaN in %q", b)
+			require.False(t, math.IsInf(*v, 0), "accepted an infinity in %q", b)
 		}
-		if _, err := New(c); err != nil {
-			t.Fatalf("ConfigFromYAML accepted %q but New refused it: %v", b, err)
-		}
+		_, err = New(c)
+		require.NoError(t, err, "ConfigFromYAML accepted %q but New refused it", b)
 		out, err := yaml.Marshal(c)
-		if err != nil {
-			t.Fatalf("marshal: %v", err)
-		}
-		if _, err := ConfigFromYAML(out); err != nil {
-			t.Fatalf("round trip of %q failed: %v\n%s", b, err, out)
-		}
+		require.NoError(t, err, "marshal")
+		_, err = ConfigFromYAML(out)
+		require.NoError(t, err, "round trip of %q failed:\n%s", b, out)
 	})
 }
 

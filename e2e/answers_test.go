@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -92,20 +93,20 @@ func TestNotFoundThenOutage(t *testing.T) {
 				for i := range n {
 					before := servedBy(mesh, nodes...)
 					r := mesh.Call(callCtx(t), _a, nil)
+					// Only the first wrong one of each is told; the count after.
 					if r.Code() != code || r.Claim != claim {
 						if wrongReply++; wrongReply == 1 {
-							t.Errorf("%s request %d: outside caller got code %v claim %q, want %v %q (%v)", name, i, r.Code(), r.Claim, code, claim, r.Err)
+							assert.Equal(t, code, r.Code(), "%s request %d: outside caller's code (claim %q, %v)", name, i, r.Claim, r.Err)
+							assert.Equal(t, claim, r.Claim, "%s request %d: outside caller's claim (code %v, %v)", name, i, r.Code(), r.Err)
 						}
 					}
 					if got := servedSince(mesh, before); !maps.Equal(got, served) {
 						if wrongServed++; wrongServed == 1 {
-							t.Errorf("%s request %d: served %v, want %v", name, i, got, served)
+							assert.Equal(t, served, got, "%s request %d: served", name, i)
 						}
 					}
 				}
-				if wrongReply+wrongServed > 0 {
-					t.Errorf("%s: %d of %d replies and %d of %d served counts wrong", name, wrongReply, n, wrongServed, n)
-				}
+				assert.Zero(t, wrongReply+wrongServed, "%s: %d of %d replies and %d of %d served counts wrong", name, wrongReply, n, wrongServed, n)
 			}
 
 			// Not-found is an answer: nobody fails, nobody retries, and
@@ -113,9 +114,9 @@ func TestNotFoundThenOutage(t *testing.T) {
 			phase("not-found", answers, yarpcerrors.CodeNotFound, _claimed, map[string]int64{_a: 1, _b: 1, _c: 1, _d: 1})
 			for _, n := range []string{_a, _b, _c} {
 				for _, v := range mesh.Service(n).Middleware().Dependencies() {
-					if v.Kind == ownership.KindFailOpen || v.CalleeFailures != 0 || v.JointFailures != 0 {
-						t.Errorf("after %d not-found answers %s learned %+v; want no callee failure on any edge", answers, n, v)
-					}
+					assert.NotEqual(t, ownership.KindFailOpen, v.Kind, "after %d not-found answers %s learned %+v; want no callee failure on any edge", answers, n, v)
+					assert.Zero(t, v.CalleeFailures, "after %d not-found answers %s learned %+v; want no callee failure on any edge", answers, n, v)
+					assert.Zero(t, v.JointFailures, "after %d not-found answers %s learned %+v; want no callee failure on any edge", answers, n, v)
 				}
 			}
 
@@ -130,8 +131,8 @@ func TestNotFoundThenOutage(t *testing.T) {
 					CalleeFailures: outage, JointFailures: outage, Source: depmem.SourceLocal,
 				}
 				got := mesh.Service(n.caller).Middleware().Dependencies()
-				if len(got) != 1 || got[0] != want {
-					t.Errorf("after the outage %s knows %+v, want [%+v]", n.caller, got, want)
+				if assert.Len(t, got, 1, "after the outage %s knows %+v, want [%+v]", n.caller, got, want) {
+					assert.Equal(t, want, got[0], "after the outage %s knows", n.caller)
 				}
 			}
 		})

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"maps"
 	"slices"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -139,9 +139,8 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 				var reply fxtest.Reply
 				for i := range roots {
 					reply = mesh.Call(callCtx(t), _a, rf.give.body)
-					if reply.Code() != _unavail || reply.Claim != _unclaimed {
-						t.Errorf("root request %d: outside caller got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
-					}
+					assert.Equal(t, _unavail, reply.Code(), "root request %d: outside caller's code (claim %q, %v)", i, reply.Claim, reply.Err)
+					assert.Equal(t, _unclaimed, reply.Claim, "root request %d: outside caller's claim (code %v, %v)", i, reply.Code(), reply.Err)
 				}
 
 				assertResult(t, want, observe(mesh, reply, _a, _b, _c, _d))
@@ -152,9 +151,7 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 					}
 					wantDenied[rf.give.reason] = roots
 				}
-				if got := deniedCounters(scope, _d); !maps.Equal(got, wantDenied) {
-					t.Errorf("C's retry.denied for D by reason: got %v, want %v", got, wantDenied)
-				}
+				assert.Equal(t, wantDenied, deniedCounters(scope, _d), "C's retry.denied for D by reason")
 			})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
+	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -106,24 +107,17 @@ func TestDetachedWork(t *testing.T) {
 			close(release)
 			err := <-done
 
-			if reply.Err != nil || string(reply.Body) != "hello" {
-				t.Errorf("outside caller got %q, %v; want %q, no error", reply.Body, reply.Err, "hello")
-			}
-			if got := yarpcerrors.FromError(err).Code(); got != _unavail {
-				t.Errorf("detached call ended with %v, want code %v", err, _unavail)
-			}
+			assert.NoError(t, reply.Err, "outside caller")
+			assert.Equal(t, "hello", string(reply.Body), "outside caller's body")
+			assert.Equal(t, _unavail, yarpcerrors.FromError(err).Code(), "detached call ended with %v", err)
 			got := want{
 				Egress:   readEgress(scope),
 				Served:   map[string]int64{_b: b.Served(), _c: mesh.Service(_c).Served()},
 				Attempts: observe(mesh, reply).Attempts,
 			}
 			assertResult(t, result{Served: tt.want.Served, Attempts: tt.want.Attempts}, result{Served: got.Served, Attempts: got.Attempts})
-			if got.Egress != tt.want.Egress {
-				t.Errorf("egress counters: got %+v, want %+v", got.Egress, tt.want.Egress)
-			}
-			if n := b.Middleware().InFlight(); n != 0 {
-				t.Errorf("B still tracks %d requests", n)
-			}
+			assert.Equal(t, tt.want.Egress, got.Egress, "egress counters")
+			assert.Zero(t, b.Middleware().InFlight(), "B still tracks requests")
 		})
 	}
 }

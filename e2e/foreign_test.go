@@ -12,6 +12,7 @@ import (
 
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -53,12 +54,9 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 			for i := range _stormRoots {
 				before := servedBy(mesh, _a, _b, _c, _d)
 				reply := mesh.Call(callCtx(t), _a, []byte("storm"))
-				if reply.Code() != _unavail || reply.Claim != _unclaimed {
-					t.Errorf("root request %d: outside caller got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
-				}
-				if got := servedSince(mesh, before); !maps.Equal(got, served) {
-					t.Errorf("root request %d: served %v, want %v", i, got, served)
-				}
+				assert.Equal(t, _unavail, reply.Code(), "root request %d: outside caller's code (claim %q, %v)", i, reply.Claim, reply.Err)
+				assert.Equal(t, _unclaimed, reply.Claim, "root request %d: outside caller's claim (code %v, %v)", i, reply.Code(), reply.Err)
+				assert.Equal(t, served, servedSince(mesh, before), "root request %d: served", i)
 			}
 
 			for _, h := range []struct {
@@ -77,21 +75,20 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 			} {
 				tags := map[string]string{"callee": h.callee}
 				maps.Copy(tags, h.tags)
-				if got := counterValue(nodes[h.caller].scope, "errown.retry."+h.counter, tags); got != h.want*_stormRoots {
-					t.Errorf("%s's retry.%s%v: got %d, want %d", h.caller, h.counter, tags, got, h.want*_stormRoots)
-				}
+				assert.Equal(t, h.want*_stormRoots, counterValue(nodes[h.caller].scope, "errown.retry."+h.counter, tags), "%s's retry.%s%v", h.caller, h.counter, tags)
 			}
 
 			// The root's storm figures count every attempt that left a
 			// process: 5 served (A 1, B 1, C 1, D 2), one retry, radius 1.
 			m := nodes[_a].rootMetrics()
-			if m.Requests != _stormRoots || m.Retries != _stormRoots || !maps.Equal(m.Radius, map[float64]int64{1: _stormRoots}) {
-				t.Errorf("A's root storm metrics: %+v, want %d requests, %d retries, radius 1 each", m, _stormRoots, _stormRoots)
-			}
+			assert.Equal(t, int64(_stormRoots), m.Requests, "A's root storm metrics %+v: requests", m)
+			assert.Equal(t, int64(_stormRoots), m.Retries, "A's root storm metrics %+v: retries", m)
+			assert.Equal(t, map[float64]int64{1: _stormRoots}, m.Radius, "A's root storm metrics %+v: radius 1 each", m)
 			for _, s := range nodes[_a].hooked() {
-				if !s.Known || s.Served != 5 || s.Retries != 1 || s.Radius != 1 {
-					t.Errorf("A's root storm: %+v, want known, served 5, 1 retry, radius 1", s)
-				}
+				assert.True(t, s.Known, "A's root storm: %+v, want known", s)
+				assert.Equal(t, uint64(5), s.Served, "A's root storm: %+v, served", s)
+				assert.Equal(t, uint64(1), s.Retries, "A's root storm: %+v, retries", s)
+				assert.Equal(t, 1, s.Radius, "A's root storm: %+v, radius", s)
 			}
 		})
 	}
@@ -152,20 +149,15 @@ func TestHandlerRetryLoop(t *testing.T) {
 				for i := range _stormRoots {
 					before := servedBy(mesh, _b, _c, _d)
 					reply := mesh.Call(callCtx(t), _b, []byte("loop"))
-					if reply.Code() != _unavail || reply.Claim != _unclaimed {
-						t.Errorf("root request %d: got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
-					}
+					assert.Equal(t, _unavail, reply.Code(), "root request %d: code (claim %q, %v)", i, reply.Claim, reply.Err)
+					assert.Equal(t, _unclaimed, reply.Claim, "root request %d: claim (code %v, %v)", i, reply.Code(), reply.Err)
 					want := map[string]int64{_b: 1, _c: tt.wantC, _d: 2 * tt.wantC}
-					if got := servedSince(mesh, before); !maps.Equal(got, want) {
-						t.Errorf("root request %d: served %v, want %v", i, got, want)
-					}
+					assert.Equal(t, want, servedSince(mesh, before), "root request %d: served", i)
 				}
-				if got := counterValue(node.scope, "errown.egress.repeated_after_unclaimed", nil); got != 2*_stormRoots {
-					t.Errorf("B's egress.repeated_after_unclaimed = %d, want %d", got, 2*_stormRoots)
-				}
+				assert.Equal(t, int64(2*_stormRoots), counterValue(node.scope, "errown.egress.repeated_after_unclaimed", nil), "B's egress.repeated_after_unclaimed")
 				warned := logs.FilterMessageSnippet("called a procedure again after it failed unclaimed").All()
-				if len(warned) != 1 || warned[0].ContextMap()["service"] != _c {
-					t.Errorf("warnings %v, want one naming %s", logs.All(), _c)
+				if assert.Len(t, warned, 1, "warnings %v, want one naming %s", logs.All(), _c) {
+					assert.Equal(t, _c, warned[0].ContextMap()["service"], "warnings %v, want one naming %s", logs.All(), _c)
 				}
 			})
 		}

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,8 @@ import (
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -73,9 +74,7 @@ func withDeps(deps []depmem.Declaration, callees ...string) *errown.Config {
 func plainRetry(t *testing.T, callees ...string) *retrier.Middleware {
 	t.Helper()
 	m, err := retrier.New(retry.Config{Budget: generous(), Policies: policies(callees...)})
-	if err != nil {
-		t.Fatalf("retrier.New: %v", err)
-	}
+	require.NoError(t, err, "retrier.New")
 	return m
 }
 
@@ -103,16 +102,11 @@ func observe(mesh *fxtest.Mesh, reply fxtest.Reply, nodes ...string) result {
 
 func assertResult(t *testing.T, want, got result) {
 	t.Helper()
-	if want.Code != got.Code || want.Claim != got.Claim {
-		t.Errorf("outside caller got code %v claim %q, want code %v claim %q", got.Code, got.Claim, want.Code, want.Claim)
-	}
-	if !reflect.DeepEqual(want.Served, got.Served) {
-		t.Errorf("served:\n got %v\nwant %v", got.Served, want.Served)
-	}
-	if !reflect.DeepEqual(want.Attempts, got.Attempts) {
-		t.Errorf("attempts, hop by hop:\n got\n\t%s\nwant\n\t%s",
-			strings.Join(got.Attempts, "\n\t"), strings.Join(want.Attempts, "\n\t"))
-	}
+	assert.Equal(t, want.Code, got.Code, "outside caller's code (claim %q)", got.Claim)
+	assert.Equal(t, want.Claim, got.Claim, "outside caller's claim (code %v)", got.Code)
+	assert.Equal(t, want.Served, got.Served, "served")
+	assert.Equal(t, want.Attempts, got.Attempts, "attempts, hop by hop:\n got\n\t%s\nwant\n\t%s",
+		strings.Join(got.Attempts, "\n\t"), strings.Join(want.Attempts, "\n\t"))
 }
 
 // attempt formats one expected attempt that failed with unavailable, like

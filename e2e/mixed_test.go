@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +22,8 @@ import (
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -149,16 +149,10 @@ func startMixedChain(t *testing.T, withErrown bool) *mixedChain {
 			}
 			n.storm = newStormNode()
 			mw, err := errown.New(*stormConfig(retry.ModeEnforce, callees...), n.storm.options()...)
-			if err != nil {
-				t.Fatalf("errown.New for %s: %v", n.name, err)
-			}
-			if err := mw.Start(); err != nil {
-				t.Fatalf("Start for %s: %v", n.name, err)
-			}
+			require.NoError(t, err, "errown.New for %s", n.name)
+			require.NoError(t, mw.Start(), "Start for %s", n.name)
 			t.Cleanup(func() {
-				if err := mw.Stop(); err != nil {
-					t.Errorf("Stop for %s: %v", n.name, err)
-				}
+				assert.NoError(t, mw.Stop(), "Stop for %s", n.name)
 			})
 			n.mw = mw
 		}
@@ -226,13 +220,9 @@ func startMixedYARPC(t *testing.T, n *mixedNode, callee *mixedNode, tap *mixedTa
 		}
 		return body, nil
 	}))
-	if err := d.Start(); err != nil {
-		t.Fatalf("start %s: %v", n.name, err)
-	}
+	require.NoError(t, d.Start(), "start %s", n.name)
 	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("stop %s: %v", n.name, err)
-		}
+		assert.NoError(t, d.Stop(), "stop %s", n.name)
 	})
 	n.addr = in.Addr().String()
 }
@@ -249,9 +239,7 @@ func startMixedGRPC(t *testing.T, n *mixedNode, callee *mixedNode, tap *mixedTap
 	srv := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(srv, &mixedHealth{n: n, callee: callee, client: mixedHTTPClient(t, n, callee, tap)})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n.addr = l.Addr().String()
 	done := make(chan struct{})
 	go func() {
@@ -502,9 +490,7 @@ func (ch *mixedChain) call(t *testing.T) mixedReply {
 	defer cancel()
 	a := ch.nodes[0]
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.addr+"/", strings.NewReader("mixed"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for k, v := range map[string]string{
 		"Rpc-Caller": fxtest.OutsideCaller, "Rpc-Service": a.name, "Rpc-Procedure": fxtest.Procedure,
 		"Rpc-Encoding": "raw", "Context-TTL-MS": "10000",
@@ -542,9 +528,8 @@ func TestMixedMeshChainTable(t *testing.T) {
 	published := []int64{1, 2, 4, 8, 8, 8, 8}
 	enforced := []int64{1, 1, 1, 2, 2, 2, 2}
 	blind, owned := mixedLoads(true), mixedLoads(false)
-	if !slices.Equal(blind, published) || !slices.Equal(owned, enforced) {
-		t.Fatalf("derived rows %v and %v, want %v and %v", blind, owned, published, enforced)
-	}
+	require.Equal(t, published, blind, "derived blind row")
+	require.Equal(t, enforced, owned, "derived owned row")
 	// The root's storm, derived: served is what the services serve with
 	// errown, 1+1+1+2·4 = 11; blind what they serve when every hop
 	// retries, 1+2+4+8·4 = 39; prevented 28; one retry (C's), radius 1
@@ -554,13 +539,10 @@ func TestMixedMeshChainTable(t *testing.T) {
 	// (claimed): "9,9,1,1,1"; B does not (unclaimed), its suppressed retry
 	// would replay C's 9: "10,19,1,1,2"; A likewise: "11,39,1,1,3".
 	served, blindServed := mixedTotal(owned), mixedTotal(blind)
-	if served != 11 || blindServed != 39 {
-		t.Fatalf("derived served %d and blind %d, want 11 and 39", served, blindServed)
-	}
+	require.Equal(t, uint64(11), served, "derived served")
+	require.Equal(t, uint64(39), blindServed, "derived blind")
 	root := rootStorm(true, true, served, blindServed, 1, 1, _mixedFailing)
-	if root.Prevented != 28 {
-		t.Fatalf("derived prevented %d, want 28", root.Prevented)
-	}
+	require.Equal(t, uint64(28), root.Prevented, "derived prevented")
 	rootHeader := fmt.Sprintf("%d,%d,1,1,%d", served, blindServed, _mixedFailing)
 
 	// On the wire, per root request, with errown: G's success says
@@ -605,24 +587,17 @@ func TestMixedMeshChainTable(t *testing.T) {
 			for k := range got {
 				got[k] -= before[k]
 			}
-			if !slices.Equal(got, blind) {
-				t.Errorf("root request %d: served %v (A..G), want %v", i, got, blind)
-			}
-			if mixedTotal(got) != root.Blind {
-				t.Errorf("root request %d: the services served %d in all, errown's root storm says %d blind", i, mixedTotal(got), root.Blind)
-			}
-			if r.err != nil || r.status != http.StatusServiceUnavailable || r.code != "unavailable" {
-				t.Errorf("root request %d: A answered %d, code %q, %v; want 503 unavailable", i, r.status, r.code, r.err)
-			}
-			if r.claim != nil || r.storm != nil {
-				t.Errorf("root request %d: no errown anywhere, yet claim %q, storm %q", i, r.claim, r.storm)
-			}
+			assert.Equal(t, blind, got, "root request %d: served (A..G)", i)
+			assert.Equal(t, root.Blind, mixedTotal(got), "root request %d: the services served in all, errown's root storm says blind", i)
+			assert.NoError(t, r.err, "root request %d: A's answer, want 503 unavailable", i)
+			assert.Equal(t, http.StatusServiceUnavailable, r.status, "root request %d: A's status", i)
+			assert.Equal(t, "unavailable", r.code, "root request %d: A's code", i)
+			assert.Nil(t, r.claim, "root request %d: no errown anywhere, yet a claim", i)
+			assert.Nil(t, r.storm, "root request %d: no errown anywhere, yet a storm", i)
 			t.Logf("root request %d: served %v (A..G); A answered %d %s", i, got, r.status, r.code)
 			// Every hop sent each failed call twice, blind: nothing on
 			// the wire says anything of errown.
-			if got := mixedEdges(ch.tap.take()); !maps.Equal(got, blindWire) {
-				t.Errorf("root request %d: attempts on the wire, by edge and outcome:\n got %v\nwant %v", i, got, blindWire)
-			}
+			assert.Equal(t, blindWire, mixedEdges(ch.tap.take()), "root request %d: attempts on the wire, by edge and outcome", i)
 		}
 	})
 
@@ -636,38 +611,28 @@ func TestMixedMeshChainTable(t *testing.T) {
 			for k := range got {
 				got[k] -= before[k]
 			}
-			if !slices.Equal(got, owned) {
-				t.Errorf("root request %d: served %v (A..G), want %v", i, got, owned)
-			}
-			if mixedTotal(got) != root.Served {
-				t.Errorf("root request %d: the services served %d in all, the root storm says %d", i, mixedTotal(got), root.Served)
-			}
-			if r.err != nil || r.status != http.StatusServiceUnavailable || r.code != "unavailable" {
-				t.Errorf("root request %d: A answered %d, code %q, %v; want 503 unavailable", i, r.status, r.code, r.err)
-			}
-			if !slices.Equal(r.claim, []string{_unclaimed}) || !slices.Equal(r.storm, []string{rootHeader}) {
-				t.Errorf("root request %d: A's claim %q, storm %q; want %q, %q", i, r.claim, r.storm, _unclaimed, rootHeader)
-			}
+			assert.Equal(t, owned, got, "root request %d: served (A..G)", i)
+			assert.Equal(t, root.Served, mixedTotal(got), "root request %d: the services served in all, the root storm says", i)
+			assert.NoError(t, r.err, "root request %d: A's answer, want 503 unavailable", i)
+			assert.Equal(t, http.StatusServiceUnavailable, r.status, "root request %d: A's status", i)
+			assert.Equal(t, "unavailable", r.code, "root request %d: A's code", i)
+			assert.Equal(t, []string{_unclaimed}, r.claim, "root request %d: A's claim", i)
+			assert.Equal(t, []string{rootHeader}, r.storm, "root request %d: A's storm", i)
 			t.Logf("root request %d: served %v (A..G); A answered %d %s, claim %q, storm %q", i, got, r.status, r.code, r.claim, r.storm)
-			if got := ch.tap.take(); !slices.Equal(got, ownedWire) {
-				t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(ownedWire, "\n\t"))
-			}
+			assert.Equal(t, ownedWire, ch.tap.take(), "root request %d: on the wire", i)
 		}
 
 		a := ch.nodes[0]
 		assertRootStorms(t, a.name, a.mw, a.storm, slices.Repeat([]inbound.Storm{root}, _mixedRoots))
 		for _, n := range ch.nodes[1:] {
-			if got := n.storm.hooked(); len(got) != 0 {
-				t.Errorf("%s is no root, yet reported root storms\n\t%s", n.name, formatStorms(got))
-			}
+			got := n.storm.hooked()
+			assert.Empty(t, got, "%s is no root, yet reported root storms\n\t%s", n.name, formatStorms(got))
 		}
 		wantMetrics := stormCounts{
 			Requests: _mixedRoots, Prevented: int64(root.Prevented) * _mixedRoots, Retries: _mixedRoots,
 			Radius: map[float64]int64{1: _mixedRoots}, BlindRadius: map[float64]int64{_mixedFailing: _mixedRoots},
 		}
-		if got := a.storm.rootMetrics(); !reflect.DeepEqual(got, wantMetrics) {
-			t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, wantMetrics)
-		}
+		assert.Equal(t, wantMetrics, a.storm.rootMetrics(), "A's errown.storm metrics")
 
 		// Each hop's errown, across the kinds: C (net/http) read D's
 		// (yarpc over HTTP) claim and retried once; B (grpc-go) read C's
@@ -684,13 +649,10 @@ func TestMixedMeshChainTable(t *testing.T) {
 			prevented += h.suppressed * subtree
 			got := [3]int64{n.storm.retryCounter("attempts", callee), n.storm.retryCounter("suppressed", callee), n.storm.retryCounter("prevented", callee)}
 			want := [3]int64{h.attempts * _mixedRoots, h.suppressed * _mixedRoots, h.suppressed * subtree * _mixedRoots}
-			if got != want {
-				t.Errorf("%s's retry.attempts, retry.suppressed and retry.prevented for %s: got %v, want %v", n.name, callee, got, want)
-			}
+			assert.Equal(t, want, got, "%s's retry.attempts, retry.suppressed and retry.prevented for %s", n.name, callee)
 		}
-		if prevented != int64(root.Prevented) || prevented != 28 {
-			t.Errorf("the hops prevent %d per root request, the root says %d, the table 28", prevented, root.Prevented)
-		}
+		assert.Equal(t, int64(root.Prevented), prevented, "the hops prevent per root request, the root says")
+		assert.Equal(t, int64(28), prevented, "the hops prevent per root request, the table says")
 		// The claims each service answered with, and read from its callee.
 		for i, h := range []struct {
 			claimed, unclaimed int64 // answered, per root request
@@ -705,21 +667,15 @@ func TestMixedMeshChainTable(t *testing.T) {
 		} {
 			n := ch.nodes[i]
 			got := [2]int64{mixedCounter(n, "inbound.claimed", nil), mixedCounter(n, "inbound.unclaimed", nil)}
-			if want := [2]int64{h.claimed * _mixedRoots, h.unclaimed * _mixedRoots}; got != want {
-				t.Errorf("%s's inbound.claimed and inbound.unclaimed: got %v, want %v", n.name, got, want)
-			}
+			assert.Equal(t, [2]int64{h.claimed * _mixedRoots, h.unclaimed * _mixedRoots}, got, "%s's inbound.claimed and inbound.unclaimed", n.name)
 			var failures int64
 			for _, c := range []string{_claimed, _unclaimed, "missing"} {
 				failures += mixedCounter(n, "egress.failures", map[string]string{"claim": c})
 			}
 			if h.failedClaim != "" {
-				if got := mixedCounter(n, "egress.failures", map[string]string{"claim": h.failedClaim}); got != h.failed*_mixedRoots {
-					t.Errorf("%s: egress.failures{claim=%s} = %d, want %d", n.name, h.failedClaim, got, h.failed*_mixedRoots)
-				}
+				assert.Equal(t, h.failed*_mixedRoots, mixedCounter(n, "egress.failures", map[string]string{"claim": h.failedClaim}), "%s: egress.failures{claim=%s}", n.name, h.failedClaim)
 			}
-			if failures != h.failed*_mixedRoots {
-				t.Errorf("%s: %d failed calls to its callee in all, want %d", n.name, failures, h.failed*_mixedRoots)
-			}
+			assert.Equal(t, h.failed*_mixedRoots, failures, "%s: failed calls to its callee in all", n.name)
 		}
 		// errown's decisions, one per failed request, name each kind's
 		// procedure and the code; E..G succeeded and decided nothing.
@@ -735,32 +691,25 @@ func TestMixedMeshChainTable(t *testing.T) {
 			// Counted one by one; listed once per repeat within one
 			// reading of errown's coarse clock (Decisions).
 			made := mixedCounter(n, "inbound.claimed", nil) + mixedCounter(n, "inbound.unclaimed", nil)
-			if made != int64(want.perRoot*_mixedRoots) {
-				t.Errorf("%s made %d claim decisions, want %d", n.name, made, want.perRoot*_mixedRoots)
-			}
+			assert.Equal(t, int64(want.perRoot*_mixedRoots), made, "%s's claim decisions made", n.name)
 			decisions := n.mw.Decisions()
-			if len(decisions) > want.perRoot*_mixedRoots || (want.perRoot > 0) != (len(decisions) > 0) {
-				t.Errorf("%s lists %d claim decisions, want 1 to %d", n.name, len(decisions), want.perRoot*_mixedRoots)
-			}
+			assert.LessOrEqual(t, len(decisions), want.perRoot*_mixedRoots, "%s lists claim decisions, want 1 to %d", n.name, want.perRoot*_mixedRoots)
+			assert.Equal(t, want.perRoot > 0, len(decisions) > 0, "%s lists %d claim decisions, want 1 to %d", n.name, len(decisions), want.perRoot*_mixedRoots)
 			for _, d := range decisions {
-				if d.Procedure != want.procedure || d.Claim != want.claim || d.Code != "unavailable" {
-					t.Errorf("%s decided %+v, want procedure %q, code unavailable, claim %q", n.name, d, want.procedure, want.claim)
-				}
+				assert.Equal(t, want.procedure, d.Procedure, "%s decided %+v: procedure", n.name, d)
+				assert.Equal(t, want.claim, d.Claim, "%s decided %+v: claim", n.name, d)
+				assert.Equal(t, "unavailable", d.Code, "%s decided %+v: code", n.name, d)
 			}
 		}
 		for _, n := range ch.nodes {
-			if got := n.mw.InFlight(); got != 0 {
-				t.Errorf("%s: %d requests still tracked", n.name, got)
-			}
+			assert.Zero(t, n.mw.InFlight(), "%s: requests still tracked", n.name)
 		}
 		want := make(map[string]int64, len(ch.nodes))
 		got := make(map[string]int64, len(ch.nodes))
 		for i, n := range ch.nodes {
 			want[n.name], got[n.name] = owned[i]*_mixedRoots, n.served.Load()
 		}
-		if !maps.Equal(got, want) {
-			t.Errorf("served in all %v, want %v", got, want)
-		}
+		assert.Equal(t, want, got, "served in all")
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -319,9 +320,7 @@ func TestClaimOnRequestIgnored(t *testing.T) {
 			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: forge})
 
 			direct := mesh.Call(callCtx(t), _b, nil, yarpc.WithHeader("errown-claim", _unclaimed))
-			if direct.Claim != _claimed {
-				t.Errorf("B called directly with a forged claim: got claim %q, want %q", direct.Claim, _claimed)
-			}
+			assert.Equal(t, _claimed, direct.Claim, "B called directly with a forged claim")
 			reply := mesh.Call(callCtx(t), _a, nil, yarpc.WithHeader("errown-claim", _unclaimed))
 
 			assertResult(t, tt.want, observe(mesh, reply, _a, _b))

@@ -9,6 +9,8 @@ import (
 
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -173,34 +175,25 @@ func TestHandlerCannotForgeOwnHeaders(t *testing.T) {
 			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: tap.handle})
 
 			direct := mesh.Call(callCtx(t), _b, []byte("hi"))
-			if direct.Code() != tt.want.Code {
-				t.Errorf("B called from outside: code %v, want %v (%v)", direct.Code(), tt.want.Code, direct.Err)
-			}
+			assert.Equal(t, tt.want.Code, direct.Code(), "B called from outside: code (%v)", direct.Err)
+			// slices.Equal first: no errown header is a nil list, wanted nil or empty.
 			if got := ownHeaders(direct.Headers); !slices.Equal(got, tt.want.Direct) {
-				t.Errorf("B called from outside: errown's headers %q, want %q (all headers: %v)", got, tt.want.Direct, direct.Headers)
+				assert.Equal(t, tt.want.Direct, got, "B called from outside: errown's headers (all headers: %v)", direct.Headers)
 			}
-			if got := appHeaders(direct.Headers); got != tt.want.AppHeaders {
-				t.Errorf("B called from outside: B's own headers passed = %v, want %v (all headers: %v)", got, tt.want.AppHeaders, direct.Headers)
-			}
+			assert.Equal(t, tt.want.AppHeaders, appHeaders(direct.Headers), "B called from outside: B's own headers passed (all headers: %v)", direct.Headers)
 
 			mesh.Recorder().Reset()
 			reply := mesh.Call(callCtx(t), _a, []byte("hi"))
-			if reply.Code() != tt.want.Code {
-				t.Errorf("A: code %v, want %v (%v)", reply.Code(), tt.want.Code, reply.Err)
-			}
+			assert.Equal(t, tt.want.Code, reply.Code(), "A: code (%v)", reply.Err)
 			if got := formatAttempts(mesh.Recorder().Edge(_a, _b)); !slices.Equal(got, tt.want.Edge) {
-				t.Errorf("A's attempts to B:\n got %q\nwant %q", got, tt.want.Edge)
+				assert.Equal(t, tt.want.Edge, got, "A's attempts to B")
 			}
 			seen := tap.headers()
-			if len(seen) != 1 {
-				t.Fatalf("A's handler made %d calls, want 1", len(seen))
-			}
+			require.Len(t, seen, 1, "calls A's handler made")
 			if got := ownHeaders(seen[0]); !slices.Equal(got, tt.want.ViaA) {
-				t.Errorf("A got errown's headers %q from B, want %q (all headers: %v)", got, tt.want.ViaA, seen[0])
+				assert.Equal(t, tt.want.ViaA, got, "A got errown's headers from B (all headers: %v)", seen[0])
 			}
-			if got := appHeaders(seen[0]); got != tt.want.AppHeaders {
-				t.Errorf("A got B's own headers = %v, want %v (all headers: %v)", got, tt.want.AppHeaders, seen[0])
-			}
+			assert.Equal(t, tt.want.AppHeaders, appHeaders(seen[0]), "A got B's own headers (all headers: %v)", seen[0])
 		})
 	}
 }

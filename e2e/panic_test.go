@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/fxtest"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -47,9 +48,7 @@ func TestPanickingHandler(t *testing.T) {
 			reply := mesh.Call(callCtx(t), _a, nil)
 
 			assertResult(t, tt.want, observe(mesh, reply, _a, _b))
-			if n := b.Middleware().InFlight(); n != 0 {
-				t.Errorf("B still tracks %d requests", n)
-			}
+			assert.Zero(t, b.Middleware().InFlight(), "B still tracks requests")
 		})
 	}
 }

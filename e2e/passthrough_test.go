@@ -8,6 +8,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
+	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
@@ -129,17 +130,12 @@ func TestOnewayAndStreamUntouched(t *testing.T) {
 
 			body, err := tt.give.kind.call(callCtx(t), mesh.OutboundConfig(_a), []byte("hello"), got)
 
-			if err != nil || !bytes.Equal(body, tt.want) {
-				t.Errorf("got %q, %v; want %q, no error", body, err, tt.want)
-			}
+			assert.NoError(t, err, "the call")
+			assert.Equal(t, tt.want, body, "the body")
 			for key, c := range scope.Snapshot().Counters() {
-				if c.Value() != 0 {
-					t.Errorf("errown counted %s = %d, want nothing counted", key, c.Value())
-				}
+				assert.Zero(t, c.Value(), "errown counted %s, want nothing counted", key)
 			}
-			if n := a.Middleware().InFlight(); n != 0 {
-				t.Errorf("errown tracks %d requests, want none", n)
-			}
+			assert.Zero(t, a.Middleware().InFlight(), "errown tracks requests, want none")
 		})
 	}
 }

@@ -2,12 +2,12 @@ package e2e_test
 
 import (
 	"context"
-	"reflect"
 	"sync/atomic"
 	"testing"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -78,9 +78,7 @@ func TestMiddlewareError(t *testing.T) {
 			_ = mesh.Call(callCtx(t), _a, nil)
 
 			got := want{Edge: formatAttempts(mesh.Recorder().Edge(_a, _b)), Rejected: r.rejected.Load()}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v\nwant %+v", got, tt.want)
-			}
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }

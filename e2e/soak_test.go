@@ -310,9 +310,7 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("answers by code: %s", strings.Join(answered, " "))
 	for id := range answers {
-		if got := answers[id].Load(); got != 1 {
-			t.Fatalf("request %d got %d answers", id, got)
-		}
+		require.Equal(t, int32(1), answers[id].Load(), "request %d: answers", id)
 	}
 	for _, n := range nodes {
 		assert.Equal(t, 0, n.mw.InFlight(), "%s tracks nothing once idle", n.name)

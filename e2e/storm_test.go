@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -147,9 +146,7 @@ func figures(t *testing.T, storms []inbound.Storm) []inbound.Storm {
 	t.Helper()
 	out := make([]inbound.Storm, len(storms))
 	for i, s := range storms {
-		if s.Time.IsZero() {
-			t.Errorf("root storm %d has no time: %+v", i, s)
-		}
+		assert.False(t, s.Time.IsZero(), "root storm %d has no time: %+v", i, s)
 		s.Time = time.Time{}
 		out[i] = s
 	}
@@ -163,14 +160,15 @@ func figures(t *testing.T, storms []inbound.Storm) []inbound.Storm {
 func assertRootStorms(t *testing.T, name string, mw *errown.Middleware, n *stormNode, want []inbound.Storm) {
 	t.Helper()
 	hooked := n.hooked()
+	// slices.Equal first: none wanted is nil, none seen an empty list.
 	if got := figures(t, hooked); !slices.Equal(got, want) {
-		t.Errorf("%s's storm hook saw\n\t%s\nwant\n\t%s", name, formatStorms(got), formatStorms(want))
+		assert.Equal(t, want, got, "%s's storm hook saw", name)
 	}
 	listed := mw.Storms()
 	newestFirst := slices.Compact(slices.Clone(hooked))
 	slices.Reverse(newestFirst)
 	if !slices.Equal(listed, newestFirst) {
-		t.Errorf("%s's Storms():\n\t%s\nwant what the hook saw, newest first:\n\t%s", name, formatStorms(listed), formatStorms(newestFirst))
+		assert.Equal(t, newestFirst, listed, "%s's Storms(), want what the hook saw, newest first", name)
 	}
 }
 
@@ -373,22 +371,13 @@ func TestStormChainEnforce(t *testing.T) {
 			for i := range _stormRoots {
 				before := servedBy(mesh, _a, _b, _c, _d)
 				reply := mesh.Call(callCtx(t), _a, []byte("storm"))
-				if reply.Code() != _unavail || reply.Claim != _unclaimed {
-					t.Errorf("root request %d: outside caller got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
-				}
+				assert.Equal(t, _unavail, reply.Code(), "root request %d: outside caller's code (claim %q, %v)", i, reply.Claim, reply.Err)
+				assert.Equal(t, _unclaimed, reply.Claim, "root request %d: outside caller's claim (code %v, %v)", i, reply.Code(), reply.Err)
 				got := servedSince(mesh, before)
-				if !maps.Equal(got, served) {
-					t.Errorf("root request %d: served %v, want %v", i, got, served)
-				}
-				if sum(got) != root.Served {
-					t.Errorf("root request %d: the services served %d in all, the root storm says %d", i, sum(got), root.Served)
-				}
-				if got := chain.tap.take(); !slices.Equal(got, perRoot) {
-					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
-				}
-				if got := replyStorm(reply); got != "5,15,1,1,3" {
-					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "5,15,1,1,3", reply.Headers)
-				}
+				assert.Equal(t, served, got, "root request %d: served", i)
+				assert.Equal(t, root.Served, sum(got), "root request %d: the services served in all, the root storm says", i)
+				assert.Equal(t, perRoot, chain.tap.take(), "root request %d: on the wire", i)
+				assert.Equal(t, "5,15,1,1,3", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 			}
 
 			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
@@ -399,9 +388,7 @@ func TestStormChainEnforce(t *testing.T) {
 				Requests: _stormRoots, Prevented: 10 * _stormRoots, Retries: _stormRoots,
 				Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{3: _stormRoots},
 			}
-			if got := chain.nodes[_a].rootMetrics(); !reflect.DeepEqual(got, wantMetrics) {
-				t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, wantMetrics)
-			}
+			assert.Equal(t, wantMetrics, chain.nodes[_a].rootMetrics(), "A's errown.storm metrics")
 			// Each hop counts what its own suppressions prevented: the
 			// root's figure, split along the chain.
 			for _, h := range []struct {
@@ -415,9 +402,7 @@ func TestStormChainEnforce(t *testing.T) {
 				n := chain.nodes[h.caller]
 				got := [2]int64{n.retryCounter("suppressed", h.callee), n.retryCounter("prevented", h.callee)}
 				want := [2]int64{h.suppressed * _stormRoots, h.prevented * _stormRoots}
-				if got != want {
-					t.Errorf("%s's retry.suppressed and retry.prevented for %s: got %v, want %v", h.caller, h.callee, got, want)
-				}
+				assert.Equal(t, want, got, "%s's retry.suppressed and retry.prevented for %s", h.caller, h.callee)
 			}
 		})
 	}
@@ -470,22 +455,13 @@ func TestStormChainObserve(t *testing.T) {
 				for i := range _stormRoots {
 					before := servedBy(mesh, _a, _b, _c, _d)
 					reply := mesh.Call(callCtx(t), _a, []byte("storm"))
-					if reply.Code() != _unavail || reply.Claim != _unclaimed {
-						t.Errorf("root request %d: outside caller got code %v claim %q, want %v %q (%v)", i, reply.Code(), reply.Claim, _unavail, _unclaimed, reply.Err)
-					}
+					assert.Equal(t, _unavail, reply.Code(), "root request %d: outside caller's code (claim %q, %v)", i, reply.Claim, reply.Err)
+					assert.Equal(t, _unclaimed, reply.Claim, "root request %d: outside caller's claim (code %v, %v)", i, reply.Code(), reply.Err)
 					got := servedSince(mesh, before)
-					if !maps.Equal(got, served) {
-						t.Errorf("root request %d: served %v, want %v", i, got, served)
-					}
-					if sum(got) != root.Blind {
-						t.Errorf("root request %d: the services served %d in all, the root storm's blind figure says %d", i, sum(got), root.Blind)
-					}
-					if got := chain.tap.take(); !slices.Equal(got, perRoot) {
-						t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
-					}
-					if got := replyStorm(reply); got != "5,15,1,1,3" {
-						t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "5,15,1,1,3", reply.Headers)
-					}
+					assert.Equal(t, served, got, "root request %d: served", i)
+					assert.Equal(t, root.Blind, sum(got), "root request %d: the services served in all, the root storm's blind figure says", i)
+					assert.Equal(t, perRoot, chain.tap.take(), "root request %d: on the wire", i)
+					assert.Equal(t, "5,15,1,1,3", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 				}
 
 				assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
@@ -496,9 +472,7 @@ func TestStormChainObserve(t *testing.T) {
 					Requests: _stormRoots, Prevented: 10 * _stormRoots, Retries: _stormRoots,
 					Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{3: _stormRoots},
 				}
-				if got := chain.nodes[_a].rootMetrics(); !reflect.DeepEqual(got, wantMetrics) {
-					t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, wantMetrics)
-				}
+				assert.Equal(t, wantMetrics, chain.nodes[_a].rootMetrics(), "A's errown.storm metrics")
 				for _, h := range []struct {
 					caller, callee                       string
 					suppressed, wouldSuppress, prevented int64
@@ -510,9 +484,7 @@ func TestStormChainObserve(t *testing.T) {
 					n := chain.nodes[h.caller]
 					got := [3]int64{n.retryCounter("suppressed", h.callee), n.retryCounter("would_suppress", h.callee), n.retryCounter("prevented", h.callee)}
 					want := [3]int64{h.suppressed * _stormRoots, h.wouldSuppress * _stormRoots, h.prevented * _stormRoots}
-					if got != want {
-						t.Errorf("%s's retry.suppressed, retry.would_suppress and retry.prevented for %s: got %v, want %v", h.caller, h.callee, got, want)
-					}
+					assert.Equal(t, want, got, "%s's retry.suppressed, retry.would_suppress and retry.prevented for %s", h.caller, h.callee)
 				}
 			})
 		}
@@ -576,18 +548,10 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 			for i := range _stormRoots {
 				before := servedBy(mesh, _a, _b, _c, _d)
 				reply := mesh.Call(callCtx(t), _a, []byte("storm"))
-				if reply.Code() != _unavail {
-					t.Errorf("root request %d: outside caller got code %v, want %v (%v)", i, reply.Code(), _unavail, reply.Err)
-				}
-				if got := servedSince(mesh, before); !maps.Equal(got, served) {
-					t.Errorf("root request %d: served %v, want %v", i, got, served)
-				}
-				if got := tap.take(); !slices.Equal(got, perRoot) {
-					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
-				}
-				if got := replyStorm(reply); got != ewire.StormUnknownValue {
-					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, ewire.StormUnknownValue, reply.Headers)
-				}
+				assert.Equal(t, _unavail, reply.Code(), "root request %d: outside caller's code (%v)", i, reply.Err)
+				assert.Equal(t, served, servedSince(mesh, before), "root request %d: served", i)
+				assert.Equal(t, perRoot, tap.take(), "root request %d: on the wire", i)
+				assert.Equal(t, ewire.StormUnknownValue, replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 			}
 
 			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a], slices.Repeat([]inbound.Storm{aRoot}, _stormRoots))
@@ -597,19 +561,13 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 				Requests: _stormRoots, Unknown: _stormRoots,
 				Radius: map[float64]int64{}, BlindRadius: map[float64]int64{},
 			}
-			if got := nodes[_a].rootMetrics(); !reflect.DeepEqual(got, wantA) {
-				t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, wantA)
-			}
+			assert.Equal(t, wantA, nodes[_a].rootMetrics(), "A's errown.storm metrics")
 			wantC := stormCounts{
 				Requests: 4 * _stormRoots, Retries: 4 * _stormRoots,
 				Radius: map[float64]int64{1: 4 * _stormRoots}, BlindRadius: map[float64]int64{1: 4 * _stormRoots},
 			}
-			if got := nodes[_c].rootMetrics(); !reflect.DeepEqual(got, wantC) {
-				t.Errorf("C's errown.storm metrics: got %+v, want %+v", got, wantC)
-			}
-			if got := nodes[_a].retryCounter("prevented", _b); got != 0 {
-				t.Errorf("A's retry.prevented for B: %d, want 0: unknown figures prevent nothing", got)
-			}
+			assert.Equal(t, wantC, nodes[_c].rootMetrics(), "C's errown.storm metrics")
+			assert.Zero(t, nodes[_a].retryCounter("prevented", _b), "A's retry.prevented for B: unknown figures prevent nothing")
 		})
 	}
 }
@@ -642,27 +600,18 @@ func TestStormSuccessQuiet(t *testing.T) {
 
 			for i := range _stormRoots {
 				reply := mesh.Call(callCtx(t), _a, []byte("calm"))
-				if reply.Err != nil || string(reply.Body) != "calm" {
-					t.Errorf("root request %d: outside caller got %q, %v; want %q, no error", i, reply.Body, reply.Err, "calm")
-				}
-				if got := tap.take(); !slices.Equal(got, perRoot) {
-					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
-				}
-				if got := replyStorm(reply); got != "3,3,0,0,0" {
-					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "3,3,0,0,0", reply.Headers)
-				}
+				assert.NoError(t, reply.Err, "root request %d: outside caller", i)
+				assert.Equal(t, "calm", string(reply.Body), "root request %d: outside caller's body", i)
+				assert.Equal(t, perRoot, tap.take(), "root request %d: on the wire", i)
+				assert.Equal(t, "3,3,0,0,0", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 			}
 
-			if got := servedBy(mesh, _a, _b, _c); !maps.Equal(got, map[string]int64{_a: _stormRoots, _b: _stormRoots, _c: _stormRoots}) {
-				t.Errorf("served %v, want %d each", got, _stormRoots)
-			}
+			assert.Equal(t, map[string]int64{_a: _stormRoots, _b: _stormRoots, _c: _stormRoots}, servedBy(mesh, _a, _b, _c), "served, want %d each", _stormRoots)
 			for _, n := range []string{_a, _b, _c} {
 				assertRootStorms(t, n, mesh.Service(n).Middleware(), nodes[n], nil)
 			}
 			want := stormCounts{Radius: map[float64]int64{}, BlindRadius: map[float64]int64{}}
-			if got := nodes[_a].rootMetrics(); !reflect.DeepEqual(got, want) {
-				t.Errorf("A's errown.storm metrics: got %+v, want none", got)
-			}
+			assert.Equal(t, want, nodes[_a].rootMetrics(), "A's errown.storm metrics")
 		})
 	}
 }
@@ -702,22 +651,13 @@ func TestStormSoftFailure(t *testing.T) {
 			for i := range _stormRoots {
 				before := servedBy(mesh, _a, _b, _c)
 				reply := mesh.Call(callCtx(t), _a, []byte("soft"))
-				if reply.Err != nil || string(reply.Body) != "soft" {
-					t.Errorf("root request %d: outside caller got %q, %v; want %q, no error", i, reply.Body, reply.Err, "soft")
-				}
+				assert.NoError(t, reply.Err, "root request %d: outside caller", i)
+				assert.Equal(t, "soft", string(reply.Body), "root request %d: outside caller's body", i)
 				got := servedSince(mesh, before)
-				if !maps.Equal(got, served) {
-					t.Errorf("root request %d: served %v, want %v", i, got, served)
-				}
-				if sum(got) != root.Served {
-					t.Errorf("root request %d: the services served %d in all, the root storm says %d", i, sum(got), root.Served)
-				}
-				if got := tap.take(); !slices.Equal(got, perRoot) {
-					t.Errorf("root request %d: on the wire\n\t%s\nwant\n\t%s", i, strings.Join(got, "\n\t"), strings.Join(perRoot, "\n\t"))
-				}
-				if got := replyStorm(reply); got != "4,4,1,1,1" {
-					t.Errorf("root request %d: A's reply carries storm %q, want %q (headers %v)", i, got, "4,4,1,1,1", reply.Headers)
-				}
+				assert.Equal(t, served, got, "root request %d: served", i)
+				assert.Equal(t, root.Served, sum(got), "root request %d: the services served in all, the root storm says", i)
+				assert.Equal(t, perRoot, tap.take(), "root request %d: on the wire", i)
+				assert.Equal(t, "4,4,1,1,1", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 			}
 
 			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
@@ -728,9 +668,7 @@ func TestStormSoftFailure(t *testing.T) {
 				Requests: _stormRoots, Retries: _stormRoots,
 				Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{1: _stormRoots},
 			}
-			if got := nodes[_a].rootMetrics(); !reflect.DeepEqual(got, want) {
-				t.Errorf("A's errown.storm metrics: got %+v, want %+v", got, want)
-			}
+			assert.Equal(t, want, nodes[_a].rootMetrics(), "A's errown.storm metrics")
 		})
 	}
 }

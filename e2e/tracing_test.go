@@ -16,6 +16,8 @@ import (
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/nethttp"
 	"github.com/opentracing/opentracing-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	otbridge "go.opentelemetry.io/otel/bridge/opentracing"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -156,13 +158,13 @@ func (ts *traces) assertServerTags(service string, want ...map[string]string) {
 	}
 	sortTags(got)
 	sortTags(want)
-	if len(got) != len(want) {
-		ts.t.Errorf("%s: %d server spans, want %d: %v", service, len(got), len(want), got)
+	if !assert.Len(ts.t, got, len(want), "%s: server spans: %v", service, got) {
 		return
 	}
 	for i := range want {
+		// mapsEqual first: a nil map wanted is an empty one.
 		if !mapsEqual(got[i], want[i]) {
-			ts.t.Errorf("%s server span tags:\n got %v\nwant %v", service, got[i], want[i])
+			assert.Equal(ts.t, want[i], got[i], "%s server span tags", service)
 		}
 	}
 }
@@ -192,8 +194,8 @@ func (ts *traces) assertNoRefusalErrors(failedClients ...string) {
 			continue
 		}
 		for _, e := range s.Events() {
-			if e.Name == "errown.retry_refused" && s.Status().Code == codes.Error && !slices.Contains(failedClients, s.InstrumentationScope().Name) {
-				ts.t.Errorf("%s's span with a refusal has an error status", s.InstrumentationScope().Name)
+			if e.Name == "errown.retry_refused" && !slices.Contains(failedClients, s.InstrumentationScope().Name) {
+				assert.NotEqual(ts.t, codes.Error, s.Status().Code, "%s's span with a refusal has an error status", s.InstrumentationScope().Name)
 			}
 		}
 	}
@@ -217,18 +219,15 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 			start(_a, fxtest.Forward, _b)
 
 			reply := mesh.Call(callCtx(t), _a, nil)
-			if reply.Code() != yarpcerrors.CodeUnavailable || reply.Claim != _unclaimed {
-				t.Fatalf("reply: code %v claim %q, want unavailable unclaimed", reply.Code(), reply.Claim)
-			}
+			require.Equal(t, yarpcerrors.CodeUnavailable, reply.Code(), "reply's code (claim %q)", reply.Claim)
+			require.Equal(t, _unclaimed, reply.Claim, "reply's claim (code %v)", reply.Code())
 
 			want := []string{
 				_a + " server errown.retry_refused unclaimed " + _b,
 				_b + " server errown.retry_refused unclaimed " + _c,
 				_c + " server errown.retry " + _d,
 			}
-			if got := ts.errownEvents(); !slicesEqual(got, want) {
-				t.Errorf("errown's events:\n got %q\nwant %q", got, want)
-			}
+			assert.Equal(t, want, ts.errownEvents(), "errown's events")
 			own := claimTags(_claimed, "own failure")
 			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 			below := claimTags(_unclaimed, "retried below")
@@ -253,22 +252,16 @@ func assertRetryEvent(t *testing.T, spans []sdktrace.ReadOnlySpan, callee string
 			}
 			f := eventFields(e)
 			delete(f, "event") // the bridge's copy of OpenTracing's name field
-			if f["errown.backoff"] == "" {
-				t.Errorf("errown.retry without a backoff: %v", f)
-			}
+			assert.NotEmpty(t, f["errown.backoff"], "errown.retry without a backoff: %v", f)
 			delete(f, "errown.backoff")
 			want := map[string]string{"errown.attempt": "2", "errown.callee": callee, "errown.claim": _claimed}
-			if p := f["errown.procedure"]; p == "" {
-				t.Errorf("errown.retry without a procedure: %v", f)
-			}
+			assert.NotEmpty(t, f["errown.procedure"], "errown.retry without a procedure: %v", f)
 			delete(f, "errown.procedure")
-			if !mapsEqual(f, want) {
-				t.Errorf("errown.retry fields:\n got %v\nwant %v", f, want)
-			}
+			assert.Equal(t, want, f, "errown.retry fields")
 			return
 		}
 	}
-	t.Errorf("no errown.retry event")
+	assert.Fail(t, "no errown.retry event")
 }
 
 // assertOneTrace checks that every span of the request is in one trace:
@@ -279,21 +272,7 @@ func assertOneTrace(t *testing.T, ts *traces) {
 	for _, s := range ts.rec.Ended() {
 		ids[s.SpanContext().TraceID()]++
 	}
-	if len(ids) != 1 {
-		t.Errorf("the request's spans are in %d traces, want 1: %v", len(ids), ids)
-	}
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	assert.Len(t, ids, 1, "the request's spans are in traces, want 1: %v", ids)
 }
 
 // TestTraceNothingWithoutTracer runs the chain with OpenTracing's no-op
@@ -340,12 +319,8 @@ func TestTraceMixedChain(t *testing.T) {
 			callees = []string{_d}
 		}
 		mw, err := errown.New(*withRetries(callees...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := mw.Start(); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, mw.Start())
 		t.Cleanup(func() { _ = mw.Stop() })
 		n.mw = mw
 	}
@@ -355,18 +330,16 @@ func TestTraceMixedChain(t *testing.T) {
 	startTracedYARPC(t, ts, a, b, false)
 
 	ch := &mixedChain{nodes: []*mixedNode{a}, root: &http.Client{}}
-	if r := ch.call(t); r.err != nil || r.status != http.StatusServiceUnavailable {
-		t.Fatalf("reply: %+v", r)
-	}
+	r := ch.call(t)
+	require.NoError(t, r.err, "reply: %+v", r)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "reply: %+v", r)
 
 	want := []string{
 		_a + " server errown.retry_refused unclaimed " + _b,
 		_b + " client errown.retry_refused unclaimed " + _c,
 		_c + " client errown.retry " + _d,
 	}
-	if got := ts.errownEvents(); !slicesEqual(got, want) {
-		t.Errorf("errown's events:\n got %q\nwant %q", got, want)
-	}
+	assert.Equal(t, want, ts.errownEvents(), "errown's events")
 	own := claimTags(_claimed, "own failure")
 	ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 	below := claimTags(_unclaimed, "retried below")
@@ -376,12 +349,8 @@ func TestTraceMixedChain(t *testing.T) {
 	assertRetryEvent(t, ts.spans(_c, trace.SpanKindClient), _d)
 	// errown resent C's call to D once, inside the client span around it;
 	// B's call to C was not resent.
-	if got := tags(ts.spans(_c, trace.SpanKindClient)[0])["http.request.resend_count"]; got != "1" {
-		t.Errorf("C's client span: http.request.resend_count %q, want 1", got)
-	}
-	if got, ok := tags(ts.spans(_b, trace.SpanKindClient)[0])["http.request.resend_count"]; ok {
-		t.Errorf("B's client span: http.request.resend_count %q, want none", got)
-	}
+	assert.Equal(t, "1", tags(ts.spans(_c, trace.SpanKindClient)[0])["http.request.resend_count"], "C's client span: http.request.resend_count")
+	assert.NotContains(t, tags(ts.spans(_b, trace.SpanKindClient)[0]), "http.request.resend_count", "B's client span: http.request.resend_count, want none")
 	ts.assertNoRefusalErrors()
 }
 
@@ -414,9 +383,7 @@ func startTracedYARPC(t *testing.T, ts *traces, n, callee *mixedNode, fail bool)
 		}
 		return body, nil
 	}))
-	if err := d.Start(); err != nil {
-		t.Fatalf("start %s: %v", n.name, err)
-	}
+	require.NoError(t, d.Start(), "start %s", n.name)
 	t.Cleanup(func() { _ = d.Stop() })
 	n.addr = in.Addr().String()
 }
@@ -437,9 +404,7 @@ func startTracedGRPC(t *testing.T, ts *traces, n, callee *mixedNode, tap *mixedT
 	client.Transport = clientSpans{tracer: tracer, base: client.Transport}
 	healthpb.RegisterHealthServer(srv, &mixedHealth{n: n, callee: callee, client: client})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	n.addr = l.Addr().String()
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = srv.Serve(l) })

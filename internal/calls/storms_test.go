@@ -207,8 +207,8 @@ func TestStormsConcurrentAdds(t *testing.T) {
 				if f := s.StormTotal(0); f.Known {
 					st := f.Storm
 					// A partial sum is still a sum of valid Storms.
-					if st.Served < 1 || st.Blind < st.Served {
-						t.Errorf("partial Total %+v", st)
+					if !assert.GreaterOrEqual(t, st.Served, uint64(1), "partial Total %+v", st) ||
+						!assert.GreaterOrEqual(t, st.Blind, st.Served, "partial Total %+v", st) {
 						return
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
+	"github.com/stretchr/testify/assert"
 	"go.uber.org/fx"
 	"go.uber.org/goleak"
 )
@@ -14,10 +15,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var errNoCore = errors.New("no core")
 
 func TestRequire(t *testing.T) {
-	if err := fx.New(fx.NopLogger, Require(errNoCore)).Err(); !errors.Is(err, errNoCore) {
-		t.Errorf("without a Middleware: %v, want %v", err, errNoCore)
-	}
-	if err := fx.New(fx.NopLogger, errown.Core, Require(errNoCore)).Err(); err != nil {
-		t.Errorf("with errown.Core: %v, want none", err)
-	}
+	assert.ErrorIs(t, fx.New(fx.NopLogger, Require(errNoCore)).Err(), errNoCore, "without a Middleware")
+	assert.NoError(t, fx.New(fx.NopLogger, errown.Core, Require(errNoCore)).Err(), "with errown.Core, want none")
 }

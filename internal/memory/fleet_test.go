@@ -75,9 +75,8 @@ func FuzzParseQueryResponse(f *testing.F) {
 			return
 		}
 		for e, v := range got {
-			if e.Service == "" || !(v >= 0) {
-				t.Fatalf("accepted edge %v with value %v", e, v)
-			}
+			require.NotEmpty(t, e.Service, "accepted edge %v with value %v", e, v)
+			require.True(t, v >= 0, "accepted edge %v with value %v", e, v) // written out: NaN must fail it
 		}
 	})
 }

@@ -106,16 +106,11 @@ func FuzzParseSnapshot(f *testing.F) {
 		if err != nil {
 			return // a width no configuration can have
 		}
-		if err := m.Restore(s); err != nil {
-			t.Fatalf("restore of a parsed snapshot: %v", err)
-		}
+		require.NoError(t, m.Restore(s), "restore of a parsed snapshot")
 		out, err := json.Marshal(m.Snapshot())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ParseSnapshot(out); err != nil {
-			t.Fatalf("own snapshot does not parse: %v\n%s", err, out)
-		}
+		require.NoError(t, err)
+		_, err = ParseSnapshot(out)
+		require.NoError(t, err, "own snapshot does not parse:\n%s", out)
 	})
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
 )
 
@@ -15,32 +17,22 @@ func TestWith(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		res := &transport.Response{Body: io.NopCloser(strings.NewReader("x"))}
 		With(res, cancel)
-		if ctx.Err() != nil {
-			t.Fatal("cancelled before the body was closed")
-		}
-		if err := res.Body.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if ctx.Err() == nil {
-			t.Fatal("not cancelled when the body was closed")
-		}
+		require.NoError(t, ctx.Err(), "cancelled before the body was closed")
+		require.NoError(t, res.Body.Close())
+		require.Error(t, ctx.Err(), "not cancelled when the body was closed")
 	})
 	t.Run("no body: cancelled at once", func(t *testing.T) {
 		for _, res := range []*transport.Response{nil, {}} {
 			ctx, cancel := context.WithCancel(context.Background())
 			With(res, cancel)
-			if ctx.Err() == nil {
-				t.Fatalf("%v: not cancelled", res)
-			}
+			require.Error(t, ctx.Err(), "%v: not cancelled", res)
 		}
 	})
 	t.Run("no cancel: nothing tied", func(t *testing.T) {
 		body := io.NopCloser(strings.NewReader("x"))
 		res := &transport.Response{Body: body}
 		With(res, nil)
-		if res.Body != body {
-			t.Fatal("body replaced")
-		}
+		require.True(t, res.Body == body, "body replaced")
 	})
 }
 
@@ -49,9 +41,8 @@ func TestCancelBodyPassesCloseError(t *testing.T) {
 	cancelled := false
 	b := &cancelBody{ReadCloser: closeFunc(func() error { return errClose }), cancel: func() { cancelled = true }}
 
-	if err := b.Close(); !errors.Is(err, errClose) || !cancelled {
-		t.Errorf("Close = %v (cancelled %v), want %v and cancelled", err, cancelled, errClose)
-	}
+	assert.ErrorIs(t, b.Close(), errClose, "Close")
+	assert.True(t, cancelled, "Close did not cancel")
 }
 
 type closeFunc func() error

@@ -13,6 +13,8 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -261,25 +263,15 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			_, _ = m.Call(ctx, req("callee", "get", "hello"), sink)
 
 			sent := out.requests()
-			if len(sent) != tt.wantSent {
-				t.Fatalf("%d requests left the process, want %d", len(sent), tt.wantSent)
-			}
+			require.Len(t, sent, tt.wantSent, "requests that left the process")
 			for i, s := range sent {
-				if s.Body != "hello" {
-					t.Errorf("request %d: body %q, want %q", i, s.Body, "hello")
-				}
-				if got := s.Headers["errown-attempt"]; got != tt.wantAttempt[i] {
-					t.Errorf("request %d: attempt header %q, want %q", i, got, tt.wantAttempt[i])
-				}
+				assert.Equal(t, "hello", s.Body, "request %d: body", i)
+				assert.Equal(t, tt.wantAttempt[i], s.Headers["errown-attempt"], "request %d: attempt header", i)
 			}
-			if got := (reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}); got != tt.want {
-				t.Errorf("state = %+v, want %+v", got, tt.want)
-			}
+			assert.Equal(t, tt.want, reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, "state")
 			got := counters(scope)
 			delete(got, "retry.calls+callee=callee")
-			if !maps.Equal(got, tt.wantCounters) {
-				t.Errorf("counters = %v, want %v", got, tt.wantCounters)
-			}
+			assert.Equal(t, tt.wantCounters, got, "counters")
 		})
 	}
 }
@@ -296,19 +288,16 @@ func TestAttemptsRefusedReplayReturnsThePrevious(t *testing.T) {
 
 	res, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 
-	if err != nil || res == nil || !res.ApplicationError {
-		t.Fatalf("Call = %v, %v, want the application error", res, err)
-	}
-	if n := len(out.requests()); n != 1 {
-		t.Errorf("%d requests left the process, want 1", n)
-	}
-	if len(app.results) != 2 {
-		t.Fatalf("the application's middleware saw %d answers, want 2", len(app.results))
-	}
+	require.NoError(t, err, "Call, want the application error")
+	require.NotNil(t, res, "Call's response, want the application error")
+	require.True(t, res.ApplicationError, "Call = %v, want the application error", res)
+	assert.Len(t, out.requests(), 1, "requests that left the process")
+	require.Len(t, app.results, 2, "answers the application's middleware saw")
 	first, second := app.results[0], app.results[1]
-	if first.body != "exception" || second.body != first.body || !maps.Equal(second.headers, first.headers) || second.code != first.code {
-		t.Errorf("refused replay answered %+v, want the previous answer %+v", second, first)
-	}
+	assert.Equal(t, "exception", first.body, "the previous answer's body")
+	assert.Equal(t, first.body, second.body, "refused replay answered %+v, want the previous answer %+v", second, first)
+	assert.True(t, maps.Equal(second.headers, first.headers), "refused replay answered %+v, want the previous answer %+v", second, first)
+	assert.Equal(t, first.code, second.code, "refused replay answered %+v, want the previous answer %+v", second, first)
 }
 
 func TestAttemptsWithoutCallStatePassesThrough(t *testing.T) {
@@ -318,9 +307,7 @@ func TestAttemptsWithoutCallStatePassesThrough(t *testing.T) {
 
 	_, _ = chain.Call(context.Background(), req("callee", "get", "x"))
 
-	if n := len(out.requests()); n != 3 {
-		t.Errorf("%d requests left, want 3: with no call state the step has nothing to go by", n)
-	}
+	assert.Len(t, out.requests(), 3, "requests that left: with no call state the step has nothing to go by")
 }
 
 // hedge sends every call twice at once.
@@ -352,14 +339,10 @@ func TestAttemptsConcurrentSends(t *testing.T) {
 		sink.State = reqlog.CallState{}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 	}
-	if n := len(out.requests()); n != 40 {
-		t.Errorf("%d requests left, want 40", n)
-	}
+	assert.Len(t, out.requests(), 40, "requests that left")
 	// Each pair: one counted as the call's attempt, the other (whichever
 	// came second) as a replay, concurrent or after the first.
-	if got := counters(scope)["retry.foreign_attempts+callee=callee"]; got != 20 {
-		t.Errorf("foreign attempts = %d, want 20", got)
-	}
+	assert.Equal(t, int64(20), counters(scope)["retry.foreign_attempts+callee=callee"], "foreign attempts")
 }
 
 func TestAttemptsWarnsOncePerProcedure(t *testing.T) {
@@ -371,11 +354,9 @@ func TestAttemptsWarnsOncePerProcedure(t *testing.T) {
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 	}
 	entries := logs.FilterMessageSnippet("errown refused a retry it did not make").All()
-	if len(entries) != 1 {
-		t.Fatalf("%d warnings, want 1 (once per procedure): %v", len(entries), logs.All())
-	}
+	require.Len(t, entries, 1, "warnings, want once per procedure: %v", logs.All())
 	fields := entries[0].ContextMap()
-	if fields["service"] != "callee" || fields["procedure"] != "get" || fields["reason"] != "foreign-unclaimed" {
-		t.Errorf("warning fields %v", fields)
-	}
+	assert.Equal(t, "callee", fields["service"], "warning fields %v", fields)
+	assert.Equal(t, "get", fields["procedure"], "warning fields %v", fields)
+	assert.Equal(t, "foreign-unclaimed", fields["reason"], "warning fields %v", fields)
 }

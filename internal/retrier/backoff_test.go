@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 )
 
 func TestBackoffCeiling(t *testing.T) {
@@ -38,9 +39,7 @@ func TestBackoffCeiling(t *testing.T) {
 	for _, tt := range tests {
 		g := tt.give
 		t.Run(fmt.Sprintf("retry_%d_initial_%v_max_%v", g.retry, g.initial, g.max), func(t *testing.T) {
-			if got := backoffCeiling(g.retry, g.initial, g.max); got != tt.want {
-				t.Errorf("backoffCeiling(%d, %v, %v) = %v, want %v", g.retry, g.initial, g.max, got, tt.want)
-			}
+			assert.Equal(t, tt.want, backoffCeiling(g.retry, g.initial, g.max), "backoffCeiling(%d, %v, %v)", g.retry, g.initial, g.max)
 		})
 	}
 }
@@ -74,9 +73,7 @@ func TestBackoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("retry_%d_u_%v", tt.giveRetry, tt.giveU), func(t *testing.T) {
-			if got := backoff(tt.giveRetry, initial, max, tt.giveU); got != tt.want {
-				t.Errorf("backoff(%d, u=%v) = %v, want %v", tt.giveRetry, tt.giveU, got, tt.want)
-			}
+			assert.Equal(t, tt.want, backoff(tt.giveRetry, initial, max, tt.giveU), "backoff(%d, u=%v)", tt.giveRetry, tt.giveU)
 		})
 	}
 }
@@ -90,9 +87,9 @@ func TestBackoffBounds(t *testing.T) {
 		for n := 1; n < retry.MaxMaxAttempts; n++ {
 			for _, u := range us {
 				c := backoffCeiling(n, max/7, max)
-				if got := backoff(n, max/7, max, u); got < 0 || got >= c {
-					t.Errorf("backoff(%d, %v, %v, %v) = %v, want in [0, %v)", n, max/7, max, u, got, c)
-				}
+				got := backoff(n, max/7, max, u)
+				assert.GreaterOrEqual(t, got, time.Duration(0), "backoff(%d, %v, %v, %v), want in [0, %v)", n, max/7, max, u, c)
+				assert.Less(t, got, c, "backoff(%d, %v, %v, %v), want in [0, %v)", n, max/7, max, u, c)
 			}
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,8 @@ import (
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/retry"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -51,16 +52,11 @@ func TestBufferBody(t *testing.T) {
 			r := bufferBody(tt.give, tt.giveLimit)
 			a := r.request(&transport.Request{Body: tt.give}, 1, "errown-attempt", "1")
 
-			if got := r.replayable(); got != tt.wantReplayable {
-				t.Errorf("replayable = %v, want %v", got, tt.wantReplayable)
-			}
-			if got := a.Body == nil; got != tt.wantNil {
-				t.Fatalf("nil body = %v, want %v", got, tt.wantNil)
-			}
+			assert.Equal(t, tt.wantReplayable, r.replayable(), "replayable")
+			require.Equal(t, tt.wantNil, a.Body == nil, "nil body")
 			got, err := readAll(a.Body)
-			if got != tt.wantBody || !errors.Is(err, tt.wantErr) {
-				t.Errorf("body = %q, %v; want %q, %v", got, err, tt.wantBody, tt.wantErr)
-			}
+			assert.Equal(t, tt.wantBody, got, "body")
+			assert.ErrorIs(t, err, tt.wantErr, "reading the body")
 		})
 	}
 }
@@ -91,20 +87,16 @@ func TestReplayRequest(t *testing.T) {
 		t.Run(tt.giveValue, func(t *testing.T) {
 			a := r.request(give, tt.giveAttempt, "errown-attempt", tt.giveValue)
 
-			if a == give || a.Service != "s" || a.Procedure != "p" {
-				t.Errorf("request = %+v, want a copy of %+v", a, give)
-			}
-			if body, _ := readAll(a.Body); body != "hello" || a.BodySize != 5 {
-				t.Errorf("body = %q (BodySize %d), want %q (5)", body, a.BodySize, "hello")
-			}
-			if !maps.Equal(a.Headers.Items(), tt.wantHeaders) {
-				t.Errorf("headers = %v, want %v", a.Headers.Items(), tt.wantHeaders)
-			}
+			assert.NotSame(t, give, a, "request, want a copy of %+v", give)
+			assert.Equal(t, "s", a.Service, "request = %+v, want a copy of %+v", a, give)
+			assert.Equal(t, "p", a.Procedure, "request = %+v, want a copy of %+v", a, give)
+			body, _ := readAll(a.Body)
+			assert.Equal(t, "hello", body, "body")
+			assert.Equal(t, 5, a.BodySize, "BodySize")
+			assert.Equal(t, tt.wantHeaders, a.Headers.Items(), "headers")
 		})
 	}
-	if want := map[string]string{"x-trace": "abc"}; !maps.Equal(caller.Items(), want) {
-		t.Errorf("caller headers = %v, want %v unchanged", caller.Items(), want)
-	}
+	assert.Equal(t, map[string]string{"x-trace": "abc"}, caller.Items(), "caller headers, want them unchanged")
 }
 
 func TestHeadersWith(t *testing.T) {
@@ -139,15 +131,9 @@ func TestHeadersWith(t *testing.T) {
 
 			got := headersWith(tt.give, "k", "v")
 
-			if !maps.Equal(got.Items(), tt.wantItems) {
-				t.Errorf("items = %v, want %v", got.Items(), tt.wantItems)
-			}
-			if !maps.Equal(got.OriginalItems(), tt.wantOriginal) {
-				t.Errorf("original items = %v, want %v", got.OriginalItems(), tt.wantOriginal)
-			}
-			if !maps.Equal(tt.give.Items(), before) {
-				t.Errorf("given headers changed to %v, want %v", tt.give.Items(), before)
-			}
+			assert.Equal(t, tt.wantItems, got.Items(), "items")
+			assert.Equal(t, tt.wantOriginal, got.OriginalItems(), "original items")
+			assert.Equal(t, before, tt.give.Items(), "given headers changed")
 		})
 	}
 }
@@ -160,9 +146,7 @@ func TestHeadersWithCaseCollision(t *testing.T) {
 
 	for range 20 {
 		got := headersWith(give, "k", "v")
-		if want := map[string]string{"foo": "2", "k": "v"}; !maps.Equal(got.Items(), want) {
-			t.Fatalf("items = %v, want %v", got.Items(), want)
-		}
+		require.Equal(t, map[string]string{"foo": "2", "k": "v"}, got.Items(), "items")
 	}
 }
 
@@ -182,13 +166,9 @@ func TestReleaseWith(t *testing.T) {
 			defer cancel()
 
 			release.With(tt.give, cancel)
-			if got := ctx.Err() != nil; got != tt.wantAtOnce {
-				t.Errorf("cancelled at once = %v, want %v", got, tt.wantAtOnce)
-			}
+			assert.Equal(t, tt.wantAtOnce, ctx.Err() != nil, "cancelled at once")
 			closeBody(tt.give)
-			if ctx.Err() == nil {
-				t.Error("not cancelled after the body was closed")
-			}
+			assert.Error(t, ctx.Err(), "not cancelled after the body was closed")
 		})
 	}
 }
@@ -206,9 +186,7 @@ func TestReleaseWithoutCancel(t *testing.T) {
 
 	release.With(res, nil)
 
-	if res.Body != body {
-		t.Errorf("body = %v, want it untouched without a cancel func", res.Body)
-	}
+	assert.True(t, res.Body == body, "body = %v, want it untouched without a cancel func", res.Body)
 }
 
 func TestDiscard(t *testing.T) {
@@ -218,9 +196,8 @@ func TestDiscard(t *testing.T) {
 	discard(&transport.Response{Body: body}, cancel)
 	discard(nil, nil) // nothing to do, no panic
 
-	if !body.closed.Load() || ctx.Err() == nil {
-		t.Errorf("closed %v, cancelled %v; want both", body.closed.Load(), ctx.Err() != nil)
-	}
+	assert.True(t, body.closed.Load(), "body closed")
+	assert.Error(t, ctx.Err(), "cancelled")
 }
 
 // partlyRead is a bytes.Reader over "skip:hello" with "skip:" already read.
@@ -308,21 +285,16 @@ func TestMiddlewareReplaysRewindableBodiesInPlace(t *testing.T) {
 				bodies = append(bodies, s.Body)
 				sizes = append(sizes, s.BodySize)
 			}
-			if !slices.Equal(bodies, tt.wantBodies) || !slices.Equal(sizes, tt.wantSizes) {
-				t.Errorf("bodies sent = %q (sizes %v), want %q (%v)", bodies, sizes, tt.wantBodies, tt.wantSizes)
-			}
-			if len(got) == 0 || (got[0] == give) != tt.wantInPlace {
-				t.Errorf("first attempt is the caller's request: %v, want %v", len(got) > 0 && got[0] == give, tt.wantInPlace)
+			assert.Equal(t, tt.wantBodies, bodies, "bodies sent")
+			assert.Equal(t, tt.wantSizes, sizes, "body sizes sent")
+			if assert.NotEmpty(t, got, "attempts") {
+				assert.Equal(t, tt.wantInPlace, got[0] == give, "first attempt is the caller's request")
 			}
 			for i, r := range got[1:] {
-				if r == give {
-					t.Errorf("attempt %d is the caller's request, want a copy", i+2)
-				}
+				assert.NotSame(t, give, r, "attempt %d is the caller's request, want a copy", i+2)
 			}
 			const tooLarge = "retry.denied+callee=callee,reason=body-too-large"
-			if c := counters(scope)[tooLarge]; c != tt.wantCounters[tooLarge] {
-				t.Errorf("denied for body-too-large = %d, want %d", c, tt.wantCounters[tooLarge])
-			}
+			assert.Equal(t, tt.wantCounters[tooLarge], counters(scope)[tooLarge], "denied for body-too-large")
 		})
 	}
 }
@@ -376,16 +348,10 @@ func TestMiddlewareReplaysWhileEarlierAttemptStillReads(t *testing.T) {
 			_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get", Body: tt.give(give)}, out)
 			lingering.Wait()
 
-			if err != nil {
-				t.Fatalf("Call: %v", err)
-			}
-			if len(read) != 3 {
-				t.Fatalf("attempts read = %d, want 3", len(read))
-			}
+			require.NoError(t, err, "Call")
+			require.Len(t, read, 3, "attempts read")
 			for i, b := range read {
-				if b != string(give) {
-					t.Errorf("attempt %d read %d bytes, want the %d given", i+1, len(b), len(give))
-				}
+				assert.Equal(t, string(give), b, "attempt %d read %d bytes, want the %d given", i+1, len(b), len(give))
 			}
 		})
 	}
@@ -405,11 +371,8 @@ func TestMiddlewareRetriesAsTheCallerAsked(t *testing.T) {
 		}))
 	give := &transport.Request{Service: "callee", Procedure: "get", ShardKey: "k", Body: bytes.NewReader([]byte("hello"))}
 
-	if _, err := m.Call(context.Background(), give, out); err != nil {
-		t.Fatalf("Call: %v", err)
-	}
+	_, err := m.Call(context.Background(), give, out)
+	require.NoError(t, err, "Call")
 
-	if want := []string{"k", "k"}; !slices.Equal(keys, want) {
-		t.Errorf("shard keys sent = %q, want %q", keys, want)
-	}
+	assert.Equal(t, []string{"k", "k"}, keys, "shard keys sent")
 }

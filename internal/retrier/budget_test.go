@@ -2,11 +2,11 @@ package retrier
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 )
 
 func TestBudgetAllows(t *testing.T) {
@@ -59,9 +59,7 @@ func TestBudgetAllows(t *testing.T) {
 	for _, tt := range tests {
 		g := tt.give
 		t.Run(fmt.Sprintf("%d_requests_%d_retries_ratio_%v_floor_%v_window_%v", g.requests, g.retries, g.ratio, g.minPerSecond, g.window), func(t *testing.T) {
-			if got := BudgetAllows(g.requests, g.retries, g.ratio, g.minPerSecond, g.window); got != tt.want {
-				t.Errorf("BudgetAllows(%+v) = %v, want %v", g, got, tt.want)
-			}
+			assert.Equal(t, tt.want, BudgetAllows(g.requests, g.retries, g.ratio, g.minPerSecond, g.window), "BudgetAllows(%+v)", g)
 		})
 	}
 }
@@ -156,9 +154,7 @@ func TestBudget(t *testing.T) {
 				for j := range got {
 					got[j] = b.tryWithdraw()
 				}
-				if !slices.Equal(got, s.want) {
-					t.Errorf("step %d: withdrawals = %v, want %v", i, got, s.want)
-				}
+				assert.Equal(t, s.want, got, "step %d: withdrawals", i)
 			}
 		})
 	}
@@ -186,7 +182,5 @@ func TestBudgetConcurrent(t *testing.T) {
 	}
 	// The window is a second long and the test far shorter, but a slow
 	// machine may slide buckets out: never more than 10% are granted.
-	if total > goroutines*each/10 {
-		t.Errorf("granted %d retries for %d requests, want at most 10%%", total, goroutines*each)
-	}
+	assert.LessOrEqual(t, total, goroutines*each/10, "retries granted for %d requests, want at most 10%%", goroutines*each)
 }

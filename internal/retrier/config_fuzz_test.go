@@ -2,8 +2,10 @@ package retrier
 
 import (
 	"testing"
+	"time"
 
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v2"
 )
 
@@ -20,22 +22,26 @@ func FuzzConfig(f *testing.F) {
 		}
 		// Never panics; exactly one of a middleware and an error.
 		m, err := New(cfg)
-		if (m == nil) == (err == nil) {
-			t.Fatalf("New = %v, %v; want exactly one", m, err)
-		}
+		require.True(t, (m == nil) != (err == nil), "New = %v, %v; want exactly one", m, err)
 		if err != nil {
 			return
 		}
 		// What is accepted is within the documented bounds.
 		d := cfg.WithDefaults()
-		if !(d.Budget.Ratio >= 0 && d.Budget.Ratio <= retry.MaxBudgetRatio) || !(d.Budget.MinPerSecond >= 0) || (d.Budget.NoFloor && d.Budget.MinPerSecond != 0) || d.Budget.Window <= 0 {
-			t.Fatalf("accepted budget %+v", d.Budget)
-		}
+		// Comparisons written out, not GreaterOrEqual: NaN must fail them.
+		require.True(t, d.Budget.Ratio >= 0 && d.Budget.Ratio <= retry.MaxBudgetRatio, "accepted budget %+v: ratio", d.Budget)
+		require.True(t, d.Budget.MinPerSecond >= 0, "accepted budget %+v: minPerSecond", d.Budget)
+		require.False(t, d.Budget.NoFloor && d.Budget.MinPerSecond != 0, "accepted budget %+v: a floor with noFloor", d.Budget)
+		require.Positive(t, d.Budget.Window, "accepted budget %+v: window", d.Budget)
 		for _, p := range d.Policies {
-			if p.MaxAttempts < 1 || p.MaxAttempts > retry.MaxMaxAttempts || p.Service == "" || p.Idempotent == nil ||
-				p.InitialBackoff < 0 || p.MaxBackoff < p.InitialBackoff || p.AttemptTimeout < 0 || p.MinRemaining < 0 {
-				t.Fatalf("accepted policy %+v", p)
-			}
+			require.GreaterOrEqual(t, p.MaxAttempts, 1, "accepted policy %+v: maxAttempts", p)
+			require.LessOrEqual(t, p.MaxAttempts, retry.MaxMaxAttempts, "accepted policy %+v: maxAttempts", p)
+			require.NotEmpty(t, p.Service, "accepted policy %+v: service", p)
+			require.NotNil(t, p.Idempotent, "accepted policy %+v: idempotent", p)
+			require.GreaterOrEqual(t, p.InitialBackoff, time.Duration(0), "accepted policy %+v: initialBackoff", p)
+			require.GreaterOrEqual(t, p.MaxBackoff, p.InitialBackoff, "accepted policy %+v: maxBackoff", p)
+			require.GreaterOrEqual(t, p.AttemptTimeout, time.Duration(0), "accepted policy %+v: attemptTimeout", p)
+			require.GreaterOrEqual(t, p.MinRemaining, time.Duration(0), "accepted policy %+v: minRemaining", p)
 		}
 	})
 }

@@ -1,12 +1,12 @@
 package retrier
 
 import (
-	"maps"
 	"testing"
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -35,9 +35,7 @@ func TestMetrics(t *testing.T) {
 		"retry.denied+callee=users,reason=code":           9,
 		"retry.denied+callee=users,reason=body-too-large": 4,
 	}
-	if got := counters(scope); !maps.Equal(got, want) {
-		t.Errorf("counters = %v, want %v", got, want)
-	}
+	assert.Equal(t, want, counters(scope), "counters")
 }
 
 func TestMetricsAllocatedInNew(t *testing.T) {
@@ -59,7 +57,6 @@ func TestMetricsAllocatedInNew(t *testing.T) {
 			want["retry.denied+callee="+callee+",reason="+reason] = true
 		}
 	}
-	if !maps.Equal(got, want) {
-		t.Errorf("counters registered = %v, want %v", keys(got), keys(want))
-	}
+	assert.Equal(t, keys(want), keys(got), "counters registered")
+	assert.Equal(t, want, got, "counters registered")
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,8 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -507,12 +507,8 @@ func TestMiddlewareCall(t *testing.T) {
 
 			_, err := m.Call(ctx, tt.giveReq, out)
 
-			if got := yarpcerrors.FromError(err).Code(); got != tt.wantCode {
-				t.Errorf("code = %v, want %v (err %v)", got, tt.wantCode, err)
-			}
-			if got := (reqlog.CallState{Attempts: state.Attempts, Refused: state.Refused}); got != tt.want {
-				t.Errorf("state = %+v, want %+v", *state, tt.want)
-			}
+			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(err).Code(), "code (err %v)", err)
+			assert.Equal(t, tt.want, reqlog.CallState{Attempts: state.Attempts, Refused: state.Refused}, "state = %+v", *state)
 
 			// Under errown's egress middleware, which hands it a Sink, Call
 			// reports the same state and answer there.
@@ -522,30 +518,18 @@ func TestMiddlewareCall(t *testing.T) {
 			defer ccancel()
 			sink := &reqlog.Sink{Out: newOutbound(tt.giveScript...)}
 			_, cerr := counted.Call(cctx, again, sink)
-			if got := (reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}); got != tt.want {
-				t.Errorf("Sink state = %+v, want %+v", sink.State, tt.want)
-			}
-			if c := yarpcerrors.FromError(cerr).Code(); c != tt.wantCode {
-				t.Errorf("through a Sink, code = %v, want %v (err %v)", c, tt.wantCode, cerr)
-			}
+			assert.Equal(t, tt.want, reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, "Sink state = %+v", sink.State)
+			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(cerr).Code(), "through a Sink, code (err %v)", cerr)
 
 			var bodies, attemptHeaders []string
 			for _, s := range out.requests() {
 				bodies = append(bodies, s.Body)
 				attemptHeaders = append(attemptHeaders, s.Headers["errown-attempt"])
 			}
-			if !slices.Equal(bodies, tt.wantBodies) {
-				t.Errorf("bodies sent = %q, want %q", bodies, tt.wantBodies)
-			}
-			if !slices.Equal(attemptHeaders, tt.wantAttempt) {
-				t.Errorf("attempt headers sent = %q, want %q", attemptHeaders, tt.wantAttempt)
-			}
-			if got := len(clock.Sleeps()); got != tt.wantSleeps {
-				t.Errorf("sleeps = %d, want %d", got, tt.wantSleeps)
-			}
-			if got := counters(scope); !maps.Equal(got, tt.wantCounters) {
-				t.Errorf("counters = %v, want %v", got, tt.wantCounters)
-			}
+			assert.Equal(t, tt.wantBodies, bodies, "bodies sent")
+			assert.Equal(t, tt.wantAttempt, attemptHeaders, "attempt headers sent")
+			assert.Len(t, clock.Sleeps(), tt.wantSleeps, "sleeps")
+			assert.Equal(t, tt.wantCounters, counters(scope), "counters")
 		})
 	}
 }
@@ -556,12 +540,9 @@ func TestMiddlewareWithoutCallState(t *testing.T) {
 
 	res, err := m.Call(context.Background(), req("callee", "get", "hello"), out)
 
-	if err != nil || res == nil {
-		t.Fatalf("Call = %v, %v; want a response", res, err)
-	}
-	if got := len(out.requests()); got != 2 {
-		t.Errorf("attempts = %d, want 2", got)
-	}
+	require.NoError(t, err, "Call, want a response")
+	require.NotNil(t, res, "Call, want a response")
+	assert.Len(t, out.requests(), 2, "attempts")
 }
 
 func TestMiddlewareNoPolicyPassesThrough(t *testing.T) {
@@ -578,15 +559,10 @@ func TestMiddlewareNoPolicyPassesThrough(t *testing.T) {
 
 	res, err := m.Call(context.Background(), give, out)
 
-	if gotReq != give {
-		t.Errorf("outbound got request %p, want the caller's %p untouched", gotReq, give)
-	}
-	if res != wantRes || err != errUnavailable {
-		t.Errorf("Call = %p, %v; want %p, %v untouched", res, err, wantRes, errUnavailable)
-	}
-	if body.Len() != 5 {
-		t.Errorf("body was read (%d bytes left), want it left to the transport", body.Len())
-	}
+	assert.Same(t, give, gotReq, "outbound got request, want the caller's untouched")
+	assert.Same(t, wantRes, res, "Call's response, want the outbound's untouched")
+	assert.True(t, err == errUnavailable, "Call = %v, want %v untouched", err, errUnavailable)
+	assert.Equal(t, 5, body.Len(), "body was read (bytes left), want it left to the transport")
 }
 
 func TestMiddlewareReplaysBodyByteForByte(t *testing.T) {
@@ -598,14 +574,12 @@ func TestMiddlewareReplaysBodyByteForByte(t *testing.T) {
 	out := newOutbound(fail(errUnavailable), fail(errUnavailable), succeed("ok"))
 	r := &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader(give), BodySize: len(give)}
 
-	if _, err := m.Call(context.Background(), r, out); err != nil {
-		t.Fatalf("Call: %v", err)
-	}
+	_, err := m.Call(context.Background(), r, out)
+	require.NoError(t, err, "Call")
 
 	for i, s := range out.requests() {
-		if s.Body != string(give) || s.BodySize != len(give) {
-			t.Errorf("attempt %d sent %d bytes (BodySize %d), want the %d bytes given", i+1, len(s.Body), s.BodySize, len(give))
-		}
+		assert.Equal(t, string(give), s.Body, "attempt %d sent %d bytes, want the %d bytes given", i+1, len(s.Body), len(give))
+		assert.Equal(t, len(give), s.BodySize, "attempt %d BodySize", i+1)
 	}
 }
 
@@ -613,13 +587,13 @@ func TestMiddlewareNilBodyStaysNil(t *testing.T) {
 	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
-	if _, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, out); err != nil {
-		t.Fatalf("Call: %v", err)
-	}
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, out)
+	require.NoError(t, err, "Call")
 
 	got := out.requests()
-	if len(got) != 2 || got[0].HasBody || got[1].HasBody {
-		t.Errorf("requests = %+v, want two without a body", got)
+	if assert.Len(t, got, 2, "requests, want two without a body") {
+		assert.False(t, got[0].HasBody, "requests = %+v, want two without a body", got)
+		assert.False(t, got[1].HasBody, "requests = %+v, want two without a body", got)
 	}
 }
 
@@ -628,13 +602,13 @@ func TestMiddlewareLargeBodyKeepsBodySize(t *testing.T) {
 	out := newOutbound(succeed("ok"))
 	r := req("callee", "get", "hello world")
 
-	if _, err := m.Call(context.Background(), r, out); err != nil {
-		t.Fatalf("Call: %v", err)
-	}
+	_, err := m.Call(context.Background(), r, out)
+	require.NoError(t, err, "Call")
 
 	got := out.requests()
-	if len(got) != 1 || got[0].Body != "hello world" || got[0].BodySize != 11 {
-		t.Errorf("requests = %+v, want one with the whole body and BodySize 11", got)
+	if assert.Len(t, got, 1, "requests, want one with the whole body and BodySize 11") {
+		assert.Equal(t, "hello world", got[0].Body, "request's body")
+		assert.Equal(t, 11, got[0].BodySize, "request's BodySize")
 	}
 }
 
@@ -645,31 +619,23 @@ func TestMiddlewareNeverMutatesCallerHeaders(t *testing.T) {
 	r := req("callee", "get", "hello")
 	r.Headers = h
 
-	if _, err := m.Call(context.Background(), r, out); err != nil {
-		t.Fatalf("Call: %v", err)
-	}
+	_, err := m.Call(context.Background(), r, out)
+	require.NoError(t, err, "Call")
 
 	wantCaller := map[string]string{"x-trace": "abc", "errown-attempt": "7"}
-	if !maps.Equal(h.Items(), wantCaller) || !maps.Equal(r.Headers.Items(), wantCaller) {
-		t.Errorf("caller headers = %v, want %v unchanged", h.Items(), wantCaller)
-	}
+	assert.Equal(t, wantCaller, h.Items(), "caller headers, want them unchanged")
+	assert.Equal(t, wantCaller, r.Headers.Items(), "the request's headers, want them unchanged")
 	wantOriginal := map[string]string{"X-Trace": "abc", "errown-attempt": "7"}
-	if !maps.Equal(h.OriginalItems(), wantOriginal) {
-		t.Errorf("caller original headers = %v, want %v unchanged", h.OriginalItems(), wantOriginal)
-	}
+	assert.Equal(t, wantOriginal, h.OriginalItems(), "caller original headers, want them unchanged")
 	want := []map[string]string{
 		{"x-trace": "abc", "errown-attempt": "7"},
 		{"x-trace": "abc", "errown-attempt": "2"},
 		{"x-trace": "abc", "errown-attempt": "3"},
 	}
 	got := out.requests()
-	if len(got) != len(want) {
-		t.Fatalf("attempts = %d, want %d", len(got), len(want))
-	}
+	require.Len(t, got, len(want), "attempts")
 	for i := range want {
-		if !maps.Equal(got[i].Headers, want[i]) {
-			t.Errorf("attempt %d headers = %v, want %v", i+1, got[i].Headers, want[i])
-		}
+		assert.Equal(t, want[i], got[i].Headers, "attempt %d headers", i+1)
 	}
 }
 
@@ -677,14 +643,13 @@ func TestMiddlewareCustomAttemptHeader(t *testing.T) {
 	m := newMiddleware(t, retry.Config{Headers: ownership.Headers{Attempt: "x-try"}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
 
-	if _, err := m.Call(context.Background(), req("callee", "get", "hello"), out); err != nil {
-		t.Fatalf("Call: %v", err)
-	}
+	_, err := m.Call(context.Background(), req("callee", "get", "hello"), out)
+	require.NoError(t, err, "Call")
 
 	got := out.requests()
 	want := map[string]string{"x-try": "2"}
-	if len(got) != 2 || !maps.Equal(got[1].Headers, want) {
-		t.Errorf("requests = %+v, want the second with headers %v", got, want)
+	if assert.Len(t, got, 2, "requests = %+v, want the second with headers %v", got, want) {
+		assert.Equal(t, want, got[1].Headers, "the second request's headers")
 	}
 }
 
@@ -720,18 +685,11 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 				"retry.attempts+callee=callee":             tt.wantRetries,
 				"retry.denied+callee=callee,reason=budget": int64(tt.giveCalls) - tt.wantRetries,
 			}
-			if got := counters(scope); !maps.Equal(got, wantCounters) {
-				t.Errorf("counters = %v, want %v", got, wantCounters)
-			}
-			if got := int64(len(out.requests())); got != int64(tt.giveCalls)+tt.wantRetries {
-				t.Errorf("requests sent = %d, want %d", got, int64(tt.giveCalls)+tt.wantRetries)
-			}
-			if refused != int64(tt.giveCalls)-tt.wantRetries {
-				t.Errorf("calls refused = %d, want %d", refused, int64(tt.giveCalls)-tt.wantRetries)
-			}
-			if want := (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}); states[0].Attempts != want.Attempts || states[0].Refused != want.Refused {
-				t.Errorf("first call state = %+v, want %+v", states[0], want)
-			}
+			assert.Equal(t, wantCounters, counters(scope), "counters")
+			assert.Equal(t, int64(tt.giveCalls)+tt.wantRetries, int64(len(out.requests())), "requests sent")
+			assert.Equal(t, int64(tt.giveCalls)-tt.wantRetries, refused, "calls refused")
+			assert.Equal(t, 1, states[0].Attempts, "first call state = %+v: attempts", states[0])
+			assert.Equal(t, ownership.RefusedBudget, states[0].Refused, "first call state = %+v: refused", states[0])
 		})
 	}
 }
@@ -764,9 +722,7 @@ func TestMiddlewareBudgetSharedPerCallee(t *testing.T) {
 		"retry.calls+callee=other":                 1,
 		"retry.denied+callee=other,reason=budget":  1,
 	}
-	if got := counters(scope); !maps.Equal(got, want) {
-		t.Errorf("counters = %v, want %v", got, want)
-	}
+	assert.Equal(t, want, counters(scope), "counters")
 }
 
 func TestMiddlewareBudgetWindowSlides(t *testing.T) {
@@ -790,9 +746,7 @@ func TestMiddlewareBudgetWindowSlides(t *testing.T) {
 		"retry.attempts+callee=callee":             2,
 		"retry.denied+callee=callee,reason=budget": 2,
 	}
-	if got := counters(scope); !maps.Equal(got, want) {
-		t.Errorf("counters = %v, want %v", got, want)
-	}
+	assert.Equal(t, want, counters(scope), "counters")
 }
 
 func TestMiddlewareBackoff(t *testing.T) {
@@ -804,9 +758,7 @@ func TestMiddlewareBackoff(t *testing.T) {
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), out)
 
 	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 150 * time.Millisecond, 150 * time.Millisecond}
-	if got := clock.Sleeps(); !slices.Equal(got, want) {
-		t.Errorf("sleeps = %v, want %v", got, want)
-	}
+	assert.Equal(t, want, clock.Sleeps(), "sleeps")
 }
 
 func TestMiddlewareCancelDuringBackoff(t *testing.T) {
@@ -822,18 +774,12 @@ func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 	start := time.Now()
 	res, err := m.Call(ctx, req("callee", "get", "x"), out)
 
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("Call took %v after cancel, want it to return promptly", elapsed)
-	}
-	if !errors.Is(err, errUnavailable) {
-		t.Errorf("err = %v, want the last attempt's %v", err, errUnavailable)
-	}
-	if v, _ := res.Headers.Get("errown-claim"); v != "claimed" {
-		t.Errorf("response claim = %q, want the last attempt's response", v)
-	}
-	if got := len(out.requests()); got != 1 || state.Attempts != 1 {
-		t.Errorf("attempts = %d (state %d), want 1", got, state.Attempts)
-	}
+	assert.LessOrEqual(t, time.Since(start), 5*time.Second, "Call's time after cancel, want it to return promptly")
+	assert.ErrorIs(t, err, errUnavailable, "err, want the last attempt's")
+	v, _ := res.Headers.Get("errown-claim")
+	assert.Equal(t, "claimed", v, "response claim, want the last attempt's response")
+	assert.Len(t, out.requests(), 1, "attempts")
+	assert.Equal(t, 1, state.Attempts, "attempts in the state")
 }
 
 func TestMiddlewareCancelledCallerNotRetried(t *testing.T) {
@@ -846,9 +792,7 @@ func TestMiddlewareCancelledCallerNotRetried(t *testing.T) {
 
 	_, _ = m.Call(ctx, req("callee", "get", "x"), out)
 
-	if got := len(out.requests()); got != 1 {
-		t.Errorf("attempts = %d, want 1", got)
-	}
+	assert.Len(t, out.requests(), 1, "attempts")
 }
 
 func TestMiddlewareAttemptTimeout(t *testing.T) {
@@ -876,34 +820,24 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 			defer cancel()
 
 			res, err := m.Call(ctx, req("callee", "get", "x"), out)
-			if err != nil {
-				t.Fatalf("Call: %v", err)
-			}
+			require.NoError(t, err, "Call")
 
 			for i, s := range out.requests() {
 				// The real clock runs on between setting and reading the
 				// deadline.
-				if !s.HasDeadline || s.Timeout > tt.want || s.Timeout < tt.want-time.Second {
-					t.Errorf("attempt %d timeout = %v (set %v), want about %v", i+1, s.Timeout, s.HasDeadline, tt.want)
-				}
+				assert.True(t, s.HasDeadline, "attempt %d: no deadline set, want a timeout of about %v", i+1, tt.want)
+				assert.LessOrEqual(t, s.Timeout, tt.want, "attempt %d timeout, want about %v", i+1, tt.want)
+				assert.GreaterOrEqual(t, s.Timeout, tt.want-time.Second, "attempt %d timeout, want about %v", i+1, tt.want)
 			}
 			got, err := io.ReadAll(res.Body)
-			if err != nil || string(got) != "payload" {
-				t.Errorf("reading body after Call = %q, %v; want %q", got, err, "payload")
-			}
-			if err := res.Body.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
+			assert.NoError(t, err, "reading body after Call")
+			assert.Equal(t, "payload", string(got), "reading body after Call")
+			assert.NoError(t, res.Body.Close(), "Close")
 			bodies := out.responseBodies()
-			if !bodies[0].(*ctxBody).closed.Load() {
-				t.Error("failed attempt's response body not closed")
-			}
-			if !bodies[1].(*ctxBody).closed.Load() {
-				t.Error("closing the returned body did not close the transport's")
-			}
-			if _, err := res.Body.Read(make([]byte, 1)); !errors.Is(err, context.Canceled) {
-				t.Errorf("read after Close = %v, want the attempt context cancelled", err)
-			}
+			assert.True(t, bodies[0].(*ctxBody).closed.Load(), "failed attempt's response body not closed")
+			assert.True(t, bodies[1].(*ctxBody).closed.Load(), "closing the returned body did not close the transport's")
+			_, err = res.Body.Read(make([]byte, 1))
+			assert.ErrorIs(t, err, context.Canceled, "read after Close, want the attempt context cancelled")
 		})
 	}
 }
@@ -917,19 +851,17 @@ func TestMiddlewareAttemptTimeoutWithOneAttempt(t *testing.T) {
 	defer cancel()
 
 	res, err := m.Call(ctx, req("callee", "get", "x"), out)
-	if err != nil {
-		t.Fatalf("Call: %v", err)
-	}
+	require.NoError(t, err, "Call")
 	s := out.requests()
-	if len(s) != 1 || !s[0].HasDeadline || s[0].Timeout > 30*time.Second || s[0].Timeout < 29*time.Second {
-		t.Errorf("attempts = %+v, want one with a timeout of about 30s", s)
+	if assert.Len(t, s, 1, "attempts, want one with a timeout of about 30s") {
+		assert.True(t, s[0].HasDeadline, "attempt = %+v, want a timeout of about 30s", s[0])
+		assert.LessOrEqual(t, s[0].Timeout, 30*time.Second, "attempt's timeout, want about 30s")
+		assert.GreaterOrEqual(t, s[0].Timeout, 29*time.Second, "attempt's timeout, want about 30s")
 	}
-	if got, err := io.ReadAll(res.Body); err != nil || string(got) != "payload" {
-		t.Errorf("reading body after Call = %q, %v; want %q", got, err, "payload")
-	}
-	if err := res.Body.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
+	got, err := io.ReadAll(res.Body)
+	assert.NoError(t, err, "reading body after Call")
+	assert.Equal(t, "payload", string(got), "reading body after Call")
+	assert.NoError(t, res.Body.Close(), "Close")
 }
 
 func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
@@ -943,12 +875,10 @@ func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 
 	res, err := m.Call(context.Background(), req("callee", "get", "x"), out)
 
-	if !errors.Is(err, errInvalid) {
-		t.Fatalf("err = %v, want %v", err, errInvalid)
-	}
-	if got, err := io.ReadAll(res.Body); err != nil || string(got) != "details" {
-		t.Errorf("reading body = %q, %v; want %q", got, err, "details")
-	}
+	require.ErrorIs(t, err, errInvalid, "err")
+	got, err := io.ReadAll(res.Body)
+	assert.NoError(t, err, "reading body")
+	assert.Equal(t, "details", string(got), "reading body")
 	_ = res.Body.Close()
 }
 
@@ -969,9 +899,10 @@ func TestMiddlewareLogsRefusals(t *testing.T) {
 		},
 	}}
 	got := logs.AllUntimed()
-	if len(got) != 1 || got[0].Message != want[0].Message || got[0].Level != want[0].Level ||
-		!maps.Equal(got[0].ContextMap(), want[0].ContextMap()) {
-		t.Errorf("logs = %+v, want %+v", got, want)
+	if assert.Len(t, got, 1, "logs = %+v, want %+v", got, want) {
+		assert.Equal(t, want[0].Message, got[0].Message, "log message")
+		assert.Equal(t, want[0].Level, got[0].Level, "log level")
+		assert.Equal(t, want[0].ContextMap(), got[0].ContextMap(), "log fields")
 	}
 }
 
@@ -998,14 +929,13 @@ func TestMiddlewareConcurrent(t *testing.T) {
 	// budget (default: 0.1 × 400 + 10/s × 10s = 140) held.
 	got := counters(scope)
 	retries, denied := got["retry.attempts+callee=callee"], got["retry.denied+callee=callee,reason=budget"]
-	if got["retry.calls+callee=callee"] != goroutines*calls || retries+denied != goroutines*calls || retries > 140 {
-		t.Errorf("counters = %v, want %d calls, each retried or denied, at most 140 retries", got, goroutines*calls)
-	}
+	assert.Equal(t, int64(goroutines*calls), got["retry.calls+callee=callee"], "counters = %v: calls", got)
+	assert.Equal(t, int64(goroutines*calls), retries+denied, "counters = %v: each call retried or denied", got)
+	assert.LessOrEqual(t, retries, int64(140), "counters = %v: retries, want at most 140", got)
 }
 
 func TestNewRejectsInvalidConfig(t *testing.T) {
 	m, err := New(policies(retry.PolicyConfig{}))
-	if m != nil || err == nil {
-		t.Errorf("New = %v, %v; want an error", m, err)
-	}
+	assert.Nil(t, m, "New, want no middleware")
+	assert.Error(t, err, "New, want an error")
 }

@@ -2,11 +2,12 @@ package retrier
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/errown/errown/internal/obs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/zap"
 )
@@ -17,9 +18,8 @@ func TestOptionsNilKeepsDefaults(t *testing.T) {
 	WithSinks(obs.Sinks{Logger: nil}).apply(&o)
 	WithSinks(obs.Sinks{Scope: nil}).apply(&o)
 
-	if o.Logger == nil || o.Scope != tally.NoopScope {
-		t.Errorf("options = %+v, want the defaults kept", o)
-	}
+	assert.NotNil(t, o.Logger, "options = %+v, want the default logger kept", o)
+	assert.True(t, o.Scope == tally.NoopScope, "options = %+v, want the default scope kept", o)
 }
 
 func TestOptionsApply(t *testing.T) {
@@ -31,9 +31,9 @@ func TestOptionsApply(t *testing.T) {
 		opt.apply(&o)
 	}
 
-	if o.Logger != logger || o.Scope != scope || o.rand() != 0.25 {
-		t.Errorf("options = %+v, want the logger, scope and rand given", o)
-	}
+	assert.Same(t, logger, o.Logger, "options = %+v, want the logger given", o)
+	assert.True(t, o.Scope == scope, "options = %+v, want the scope given", o)
+	assert.Equal(t, 0.25, o.rand(), "options = %+v, want the rand given", o)
 }
 
 func TestSleepContext(t *testing.T) {
@@ -54,12 +54,8 @@ func TestSleepContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			if err := sleepContext(tt.ctx, tt.give); !errors.Is(err, tt.want) {
-				t.Errorf("sleepContext = %v, want %v", err, tt.want)
-			}
-			if elapsed := time.Since(start); elapsed > time.Minute {
-				t.Errorf("sleepContext took %v", elapsed)
-			}
+			assert.ErrorIs(t, sleepContext(tt.ctx, tt.give), tt.want, "sleepContext")
+			assert.LessOrEqual(t, time.Since(start), time.Minute, "sleepContext took")
 		})
 	}
 }
@@ -67,11 +63,7 @@ func TestSleepContext(t *testing.T) {
 func TestSleepContextWaits(t *testing.T) {
 	start := time.Now()
 
-	if err := sleepContext(context.Background(), 5*time.Millisecond); err != nil {
-		t.Fatalf("sleepContext: %v", err)
-	}
+	require.NoError(t, sleepContext(context.Background(), 5*time.Millisecond), "sleepContext")
 
-	if elapsed := time.Since(start); elapsed < 5*time.Millisecond {
-		t.Errorf("slept %v, want at least 5ms", elapsed)
-	}
+	assert.GreaterOrEqual(t, time.Since(start), 5*time.Millisecond, "slept")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -221,8 +222,6 @@ func keys[V any](m map[string]V) []string {
 func newMiddleware(t testing.TB, cfg retry.Config, opts ...Option) *Middleware {
 	t.Helper()
 	m, err := New(cfg, opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
+	require.NoError(t, err, "New")
 	return m
 }

@@ -3,7 +3,6 @@ package retrier
 import (
 	"context"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,8 @@ import (
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -28,14 +29,11 @@ func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
 	o := newTestOverload()
 	for range 1000 {
 		round, ok := o.admit()
-		if !ok {
-			t.Fatal("an attempt was held back with no overload seen")
-		}
+		require.True(t, ok, "an attempt was held back with no overload seen")
 		o.done(round, false)
 	}
-	if o.Limit() != retry.DefaultMaxInFlight || o.Overloaded() {
-		t.Errorf("limit %v, overloaded %v; want %d, false", o.Limit(), o.Overloaded(), retry.DefaultMaxInFlight)
-	}
+	assert.Equal(t, float64(retry.DefaultMaxInFlight), o.Limit(), "limit")
+	assert.False(t, o.Overloaded(), "overloaded")
 }
 
 // TestOverloadCutsOncePerRound: a hundred attempts in flight all time
@@ -47,28 +45,21 @@ func TestOverloadCutsOncePerRound(t *testing.T) {
 	rounds := make([]admission, 100)
 	for i := range rounds {
 		var ok bool
-		if rounds[i], ok = o.admit(); !ok {
-			t.Fatalf("attempt %d held back", i)
-		}
+		rounds[i], ok = o.admit()
+		require.True(t, ok, "attempt %d held back", i)
 	}
 	for _, r := range rounds {
 		o.done(r, true)
 	}
-	if got := o.Limit(); got != 28 {
-		t.Errorf("limit %v, want 28", got)
-	}
-	if !o.Overloaded() {
-		t.Error("not overloaded after a hundred timeouts")
-	}
+	assert.Equal(t, 28.0, o.Limit(), "limit")
+	assert.True(t, o.Overloaded(), "not overloaded after a hundred timeouts")
 	var admitted int
 	for range 40 {
 		if _, ok := o.admit(); ok {
 			admitted++
 		}
 	}
-	if admitted != 28 {
-		t.Errorf("%d admitted under a limit of 28, want 28", admitted)
-	}
+	assert.Equal(t, 28, admitted, "admitted under a limit of 28")
 }
 
 func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
@@ -84,9 +75,7 @@ func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
 		o.done(r1, true)
 		o.done(r2, true)
 	}
-	if got := o.Limit(); got != retry.DefaultMinInFlight {
-		t.Errorf("limit %v after rounds of timeouts, want the floor %d", got, retry.DefaultMinInFlight)
-	}
+	assert.Equal(t, float64(retry.DefaultMinInFlight), o.Limit(), "limit after rounds of timeouts, want the floor")
 }
 
 // TestOverloadGrowsBack: once attempts succeed again the limit grows by
@@ -98,27 +87,19 @@ func TestOverloadGrowsBack(t *testing.T) {
 		o.done(r, true)
 	}
 	cut := o.Limit()
-	if cut != retry.DefaultMinInFlight {
-		t.Fatalf("limit %v, want the floor", cut)
-	}
+	require.Equal(t, float64(retry.DefaultMinInFlight), cut, "limit, want the floor")
 	r, _ := o.admit()
 	o.done(r, false)
-	if got := o.Limit(); got != cut+1/cut {
-		t.Errorf("after one success: %v, want %v (additive increase)", got, cut+1/cut)
-	}
+	assert.Equal(t, cut+1/cut, o.Limit(), "after one success (additive increase)")
 	for range 1000 {
 		r, _ := o.admit()
 		o.done(r, false)
 	}
-	if o.Overloaded() {
-		t.Error("still overloaded after 1000 successes")
-	}
+	assert.False(t, o.Overloaded(), "still overloaded after 1000 successes")
 	before := o.Limit()
 	r, _ = o.admit()
 	o.done(r, false)
-	if got := o.Limit(); got != before+1 {
-		t.Errorf("with the share nil: %v, want %v", got, before+1)
-	}
+	assert.Equal(t, before+1, o.Limit(), "with the share nil")
 }
 
 // TestOverloadTailTimeoutsDoNotCut: a healthy callee whose attempts time
@@ -143,9 +124,9 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 		}
 		inflight = append(inflight, a)
 	}
-	if shed != 0 || o.Limit() != retry.DefaultMaxInFlight || o.Overloaded() {
-		t.Errorf("shed %d, limit %v, overloaded %v; want 0, %d, false", shed, o.Limit(), o.Overloaded(), retry.DefaultMaxInFlight)
-	}
+	assert.Equal(t, 0, shed, "shed")
+	assert.Equal(t, float64(retry.DefaultMaxInFlight), o.Limit(), "limit")
+	assert.False(t, o.Overloaded(), "overloaded")
 }
 
 // TestOverloadNoLimitWithoutEvidence: more attempts in flight than
@@ -153,9 +134,8 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
 	o := newOverload(retry.Config{Overload: retry.OverloadConfig{MaxInFlight: 10}}.WithDefaults().Overload, still)
 	for i := range 50 {
-		if _, ok := o.admit(); !ok {
-			t.Fatalf("attempt %d held back with no overload seen", i)
-		}
+		_, ok := o.admit()
+		require.True(t, ok, "attempt %d held back with no overload seen", i)
 	}
 }
 
@@ -168,17 +148,12 @@ func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 		r, _ := o.admit()
 		o.done(r, true)
 	}
-	if !o.Overloaded() {
-		t.Fatal("not overloaded after 200 timeouts")
-	}
+	require.True(t, o.Overloaded(), "not overloaded after 200 timeouts")
 	now += 2 * time.Second // the share, near 1, is a quarter of it now
-	if o.Overloaded() {
-		t.Error("still overloaded after two idle seconds")
-	}
+	assert.False(t, o.Overloaded(), "still overloaded after two idle seconds")
 	for i := range 50 {
-		if _, ok := o.admit(); !ok {
-			t.Fatalf("attempt %d held back after the share decayed", i)
-		}
+		_, ok := o.admit()
+		require.True(t, ok, "attempt %d held back after the share decayed", i)
 	}
 }
 
@@ -186,14 +161,10 @@ func TestOverloadDisabled(t *testing.T) {
 	o := newOverload(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}.WithDefaults().Overload, still)
 	for range 100 {
 		r, ok := o.admit()
-		if !ok {
-			t.Fatal("held back while disabled")
-		}
+		require.True(t, ok, "held back while disabled")
 		o.done(r, true)
 	}
-	if o.Overloaded() {
-		t.Error("overloaded while disabled")
-	}
+	assert.False(t, o.Overloaded(), "overloaded while disabled")
 }
 
 func TestOverloadConfigValidate(t *testing.T) {
@@ -211,14 +182,10 @@ func TestOverloadConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		err := retry.Config{Overload: tt.give}.Validate()
 		if tt.want == "" {
-			if err != nil {
-				t.Errorf("%+v: %v, want valid", tt.give, err)
-			}
+			assert.NoError(t, err, "%+v, want valid", tt.give)
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%+v: %v, want %q", tt.give, err, tt.want)
-		}
+		assert.ErrorContains(t, err, tt.want, "%+v", tt.give)
 	}
 }
 
@@ -248,16 +215,11 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		if got == (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
 			break
 		}
-		if got != (reqlog.CallState{Attempts: 2}) || calls > 100 {
-			t.Fatalf("call %d: %+v, want retried once", calls, got)
-		}
+		require.Equal(t, reqlog.CallState{Attempts: 2}, got, "call %d, want retried once", calls)
+		require.LessOrEqual(t, calls, 100, "call %d: %+v, want retried once", calls, got)
 	}
-	if calls < 20 {
-		t.Errorf("overloaded after %d calls (%d timeouts), want at least 20", calls, 2*calls)
-	}
-	if n := len(slow.requests()); n != 2*calls+1 {
-		t.Errorf("%d attempts sent, want %d", n, 2*calls+1)
-	}
+	assert.GreaterOrEqual(t, calls, 20, "overloaded after %d calls (%d timeouts), want at least 20", calls, 2*calls)
+	assert.Len(t, slow.requests(), 2*calls+1, "attempts sent")
 
 	// Hold the limit's one slot (the cuts took it to the floor) with a
 	// call in flight: the next call is shed.
@@ -267,30 +229,19 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		c.overload.done(r, true)
 	}
 	hold, ok := c.overload.admit()
-	if !ok {
-		t.Fatal("the floor's slot was taken")
-	}
+	require.True(t, ok, "the floor's slot was taken")
 	fresh := newOutbound(succeed("ok"))
 	got, err := call(fresh)
 	c.overload.done(hold, false)
-	if code := yarpcerrors.FromError(err).Code(); code != yarpcerrors.CodeResourceExhausted {
-		t.Errorf("shed call: %v, want resource-exhausted", err)
-	}
-	if got != (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
-		t.Errorf("shed call: %+v, want refused for overload", got)
-	}
-	if n := len(fresh.requests()); n != 0 {
-		t.Errorf("the shed call was sent %d times", n)
-	}
-	if f := last.State.Storm.Storm(); !f.Known || f.Storm.Served != 0 || f.Storm.Retries != 0 {
-		t.Errorf("shed call's storm: %+v, want known, nothing served", f)
-	}
-	if got := counters(scope)["retry.denied+callee=callee,reason=overload"]; got != 2 {
-		t.Errorf("retry.denied{reason=overload} = %d, want 2 (a retry, a shed attempt)", got)
-	}
-	if !wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: 1, Refused: ownership.RefusedOverload, Code: yarpcerrors.CodeResourceExhausted}) {
-		t.Error("a shed call's retry criteria are not satisfied")
-	}
+	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "shed call: %v", err)
+	assert.Equal(t, reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}, got, "shed call, want refused for overload")
+	assert.Empty(t, fresh.requests(), "the shed call was sent")
+	f := last.State.Storm.Storm()
+	assert.True(t, f.Known, "shed call's storm: %+v, want known", f)
+	assert.Equal(t, uint64(0), f.Storm.Served, "shed call's storm: %+v, want nothing served", f)
+	assert.Equal(t, uint64(0), f.Storm.Retries, "shed call's storm: %+v, want nothing served", f)
+	assert.Equal(t, int64(2), counters(scope)["retry.denied+callee=callee,reason=overload"], "retry.denied{reason=overload} (a retry, a shed attempt)")
+	assert.True(t, wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: 1, Refused: ownership.RefusedOverload, Code: yarpcerrors.CodeResourceExhausted}), "a shed call's retry criteria are not satisfied")
 }
 
 // TestOverloadObserveModeHoldsNothingBack: in observe mode errown sends
@@ -308,19 +259,15 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 	for i := range 40 {
 		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, slow)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
-		if sink.State.Attempts != 2 || sink.State.Refused != ownership.RefusedNone {
-			t.Errorf("call %d: %d attempts, refused %v; want 2, none", i, sink.State.Attempts, sink.State.Refused)
-		}
+		assert.Equal(t, 2, sink.State.Attempts, "call %d: attempts", i)
+		assert.Equal(t, ownership.RefusedNone, sink.State.Refused, "call %d: refused", i)
 	}
-	if n := len(slow.requests()); n != 80 {
-		t.Errorf("%d attempts sent, want 80", n)
-	}
+	assert.Len(t, slow.requests(), 80, "attempts sent")
 	got := counters(scope)
 	// The last calls find the callee overloaded: their retries would have
 	// been refused.
-	if got["retry.would_overload+callee=callee"] < 10 || got["retry.denied+callee=callee,reason=overload"] != 0 {
-		t.Errorf("counters %v, want would_overload >= 10 and no overload refusal", got)
-	}
+	assert.GreaterOrEqual(t, got["retry.would_overload+callee=callee"], int64(10), "counters %v, want would_overload >= 10", got)
+	assert.Equal(t, int64(0), got["retry.denied+callee=callee,reason=overload"], "counters %v, want no overload refusal", got)
 }
 
 // TestOverloadShedOnTheDirectPath: with nothing between errown's retry
@@ -344,17 +291,13 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 
-	if code := yarpcerrors.FromError(err).Code(); code != yarpcerrors.CodeResourceExhausted {
-		t.Fatalf("err %v, want resource-exhausted", err)
-	}
+	require.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "err %v", err)
 	st := sink.State
-	if st.Code != yarpcerrors.CodeResourceExhausted || st.Class != ownership.ClassFailure || !st.Classified {
-		t.Errorf("classified %v %v (%v), want resource-exhausted, a failure", st.Code, st.Class, st.Classified)
-	}
-	if st.Attempts != 1 || st.Refused != ownership.RefusedOverload || st.Sends.Count != 0 {
-		t.Errorf("attempts %d, refused %v, sent %d; want 1, overload, 0", st.Attempts, st.Refused, st.Sends.Count)
-	}
-	if n := len(out.requests()); n != 0 {
-		t.Errorf("%d sent, want 0", n)
-	}
+	assert.Equal(t, yarpcerrors.CodeResourceExhausted, st.Code, "classified code")
+	assert.Equal(t, ownership.ClassFailure, st.Class, "classified class")
+	assert.True(t, st.Classified, "classified")
+	assert.Equal(t, 1, st.Attempts, "attempts")
+	assert.Equal(t, ownership.RefusedOverload, st.Refused, "refused")
+	assert.Equal(t, 0, st.Sends.Count, "sent")
+	assert.Empty(t, out.requests(), "sent")
 }

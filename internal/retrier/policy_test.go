@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -40,12 +41,8 @@ func TestPolicyRetryableCode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.give.String(), func(t *testing.T) {
-			if got := defaults.retryableCode(tt.give); got != tt.wantDefault {
-				t.Errorf("default policy retryableCode(%v) = %v, want %v", tt.give, got, tt.wantDefault)
-			}
-			if got := custom.retryableCode(tt.give); got != tt.wantCustom {
-				t.Errorf("custom policy retryableCode(%v) = %v, want %v", tt.give, got, tt.wantCustom)
-			}
+			assert.Equal(t, tt.wantDefault, defaults.retryableCode(tt.give), "default policy retryableCode(%v)", tt.give)
+			assert.Equal(t, tt.wantCustom, custom.retryableCode(tt.give), "custom policy retryableCode(%v)", tt.give)
 		})
 	}
 }
@@ -71,9 +68,7 @@ func TestCompilePolicy(t *testing.T) {
 		idempotent:     false,
 	}
 
-	if got := *compilePolicy(give, retry.ModeEnforce); got != want {
-		t.Errorf("compilePolicy = %+v, want %+v", got, want)
-	}
+	assert.Equal(t, want, *compilePolicy(give, retry.ModeEnforce), "compilePolicy")
 }
 
 // policyAttempts returns the maxAttempts of the policy callees have for
@@ -112,14 +107,10 @@ func TestCalleeLookup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.giveService+"::"+tt.giveProcedure, func(t *testing.T) {
-			if got := policyAttempts(callees, tt.giveService, tt.giveProcedure); got != tt.want {
-				t.Errorf("policy maxAttempts = %d, want %d", got, tt.want)
-			}
+			assert.Equal(t, tt.want, policyAttempts(callees, tt.giveService, tt.giveProcedure), "policy maxAttempts")
 		})
 	}
-	if callees["a"].budget == callees["b"].budget {
-		t.Error("callees a and b share a budget, want one each")
-	}
+	assert.NotSame(t, callees["a"].budget, callees["b"].budget, "callees a and b share a budget, want one each")
 }
 
 // policyDefaults returns p with its defaults, as Config.WithDefaults sets them.

@@ -2,7 +2,6 @@ package retrier
 
 import (
 	"context"
-	"maps"
 	"testing"
 	"time"
 
@@ -544,9 +543,7 @@ func TestStormPreventedSums(t *testing.T) {
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), &reqlog.Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", storm))})
 	}
 	want := map[string]int64{_calls: 3, _suppressed: 3, _prevented: 9 + 18 + 1}
-	if got := counters(scope); !maps.Equal(got, want) {
-		t.Errorf("counters = %v, want %v", got, want)
-	}
+	assert.Equal(t, want, counters(scope), "counters")
 }
 
 // TestStormNotFoldedWithoutRetries: a call no policy can retry is left to

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseAttempt(t *testing.T) {
@@ -49,16 +50,13 @@ func FuzzParseAttempt(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		n, ok := ParseAttempt(s)
 		if !ok {
-			if n != 0 {
-				t.Fatalf("ParseAttempt(%q) = %d, false", s, n)
-			}
+			require.Zero(t, n, "ParseAttempt(%q) = %d, false", s, n)
 			return
 		}
-		if n < 1 || n > MaxAttempt {
-			t.Fatalf("ParseAttempt(%q) = %d, out of range", s, n)
-		}
-		if want, err := strconv.Atoi(s); err != nil || want != n {
-			t.Fatalf("ParseAttempt(%q) = %d, strconv says %d, %v", s, n, want, err)
-		}
+		require.GreaterOrEqual(t, n, 1, "ParseAttempt(%q), out of range", s)
+		require.LessOrEqual(t, n, MaxAttempt, "ParseAttempt(%q), out of range", s)
+		want, err := strconv.Atoi(s)
+		require.NoError(t, err, "ParseAttempt(%q) = %d, strconv fails", s, n)
+		require.Equal(t, want, n, "ParseAttempt(%q), strconv says %d", s, want)
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
 )
 
@@ -40,14 +41,10 @@ func FuzzParseClaim(f *testing.F) {
 		c := ParseClaim(s)
 		if v, ok := FormatClaim(c); ok {
 			// Only the exact wire values parse, and they round-trip.
-			if v != s {
-				t.Fatalf("ParseClaim(%q) = %v, which encodes as %q", s, c, v)
-			}
+			require.Equal(t, s, v, "ParseClaim(%q) = %v, which encodes as %q", s, c, v)
 			return
 		}
-		if c != ownership.ClaimMissing {
-			t.Fatalf("ParseClaim(%q) = %v, want missing", s, c)
-		}
+		require.Equal(t, ownership.ClaimMissing, c, "ParseClaim(%q), want missing", s)
 	})
 }
 

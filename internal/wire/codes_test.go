@@ -6,6 +6,7 @@ import (
 
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -124,14 +125,11 @@ func FuzzParseCode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		c, ok := ParseCode(v)
 		if !ok {
-			if c != yarpcerrors.CodeOK {
-				t.Fatalf("ParseCode(%q) = %v, false; want ok on failure", v, c)
-			}
+			require.Equal(t, yarpcerrors.CodeOK, c, "ParseCode(%q), false; want ok on failure", v)
 			return
 		}
-		if c == yarpcerrors.CodeOK || FormatCode(c) != v {
-			t.Fatalf("ParseCode(%q) = %v, which does not format back", v, c)
-		}
+		require.NotEqual(t, yarpcerrors.CodeOK, c, "ParseCode(%q) = %v, which does not format back", v, c)
+		require.Equal(t, v, FormatCode(c), "ParseCode(%q) = %v, which does not format back", v, c)
 	})
 }
 

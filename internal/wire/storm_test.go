@@ -238,35 +238,26 @@ func FuzzParseStorm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		got := ParseStorm(v)
 		if !got.Known {
-			if got != (Figures{}) {
-				t.Fatalf("ParseStorm(%q) = %+v, unknown; want the zero Storm", v, got)
-			}
+			require.Equal(t, Figures{}, got, "ParseStorm(%q), unknown; want the zero Storm", v)
 			return
 		}
 		s := got.Storm
-		if got := FormatStorm(s); got != v {
-			t.Fatalf("ParseStorm(%q) = %+v, whose HeaderValue is %q: not canonical", v, s, got)
-		}
-		if again := ParseStorm(FormatStorm(s)); again != got {
-			t.Fatalf("ParseStorm(%q) = %+v, which reparses as %+v", v, s, again)
-		}
-		if s.Served < 1 || s.Retries >= s.Served || s.Blind < s.Served || s.Blind > MaxStormServed || s.BlindRadius < s.Radius {
-			t.Fatalf("ParseStorm(%q) = %+v breaks an invariant", v, s)
-		}
-		if s.Prevented() > s.Blind {
-			t.Fatalf("ParseStorm(%q) = %+v prevents %d", v, s, s.Prevented())
-		}
+		require.Equal(t, v, FormatStorm(s), "ParseStorm(%q) = %+v, whose HeaderValue is not canonical", v, s)
+		require.Equal(t, got, ParseStorm(FormatStorm(s)), "ParseStorm(%q) = %+v, which reparses", v, s)
+		require.GreaterOrEqual(t, s.Served, uint64(1), "ParseStorm(%q) = %+v breaks an invariant", v, s)
+		require.Less(t, s.Retries, s.Served, "ParseStorm(%q) = %+v breaks an invariant", v, s)
+		require.GreaterOrEqual(t, s.Blind, s.Served, "ParseStorm(%q) = %+v breaks an invariant", v, s)
+		require.LessOrEqual(t, s.Blind, uint64(MaxStormServed), "ParseStorm(%q) = %+v breaks an invariant", v, s)
+		require.GreaterOrEqual(t, s.BlindRadius, s.Radius, "ParseStorm(%q) = %+v breaks an invariant", v, s)
+		require.LessOrEqual(t, s.Prevented(), s.Blind, "ParseStorm(%q) = %+v prevents too many", v, s)
 		// A plain reading agrees.
 		fields := strings.Split(v, ",")
-		if len(fields) != 5 {
-			t.Fatalf("ParseStorm(%q) accepted %d fields", v, len(fields))
-		}
+		require.Len(t, fields, 5, "ParseStorm(%q) accepted fields", v)
 		want := []uint64{s.Served, s.Blind, s.Retries, uint64(s.Radius), uint64(s.BlindRadius)}
 		for i, f := range fields {
 			n, err := strconv.ParseUint(f, 10, 64)
-			if err != nil || n != want[i] {
-				t.Fatalf("ParseStorm(%q) field %d = %d, strconv says %d, %v", v, i, want[i], n, err)
-			}
+			require.NoError(t, err, "ParseStorm(%q) field %d = %d, strconv fails", v, i, want[i])
+			require.Equal(t, want[i], n, "ParseStorm(%q) field %d, strconv", v, i)
 		}
 	})
 }

@@ -477,14 +477,11 @@ func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
 		}
 		f := c.Storm()
 		want := f == KnownFigures(One)
-		if got := c.Trivial(); got != want || f.Trivial() != want {
-			t.Fatalf("case %d: Trivial() = %v, Storm() = %+v, whose Trivial() = %v", i, got, f, f.Trivial())
-		}
+		require.Equal(t, want, c.Trivial(), "case %d: Trivial(), Storm() = %+v", i, f)
+		require.Equal(t, want, f.Trivial(), "case %d: Storm() = %+v, its Trivial()", i, f)
 		if want {
 			trivial++
 		}
 	}
-	if trivial == 0 {
-		t.Fatal("no trivial call drawn: the test checks nothing")
-	}
+	require.NotZero(t, trivial, "no trivial call drawn: the test checks nothing")
 }

@@ -96,7 +96,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 	}
 	if !assert.Eventually(t, func() bool { return len(missing()) == 0 }, 10*time.Second, 100*time.Millisecond) {
 		// Scraped again: the list at the time of the failure, not of the call.
-		t.Fatalf("metrics the dashboard queries but no service exports: %v", missing())
+		require.Failf(t, "metrics the dashboard queries but no service exports", "%v", missing())
 	}
 	assert.Contains(t, names, "errown_inbound_claimed")
 	assert.Subset(t, names, []string{

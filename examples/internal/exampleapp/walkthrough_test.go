@@ -90,7 +90,7 @@ func (s *service) metric(t *testing.T, series string) string {
 func (s *service) eventually(t *testing.T, series, value string) {
 	t.Helper()
 	if !assert.Eventually(t, func() bool { return s.metric(t, series) == value }, 10*time.Second, 50*time.Millisecond) {
-		t.Errorf("%s on %s: got %q, want %q", series, s.name, s.metric(t, series), value)
+		assert.Failf(t, "metric not reached", "%s on %s: got %q, want %q", series, s.name, s.metric(t, series), value)
 	}
 }
 
