@@ -275,19 +275,14 @@ func TestCallMarkConcurrent(t *testing.T) {
 			me := strconv.Itoa(g)
 			out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
 				want := map[string]string{"x-g": me, "errown-attempt": "1"}
-				if !maps.Equal(r.Headers.Items(), want) {
-					t.Errorf("goroutine %s sent %v", me, r.Headers.Items())
-				}
+				assert.Equal(t, want, r.Headers.Items(), "goroutine %s sent", me)
 				return headers("errown-storm", "2,2,0,0,0"), nil
 			}}
 			for range perG {
 				h := transport.NewHeaders().With("x-g", me)
-				if _, err := mw.Call(ctx, &transport.Request{Service: "s", Headers: h}, out); err != nil {
-					t.Error(err)
-				}
-				if h.Len() != 1 {
-					t.Errorf("caller headers changed: %v", h.Items())
-				}
+				_, err := mw.Call(ctx, &transport.Request{Service: "s", Headers: h}, out)
+				assert.NoError(t, err)
+				assert.Equal(t, 1, h.Len(), "caller headers changed: %v", h.Items())
 			}
 		}()
 	}
@@ -547,7 +542,7 @@ func TestMarkAllocatesNothing(t *testing.T) {
 		allocs := testing.AllocsPerRun(1000, func() {
 			mk := mw.mark(req)
 			if v, _ := mk.req.Headers.Get("errown-attempt"); v != "1" {
-				t.Fatalf("marked %v", mk.req.Headers.Items())
+				require.Failf(t, "not marked", "marked %v", mk.req.Headers.Items())
 			}
 			mw.release(mk)
 		})
@@ -604,7 +599,7 @@ func TestCopyRequestCopiesEveryField(t *testing.T) {
 			case f.Kind() == reflect.Int:
 				f.SetInt(int64(100*round + i))
 			default:
-				t.Fatalf("transport.Request.%s (%s) is new: copyRequest must copy it", name, f.Type())
+				require.Failf(t, "a new field", "transport.Request.%s (%s) is new: copyRequest must copy it", name, f.Type())
 			}
 		}
 		return &req
