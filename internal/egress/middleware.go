@@ -22,11 +22,7 @@ import (
 
 // Middleware is errown's unary egress middleware.
 type Middleware struct {
-	claimHeader   string
-	noRetryHeader string
-	codeHeader    string
-	attemptHeader string
-	stormHeader   string
+	hdr           ownership.Headers        // the header names, defaults applied
 	inner         middleware.UnaryOutbound // or nil
 	retry         *retrier.Middleware      // inner, when it is exactly errown's retry middleware
 	orphans       *calls.Orphans           // or nil
@@ -58,11 +54,7 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 	}
 	scope := o.Scope.SubScope("egress")
 	m := &Middleware{
-		claimHeader:   cfg.Headers.Claim,
-		noRetryHeader: cfg.Headers.NoRetry,
-		codeHeader:    cfg.Headers.Code,
-		attemptHeader: cfg.Headers.Attempt,
-		stormHeader:   cfg.Headers.Storm,
+		hdr:           cfg.Headers,
 		inner:         o.inner,
 		orphans:       o.orphans,
 		calls:         scope.Counter("calls"),
@@ -141,7 +133,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	if state.Classified {
 		e.Code, e.Class = state.Code, state.Class
 	} else {
-		e.Code, e.Class = wire.CallResult(res, err, m.codeHeader)
+		e.Code, e.Class = wire.CallResult(res, err, m.hdr.Code)
 	}
 	if e.Class != ownership.ClassOK {
 		// The handler cancelled the call itself (not a deadline): it
@@ -152,7 +144,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		if state.Classified { // the retry middleware read them
 			e.Claim, noRetry = state.Claim, state.NoRetry
 		} else {
-			e.Claim, noRetry = wire.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
+			e.Claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
 		}
 		// Pushback counts whether or not a policy would have retried: the
 		// callee asked, so nobody above retries.
@@ -176,7 +168,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	}
 	storm := &state.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
-		storm.Attempt(wire.ResponseStorm(res, e.Class, m.stormHeader))
+		storm.Attempt(wire.ResponseStorm(res, e.Class, m.hdr.Storm))
 	}
 	var logged bool
 	if e.Failed() || !storm.Trivial() {
@@ -217,7 +209,7 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 		m.late.Inc(1)
 	}
 	m.failures[ownership.ClaimUnclaimed].Inc(1)
-	res := &transport.Response{Headers: transport.NewHeaders().With(m.claimHeader, ownership.ClaimUnclaimed.String())}
+	res := &transport.Response{Headers: transport.NewHeaders().With(m.hdr.Claim, ownership.ClaimUnclaimed.String())}
 	return res, yarpcerrors.Newf(prev.Code, "errown: %s::%s not called again: it failed unclaimed earlier in this request (refuseRepeats)",
 		prev.Edge.Service, prev.Edge.Procedure), true
 }
@@ -243,8 +235,8 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 	if m.orphans == nil {
 		return res, err
 	}
-	_, class := wire.CallResult(res, err, m.codeHeader)
-	storm := wire.ResponseStorm(res, class, m.stormHeader)
+	_, class := wire.CallResult(res, err, m.hdr.Code)
+	storm := wire.ResponseStorm(res, class, m.hdr.Storm)
 	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}
@@ -287,7 +279,7 @@ type call struct {
 // newCall is the New of a Middleware's pool of calls, its own since the
 // calls keep its attempt header between uses.
 func (m *Middleware) newCall() any {
-	return &call{headers: transport.NewHeadersWithCapacity(4).With(m.attemptHeader, _firstAttempt)}
+	return &call{headers: transport.NewHeadersWithCapacity(4).With(m.hdr.Attempt, _firstAttempt)}
 }
 
 // mark returns a call whose request is a copy of req with req's headers
@@ -311,7 +303,7 @@ func (m *Middleware) mark(req *transport.Request) *call {
 	}
 	h, copied := c.headers, 0
 	for k, v := range req.Headers.OriginalItems() {
-		if !strings.EqualFold(k, m.attemptHeader) {
+		if !strings.EqualFold(k, m.hdr.Attempt) {
 			h, copied = h.With(k, v), copied+1
 		}
 	}
@@ -319,12 +311,12 @@ func (m *Middleware) mark(req *transport.Request) *call {
 		// Original keys that differ only in case share one canonical
 		// entry; keep the value req has for it.
 		for ck, cv := range req.Headers.Items() {
-			if got, _ := h.Get(ck); got != cv && ck != m.attemptHeader {
+			if got, _ := h.Get(ck); got != cv && ck != m.hdr.Attempt {
 				h = h.With(ck, cv)
 			}
 		}
 	}
-	c.headers = h.With(m.attemptHeader, _firstAttempt)
+	c.headers = h.With(m.hdr.Attempt, _firstAttempt)
 	c.req.Headers = c.headers
 	return c
 }
@@ -372,7 +364,7 @@ func setString[S ~string](dst *S, s S) {
 // Headers.Del: a request usually has few, and new maps cost more.
 func (m *Middleware) release(c *call) {
 	h := c.headers
-	if h.Len() != 1 || len(h.OriginalItems()) != 1 || h.Items()[m.attemptHeader] != _firstAttempt { // read, not written
+	if h.Len() != 1 || len(h.OriginalItems()) != 1 || h.Items()[m.hdr.Attempt] != _firstAttempt { // read, not written
 		for k := range h.OriginalItems() {
 			h.Del(k)
 		}
@@ -381,7 +373,7 @@ func (m *Middleware) release(c *call) {
 				h.Del(k)
 			}
 		}
-		c.headers = h.With(m.attemptHeader, _firstAttempt)
+		c.headers = h.With(m.hdr.Attempt, _firstAttempt)
 	}
 	// The request's strings stay until the next mark overwrites them; its
 	// body, which may be large, goes now.

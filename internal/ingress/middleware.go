@@ -31,11 +31,7 @@ type Middleware struct {
 	learner           memory.Learner
 	now               func() time.Time
 	unknownCorrelated bool
-	attemptHeader     string
-	claimHeader       string
-	noRetryHeader     string
-	codeHeader        string
-	stormHeader       string
+	hdr               ownership.Headers // the header names, defaults applied
 	// recent is allocated on its own: every failed request writes its
 	// cursor, which must not share a cache block with what every request
 	// reads.
@@ -97,11 +93,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		now:               o.now,
 		recent:            new(decisions),
 		unknownCorrelated: cfg.UnknownEdges == inbound.UnknownCorrelated,
-		attemptHeader:     cfg.Headers.Attempt,
-		claimHeader:       cfg.Headers.Claim,
-		noRetryHeader:     cfg.Headers.NoRetry,
-		codeHeader:        cfg.Headers.Code,
-		stormHeader:       cfg.Headers.Storm,
+		hdr:               cfg.Headers,
 		storms:            newStorms(o.Scope, cfg.MaxRootProcedures, o.stormHook),
 		orphans:           orphans,
 		unknownStorm:      transport.NewHeaders().With(cfg.Headers.Storm, wire.StormUnknownValue),
@@ -131,7 +123,7 @@ func (m *Middleware) InFlight() int { return m.logs.Len() }
 // dependency memory observe the failed calls.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
 	marked := m.countAttempt(req)
-	tracing.Attempt(ctx, req, m.attemptHeader)
+	tracing.Attempt(ctx, req, m.hdr.Attempt)
 	r := m.track(ctx, req.Procedure)
 	if r == nil {
 		return m.serveUntracked(ctx, req, resw, h)
@@ -192,7 +184,7 @@ type outcome struct {
 func (m *Middleware) countAttempt(req *transport.Request) bool {
 	// attemptHeader is validated lower case, i.e. canonical: index the map
 	// rather than have Headers.Get lower-case it on every request.
-	n, marked := wire.ParseAttempt(req.Headers.Items()[m.attemptHeader])
+	n, marked := wire.ParseAttempt(req.Headers.Items()[m.hdr.Attempt])
 	if n > 1 {
 		m.retriedCount.Inc(1)
 	}
@@ -272,7 +264,7 @@ func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWrit
 	if out.err == nil && out.appCode != nil {
 		// An application error's code does not cross every
 		// transport (gRPC drops it): errown carries it itself.
-		resw.AddHeaders(transport.NewHeaders().With(m.codeHeader, wire.FormatCode(out.code)))
+		resw.AddHeaders(transport.NewHeaders().With(m.hdr.Code, wire.FormatCode(out.code)))
 	}
 	if out.err != nil && req.Transport == _tchannel {
 		// TChannel keeps response headers only on application errors.
@@ -330,10 +322,10 @@ func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWr
 // when h has none of them: the common case.
 func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	items := h.Items()
-	_, claim := items[m.claimHeader]
-	_, noRetry := items[m.noRetryHeader]
-	_, code := items[m.codeHeader]
-	_, storm := items[m.stormHeader]
+	_, claim := items[m.hdr.Claim]
+	_, noRetry := items[m.hdr.NoRetry]
+	_, code := items[m.hdr.Code]
+	_, storm := items[m.hdr.Storm]
 	if !claim && !noRetry && !code && !storm {
 		return h
 	}
@@ -350,7 +342,7 @@ func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 // ownHeader reports whether the canonical header name k is errown's own
 // on responses.
 func (m *Middleware) ownHeader(k string) bool {
-	return k == m.claimHeader || k == m.noRetryHeader || k == m.codeHeader || k == m.stormHeader
+	return k == m.hdr.Claim || k == m.hdr.NoRetry || k == m.hdr.Code || k == m.hdr.Storm
 }
 
 // finish closes the request's egress log, unless Handle already did (the

@@ -180,6 +180,6 @@ func (m *Middleware) stormHeaders(f wire.Figures) transport.Headers {
 	case s.Served == s.Blind && s.Retries == 0 && s.BlindRadius == 0 && s.Served <= _quietStorms:
 		return m.quietStorms[s.Served]
 	default:
-		return transport.NewHeaders().With(m.stormHeader, wire.FormatStorm(s))
+		return transport.NewHeaders().With(m.hdr.Storm, wire.FormatStorm(s))
 	}
 }

@@ -172,8 +172,8 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	s.Count++
 	s.Shed = false
 	res, err := out.Call(ctx, req)
-	code, class := wire.CallResult(res, err, a.m.codeHeader)
-	state.Storm.Attempt(wire.ResponseStorm(res, class, a.m.stormHeader))
+	code, class := wire.CallResult(res, err, a.m.hdr.Code)
+	state.Storm.Attempt(wire.ResponseStorm(res, class, a.m.hdr.Storm))
 	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
 	s.Last = nil
 	if class == ownership.ClassOK {
@@ -182,7 +182,7 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		}
 		return res, err
 	}
-	state.Claim, state.NoRetry = wire.ResponseClaim(res, a.m.claimHeader, a.m.noRetryHeader)
+	state.Claim, state.NoRetry = wire.ResponseClaim(res, a.m.hdr.Claim, a.m.hdr.NoRetry)
 	if c != nil {
 		c.overload.done(adm, overloaded(code, state.Claim))
 	}
@@ -370,7 +370,7 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, se
 // stamp returns req with the attempt header set to n, leaving req alone.
 func (m *Middleware) stamp(req *transport.Request, n int) *transport.Request {
 	r := *req
-	r.Headers = headersWith(req.Headers, m.attemptHeader, wire.FormatAttempt(n))
+	r.Headers = headersWith(req.Headers, m.hdr.Attempt, wire.FormatAttempt(n))
 	return &r
 }
 

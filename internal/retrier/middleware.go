@@ -23,16 +23,12 @@ var _ middleware.UnaryOutbound = (*Middleware)(nil)
 // Middleware is the unary outbound retry middleware. It is safe for
 // concurrent use.
 type Middleware struct {
-	attemptHeader string
-	claimHeader   string
-	noRetryHeader string
-	codeHeader    string
-	stormHeader   string
-	maxBodyBytes  int
-	callees       map[string]*callee // read-only after New
-	clock         *budgetClock       // the budgets'
-	observe       bool               // the default mode is ModeObserve
-	attempts      *Attempts          // the innermost step, made with m
+	hdr          ownership.Headers // the header names, defaults applied
+	maxBodyBytes int
+	callees      map[string]*callee // read-only after New
+	clock        *budgetClock       // the budgets'
+	observe      bool               // the default mode is ModeObserve
+	attempts     *Attempts          // the innermost step, made with m
 
 	scope            tally.Scope
 	budgetLeft       map[string]tally.Gauge // by callee with a policy: UpdateGauges
@@ -62,20 +58,16 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 	}
 	clock := newBudgetClock(o.clock, tick, o.ticker)
 	m := &Middleware{
-		attemptHeader: cfg.Headers.Attempt,
-		claimHeader:   cfg.Headers.Claim,
-		noRetryHeader: cfg.Headers.NoRetry,
-		codeHeader:    cfg.Headers.Code,
-		stormHeader:   cfg.Headers.Storm,
-		maxBodyBytes:  cfg.MaxBodyBytes,
-		callees:       compileCallees(cfg, o.Scope, clock),
-		clock:         clock,
-		observe:       cfg.Mode == retry.ModeObserve,
-		scope:         o.Scope,
-		logger:        o.Logger,
-		now:           o.now,
-		sleep:         o.sleep,
-		rand:          o.rand,
+		hdr:          cfg.Headers,
+		maxBodyBytes: cfg.MaxBodyBytes,
+		callees:      compileCallees(cfg, o.Scope, clock),
+		clock:        clock,
+		observe:      cfg.Mode == retry.ModeObserve,
+		scope:        o.Scope,
+		logger:       o.Logger,
+		now:          o.now,
+		sleep:        o.sleep,
+		rand:         o.rand,
 	}
 	m.attempts = &Attempts{m: m}
 	m.budgetLeft = budgetGauges(o.Scope, m.callees)
@@ -187,9 +179,9 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		attempt := req
 		if n > 1 {
 			c.metrics.attempts.Inc(1)
-			attempt = body.request(&orig, n, m.attemptHeader, wire.FormatAttempt(max(sent, n-1)+1))
+			attempt = body.request(&orig, n, m.hdr.Attempt, wire.FormatAttempt(max(sent, n-1)+1))
 		} else if !body.inPlace {
-			attempt = body.request(&orig, n, m.attemptHeader, "")
+			attempt = body.request(&orig, n, m.hdr.Attempt, "")
 		}
 		state.ErrownAttempt = n
 		res, err := out.Call(actx, attempt)
@@ -197,16 +189,16 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 		if !state.Sends.Direct || !seen {
 			// What came back may not be what the innermost step saw (a
 			// middleware in between), or it saw nothing: classify it here.
-			state.Code, state.Class = wire.CallResult(res, err, m.codeHeader)
+			state.Code, state.Class = wire.CallResult(res, err, m.hdr.Code)
 			if state.Class != ownership.ClassOK {
-				state.Claim, state.NoRetry = wire.ResponseClaim(res, m.claimHeader, m.noRetryHeader)
+				state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
 			}
 		}
 		code, class := state.Code, state.Class
 		state.Classified = true
 		if !seen {
 			// No innermost step saw the attempt: fold its storm here.
-			state.Storm.Attempt(wire.ResponseStorm(res, class, m.stormHeader))
+			state.Storm.Attempt(wire.ResponseStorm(res, class, m.hdr.Storm))
 		}
 		if seen {
 			state.Attempts = max(state.Sends.Count, 1) // as they left the process
