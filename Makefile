@@ -60,8 +60,10 @@ staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 .PHONY: race
+# e2e under the race detector runs the fault matrix: past go test's default
+# 10 minutes on a loaded 2-core machine, so the bound is set here.
 race:
-	$(GO) test -race -count=1 $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 # The fault soak (e2e TestFaultSoak): requests through A → B → C with the
 # fault matrix cycling between B and C and C restarted every third fault.
