@@ -25,9 +25,6 @@ type callRecord struct {
 	start, end time.Time
 }
 
-// pure reports whether the request ran wholly under fault f.
-func (r callRecord) pure(f netFault) bool { return r.gen0 == r.gen1 && r.fault == f }
-
 // faultLoad keeps workers calls in flight from outside until stopped.
 type faultLoad struct {
 	m    *faultMesh
