@@ -362,10 +362,10 @@ func (n *yarpcNode) Served() int64 { return n.served.Load() }
 func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faultMesh {
 	t.Helper()
 	m := &faultMesh{t: t, kind: kind, attempts: newAttemptLog()}
-	var countsA, countsB []atomic.Int32
+	var countsA, countsB, countsC []atomic.Int32
 	if ids > 0 {
 		m.attempts.counts = make([]atomic.Int32, ids)
-		countsA, countsB = make([]atomic.Int32, ids), make([]atomic.Int32, ids)
+		countsA, countsB, countsC = make([]atomic.Int32, ids), make([]atomic.Int32, ids), make([]atomic.Int32, ids)
 	}
 	dir := t.TempDir()
 	var err error
@@ -375,7 +375,7 @@ func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faul
 	case kindNetHTTP:
 		m.c = &netHTTPLeaf{cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot"))}
 	default:
-		m.c = &yarpcNode{name: _fc, transport: kind, cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot")), handler: leaf}
+		m.c = &yarpcNode{name: _fc, transport: kind, cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot")), handler: leaf, counts: countsC}
 	}
 	m.must(m.c.start())
 	m.cleanup = append(m.cleanup, func() { m.must(m.c.stop()) })
