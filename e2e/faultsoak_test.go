@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/stormsim"
+	"github.com/errown/errown/retry"
 	"go.uber.org/goleak"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -77,7 +78,10 @@ func TestFaultSoak(t *testing.T) {
 		n.cfg.Retry.Budget.Ratio = 0.2
 		n.cfg.Retry.Overload.Disabled = false
 	}
-	m.b.cfg.Retry.Policies[0].AttemptTimeout = _soakAttemptC
+	// A copy: the running B shares the slice's array.
+	policies := append([]retry.PolicyConfig(nil), m.b.cfg.Retry.Policies...)
+	policies[0].AttemptTimeout = _soakAttemptC
+	m.b.cfg.Retry.Policies = policies
 	// Restart A and B with the soak's config (the mesh started them with
 	// the matrix's).
 	m.must(m.a.stop())
