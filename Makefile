@@ -72,6 +72,9 @@ race:
 # (the path is relative to e2e/, where the test runs).
 SOAK_REQUESTS ?= 5000000
 SOAK_SHORT_REQUESTS ?= 200000
+# SOAK_MAX stops `make soak` sending after that long (a Go duration; 0:
+# never); the report then counts the requests sent.
+SOAK_MAX ?= 0
 
 .PHONY: soak-short
 soak-short:
@@ -79,7 +82,7 @@ soak-short:
 
 .PHONY: soak
 soak:
-	$(GO) test ./e2e -count=1 -v -timeout 6h -run '^TestFaultSoak$$' -faultsoak.requests=$(SOAK_REQUESTS) -faultsoak.report=../docs/soak
+	$(GO) test ./e2e -count=1 -v -timeout 6h -run '^TestFaultSoak$$' -faultsoak.requests=$(SOAK_REQUESTS) -faultsoak.max=$(SOAK_MAX) -faultsoak.report=../docs/soak
 
 .PHONY: fuzz
 fuzz:

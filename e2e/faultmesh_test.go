@@ -112,6 +112,7 @@ func meshConfig(callee string, attempt time.Duration, snapshot string) errown.Co
 type attemptLog struct {
 	mu     sync.Mutex
 	byID   map[uint64]int
+	first  map[uint64]yarpcerrors.Code // the code of each request's first attempt
 	codes  map[yarpcerrors.Code]int64
 	counts []atomic.Int32 // in place of byID and codes when set (the soak)
 	total  atomic.Int64
@@ -119,7 +120,7 @@ type attemptLog struct {
 }
 
 func newAttemptLog() *attemptLog {
-	return &attemptLog{byID: make(map[uint64]int), codes: make(map[yarpcerrors.Code]int64)}
+	return &attemptLog{byID: make(map[uint64]int), first: make(map[uint64]yarpcerrors.Code), codes: make(map[yarpcerrors.Code]int64)}
 }
 
 func (l *attemptLog) add(id string, err error) {
@@ -136,9 +137,20 @@ func (l *attemptLog) add(id string, err error) {
 		return
 	}
 	l.mu.Lock()
+	if l.byID[n] == 0 {
+		l.first[n] = code
+	}
 	l.byID[n]++
 	l.codes[code]++
 	l.mu.Unlock()
+}
+
+// firstCode returns the code of request id's first attempt to C (not
+// kept in the soak's counts: CodeOK there).
+func (l *attemptLog) firstCode(id uint64) yarpcerrors.Code {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.first[id]
 }
 
 func (l *attemptLog) of(id uint64) int {
@@ -350,10 +362,10 @@ func (n *yarpcNode) Served() int64 { return n.served.Load() }
 func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faultMesh {
 	t.Helper()
 	m := &faultMesh{t: t, kind: kind, attempts: newAttemptLog()}
-	var countsA, countsB []atomic.Int32
+	var countsA, countsB, countsC []atomic.Int32
 	if ids > 0 {
 		m.attempts.counts = make([]atomic.Int32, ids)
-		countsA, countsB = make([]atomic.Int32, ids), make([]atomic.Int32, ids)
+		countsA, countsB, countsC = make([]atomic.Int32, ids), make([]atomic.Int32, ids), make([]atomic.Int32, ids)
 	}
 	dir := t.TempDir()
 	var err error
@@ -363,7 +375,7 @@ func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faul
 	case kindNetHTTP:
 		m.c = &netHTTPLeaf{cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot"))}
 	default:
-		m.c = &yarpcNode{name: _fc, transport: kind, cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot")), handler: leaf}
+		m.c = &yarpcNode{name: _fc, transport: kind, cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot")), handler: leaf, counts: countsC}
 	}
 	m.must(m.c.start())
 	m.cleanup = append(m.cleanup, func() { m.must(m.c.stop()) })
@@ -664,6 +676,8 @@ func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := c.base.RoundTrip(r)
 	var aerr error
 	switch {
+	case err != nil && r.Context().Err() == context.DeadlineExceeded:
+		aerr = yarpcerrors.DeadlineExceededErrorf("%v", err)
 	case err != nil:
 		aerr = yarpcerrors.UnavailableErrorf("%v", err)
 	case res.StatusCode >= 500:

@@ -47,10 +47,11 @@ type faultProxy struct {
 	gen      atomic.Int64
 	accepted atomic.Int64
 
-	mu     sync.Mutex
-	conns  map[*proxyConn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[*proxyConn]struct{}
+	waiting map[net.Conn]struct{} // new connections whose first request is awaited
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 type proxyConn struct {
@@ -68,7 +69,7 @@ func newFaultProxy(backend string, delay time.Duration) (*faultProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &faultProxy{l: l, backend: backend, delay: delay, conns: make(map[*proxyConn]struct{})}
+	p := &faultProxy{l: l, backend: backend, delay: delay, conns: make(map[*proxyConn]struct{}), waiting: make(map[net.Conn]struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -115,6 +116,9 @@ func (p *faultProxy) Close() {
 	for c := range p.conns {
 		conns = append(conns, c)
 	}
+	for c := range p.waiting {
+		resetConn(c)
+	}
 	p.mu.Unlock()
 	_ = p.l.Close()
 	for _, c := range conns {
@@ -139,18 +143,35 @@ func (p *faultProxy) accept() {
 // serve handles one accepted connection under the fault in force.
 func (p *faultProxy) serve(client net.Conn) {
 	defer p.wg.Done()
-	f, _ := p.Fault()
-	switch f {
+	var first []byte // what the client sent before the proxy dialed
+	switch f, _ := p.Fault(); f {
 	case netReset:
 		resetConn(client)
 		return
 	case netMalformed, netTruncated, netBigHeader:
-		p.garbage(client, f)
-		return
+		// The garbage answers the connection's first request, if it comes
+		// while the fault is in force. A client may dial under the fault
+		// and send its first request on the connection later, once the
+		// fault has ended (net/http keeps a connection it dialed for a
+		// request another connection served): that one is forwarded.
+		var ok bool
+		if first, ok = p.readFirst(client); !ok {
+			_ = client.Close()
+			return
+		}
+		if f, _ = p.Fault(); isGarbage(f) {
+			p.garbage(client, f)
+			return
+		}
 	}
 	server, err := net.DialTimeout("tcp", p.backend, time.Second)
 	if err != nil { // the service is down: the client sees a reset
 		resetConn(client)
+		return
+	}
+	if _, err := server.Write(first); err != nil {
+		resetConn(client)
+		resetConn(server)
 		return
 	}
 	c := &proxyConn{client: client, server: server}
@@ -231,15 +252,37 @@ func (p *faultProxy) pump(c *proxyConn, dst, src net.Conn, toClient bool) {
 	}
 }
 
-// garbage answers a new connection's first request with the fault's
-// answer and closes it: the service behind is never reached.
+func isGarbage(f netFault) bool {
+	return f == netMalformed || f == netTruncated || f == netBigHeader
+}
+
+// readFirst reads what a new connection's client sends first, waiting
+// for it at most 30s or until Close.
+func (p *faultProxy) readFirst(client net.Conn) ([]byte, bool) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, false
+	}
+	p.waiting[client] = struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waiting, client)
+		p.mu.Unlock()
+	}()
+	_ = client.SetReadDeadline(time.Now().Add(30 * time.Second))
+	buf := make([]byte, 4<<10)
+	n, err := client.Read(buf)
+	_ = client.SetReadDeadline(time.Time{})
+	return buf[:n], err == nil
+}
+
+// garbage answers a new connection's first request, already read, with
+// the fault's answer and closes it: the service behind is never reached.
 func (p *faultProxy) garbage(client net.Conn, f netFault) {
 	defer func() { _ = client.Close() }()
 	_ = client.SetDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 4<<10)
-	if _, err := client.Read(buf); err != nil {
-		return
-	}
 	var answer string
 	if f == netBigHeader {
 		// Written in parts: no 11 MiB string per connection.

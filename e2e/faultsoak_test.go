@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -15,25 +16,34 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/stormsim"
+	"github.com/errown/errown/retry"
 	"go.uber.org/goleak"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
 var (
 	_faultSoakRequests = flag.Int("faultsoak.requests", 20000, "requests TestFaultSoak sends (make soak: 5000000)")
+	_faultSoakMax      = flag.Duration("faultsoak.max", 0, "how long TestFaultSoak sends new requests at most (0: until faultsoak.requests are sent); the report counts those sent")
 	_faultSoakReport   = flag.String("faultsoak.report", "", "directory TestFaultSoak writes its report to (soak.md, soak.svg); none when empty")
 )
 
 // _soakCycle is the fault schedule of the soak: each fault for
 // _soakFault, then _soakPass of none, in turn, C's restart (down) every
-// third turn. Headers over the limit are left to TestFaultMatrix: each
+// third turn: faults a tenth of the time, as in Finagle's fault
+// injection. Headers over the limit are left to TestFaultMatrix: each
 // costs the client 10 MiB read, which would be the heap's story.
 var _soakCycle = []netFault{netDown, netReset, netHang, netDown, netSlow, netMalformed, netDown, netTruncated, netReset}
 
 const (
-	_soakFault   = 500 * time.Millisecond
-	_soakPass    = time.Second
-	_soakWorkers = 128
+	_soakFault   = 300 * time.Millisecond
+	_soakPass    = 2700 * time.Millisecond
+	_soakWorkers = 256
+	// _soakAttemptC is B's attempt timeout to C in the soak, shorter
+	// than the matrix's: a hang holds each request it meets for two of
+	// them.
+	_soakAttemptC = 400 * time.Millisecond
+	// _soakGCPercent is GOGC during the soak.
+	_soakGCPercent = 400
 )
 
 // soakSample is the mesh at one second of the soak.
@@ -59,11 +69,19 @@ type soakSample struct {
 func TestFaultSoak(t *testing.T) {
 	requests := *_faultSoakRequests
 	ignore := goleak.IgnoreCurrent()
+	loadStart := loadAvg()
+	// The mesh's garbage is most of the soak's CPU: collect it a quarter
+	// as often. The heap is compared after a collection, not sampled.
+	defer debug.SetGCPercent(debug.SetGCPercent(_soakGCPercent))
 	m := newFaultMesh(t, kindHTTP, _faultSlowDelay, requests+1)
 	for _, n := range []*yarpcNode{m.a, m.b} {
 		n.cfg.Retry.Budget.Ratio = 0.2
 		n.cfg.Retry.Overload.Disabled = false
 	}
+	// A copy: the running B shares the slice's array.
+	policies := append([]retry.PolicyConfig(nil), m.b.cfg.Retry.Policies...)
+	policies[0].AttemptTimeout = _soakAttemptC
+	m.b.cfg.Retry.Policies = policies
 	// Restart A and B with the soak's config (the mesh started them with
 	// the matrix's).
 	m.must(m.a.stop())
@@ -76,7 +94,10 @@ func TestFaultSoak(t *testing.T) {
 		done    atomic.Int64
 		codes   [20]atomic.Int64
 		answers = make([]atomic.Int32, requests+1)
-		wg      sync.WaitGroup
+		// stopSending ends the sending at faultsoak.max: the requests
+		// sent are 1 to next, every one of them answered before the end.
+		stopSending atomic.Bool
+		wg          sync.WaitGroup
 	)
 	start := time.Now()
 	for range _soakWorkers {
@@ -84,6 +105,9 @@ func TestFaultSoak(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
+				if stopSending.Load() {
+					return
+				}
 				id := next.Add(1)
 				if id > uint64(requests) {
 					return
@@ -107,8 +131,11 @@ func TestFaultSoak(t *testing.T) {
 	var (
 		samples  []soakSample
 		baseline float64
-		restarts int
-		turn     int
+		// cycleHeaps is the heap after a collection at the end of each
+		// turn of the cycle, under load.
+		cycleHeaps []float64
+		restarts   int
+		turn       int
 	)
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
@@ -128,6 +155,13 @@ loop:
 			samples = append(samples, soakSample{at: now.Sub(start), done: d, perSecond: float64(d - last),
 				heapMiB: heap(false), goroutines: runtime.NumGoroutine(), fault: f})
 			last = d
+			if *_faultSoakMax > 0 && now.Sub(start) >= *_faultSoakMax {
+				stopSending.Store(true)
+			}
+			if len(samples)%60 == 0 {
+				t.Logf("%v: %d requests answered, %.0f/s over the last second, heap %.1f MiB, %d goroutines",
+					now.Sub(start).Round(time.Second), d, samples[len(samples)-1].perSecond, samples[len(samples)-1].heapMiB, runtime.NumGoroutine())
+			}
 		case <-time.After(time.Until(phaseEnd)):
 			if inFault {
 				f, _ := m.proxy.Fault()
@@ -138,10 +172,11 @@ loop:
 				m.proxy.Set(netPass)
 				phaseEnd = time.Now().Add(_soakPass)
 				turn++
-				if turn == len(_soakCycle) && baseline == 0 {
-					baseline = heap(true)
-				}
 			} else {
+				if turn > 0 && turn%len(_soakCycle) == 0 {
+					// A cycle's end: the heap at the same point of each.
+					cycleHeaps = append(cycleHeaps, heap(true))
+				}
 				f := _soakCycle[turn%len(_soakCycle)]
 				if f == netDown {
 					m.must(m.c.stop())
@@ -158,8 +193,15 @@ loop:
 	}
 	m.proxy.Set(netPass)
 	elapsed := time.Since(start)
-	if baseline == 0 {
-		baseline = samples[0].heapMiB
+	asked := requests
+	if sent := int(next.Load()); sent < requests {
+		t.Logf("sent %d requests of %d in faultsoak.max, %v", sent, requests, *_faultSoakMax)
+		requests = sent
+	}
+	idle := heap(true) // every request answered, the mesh still up
+	baseline, lastCycle := samples[0].heapMiB, samples[0].heapMiB
+	if len(cycleHeaps) > 0 {
+		baseline, lastCycle = cycleHeaps[0], cycleHeaps[len(cycleHeaps)-1]
 	}
 
 	lost, doubled, over := 0, 0, 0
@@ -186,25 +228,55 @@ loop:
 	m.close()
 	final := heap(true)
 	goroutines := runtime.NumGoroutine()
-	t.Logf("fault soak: %d requests in %v (%.0f/s), %d restarts of C, success %.3f%%; answers: %s; heap %.1f MiB after the first cycle, %.1f MiB at the end; goroutines %d once stopped",
+	t.Logf("fault soak: %d requests in %v (%.0f/s), %d restarts of C, success %.3f%%; answers: %s; heap %.1f MiB after the first cycle, %.1f MiB after the last (%d cycles), %.1f MiB idle at the end, %.1f MiB once stopped; goroutines %d once stopped",
 		requests, elapsed.Round(time.Millisecond), float64(requests)/elapsed.Seconds(), restarts, 100*float64(ok)/float64(requests),
-		strings.Join(byCode, ", "), baseline, final, goroutines)
+		strings.Join(byCode, ", "), baseline, lastCycle, len(cycleHeaps), idle, final, goroutines)
 	if lost > 0 || doubled > 0 || over > 0 {
 		t.Errorf("%d requests not answered exactly once, %d served by A other than once, %d tried past the policies", lost, doubled, over)
 	}
-	if growth := final - baseline; growth > 32 {
-		t.Errorf("heap grew by %.1f MiB", growth)
+	if growth := max(lastCycle, idle) - baseline; growth > 32 {
+		t.Errorf("heap grew by %.1f MiB from the first cycle's end (%.1f MiB) to the last's (%.1f MiB) or the end (%.1f MiB)", growth, baseline, lastCycle, idle)
 	}
 	goleak.VerifyNone(t, ignore)
 	if dir := *_faultSoakReport; dir != "" {
-		if err := writeSoakReport(dir, requests, elapsed, restarts, ok, byCode, baseline, final, samples); err != nil {
+		r := soakReport{requests: requests, asked: asked, elapsed: elapsed, restarts: restarts, ok: ok, byCode: byCode, lost: lost, doubled: doubled, over: over,
+			cycleHeaps: cycleHeaps, idle: idle, final: final, goroutines: goroutines, loadStart: loadStart, loadEnd: loadAvg()}
+		if err := writeSoakReport(dir, r, samples); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // writeSoakReport writes soak.md and soak.svg to dir.
-func writeSoakReport(dir string, requests int, elapsed time.Duration, restarts int, ok int64, byCode []string, baseline, final float64, samples []soakSample) error {
+// soakReport is what the soak's report says.
+type soakReport struct {
+	requests, asked     int // sent, and asked for
+	elapsed             time.Duration
+	restarts            int
+	ok                  int64
+	byCode              []string
+	lost, doubled, over int
+	cycleHeaps          []float64
+	idle, final         float64
+	goroutines          int
+	loadStart, loadEnd  string
+}
+
+// loadAvg is the machine's load average (/proc/loadavg), or "?".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func writeSoakReport(dir string, r soakReport, samples []soakSample) error {
+	requests, elapsed, restarts, ok, byCode := r.requests, r.elapsed, r.restarts, r.ok, r.byCode
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -252,19 +324,40 @@ func writeSoakReport(dir string, requests int, elapsed time.Duration, restarts i
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Fault soak\n\n`make soak SOAK_REQUESTS=%d` (TestFaultSoak), %s, Go %s, GOMAXPROCS %d, CPU %s.\n\n",
-		requests, time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), strings.TrimSpace(string(cpu)))
+	run := fmt.Sprintf("`make soak SOAK_REQUESTS=%d`", r.asked)
+	if r.asked > requests {
+		run += fmt.Sprintf(" stopped sending at -faultsoak.max=%v, %d requests sent", *_faultSoakMax, requests)
+	}
+	fmt.Fprintf(&b, "# Fault soak\n\n%s (TestFaultSoak), %s, Go %s, GOMAXPROCS %d, CPU %s.\n\n",
+		run, time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), strings.TrimSpace(string(cpu)))
 	fmt.Fprintf(&b, "The mesh: outside caller → A (yarpc, HTTP) → B (yarpc, gRPC) → fault proxy → C (yarpc, HTTP), errown on A, B and C "+
-		"(budget 20%%, attempts-in-flight limit on, windows %v), %d requests in flight. Faults cycle between B and C, %v each with %v without: %s; "+
+		"(budget 20%%, attempts-in-flight limit on, windows %v, B's attempt timeout to C %v), %d requests in flight. Faults cycle between B and C, %v each with %v without: %s; "+
 		"down is C stopped and started again on its port, its dependency memory's snapshot written and read.\n\n",
-		_window, _soakWorkers, _soakFault, _soakPass, soakCycleNames())
+		_window, _soakAttemptC, _soakWorkers, _soakFault, _soakPass, soakCycleNames())
 	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| requests | %d |\n| duration | %v |\n| requests/s | %.0f |\n| restarts of C | %d |\n| success | %.3f%% |\n",
 		requests, elapsed.Round(time.Second), float64(requests)/elapsed.Seconds(), restarts, 100*float64(ok)/float64(requests))
 	fmt.Fprintf(&b, "| answers by code | %s |\n", strings.Join(byCode, ", "))
-	fmt.Fprintf(&b, "| lost or doubled requests | 0 |\n| heap after the first cycle → end (after GC) | %.1f → %.1f MiB |\n| heap peak (sampled) | %.1f MiB |\n| goroutines peak | %d |\n\n", baseline, final, peakHeap, peakG)
+	fmt.Fprintf(&b, "| requests not answered once / served by A other than once / tried past the policies | %d / %d / %d |\n", r.lost, r.doubled, r.over)
+	fmt.Fprintf(&b, "| heap after GC at the end of cycles 1, 2, …, last (%d cycles) | %s MiB |\n"+
+		"| heap after GC, all answered / mesh stopped | %.1f / %.1f MiB |\n| heap peak (sampled, GOGC %d) | %.1f MiB |\n| goroutines peak / once stopped | %d / %d |\n"+
+		"| machine load average at the start / end (1, 5, 15 min) | %s / %s |\n\n",
+		len(r.cycleHeaps), heapSeries(r.cycleHeaps), r.idle, r.final, _soakGCPercent, peakHeap, peakG, r.goroutines, r.loadStart, r.loadEnd)
 	b.WriteString("![requests/s, heap and goroutines over time](soak.svg)\n")
 	return os.WriteFile(filepath.Join(dir, "soak.md"), []byte(b.String()), 0o644)
+}
+
+// heapSeries is the first three and the last two of hs.
+func heapSeries(hs []float64) string {
+	var s []string
+	for i, h := range hs {
+		if i < 3 || i >= len(hs)-2 {
+			s = append(s, fmt.Sprintf("%.1f", h))
+		} else if i == 3 {
+			s = append(s, "…")
+		}
+	}
+	return strings.Join(s, ", ")
 }
 
 func soakCycleNames() string {

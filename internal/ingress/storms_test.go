@@ -544,3 +544,48 @@ func TestConfigValidateStorm(t *testing.T) {
 	_, err = New(inbound.Config{MaxRootProcedures: 1})
 	assert.NoError(t, err)
 }
+
+// A long outage on a fake clock: for six hours every root request meets
+// a retry below and fails (one with figures unknown in ten), then the
+// callee is back and the roots' calls are quiet for an hour. The list of
+// storms stays within its bound throughout; once the outage is over no
+// storm is recorded or counted, and the list is the one the outage left.
+func TestStormsLongOutage(t *testing.T) {
+	at := time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC)
+	e := newEnv(t, inbound.Config{}, WithClock(func() time.Time { return at }))
+	handle := func(h handlerFunc) {
+		_ = e.mw.Handle(context.Background(), rootRequest("checkout"), &transporttest.FakeResponseWriter{}, h)
+	}
+	retried := failedWith(ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1})
+	const perMinute = 10
+	for range 6 * 60 {
+		for i := range perMinute {
+			if i == 0 {
+				handle(handlerCalling(errBoom, unknownCall()))
+			} else {
+				handle(handlerCalling(errBoom, retried))
+			}
+			at = at.Add(time.Second)
+		}
+		require.LessOrEqual(t, len(e.mw.Storms()), _recentStorms)
+		at = at.Add(time.Minute - perMinute*time.Second)
+	}
+	ended := at
+	outage := e.mw.Storms()
+	require.Len(t, outage, _recentStorms)
+	assert.Equal(t, int64(6*60*perMinute), e.stormCounter("requests", "checkout"))
+	assert.Equal(t, int64(6*60), e.stormCounter("unknown", "checkout"))
+	assert.Equal(t, int64(6*60*(perMinute-1)), e.stormCounter("retries", "checkout"))
+
+	for range 60 {
+		for range perMinute {
+			handle(handlerCalling(nil, quiet(), quiet()))
+		}
+		at = at.Add(time.Minute)
+	}
+	assert.Equal(t, outage, e.mw.Storms(), "no storm recorded once the callee is back")
+	for _, st := range e.mw.Storms() {
+		assert.True(t, st.Time.Before(ended), "storm at %v, after the outage's end %v", st.Time, ended)
+	}
+	assert.Equal(t, int64(6*60*perMinute), e.stormCounter("requests", "checkout"), "no storm counted once the callee is back")
+}

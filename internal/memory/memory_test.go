@@ -619,3 +619,55 @@ func errorStrings(err error) []string {
 	}
 	return out
 }
+
+// A long outage on a fake clock: for six hours (36 windows) a callee
+// fails 30 times a minute and every caller fails with it, then it is
+// back. The edge is fail-close throughout, its window holding exactly
+// the last ten minutes' failures; once the callee is back the window
+// empties a bucket a minute and the edge is unknown a window after the
+// last failure, without a restart; then traffic whose callers survive
+// the callee's failures makes it fail-open at the 20th.
+func TestMemoryLongOutage(t *testing.T) {
+	const perMinute = 30
+	m, clock := newMemory(t, depmem.Config{Window: 10 * time.Minute, Buckets: 10, MinSamples: 20})
+	view := func() depmem.EdgeView {
+		t.Helper()
+		edges := m.Edges()
+		require.Len(t, edges, 1)
+		return edges[0]
+	}
+	for minute := range 6 * 60 {
+		for range perMinute {
+			m.Learn(edgeA, true)
+		}
+		v := view()
+		want := int64(perMinute * min(minute+1, 10))
+		if v.CalleeFailures != want || v.JointFailures != want || v.Kind != ownership.KindFailClose {
+			t.Fatalf("minute %d of the outage: %+v, want %d callee failures, all joint, fail-close", minute, v, want)
+		}
+		clock.Add(time.Minute)
+	}
+
+	for minute := 1; minute <= 10; minute++ { // the callee is back: no failure
+		want, wantKind := int64(perMinute*(10-minute)), ownership.KindFailClose
+		if minute == 10 {
+			wantKind = ownership.KindUnknown
+		}
+		if v := view(); v.CalleeFailures != want || v.Kind != wantKind || m.Kind(edgeA) != wantKind {
+			t.Fatalf("minute %d after the outage: %+v, Kind %v, want %d callee failures, %v", minute, v, m.Kind(edgeA), want, wantKind)
+		}
+		clock.Add(time.Minute)
+	}
+
+	for i := 1; i <= 20; i++ { // the callee fails, its callers do not
+		want := ownership.KindUnknown
+		if i == 20 {
+			want = ownership.KindFailOpen
+		}
+		m.Learn(edgeA, false)
+		if got := m.Kind(edgeA); got != want {
+			t.Fatalf("after %d coincidental failures: %v, want %v", i, got, want)
+		}
+	}
+	assert.Equal(t, depmem.EdgeView{Edge: edgeA, Kind: ownership.KindFailOpen, CalleeFailures: 20, Source: depmem.SourceLocal}, view())
+}

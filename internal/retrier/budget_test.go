@@ -184,3 +184,61 @@ func TestBudgetConcurrent(t *testing.T) {
 	// machine may slide buckets out: never more than 10% are granted.
 	assert.LessOrEqual(t, total, goroutines*each/10, "retries granted for %d requests, want at most 10%%", goroutines*each)
 }
+
+// A long outage on a fake clock: an hour (360 windows) in which every one
+// of 20 requests a second wants a retry, then the callee is back. Each
+// window grants exactly the budget's allowance, 10% of its requests plus
+// its floor, never more; a window after the outage's end the budget
+// counts no retry and grants its whole allowance again.
+func TestBudgetLongOutage(t *testing.T) {
+	const (
+		perSecond = 20
+		window    = 10 * time.Second
+		allowance = perSecond*10/10 + 1*10 // ratio (10%) × requests + floor × seconds
+	)
+	clock := newClock()
+	b := newBudget(retry.BudgetConfig{Ratio: 0.1, MinPerSecond: 1, Window: window}, newBudgetClock(clock.Now, 0, nil))
+	// second is the next second's requests, each asking for a retry
+	// when wantRetry.
+	second := func(wantRetry bool) (granted int) {
+		clock.Advance(time.Second)
+		for range perSecond {
+			b.deposit()
+			if wantRetry && b.tryWithdraw() {
+				granted++
+			}
+		}
+		return granted
+	}
+
+	var grants []int
+	for range 3600 {
+		grants = append(grants, second(true))
+	}
+	for s := 9; s < len(grants); s++ {
+		sum := 0
+		for _, g := range grants[s-9 : s+1] {
+			sum += g
+		}
+		if sum != allowance {
+			t.Fatalf("the window ending at second %d of the outage granted %d retries, want the allowance, %d", s, sum, allowance)
+		}
+	}
+
+	for range 10 { // a window of traffic with the callee back
+		if g := second(false); g != 0 {
+			t.Fatalf("granted %d retries nobody asked for", g)
+		}
+	}
+	requests, retries := b.counts()
+	if requests != perSecond*10 || retries != 0 {
+		t.Errorf("a window after the outage: %d requests, %d retries in the window, want %d and 0", requests, retries, perSecond*10)
+	}
+	granted := 0
+	for b.tryWithdraw() {
+		granted++
+	}
+	if granted != allowance {
+		t.Errorf("a window after the outage the budget grants %d retries, want its allowance, %d", granted, allowance)
+	}
+}
