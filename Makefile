@@ -62,11 +62,17 @@ staticcheck:
 # The fault tests saturate both cores for minutes: run beside the tests that
 # judge time (recovery, the lab's open loop), they starve them. So the race
 # step runs them on their own, after the others.
+# The tests that judge time run on their own too, one package at a time,
+# so that nothing else is on the cores while they measure.
 FAULT_TESTS := ^(TestFaultMatrix|TestLongOutage|TestFaultSoak)$$
+TIMED_LAB_TESTS := ^(TestRunOpenLoop|TestRunCrashAndFail)$$
+TIMED_E2E_TESTS := ^TestRecoveryAfterACapacityDrop$$
 
 .PHONY: race
 race:
-	$(GO) test -race -count=1 -timeout 20m -skip '$(FAULT_TESTS)' $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m -skip '$(FAULT_TESTS)|$(TIMED_LAB_TESTS)|$(TIMED_E2E_TESTS)' $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m -p 1 -run '$(TIMED_LAB_TESTS)' ./internal/stormsim ./cmd/stormsim
+	$(GO) test -race -count=1 -timeout 20m -run '$(TIMED_E2E_TESTS)' ./e2e
 	$(GO) test -race -count=1 -timeout 20m -run '$(FAULT_TESTS)' ./e2e
 
 # The fault soak (e2e TestFaultSoak): requests through A → B → C with the
