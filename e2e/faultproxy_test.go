@@ -225,6 +225,11 @@ func (p *faultProxy) pump(c *proxyConn, dst, src net.Conn, toClient bool) {
 		if n > 0 {
 			at := time.Now()
 			switch f, _ := p.Fault(); f {
+			case netReset:
+				// A connection Set's sweep missed (serve dialed it before
+				// the fault and registered it after the sweep) is reset
+				// by the first bytes it carries under the fault.
+				return
 			case netHang:
 				c.tainted.Store(true)
 				continue // swallowed: nothing reaches the other end
