@@ -2,7 +2,6 @@ package stormsim
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 
 	"github.com/errown/errown/inbound"
@@ -153,13 +152,9 @@ func (a Analysis) Loads() []float64 {
 // a per-attempt timeout, whose retries turn on which timeout fires first,
 // it gives no loads (see Analysis.MeasuredOnly).
 func Analyze(o Options) (Analysis, error) {
-	if err := o.Validate(); err != nil {
-		return Analysis{}, fmt.Errorf("stormsim: %w", err)
-	}
-	o = o.withDefaults()
-	g, err := compile(o.topology())
+	o, g, err := o.compiled()
 	if err != nil {
-		return Analysis{}, fmt.Errorf("stormsim: %w", err)
+		return Analysis{}, err
 	}
 	return newAnalyzer(g, o).analyze(), nil
 }

@@ -389,6 +389,20 @@ func (o Options) topology() *Topology {
 	return Chain(o.Depth, o.FailDepth)
 }
 
+// compiled validates o, applies its defaults and compiles the topology it
+// runs: what Analyze and Run both start from.
+func (o Options) compiled() (Options, *graph, error) {
+	if err := o.Validate(); err != nil {
+		return o, nil, fmt.Errorf("stormsim: %w", err)
+	}
+	o = o.withDefaults()
+	g, err := compile(o.topology())
+	if err != nil {
+		return o, nil, fmt.Errorf("stormsim: %w", err)
+	}
+	return o, g, nil
+}
+
 // Expected returns, for each node of the topology o describes (root
 // first), the requests served per root request that Analyze predicts, or
 // nil for invalid Options. On a chain it is docs/DESIGN.md's arithmetic: with a

@@ -147,13 +147,9 @@ func (r Result) Edge(from, to string) EdgeResult {
 // Result.Timeline; every outcome of a root request is then a measure, not
 // an error.
 func Run(ctx context.Context, o Options) (_ Result, err error) {
-	if err := o.Validate(); err != nil {
-		return Result{}, fmt.Errorf("stormsim: %w", err)
-	}
-	o = o.withDefaults()
-	g, err := compile(o.topology())
+	o, g, err := o.compiled()
 	if err != nil {
-		return Result{}, fmt.Errorf("stormsim: %w", err)
+		return Result{}, err
 	}
 	expected := newAnalyzer(g, o).analyze()
 	var c *clock
