@@ -87,14 +87,10 @@ type scenarioConfig struct {
 // requests returns the root requests of a run: full normally, small
 // under Small, or Requests when set.
 func (c scenarioConfig) requests(full, small int) int {
-	switch {
-	case c.Requests > 0:
+	if c.Requests > 0 {
 		return c.Requests
-	case c.Small:
-		return small
-	default:
-		return full
 	}
+	return c.size(full, small)
 }
 
 // size returns full, or small under Small, whatever Requests says.
@@ -108,14 +104,10 @@ func (c scenarioConfig) size(full, small int) int {
 // concurrency returns the root requests in flight: the option, else
 // full, or small under Small.
 func (c scenarioConfig) concurrency(full, small int) int {
-	switch {
-	case c.Concurrency > 0:
+	if c.Concurrency > 0 {
 		return c.Concurrency
-	case c.Small:
-		return small
-	default:
-		return full
 	}
+	return c.size(full, small)
 }
 
 // plannedRun is one run a scenario asks for.
