@@ -83,11 +83,11 @@ func (q *capacityQueue) serve(ctx context.Context) error {
 		start = maxTime(w.start, start.Add(-service))
 	}
 	if ctx.Err() != nil {
-		q.stats.abandon()
+		q.stats.count(_abandoned)
 	}
 	end := start.Add(service)
 	time.Sleep(time.Until(end))
-	q.stats.work()
+	q.stats.count(_worked)
 	q.release(end)
 	return nil
 }
@@ -103,7 +103,7 @@ func (q *capacityQueue) admit() (*waiter, error) {
 		q.free--
 		return nil, nil
 	case q.waiting.Len() >= q.limit:
-		q.stats.reject()
+		q.stats.count(_rejected)
 		return nil, yarpcerrors.Newf(yarpcerrors.CodeResourceExhausted, "stormsim: %s's queue is full (%d)", q.node, q.limit)
 	}
 	w := &waiter{ready: make(chan struct{})}
@@ -128,13 +128,13 @@ func (q *capacityQueue) wait(ctx context.Context, w *waiter) error {
 		// Granted as its context ended: it leaves all the same, and the
 		// worker goes to the next in the queue.
 		q.mu.Unlock()
-		q.stats.leave()
+		q.stats.count(_left)
 		q.release(w.start)
 		return yarpcerrors.FromError(ctx.Err())
 	}
 	q.waiting.Remove(w.elem)
 	q.mu.Unlock()
-	q.stats.leave()
+	q.stats.count(_left)
 	return yarpcerrors.Newf(yarpcerrors.CodeDeadlineExceeded, "stormsim: %s: left the queue: %v", q.node, ctx.Err())
 }
 

@@ -84,7 +84,7 @@ func TestCapacityQueueBoundedFIFO(t *testing.T) {
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(errs[3]).Code())
 	assert.Equal(t, []int{3, 0, 1, 2}, order, "refused at once, then first in first out")
 	assert.GreaterOrEqual(t, took, 60*time.Millisecond, "one worker: three requests one after the other")
-	assert.Equal(t, []int64{3, 1, 0, 0}, []int64{s.worked.total.Load(), s.rejected.total.Load(), s.abandoned.total.Load(), s.left.total.Load()})
+	assert.Equal(t, []int64{3, 1, 0, 0}, []int64{s.events[_worked].total.Load(), s.events[_rejected].total.Load(), s.events[_abandoned].total.Load(), s.events[_left].total.Load()})
 	assert.Equal(t, int64(2), maxOf(s.queue.values()), "the most waiting at once")
 	assert.Equal(t, 0, q.length())
 	assert.Equal(t, 1, q.free, "the worker is idle again")
@@ -128,7 +128,7 @@ func TestCapacityQueueAbandoned(t *testing.T) {
 			assert.NoError(t, errs[0])
 			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(errs[1]).Code(), "%v", errs[1])
 			assert.NoError(t, errs[2])
-			assert.Equal(t, []int64{tt.wantAbandoned, tt.wantLeft}, []int64{s.abandoned.total.Load(), s.left.total.Load()})
+			assert.Equal(t, []int64{tt.wantAbandoned, tt.wantLeft}, []int64{s.events[_abandoned].total.Load(), s.events[_left].total.Load()})
 			assert.GreaterOrEqual(t, third, tt.wantThirdMin, "the third waits for what is served before it")
 			assert.LessOrEqual(t, third, tt.wantThirdMax)
 		})
@@ -161,7 +161,7 @@ func TestCapacityQueueSlowAndDown(t *testing.T) {
 
 	q.setDown(false)
 	assert.NoError(t, q.serve(context.Background()), "up again")
-	assert.Equal(t, int64(3), s.worked.total.Load())
+	assert.Equal(t, int64(3), s.events[_worked].total.Load())
 	assert.Equal(t, 1, q.free)
 }
 
@@ -178,7 +178,7 @@ func TestCapacityQueueWorkersAndClock(t *testing.T) {
 	took := time.Since(start)
 	assert.GreaterOrEqual(t, took, 90*time.Millisecond, "two at a time")
 	assert.Less(t, took, 400*time.Millisecond)
-	assert.Equal(t, int64(20), s.worked.total.Load())
+	assert.Equal(t, int64(20), s.events[_worked].total.Load())
 	assert.LessOrEqual(t, maxOf(s.queue.values()), int64(18))
 }
 

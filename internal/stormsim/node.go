@@ -165,7 +165,7 @@ func callPath(body string) string {
 // hard edge, if any.
 func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 	n.served.Add(1)
-	n.series.arrive()
+	n.series.count(_arrived)
 	if n.capacity != nil {
 		if err := n.capacity.serve(ctx); err != nil {
 			return nil, err

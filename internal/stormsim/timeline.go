@@ -376,43 +376,38 @@ func (n *counts) values() []int64 {
 	return out
 }
 
-// nodeSeries are the series of one node with a capacity or a trigger.
-// Its methods are no-ops on nil.
+// nodeEvent is what one series of a node counts.
+type nodeEvent int
+
+const (
+	_arrived   nodeEvent = iota // a request reached the node (queued, served or refused)
+	_worked                     // a worker spent the service time on a request
+	_rejected                   // a request was refused at once, the queue being full
+	_abandoned                  // a worker served a request after its caller had gone
+	_left                       // a request left the queue when its caller had gone
+	_nodeEvents
+)
+
+// nodeSeries are the series of one node with a capacity or a trigger: a
+// count per event, and the most requests waiting at once. Its methods are
+// no-ops on nil.
 type nodeSeries struct {
-	arrivals, worked, rejected, abandoned, left, queue *counts
+	events [_nodeEvents]*counts
+	queue  *counts
 }
 
 func newNodeSeries(c *clock) *nodeSeries {
-	return &nodeSeries{arrivals: newCounts(c), worked: newCounts(c), rejected: newCounts(c), abandoned: newCounts(c), left: newCounts(c), queue: newCounts(c)}
-}
-
-func (s *nodeSeries) arrive() {
-	if s != nil {
-		s.arrivals.add(1)
+	s := &nodeSeries{queue: newCounts(c)}
+	for e := range s.events {
+		s.events[e] = newCounts(c)
 	}
+	return s
 }
 
-func (s *nodeSeries) work() {
+// count counts one e.
+func (s *nodeSeries) count(e nodeEvent) {
 	if s != nil {
-		s.worked.add(1)
-	}
-}
-
-func (s *nodeSeries) reject() {
-	if s != nil {
-		s.rejected.add(1)
-	}
-}
-
-func (s *nodeSeries) abandon() {
-	if s != nil {
-		s.abandoned.add(1)
-	}
-}
-
-func (s *nodeSeries) leave() {
-	if s != nil {
-		s.left.add(1)
+		s.events[e].add(1)
 	}
 }
 
@@ -424,13 +419,14 @@ func (s *nodeSeries) queued(n int) {
 
 // timeline returns the node's series.
 func (s *nodeSeries) timeline(name string, visits float64, capacity bool) NodeTimeline {
+	arrived, worked, rejected, abandoned, left := s.events[_arrived], s.events[_worked], s.events[_rejected], s.events[_abandoned], s.events[_left]
 	t := NodeTimeline{
-		Name: name, Visits: visits, Arrivals: s.arrivals.values(),
-		TotalArrivals: s.arrivals.total.Load(), TotalAbandoned: s.abandoned.total.Load(),
-		TotalLeft: s.left.total.Load(), TotalRejected: s.rejected.total.Load(),
+		Name: name, Visits: visits, Arrivals: arrived.values(),
+		TotalArrivals: arrived.total.Load(), TotalAbandoned: abandoned.total.Load(),
+		TotalLeft: left.total.Load(), TotalRejected: rejected.total.Load(),
 	}
 	if capacity {
-		t.Worked, t.Rejected, t.Abandoned, t.Left, t.Queue = s.worked.values(), s.rejected.values(), s.abandoned.values(), s.left.values(), s.queue.values()
+		t.Worked, t.Rejected, t.Abandoned, t.Left, t.Queue = worked.values(), rejected.values(), abandoned.values(), left.values(), s.queue.values()
 	}
 	return t
 }

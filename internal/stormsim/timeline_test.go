@@ -139,6 +139,6 @@ func TestClockAndCounts(t *testing.T) {
 	none.add(1) // no-ops on nil
 	none.most(1)
 	var series *nodeSeries
-	series.arrive()
+	series.count(_arrived)
 	series.queued(1)
 }
