@@ -61,9 +61,14 @@ func defaultProcedure(h http.Handler) func(*http.Request) string {
 				return pattern
 			}
 		}
-		return r.Method + " " + r.URL.Path
+		return methodPath(r)
 	}
 }
+
+// methodPath is the procedure of a request nothing else names, on either
+// side of the call (Handler's and Transport's default): its method and
+// path, e.g. "GET /orders".
+func methodPath(r *http.Request) string { return r.Method + " " + r.URL.Path }
 
 type handler struct {
 	inbound   middleware.UnaryInbound

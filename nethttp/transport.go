@@ -83,7 +83,7 @@ func defaultCalleeProcedure(r *http.Request) string {
 	if p := r.Header.Get(_procedureHeader); p != "" {
 		return p
 	}
-	return r.Method + " " + r.URL.Path
+	return methodPath(r)
 }
 
 type roundTripper struct {
