@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -81,6 +82,8 @@ func clientCallOf(opts []grpc.CallOption) *clientCall {
 // transport.UnaryOutbound: Call sends it, and keeps what came back with
 // its error for a refused replay to return.
 type attempt struct {
+	nolifecycle.Outbound
+
 	call       *clientCall
 	invoker    grpc.UnaryInvoker
 	method     string
@@ -134,13 +137,6 @@ func (a *attempt) Call(ctx context.Context, treq *transport.Request) (*transport
 	}
 	return &a.res, &attemptError{status: yarpcError(a.err), attempt: a}
 }
-
-// Start, Stop, IsRunning and Transports make an attempt a
-// transport.UnaryOutbound: it has no lifecycle of its own.
-func (a *attempt) Start() error                      { return nil }
-func (a *attempt) Stop() error                       { return nil }
-func (a *attempt) IsRunning() bool                   { return true }
-func (a *attempt) Transports() []transport.Transport { return nil }
 
 // attemptError is an attempt's error as errown's step keeps it: the yarpc
 // error of its code, which errown classifies (through Unwrap), and the

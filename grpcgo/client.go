@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/nolifecycle"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"google.golang.org/grpc"
@@ -154,6 +155,7 @@ func DialOptions(mw *errown.Middleware, opts ...Option) []grpc.DialOption {
 // application's interceptors, finds the call by it.
 type clientCall struct {
 	grpc.EmptyCallOption
+	nolifecycle.Outbound // it has no lifecycle of its own
 
 	invoker       grpc.UnaryInvoker
 	method        string
@@ -188,13 +190,8 @@ func (c *clientCall) Call(ctx context.Context, req *transport.Request) (*transpo
 	}, yarpcError(err)
 }
 
-// Start, Stop, IsRunning and Transports make a clientCall a
-// transport.UnaryOutbound: it has no lifecycle of its own.
-func (c *clientCall) Start() error                      { return nil }
-func (c *clientCall) Stop() error                       { return nil }
-func (c *clientCall) IsRunning() bool                   { return true }
-func (c *clientCall) Transports() []transport.Transport { return nil }
-func (c *clientCall) TransportName() string             { return _transportName }
+// TransportName names grpc-go as the transport of the call.
+func (c *clientCall) TransportName() string { return _transportName }
 
 // withOutgoing returns ctx with h set in its outgoing metadata, each key
 // replacing any value the caller's metadata had for it: a handler that

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 )
@@ -89,6 +90,8 @@ func (t *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // send is one request Attempts sends to base, as a transport.UnaryOutbound.
 type send struct {
+	nolifecycle.Outbound
+
 	base          http.RoundTripper
 	r             *http.Request
 	errownAttempt *transport.Request // the request of errown's attempt
@@ -149,13 +152,6 @@ func (s *send) refused(res *transport.Response, err error) (*http.Response, erro
 	out.Request = s.r
 	return &out, nil
 }
-
-// Start, Stop, IsRunning and Transports make a send a
-// transport.UnaryOutbound: it has no lifecycle of its own.
-func (s *send) Start() error                      { return nil }
-func (s *send) Stop() error                       { return nil }
-func (s *send) IsRunning() bool                   { return true }
-func (s *send) Transports() []transport.Transport { return nil }
 
 // sendError is a send's error as errown's step keeps it: the yarpc error
 // errown classifies (through Unwrap), with what base returned, an error

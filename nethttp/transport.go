@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -122,6 +123,8 @@ type origBody struct {
 // attempt's HTTP response or error, which RoundTrip returns. The retry
 // middleware calls it from one goroutine, one attempt after the other.
 type call struct {
+	nolifecycle.Outbound // base has no lifecycle of its own
+
 	base http.RoundTripper
 	orig *http.Request
 	body *origBody // nil without a body
@@ -270,16 +273,3 @@ func transportError(ctx context.Context, err error) error {
 	}
 	return yarpcerrors.UnknownErrorf("%v", err)
 }
-
-// Transports, Start, Stop and IsRunning make call a
-// transport.UnaryOutbound; base has no lifecycle of its own.
-func (c *call) Transports() []transport.Transport { return nil }
-
-// Start implements transport.Lifecycle.
-func (c *call) Start() error { return nil }
-
-// Stop implements transport.Lifecycle.
-func (c *call) Stop() error { return nil }
-
-// IsRunning implements transport.Lifecycle.
-func (c *call) IsRunning() bool { return true }
