@@ -113,21 +113,16 @@ func (c *stateContext) Value(key any) any {
 // NewCallContext returns a child of ctx that carries a fresh CallState, and
 // that CallState, in one allocation.
 func NewCallContext(ctx context.Context) (context.Context, *CallState) {
-	c := &callContext{Context: ctx}
-	return c, &c.state
+	c := &callContext{}
+	c.node = stateContext{Context: ctx, state: &c.state}
+	return &c.node, &c.state
 }
 
-// callContext is a context node carrying a CallState.
+// callContext is a stateContext allocated with the CallState it points
+// at: NewCallContext's one allocation.
 type callContext struct {
-	context.Context
+	node  stateContext
 	state CallState
-}
-
-func (c *callContext) Value(key any) any {
-	if _, ok := key.(callStateKey); ok {
-		return &c.state
-	}
-	return c.Context.Value(key)
 }
 
 // CallStateFromContext returns the CallState in ctx, or nil.

@@ -36,3 +36,13 @@ func TestNewCallContext(t *testing.T) {
 	assert.Same(t, s2, CallStateFromContext(inner), "the innermost state wins")
 	assert.NotSame(t, s, s2)
 }
+
+var _callContextSink context.Context
+
+func TestNewCallContextAllocs(t *testing.T) {
+	parent := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		_callContextSink, _ = NewCallContext(parent)
+	})
+	assert.Equal(t, 1.0, allocs, "the context and its CallState in one allocation")
+}
