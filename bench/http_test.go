@@ -12,6 +12,7 @@ import (
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/transport/http"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // Services of the HTTP chain: the client calls svc-a, which calls svc-b,
@@ -23,6 +24,12 @@ var _chain = []string{"svc-a", "svc-b", "svc-c"}
 type httpChain struct {
 	stops  []func() error
 	client raw.Client
+	// leafCalls counts the calls the chain's last node received while
+	// down (the leaf up counts nothing, to keep the success path bare).
+	leafCalls atomic.Int64
+	// want reports whether a request's result is what the chain must
+	// return; nil: success.
+	want func(error) bool
 }
 
 // call sends one request through the chain.
@@ -33,6 +40,14 @@ func (c *httpChain) call() error {
 	return err
 }
 
+// wanted reports whether err is what a request through c must return.
+func (c *httpChain) wanted(err error) bool {
+	if c.want == nil {
+		return err == nil
+	}
+	return c.want(err)
+}
+
 func (c *httpChain) stop(b *testing.B) {
 	for i := len(c.stops) - 1; i >= 0; i-- {
 		if err := c.stops[i](); err != nil {
@@ -40,6 +55,14 @@ func (c *httpChain) stop(b *testing.B) {
 		}
 	}
 }
+
+// chainLeaf is what the last node of a chain does with each call.
+type chainLeaf int
+
+const (
+	_leafUp   chainLeaf = iota // answers with the body
+	_leafDown                  // fails as unavailable, as a callee in an outage does
+)
 
 // chainMiddleware is what each node of a chain runs besides yarpc.
 type chainMiddleware int
@@ -63,9 +86,18 @@ func (nopMiddleware) Call(ctx context.Context, req *transport.Request, out trans
 }
 
 // newHTTPChain starts the chain from its last node up, each node with the
-// middleware mw, and the client.
-func newHTTPChain(b *testing.B, mw chainMiddleware) *httpChain {
+// middleware mw and the last one doing what leaf says, and the client.
+//
+// With the leaf down, every request fails as unavailable, the same
+// failure for every mw; errown's retry policies, as OutagePaired's outage
+// chain's, do not retry unavailable (their retryable codes are internal
+// only): the policy path runs on each node, retries do not, as bare
+// yarpc has none.
+func newHTTPChain(b *testing.B, mw chainMiddleware, leaf chainLeaf) *httpChain {
 	c := &httpChain{}
+	if leaf == _leafDown {
+		c.want = yarpcerrors.IsUnavailable
+	}
 	next := "" // URL of the node below
 	for i := len(_chain) - 1; i >= 0; i-- {
 		name := _chain[i]
@@ -81,14 +113,18 @@ func newHTTPChain(b *testing.B, mw chainMiddleware) *httpChain {
 			cfg.InboundMiddleware.Unary = nopMiddleware{}
 			cfg.OutboundMiddleware.Unary = nopMiddleware{}
 		case _errown:
-			em, err := errown.New(benchConfig(callee))
+			ecfg := benchConfig(callee)
+			if leaf == _leafDown && callee != "" {
+				ecfg.Retry.Policies[0].RetryableCodes = []string{"internal"}
+			}
+			em, err := errown.New(ecfg)
 			if err != nil {
 				b.Fatal(err)
 			}
 			cfg = em.Apply(cfg)
 		}
 		d := yarpc.NewDispatcher(cfg)
-		d.Register(raw.Procedure(_procedure, forward(d, name, callee)))
+		d.Register(raw.Procedure(_procedure, c.forward(d, callee, leaf)))
 		if err := d.Start(); err != nil {
 			b.Fatal(err)
 		}
@@ -108,10 +144,18 @@ func newHTTPChain(b *testing.B, mw chainMiddleware) *httpChain {
 	return c
 }
 
-// forward is the raw handler of a node: it calls callee with the body,
-// and answers with callee's answer; the last node answers with the body.
-func forward(d *yarpc.Dispatcher, name, callee string) func(context.Context, []byte) ([]byte, error) {
-	if callee == "" {
+// forward is the raw handler of a node of c: it calls callee with the
+// body, and answers with callee's answer; the last node (callee "")
+// answers with the body or, with the leaf down, counts the call in
+// c.leafCalls and fails as unavailable.
+func (c *httpChain) forward(d *yarpc.Dispatcher, callee string, leaf chainLeaf) func(context.Context, []byte) ([]byte, error) {
+	switch {
+	case callee == "" && leaf == _leafDown:
+		return func(context.Context, []byte) ([]byte, error) {
+			c.leafCalls.Add(1)
+			return nil, yarpcerrors.UnavailableErrorf("%s is down", _chain[len(_chain)-1])
+		}
+	case callee == "":
 		return func(_ context.Context, body []byte) ([]byte, error) { return body, nil }
 	}
 	client := raw.New(d.ClientConfig(callee))
@@ -134,7 +178,7 @@ func BenchmarkHTTPChain(b *testing.B) {
 		{"errown", _errown},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			c := newHTTPChain(b, bb.mw)
+			c := newHTTPChain(b, bb.mw, _leafUp)
 			defer c.stop(b)
 			b.ReportAllocs()
 			b.SetParallelism(4) // 4 clients per core: the chain, not the clients, is the bottleneck
@@ -162,43 +206,86 @@ func BenchmarkHTTPChain(b *testing.B) {
 // unary middleware costs on this chain. Each op is six phases of 250ms:
 // run it with -benchtime Nx.
 func BenchmarkHTTPChainPaired(b *testing.B) {
+	p := runPairedHTTP(b, _leafUp)
+	p.report(b)
+}
+
+// BenchmarkHTTPChainPairedOutage is HTTPChainPaired during an outage: the
+// leaf (svc-c) fails every call as unavailable, the same failure for the
+// bare, the nop-middleware and the errown chain, and every request fails.
+// As in OutagePaired, bare yarpc retries nothing and errown's retry
+// policies do not retry unavailable (see newHTTPChain): it measures
+// errown's error path over HTTP, on every node. Besides HTTPChainPaired's
+// figures it reports, per chain, the calls the leaf received per request
+// (bare-leaf-req/req, nop-leaf-req/req, errown-leaf-req/req). Each op is
+// six phases of 250ms: run it with -benchtime Nx.
+func BenchmarkHTTPChainPairedOutage(b *testing.B) {
+	p := runPairedHTTP(b, _leafDown)
+	p.report(b)
+	b.ReportMetric(p.leafPerReq(0), "bare-leaf-req/req")
+	b.ReportMetric(p.leafPerReq(1), "nop-leaf-req/req")
+	b.ReportMetric(p.leafPerReq(2), "errown-leaf-req/req")
+}
+
+// pairedHTTP is what runPairedHTTP measured, per chain (bare, nop,
+// errown) over all its phases.
+type pairedHTTP struct {
+	reqs [3]int64 // requests completed
+	leaf [3]int64 // calls the leaf received, with the leaf down
+	wall [3]time.Duration
+	cpu  [3]time.Duration
+}
+
+// runPairedHTTP starts the bare, the nop-middleware and the errown chain,
+// their last nodes doing what leaf says, and runs b.N ops of six phases
+// of 250ms (bare, nop, errown, errown, nop, bare).
+func runPairedHTTP(b *testing.B, leaf chainLeaf) pairedHTTP {
 	const phase = 250 * time.Millisecond
-	chains := [3]*httpChain{newHTTPChain(b, _bare), newHTTPChain(b, _nop), newHTTPChain(b, _errown)}
+	chains := [3]*httpChain{newHTTPChain(b, _bare, leaf), newHTTPChain(b, _nop, leaf), newHTTPChain(b, _errown, leaf)}
 	for i := len(chains) - 1; i >= 0; i-- {
 		defer chains[i].stop(b)
 	}
-	var (
-		reqs [3]int64
-		wall [3]time.Duration
-		cpu  [3]time.Duration
-	)
+	var p pairedHTTP
 	b.ResetTimer()
 	for range b.N {
 		for _, k := range [...]int{0, 1, 2, 2, 1, 0} {
+			leaf0 := chains[k].leafCalls.Load()
 			n, w, c := runPhase(b, chains[k], phase)
-			reqs[k] += n
-			wall[k] += w
-			cpu[k] += c
+			p.reqs[k] += n
+			p.leaf[k] += chains[k].leafCalls.Load() - leaf0
+			p.wall[k] += w
+			p.cpu[k] += c
 		}
 	}
 	b.StopTimer()
-	if reqs[0] == 0 || reqs[1] == 0 || reqs[2] == 0 {
-		b.Fatalf("no requests completed: bare %d, nop %d, errown %d", reqs[0], reqs[1], reqs[2])
+	if p.reqs[0] == 0 || p.reqs[1] == 0 || p.reqs[2] == 0 {
+		b.Fatalf("no requests completed: bare %d, nop %d, errown %d", p.reqs[0], p.reqs[1], p.reqs[2])
 	}
-	tput := func(k int) float64 { return float64(reqs[k]) / wall[k].Seconds() }
-	b.ReportMetric(tput(0), "bare-req/s")
-	b.ReportMetric(tput(1), "nop-req/s")
-	b.ReportMetric(tput(2), "errown-req/s")
-	b.ReportMetric(100*tput(2)/tput(0), "errown/bare-%")
-	b.ReportMetric(100*tput(1)/tput(0), "nop/bare-%")
-	b.ReportMetric(float64(cpu[0])/float64(reqs[0]), "bare-cpu-ns/req")
-	b.ReportMetric(float64(cpu[1])/float64(reqs[1]), "nop-cpu-ns/req")
-	b.ReportMetric(float64(cpu[2])/float64(reqs[2]), "errown-cpu-ns/req")
+	return p
 }
 
+// report reports each chain's req/s and CPU per request, and errown's and
+// nop-middleware's throughput as a share of bare's.
+func (p pairedHTTP) report(b *testing.B) {
+	b.ReportMetric(p.tput(0), "bare-req/s")
+	b.ReportMetric(p.tput(1), "nop-req/s")
+	b.ReportMetric(p.tput(2), "errown-req/s")
+	b.ReportMetric(100*p.tput(2)/p.tput(0), "errown/bare-%")
+	b.ReportMetric(100*p.tput(1)/p.tput(0), "nop/bare-%")
+	b.ReportMetric(float64(p.cpu[0])/float64(p.reqs[0]), "bare-cpu-ns/req")
+	b.ReportMetric(float64(p.cpu[1])/float64(p.reqs[1]), "nop-cpu-ns/req")
+	b.ReportMetric(float64(p.cpu[2])/float64(p.reqs[2]), "errown-cpu-ns/req")
+}
+
+// tput returns chain k's requests per second over its phases.
+func (p pairedHTTP) tput(k int) float64 { return float64(p.reqs[k]) / p.wall[k].Seconds() }
+
+// leafPerReq returns the calls chain k's leaf received per request.
+func (p pairedHTTP) leafPerReq(k int) float64 { return float64(p.leaf[k]) / float64(p.reqs[k]) }
+
 // runPhase sends requests through c from 8 clients for d, as
-// BenchmarkHTTPChain does, and returns the requests completed, the time
-// they took and the process CPU time used.
+// BenchmarkHTTPChain does, and returns the requests completed with the
+// result c wants, the time they took and the process CPU time used.
 func runPhase(b *testing.B, c *httpChain, d time.Duration) (int64, time.Duration, time.Duration) {
 	var (
 		done atomic.Int64
@@ -211,8 +298,8 @@ func runPhase(b *testing.B, c *httpChain, d time.Duration) (int64, time.Duration
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				if err := c.call(); err != nil {
-					b.Error(err)
+				if err := c.call(); !c.wanted(err) {
+					b.Errorf("unexpected result: %v", err)
 					return
 				}
 				done.Add(1)
