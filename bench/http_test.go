@@ -210,7 +210,7 @@ func BenchmarkHTTPChainPaired(b *testing.B) {
 	p.report(b)
 }
 
-// BenchmarkHTTPChainPairedOutage is HTTPChainPaired during an outage: the
+// BenchmarkHTTPChainPairedLeafDown is HTTPChainPaired during an outage: the
 // leaf (svc-c) fails every call as unavailable, the same failure for the
 // bare, the nop-middleware and the errown chain, and every request fails.
 // As in OutagePaired, bare yarpc retries nothing and errown's retry
@@ -218,8 +218,10 @@ func BenchmarkHTTPChainPaired(b *testing.B) {
 // errown's error path over HTTP, on every node. Besides HTTPChainPaired's
 // figures it reports, per chain, the calls the leaf received per request
 // (bare-leaf-req/req, nop-leaf-req/req, errown-leaf-req/req). Each op is
-// six phases of 250ms: run it with -benchtime Nx.
-func BenchmarkHTTPChainPairedOutage(b *testing.B) {
+// six phases of 250ms: run it with -benchtime Nx. Its name leaves out
+// "Outage", so that -bench 'UnaryOverhead|Outage', the in-process
+// targets, does not run it.
+func BenchmarkHTTPChainPairedLeafDown(b *testing.B) {
 	p := runPairedHTTP(b, _leafDown)
 	p.report(b)
 	b.ReportMetric(p.leafPerReq(0), "bare-leaf-req/req")
