@@ -1,13 +1,16 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
@@ -83,6 +86,60 @@ func (nopMiddleware) Handle(ctx context.Context, req *transport.Request, resw tr
 
 func (nopMiddleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	return out.Call(ctx, req)
+}
+
+// retryOnce is the bare and the nop-middleware chains' retry, with the leaf
+// down: a unary outbound middleware that sends a call a second time when
+// its first attempt fails as unavailable or internal, at once (no backoff)
+// and with no budget, the way a team retries "just once" at every layer.
+// Each node's caller thus sends its callee twice what it receives, and
+// with every hop retrying the leaf gets 2^hops calls per request. It
+// buffers the body to replay it; the failed attempt's response, if any,
+// is closed.
+type retryOnce struct{}
+
+func (retryOnce) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		r := *req
+		r.Body = bytes.NewReader(body)
+		res, err := out.Call(ctx, &r)
+		if attempt == 2 || !(yarpcerrors.IsUnavailable(err) || yarpcerrors.IsInternal(err)) {
+			return res, err
+		}
+		if res != nil && res.Body != nil {
+			_ = res.Body.Close()
+		}
+	}
+}
+
+// leafDownConfig is errown's config for a node of a chain whose leaf is
+// down and whose every hop retries once: benchConfig's policy for the
+// callee, allowing 2 attempts (one retry) on unavailable and internal, as
+// retryOnce does, with a backoff ceiling of 1ns, which full jitter rounds
+// to no wait (0 would be the 10ms default), as retryOnce waits none. The
+// budget allows one retry per original request (ratio 1; the floor stays
+// the default 10 per second): the most this policy can ask for, so it
+// never refuses a retry errown's claims allow, at any rate. errown's
+// claims let only the leaf's direct caller retry: the leaf gets 2 calls
+// per request.
+func leafDownConfig(callee string) errown.Config {
+	cfg := benchConfig(callee)
+	if callee == "" {
+		return cfg
+	}
+	cfg.Retry.Budget = retry.BudgetConfig{Ratio: 1}
+	p := &cfg.Retry.Policies[0]
+	p.MaxAttempts = 2
+	p.RetryableCodes = []string{"unavailable", "internal"}
+	p.InitialBackoff, p.MaxBackoff = time.Nanosecond, time.Nanosecond
+	return cfg
 }
 
 // newHTTPChain starts the chain from its last node up, each node with the
