@@ -12,6 +12,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/transport/http"
@@ -146,10 +147,11 @@ func leafDownConfig(callee string) errown.Config {
 // middleware mw and the last one doing what leaf says, and the client.
 //
 // With the leaf down, every request fails as unavailable, the same
-// failure for every mw; errown's retry policies, as OutagePaired's outage
-// chain's, do not retry unavailable (their retryable codes are internal
-// only): the policy path runs on each node, retries do not, as bare
-// yarpc has none.
+// failure for every mw, and every hop retries once, as in the incident a
+// retry storm is: bare and nop-middleware with retryOnce on every node
+// (nop-middleware's outbound middleware passes the call on to it), errown
+// with leafDownConfig's policy on every node, whose claims let only the
+// leaf's caller retry. The client retries nothing.
 func newHTTPChain(b *testing.B, mw chainMiddleware, leaf chainLeaf) *httpChain {
 	c := &httpChain{}
 	if leaf == _leafDown {
@@ -165,14 +167,20 @@ func newHTTPChain(b *testing.B, mw chainMiddleware, leaf chainLeaf) *httpChain {
 			callee = _chain[i+1]
 			cfg.Outbounds = yarpc.Outbounds{callee: {Unary: trans.NewSingleOutbound(next)}}
 		}
+		var retries middleware.UnaryOutbound // bare's and nop's, with the leaf down
+		if leaf == _leafDown {
+			retries = retryOnce{}
+		}
 		switch mw {
+		case _bare:
+			cfg.OutboundMiddleware.Unary = retries
 		case _nop:
 			cfg.InboundMiddleware.Unary = nopMiddleware{}
-			cfg.OutboundMiddleware.Unary = nopMiddleware{}
+			cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(nopMiddleware{}, retries)
 		case _errown:
 			ecfg := benchConfig(callee)
-			if leaf == _leafDown && callee != "" {
-				ecfg.Retry.Policies[0].RetryableCodes = []string{"internal"}
+			if leaf == _leafDown {
+				ecfg = leafDownConfig(callee)
 			}
 			em, err := errown.New(ecfg)
 			if err != nil {
@@ -267,17 +275,20 @@ func BenchmarkHTTPChainPaired(b *testing.B) {
 	p.report(b)
 }
 
-// BenchmarkHTTPChainPairedLeafDown is HTTPChainPaired during an outage: the
-// leaf (svc-c) fails every call as unavailable, the same failure for the
-// bare, the nop-middleware and the errown chain, and every request fails.
-// As in OutagePaired, bare yarpc retries nothing and errown's retry
-// policies do not retry unavailable (see newHTTPChain): it measures
-// errown's error path over HTTP, on every node. Besides HTTPChainPaired's
-// figures it reports, per chain, the calls the leaf received per request
-// (bare-leaf-req/req, nop-leaf-req/req, errown-leaf-req/req). Each op is
-// six phases of 250ms: run it with -benchtime Nx. Its name leaves out
-// "Outage", so that -bench 'UnaryOverhead|Outage', the in-process
-// targets, does not run it.
+// BenchmarkHTTPChainPairedLeafDown is HTTPChainPaired during an outage, in
+// the incident a retry storm is: the leaf (svc-c) fails every call as
+// unavailable, the same failure for the bare, the nop-middleware and the
+// errown chain, every request fails, and every hop retries once (see
+// newHTTPChain). Bare yarpc and nop-middleware retry at svc-a and svc-b
+// alike (retryOnce), so the leaf gets 2^2 = 4 calls per request; errown
+// has a policy allowing one retry at both (leafDownConfig), and its
+// claims let only svc-b, the leaf's caller, retry: 2 calls per request.
+// Neither waits between attempts, and errown's budget allows every retry
+// its claims allow. Besides HTTPChainPaired's figures it reports, per
+// chain, the calls the leaf received per request (bare-leaf-req/req,
+// nop-leaf-req/req, errown-leaf-req/req). Each op is six phases of 250ms:
+// run it with -benchtime Nx. Its name leaves out "Outage", so that -bench
+// 'UnaryOverhead|Outage', the in-process targets, does not run it.
 func BenchmarkHTTPChainPairedLeafDown(b *testing.B) {
 	p := runPairedHTTP(b, _leafDown)
 	p.report(b)
