@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/internal/memory"
@@ -65,6 +66,12 @@ type Config struct {
 	// (egress.repeated_after_unclaimed) and logged whether or not this is
 	// set. Default false.
 	RefuseRepeats bool `yaml:"refuseRepeats,omitempty"`
+	// IncidentWindow is how long after an incident (a call that failed,
+	// was retried or refused a retry, or met a storm below) the calls a
+	// procedure makes carry errown's attempt header, so that their
+	// callees send their storm figures. In the steady state, outside any
+	// incident, errown sends no header of its own. Default 10s.
+	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
 	// Ingress bounds the requests tracked in flight.
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
 	// Retry holds the retry policies and budget. With no policy, errown
@@ -102,8 +109,9 @@ func (c Config) inboundConfig() inbound.Config {
 
 func (c Config) outboundConfig() outbound.Config {
 	return outbound.Config{
-		Headers:       c.Headers,
-		RefuseRepeats: c.RefuseRepeats,
+		Headers:        c.Headers,
+		RefuseRepeats:  c.RefuseRepeats,
+		IncidentWindow: c.IncidentWindow,
 	}
 }
 

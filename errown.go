@@ -114,7 +114,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	egress, err := egress.New(cfg.outboundConfig(), egress.WithSinks(sinks), egress.WithInner(r), egress.WithOrphans(orphans))
+	egress, err := egress.New(cfg.outboundConfig(), egress.WithSinks(sinks), egress.WithInner(r), egress.WithOrphans(orphans), egress.WithClock(mem.Now))
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 )
@@ -50,6 +51,7 @@ var _zeroRules = map[string]zeroRule{
 	"wiring":            {means: fmt.Sprintf("the default %s", WiringRequire)},
 	"unknownEdges":      {means: fmt.Sprintf("the default %s", inbound.UnknownCorrelated)},
 	"maxRootProcedures": {means: fmt.Sprintf("the default %d", inbound.DefaultMaxRootProcedures)},
+	"incidentWindow":    {means: fmt.Sprintf("the default %v", outbound.DefaultIncidentWindow)},
 
 	"ingress.shards":      {means: fmt.Sprintf("the default %d", ingresslog.DefaultShards)},
 	"ingress.maxInFlight": {means: fmt.Sprintf("the default %d", ingresslog.DefaultMaxInFlight)},

@@ -1,6 +1,17 @@
 package outbound
 
-import "github.com/errown/errown/ownership"
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/errown/errown/ownership"
+	"go.uber.org/multierr"
+)
+
+// DefaultIncidentWindow is how long after an incident a caller
+// procedure's calls stay marked (Config.IncidentWindow).
+const DefaultIncidentWindow = 10 * time.Second
 
 // Config configures the egress middleware.
 type Config struct {
@@ -12,16 +23,28 @@ type Config struct {
 	// same request: it fails at once, unclaimed, with the earlier error's
 	// code. Such repeats are counted and logged either way. Default false.
 	RefuseRepeats bool `yaml:"refuseRepeats,omitempty"`
+	// IncidentWindow is how long after an incident (a call that failed,
+	// was retried or refused a retry, or met a storm below) the calls
+	// made for the same inbound procedure carry errown's attempt header,
+	// so that their callees send their storm figures. Outside an incident
+	// a call carries no errown header, and its success response none.
+	// Default 10s (DefaultIncidentWindow).
+	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
 }
 
 // WithDefaults returns c with every zero field set to its default: the
 // configuration the middleware runs with.
 func (c Config) WithDefaults() Config {
 	c.Headers = c.Headers.WithDefaults()
+	c.IncidentWindow = cmp.Or(c.IncidentWindow, DefaultIncidentWindow)
 	return c
 }
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {
-	return c.Headers.Validate()
+	err := c.Headers.Validate()
+	if c.IncidentWindow < 0 {
+		err = multierr.Append(err, fmt.Errorf("incidentWindow: must be positive, got %v", c.IncidentWindow))
+	}
+	return err
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/obs"
@@ -26,6 +27,7 @@ type Middleware struct {
 	inner         middleware.UnaryOutbound // or nil
 	retry         *retrier.Middleware      // inner, when it is exactly errown's retry middleware
 	orphans       *calls.Orphans           // or nil
+	incidents     *incidents               // when each caller procedure last met an incident
 	pool          sync.Pool                // of *call
 	refuseRepeats bool
 	logger        *zap.Logger
@@ -48,7 +50,7 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	o := options{Sinks: obs.Defaults()}
+	o := options{Sinks: obs.Defaults(), now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -57,6 +59,7 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 		hdr:           cfg.Headers,
 		inner:         o.inner,
 		orphans:       o.orphans,
+		incidents:     newIncidents(cfg.IncidentWindow, o.now),
 		calls:         scope.Counter("calls"),
 		answers:       scope.Counter("answers"),
 		untracked:     scope.Counter("untracked"),
@@ -122,7 +125,16 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 			return res, err
 		}
 	}
-	c := m.mark(req)
+	// The steady state sends the request as it is; a request in an
+	// incident (its caller procedure's, or the one above it marked) is
+	// marked, so that its callee sends its figures and is no root.
+	var c *call
+	if log.Marked() || m.incidents.hot(log.Procedure) {
+		c = m.mark(req)
+	} else {
+		c = m.bare(req)
+		log.SetUnmarkedCall()
+	}
 	defer m.release(c)
 	res, state, err := m.send(ctx, c, out, step)
 
@@ -169,6 +181,9 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	storm := &state.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
 		storm.Attempt(wire.ResponseStorm(res, e.Class, m.hdr.Storm))
+	}
+	if incident(&e, state, storm) {
+		m.incidents.record(log.Procedure)
 	}
 	var logged bool
 	if e.Failed() || !storm.Trivial() {
@@ -251,14 +266,14 @@ func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbo
 		// its outbound. Nothing holds the Sink once Call returns: the
 		// response body, still read later, does not go through it.
 		c.sink.Out, c.sink.Direct = out, step != nil
-		res, err := m.retry.Call(ctx, &c.req, &c.sink)
+		res, err := m.retry.Call(ctx, c.out, &c.sink)
 		return res, &c.sink.State, err
 	}
 	cctx, state := reqlog.NewCallContext(ctx)
 	if step != nil {
 		out = &reqlog.Hop{Step: step, Out: out, State: state}
 	}
-	res, err := m.next(cctx, &c.req, out)
+	res, err := m.next(cctx, c.out, out)
 	// A retry middleware further in classified what it returned, which
 	// the middleware in between may have changed (a fallback turning an
 	// error into a success): classify what came back here instead.
@@ -267,10 +282,12 @@ func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbo
 }
 
 // call is what the egress middleware keeps for one outbound call: the
-// request sent on with errown's attempt header, the headers that carry it,
-// and the Sink through which the retry middleware reports. Pooled, so that
-// a call costs no allocation.
+// request sent on (out: the caller's own, or req, its copy with errown's
+// attempt header), the headers that carry the mark, and the Sink through
+// which the retry middleware reports. Pooled, so that a call costs no
+// allocation.
 type call struct {
+	out     *transport.Request
 	req     transport.Request
 	headers transport.Headers
 	sink    reqlog.Sink
@@ -296,6 +313,7 @@ func (m *Middleware) newCall() any {
 // key none.
 func (m *Middleware) mark(req *transport.Request) *call {
 	c := m.pool.Get().(*call)
+	c.out = &c.req
 	copyRequest(&c.req, req)
 	c.req.Headers = c.headers // even if a middleware below replaced them last time
 	if req.Headers.Len() == 0 {
@@ -322,6 +340,29 @@ func (m *Middleware) mark(req *transport.Request) *call {
 }
 
 const _firstAttempt = "1"
+
+// bare returns a call that sends req itself, unmarked: the steady state.
+func (m *Middleware) bare(req *transport.Request) *call {
+	c := m.pool.Get().(*call)
+	c.out = req
+	return c
+}
+
+// incident reports whether the call e, of state, whose storm folded its
+// attempts, met an incident: it failed (not abandoned by the handler),
+// was retried or refused a retry, or its figures are worth a root's
+// record (a retry spent or suppressed below, or unknown). An answer is
+// no incident, nor a success whose subtree only served more requests.
+func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bool {
+	if e.Class == ownership.ClassFailure && !e.Abandoned {
+		return true
+	}
+	if e.Attempts > 1 || state.Refused != ownership.RefusedNone {
+		return true
+	}
+	f := storm.Storm()
+	return !f.Known || f.Storm.Retries > 0 || f.Storm.BlindRadius > 0
+}
 
 // copyRequest copies every field of req but its headers into dst, a pooled
 // call's request, writing only the strings that differ from what dst
@@ -377,7 +418,7 @@ func (m *Middleware) release(c *call) {
 	}
 	// The request's strings stay until the next mark overwrites them; its
 	// body, which may be large, goes now.
-	c.req.Body = nil
+	c.req.Body, c.out = nil, nil
 	c.sink.Out, c.sink.State, c.sink.Direct, c.sink.Hop = nil, reqlog.CallState{}, false, reqlog.Hop{}
 	m.pool.Put(c)
 }

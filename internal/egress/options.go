@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"time"
+
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/obs"
 	"go.uber.org/yarpc/api/middleware"
@@ -15,6 +17,7 @@ type options struct {
 	obs.Sinks
 	inner   middleware.UnaryOutbound
 	orphans *calls.Orphans
+	now     func() time.Time
 }
 
 type optionFunc func(*options)
@@ -41,4 +44,10 @@ func WithInner(mw middleware.UnaryOutbound) Option {
 // in flight meanwhile as unknown. Default: not counted.
 func WithOrphans(o *calls.Orphans) Option {
 	return optionFunc(func(opts *options) { opts.orphans = o })
+}
+
+// WithClock reads the time of the incidents that mark a caller procedure's
+// calls (outbound.Config.IncidentWindow) from now. Default time.Now.
+func WithClock(now func() time.Time) Option {
+	return optionFunc(func(o *options) { o.now = now })
 }

@@ -80,6 +80,14 @@ func trackedContext() (context.Context, *reqlog.Log) {
 	return n, &n.Log
 }
 
+// markedContext is trackedContext for a request that came marked: its
+// caller is in an incident, so its calls are marked too.
+func markedContext() (context.Context, *reqlog.Log) {
+	ctx, log := trackedContext()
+	log.SetMarked()
+	return ctx, log
+}
+
 func TestCallMarksFirstAttempt(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -138,7 +146,7 @@ func TestCallMarksFirstAttempt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			mw, err := New(tt.cfg)
 			require.NoError(t, err)
-			ctx, _ := trackedContext()
+			ctx, _ := markedContext()
 			callerItems := maps.Clone(tt.give.Items())
 			callerOriginal := maps.Clone(tt.give.OriginalItems())
 			callerLen := tt.give.Len()
@@ -171,7 +179,7 @@ func TestCallMarksFirstAttempt(t *testing.T) {
 func TestCallMarkedRequestIsTheCallersOtherwise(t *testing.T) {
 	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
-	ctx, _ := trackedContext()
+	ctx, _ := markedContext()
 	body := strings.NewReader("body")
 	req := &transport.Request{
 		Caller: "shop", Service: "payments", Procedure: "charge", Encoding: "proto",
@@ -219,7 +227,7 @@ func TestCallMarksWithRetryInside(t *testing.T) {
 	require.NoError(t, err)
 	mw, err := New(outbound.Config{}, WithInner(r))
 	require.NoError(t, err)
-	ctx, _ := trackedContext()
+	ctx, _ := markedContext()
 	h := transport.NewHeaders().With("X-Trace", "abc").With("errown-attempt", "9")
 	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: h}
 	down := yarpcerrors.UnavailableErrorf("down")
@@ -242,7 +250,7 @@ func TestCallMarksWithRetryInside(t *testing.T) {
 func TestCallMarkPoolHoldsNothing(t *testing.T) {
 	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
-	ctx, _ := trackedContext()
+	ctx, _ := markedContext()
 	out := &headerRecorder{}
 	for i := range 20 {
 		k := "x-call-" + strconv.Itoa(i)
@@ -265,7 +273,7 @@ func TestCallMarkPoolHoldsNothing(t *testing.T) {
 func TestCallMarkConcurrent(t *testing.T) {
 	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
-	ctx, log := trackedContext()
+	ctx, log := markedContext()
 	const goroutines, perG = 16, 200
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -559,7 +567,7 @@ func TestCallMarkingAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	mw, err := New(outbound.Config{}, WithInner(r))
 	require.NoError(t, err)
-	ctx, log := trackedContext()
+	ctx, log := markedContext()
 	var sent int
 	out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
 		if v, _ := r.Headers.Get("errown-attempt"); v == "1" {

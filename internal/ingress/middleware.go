@@ -124,7 +124,7 @@ func (m *Middleware) InFlight() int { return m.logs.Len() }
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
 	marked := m.countAttempt(req)
 	tracing.Attempt(ctx, req, m.hdr.Attempt)
-	r := m.track(ctx, req.Procedure)
+	r := m.track(ctx, req.Procedure, marked)
 	if r == nil {
 		return m.serveUntracked(ctx, req, resw, h)
 	}
@@ -153,13 +153,16 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		claim, reason := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
 		m.respond(req, resw, out, claim, log.NoRetry(), storm)
 		tracing.Claim(ctx, claim, reason)
-	} else if !storm.Trivial() {
+	} else if !storm.Trivial() && (marked || stormy(storm)) {
 		// A success says how much it took only when that was more than
-		// this one request: a leaf's success pays nothing.
+		// this one request (a leaf's success pays nothing), and only to a
+		// caller that reads it (its request was marked: it is in an
+		// incident) or when it met a storm, which puts the caller in one.
+		// The steady state sends no errown header.
 		resw.AddHeaders(m.stormHeaders(storm))
 	}
 	if !marked && stormy(storm) {
-		m.recordStorm(now, ph, req.Procedure, storm, out.class == ownership.ClassFailure)
+		m.recordStorm(now, ph, req.Procedure, storm, out.class == ownership.ClassFailure, log.UnmarkedCall())
 		tracing.Storm(ctx, storm)
 	}
 	if out.class == ownership.ClassOK {
@@ -192,12 +195,16 @@ func (m *Middleware) countAttempt(req *transport.Request) bool {
 }
 
 // track puts a new request for procedure in the ingress log map, with ctx
-// as the parent of its context, or returns nil when the map has no room.
-func (m *Middleware) track(ctx context.Context, procedure string) *tracked {
+// as the parent of its context and marked when it carries errown's
+// attempt mark, or returns nil when the map has no room.
+func (m *Middleware) track(ctx context.Context, procedure string, marked bool) *tracked {
 	if m.logs.Full() {
 		return nil
 	}
 	r := &tracked{Node: reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: procedure}}}
+	if marked {
+		r.Log.SetMarked()
+	}
 	if !m.logs.Insert(&r.Log) {
 		return nil
 	}
@@ -273,13 +280,16 @@ func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWrit
 }
 
 // recordStorm records a root request's storm at now, the request's
-// procedure hashing to ph; a zero now (a success: no decision read the
-// clock) is read here.
-func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, storm wire.Figures, failed bool) {
+// procedure hashing to ph, at an incident's onset when one of its calls
+// went unmarked; a zero now (a success: no decision read the clock) is
+// read here.
+func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, storm wire.Figures, failed, onset bool) {
 	if now.IsZero() {
 		now, ph = m.now(), procedureHash(procedure)
 	}
-	m.storms.record(newStorm(now, procedure, storm, failed), ph)
+	st := newStorm(now, procedure, storm, failed)
+	st.Onset = onset
+	m.storms.record(st, ph)
 }
 
 // observe tells the learner of the failed calls among entries, those of

@@ -22,6 +22,9 @@ func stormSignature(st *inbound.Storm, ph uint64) uint64 {
 	if st.Failed {
 		flags |= 2
 	}
+	if st.Onset {
+		flags |= 1 << 24
+	}
 	return signature(ph, signatureWords{uint64(st.Time.UnixNano()), st.Served, st.Blind, st.Prevented, st.Retries, flags})
 }
 

@@ -90,24 +90,27 @@ func TestHandleStormHeader(t *testing.T) {
 		name string
 		give handlerFunc
 		want string // "" for no header
+		// quiet marks a success that met no storm: it says how much it
+		// took only to a caller that marked its request.
+		quiet bool
 	}{
-		{"leaf success: nothing", handlerCalling(nil), ""},
-		{"leaf failure: one", handlerCalling(errBoom), "1,1,0,0,0"},
-		{"leaf answer: one", handlerCalling(yarpcerrors.NotFoundErrorf("no")), "1,1,0,0,0"},
-		{"leaf application error with a server-fault code: one", appErrorHandler(&unavailable), "1,1,0,0,0"},
-		{"leaf application error with a client-fault code: one", appErrorHandler(&notFound), "1,1,0,0,0"},
-		{"two quiet calls, success", handlerCalling(nil, quiet(), quiet()), "3,3,0,0,0"},
-		{"two quiet calls, failure", handlerCalling(errBoom, quiet(), quiet()), "3,3,0,0,0"},
-		{"a call retried below, success", handlerCalling(nil, failedWith(retriedBelow)), "9,9,1,1,1"},
-		{"a call retried below and a quiet one, failure", handlerCalling(errBoom, failedWith(retriedBelow), quiet()), "10,10,1,1,1"},
-		{"a suppressed retry below", handlerCalling(errBoom, failedWith(suppressed)), "10,19,1,1,2"},
-		{"an answered call with a storm and a quiet one", handlerCalling(nil, answeredWith(suppressed), quiet()), "11,20,1,1,2"},
-		{"a failed call of one request", handlerCalling(nil, failedWith(wire.One)), "2,2,0,0,0"},
-		{"an unknown call, success", handlerCalling(nil, quiet(), unknownCall()), "unknown"},
-		{"an unknown call, failure", handlerCalling(errBoom, unknownCall(), failedWith(retriedBelow)), "unknown"},
-		{"63 quiet calls: the largest precomputed", handlerCalling(nil, repeatCalls(63, quiet())...), "64,64,0,0,0"},
-		{"64 quiet calls: past the precomputed", handlerCalling(nil, repeatCalls(64, quiet())...), "65,65,0,0,0"},
-		{"64 quiet calls, failure", handlerCalling(errBoom, repeatCalls(64, quiet())...), "65,65,0,0,0"},
+		{"leaf success: nothing", handlerCalling(nil), "", false},
+		{"leaf failure: one", handlerCalling(errBoom), "1,1,0,0,0", false},
+		{"leaf answer: one", handlerCalling(yarpcerrors.NotFoundErrorf("no")), "1,1,0,0,0", false},
+		{"leaf application error with a server-fault code: one", appErrorHandler(&unavailable), "1,1,0,0,0", false},
+		{"leaf application error with a client-fault code: one", appErrorHandler(&notFound), "1,1,0,0,0", false},
+		{"two quiet calls, success", handlerCalling(nil, quiet(), quiet()), "3,3,0,0,0", true},
+		{"two quiet calls, failure", handlerCalling(errBoom, quiet(), quiet()), "3,3,0,0,0", false},
+		{"a call retried below, success", handlerCalling(nil, failedWith(retriedBelow)), "9,9,1,1,1", false},
+		{"a call retried below and a quiet one, failure", handlerCalling(errBoom, failedWith(retriedBelow), quiet()), "10,10,1,1,1", false},
+		{"a suppressed retry below", handlerCalling(errBoom, failedWith(suppressed)), "10,19,1,1,2", false},
+		{"an answered call with a storm and a quiet one", handlerCalling(nil, answeredWith(suppressed), quiet()), "11,20,1,1,2", false},
+		{"a failed call of one request", handlerCalling(nil, failedWith(wire.One)), "2,2,0,0,0", true},
+		{"an unknown call, success", handlerCalling(nil, quiet(), unknownCall()), "unknown", false},
+		{"an unknown call, failure", handlerCalling(errBoom, unknownCall(), failedWith(retriedBelow)), "unknown", false},
+		{"63 quiet calls: the largest precomputed", handlerCalling(nil, repeatCalls(63, quiet())...), "64,64,0,0,0", true},
+		{"64 quiet calls: past the precomputed", handlerCalling(nil, repeatCalls(64, quiet())...), "65,65,0,0,0", true},
+		{"64 quiet calls, failure", handlerCalling(errBoom, repeatCalls(64, quiet())...), "65,65,0,0,0", false},
 	}
 	for _, tt := range tests {
 		for _, req := range []*transport.Request{rootRequest("proc"), markedRequest("proc", "1"), markedRequest("proc", "3")} {
@@ -117,12 +120,16 @@ func TestHandleStormHeader(t *testing.T) {
 				resw := &transporttest.FakeResponseWriter{}
 				_ = e.mw.Handle(context.Background(), req, resw, tt.give)
 				got, ok := stormOf(resw)
-				assert.Equal(t, tt.want != "", ok, "header sent")
-				assert.Equal(t, tt.want, got)
-				if tt.want != "" && tt.want != wire.StormUnknownValue {
+				want := tt.want
+				if tt.quiet && attempt == "" {
+					want = "" // the steady state: no header
+				}
+				assert.Equal(t, want != "", ok, "header sent")
+				assert.Equal(t, want, got)
+				if want != "" && want != wire.StormUnknownValue {
 					s := wire.ParseStorm(got)
 					require.True(t, s.Known, "%q reads back", got)
-					assert.Equal(t, tt.want, wire.FormatStorm(s.Storm))
+					assert.Equal(t, want, wire.FormatStorm(s.Storm))
 				}
 				assert.Equal(t, int64(0), e.counter("inbound.replaced_headers"), "errown's own header is not the handler's")
 			})
@@ -588,4 +595,48 @@ func TestStormsLongOutage(t *testing.T) {
 		assert.True(t, st.Time.Before(ended), "storm at %v, after the outage's end %v", st.Time, ended)
 	}
 	assert.Equal(t, int64(6*60*perMinute), e.stormCounter("requests", "checkout"), "no storm counted once the callee is back")
+}
+
+// TestHandleMarksTheLog: a request that came with errown's attempt mark
+// has its log marked, so that its calls are marked too; a root's is not.
+func TestHandleMarksTheLog(t *testing.T) {
+	for _, tt := range []struct {
+		req  *transport.Request
+		want bool
+	}{
+		{rootRequest("proc"), false},
+		{markedRequest("proc", "1"), true},
+		{markedRequest("proc", "2"), true},
+		{markedRequest("proc", "0"), false},
+	} {
+		e := newEnv(t, inbound.Config{})
+		var got bool
+		h := handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+			got = reqlog.FromContext(ctx).Marked()
+			return nil
+		})
+		require.NoError(t, e.mw.Handle(context.Background(), tt.req, &transporttest.FakeResponseWriter{}, h))
+		assert.Equal(t, tt.want, got, "%v", tt.req.Headers.Items())
+	}
+}
+
+// TestHandleStormAtTheOnset: a root storm whose request sent a call
+// unmarked is recorded as at the incident's onset.
+func TestHandleStormAtTheOnset(t *testing.T) {
+	retried := ownership.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}
+	for _, unmarked := range []bool{false, true} {
+		e := newEnv(t, inbound.Config{})
+		calls := handlerCalling(errBoom, failedWith(retried))
+		h := handlerFunc(func(ctx context.Context, req *transport.Request, w transport.ResponseWriter) error {
+			if unmarked {
+				reqlog.FromContext(ctx).SetUnmarkedCall()
+			}
+			return calls(ctx, req, w)
+		})
+		_ = e.mw.Handle(context.Background(), rootRequest("proc"), &transporttest.FakeResponseWriter{}, h)
+		storms := e.mw.Storms()
+		require.Len(t, storms, 1)
+		assert.Equal(t, unmarked, storms[0].Onset)
+		assert.Equal(t, uint64(4), storms[0].Served)
+	}
 }

@@ -26,8 +26,8 @@ type Log struct {
 	// under way when the request ends makes its storm unknown.
 	calls atomic.Int32
 
-	// flags holds _noRetry and _callerFault, in one word beside calls
-	// so that a Log stays small.
+	// flags holds _noRetry, _callerFault, _marked and _unmarkedCall, in
+	// one word beside calls so that a Log stays small.
 	flags atomic.Uint32
 }
 
@@ -45,10 +45,32 @@ func (l *Log) SetCallerFault() { l.flags.Or(_callerFault) }
 // CallerFault reports whether SetCallerFault was called.
 func (l *Log) CallerFault() bool { return l.flags.Load()&_callerFault != 0 }
 
+// SetMarked says that the request came with errown's attempt mark: its
+// caller runs errown and reads its storm figures (it is in an incident,
+// or below one), so the request's calls carry the mark too.
+func (l *Log) SetMarked() { l.flags.Or(_marked) }
+
+// Marked reports whether SetMarked was called.
+func (l *Log) Marked() bool { return l.flags.Load()&_marked != 0 }
+
+// SetUnmarkedCall says that a call of the request went out without the
+// attempt mark (the steady state): its callee reported no figures of a
+// successful subtree, which counts as one request.
+func (l *Log) SetUnmarkedCall() {
+	if l.flags.Load()&_unmarkedCall == 0 {
+		l.flags.Or(_unmarkedCall)
+	}
+}
+
+// UnmarkedCall reports whether SetUnmarkedCall was called.
+func (l *Log) UnmarkedCall() bool { return l.flags.Load()&_unmarkedCall != 0 }
+
 // The bits of Log.flags.
 const (
 	_noRetry uint32 = 1 << iota
 	_callerFault
+	_marked
+	_unmarkedCall
 )
 
 type logKey struct{}

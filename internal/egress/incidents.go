@@ -1,0 +1,95 @@
+package egress
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// _maxIncidentProcedures bounds the caller procedures incidents keeps a
+// time for; past it, the others share one. A caller procedure is an
+// inbound procedure, which a router bounds, but an adapter's (nethttp's
+// "METHOD /path") is whatever a client sends.
+const _maxIncidentProcedures = 1024
+
+// incidents remembers, per caller procedure (the inbound procedure a call
+// is made for), when one of its calls last met an incident: a failure, a
+// retry, a refusal, or storm figures worth a root's record. For a window
+// after one, the procedure's calls carry errown's attempt mark, so that
+// their callees send their figures and know they are not roots; the
+// steady state (no incident within the window) sends no errown header at
+// all. It is safe for concurrent use, and the steady state reads one
+// word and the clock.
+type incidents struct {
+	window int64 // ns
+	now    func() time.Time
+
+	// latest is the time of the latest incident of any procedure, in ns
+	// since the Unix epoch: 0, never. A service with no incident within
+	// the window looks no procedure up.
+	latest atomic.Int64
+
+	byProc atomic.Pointer[map[string]*atomic.Int64] // read-only; replaced under mu
+	other  atomic.Int64                             // the procedures past the bound
+	mu     sync.Mutex
+}
+
+func newIncidents(window time.Duration, now func() time.Time) *incidents {
+	s := &incidents{window: int64(window), now: now}
+	s.byProc.Store(new(map[string]*atomic.Int64))
+	return s
+}
+
+// hot reports whether a call of procedure met an incident within the
+// window.
+func (s *incidents) hot(procedure string) bool {
+	latest := s.latest.Load()
+	if latest == 0 {
+		return false
+	}
+	now := s.now().UnixNano()
+	if now-latest > s.window {
+		return false
+	}
+	t, ok := (*s.byProc.Load())[procedure]
+	if !ok {
+		if len(*s.byProc.Load()) < _maxIncidentProcedures {
+			return false
+		}
+		t = &s.other
+	}
+	last := t.Load()
+	return last != 0 && now-last <= s.window
+}
+
+// record notes an incident on a call of procedure, now.
+func (s *incidents) record(procedure string) {
+	now := s.now().UnixNano()
+	s.slot(procedure).Store(now)
+	s.latest.Store(now)
+}
+
+// slot returns the time procedure's incidents are kept in, added if
+// there is room.
+func (s *incidents) slot(procedure string) *atomic.Int64 {
+	if t, ok := (*s.byProc.Load())[procedure]; ok {
+		return t
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := *s.byProc.Load()
+	if t, ok := old[procedure]; ok {
+		return t
+	}
+	if len(old) >= _maxIncidentProcedures {
+		return &s.other
+	}
+	m := make(map[string]*atomic.Int64, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	t := new(atomic.Int64)
+	m[procedure] = t
+	s.byProc.Store(&m)
+	return t
+}

@@ -1,0 +1,165 @@
+package egress
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/retrier"
+	"github.com/errown/errown/outbound"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// contextFor returns a tracked context for a request of procedure.
+func contextFor(procedure string) (context.Context, *reqlog.Log) {
+	n := &reqlog.Node{Context: context.Background(), Log: reqlog.Log{Procedure: procedure}}
+	return n, &n.Log
+}
+
+// TestCallSteadyStateSendsTheRequestAsItIs: outside an incident a call
+// goes on as the caller made it, the same *transport.Request with the
+// same headers, and nothing of errown's; the request's log says a call
+// went unmarked.
+func TestCallSteadyStateSendsTheRequestAsItIs(t *testing.T) {
+	mw, err := New(outbound.Config{})
+	require.NoError(t, err)
+	ctx, log := trackedContext()
+	h := transport.NewHeaders().With("X-Trace", "abc")
+	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: h}
+	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers("errown-storm", "3,3,0,0,0"), nil)}}
+
+	_, err = mw.Call(ctx, req, out)
+	require.NoError(t, err)
+
+	require.Len(t, out.seen, 1)
+	assert.Same(t, req, out.seen[0].req, "the caller's own request")
+	assert.Equal(t, map[string]string{"x-trace": "abc"}, out.seen[0].items)
+	assert.True(t, log.UnmarkedCall())
+}
+
+// TestCallMarksAfterAnIncident: a call that fails, is retried, or meets a
+// storm below puts its caller procedure in an incident: that procedure's
+// calls are marked for the window after it, its other procedures' are
+// not, and an answer or a quiet success is no incident.
+func TestCallMarksAfterAnIncident(t *testing.T) {
+	down := yarpcerrors.UnavailableErrorf("down")
+	tests := []struct {
+		name     string
+		res      *transport.Response
+		err      error
+		incident bool
+	}{
+		{name: "a failure", res: headers("errown-claim", "claimed"), err: down, incident: true},
+		{name: "a failure without errown below", err: down, incident: true},
+		{name: "an answer", res: headers("errown-claim", "claimed"), err: yarpcerrors.NotFoundErrorf("no such order")},
+		{name: "a quiet success", res: headers()},
+		{name: "a quiet success that took more", res: headers("errown-storm", "5,5,0,0,0")},
+		{name: "a success with a retry below", res: headers("errown-storm", "3,3,1,1,1"), incident: true},
+		{name: "a success with a retry suppressed below", res: headers("errown-storm", "3,5,0,0,1"), incident: true},
+		{name: "a success with figures unknown below", res: headers("errown-storm", "unknown"), incident: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := &fakeClock{now: time.Unix(1000, 0)}
+			mw, err := New(outbound.Config{IncidentWindow: 10 * time.Second}, WithClock(clock.Now))
+			require.NoError(t, err)
+			ctx, _ := contextFor("checkout")
+			_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &headerRecorder{script: []func() (*transport.Response, error){respond(tt.res, tt.err)}})
+
+			marked := func(procedure string) bool {
+				t.Helper()
+				ctx, _ := contextFor(procedure)
+				out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), nil)}}
+				_, err := mw.Call(ctx, &transport.Request{Service: "inventory", Procedure: "reserve"}, out)
+				require.NoError(t, err)
+				require.Len(t, out.seen, 1)
+				return out.seen[0].items["errown-attempt"] == "1"
+			}
+			assert.Equal(t, tt.incident, marked("checkout"), "the next call of the procedure, on another edge")
+			assert.False(t, marked("browse"), "a call of another procedure")
+			clock.Add(10 * time.Second)
+			assert.Equal(t, tt.incident, marked("checkout"), "at the window's end")
+			clock.Add(time.Millisecond)
+			assert.False(t, marked("checkout"), "past the window")
+		})
+	}
+}
+
+// TestCallRetriesAreMarked: a call's retries carry their attempt number
+// even when its first attempt went out unmarked, and the retry puts the
+// procedure in an incident.
+func TestCallRetriesAreMarked(t *testing.T) {
+	r, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "payments", MaxAttempts: 2, InitialBackoff: time.Nanosecond, Idempotent: new(true)}}})
+	require.NoError(t, err)
+	mw, err := New(outbound.Config{}, WithInner(r))
+	require.NoError(t, err)
+	ctx, _ := trackedContext()
+	down := yarpcerrors.UnavailableErrorf("down")
+	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers("errown-claim", "claimed"), down), respond(headers(), nil)}}
+	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	require.NoError(t, err)
+	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
+	require.NoError(t, err)
+
+	require.Len(t, out.seen, 3)
+	var got []string
+	for _, s := range out.seen {
+		got = append(got, s.items["errown-attempt"])
+	}
+	assert.Equal(t, []string{"", "2", "1"}, got, "unmarked first attempt, its retry, the next call")
+}
+
+// TestIncidentsBound: past _maxIncidentProcedures caller procedures, the
+// others share one time, so a client choosing procedure names cannot
+// grow the map, and an incident of one of them marks them all.
+func TestIncidentsBound(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	s := newIncidents(time.Second, clock.Now)
+	for i := range _maxIncidentProcedures + 10 {
+		s.record("p" + strconv.Itoa(i))
+	}
+	assert.Len(t, *s.byProc.Load(), _maxIncidentProcedures)
+	assert.True(t, s.hot("p0"))
+	assert.True(t, s.hot("never-seen"), "past the bound, procedures share the others' time")
+	clock.Add(2 * time.Second)
+	assert.False(t, s.hot("p0"))
+	assert.False(t, s.hot("never-seen"))
+
+	fresh := newIncidents(time.Second, clock.Now)
+	assert.False(t, fresh.hot("p0"), "no incident yet")
+	fresh.record("p0")
+	assert.True(t, fresh.hot("p0"))
+	assert.False(t, fresh.hot("p1"), "below the bound, each procedure has its own")
+}
+
+func TestConfigIncidentWindow(t *testing.T) {
+	_, err := New(outbound.Config{IncidentWindow: -time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "incidentWindow: must be positive, got -1s")
+	assert.Equal(t, outbound.DefaultIncidentWindow, outbound.Config{}.WithDefaults().IncidentWindow)
+}
