@@ -6,7 +6,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/nolifecycle"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"go.uber.org/yarpc/api/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -226,7 +226,7 @@ func responseHeaders(md metadata.MD, noRetryHeader string) transport.Headers {
 		}
 	}
 	if pushback(md) {
-		h = h.With(noRetryHeader, ownership.NoRetryValue)
+		h = h.With(noRetryHeader, wire.NoRetryValue)
 	}
 	return h
 }

@@ -46,7 +46,3 @@ func (c Claim) String() string {
 		return _missing
 	}
 }
-
-// NoRetryValue is the value of the no-retry header: the callee asks its
-// caller not to retry (pushback).
-const NoRetryValue = "true"

@@ -1,8 +1,8 @@
 // Package ownership is errown's vocabulary: the claim an error response
 // carries (Claim), the kind of a dependency edge (Edge, EdgeKind), the storm
-// figures of a subtree (Storm), the reasons a retry is refused (Refusal),
-// errown's table of error codes (Codes, Class) and the application headers
-// errown reads and writes (Headers and their default names).
+// figures of a subtree (Storm), errown's table of error codes (Codes,
+// Class) and the application headers errown reads and writes (Headers and
+// their default names).
 //
 // It sits at the end of the inbound path in docs/DESIGN.md's data flow: when a
 // handler returns an error, the inbound middleware takes the failed

@@ -7,15 +7,15 @@ import (
 	"go.uber.org/multierr"
 )
 
-// MaxHeaderName is the longest header name errown accepts in configuration.
-const MaxHeaderName = 64
+// _maxHeaderName is the longest header name errown accepts in configuration.
+const _maxHeaderName = 64
 
 // _reservedPrefixes start header names that yarpc or gRPC keep for
 // themselves: yarpc's gRPC transport refuses application headers with them.
 var _reservedPrefixes = []string{"rpc-", "grpc-", "$rpc$-"}
 
 // validateHeaderName checks a configured header name: non-empty, at most
-// MaxHeaderName bytes, only lower-case letters, digits and '-' (yarpc
+// _maxHeaderName bytes, only lower-case letters, digits and '-' (yarpc
 // lowercases application header names), and not starting with a prefix
 // yarpc or gRPC reserve ("rpc-", "grpc-"), so that every transport carries
 // it. key names the configuration key in the error.
@@ -28,8 +28,8 @@ func validateHeaderName(key, name string) error {
 			return fmt.Errorf("%s: %q starts with %q, which yarpc reserves", key, name, p)
 		}
 	}
-	if len(name) > MaxHeaderName {
-		return fmt.Errorf("%s: must be at most %d bytes, got %d", key, MaxHeaderName, len(name))
+	if len(name) > _maxHeaderName {
+		return fmt.Errorf("%s: must be at most %d bytes, got %d", key, _maxHeaderName, len(name))
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]

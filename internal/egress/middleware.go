@@ -160,8 +160,8 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		}
 		// Pushback counts whether or not a policy would have retried: the
 		// callee asked, so nobody above retries.
-		if noRetry && refused == ownership.RefusedNone {
-			refused = ownership.RefusedPushback
+		if noRetry && refused == wire.RefusedNone {
+			refused = wire.RefusedPushback
 		}
 		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
 			Attempts: e.Attempts,
@@ -357,7 +357,7 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 	if e.Class == ownership.ClassFailure && !e.Abandoned {
 		return true
 	}
-	if e.Attempts > 1 || state.Refused != ownership.RefusedNone {
+	if e.Attempts > 1 || state.Refused != wire.RefusedNone {
 		return true
 	}
 	f := storm.Storm()

@@ -110,7 +110,7 @@ func TestCallRecordsEntry(t *testing.T) {
 		},
 		{
 			name:      "refused by budget: RCS true",
-			give:      fakeOutbound{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget}},
+			give:      fakeOutbound{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
 			wantClaim: "missing",
 		},
@@ -251,7 +251,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 			s := reqlog.CallStateFromContext(ctx)
 			inner = append(inner, s)
 			if s != nil {
-				*s = reqlog.CallState{Attempts: 2, Refused: ownership.RefusedBudget}
+				*s = reqlog.CallState{Attempts: 2, Refused: wire.RefusedBudget}
 			}
 			return res, err
 		})))

@@ -77,7 +77,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		v, _ := wire.FormatClaim(c)
 		h := transport.NewHeaders().With(cfg.Headers.Claim, v)
 		if noRetry {
-			h = h.With(cfg.Headers.NoRetry, ownership.NoRetryValue)
+			h = h.With(cfg.Headers.NoRetry, wire.NoRetryValue)
 		}
 		return h
 	}

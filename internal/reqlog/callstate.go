@@ -20,7 +20,7 @@ type CallState struct {
 	// which the egress middleware reads as one.
 	Attempts int
 	// Refused says why a retry was not attempted, if this hop decided so.
-	Refused ownership.Refusal
+	Refused wire.Refusal
 	// Storm folds the Storms of the call's attempts, when the retry
 	// middleware made them; the egress middleware folds a single attempt.
 	Storm wire.StormCall
@@ -68,7 +68,7 @@ type Sends struct {
 	// and the innermost step (Sink.Direct): no attempt can be a replay.
 	Direct bool
 	// Shed is set when the last attempt was not sent: the callee's limit
-	// on attempts in flight was reached (ownership.RefusedOverload).
+	// on attempts in flight was reached (wire.RefusedOverload).
 	Shed bool
 	// Busy is 1 while a physical attempt is under way (read and written
 	// with sync/atomic): a second one sent meanwhile is a concurrent

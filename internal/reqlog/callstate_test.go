@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -14,8 +14,8 @@ func TestCallStateContext(t *testing.T) {
 	ctx := WithCallState(context.Background(), s)
 	got := CallStateFromContext(ctx)
 	got.Attempts = 2
-	got.Refused = ownership.RefusedBudget
-	assert.Equal(t, &CallState{Attempts: 2, Refused: ownership.RefusedBudget}, s)
+	got.Refused = wire.RefusedBudget
+	assert.Equal(t, &CallState{Attempts: 2, Refused: wire.RefusedBudget}, s)
 }
 
 type otherKey struct{}

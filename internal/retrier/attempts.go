@@ -86,20 +86,20 @@ func (r foreignReason) String() string {
 // refusal returns the Refusal the reason stands for in the call's retry
 // criteria: the hop decided not to retry (RefusedNone where the claim or
 // the attempts already say so).
-func (r foreignReason) refusal() ownership.Refusal {
+func (r foreignReason) refusal() wire.Refusal {
 	switch r {
 	case foreignBudget:
-		return ownership.RefusedBudget
+		return wire.RefusedBudget
 	case foreignDeadline:
-		return ownership.RefusedDeadline
+		return wire.RefusedDeadline
 	case foreignPushback:
-		return ownership.RefusedPushback
+		return wire.RefusedPushback
 	case foreignCode:
-		return ownership.RefusedCode
+		return wire.RefusedCode
 	case foreignNotIdempotent:
-		return ownership.RefusedNotIdempotent
+		return wire.RefusedNotIdempotent
 	default:
-		return ownership.RefusedNone
+		return wire.RefusedNone
 	}
 }
 
@@ -222,12 +222,12 @@ func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
 // overload), so that nobody above retries it either.
 func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallState) (*transport.Response, error) {
 	state.Sends.Shed = true
-	state.Refused = ownership.RefusedOverload
+	state.Refused = wire.RefusedOverload
 	// The call failed here, as the callee's overload: the retry and egress
 	// middleware read this classification on the direct path.
 	state.Code, state.Class = yarpcerrors.CodeResourceExhausted, ownership.ClassFailure
 	state.Claim, state.NoRetry = ownership.ClaimMissing, false
-	c.metrics.denied[ownership.RefusedOverload].Inc(1)
+	c.metrics.denied[wire.RefusedOverload].Inc(1)
 	state.Storm.Attempt(wire.KnownFigures(ownership.Storm{})) // nothing was served
 	return nil, yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
@@ -316,7 +316,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	}
 	f.denied[r].Inc(1)
 	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
-	if rr := r.refusal(); rr != ownership.RefusedNone && wire.RetryableByNature(s.Last.Code) {
+	if rr := r.refusal(); rr != wire.RefusedNone && wire.RetryableByNature(s.Last.Code) {
 		state.Refused = rr
 	}
 	m.warnForeign(req, r)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -158,7 +158,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedPushback},
 			wantCounters: map[string]int64{denied("foreign-pushback"): 1, denied("pushback"): 1},
 		},
 		{
@@ -178,7 +178,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedCode},
 			wantCounters: map[string]int64{denied("foreign-code"): 1, denied("code"): 1},
 		},
 		{
@@ -188,7 +188,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedNotIdempotent},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedNotIdempotent},
 			wantCounters: map[string]int64{denied("foreign-not-idempotent"): 1, denied("not-idempotent"): 1},
 		},
 		{
@@ -201,7 +201,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget},
 			wantCounters: map[string]int64{denied("foreign-budget"): 1, denied("budget"): 1},
 		},
 		{
@@ -212,7 +212,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveDeadline: 500 * time.Millisecond,
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCounters: map[string]int64{denied("foreign-deadline"): 1, denied("deadline"): 1},
 		},
 		{

@@ -1,7 +1,7 @@
 package retrier
 
 import (
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"github.com/uber-go/tally/v4"
 )
 
@@ -44,9 +44,9 @@ func newMetrics(scope tally.Scope, service string) *metrics {
 		would:         s.Counter(_metricWould),
 		wouldOverload: s.Counter(_metricWouldOver),
 		prevented:     s.Counter(_metricPrevented),
-		denied:        make([]tally.Counter, len(ownership.Refusals())+1),
+		denied:        make([]tally.Counter, len(wire.Refusals())+1),
 	}
-	for _, r := range ownership.Refusals() {
+	for _, r := range wire.Refusals() {
 		m.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)
 	}
 	return m

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/obs"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
@@ -17,12 +17,12 @@ func TestMetrics(t *testing.T) {
 	m.calls.Inc(1)
 	m.attempts.Inc(2)
 	m.suppressed.Inc(3)
-	m.denied[ownership.RefusedBudget].Inc(5)
-	m.denied[ownership.RefusedDeadline].Inc(6)
-	m.denied[ownership.RefusedPushback].Inc(7)
-	m.denied[ownership.RefusedNotIdempotent].Inc(8)
-	m.denied[ownership.RefusedCode].Inc(9)
-	m.denied[ownership.RefusedBodyTooLarge].Inc(4)
+	m.denied[wire.RefusedBudget].Inc(5)
+	m.denied[wire.RefusedDeadline].Inc(6)
+	m.denied[wire.RefusedPushback].Inc(7)
+	m.denied[wire.RefusedNotIdempotent].Inc(8)
+	m.denied[wire.RefusedCode].Inc(9)
+	m.denied[wire.RefusedBodyTooLarge].Inc(4)
 
 	want := map[string]int64{
 		"retry.calls+callee=users":                        1,

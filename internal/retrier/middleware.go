@@ -245,14 +245,14 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if n >= p.maxAttempts {
 		return 0, false
 	}
-	if r := m.refusal(p, code, replayable, state.NoRetry); r != ownership.RefusedNone {
+	if r := m.refusal(p, code, replayable, state.NoRetry); r != wire.RefusedNone {
 		return 0, m.refuse(req, c, state, r, n)
 	}
 	// The owner's caller stops spending retries on a callee that is
 	// overloaded: each would queue behind the work it timed out on.
 	if overloaded(code, state.Claim) && c.overload.Overloaded() {
 		if !p.observe {
-			return 0, m.refuse(req, c, state, ownership.RefusedOverload, n)
+			return 0, m.refuse(req, c, state, wire.RefusedOverload, n)
 		}
 		c.metrics.wouldOverload.Inc(1) // observe mode: the retry goes
 	}
@@ -262,13 +262,13 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	// before its caller's own attempt times out, and the caller reads a
 	// claim rather than a timeout that says nothing.
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < wait+p.attemptTimeout+p.minRemaining {
-		return 0, m.refuse(req, c, state, ownership.RefusedDeadline, n)
+		return 0, m.refuse(req, c, state, wire.RefusedDeadline, n)
 	}
 	if ctx.Err() != nil { // cancelled by the caller: nobody is waiting
 		return 0, false
 	}
 	if !c.budget.tryWithdraw() {
-		return 0, m.refuse(req, c, state, ownership.RefusedBudget, n)
+		return 0, m.refuse(req, c, state, wire.RefusedBudget, n)
 	}
 	return wait, true
 }
@@ -278,25 +278,25 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 // back (noRetry), or RefusedNone: the callee's pushback, the policy's
 // codes, idempotency, the body cap. Both worlds refuse alike (retryAfter,
 // blindRetries).
-func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable, noRetry bool) ownership.Refusal {
+func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable, noRetry bool) wire.Refusal {
 	switch {
 	case noRetry:
-		return ownership.RefusedPushback
+		return wire.RefusedPushback
 	case !p.retryableCode(code):
-		return ownership.RefusedCode
+		return wire.RefusedCode
 	case !p.idempotent:
-		return ownership.RefusedNotIdempotent
+		return wire.RefusedNotIdempotent
 	case !replayable:
-		return ownership.RefusedBodyTooLarge
+		return wire.RefusedBodyTooLarge
 	}
-	return ownership.RefusedNone
+	return wire.RefusedNone
 }
 
 // blindRetries returns how many more attempts a hop blind to claims would
 // have made after attempt n failed with code: per the policy, the callee's
 // pushback and the budget's blind twin, each replaying attempt n.
 func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n int, replayable, noRetry bool) int {
-	if m.refusal(p, code, replayable, noRetry) != ownership.RefusedNone {
+	if m.refusal(p, code, replayable, noRetry) != wire.RefusedNone {
 		return 0
 	}
 	k := 0
@@ -308,7 +308,7 @@ func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n
 
 // refuse records that a wanted retry was refused for reason r, and returns
 // false.
-func (m *Middleware) refuse(req *transport.Request, c *callee, state *reqlog.CallState, r ownership.Refusal, attempts int) bool {
+func (m *Middleware) refuse(req *transport.Request, c *callee, state *reqlog.CallState, r wire.Refusal, attempts int) bool {
 	state.Refused = r
 	c.metrics.denied[r].Inc(1)
 	if ce := m.logger.Check(zap.DebugLevel, "retry refused"); ce != nil {

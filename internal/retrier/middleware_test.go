@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -160,7 +161,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedCode},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -185,7 +186,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedPushback},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -236,7 +237,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Second,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -249,7 +250,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -310,7 +311,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedCode},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedCode},
 			wantCode:     yarpcerrors.CodeResourceExhausted,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -322,7 +323,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedPushback},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedPushback},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -336,7 +337,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedDeadline},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -361,7 +362,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBudget},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -386,7 +387,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello world"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedBodyTooLarge},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedBodyTooLarge},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello world"},
 			wantAttempt:  []string{""},
@@ -411,7 +412,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: ownership.RefusedNotIdempotent},
+			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedNotIdempotent},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -689,7 +690,7 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 			assert.Equal(t, int64(tt.giveCalls)+tt.wantRetries, int64(len(out.requests())), "requests sent")
 			assert.Equal(t, int64(tt.giveCalls)-tt.wantRetries, refused, "calls refused")
 			assert.Equal(t, 1, states[0].Attempts, "first call state = %+v: attempts", states[0])
-			assert.Equal(t, ownership.RefusedBudget, states[0].Refused, "first call state = %+v: refused", states[0])
+			assert.Equal(t, wire.RefusedBudget, states[0].Refused, "first call state = %+v: refused", states[0])
 		})
 	}
 }
@@ -894,7 +895,7 @@ func TestMiddlewareLogsRefusals(t *testing.T) {
 		Context: []zapcore.Field{
 			zap.String("service", "callee"),
 			zap.String("procedure", "get"),
-			zap.Stringer("reason", ownership.RefusedPushback),
+			zap.Stringer("reason", wire.RefusedPushback),
 			zap.Int("attempts", 1),
 		},
 	}}

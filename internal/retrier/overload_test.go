@@ -212,7 +212,7 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	calls := 0
 	for ; ; calls++ {
 		got, _ := call(slow)
-		if got == (reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}) {
+		if got == (reqlog.CallState{Attempts: 1, Refused: wire.RefusedOverload}) {
 			break
 		}
 		require.Equal(t, reqlog.CallState{Attempts: 2}, got, "call %d, want retried once", calls)
@@ -234,14 +234,14 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	got, err := call(fresh)
 	c.overload.done(hold, false)
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "shed call: %v", err)
-	assert.Equal(t, reqlog.CallState{Attempts: 1, Refused: ownership.RefusedOverload}, got, "shed call, want refused for overload")
+	assert.Equal(t, reqlog.CallState{Attempts: 1, Refused: wire.RefusedOverload}, got, "shed call, want refused for overload")
 	assert.Empty(t, fresh.requests(), "the shed call was sent")
 	f := last.State.Storm.Storm()
 	assert.True(t, f.Known, "shed call's storm: %+v, want known", f)
 	assert.Equal(t, uint64(0), f.Storm.Served, "shed call's storm: %+v, want nothing served", f)
 	assert.Equal(t, uint64(0), f.Storm.Retries, "shed call's storm: %+v, want nothing served", f)
 	assert.Equal(t, int64(2), counters(scope)["retry.denied+callee=callee,reason=overload"], "retry.denied{reason=overload} (a retry, a shed attempt)")
-	assert.True(t, wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: 1, Refused: ownership.RefusedOverload, Code: yarpcerrors.CodeResourceExhausted}), "a shed call's retry criteria are not satisfied")
+	assert.True(t, wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: 1, Refused: wire.RefusedOverload, Code: yarpcerrors.CodeResourceExhausted}), "a shed call's retry criteria are not satisfied")
 }
 
 // TestOverloadObserveModeHoldsNothingBack: in observe mode errown sends
@@ -260,7 +260,7 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, slow)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		assert.Equal(t, 2, sink.State.Attempts, "call %d: attempts", i)
-		assert.Equal(t, ownership.RefusedNone, sink.State.Refused, "call %d: refused", i)
+		assert.Equal(t, wire.RefusedNone, sink.State.Refused, "call %d: refused", i)
 	}
 	assert.Len(t, slow.requests(), 80, "attempts sent")
 	got := counters(scope)
@@ -297,7 +297,7 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 	assert.Equal(t, ownership.ClassFailure, st.Class, "classified class")
 	assert.True(t, st.Classified, "classified")
 	assert.Equal(t, 1, st.Attempts, "attempts")
-	assert.Equal(t, ownership.RefusedOverload, st.Refused, "refused")
+	assert.Equal(t, wire.RefusedOverload, st.Refused, "refused")
 	assert.Equal(t, 0, st.Sends.Count, "sent")
 	assert.Empty(t, out.requests(), "sent")
 }

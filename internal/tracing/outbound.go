@@ -25,7 +25,7 @@ import (
 // On an OpenTelemetry client span of the call alone (otelhttp's around
 // nethttp.Transport, grpc-go's call span), a retry sets
 // http.request.resend_count to the resends made so far.
-func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallState, refused ownership.Refusal, wait time.Duration, retried, observe bool) {
+func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallState, refused wire.Refusal, wait time.Duration, retried, observe bool) {
 	s, ok := spanFrom(ctx)
 	if !ok || !wire.RetryableByNature(state.Code) || state.Sends.Shed {
 		return
@@ -44,7 +44,7 @@ func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallStat
 		if s.client() {
 			s.setTags(attribute.Int(TagResendCount, state.Attempts))
 		}
-	case state.Refused != refused && state.Refused != ownership.RefusedNone:
+	case state.Refused != refused && state.Refused != wire.RefusedNone:
 		s.refusal(req, state.Attempts, state.Claim, state.Refused.String(), "", observe)
 	}
 }

@@ -122,13 +122,13 @@ func TestInboundFirstAttemptAndUnknownStorm(t *testing.T) {
 
 func TestDecided(t *testing.T) {
 	req := &transport.Request{Service: "svc-d", Procedure: "echo"}
-	failed := func(claim ownership.Claim, refused ownership.Refusal) *reqlog.CallState {
+	failed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
 		return &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: claim, Refused: refused}
 	}
 	tests := []struct {
 		name    string
 		give    *reqlog.CallState
-		before  ownership.Refusal
+		before  wire.Refusal
 		retried bool
 		observe bool
 		kind    trace.SpanKind
@@ -136,54 +136,54 @@ func TestDecided(t *testing.T) {
 		wantTag map[string]any
 	}{
 		{
-			name: "retry", give: failed(ownership.ClaimClaimed, ownership.RefusedNone), retried: true, kind: trace.SpanKindServer,
+			name: "retry", give: failed(ownership.ClaimClaimed, wire.RefusedNone), retried: true, kind: trace.SpanKindServer,
 			want: []event{{EventRetry, map[string]any{
 				FieldAttempt: int64(2), FieldBackoff: "3ms", FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "claimed",
 			}}},
 			wantTag: map[string]any{},
 		},
 		{
-			name: "retry on a client span", give: failed(ownership.ClaimMissing, ownership.RefusedNone), retried: true, kind: trace.SpanKindClient,
+			name: "retry on a client span", give: failed(ownership.ClaimMissing, wire.RefusedNone), retried: true, kind: trace.SpanKindClient,
 			want: []event{{EventRetry, map[string]any{
 				FieldAttempt: int64(2), FieldBackoff: "3ms", FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "missing",
 			}}},
 			wantTag: map[string]any{TagResendCount: int64(1)},
 		},
 		{
-			name: "unclaimed", give: failed(ownership.ClaimUnclaimed, ownership.RefusedNone), kind: trace.SpanKindServer,
+			name: "unclaimed", give: failed(ownership.ClaimUnclaimed, wire.RefusedNone), kind: trace.SpanKindServer,
 			want: []event{{EventRefused, map[string]any{
 				FieldReason: "unclaimed", FieldAttempt: int64(1), FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "unclaimed",
 			}}},
 			wantTag: map[string]any{},
 		},
 		{
-			name: "budget", give: failed(ownership.ClaimClaimed, ownership.RefusedBudget), kind: trace.SpanKindServer,
+			name: "budget", give: failed(ownership.ClaimClaimed, wire.RefusedBudget), kind: trace.SpanKindServer,
 			want: []event{{EventRefused, map[string]any{
 				FieldReason: "budget", FieldAttempt: int64(1), FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "claimed",
 			}}},
 			wantTag: map[string]any{},
 		},
 		{
-			name: "observed unclaimed retry", give: failed(ownership.ClaimUnclaimed, ownership.RefusedNone), retried: true, observe: true, kind: trace.SpanKindServer,
+			name: "observed unclaimed retry", give: failed(ownership.ClaimUnclaimed, wire.RefusedNone), retried: true, observe: true, kind: trace.SpanKindServer,
 			want: []event{{EventRefused, map[string]any{
 				FieldReason: "unclaimed", FieldAttempt: int64(1), FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "unclaimed", FieldMode: "observe",
 			}}},
 			wantTag: map[string]any{},
 		},
 		{
-			name: "observed retry", give: failed(ownership.ClaimClaimed, ownership.RefusedNone), retried: true, observe: true, kind: trace.SpanKindServer,
+			name: "observed retry", give: failed(ownership.ClaimClaimed, wire.RefusedNone), retried: true, observe: true, kind: trace.SpanKindServer,
 			want: []event{{EventRetry, map[string]any{
 				FieldAttempt: int64(2), FieldBackoff: "3ms", FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "claimed", FieldMode: "observe",
 			}}},
 			wantTag: map[string]any{},
 		},
 		{
-			name: "refused before, attempts spent", give: failed(ownership.ClaimClaimed, ownership.RefusedBudget), before: ownership.RefusedBudget, kind: trace.SpanKindServer,
+			name: "refused before, attempts spent", give: failed(ownership.ClaimClaimed, wire.RefusedBudget), before: wire.RefusedBudget, kind: trace.SpanKindServer,
 			wantTag: map[string]any{},
 		},
 		{
 			name: "not retryable by nature", kind: trace.SpanKindServer,
-			give:    &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassFailure, Refused: ownership.RefusedCode},
+			give:    &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassFailure, Refused: wire.RefusedCode},
 			wantTag: map[string]any{},
 		},
 	}
@@ -236,8 +236,8 @@ func TestNothingWithoutTracer(t *testing.T) {
 			Attempt(ctx, req, "errown-attempt")
 			Claim(ctx, ownership.ClaimUnclaimed, "retried below")
 			Storm(ctx, storm)
-			Decided(ctx, req, state, ownership.RefusedNone, time.Millisecond, true, false)
-			Decided(ctx, req, state, ownership.RefusedNone, 0, false, false)
+			Decided(ctx, req, state, wire.RefusedNone, time.Millisecond, true, false)
+			Decided(ctx, req, state, wire.RefusedNone, 0, false, false)
 			Foreign(ctx, req, 2, ownership.ClaimUnclaimed, "foreign-unclaimed")
 		})
 		assert.Zero(t, allocs, name)
@@ -277,7 +277,7 @@ func BenchmarkHooks(b *testing.B) {
 		b.Run("Decided/"+bb.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				Decided(bb.ctx, req, state, ownership.RefusedNone, time.Millisecond, true, false)
+				Decided(bb.ctx, req, state, wire.RefusedNone, time.Millisecond, true, false)
 			}
 		})
 	}

@@ -7,7 +7,7 @@ import (
 
 // ParseNoRetry reads a no-retry header value: only the exact NoRetryValue
 // asks not to retry; anything else is as if the header were absent.
-func ParseNoRetry(v string) bool { return v == ownership.NoRetryValue }
+func ParseNoRetry(v string) bool { return v == NoRetryValue }
 
 // ResponseClaim returns the claim and the pushback of a callee's response
 // (nil: none), read from its headers claimHeader and noRetryHeader, both
@@ -53,3 +53,7 @@ func FormatClaim(c ownership.Claim) (string, bool) {
 		return "", false
 	}
 }
+
+// NoRetryValue is the value of the no-retry header: the callee asks its
+// caller not to retry (pushback).
+const NoRetryValue = "true"

@@ -49,7 +49,7 @@ func FuzzParseClaim(f *testing.F) {
 }
 
 func TestParseNoRetry(t *testing.T) {
-	assert.True(t, ParseNoRetry(ownership.NoRetryValue))
+	assert.True(t, ParseNoRetry(NoRetryValue))
 	for _, v := range []string{"", "True", "TRUE", "1", "yes", " true", "false"} {
 		assert.False(t, ParseNoRetry(v), "%q", v)
 	}
@@ -72,9 +72,9 @@ func TestResponseClaim(t *testing.T) {
 		{"no response", nil, ownership.ClaimMissing, false},
 		{"no headers", with(), ownership.ClaimMissing, false},
 		{"claimed", with(ownership.DefaultClaimHeader, "claimed"), ownership.ClaimClaimed, false},
-		{"unclaimed, pushback", with(ownership.DefaultClaimHeader, "unclaimed", ownership.DefaultNoRetryHeader, ownership.NoRetryValue), ownership.ClaimUnclaimed, true},
+		{"unclaimed, pushback", with(ownership.DefaultClaimHeader, "unclaimed", ownership.DefaultNoRetryHeader, NoRetryValue), ownership.ClaimUnclaimed, true},
 		{"garbled values", with(ownership.DefaultClaimHeader, "Claimed", ownership.DefaultNoRetryHeader, "yes"), ownership.ClaimMissing, false},
-		{"another header's name", with("x-claim", "claimed", "x-no-retry", ownership.NoRetryValue), ownership.ClaimMissing, false},
+		{"another header's name", with("x-claim", "claimed", "x-no-retry", NoRetryValue), ownership.ClaimMissing, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			claim, noRetry := ResponseClaim(tt.give, ownership.DefaultClaimHeader, ownership.DefaultNoRetryHeader)

@@ -13,7 +13,7 @@ type CallOutcome struct {
 	// Callee is the claim on the last error response.
 	Callee ownership.Claim
 	// Refused says why a retry was not attempted, if this hop decided so.
-	Refused ownership.Refusal
+	Refused Refusal
 	// Code of the final error.
 	Code yarpcerrors.Code
 }
@@ -28,6 +28,6 @@ type CallOutcome struct {
 func RetryCriteriaSatisfied(o CallOutcome) bool {
 	return o.Attempts > 1 ||
 		o.Callee == ownership.ClaimUnclaimed ||
-		o.Refused != ownership.RefusedNone ||
+		o.Refused != RefusedNone ||
 		!RetryableByNature(o.Code)
 }

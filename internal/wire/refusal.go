@@ -1,4 +1,4 @@
-package ownership
+package wire
 
 // Refusal is why this hop did not retry a call whose error was retryable
 // by nature: a deliberate decision of the hop nearest the failure, which a
