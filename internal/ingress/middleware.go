@@ -122,8 +122,11 @@ func (m *Middleware) InFlight() int { return m.logs.Len() }
 // its result, decide and respond, record a root's storm and have the
 // dependency memory observe the failed calls.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
-	marked := m.countAttempt(req)
-	tracing.Attempt(ctx, req, m.hdr.Attempt)
+	n, marked := m.countAttempt(req)
+	if n > 1 {
+		// Only a retry is tagged: finding the span walks the context.
+		tracing.Attempt(ctx, n)
+	}
 	r := m.track(ctx, req.Procedure, marked)
 	if r == nil {
 		return m.serveUntracked(ctx, req, resw, h)
@@ -181,17 +184,18 @@ type outcome struct {
 	class   ownership.Class
 }
 
-// countAttempt counts a request that says it is a retry, and reports
-// whether it carries errown's attempt mark (its caller runs errown: it is
-// not a root).
-func (m *Middleware) countAttempt(req *transport.Request) bool {
+// countAttempt counts a request that says it is a retry, and returns its
+// attempt number (0 when unmarked) and whether it carries errown's
+// attempt mark (its caller runs errown and is in an incident: it is not
+// a root).
+func (m *Middleware) countAttempt(req *transport.Request) (int, bool) {
 	// attemptHeader is validated lower case, i.e. canonical: index the map
 	// rather than have Headers.Get lower-case it on every request.
 	n, marked := wire.ParseAttempt(req.Headers.Items()[m.hdr.Attempt])
 	if n > 1 {
 		m.retriedCount.Inc(1)
 	}
-	return marked
+	return n, marked
 }
 
 // track puts a new request for procedure in the ingress log map, with ctx

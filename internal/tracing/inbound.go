@@ -6,17 +6,12 @@ import (
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.opentelemetry.io/otel/attribute"
-	"go.uber.org/yarpc/api/transport"
 )
 
-// Attempt tags the server span of req, a request whose errown attempt
-// header is named header, with its attempt number when it is a retry.
-func Attempt(ctx context.Context, req *transport.Request, header string) {
-	s, ok := spanFrom(ctx)
-	if !ok {
-		return
-	}
-	if n, _ := wire.ParseAttempt(req.Headers.Items()[header]); n > 1 {
+// Attempt tags the server span of a request that is a retry with its
+// attempt number n.
+func Attempt(ctx context.Context, n int) {
+	if s, ok := spanFrom(ctx); ok {
 		s.setTags(attribute.Int(TagAttempt, n))
 	}
 }
