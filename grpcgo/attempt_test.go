@@ -2,6 +2,7 @@ package grpcgo_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -16,7 +17,9 @@ import (
 // proxy, say) forwards its caller's attempt header too: errown's client
 // interceptor replaces it with its own attempt number, never sends two
 // values (yarpc's gRPC inbound refuses a key sent twice), and tells the
-// callee that an errown caller reads its telemetry.
+// callee that an errown caller reads its telemetry. In the steady state a
+// request comes unmarked, so there is nothing to forward, and errown sends
+// the handler's call as it is.
 func TestAttemptHeaderReplaced(t *testing.T) {
 	var (
 		mu   sync.Mutex
@@ -37,11 +40,28 @@ func TestAttemptHeaderReplaced(t *testing.T) {
 		return status.Error(codes.Unavailable, "own failure, after C answered")
 	}})
 	a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
+	seenNow := func() [][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+
+	// The onset: A's first attempt goes unmarked (A's procedure is in no
+	// incident yet), so B's call forwards no attempt header and goes
+	// unmarked too; A's retry, "2", is marked, and B's call for it
+	// carries "1", not the "2" it forwarded.
 	r := callRoot(t, a)
+	assert.Equal(t, codes.Unavailable, r.code, "onset: root code (trailer %v)", r.trailer)
+	assert.Equal(t, _unclaimed, r.get(_claimHeader), "onset: root claim (trailer %v)", r.trailer)
+	assert.Equal(t, [][]string{nil, {"1"}}, seenNow(), "onset: C saw attempt headers")
+	assert.Equal(t, int64(1), b.counter("inbound.retried", nil), "onset: B's inbound.retried (A's second attempt)")
+
+	// In the incident: B served A's two attempts, "1" and "2", both
+	// marked; each of B's calls to C is a first attempt, whatever B
+	// forwarded.
+	r = callRoot(t, a)
 	assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
 	assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
-	// B served A's two attempts, "1" and "2"; each of B's calls to C is
-	// a first attempt.
-	assert.Equal(t, [][]string{{"1"}, {"1"}}, seen, "C saw attempt headers")
-	assert.Equal(t, int64(1), b.counter("inbound.retried", nil), "B's inbound.retried (A's second attempt)")
+	assert.Equal(t, [][]string{nil, {"1"}, {"1"}, {"1"}}, seenNow(), "C saw attempt headers")
+	assert.Equal(t, int64(2), b.counter("inbound.retried", nil), "B's inbound.retried (A's second attempts)")
 }
