@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -64,4 +65,35 @@ func TestAttemptHeaderReplaced(t *testing.T) {
 	assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
 	assert.Equal(t, [][]string{nil, {"1"}, {"1"}, {"1"}}, seenNow(), "C saw attempt headers")
 	assert.Equal(t, int64(2), b.counter("inbound.retried", nil), "B's inbound.retried (A's second attempts)")
+}
+
+// Pinned: in the steady state errown sends a call as the application made
+// it, so an attempt header the handler set itself (not forwarded: its
+// request came unmarked) goes through as it was set, where errown used to
+// replace it with "1". Once the call is marked, errown's own value
+// replaces it.
+func TestAttemptHeaderSetByCallerSteadyState(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen [][]string
+	)
+	c := startGRPC(t, nodeConfig{name: _c, handler: func(ctx context.Context, _ *node) error {
+		md, _ := metadata.FromIncomingContext(ctx)
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, md.Get("errown-attempt"))
+		return nil
+	}}) // no errown: it only records
+	b := startGRPC(t, nodeConfig{name: _b, errown: noPolicy(), callee: c, handler: func(ctx context.Context, n *node) error {
+		_, err := n.client.Check(metadata.AppendToOutgoingContext(ctx, "errown-attempt", "7"), &healthpb.HealthCheckRequest{})
+		return err
+	}})
+	assert.Equal(t, codes.OK, callRoot(t, b).code, "unmarked: root code")
+	r := callRoot(t, b, grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return invoker(metadata.AppendToOutgoingContext(ctx, "errown-attempt", "1"), method, req, reply, cc, opts...)
+	}))
+	assert.Equal(t, codes.OK, r.code, "marked: root code (trailer %v)", r.trailer)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, [][]string{{"7"}, {"1"}}, seen, "C saw attempt headers: B's own, then errown's")
 }
