@@ -11,7 +11,9 @@ import (
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/yarpcerrors"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 )
 
 // _roots is how many root requests each chain scenario sends.
@@ -82,12 +84,19 @@ func TestChain(t *testing.T) {
 			}
 
 			// Storm telemetry at the root equals the counts: 5 served,
-			// 10 prevented.
-			want := slices.Repeat([]inbound.Storm{rootStorm(true, true, 5, 15, 1, 1, 3)}, _roots)
+			// 10 prevented. The first root request is the incident's
+			// onset: A, B and C sent their first calls unmarked (no
+			// incident yet), so B and C, whose first requests came
+			// unmarked, each recorded a root storm of their own subtree's
+			// figures (B: 4 served, 7 blind; C: 3 and 3), and A's storm
+			// is at the onset. Once in the incident every call is marked:
+			// the later root requests' storms are A's alone.
+			want := append([]inbound.Storm{atOnset(rootStorm(true, true, 5, 15, 1, 1, 3))},
+				slices.Repeat([]inbound.Storm{rootStorm(true, true, 5, 15, 1, 1, 3)}, _roots-1)...)
 			assert.Equal(t, want, ch.a.rootStorms(), "A's root storms")
-			for _, n := range []*node{ch.b, ch.c, ch.d} {
-				assert.Empty(t, n.rootStorms(), "%s is no root but reported storms", n.name)
-			}
+			assert.Equal(t, []inbound.Storm{atOnset(rootStorm(true, true, 4, 7, 1, 1, 2))}, ch.b.rootStorms(), "B's root storms: the onset's only")
+			assert.Equal(t, []inbound.Storm{atOnset(rootStorm(true, true, 3, 3, 1, 1, 1))}, ch.c.rootStorms(), "C's root storms: the onset's only")
+			assert.Empty(t, ch.d.rootStorms(), "%s is no root but reported storms", ch.d.name)
 			proc := map[string]string{"procedure": _procedure}
 			for name, want := range map[string]int64{"requests": _roots, "prevented": 10 * _roots, "retries": _roots, "unknown": 0} {
 				assert.Equal(t, want, ch.a.counter("storm."+name, proc), "A's errown.storm.%s", name)
@@ -142,16 +151,29 @@ func TestChainConcurrent(t *testing.T) {
 	assert.Equal(t, int64(10*roots), ch.a.counter("storm.prevented", proc), "A's errown.storm.prevented")
 }
 
-// A success says how much it took only when that was more than the one
-// request: A's, with B and C below, carries 3; nobody claims anything.
+// The steady state puts nothing of errown's on the wire: a success in no
+// incident, A's with B and C below, goes out unmarked at every hop, and
+// comes back without a storm header, even though A's subtree served 3;
+// nobody claims anything, and a quiet success is no storm.
 func TestQuietSuccess(t *testing.T) {
+	var aWire, bWire wireRecorder
 	c := startGRPC(t, nodeConfig{name: _c, errown: noPolicy()})
-	b := startGRPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: c})
-	a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
+	b := startGRPC(t, nodeConfig{name: _b, errown: retrying(_c), callee: c, dialOptions: []grpc.DialOption{bWire.dialOption()}})
+	a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b, dialOptions: []grpc.DialOption{aWire.dialOption()}})
 	r := callRoot(t, a)
 	assert.Equal(t, codes.OK, r.code, "root code (trailer %v)", r.trailer)
-	assert.Empty(t, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
-	assert.Equal(t, "3,3,0,0,0", r.get(_stormHeader), "root storm (trailer %v)", r.trailer)
-	assert.Empty(t, a.rootStorms(), "a quiet success is no storm")
+	assert.Equal(t, metadata.MD{}, errownKeys(r.trailer), "errown trailers at the root (trailer %v)", r.trailer)
+	assert.Equal(t, map[string]int64{_a: 1, _b: 1, _c: 1}, served(a, b, c), "served")
+	for _, w := range []struct {
+		name string
+		rec  *wireRecorder
+	}{{"A→B", &aWire}, {"B→C", &bWire}} {
+		sent, trailers := w.rec.recorded()
+		assert.Equal(t, []metadata.MD{{}}, sent, "%s: errown metadata sent", w.name)
+		assert.Equal(t, []metadata.MD{{}}, trailers, "%s: errown trailers received", w.name)
+	}
+	for _, n := range []*node{a, b, c} {
+		assert.Empty(t, n.rootStorms(), "%s: a quiet success is no storm", n.name)
+	}
 	assert.Equal(t, int64(1), a.counter("egress.calls", nil), "A's egress.calls")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -357,4 +358,53 @@ func rootStorm(known, failed bool, served, blind, retries uint64, radius, blindR
 		s.Radius, s.BlindRadius = radius, blindRadius
 	}
 	return s
+}
+
+// atOnset returns s as errown reports a root storm at an incident's
+// onset: one of the request's calls went out unmarked.
+func atOnset(s inbound.Storm) inbound.Storm {
+	s.Onset = true
+	return s
+}
+
+// wireRecorder is a client interceptor chained below errown's (a dial
+// option after DialOptions): it records the errown headers of every
+// attempt that leaves the process, in its outgoing metadata and in the
+// trailers that came back.
+type wireRecorder struct {
+	mu       sync.Mutex
+	sent     []metadata.MD
+	trailers []metadata.MD
+}
+
+func (w *wireRecorder) dialOption() grpc.DialOption {
+	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		out, _ := metadata.FromOutgoingContext(ctx)
+		var trailer metadata.MD
+		err := invoker(ctx, method, req, reply, cc, append(slices.Clone(opts), grpc.Trailer(&trailer))...)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.sent = append(w.sent, errownKeys(out))
+		w.trailers = append(w.trailers, errownKeys(trailer))
+		return err
+	})
+}
+
+// recorded returns the errown metadata each attempt sent and got back,
+// one entry per attempt, oldest first.
+func (w *wireRecorder) recorded() (sent, trailers []metadata.MD) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.sent), slices.Clone(w.trailers)
+}
+
+// errownKeys returns md's keys that start with "errown-", never nil.
+func errownKeys(md metadata.MD) metadata.MD {
+	out := metadata.MD{}
+	for k, vs := range md {
+		if strings.HasPrefix(k, "errown-") {
+			out[k] = vs
+		}
+	}
+	return out
 }

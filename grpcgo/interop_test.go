@@ -38,16 +38,26 @@ func TestInterop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			caller, callee := tt.start(t)
-			r := callRoot(t, caller)
-			assert.Equal(t, map[string]int64{_b: 1, _c: 2}, served(caller, callee), "served")
-			assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
-			assert.Equal(t, _unclaimed, r.get(_claimHeader), "root %s (trailer %v)", _claimHeader, r.trailer)
-			assert.Equal(t, "3,3,1,1,1", r.get(_stormHeader), "root storm (trailer %v)", r.trailer)
-			// The caller read the callee's claim on both attempts: the
+			// The first root request is the incident's onset: the
+			// caller's first attempt goes unmarked; the second, in the
+			// incident, is marked on both attempts. Each is answered
+			// alike, claims and figures exact.
+			for i := range 2 {
+				r := callRoot(t, caller)
+				assert.Equal(t, map[string]int64{_b: int64(i + 1), _c: 2 * int64(i+1)}, served(caller, callee), "root request %d: served", i)
+				assert.Equal(t, codes.Unavailable, r.code, "root request %d: root code (trailer %v)", i, r.trailer)
+				assert.Equal(t, _unclaimed, r.get(_claimHeader), "root request %d: root %s (trailer %v)", i, _claimHeader, r.trailer)
+				assert.Equal(t, "3,3,1,1,1", r.get(_stormHeader), "root request %d: root storm (trailer %v)", i, r.trailer)
+			}
+			// The caller read the callee's claim on both attempts: each
 			// logical call failed claimed, and was retried once.
-			assert.Equal(t, int64(1), caller.counter("egress.failures", map[string]string{"claim": _claimed}), "caller's failed calls with claim claimed")
-			assert.Equal(t, int64(1), caller.counter("retry.attempts", map[string]string{"callee": _c}), "caller's retries")
-			assert.Equal(t, []inbound.Storm{rootStorm(true, true, 3, 3, 1, 1, 1)}, caller.rootStorms(), "caller's root storms")
+			assert.Equal(t, int64(2), caller.counter("egress.failures", map[string]string{"claim": _claimed}), "caller's failed calls with claim claimed")
+			assert.Equal(t, int64(2), caller.counter("retry.attempts", map[string]string{"callee": _c}), "caller's retries")
+			want := rootStorm(true, true, 3, 3, 1, 1, 1)
+			assert.Equal(t, []inbound.Storm{atOnset(want), want}, caller.rootStorms(), "caller's root storms")
+			// The callee, a leaf, served one request each time it was
+			// unmarked: no storm.
+			assert.Empty(t, callee.rootStorms(), "callee's root storms")
 		})
 	}
 }

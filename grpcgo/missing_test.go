@@ -42,17 +42,29 @@ func TestMissingClaim(t *testing.T) {
 			bc.callee = c
 			b := startGRPC(t, *bc)
 			a := startGRPC(t, nodeConfig{name: _a, errown: retrying(_b), callee: b})
-			r := callRoot(t, a)
-			assert.Equal(t, tt.served, served(a, b, c), "served")
-			assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
-			assert.Equal(t, tt.rootClaim, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
-			calls := tt.served[_b] // B makes one logical call per request
+			// The first root request is the incident's onset, the
+			// second is in it: they are served alike.
+			for i := range 2 {
+				r := callRoot(t, a)
+				assert.Equal(t, codes.Unavailable, r.code, "root request %d: root code (trailer %v)", i, r.trailer)
+				assert.Equal(t, tt.rootClaim, r.get(_claimHeader), "root request %d: root claim (trailer %v)", i, r.trailer)
+			}
+			want := make(map[string]int64, len(tt.served))
+			for k, v := range tt.served {
+				want[k] = 2 * v
+			}
+			assert.Equal(t, want, served(a, b, c), "served")
+			calls := want[_b] // B makes one logical call per request
 			assert.Equal(t, calls, b.counter("egress.failures", map[string]string{"claim": tt.bsClaim}), "B's failed calls with claim %s", tt.bsClaim)
-			assert.Equal(t, int64(1), a.counter("egress.failures", map[string]string{"claim": tt.asClaim}), "A's failed calls with claim %s", tt.asClaim)
-			assert.Equal(t, tt.aRetried, a.counter("retry.attempts", map[string]string{"callee": _b}), "A's retries")
+			assert.Equal(t, int64(2), a.counter("egress.failures", map[string]string{"claim": tt.asClaim}), "A's failed calls with claim %s", tt.asClaim)
+			assert.Equal(t, 2*tt.aRetried, a.counter("retry.attempts", map[string]string{"callee": _b}), "A's retries")
 			// C runs no errown, so it says nothing of its storm: the
-			// root's figures are unknown, never wrong.
-			assert.Equal(t, []inbound.Storm{rootStorm(false, true, 0, 0, 0, 0, 0)}, a.rootStorms(), "A's root storms")
+			// root's figures are unknown, never wrong. At the onset A's
+			// call went unmarked, and so B's first request was a root
+			// too, its figures unknown; after it, only A is a root.
+			unknown := rootStorm(false, true, 0, 0, 0, 0, 0)
+			assert.Equal(t, []inbound.Storm{atOnset(unknown), unknown}, a.rootStorms(), "A's root storms")
+			assert.Equal(t, []inbound.Storm{atOnset(unknown)}, b.rootStorms(), "B's root storms: the onset's only")
 		})
 	}
 }

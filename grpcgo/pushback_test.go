@@ -2,6 +2,8 @@ package grpcgo_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/errown/errown"
@@ -98,14 +100,23 @@ func TestDoNotRetrySpeaksGRPCPushback(t *testing.T) {
 }
 
 // With renamed headers, WithConfig tells the interceptors the names
-// errown.Middleware keeps to itself: the attempt header (B is no root)
-// and the no-retry header (C's gRPC pushback is translated to it).
+// errown.Middleware keeps to itself: the attempt header (B is no root once
+// A's calls are marked) and the no-retry header (C's gRPC pushback is
+// translated to it).
 func TestWithConfigRenamedHeaders(t *testing.T) {
 	renamed := func(cfg *errown.Config) *errown.Config {
 		cfg.Headers.Attempt, cfg.Headers.NoRetry = "x-attempt", "x-no-retry"
 		return cfg
 	}
+	var (
+		mu       sync.Mutex
+		attempts [][]string // C's x-attempt, then errown-attempt, headers, per request
+	)
 	c := startGRPC(t, nodeConfig{name: _c, handler: func(ctx context.Context, _ *node) error {
+		md, _ := metadata.FromIncomingContext(ctx)
+		mu.Lock()
+		attempts = append(attempts, md.Get("x-attempt"), md.Get("errown-attempt"))
+		mu.Unlock()
 		_ = grpc.SetTrailer(ctx, metadata.Pairs("grpc-retry-pushback-ms", "-1"))
 		return status.Error(codes.Unavailable, "busy")
 	}}) // no errown: only gRPC's pushback
@@ -118,11 +129,32 @@ func TestWithConfigRenamedHeaders(t *testing.T) {
 		nodes = append(nodes, callee)
 	}
 	b, a := nodes[0], nodes[1]
+	seen := func() [][]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(attempts)
+	}
+	unknown := rootStorm(false, true, 0, 0, 0, 0, 0) // C runs no errown
+
+	// The onset: A's call goes unmarked (no incident yet), so B's request
+	// is a root, and B's call to C unmarked too.
 	r := callRoot(t, a)
-	assert.Equal(t, map[string]int64{_a: 1, _b: 1, _c: 1}, served(a, b, c), "served")
+	assert.Equal(t, map[string]int64{_a: 1, _b: 1, _c: 1}, served(a, b, c), "onset: served")
+	assert.Equal(t, codes.Unavailable, r.code, "onset: root code (trailer %v)", r.trailer)
+	assert.Equal(t, _unclaimed, r.get(_claimHeader), "onset: root claim (trailer %v)", r.trailer)
+	assert.Equal(t, int64(1), b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}), "onset: B's retry.denied{reason=pushback}")
+	assert.Equal(t, [][]string{nil, nil}, seen(), "onset: C's attempt headers")
+	assert.Equal(t, []inbound.Storm{atOnset(unknown)}, b.rootStorms(), "onset: B's root storms")
+	assert.Equal(t, []inbound.Storm{atOnset(unknown)}, a.rootStorms(), "onset: A's root storms")
+
+	// In the incident A's call is marked by the renamed header: B reads
+	// it, is no root, and marks its own call to C by that name too.
+	r = callRoot(t, a)
+	assert.Equal(t, map[string]int64{_a: 2, _b: 2, _c: 2}, served(a, b, c), "served")
 	assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
 	assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
-	assert.Equal(t, int64(1), b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}), "B's retry.denied{reason=pushback}")
-	assert.Empty(t, b.rootStorms(), "B is no root but reported storms")
-	assert.Len(t, a.rootStorms(), 1, "A's root storms")
+	assert.Equal(t, int64(2), b.counter("retry.denied", map[string]string{"callee": _c, "reason": "pushback"}), "B's retry.denied{reason=pushback}")
+	assert.Equal(t, [][]string{nil, nil, {"1"}, nil}, seen(), "C's attempt headers")
+	assert.Equal(t, []inbound.Storm{atOnset(unknown)}, b.rootStorms(), "B is no root but reported storms")
+	assert.Equal(t, []inbound.Storm{atOnset(unknown), unknown}, a.rootStorms(), "A's root storms")
 }

@@ -112,7 +112,12 @@ func TestChainStormFigures(t *testing.T) {
 			want.Procedure, want.Known, want.Failed = _pattern, true, true
 			var sum uint64
 			for i, s := range storms {
-				assert.Equal(t, want, s, "root storm %d", i)
+				// The first root request is the incident's onset: A's
+				// call went unmarked. Its figures, carried by failures,
+				// stay exact.
+				w := want
+				w.Onset = i == 0
+				assert.Equal(t, w, s, "root storm %d", i)
 				if tt.mode == retry.ModeObserve {
 					sum += s.Blind
 				} else {
@@ -120,38 +125,78 @@ func TestChainStormFigures(t *testing.T) {
 				}
 			}
 			assert.Equal(t, total, int64(sum), "the root's figures add up to %d requests, the services counted %d", sum, total)
-			for _, n := range []*node{b, c, d} {
-				assert.Empty(t, n.rootStorms(t), "%s is no root, yet recorded root storms", n.name)
+			// At the onset B and C, whose first requests came unmarked,
+			// were roots too, each of its own subtree (B: 4 served, 7
+			// blind; C: 3 and 3); once in the incident every call is
+			// marked and only A is a root.
+			onset := func(served, blind, retries uint64, radius, blindRadius int) []inbound.Storm {
+				return []inbound.Storm{{
+					Procedure: _pattern, Known: true, Failed: true, Onset: true,
+					Served: served, Blind: blind, Prevented: blind - served, Retries: retries,
+					Radius: radius, BlindRadius: blindRadius,
+				}}
 			}
+			assert.Equal(t, onset(4, 7, 1, 1, 2), b.rootStorms(t), "B's root storms: the onset's only")
+			assert.Equal(t, onset(3, 3, 1, 1, 1), c.rootStorms(t), "C's root storms: the onset's only")
+			assert.Empty(t, d.rootStorms(t), "D is no root, yet recorded root storms")
 			assert.Equal(t, int64(10*_requests), a.counter("storm.prevented", map[string]string{"procedure": _pattern}), "A: storm.prevented")
 		})
 	}
 }
 
 // The success path carries no claim: errown sends a claim only on errors.
-// A success whose subtree served more than its one request says so in the
-// storm header; a leaf's success sends nothing at all.
+// In the steady state (no incident) nothing of errown's is on the wire at
+// all: no attempt header on the requests, no storm header on the
+// successes, though A's subtree served 3. A caller in an incident marks
+// its request: then a success whose subtree served more than its one
+// request says so in the storm header, and a leaf's success sends
+// nothing at all.
 func TestChainSuccessSendsNoClaim(t *testing.T) {
 	c := startNode(t, nodeConfig{name: "C", errown: true})
 	b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: c})
 	a := startNode(t, nodeConfig{name: "A", errown: true, policy: true, callee: b})
 
+	// The steady state.
 	r := get(t, a.url)
 	require.Equal(t, http.StatusOK, r.status, "A answered %d %q", r.status, r.body)
 	require.Equal(t, "A>B>C", r.body, "A answered %d %q", r.status, r.body)
-	assert.NotContains(t, r.header, _claim, "A's success carries a claim %q", r.header.Get(_claim))
-	assert.Equal(t, "3,3,0,0,0", r.header.Get(_storm), "A's storm header")
+	assert.Equal(t, http.Header{}, errownHeaders(r.header), "A's success carries errown headers")
 	assert.Equal(t, "5", r.header.Get("Content-Length"), "Content-Length")
+	for _, n := range []*node{a, b} {
+		hs := n.calleeHeaders()
+		require.Len(t, hs, 1, "%s's callee's responses", n.name)
+		assert.Equal(t, http.Header{}, errownHeaders(hs[0]), "%s's callee's success carries errown headers", n.name)
+	}
+	for _, n := range []*node{b, c} {
+		hs := n.requestHeaders()
+		require.Len(t, hs, 1, "%s's requests", n.name)
+		assert.Equal(t, http.Header{}, errownHeaders(hs[0]), "%s's request carries errown headers", n.name)
+	}
+
+	// The root's caller in an incident: its request is marked, and so
+	// are A's and B's calls.
+	r = do(t, http.MethodGet, a.url+_path, nil, http.Header{_attempt: {"1"}})
+	require.Equal(t, http.StatusOK, r.status, "marked: A answered %d %q", r.status, r.body)
+	require.Equal(t, "A>B>C", r.body, "marked: A answered %d %q", r.status, r.body)
+	assert.NotContains(t, r.header, _claim, "marked: A's success carries a claim %q", r.header.Get(_claim))
+	assert.Equal(t, "3,3,0,0,0", r.header.Get(_storm), "marked: A's storm header")
 	for _, hop := range []struct {
 		n     *node
 		storm string
 	}{{a, "2,2,0,0,0"}, {b, ""}} {
-		for _, h := range hop.n.calleeHeaders() {
-			assert.NotContains(t, h, _claim, "%s's callee's success carries a claim %q", hop.n.name, h.Get(_claim))
-			assert.Equal(t, hop.storm, h.Get(_storm), "%s's callee's storm header", hop.n.name)
-		}
+		hs := hop.n.calleeHeaders()
+		require.Len(t, hs, 2, "%s's callee's responses", hop.n.name)
+		assert.NotContains(t, hs[1], _claim, "marked: %s's callee's success carries a claim %q", hop.n.name, hs[1].Get(_claim))
+		assert.Equal(t, hop.storm, hs[1].Get(_storm), "marked: %s's callee's storm header", hop.n.name)
 	}
-	assert.Empty(t, a.rootStorms(t), "a success recorded root storms")
+	for _, n := range []*node{b, c} {
+		hs := n.requestHeaders()
+		require.Len(t, hs, 2, "%s's requests", n.name)
+		assert.Equal(t, "1", hs[1].Get(_attempt), "marked: %s's request's attempt header", n.name)
+	}
+	for _, n := range []*node{a, b, c} {
+		assert.Empty(t, n.rootStorms(t), "%s: a success recorded root storms", n.name)
+	}
 }
 
 // A callee that runs no errown sends no claim: its caller running errown
@@ -162,12 +207,22 @@ func TestMissingClaimFromPlainCallee(t *testing.T) {
 	b := startNode(t, nodeConfig{name: "B", errown: true, policy: true, callee: c})
 	a := startNode(t, nodeConfig{name: "A", errown: true, policy: true, callee: b})
 
-	r := get(t, a.url)
-	require.Equal(t, http.StatusServiceUnavailable, r.status, "A answered %d %q", r.status, r.body)
-	assert.Equal(t, "unclaimed", r.header.Get(_claim), "A's claim")
-	assert.Equal(t, "unknown", r.header.Get(_storm), "A's storm header")
-	assert.Equal(t, map[string]int64{"A": 1, "B": 1, "C": 2}, served(a, b, c), "served")
-	assert.Equal(t, int64(1), b.counter("egress.failures", map[string]string{"claim": "missing"}), "B: egress.failures{claim=missing}")
-	assert.Equal(t, int64(1), a.counter("egress.failures", map[string]string{"claim": "unclaimed"}), "A: egress.failures{claim=unclaimed}")
-	assert.Equal(t, []inbound.Storm{{Procedure: _pattern, Known: false, Failed: true}}, a.rootStorms(t), "A's root storms")
+	// The first root request is the incident's onset, the second is in
+	// it: they are served alike.
+	for i := range 2 {
+		r := get(t, a.url)
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "root request %d: A answered %d %q", i, r.status, r.body)
+		assert.Equal(t, "unclaimed", r.header.Get(_claim), "root request %d: A's claim", i)
+		assert.Equal(t, "unknown", r.header.Get(_storm), "root request %d: A's storm header", i)
+	}
+	assert.Equal(t, map[string]int64{"A": 2, "B": 2, "C": 4}, served(a, b, c), "served")
+	assert.Equal(t, int64(2), b.counter("egress.failures", map[string]string{"claim": "missing"}), "B: egress.failures{claim=missing}")
+	assert.Equal(t, int64(2), a.counter("egress.failures", map[string]string{"claim": "unclaimed"}), "A: egress.failures{claim=unclaimed}")
+	// At the onset A's call went unmarked, so B's first request was a
+	// root too, its figures unknown; after it, only A is a root.
+	unknown := inbound.Storm{Procedure: _pattern, Known: false, Failed: true}
+	onset := unknown
+	onset.Onset = true
+	assert.Equal(t, []inbound.Storm{onset, unknown}, a.rootStorms(t), "A's root storms")
+	assert.Equal(t, []inbound.Storm{onset}, b.rootStorms(t), "B's root storms: the onset's only")
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,9 +93,10 @@ type node struct {
 	scope  tally.TestScope
 	mw     *errown.Middleware // nil: no errown
 
-	mu     sync.Mutex
-	storms []inbound.Storm
-	seen   []http.Header // the headers of each response from its callee
+	mu       sync.Mutex
+	storms   []inbound.Storm
+	seen     []http.Header // the headers of each response from its callee
+	received []http.Header // the headers of each request it served
 }
 
 // nodeConfig describes a node.
@@ -160,6 +162,9 @@ func startNode(t *testing.T, cfg nodeConfig) *node {
 	mux := http.NewServeMux()
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		n.served.Add(1)
+		n.mu.Lock()
+		n.received = append(n.received, r.Header.Clone())
+		n.mu.Unlock()
 		serve(w, r)
 	})
 	var h http.Handler = mux
@@ -240,6 +245,26 @@ func (n *node) calleeHeaders() []http.Header {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.seen)
+}
+
+// requestHeaders returns the headers of the requests the node served,
+// oldest first.
+func (n *node) requestHeaders() []http.Header {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.received)
+}
+
+// errownHeaders returns h's errown headers (Rpc-Header-Errown-*), never
+// nil: what of errown's a request or a response carried on the wire.
+func errownHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for k, vs := range h {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), "Rpc-Header-Errown-") {
+			out[k] = vs
+		}
+	}
+	return out
 }
 
 // counter returns the node's errown counter name (under "errown."), with

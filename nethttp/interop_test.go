@@ -94,6 +94,18 @@ func (s *yarpcService) hook(st inbound.Storm) {
 	s.storms = append(s.storms, st)
 }
 
+// rootStorms returns the root storms the service's hook saw, their times
+// zeroed.
+func (s *yarpcService) rootStorms() []inbound.Storm {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]inbound.Storm(nil), s.storms...)
+	for i := range out {
+		out[i].Time = time.Time{}
+	}
+	return out
+}
+
 func (s *yarpcService) calleeClaims() []ownership.Claim {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,12 +128,15 @@ func yarpcRequest(ctx context.Context, caller, service, addr string, body string
 }
 
 // callYARPC calls a yarpc service from outside, over plain HTTP without
-// errown: it is a root.
-func callYARPC(t *testing.T, s *yarpcService) reply {
+// errown: it is a root. extra headers are sent too.
+func callYARPC(t *testing.T, s *yarpcService, extra ...string) reply {
 	t.Helper()
 	h := http.Header{}
 	for k, v := range map[string]string{"Rpc-Caller": "outside", "Rpc-Service": s.name, "Rpc-Procedure": _procedure, "Rpc-Encoding": "raw", "Context-TTL-MS": "10000"} {
 		h.Set(k, v)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		h.Set(extra[i], extra[i+1])
 	}
 	return do(t, http.MethodPost, "http://"+s.addr+"/", strings.NewReader("hi"), h)
 }
@@ -201,31 +216,44 @@ func TestNetHTTPCallsYARPC(t *testing.T) {
 
 // A mixed chain, net/http → yarpc → net/http, the last failing: only the
 // yarpc service, next to the failure, retries; the root's storm figures
-// are those of the README's example mesh, 4 served, 7 blind.
+// are those of the README's example mesh, 4 served, 7 blind. The first
+// root request is the incident's onset, the second is in it.
 func TestMixedChain(t *testing.T) {
 	n2 := startNode(t, nodeConfig{name: "N2", errown: true, pattern: "POST /call", fail: http.StatusServiceUnavailable})
 	y := startYARPC(t, "ysvc", "n2", n2.url+_path, false)
 	n1 := startNetHTTPCallingYARPC(t, "N1", y)
 
-	r := get(t, n1.url)
-	assert.Equal(t, http.StatusServiceUnavailable, r.status, "N1's status")
-	assert.Equal(t, "unclaimed", r.header.Get(_claim), "N1's claim")
-	assert.Equal(t, "4,7,1,1,2", r.header.Get(_storm), "N1's storm header")
-	assert.Equal(t, int64(1), n1.served.Load(), "served: N1")
-	assert.Equal(t, int64(1), y.served.Load(), "served: ysvc")
-	assert.Equal(t, int64(2), n2.served.Load(), "served: N2")
-	assert.Equal(t, []ownership.Claim{ownership.ClaimClaimed}, y.calleeClaims(), "ysvc read claims from N2")
-	for _, h := range n1.calleeHeaders() {
+	for i := range 2 {
+		r := get(t, n1.url)
+		assert.Equal(t, http.StatusServiceUnavailable, r.status, "root request %d: N1's status", i)
+		assert.Equal(t, "unclaimed", r.header.Get(_claim), "root request %d: N1's claim", i)
+		assert.Equal(t, "4,7,1,1,2", r.header.Get(_storm), "root request %d: N1's storm header", i)
+	}
+	assert.Equal(t, int64(2), n1.served.Load(), "served: N1")
+	assert.Equal(t, int64(2), y.served.Load(), "served: ysvc")
+	assert.Equal(t, int64(4), n2.served.Load(), "served: N2")
+	assert.Equal(t, []ownership.Claim{ownership.ClaimClaimed, ownership.ClaimClaimed}, y.calleeClaims(), "ysvc read claims from N2")
+	hs := n1.calleeHeaders()
+	require.Len(t, hs, 2, "N1's callee's responses")
+	for _, h := range hs {
 		assert.Equal(t, "unclaimed", h.Get(_claim), "ysvc's claim")
 	}
-	want := []inbound.Storm{{Procedure: "/call", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2}}
-	assert.Equal(t, want, n1.rootStorms(t), "N1's root storms")
-	assert.Equal(t, int64(1), n1.counter("retry.suppressed", map[string]string{"callee": "ysvc"}), "N1: retry.suppressed")
+	want := inbound.Storm{Procedure: "/call", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2}
+	onset := want
+	onset.Onset = true
+	assert.Equal(t, []inbound.Storm{onset, want}, n1.rootStorms(t), "N1's root storms")
+	// At the onset N1's call went unmarked: ysvc's first request was a
+	// root too, of its own subtree (itself and N2 twice); after it, only
+	// N1 is a root.
+	assert.Equal(t, []inbound.Storm{{Procedure: _procedure, Known: true, Failed: true, Onset: true, Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}}, y.rootStorms(), "ysvc's root storms: the onset's only")
+	assert.Equal(t, int64(2), n1.counter("retry.suppressed", map[string]string{"callee": "ysvc"}), "N1: retry.suppressed")
 }
 
 // The success path across the two: a yarpc service reads a net/http
 // service's answer through yarpc's raw encoding, and nobody sends a
-// claim.
+// claim. In the steady state nothing of errown's is on the wire; a caller
+// in an incident marks its request, and the success then says its
+// subtree served 2.
 func TestYARPCCallsNetHTTPSuccess(t *testing.T) {
 	n := startNode(t, nodeConfig{name: "N", errown: true, pattern: "POST /call"})
 	y := startYARPC(t, "ysvc", "nsvc", n.url+_path, false)
@@ -233,6 +261,18 @@ func TestYARPCCallsNetHTTPSuccess(t *testing.T) {
 	r := callYARPC(t, y)
 	assert.Equal(t, http.StatusOK, r.status, "the yarpc service answered %d %q", r.status, r.body)
 	assert.Equal(t, "ysvc>N", r.body, "the yarpc service's body")
-	assert.NotContains(t, r.header, _claim, "a success carries a claim %q", r.header.Get(_claim))
-	assert.Equal(t, "2,2,0,0,0", r.header.Get(_storm), "storm header")
+	assert.Equal(t, http.Header{}, errownHeaders(r.header), "the yarpc service's success carries errown headers")
+	hs := n.requestHeaders()
+	require.Len(t, hs, 1, "N's requests")
+	assert.Equal(t, http.Header{}, errownHeaders(hs[0]), "the yarpc service's call carries errown headers")
+
+	r = callYARPC(t, y, _attempt, "1")
+	assert.Equal(t, http.StatusOK, r.status, "marked: the yarpc service answered %d %q", r.status, r.body)
+	assert.Equal(t, "ysvc>N", r.body, "marked: the yarpc service's body")
+	assert.NotContains(t, r.header, _claim, "marked: a success carries a claim %q", r.header.Get(_claim))
+	assert.Equal(t, "2,2,0,0,0", r.header.Get(_storm), "marked: storm header")
+	hs = n.requestHeaders()
+	require.Len(t, hs, 2, "N's requests")
+	assert.Equal(t, "1", hs[1].Get(_attempt), "marked: the yarpc service's call's attempt header")
+	assert.Empty(t, y.rootStorms(), "a success recorded root storms")
 }

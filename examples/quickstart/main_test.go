@@ -106,18 +106,26 @@ func TestQuickstart(t *testing.T) {
 		wantBody     string
 		wantCode     yarpcerrors.Code
 		wantClaim    string
+		// wantAttempts are errown's attempt headers payments saw over
+		// both calls ("" when absent).
+		wantAttempts []string
 	}{
 		{
 			name:         "payments fails once: the retry succeeds",
 			giveFailures: 1,
 			wantBody:     "charged 1 book",
 			wantCode:     yarpcerrors.CodeOK,
+			// The first call: the first attempt unmarked, the retry
+			// "2". The second, in the incident: a marked first
+			// attempt, which succeeds.
+			wantAttempts: []string{"", "2", "1"},
 		},
 		{
 			name:         "payments is down: one retry, then unclaimed",
 			giveFailures: 100,
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantClaim:    "unclaimed",
+			wantAttempts: []string{"", "2", "1", "2"},
 		},
 	}
 	for _, tt := range tests {
@@ -125,13 +133,19 @@ func TestQuickstart(t *testing.T) {
 			p := startPayments(t, tt.giveFailures)
 			addr, logs := startCheckout(t, p.url)
 
-			body, headers, err := pay(t, addr)
-
-			assert.Equal(t, tt.wantBody, body)
-			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(err).Code(), "%v", err)
-			assert.Equal(t, tt.wantClaim, headers["errown-claim"])
-			// maxAttempts: 2, each attempt numbered by errown.
-			assert.Equal(t, []string{"1", "2"}, p.attemptHeaders())
+			// The first call is the incident's onset: checkout is in no
+			// incident yet, so its first attempt goes unmarked (the
+			// steady state sends no errown header); the retry is
+			// numbered "2". The second call is in the incident (the
+			// first was retried): each attempt is numbered by errown.
+			for i := range 2 {
+				body, headers, err := pay(t, addr)
+				assert.Equal(t, tt.wantBody, body, "call %d", i)
+				assert.Equal(t, tt.wantCode, yarpcerrors.FromError(err).Code(), "call %d: %v", i, err)
+				assert.Equal(t, tt.wantClaim, headers["errown-claim"], "call %d", i)
+			}
+			// maxAttempts: 2.
+			assert.Equal(t, tt.wantAttempts, p.attemptHeaders())
 			started := logs.FilterMessage("errown started").All()
 			require.Len(t, started, 1)
 			assert.Equal(t, []any{"payments"}, started[0].ContextMap()["retryPolicies"])

@@ -127,6 +127,18 @@ func (m mesh) checkout(t *testing.T) (string, map[string]string, error) {
 	return string(body), headers, err
 }
 
+// errownHeaders returns the errown headers among response headers, never
+// nil.
+func errownHeaders(headers map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range headers {
+		if strings.HasPrefix(strings.ToLower(k), "errown-") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // TestWalkthrough follows examples/README.md: start the three services,
 // break inventory, and see which hop owned the error, that no layer
 // above orders retried, and the storm figures frontend (the root) reports.
@@ -136,11 +148,9 @@ func TestWalkthrough(t *testing.T) {
 	body, headers, err := m.checkout(t)
 	require.NoError(t, err)
 	assert.Equal(t, "order placed, reserved 1 book", body)
-	assert.Equal(t, "", headers["errown-claim"])
-	// A success that took more than one request says how many: frontend,
-	// orders and inventory, no retry (served, blind, retries, radius,
-	// blind radius).
-	assert.Equal(t, "3,3,0,0,0", headers["errown-storm"])
+	// The steady state: a success in no incident, to a caller without
+	// errown, carries no errown header at all, though it took 3 requests.
+	assert.Equal(t, map[string]string{}, errownHeaders(headers), "a quiet success's errown headers")
 
 	assert.Equal(t, "inventory broken: true\n", m.inventory.admin(t, http.MethodPost, "/break"))
 	_, headers, err = m.checkout(t)
@@ -153,6 +163,10 @@ func TestWalkthrough(t *testing.T) {
 	assert.Equal(t, "4,7,1,1,2", headers["errown-storm"])
 
 	// The metrics say the same, hop by hop (tally reports every second).
+	// This checkout is the incident's onset: frontend's call to orders
+	// went unmarked (frontend was in no incident yet), so orders, its
+	// request a root too, recorded a storm of its own subtree (orders and
+	// inventory twice: 3 served, 3 blind, 1 retry, radius 1).
 	want := []struct {
 		svc    *service
 		series string
@@ -174,11 +188,15 @@ func TestWalkthrough(t *testing.T) {
 		{m.frontend, `errown_storm_blind_radius_bucket{procedure="checkout",service="frontend",le="1"}`, "0"},
 		{m.frontend, `errown_storm_blind_radius_bucket{procedure="checkout",service="frontend",le="2"}`, "1"},
 		// frontend's own suppressed retry prevented them; orders suppressed
-		// nothing. orders is no root: frontend runs errown.
+		// nothing.
 		{m.frontend, `errown_retry_prevented{callee="orders",service="frontend"}`, "3"},
 		{m.orders, `errown_retry_prevented{callee="inventory",service="orders"}`, "0"},
 		{m.frontend, `errown_retry_would_suppress{callee="orders",service="frontend"}`, "0"},
-		{m.orders, `errown_storm_requests{procedure="place",service="orders"}`, ""},
+		// orders' onset storm.
+		{m.orders, `errown_storm_requests{procedure="place",service="orders"}`, "1"},
+		{m.orders, `errown_storm_unknown{procedure="place",service="orders"}`, "0"},
+		{m.orders, `errown_storm_prevented{procedure="place",service="orders"}`, "0"},
+		{m.orders, `errown_storm_retries{procedure="place",service="orders"}`, "1"},
 	}
 	for _, w := range want {
 		w.svc.eventually(t, w.series, w.value)
@@ -203,15 +221,32 @@ func TestWalkthrough(t *testing.T) {
 	require.Len(t, storms.Storms, 1)
 	got := storms.Storms[0]
 	got.Time = time.Time{}
-	assert.Equal(t, inbound.Storm{Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2}, got)
-	assert.Contains(t, m.orders.admin(t, http.MethodGet, "/debug/errown"), "No root request has met a storm yet.")
+	// At the onset: one of its calls went unmarked.
+	assert.Equal(t, inbound.Storm{Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2, Onset: true}, got)
+	// orders' debug page shows its onset storm: radius 1 against 1,
+	// served 3 against 3, none prevented, 1 retry.
+	page = m.orders.admin(t, http.MethodGet, "/debug/errown")
+	assert.Contains(t, page, `<td>place</td><td class="failed">failed</td>`+"\n"+
+		`<td class="num">1</td><td class="num">1</td><td class="num">3</td><td class="num">3</td><td class="num">0</td><td class="num">1</td>`)
+	var ordersStorms struct {
+		Storms []inbound.Storm `json:"storms"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(m.orders.admin(t, http.MethodGet, "/debug/errown?format=json")), &ordersStorms))
+	require.Len(t, ordersStorms.Storms, 1)
+	got = ordersStorms.Storms[0]
+	got.Time = time.Time{}
+	assert.Equal(t, inbound.Storm{Procedure: "place", Known: true, Failed: true, Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1, Onset: true}, got)
 
 	assert.Equal(t, "inventory broken: false\n", m.inventory.admin(t, http.MethodDelete, "/break"))
 	_, headers, err = m.checkout(t)
 	require.NoError(t, err)
-	assert.Equal(t, "3,3,0,0,0", headers["errown-storm"])
+	// curl runs no errown, so its request is unmarked: frontend's quiet
+	// success answers it without figures.
+	assert.Equal(t, map[string]string{}, errownHeaders(headers), "a quiet success's errown headers")
 	require.NoError(t, json.Unmarshal([]byte(m.frontend.admin(t, http.MethodGet, "/debug/errown?format=json")), &storms))
 	assert.Len(t, storms.Storms, 1, "a success without a retry below is no storm")
+	require.NoError(t, json.Unmarshal([]byte(m.orders.admin(t, http.MethodGet, "/debug/errown?format=json")), &ordersStorms))
+	assert.Len(t, ordersStorms.Storms, 1, "orders: a success without a retry below is no storm")
 }
 
 // TestWalkthroughObserve follows the README's observe step: frontend in
