@@ -357,11 +357,7 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 	if e.Class == ownership.ClassFailure && !e.Abandoned {
 		return true
 	}
-	if e.Attempts > 1 || state.Refused != wire.RefusedNone {
-		return true
-	}
-	f := storm.Storm()
-	return !f.Known || f.Storm.Retries > 0 || f.Storm.BlindRadius > 0
+	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()
 }
 
 // copyRequest copies every field of req but its headers into dst, a pooled

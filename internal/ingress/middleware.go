@@ -156,7 +156,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		claim, reason := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
 		m.respond(req, resw, out, claim, log.NoRetry(), storm)
 		tracing.Claim(ctx, claim, reason)
-	} else if !storm.Trivial() && (marked || stormy(storm)) {
+	} else if !storm.Trivial() && (marked || storm.Stormy()) {
 		// A success says how much it took only when that was more than
 		// this one request (a leaf's success pays nothing), and only to a
 		// caller that reads it (its request was marked: it is in an
@@ -164,7 +164,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		// The steady state sends no errown header.
 		resw.AddHeaders(m.stormHeaders(storm))
 	}
-	if !marked && stormy(storm) {
+	if !marked && storm.Stormy() {
 		m.recordStorm(now, ph, req.Procedure, storm, out.class == ownership.ClassFailure, log.UnmarkedCall())
 		tracing.Storm(ctx, storm)
 	}

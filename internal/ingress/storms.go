@@ -38,11 +38,6 @@ func newStorm(t time.Time, procedure string, f wire.Figures, failed bool) inboun
 	return out
 }
 
-// stormy reports whether a root request's telemetry is worth recording:
-// some hop below spent a retry or would have, or a figure is unknown.
-func stormy(f wire.Figures) bool {
-	return !f.Known || f.Storm.Retries > 0 || f.Storm.BlindRadius > 0
-}
 
 // _otherProcedure tags the storm metrics of root procedures beyond the
 // bound.

@@ -536,11 +536,6 @@ func TestNewStorm(t *testing.T) {
 		inbound.Storm{Time: at, Procedure: "p"},
 		newStorm(at, "p", wire.Figures{Storm: ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}}, false),
 		"unknown: no figures")
-	assert.True(t, stormy(wire.Figures{}))
-	assert.True(t, stormy(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1})))
-	assert.True(t, stormy(wire.KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1})))
-	assert.False(t, stormy(wire.KnownFigures(wire.One)))
-	assert.False(t, stormy(wire.KnownFigures(ownership.Storm{Served: 40, Blind: 40})))
 }
 
 func TestConfigValidateStorm(t *testing.T) {

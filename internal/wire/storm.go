@@ -28,6 +28,12 @@ func KnownFigures(s ownership.Storm) Figures { return Figures{Storm: s, Known: t
 // could not assume (ownership.Storm.Trivial).
 func (f Figures) Trivial() bool { return f.Known && f.Storm.Trivial() }
 
+// Stormy reports whether f is worth a root's record and puts a caller in
+// an incident: unknown, or a retry spent or suppressed somewhere below.
+func (f Figures) Stormy() bool {
+	return !f.Known || f.Storm.Retries > 0 || f.Storm.BlindRadius > 0
+}
+
 // ParseStorm reads a Storm header value. It returns unknown Figures for
 // StormUnknownValue and for anything that is not exactly five plain
 // decimals (no sign, no leading zero, no space) within the bounds, with at

@@ -280,3 +280,11 @@ func TestStormHeaderValue(t *testing.T) {
 		assert.Equal(t, tt.want, FormatStorm(tt.give), "%+v", tt.give)
 	}
 }
+
+func TestFiguresStormy(t *testing.T) {
+	assert.True(t, Figures{}.Stormy(), "unknown")
+	assert.True(t, KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1}).Stormy(), "a retry below")
+	assert.True(t, KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1}).Stormy(), "a retry suppressed below")
+	assert.False(t, KnownFigures(One).Stormy())
+	assert.False(t, KnownFigures(ownership.Storm{Served: 40, Blind: 40}).Stormy(), "a quiet subtree")
+}

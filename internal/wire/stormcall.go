@@ -77,6 +77,14 @@ func (c *StormCall) Trivial() bool {
 	return c.attempts == 1 && c.blindAttempts == 1 && c.errownAttempts == 1 && !c.unknown && c.last == One
 }
 
+// Stormy reports whether the call's Storm is stormy, as Storm would say
+// (Figures.Stormy), without computing it: an attempt unknown or none, a
+// retry spent or suppressed here or below, or a figure out of bounds.
+func (c *StormCall) Stormy() bool {
+	return c.attempts == 0 || c.unknown || c.retries > 0 || c.errownAttempts > 1 ||
+		c.blindRadius > 0 || c.blindAttempts > 1 || c.blind > MaxStormServed
+}
+
 // Attempts returns the attempts added.
 func (c *StormCall) Attempts() int { return c.attempts }
 

@@ -454,7 +454,8 @@ func TestStormCallFolds(t *testing.T) {
 	}
 }
 
-// Trivial says exactly what Storm would: One, and known.
+// Trivial and Stormy say exactly what Storm would: One and known, and
+// stormy.
 func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
 	storms := []ownership.Storm{One, {Served: 2, Blind: 2}, {Served: 3, Blind: 6, Retries: 1, Radius: 1, BlindRadius: 2}, {Served: 1, Blind: 2, BlindRadius: 1}}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -477,6 +478,7 @@ func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
 		}
 		f := c.Storm()
 		want := f == KnownFigures(One)
+		require.Equal(t, f.Stormy(), c.Stormy(), "case %d: Stormy(), Storm() = %+v", i, f)
 		require.Equal(t, want, c.Trivial(), "case %d: Trivial(), Storm() = %+v", i, f)
 		require.Equal(t, want, f.Trivial(), "case %d: Storm() = %+v, its Trivial()", i, f)
 		if want {
