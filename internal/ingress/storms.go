@@ -38,7 +38,6 @@ func newStorm(t time.Time, procedure string, f wire.Figures, failed bool) inboun
 	return out
 }
 
-
 // _otherProcedure tags the storm metrics of root procedures beyond the
 // bound.
 const _otherProcedure = "_other"
