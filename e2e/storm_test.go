@@ -102,8 +102,13 @@ type stormCounts struct {
 }
 
 func (n *stormNode) rootMetrics() stormCounts {
+	return n.rootMetricsOf(fxtest.Procedure)
+}
+
+// rootMetricsOf is rootMetrics for procedure.
+func (n *stormNode) rootMetricsOf(procedure string) stormCounts {
 	snap := n.scope.Snapshot()
-	tags := map[string]string{"procedure": fxtest.Procedure}
+	tags := map[string]string{"procedure": procedure}
 	counter := func(name string) int64 {
 		if c, ok := snap.Counters()[tally.KeyForPrefixedStringMap("errown.storm."+name, tags)]; ok {
 			return c.Value()
