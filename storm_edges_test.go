@@ -148,7 +148,10 @@ func TestStormOrphanRetryMakesUnknown(t *testing.T) {
 }
 
 // A call still under way when the handler returns is dropped as late: the
-// request's figures are unknown, not known without it.
+// request's figures are unknown, not known without it. The request is a
+// root outside any incident, so the call's first attempt goes unmarked
+// (only its retry carries its number) and the root's storm, unknown, is
+// at the incident's onset.
 func TestStormCallUnderWayMakesUnknown(t *testing.T) {
 	mw := edgeErrown(t, errown.Config{})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary
@@ -171,9 +174,13 @@ func TestStormCallUnderWayMakesUnknown(t *testing.T) {
 	require.NoError(t, err)
 	close(gate)
 	<-done
-	assert.Equal(t, []string{"1", "2"}, out.seen())
+	assert.Equal(t, []string{"-", "2"}, out.seen(), "a root's first attempt outside an incident is unmarked; its retry is marked")
 	v, ok := resw.Headers.Get("errown-storm")
 	assert.True(t, ok && v == "unknown", "a request whose call was in flight when it ended must say unknown, got %q (present %v)", v, ok)
+	storms := mw.Storms()
+	require.Len(t, storms, 1, "the root records its unknown storm")
+	assert.False(t, storms[0].Known, "the storm's figures are unknown")
+	assert.True(t, storms[0].Onset, "its call went out unmarked: the incident's onset")
 }
 
 type edgeHandler func(context.Context, *transport.Request, transport.ResponseWriter) error

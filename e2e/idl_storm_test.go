@@ -20,23 +20,33 @@ import (
 // C retries D), blind 1+2(1+2(1+2·4)) = 39, 28 prevented, radius 1, blind
 // radius 3 — on every transport, gRPC included, which carries the
 // exception's code only in errown's own header.
+//
+// The first request is the incident's onset: no hop has seen a failure,
+// so every first attempt goes unmarked. D, unmarked, calls E..G unmarked,
+// and their quiet success answers it without figures: D's first request
+// counts E's subtree as one (D 1 + E 1, "2,2,0,0,0", nothing stormy, so no
+// root storm at D). C retries D with the attempt mark, and that second D
+// subtree is marked throughout (D 4). C, B and A each serve an unmarked
+// request and record a root storm of their own subtree, at the onset: C
+// served 1+2+4 = 7, blind 7, 1 retry, radius 1, blind radius 1; B 8, blind
+// 1+2·7 = 15, 7 prevented, blind radius 2; A 9, blind 1+2·15 = 31, 22
+// prevented, blind radius 3. After it A's procedure is in an incident and
+// every request below is marked: only A records the other requests' root
+// storms, with the exact figures.
 func TestThriftChainStorm(t *testing.T) {
 	const requests = 5
 	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
-			var (
-				mu     sync.Mutex
-				storms []inbound.Storm
-			)
-			hook := errown.WithStormHook(func(s inbound.Storm) {
-				mu.Lock()
-				defer mu.Unlock()
-				storms = append(storms, s)
-			})
+			var mu sync.Mutex
+			storms := make(map[int][]inbound.Storm) // by hop
 			setup := errownAll(0, 20)
 			c := startIDLChain(t, tr, 7, func(i int, next string) fxtest.ServiceConfig {
 				cfg := setup(i, next)
-				cfg.ErrownOptions = append(cfg.ErrownOptions, hook) // on every hop: only the root may record
+				cfg.ErrownOptions = append(cfg.ErrownOptions, errown.WithStormHook(func(s inbound.Storm) {
+					mu.Lock()
+					defer mu.Unlock()
+					storms[i] = append(storms[i], s)
+				})) // on every hop: which hops take themselves for a root
 				return cfg
 			})
 			c.nodes[3].setFail(func() error { return &echo.UnavailableError{Message: msg()} })
@@ -48,13 +58,24 @@ func TestThriftChainStorm(t *testing.T) {
 			assert.InDeltaSlice(t, []float64{1, 1, 1, 2, 2, 2, 2}, c.served(requests), 1e-9)
 			mu.Lock()
 			defer mu.Unlock()
-			require.Len(t, storms, requests, "one root storm per request: no hop below takes itself for a root")
-			for _, s := range storms {
-				assert.True(t, s.Known)
-				assert.True(t, s.Failed)
-				assert.Equal(t, []any{uint64(11), uint64(39), uint64(28), uint64(1), 1, 3},
-					[]any{s.Served, s.Blind, s.Prevented, s.Retries, s.Radius, s.BlindRadius})
+			figures := func(s inbound.Storm) []any {
+				return []any{s.Known, s.Failed, s.Onset, s.Served, s.Blind, s.Prevented, s.Retries, s.Radius, s.BlindRadius}
 			}
+			want := map[int][][]any{
+				0: {{true, true, true, uint64(9), uint64(31), uint64(22), uint64(1), 1, 3}},
+				1: {{true, true, true, uint64(8), uint64(15), uint64(7), uint64(1), 1, 2}},
+				2: {{true, true, true, uint64(7), uint64(7), uint64(0), uint64(1), 1, 1}},
+			}
+			for range requests - 1 {
+				want[0] = append(want[0], []any{true, true, false, uint64(11), uint64(39), uint64(28), uint64(1), 1, 3})
+			}
+			got := make(map[int][][]any, len(storms))
+			for i, ss := range storms {
+				for _, s := range ss {
+					got[i] = append(got[i], figures(s))
+				}
+			}
+			assert.Equal(t, want, got, "root storms by hop (known, failed, onset, served, blind, prevented, retries, radius, blind radius): the onset's at A, B and C, the rest at A alone")
 		})
 	}
 }

@@ -522,6 +522,14 @@ var (
 // errown everywhere, A 1, B 1, C 1, D 2, E 2, F 2, G 2, and the root's
 // storm figures say so: served 11, blind 39, prevented 28, radius 1, blind
 // radius 3.
+//
+// With errown everywhere, the first root request is the incident's onset:
+// no hop has seen a failure, so every first attempt goes unmarked and the
+// quiet success below D answers D's first, unmarked call without figures
+// (E's subtree counts as one). The root's storm is then low by what that
+// hides, and B and C, serving unmarked requests, record root storms of
+// their own subtrees. From the second request on every call is marked and
+// the figures are the table's, exactly.
 func TestMixedMeshChainTable(t *testing.T) {
 	// The published row, and errown's: only C retries D, so D serves 2,
 	// and E..G, which serve what D forwards, 2 each.
@@ -566,6 +574,34 @@ func TestMixedMeshChainTable(t *testing.T) {
 			mixedAttempt(_a, _b, "1", _unavail, _unclaimed, "10,19,1,1,2"),
 		},
 	)
+	// At the onset: D's first request, unmarked, calls E unmarked, and so
+	// on down to G: nothing of errown's on those edges, and D's failure
+	// counts E's quiet subtree as one, "2,2,0,0,0". C retries D with the
+	// mark, and that subtree is marked throughout (belowD, "4,4,0,0,0").
+	// C's subtree is then 1+2+4 = 7 ("7,7,1,1,1"); B's 8, blind 1+2·7 =
+	// 15 ("8,15,1,1,2"); A's 9, blind 1+2·15 = 31 ("9,31,1,1,3"), so 22
+	// prevented. B and C each record a root storm of their own subtree,
+	// at the onset, as does A; D's (2, nothing stormy) is none.
+	belowDOnset := []string{
+		mixedAttempt(_f, _g, "-", ok, "-", "-"),
+		mixedAttempt(_e, _f, "-", ok, "-", "-"),
+		mixedAttempt(_d, _e, "-", ok, "-", "-"),
+	}
+	onsetWire := slices.Concat(
+		belowDOnset, []string{mixedAttempt(_c, _d, "-", _unavail, _claimed, "2,2,0,0,0")},
+		belowD, []string{mixedAttempt(_c, _d, "2", _unavail, _claimed, "4,4,0,0,0")},
+		[]string{
+			mixedAttempt(_b, _c, "-", _unavail, _unclaimed, "7,7,1,1,1"),
+			mixedAttempt(_a, _b, "-", _unavail, _unclaimed, "8,15,1,1,2"),
+		},
+	)
+	onsetRoot := atOnset(rootStorm(true, true, 9, 31, 1, 1, _mixedFailing))
+	require.Equal(t, uint64(22), onsetRoot.Prevented, "derived prevented at the onset")
+	onsetHeader := "9,31,1,1,3"
+	onsetB := atOnset(rootStorm(true, true, 8, 15, 1, 1, 2))
+	onsetB.Procedure = _mixedGRPCProcedure
+	onsetC := atOnset(rootStorm(true, true, 7, 7, 1, 1, 1))
+	onsetC.Procedure = _mixedHTTPPattern
 	// Blind, every edge carries what its callee serves, each attempt
 	// without errown's headers.
 	blindWire := map[string]int64{}
@@ -617,42 +653,62 @@ func TestMixedMeshChainTable(t *testing.T) {
 			assert.Equal(t, http.StatusServiceUnavailable, r.status, "root request %d: A's status", i)
 			assert.Equal(t, "unavailable", r.code, "root request %d: A's code", i)
 			assert.Equal(t, []string{_unclaimed}, r.claim, "root request %d: A's claim", i)
-			assert.Equal(t, []string{rootHeader}, r.storm, "root request %d: A's storm", i)
+			wantHeader, wantWire := rootHeader, ownedWire
+			if i == 0 {
+				wantHeader, wantWire = onsetHeader, onsetWire
+			}
+			assert.Equal(t, []string{wantHeader}, r.storm, "root request %d: A's storm", i)
 			t.Logf("root request %d: served %v (A..G); A answered %d %s, claim %q, storm %q", i, got, r.status, r.code, r.claim, r.storm)
-			assert.Equal(t, ownedWire, ch.tap.take(), "root request %d: on the wire", i)
+			assert.Equal(t, wantWire, ch.tap.take(), "root request %d: on the wire", i)
 		}
 
-		a := ch.nodes[0]
-		assertRootStorms(t, a.name, a.mw, a.storm, slices.Repeat([]inbound.Storm{root}, _mixedRoots))
-		for _, n := range ch.nodes[1:] {
+		a, b, c := ch.nodes[0], ch.nodes[1], ch.nodes[2]
+		assertRootStorms(t, a.name, a.mw, a.storm, append([]inbound.Storm{onsetRoot}, slices.Repeat([]inbound.Storm{root}, _mixedRoots-1)...))
+		assertRootStorms(t, b.name, b.mw, b.storm, []inbound.Storm{onsetB})
+		assertRootStorms(t, c.name, c.mw, c.storm, []inbound.Storm{onsetC})
+		for _, n := range ch.nodes[3:] {
 			got := n.storm.hooked()
 			assert.Empty(t, got, "%s is no root, yet reported root storms\n\t%s", n.name, formatStorms(got))
 		}
 		wantMetrics := stormCounts{
-			Requests: _mixedRoots, Prevented: int64(root.Prevented) * _mixedRoots, Retries: _mixedRoots,
+			Requests: _mixedRoots, Prevented: int64(onsetRoot.Prevented) + int64(root.Prevented)*(_mixedRoots-1), Retries: _mixedRoots,
 			Radius: map[float64]int64{1: _mixedRoots}, BlindRadius: map[float64]int64{_mixedFailing: _mixedRoots},
 		}
 		assert.Equal(t, wantMetrics, a.storm.rootMetrics(), "A's errown.storm metrics")
+		wantB := stormCounts{
+			Requests: 1, Prevented: 7, Retries: 1,
+			Radius: map[float64]int64{1: 1}, BlindRadius: map[float64]int64{2: 1},
+		}
+		assert.Equal(t, wantB, b.storm.rootMetricsOf(_mixedGRPCProcedure), "B's errown.storm metrics: the onset request")
+		wantC := stormCounts{
+			Requests: 1, Retries: 1,
+			Radius: map[float64]int64{1: 1}, BlindRadius: map[float64]int64{1: 1},
+		}
+		assert.Equal(t, wantC, c.storm.rootMetricsOf(_mixedHTTPPattern), "C's errown.storm metrics: the onset request")
 
 		// Each hop's errown, across the kinds: C (net/http) read D's
 		// (yarpc over HTTP) claim and retried once; B (grpc-go) read C's
 		// unclaimed and did not, nor A (yarpc) B's (grpc-go's trailers).
 		// A suppressed retry prevents the callee's blind subtree, one
 		// request of it: A 19 (B's, 38/2), B 9 (C's, 36/4), which split
-		// the root's 28. Below D nothing failed.
-		var prevented int64
-		for i, h := range []struct{ attempts, suppressed int64 }{
-			{0, 1}, {0, 1}, {1, 0}, {0, 0}, {0, 0}, {0, 0},
+		// the root's 28. Below D nothing failed. At the onset the callee's
+		// blind subtree is what its figures said: A 15 (B's), B 7 (C's),
+		// which split the onset root's 22.
+		var prevented, onsetPrevented int64
+		for i, h := range []struct{ attempts, suppressed, onsetSubtree int64 }{
+			{0, 1, 15}, {0, 1, 7}, {1, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},
 		} {
 			n, callee := ch.nodes[i], ch.nodes[i+1].name
 			subtree := int64(mixedTotal(blind[i+1:])) / blind[i+1]
 			prevented += h.suppressed * subtree
+			onsetPrevented += h.suppressed * h.onsetSubtree
 			got := [3]int64{n.storm.retryCounter("attempts", callee), n.storm.retryCounter("suppressed", callee), n.storm.retryCounter("prevented", callee)}
-			want := [3]int64{h.attempts * _mixedRoots, h.suppressed * _mixedRoots, h.suppressed * subtree * _mixedRoots}
+			want := [3]int64{h.attempts * _mixedRoots, h.suppressed * _mixedRoots, h.suppressed * (h.onsetSubtree + subtree*(_mixedRoots-1))}
 			assert.Equal(t, want, got, "%s's retry.attempts, retry.suppressed and retry.prevented for %s", n.name, callee)
 		}
-		assert.Equal(t, int64(root.Prevented), prevented, "the hops prevent per root request, the root says")
-		assert.Equal(t, int64(28), prevented, "the hops prevent per root request, the table says")
+		assert.Equal(t, int64(root.Prevented), prevented, "the hops prevent per root request after the onset, the root says")
+		assert.Equal(t, int64(28), prevented, "the hops prevent per root request after the onset, the table says")
+		assert.Equal(t, int64(onsetRoot.Prevented), onsetPrevented, "the hops prevent at the onset, the root says")
 		// The claims each service answered with, and read from its callee.
 		for i, h := range []struct {
 			claimed, unclaimed int64 // answered, per root request

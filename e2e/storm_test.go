@@ -29,6 +29,16 @@ import (
 // Storm telemetry end to end: the errown-storm response header travelling
 // up real dispatchers over HTTP, gRPC and TChannel, and the root storms
 // (requests without errown's attempt header) each service records.
+//
+// In the steady state nothing of errown's is on the wire: a call goes
+// unmarked unless the request it is made for came marked or its caller
+// procedure is in an incident (one of its calls failed, was retried or
+// refused a retry, or met a storm below, within the incident window), and
+// a success answers an unmarked call with figures only when they are
+// stormy. So the first failing root request of a scenario (the incident's
+// onset) goes unmarked down the chain: every hop below records a root
+// storm of its own subtree for it, and the root's storm has Onset set.
+// The requests after it are marked, and their figures exact.
 
 // _stormRoots is how many root requests each storm scenario sends.
 const _stormRoots = 3
@@ -92,8 +102,13 @@ type stormCounts struct {
 }
 
 func (n *stormNode) rootMetrics() stormCounts {
+	return n.rootMetricsOf(fxtest.Procedure)
+}
+
+// rootMetricsOf is rootMetrics for procedure.
+func (n *stormNode) rootMetricsOf(procedure string) stormCounts {
 	snap := n.scope.Snapshot()
-	tags := map[string]string{"procedure": fxtest.Procedure}
+	tags := map[string]string{"procedure": procedure}
 	counter := func(name string) int64 {
 		if c, ok := snap.Counters()[tally.KeyForPrefixedStringMap("errown.storm."+name, tags)]; ok {
 			return c.Value()
@@ -138,6 +153,13 @@ func rootStorm(known, failed bool, served, blind, retries uint64, radius, blindR
 		s.Served, s.Blind, s.Prevented, s.Retries = served, blind, blind-served, retries
 		s.Radius, s.BlindRadius = radius, blindRadius
 	}
+	return s
+}
+
+// atOnset is s recorded at an incident's onset: one of its request's calls
+// went out unmarked.
+func atOnset(s inbound.Storm) inbound.Storm {
+	s.Onset = true
 	return s
 }
 
@@ -351,9 +373,23 @@ func sum(served map[string]int64) uint64 {
 // 1 + 2(1 + 2(1 + 2)), the chain blind to claims where B serves 2, C 4
 // and D 8 (1+2+4+8); retries 1; radius 1; blind radius 3; prevented
 // 15-5 = 10, which the hops' own retry.prevented counters split as A 7
-// (B's blind subtree) + B 3 (C's) + C 0. Only A records root storms:
-// every request below carries errown-attempt.
+// (B's blind subtree) + B 3 (C's) + C 0.
+//
+// The first root request is the incident's onset: no hop has seen a
+// failure yet, so every first attempt goes unmarked (only C's retry of D
+// carries "2"), and B and C each record it as a root storm of their own
+// subtree, C "3,3,1,1,1" and B "4,7,1,1,2", both at the onset, as is A's.
+// The figures travelling up are the same (failures carry them). Every
+// request after it carries errown-attempt (A's procedure is in an
+// incident, and B and C serve marked requests): only A records their
+// root storms.
 func TestStormChainEnforce(t *testing.T) {
+	onsetRoot := []string{
+		wire(_c, _d, "-", _unavail, "1,1,0,0,0"),
+		wire(_c, _d, "2", _unavail, "1,1,0,0,0"),
+		wire(_b, _c, "-", _unavail, "3,3,1,1,1"),
+		wire(_a, _b, "-", _unavail, "4,7,1,1,2"),
+	}
 	perRoot := []string{
 		wire(_c, _d, "1", _unavail, "1,1,0,0,0"),
 		wire(_c, _d, "2", _unavail, "1,1,0,0,0"),
@@ -362,6 +398,8 @@ func TestStormChainEnforce(t *testing.T) {
 	}
 	served := map[string]int64{_a: 1, _b: 1, _c: 1, _d: 2}
 	root := rootStorm(true, true, 5, 15, 1, 1, 3)
+	bOnset := rootStorm(true, true, 4, 7, 1, 1, 2)
+	cOnset := rootStorm(true, true, 3, 3, 1, 1, 1)
 	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
@@ -376,19 +414,35 @@ func TestStormChainEnforce(t *testing.T) {
 				got := servedSince(mesh, before)
 				assert.Equal(t, served, got, "root request %d: served", i)
 				assert.Equal(t, root.Served, sum(got), "root request %d: the services served in all, the root storm says", i)
-				assert.Equal(t, perRoot, chain.tap.take(), "root request %d: on the wire", i)
+				wantWire := perRoot
+				if i == 0 {
+					wantWire = onsetRoot
+				}
+				assert.Equal(t, wantWire, chain.tap.take(), "root request %d: on the wire", i)
 				assert.Equal(t, "5,15,1,1,3", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 			}
 
-			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
-			for _, n := range []string{_b, _c, _d} {
-				assertRootStorms(t, n, mesh.Service(n).Middleware(), chain.nodes[n], nil)
-			}
+			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a],
+				append([]inbound.Storm{atOnset(root)}, slices.Repeat([]inbound.Storm{root}, _stormRoots-1)...))
+			assertRootStorms(t, _b, mesh.Service(_b).Middleware(), chain.nodes[_b], []inbound.Storm{atOnset(bOnset)})
+			assertRootStorms(t, _c, mesh.Service(_c).Middleware(), chain.nodes[_c], []inbound.Storm{atOnset(cOnset)})
+			assertRootStorms(t, _d, mesh.Service(_d).Middleware(), chain.nodes[_d], nil)
 			wantMetrics := stormCounts{
 				Requests: _stormRoots, Prevented: 10 * _stormRoots, Retries: _stormRoots,
 				Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{3: _stormRoots},
 			}
 			assert.Equal(t, wantMetrics, chain.nodes[_a].rootMetrics(), "A's errown.storm metrics")
+			wantB := stormCounts{
+				Requests: 1, Prevented: 3, Retries: 1,
+				Radius: map[float64]int64{1: 1}, BlindRadius: map[float64]int64{2: 1},
+			}
+			assert.Equal(t, wantB, chain.nodes[_b].rootMetrics(), "B's errown.storm metrics: the onset request")
+			wantC := stormCounts{
+				Requests: 1, Retries: 1,
+				Radius: map[float64]int64{1: 1}, BlindRadius: map[float64]int64{1: 1},
+			}
+			assert.Equal(t, wantC, chain.nodes[_c].rootMetrics(), "C's errown.storm metrics: the onset request")
+			assert.Equal(t, stormCounts{Radius: map[float64]int64{}, BlindRadius: map[float64]int64{}}, chain.nodes[_d].rootMetrics(), "D's errown.storm metrics")
 			// Each hop counts what its own suppressions prevented: the
 			// root's figure, split along the chain.
 			for _, h := range []struct {
@@ -423,6 +477,14 @@ func TestStormChainEnforce(t *testing.T) {
 // which would prevent 3, so A 7 + B 6 = 13 per root, more than the 10
 // enforce mode prevents (B's second request would not exist there). Only
 // the root's figure is the counterfactual of the whole call.
+//
+// The first root request is the incident's onset: its first attempts go
+// unmarked until a retry, which always carries its number, reaches a hop
+// (A's retry of B, B's of C) and everything below that is marked. So the
+// first request B serves and the first C serves come unmarked: each is a
+// root storm of its own subtree (B "4,7,1,1,2", C "3,3,1,1,1"), at the
+// onset, as is A's. The requests after it are all marked: only A records
+// their root storms.
 func TestStormChainObserve(t *testing.T) {
 	roundC := []string{
 		wire(_c, _d, "1", _unavail, "1,1,0,0,0"),
@@ -436,8 +498,25 @@ func TestStormChainObserve(t *testing.T) {
 		roundB, []string{wire(_a, _b, "1", _unavail, "4,7,1,1,2")},
 		roundB, []string{wire(_a, _b, "2", _unavail, "4,7,1,1,2")},
 	)
+	// At the onset: C's first request (unmarked) calls D unmarked first,
+	// B's first request calls C unmarked first; the retries and all below
+	// them are marked.
+	onsetC := []string{
+		wire(_c, _d, "-", _unavail, "1,1,0,0,0"),
+		wire(_c, _d, "2", _unavail, "1,1,0,0,0"),
+	}
+	onsetB := slices.Concat(
+		onsetC, []string{wire(_b, _c, "-", _unavail, "3,3,1,1,1")},
+		roundC, []string{wire(_b, _c, "2", _unavail, "3,3,1,1,1")},
+	)
+	onsetRoot := slices.Concat(
+		onsetB, []string{wire(_a, _b, "-", _unavail, "4,7,1,1,2")},
+		roundB, []string{wire(_a, _b, "2", _unavail, "4,7,1,1,2")},
+	)
 	served := map[string]int64{_a: 1, _b: 2, _c: 4, _d: 8}
 	root := rootStorm(true, true, 5, 15, 1, 1, 3)
+	bOnset := rootStorm(true, true, 4, 7, 1, 1, 2)
+	cOnset := rootStorm(true, true, 3, 3, 1, 1, 1)
 	modes := []struct {
 		name string
 		cfg  func(callees ...string) *errown.Config
@@ -460,19 +539,35 @@ func TestStormChainObserve(t *testing.T) {
 					got := servedSince(mesh, before)
 					assert.Equal(t, served, got, "root request %d: served", i)
 					assert.Equal(t, root.Blind, sum(got), "root request %d: the services served in all, the root storm's blind figure says", i)
-					assert.Equal(t, perRoot, chain.tap.take(), "root request %d: on the wire", i)
+					wantWire := perRoot
+					if i == 0 {
+						wantWire = onsetRoot
+					}
+					assert.Equal(t, wantWire, chain.tap.take(), "root request %d: on the wire", i)
 					assert.Equal(t, "5,15,1,1,3", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 				}
 
-				assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
-				for _, n := range []string{_b, _c, _d} {
-					assertRootStorms(t, n, mesh.Service(n).Middleware(), chain.nodes[n], nil)
-				}
+				assertRootStorms(t, _a, mesh.Service(_a).Middleware(), chain.nodes[_a],
+					append([]inbound.Storm{atOnset(root)}, slices.Repeat([]inbound.Storm{root}, _stormRoots-1)...))
+				assertRootStorms(t, _b, mesh.Service(_b).Middleware(), chain.nodes[_b], []inbound.Storm{atOnset(bOnset)})
+				assertRootStorms(t, _c, mesh.Service(_c).Middleware(), chain.nodes[_c], []inbound.Storm{atOnset(cOnset)})
+				assertRootStorms(t, _d, mesh.Service(_d).Middleware(), chain.nodes[_d], nil)
 				wantMetrics := stormCounts{
 					Requests: _stormRoots, Prevented: 10 * _stormRoots, Retries: _stormRoots,
 					Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{3: _stormRoots},
 				}
 				assert.Equal(t, wantMetrics, chain.nodes[_a].rootMetrics(), "A's errown.storm metrics")
+				wantB := stormCounts{
+					Requests: 1, Prevented: 3, Retries: 1,
+					Radius: map[float64]int64{1: 1}, BlindRadius: map[float64]int64{2: 1},
+				}
+				assert.Equal(t, wantB, chain.nodes[_b].rootMetrics(), "B's errown.storm metrics: its onset request")
+				wantC := stormCounts{
+					Requests: 1, Retries: 1,
+					Radius: map[float64]int64{1: 1}, BlindRadius: map[float64]int64{1: 1},
+				}
+				assert.Equal(t, wantC, chain.nodes[_c].rootMetrics(), "C's errown.storm metrics: its onset request")
+				assert.Equal(t, stormCounts{Radius: map[float64]int64{}, BlindRadius: map[float64]int64{}}, chain.nodes[_d].rootMetrics(), "D's errown.storm metrics")
 				for _, h := range []struct {
 					caller, callee                       string
 					suppressed, wouldSuppress, prevented int64
@@ -506,6 +601,12 @@ func TestStormChainObserve(t *testing.T) {
 // own, and C reports its subtree exactly: C 1 + D 2 = 3 served and blind
 // (nobody above C in its view), 1 retry, radius 1, blind radius 1,
 // nothing prevented; 4 such roots per root request at A.
+//
+// The first root request is the incident's onset: A's first attempt goes
+// unmarked, and so does C's first call of D (C's procedure has seen no
+// failure yet), so A's storm and C's first are at the onset. After it A's
+// and C's procedures are in an incident: their first attempts are marked
+// (C's requests still come unmarked, through B).
 func TestStormUnknownWithoutErrown(t *testing.T) {
 	roundC := []string{
 		wire(_c, _d, "1", _unavail, "1,1,0,0,0"),
@@ -517,6 +618,15 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 	)
 	perRoot := slices.Concat(
 		roundB, []string{wire(_a, _b, "1", _unavail, "-")},
+		roundB, []string{wire(_a, _b, "2", _unavail, "-")},
+	)
+	onsetB := slices.Concat(
+		[]string{wire(_c, _d, "-", _unavail, "1,1,0,0,0"), wire(_c, _d, "2", _unavail, "1,1,0,0,0")},
+		[]string{wire(_b, _c, "-", _unavail, "3,3,1,1,1")},
+		roundC, []string{wire(_b, _c, "-", _unavail, "3,3,1,1,1")},
+	)
+	onsetRoot := slices.Concat(
+		onsetB, []string{wire(_a, _b, "-", _unavail, "-")},
 		roundB, []string{wire(_a, _b, "2", _unavail, "-")},
 	)
 	served := map[string]int64{_a: 1, _b: 2, _c: 4, _d: 8}
@@ -550,12 +660,18 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 				reply := mesh.Call(callCtx(t), _a, []byte("storm"))
 				assert.Equal(t, _unavail, reply.Code(), "root request %d: outside caller's code (%v)", i, reply.Err)
 				assert.Equal(t, served, servedSince(mesh, before), "root request %d: served", i)
-				assert.Equal(t, perRoot, tap.take(), "root request %d: on the wire", i)
+				wantWire := perRoot
+				if i == 0 {
+					wantWire = onsetRoot
+				}
+				assert.Equal(t, wantWire, tap.take(), "root request %d: on the wire", i)
 				assert.Equal(t, ewire.StormUnknownValue, replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 			}
 
-			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a], slices.Repeat([]inbound.Storm{aRoot}, _stormRoots))
-			assertRootStorms(t, _c, mesh.Service(_c).Middleware(), nodes[_c], slices.Repeat([]inbound.Storm{cRoot}, 4*_stormRoots))
+			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a],
+				append([]inbound.Storm{atOnset(aRoot)}, slices.Repeat([]inbound.Storm{aRoot}, _stormRoots-1)...))
+			assertRootStorms(t, _c, mesh.Service(_c).Middleware(), nodes[_c],
+				append([]inbound.Storm{atOnset(cRoot)}, slices.Repeat([]inbound.Storm{cRoot}, 4*_stormRoots-1)...))
 			assertRootStorms(t, _d, mesh.Service(_d).Middleware(), nodes[_d], nil)
 			wantA := stormCounts{
 				Requests: _stormRoots, Unknown: _stormRoots,
@@ -572,15 +688,18 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 	}
 }
 
-// A→B→C, everything succeeds, a policy on every edge. The leaf C's
-// success says nothing (no storm header: one request, nothing to report);
-// B's success says its subtree served 2 ("2,2,0,0,0"), A's 3
-// ("3,3,0,0,0"); nobody retried or would have, so no root storm is
-// recorded anywhere and A's errown.storm metrics stay empty.
+// A→B→C, everything succeeds, a policy on every edge: the steady state,
+// in which nothing of errown's is on the wire. No procedure is in an
+// incident and no request comes marked, so every call goes without
+// errown-attempt, and every success answers its unmarked call without a
+// storm header (quiet figures, "2,2,0,0,0" at B and "3,3,0,0,0" at A, are
+// sent only to a marked request): not the leaf C's, not B's, not A's to
+// the outside caller. Nobody retried or would have, so no root storm is
+// recorded anywhere and the errown.storm metrics stay empty.
 func TestStormSuccessQuiet(t *testing.T) {
 	perRoot := []string{
-		wire(_b, _c, "1", yarpcerrors.CodeOK, "-"),
-		wire(_a, _b, "1", yarpcerrors.CodeOK, "2,2,0,0,0"),
+		wire(_b, _c, "-", yarpcerrors.CodeOK, "-"),
+		wire(_a, _b, "-", yarpcerrors.CodeOK, "-"),
 	}
 	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
@@ -602,16 +721,19 @@ func TestStormSuccessQuiet(t *testing.T) {
 				reply := mesh.Call(callCtx(t), _a, []byte("calm"))
 				assert.NoError(t, reply.Err, "root request %d: outside caller", i)
 				assert.Equal(t, "calm", string(reply.Body), "root request %d: outside caller's body", i)
-				assert.Equal(t, perRoot, tap.take(), "root request %d: on the wire", i)
-				assert.Equal(t, "3,3,0,0,0", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
+				assert.Equal(t, perRoot, tap.take(), "root request %d: on the wire, no errown header either way", i)
+				assert.Equal(t, "-", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
+				for k := range reply.Headers {
+					assert.False(t, strings.HasPrefix(strings.ToLower(k), "errown-"), "root request %d: A's reply carries errown's header %q (headers %v)", i, k, reply.Headers)
+				}
 			}
 
 			assert.Equal(t, map[string]int64{_a: _stormRoots, _b: _stormRoots, _c: _stormRoots}, servedBy(mesh, _a, _b, _c), "served, want %d each", _stormRoots)
+			want := stormCounts{Radius: map[float64]int64{}, BlindRadius: map[float64]int64{}}
 			for _, n := range []string{_a, _b, _c} {
 				assertRootStorms(t, n, mesh.Service(n).Middleware(), nodes[n], nil)
+				assert.Equal(t, want, nodes[n].rootMetrics(), "%s's errown.storm metrics", n)
 			}
-			want := stormCounts{Radius: map[float64]int64{}, BlindRadius: map[float64]int64{}}
-			assert.Equal(t, want, nodes[_a].rootMetrics(), "A's errown.storm metrics")
 		})
 	}
 }
@@ -624,7 +746,20 @@ func TestStormSuccessQuiet(t *testing.T) {
 // radius 1), and A, the root, records a storm that did not fail: served
 // 4 = A 1 + B 1 + C 2, blind 4 (nobody suppressed anything), 1 retry,
 // radius 1, blind radius 1, nothing prevented.
+//
+// The first root request is the incident's onset: A's and B's first
+// attempts go unmarked (C's retry carries "2"). B's success is stormy (a
+// retry spent), so it carries its figures even to A's unmarked call, and
+// A's root storm is exact, at the onset; B, serving an unmarked request,
+// records it as a root storm of its own subtree, "3,3,1,1,1", at the
+// onset too. After it A's procedure is in an incident: A's calls are
+// marked, B's requests come marked, and only A records root storms.
 func TestStormSoftFailure(t *testing.T) {
+	onsetRoot := []string{
+		wire(_b, _c, "-", _unavail, "1,1,0,0,0"),
+		wire(_b, _c, "2", _unavail, "1,1,0,0,0"),
+		wire(_a, _b, "-", yarpcerrors.CodeOK, "3,3,1,1,1"),
+	}
 	perRoot := []string{
 		wire(_b, _c, "1", _unavail, "1,1,0,0,0"),
 		wire(_b, _c, "2", _unavail, "1,1,0,0,0"),
@@ -632,6 +767,7 @@ func TestStormSoftFailure(t *testing.T) {
 	}
 	served := map[string]int64{_a: 1, _b: 1, _c: 2}
 	root := rootStorm(true, false, 4, 4, 1, 1, 1)
+	bOnset := rootStorm(true, false, 3, 3, 1, 1, 1)
 	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
@@ -656,19 +792,29 @@ func TestStormSoftFailure(t *testing.T) {
 				got := servedSince(mesh, before)
 				assert.Equal(t, served, got, "root request %d: served", i)
 				assert.Equal(t, root.Served, sum(got), "root request %d: the services served in all, the root storm says", i)
-				assert.Equal(t, perRoot, tap.take(), "root request %d: on the wire", i)
+				wantWire := perRoot
+				if i == 0 {
+					wantWire = onsetRoot
+				}
+				assert.Equal(t, wantWire, tap.take(), "root request %d: on the wire", i)
 				assert.Equal(t, "4,4,1,1,1", replyStorm(reply), "root request %d: A's reply's storm (headers %v)", i, reply.Headers)
 			}
 
-			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a], slices.Repeat([]inbound.Storm{root}, _stormRoots))
-			for _, n := range []string{_b, _c} {
-				assertRootStorms(t, n, mesh.Service(n).Middleware(), nodes[n], nil)
-			}
+			assertRootStorms(t, _a, mesh.Service(_a).Middleware(), nodes[_a],
+				append([]inbound.Storm{atOnset(root)}, slices.Repeat([]inbound.Storm{root}, _stormRoots-1)...))
+			assertRootStorms(t, _b, mesh.Service(_b).Middleware(), nodes[_b], []inbound.Storm{atOnset(bOnset)})
+			assertRootStorms(t, _c, mesh.Service(_c).Middleware(), nodes[_c], nil)
 			want := stormCounts{
 				Requests: _stormRoots, Retries: _stormRoots,
 				Radius: map[float64]int64{1: _stormRoots}, BlindRadius: map[float64]int64{1: _stormRoots},
 			}
 			assert.Equal(t, want, nodes[_a].rootMetrics(), "A's errown.storm metrics")
+			wantB := stormCounts{
+				Requests: 1, Retries: 1,
+				Radius: map[float64]int64{1: 1}, BlindRadius: map[float64]int64{1: 1},
+			}
+			assert.Equal(t, wantB, nodes[_b].rootMetrics(), "B's errown.storm metrics: the onset request")
+			assert.Equal(t, stormCounts{Radius: map[float64]int64{}, BlindRadius: map[float64]int64{}}, nodes[_c].rootMetrics(), "C's errown.storm metrics")
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
@@ -40,6 +41,13 @@ import (
 // errown.retry event, on C's span; errown.retry_refused, reason
 // unclaimed, on B's and A's; errown.claim on every server span as the
 // decision tables say, and the root's storm figures on A's.
+//
+// That is a request in an incident. Each test first sends the incident's
+// onset, a request none of the callers has seen fail: its calls go
+// without errown's attempt mark, so B and C, serving unmarked requests,
+// take them for roots and tag their server spans with their own
+// subtree's storm figures too (failures carry them exactly). The request
+// after it is marked all the way down, and traced as above.
 
 // traces records the spans of every service of a test: each service
 // traces with its own OpenTelemetry tracer, named after it, all of one
@@ -48,6 +56,27 @@ type traces struct {
 	t   *testing.T
 	rec *tracetest.SpanRecorder
 	tp  *sdktrace.TracerProvider
+	// since, when set, keeps only the spans started at or after it: those
+	// of the requests sent since.
+	since time.Time
+}
+
+// from returns ts keeping only the spans started at or after since.
+func (ts *traces) from(since time.Time) *traces {
+	c := *ts
+	c.since = since
+	return &c
+}
+
+// ended returns the ended spans ts keeps.
+func (ts *traces) ended() []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range ts.rec.Ended() {
+		if !s.StartTime().Before(ts.since) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func newTraces(t *testing.T) *traces {
@@ -73,7 +102,7 @@ func (ts *traces) tracer(service string) trace.Tracer { return ts.tp.Tracer(serv
 // spans returns the ended spans of service of kind.
 func (ts *traces) spans(service string, kind trace.SpanKind) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
-	for _, s := range ts.rec.Ended() {
+	for _, s := range ts.ended() {
 		if s.InstrumentationScope().Name == service && s.SpanKind() == kind {
 			out = append(out, s)
 		}
@@ -85,7 +114,7 @@ func (ts *traces) spans(service string, kind trace.SpanKind) []sdktrace.ReadOnly
 // "service kind event reason callee", sorted.
 func (ts *traces) errownEvents() []string {
 	var out []string
-	for _, s := range ts.rec.Ended() {
+	for _, s := range ts.ended() {
 		for _, e := range s.Events() {
 			if !strings.HasPrefix(e.Name, "errown.") {
 				continue
@@ -147,6 +176,20 @@ var _rootStorm = map[string]string{
 	"errown.storm.retries": "1", "errown.storm.radius": "1", "errown.storm.blind_radius": "3",
 }
 
+// At the incident's onset B and C serve unmarked requests, roots of their
+// own subtrees: _onsetStormB is B's figures (B 1, C 1, D 2; blind
+// 1 + 2 + 4), _onsetStormC C's (C 1, D 2, one retry, nothing prevented).
+var (
+	_onsetStormB = map[string]string{
+		"errown.storm.served": "4", "errown.storm.blind": "7", "errown.storm.prevented": "3",
+		"errown.storm.retries": "1", "errown.storm.radius": "1", "errown.storm.blind_radius": "2",
+	}
+	_onsetStormC = map[string]string{
+		"errown.storm.served": "3", "errown.storm.blind": "3", "errown.storm.prevented": "0",
+		"errown.storm.retries": "1", "errown.storm.radius": "1", "errown.storm.blind_radius": "1",
+	}
+)
+
 // assertServerTags checks the tags of service's server spans, one per
 // request it served, in any order.
 func (ts *traces) assertServerTags(service string, want ...map[string]string) {
@@ -189,7 +232,7 @@ func mapsEqual(a, b map[string]string) bool {
 // but the server spans of failed requests: a refusal never sets one.
 func (ts *traces) assertNoRefusalErrors(failedClients ...string) {
 	ts.t.Helper()
-	for _, s := range ts.rec.Ended() {
+	for _, s := range ts.ended() {
 		if s.SpanKind() == trace.SpanKindServer {
 			continue
 		}
@@ -218,19 +261,34 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 			start(_b, fxtest.Forward, _c)
 			start(_a, fxtest.Forward, _b)
 
-			reply := mesh.Call(callCtx(t), _a, nil)
-			require.Equal(t, yarpcerrors.CodeUnavailable, reply.Code(), "reply's code (claim %q)", reply.Claim)
-			require.Equal(t, _unclaimed, reply.Claim, "reply's claim (code %v)", reply.Code())
-
 			want := []string{
 				_a + " server errown.retry_refused unclaimed " + _b,
 				_b + " server errown.retry_refused unclaimed " + _c,
 				_c + " server errown.retry " + _d,
 			}
-			assert.Equal(t, want, ts.errownEvents(), "errown's events")
 			own := claimTags(_claimed, "own failure")
-			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 			below := claimTags(_unclaimed, "retried below")
+
+			// The onset: B and C are roots too, and say so on their spans.
+			reply := mesh.Call(callCtx(t), _a, nil)
+			require.Equal(t, yarpcerrors.CodeUnavailable, reply.Code(), "onset: reply's code (claim %q)", reply.Claim)
+			require.Equal(t, _unclaimed, reply.Claim, "onset: reply's claim (code %v)", reply.Code())
+			assert.Equal(t, want, ts.errownEvents(), "onset: errown's events")
+			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
+			ts.assertServerTags(_c, with(below, _onsetStormC))
+			ts.assertServerTags(_b, with(below, _onsetStormB))
+			ts.assertServerTags(_a, with(below, _rootStorm))
+			assertRetryEvent(t, ts.spans(_c, trace.SpanKindServer), _d)
+			ts.assertNoRefusalErrors()
+			assertOneTrace(t, ts)
+
+			// In the incident: marked all the way down, A the only root.
+			ts = ts.from(time.Now())
+			reply = mesh.Call(callCtx(t), _a, nil)
+			require.Equal(t, yarpcerrors.CodeUnavailable, reply.Code(), "reply's code (claim %q)", reply.Claim)
+			require.Equal(t, _unclaimed, reply.Claim, "reply's claim (code %v)", reply.Code())
+			assert.Equal(t, want, ts.errownEvents(), "errown's events")
+			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 			ts.assertServerTags(_c, below)
 			ts.assertServerTags(_b, below)
 			ts.assertServerTags(_a, with(below, _rootStorm))
@@ -269,7 +327,7 @@ func assertRetryEvent(t *testing.T, spans []sdktrace.ReadOnlySpan, callee string
 func assertOneTrace(t *testing.T, ts *traces) {
 	t.Helper()
 	ids := map[trace.TraceID]int{}
-	for _, s := range ts.rec.Ended() {
+	for _, s := range ts.ended() {
 		ids[s.SpanContext().TraceID()]++
 	}
 	assert.Len(t, ids, 1, "the request's spans are in traces, want 1: %v", ids)
@@ -330,28 +388,56 @@ func TestTraceMixedChain(t *testing.T) {
 	startTracedYARPC(t, ts, a, b, false)
 
 	ch := &mixedChain{nodes: []*mixedNode{a}, root: &http.Client{}}
-	r := ch.call(t)
-	require.NoError(t, r.err, "reply: %+v", r)
-	require.Equal(t, http.StatusServiceUnavailable, r.status, "reply: %+v", r)
-
 	want := []string{
 		_a + " server errown.retry_refused unclaimed " + _b,
 		_b + " client errown.retry_refused unclaimed " + _c,
 		_c + " client errown.retry " + _d,
 	}
-	assert.Equal(t, want, ts.errownEvents(), "errown's events")
 	own := claimTags(_claimed, "own failure")
-	ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 	below := claimTags(_unclaimed, "retried below")
-	ts.assertServerTags(_c, below)
-	ts.assertServerTags(_b, below)
-	ts.assertServerTags(_a, with(below, _rootStorm))
-	assertRetryEvent(t, ts.spans(_c, trace.SpanKindClient), _d)
-	// errown resent C's call to D once, inside the client span around it;
-	// B's call to C was not resent.
-	assert.Equal(t, "1", tags(ts.spans(_c, trace.SpanKindClient)[0])["http.request.resend_count"], "C's client span: http.request.resend_count")
-	assert.NotContains(t, tags(ts.spans(_b, trace.SpanKindClient)[0]), "http.request.resend_count", "B's client span: http.request.resend_count, want none")
-	ts.assertNoRefusalErrors()
+	// check holds the traces of one request (view) to the chain's, B's
+	// and C's server spans tagged with stormB and stormC besides, and the
+	// tapped edges (B→C, C→D) to attempts.
+	check := func(name string, view *traces, stormB, stormC map[string]string, attempts []string) {
+		t.Helper()
+		assert.Equal(t, want, view.errownEvents(), "%s: errown's events", name)
+		view.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
+		view.assertServerTags(_c, with(below, stormC))
+		view.assertServerTags(_b, with(below, stormB))
+		view.assertServerTags(_a, with(below, _rootStorm))
+		assertRetryEvent(t, view.spans(_c, trace.SpanKindClient), _d)
+		// errown resent C's call to D once, inside the client span around
+		// it; B's call to C was not resent.
+		cs, bs := view.spans(_c, trace.SpanKindClient), view.spans(_b, trace.SpanKindClient)
+		if assert.Len(t, cs, 1, "%s: C's client spans", name) && assert.Len(t, bs, 1, "%s: B's client spans", name) {
+			assert.Equal(t, "1", tags(cs[0])["http.request.resend_count"], "%s: C's client span: http.request.resend_count", name)
+			assert.NotContains(t, tags(bs[0]), "http.request.resend_count", "%s: B's client span: http.request.resend_count, want none", name)
+		}
+		view.assertNoRefusalErrors()
+		assert.Equal(t, attempts, tap.take(), "%s: attempts on B→C and C→D", name)
+	}
+
+	// The onset: every first attempt unmarked; B and C are roots too, and
+	// say so on their spans.
+	r := ch.call(t)
+	require.NoError(t, r.err, "onset: reply: %+v", r)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "onset: reply: %+v", r)
+	check("onset", ts, _onsetStormB, _onsetStormC, []string{
+		mixedAttempt(_c, _d, "-", _unavail, _claimed, "1,1,0,0,0"),
+		mixedAttempt(_c, _d, "2", _unavail, _claimed, "1,1,0,0,0"),
+		mixedAttempt(_b, _c, "-", _unavail, _unclaimed, "3,3,1,1,1"),
+	})
+
+	// In the incident: marked all the way down, A the only root.
+	since := time.Now()
+	r = ch.call(t)
+	require.NoError(t, r.err, "reply: %+v", r)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "reply: %+v", r)
+	check("in the incident", ts.from(since), nil, nil, []string{
+		mixedAttempt(_c, _d, "1", _unavail, _claimed, "1,1,0,0,0"),
+		mixedAttempt(_c, _d, "2", _unavail, _claimed, "1,1,0,0,0"),
+		mixedAttempt(_b, _c, "1", _unavail, _unclaimed, "3,3,1,1,1"),
+	})
 }
 
 // startTracedYARPC starts a yarpc service traced through the bridge: an
