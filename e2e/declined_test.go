@@ -7,7 +7,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
-	"github.com/errown/errown/internal/wire"
+	errownwire "github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
@@ -29,7 +29,7 @@ func declining(callee string, policy retry.PolicyConfig) *errown.Config {
 func deniedCounters(scope tally.TestScope, callee string) map[string]int64 {
 	counters := scope.Snapshot().Counters()
 	denied := make(map[string]int64)
-	for _, r := range wire.Refusals() {
+	for _, r := range errownwire.Refusals() {
 		key := tally.KeyForPrefixedStringMap("errown.retry.denied", map[string]string{"callee": callee, "reason": r.String()})
 		if c, ok := counters[key]; ok {
 			denied[r.String()] = c.Value()
@@ -76,7 +76,7 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 			give: refusal{
 				c:      func() *errown.Config { return declining(_d, retry.PolicyConfig{Idempotent: new(false)}) },
 				d:      fail(_d),
-				reason: wire.RefusedNotIdempotent.String(),
+				reason: errownwire.RefusedNotIdempotent.String(),
 			},
 		},
 		{
@@ -86,7 +86,7 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 					return declining(_d, retry.PolicyConfig{RetryableCodes: []string{"internal"}, Idempotent: new(true)})
 				},
 				d:      fail(_d),
-				reason: wire.RefusedCode.String(),
+				reason: errownwire.RefusedCode.String(),
 			},
 		},
 		{
@@ -99,7 +99,7 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 				},
 				d:      fail(_d),
 				body:   bytes.Repeat([]byte("x"), 4*bodyCap),
-				reason: wire.RefusedBodyTooLarge.String(),
+				reason: errownwire.RefusedBodyTooLarge.String(),
 			},
 		},
 		{
@@ -146,7 +146,7 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 				assertResult(t, want, observe(mesh, reply, _a, _b, _c, _d))
 				wantDenied := map[string]int64{}
 				if rf.give.reason != "" {
-					for _, r := range wire.Refusals() {
+					for _, r := range errownwire.Refusals() {
 						wantDenied[r.String()] = 0
 					}
 					wantDenied[rf.give.reason] = roots
