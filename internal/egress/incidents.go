@@ -1,9 +1,10 @@
 package egress
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/errown/errown/internal/procmap"
 )
 
 // _maxIncidentProcedures bounds the caller procedures incidents keeps a
@@ -29,15 +30,21 @@ type incidents struct {
 	// the window looks no procedure up.
 	latest atomic.Int64
 
-	byProc atomic.Pointer[map[string]*atomic.Int64] // read-only; replaced under mu
-	other  atomic.Int64                             // the procedures past the bound
-	mu     sync.Mutex
+	// byProc holds each procedure's latest incident, as latest does; past
+	// the bound, the others share one.
+	byProc *procmap.Map[*atomic.Int64]
 }
 
+// _otherProcedures is the key of the time the procedures past the bound
+// share.
+const _otherProcedures = ""
+
 func newIncidents(window time.Duration, now func() time.Time) *incidents {
-	s := &incidents{window: int64(window), now: now}
-	s.byProc.Store(new(map[string]*atomic.Int64))
-	return s
+	return &incidents{
+		window: int64(window),
+		now:    now,
+		byProc: procmap.New(_maxIncidentProcedures, _otherProcedures, func(string) *atomic.Int64 { return new(atomic.Int64) }),
+	}
 }
 
 // hot reports whether a call of procedure met an incident within the
@@ -51,12 +58,9 @@ func (s *incidents) hot(procedure string) bool {
 	if now-latest > s.window {
 		return false
 	}
-	t, ok := (*s.byProc.Load())[procedure]
+	t, ok := s.byProc.Peek(procedure)
 	if !ok {
-		if len(*s.byProc.Load()) < _maxIncidentProcedures {
-			return false
-		}
-		t = &s.other
+		return false
 	}
 	last := t.Load()
 	return last != 0 && now-last <= s.window
@@ -65,31 +69,6 @@ func (s *incidents) hot(procedure string) bool {
 // record notes an incident on a call of procedure, now.
 func (s *incidents) record(procedure string) {
 	now := s.now().UnixNano()
-	s.slot(procedure).Store(now)
+	s.byProc.Get(procedure).Store(now)
 	s.latest.Store(now)
-}
-
-// slot returns the time procedure's incidents are kept in, added if
-// there is room.
-func (s *incidents) slot(procedure string) *atomic.Int64 {
-	if t, ok := (*s.byProc.Load())[procedure]; ok {
-		return t
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := *s.byProc.Load()
-	if t, ok := old[procedure]; ok {
-		return t
-	}
-	if len(old) >= _maxIncidentProcedures {
-		return &s.other
-	}
-	m := make(map[string]*atomic.Int64, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	t := new(atomic.Int64)
-	m[procedure] = t
-	s.byProc.Store(&m)
-	return t
 }

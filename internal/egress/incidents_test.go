@@ -143,7 +143,7 @@ func TestIncidentsBound(t *testing.T) {
 	for i := range _maxIncidentProcedures + 10 {
 		s.record("p" + strconv.Itoa(i))
 	}
-	assert.Len(t, *s.byProc.Load(), _maxIncidentProcedures)
+	assert.Equal(t, _maxIncidentProcedures+1, s.byProc.Len(), "the bound, and the others' one")
 	assert.True(t, s.hot("p0"))
 	assert.True(t, s.hot("never-seen"), "past the bound, procedures share the others' time")
 	clock.Add(2 * time.Second)

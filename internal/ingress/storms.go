@@ -1,11 +1,11 @@
 package ingress
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/procmap"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
@@ -52,15 +52,13 @@ const _recentStorms = _ringSize
 // storms keeps the root requests' storm metrics, per root procedure, and
 // the latest root storms. Only requests with a storm reach it, and on the
 // way they take no lock that all of them share: the metrics are looked up
-// in a read-only map, copied when a procedure is added, and the latest
-// storms are a ring.
+// in a read-only map (internal/procmap), copied when a procedure is added,
+// and the latest storms are a ring.
 type storms struct {
 	scope tally.Scope
-	limit int
 	hook  func(inbound.Storm)
 
-	byProc atomic.Pointer[map[string]*stormMetrics] // read-only; replaced under mu
-	mu     sync.Mutex
+	byProc *procmap.Map[*stormMetrics]
 	// last is the metrics a storm was last recorded in: an outage's roots
 	// are mostly one procedure, found without a lookup in byProc.
 	last atomic.Pointer[stormMetrics]
@@ -79,30 +77,21 @@ type stormMetrics struct {
 }
 
 func newStorms(scope tally.Scope, limit int, hook func(inbound.Storm)) *storms {
-	s := &storms{scope: scope.SubScope("storm"), limit: limit, hook: hook}
-	s.byProc.Store(&map[string]*stormMetrics{})
+	s := &storms{scope: scope.SubScope("storm"), hook: hook}
+	s.byProc = procmap.New(limit, _otherProcedure, s.newMetrics)
 	return s
 }
 
-// metrics returns the metrics of root procedure procedure.
+// metrics returns the metrics of root procedure procedure, or those the
+// procedures past the limit share.
 func (s *storms) metrics(procedure string) *stormMetrics {
-	if m, ok := (*s.byProc.Load())[procedure]; ok {
-		return m
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := *s.byProc.Load()
-	if m, ok := cur[procedure]; ok {
-		return m
-	}
-	if len(cur) >= s.limit {
-		procedure = _otherProcedure
-		if m, ok := cur[procedure]; ok {
-			return m
-		}
-	}
+	return s.byProc.Get(procedure)
+}
+
+// newMetrics returns the metrics of root procedure procedure, as tagged.
+func (s *storms) newMetrics(procedure string) *stormMetrics {
 	sc := s.scope.Tagged(map[string]string{"procedure": procedure})
-	m := &stormMetrics{
+	return &stormMetrics{
 		procedure:   procedure,
 		requests:    sc.Counter("requests"),
 		unknown:     sc.Counter("unknown"),
@@ -111,13 +100,6 @@ func (s *storms) metrics(procedure string) *stormMetrics {
 		radius:      sc.Histogram("radius", _radiusBuckets),
 		blindRadius: sc.Histogram("blind_radius", _radiusBuckets),
 	}
-	next := make(map[string]*stormMetrics, len(cur)+1)
-	for k, v := range cur {
-		next[k] = v
-	}
-	next[procedure] = m
-	s.byProc.Store(&next)
-	return m
 }
 
 // record records one root request's storm, its procedure hashing to ph
