@@ -166,16 +166,16 @@ func TestMeshStartInvalid(t *testing.T) {
 	}
 }
 
-// Start registers two cleanups per service, its dispatcher's and the
-// outside caller's, and one more with errown; run in reverse they stop
-// everything cleanly.
+// Start registers two cleanups per service, the service's own (its
+// dispatcher, then its errown) and the outside caller's; run in reverse
+// they stop everything cleanly.
 func TestMeshCleanup(t *testing.T) {
 	ft := &fakeTB{}
 	mesh := fxtest.NewMesh(ft)
 	mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.TChannel})
 	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.GRPC, Errown: &errown.Config{}, Callees: []string{"svc-b"}, Handler: fxtest.Forward})
 	require.NoError(t, mesh.Call(context.Background(), "svc-a", []byte("x")).Err, "call")
-	assert.Len(t, ft.cleanups, 5, "cleanups")
+	assert.Len(t, ft.cleanups, 4, "cleanups")
 	ft.cleanup()
 	assert.Empty(t, ft.errors, "stopping")
 }
