@@ -44,8 +44,6 @@ type Config struct {
 	// its name over the yarpc transport that speaks its kind, on the
 	// node's own Endpoint.
 	Callees []Callee
-	// Outbounds are more outbounds, built by the caller.
-	Outbounds yarpc.Outbounds
 	// Inbound runs on every request inside errown's inbound middleware,
 	// Outbound on every attempt inside errown's outbound middleware (its
 	// retries included); without errown they are the dispatcher's only
@@ -211,16 +209,13 @@ func (n *Node) startYARPC(cfg Config) error {
 // dispatcher builds the yarpc node's dispatcher, not started, its
 // procedures registered.
 func (n *Node) dispatcher(cfg Config, e *Endpoint, in Inbound) (*yarpc.Dispatcher, error) {
-	outbounds := make(yarpc.Outbounds, len(cfg.Callees)+len(cfg.Outbounds))
+	outbounds := make(yarpc.Outbounds, len(cfg.Callees))
 	for _, c := range cfg.Callees {
 		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
 		if err != nil {
 			return nil, err
 		}
 		outbounds[c.Name] = outs
-	}
-	for name, outs := range cfg.Outbounds {
-		outbounds[name] = outs
 	}
 	ycfg := yarpc.Config{
 		Name:               cfg.Name,
