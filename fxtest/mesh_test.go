@@ -10,6 +10,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -246,4 +247,9 @@ func TestForwardStopsAtFirstError(t *testing.T) {
 	assert.Equal(t, yarpcerrors.CodeNotFound, reply.Code(), "got %v", reply.Err)
 	assert.Equal(t, int64(1), b.Served(), "b served once")
 	assert.Equal(t, int64(0), c.Served(), "c served never")
+}
+
+// fxtest's transport names are the ones the mesh's nodes start on.
+func TestTransportsAreTestmesh(t *testing.T) {
+	assert.Equal(t, testmesh.Transports, fxtest.Transports)
 }

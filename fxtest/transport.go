@@ -1,12 +1,10 @@
 package fxtest
 
-import "github.com/errown/errown/internal/testmesh"
-
 // Transports a Mesh can run services on: yarpc's transport names.
 const (
-	HTTP     = testmesh.HTTP
-	GRPC     = testmesh.GRPC
-	TChannel = testmesh.TChannel
+	HTTP     = "http"
+	GRPC     = "grpc"
+	TChannel = "tchannel"
 )
 
 // Transports lists every transport a Mesh supports, for table tests that
