@@ -199,6 +199,9 @@ type yarpcNode struct {
 func (n *yarpcNode) Middleware() *errown.Middleware {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.node == nil {
+		return nil
+	}
 	return n.node.Middleware()
 }
 
