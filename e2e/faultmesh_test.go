@@ -3,9 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -17,15 +15,13 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/grpcgo"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/backoff"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
-	ygrpc "go.uber.org/yarpc/transport/grpc"
-	yhttp "go.uber.org/yarpc/transport/http"
-	"go.uber.org/yarpc/transport/tchannel"
 	"go.uber.org/yarpc/yarpcerrors"
 	"google.golang.org/grpc"
 	grpcbackoff "google.golang.org/grpc/backoff"
@@ -181,10 +177,11 @@ type yarpcNode struct {
 	name      string
 	transport string
 	cfg       errown.Config
-	// outbounds builds the node's outbounds for each start; nil for none.
-	outbounds func() yarpc.Outbounds
-	own       *attemptLog // B's attempt counter; nil elsewhere
-	handler   func(ctx context.Context, n *yarpcNode, id uint64, body []byte) ([]byte, error)
+	// callee returns the node's one callee at each start; nil for none.
+	callee  func() testmesh.Callee
+	options testmesh.TransportOptions
+	own     *attemptLog // B's attempt counter; nil elsewhere
+	handler func(ctx context.Context, n *yarpcNode, id uint64, body []byte) ([]byte, error)
 
 	served atomic.Int64
 	byID   sync.Map // uint64 → *atomic.Int64, unless counts
@@ -194,16 +191,18 @@ type yarpcNode struct {
 
 	mu     sync.Mutex
 	addr   string // fixed at the first start
-	mw     *errown.Middleware
-	d      *yarpc.Dispatcher
-	client raw.Client // to the first outbound, if any
+	node   *testmesh.Node
+	client raw.Client // to the callee, if any
 }
 
 // Middleware returns the errown middleware of the running instance.
 func (n *yarpcNode) Middleware() *errown.Middleware {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.mw
+	if n.node == nil {
+		return nil
+	}
+	return n.node.Middleware()
 }
 
 func (n *yarpcNode) servedOf(id uint64) int64 {
@@ -216,83 +215,50 @@ func (n *yarpcNode) servedOf(id uint64) int64 {
 	return 0
 }
 
-func (n *yarpcNode) inbound() (transport.Inbound, func() string, error) {
-	addr := n.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	switch n.transport {
-	case fxtestHTTP:
-		in := yhttp.NewTransport().NewInbound(addr)
-		return in, func() string { return in.Addr().String() }, nil
-	case fxtestGRPC:
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, nil, err
-		}
-		return ygrpc.NewTransport().NewInbound(l), func() string { return l.Addr().String() }, nil
-	case fxtestTChannel:
-		t, err := tchannel.NewTransport(tchannel.ServiceName(n.name), tchannel.ListenAddr(addr))
-		if err != nil {
-			return nil, nil, err
-		}
-		return t.NewInbound(), t.ListenAddr, nil
-	}
-	return nil, nil, fmt.Errorf("unknown transport %q", n.transport)
-}
-
 // start starts the node: on a free port the first time, on the same port
 // after a stop.
 func (n *yarpcNode) start() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	mw, err := errown.New(n.cfg)
-	if err != nil {
-		return err
-	}
-	if err := mw.Start(); err != nil {
-		return err
-	}
-	in, addr, err := n.inbound()
-	if err != nil {
-		_ = mw.Stop()
-		return err
-	}
-	ycfg := yarpc.Config{Name: n.name, Inbounds: yarpc.Inbounds{in}}
-	var first string
-	if n.outbounds != nil {
-		ycfg.Outbounds = n.outbounds()
-		for k := range ycfg.Outbounds {
-			first = k
-		}
+	cfg := n.cfg
+	var callee testmesh.Callee
+	tcfg := testmesh.Config{Name: n.name, Kind: n.transport, Listen: n.addr, Errown: &cfg, Transport: n.options}
+	if n.callee != nil {
+		callee = n.callee()
+		tcfg.Callees = []testmesh.Callee{callee}
 	}
 	if n.own != nil {
-		ycfg.OutboundMiddleware.Unary = n.own
+		tcfg.Outbound = n.own
 	}
-	d := yarpc.NewDispatcher(mw.Apply(ycfg))
-	d.Register(raw.Procedure("call", func(ctx context.Context, body []byte) ([]byte, error) {
-		n.served.Add(1)
-		if len(body) != 8 {
-			return nil, yarpcerrors.InvalidArgumentErrorf("%s: body of %d bytes", n.name, len(body))
+	tcfg.Register = func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
+		d.Register(raw.Procedure("call", n.serve))
+		if n.callee != nil {
+			n.client = raw.New(d.ClientConfig(callee.Name))
 		}
-		id := binary.LittleEndian.Uint64(body)
-		if n.counts != nil && id < uint64(len(n.counts)) {
-			n.counts[id].Add(1)
-		} else {
-			v, _ := n.byID.LoadOrStore(id, new(atomic.Int64))
-			v.(*atomic.Int64).Add(1)
-		}
-		return n.handler(ctx, n, id, body)
-	}))
-	if err := d.Start(); err != nil {
-		_ = mw.Stop()
+		return nil
+	}
+	node, err := testmesh.Start(tcfg)
+	if err != nil {
 		return err
 	}
-	n.addr, n.mw, n.d = addr(), mw, d
-	if first != "" {
-		n.client = raw.New(d.ClientConfig(first))
-	}
+	n.addr, n.node = node.Addr(), node
 	return nil
+}
+
+// serve counts the request by its ID, then runs the node's handler.
+func (n *yarpcNode) serve(ctx context.Context, body []byte) ([]byte, error) {
+	n.served.Add(1)
+	if len(body) != 8 {
+		return nil, yarpcerrors.InvalidArgumentErrorf("%s: body of %d bytes", n.name, len(body))
+	}
+	id := binary.LittleEndian.Uint64(body)
+	if n.counts != nil && id < uint64(len(n.counts)) {
+		n.counts[id].Add(1)
+	} else {
+		v, _ := n.byID.LoadOrStore(id, new(atomic.Int64))
+		v.(*atomic.Int64).Add(1)
+	}
+	return n.handler(ctx, n, id, body)
 }
 
 // stop stops the dispatcher (which finishes the requests in flight) and
@@ -300,15 +266,10 @@ func (n *yarpcNode) start() error {
 func (n *yarpcNode) stop() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.d == nil {
+	if n.node == nil {
 		return nil
 	}
-	err := n.d.Stop()
-	if merr := n.mw.Stop(); err == nil {
-		err = merr
-	}
-	n.d = nil
-	return err
+	return n.node.Stop()
 }
 
 // leaf is what C does: it answers with the body it got.
@@ -371,9 +332,9 @@ func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faul
 	var err error
 	switch kind {
 	case kindGRPCGo:
-		m.c = &grpcGoLeaf{cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot"))}
+		m.c = &grpcGoLeaf{leafNode: leafNode{cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot"))}}
 	case kindNetHTTP:
-		m.c = &netHTTPLeaf{cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot"))}
+		m.c = &netHTTPLeaf{leafNode{cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot"))}}
 	default:
 		m.c = &yarpcNode{name: _fc, transport: kind, cfg: meshConfig("", 0, filepath.Join(dir, "c.snapshot")), handler: leaf, counts: countsC}
 	}
@@ -392,9 +353,8 @@ func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faul
 		m.b.cfg.Wiring = errown.WiringWarn
 		m.b.handler = m.netHTTPCall()
 	default:
-		m.b.outbounds = func() yarpc.Outbounds {
-			return yarpc.Outbounds{_fc: {Unary: outboundTo(kind, m.proxy.Addr())}}
-		}
+		m.b.callee = func() testmesh.Callee { return testmesh.Callee{Name: _fc, Kind: kind, Addr: m.proxy.Addr()} }
+		m.b.options = testmesh.TransportOptions{IdleConns: 256, Reconnect: _reconnect}
 		m.b.handler = func(ctx context.Context, n *yarpcNode, id uint64, body []byte) ([]byte, error) {
 			return n.client.Call(ctx, "call", body, yarpc.WithHeader(faultIDHeader, strconv.FormatUint(id, 10)))
 		}
@@ -403,16 +363,13 @@ func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faul
 	m.cleanup = append(m.cleanup, func() { m.must(m.b.stop()) })
 
 	m.a = &yarpcNode{name: _fa, transport: fxtestHTTP, cfg: meshConfig(_fb, _attemptB, filepath.Join(dir, "a.snapshot")), handler: forward, counts: countsA}
-	m.a.outbounds = func() yarpc.Outbounds {
-		return yarpc.Outbounds{_fb: {Unary: ygrpc.NewTransport().NewSingleOutbound(m.b.Addr())}}
-	}
+	m.a.callee = func() testmesh.Callee { return testmesh.Callee{Name: _fb, Kind: testmesh.GRPC, Addr: m.b.Addr()} }
 	m.must(m.a.start())
 	m.cleanup = append(m.cleanup, func() { m.must(m.a.stop()) })
 
-	m.client = yarpc.NewDispatcher(yarpc.Config{Name: "fault-client", Outbounds: yarpc.Outbounds{
-		_fa: {Unary: yhttp.NewTransport(yhttp.MaxIdleConnsPerHost(256)).NewSingleOutbound("http://" + m.a.Addr())},
-	}})
-	m.must(m.client.Start())
+	m.client, err = testmesh.NewClient("fault-client", testmesh.TransportOptions{IdleConns: 256}, nil,
+		testmesh.Callee{Name: _fa, Kind: testmesh.HTTP, Addr: m.a.Addr()})
+	m.must(err)
 	m.cleanup = append(m.cleanup, func() { m.must(m.client.Stop()) })
 	m.caller = raw.New(m.client.ClientConfig(_fa))
 	return m
@@ -434,23 +391,6 @@ func (m *faultMesh) must(err error) {
 	m.t.Helper()
 	if err != nil {
 		m.t.Fatal(err)
-	}
-}
-
-// outboundTo is a yarpc unary outbound of transport name to addr, on a
-// transport of its own that the dispatcher starts and stops.
-func outboundTo(name, addr string) transport.UnaryOutbound {
-	switch name {
-	case fxtestHTTP:
-		return yhttp.NewTransport(yhttp.MaxIdleConnsPerHost(256)).NewSingleOutbound("http://" + addr)
-	case fxtestGRPC:
-		return ygrpc.NewTransport(ygrpc.BackoffStrategy(_reconnect)).NewSingleOutbound(addr)
-	default:
-		t, err := tchannel.NewTransport(tchannel.ServiceName(_fb), tchannel.ListenAddr("127.0.0.1:0"))
-		if err != nil {
-			panic(err)
-		}
-		return t.NewSingleOutbound(addr)
 	}
 }
 
@@ -486,14 +426,7 @@ func (m *faultMesh) call(id uint64) (yarpcerrors.Code, string, error) {
 // Health/Check answers.
 type grpcGoLeaf struct {
 	healthpb.UnimplementedHealthServer
-	cfg errown.Config
-
-	served atomic.Int64
-	mu     sync.Mutex
-	addr   string
-	mw     *errown.Middleware
-	srv    *grpc.Server
-	done   chan struct{}
+	leafNode
 }
 
 func (g *grpcGoLeaf) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
@@ -502,48 +435,49 @@ func (g *grpcGoLeaf) Check(context.Context, *healthpb.HealthCheckRequest) (*heal
 }
 
 func (g *grpcGoLeaf) start() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	addr := g.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	l, err := net.Listen("tcp", addr)
+	return g.startAs(testmesh.Config{Kind: testmesh.GRPCGo, RegisterGRPC: func(s *grpc.Server, _ *errown.Middleware) error {
+		healthpb.RegisterHealthServer(s, g)
+		return nil
+	}})
+}
+
+// leafNode is C as a grpc-go or net/http server, which can be stopped and
+// started again on its port.
+type leafNode struct {
+	cfg errown.Config
+
+	served atomic.Int64
+	mu     sync.Mutex
+	addr   string // fixed at the first start
+	node   *testmesh.Node
+}
+
+// startAs starts the node as tcfg says, with its errown, on its port
+// after the first start; stop lets the requests in flight finish.
+func (l *leafNode) startAs(tcfg testmesh.Config) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cfg := l.cfg
+	tcfg.Name, tcfg.Listen, tcfg.Errown, tcfg.Graceful = _fc, l.addr, &cfg, true
+	node, err := testmesh.Start(tcfg)
 	if err != nil {
 		return err
 	}
-	mw, err := errown.New(g.cfg)
-	if err != nil {
-		return err
-	}
-	if err := mw.Start(); err != nil {
-		return err
-	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(grpcgo.UnaryServerInterceptor(mw)))
-	healthpb.RegisterHealthServer(srv, g)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(l)
-	}()
-	g.addr, g.mw, g.srv, g.done = l.Addr().String(), mw, srv, done
+	l.addr, l.node = node.Addr(), node
 	return nil
 }
 
-func (g *grpcGoLeaf) stop() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.srv == nil {
+func (l *leafNode) stop() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.node == nil {
 		return nil
 	}
-	g.srv.GracefulStop()
-	<-g.done
-	g.srv = nil
-	return g.mw.Stop()
+	return l.node.Stop()
 }
 
-func (g *grpcGoLeaf) Addr() string  { g.mu.Lock(); defer g.mu.Unlock(); return g.addr }
-func (g *grpcGoLeaf) Served() int64 { return g.served.Load() }
+func (l *leafNode) Addr() string  { l.mu.Lock(); defer l.mu.Unlock(); return l.addr }
+func (l *leafNode) Served() int64 { return l.served.Load() }
 
 // grpcGoCall is B's handler when C is grpc-go: a grpc-go client through
 // errown's dial options, its attempts counted by an interceptor inside
@@ -601,70 +535,19 @@ func yarpcErrorOf(err error) error {
 }
 
 // netHTTPLeaf is C as a net/http server with errown's handler.
-type netHTTPLeaf struct {
-	cfg errown.Config
-
-	served atomic.Int64
-	mu     sync.Mutex
-	addr   string
-	mw     *errown.Middleware
-	srv    *http.Server
-	done   chan struct{}
-}
+type netHTTPLeaf struct{ leafNode }
 
 func (h *netHTTPLeaf) start() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	addr := h.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	mw, err := errown.New(h.cfg)
-	if err != nil {
-		return err
-	}
-	if err := mw.Start(); err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /call", func(w http.ResponseWriter, r *http.Request) {
-		h.served.Add(1)
-		_, _ = io.Copy(io.Discard, r.Body)
-		_, _ = io.WriteString(w, "ok-leaf!")
-	})
-	srv := &http.Server{Handler: nethttp.Handler(mw, mux), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(l)
-	}()
-	h.addr, h.mw, h.srv, h.done = l.Addr().String(), mw, srv, done
-	return nil
+	return h.startAs(testmesh.Config{Kind: testmesh.NetHTTP, Handler: func(*errown.Middleware) (http.Handler, error) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /call", func(w http.ResponseWriter, r *http.Request) {
+			h.served.Add(1)
+			_, _ = io.Copy(io.Discard, r.Body)
+			_, _ = io.WriteString(w, "ok-leaf!")
+		})
+		return mux, nil
+	}})
 }
-
-func (h *netHTTPLeaf) stop() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.srv == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := h.srv.Shutdown(ctx)
-	<-h.done
-	h.srv = nil
-	if merr := h.mw.Stop(); err == nil {
-		err = merr
-	}
-	return err
-}
-
-func (h *netHTTPLeaf) Addr() string  { h.mu.Lock(); defer h.mu.Unlock(); return h.addr }
-func (h *netHTTPLeaf) Served() int64 { return h.served.Load() }
 
 // countingRT counts each attempt errown's Transport sends.
 type countingRT struct {

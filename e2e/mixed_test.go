@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,20 +15,20 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
-	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
+	"github.com/opentracing/opentracing-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
-	ygrpc "go.uber.org/yarpc/transport/grpc"
-	yhttp "go.uber.org/yarpc/transport/http"
 	"go.uber.org/yarpc/yarpcerrors"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -113,6 +111,9 @@ func mixedTotal(loads []int64) uint64 {
 type mixedNode struct {
 	name   string
 	served atomic.Int64
+	// errown and options configure the service's errown; nil runs none.
+	errown  *errown.Config
+	options []errown.Option
 	// addr is where callers reach it: host:port of a yarpc HTTP inbound or
 	// a grpc-go server, the URL of a net/http server.
 	addr string
@@ -148,21 +149,24 @@ func startMixedChain(t *testing.T, withErrown bool) *mixedChain {
 				callees = append(callees, callee.name)
 			}
 			n.storm = newStormNode()
-			mw, err := errown.New(*stormConfig(retry.ModeEnforce, callees...), n.storm.options()...)
-			require.NoError(t, err, "errown.New for %s", n.name)
-			require.NoError(t, mw.Start(), "Start for %s", n.name)
-			t.Cleanup(func() {
-				assert.NoError(t, mw.Stop(), "Stop for %s", n.name)
-			})
-			n.mw = mw
+			n.errown, n.options = stormConfig(retry.ModeEnforce, callees...), n.storm.options()
 		}
 		switch i % 3 {
 		case 0:
-			startMixedYARPC(t, n, callee, ch.tap, i == _mixedFailing)
+			var outbound middleware.UnaryOutbound
+			if callee != nil {
+				// errown's middleware goes outside (Apply), the plain
+				// retry too.
+				outbound = ch.tap
+				if !withErrown {
+					outbound = yarpc.UnaryOutboundMiddleware(retryOnce{}, ch.tap)
+				}
+			}
+			startMixedYARPC(t, n, callee, i == _mixedFailing, outbound, nil)
 		case 1:
-			startMixedGRPC(t, n, callee, ch.tap)
+			startMixedGRPC(t, n, callee, ch.tap, nil)
 		case 2:
-			startMixedHTTP(t, n, callee, ch.tap)
+			startMixedHTTP(t, n, callee, ch.tap, nil)
 		}
 		ch.nodes[i] = n
 	}
@@ -181,75 +185,76 @@ func (ch *mixedChain) served() []int64 {
 	return out
 }
 
+// startMixedNode starts the service n as cfg describes, with n's errown,
+// until the test ends.
+func startMixedNode(t *testing.T, n *mixedNode, cfg testmesh.Config) {
+	t.Helper()
+	cfg.Name, cfg.Errown, cfg.ErrownOptions = n.name, n.errown, n.options
+	node, err := testmesh.Start(cfg)
+	require.NoError(t, err, "start %s", n.name)
+	t.Cleanup(func() {
+		assert.NoError(t, node.Stop(), "stop %s", n.name)
+	})
+	n.addr, n.mw = node.Addr(), node.Middleware()
+	if cfg.Kind == testmesh.NetHTTP {
+		n.addr = "http://" + n.addr
+	}
+}
+
 // startMixedYARPC starts a yarpc service: an HTTP inbound serving
 // fxtest.Procedure (raw), and a gRPC outbound to callee, a grpc-go
 // service, when there is one, whose Health/Check it calls first, each
-// attempt through tap. It fails with unavailable when fail is set, after
-// its callee answered.
-func startMixedYARPC(t *testing.T, n *mixedNode, callee *mixedNode, tap *mixedTap, fail bool) {
+// attempt through outbound. It fails with unavailable when fail is set,
+// after its callee answered. tracer, when set, traces its transports.
+func startMixedYARPC(t *testing.T, n, callee *mixedNode, fail bool, outbound middleware.UnaryOutbound, tracer opentracing.Tracer) {
 	t.Helper()
-	in := yhttp.NewTransport().NewInbound("127.0.0.1:0")
-	cfg := yarpc.Config{Name: n.name, Inbounds: yarpc.Inbounds{in}}
+	cfg := testmesh.Config{Kind: testmesh.HTTP, Transport: testmesh.TransportOptions{Tracer: tracer}, Outbound: outbound}
 	if callee != nil {
-		out := ygrpc.NewTransport().NewSingleOutbound(callee.addr)
-		cfg.Outbounds = yarpc.Outbounds{callee.name: {Unary: out}}
-		// errown's middleware goes outside (Apply), the plain retry too.
-		cfg.OutboundMiddleware.Unary = tap
-		if n.mw == nil {
-			cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(retryOnce{}, tap)
+		cfg.Callees = []testmesh.Callee{{Name: callee.name, Kind: testmesh.GRPCGo, Addr: callee.addr}}
+	}
+	cfg.Register = func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
+		var client raw.Client
+		if callee != nil {
+			client = raw.New(d.ClientConfig(callee.name))
 		}
-	}
-	if n.mw != nil {
-		cfg = n.mw.Apply(cfg)
-	}
-	d := yarpc.NewDispatcher(cfg)
-	var client raw.Client
-	if callee != nil {
-		client = raw.New(d.ClientConfig(callee.name))
-	}
-	d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-		n.served.Add(1)
-		if client != nil {
-			// An empty body is an empty HealthCheckRequest.
-			if _, err := client.Call(ctx, _mixedGRPCProcedure, nil); err != nil {
-				return nil, err
+		d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+			n.served.Add(1)
+			if client != nil {
+				// An empty body is an empty HealthCheckRequest.
+				if _, err := client.Call(ctx, _mixedGRPCProcedure, nil); err != nil {
+					return nil, err
+				}
 			}
-		}
-		if fail {
-			return nil, yarpcerrors.UnavailableErrorf("%s is down", n.name)
-		}
-		return body, nil
-	}))
-	require.NoError(t, d.Start(), "start %s", n.name)
-	t.Cleanup(func() {
-		assert.NoError(t, d.Stop(), "stop %s", n.name)
-	})
-	n.addr = in.Addr().String()
+			if fail {
+				return nil, yarpcerrors.UnavailableErrorf("%s is down", n.name)
+			}
+			return body, nil
+		}))
+		return nil
+	}
+	startMixedNode(t, n, cfg)
 }
 
 // startMixedGRPC starts a grpc-go service whose Health/Check POSTs to its
 // callee, a net/http service, and fails with the gRPC code of the
-// callee's error status, if any.
-func startMixedGRPC(t *testing.T, n *mixedNode, callee *mixedNode, tap *mixedTap) {
+// callee's error status, if any. tracer, when set, opens a server span
+// ahead of errown's interceptor and a client span around each call.
+func startMixedGRPC(t *testing.T, n, callee *mixedNode, tap *mixedTap, tracer trace.Tracer) {
 	t.Helper()
-	var opts []grpc.ServerOption
-	if n.mw != nil {
-		opts = append(opts, grpc.ChainUnaryInterceptor(grpcgo.UnaryServerInterceptor(n.mw)))
+	cfg := testmesh.Config{Kind: testmesh.GRPCGo}
+	if tracer != nil {
+		cfg.Interceptors = []grpc.UnaryServerInterceptor{func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			ctx, s := tracer.Start(ctx, info.FullMethod, trace.WithSpanKind(trace.SpanKindServer))
+			defer s.End()
+			return h(ctx, req)
+		}}
 	}
-	srv := grpc.NewServer(opts...)
-	healthpb.RegisterHealthServer(srv, &mixedHealth{n: n, callee: callee, client: mixedHTTPClient(t, n, callee, tap)})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	n.addr = l.Addr().String()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(l) // returns when stopped
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
+	cfg.RegisterGRPC = func(srv *grpc.Server, mw *errown.Middleware) error {
+		n.mw = mw
+		healthpb.RegisterHealthServer(srv, &mixedHealth{n: n, callee: callee, client: mixedHTTPClient(t, n, callee, tap, tracer)})
+		return nil
+	}
+	startMixedNode(t, n, cfg)
 }
 
 type mixedHealth struct {
@@ -285,43 +290,52 @@ func (h *mixedHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest)
 
 // startMixedHTTP starts a net/http service whose POST /call calls its
 // callee, a yarpc service, over yarpc's HTTP transport, and answers with
-// the callee's status.
-func startMixedHTTP(t *testing.T, n *mixedNode, callee *mixedNode, tap *mixedTap) {
+// the callee's status. tracer, when set, opens a server span around
+// errown's handler and a client span around each call.
+func startMixedHTTP(t *testing.T, n, callee *mixedNode, tap *mixedTap, tracer trace.Tracer) {
 	t.Helper()
-	client := mixedHTTPClient(t, n, callee, tap)
-	mux := http.NewServeMux()
-	mux.HandleFunc(_mixedHTTPPattern, func(w http.ResponseWriter, r *http.Request) {
-		n.served.Add(1)
-		_, _ = io.Copy(io.Discard, r.Body)
-		// yarpc wants a deadline; a caller without errown sends none.
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		req, err := yarpcHTTPRequest(ctx, n.name, callee)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+	cfg := testmesh.Config{Kind: testmesh.NetHTTP}
+	if tracer != nil {
+		cfg.OuterHandler = func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ctx, s := tracer.Start(r.Context(), r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer))
+				defer s.End()
+				h.ServeHTTP(w, r.WithContext(ctx))
+			})
 		}
-		res, err := client.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		b, _ := io.ReadAll(res.Body)
-		_ = res.Body.Close()
-		if res.StatusCode >= 400 {
-			// The callee's failure is this service's, same status.
-			http.Error(w, n.name+": "+strings.TrimSpace(string(b)), res.StatusCode)
-			return
-		}
-		_, _ = io.WriteString(w, n.name)
-	})
-	var h http.Handler = mux
-	if n.mw != nil {
-		h = nethttp.Handler(n.mw, mux)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	n.addr = srv.URL
+	cfg.Handler = func(mw *errown.Middleware) (http.Handler, error) {
+		n.mw = mw
+		client := mixedHTTPClient(t, n, callee, tap, tracer)
+		mux := http.NewServeMux()
+		mux.HandleFunc(_mixedHTTPPattern, func(w http.ResponseWriter, r *http.Request) {
+			n.served.Add(1)
+			_, _ = io.Copy(io.Discard, r.Body)
+			// yarpc wants a deadline; a caller without errown sends none.
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			req, err := yarpcHTTPRequest(ctx, n.name, callee)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			b, _ := io.ReadAll(res.Body)
+			_ = res.Body.Close()
+			if res.StatusCode >= 400 {
+				// The callee's failure is this service's, same status.
+				http.Error(w, n.name+": "+strings.TrimSpace(string(b)), res.StatusCode)
+				return
+			}
+			_, _ = io.WriteString(w, n.name)
+		})
+		return mux, nil
+	}
+	startMixedNode(t, n, cfg)
 }
 
 // yarpcHTTPRequest is a call to fxtest.Procedure of the yarpc service
@@ -346,16 +360,21 @@ func yarpcHTTPRequest(ctx context.Context, caller string, callee *mixedNode) (*h
 // mixedHTTPClient is a net/http service's or a grpc-go service's client
 // of callee: through errown's Transport, naming the callee as its policy
 // does, or through a plain retry-once without errown; each attempt
-// through tap.
-func mixedHTTPClient(t *testing.T, n *mixedNode, callee *mixedNode, tap *mixedTap) *http.Client {
+// through tap. tracer, when set, opens a client span around each call,
+// as otelhttp's Transport does.
+func mixedHTTPClient(t *testing.T, n *mixedNode, callee *mixedNode, tap *mixedTap, tracer trace.Tracer) *http.Client {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	tapped := httpTap{tap: tap, caller: n.name, callee: callee.name, base: base}
-	if n.mw == nil {
-		return &http.Client{Transport: httpRetryOnce{tapped}}
+	var rt http.RoundTripper = httpRetryOnce{tapped}
+	if n.mw != nil {
+		name := callee.name
+		rt = nethttp.Transport(n.mw, tapped, nethttp.WithService(func(*http.Request) string { return name }))
 	}
-	name := callee.name
-	return &http.Client{Transport: nethttp.Transport(n.mw, tapped, nethttp.WithService(func(*http.Request) string { return name }))}
+	if tracer != nil {
+		rt = clientSpans{tracer: tracer, base: rt}
+	}
+	return &http.Client{Transport: rt}
 }
 
 // mixedTap records every attempt on every hop of the chain, whatever the

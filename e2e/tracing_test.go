@@ -2,20 +2,14 @@ package e2e_test
 
 import (
 	"context"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
-	"github.com/errown/errown/grpcgo"
-	"github.com/errown/errown/nethttp"
 	"github.com/opentracing/opentracing-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,13 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/yarpc"
-	"go.uber.org/yarpc/encoding/raw"
-	ygrpc "go.uber.org/yarpc/transport/grpc"
-	yhttp "go.uber.org/yarpc/transport/http"
 	"go.uber.org/yarpc/yarpcerrors"
-	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 // A request through errown's trace, as the README's "Tracing" section
@@ -366,26 +354,13 @@ func TestTraceMixedChain(t *testing.T) {
 	c := &mixedNode{name: _c}
 	b := &mixedNode{name: _b}
 	a := &mixedNode{name: _a}
-	for _, n := range []*mixedNode{a, b, c, d} {
-		var callees []string
-		switch n {
-		case a:
-			callees = []string{_b}
-		case b:
-			callees = []string{_c}
-		case c:
-			callees = []string{_d}
-		}
-		mw, err := errown.New(*withRetries(callees...))
-		require.NoError(t, err)
-		require.NoError(t, mw.Start())
-		t.Cleanup(func() { _ = mw.Stop() })
-		n.mw = mw
+	for n, callees := range map[*mixedNode][]string{a: {_b}, b: {_c}, c: {_d}, d: nil} {
+		n.errown = withRetries(callees...)
 	}
-	startTracedYARPC(t, ts, d, nil, true)
-	startTracedHTTP(t, ts, c, d, tap)
-	startTracedGRPC(t, ts, b, c, tap)
-	startTracedYARPC(t, ts, a, b, false)
+	startMixedYARPC(t, d, nil, true, nil, ts.bridge(d.name))
+	startMixedHTTP(t, c, d, tap, ts.tracer(c.name))
+	startMixedGRPC(t, b, c, tap, ts.tracer(b.name))
+	startMixedYARPC(t, a, b, false, nil, ts.bridge(a.name))
 
 	ch := &mixedChain{nodes: []*mixedNode{a}, root: &http.Client{}}
 	want := []string{
@@ -438,104 +413,6 @@ func TestTraceMixedChain(t *testing.T) {
 		mixedAttempt(_c, _d, "2", _unavail, _claimed, "1,1,0,0,0"),
 		mixedAttempt(_b, _c, "1", _unavail, _unclaimed, "3,3,1,1,1"),
 	})
-}
-
-// startTracedYARPC starts a yarpc service traced through the bridge: an
-// HTTP inbound, a gRPC outbound to callee (a grpc-go service) when there
-// is one, failing after its callee answered when fail is set.
-func startTracedYARPC(t *testing.T, ts *traces, n, callee *mixedNode, fail bool) {
-	t.Helper()
-	tracer := ts.bridge(n.name)
-	in := yhttp.NewTransport(yhttp.Tracer(tracer)).NewInbound("127.0.0.1:0")
-	cfg := yarpc.Config{Name: n.name, Inbounds: yarpc.Inbounds{in}}
-	if callee != nil {
-		out := ygrpc.NewTransport(ygrpc.Tracer(tracer)).NewSingleOutbound(callee.addr)
-		cfg.Outbounds = yarpc.Outbounds{callee.name: {Unary: out}}
-	}
-	d := yarpc.NewDispatcher(n.mw.Apply(cfg))
-	var client raw.Client
-	if callee != nil {
-		client = raw.New(d.ClientConfig(callee.name))
-	}
-	d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-		n.served.Add(1)
-		if client != nil {
-			if _, err := client.Call(ctx, _mixedGRPCProcedure, nil); err != nil {
-				return nil, err
-			}
-		}
-		if fail {
-			return nil, yarpcerrors.UnavailableErrorf("%s is down", n.name)
-		}
-		return body, nil
-	}))
-	require.NoError(t, d.Start(), "start %s", n.name)
-	t.Cleanup(func() { _ = d.Stop() })
-	n.addr = in.Addr().String()
-}
-
-// startTracedGRPC starts a grpc-go service whose server spans an
-// interceptor ahead of errown's opens, calling callee with a traced
-// net/http client.
-func startTracedGRPC(t *testing.T, ts *traces, n, callee *mixedNode, tap *mixedTap) {
-	t.Helper()
-	tracer := ts.tracer(n.name)
-	serverSpan := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		ctx, s := tracer.Start(ctx, info.FullMethod, trace.WithSpanKind(trace.SpanKindServer))
-		defer s.End()
-		return h(ctx, req)
-	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(serverSpan, grpcgo.UnaryServerInterceptor(n.mw)))
-	client := mixedHTTPClient(t, n, callee, tap)
-	client.Transport = clientSpans{tracer: tracer, base: client.Transport}
-	healthpb.RegisterHealthServer(srv, &mixedHealth{n: n, callee: callee, client: client})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	n.addr = l.Addr().String()
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Serve(l) })
-	t.Cleanup(func() {
-		srv.Stop()
-		wg.Wait()
-	})
-}
-
-// startTracedHTTP starts a net/http service whose server spans a
-// handler around errown's opens, calling callee, a yarpc service, with a
-// traced client.
-func startTracedHTTP(t *testing.T, ts *traces, n, callee *mixedNode, tap *mixedTap) {
-	t.Helper()
-	tracer := ts.tracer(n.name)
-	client := mixedHTTPClient(t, n, callee, tap)
-	client.Transport = clientSpans{tracer: tracer, base: client.Transport}
-	mux := http.NewServeMux()
-	mux.HandleFunc(_mixedHTTPPattern, func(w http.ResponseWriter, r *http.Request) {
-		n.served.Add(1)
-		req, err := yarpcHTTPRequest(r.Context(), n.name, callee)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		res, err := client.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		_ = res.Body.Close()
-		if res.StatusCode >= 400 {
-			http.Error(w, n.name+" failed", res.StatusCode)
-			return
-		}
-		_, _ = w.Write([]byte(n.name))
-	})
-	errownHandler := nethttp.Handler(n.mw, mux)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, s := tracer.Start(r.Context(), r.Method+" "+r.URL.Path, trace.WithSpanKind(trace.SpanKindServer))
-		defer s.End()
-		errownHandler.ServeHTTP(w, r.WithContext(ctx))
-	}))
-	t.Cleanup(srv.Close)
-	n.addr = srv.URL
 }
 
 // clientSpans opens a client span around each request, as otelhttp's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/testmesh"
 	"go.uber.org/fx"
 	"go.uber.org/yarpc"
 )
@@ -57,7 +58,7 @@ func (m *Mesh) AppOptions(name, transportName string, callees ...string) fx.Opti
 		fx.Invoke(func(p params) {
 			p.Lifecycle.Append(fx.StartHook(func() error {
 				return m.add(&Service{
-					name: name, transport: transportName, addr: in.addr(),
+					name: name, transport: transportName, addr: in.Addr(),
 					dispatcher: p.Dispatcher, middleware: p.Middleware,
 				})
 			}))
@@ -68,7 +69,7 @@ func (m *Mesh) AppOptions(name, transportName string, callees ...string) fx.Opti
 			lc.Append(fx.StartHook(func() { started = true }))
 			m.t.Cleanup(func() {
 				if !started {
-					in.abort()
+					in.Abort()
 				}
 			})
 		}),
@@ -77,31 +78,31 @@ func (m *Mesh) AppOptions(name, transportName string, callees ...string) fx.Opti
 
 // appConfig returns the yarpc.Config of an application joining the mesh,
 // and its inbound.
-func (m *Mesh) appConfig(name, transportName string, callees []string) (yarpc.Config, inbound, error) {
+func (m *Mesh) appConfig(name, transportName string, callees []string) (yarpc.Config, testmesh.Inbound, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if name == "" {
-		return yarpc.Config{}, inbound{}, errors.New("a name is required")
+		return yarpc.Config{}, testmesh.Inbound{}, errors.New("a name is required")
 	}
 	if _, dup := m.services[name]; dup {
-		return yarpc.Config{}, inbound{}, errors.New("already started")
+		return yarpc.Config{}, testmesh.Inbound{}, errors.New("already started")
 	}
-	ts := &transports{name: name}
+	e := testmesh.NewEndpoint(name, testmesh.TransportOptions{})
 	outbounds := make(yarpc.Outbounds, len(callees))
 	for _, callee := range callees {
 		s, ok := m.services[callee]
 		if !ok {
-			return yarpc.Config{}, inbound{}, fmt.Errorf("callee %q is not started", callee)
+			return yarpc.Config{}, testmesh.Inbound{}, fmt.Errorf("callee %q is not started", callee)
 		}
-		outs, err := ts.outbounds(s.transport, s.addr)
+		outs, err := e.Outbounds(s.transport, s.addr)
 		if err != nil {
-			return yarpc.Config{}, inbound{}, err
+			return yarpc.Config{}, testmesh.Inbound{}, err
 		}
 		outbounds[callee] = outs
 	}
-	in, err := ts.inbound(transportName)
+	in, err := e.Inbound(transportName, "")
 	if err != nil {
-		return yarpc.Config{}, inbound{}, err
+		return yarpc.Config{}, testmesh.Inbound{}, err
 	}
 	return yarpc.Config{
 		Name:               name,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/transport"
@@ -125,60 +126,49 @@ func (m *Mesh) start(cfg ServiceConfig) (*Service, error) {
 		cfg.Handler = Echo
 	}
 
-	callees := make([]*meshService, len(cfg.Callees))
+	callees := make([]testmesh.Callee, len(cfg.Callees))
 	for i, name := range cfg.Callees {
 		callee, ok := m.services[name]
 		if !ok {
 			return nil, fmt.Errorf("callee %q is not started", name)
 		}
-		callees[i] = callee
+		callees[i] = callee.callee()
 	}
 
 	s := &Service{name: cfg.Name, transport: cfg.Transport}
-	if cfg.Errown != nil {
-		mw, err := errown.New(*cfg.Errown, cfg.ErrownOptions...)
-		if err != nil {
-			return nil, fmt.Errorf("errown: %w", err)
-		}
-		s.middleware = mw
-	}
-
-	ts := &transports{name: cfg.Name, tracer: cfg.Tracer}
-	in, err := ts.inbound(cfg.Transport)
+	var client *Client
+	n, err := testmesh.Start(testmesh.Config{
+		Name:          cfg.Name,
+		Kind:          cfg.Transport,
+		Errown:        cfg.Errown,
+		ErrownOptions: cfg.ErrownOptions,
+		Transport:     testmesh.TransportOptions{Tracer: cfg.Tracer},
+		Callees:       callees,
+		Inbound:       cfg.ExtraInbound,
+		Outbound:      yarpc.UnaryOutboundMiddleware(cfg.ExtraOutbound, m.recorder),
+		Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
+			client = newClient(d, cfg.Name, cfg.Callees)
+			h := cfg.Handler
+			d.Register(raw.Procedure(Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+				s.served.Add(1)
+				return h(ctx, client, body)
+			}))
+			d.Register(cfg.Procedures)
+			return nil
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
-	d, client, err := m.dispatcher(cfg, s, ts, in, callees)
-	if err != nil {
-		in.abort()
-		return nil, err
-	}
-	if mw := s.middleware; mw != nil {
-		// Started before the dispatcher and, cleanups running last in
-		// first out, stopped after it, as Module does through fx.
-		if err := mw.Start(); err != nil {
-			in.abort()
-			return nil, fmt.Errorf("errown: start: %w", err)
+	// Cleanups run last in, first out: services stop in the reverse
+	// order of their start, callers before their callees, and each its
+	// errown after its dispatcher, as Module does through fx.
+	m.t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			m.t.Errorf("fxtest: stop %q: %v", cfg.Name, err)
 		}
-		m.t.Cleanup(func() {
-			if err := mw.Stop(); err != nil {
-				m.t.Errorf("fxtest: stop errown of %q: %v", cfg.Name, err)
-			}
-		})
-	}
-	h := cfg.Handler
-	d.Register(raw.Procedure(Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-		s.served.Add(1)
-		return h(ctx, client, body)
-	}))
-	d.Register(cfg.Procedures)
-
-	if err := m.startDispatcher(d); err != nil {
-		in.abort()
-		return nil, err
-	}
-	s.dispatcher = d
-	s.addr = in.addr()
+	})
+	s.dispatcher, s.middleware, s.addr = n.Dispatcher(), n.Middleware(), n.Addr()
 
 	outside, err := m.outside(s)
 	if err != nil {
@@ -188,88 +178,33 @@ func (m *Mesh) start(cfg ServiceConfig) (*Service, error) {
 	return s, nil
 }
 
-// dispatcher builds the dispatcher of s, not started, and the Client its
-// handler calls callees with.
-func (m *Mesh) dispatcher(cfg ServiceConfig, s *Service, ts *transports, in inbound, callees []*meshService) (*yarpc.Dispatcher, *Client, error) {
-	outbounds := make(yarpc.Outbounds, len(callees))
+// newClient returns the Client a handler of service calls its callees
+// with through d.
+func newClient(d *yarpc.Dispatcher, service string, callees []string) *Client {
+	c := &Client{service: service, callees: append([]string(nil), callees...), clients: make(map[string]raw.Client, len(callees))}
 	for _, callee := range callees {
-		outs, err := ts.outbounds(callee.transport, callee.addr)
-		if err != nil {
-			return nil, nil, err
-		}
-		outbounds[callee.name] = outs
+		c.clients[callee] = raw.New(d.ClientConfig(callee))
 	}
-	ycfg := yarpc.Config{
-		Name:      cfg.Name,
-		Inbounds:  yarpc.Inbounds{in},
-		Outbounds: outbounds,
-		InboundMiddleware: yarpc.InboundMiddleware{
-			Unary: cfg.ExtraInbound,
-		},
-		OutboundMiddleware: yarpc.OutboundMiddleware{
-			Unary: yarpc.UnaryOutboundMiddleware(cfg.ExtraOutbound, m.recorder),
-		},
-	}
-	if s.middleware != nil {
-		ycfg = s.middleware.Apply(ycfg)
-	}
-	d, err := newDispatcher(ycfg)
+	return c
+}
+
+// callee is s as a callee of another node.
+func (s *Service) callee() testmesh.Callee {
+	return testmesh.Callee{Name: s.name, Kind: s.transport, Addr: s.addr}
+}
+
+// outside starts the dispatcher Mesh.Call uses to reach s: no errown, the
+// Recorder only. The test's cleanup stops it, before s.
+func (m *Mesh) outside(s *Service) (*yarpc.Dispatcher, error) {
+	d, err := testmesh.NewClient(OutsideCaller, testmesh.TransportOptions{}, m.recorder, s.callee())
 	if err != nil {
-		return nil, nil, err
-	}
-	client := &Client{service: cfg.Name, callees: append([]string(nil), cfg.Callees...), clients: make(map[string]raw.Client, len(callees))}
-	for _, callee := range callees {
-		client.clients[callee.name] = raw.New(d.ClientConfig(callee.name))
-	}
-	return d, client, nil
-}
-
-// newDispatcher is yarpc.NewDispatcher, which panics on an invalid
-// config (a service name shorter than two characters, say), returning an
-// error instead.
-func newDispatcher(cfg yarpc.Config) (d *yarpc.Dispatcher, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	return yarpc.NewDispatcher(cfg), nil
-}
-
-// startDispatcher starts d and has the test's cleanup stop it. Cleanups
-// run last in, first out, so services stop in the reverse order of their
-// start, callers before their callees.
-func (m *Mesh) startDispatcher(d *yarpc.Dispatcher) error {
-	if err := d.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	m.t.Cleanup(func() {
 		if err := d.Stop(); err != nil {
 			m.t.Errorf("fxtest: stop %q: %v", d.Name(), err)
 		}
 	})
-	return nil
-}
-
-// outside starts the dispatcher Mesh.Call uses to reach s: no errown, the
-// Recorder only.
-func (m *Mesh) outside(s *Service) (*yarpc.Dispatcher, error) {
-	ts := &transports{name: OutsideCaller}
-	outs, err := ts.outbounds(s.transport, s.addr)
-	if err != nil {
-		return nil, err
-	}
-	d, err := newDispatcher(yarpc.Config{
-		Name:               OutsideCaller,
-		Outbounds:          yarpc.Outbounds{s.name: outs},
-		OutboundMiddleware: yarpc.OutboundMiddleware{Unary: m.recorder},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := m.startDispatcher(d); err != nil {
-		return nil, err
-	}
 	return d, nil
 }
 

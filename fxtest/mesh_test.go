@@ -10,6 +10,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -166,16 +167,16 @@ func TestMeshStartInvalid(t *testing.T) {
 	}
 }
 
-// Start registers two cleanups per service, its dispatcher's and the
-// outside caller's, and one more with errown; run in reverse they stop
-// everything cleanly.
+// Start registers two cleanups per service, the service's own (its
+// dispatcher, then its errown) and the outside caller's; run in reverse
+// they stop everything cleanly.
 func TestMeshCleanup(t *testing.T) {
 	ft := &fakeTB{}
 	mesh := fxtest.NewMesh(ft)
 	mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.TChannel})
 	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.GRPC, Errown: &errown.Config{}, Callees: []string{"svc-b"}, Handler: fxtest.Forward})
 	require.NoError(t, mesh.Call(context.Background(), "svc-a", []byte("x")).Err, "call")
-	assert.Len(t, ft.cleanups, 5, "cleanups")
+	assert.Len(t, ft.cleanups, 4, "cleanups")
 	ft.cleanup()
 	assert.Empty(t, ft.errors, "stopping")
 }
@@ -246,4 +247,9 @@ func TestForwardStopsAtFirstError(t *testing.T) {
 	assert.Equal(t, yarpcerrors.CodeNotFound, reply.Code(), "got %v", reply.Err)
 	assert.Equal(t, int64(1), b.Served(), "b served once")
 	assert.Equal(t, int64(0), c.Served(), "c served never")
+}
+
+// fxtest's transport names are the ones the mesh's nodes start on.
+func TestTransportsAreTestmesh(t *testing.T) {
+	assert.Equal(t, testmesh.Transports, fxtest.Transports)
 }

@@ -2,7 +2,6 @@ package grpcgo_test
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -13,13 +12,13 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
-	yarpcgrpc "go.uber.org/yarpc/transport/grpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -154,19 +153,20 @@ type nodeConfig struct {
 	attempts bool
 }
 
-func newMiddleware(t testing.TB, n *node, cfg *errown.Config) {
+// start starts n as tcfg describes, with errown when cfg.errown is set
+// (its metrics on n.scope, its root storms to n.hook), until the test
+// ends.
+func start(t testing.TB, n *node, cfg nodeConfig, tcfg testmesh.Config) {
 	t.Helper()
 	n.scope = tally.NewTestScope("", nil)
-	if cfg == nil {
-		return
-	}
-	mw, err := errown.New(*cfg, errown.WithScope(n.scope), errown.WithStormHook(n.hook))
-	require.NoError(t, err, "errown.New for %s", n.name)
-	require.NoError(t, mw.Start(), "Start for %s", n.name)
+	tcfg.Name, tcfg.Errown = cfg.name, cfg.errown
+	tcfg.ErrownOptions = []errown.Option{errown.WithScope(n.scope), errown.WithStormHook(n.hook)}
+	node, err := testmesh.Start(tcfg)
+	require.NoError(t, err, "start %s", n.name)
 	t.Cleanup(func() {
-		assert.NoError(t, mw.Stop(), "Stop for %s", n.name)
+		assert.NoError(t, node.Stop(), "stop %s", n.name)
 	})
-	n.mw = mw
+	n.addr, n.mw = node.Addr(), node.Middleware()
 }
 
 // startGRPC starts a grpc-go node, with errown's interceptors on its
@@ -174,30 +174,16 @@ func newMiddleware(t testing.TB, n *node, cfg *errown.Config) {
 func startGRPC(t testing.TB, cfg nodeConfig) *node {
 	t.Helper()
 	n := &node{name: cfg.name}
-	newMiddleware(t, n, cfg.errown)
 	h := &healthServer{n: n, work: cfg.work, handler: cfg.handler}
-	if cfg.callee != nil {
-		h.callee = dial(t, n.name, cfg.callee, n.mw, cfg)
-		n.client = h.callee
-	}
-	var opts []grpc.ServerOption
-	if n.mw != nil {
-		opts = append(opts, grpc.ChainUnaryInterceptor(grpcgo.UnaryServerInterceptor(n.mw, cfg.serverOptions...)))
-	}
-	srv := grpc.NewServer(opts...)
-	healthpb.RegisterHealthServer(srv, h)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	n.addr = l.Addr().String()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(l) // returns when stopped
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
+	start(t, n, cfg, testmesh.Config{Kind: testmesh.GRPCGo, ServerOptions: cfg.serverOptions,
+		RegisterGRPC: func(srv *grpc.Server, mw *errown.Middleware) error {
+			if cfg.callee != nil {
+				h.callee = dial(t, n.name, cfg.callee, mw, cfg)
+				n.client = h.callee
+			}
+			healthpb.RegisterHealthServer(srv, h)
+			return nil
+		}})
 	return n
 }
 
@@ -277,41 +263,32 @@ func (h *healthServer) Check(ctx context.Context, req *healthpb.HealthCheckReque
 func startYARPC(t testing.TB, cfg nodeConfig) *node {
 	t.Helper()
 	n := &node{name: cfg.name, yarpc: true}
-	newMiddleware(t, n, cfg.errown)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	n.addr = l.Addr().String()
-	tr := yarpcgrpc.NewTransport()
-	ycfg := yarpc.Config{Name: cfg.name, Inbounds: yarpc.Inbounds{tr.NewInbound(l)}}
+	tcfg := testmesh.Config{Kind: testmesh.GRPC}
 	if cfg.callee != nil {
-		ycfg.Outbounds = yarpc.Outbounds{cfg.callee.name: {Unary: tr.NewSingleOutbound(cfg.callee.addr)}}
+		tcfg.Callees = []testmesh.Callee{{Name: cfg.callee.name, Kind: testmesh.GRPC, Addr: cfg.callee.addr}}
 	}
-	if n.mw != nil {
-		ycfg = n.mw.Apply(ycfg)
-	}
-	d := yarpc.NewDispatcher(ycfg)
-	var client raw.Client
-	if cfg.callee != nil {
-		client = raw.New(d.ClientConfig(cfg.callee.name))
-	}
-	d.Register(raw.Procedure(_procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-		n.served.Add(1)
-		if client != nil {
-			if _, err := client.Call(ctx, _procedure, body); err != nil {
-				return nil, err
-			}
+	tcfg.Register = func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
+		var client raw.Client
+		if cfg.callee != nil {
+			client = raw.New(d.ClientConfig(cfg.callee.name))
 		}
-		if cfg.work != nil {
-			if err := cfg.work(ctx); err != nil {
-				return nil, err
+		d.Register(raw.Procedure(_procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+			n.served.Add(1)
+			if client != nil {
+				if _, err := client.Call(ctx, _procedure, body); err != nil {
+					return nil, err
+				}
 			}
-		}
-		return nil, nil // an empty HealthCheckResponse
-	}))
-	require.NoError(t, d.Start())
-	t.Cleanup(func() {
-		assert.NoError(t, d.Stop(), "stop %s", cfg.name)
-	})
+			if cfg.work != nil {
+				if err := cfg.work(ctx); err != nil {
+					return nil, err
+				}
+			}
+			return nil, nil // an empty HealthCheckResponse
+		}))
+		return nil
+	}
+	start(t, n, cfg, tcfg)
 	return n
 }
 

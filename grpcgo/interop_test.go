@@ -6,11 +6,10 @@ import (
 	"time"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
-	yarpcgrpc "go.uber.org/yarpc/transport/grpc"
 	"go.uber.org/yarpc/yarpcerrors"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -71,12 +70,8 @@ func TestCodesAsYARPCReadsThem(t *testing.T) {
 	server := startGRPC(t, nodeConfig{name: _c, errown: noPolicy(), work: func(context.Context) error {
 		return status.Error(code, "boom")
 	}})
-	tr := yarpcgrpc.NewTransport()
-	d := yarpc.NewDispatcher(yarpc.Config{
-		Name:      "yarpc-caller",
-		Outbounds: yarpc.Outbounds{_c: {Unary: tr.NewSingleOutbound(server.addr)}},
-	})
-	require.NoError(t, d.Start())
+	d, err := testmesh.NewClient("yarpc-caller", testmesh.TransportOptions{}, nil, testmesh.Callee{Name: _c, Kind: testmesh.GRPCGo, Addr: server.addr})
+	require.NoError(t, err)
 	defer func() { _ = d.Stop() }()
 	client := raw.New(d.ClientConfig(_c))
 	for code = codes.Canceled; code <= codes.Unauthenticated; code++ {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -131,48 +132,74 @@ type nodeConfig struct {
 func startNode(t *testing.T, cfg nodeConfig) *node {
 	t.Helper()
 	n := &node{name: cfg.name, scope: tally.NewTestScope("", nil)}
-	client := &http.Client{Transport: newBase(t)}
+	tcfg := testmesh.Config{Kind: testmesh.NetHTTP, HandlerOptions: cfg.handlerOptions}
 	if cfg.errown {
 		callee := ""
 		if cfg.policy && cfg.callee != nil {
 			callee = cfg.callee.name
 		}
-		n.mw = newMiddleware(t, policyConfig(callee, cfg.mode), n.scope, n.hook)
-		if cfg.callee != nil {
+		ecfg := policyConfig(callee, cfg.mode)
+		tcfg.Errown, tcfg.ErrownOptions = &ecfg, n.options()
+	}
+	tcfg.Handler = func(mw *errown.Middleware) (http.Handler, error) {
+		client := &http.Client{Transport: newBase(t)}
+		if mw != nil && cfg.callee != nil {
 			name := cfg.callee.name
 			base := client.Transport
 			if cfg.attempts {
-				base = nethttp.Attempts(n.mw, base)
+				base = nethttp.Attempts(mw, base)
 			}
 			if cfg.inner != nil {
 				base = cfg.inner(base)
 			}
-			client.Transport = nethttp.Transport(n.mw, base,
+			client.Transport = nethttp.Transport(mw, base,
 				nethttp.WithService(func(*http.Request) string { return name }))
 		}
+		serve := cfg.serve
+		if serve == nil {
+			serve = func(w http.ResponseWriter, r *http.Request) { n.serve(w, r, client, cfg.callee, cfg.fail) }
+		}
+		pattern := cfg.pattern
+		if pattern == "" {
+			pattern = _pattern
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			n.served.Add(1)
+			n.mu.Lock()
+			n.received = append(n.received, r.Header.Clone())
+			n.mu.Unlock()
+			serve(w, r)
+		})
+		return mux, nil
 	}
-	serve := cfg.serve
-	if serve == nil {
-		serve = func(w http.ResponseWriter, r *http.Request) { n.serve(w, r, client, cfg.callee, cfg.fail) }
-	}
-	pattern := cfg.pattern
-	if pattern == "" {
-		pattern = _pattern
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		n.served.Add(1)
-		n.mu.Lock()
-		n.received = append(n.received, r.Header.Clone())
-		n.mu.Unlock()
-		serve(w, r)
-	})
-	var h http.Handler = mux
-	if cfg.errown {
-		h = nethttp.Handler(n.mw, mux, cfg.handlerOptions...)
-	}
-	n.url = newServer(t, h)
+	n.url, n.mw = start(t, tcfg)
 	return n
+}
+
+// start starts a node as cfg describes until the test ends, and returns
+// its URL (for a net/http node) or address (for a yarpc one), and its
+// errown.
+func start(t *testing.T, cfg testmesh.Config) (string, *errown.Middleware) {
+	t.Helper()
+	if cfg.Name == "" {
+		cfg.Name = "node"
+	}
+	node, err := testmesh.Start(cfg)
+	require.NoError(t, err, "start %s", cfg.Name)
+	t.Cleanup(func() {
+		assert.NoError(t, node.Stop(), "stop %s", cfg.Name)
+	})
+	if cfg.Kind == testmesh.NetHTTP {
+		return "http://" + node.Addr(), node.Middleware()
+	}
+	return node.Addr(), node.Middleware()
+}
+
+// options are the errown options of a node: its metrics on n.scope, its
+// root storms to n.hook.
+func (n *node) options() []errown.Option {
+	return []errown.Option{errown.WithScope(n.scope), errown.WithStormHook(n.hook)}
 }
 
 // newServer serves h on 127.0.0.1 until the test ends, and returns its

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
@@ -20,7 +22,6 @@ import (
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
-	yhttp "go.uber.org/yarpc/transport/http"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -48,43 +49,40 @@ type yarpcService struct {
 func startYARPC(t *testing.T, name, callee, calleeURL string, fail bool) *yarpcService {
 	t.Helper()
 	s := &yarpcService{name: name, scope: tally.NewTestScope("", nil)}
-	mw := newMiddleware(t, policyConfig(callee, retry.ModeEnforce), s.scope, s.hook)
-	tr := yhttp.NewTransport()
-	in := tr.NewInbound("127.0.0.1:0")
-	cfg := yarpc.Config{Name: name, Inbounds: yarpc.Inbounds{in}}
+	ecfg := policyConfig(callee, retry.ModeEnforce)
+	cfg := testmesh.Config{Name: name, Kind: testmesh.HTTP, Errown: &ecfg,
+		ErrownOptions: []errown.Option{errown.WithScope(s.scope), errown.WithStormHook(s.hook)}}
 	if callee != "" {
-		cfg.Outbounds = yarpc.Outbounds{callee: {Unary: tr.NewSingleOutbound(calleeURL)}}
+		cfg.Callees = []testmesh.Callee{{Name: callee, Kind: testmesh.NetHTTP, Addr: strings.TrimPrefix(calleeURL, "http://")}}
 	}
-	d := yarpc.NewDispatcher(mw.Apply(cfg))
-	var rc raw.Client
-	if callee != "" {
-		rc = raw.New(d.ClientConfig(callee))
+	cfg.Register = func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
+		var rc raw.Client
+		if callee != "" {
+			rc = raw.New(d.ClientConfig(callee))
+		}
+		d.Register(raw.Procedure(_procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+			s.served.Add(1)
+			res := body
+			if rc != nil {
+				var err error
+				res, err = rc.Call(ctx, _procedure, body)
+				if claim, ok := outbound.Claim(ctx, callee, _procedure); ok {
+					s.mu.Lock()
+					s.claims = append(s.claims, claim)
+					s.mu.Unlock()
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+			if fail {
+				return nil, yarpcerrors.UnavailableErrorf("%s is down", name)
+			}
+			return append([]byte(name+">"), res...), nil
+		}))
+		return nil
 	}
-	d.Register(raw.Procedure(_procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-		s.served.Add(1)
-		res := body
-		if rc != nil {
-			var err error
-			res, err = rc.Call(ctx, _procedure, body)
-			if claim, ok := outbound.Claim(ctx, callee, _procedure); ok {
-				s.mu.Lock()
-				s.claims = append(s.claims, claim)
-				s.mu.Unlock()
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-		if fail {
-			return nil, yarpcerrors.UnavailableErrorf("%s is down", name)
-		}
-		return append([]byte(name+">"), res...), nil
-	}))
-	require.NoError(t, d.Start(), "start %s", name)
-	t.Cleanup(func() {
-		assert.NoError(t, d.Stop(), "stop %s", name)
-	})
-	s.addr = in.Addr().String()
+	s.addr, _ = start(t, cfg)
 	return s
 }
 
@@ -147,36 +145,38 @@ func callYARPC(t *testing.T, s *yarpcService, extra ...string) reply {
 func startNetHTTPCallingYARPC(t *testing.T, name string, y *yarpcService) *node {
 	t.Helper()
 	n := &node{name: name, scope: tally.NewTestScope("", nil)}
-	n.mw = newMiddleware(t, policyConfig(y.name, retry.ModeEnforce), n.scope, n.hook)
-	client := &http.Client{Transport: nethttp.Transport(n.mw, newBase(t))} // the callee named by Rpc-Service
-	mux := http.NewServeMux()
-	mux.HandleFunc("/call", func(w http.ResponseWriter, r *http.Request) {
-		n.served.Add(1)
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second) // yarpc wants a deadline
-		defer cancel()
-		req, err := yarpcRequest(ctx, name, y.name, y.addr, "hi")
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		res, err := client.Do(req)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		n.mu.Lock()
-		n.seen = append(n.seen, res.Header.Clone())
-		n.mu.Unlock()
-		if res.StatusCode >= 400 {
-			http.Error(w, name+": "+string(b), res.StatusCode)
-			return
-		}
-		_, _ = io.WriteString(w, name+">"+string(b))
-	})
-	srv := newServer(t, nethttp.Handler(n.mw, mux))
-	n.url = srv
+	ecfg := policyConfig(y.name, retry.ModeEnforce)
+	handler := func(mw *errown.Middleware) (http.Handler, error) {
+		client := &http.Client{Transport: nethttp.Transport(mw, newBase(t))} // the callee named by Rpc-Service
+		mux := http.NewServeMux()
+		mux.HandleFunc("/call", func(w http.ResponseWriter, r *http.Request) {
+			n.served.Add(1)
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second) // yarpc wants a deadline
+			defer cancel()
+			req, err := yarpcRequest(ctx, name, y.name, y.addr, "hi")
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			res, err := client.Do(req)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			n.mu.Lock()
+			n.seen = append(n.seen, res.Header.Clone())
+			n.mu.Unlock()
+			if res.StatusCode >= 400 {
+				http.Error(w, name+": "+string(b), res.StatusCode)
+				return
+			}
+			_, _ = io.WriteString(w, name+">"+string(b))
+		})
+		return mux, nil
+	}
+	n.url, n.mw = start(t, testmesh.Config{Name: name, Kind: testmesh.NetHTTP, Errown: &ecfg, ErrownOptions: n.options(), Handler: handler})
 	return n
 }
 

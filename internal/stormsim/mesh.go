@@ -12,13 +12,13 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/retrier"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
-	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/zap"
 )
@@ -75,29 +75,29 @@ type mesh struct {
 	retries *counts
 }
 
-// nodeProc is a running yarpc node: its dispatcher, and the address it
-// listens on. It is safe for concurrent use.
+// nodeProc is a running yarpc node and the address it listens on. It is
+// safe for concurrent use.
 type nodeProc struct {
 	mu   sync.Mutex
-	disp *yarpc.Dispatcher // nil while it is not running
+	node *testmesh.Node // nil while it is not running
 	addr string
 }
 
-func (p *nodeProc) run(d *yarpc.Dispatcher, addr string) {
+func (p *nodeProc) run(n *testmesh.Node) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.disp, p.addr = d, addr
+	p.node, p.addr = n, n.Addr()
 }
 
-// Stop stops the dispatcher, if it runs.
+// Stop stops the node and its errown, if it runs.
 func (p *nodeProc) Stop() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.disp == nil {
+	if p.node == nil {
 		return nil
 	}
-	err := p.disp.Stop()
-	p.disp = nil
+	err := p.node.Stop()
+	p.node = nil
 	return err
 }
 
@@ -150,17 +150,12 @@ func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
 		m.client = c
 		return m, nil
 	}
-	e, err := newEndpoint(o.nodeKind(0), _clientService, _localhost, false, o.idleConns())
+	disp, err := testmesh.NewClient(_clientService, testmesh.TransportOptions{IdleConns: o.idleConns()}, nil,
+		testmesh.Callee{Name: root, Kind: o.nodeKind(0), Addr: m.addrs[0]})
 	if err != nil {
 		return nil, err
 	}
-	disp := yarpc.NewDispatcher(yarpc.Config{
-		Name:      _clientService,
-		Outbounds: yarpc.Outbounds{root: {Unary: e.outbound(m.addrs[0])}},
-	})
-	if err := m.start(disp, e.abandon); err != nil {
-		return nil, fmt.Errorf("start %s: %w", _clientService, err)
-	}
+	m.started = append(m.started, disp)
 	m.client = raw.New(disp.ClientConfig(root))
 	return m, nil
 }
@@ -181,7 +176,7 @@ func (m *mesh) startNode(o Options, i int) (string, error) {
 	p := &nodeProc{}
 	m.procs[i] = p
 	m.started = append(m.started, p) // stops nothing until it runs
-	return m.serve(o, i, _localhost)
+	return m.serve(o, i, "")
 }
 
 // policies returns the retry policies of node i for its calls (none when
@@ -225,61 +220,53 @@ func (m *mesh) hook(i int) func(inbound.Storm) {
 	return nil
 }
 
-// serve builds yarpc node i's dispatcher, listening on listen, and starts
-// it (with its errown, under the ownership policies) as m.procs[i]; it
+// serve starts yarpc node i, listening on listen ("" for an ephemeral
+// port), with its errown under the ownership policies, as m.procs[i]; it
 // returns the address it listens on.
 func (m *mesh) serve(o Options, i int, listen string) (string, error) {
 	gn, n := m.g.nodes[i], m.nodes[i]
 	service := serviceName(gn.name)
 	policies, edges := m.policies(o, i)
-	e, err := newEndpoint(o.nodeKind(i), service, listen, true, o.idleConns())
+	ecfg, eopts, blind, err := o.policy(gn, policies, m.hook(i), m.scope(i))
 	if err != nil {
-		return "", err
-	}
-	cfg := yarpc.Config{Name: service, Inbounds: yarpc.Inbounds{e.inbound}, Outbounds: yarpc.Outbounds{}}
-	for _, c := range gn.calls {
-		child := serviceName(m.g.nodes[c.child].name)
-		out, err := yarpcOutbound(o, e, o.nodeKind(i), o.nodeKind(c.child), service, m.addrs[c.child])
-		if err != nil {
-			e.abandon()
-			return "", err
-		}
-		cfg.Outbounds[child] = transport.Outbounds{Unary: out}
-	}
-	cfg.OutboundMiddleware.Unary = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges, sent: m.retries}
-	mw, err := o.withPolicy(&cfg, gn, policies, m.hook(i), m.scope(i))
-	if err != nil {
-		e.abandon()
 		return "", fmt.Errorf("%s: %w", service, err)
 	}
-	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(&claimRecorder{n: n, inflight: &m.inflight}, cfg.InboundMiddleware.Unary)
-
-	disp := yarpc.NewDispatcher(cfg)
-	calls := make([]nodeCall, 0, len(gn.calls))
+	// The blind retry middleware goes outside the recorder, errown's
+	// (Apply) too.
+	var outbound middleware.UnaryOutbound = &retryRecorder{log: m.log, tracer: m.tracer, edges: edges, sent: m.retries}
+	if blind != nil {
+		outbound = yarpc.UnaryOutboundMiddleware(blind, outbound)
+	}
+	cfg := testmesh.Config{
+		Name: service, Kind: o.nodeKind(i), Listen: listen,
+		Errown: ecfg, ErrownOptions: eopts,
+		Transport:    testmesh.TransportOptions{IdleConns: o.idleConns()},
+		Outbound:     outbound,
+		OuterInbound: &claimRecorder{n: n, inflight: &m.inflight},
+		Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
+			calls := make([]nodeCall, 0, len(gn.calls))
+			for _, c := range gn.calls {
+				child := serviceName(m.g.nodes[c.child].name)
+				calls = append(calls, nodeCall{client: raw.New(d.ClientConfig(child)), times: c.times, soft: c.soft})
+			}
+			n.calls = calls // no handler runs: the dispatcher has not started
+			d.Register(raw.Procedure(_procedure, n.handle))
+			return nil
+		},
+	}
 	for _, c := range gn.calls {
-		child := serviceName(m.g.nodes[c.child].name)
-		calls = append(calls, nodeCall{client: raw.New(disp.ClientConfig(child)), times: c.times, soft: c.soft})
+		cfg.Callees = append(cfg.Callees, testmesh.Callee{
+			Name: serviceName(m.g.nodes[c.child].name), Kind: wireKind(o.nodeKind(c.child)), Addr: m.addrs[c.child],
+		})
 	}
-	n.calls = calls // no handler runs: the dispatcher has not started
-	disp.Register(raw.Procedure(_procedure, n.handle))
-	if mw != nil {
-		if err := mw.Start(); err != nil {
-			e.abandon()
-			return "", fmt.Errorf("start errown of %s: %w", service, err)
-		}
-		m.errown[i] = mw
+	node, err := testmesh.Start(cfg)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", service, err)
 	}
-	if err := disp.Start(); err != nil {
-		e.abandon()
-		if mw != nil {
-			err = multierr.Append(err, mw.Stop())
-			m.errown[i] = nil
-		}
-		return "", fmt.Errorf("start %s: %w", service, err)
-	}
-	m.procs[i].run(disp, e.addr())
-	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("addr", e.addr()))
-	return e.addr(), nil
+	m.errown[i] = node.Middleware()
+	m.procs[i].run(node)
+	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("addr", node.Addr()))
+	return node.Addr(), nil
 }
 
 // settle waits, at most timeout, until no node is handling a request: a
@@ -292,30 +279,15 @@ func (m *mesh) settle(timeout time.Duration) {
 	}
 }
 
-// start starts d and records it for stop; abandon runs if d did not start.
-func (m *mesh) start(d *yarpc.Dispatcher, abandon func()) error {
-	if err := d.Start(); err != nil {
-		abandon()
-		return err
-	}
-	m.started = append(m.started, d)
-	return nil
-}
-
-// stop stops every started dispatcher in the reverse order of their start
-// (callers before their callees), then errown's background work.
+// stop stops every started node and client in the reverse order of
+// their start (callers before their callees), each node's errown with it.
 func (m *mesh) stop() error {
 	var err error
 	for i := len(m.started) - 1; i >= 0; i-- {
 		err = multierr.Append(err, m.started[i].Stop())
 	}
 	m.started = nil
-	for i, mw := range m.errown {
-		if mw != nil {
-			err = multierr.Append(err, mw.Stop())
-			m.errown[i] = nil
-		}
-	}
+	clear(m.errown)
 	return err
 }
 
@@ -330,38 +302,20 @@ func (m *mesh) reset() {
 	m.tracer.start(-1)
 }
 
-// withPolicy adds o.Policy's middleware for node n, retrying per policies,
-// with its metrics on scope, to cfg, inside nothing and outside cfg's own
-// middleware. Under the ownership policies it returns the errown
-// middleware of a node that runs it, to start and stop.
-func (o Options) withPolicy(cfg *yarpc.Config, n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm), scope tally.Scope) (*errown.Middleware, error) {
-	mw, blind, err := o.policy(n, policies, hook, scope)
-	switch {
-	case err != nil:
-		return nil, err
-	case mw != nil:
-		*cfg = mw.Apply(*cfg)
-	case blind != nil:
-		cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(blind, cfg.OutboundMiddleware.Unary)
-	}
-	return mw, nil
-}
-
 // policy returns o.Policy's middleware for node n, retrying per
 // policies, with its metrics on scope: under the ownership policies, for
-// a node that runs errown, its errown middleware (to start and stop;
-// o.Errown changes its Config); else, when n retries, the outbound
-// middleware of a retry library blind to claims (retrier.New around
-// attemptTimer, and o.Throttle's adaptive throttle between them); else
-// neither.
-func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm), scope tally.Scope) (*errown.Middleware, middleware.UnaryOutbound, error) {
+// a node that runs errown, its errown's Config (o.Errown changes it) and
+// options; else, when n retries, the outbound middleware of a retry
+// library blind to claims (retrier.New around attemptTimer, and
+// o.Throttle's adaptive throttle between them); else neither.
+func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inbound.Storm), scope tally.Scope) (*errown.Config, []errown.Option, middleware.UnaryOutbound, error) {
 	budget := retry.BudgetConfig{Ratio: o.Budget, NoFloor: true, Window: o.budgetWindow()}
 	if !o.Policy.budgeted() {
 		budget = retry.BudgetConfig{Disabled: true}
 	}
 	switch {
 	case !oneOf(string(o.Policy), policyNames()):
-		return nil, nil, fmt.Errorf("policy: must be one of %v, got %q", policyNames(), o.Policy)
+		return nil, nil, nil, fmt.Errorf("policy: must be one of %v, got %q", policyNames(), o.Policy)
 	case o.Policy.runsErrown() && n.errown:
 		cfg := errown.Config{
 			Mode:         o.Mode,
@@ -372,11 +326,7 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 		if o.Errown != nil {
 			o.Errown(&cfg)
 		}
-		mw, err := errown.New(cfg, errown.WithLogger(o.Logger), errown.WithStormHook(hook), errown.WithScope(scope))
-		if err != nil {
-			return nil, nil, err
-		}
-		return mw, nil, nil
+		return &cfg, []errown.Option{errown.WithLogger(o.Logger), errown.WithStormHook(hook), errown.WithScope(scope)}, nil, nil
 	case len(policies) > 0:
 		// Blind to claims, and to errown's rule for per-attempt
 		// timeouts: the attempts are timed out below the retry
@@ -390,15 +340,15 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 		}
 		r, err := retrier.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retrier.WithSinks(obs.Sinks{Logger: o.Logger, Scope: scope}))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if o.Throttle != nil {
 			th := newThrottle(*o.Throttle, n.name, o.Seed, scope)
-			return nil, yarpc.UnaryOutboundMiddleware(r, th, timer), nil
+			return nil, nil, yarpc.UnaryOutboundMiddleware(r, th, timer), nil
 		}
-		return nil, yarpc.UnaryOutboundMiddleware(r, timer), nil
+		return nil, nil, yarpc.UnaryOutboundMiddleware(r, timer), nil
 	default:
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 }
 

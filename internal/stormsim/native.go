@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -87,19 +87,6 @@ func wireKind(kind string) string {
 	return kind
 }
 
-// yarpcOutbound returns the outbound a yarpc node of kind, whose own
-// endpoint is e, calls a node of kind child listening on addr with.
-func yarpcOutbound(o Options, e endpoint, kind, child, service, addr string) (transport.UnaryOutbound, error) {
-	if wireKind(child) == kind {
-		return e.outbound(addr), nil
-	}
-	ce, err := newEndpoint(wireKind(child), service, _localhost, false, o.idleConns())
-	if err != nil {
-		return nil, err
-	}
-	return ce.outbound(addr), nil
-}
-
 // clientMiddleware is what runs on a node's client for one child.
 type clientMiddleware struct {
 	errown *errown.Middleware       // under the ownership policies
@@ -115,59 +102,56 @@ type clientMiddleware struct {
 func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []string, policies []retry.PolicyConfig, hook func(inbound.Storm)) (string, error) {
 	gn := m.g.nodes[i]
 	service := serviceName(gn.name)
-	mw, blind, err := o.policy(gn, policies, hook, m.scope(i))
+	ecfg, eopts, blind, err := o.policy(gn, policies, hook, m.scope(i))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", service, err)
 	}
 	rec := &retryRecorder{log: m.log, tracer: m.tracer, sent: m.retries} // the native recorders name their edges
-	for _, c := range gn.calls {
-		child := serviceName(m.g.nodes[c.child].name)
-		cl, stop, err := nativeClient(o, o.nodeKind(c.child), service, child, addrs[c.child], &clientMiddleware{errown: mw, blind: blind, rec: rec, edge: c.edge})
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", service, err)
+	clients := func(mw *errown.Middleware) error {
+		for _, c := range gn.calls {
+			child := serviceName(m.g.nodes[c.child].name)
+			cl, stop, err := nativeClient(o, o.nodeKind(c.child), service, child, addrs[c.child], &clientMiddleware{errown: mw, blind: blind, rec: rec, edge: c.edge})
+			if err != nil {
+				return err
+			}
+			m.started = append(m.started, stop)
+			n.calls = append(n.calls, nodeCall{client: cl, times: c.times, soft: c.soft})
 		}
-		m.started = append(m.started, stop)
-		n.calls = append(n.calls, nodeCall{client: cl, times: c.times, soft: c.soft})
+		return nil
 	}
 	cr := &claimRecorder{n: n, inflight: &m.inflight}
-	ln, err := net.Listen("tcp", _localhost)
-	if err != nil {
-		return "", fmt.Errorf("listen for %s: %w", service, err)
-	}
-	if mw != nil {
-		if err := mw.Start(); err != nil {
-			_ = ln.Close()
-			return "", fmt.Errorf("start errown of %s: %w", service, err)
-		}
-		m.errown[i] = mw
-	}
-	done := make(chan struct{})
+	cfg := testmesh.Config{Name: service, Errown: ecfg, ErrownOptions: eopts}
 	switch kind {
 	case TransportGRPCGo:
-		srv := grpcServer(n, cr, mw)
-		go func() {
-			defer close(done)
-			_ = srv.Serve(ln) // returns when stopped
-		}()
-		m.started = append(m.started, funcStopper(func() error {
-			srv.Stop()
-			<-done
+		cfg.Kind = testmesh.GRPCGo
+		cfg.Interceptors = []grpc.UnaryServerInterceptor{grpcClaims(cr)}
+		cfg.GRPCOptions = []grpc.ServerOption{grpc.ForceServerCodec(rawCodec{})}
+		cfg.RegisterGRPC = func(srv *grpc.Server, mw *errown.Middleware) error {
+			if err := clients(mw); err != nil {
+				return err
+			}
+			registerGRPC(srv, n)
 			return nil
-		}))
+		}
 	default:
-		srv := &http.Server{Handler: httpHandler(n, cr, mw), ReadHeaderTimeout: time.Minute}
-		go func() {
-			defer close(done)
-			_ = srv.Serve(ln) // returns http.ErrServerClosed when closed
-		}()
-		m.started = append(m.started, funcStopper(func() error {
-			err := srv.Close()
-			<-done
-			return err
-		}))
+		cfg.Kind = testmesh.NetHTTP
+		cfg.HandlerOptions = []nethttp.HandlerOption{nethttp.WithProcedure(func(*http.Request) string { return _procedure })}
+		cfg.OuterHandler = func(app http.Handler) http.Handler { return httpClaims(cr, app) }
+		cfg.Handler = func(mw *errown.Middleware) (http.Handler, error) {
+			if err := clients(mw); err != nil {
+				return nil, err
+			}
+			return httpApp(n), nil
+		}
 	}
-	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("kind", kind), zap.String("addr", ln.Addr().String()))
-	return ln.Addr().String(), nil
+	node, err := testmesh.Start(cfg)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", service, err)
+	}
+	m.started = append(m.started, node)
+	m.errown[i] = node.Middleware()
+	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("kind", kind), zap.String("addr", node.Addr()))
+	return node.Addr(), nil
 }
 
 // nativeClient returns a grpc-go or net/http client, for the wire of a
@@ -244,10 +228,10 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 
 func (rawCodec) Name() string { return "raw" }
 
-// grpcServer returns n's grpc-go server: the claim recorder outermost,
-// then errown's server interceptor when mw is not nil, then n.handle.
-func grpcServer(n *node, cr *claimRecorder, mw *errown.Middleware) *grpc.Server {
-	interceptors := []grpc.UnaryServerInterceptor{func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// grpcClaims is the claim recorder as n's outermost grpc-go server
+// interceptor, outside errown's.
+func grpcClaims(cr *claimRecorder) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx, v := cr.begin(ctx)
 		defer cr.inflight.Add(-1)
 		var attempt string
@@ -259,11 +243,11 @@ func grpcServer(n *node, cr *claimRecorder, mw *errown.Middleware) *grpc.Server 
 		res, err := handler(grpc.NewContextWithServerTransportStream(ctx, ts), req)
 		cr.end(v, err != nil, ts.claim)
 		return res, err
-	}}
-	if mw != nil {
-		interceptors = append(interceptors, grpcgo.UnaryServerInterceptor(mw))
 	}
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.ChainUnaryInterceptor(interceptors...))
+}
+
+// registerGRPC registers n.handle on srv as _grpcMethod.
+func registerGRPC(srv *grpc.Server, n *node) {
 	srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: strings.Split(_grpcMethod, "/")[1],
 		HandlerType: (*any)(nil),
@@ -288,7 +272,6 @@ func grpcServer(n *node, cr *claimRecorder, mw *errown.Middleware) *grpc.Server 
 			},
 		}},
 	}, struct{}{})
-	return srv
 }
 
 // trailerCapture notes the claim in the trailers a grpc-go handler sets.
@@ -421,12 +404,9 @@ func (a *grpcAttempt) Stop() error                       { return nil }
 func (a *grpcAttempt) IsRunning() bool                   { return true }
 func (a *grpcAttempt) Transports() []transport.Transport { return nil }
 
-// httpHandler returns n's net/http handler: the claim recorder outermost
-// (which also bounds the request's context by Context-TTL-MS, as yarpc's
-// HTTP inbound does), then nethttp.Handler when mw is not nil, then
-// n.handle.
-func httpHandler(n *node, cr *claimRecorder, mw *errown.Middleware) http.Handler {
-	var app http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// httpApp returns n's net/http handler, inside errown's: n.handle.
+func httpApp(n *node) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err == nil {
 			var out []byte
@@ -442,9 +422,12 @@ func httpHandler(n *node, cr *claimRecorder, mw *errown.Middleware) http.Handler
 		w.WriteHeader(nethttp.Status(ye.Code()))
 		_, _ = io.WriteString(w, ye.Message())
 	})
-	if mw != nil {
-		app = nethttp.Handler(mw, app, nethttp.WithProcedure(func(*http.Request) string { return _procedure }))
-	}
+}
+
+// httpClaims is the claim recorder as the outermost handler around app
+// (errown's), which also bounds the request's context by Context-TTL-MS,
+// as yarpc's HTTP inbound does.
+func httpClaims(cr *claimRecorder, app http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, v := cr.begin(r.Context())
 		defer cr.inflight.Add(-1)

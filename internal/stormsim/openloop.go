@@ -226,10 +226,7 @@ func (m *mesh) crash(i int) error {
 		q.setDown(true)
 	}
 	err := m.procs[i].Stop()
-	if mw := m.errown[i]; mw != nil {
-		err = multierr.Append(err, mw.Stop())
-		m.errown[i] = nil
-	}
+	m.errown[i] = nil
 	if err != nil {
 		return fmt.Errorf("crash %s: %w", m.nodes[i].name, err)
 	}
