@@ -47,11 +47,13 @@ type Headers struct {
 	// Claim is the response header carrying the callee's claim. Default
 	// "errown-claim" (DefaultClaimHeader).
 	Claim string `yaml:"claimHeader,omitempty"`
-	// Attempt is the request header carrying the attempt number, sent as
-	// "1" on every first attempt: it tells the callee that an errown
-	// caller reads its storm telemetry. A request without it comes from a
-	// caller without errown: a root, whose storm telemetry the callee
-	// reports. Default "errown-attempt" (DefaultAttemptHeader).
+	// Attempt is the request header carrying the attempt number: 2 and up
+	// on every retry, and "1" on a first attempt in an incident (the
+	// calling procedure's failure, retry or storm within the
+	// incidentWindow, or a request that came marked): it tells the callee
+	// that an errown caller reads its storm telemetry. A request without
+	// it is a root, whose storm telemetry the callee reports. Default
+	// "errown-attempt" (DefaultAttemptHeader).
 	Attempt string `yaml:"attemptHeader,omitempty"`
 	// NoRetry is the response header by which a callee asks not to be
 	// retried (value "true"). It is read on every error response, whether
