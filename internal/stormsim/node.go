@@ -42,10 +42,13 @@ type node struct {
 	seed  uint64
 	calls []nodeCall
 	// capacity is the node's finite capacity, nil when unlimited;
-	// failing is set by a fail trigger; series records what the node
-	// saw under open-loop load (nil otherwise).
+	// failing is set by a fail trigger; down by a crash trigger, from the
+	// crash's instant until its restart, while its dispatcher stops;
+	// series records what the node saw under open-loop load (nil
+	// otherwise).
 	capacity *capacityQueue
 	failing  atomic.Bool
+	down     atomic.Bool
 	series   *nodeSeries
 	counters
 }
@@ -164,6 +167,11 @@ func callPath(body string) string {
 // as in docs/DESIGN.md), else pass on the error of the first failed call on a
 // hard edge, if any.
 func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
+	if n.down.Load() {
+		// Crashed: a request its dispatcher took while stopping reaches
+		// no process, and is not counted as served.
+		return nil, yarpcerrors.Newf(yarpcerrors.CodeUnavailable, "stormsim: %s is down", n.name)
+	}
 	n.served.Add(1)
 	n.series.count(_arrived)
 	if n.capacity != nil {

@@ -222,6 +222,7 @@ func runEvents(ctx context.Context, start time.Time, events []event) error {
 // crash stops yarpc node i's dispatcher and its errown, its queued
 // requests lost.
 func (m *mesh) crash(i int) error {
+	m.nodes[i].down.Store(true)
 	if q := m.nodes[i].capacity; q != nil {
 		q.setDown(true)
 	}
@@ -247,6 +248,7 @@ func (m *mesh) restart(o Options, i int) error {
 	if q := m.nodes[i].capacity; q != nil {
 		q.setDown(false)
 	}
+	m.nodes[i].down.Store(false)
 	var err error
 	for range _restartTries {
 		if _, err = m.serve(o, i, addr); err == nil {
