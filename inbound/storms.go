@@ -29,11 +29,12 @@ type Storm struct {
 	// spent a retry; BlindRadius is the blind world's.
 	Radius      int `json:"radius"`
 	BlindRadius int `json:"blindRadius"`
-	// Onset reports a request at an incident's onset: one of its calls
-	// went out before this service's procedure was in an incident, so
-	// without errown's attempt mark, and a successful subtree below it
-	// that served more than one request counted as one. Served and Blind
-	// (so Prevented) may then be low; the radii and Retries are exact.
+	// Onset reports a request at an incident's onset (or one under way as
+	// its procedure's incident window ended): one of its calls went out
+	// while this service's procedure was in no incident, so without
+	// errown's attempt mark, and a successful subtree below it that
+	// served more than one request counted as one. Served and Blind (so
+	// Prevented) may then be low; the radii and Retries are exact.
 	Onset bool `json:"onset,omitempty"`
 }
 

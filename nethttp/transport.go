@@ -22,8 +22,9 @@ import (
 // nil): errown logs the call against the request being served when the
 // request's context is one Handler, or a yarpc dispatcher running
 // errown, gave a handler; retries it per mw's retry policies, budget and
-// the callee's claim; and tells the callee, with its attempt header
-// (Rpc-Header-Errown-Attempt), that its caller runs errown.
+// the callee's claim; and, on a retry or in an incident, tells the
+// callee with its attempt header (Rpc-Header-Errown-Attempt) that its
+// caller runs errown and reads its figures.
 //
 // The callee service and procedure are named by WithService and
 // WithProcedure; a retry policy applies when its service (and procedure,

@@ -28,7 +28,8 @@ type Config struct {
 	// made for the same inbound procedure carry errown's attempt header,
 	// so that their callees send their storm figures. Outside an incident
 	// a call carries no errown header, and its success response none.
-	// Default 10s (DefaultIncidentWindow).
+	// errown reads it on its coarse clock (to within 100ms). Default 10s
+	// (DefaultIncidentWindow).
 	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
 }
 

@@ -754,8 +754,12 @@ func printReport(w io.Writer, r stormsim.Report) {
 		fmt.Fprintln(w)
 		switch f.Check {
 		case stormsim.CheckWithin:
-			if f.Tolerance == 0 {
+			if f.Tolerance == 0 && f.Low == 0 {
 				fmt.Fprintf(w, "        exactly %s: %s\n", num(f.Reference), f.Basis)
+				break
+			}
+			if f.Low > 0 {
+				fmt.Fprintf(w, "        within +%s/-%s of %s: %s\n", num(f.Tolerance), num(f.Tolerance+f.Low), num(f.Reference), f.Basis)
 				break
 			}
 			fmt.Fprintf(w, "        within ±%s of %s: %s\n", num(f.Tolerance), num(f.Reference), f.Basis)

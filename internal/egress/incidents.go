@@ -66,6 +66,13 @@ func (s *incidents) hot(procedure string) bool {
 	return last != 0 && now-last <= s.window
 }
 
+// any reports whether a call of any procedure met an incident within
+// the window.
+func (s *incidents) any() bool {
+	latest := s.latest.Load()
+	return latest != 0 && s.now().UnixNano()-latest <= s.window
+}
+
 // record notes an incident on a call of procedure, now.
 func (s *incidents) record(procedure string) {
 	now := s.now().UnixNano()

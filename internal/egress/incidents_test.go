@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/outbound"
@@ -162,4 +163,49 @@ func TestConfigIncidentWindow(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "incidentWindow: must be positive, got -1s")
 	assert.Equal(t, outbound.DefaultIncidentWindow, outbound.Config{}.WithDefaults().IncidentWindow)
+}
+
+// TestCallAbandonedIsNoIncident: a call the handler cancelled (a hedge's
+// loser, a first-answer-wins fan-out) has no response and unknown
+// figures, but says nothing of the callee: the procedure stays out of an
+// incident.
+func TestCallAbandonedIsNoIncident(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	mw, err := New(outbound.Config{IncidentWindow: 10 * time.Second}, WithClock(clock.Now))
+	require.NoError(t, err)
+	n, _ := contextFor("checkout")
+	ctx, cancel := context.WithCancel(n)
+	cancel()
+	_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"},
+		&headerRecorder{script: []func() (*transport.Response, error){respond(nil, context.Canceled)}})
+
+	next, _ := contextFor("checkout")
+	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), nil)}}
+	_, err = mw.Call(next, &transport.Request{Service: "inventory", Procedure: "reserve"}, out)
+	require.NoError(t, err)
+	require.Len(t, out.seen, 1)
+	assert.Empty(t, out.seen[0].items["errown-attempt"], "the next call of the procedure goes unmarked")
+}
+
+// TestCallOrphanMarkedInAnIncident: a call tied to no request (a fresh
+// context) goes out as it is, unless the service is in an incident: then
+// it is marked, so that its callee answers with its figures.
+func TestCallOrphanMarkedInAnIncident(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	mw, err := New(outbound.Config{IncidentWindow: 10 * time.Second}, WithClock(clock.Now), WithOrphans(new(calls.Orphans)))
+	require.NoError(t, err)
+	orphan := func() string {
+		out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), nil)}}
+		_, err := mw.Call(context.Background(), &transport.Request{Service: "audit", Procedure: "log"}, out)
+		require.NoError(t, err)
+		require.Len(t, out.seen, 1)
+		return out.seen[0].items["errown-attempt"]
+	}
+	assert.Empty(t, orphan(), "the steady state")
+	ctx, _ := contextFor("checkout")
+	_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"},
+		&headerRecorder{script: []func() (*transport.Response, error){respond(headers("errown-claim", "claimed"), yarpcerrors.UnavailableErrorf("down"))}})
+	assert.Equal(t, "1", orphan(), "in an incident")
+	clock.Add(11 * time.Second)
+	assert.Empty(t, orphan(), "a window after it")
 }

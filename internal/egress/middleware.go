@@ -242,20 +242,36 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		res, _, err := m.send(ctx, c, out, step)
 		return res, err
 	}
-	cctx, state := reqlog.NewCallContext(ctx)
-	if step != nil {
-		out = &reqlog.Hop{Step: step, Out: out, State: state}
-	}
-	res, err := m.next(cctx, req, out)
 	if m.orphans == nil {
+		res, _, err := m.orphan(ctx, req, out, step)
 		return res, err
 	}
+	if m.orphans.Watched() || m.incidents.any() {
+		// In an incident, the orphan may be a call of a request whose
+		// figures are read: its callee is to answer with its subtree's,
+		// which it sends only to a marked call.
+		c := m.mark(req)
+		defer m.release(c)
+		req = c.out
+	}
+	res, state, err := m.orphan(ctx, req, out, step)
 	_, class := wire.CallResult(res, err, m.hdr.Code)
 	storm := wire.ResponseStorm(res, class, m.hdr.Storm)
 	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}
 	return res, err
+}
+
+// orphan sends a call tied to no request on, through the inner
+// middleware, and returns what came back with the call's state.
+func (m *Middleware) orphan(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
+	cctx, state := reqlog.NewCallContext(ctx)
+	if step != nil {
+		out = &reqlog.Hop{Step: step, Out: out, State: state}
+	}
+	res, err := m.next(cctx, req, out)
+	return res, state, err
 }
 
 // send sends c's request on, through the retry middleware when it is
@@ -349,12 +365,17 @@ func (m *Middleware) bare(req *transport.Request) *call {
 }
 
 // incident reports whether the call e, of state, whose storm folded its
-// attempts, met an incident: it failed (not abandoned by the handler),
-// was retried or refused a retry, or its figures are worth a root's
-// record (a retry spent or suppressed below, or unknown). An answer is
-// no incident, nor a success whose subtree only served more requests.
+// attempts, met an incident: it failed, was retried or refused a retry,
+// or its figures are worth a root's record (a retry spent or suppressed
+// below, or unknown). A call the handler abandoned is none, nor an
+// answer, nor a success whose subtree only served more requests.
 func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bool {
-	if e.Class == ownership.ClassFailure && !e.Abandoned {
+	if e.Abandoned {
+		// Cancelled by the handler (a hedge, a fan-out's loser): its
+		// figures are unknown, and nothing about the callee is known.
+		return false
+	}
+	if e.Class == ownership.ClassFailure {
 		return true
 	}
 	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()

@@ -132,6 +132,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		return m.serveUntracked(ctx, req, resw, h)
 	}
 	log := &r.Log
+	if marked {
+		m.orphans.Watch() // until finish
+	}
 	orphans := m.orphans.Mark()
 	rw := &r.w
 	rw.ResponseWriter, rw.m = resw, m
@@ -363,6 +366,9 @@ func (m *Middleware) ownHeader(k string) bool {
 // handler did not panic; then sum holds what it took from the log), gives
 // its chunk back and removes the log from the map.
 func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
+	if log.Marked() {
+		m.orphans.Unwatch()
+	}
 	if *closed {
 		sum.Release()
 	} else {

@@ -241,7 +241,8 @@ func (r RunReport) LoadPasses() []bool {
 
 // Checks of a Figure.
 const (
-	// CheckWithin: |Value - Reference| <= Tolerance.
+	// CheckWithin: Reference - Tolerance - Low <= Value <= Reference +
+	// Tolerance.
 	CheckWithin = "within"
 	// CheckAtMost: Value <= Reference + Tolerance.
 	CheckAtMost = "at most"
@@ -268,6 +269,10 @@ type Figure struct {
 	Reference float64 `json:"reference"`
 	// Tolerance is how far from Reference Value may be.
 	Tolerance float64 `json:"tolerance"`
+	// Low is how much further below Reference - Tolerance a CheckWithin
+	// Value may be: the allowance of the root requests at an incident's
+	// onset, whose figures can only be low.
+	Low float64 `json:"low,omitempty"`
 	// Basis says where Reference and Tolerance come from.
 	Basis string `json:"basis,omitempty"`
 	// Pass reports whether Value passes Check (true when not judged).
@@ -292,7 +297,7 @@ func (f Figure) MarshalJSON() ([]byte, error) {
 func (f Figure) judge() Figure {
 	switch f.Check {
 	case CheckWithin:
-		f.Pass = math.Abs(f.Value-f.Reference) <= f.Tolerance+1e-9
+		f.Pass = f.Value <= f.Reference+f.Tolerance+1e-9 && f.Value >= f.Reference-f.Tolerance-f.Low-1e-9
 	case CheckAtMost:
 		f.Pass = f.Value <= f.Reference+f.Tolerance+1e-9
 	default:

@@ -33,6 +33,13 @@ func (f Figure) within(ref, tol float64, basis string) Figure {
 	return f
 }
 
+// low lets a within figure be low by up to low more: the onset's
+// allowance.
+func (f Figure) low(low float64) Figure {
+	f.Low = low
+	return f
+}
+
 func (f Figure) atMost(ref float64, basis string) Figure {
 	f.Check, f.Reference, f.Basis = CheckAtMost, ref, basis
 	return f
