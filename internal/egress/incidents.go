@@ -50,28 +50,35 @@ func newIncidents(window time.Duration, now func() time.Time) *incidents {
 // hot reports whether a call of procedure met an incident within the
 // window.
 func (s *incidents) hot(procedure string) bool {
-	latest := s.latest.Load()
-	if latest == 0 {
-		return false
-	}
-	now := s.now().UnixNano()
-	if now-latest > s.window {
-		return false
-	}
-	t, ok := s.byProc.Peek(procedure)
+	now, ok := s.recent()
 	if !ok {
 		return false
 	}
-	last := t.Load()
-	return last != 0 && now-last <= s.window
+	t, ok := s.byProc.Peek(procedure)
+	return ok && s.within(t.Load(), now)
 }
 
 // any reports whether a call of any procedure met an incident within
 // the window.
 func (s *incidents) any() bool {
-	latest := s.latest.Load()
-	return latest != 0 && s.now().UnixNano()-latest <= s.window
+	_, ok := s.recent()
+	return ok
 }
+
+// recent reports whether the latest incident of any procedure is within
+// the window, and the time it read: the steady state reads no clock.
+func (s *incidents) recent() (now int64, ok bool) {
+	latest := s.latest.Load()
+	if latest == 0 {
+		return 0, false
+	}
+	now = s.now().UnixNano()
+	return now, s.within(latest, now)
+}
+
+// within reports whether an incident at t (0: none) is within the window
+// at now.
+func (s *incidents) within(t, now int64) bool { return t != 0 && now-t <= s.window }
 
 // record notes an incident on a call of procedure, now.
 func (s *incidents) record(procedure string) {

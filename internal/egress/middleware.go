@@ -318,8 +318,9 @@ func (m *Middleware) newCall() any {
 // mark returns a call whose request is a copy of req with req's headers
 // and the attempt header "1": a first attempt in an incident tells the
 // callee that an errown caller reads its telemetry (retries overwrite the
-// header with their number). The copy lives until release; the middleware below must
-// not keep its headers past Call, as yarpc's own transports do not.
+// header with their number). The copy lives until release; the
+// middleware below must not keep its headers past Call, as yarpc's own
+// transports do not.
 //
 // The headers are copied with Headers.With into the call's own Headers,
 // whose maps the pool keeps: req's maps are read, never written

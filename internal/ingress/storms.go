@@ -82,12 +82,6 @@ func newStorms(scope tally.Scope, limit int, hook func(inbound.Storm)) *storms {
 	return s
 }
 
-// metrics returns the metrics of root procedure procedure, or those the
-// procedures past the limit share.
-func (s *storms) metrics(procedure string) *stormMetrics {
-	return s.byProc.Get(procedure)
-}
-
 // newMetrics returns the metrics of root procedure procedure, as tagged.
 func (s *storms) newMetrics(procedure string) *stormMetrics {
 	sc := s.scope.Tagged(map[string]string{"procedure": procedure})
@@ -107,7 +101,7 @@ func (s *storms) newMetrics(procedure string) *stormMetrics {
 func (s *storms) record(st inbound.Storm, ph uint64) {
 	m := s.last.Load()
 	if m == nil || m.procedure != st.Procedure {
-		m = s.metrics(st.Procedure)
+		m = s.byProc.Get(st.Procedure) // or the metrics the procedures past the limit share
 		s.last.Store(m)
 	}
 	s.recent.addNew(st, stormSignature(&st, ph))

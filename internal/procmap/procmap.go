@@ -13,18 +13,18 @@ import (
 // a read-only map; an addition copies it under a lock. It is safe for
 // concurrent use.
 type Map[V any] struct {
-	limit int
-	other string
-	make  func(key string) V
+	limit    int
+	other    string
+	newValue func(key string) V
 
 	m  atomic.Pointer[map[string]V] // read-only; replaced under mu
 	mu sync.Mutex
 }
 
 // New returns a Map of at most limit keys besides other, whose values
-// make makes.
-func New[V any](limit int, other string, make func(key string) V) *Map[V] {
-	p := &Map[V]{limit: limit, other: other, make: make}
+// newValue makes.
+func New[V any](limit int, other string, newValue func(key string) V) *Map[V] {
+	p := &Map[V]{limit: limit, other: other, newValue: newValue}
 	p.m.Store(&map[string]V{})
 	return p
 }
@@ -47,7 +47,7 @@ func (p *Map[V]) Get(key string) V {
 			return v
 		}
 	}
-	v := p.make(key)
+	v := p.newValue(key)
 	next := make(map[string]V, len(cur)+1)
 	for k, old := range cur {
 		next[k] = old

@@ -209,13 +209,9 @@ func (n *Node) startYARPC(cfg Config) error {
 // dispatcher builds the yarpc node's dispatcher, not started, its
 // procedures registered.
 func (n *Node) dispatcher(cfg Config, e *Endpoint, in Inbound) (*yarpc.Dispatcher, error) {
-	outbounds := make(yarpc.Outbounds, len(cfg.Callees))
-	for _, c := range cfg.Callees {
-		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
-		if err != nil {
-			return nil, err
-		}
-		outbounds[c.Name] = outs
+	outbounds, err := e.outboundsTo(cfg.Callees)
+	if err != nil {
+		return nil, err
 	}
 	ycfg := yarpc.Config{
 		Name:               cfg.Name,
@@ -259,14 +255,9 @@ func newDispatcher(cfg yarpc.Config) (d *yarpc.Dispatcher, err error) {
 // errown, outbound its only middleware (nil for none). Stop the returned
 // dispatcher when done.
 func NewClient(name string, opts TransportOptions, outbound middleware.UnaryOutbound, callees ...Callee) (*yarpc.Dispatcher, error) {
-	e := NewEndpoint(name, opts)
-	outbounds := make(yarpc.Outbounds, len(callees))
-	for _, c := range callees {
-		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
-		if err != nil {
-			return nil, err
-		}
-		outbounds[c.Name] = outs
+	outbounds, err := NewEndpoint(name, opts).outboundsTo(callees)
+	if err != nil {
+		return nil, err
 	}
 	d, err := newDispatcher(yarpc.Config{
 		Name:               name,
@@ -280,6 +271,20 @@ func NewClient(name string, opts TransportOptions, outbound middleware.UnaryOutb
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	return d, nil
+}
+
+// outboundsTo returns an outbound on e to each callee, under its name,
+// over the yarpc transport that speaks its kind.
+func (e *Endpoint) outboundsTo(callees []Callee) (yarpc.Outbounds, error) {
+	outbounds := make(yarpc.Outbounds, len(callees))
+	for _, c := range callees {
+		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
+		if err != nil {
+			return nil, err
+		}
+		outbounds[c.Name] = outs
+	}
+	return outbounds, nil
 }
 
 // errNoRegister is the error of a native node that serves nothing.
