@@ -1,34 +1,34 @@
 package bench
 
 import (
-	"github.com/errown/errown/internal/reqlog"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/reqlog"
 )
 
 // logMap is what the inbound middleware needs of a map of requests in
-// flight. Each implementation mints IDs, bounds the logs held and
-// allocates a Log per request, as reqlog.Map does.
+// flight. Each implementation bounds the logs held and allocates a Log
+// per request, as reqlog.Map does.
 type logMap interface {
 	Open(procedure string) *reqlog.Log
 	Remove(l *reqlog.Log)
 	Len() int
 }
 
-// mutexMap is the simplest alternative: one map under one mutex.
+// mutexMap is the simplest map that keeps its Logs: one map under one
+// mutex.
 type mutexMap struct {
 	mu   sync.Mutex
-	next reqlog.ID
 	max  int
-	logs map[reqlog.ID]*reqlog.Log
+	logs map[*reqlog.Log]struct{}
 }
 
 func newMutexMap() *mutexMap {
-	return &mutexMap{max: ingresslog.DefaultMaxInFlight, logs: make(map[reqlog.ID]*reqlog.Log)}
+	return &mutexMap{max: _maxInFlight, logs: make(map[*reqlog.Log]struct{})}
 }
 
 func (m *mutexMap) Open(procedure string) *reqlog.Log {
@@ -37,16 +37,15 @@ func (m *mutexMap) Open(procedure string) *reqlog.Log {
 	if len(m.logs) >= m.max {
 		return nil
 	}
-	m.next++
-	l := &reqlog.Log{ID: m.next, Procedure: procedure}
-	m.logs[l.ID] = l
+	l := &reqlog.Log{Procedure: procedure}
+	m.logs[l] = struct{}{}
 	return l
 }
 
 func (m *mutexMap) Remove(l *reqlog.Log) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.logs, l.ID)
+	delete(m.logs, l)
 }
 
 func (m *mutexMap) Len() int {
@@ -55,29 +54,50 @@ func (m *mutexMap) Len() int {
 	return len(m.logs)
 }
 
-// syncMap is the standard library's concurrent map with the bound and
-// the IDs kept in atomics.
+// counter is the simplest bound: one atomic count every request adds to
+// and takes from.
+type counter struct {
+	n   atomic.Int64
+	max int64
+}
+
+func (m *counter) Open(procedure string) *reqlog.Log {
+	if m.n.Add(1) > m.max {
+		m.n.Add(-1)
+		return nil
+	}
+	return &reqlog.Log{Procedure: procedure}
+}
+
+func (m *counter) Remove(*reqlog.Log) { m.n.Add(-1) }
+
+func (m *counter) Len() int { return int(m.n.Load()) }
+
+// _maxInFlight is errown's default ingress.maxInFlight.
+const _maxInFlight = 100000
+
+// syncMap is the standard library's concurrent map with the bound kept
+// in an atomic.
 type syncMap struct {
 	logs     sync.Map
-	next     atomic.Uint64
 	inFlight atomic.Int64
 	max      int64
 }
 
-func newSyncMap() *syncMap { return &syncMap{max: ingresslog.DefaultMaxInFlight} }
+func newSyncMap() *syncMap { return &syncMap{max: _maxInFlight} }
 
 func (m *syncMap) Open(procedure string) *reqlog.Log {
 	if m.inFlight.Add(1) > m.max {
 		m.inFlight.Add(-1)
 		return nil
 	}
-	l := &reqlog.Log{ID: reqlog.ID(m.next.Add(1)), Procedure: procedure}
-	m.logs.Store(l.ID, l)
+	l := &reqlog.Log{Procedure: procedure}
+	m.logs.Store(l, struct{}{})
 	return l
 }
 
 func (m *syncMap) Remove(l *reqlog.Log) {
-	if _, ok := m.logs.LoadAndDelete(l.ID); ok {
+	if _, ok := m.logs.LoadAndDelete(l); ok {
 		m.inFlight.Add(-1)
 	}
 }
@@ -85,10 +105,10 @@ func (m *syncMap) Remove(l *reqlog.Log) {
 func (m *syncMap) Len() int { return int(m.inFlight.Load()) }
 
 // BenchmarkIngressLog is one request's use of the map under parallel
-// load, for reqlog.Map and two alternatives, with one goroutine and
-// with GOMAXPROCS=2. A request opens its Log (an ID minted, the bound
-// checked, one insert) and removes it; it never looks its Log up by ID,
-// since the Log travels in the request's context.
+// load, for reqlog.Map and three alternatives, with one goroutine and
+// with GOMAXPROCS=2. A request opens its Log (the bound checked, the Log
+// counted) and removes it; nothing looks a Log up, since the Log travels
+// in the request's context.
 //
 // A live heap like a server's (ballast) keeps the collector from running
 // every few milliseconds, as it would with this benchmark's tiny heap, and
@@ -113,6 +133,7 @@ func BenchmarkIngressLog(b *testing.B) {
 			}
 			return m
 		}},
+		{"counter", func(*testing.B) logMap { return &counter{max: _maxInFlight} }},
 		{"mutex", func(*testing.B) logMap { return newMutexMap() }},
 		{"syncmap", func(*testing.B) logMap { return newSyncMap() }},
 	}

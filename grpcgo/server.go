@@ -34,7 +34,7 @@ const _noPushback = "-1"
 // UnaryServerInterceptor returns a grpc-go unary server interceptor that
 // runs errown's inbound middleware (mw.Inbound().Unary, taken with
 // mw.Adapt) around each request, as a yarpc dispatcher would: the request
-// is tracked under a locally minted ID, the outbound calls the handler
+// is tracked in errown's ingress log, the outbound calls the handler
 // makes with its context (through UnaryClientInterceptor, or a yarpc
 // client) are logged against it, and when the handler returns an error
 // errown claims or unclaims it.

@@ -1,6 +1,7 @@
 package reqlog
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -67,5 +68,6 @@ func BenchmarkHome(b *testing.B) {
 // one shard.
 func pageHome(m *Map, l *Log) uint64 {
 	page := uint64(uintptr(unsafe.Pointer(l)) >> 13)
-	return page * 0x9E3779B97F4A7C15 >> (64 - m.shift) // Fibonacci hashing; 0 for one shard
+	shift := uint(bits.TrailingZeros64(m.mask + 1))
+	return page * 0x9E3779B97F4A7C15 >> (64 - shift) // Fibonacci hashing; 0 for one shard
 }

@@ -7,21 +7,16 @@ import (
 	"github.com/errown/errown/internal/calls"
 )
 
-// ID identifies a request in flight. IDs are minted by reqlog.Map, in
-// this process, and are never read from a request.
-type ID uint64
-
 // Log is the IngressLog of one inbound request.
 type Log struct {
-	// ID is the locally minted request ID.
-	ID ID
 	// Procedure is the inbound procedure being served.
 	Procedure string
 	// Egress holds the request's outbound calls.
 	Egress calls.Log
-	// Slot is the Log's index in its ingresslog shard, under the shard's
-	// lock.
-	Slot int
+	// owner is the Map that counts the Log, from Insert to Remove, and
+	// shard the index of its shard there.
+	owner *Map
+	shard uint32
 	// calls counts the request's outbound calls under way: one still
 	// under way when the request ends makes its storm unknown.
 	calls atomic.Int32

@@ -9,7 +9,7 @@ import (
 
 func TestContext(t *testing.T) {
 	assert.Nil(t, FromContext(context.Background()))
-	l := &Log{ID: 7}
+	l := &Log{Procedure: "p"}
 	assert.Same(t, l, FromContext(NewContext(context.Background(), l)))
 
 	n := &Node{Context: context.WithValue(context.Background(), otherKey{}, "v")}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/bits"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 
 	"github.com/errown/errown/ingresslog"
@@ -14,43 +13,40 @@ import (
 // cores apart. 128 rather than 64 bytes: x86 prefetches lines in pairs.
 const _cacheLine = 128
 
-// Map holds the Logs of the requests in flight, keyed by ID.
+// Map bounds the requests in flight: it counts the Logs it holds, up to
+// MaxInFlight, and refuses more. It does not keep them (a request carries
+// its Log in its context), only counts them.
 //
 // Nothing in a Map is written by every request (except, at the bound, the
-// count of full shards): each shard keeps its own Logs, share of
-// MaxInFlight and ID sequence under its own lock, and each request starts
-// in a shard picked at random (see homeOf), so that concurrent requests
-// rarely meet in one shard.
+// count of full shards): each shard counts its own Logs, up to its share of
+// MaxInFlight, in one atomic word of a block of its own, and each request
+// starts in a shard picked at random (see homeOf), so that concurrent
+// requests rarely meet in one shard. A request costs two atomic additions
+// on its shard's word (Insert, Remove), where it cost a lock, an append and
+// an unlock twice when the shards kept their Logs (BenchmarkIngressLog).
 type Map struct {
 	shards []*shard // each allocated alone: see shard
 	mask   uint64
-	shift  uint // bits of an ID that name its shard
 	_      [_cacheLine]byte
 	// full counts the shards holding their share, so that a full Map
-	// refuses without looking at any shard. Written, under the shard's
-	// lock, only when a shard fills or stops being full.
+	// refuses without looking at any shard. Written only when a shard's
+	// count reaches its share or leaves it.
 	full atomic.Int64
 }
 
-// shard is one lock, the Logs under it, its share of MaxInFlight and its
-// ID sequence, in one block of _cacheLine bytes. Shards are allocated one
-// by one, which puts each at the start of its own block (an array of them
-// may start past a block's start, so that every shard would straddle two
-// blocks and share one with its neighbour). The first _inlineLogs
-// Logs live in the block itself (logs points at inline); past that logs
-// moves to the heap. Each Log knows its index in logs, so Remove needs no
-// search.
+// shard is one count of Logs and its share of MaxInFlight, in one block of
+// _cacheLine bytes. Shards are allocated one by one, which puts each at
+// the start of its own block (an array of them may start past a block's
+// start, so that every shard would straddle two blocks and share one with
+// its neighbour).
 type shard struct {
-	mu     sync.Mutex
-	max    int    // the shard's share of MaxInFlight
-	seq    uint64 // under mu
-	logs   []*Log // under mu
-	inline [_inlineLogs]*Log
+	// n counts the Logs the shard holds, and for a moment an Insert that
+	// found it full and takes its addition back: at most max of them are
+	// held.
+	n   atomic.Int64
+	max int64 // the shard's share of MaxInFlight
+	_   [_cacheLine - 16]byte
 }
-
-// _inlineLogs fills a shard's block: 128 bytes less the lock (8), the
-// share (8), the sequence (8) and the slice header (24).
-const _inlineLogs = (_cacheLine - 48) / 8
 
 // New returns an empty Map.
 //
@@ -65,23 +61,17 @@ func NewMap(cfg ingresslog.Config) (*Map, error) {
 	m := &Map{
 		shards: make([]*shard, n),
 		mask:   uint64(n - 1),
-		shift:  uint(bits.TrailingZeros(uint(n))),
 	}
 	for i := range m.shards {
 		s := new(shard)
 		m.shards[i] = s
-		s.logs = s.inline[:0]
 		// MaxInFlight split evenly, the first shards taking the remainder.
-		s.max = cfg.MaxInFlight / n
+		s.max = int64(cfg.MaxInFlight / n)
 		if i < cfg.MaxInFlight%n {
 			s.max++
 		}
 	}
 	return m, nil
-}
-
-func (m *Map) shard(id ID) *shard {
-	return m.shards[uint64(id)&m.mask]
 }
 
 // Full reports whether every shard held its share a moment ago: a caller
@@ -91,9 +81,9 @@ func (m *Map) Full() bool {
 	return m.full.Load() == int64(len(m.shards))
 }
 
-// Open mints a new ID and stores a fresh Log for procedure under it. It
-// returns nil when it finds every shard full: MaxInFlight logs are held,
-// or were a moment ago (see insertFrom).
+// Open counts a fresh Log for procedure in and returns it. It returns nil
+// when it finds every shard full: MaxInFlight logs are held, or were a
+// moment ago (see insertFrom).
 func (m *Map) Open(procedure string) *Log {
 	if m.Full() {
 		return nil
@@ -119,9 +109,9 @@ func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Contex
 	return c, &c.Log
 }
 
-// Insert stores l, a fresh Log the caller allocated (in a larger struct of
-// its own, with what else the request needs), under a new ID in a shard
-// with room, trying l's home first (see homeOf), as Open does. It reports
+// Insert counts l, a fresh Log the caller allocated (in a larger struct of
+// its own, with what else the request needs), in a shard with room,
+// trying l's home first (see homeOf), as Open does. It reports
 // false when it finds every shard full; a caller asks Full first, before
 // it allocates.
 func (m *Map) Insert(l *Log) bool {
@@ -141,13 +131,18 @@ func (m *Map) homeOf(*Log) uint64 {
 }
 
 // insertFrom is insert starting from shard start, which returns the shard
-// l went to. The ID's low bits are the shard's index, the rest the
-// shard's sequence.
+// l went to.
 //
 // A refusal is not a snapshot: a Remove in a shard already looked at may
-// free a slot while the others are looked at. The bound itself is exact:
-// a shard takes a Log only below its share, and the shares add up to
-// MaxInFlight.
+// free a slot while the others are looked at, and an Insert that finds a
+// shard full adds to its count for a moment. The bound itself is exact: a
+// shard takes a Log only when its addition brings its count to its share
+// at most, and the shares add up to MaxInFlight.
+//
+// Every addition that brings a shard's count to its share counts the
+// shard full, and every subtraction that takes it below its share counts
+// it full no more: the count moves one step at a time, so the two
+// alternate, whichever Insert or Remove makes them.
 func (m *Map) insertFrom(start uint64, l *Log) (uint64, bool) {
 	for i := range uint64(len(m.shards)) {
 		if i > 0 && m.Full() {
@@ -155,66 +150,50 @@ func (m *Map) insertFrom(start uint64, l *Log) (uint64, bool) {
 		}
 		idx := (start + i) & m.mask
 		s := m.shards[idx]
-		s.mu.Lock()
-		if len(s.logs) < s.max {
-			s.seq++
-			l.ID = ID(s.seq<<m.shift | idx)
-			l.Slot = len(s.logs)
-			s.logs = append(s.logs, l)
-			if len(s.logs) == s.max {
+		if s.n.Load() >= s.max {
+			continue // full: no need to add and take back
+		}
+		n := s.n.Add(1)
+		if n <= s.max {
+			if n == s.max {
 				m.full.Add(1)
 			}
-			s.mu.Unlock()
+			l.owner, l.shard = m, uint32(idx)
 			return idx, true
 		}
-		s.mu.Unlock()
+		m.fullUnless(s.n.Add(-1), s)
 	}
 	return 0, false
 }
 
-// Get returns the Log stored under id, or nil. It searches id's shard: it
-// is for tests and operators, not for the request path, which carries its
-// Log in the context.
-func (m *Map) Get(id ID) *Log {
-	s := m.shard(id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range s.logs {
-		if l.ID == id {
-			return l
-		}
+// fullUnless counts s full no more when n, its count after a
+// subtraction, is below its share by one: it just left it.
+func (m *Map) fullUnless(n int64, s *shard) {
+	if n == s.max-1 {
+		m.full.Add(-1)
 	}
-	return nil
 }
 
-// Remove deletes l from the Map. Removing a Log twice does nothing, nor
-// does removing a Log of another Map that nothing else is using.
+// Remove takes l out of the Map's count. Removing a Log twice does
+// nothing, nor does removing a Log the Map does not hold. A Log is
+// inserted and removed by one goroutine (its request's), never
+// concurrently.
 func (m *Map) Remove(l *Log) {
-	s := m.shard(l.ID)
-	s.mu.Lock()
-	if i := l.Slot; i < len(s.logs) && s.logs[i] == l {
-		if len(s.logs) == s.max {
-			m.full.Add(-1)
-		}
-		// Move the last Log into l's place.
-		last := len(s.logs) - 1
-		s.logs[i] = s.logs[last]
-		s.logs[i].Slot = i
-		s.logs[last] = nil
-		s.logs = s.logs[:last]
+	if l.owner != m {
+		return
 	}
-	s.mu.Unlock()
+	l.owner = nil
+	s := m.shards[l.shard]
+	m.fullUnless(s.n.Add(-1), s)
 }
 
-// Len returns the number of Logs held. Under concurrent Opens and Removes
-// it is a sum of counts taken one shard at a time, never above
+// Len returns the number of Logs held. Under concurrent Inserts and
+// Removes it is a sum of counts taken one shard at a time, never above
 // MaxInFlight.
 func (m *Map) Len() int {
-	n := 0
+	n := int64(0)
 	for _, s := range m.shards {
-		s.mu.Lock()
-		n += len(s.logs)
-		s.mu.Unlock()
+		n += min(s.n.Load(), s.max)
 	}
-	return n
+	return int(n)
 }

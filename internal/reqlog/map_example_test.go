@@ -14,7 +14,7 @@ func ExampleMap() {
 	}
 	a := logs.Open("checkout")
 	b := logs.Open("checkout")
-	fmt.Println(a.ID != b.ID, logs.Len())
+	fmt.Println(a != b, logs.Len())
 	fmt.Println("third request tracked:", logs.Open("checkout") != nil)
 	logs.Remove(a)
 	logs.Remove(b)

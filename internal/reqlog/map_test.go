@@ -18,18 +18,18 @@ func newMap(t *testing.T, cfg ingresslog.Config) *Map {
 	return m
 }
 
-func TestOpenGetRemove(t *testing.T) {
+func TestOpenRemove(t *testing.T) {
 	m := newMap(t, ingresslog.Config{})
 	a := m.Open("a")
 	b := m.Open("b")
 	require.NotNil(t, a)
 	require.NotNil(t, b)
-	assert.NotEqual(t, a.ID, b.ID, "IDs are unique")
+	assert.NotSame(t, a, b)
 	assert.Equal(t, "a", a.Procedure)
 	assert.Equal(t, 2, m.Len())
-	assert.Same(t, a, m.Get(a.ID))
+	assert.Same(t, m, a.owner)
 	m.Remove(a)
-	assert.Nil(t, m.Get(a.ID))
+	assert.Nil(t, a.owner, "removed")
 	assert.Equal(t, 1, m.Len())
 	m.Remove(a) // twice: nothing
 	assert.Equal(t, 1, m.Len())
@@ -55,8 +55,6 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 	const bound = 50
 	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: bound})
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ids := map[ID]bool{}
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
@@ -67,10 +65,6 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 					continue
 				}
 				assert.LessOrEqual(t, m.Len(), bound)
-				mu.Lock()
-				assert.False(t, ids[l.ID], "duplicate ID %d", l.ID)
-				ids[l.ID] = true
-				mu.Unlock()
 				m.Remove(l)
 			}
 		}()
@@ -79,7 +73,7 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 	assert.Equal(t, 0, m.Len())
 	assert.Zero(t, m.full.Load())
 	for i := range m.shards {
-		assert.Empty(t, m.shards[i].logs)
+		assert.Zero(t, m.shards[i].n.Load(), "shard %d", i)
 	}
 }
 
@@ -114,7 +108,7 @@ func TestChurnAtTheBound(t *testing.T) {
 	assert.Equal(t, n, m.Len())
 	var full int64
 	for _, s := range m.shards {
-		if len(s.logs) == s.max {
+		if s.n.Load() == s.max {
 			full++
 		}
 	}
@@ -154,7 +148,7 @@ func TestConcurrentFillFromOneHomeIsExact(t *testing.T) {
 	})
 	assert.Equal(t, bound, total)
 	for i := range m.shards {
-		assert.Len(t, m.shards[i].logs, m.shards[i].max, "shard %d", i)
+		assert.Equal(t, m.shards[i].max, m.shards[i].n.Load(), "shard %d", i)
 	}
 }
 
@@ -198,26 +192,27 @@ func TestShardsShareMaxInFlight(t *testing.T) {
 		require.Len(t, m.shards, tt.wantShards, "%+v", tt.give)
 		sum := 0
 		for i := range m.shards {
-			sum += m.shards[i].max
+			sum += int(m.shards[i].max)
 			if tt.wantMax != nil {
-				assert.Equal(t, tt.wantMax[i], m.shards[i].max, "%+v shard %d", tt.give, i)
+				assert.Equal(t, tt.wantMax[i], int(m.shards[i].max), "%+v shard %d", tt.give, i)
 			}
 		}
 		assert.Equal(t, tt.give.WithDefaults().MaxInFlight, sum, "%+v: the shares add up to the bound", tt.give)
 
-		// Filled to the bound, every shard holds its share, and each Log is
-		// in the shard its ID names.
+		// Filled to the bound, every shard holds its share, and each Log
+		// knows its Map and a shard of it.
 		if tt.give.MaxInFlight == 0 {
 			continue
 		}
 		for range tt.give.MaxInFlight {
 			l := m.Open("p")
 			require.NotNil(t, l)
-			assert.Same(t, l, m.shard(l.ID).logs[l.Slot])
+			assert.Same(t, m, l.owner)
+			assert.Less(t, int(l.shard), len(m.shards))
 		}
 		assert.Nil(t, m.Open("p"), "%+v: over the bound", tt.give)
 		for i := range m.shards {
-			assert.Len(t, m.shards[i].logs, m.shards[i].max, "%+v shard %d", tt.give, i)
+			assert.Equal(t, m.shards[i].max, m.shards[i].n.Load(), "%+v shard %d", tt.give, i)
 		}
 	}
 }
@@ -232,7 +227,7 @@ func TestHomeShard(t *testing.T) {
 		l := &Log{}
 		idx, ok := m.insertFrom(2, l)
 		require.True(t, ok)
-		assert.Equal(t, uint64(l.ID)&m.mask, idx, "the shard the Log went to")
+		assert.Equal(t, uint64(l.shard), idx, "the shard the Log went to")
 		got = append(got, idx)
 		logs = append(logs, l)
 	}
@@ -269,29 +264,6 @@ func TestHomeOf(t *testing.T) {
 	assert.Len(t, spread, 8, "1000 requests reach all 8 shards")
 	one := newMap(t, ingresslog.Config{Shards: 1, MaxInFlight: 4})
 	assert.Zero(t, one.homeOf(nil), "one shard: always it")
-}
-
-func TestIDs(t *testing.T) {
-	// IDs from all shards never collide, and an ID's low bits name its
-	// shard, from one goroutine's home and from many.
-	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: 64})
-	seen := map[ID]bool{}
-	for range 3 {
-		var held []*Log
-		for range 64 {
-			l := m.Open("p")
-			require.NotNil(t, l)
-			held = append(held, l)
-		}
-		for _, l := range held {
-			assert.False(t, seen[l.ID], "duplicate ID %d", l.ID)
-			seen[l.ID] = true
-			assert.Same(t, l, m.Get(l.ID))
-			m.Remove(l)
-		}
-	}
-	assert.Len(t, seen, 3*64)
-	assert.Nil(t, m.Get(ID(1<<40|3)), "an ID never minted")
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -340,7 +312,7 @@ func TestOpenContext(t *testing.T) {
 	ctx, l := m.OpenContext(parent, "p")
 	require.NotNil(t, l)
 	assert.Same(t, l, FromContext(ctx))
-	assert.Same(t, l, m.Get(l.ID))
+	assert.Same(t, m, l.owner)
 	assert.Equal(t, "p", l.Procedure)
 	assert.Equal(t, "v", ctx.Value(parentKey{}), "the parent's values")
 	assert.Equal(t, 1, m.Len())
@@ -353,39 +325,42 @@ func TestOpenContext(t *testing.T) {
 	assert.ErrorIs(t, ctx.Err(), context.Canceled, "the parent's cancellation")
 	m.Remove(l)
 	assert.Equal(t, 0, m.Len())
-	assert.Nil(t, m.Get(l.ID))
 }
 
 func TestRemoveInAnyOrder(t *testing.T) {
-	// One shard holding more logs than fit inline, removed in an order
-	// that moves logs around: every log still held stays found.
-	m := newMap(t, ingresslog.Config{Shards: 1})
+	// Logs of every shard, removed in any order: each removal takes one
+	// from its own shard's count.
+	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: 40})
 	var held []*Log
-	for range 3 * _inlineLogs {
+	for range 40 {
 		held = append(held, m.Open("p"))
 	}
-	for _, i := range rand.Perm(len(held)) {
-		m.Remove(held[i])
-		held[i] = nil
-		for _, l := range held {
-			if l != nil {
-				assert.Same(t, l, m.Get(l.ID))
-			}
-		}
+	want := make([]int64, len(m.shards))
+	for _, l := range held {
+		want[l.shard]++
 	}
-	assert.Equal(t, 0, m.Len())
-	assert.Empty(t, m.shards[0].logs)
+	for k, i := range rand.Perm(len(held)) {
+		want[held[i].shard]--
+		m.Remove(held[i])
+		for s := range m.shards {
+			assert.Equal(t, want[s], m.shards[s].n.Load(), "shard %d", s)
+		}
+		assert.Equal(t, len(held)-k-1, m.Len())
+	}
+	assert.Zero(t, m.full.Load())
 }
 
 func TestRemoveForeignLog(t *testing.T) {
 	m := newMap(t, ingresslog.Config{Shards: 1})
 	other := newMap(t, ingresslog.Config{Shards: 1})
 	mine := m.Open("p")
-	stranger := other.Open("p") // same ID and slot as mine, another map
+	stranger := other.Open("p") // the same shard as mine, another map
 	m.Remove(stranger)
-	m.Remove(&Log{ID: mine.ID})
+	m.Remove(&Log{shard: mine.shard}) // never inserted
 	assert.Equal(t, 1, m.Len(), "only the Log the map holds is removed")
-	assert.Same(t, mine, m.Get(mine.ID))
+	assert.Equal(t, 1, other.Len())
+	m.Remove(mine)
+	assert.Zero(t, m.Len())
 }
 
 // Insert takes a Log its caller allocated, to the same bound as Open, and
@@ -396,14 +371,13 @@ func TestInsertFull(t *testing.T) {
 	assert.False(t, m.Full())
 	require.True(t, m.Insert(a))
 	require.True(t, m.Insert(b))
-	assert.NotEqual(t, a.ID, b.ID, "IDs are unique")
-	assert.Same(t, a, m.Get(a.ID))
+	assert.Equal(t, [2]uint32{0, 1}, [2]uint32{min(a.shard, b.shard), max(a.shard, b.shard)}, "one in each shard")
 	assert.True(t, m.Full())
 	assert.False(t, m.Insert(c), "over the bound")
 	assert.Nil(t, m.Open("d"), "Open shares the bound")
 	m.Remove(a)
 	assert.False(t, m.Full())
 	assert.True(t, m.Insert(c), "room again after a removal")
-	assert.Same(t, c, m.Get(c.ID))
+	assert.Equal(t, a.shard, c.shard, "in the shard a left")
 	assert.Equal(t, 2, m.Len())
 }
