@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/reqlog"
 	"runtime"
 	"sync"
@@ -28,7 +29,7 @@ type mutexMap struct {
 }
 
 func newMutexMap() *mutexMap {
-	return &mutexMap{max: ingresslog.DefaultMaxInFlight, logs: make(map[reqlog.ID]*reqlog.Log)}
+	return &mutexMap{max: defaults.IngressMaxInFlight, logs: make(map[reqlog.ID]*reqlog.Log)}
 }
 
 func (m *mutexMap) Open(procedure string) *reqlog.Log {
@@ -64,7 +65,7 @@ type syncMap struct {
 	max      int64
 }
 
-func newSyncMap() *syncMap { return &syncMap{max: ingresslog.DefaultMaxInFlight} }
+func newSyncMap() *syncMap { return &syncMap{max: defaults.IngressMaxInFlight} }
 
 func (m *syncMap) Open(procedure string) *reqlog.Log {
 	if m.inFlight.Add(1) > m.max {

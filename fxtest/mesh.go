@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/testmesh"
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
@@ -78,7 +78,7 @@ func NewMesh(t TB, opts ...MeshOption) *Mesh {
 		opt.apply(&o)
 	}
 	claim := o.recorder.ClaimHeader
-	claim = cmp.Or(claim, ownership.DefaultClaimHeader)
+	claim = cmp.Or(claim, defaults.ClaimHeader)
 	return &Mesh{
 		t:        t,
 		recorder: NewRecorder(o.recorder),

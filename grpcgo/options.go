@@ -2,7 +2,7 @@ package grpcgo
 
 import (
 	"github.com/errown/errown"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/defaults"
 	"google.golang.org/grpc"
 )
 
@@ -25,7 +25,7 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 func newOptions(opts []Option) options {
-	o := options{attemptHeader: ownership.DefaultAttemptHeader, noRetryHeader: ownership.DefaultNoRetryHeader}
+	o := options{attemptHeader: defaults.AttemptHeader, noRetryHeader: defaults.NoRetryHeader}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
