@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 )
@@ -47,7 +48,7 @@ func Handler(mw *errown.Middleware, h http.Handler, opts ...HandlerOption) http.
 	if o.procedure == nil {
 		o.procedure = defaultProcedure(h)
 	}
-	in, _, _ := mw.Adapt() // mw.Inbound().Unary, counted as wiring
+	in := adapt.Take(mw).Inbound // mw.Inbound().Unary, counted as wiring
 	return &handler{inbound: in, next: h, procedure: o.procedure, maxBuffer: o.maxBuffer}
 }
 
