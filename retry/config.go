@@ -56,7 +56,9 @@ func (m Mode) validate(path string) error {
 	}
 }
 
-// Config configures the retry middleware.
+// Config configures the retry middleware. In every field of Config,
+// BudgetConfig, OverloadConfig and PolicyConfig that has a default, the
+// zero value means the default.
 type Config struct {
 	// Mode is enforce (the default) or observe, for every callee whose
 	// policy does not set its own.
