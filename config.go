@@ -19,8 +19,8 @@ import (
 	"gopkg.in/yaml.v2"
 )
 
-// ConfigKey is the top-level YAML key errown reads its Config from.
-const ConfigKey = "errown"
+// _configKey is the top-level YAML key errown reads its Config from.
+const _configKey = "errown"
 
 // Config is errown's configuration, read from YAML under the key "errown".
 // Every field is optional, and its zero value means the default the comment

@@ -310,7 +310,7 @@ func TestREADMEConfigurationParses(t *testing.T) {
 
 	var doc map[string]interface{}
 	require.NoError(t, yaml.Unmarshal([]byte(block), &doc))
-	errownSection, err := yaml.Marshal(doc[ConfigKey])
+	errownSection, err := yaml.Marshal(doc[_configKey])
 	require.NoError(t, err)
 	c, err := ConfigFromYAML(errownSection)
 	require.NoError(t, err, "%s", errownSection)

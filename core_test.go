@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/egress"
+	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
@@ -61,7 +63,8 @@ func TestCoreAdaptCountsAsWiring(t *testing.T) {
 	require.NoError(t, startErr(t,
 		errown.Core,
 		fx.Invoke(func(m *errown.Middleware) {
-			in, out, _ = m.Adapt()
+			parts := adapt.Take(m)
+			in, out = parts.Inbound, parts.Outbound
 			assert.Equal(t, m.Inbound().Unary, in, "the middleware Inbound returns")
 			assert.IsType(t, &egress.Middleware{}, out, "the egress middleware Outbound starts with")
 		}),
@@ -71,14 +74,14 @@ func TestCoreAdaptCountsAsWiring(t *testing.T) {
 }
 
 func TestCoreAdaptReturnsTheConfig(t *testing.T) {
-	var cfg errown.Config
+	var headers ownership.Headers
 	require.NoError(t, startErr(t,
 		fx.Provide(yamlProvider("errown:\n  attemptHeader: x-try\n  noRetryHeader: x-no-retry\n")),
 		errown.Core,
-		fx.Invoke(func(m *errown.Middleware) { _, _, cfg = m.Adapt() }),
+		fx.Invoke(func(m *errown.Middleware) { headers = adapt.Take(m).Headers }),
 	))
-	assert.Equal(t, "x-try", cfg.Headers.Attempt)
-	assert.Equal(t, "x-no-retry", cfg.Headers.NoRetry)
+	assert.Equal(t, "x-try", headers.Attempt)
+	assert.Equal(t, "x-no-retry", headers.NoRetry)
 }
 
 func TestCoreIsNamedErrownAndDecoratesNothing(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/egress"
 	"github.com/errown/errown/internal/ingress"
@@ -66,10 +67,10 @@ type Middleware struct {
 	cfg     Config
 
 	// applied is set once the middleware went into a yarpc.Config (the
-	// decoration, Apply), a middleware group or an adapter (Adapt):
+	// decoration, Apply), a middleware group or an adapter (adapt):
 	// checkWiring reads it.
 	applied atomic.Bool
-	// adapted is set once an adapter took the middleware (Adapt): its
+	// adapted is set once an adapter took the middleware (adapt): its
 	// clients' callees are not the dispatcher's, so unknownServices
 	// checks nothing.
 	adapted atomic.Bool
@@ -169,18 +170,18 @@ func (m *Middleware) Inbound() yarpc.InboundMiddleware {
 // Outbound returns the outbound middleware to put on a dispatcher that has
 // no outbound middleware of its own: egress logging around retries, then
 // the innermost attempt step. A dispatcher with outbound middleware of its
-// own takes OutboundAround(own), which puts it in between.
+// own takes Apply, which puts it in between.
 func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
-	return m.OutboundAround(nil)
+	return m.outboundAround(nil)
 }
 
-// OutboundAround returns errown's outbound middleware around own, the
+// outboundAround returns errown's outbound middleware around own, the
 // dispatcher's own outbound middleware (nil for none): errown's egress and
 // retry middleware outside it, so every attempt passes through own, and
 // errown's innermost attempt step inside it, next to the
 // transport, so a retry own makes is seen, counted and held to errown's
 // rules.
-func (m *Middleware) OutboundAround(own middleware.UnaryOutbound) yarpc.OutboundMiddleware {
+func (m *Middleware) outboundAround(own middleware.UnaryOutbound) yarpc.OutboundMiddleware {
 	if own == nil {
 		// Nothing in between: the egress middleware sends through the
 		// innermost step itself, with no chain and no context node.
@@ -189,31 +190,31 @@ func (m *Middleware) OutboundAround(own middleware.UnaryOutbound) yarpc.Outbound
 	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, own, m.retry.Attempts())}
 }
 
-// Adapt is for adapters that run errown's middleware on something other
-// than a yarpc dispatcher, as grpcgo and nethttp do: it returns the unary
-// inbound and outbound middleware (those of Inbound and Outbound) and the
-// Config m was built from, whose header names the adapter must read on its
-// own wire. Unlike Inbound and Outbound, it counts as wiring: once an
-// adapter has taken the middleware, an fx application's start does not
-// fail with ErrNotWired for want of a dispatcher. An adapter calls it when
-// its server or client is built, as fx constructors do, not later. Once an
-// adapter has, start does not check that retry policies and dependency
+func init() { adapt.Register((*Middleware).adapt, (*Middleware).adaptAttempts) }
+
+// adapt is for errown's adapters (grpcgo, nethttp), through adapt.Take:
+// it returns the unary inbound and outbound middleware (those of Inbound
+// and Outbound) and the header names of the Config m was built from,
+// which the adapter reads on its own wire. Unlike Inbound and Outbound,
+// it counts as wiring: once an adapter has taken the middleware, an fx
+// application's start does not fail with ErrNotWired for want of a
+// dispatcher, and does not check that retry policies and dependency
 // declarations name services the dispatcher calls (ErrUnknownService):
 // the adapter's clients call services errown does not know.
-func (m *Middleware) Adapt() (middleware.UnaryInbound, middleware.UnaryOutbound, Config) {
+func (m *Middleware) adapt() adapt.Parts {
 	m.applied.Store(true)
 	m.adapted.Store(true)
-	return m.inbound, m.egress, m.cfg
+	return adapt.Parts{Inbound: m.inbound, Outbound: m.egress, Headers: m.cfg.Headers}
 }
 
-// AdaptAttempts is for adapters, as Adapt is: it returns errown's innermost
-// attempt step (the one Outbound puts next to the
-// transport), through which an adapter runs each physical attempt its
+// adaptAttempts is for errown's adapters, through adapt.Attempts: it
+// returns errown's innermost attempt step (the one Outbound puts next to
+// the transport), through which an adapter runs each physical attempt its
 // client sends, below the application's own retries: grpcgo's
-// AttemptsInterceptor and nethttp's Attempts. The step knows a call by the
-// state errown's outbound middleware (Adapt's) put in its context. It
-// counts as wiring, as Adapt does.
-func (m *Middleware) AdaptAttempts() middleware.UnaryOutbound {
+// AttemptsInterceptor and nethttp's Attempts. The step knows a call by
+// the state errown's outbound middleware (adapt's) put in its context. It
+// counts as wiring, as adapt does.
+func (m *Middleware) adaptAttempts() middleware.UnaryOutbound {
 	m.applied.Store(true)
 	return m.retry.Attempts()
 }
@@ -228,12 +229,12 @@ func (m *Middleware) InFlight() int { return m.inbound.InFlight() }
 // middleware go outside cfg's own, so that each attempt passes through the
 // application's middleware, and errown's innermost attempt step inside
 // it, so that a retry the application's middleware makes is held to
-// errown's rules (OutboundAround). Oneway and stream middleware are
+// errown's rules. Oneway and stream middleware are
 // untouched.
 func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 	m.applied.Store(true)
 	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(m.inbound, cfg.InboundMiddleware.Unary)
-	cfg.OutboundMiddleware.Unary = m.OutboundAround(cfg.OutboundMiddleware.Unary).Unary
+	cfg.OutboundMiddleware.Unary = m.outboundAround(cfg.OutboundMiddleware.Unary).Unary
 	return cfg
 }
 

@@ -31,7 +31,7 @@ import (
 // *Middleware. Core also suits an application that hands *Middleware to
 // an adapter itself.
 var Core = fx.Module("errown",
-	fx.Provide(NewFromParams),
+	fx.Provide(newFromParams),
 	fx.Invoke(checkWiring(_viaCore)),
 )
 
@@ -57,25 +57,19 @@ var Core = fx.Module("errown",
 // Grouped.
 var Module = fx.Options(
 	fx.Module("errown",
-		fx.Provide(NewFromParams),
+		fx.Provide(newFromParams),
 		fx.Invoke(checkWiring(_viaModule)),
 	),
 	fx.Decorate(decorate),
 )
 
-// Value groups Grouped contributes errown's middleware to. A dispatcher
-// constructor consumes them (with the middleware other libraries add to
-// the same groups) and chains them with ChainInbound and ChainOutbound.
-const (
-	InboundGroup  = "yarpc.unary_inbound"
-	OutboundGroup = "yarpc.unary_outbound"
-)
-
 // Grouped adds errown to an fx application without decorating anything:
 // it provides *Middleware, in an fx.Module named "errown", and contributes
 // errown's unary inbound and outbound middleware to the value groups
-// InboundGroup and OutboundGroup, which the application's dispatcher
-// constructor consumes:
+// "yarpc.unary_inbound" and "yarpc.unary_outbound", which the
+// application's dispatcher constructor consumes (with the middleware
+// other libraries add to the same groups) and chains with ChainInbound
+// and ChainOutbound:
 //
 //	type dispatcherParams struct {
 //		fx.In
@@ -101,12 +95,12 @@ const (
 // contribute to the same groups. As with Module, start fails when errown's
 // middleware reached no dispatcher.
 var Grouped = fx.Module("errown",
-	fx.Provide(NewFromParams, groupedMiddleware),
+	fx.Provide(newFromParams, groupedMiddleware),
 	fx.Invoke(checkWiring(_viaGrouped)),
 )
 
-// Params are the inputs of NewFromParams.
-type Params struct {
+// params are the inputs of newFromParams.
+type params struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
@@ -118,17 +112,17 @@ type Params struct {
 	Scope  tally.Scope  `optional:"true"`
 }
 
-// Result is the output of NewFromParams.
-type Result struct {
+// result is the output of newFromParams.
+type result struct {
 	fx.Out
 
 	Middleware *Middleware
 }
 
-// NewFromParams reads the "errown" section of p.Config (or p.YAML) and
+// newFromParams reads the "errown" section of p.Config (or p.YAML) and
 // builds the middleware, whose background work starts and stops with
 // p.Lifecycle. It is what Core (so Module) and Grouped provide.
-func NewFromParams(p Params) (Result, error) {
+func newFromParams(p params) (result, error) {
 	var (
 		provider config.Provider
 		source   = _sourceNone
@@ -141,18 +135,18 @@ func NewFromParams(p Params) (Result, error) {
 	}
 	cfg, found, err := configFromProvider(provider)
 	if err != nil {
-		return Result{}, err
+		return result{}, err
 	}
 	if provider != nil && !found {
 		source += " " + _noSection
 	}
 	m, err := New(cfg, WithLogger(p.Logger), WithScope(p.Scope))
 	if err != nil {
-		return Result{}, fmt.Errorf("errown: config: %w", err)
+		return result{}, fmt.Errorf("errown: config: %w", err)
 	}
 	m.source = source
 	p.Lifecycle.Append(fx.StartStopHook(m.Start, m.Stop))
-	return Result{Middleware: m}, nil
+	return result{Middleware: m}, nil
 }
 
 // What the start log says of the configuration when there is none.
@@ -175,12 +169,12 @@ func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
 		return cfg, false, err
 	}
 	var raw interface{}
-	if err := p.Get(ConfigKey).Populate(&raw); err != nil {
+	if err := p.Get(_configKey).Populate(&raw); err != nil {
 		return Config{}, true, fmt.Errorf("errown: config: %w", err)
 	}
 	var top map[string]interface{}
 	if err := p.Get(config.Root).Populate(&top); err == nil {
-		_, found = top[ConfigKey]
+		_, found = top[_configKey]
 	} else {
 		// No top-level mapping to look at: only a value says the key
 		// is there.
@@ -208,7 +202,7 @@ func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
 func nearMissKeys(top map[string]interface{}) error {
 	keys := make([]string, 0, len(top))
 	for k := range top {
-		if configkey.Similar(k, ConfigKey) {
+		if configkey.Similar(k, _configKey) {
 			keys = append(keys, k)
 		}
 	}
@@ -218,7 +212,7 @@ func nearMissKeys(top map[string]interface{}) error {
 		err = multierr.Append(err, fmt.Errorf("errown: config: found top-level key %q, did you mean %s? "+
 			"errown reads only %q and would start with defaults and no retry policies: "+
 			"rename %q to %s (or, if it is not errown's, add %s: {} beside it)",
-			k, ConfigKey, ConfigKey, k, ConfigKey, ConfigKey))
+			k, _configKey, _configKey, k, _configKey, _configKey))
 	}
 	return err
 }
@@ -228,8 +222,8 @@ func decorate(cfg yarpc.Config, m *Middleware) yarpc.Config {
 	return m.Apply(cfg)
 }
 
-// GroupedResult is what Grouped contributes to the middleware groups.
-type GroupedResult struct {
+// groupedResult is what Grouped contributes to the middleware groups.
+type groupedResult struct {
 	fx.Out
 
 	Inbound  middleware.UnaryInbound  `group:"yarpc.unary_inbound"`
@@ -239,9 +233,9 @@ type GroupedResult struct {
 	Attempts middleware.UnaryOutbound `group:"yarpc.unary_outbound"`
 }
 
-func groupedMiddleware(m *Middleware) GroupedResult {
+func groupedMiddleware(m *Middleware) groupedResult {
 	m.applied.Store(true)
-	return GroupedResult{Inbound: m.inbound, Outbound: m.egress, Attempts: m.retry.Attempts()}
+	return groupedResult{Inbound: m.inbound, Outbound: m.egress, Attempts: m.retry.Attempts()}
 }
 
 // ChainInbound chains the unary inbound middleware of a group with a

@@ -183,7 +183,7 @@ func join(path, key string) string {
 
 func orRoot(path string) string {
 	if path == "" {
-		return ConfigKey
+		return _configKey
 	}
 	return path
 }

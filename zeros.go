@@ -7,12 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/outbound"
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 )
 
@@ -42,39 +39,39 @@ type zeroRule struct {
 // the errown key, "[]" standing for any list index. Every field of Config
 // is either here or, in zeros_test.go, among those whose zero is literal.
 var _zeroRules = map[string]zeroRule{
-	"claimHeader":       {means: fmt.Sprintf("the default %q", ownership.DefaultClaimHeader)},
-	"attemptHeader":     {means: fmt.Sprintf("the default %q", ownership.DefaultAttemptHeader)},
-	"noRetryHeader":     {means: fmt.Sprintf("the default %q", ownership.DefaultNoRetryHeader)},
-	"codeHeader":        {means: fmt.Sprintf("the default %q", ownership.DefaultCodeHeader)},
-	"stormHeader":       {means: fmt.Sprintf("the default %q", ownership.DefaultStormHeader)},
+	"claimHeader":       {means: fmt.Sprintf("the default %q", defaults.ClaimHeader)},
+	"attemptHeader":     {means: fmt.Sprintf("the default %q", defaults.AttemptHeader)},
+	"noRetryHeader":     {means: fmt.Sprintf("the default %q", defaults.NoRetryHeader)},
+	"codeHeader":        {means: fmt.Sprintf("the default %q", defaults.CodeHeader)},
+	"stormHeader":       {means: fmt.Sprintf("the default %q", defaults.StormHeader)},
 	"mode":              {means: fmt.Sprintf("the default %s", retry.ModeEnforce)},
 	"wiring":            {means: fmt.Sprintf("the default %s", WiringRequire)},
 	"unknownEdges":      {means: fmt.Sprintf("the default %s", inbound.UnknownCorrelated)},
-	"maxRootProcedures": {means: fmt.Sprintf("the default %d", inbound.DefaultMaxRootProcedures)},
-	"incidentWindow":    {means: fmt.Sprintf("the default %v", outbound.DefaultIncidentWindow)},
+	"maxRootProcedures": {means: fmt.Sprintf("the default %d", defaults.MaxRootProcedures)},
+	"incidentWindow":    {means: fmt.Sprintf("the default %v", defaults.IncidentWindow)},
 
-	"ingress.shards":      {means: fmt.Sprintf("the default %d", ingresslog.DefaultShards)},
-	"ingress.maxInFlight": {means: fmt.Sprintf("the default %d", ingresslog.DefaultMaxInFlight)},
+	"ingress.shards":      {means: fmt.Sprintf("the default %d", defaults.IngressShards)},
+	"ingress.maxInFlight": {means: fmt.Sprintf("the default %d", defaults.IngressMaxInFlight)},
 
-	"retry.maxBodyBytes": {means: fmt.Sprintf("the default %d (1 MiB)", retry.DefaultMaxBodyBytes)},
+	"retry.maxBodyBytes": {means: fmt.Sprintf("the default %d (1 MiB)", defaults.MaxBodyBytes)},
 	"retry.budget.ratio": {
-		means: fmt.Sprintf("the default %v", retry.DefaultBudgetRatio),
+		means: fmt.Sprintf("the default %v", defaults.BudgetRatio),
 		fix:   "for a budget that is nearly all floor write a tiny ratio such as 0.0001",
 	},
 	"retry.budget.minPerSecond": {
-		means:  fmt.Sprintf("the default %v", retry.DefaultBudgetMinPerSecond),
+		means:  fmt.Sprintf("the default %v", defaults.BudgetMinPerSecond),
 		fix:    "to disable the floor write noFloor: true",
 		unless: "noFloor",
 	},
-	"retry.budget.window": {means: "the default " + shortDuration(retry.DefaultBudgetWindow)},
+	"retry.budget.window": {means: "the default " + shortDuration(defaults.BudgetWindow)},
 	"retry.overload.maxInFlight": {
-		means: fmt.Sprintf("the default %d", retry.DefaultMaxInFlight),
+		means: fmt.Sprintf("the default %d", defaults.OverloadMaxInFlight),
 		fix:   "to hold no attempt back write disabled: true",
 	},
-	"retry.overload.minInFlight": {means: fmt.Sprintf("the default %d", retry.DefaultMinInFlight)},
-	"retry.overload.threshold":   {means: fmt.Sprintf("the default %v", retry.DefaultOverloadThreshold)},
+	"retry.overload.minInFlight": {means: fmt.Sprintf("the default %d", defaults.OverloadMinInFlight)},
+	"retry.overload.threshold":   {means: fmt.Sprintf("the default %v", defaults.OverloadThreshold)},
 	"retry.policies[].maxAttempts": {
-		means: fmt.Sprintf("the default %d", retry.DefaultMaxAttempts),
+		means: fmt.Sprintf("the default %d", defaults.MaxAttempts),
 		fix:   "for no retries write maxAttempts: 1",
 	},
 	"retry.policies[].retryableCodes": {
@@ -82,32 +79,32 @@ var _zeroRules = map[string]zeroRule{
 		fix:   "for no retries write maxAttempts: 1",
 	},
 	"retry.policies[].initialBackoff": {
-		means: "the default " + shortDuration(retry.DefaultInitialBackoff),
+		means: "the default " + shortDuration(defaults.InitialBackoff),
 		fix:   "for practically no backoff write 1ns",
 	},
-	"retry.policies[].maxBackoff": {means: "the default " + shortDuration(retry.DefaultMaxBackoff)},
+	"retry.policies[].maxBackoff": {means: "the default " + shortDuration(defaults.MaxBackoff)},
 	"retry.policies[].minRemaining": {
-		means: "the default " + shortDuration(retry.DefaultMinRemaining),
+		means: "the default " + shortDuration(defaults.MinRemaining),
 		fix:   "for practically no margin write 1ns",
 	},
 
-	"memory.window":         {means: "the default " + shortDuration(depmem.DefaultWindow)},
-	"memory.buckets":        {means: fmt.Sprintf("the default %d", depmem.DefaultBuckets)},
-	"memory.minSamples":     {means: fmt.Sprintf("the default %d", depmem.DefaultMinSamples)},
-	"memory.closeThreshold": {means: fmt.Sprintf("the default %v", depmem.DefaultCloseThreshold)},
+	"memory.window":         {means: "the default " + shortDuration(defaults.MemoryWindow)},
+	"memory.buckets":        {means: fmt.Sprintf("the default %d", defaults.MemoryBuckets)},
+	"memory.minSamples":     {means: fmt.Sprintf("the default %d", defaults.MinSamples)},
+	"memory.closeThreshold": {means: fmt.Sprintf("the default %v", defaults.CloseThreshold)},
 	"memory.openThreshold": {
-		means: fmt.Sprintf("the default %v", depmem.DefaultOpenThreshold),
+		means: fmt.Sprintf("the default %v", defaults.OpenThreshold),
 		fix:   "for fail-open only when the caller never failed with the callee write a tiny threshold such as 1e-9",
 	},
 	"memory.hysteresis": {
-		means:  fmt.Sprintf("the default %v", depmem.DefaultHysteresis),
+		means:  fmt.Sprintf("the default %v", defaults.Hysteresis),
 		fix:    "for none write noHysteresis: true",
 		unless: "noHysteresis",
 	},
-	"memory.maxEdges":            {means: fmt.Sprintf("the default %d", depmem.DefaultMaxEdges)},
-	"memory.snapshot.interval":   {means: "the default " + shortDuration(depmem.DefaultSnapshotInterval)},
-	"memory.fleet.interval":      {means: "the default " + shortDuration(depmem.DefaultFleetInterval)},
-	"memory.fleet.timeout":       {means: "the default " + shortDuration(depmem.DefaultFleetTimeout)},
+	"memory.maxEdges":            {means: fmt.Sprintf("the default %d", defaults.MaxEdges)},
+	"memory.snapshot.interval":   {means: "the default " + shortDuration(defaults.SnapshotInterval)},
+	"memory.fleet.interval":      {means: "the default " + shortDuration(defaults.FleetInterval)},
+	"memory.fleet.timeout":       {means: "the default " + shortDuration(defaults.FleetTimeout)},
 	"memory.fleet.failuresQuery": {means: "the default query"},
 	"memory.fleet.jointQuery":    {means: "the default query"},
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/reqlog"
 )
 
@@ -28,7 +29,7 @@ type mutexMap struct {
 }
 
 func newMutexMap() *mutexMap {
-	return &mutexMap{max: _maxInFlight, logs: make(map[*reqlog.Log]struct{})}
+	return &mutexMap{max: defaults.IngressMaxInFlight, logs: make(map[*reqlog.Log]struct{})}
 }
 
 func (m *mutexMap) Open(procedure string) *reqlog.Log {
@@ -73,9 +74,6 @@ func (m *counter) Remove(*reqlog.Log) { m.n.Add(-1) }
 
 func (m *counter) Len() int { return int(m.n.Load()) }
 
-// _maxInFlight is errown's default ingress.maxInFlight.
-const _maxInFlight = 100000
-
 // syncMap is the standard library's concurrent map with the bound kept
 // in an atomic.
 type syncMap struct {
@@ -84,7 +82,7 @@ type syncMap struct {
 	max      int64
 }
 
-func newSyncMap() *syncMap { return &syncMap{max: _maxInFlight} }
+func newSyncMap() *syncMap { return &syncMap{max: defaults.IngressMaxInFlight} }
 
 func (m *syncMap) Open(procedure string) *reqlog.Log {
 	if m.inFlight.Add(1) > m.max {
@@ -133,7 +131,7 @@ func BenchmarkIngressLog(b *testing.B) {
 			}
 			return m
 		}},
-		{"counter", func(*testing.B) logMap { return &counter{max: _maxInFlight} }},
+		{"counter", func(*testing.B) logMap { return &counter{max: defaults.IngressMaxInFlight} }},
 		{"mutex", func(*testing.B) logMap { return newMutexMap() }},
 		{"syncmap", func(*testing.B) logMap { return newSyncMap() }},
 	}

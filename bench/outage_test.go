@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
@@ -19,7 +20,7 @@ import (
 // failure, as errown on the callee sends them.
 var _claimed = func() transport.Headers {
 	v, _ := wire.FormatClaim(ownership.ClaimClaimed)
-	return transport.NewHeaders().With(ownership.DefaultClaimHeader, v)
+	return transport.NewHeaders().With(defaults.ClaimHeader, v)
 }()
 
 // downOutbound is a transport.UnaryOutbound that does no I/O and fails

@@ -5,27 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
 )
 
-// Defaults for Config.
-const (
-	DefaultWindow         = 10 * time.Minute
-	DefaultBuckets        = 10
-	DefaultMinSamples     = 20
-	DefaultCloseThreshold = 0.8
-	DefaultOpenThreshold  = 0.2
-	DefaultHysteresis     = 0.05
-	DefaultMaxEdges       = 1000
-	// DefaultSnapshotInterval is the time between snapshots.
-	DefaultSnapshotInterval = time.Minute
-	// DefaultFleetInterval is the time between fleet queries.
-	DefaultFleetInterval = 30 * time.Second
-	// DefaultFleetTimeout bounds one fleet query.
-	DefaultFleetTimeout = 5 * time.Second
-	// MaxBuckets is the most buckets a window may have.
-	MaxBuckets = 1000
-)
+// MaxBuckets is the most buckets a window may have.
+const MaxBuckets = 1000
 
 // Config configures the learned memory. In every field that has a
 // default, the zero value means the default: the zero Config learns with
@@ -84,19 +69,21 @@ type SnapshotConfig struct {
 	Interval time.Duration `yaml:"interval,omitempty"`
 }
 
-// WithDefaults returns c with every zero field set to its default: the
+func init() { defaults.Register(Config.withDefaults) }
+
+// withDefaults returns c with every zero field set to its default: the
 // configuration the memory runs with.
-func (c Config) WithDefaults() Config {
-	c.Window = cmp.Or(c.Window, DefaultWindow)
-	c.Buckets = cmp.Or(c.Buckets, DefaultBuckets)
-	c.MinSamples = cmp.Or(c.MinSamples, DefaultMinSamples)
-	c.CloseThreshold = cmp.Or(c.CloseThreshold, DefaultCloseThreshold)
-	c.OpenThreshold = cmp.Or(c.OpenThreshold, DefaultOpenThreshold)
+func (c Config) withDefaults() Config {
+	c.Window = cmp.Or(c.Window, defaults.MemoryWindow)
+	c.Buckets = cmp.Or(c.Buckets, defaults.MemoryBuckets)
+	c.MinSamples = cmp.Or(c.MinSamples, defaults.MinSamples)
+	c.CloseThreshold = cmp.Or(c.CloseThreshold, defaults.CloseThreshold)
+	c.OpenThreshold = cmp.Or(c.OpenThreshold, defaults.OpenThreshold)
 	if c.Hysteresis == 0 && !c.NoHysteresis {
-		c.Hysteresis = DefaultHysteresis
+		c.Hysteresis = defaults.Hysteresis
 	}
-	c.MaxEdges = cmp.Or(c.MaxEdges, DefaultMaxEdges)
-	c.Snapshot.Interval = cmp.Or(c.Snapshot.Interval, DefaultSnapshotInterval)
+	c.MaxEdges = cmp.Or(c.MaxEdges, defaults.MaxEdges)
+	c.Snapshot.Interval = cmp.Or(c.Snapshot.Interval, defaults.SnapshotInterval)
 	c.Fleet = c.Fleet.withDefaults(c.Window)
 	return c
 }
@@ -107,7 +94,7 @@ func (c Config) WithDefaults() Config {
 // that key in front.
 func (c Config) Validate() error {
 	fleet := c.Fleet // as given: its checks tell unset queries from set ones
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	var err error
 	add := func(format string, args ...interface{}) {
 		err = multierr.Append(err, fmt.Errorf(format, args...))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
 )
 
@@ -46,8 +47,8 @@ type FleetConfig struct {
 }
 
 func (c FleetConfig) withDefaults(window time.Duration) FleetConfig {
-	c.Interval = cmp.Or(c.Interval, DefaultFleetInterval)
-	c.Timeout = cmp.Or(c.Timeout, DefaultFleetTimeout)
+	c.Interval = cmp.Or(c.Interval, defaults.FleetInterval)
+	c.Timeout = cmp.Or(c.Timeout, defaults.FleetTimeout)
 	query := func(metric string) string {
 		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",
 			LabelCallerProcedure, LabelCalleeService, LabelCalleeProcedure,

@@ -16,9 +16,9 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/opentracing/opentracing-go"
 	"github.com/stretchr/testify/assert"
@@ -420,12 +420,12 @@ var _ middleware.UnaryOutbound = (*mixedTap)(nil)
 // Call taps a yarpc service's attempt (here always over gRPC, to a grpc-go
 // service), inside errown's middleware or the plain retry.
 func (tap *mixedTap) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	attempt, _ := req.Headers.Get(ownership.DefaultAttemptHeader)
+	attempt, _ := req.Headers.Get(defaults.AttemptHeader)
 	res, err := out.Call(ctx, req)
 	var claim, storm string
 	if res != nil {
-		claim, _ = res.Headers.Get(ownership.DefaultClaimHeader)
-		storm, _ = res.Headers.Get(ownership.DefaultStormHeader)
+		claim, _ = res.Headers.Get(defaults.ClaimHeader)
+		storm, _ = res.Headers.Get(defaults.StormHeader)
 	}
 	tap.add(req.Caller, req.Service, orDash(attempt), yarpcerrors.FromError(err).Code(), orDash(claim), orDash(storm))
 	return res, err
@@ -530,9 +530,9 @@ func (ch *mixedChain) call(t *testing.T) mixedReply {
 // errown's attempt, claim and storm headers as yarpc's HTTP transport
 // carries them.
 var (
-	_mixedAttemptHeader = http.CanonicalHeaderKey("Rpc-Header-" + ownership.DefaultAttemptHeader)
-	_mixedClaimHeader   = http.CanonicalHeaderKey("Rpc-Header-" + ownership.DefaultClaimHeader)
-	_mixedStormHeader   = http.CanonicalHeaderKey("Rpc-Header-" + ownership.DefaultStormHeader)
+	_mixedAttemptHeader = http.CanonicalHeaderKey("Rpc-Header-" + defaults.AttemptHeader)
+	_mixedClaimHeader   = http.CanonicalHeaderKey("Rpc-Header-" + defaults.ClaimHeader)
+	_mixedStormHeader   = http.CanonicalHeaderKey("Rpc-Header-" + defaults.StormHeader)
 )
 
 // TestMixedMeshChainTable reproduces docs/DESIGN.md's first table on the

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/fxtest"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc"
@@ -18,9 +18,9 @@ import (
 // forgedHeaders are the headers a handler forges or forwards: errown's
 // claim and no-retry headers, the claim under a name in mixed case.
 var forgedHeaders = map[string]string{
-	"Errown-Claim":                 _unclaimed,
-	ownership.DefaultNoRetryHeader: "true",
-	"X-App-Header":                 "kept",
+	"Errown-Claim":         _unclaimed,
+	defaults.NoRetryHeader: "true",
+	"X-App-Header":         "kept",
 }
 
 // ownHeaders returns errown's claim and no-retry headers in h, whatever
@@ -28,7 +28,7 @@ var forgedHeaders = map[string]string{
 func ownHeaders(h map[string]string) []string {
 	var own []string
 	for k, v := range h {
-		if strings.EqualFold(k, ownership.DefaultClaimHeader) || strings.EqualFold(k, ownership.DefaultNoRetryHeader) {
+		if strings.EqualFold(k, defaults.ClaimHeader) || strings.EqualFold(k, defaults.NoRetryHeader) {
 			own = append(own, strings.ToLower(k)+": "+v)
 		}
 	}

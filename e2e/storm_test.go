@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	ewire "github.com/errown/errown/internal/wire"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
@@ -238,13 +238,13 @@ var _ middleware.UnaryOutbound = (*wireTap)(nil)
 
 func (w *wireTap) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	a := wireAttempt{Caller: req.Caller, Service: req.Service, Attempt: "-", Storm: "-"}
-	if v, ok := req.Headers.Get(ownership.DefaultAttemptHeader); ok {
+	if v, ok := req.Headers.Get(defaults.AttemptHeader); ok {
 		a.Attempt = v
 	}
 	res, err := out.Call(ctx, req)
 	a.Code = yarpcerrors.FromError(err).Code()
 	if res != nil {
-		if v, ok := res.Headers.Get(ownership.DefaultStormHeader); ok {
+		if v, ok := res.Headers.Get(defaults.StormHeader); ok {
 			a.Storm = v
 		}
 	}
@@ -269,7 +269,7 @@ func (w *wireTap) take() []string {
 
 // replyStorm is the storm header of a reply from outside, "-" when absent.
 func replyStorm(r fxtest.Reply) string {
-	if v, ok := r.Headers[ownership.DefaultStormHeader]; ok {
+	if v, ok := r.Headers[defaults.StormHeader]; ok {
 		return v
 	}
 	return "-"

@@ -3,6 +3,7 @@ package fxtest_test
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/errown/errown"
@@ -11,8 +12,12 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// exampleT stands in for the *testing.T a test would pass.
-type exampleT struct{ cleanups []func() }
+// exampleT stands in for the *testing.T a test would pass: a Mesh and
+// NewRequestContext call only the methods it defines.
+type exampleT struct {
+	testing.TB
+	cleanups []func()
+}
 
 func (t *exampleT) Helper()                           {}
 func (t *exampleT) Cleanup(f func())                  { t.cleanups = append(t.cleanups, f) }

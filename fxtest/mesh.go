@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/testmesh"
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
@@ -21,18 +22,9 @@ import (
 // outside the mesh, as the Recorder sees them.
 const OutsideCaller = "outside"
 
-// DefaultTimeout bounds a Mesh.Call whose context has no deadline (TChannel
+// _callTimeout bounds a Mesh.Call whose context has no deadline (TChannel
 // requires one).
-const DefaultTimeout = 5 * time.Second
-
-// TB is the part of testing.TB a Mesh uses; *testing.T and *testing.B
-// satisfy it.
-type TB interface {
-	Helper()
-	Cleanup(func())
-	Errorf(format string, args ...any)
-	FailNow()
-}
+const _callTimeout = 5 * time.Second
 
 // MeshOption configures NewMesh.
 type MeshOption interface {
@@ -57,7 +49,7 @@ func WithRecorderConfig(cfg RecorderConfig) MeshOption {
 // Mesh is a set of yarpc services on 127.0.0.1 that call each other, with
 // one Recorder on every outbound, the outside caller's included.
 type Mesh struct {
-	t        TB
+	t        testing.TB
 	recorder *Recorder
 	claim    string // canonical claim header name
 
@@ -71,14 +63,14 @@ type meshService struct {
 }
 
 // NewMesh returns an empty Mesh. Everything it starts is stopped through
-// t.Cleanup.
-func NewMesh(t TB, opts ...MeshOption) *Mesh {
+// t.Cleanup. Of t it calls Helper, Cleanup, Errorf and FailNow only.
+func NewMesh(t testing.TB, opts ...MeshOption) *Mesh {
 	var o meshOptions
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
 	claim := o.recorder.ClaimHeader
-	claim = cmp.Or(claim, ownership.DefaultClaimHeader)
+	claim = cmp.Or(claim, defaults.ClaimHeader)
 	return &Mesh{
 		t:        t,
 		recorder: NewRecorder(o.recorder),
@@ -228,7 +220,7 @@ func (r Reply) Code() yarpcerrors.Code {
 
 // Call calls Procedure on service from outside the mesh, as caller
 // OutsideCaller with no errown, and returns the response with its headers.
-// A ctx without deadline gets DefaultTimeout.
+// A ctx without deadline gets a 5s timeout.
 func (m *Mesh) Call(ctx context.Context, service string, body []byte, opts ...yarpc.CallOption) Reply {
 	oc, err := m.outboundConfig(service)
 	if err != nil {
@@ -236,7 +228,7 @@ func (m *Mesh) Call(ctx context.Context, service string, body []byte, opts ...ya
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultTimeout)
+		ctx, cancel = context.WithTimeout(ctx, _callTimeout)
 		defer cancel()
 	}
 	var r Reply

@@ -38,8 +38,9 @@ func retryTo(callees ...string) *errown.Config {
 // fakeTB records what a Mesh reports; FailNow panics with errFailNow,
 // which run recovers.
 type fakeTB struct {
-	errors   []string
-	cleanups []func()
+	testing.TB // what a Mesh does not call
+	errors     []string
+	cleanups   []func()
 }
 
 var errFailNow = errors.New("FailNow")

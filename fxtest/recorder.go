@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -64,8 +64,8 @@ var _ middleware.UnaryOutbound = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder(cfg RecorderConfig) *Recorder {
-	cfg.ClaimHeader = cmp.Or(cfg.ClaimHeader, ownership.DefaultClaimHeader)
-	cfg.AttemptHeader = cmp.Or(cfg.AttemptHeader, ownership.DefaultAttemptHeader)
+	cfg.ClaimHeader = cmp.Or(cfg.ClaimHeader, defaults.ClaimHeader)
+	cfg.AttemptHeader = cmp.Or(cfg.AttemptHeader, defaults.AttemptHeader)
 	return &Recorder{
 		claimHeader:   transport.CanonicalizeHeaderKey(cfg.ClaimHeader),
 		attemptHeader: transport.CanonicalizeHeaderKey(cfg.AttemptHeader),

@@ -2,6 +2,7 @@ package fxtest
 
 import (
 	"context"
+	"testing"
 
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
@@ -50,7 +51,7 @@ type Request struct {
 //	ctx, req := fxtest.NewRequestContext(t, "orders::create")
 //	err := handler.Create(ctx, order)
 //	got := req.End(err) // got.Claim, got.NoRetry, got.Failures...
-func NewRequestContext(t TB, procedure string, opts ...RequestOption) (context.Context, *Request) {
+func NewRequestContext(t testing.TB, procedure string, opts ...RequestOption) (context.Context, *Request) {
 	t.Helper()
 	// One request in flight: a map of its own, so that requests of
 	// parallel tests share nothing.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/wire"
@@ -143,8 +144,8 @@ func serveUnderInbound(t *testing.T, kinds map[string]ownership.EdgeKind, h hand
 	w := &responseWriter{headers: transport.NewHeaders()}
 	req := &transport.Request{Caller: "web", Service: "orders", Procedure: "orders::create", Transport: "http"}
 	_ = mw.Handle(context.Background(), req, w, unaryHandler(h))
-	claim := wire.ParseClaim(w.headers.Items()[ownership.DefaultClaimHeader])
-	return claim, wire.ParseNoRetry(w.headers.Items()[ownership.DefaultNoRetryHeader])
+	claim := wire.ParseClaim(w.headers.Items()[defaults.ClaimHeader])
+	return claim, wire.ParseNoRetry(w.headers.Items()[defaults.NoRetryHeader])
 }
 
 type kindsOf map[string]ownership.EdgeKind

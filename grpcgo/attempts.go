@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/transport"
 	"google.golang.org/grpc"
@@ -12,8 +13,8 @@ import (
 	"google.golang.org/grpc/peer"
 )
 
-// AttemptsInterceptor returns errown's innermost attempt step, mw's
-// (errown.Middleware.AdaptAttempts), as a grpc-go unary client
+// AttemptsInterceptor returns errown's innermost attempt step, mw's,
+// as a grpc-go unary client
 // interceptor. Chained last, below the application's own interceptors and
 // next to grpc-go's invoker, it sees every call of the invoker, each one
 // attempt that leaves the process, including those an application's
@@ -52,7 +53,7 @@ import (
 // retries back on. Under DialOptions grpc-go's retry policies are off for
 // the whole ClientConn already.
 func AttemptsInterceptor(mw *errown.Middleware) grpc.UnaryClientInterceptor {
-	step := mw.AdaptAttempts()
+	step := adapt.Attempts(mw)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		c := clientCallOf(opts)
 		if c == nil {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/nolifecycle"
 	"github.com/errown/errown/internal/wire"
 	"go.uber.org/yarpc/api/transport"
@@ -18,8 +19,8 @@ import (
 const _applicationErrorKey = "rpc-application-error"
 
 // UnaryClientInterceptor returns a grpc-go unary client interceptor that
-// runs errown's outbound middleware (mw.Outbound().Unary, taken with
-// mw.Adapt: egress logging around the retry middleware) around each call,
+// runs errown's outbound middleware (mw.Outbound().Unary, taken as an
+// adapter takes it: egress logging around the retry middleware) around each call,
 // as a yarpc dispatcher would: each attempt carries errown's attempt
 // header in the outgoing metadata, the callee's trailers (claim, storm,
 // no-retry) are read as the response's headers, and a retry, when
@@ -63,8 +64,9 @@ const _applicationErrorKey = "rpc-application-error"
 //
 // Streams need no interceptor: errown leaves them alone.
 func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryClientInterceptor {
-	_, out, cfg := mw.Adapt()
-	o := newAdapterOptions(cfg, opts)
+	parts := adapt.Take(mw)
+	out := parts.Outbound
+	o := newAdapterOptions(parts.Headers, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		m := methodNames(method)
 		service := m.service

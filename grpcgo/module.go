@@ -53,7 +53,7 @@ import (
 // The check sees only that they were taken: a constructor that takes
 // ServerOptions and builds its server without them passes it.
 var Module = fx.Module("errown.grpcgo",
-	fx.Provide(NewServerOptions, NewDialer),
+	fx.Provide(provideServerOptions, provideDialer),
 	_requireCore,
 )
 
@@ -70,64 +70,64 @@ var ErrNoCore = errors.New("grpcgo: the application has no *errown.Middleware: "
 // (grpc.UnaryInterceptor would put its interceptor outside errown's).
 type ServerOptions []grpc.ServerOption
 
-// ServerOptionsParams are the inputs of NewServerOptions.
-type ServerOptionsParams struct {
+// serverOptionsParams are the inputs of provideServerOptions.
+type serverOptionsParams struct {
 	fx.In
 
 	// Middleware is the application's one, which errown.Core or
-	// errown.Module provides. Without it NewServerOptions returns
+	// errown.Module provides. Without it provideServerOptions returns
 	// ErrNoCore.
 	Middleware *errown.Middleware `optional:"true"`
 }
 
-// ServerOptionsResult is the output of NewServerOptions.
-type ServerOptionsResult struct {
+// serverOptionsResult is the output of provideServerOptions.
+type serverOptionsResult struct {
 	fx.Out
 
 	ServerOptions ServerOptions
 }
 
-// NewServerOptions returns the ServerOptions of p.Middleware. It is what
+// provideServerOptions returns the ServerOptions of p.Middleware. It is what
 // Module provides, and counts as wiring as soon as it is called.
-func NewServerOptions(p ServerOptionsParams) (ServerOptionsResult, error) {
+func provideServerOptions(p serverOptionsParams) (serverOptionsResult, error) {
 	if p.Middleware == nil {
-		return ServerOptionsResult{}, ErrNoCore
+		return serverOptionsResult{}, ErrNoCore
 	}
-	return ServerOptionsResult{
+	return serverOptionsResult{
 		ServerOptions: ServerOptions{grpc.ChainUnaryInterceptor(UnaryServerInterceptor(p.Middleware))},
 	}, nil
 }
 
 // Dialer gives an fx application's ClientConns errown's dial options,
-// those of the Middleware it was built with. Take it from Module or
-// NewDialer: the zero Dialer has no Middleware.
+// those of the Middleware it was built with. Take it from Module: the zero
+// Dialer has no Middleware.
 type Dialer struct {
 	mw *errown.Middleware
 }
 
-// DialerParams are the inputs of NewDialer.
-type DialerParams struct {
+// dialerParams are the inputs of provideDialer.
+type dialerParams struct {
 	fx.In
 
 	// Middleware is the application's one, which errown.Core or
-	// errown.Module provides. Without it NewDialer returns ErrNoCore.
+	// errown.Module provides. Without it provideDialer returns ErrNoCore.
 	Middleware *errown.Middleware `optional:"true"`
 }
 
-// DialerResult is the output of NewDialer.
-type DialerResult struct {
+// dialerResult is the output of provideDialer.
+type dialerResult struct {
 	fx.Out
 
 	Dialer Dialer
 }
 
-// NewDialer returns the Dialer of p.Middleware. It is what Module
+// provideDialer returns the Dialer of p.Middleware. It is what Module
 // provides; the Dialer counts as wiring once its DialOptions are called.
-func NewDialer(p DialerParams) (DialerResult, error) {
+func provideDialer(p dialerParams) (dialerResult, error) {
 	if p.Middleware == nil {
-		return DialerResult{}, ErrNoCore
+		return dialerResult{}, ErrNoCore
 	}
-	return DialerResult{Dialer: Dialer{mw: p.Middleware}}, nil
+	return dialerResult{Dialer: Dialer{mw: p.Middleware}}, nil
 }
 
 // DialOptions returns DialOptions(mw, opts...) for the Dialer's

@@ -277,15 +277,6 @@ func TestModuleWithoutCore(t *testing.T) {
 	}
 }
 
-// Without fx, the constructors say what is missing rather than hand out
-// an adapter that would panic on its first request.
-func TestConstructorsWithoutMiddleware(t *testing.T) {
-	_, err := grpcgo.NewServerOptions(grpcgo.ServerOptionsParams{})
-	assert.ErrorIs(t, err, grpcgo.ErrNoCore, "NewServerOptions")
-	_, err = grpcgo.NewDialer(grpcgo.DialerParams{})
-	assert.ErrorIs(t, err, grpcgo.ErrNoCore, "NewDialer")
-}
-
 // Module names itself in fx's logs.
 func TestModuleIsNamed(t *testing.T) {
 	var names []string

@@ -2,6 +2,7 @@ package grpcgo
 
 import (
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"google.golang.org/grpc"
 )
@@ -25,7 +26,7 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 func newOptions(opts []Option) options {
-	o := options{attemptHeader: ownership.DefaultAttemptHeader, noRetryHeader: ownership.DefaultNoRetryHeader}
+	o := options{attemptHeader: defaults.AttemptHeader, noRetryHeader: defaults.NoRetryHeader}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -33,9 +34,10 @@ func newOptions(opts []Option) options {
 }
 
 // newAdapterOptions returns the options of an interceptor on a Middleware
-// built from cfg: its header names, unless opts say otherwise.
-func newAdapterOptions(cfg errown.Config, opts []Option) options {
-	return newOptions(append([]Option{WithConfig(cfg)}, opts...))
+// whose Config names the headers h: those names, unless opts say
+// otherwise.
+func newAdapterOptions(h ownership.Headers, opts []Option) options {
+	return newOptions(append([]Option{WithConfig(errown.Config{Headers: h})}, opts...))
 }
 
 // WithConfig gives the interceptors the header names of cfg. Two are
@@ -43,9 +45,9 @@ func newAdapterOptions(cfg errown.Config, opts []Option) options {
 // incoming metadata (with the wrong name, errown counts every request as
 // a root), and noRetryHeader, which both interceptors translate gRPC's
 // pushback (grpc-retry-pushback-ms) to and from. By default the
-// interceptors read them from the Config the Middleware was built from
-// (errown.Middleware.Adapt), so WithConfig is needed only to override
-// those; a name cfg leaves empty keeps the Middleware's. Everything else
+// interceptors read them from the Config the Middleware was built from,
+// so WithConfig is needed only to override those; a name cfg leaves
+// empty keeps the Middleware's. Everything else
 // (the claim and storm headers, policies, budget, memory) comes from the
 // Middleware itself.
 func WithConfig(cfg errown.Config) Option {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/wire"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -32,9 +33,9 @@ const _pushbackKey = "grpc-retry-pushback-ms"
 const _noPushback = "-1"
 
 // UnaryServerInterceptor returns a grpc-go unary server interceptor that
-// runs errown's inbound middleware (mw.Inbound().Unary, taken with
-// mw.Adapt) around each request, as a yarpc dispatcher would: the request
-// is tracked in errown's ingress log, the outbound calls the handler
+// runs errown's inbound middleware (mw.Inbound().Unary) around each
+// request, as a yarpc dispatcher would: the request is tracked in errown's
+// ingress log, the outbound calls the handler
 // makes with its context (through UnaryClientInterceptor, or a yarpc
 // client) are logged against it, and when the handler returns an error
 // errown claims or unclaims it.
@@ -59,8 +60,9 @@ const _noPushback = "-1"
 // Streams need no interceptor: errown, like its yarpc middleware, leaves
 // them alone.
 func UnaryServerInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryServerInterceptor {
-	in, _, cfg := mw.Adapt()
-	o := newAdapterOptions(cfg, opts)
+	parts := adapt.Take(mw)
+	in := parts.Inbound
+	o := newAdapterOptions(parts.Headers, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		return serve(ctx, in, o, req, info.FullMethod, handler)
 	}

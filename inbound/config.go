@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/defaults"
 
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
@@ -35,18 +36,20 @@ type Config struct {
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
 }
 
-// WithDefaults returns c with every zero field set to its default: the
+func init() { defaults.Register(Config.withDefaults) }
+
+// withDefaults returns c with every zero field set to its default: the
 // configuration the middleware runs with.
-func (c Config) WithDefaults() Config {
-	c.Headers = c.Headers.WithDefaults()
-	c.MaxRootProcedures = cmp.Or(c.MaxRootProcedures, DefaultMaxRootProcedures)
+func (c Config) withDefaults() Config {
+	c.Headers = defaults.Apply(c.Headers)
+	c.MaxRootProcedures = cmp.Or(c.MaxRootProcedures, defaults.MaxRootProcedures)
 	c.UnknownEdges = cmp.Or(c.UnknownEdges, UnknownCorrelated)
 	return c
 }
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
 	if c.MaxRootProcedures < 0 {

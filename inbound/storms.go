@@ -37,7 +37,3 @@ type Storm struct {
 	// Prevented) may then be low; the radii and Retries are exact.
 	Onset bool `json:"onset,omitempty"`
 }
-
-// DefaultMaxRootProcedures bounds the root procedures that get their own
-// storm metric series; the others share the procedure tag "_other".
-const DefaultMaxRootProcedures = 100

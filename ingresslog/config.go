@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"math/bits"
 
+	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
 )
 
-// Defaults for Config.
 const (
-	DefaultShards      = 64
-	DefaultMaxInFlight = 100000
 	// MaxShards is the largest shard count accepted. Each core starts in
 	// one shard for a few dozen requests at a time, so more shards than
 	// cores buy little, and an Open when nearly every shard is full looks
@@ -30,11 +28,13 @@ type Config struct {
 	MaxInFlight int `yaml:"maxInFlight,omitempty"`
 }
 
-// WithDefaults returns c with every zero field set to its default: the
+func init() { defaults.Register(Config.withDefaults) }
+
+// withDefaults returns c with every zero field set to its default: the
 // configuration the map runs with.
-func (c Config) WithDefaults() Config {
-	c.Shards = cmp.Or(c.Shards, DefaultShards)
-	c.MaxInFlight = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
+func (c Config) withDefaults() Config {
+	c.Shards = cmp.Or(c.Shards, defaults.IngressShards)
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, defaults.IngressMaxInFlight)
 	return c
 }
 
@@ -42,7 +42,7 @@ func (c Config) WithDefaults() Config {
 // Each error names the yaml key relative to c, e.g. "shards"; a caller
 // that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	var err error
 	if c.Shards < 1 || c.Shards > MaxShards || bits.OnesCount(uint(c.Shards)) != 1 {
 		err = multierr.Append(err, fmt.Errorf("shards: must be a power of two between 1 and %d, got %d", MaxShards, c.Shards))

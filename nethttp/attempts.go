@@ -6,13 +6,14 @@ import (
 	"net/http"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 )
 
-// Attempts returns errown's innermost attempt step, mw's
-// (errown.Middleware.AdaptAttempts), as an http.RoundTripper around base
+// Attempts returns errown's innermost attempt step, mw's,
+// as an http.RoundTripper around base
 // (http.DefaultTransport when nil). It goes below an application's own
 // RoundTripper that sends requests again (a retrying RoundTripper, a
 // client library that loops), between it and the transport, with
@@ -56,7 +57,7 @@ func Attempts(mw *errown.Middleware, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &attempts{step: mw.AdaptAttempts(), base: base}
+	return &attempts{step: adapt.Attempts(mw), base: base}
 }
 
 // attemptKey is the context key under which Transport passes each of

@@ -76,7 +76,7 @@
 // errown decides a claim when the handler has returned, and the claim must
 // go out in the response's headers, before its body. Handler therefore
 // holds back the status, headers and body, up to WithMaxBufferBytes of
-// body (DefaultMaxBufferBytes, 1 MiB), and writes them with errown's
+// body (1 MiB by default), and writes them with errown's
 // headers once errown has decided; it sets Content-Length on such a
 // response when the handler did not. A handler that writes more than the
 // bound, or calls Flush (or http.ResponseController's Flush), or hijacks

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 )
@@ -21,7 +22,7 @@ import (
 //
 // To set those headers before anything reaches the wire, Handler holds
 // back h's status, headers and body, up to WithMaxBufferBytes of body
-// (default DefaultMaxBufferBytes), and writes them once h has returned
+// (default 1 MiB), and writes them once h has returned
 // and errown has decided. A handler that writes more, or flushes, has its
 // response sent as it goes, without errown's headers: its caller then
 // sees no claim and applies the missing-claim rule (it may retry once,
@@ -40,14 +41,14 @@ func Handler(mw *errown.Middleware, h http.Handler, opts ...HandlerOption) http.
 	if mw == nil || h == nil {
 		panic("nethttp: Handler needs a Middleware and a handler")
 	}
-	o := handlerOptions{maxBuffer: DefaultMaxBufferBytes}
+	o := handlerOptions{maxBuffer: _defaultMaxBufferBytes}
 	for _, opt := range opts {
 		opt.applyHandler(&o)
 	}
 	if o.procedure == nil {
 		o.procedure = defaultProcedure(h)
 	}
-	in, _, _ := mw.Adapt() // mw.Inbound().Unary, counted as wiring
+	in := adapt.Take(mw).Inbound // mw.Inbound().Unary, counted as wiring
 	return &handler{inbound: in, next: h, procedure: o.procedure, maxBuffer: o.maxBuffer}
 }
 

@@ -45,7 +45,7 @@ import (
 // the application is built, not in a start hook. The check sees only
 // that they were called, not that what they returned serves.
 var Module = fx.Module("errown.nethttp",
-	fx.Provide(NewMiddleware),
+	fx.Provide(provideMiddleware),
 	_requireCore,
 )
 
@@ -55,37 +55,37 @@ var ErrNoCore = errors.New("nethttp: the application has no *errown.Middleware: 
 	"add errown.Core (or errown.Module, with a yarpc dispatcher) to it once, beside nethttp.Module")
 
 // Middleware puts one errown.Middleware on an fx application's net/http
-// handlers and clients. Take it from Module or NewMiddleware: the zero
-// Middleware has no errown.Middleware.
+// handlers and clients. Take it from Module: the zero Middleware has no
+// errown.Middleware.
 type Middleware struct {
 	mw *errown.Middleware
 }
 
-// MiddlewareParams are the inputs of NewMiddleware.
-type MiddlewareParams struct {
+// middlewareParams are the inputs of provideMiddleware.
+type middlewareParams struct {
 	fx.In
 
 	// Middleware is the application's one, which errown.Core or
-	// errown.Module provides. Without it NewMiddleware returns
+	// errown.Module provides. Without it provideMiddleware returns
 	// ErrNoCore.
 	Middleware *errown.Middleware `optional:"true"`
 }
 
-// MiddlewareResult is the output of NewMiddleware.
-type MiddlewareResult struct {
+// middlewareResult is the output of provideMiddleware.
+type middlewareResult struct {
 	fx.Out
 
 	Middleware Middleware
 }
 
-// NewMiddleware returns the Middleware of p.Middleware. It is what Module
+// provideMiddleware returns the Middleware of p.Middleware. It is what Module
 // provides; the Middleware counts as wiring once its Handler or Transport
 // is called.
-func NewMiddleware(p MiddlewareParams) (MiddlewareResult, error) {
+func provideMiddleware(p middlewareParams) (middlewareResult, error) {
 	if p.Middleware == nil {
-		return MiddlewareResult{}, ErrNoCore
+		return middlewareResult{}, ErrNoCore
 	}
-	return MiddlewareResult{Middleware: Middleware{mw: p.Middleware}}, nil
+	return middlewareResult{Middleware: Middleware{mw: p.Middleware}}, nil
 }
 
 // Handler returns Handler(mw, h, opts...) for the Middleware's

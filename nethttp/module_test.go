@@ -299,8 +299,6 @@ func TestModuleWithoutCore(t *testing.T) {
 func TestModuleWithoutCoreIsErrNoCore(t *testing.T) {
 	err := startErr(t, nethttp.Module)
 	require.ErrorIs(t, err, nethttp.ErrNoCore, "start")
-	_, err = nethttp.NewMiddleware(nethttp.MiddlewareParams{})
-	assert.ErrorIs(t, err, nethttp.ErrNoCore, "NewMiddleware")
 }
 
 // Two adapters on one Core are one Middleware: wiring either counts.

@@ -5,10 +5,10 @@ import (
 	"net/http"
 )
 
-// DefaultMaxBufferBytes is how much of a response Handler holds back by
+// _defaultMaxBufferBytes is how much of a response Handler holds back by
 // default while errown decides its claim: 1 MiB, the same bound as the
 // request bodies errown's retry middleware keeps for replay.
-const DefaultMaxBufferBytes = 1 << 20
+const _defaultMaxBufferBytes = 1 << 20
 
 // HandlerOption configures Handler.
 type HandlerOption interface {
@@ -97,8 +97,9 @@ type maxBufferOption int
 // WithMaxBufferBytes bounds the response Handler holds back while errown
 // decides its claim, n bytes of body. A handler that writes more, or
 // flushes, sends its response at once, without errown's headers: see the
-// package documentation. n must be positive. Default
-// DefaultMaxBufferBytes.
+// package documentation. n must be positive. Default 1 MiB
+// (1 << 20), the same bound as the request bodies errown's retry
+// middleware keeps for replay.
 func WithMaxBufferBytes(n int) HandlerOption {
 	if n <= 0 {
 		panic(fmt.Sprintf("nethttp: WithMaxBufferBytes(%d): must be positive", n))

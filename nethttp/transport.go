@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -67,7 +68,7 @@ func Transport(mw *errown.Middleware, base http.RoundTripper, opts ...TransportO
 	for _, opt := range opts {
 		opt.applyTransport(&o)
 	}
-	_, out, _ := mw.Adapt() // mw.Outbound().Unary, counted as wiring
+	out := adapt.Take(mw).Outbound // mw.Outbound().Unary, counted as wiring
 	return &roundTripper{outbound: out, base: base, service: o.service, procedure: o.procedure}
 }
 

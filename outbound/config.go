@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 )
-
-// DefaultIncidentWindow is how long after an incident a caller
-// procedure's calls stay marked (Config.IncidentWindow).
-const DefaultIncidentWindow = 10 * time.Second
 
 // Config configures the egress middleware.
 type Config struct {
@@ -28,16 +25,17 @@ type Config struct {
 	// made for the same inbound procedure carry errown's attempt header,
 	// so that their callees send their storm figures. Outside an incident
 	// a call carries no errown header, and its success response none.
-	// errown reads it on its coarse clock (to within 100ms). Default 10s
-	// (DefaultIncidentWindow).
+	// errown reads it on its coarse clock (to within 100ms). Default 10s.
 	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
 }
 
-// WithDefaults returns c with every zero field set to its default: the
+func init() { defaults.Register(Config.withDefaults) }
+
+// withDefaults returns c with every zero field set to its default: the
 // configuration the middleware runs with.
-func (c Config) WithDefaults() Config {
-	c.Headers = c.Headers.WithDefaults()
-	c.IncidentWindow = cmp.Or(c.IncidentWindow, DefaultIncidentWindow)
+func (c Config) withDefaults() Config {
+	c.Headers = defaults.Apply(c.Headers)
+	c.IncidentWindow = cmp.Or(c.IncidentWindow, defaults.IncidentWindow)
 	return c
 }
 

@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"fmt"
+	"testing"
 
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/outbound"
@@ -9,8 +10,12 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// exampleT stands in for the *testing.T a test gives fxtest.
-type exampleT struct{ cleanups []func() }
+// exampleT stands in for the *testing.T a test gives fxtest, which calls
+// only the methods it defines.
+type exampleT struct {
+	testing.TB
+	cleanups []func()
+}
 
 func (t *exampleT) Helper()                           {}
 func (t *exampleT) Cleanup(f func())                  { t.cleanups = append(t.cleanups, f) }

@@ -1,20 +1,5 @@
 package ownership
 
-// Default application header names. yarpc lowercases header names, so these
-// are lower case too. Each is configurable.
-const (
-	// DefaultClaimHeader carries a Claim on error responses.
-	DefaultClaimHeader = "errown-claim"
-	// DefaultAttemptHeader carries the attempt number on retried requests.
-	DefaultAttemptHeader = "errown-attempt"
-	// DefaultNoRetryHeader on an error response asks the caller not to retry.
-	DefaultNoRetryHeader = "errown-no-retry"
-	// DefaultCodeHeader carries the code of an application error (a Thrift
-	// exception's rpc.code) on its response, for transports that drop it
-	// (gRPC).
-	DefaultCodeHeader = "errown-code"
-)
-
 // Claim is the ownership state of an error response.
 type Claim uint8
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
 )
 
@@ -45,7 +46,7 @@ func validateHeaderName(key, name string) error {
 // YAML keys are the same everywhere. A field left empty means its default.
 type Headers struct {
 	// Claim is the response header carrying the callee's claim. Default
-	// "errown-claim" (DefaultClaimHeader).
+	// "errown-claim".
 	Claim string `yaml:"claimHeader,omitempty"`
 	// Attempt is the request header carrying the attempt number: 2 and up
 	// on every retry, and "1" on a first attempt in an incident (the
@@ -53,19 +54,18 @@ type Headers struct {
 	// incidentWindow, or a request that came marked): it tells the callee
 	// that an errown caller reads its storm telemetry. A request without
 	// it is a root, whose storm telemetry the callee reports. Default
-	// "errown-attempt" (DefaultAttemptHeader).
+	// "errown-attempt".
 	Attempt string `yaml:"attemptHeader,omitempty"`
 	// NoRetry is the response header by which a callee asks not to be
 	// retried (value "true"). It is read on every error response, whether
-	// or not the call has a retry policy. Default "errown-no-retry"
-	// (DefaultNoRetryHeader).
+	// or not the call has a retry policy. Default "errown-no-retry".
 	NoRetry string `yaml:"noRetryHeader,omitempty"`
 	// Code is the response header carrying the code of an application
 	// error (a Thrift exception's rpc.code), read when the transport
-	// dropped it (gRPC). Default "errown-code" (DefaultCodeHeader).
+	// dropped it (gRPC). Default "errown-code".
 	Code string `yaml:"codeHeader,omitempty"`
 	// Storm is the response header carrying storm telemetry up the call
-	// graph. Default "errown-storm" (DefaultStormHeader).
+	// graph. Default "errown-storm".
 	Storm string `yaml:"stormHeader,omitempty"`
 }
 
@@ -81,16 +81,18 @@ type headerField struct {
 // default are written.
 func (h *Headers) fields() []headerField {
 	return []headerField{
-		{"claimHeader", &h.Claim, DefaultClaimHeader},
-		{"attemptHeader", &h.Attempt, DefaultAttemptHeader},
-		{"noRetryHeader", &h.NoRetry, DefaultNoRetryHeader},
-		{"codeHeader", &h.Code, DefaultCodeHeader},
-		{"stormHeader", &h.Storm, DefaultStormHeader},
+		{"claimHeader", &h.Claim, defaults.ClaimHeader},
+		{"attemptHeader", &h.Attempt, defaults.AttemptHeader},
+		{"noRetryHeader", &h.NoRetry, defaults.NoRetryHeader},
+		{"codeHeader", &h.Code, defaults.CodeHeader},
+		{"stormHeader", &h.Storm, defaults.StormHeader},
 	}
 }
 
-// WithDefaults returns h with each empty name replaced by its default.
-func (h Headers) WithDefaults() Headers {
+func init() { defaults.Register(Headers.withDefaults) }
+
+// withDefaults returns h with each empty name replaced by its default.
+func (h Headers) withDefaults() Headers {
 	for _, f := range h.fields() {
 		if *f.name == "" {
 			*f.name = f.def
@@ -103,7 +105,7 @@ func (h Headers) WithDefaults() Headers {
 // defaults are applied (see validateHeaderName), and every name used by
 // two headers.
 func (h Headers) Validate() error {
-	h = h.WithDefaults()
+	h = h.withDefaults()
 	var err error
 	used := make(map[string]string, 5)
 	for _, f := range h.fields() {

@@ -3,6 +3,7 @@ package ownership
 import (
 	"testing"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/multierr"
 	"gopkg.in/yaml.v2"
@@ -15,15 +16,15 @@ func TestHeadersWithDefaults(t *testing.T) {
 	}{
 		{
 			give: Headers{},
-			want: Headers{Claim: DefaultClaimHeader, Attempt: DefaultAttemptHeader, NoRetry: DefaultNoRetryHeader, Code: DefaultCodeHeader, Storm: DefaultStormHeader},
+			want: Headers{Claim: defaults.ClaimHeader, Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: defaults.StormHeader},
 		},
 		{
 			give: Headers{Claim: "x-claim", Storm: "x-storm"},
-			want: Headers{Claim: "x-claim", Attempt: DefaultAttemptHeader, NoRetry: DefaultNoRetryHeader, Code: DefaultCodeHeader, Storm: "x-storm"},
+			want: Headers{Claim: "x-claim", Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: "x-storm"},
 		},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, tt.give.WithDefaults(), "%+v", tt.give)
+		assert.Equal(t, tt.want, tt.give.withDefaults(), "%+v", tt.give)
 	}
 }
 
@@ -48,7 +49,7 @@ func TestHeadersValidate(t *testing.T) {
 		},
 		{
 			name: "a name set to another's default",
-			give: Headers{Storm: DefaultClaimHeader},
+			give: Headers{Storm: defaults.ClaimHeader},
 			want: []string{`stormHeader: "errown-claim" is already used by claimHeader`},
 		},
 		{

@@ -1,8 +1,5 @@
 package ownership
 
-// DefaultStormHeader carries a Storm up the call graph on responses.
-const DefaultStormHeader = "errown-storm"
-
 // Storm is what one call cost in the subtree below a caller, for one
 // request, in the two worlds errown tells apart: with errown's decisions
 // (Served, Radius) and with every hop retrying per its own policy, blind to

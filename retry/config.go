@@ -6,34 +6,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/yarpcerrors"
-)
-
-// Defaults applied to zero values of Config, BudgetConfig and PolicyConfig:
-// in every field that has a default, the zero value means the default.
-const (
-	// DefaultMaxBodyBytes is the largest request body buffered for replay.
-	DefaultMaxBodyBytes = 1 << 20
-	// DefaultBudgetRatio is the retries allowed per original request.
-	DefaultBudgetRatio = 0.1
-	// DefaultBudgetMinPerSecond is the retries allowed per second whatever
-	// the ratio, unless BudgetConfig.NoFloor is set.
-	DefaultBudgetMinPerSecond = 10.0
-	// DefaultBudgetWindow is the window the budget counts over.
-	DefaultBudgetWindow = 10 * time.Second
-	// DefaultMaxAttempts is the attempts a policy allows, the first one
-	// included.
-	DefaultMaxAttempts = 2
-	// DefaultInitialBackoff is the backoff ceiling before the first retry.
-	DefaultInitialBackoff = 10 * time.Millisecond
-	// DefaultMaxBackoff caps the backoff ceiling.
-	DefaultMaxBackoff = time.Second
-	// DefaultMinRemaining is the least deadline left (beyond the backoff)
-	// to start a retry.
-	DefaultMinRemaining = 5 * time.Millisecond
 )
 
 // Limits checked by Validate.
@@ -79,7 +56,9 @@ func (m Mode) validate(path string) error {
 	}
 }
 
-// Config configures the retry middleware.
+// Config configures the retry middleware. In every field of Config,
+// BudgetConfig, OverloadConfig and PolicyConfig that has a default, the
+// zero value means the default.
 type Config struct {
 	// Mode is enforce (the default) or observe, for every callee whose
 	// policy does not set its own.
@@ -166,12 +145,14 @@ type PolicyConfig struct {
 	Idempotent *bool `yaml:"idempotent,omitempty"`
 }
 
-// WithDefaults returns c with every zero field set to its default, policies
+func init() { defaults.Register(Config.withDefaults) }
+
+// withDefaults returns c with every zero field set to its default, policies
 // included: the configuration the middleware runs with.
-func (c Config) WithDefaults() Config {
-	c.Headers = c.Headers.WithDefaults()
+func (c Config) withDefaults() Config {
+	c.Headers = defaults.Apply(c.Headers)
 	c.Mode = cmp.Or(c.Mode, ModeEnforce)
-	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, defaults.MaxBodyBytes)
 	c.Budget = c.Budget.withDefaults()
 	c.Overload = c.Overload.withDefaults()
 	if len(c.Policies) > 0 {
@@ -185,22 +166,22 @@ func (c Config) WithDefaults() Config {
 }
 
 func (b BudgetConfig) withDefaults() BudgetConfig {
-	b.Ratio = cmp.Or(b.Ratio, DefaultBudgetRatio)
+	b.Ratio = cmp.Or(b.Ratio, defaults.BudgetRatio)
 	if b.MinPerSecond == 0 && !b.NoFloor {
-		b.MinPerSecond = DefaultBudgetMinPerSecond
+		b.MinPerSecond = defaults.BudgetMinPerSecond
 	}
-	b.Window = cmp.Or(b.Window, DefaultBudgetWindow)
+	b.Window = cmp.Or(b.Window, defaults.BudgetWindow)
 	return b
 }
 
 func (p PolicyConfig) withDefaults() PolicyConfig {
-	p.MaxAttempts = cmp.Or(p.MaxAttempts, DefaultMaxAttempts)
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, defaults.MaxAttempts)
 	if len(p.RetryableCodes) == 0 {
 		p.RetryableCodes = defaultRetryableCodes()
 	}
-	p.InitialBackoff = cmp.Or(p.InitialBackoff, DefaultInitialBackoff)
-	p.MaxBackoff = cmp.Or(p.MaxBackoff, DefaultMaxBackoff)
-	p.MinRemaining = cmp.Or(p.MinRemaining, DefaultMinRemaining)
+	p.InitialBackoff = cmp.Or(p.InitialBackoff, defaults.InitialBackoff)
+	p.MaxBackoff = cmp.Or(p.MaxBackoff, defaults.MaxBackoff)
+	p.MinRemaining = cmp.Or(p.MinRemaining, defaults.MinRemaining)
 	return p
 }
 
@@ -209,7 +190,7 @@ func (p PolicyConfig) withDefaults() PolicyConfig {
 // e.g. "policies[1].maxAttempts: must be between 1 and 10, got 11"; a
 // caller that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	err := multierr.Combine(
 		c.Headers.Validate(),
 		c.Mode.validate("mode"),

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Mode:         ModeEnforce,
 				MaxBodyBytes: 1 << 20,
 				Budget:       BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
-				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					MaxAttempts:    2,
@@ -45,7 +46,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Headers:      ownership.Headers{Attempt: "a", Claim: "c", NoRetry: "n"},
 				MaxBodyBytes: 7,
 				Budget:       BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
-				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -63,7 +64,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Mode:         ModeEnforce,
 				MaxBodyBytes: 7,
 				Budget:       BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
-				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -80,7 +81,7 @@ func TestConfigWithDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.give.WithDefaults(), "WithDefaults()")
+			assert.Equal(t, tt.want, tt.give.withDefaults(), "withDefaults()")
 		})
 	}
 }
@@ -88,7 +89,7 @@ func TestConfigWithDefaults(t *testing.T) {
 func TestConfigWithDefaultsLeavesCallerAlone(t *testing.T) {
 	give := Config{Policies: []PolicyConfig{{Service: "s"}}}
 
-	_ = give.WithDefaults()
+	_ = give.withDefaults()
 
 	assert.Equal(t, PolicyConfig{Service: "s"}, give.Policies[0], "caller's policy must be unchanged")
 }
@@ -118,7 +119,7 @@ func TestConfigValidate(t *testing.T) {
 				Headers:      ownership.Headers{Attempt: "Errown-Attempt"},
 				MaxBodyBytes: -1,
 				Budget:       BudgetConfig{Ratio: -0.5, MinPerSecond: -1.0, Window: -time.Second},
-				Overload:     OverloadConfig{MaxInFlight: DefaultMaxInFlight, MinInFlight: DefaultMinInFlight, Threshold: DefaultOverloadThreshold},
+				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
 				Policies: []PolicyConfig{
 					{Service: "ok", Idempotent: new(true)},
 					{Service: "s", MaxAttempts: 11, RetryableCodes: []string{"ok", "nope"}, Idempotent: new(true)},

@@ -4,22 +4,8 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
-)
-
-// Defaults of OverloadConfig: zero values mean these.
-const (
-	// DefaultMaxInFlight is the ceiling of a callee's limit on attempts in
-	// flight, and where it starts: far above what a healthy callee needs,
-	// so that the limit only matters once it was cut.
-	DefaultMaxInFlight = 1000
-	// DefaultMinInFlight is the floor of the limit.
-	DefaultMinInFlight = 1
-	// DefaultOverloadThreshold is the share of a callee's recent attempts
-	// that ended overloaded at which the limit holds, is cut, and retries
-	// of overloaded attempts stop: most of them, so that the tail
-	// timeouts of a healthy callee never reach it.
-	DefaultOverloadThreshold = 0.5
 )
 
 // OverloadConfig configures the limit errown keeps, for each callee
@@ -56,9 +42,9 @@ type OverloadConfig struct {
 }
 
 func (c OverloadConfig) withDefaults() OverloadConfig {
-	c.MaxInFlight = cmp.Or(c.MaxInFlight, DefaultMaxInFlight)
-	c.MinInFlight = cmp.Or(c.MinInFlight, DefaultMinInFlight)
-	c.Threshold = cmp.Or(c.Threshold, DefaultOverloadThreshold)
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, defaults.OverloadMaxInFlight)
+	c.MinInFlight = cmp.Or(c.MinInFlight, defaults.OverloadMinInFlight)
+	c.Threshold = cmp.Or(c.Threshold, defaults.OverloadThreshold)
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
@@ -64,7 +65,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Apply(cfg)
 	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)

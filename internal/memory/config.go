@@ -1,11 +1,15 @@
 package memory
 
-import "github.com/errown/errown/depmem"
+import (
+	"github.com/errown/errown/depmem"
+
+	"github.com/errown/errown/internal/defaults"
+)
 
 // ThresholdsOf returns the thresholds cfg classifies edges with, defaults
 // applied, for Classify.
 func ThresholdsOf(cfg depmem.Config) Thresholds {
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Apply(cfg)
 	return Thresholds{
 		Close:      cfg.CloseThreshold,
 		Open:       cfg.OpenThreshold,

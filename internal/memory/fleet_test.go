@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
@@ -171,7 +172,7 @@ func TestFleetUnreachableDoesNotBlockStop(t *testing.T) {
 }
 
 func TestDefaultFleetQueries(t *testing.T) {
-	c := depmem.Config{Window: 10 * time.Minute, Fleet: depmem.FleetConfig{Selector: `service="checkout"`}}.WithDefaults().Fleet
+	c := defaults.Apply(depmem.Config{Window: 10 * time.Minute, Fleet: depmem.FleetConfig{Selector: `service="checkout"`}}).Fleet
 	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_callee_failures{service="checkout"}[600s]))`, c.FailuresQuery)
 	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_joint_failures{service="checkout"}[600s]))`, c.JointQuery)
 }

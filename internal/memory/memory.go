@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/depcontract"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
@@ -110,7 +111,7 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Apply(cfg)
 	o := newOptions(opts)
 	noop := o.Scope == tally.NoopScope
 	o.Scope = o.Scope.SubScope("depmem")

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/defaults"
 )
 
 // _cacheLine is the padding unit that keeps data written by different
@@ -56,7 +57,7 @@ func NewMap(cfg ingresslog.Config) (*Map, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Apply(cfg)
 	n := min(cfg.Shards, 1<<(bits.Len(uint(cfg.MaxInFlight))-1))
 	m := &Map{
 		shards: make([]*shard, n),

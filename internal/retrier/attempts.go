@@ -6,11 +6,11 @@ import (
 	"io"
 	"sync/atomic"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
-	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -337,7 +337,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 // callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
 // everything else allows the replay.
 func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, sent int, last *reqlog.Outcome) (foreignReason, bool) {
-	minRemaining := retry.DefaultMinRemaining
+	minRemaining := defaults.MinRemaining
 	if p != nil {
 		minRemaining = p.minRemaining
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/retrier"
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -31,12 +31,12 @@ func (o *scriptedOutbound) IsRunning() bool                   { return true }
 
 func (o *scriptedOutbound) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
 	body, _ := io.ReadAll(req.Body)
-	attempt, _ := req.Headers.Get(ownership.DefaultAttemptHeader)
+	attempt, _ := req.Headers.Get(defaults.AttemptHeader)
 	fmt.Printf("callee got %s (attempt header %q)\n", body, attempt)
 	err := o.errs[o.n]
 	o.n++
 	if err != nil {
-		return &transport.Response{Headers: transport.NewHeaders().With(ownership.DefaultClaimHeader, o.claim)}, err
+		return &transport.Response{Headers: transport.NewHeaders().With(defaults.ClaimHeader, o.claim)}, err
 	}
 	return &transport.Response{Body: io.NopCloser(strings.NewReader("ok"))}, nil
 }
@@ -59,7 +59,7 @@ func claimOf(res *transport.Response) string {
 	if res == nil {
 		return ""
 	}
-	v, _ := res.Headers.Get(ownership.DefaultClaimHeader)
+	v, _ := res.Headers.Get(defaults.ClaimHeader)
 	return v
 }
 

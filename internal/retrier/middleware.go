@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
@@ -47,7 +48,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Apply(cfg)
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt.apply(&o)

@@ -14,9 +14,9 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -282,7 +282,7 @@ type trailerCapture struct {
 
 // SetTrailer implements grpc.ServerTransportStream.
 func (s *trailerCapture) SetTrailer(md metadata.MD) error {
-	if vs := md.Get(ownership.DefaultClaimHeader); len(vs) > 0 {
+	if vs := md.Get(defaults.ClaimHeader); len(vs) > 0 {
 		s.claim = vs[0]
 	}
 	return s.ServerTransportStream.SetTrailer(md)
@@ -454,7 +454,7 @@ type statusCapture struct {
 func (w *statusCapture) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
-		w.claim = w.Header().Get(_httpHeaderPrefix + ownership.DefaultClaimHeader)
+		w.claim = w.Header().Get(_httpHeaderPrefix + defaults.ClaimHeader)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/wire"
 
@@ -22,7 +23,7 @@ import (
 
 // _attemptHeader is the header by which the retry middleware, errown's or
 // used alone, numbers attempts 2 and later (errown's default name).
-const _attemptHeader = ownership.DefaultAttemptHeader
+const _attemptHeader = defaults.AttemptHeader
 
 // node is one running service of a topology.
 //
@@ -331,7 +332,7 @@ type claimCapture struct {
 
 // AddHeaders implements transport.ResponseWriter.
 func (w *claimCapture) AddHeaders(h transport.Headers) {
-	if v, ok := h.Get(ownership.DefaultClaimHeader); ok {
+	if v, ok := h.Get(defaults.ClaimHeader); ok {
 		w.claim = v
 	}
 	w.ResponseWriter.AddHeaders(h)

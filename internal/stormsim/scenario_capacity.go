@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/errown/errown/retry"
+	"github.com/errown/errown/internal/defaults"
 )
 
 // capacityVariant is one experiment of the capacity scenario: a shipped
@@ -84,7 +84,7 @@ func CapacityScenario(arms []Arm) Scenario {
 					case len(c.Arms) == 0 && c.Small && a.Name != ArmRetries && a.Name != ArmErrown:
 						continue
 					}
-					o := a.apply(Options{Topology: t, Requests: 1, Timeout: _capacityDeadline, BudgetWindow: retry.DefaultBudgetWindow})
+					o := a.apply(Options{Topology: t, Requests: 1, Timeout: _capacityDeadline, BudgetWindow: defaults.BudgetWindow})
 					if c.Small {
 						o.Duration = _capacitySmallDuration
 					}

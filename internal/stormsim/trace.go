@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -96,7 +96,7 @@ func (t *tracer) record(e, attempt int, start time.Time, res *transport.Response
 	if err != nil {
 		ev.code = yarpcerrors.FromError(err).Code()
 		if res != nil {
-			ev.claim, _ = res.Headers.Get(ownership.DefaultClaimHeader)
+			ev.claim, _ = res.Headers.Get(defaults.ClaimHeader)
 		}
 	}
 	t.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,13 +72,13 @@ func TestResponseClaim(t *testing.T) {
 	}{
 		{"no response", nil, ownership.ClaimMissing, false},
 		{"no headers", with(), ownership.ClaimMissing, false},
-		{"claimed", with(ownership.DefaultClaimHeader, "claimed"), ownership.ClaimClaimed, false},
-		{"unclaimed, pushback", with(ownership.DefaultClaimHeader, "unclaimed", ownership.DefaultNoRetryHeader, NoRetryValue), ownership.ClaimUnclaimed, true},
-		{"garbled values", with(ownership.DefaultClaimHeader, "Claimed", ownership.DefaultNoRetryHeader, "yes"), ownership.ClaimMissing, false},
+		{"claimed", with(defaults.ClaimHeader, "claimed"), ownership.ClaimClaimed, false},
+		{"unclaimed, pushback", with(defaults.ClaimHeader, "unclaimed", defaults.NoRetryHeader, NoRetryValue), ownership.ClaimUnclaimed, true},
+		{"garbled values", with(defaults.ClaimHeader, "Claimed", defaults.NoRetryHeader, "yes"), ownership.ClaimMissing, false},
 		{"another header's name", with("x-claim", "claimed", "x-no-retry", NoRetryValue), ownership.ClaimMissing, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			claim, noRetry := ResponseClaim(tt.give, ownership.DefaultClaimHeader, ownership.DefaultNoRetryHeader)
+			claim, noRetry := ResponseClaim(tt.give, defaults.ClaimHeader, defaults.NoRetryHeader)
 			assert.Equal(t, tt.wantClaim, claim)
 			assert.Equal(t, tt.wantNoRetry, noRetry)
 		})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,12 +53,12 @@ func TestResult(t *testing.T) {
 			assert.Equal(t, tt.wantClass, class)
 
 			res := &transport.Response{ApplicationError: tt.giveApp, ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: tt.giveCode}}
-			code, class = CallResult(res, tt.giveErr, ownership.DefaultCodeHeader)
+			code, class = CallResult(res, tt.giveErr, defaults.CodeHeader)
 			assert.Equal(t, tt.wantCode, code, "CallResult")
 			assert.Equal(t, tt.wantClass, class, "CallResult")
 		})
 	}
-	code, class := CallResult(nil, nil, ownership.DefaultCodeHeader)
+	code, class := CallResult(nil, nil, defaults.CodeHeader)
 	assert.Equal(t, ok, code)
 	assert.Equal(t, ownership.ClassOK, class)
 }
@@ -99,7 +100,7 @@ func TestCallResultCodeHeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, class := CallResult(tt.give, nil, ownership.DefaultCodeHeader)
+			code, class := CallResult(tt.give, nil, defaults.CodeHeader)
 			assert.Equal(t, tt.wantCode, code)
 			assert.Equal(t, tt.wantClass, class)
 		})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,23 +176,23 @@ func TestResponseStorm(t *testing.T) {
 		header string
 		want   Figures
 	}{
-		{"no response, success: one", nil, ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(One)},
-		{"no response, answer: unknown (cut short before the callee answered)", nil, ownership.ClassAnswer, ownership.DefaultStormHeader, Figures{}},
-		{"no response, failure: unknown", nil, ownership.ClassFailure, ownership.DefaultStormHeader, Figures{}},
-		{"no header, success: one", &transport.Response{}, ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(One)},
-		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ownership.ClassAnswer, ownership.DefaultStormHeader, KnownFigures(One)},
-		{"no header, failure: unknown", with("x-other", "9,9,0,0,0"), ownership.ClassFailure, ownership.DefaultStormHeader, Figures{}},
-		{"header on a success", with(ownership.DefaultStormHeader, "3,3,0,0,0"), ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
-		{"header on an answer", with(ownership.DefaultStormHeader, "5,9,1,1,2"), ownership.ClassAnswer, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2})},
-		{"header on a failure", with(ownership.DefaultStormHeader, "9,18,1,1,2"), ownership.ClassFailure, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})},
-		{"one on a failure", with(ownership.DefaultStormHeader, "1,1,0,0,0"), ownership.ClassFailure, ownership.DefaultStormHeader, KnownFigures(One)},
-		{"unknown on a success", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassOK, ownership.DefaultStormHeader, Figures{}},
-		{"unknown on a failure", with(ownership.DefaultStormHeader, StormUnknownValue), ownership.ClassFailure, ownership.DefaultStormHeader, Figures{}},
-		{"garbage on a success is unknown, not one", with(ownership.DefaultStormHeader, "lots"), ownership.ClassOK, ownership.DefaultStormHeader, Figures{}},
-		{"empty value on a success is unknown", with(ownership.DefaultStormHeader, ""), ownership.ClassOK, ownership.DefaultStormHeader, Figures{}},
-		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ownership.ClassOK, ownership.DefaultStormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
+		{"no response, success: one", nil, ownership.ClassOK, defaults.StormHeader, KnownFigures(One)},
+		{"no response, answer: unknown (cut short before the callee answered)", nil, ownership.ClassAnswer, defaults.StormHeader, Figures{}},
+		{"no response, failure: unknown", nil, ownership.ClassFailure, defaults.StormHeader, Figures{}},
+		{"no header, success: one", &transport.Response{}, ownership.ClassOK, defaults.StormHeader, KnownFigures(One)},
+		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ownership.ClassAnswer, defaults.StormHeader, KnownFigures(One)},
+		{"no header, failure: unknown", with("x-other", "9,9,0,0,0"), ownership.ClassFailure, defaults.StormHeader, Figures{}},
+		{"header on a success", with(defaults.StormHeader, "3,3,0,0,0"), ownership.ClassOK, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
+		{"header on an answer", with(defaults.StormHeader, "5,9,1,1,2"), ownership.ClassAnswer, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2})},
+		{"header on a failure", with(defaults.StormHeader, "9,18,1,1,2"), ownership.ClassFailure, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})},
+		{"one on a failure", with(defaults.StormHeader, "1,1,0,0,0"), ownership.ClassFailure, defaults.StormHeader, KnownFigures(One)},
+		{"unknown on a success", with(defaults.StormHeader, StormUnknownValue), ownership.ClassOK, defaults.StormHeader, Figures{}},
+		{"unknown on a failure", with(defaults.StormHeader, StormUnknownValue), ownership.ClassFailure, defaults.StormHeader, Figures{}},
+		{"garbage on a success is unknown, not one", with(defaults.StormHeader, "lots"), ownership.ClassOK, defaults.StormHeader, Figures{}},
+		{"empty value on a success is unknown", with(defaults.StormHeader, ""), ownership.ClassOK, defaults.StormHeader, Figures{}},
+		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ownership.ClassOK, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
 		{"custom header", with("x-storm", "2,2,1,1,1"), ownership.ClassFailure, "x-storm", KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})},
-		{"custom header, default one ignored", with(ownership.DefaultStormHeader, "2,2,1,1,1"), ownership.ClassFailure, "x-storm", Figures{}},
+		{"custom header, default one ignored", with(defaults.StormHeader, "2,2,1,1,1"), ownership.ClassFailure, "x-storm", Figures{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,9 +206,9 @@ func TestResponseStorm(t *testing.T) {
 // response, every error is.
 func TestResponseStormClasses(t *testing.T) {
 	for _, row := range ownership.Codes() {
-		known := ResponseStorm(&transport.Response{}, row.Class, ownership.DefaultStormHeader).Known
+		known := ResponseStorm(&transport.Response{}, row.Class, defaults.StormHeader).Known
 		assert.Equal(t, row.Class != ownership.ClassFailure, known, "%v (%v), with a response", row.Code, row.Class)
-		known = ResponseStorm(nil, row.Class, ownership.DefaultStormHeader).Known
+		known = ResponseStorm(nil, row.Class, defaults.StormHeader).Known
 		assert.Equal(t, row.Class == ownership.ClassOK, known, "%v (%v), without a response", row.Code, row.Class)
 	}
 }

@@ -1,0 +1,15 @@
+package nethttp
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Without the application's Middleware, Module's constructor says what is
+// missing rather than hand out an adapter that would panic on its first
+// request.
+func TestConstructorWithoutMiddleware(t *testing.T) {
+	_, err := provideMiddleware(middlewareParams{})
+	assert.ErrorIs(t, err, ErrNoCore, "provideMiddleware")
+}
