@@ -1,0 +1,191 @@
+package errown
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/defaults"
+	"github.com/errown/errown/outbound"
+	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDefaultsAsDocumented checks every default a configuration field's
+// doc states ("Default 10s.", "Default 1 MiB", `Default "errown-claim".`)
+// against the value the field takes when left zero, and that every field
+// that takes a value of its own when left zero says so in its doc: the
+// defaults live in internal/defaults, and the docs are where users read
+// them.
+func TestDefaultsAsDocumented(t *testing.T) {
+	// The configurations errown runs with when given nothing, one policy
+	// included so that its fields get their defaults too.
+	values := map[string]reflect.Value{}
+	for _, v := range []any{
+		defaults.Apply(inbound.Config{}),
+		defaults.Apply(outbound.Config{}),
+		defaults.Apply(ingresslog.Config{}),
+		defaults.Apply(ownership.Headers{}),
+		defaults.Apply(retry.Config{Policies: []retry.PolicyConfig{{}}}),
+		defaults.Apply(depmem.Config{}),
+	} {
+		collectStructs(reflect.ValueOf(v), values)
+	}
+
+	checked := 0
+	for _, dir := range []string{"inbound", "outbound", "ingresslog", "ownership", "retry", "depmem"} {
+		for typ, fields := range fieldDocs(t, dir) {
+			v, ok := values[dir+"."+typ]
+			if !ok {
+				continue // not a configuration type
+			}
+			for name, doc := range fields {
+				f := v.FieldByName(name)
+				require.True(t, f.IsValid(), "%s.%s.%s", dir, typ, name)
+				where := dir + "." + typ + "." + name
+				stated, ok := statedDefault(doc)
+				if ok && f.Kind() == reflect.String && !strings.HasPrefix(stated, `"`) {
+					// Prose ("Default as FailuresQuery over ..."), or
+					// "Default empty".
+					if stated != "empty" {
+						continue
+					}
+					stated = `""`
+				}
+				if !ok {
+					if isScalar(f) && !f.IsZero() {
+						assert.Contains(t, strings.ToLower(doc), "default",
+							"%s defaults to %v: its doc does not say so", where, f.Interface())
+					}
+					continue
+				}
+				checked++
+				assert.True(t, sameValue(f, stated), "%s: its doc says %q, its default is %v", where, stated, f.Interface())
+			}
+		}
+	}
+	t.Logf("%d defaults checked against their docs", checked)
+	// Guards the test itself: the docs state more than 25 defaults.
+	assert.Greater(t, checked, 25, "defaults read from the docs")
+}
+
+// collectStructs records v, and every struct it holds in a field or as a
+// slice's first element, by its package's last element and type name.
+func collectStructs(v reflect.Value, into map[string]reflect.Value) {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			return
+		}
+		into[filepath.Base(v.Type().PkgPath())+"."+v.Type().Name()] = v
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				collectStructs(v.Field(i), into)
+			}
+		}
+	case reflect.Slice:
+		if v.Len() > 0 {
+			collectStructs(v.Index(0), into)
+		}
+	}
+}
+
+// fieldDocs returns the doc comment of every named field of every struct
+// type in the package in dir, by type and field name.
+func fieldDocs(t *testing.T, dir string) map[string]map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	docs := map[string]map[string]string{}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			fields := map[string]string{}
+			for _, field := range st.Fields.List {
+				for _, name := range field.Names {
+					fields[name.Name] = field.Doc.Text()
+				}
+			}
+			docs[ts.Name.Name] = fields
+			return true
+		})
+	}
+	return docs
+}
+
+// _statedDefault finds "Default X" in a doc: X a quoted string, or a word
+// (a number, a duration, true or false), maybe followed by "MiB".
+var _statedDefault = regexp.MustCompile(`Default ("[^"]*"|[0-9A-Za-z.]+(?: MiB)?)`)
+
+// statedDefault returns the default doc states, if any: "(also ..." and
+// other prose after "Default" state none.
+func statedDefault(doc string) (string, bool) {
+	m := _statedDefault.FindStringSubmatch(strings.Join(strings.Fields(doc), " "))
+	if m == nil {
+		return "", false
+	}
+	return strings.TrimSuffix(m[1], "."), true
+}
+
+// isScalar reports whether f holds a number, a string, a bool or a
+// duration: a value a doc can state.
+func isScalar(f reflect.Value) bool {
+	switch f.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int64, reflect.Float64, reflect.String:
+		return true
+	}
+	return false
+}
+
+// sameValue reports whether f holds the value s states.
+func sameValue(f reflect.Value, s string) bool {
+	if f.Type() == reflect.TypeFor[time.Duration]() {
+		d, err := time.ParseDuration(s)
+		return err == nil && time.Duration(f.Int()) == d
+	}
+	switch f.Kind() {
+	case reflect.String:
+		u, err := strconv.Unquote(s)
+		return err == nil && f.String() == u
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		return err == nil && f.Bool() == b
+	case reflect.Int, reflect.Int64:
+		mult := int64(1)
+		if n, ok := strings.CutSuffix(s, " MiB"); ok {
+			s, mult = n, 1<<20
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		return err == nil && f.Int() == n*mult
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(s, 64)
+		return err == nil && f.Float() == x
+	}
+	return false
+}
