@@ -10,16 +10,16 @@ import (
 )
 
 const (
-	// MaxShards is the largest shard count accepted. Each core starts in
-	// one shard for a few dozen requests at a time, so more shards than
-	// cores buy little, and an Open when nearly every shard is full looks
-	// through them in turn.
+	// MaxShards is the largest shard count accepted. Each request starts
+	// in a shard picked at random, so more shards than cores buy little,
+	// and a request when nearly every shard is full looks through them in
+	// turn.
 	MaxShards = 1 << 10
 )
 
 // Config configures a Map.
 type Config struct {
-	// Shards is the number of independently locked shards, a power of two
+	// Shards is the number of independently counted shards, a power of two
 	// between 1 and 1024. Default 64. A Map uses at most MaxInFlight
 	// shards (rounded down to a power of two).
 	Shards int `yaml:"shards,omitempty"`

@@ -14,6 +14,7 @@ type registered struct{ n int }
 type unregistered struct{}
 
 func TestApply(t *testing.T) {
+	t.Cleanup(func() { delete(appliers, any((*registered)(nil))) }) // for -count > 1
 	Register(func(r registered) registered {
 		if r.n == 0 {
 			r.n = 7

@@ -80,9 +80,18 @@ func (s *incidents) recent() (now int64, ok bool) {
 // at now.
 func (s *incidents) within(t, now int64) bool { return t != 0 && now-t <= s.window }
 
-// record notes an incident on a call of procedure, now.
+// record notes an incident on a call of procedure, now. A time is
+// written only when it moves forward: on errown's coarse clock an
+// outage's failures within one tick read the same time and write
+// nothing, so that the cores serving them do not take turns owning the
+// word every call reads (latest). Two records racing can still leave the
+// earlier of their times, one tick back.
 func (s *incidents) record(procedure string) {
 	now := s.now().UnixNano()
-	s.byProc.Get(procedure).Store(now)
-	s.latest.Store(now)
+	if t := s.byProc.Get(procedure); t.Load() < now {
+		t.Store(now)
+	}
+	if s.latest.Load() < now {
+		s.latest.Store(now)
+	}
 }

@@ -19,12 +19,13 @@ const _cacheLine = 128
 // its Log in its context), only counts them.
 //
 // Nothing in a Map is written by every request (except, at the bound, the
-// count of full shards): each shard counts its own Logs, up to its share of
+// count of full shards, which a shard with a share of one, MaxInFlight at
+// most Shards, reaches on every request): each shard counts its own Logs, up to its share of
 // MaxInFlight, in one atomic word of a block of its own, and each request
 // starts in a shard picked at random (see homeOf), so that concurrent
 // requests rarely meet in one shard. A request costs two atomic additions
 // on its shard's word (Insert, Remove), where it cost a lock, an append and
-// an unlock twice when the shards kept their Logs (BenchmarkIngressLog).
+// an unlock twice when the shards kept their Logs (BenchmarkMap).
 type Map struct {
 	shards []*shard // each allocated alone: see shard
 	mask   uint64
@@ -49,7 +50,7 @@ type shard struct {
 	_   [_cacheLine - 16]byte
 }
 
-// New returns an empty Map.
+// NewMap returns an empty Map.
 //
 // It uses at most MaxInFlight shards (rounded down to a power of two), so
 // that each shard may hold at least one Log.
@@ -75,9 +76,14 @@ func NewMap(cfg ingresslog.Config) (*Map, error) {
 	return m, nil
 }
 
-// Full reports whether every shard held its share a moment ago: a caller
-// that allocates its Log itself (see Insert) asks first, and allocates
-// nothing for a request the Map would refuse.
+// Full reports whether every shard held its share a moment ago, or looked
+// as if it did: a caller that allocates its Log itself (see Insert) asks
+// first, and allocates nothing for a request the Map would refuse. Under
+// churn at the bound, a shard that a Remove left and an Insert filled
+// again can be counted full twice for a moment (the Insert's addition to
+// the count of full shards lands before the Remove's subtraction), so
+// Full can report true while one slot is free: that request is served
+// untracked, as one past the bound is.
 func (m *Map) Full() bool {
 	return m.full.Load() == int64(len(m.shards))
 }
@@ -111,7 +117,8 @@ func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Contex
 }
 
 // Insert counts l, a fresh Log the caller allocated (in a larger struct of
-// its own, with what else the request needs), in a shard with room,
+// its own, with what else the request needs) and no Map holds, in a shard
+// with room,
 // trying l's home first (see homeOf), as Open does. It reports
 // false when it finds every shard full; a caller asks Full first, before
 // it allocates.
@@ -142,8 +149,10 @@ func (m *Map) homeOf(*Log) uint64 {
 //
 // Every addition that brings a shard's count to its share counts the
 // shard full, and every subtraction that takes it below its share counts
-// it full no more: the count moves one step at a time, so the two
-// alternate, whichever Insert or Remove makes them.
+// it full no more: a shard's count moves one step at a time, so for each
+// shard the two alternate, whichever Insert or Remove makes them, and once
+// the Inserts and Removes under way are done the count of full shards is
+// exact. Meanwhile it can be one too high for a shard (see Full).
 func (m *Map) insertFrom(start uint64, l *Log) (uint64, bool) {
 	for i := range uint64(len(m.shards)) {
 		if i > 0 && m.Full() {

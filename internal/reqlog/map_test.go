@@ -55,7 +55,10 @@ func TestMaxInFlight(t *testing.T) {
 func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 	const bound = 50
 	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: bound})
-	var wg sync.WaitGroup
+	var (
+		wg   sync.WaitGroup
+		held atomic.Int64 // opened and not yet removed, by the test's count
+	)
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
@@ -65,7 +68,8 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 				if l == nil {
 					continue
 				}
-				assert.LessOrEqual(t, m.Len(), bound)
+				assert.LessOrEqual(t, held.Add(1), int64(bound), "more Logs held than the bound")
+				held.Add(-1)
 				m.Remove(l)
 			}
 		}()
@@ -381,4 +385,25 @@ func TestInsertFull(t *testing.T) {
 	assert.True(t, m.Insert(c), "room again after a removal")
 	assert.Equal(t, a.shard, c.shard, "in the shard a left")
 	assert.Equal(t, 2, m.Len())
+}
+
+// A refused Insert adds to its shard's count and takes the addition back;
+// when a Remove meanwhile took the count below the share, the take-back is
+// what leaves the share, and it counts the shard full no more.
+func TestRefusedInsertTakesItsAdditionBack(t *testing.T) {
+	m := newMap(t, ingresslog.Config{Shards: 1, MaxInFlight: 2})
+	a, b := m.Open("a"), m.Open("b")
+	require.NotNil(t, b)
+	s := m.shards[0]
+	require.Equal(t, int64(1), m.full.Load(), "the one shard full")
+
+	s.n.Add(1)  // an Insert that found the shard full adds, then...
+	m.Remove(a) // ...a Remove takes the count back to the share: still full
+	assert.Equal(t, int64(1), m.full.Load())
+	m.fullUnless(s.n.Add(-1), s) // ...and the Insert takes its addition back
+	assert.Zero(t, m.full.Load(), "the take-back left the share")
+	assert.False(t, m.Full())
+	assert.Equal(t, 1, m.Len())
+	assert.NotNil(t, m.Open("c"), "the free slot is taken")
+	assert.True(t, m.Full())
 }
