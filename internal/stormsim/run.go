@@ -2,6 +2,7 @@ package stormsim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -300,8 +301,15 @@ func (d driver) drive(ctx context.Context, first, n int) outcomes {
 		wg         sync.WaitGroup
 		total      = d.o.Warmup + d.o.Requests
 	)
-	record := func(id int64, err error) {
+	record := func(id int64, err error, timedOut bool) {
 		code := yarpcerrors.FromError(err).Code()
+		if timedOut && code == yarpcerrors.CodeUnknown {
+			// yarpc's HTTP outbound reports a deadline that net/http hit
+			// mid-request under a wrapper it does not unwrap as "unknown
+			// error from http client: ... context deadline exceeded": the
+			// request's own deadline passed, so it timed out.
+			code = yarpcerrors.CodeDeadlineExceeded
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -327,10 +335,11 @@ func (d driver) drive(ctx context.Context, first, n int) outcomes {
 				id := int64(first) + i - 1
 				cctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
 				_, err := d.client.Call(cctx, _procedure, []byte(strconv.FormatInt(id, 10)))
+				timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
 				cancel()
 				done := sent.Add(1)
 				if ctx.Err() == nil { // a request cut short by ctx says nothing
-					record(id, err)
+					record(id, err, timedOut)
 				}
 				if d.o.Progress != nil {
 					d.o.Progress(first+int(done), total)
