@@ -69,7 +69,7 @@ func TestDefaultsAsDocumented(t *testing.T) {
 				// Not a configuration type errown applies defaults to:
 				// none of its fields may state one but its zero value.
 				for name, doc := range fields {
-					stated, states := statedDefault(doc)
+					stated, states, _ := statedDefault(doc)
 					zero := stated == "false" || stated == "0" || stated == `""`
 					assert.False(t, states && !zero, "%s.%s.%s states a default, but its type is not reached from the configurations", pkg, typ, name)
 				}
@@ -77,14 +77,14 @@ func TestDefaultsAsDocumented(t *testing.T) {
 			}
 			for name, doc := range fields {
 				f := v.FieldByName(name)
-				require.True(t, f.IsValid(), "%s.%s.%s", dir, typ, name)
 				where := pkg + "." + typ + "." + name
-				stated, ok := statedDefault(doc)
+				require.True(t, f.IsValid(), where)
+				stated, ok, word := statedDefault(doc)
 				if ok && f.Kind() == reflect.String && !strings.HasPrefix(stated, `"`) {
 					switch {
 					case stated == "empty":
 						stated = `""`
-					case _theDefault.MatchString(strings.Join(strings.Fields(doc), " ")) && !_statedDefault.MatchString(doc):
+					case word:
 						stated = strconv.Quote(stated) // enforce (the default)
 					default:
 						continue // prose: "Default as FailuresQuery over ..."
@@ -177,18 +177,18 @@ var _proseDefaults = map[string]bool{
 }
 
 // statedDefault returns the default doc states, if any: "(also ..." and
-// other prose after "Default" state none. An unquoted word stands for a
-// string too ("enforce (the default)").
-func statedDefault(doc string) (string, bool) {
+// other prose after "Default" state none. word reports that it was read
+// from "X (the default)", where an unquoted word stands for a string too
+// ("enforce (the default)").
+func statedDefault(doc string) (stated string, ok, word bool) {
 	doc = strings.Join(strings.Fields(doc), " ")
-	m := _statedDefault.FindStringSubmatch(doc)
-	if m == nil {
-		m = _theDefault.FindStringSubmatch(doc)
+	if m := _statedDefault.FindStringSubmatch(doc); m != nil {
+		return strings.TrimSuffix(m[1], "."), true, false
 	}
-	if m == nil {
-		return "", false
+	if m := _theDefault.FindStringSubmatch(doc); m != nil {
+		return strings.TrimSuffix(m[1], "."), true, true
 	}
-	return strings.TrimSuffix(m[1], "."), true
+	return "", false, false
 }
 
 // isScalar reports whether f holds a number, a string, a bool or a

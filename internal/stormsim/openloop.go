@@ -116,11 +116,11 @@ func (m *mesh) drive(ctx context.Context, o Options, start time.Time, schedule [
 		timer = time.NewTimer(0)
 	)
 	defer timer.Stop()
-	record := func(id int64, b int, err error, took time.Duration) {
+	record := func(id int64, b int, err error, code yarpcerrors.Code, took time.Duration) {
 		outcome := "ok"
 		switch {
 		case err != nil:
-			outcome = yarpcerrors.FromError(err).Code().String()
+			outcome = code.String()
 		case took > o.Timeout:
 			outcome = "late"
 		}
@@ -156,9 +156,10 @@ func (m *mesh) drive(ctx context.Context, o Options, start time.Time, schedule [
 			sent := time.Now()
 			_, err := m.client.Call(cctx, _procedure, []byte(strconv.FormatInt(id, 10)))
 			took := time.Since(sent)
+			code := rootCode(cctx, err)
 			cancel()
 			if ctx.Err() == nil { // a request cut short by ctx says nothing
-				record(id, b, err, took)
+				record(id, b, err, code, took)
 			}
 		})
 	}

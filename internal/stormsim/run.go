@@ -280,6 +280,19 @@ func (o outcomes) err() error {
 	return err
 }
 
+// rootCode returns the code of err, what a root request made with ctx
+// returned. yarpc's HTTP outbound reports a deadline that net/http hit
+// mid-request, under a wrapper it does not unwrap, as "unknown error from
+// http client: ... context deadline exceeded": when the request's own
+// deadline passed, an unknown error is its timeout.
+func rootCode(ctx context.Context, err error) yarpcerrors.Code {
+	code := yarpcerrors.FromError(err).Code()
+	if code == yarpcerrors.CodeUnknown && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return yarpcerrors.CodeDeadlineExceeded
+	}
+	return code
+}
+
 // driver sends root requests.
 type driver struct {
 	o      Options
@@ -301,15 +314,7 @@ func (d driver) drive(ctx context.Context, first, n int) outcomes {
 		wg         sync.WaitGroup
 		total      = d.o.Warmup + d.o.Requests
 	)
-	record := func(id int64, err error, timedOut bool) {
-		code := yarpcerrors.FromError(err).Code()
-		if timedOut && code == yarpcerrors.CodeUnknown {
-			// yarpc's HTTP outbound reports a deadline that net/http hit
-			// mid-request under a wrapper it does not unwrap as "unknown
-			// error from http client: ... context deadline exceeded": the
-			// request's own deadline passed, so it timed out.
-			code = yarpcerrors.CodeDeadlineExceeded
-		}
+	record := func(id int64, err error, code yarpcerrors.Code) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -335,11 +340,11 @@ func (d driver) drive(ctx context.Context, first, n int) outcomes {
 				id := int64(first) + i - 1
 				cctx, cancel := context.WithTimeout(ctx, d.o.Timeout)
 				_, err := d.client.Call(cctx, _procedure, []byte(strconv.FormatInt(id, 10)))
-				timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
+				code := rootCode(cctx, err)
 				cancel()
 				done := sent.Add(1)
 				if ctx.Err() == nil { // a request cut short by ctx says nothing
-					record(id, err, timedOut)
+					record(id, err, code)
 				}
 				if d.o.Progress != nil {
 					d.o.Progress(first+int(done), total)
