@@ -416,6 +416,23 @@ func (l *Log) CloseSummary() Summary {
 	return sum
 }
 
+// CloseQuiet closes the log and reports true when no call failed or
+// reported a Storm to it (it has no chunk): then its Summary is the quiet
+// one of its calls, which CloseSummary still returns, and the close took
+// one compare-and-swap. It leaves a log with a chunk open and reports
+// false: close it with CloseSummary.
+func (l *Log) CloseQuiet() bool {
+	for {
+		s := l.state.Load()
+		if s&_chunked != 0 {
+			return false
+		}
+		if l.state.CompareAndSwap(s, s|_closed) {
+			return true
+		}
+	}
+}
+
 // Counts returns how many calls the log has taken. Once the log is closed
 // it is final: calls that arrive late are not counted.
 func (l *Log) Counts() Counts {

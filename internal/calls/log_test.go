@@ -364,6 +364,35 @@ func TestCloseSummary(t *testing.T) {
 	assert.Equal(t, Counts{NotFailed: 1}, sum.Counts)
 }
 
+func TestCloseQuiet(t *testing.T) {
+	var quiet Log
+	require.True(t, quiet.Append(ok(1)))
+	require.True(t, quiet.Append(ok(2)))
+	require.True(t, quiet.CloseQuiet(), "no failure, no Storm: closed quietly")
+	assert.False(t, quiet.Late(), "nothing came late")
+	assert.False(t, quiet.Append(ok(3)), "closed: a late call is refused")
+	assert.False(t, quiet.Append(entry(3)), "closed: a late failure is refused")
+	assert.True(t, quiet.Late(), "late")
+	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3})}, quiet.CloseSummary(),
+		"CloseSummary after it: the quiet summary of the calls before the close")
+
+	for name, fill := range map[string]func(*Log) bool{
+		"a failure": func(l *Log) bool { return l.Append(entry(2)) },
+		"a Storm": func(l *Log) bool {
+			return l.AddStorm(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
+		},
+	} {
+		var l Log
+		require.True(t, l.Append(ok(1)), name)
+		require.True(t, fill(&l), name)
+		assert.False(t, l.CloseQuiet(), "%s: not quiet", name)
+		require.True(t, l.Append(ok(3)), "%s: left open", name)
+		sum := l.CloseSummary()
+		assert.Equal(t, 2, sum.Counts.NotFailed, "%s: the calls that did not fail, the one after CloseQuiet included", name)
+		sum.Release()
+	}
+}
+
 // CloseSummary in the narrowest window: a failure or a Storm found the
 // log open and is about to give it a chunk when the log closes quietly. The
 // call must be refused, and the log late.

@@ -129,15 +129,45 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	// The steady state sends the request as it is; a request in an
 	// incident (its caller procedure's, or the one above it marked) is
 	// marked, so that its callee sends its figures and is no root.
-	var c *call
-	if log.Marked() || m.incidents.hot(log.Procedure) {
+	var (
+		c     *call
+		res   *transport.Response
+		state *reqlog.CallState
+		err   error
+	)
+	switch {
+	case log.Marked() || m.incidents.hot(log.Procedure):
 		c = m.mark(req)
-	} else {
+		defer m.release(c)
+		res, state, err = m.send(ctx, c, out, step)
+	case step != nil && m.retry != nil:
+		// The steady state on the direct path: the first attempt goes
+		// with no pooled call, and the call takes one only when it did
+		// not simply succeed.
+		log.SetUnmarkedCall()
+		var f retrier.First
+		r, e, sent, done := m.retry.SendFirst(ctx, req, out, &f)
+		if done {
+			if !log.Egress.Append(calls.Entry{Edge: edge, Attempts: 1}) {
+				m.late.Inc(1)
+			}
+			return r, e
+		}
+		c = m.bare(req)
+		defer m.release(c)
+		if sent {
+			c.sink.Out, c.sink.Direct = out, true
+			res, err = m.retry.Continue(ctx, c.out, &c.sink, &f)
+			state = &c.sink.State
+		} else {
+			res, state, err = m.send(ctx, c, out, step)
+		}
+	default:
 		c = m.bare(req)
 		log.SetUnmarkedCall()
+		defer m.release(c)
+		res, state, err = m.send(ctx, c, out, step)
 	}
-	defer m.release(c)
-	res, state, err := m.send(ctx, c, out, step)
 
 	e := calls.Entry{
 		Edge:     edge,

@@ -147,6 +147,13 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	defer m.finish(log, &closed, &sum)
 
 	err := h.Handle(&r.Node, req, rw)
+	if err == nil && !marked && !rw.appError && m.quiet(log, orphans) {
+		// The steady state's success: no call failed, retried or met a
+		// storm, and nobody reads its figures. Nothing to decide, send or
+		// record.
+		closed = true
+		return nil
+	}
 
 	sum, closed = m.close(log), true
 	out := m.classify(err, rw, log)
@@ -240,6 +247,15 @@ func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 		m.overflowCount.Inc(int64(sum.Counts.Overflow))
 	}
 	return sum
+}
+
+// quiet closes the request's egress log and reports true when no call
+// failed or reported a storm and its figures are known (stormFigures, the
+// orphans' mark taken as the request began being orphans): the request's
+// figures are those of its calls, one request each. When it reports
+// false the log may be closed, quiet: close still returns its Summary.
+func (m *Middleware) quiet(log *reqlog.Log, orphans uint64) bool {
+	return log.Egress.CloseQuiet() && !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late()
 }
 
 // classify returns how the handler ended, given its error err and what it

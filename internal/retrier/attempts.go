@@ -173,7 +173,17 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	s.Shed = false
 	res, err := out.Call(ctx, req)
 	code, class := wire.CallResult(res, err, a.m.hdr.Code)
-	state.Storm.Attempt(wire.ResponseStorm(res, class, a.m.hdr.Storm))
+	return a.m.attempted(c, adm, res, err, code, class, state)
+}
+
+// attempted records in state the physical attempt that returned res and
+// err, classified as code and class, sent to c (nil: no policy) under
+// adm: its storm figures, its classification and claim, the end of its
+// admission, and, when something below errown's retry middleware may
+// replay it, its outcome (keep). It returns what to hand on.
+func (m *Middleware) attempted(c *callee, adm admission, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
+	s := &state.Sends
+	state.Storm.Attempt(wire.ResponseStorm(res, class, m.hdr.Storm))
 	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
 	s.Last = nil
 	if class == ownership.ClassOK {
@@ -182,7 +192,7 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		}
 		return res, err
 	}
-	state.Claim, state.NoRetry = wire.ResponseClaim(res, a.m.hdr.Claim, a.m.hdr.NoRetry)
+	state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
 	if c != nil {
 		c.overload.done(adm, overloaded(code, state.Claim))
 	}
@@ -190,7 +200,7 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		return res, err // nothing below errown's retry middleware replays: nothing to keep
 	}
 	last := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: state.Claim, NoRetry: state.NoRetry}
-	res, kept := keep(last, res, a.m.maxBodyBytes)
+	res, kept := keep(last, res, m.maxBodyBytes)
 	if kept {
 		s.Last = last
 	}

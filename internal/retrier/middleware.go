@@ -163,29 +163,55 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	// Retries are built from the request as the caller gave it, even when
 	// the first attempt is req itself and middleware below changes it.
 	orig := *req
+	return m.attemptLoop(ctx, req, out, c, p, state, body, &orig, nil)
+}
+
+// sentAttempt is what a first attempt sent before the attempt loop
+// returned (SendFirst): the loop takes on from there.
+type sentAttempt struct {
+	res *transport.Response
+	err error
+}
+
+// attemptLoop sends req's attempts through out and retries them as p, the
+// callee's claims, the deadline and c's budget allow, body holding req's
+// body for replay and orig the request as the caller gave it. first, when
+// not nil, is the first attempt, already sent and recorded in state
+// (Continue): the loop starts from its outcome.
+func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, first *sentAttempt) (*transport.Response, error) {
 	defer func() {
 		if n := state.Storm.Prevented(); n > 0 {
 			c.metrics.prevented.Inc(int64(n))
 		}
 	}()
 	for n := 1; ; n++ {
-		actx, cancel := ctx, context.CancelFunc(nil)
-		if p.attemptTimeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
+		var (
+			res    *transport.Response
+			err    error
+			cancel context.CancelFunc
+			sent   int // attempts that left the process before this one
+		)
+		if n == 1 && first != nil {
+			res, err = first.res, first.err // counted by the innermost step's work in Continue
+		} else {
+			actx := ctx
+			if p.attemptTimeout > 0 {
+				actx, cancel = context.WithTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
+			}
+			// Attempts are numbered as they leave the process: a
+			// middleware below that replayed an attempt (counted by
+			// Attempts) took a number too.
+			sent = state.Sends.Count
+			attempt := req
+			if n > 1 {
+				c.metrics.attempts.Inc(1)
+				attempt = body.request(orig, n, m.hdr.Attempt, wire.FormatAttempt(max(sent, n-1)+1))
+			} else if !body.inPlace {
+				attempt = body.request(orig, n, m.hdr.Attempt, "")
+			}
+			state.ErrownAttempt = n
+			res, err = out.Call(actx, attempt)
 		}
-		// Attempts are numbered as they leave the process: a middleware
-		// below that replayed an attempt (counted by Attempts) took a
-		// number too.
-		sent := state.Sends.Count
-		attempt := req
-		if n > 1 {
-			c.metrics.attempts.Inc(1)
-			attempt = body.request(&orig, n, m.hdr.Attempt, wire.FormatAttempt(max(sent, n-1)+1))
-		} else if !body.inPlace {
-			attempt = body.request(&orig, n, m.hdr.Attempt, "")
-		}
-		state.ErrownAttempt = n
-		res, err := out.Call(actx, attempt)
 		seen := state.Sends.Count > sent || state.Sends.Shed // by the innermost step
 		if !state.Sends.Direct || !seen {
 			// What came back may not be what the innermost step saw (a

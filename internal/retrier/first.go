@@ -1,0 +1,116 @@
+package retrier
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// First is a call's first attempt as SendFirst sent it, for Continue to
+// take on from. It lives in its caller's frame: nothing keeps it once
+// Continue returns.
+type First struct {
+	c     *callee // nil: no policy for the callee
+	p     *policy // nil: none for the procedure
+	adm   admission
+	body  replay
+	orig  transport.Request // the request as the caller gave it
+	sent  sentAttempt
+	code  yarpcerrors.Code
+	class ownership.Class
+}
+
+// SendFirst sends the first attempt of a call in the steady state (the
+// egress middleware sends it unmarked: no incident) on the direct path
+// (nothing between errown's retry middleware and the transport but the
+// innermost step), doing for that attempt what Call, the policy path and
+// the innermost step would, without a CallState to record it in: the
+// steady state's call succeeds, with nothing to report, and needs none.
+//
+// It reports sent false, having sent and counted nothing, when the call
+// needs the full path from its start (Call): a per-attempt timeout, a
+// body that must be read to be replayed, or the callee's limit on
+// attempts in flight reached. Otherwise it returns what came back and, in
+// done, whether the call ended there: a success whose response carries no
+// storm figures, of which the egress middleware records only that it did
+// not fail. A call sent but not done goes on in Continue with f.
+func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, f *First) (_ *transport.Response, _ error, sent, done bool) {
+	f.c = m.callees[req.Service]
+	f.body = replay{inPlace: true}
+	if c := f.c; c != nil {
+		f.p = c.policy(req.Procedure)
+		if p := f.p; p != nil {
+			if p.attemptTimeout > 0 {
+				return nil, nil, false, false
+			}
+			if p.maxAttempts > 1 && p.idempotent {
+				if !readsInPlace(req.Body) {
+					return nil, nil, false, false
+				}
+				f.body = bufferBody(req.Body, m.maxBodyBytes)
+			}
+		}
+		var ok bool
+		if f.adm, ok = c.overload.admit(); !ok {
+			return nil, nil, false, false // Call sheds it, or lets it go in observe mode
+		}
+		c.budget.deposit()
+		c.metrics.calls.Inc(1)
+	}
+	if f.p != nil && f.p.maxAttempts > 1 {
+		f.orig = *req // as callWithRetries keeps it
+	}
+	res, err := out.Call(ctx, req)
+	f.code, f.class = wire.CallResult(res, err, m.hdr.Code)
+	if f.class == ownership.ClassOK && (res == nil || !hasHeader(res.Headers, m.hdr.Storm)) {
+		// Storm One: the innermost step would fold it and record nothing
+		// else; a retry loop would return it as it is.
+		if f.c != nil {
+			f.c.overload.done(f.adm, false)
+		}
+		return res, err, true, true
+	}
+	f.sent = sentAttempt{res: res, err: err}
+	return res, err, true, false
+}
+
+// Continue goes on with the call whose first attempt SendFirst sent (and
+// did not end), recording in sink's State what Call would have, its first
+// attempt included, and sending any retry through sink's Out, as Call
+// does on the direct path. It returns the call's last response and error.
+func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink *reqlog.Sink, f *First) (*transport.Response, error) {
+	state := &sink.State
+	sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: state}
+	state.Sends.Direct = true
+	state.Classified = false
+	state.ErrownAttempt = 1
+	state.Sends.Seen, state.Sends.Count = 1, 1
+	res, err := m.attempted(f.c, f.adm, f.sent.res, f.sent.err, f.code, f.class, state)
+	if f.p == nil || f.p.maxAttempts <= 1 {
+		state.Attempts = state.Sent()
+		return res, err
+	}
+	f.sent = sentAttempt{res: res, err: err}
+	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
+}
+
+// readsInPlace reports whether bufferBody keeps body for replay without
+// reading it (replay.inPlace).
+func readsInPlace(body any) bool {
+	switch body.(type) {
+	case nil, *bytes.Reader, *bytes.Buffer:
+		return true
+	}
+	return false
+}
+
+// hasHeader reports whether h has the canonical key k.
+func hasHeader(h transport.Headers, k string) bool {
+	_, ok := h.Items()[k]
+	return ok
+}

@@ -1,0 +1,300 @@
+package retrier
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// TestSendFirstAsCall: SendFirst, then Continue for a call it did not end,
+// does what Call does on the direct path with a Sink: the same attempts
+// sent, the same response and error, the same metrics, the same state
+// of the call, and the same slots taken from the callee's overload limit.
+// A call SendFirst ends (done) is one Call records as one attempt that
+// succeeded with nothing to report; one it does not send (sent false) goes
+// through Call from its start, as the egress middleware sends it.
+func TestSendFirstAsCall(t *testing.T) {
+	idempotent := func(extra ...func(*retry.PolicyConfig)) retry.Config {
+		p := retry.PolicyConfig{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}
+		for _, f := range extra {
+			f(&p)
+		}
+		return retry.Config{Policies: []retry.PolicyConfig{p}}
+	}
+	readerBody := func() io.Reader { return bytes.NewReader([]byte("payload")) }
+	bufferBody := func() io.Reader { return bytes.NewBufferString("payload") }
+	stringBody := func() io.Reader { return strings.NewReader("payload") }
+	tests := []struct {
+		name     string
+		cfg      retry.Config
+		body     func() io.Reader
+		script   []step
+		wantSent bool
+		wantDone bool
+	}{
+		{
+			name:   "no policy: success",
+			body:   stringBody,
+			script: []step{succeed("ok")},
+			// Nothing to replay: any body goes as it is.
+			wantSent: true, wantDone: true,
+		},
+		{
+			name:     "no policy: failure",
+			body:     stringBody,
+			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: success",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{succeed("ok")},
+			wantSent: true, wantDone: true,
+		},
+		{
+			name:     "policy: success with storm figures",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{withHeaders(succeed("ok"), "errown-storm", "3,4,1,1,1")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: success with unknown storm figures",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{withHeaders(succeed("ok"), "errown-storm", "unknown")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: claimed failure, retried",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: claimed failure, retried, buffer body",
+			cfg:      idempotent(),
+			body:     bufferBody,
+			script:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: claimed failure, retried, no body",
+			cfg:      idempotent(),
+			script:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: failures past the attempts",
+			cfg:      idempotent(func(p *retry.PolicyConfig) { p.MaxAttempts = 3 }),
+			body:     readerBody,
+			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: unclaimed failure, suppressed",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{fail(errUnavailable, "errown-claim", "unclaimed", "errown-storm", "2,4,1,1,2")},
+			wantSent: true,
+		},
+		{
+			name:     "policy in observe mode: unclaimed failure, retried",
+			cfg:      idempotent(func(p *retry.PolicyConfig) { p.Mode = retry.ModeObserve }),
+			body:     readerBody,
+			script:   []step{fail(errUnavailable, "errown-claim", "unclaimed"), succeed("ok")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: pushback",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{fail(errExhausted, "errown-claim", "claimed", "errown-no-retry", "1")},
+			wantSent: true,
+		},
+		{
+			name:     "policy: answer",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{appError(nil)},
+			wantSent: true,
+		},
+		{
+			name:     "policy: code not retried",
+			cfg:      idempotent(),
+			body:     readerBody,
+			script:   []step{fail(errInvalid)},
+			wantSent: true,
+		},
+		{
+			name: "policy, not idempotent: failure refused",
+			cfg: retry.Config{Policies: []retry.PolicyConfig{
+				{Service: "callee", Idempotent: new(false), InitialBackoff: time.Nanosecond},
+			}},
+			body:     stringBody, // not read: never replayed
+			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
+			wantSent: true,
+		},
+		{
+			name:     "policy of one attempt: failure",
+			cfg:      idempotent(func(p *retry.PolicyConfig) { p.MaxAttempts = 1 }),
+			body:     stringBody,
+			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
+			wantSent: true,
+		},
+		{
+			name:   "policy with an attempt timeout: not sent",
+			cfg:    idempotent(func(p *retry.PolicyConfig) { p.AttemptTimeout = time.Second }),
+			body:   readerBody,
+			script: []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
+		},
+		{
+			name:   "policy, a body read to be replayed: not sent",
+			cfg:    idempotent(),
+			body:   stringBody,
+			script: []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			request := func() *transport.Request {
+				r := &transport.Request{Service: "callee", Procedure: "get"}
+				if tt.body != nil {
+					r.Body = tt.body()
+					r.BodySize = len("payload")
+				}
+				return r
+			}
+			call := newFirstRun(t, tt.cfg, tt.script)
+			first := newFirstRun(t, tt.cfg, tt.script)
+
+			callSink := &reqlog.Sink{Out: call.out, Direct: true}
+			callRes, callErr := call.m.Call(context.Background(), request(), callSink)
+
+			var f First
+			req := request()
+			res, err, sent, done := first.m.SendFirst(context.Background(), req, first.out, &f)
+			require.Equal(t, tt.wantSent, sent, "sent")
+			require.Equal(t, tt.wantDone, done, "done")
+			sink := &reqlog.Sink{Out: first.out, Direct: true}
+			switch {
+			case !sent:
+				assert.Empty(t, first.out.requests(), "SendFirst sent nothing")
+				assert.Empty(t, counters(first.scope), "SendFirst counted nothing")
+				res, err = first.m.Call(context.Background(), req, sink)
+			case !done:
+				res, err = first.m.Continue(context.Background(), req, sink, &f)
+			default:
+				st := callSink.State
+				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
+				assert.Equal(t, ownership.ClassOK, st.Class, "Call's class of a call SendFirst ends")
+				assert.True(t, st.Storm.Trivial(), "Call's storm of a call SendFirst ends: %+v", st.Storm.Storm())
+			}
+
+			assert.Equal(t, coarse(call.out.requests()), coarse(first.out.requests()), "attempts sent")
+			assert.Equal(t, yarpcerrors.FromError(callErr).Code(), yarpcerrors.FromError(err).Code(), "error: Call %v, SendFirst %v", callErr, err)
+			assert.Equal(t, readBody(t, callRes), readBody(t, res), "response body")
+			assert.Equal(t, counters(call.scope), counters(first.scope), "metrics")
+			if sent && !done {
+				assert.Equal(t, callSink.State, sink.State, "the call's state")
+			}
+			for svc, c := range call.m.callees {
+				assert.Equal(t, c.overload.inflight.Load(), first.m.callees[svc].overload.inflight.Load(), "attempts in flight")
+				assert.Equal(t, c.overload.Limit(), first.m.callees[svc].overload.Limit(), "overload limit")
+			}
+		})
+	}
+}
+
+// TestSendFirstHeldBack: a call the callee's overload limit holds back is
+// not sent by SendFirst, which counts nothing and takes no slot: Call then
+// sheds it.
+func TestSendFirstHeldBack(t *testing.T) {
+	r := newFirstRun(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
+	}, []step{succeed("ok")})
+	c := r.m.callees["callee"]
+	for c.overload.Limit() > 1 || !c.overload.Overloaded() {
+		a, _ := c.overload.admit()
+		c.overload.done(a, true)
+	}
+	hold, _ := c.overload.admit()
+	defer c.overload.done(hold, false)
+
+	var f First
+	_, _, sent, done := r.m.SendFirst(context.Background(), req("callee", "get", "x"), r.out, &f)
+
+	assert.False(t, sent, "sent")
+	assert.False(t, done, "done")
+	assert.Empty(t, r.out.requests(), "requests sent")
+	assert.Equal(t, int64(1), c.overload.inflight.Load(), "attempts in flight: the one held")
+	assert.Zero(t, counters(r.scope)["retry.calls+callee=callee"], "calls counted")
+}
+
+// firstRun is one middleware of TestSendFirstAsCall and what it sends to.
+type firstRun struct {
+	m     *Middleware
+	out   *fakeOutbound
+	scope tally.TestScope
+}
+
+func newFirstRun(t *testing.T, cfg retry.Config, script []step) firstRun {
+	scope := tally.NewTestScope("", nil)
+	clock := newClock()
+	return firstRun{
+		m:     newMiddleware(t, cfg, WithSinks(obs.Sinks{Scope: scope}), clock.option(), fixedRand(0.5)),
+		out:   newOutbound(script...),
+		scope: scope,
+	}
+}
+
+// withHeaders answers as s does, with headers (key, value pairs) on its
+// response.
+func withHeaders(s step, headers ...string) step {
+	return func(ctx context.Context) (*transport.Response, error) {
+		res, err := s(ctx)
+		h := transport.NewHeaders()
+		for i := 0; i+1 < len(headers); i += 2 {
+			h = h.With(headers[i], headers[i+1])
+		}
+		res.Headers = h
+		return res, err
+	}
+}
+
+// readBody returns res's body, read, or "" for none.
+func readBody(t *testing.T, res *transport.Response) string {
+	t.Helper()
+	if res == nil || res.Body == nil {
+		return ""
+	}
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err, "read the response body")
+	require.NoError(t, res.Body.Close(), "close the response body")
+	return string(b)
+}
+
+// coarse returns sent with each attempt's time left before its deadline
+// rounded to 100ms: two runs read the real clock a moment apart.
+func coarse(sent []sent) []sent {
+	for i := range sent {
+		sent[i].Timeout = sent[i].Timeout.Round(100 * time.Millisecond)
+	}
+	return sent
+}
