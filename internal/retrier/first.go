@@ -19,7 +19,6 @@ type First struct {
 	p     *policy // nil: none for the procedure
 	adm   admission
 	body  replay
-	orig  transport.Request // the request as the caller gave it
 	sent  sentAttempt
 	code  yarpcerrors.Code
 	class ownership.Class
@@ -62,9 +61,6 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		c.budget.deposit()
 		c.metrics.calls.Inc(1)
 	}
-	if f.p != nil && f.p.maxAttempts > 1 {
-		f.orig = *req // as callWithRetries keeps it
-	}
 	res, err := out.Call(ctx, req)
 	f.code, f.class = wire.CallResult(res, err, m.hdr.Code)
 	if f.class == ownership.ClassOK && (res == nil || !hasHeader(res.Headers, m.hdr.Storm)) {
@@ -96,7 +92,12 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 		return res, err
 	}
 	f.sent = sentAttempt{res: res, err: err}
-	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
+	// Retries are built from req as the first attempt left it: it went
+	// straight to the transport, which reads a request and never changes
+	// it (yarpc's transports), where Call keeps a copy against a
+	// middleware below that might.
+	orig := *req
+	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &orig, &f.sent)
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without
