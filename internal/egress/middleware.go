@@ -146,7 +146,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		// not simply succeed.
 		log.SetUnmarkedCall()
 		var f retrier.First
-		r, e, sent, done := m.retry.SendFirst(ctx, req, out, &f)
+		r, sent, done, e := m.retry.SendFirst(ctx, req, out, &f)
 		if done {
 			if !log.Egress.Append(calls.Entry{Edge: edge, Attempts: 1}) {
 				m.late.Inc(1)

@@ -19,6 +19,7 @@ type First struct {
 	p     *policy // nil: none for the procedure
 	adm   admission
 	body  replay
+	orig  transport.Request // the request as the caller gave it
 	sent  sentAttempt
 	code  yarpcerrors.Code
 	class ownership.Class
@@ -38,28 +39,33 @@ type First struct {
 // done, whether the call ended there: a success whose response carries no
 // storm figures, of which the egress middleware records only that it did
 // not fail. A call sent but not done goes on in Continue with f.
-func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, f *First) (_ *transport.Response, _ error, sent, done bool) {
+func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, f *First) (_ *transport.Response, sent, done bool, _ error) {
 	f.c = m.callees[req.Service]
 	f.body = replay{inPlace: true}
 	if c := f.c; c != nil {
 		f.p = c.policy(req.Procedure)
 		if p := f.p; p != nil {
 			if p.attemptTimeout > 0 {
-				return nil, nil, false, false
+				return nil, false, false, nil
 			}
 			if p.maxAttempts > 1 && p.idempotent {
 				if !readsInPlace(req.Body) {
-					return nil, nil, false, false
+					return nil, false, false, nil
 				}
 				f.body = bufferBody(req.Body, m.maxBodyBytes)
 			}
 		}
 		var ok bool
 		if f.adm, ok = c.overload.admit(); !ok {
-			return nil, nil, false, false // Call sheds it, or lets it go in observe mode
+			return nil, false, false, nil // Call sheds it, or lets it go in observe mode
 		}
 		c.budget.deposit()
 		c.metrics.calls.Inc(1)
+	}
+	if f.p != nil && f.p.maxAttempts > 1 {
+		// Retries are built from the request as the caller gave it, as
+		// Call builds them, even if the transport changed it.
+		f.orig = *req
 	}
 	res, err := out.Call(ctx, req)
 	f.code, f.class = wire.CallResult(res, err, m.hdr.Code)
@@ -69,10 +75,10 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		if f.c != nil {
 			f.c.overload.done(f.adm, false)
 		}
-		return res, err, true, true
+		return res, true, true, err
 	}
 	f.sent = sentAttempt{res: res, err: err}
-	return res, err, true, false
+	return res, true, false, err
 }
 
 // Continue goes on with the call whose first attempt SendFirst sent (and
@@ -92,12 +98,7 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 		return res, err
 	}
 	f.sent = sentAttempt{res: res, err: err}
-	// Retries are built from req as the first attempt left it: it went
-	// straight to the transport, which reads a request and never changes
-	// it (yarpc's transports), where Call keeps a copy against a
-	// middleware below that might.
-	orig := *req
-	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &orig, &f.sent)
+	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without

@@ -158,6 +158,35 @@ func TestSendFirstAsCall(t *testing.T) {
 			wantSent: true,
 		},
 		{
+			name: "a policy for another procedure only: success",
+			cfg: retry.Config{Policies: []retry.PolicyConfig{
+				{Service: "callee", Procedure: "other", Idempotent: new(true), InitialBackoff: time.Nanosecond},
+			}},
+			body:     stringBody,
+			script:   []step{succeed("ok")},
+			wantSent: true, wantDone: true,
+		},
+		{
+			name: "a policy for another procedure only: overloaded failure",
+			cfg: retry.Config{Policies: []retry.PolicyConfig{
+				{Service: "callee", Procedure: "other", Idempotent: new(true), InitialBackoff: time.Nanosecond},
+			}},
+			body:     stringBody,
+			script:   []step{fail(errExhausted, "errown-claim", "claimed")},
+			wantSent: true,
+		},
+		{
+			name: "policy: retried twice, storm figures on the success",
+			cfg:  idempotent(func(p *retry.PolicyConfig) { p.MaxAttempts = 4 }),
+			body: bufferBody,
+			script: []step{
+				fail(errUnavailable, "errown-claim", "claimed"),
+				fail(errExhausted, "errown-claim", "claimed"),
+				withHeaders(succeed("ok"), "errown-storm", "3,4,1,1,1"),
+			},
+			wantSent: true,
+		},
+		{
 			name:   "policy with an attempt timeout: not sent",
 			cfg:    idempotent(func(p *retry.PolicyConfig) { p.AttemptTimeout = time.Second }),
 			body:   readerBody,
@@ -188,7 +217,7 @@ func TestSendFirstAsCall(t *testing.T) {
 
 			var f First
 			req := request()
-			res, err, sent, done := first.m.SendFirst(context.Background(), req, first.out, &f)
+			res, sent, done, err := first.m.SendFirst(context.Background(), req, first.out, &f)
 			require.Equal(t, tt.wantSent, sent, "sent")
 			require.Equal(t, tt.wantDone, done, "done")
 			sink := &reqlog.Sink{Out: first.out, Direct: true}
@@ -238,13 +267,49 @@ func TestSendFirstHeldBack(t *testing.T) {
 	defer c.overload.done(hold, false)
 
 	var f First
-	_, _, sent, done := r.m.SendFirst(context.Background(), req("callee", "get", "x"), r.out, &f)
+	_, sent, done, _ := r.m.SendFirst(context.Background(), req("callee", "get", "x"), r.out, &f)
 
 	assert.False(t, sent, "sent")
 	assert.False(t, done, "done")
 	assert.Empty(t, r.out.requests(), "requests sent")
 	assert.Equal(t, int64(1), c.overload.inflight.Load(), "attempts in flight: the one held")
 	assert.Zero(t, counters(r.scope)["retry.calls+callee=callee"], "calls counted")
+}
+
+// TestContinueRetriesTheRequestAsGiven: a transport that changes the
+// request during the first attempt changes none of the retries, as with
+// Call, which builds them from the request as the caller gave it.
+func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
+	cfg := retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}}}
+	script := []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")}
+	call, first := newFirstRun(t, cfg, script), newFirstRun(t, cfg, script)
+	request := func() *transport.Request {
+		return &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader([]byte("x")), BodySize: 1}
+	}
+
+	_, err := call.m.Call(context.Background(), request(), &reqlog.Sink{Out: changing{call.out}, Direct: true})
+	require.NoError(t, err, "Call")
+	var f First
+	req := request()
+	_, sent, done, _ := first.m.SendFirst(context.Background(), req, changing{first.out}, &f)
+	require.True(t, sent && !done, "sent %v, done %v", sent, done)
+	_, err = first.m.Continue(context.Background(), req, &reqlog.Sink{Out: changing{first.out}, Direct: true}, &f)
+	require.NoError(t, err, "Continue")
+
+	want := coarse(call.out.requests())
+	require.Len(t, want, 2, "Call's attempts")
+	assert.Equal(t, map[string]string{"errown-attempt": "2"}, want[1].Headers, "Call's retry headers")
+	assert.Equal(t, want, coarse(first.out.requests()), "attempts sent")
+}
+
+// changing is an outbound that changes the request it sends.
+type changing struct{ *fakeOutbound }
+
+func (o changing) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+	res, err := o.fakeOutbound.Call(ctx, req)
+	req.ShardKey = "changed"
+	req.Headers = transport.NewHeaders().With("x", "y")
+	return res, err
 }
 
 // firstRun is one middleware of TestSendFirstAsCall and what it sends to.
