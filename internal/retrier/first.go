@@ -55,9 +55,14 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 				f.body = bufferBody(req.Body, m.maxBodyBytes)
 			}
 		}
+		// Call sheds a call the limit holds back, or lets it go in
+		// observe mode: asked first, its slot is taken once, there.
+		if c.overload.refuses() {
+			return nil, false, false, nil
+		}
 		var ok bool
 		if f.adm, ok = c.overload.admit(); !ok {
-			return nil, false, false, nil // Call sheds it, or lets it go in observe mode
+			return nil, false, false, nil
 		}
 		c.budget.deposit()
 		c.metrics.calls.Inc(1)

@@ -74,6 +74,16 @@ func (o *overload) admit() (admission, bool) {
 	return admission{round: o.round.Load()}, true
 }
 
+// refuses reports whether admit would refuse an attempt now, without
+// taking a slot: a caller that sends a refused attempt down another path,
+// whose admit then refuses it, asks first, so that the attempt does not
+// take a slot and give it back twice (each a moment in which a
+// concurrent attempt finds the count one too high). Between the two an
+// attempt may end or start: admit's answer stands.
+func (o *overload) refuses() bool {
+	return !o.disabled && float64(o.inflight.Load()+1) > o.Limit() && o.Overloaded()
+}
+
 // done gives back the slot of attempt a, which ended overloaded or not.
 func (o *overload) done(a admission, overloaded bool) {
 	if o.disabled {

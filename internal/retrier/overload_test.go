@@ -168,6 +168,47 @@ func TestOverloadDisabled(t *testing.T) {
 	assert.False(t, o.Overloaded(), "overloaded while disabled")
 }
 
+// TestOverloadRefusesAsAdmit: refuses answers what admit would, without
+// taking a slot, on an edge with no overload, one cut to its floor with
+// its slot free and taken, and one disabled.
+func TestOverloadRefusesAsAdmit(t *testing.T) {
+	check := func(t *testing.T, o *overload, want bool) {
+		t.Helper()
+		before := o.inflight.Load()
+		assert.Equal(t, want, o.refuses(), "refuses")
+		assert.Equal(t, before, o.inflight.Load(), "refuses took a slot")
+		_, ok := o.admit()
+		assert.Equal(t, !want, ok, "admit")
+		if ok && !o.disabled {
+			// The slot back, with no outcome to move the limit or share.
+			o.inflight.Add(-1)
+		}
+	}
+	t.Run("no overload", func(t *testing.T) {
+		check(t, newTestOverload(), false)
+	})
+	t.Run("at the floor", func(t *testing.T) {
+		o := newTestOverload()
+		for o.Limit() > 1 || !o.Overloaded() {
+			a, _ := o.admit()
+			o.done(a, true)
+		}
+		check(t, o, false)
+		_, ok := o.admit() // the one slot, held
+		require.True(t, ok)
+		check(t, o, true)
+		o.inflight.Add(-1) // given back
+		check(t, o, false)
+	})
+	t.Run("disabled", func(t *testing.T) {
+		o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}).Overload, still)
+		for range 10 {
+			o.admit() // slots are not counted: nothing to give back
+		}
+		check(t, o, false)
+	})
+}
+
 func TestOverloadConfigValidate(t *testing.T) {
 	tests := []struct {
 		give retry.OverloadConfig
