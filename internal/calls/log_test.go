@@ -393,6 +393,77 @@ func TestCloseQuiet(t *testing.T) {
 	}
 }
 
+// CloseQuiet in the narrowest window: a failure or a Storm found the log
+// open and is about to give it a chunk when the log closes quietly. The
+// call must be refused and the log late, as with CloseSummary there.
+func TestCloseQuietBetweenCheckAndChunk(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		call func(*Log) bool
+	}{
+		{"failure", func(l *Log) bool { return l.Append(entry(1)) }},
+		{"Storm", func(l *Log) bool { return l.AddStorm(wire.KnownFigures(wire.One), true) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var l Log
+			require.True(t, l.Append(ok(0)))
+			quiet := false
+			_testHookTake = func(hooked *Log) {
+				if hooked == &l {
+					quiet = l.CloseQuiet()
+				}
+			}
+			defer func() { _testHookTake = nil }()
+			assert.False(t, tt.call(&l), "refused: the log closed quietly first")
+			assert.True(t, quiet, "no chunk yet when it closed")
+			assert.True(t, l.Late(), "a call came after the close")
+			sum := l.CloseSummary()
+			assert.Equal(t, Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})}, handedOver(sum),
+				"CloseSummary after it: the quiet summary of the call before the close")
+			sum.Release()
+			l.Release()
+		})
+	}
+}
+
+// TestCloseQuietRacesAFailure: CloseQuiet and a failure from another
+// goroutine, many times over. Either the close was quiet and the failure
+// refused (the log late), or the failure was kept and the close was not
+// quiet: CloseSummary then hands it over. Never a quiet close with the
+// failure taken, nor a failure lost.
+func TestCloseQuietRacesAFailure(t *testing.T) {
+	quiets, kepts := 0, 0
+	for i := range 2000 {
+		var l Log
+		require.True(t, l.Append(ok(0)))
+		start := make(chan struct{})
+		took := make(chan bool)
+		go func() {
+			<-start
+			took <- l.Append(entry(i))
+		}()
+		close(start)
+		quiet := l.CloseQuiet()
+		kept := <-took
+		if quiet {
+			quiets++
+			require.False(t, kept, "run %d: a failure taken by a log closed quietly", i)
+			require.True(t, l.Late(), "run %d: the refused failure makes the log late", i)
+			require.Empty(t, l.Close(nil), "run %d", i)
+		} else {
+			kepts++
+			require.True(t, kept, "run %d: not quiet, but no failure taken", i)
+			sum := l.CloseSummary()
+			require.Equal(t, []Entry{entry(i)}, sum.Failures, "run %d: the failure handed over", i)
+			require.False(t, l.Late(), "run %d", i)
+			sum.Release()
+		}
+		l.Release()
+	}
+	t.Logf("quiet closes %d, failures kept %d", quiets, kepts)
+	assert.Equal(t, 2000, quiets+kepts)
+}
+
 // CloseSummary in the narrowest window: a failure or a Storm found the
 // log open and is about to give it a chunk when the log closes quietly. The
 // call must be refused, and the log late.
