@@ -393,39 +393,6 @@ func TestCloseQuiet(t *testing.T) {
 	}
 }
 
-// CloseQuiet in the narrowest window: a failure or a Storm found the log
-// open and is about to give it a chunk when the log closes quietly. The
-// call must be refused and the log late, as with CloseSummary there.
-func TestCloseQuietBetweenCheckAndChunk(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		call func(*Log) bool
-	}{
-		{"failure", func(l *Log) bool { return l.Append(entry(1)) }},
-		{"Storm", func(l *Log) bool { return l.AddStorm(wire.KnownFigures(wire.One), true) }},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var l Log
-			require.True(t, l.Append(ok(0)))
-			quiet := false
-			_testHookTake = func(hooked *Log) {
-				if hooked == &l {
-					quiet = l.CloseQuiet()
-				}
-			}
-			defer func() { _testHookTake = nil }()
-			assert.False(t, tt.call(&l), "refused: the log closed quietly first")
-			assert.True(t, quiet, "no chunk yet when it closed")
-			assert.True(t, l.Late(), "a call came after the close")
-			sum := l.CloseSummary()
-			assert.Equal(t, Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})}, handedOver(sum),
-				"CloseSummary after it: the quiet summary of the call before the close")
-			sum.Release()
-			l.Release()
-		})
-	}
-}
-
 // TestCloseQuietRacesAFailure: CloseQuiet and a failure from another
 // goroutine, many times over. Either the close was quiet and the failure
 // refused (the log late), or the failure was kept and the close was not
@@ -464,10 +431,12 @@ func TestCloseQuietRacesAFailure(t *testing.T) {
 	assert.Equal(t, 2000, quiets+kepts)
 }
 
-// CloseSummary in the narrowest window: a failure or a Storm found the
-// log open and is about to give it a chunk when the log closes quietly. The
-// call must be refused, and the log late.
+// A close in the narrowest window: a failure or a Storm found the log
+// open and is about to give it a chunk when the log closes, with
+// CloseSummary or CloseQuiet, and finds no chunk. The call must be
+// refused, and the log late.
 func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
+	quietSum := Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})}
 	for _, tt := range []struct {
 		name string
 		call func(*Log) bool
@@ -475,24 +444,39 @@ func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 		{"failure", func(l *Log) bool { return l.Append(entry(1)) }},
 		{"Storm", func(l *Log) bool { return l.AddStorm(wire.KnownFigures(wire.One), true) }},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var l Log
-			require.True(t, l.Append(ok(0)))
-			var sum Summary
-			_testHookTake = func(hooked *Log) {
-				if hooked == &l {
-					sum = l.CloseSummary()
+		for _, closer := range []string{"CloseSummary", "CloseQuiet"} {
+			t.Run(tt.name+"/"+closer, func(t *testing.T) {
+				var l Log
+				require.True(t, l.Append(ok(0)))
+				var sum Summary
+				quiet := false
+				_testHookTake = func(hooked *Log) {
+					if hooked != &l {
+						return
+					}
+					if closer == "CloseQuiet" {
+						quiet = l.CloseQuiet()
+					} else {
+						sum = l.CloseSummary()
+					}
 				}
-			}
-			defer func() { _testHookTake = nil }()
-			assert.False(t, tt.call(&l), "refused: the log closed quietly first")
-			assert.Equal(t, Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})}, sum,
-				"no chunk yet when it closed")
-			assert.True(t, l.Late(), "a call came after Close")
-			assert.False(t, l.StormAdded())
-			assert.Empty(t, l.Close(nil))
-			l.Release()
-		})
+				defer func() { _testHookTake = nil }()
+				assert.False(t, tt.call(&l), "refused: the log closed quietly first")
+				if closer == "CloseQuiet" {
+					assert.True(t, quiet, "no chunk yet when it closed")
+					// CloseSummary after it: the quiet summary of the
+					// call before the close.
+					sum = l.CloseSummary()
+					defer sum.Release()
+					sum = handedOver(sum)
+				}
+				assert.Equal(t, quietSum, sum, "no chunk yet when it closed")
+				assert.True(t, l.Late(), "a call came after Close")
+				assert.False(t, l.StormAdded())
+				assert.Empty(t, l.Close(nil))
+				l.Release()
+			})
+		}
 	}
 }
 
