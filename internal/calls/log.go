@@ -202,9 +202,10 @@ func (l *Log) takeOpen() (*chunk, bool) {
 
 // Test hooks, nil but in tests. _testHookTake runs where a failure or
 // Storm, its log found open, is about to give it a chunk; _testHookClose
-// where CloseSummary is about to close the log.
+// where CloseSummary is about to close the log; _testHookQuiet where
+// CloseQuiet found no chunk and is about to close the log.
 // Tests make the other side of the race there.
-var _testHookTake, _testHookClose func(*Log)
+var _testHookTake, _testHookClose, _testHookQuiet func(*Log)
 
 // lateIfClosed reports whether l is closed, and if it is, marks it late: a
 // call came after Close.
@@ -426,6 +427,9 @@ func (l *Log) CloseQuiet() bool {
 		s := l.state.Load()
 		if s&_chunked != 0 {
 			return false
+		}
+		if _testHookQuiet != nil {
+			_testHookQuiet(l)
 		}
 		if l.state.CompareAndSwap(s, s|_closed) {
 			return true

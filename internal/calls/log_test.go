@@ -2,6 +2,7 @@ package calls
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -393,42 +394,73 @@ func TestCloseQuiet(t *testing.T) {
 	}
 }
 
-// TestCloseQuietRacesAFailure: CloseQuiet and a failure from another
-// goroutine, many times over. Either the close was quiet and the failure
-// refused (the log late), or the failure was kept and the close was not
-// quiet: CloseSummary then hands it over. Never a quiet close with the
-// failure taken, nor a failure lost.
+// TestCloseQuietRacesAFailure: a failure taken after CloseQuiet found no
+// chunk and before it closed the log (the hook) makes the close fail: not
+// quiet, the log left open, CloseSummary hands the failure over. Then the
+// two from two goroutines, released together, many times over, for the
+// race detector and for whichever order they meet in: either the close
+// was quiet and the failure refused (the log late), or the failure was
+// kept and the close was not quiet. Never a quiet close with the failure
+// taken, nor a failure lost.
 func TestCloseQuietRacesAFailure(t *testing.T) {
-	quiets, kepts := 0, 0
-	for i := range 2000 {
+	t.Run("between check and close", func(t *testing.T) {
 		var l Log
 		require.True(t, l.Append(ok(0)))
-		start := make(chan struct{})
-		took := make(chan bool)
-		go func() {
-			<-start
-			took <- l.Append(entry(i))
-		}()
-		close(start)
-		quiet := l.CloseQuiet()
-		kept := <-took
-		if quiet {
-			quiets++
-			require.False(t, kept, "run %d: a failure taken by a log closed quietly", i)
-			require.True(t, l.Late(), "run %d: the refused failure makes the log late", i)
-			require.Empty(t, l.Close(nil), "run %d", i)
-		} else {
-			kepts++
-			require.True(t, kept, "run %d: not quiet, but no failure taken", i)
-			sum := l.CloseSummary()
-			require.Equal(t, []Entry{entry(i)}, sum.Failures, "run %d: the failure handed over", i)
-			require.False(t, l.Late(), "run %d", i)
-			sum.Release()
+		took := false
+		_testHookQuiet = func(hooked *Log) {
+			if hooked == &l && !took {
+				took = l.Append(entry(1))
+			}
 		}
+		defer func() { _testHookQuiet = nil }()
+		assert.False(t, l.CloseQuiet(), "a failure came before the close: not quiet")
+		require.True(t, took, "the log was open")
+		assert.False(t, l.Late())
+		sum := l.CloseSummary()
+		assert.Equal(t, []Entry{entry(1)}, sum.Failures, "the failure handed over")
+		assert.Equal(t, Counts{Stored: 1, NotFailed: 1}, sum.Counts)
+		sum.Release()
 		l.Release()
-	}
-	t.Logf("quiet closes %d, failures kept %d", quiets, kepts)
-	assert.Equal(t, 2000, quiets+kepts)
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		quiets, kepts := 0, 0
+		for i := range 2000 {
+			var l Log
+			require.True(t, l.Append(ok(0)))
+			var ready, start atomic.Bool
+			took := make(chan bool)
+			go func() {
+				ready.Store(true)
+				for n := 0; !start.Load(); n++ {
+					if n > 1000 { // one core, or a busy machine
+						runtime.Gosched()
+					}
+				}
+				took <- l.Append(entry(i))
+			}()
+			for !ready.Load() {
+				runtime.Gosched()
+			}
+			start.Store(true)
+			quiet := l.CloseQuiet()
+			kept := <-took
+			if quiet {
+				quiets++
+				require.False(t, kept, "run %d: a failure taken by a log closed quietly", i)
+				require.True(t, l.Late(), "run %d: the refused failure makes the log late", i)
+				require.Empty(t, l.Close(nil), "run %d", i)
+			} else {
+				kepts++
+				require.True(t, kept, "run %d: not quiet, but no failure taken", i)
+				sum := l.CloseSummary()
+				require.Equal(t, []Entry{entry(i)}, sum.Failures, "run %d: the failure handed over", i)
+				require.False(t, l.Late(), "run %d", i)
+				sum.Release()
+			}
+			l.Release()
+		}
+		t.Logf("quiet closes %d, failures kept %d", quiets, kepts)
+	})
 }
 
 // A close in the narrowest window: a failure or a Storm found the log
@@ -466,9 +498,9 @@ func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 					assert.True(t, quiet, "no chunk yet when it closed")
 					// CloseSummary after it: the quiet summary of the
 					// call before the close.
-					sum = l.CloseSummary()
-					defer sum.Release()
-					sum = handedOver(sum)
+					closed := l.CloseSummary()
+					defer closed.Release()
+					sum = handedOver(closed)
 				}
 				assert.Equal(t, quietSum, sum, "no chunk yet when it closed")
 				assert.True(t, l.Late(), "a call came after Close")
