@@ -23,7 +23,7 @@ const _overloadNil = 1e-3
 // overload is the limit on one callee's attempts in flight. It is safe for
 // concurrent use. On a callee that shows no overload an attempt costs two
 // atomic additions (the count in flight, which the first cut halves) and
-// four loads.
+// four loads, two more when it asks refuses first (SendFirst).
 type overload struct {
 	disabled  bool
 	min, max  float64

@@ -169,8 +169,9 @@ func TestOverloadDisabled(t *testing.T) {
 }
 
 // TestOverloadRefusesAsAdmit: refuses answers what admit would, without
-// taking a slot, on an edge with no overload, one cut to its floor with
-// its slot free and taken, and one disabled.
+// taking a slot, on an edge with no overload (with no attempt in flight,
+// and with its limit's worth), one cut to its floor with its slot free
+// and taken, and one disabled.
 func TestOverloadRefusesAsAdmit(t *testing.T) {
 	check := func(t *testing.T, o *overload, want bool) {
 		t.Helper()
@@ -186,6 +187,13 @@ func TestOverloadRefusesAsAdmit(t *testing.T) {
 	}
 	t.Run("no overload", func(t *testing.T) {
 		check(t, newTestOverload(), false)
+	})
+	t.Run("at the limit, no overload", func(t *testing.T) {
+		// The count alone holds nothing back: only an overloaded edge
+		// is limited.
+		o := newTestOverload()
+		o.inflight.Store(int64(o.Limit()))
+		check(t, o, false)
 	})
 	t.Run("at the floor", func(t *testing.T) {
 		o := newTestOverload()
