@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func (o *scripted) Call(_ context.Context, req *transport.Request) (*transport.R
 	for i := 0; i+1 < len(a.headers); i += 2 {
 		h = h.With(a.headers[i], a.headers[i+1])
 	}
-	res := &transport.Response{Headers: h, Body: io.NopCloser(strings.NewReader("answer"))}
+	res := &transport.Response{Headers: h, Body: io.NopCloser(strings.NewReader(fmt.Sprint("answer ", len(o.attempts))))}
 	switch {
 	case a.app:
 		code := yarpcerrors.CodeInvalidArgument
@@ -114,8 +115,11 @@ func TestSteadyPathAsChain(t *testing.T) {
 		{name: "observe mode", cfg: func() retry.Config { c := policy(nil); c.Mode = retry.ModeObserve; return c }(), answers: []answer{claimed, {}}},
 	}
 	type run struct {
-		res      string
+		res      string // the body of the response the caller got
+		app      bool   // whether it was an application error
+		headers  map[string]string
 		err      error
+		budget   [2]int64 // the callee's retry budget: requests, retries
 		bodies   []string
 		attempts []string
 		entries  []calls.Entry
@@ -149,10 +153,18 @@ func TestSteadyPathAsChain(t *testing.T) {
 		}
 		var got run
 		got.err = err
-		if res != nil && res.Body != nil {
-			b, rerr := io.ReadAll(res.Body)
-			require.NoError(t, rerr)
-			got.res = string(b)
+		if res != nil {
+			got.app, got.headers = res.ApplicationError, res.Headers.OriginalItems()
+			if res.Body != nil {
+				b, rerr := io.ReadAll(res.Body)
+				require.NoError(t, rerr)
+				got.res = string(b)
+			}
+		}
+		for _, b := range r.Budgets() {
+			if b.Callee == "payments" {
+				got.budget = [2]int64{b.Requests, b.Retries}
+			}
 		}
 		got.bodies, got.attempts = out.bodies, out.attempts
 		sum := log.Egress.CloseSummary()
@@ -172,6 +184,9 @@ func TestSteadyPathAsChain(t *testing.T) {
 			chain := call(t, tt.cfg, tt.body, tt.answers, false)
 			direct := call(t, tt.cfg, tt.body, tt.answers, true)
 			assert.Equal(t, chain.res, direct.res, "response")
+			assert.Equal(t, chain.app, direct.app, "application error")
+			assert.Equal(t, chain.headers, direct.headers, "response headers")
+			assert.Equal(t, chain.budget, direct.budget, "retry budget: requests, retries")
 			assert.Equal(t, chain.err, direct.err, "error")
 			assert.Equal(t, chain.bodies, direct.bodies, "bodies sent")
 			assert.Equal(t, chain.attempts, direct.attempts, "attempt headers sent")
@@ -181,6 +196,9 @@ func TestSteadyPathAsChain(t *testing.T) {
 			assert.Equal(t, chain.counters, direct.counters, "metrics")
 			assert.Equal(t, chain.hot, direct.hot, "in an incident")
 			assert.NotEmpty(t, chain.counters, "the metrics were read")
+			if len(tt.cfg.Policies) > 0 {
+				assert.Positive(t, chain.budget[0], "the budget was read")
+			}
 		})
 	}
 }
