@@ -171,9 +171,29 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	}
 	s.Count++
 	s.Shed = false
-	res, err := out.Call(ctx, req)
+	res, err := callHeld(ctx, req, out, c, adm)
 	code, class := wire.CallResult(res, err, a.m.hdr.Code)
 	return a.m.attempted(c, adm, res, err, code, class, state)
+}
+
+// callHeld sends req through out, the attempt holding adm, a slot of c's
+// overload limit (c nil: none), and gives the slot back, with no outcome,
+// when out panics: yarpc recovers a handler's panic further out and
+// serves on, and a slot kept would hold one of the limit's places for
+// good.
+func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission) (*transport.Response, error) {
+	if c == nil {
+		return out.Call(ctx, req)
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			c.overload.abandon(adm)
+		}
+	}()
+	res, err := out.Call(ctx, req)
+	ended = true
+	return res, err
 }
 
 // attempted records in state the physical attempt that returned res and

@@ -72,7 +72,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		// Call builds them, even if the transport changed it.
 		f.orig = *req
 	}
-	res, err := out.Call(ctx, req)
+	res, err := callHeld(ctx, req, out, f.c, f.adm)
 	f.code, f.class = wire.CallResult(res, err, m.hdr.Code)
 	if f.class == ownership.ClassOK && (res == nil || !hasHeader(res.Headers, m.hdr.Storm)) {
 		// Storm One: the innermost step would fold it and record nothing

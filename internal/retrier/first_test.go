@@ -276,6 +276,37 @@ func TestSendFirstHeldBack(t *testing.T) {
 	assert.Zero(t, counters(r.scope)["retry.calls+callee=callee"], "calls counted")
 }
 
+// TestTransportPanicGivesTheSlotBack: an attempt whose transport panics
+// gives its overload slot back as the panic goes on up (yarpc recovers
+// it above the handler), through SendFirst and through Call alike, so
+// that no slot of the callee's limit is kept for good.
+func TestTransportPanicGivesTheSlotBack(t *testing.T) {
+	cfg := retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}}}
+	panics := func(context.Context) (*transport.Response, error) { panic("transport panicked") }
+	request := func() *transport.Request {
+		return &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader([]byte("x")), BodySize: 1}
+	}
+	for name, send := range map[string]func(t *testing.T, r firstRun){
+		"SendFirst": func(t *testing.T, r firstRun) {
+			var f First
+			_, sent, _, _ := r.m.SendFirst(context.Background(), request(), r.out, &f)
+			t.Errorf("SendFirst returned (sent %v)", sent)
+		},
+		"Call": func(t *testing.T, r firstRun) {
+			_, err := r.m.Call(context.Background(), request(), &reqlog.Sink{Out: r.out, Direct: true})
+			t.Errorf("Call returned (%v)", err)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newFirstRun(t, cfg, []step{panics})
+			assert.PanicsWithValue(t, "transport panicked", func() { send(t, r) })
+			c := r.m.callees["callee"]
+			assert.Zero(t, c.overload.inflight.Load(), "attempts in flight")
+			assert.Len(t, r.out.requests(), 1, "the attempt was sent")
+		})
+	}
+}
+
 // TestContinueRetriesTheRequestAsGiven: a transport that changes the
 // request during the first attempt changes none of the retries, as with
 // Call, which builds them from the request as the caller gave it.

@@ -74,6 +74,16 @@ func (o *overload) admit() (admission, bool) {
 	return admission{round: o.round.Load()}, true
 }
 
+// abandon gives back the slot of attempt a, which ended with no outcome
+// to judge it by: its transport panicked. The limit and the share stay as
+// they were.
+func (o *overload) abandon(a admission) {
+	if o.disabled || a.unheld {
+		return
+	}
+	o.inflight.Add(-1)
+}
+
 // refuses reports whether admit would refuse an attempt now, without
 // taking a slot: a caller that sends a refused attempt down another path,
 // whose admit then refuses it, asks first, so that the attempt does not
