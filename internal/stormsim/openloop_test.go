@@ -20,15 +20,22 @@ func TestRunOpenLoop(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.transport+"/"+string(tt.policy), func(t *testing.T) {
-			o := Options{Topology: shortCapacity(), Policy: tt.policy, Attempts: 2, Budget: 0.1, Requests: 1, Seed: 5, Timeout: time.Second, Bin: 100 * time.Millisecond, Transport: tt.transport}
+			// C at a quarter of its capacity before the trigger: at half
+			// of it, a loaded machine running the race detector slowed
+			// the hops enough that B's calls timed out and retried, and
+			// the naive mesh fell into its storm before the trigger.
+			top := shortCapacity()
+			top.Rate = 100
+			o := Options{Topology: top, Policy: tt.policy, Attempts: 2, Budget: 0.1, Requests: 1, Seed: 5, Timeout: time.Second, Bin: 100 * time.Millisecond, Transport: tt.transport}
 			res, err := Run(context.Background(), o)
 			require.NoError(t, err)
 			tl := res.Timeline
 			require.NotNil(t, tl)
+			t.Logf("goodput per bin: %v; max lag %.1fms", tl.Goodput, tl.MaxLagMS)
 
 			// The schedule is the seed's; every bin of the load has
 			// requests, and every request an outcome.
-			assert.Equal(t, len(arrivals(200, 3*time.Second, 5)), res.Requests)
+			assert.Equal(t, len(arrivals(100, 3*time.Second, 5)), res.Requests)
 			require.Len(t, tl.Sent, 30)
 			sent, outcomes := 0, 0
 			for b, n := range tl.Sent {
@@ -44,8 +51,19 @@ func TestRunOpenLoop(t *testing.T) {
 
 			s := tl.Summary
 			assert.Equal(t, []any{"C", 1.0, 2.0}, []any{s.Constrained, s.TriggerFromS, s.TriggerToS})
-			assert.Greater(t, s.GoodputBefore, 0.9, "C at half its capacity before the trigger")
-			assert.Less(t, s.GoodputDuring, 0.5, "C at a fifth of the load during it")
+			over := func(from, to int) (good, sent int) { // bins [from, to)
+				for b := from; b < to; b++ {
+					good, sent = good+tl.Good[b], sent+tl.Sent[b]
+				}
+				return good, sent
+			}
+			good, sentBefore := over(0, 10)
+			assert.InDelta(t, float64(good)/float64(sentBefore), s.GoodputBefore, 1e-9, "goodput before the trigger: its bins'")
+			// Judged up to 0.8s: a request sent in the last bins before
+			// the trigger may reach C after it slowed.
+			good, sent = over(0, 8)
+			assert.Greater(t, float64(good)/float64(sent), 0.9, "C at a quarter of its capacity before the trigger")
+			assert.Less(t, s.GoodputDuring, 0.5, "C able to serve 40% of the load during it")
 			assert.Equal(t, []TriggerWindow{{Node: "C", Kind: TriggerSlow, FromS: 1, ToS: 2, Factor: 10}}, tl.Triggers)
 
 			// C's series: its queue bounded by 50, and full at some point.
@@ -57,9 +75,14 @@ func TestRunOpenLoop(t *testing.T) {
 			assert.Equal(t, res.Node("C").Served, c.TotalArrivals)
 			assert.Equal(t, c.TotalArrivals, s.Arrivals)
 			assert.InDelta(t, float64(s.Arrivals)/float64(res.Requests), s.ArrivalsPerOffered, 1e-9)
+			// Before the trigger C gets each root request once, in the
+			// bin it was sent in or, delayed in the mesh, a later one.
+			var arrived int64
 			for b := range 10 {
-				assert.Positive(t, c.Arrivals[b], "bin %d", b)
+				arrived += c.Arrivals[b]
 			}
+			assert.GreaterOrEqual(t, float64(arrived), 0.8*float64(sentBefore), "C's arrivals before the trigger")
+			assert.LessOrEqual(t, arrived, 2*int64(sentBefore), "at most an attempt and a retry each")
 			assert.Positive(t, maxOf(tl.Retries), "the hops retried C's timeouts")
 			assert.Positive(t, tl.Summary.Refused["code"], "resource-exhausted is not retried (refused: code)")
 			if tt.policy == PolicyOwnership {
