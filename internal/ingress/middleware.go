@@ -255,7 +255,17 @@ func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 // figures are those of its calls, one request each. When it reports
 // false the log may be closed, quiet: close still returns its Summary.
 func (m *Middleware) quiet(log *reqlog.Log, orphans uint64) bool {
-	return log.Egress.CloseQuiet() && !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late()
+	return log.Egress.CloseQuiet() && m.figuresKnown(log, orphans)
+}
+
+// figuresKnown reports whether the request's storm figures are those its
+// egress log summed, orphans being the orphans' mark taken as the request
+// began. A call made with a fresh context that failed or retried may be
+// this request's; a call still under way is not counted yet, nor one that
+// ended after the log closed (asked after the calls under way: a call
+// ends after its refusal).
+func (m *Middleware) figuresKnown(log *reqlog.Log, orphans uint64) bool {
+	return !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late()
 }
 
 // classify returns how the handler ended, given its error err and what it
@@ -276,11 +286,7 @@ func (m *Middleware) classify(err error, rw *writer, log *reqlog.Log) outcome {
 // summed them, or unknown when the calls it could not see may count,
 // orphans being the orphans' mark taken as the request began.
 func (m *Middleware) stormFigures(f wire.Figures, log *reqlog.Log, orphans uint64) wire.Figures {
-	// A call made with a fresh context that failed or retried may be
-	// this request's; a call still under way is not counted yet, nor one
-	// that ended after the log closed (asked after the calls under way: a
-	// call ends after its refusal).
-	if f.Known && !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late() {
+	if f.Known && m.figuresKnown(log, orphans) {
 		return f
 	}
 	return wire.Figures{}

@@ -56,10 +56,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 			}
 		}
 		// Call sheds a call the limit holds back, or lets it go in
-		// observe mode: asked first, its slot is taken once, there.
-		if c.overload.refuses() {
-			return nil, false, false, nil
-		}
+		// observe mode; refused here, it took no slot.
 		var ok bool
 		if f.adm, ok = c.overload.admit(); !ok {
 			return nil, false, false, nil

@@ -21,9 +21,9 @@ const _overloadHalfLife = time.Second
 const _overloadNil = 1e-3
 
 // overload is the limit on one callee's attempts in flight. It is safe for
-// concurrent use. On a callee that shows no overload an attempt costs two
-// atomic additions (the count in flight, which the first cut halves) and
-// four loads, two more when it asks refuses first (SendFirst).
+// concurrent use. On a callee that shows no overload an attempt costs a
+// compare-and-swap and an atomic addition (the count in flight, which the
+// first cut halves) and five loads.
 type overload struct {
 	disabled  bool
 	min, max  float64
@@ -62,16 +62,23 @@ func (o *overload) unheld() admission {
 }
 
 // admit takes a slot for one attempt and returns it, or false when the
-// limit is reached: the attempt must not be sent.
+// limit is reached: the attempt must not be sent. A refused attempt takes
+// no slot, not even for a moment, so a concurrent attempt never finds the
+// count one too high, and a caller that sends a refused attempt down
+// another path (SendFirst, then Call's shedding) costs the count nothing.
 func (o *overload) admit() (admission, bool) {
 	if o.disabled {
 		return admission{}, true
 	}
-	if n := o.inflight.Add(1); float64(n) > o.Limit() && o.Overloaded() {
-		o.inflight.Add(-1)
-		return admission{}, false
+	for {
+		n := o.inflight.Load()
+		if float64(n+1) > o.Limit() && o.Overloaded() {
+			return admission{}, false
+		}
+		if o.inflight.CompareAndSwap(n, n+1) {
+			return admission{round: o.round.Load()}, true
+		}
 	}
-	return admission{round: o.round.Load()}, true
 }
 
 // abandon gives back the slot of attempt a, which ended with no outcome
@@ -82,16 +89,6 @@ func (o *overload) abandon(a admission) {
 		return
 	}
 	o.inflight.Add(-1)
-}
-
-// refuses reports whether admit would refuse an attempt now, without
-// taking a slot: a caller that sends a refused attempt down another path,
-// whose admit then refuses it, asks first, so that the attempt does not
-// take a slot and give it back twice (each a moment in which a
-// concurrent attempt finds the count one too high). Between the two an
-// attempt may end or start: admit's answer stands.
-func (o *overload) refuses() bool {
-	return !o.disabled && float64(o.inflight.Load()+1) > o.Limit() && o.Overloaded()
 }
 
 // done gives back the slot of attempt a, which ended overloaded or not.
