@@ -98,6 +98,31 @@ func (ts *traces) spans(service string, kind trace.SpanKind) []sdktrace.ReadOnly
 	return out
 }
 
+// await waits, up to 10s, until each service of want has ended as many
+// server spans as want says, or more. A transport may end a server span
+// after its response went out (tchannel-go ends it once the response's
+// last frame is flushed), so a caller can hold the reply before the
+// spans of the services below it have ended. It fails nothing itself:
+// the assertions after it do, naming what is missing.
+func (ts *traces) await(want map[string]int) {
+	ts.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if ts.serverSpansEnded(want) {
+			return
+		}
+	}
+	ts.t.Logf("server spans ended after 10s, want at least %v: not all", want)
+}
+
+func (ts *traces) serverSpansEnded(want map[string]int) bool {
+	for service, n := range want {
+		if len(ts.spans(service, trace.SpanKindServer)) < n {
+			return false
+		}
+	}
+	return true
+}
+
 // errownEvents returns the errown events of every recorded span, as
 // "service kind event reason callee", sorted.
 func (ts *traces) errownEvents() []string {
@@ -232,6 +257,10 @@ func (ts *traces) assertNoRefusalErrors(failedClients ...string) {
 	}
 }
 
+// _serverSpans is how many server spans each service ends per request
+// of the A→B→C→D chain, D failing: D serves C's attempt and its retry.
+var _serverSpans = map[string]int{_a: 1, _b: 1, _c: 1, _d: 2}
+
 func TestTraceOfAFailedRequest(t *testing.T) {
 	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
@@ -261,6 +290,7 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 			reply := mesh.Call(callCtx(t), _a, nil)
 			require.Equal(t, yarpcerrors.CodeUnavailable, reply.Code(), "onset: reply's code (claim %q)", reply.Claim)
 			require.Equal(t, _unclaimed, reply.Claim, "onset: reply's claim (code %v)", reply.Code())
+			ts.await(_serverSpans)
 			assert.Equal(t, want, ts.errownEvents(), "onset: errown's events")
 			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 			ts.assertServerTags(_c, with(below, _onsetStormC))
@@ -275,6 +305,7 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 			reply = mesh.Call(callCtx(t), _a, nil)
 			require.Equal(t, yarpcerrors.CodeUnavailable, reply.Code(), "reply's code (claim %q)", reply.Claim)
 			require.Equal(t, _unclaimed, reply.Claim, "reply's claim (code %v)", reply.Code())
+			ts.await(_serverSpans)
 			assert.Equal(t, want, ts.errownEvents(), "errown's events")
 			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 			ts.assertServerTags(_c, below)
@@ -375,6 +406,7 @@ func TestTraceMixedChain(t *testing.T) {
 	// tapped edges (B→C, C→D) to attempts.
 	check := func(name string, view *traces, stormB, stormC map[string]string, attempts []string) {
 		t.Helper()
+		view.await(_serverSpans)
 		assert.Equal(t, want, view.errownEvents(), "%s: errown's events", name)
 		view.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
 		view.assertServerTags(_c, with(below, stormC))
