@@ -119,7 +119,17 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		return m.untrackedCall(ctx, req, out, step)
 	}
 	log.CallStarted()
-	defer log.CallEnded()
+	// c is the pooled call the request takes, if it takes one. One
+	// deferred function releases it and ends the call: with a defer in
+	// each branch the compiler could not open-code them (defers times
+	// returns above 15), and each call paid for a defer record.
+	var c *call
+	defer func() {
+		if c != nil {
+			m.release(c)
+		}
+		log.CallEnded()
+	}()
 	edge := ownership.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure}
 	if prev, ok := log.Egress.Last(edge); ok && prev.Claim == ownership.ClaimUnclaimed {
 		if res, err, refused := m.repeat(log, prev); refused {
@@ -130,7 +140,6 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	// incident (its caller procedure's, or the one above it marked) is
 	// marked, so that its callee sends its figures and is no root.
 	var (
-		c     *call
 		res   *transport.Response
 		state *reqlog.CallState
 		err   error
@@ -138,7 +147,6 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	switch {
 	case log.Marked() || m.incidents.hot(log.Procedure):
 		c = m.mark(req)
-		defer m.release(c)
 		res, state, err = m.send(ctx, c, out, step)
 	case step != nil && m.retry != nil:
 		// The steady state on the direct path: the first attempt goes
@@ -154,7 +162,6 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 			return r, e
 		}
 		c = m.bare(req)
-		defer m.release(c)
 		if sent {
 			c.sink.Out, c.sink.Direct = out, true
 			res, err = m.retry.Continue(ctx, c.out, &c.sink, &f)
@@ -165,7 +172,6 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	default:
 		c = m.bare(req)
 		log.SetUnmarkedCall()
-		defer m.release(c)
 		res, state, err = m.send(ctx, c, out, step)
 	}
 
