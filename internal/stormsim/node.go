@@ -376,7 +376,8 @@ func (r *retryRecorder) attempt(ctx context.Context, e, attempt int) func(*trans
 		return func(*transport.Response, error) {}
 	}
 	start := time.Now()
-	return func(res *transport.Response, err error) { r.tracer.record(e, attempt, start, res, err) }
+	deadline, _ := ctx.Deadline()
+	return func(res *transport.Response, err error) { r.tracer.record(e, attempt, start, deadline, res, err) }
 }
 
 // attemptTimer is the per-attempt timeout of a retry library that knows

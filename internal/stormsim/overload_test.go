@@ -136,8 +136,11 @@ func TestAnalyzeMeasuredOnly(t *testing.T) {
 }
 
 func TestRunHang(t *testing.T) {
+	// A 100ms attempt timeout: under the race detector on a loaded
+	// machine an attempt of 20ms could time out before B's handler saw it.
+	const timeout = 100 * time.Millisecond
 	hard := &Topology{Name: "hang", Nodes: []Node{
-		{Name: "A", Calls: []Call{{To: "B", AttemptTimeout: 20 * time.Millisecond}}},
+		{Name: "A", Calls: []Call{{To: "B", AttemptTimeout: timeout}}},
 		{Name: "B", Hang: true},
 	}}
 	soft := hard.Clone()
@@ -160,7 +163,16 @@ func TestRunHang(t *testing.T) {
 			require.Len(t, res.Trace, 2)
 			for i, e := range res.Trace {
 				assert.Equal(t, []any{"A→B", i + 1, "deadline-exceeded"}, []any{e.Edge, e.Attempt, e.Code})
-				assert.GreaterOrEqual(t, e.EndMS-e.StartMS, 19.0, "an attempt lasts its timeout")
+				// It lasts its timeout: it ended at its deadline or after,
+				// and that deadline was its timeout's, not the
+				// request's second. Timed from StartMS it may last less
+				// on a loaded machine: the deadline was set above the
+				// middleware that takes StartMS. B's copy of the deadline
+				// (the TTL header, whole milliseconds) may fall up to 1ms
+				// earlier, and B's answer end the attempt then.
+				assert.GreaterOrEqual(t, e.EndMS, e.DeadlineMS-1, "an attempt lasts its timeout: %+v", e)
+				assert.Positive(t, e.DeadlineMS, "the attempt's deadline: %+v", e)
+				assert.LessOrEqual(t, e.DeadlineMS-e.StartMS, float64(timeout.Milliseconds()), "the attempt's deadline is its timeout's: %+v", e)
 			}
 			assert.GreaterOrEqual(t, res.Trace[1].StartMS, res.Trace[0].EndMS-1, "the retry follows the first attempt")
 		})

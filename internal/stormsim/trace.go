@@ -26,6 +26,13 @@ type TraceEvent struct {
 	// sent.
 	StartMS float64 `json:"startMs"`
 	EndMS   float64 `json:"endMs"`
+	// DeadlineMS is when the attempt's context was to expire, on the same
+	// clock: its per-attempt timeout or its request's deadline, whichever
+	// came first; 0 when it had none. The deadline is set before the
+	// attempt reaches the innermost middleware, so an attempt timed out
+	// ends at DeadlineMS or after it, and on a loaded machine may last
+	// less than its timeout from StartMS.
+	DeadlineMS float64 `json:"deadlineMs,omitempty"`
 	// Code is the attempt's outcome: "ok", or the code of its error
 	// (deadline-exceeded for an attempt timed out by its caller).
 	Code string `json:"code"`
@@ -65,6 +72,7 @@ type traceEvent struct {
 	edge       int
 	attempt    int
 	start, end time.Time
+	deadline   time.Time // zero: none
 	code       yarpcerrors.Code
 	ok         bool
 	claim      string
@@ -91,8 +99,8 @@ func (t *tracer) start(root int64) {
 }
 
 // record notes one attempt on edge e.
-func (t *tracer) record(e, attempt int, start time.Time, res *transport.Response, err error) {
-	ev := traceEvent{edge: e, attempt: attempt, start: start, end: time.Now(), ok: err == nil}
+func (t *tracer) record(e, attempt int, start, deadline time.Time, res *transport.Response, err error) {
+	ev := traceEvent{edge: e, attempt: attempt, start: start, end: time.Now(), deadline: deadline, ok: err == nil}
 	if err != nil {
 		ev.code = yarpcerrors.FromError(err).Code()
 		if res != nil {
@@ -123,6 +131,9 @@ func (t *tracer) trace(g *graph) []TraceEvent {
 			code = e.code.String()
 		}
 		out[i] = TraceEvent{Edge: g.edgeName(e.edge), Attempt: e.attempt, StartMS: ms(e.start), EndMS: ms(e.end), Code: code, Claim: e.claim}
+		if !e.deadline.IsZero() {
+			out[i].DeadlineMS = ms(e.deadline)
+		}
 	}
 	return out
 }
