@@ -40,6 +40,22 @@ func recoveryTopology() *stormsim.Topology {
 // caller (B) cuts its attempts in flight to C and stops retrying C's
 // timeouts, so that C's queue stays short and the root's goodput is back
 // (at least 95% for 2s) within 1s of the drop's end.
+// The bounds errown's arm is held to: goodput before the drop at least
+// _healthyBefore, recovered within _recoveryWithin of the drop's end, C's
+// arrivals at most _maxArrivals times its offered load.
+const (
+	_healthyBefore  = 0.95
+	_recoveryWithin = time.Second
+	_maxArrivals    = 1.1
+)
+
+// meetsBounds reports whether s meets every bound errown's arm is held
+// to (a NaN goodput meets none).
+func meetsBounds(s stormsim.Summary) bool {
+	after, recovered := s.Recovered()
+	return s.GoodputBefore >= _healthyBefore && recovered && after <= _recoveryWithin && s.ArrivalsPerOffered <= _maxArrivals
+}
+
 func TestRecoveryAfterACapacityDrop(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -78,8 +94,7 @@ func TestRecoveryAfterACapacityDrop(t *testing.T) {
 				// the first that meets every bound; a mesh that does not
 				// recover fails all three.
 				for range 2 {
-					after, recovered := s.Recovered()
-					if s.GoodputBefore >= 0.95 && recovered && after <= time.Second && s.ArrivalsPerOffered <= 1.1 {
+					if meetsBounds(s) {
 						break
 					}
 					s = run()
@@ -87,14 +102,14 @@ func TestRecoveryAfterACapacityDrop(t *testing.T) {
 				// Every hop retrying can tip over before the drop on a
 				// starved machine: that arm only has to stay down.
 				// (Written out, not GreaterOrEqual: a NaN goodput passed before.)
-				assert.False(t, s.GoodputBefore < 0.95, "goodput before the drop %.3f, want at least 0.95: the mesh was not healthy to begin with", s.GoodputBefore)
+				assert.False(t, s.GoodputBefore < _healthyBefore, "goodput before the drop %.3f, want at least %v: the mesh was not healthy to begin with", s.GoodputBefore, _healthyBefore)
 			}
 			after, recovered := s.Recovered()
 			if assert.Equal(t, tt.wantRecovered, recovered, "recovered (after %v)", after) && recovered {
-				assert.LessOrEqual(t, after, time.Second, "recovered after the drop's end, want within 1s")
+				assert.LessOrEqual(t, after, _recoveryWithin, "recovered after the drop's end, want within %v", _recoveryWithin)
 			}
 			if tt.wantRecovered {
-				assert.LessOrEqual(t, s.ArrivalsPerOffered, 1.1, "C's arrivals × its offered load, want at most 1.1")
+				assert.LessOrEqual(t, s.ArrivalsPerOffered, _maxArrivals, "C's arrivals × its offered load, want at most %v", _maxArrivals)
 			}
 		})
 	}
