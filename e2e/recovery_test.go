@@ -101,8 +101,9 @@ func TestRecoveryAfterACapacityDrop(t *testing.T) {
 				}
 				// Every hop retrying can tip over before the drop on a
 				// starved machine: that arm only has to stay down.
-				// (Written out, not GreaterOrEqual: a NaN goodput passed before.)
-				assert.False(t, s.GoodputBefore < _healthyBefore, "goodput before the drop %.3f, want at least %v: the mesh was not healthy to begin with", s.GoodputBefore, _healthyBefore)
+				// (Written out as >=, which a NaN goodput fails; the
+				// negated < it replaced passed one.)
+				assert.True(t, s.GoodputBefore >= _healthyBefore, "goodput before the drop %.3f, want at least %v: the mesh was not healthy to begin with", s.GoodputBefore, _healthyBefore)
 			}
 			after, recovered := s.Recovered()
 			if assert.Equal(t, tt.wantRecovered, recovered, "recovered (after %v)", after) && recovered {
