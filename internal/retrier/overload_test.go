@@ -224,11 +224,12 @@ func TestOverloadConfigValidate(t *testing.T) {
 		want string // "" for valid
 	}{
 		{give: retry.OverloadConfig{}},
-		{give: retry.OverloadConfig{MaxInFlight: 5, MinInFlight: 5, Threshold: 1}},
+		{give: retry.OverloadConfig{MaxInFlight: 5, MinInFlight: 5, Threshold: 0.99}},
+		{give: retry.OverloadConfig{Threshold: 1}, want: "overload.threshold: must be in (0, 1), got 1"},
 		{give: retry.OverloadConfig{MinInFlight: -1}, want: "overload.minInFlight: must be >= 1, got -1"},
 		{give: retry.OverloadConfig{MaxInFlight: 2, MinInFlight: 3}, want: "overload.maxInFlight: must be >= minInFlight (3), got 2"},
-		{give: retry.OverloadConfig{Threshold: 1.5}, want: "overload.threshold: must be in (0, 1], got 1.5"},
-		{give: retry.OverloadConfig{Threshold: -0.1}, want: "overload.threshold: must be in (0, 1], got -0.1"},
+		{give: retry.OverloadConfig{Threshold: 1.5}, want: "overload.threshold: must be in (0, 1), got 1.5"},
+		{give: retry.OverloadConfig{Threshold: -0.1}, want: "overload.threshold: must be in (0, 1), got -0.1"},
 	}
 	for _, tt := range tests {
 		err := retry.Config{Overload: tt.give}.Validate()
