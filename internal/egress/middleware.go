@@ -137,7 +137,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		}
 	}
 	// The steady state sends the request as it is; a request in an
-	// incident (its caller procedure's, or the one above it marked) is
+	// incident (its edge's, or the one above it marked) is
 	// marked, so that its callee sends its figures and is no root.
 	var (
 		res   *transport.Response
@@ -145,7 +145,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		err   error
 	)
 	switch {
-	case log.Marked() || m.incidents.hot(log.Procedure):
+	case log.Marked() || m.incidents.hot(edge):
 		c = m.mark(req)
 		res, state, err = m.send(ctx, c, out, step)
 	case step != nil && m.retry != nil:
@@ -220,7 +220,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		storm.Attempt(wire.ResponseStorm(res, e.Class, m.hdr.Storm))
 	}
 	if incident(&e, state, storm) {
-		m.incidents.record(log.Procedure)
+		m.incidents.record(edge)
 	}
 	var logged bool
 	if e.Failed() || !storm.Trivial() {
