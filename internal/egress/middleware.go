@@ -182,7 +182,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	if state.Classified {
 		e.Code, e.Class = state.Code, state.Class
 	} else {
-		e.Code, e.Class = wire.CallResult(res, err, m.hdr.Code)
+		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	}
 	if e.Class != ownership.ClassOK {
 		// The handler cancelled the call itself (not a deadline): it
@@ -217,7 +217,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	}
 	storm := &state.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
-		storm.Attempt(wire.ResponseStorm(res, e.Class, m.hdr.Storm))
+		storm.Attempt(wire.AttemptStorm(res, e.Class, m.hdr.Storm, wire.Cancelled(ctx, err)))
 	}
 	if incident(&e, state, storm) {
 		m.incidents.record(edge)
@@ -292,8 +292,8 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		req = c.out
 	}
 	res, state, err := m.orphan(ctx, req, out, step)
-	_, class := wire.CallResult(res, err, m.hdr.Code)
-	storm := wire.ResponseStorm(res, class, m.hdr.Storm)
+	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
+	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
 	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}

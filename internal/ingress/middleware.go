@@ -156,7 +156,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	}
 
 	sum, closed = m.close(log), true
-	out := m.classify(err, rw, log)
+	out := m.classify(ctx, err, rw, log)
 	storm := m.stormFigures(sum.Storm, log, orphans)
 	var now time.Time // read once, when a failure or a storm is recorded
 	var ph uint64     // procedureHash(req.Procedure), with now
@@ -268,14 +268,16 @@ func (m *Middleware) figuresKnown(log *reqlog.Log, orphans uint64) bool {
 	return !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late()
 }
 
-// classify returns how the handler ended, given its error err and what it
-// wrote to rw: an answer when it marked the request as its caller's fault.
-func (m *Middleware) classify(err error, rw *writer, log *reqlog.Log) outcome {
+// classify returns how the handler that served ctx ended, given its
+// error err and what it wrote to rw: deadline-exceeded for an error once
+// ctx's deadline passed, whatever its code (wire.HandlerResult); an
+// answer when it marked the request as its caller's fault.
+func (m *Middleware) classify(ctx context.Context, err error, rw *writer, log *reqlog.Log) outcome {
 	out := outcome{err: err}
 	if rw.appMeta != nil {
 		out.appCode = rw.appMeta.Code
 	}
-	out.code, out.class = wire.Result(err, rw.appError, out.appCode)
+	out.code, out.class = wire.HandlerResult(ctx, err, rw.appError, out.appCode)
 	if out.class == ownership.ClassFailure && log.CallerFault() {
 		out.class = ownership.ClassAnswer
 	}

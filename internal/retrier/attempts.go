@@ -161,19 +161,19 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	var adm admission
 	if c != nil {
 		var ok bool
-		if adm, ok = c.overload.admit(); !ok {
+		if adm, ok = c.overload.admit(req.Procedure); !ok {
 			if !a.m.observes(c, req.Procedure) {
 				return a.m.shed(req, c, state)
 			}
 			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
-			adm = c.overload.unheld()
+			adm = c.overload.unheld(req.Procedure)
 		}
 	}
 	s.Count++
 	s.Shed = false
 	res, err := callHeld(ctx, req, out, c, adm)
-	code, class := wire.CallResult(res, err, a.m.hdr.Code)
-	return a.m.attempted(c, adm, res, err, code, class, state)
+	code, class := wire.AttemptResult(ctx, res, err, a.m.hdr.Code)
+	return a.m.attempted(c, adm, attemptEnding(ctx, err, code), res, err, code, class, state)
 }
 
 // callHeld sends req through out, the attempt holding adm, a slot of c's
@@ -197,13 +197,14 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 }
 
 // attempted records in state the physical attempt that returned res and
-// err, classified as code and class, sent to c (nil: no policy) under
-// adm: its storm figures, its classification and claim, the end of its
-// admission, and, when something below errown's retry middleware may
-// replay it, its outcome (keep). It returns what to hand on.
-func (m *Middleware) attempted(c *callee, adm admission, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
+// err, classified as code and class, ended as end, sent to c (nil: no
+// policy) under adm: its storm figures, its classification and claim,
+// the end of its admission, and, when something below errown's retry
+// middleware may replay it, its outcome (keep). It returns what to hand
+// on.
+func (m *Middleware) attempted(c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
 	s := &state.Sends
-	state.Storm.Attempt(wire.ResponseStorm(res, class, m.hdr.Storm))
+	state.Storm.Attempt(wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled))
 	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
 	s.Last = nil
 	if class == ownership.ClassOK {
@@ -213,9 +214,7 @@ func (m *Middleware) attempted(c *callee, adm admission, res *transport.Response
 		return res, err
 	}
 	state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-	if c != nil {
-		c.overload.done(adm, overloaded(code, state.Claim))
-	}
+	settle(c, adm, end, code, state.Claim)
 	if s.Direct {
 		return res, err // nothing below errown's retry middleware replays: nothing to keep
 	}
