@@ -42,9 +42,9 @@ func attemptEnding(ctx context.Context, err error, code yarpcerrors.Code) ending
 	return endJudged
 }
 
-// settle gives back the slot adm of c's limit (c nil: none) for an
+// giveBack gives back the slot adm of c's limit (c nil: none) for an
 // attempt that ended as end, with code and claim.
-func settle(c *callee, adm admission, end ending, code yarpcerrors.Code, claim ownership.Claim) {
+func giveBack(c *callee, adm admission, end ending, code yarpcerrors.Code, claim ownership.Claim) {
 	if c == nil {
 		return
 	}
