@@ -255,7 +255,8 @@ func TestShedAttemptIsTheLast(t *testing.T) {
 	var holds []admission
 	r := &replayer{between: func() {
 		overloadedCallee(t, c) // again: the first attempt was no overload
-		for {                  // every slot of the limit
+		// Take every slot of the limit.
+		for {
 			a, ok := c.overload.admit()
 			if !ok {
 				break
