@@ -291,8 +291,9 @@ func TestHedgeOverTheAttemptLimitIsNotSent(t *testing.T) {
 		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 1}},
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	out := newOutbound(func(context.Context) (*transport.Response, error) {
-		close(started)
+		once.Do(func() { close(started) })
 		<-release
 		return nil, errUnavailable
 	})
