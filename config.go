@@ -53,7 +53,9 @@ type Config struct {
 	// middleware reached no dispatcher (ErrNotWired), or a retry policy
 	// or dependency declaration names a service the dispatcher does not
 	// call (ErrUnknownService): "require" (default) fails start with the
-	// fix, "warn" logs it and starts. It does not soften invalid values.
+	// fix, "warn" logs it and starts. "strict" is require, and fails start
+	// too when errown has no metrics scope (ErrNoMetrics). It does not
+	// soften invalid values.
 	Wiring string `yaml:"wiring,omitempty"`
 	// UnknownEdges says how a failure on an edge of unknown kind counts
 	// when deciding a claim: "correlated" (default) or "coincidental".
@@ -151,13 +153,14 @@ func (c Config) Validate() error {
 const (
 	WiringRequire = "require"
 	WiringWarn    = "warn"
+	WiringStrict  = "strict"
 )
 
 func validWiring(w string) error {
-	if w == "" || w == WiringRequire || w == WiringWarn {
+	if w == "" || w == WiringRequire || w == WiringWarn || w == WiringStrict {
 		return nil
 	}
-	return fmt.Errorf("wiring: must be %q or %q, got %q", WiringRequire, WiringWarn, w)
+	return fmt.Errorf("wiring: must be %q, %q or %q, got %q", WiringRequire, WiringWarn, WiringStrict, w)
 }
 
 func or(s, def string) string {

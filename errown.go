@@ -76,6 +76,10 @@ type Middleware struct {
 	adapted atomic.Bool
 	wiring  string
 	source  string // where the configuration came from, for the start log
+	metrics string // the scope errown reports to, for the start log
+	// configScope is set when the yarpc.Config errown decorated carries a
+	// tally v3 Scope (decorate): errown, given no scope, names it.
+	configScope atomic.Bool
 
 	lifeMu  sync.Mutex
 	running bool
@@ -119,7 +123,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
+	metrics := _metricsNone
+	if o.Scope != tally.NoopScope {
+		metrics = _metricsV4
+	}
+	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New", metrics: metrics}
 	m.direct = egress.Direct(r.Attempts())
 	m.gauges = newGauges(m, scope)
 	return m, nil
@@ -279,6 +287,7 @@ func (m *Middleware) summary() []zap.Field {
 		zap.String("mode", string(modes.Mode)),
 		zap.Strings("modeOverrides", overrides),
 		zap.String("config", m.source),
+		zap.String("metrics", m.metricsSummary()),
 		zap.Strings("retryPolicies", policies),
 		zap.Int("declaredDependencies", len(c.Dependencies)),
 		zap.String("memory", memory),
@@ -287,3 +296,16 @@ func (m *Middleware) summary() []zap.Field {
 		zap.String("wiring", m.wiring),
 	}
 }
+
+// metricsSummary names the scope errown reports to, for the start log.
+func (m *Middleware) metricsSummary() string {
+	if m.metrics == _metricsNone && m.configScope.Load() {
+		return _metricsNone + _configScopeFix
+	}
+	return m.metrics
+}
+
+// _configScopeFix follows "none provided" when the yarpc.Config errown
+// decorated carries a tally v3 Scope.
+const _configScopeFix = " (the yarpc.Config errown decorates has a tally v3 Scope, which errown cannot take from it: " +
+	"provide that scope to fx as a github.com/uber-go/tally Scope, or a tally v4 Scope)"

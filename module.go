@@ -8,6 +8,8 @@ import (
 
 	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/internal/retrier"
+	internaltallyv3 "github.com/errown/errown/internal/tallyv3"
+	tallyv3 "github.com/uber-go/tally"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
@@ -125,6 +127,10 @@ type params struct {
 	Lifecycle fx.Lifecycle
 	Logger    *zap.Logger `optional:"true"`
 	Scope     tally.Scope `optional:"true"`
+	// ScopeV3 is read when the application provides no tally v4 Scope but
+	// the tally v3 Scope (github.com/uber-go/tally) yarpc takes its
+	// metrics from.
+	ScopeV3 tallyv3.Scope `optional:"true"`
 }
 
 // checkConfig is the first fx invoke of each of errown's modules: it reads
@@ -175,11 +181,19 @@ func newFromParams(p params) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	m, err := New(cfg, WithLogger(p.Logger), WithScope(p.Scope))
+	scope, metrics := p.Scope, _metricsV4
+	switch {
+	case p.Scope != nil:
+	case p.ScopeV3 != nil:
+		scope, metrics = internaltallyv3.Scope(p.ScopeV3), _metricsV3
+	default:
+		metrics = _metricsNone
+	}
+	m, err := New(cfg, WithLogger(p.Logger), WithScope(scope))
 	if err != nil {
 		return result{}, fmt.Errorf("errown: config: %w", err)
 	}
-	m.source = source
+	m.source, m.metrics = source, metrics
 	p.Lifecycle.Append(fx.StartStopHook(m.Start, m.Stop))
 	return result{Middleware: m}, nil
 }
@@ -190,6 +204,13 @@ const (
 	_sourceNone = "none found: defaults, no retry policies"
 	// _noSection: the provider has no errown key.
 	_noSection = "(no errown key: defaults, no retry policies)"
+)
+
+// What the start log says of the metrics scope errown reports to.
+const (
+	_metricsV4   = "tally v4 Scope"
+	_metricsV3   = "yarpc's tally v3 Scope (github.com/uber-go/tally)"
+	_metricsNone = "none provided"
 )
 
 // configFromProvider reads the errown section strictly, whatever the
@@ -287,6 +308,9 @@ func errownKeys(v interface{}) []string {
 
 func decorate(cfg yarpc.Config, m *Middleware) yarpc.Config {
 	m.applied.Store(true)
+	// errown's instruments are built with the middleware, before the
+	// yarpc.Config it decorates: its scope can only be pointed at.
+	m.configScope.Store(cfg.Metrics.Tally != nil)
 	return m.Apply(cfg)
 }
 
