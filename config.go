@@ -76,6 +76,11 @@ type Config struct {
 	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
 	// Ingress bounds the requests tracked in flight.
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
+	// Edge declares the requests that come from outside the mesh, by
+	// transport, procedure or caller: errown neither reads its headers
+	// from them nor writes them on their responses (inbound.EdgeConfig).
+	// Default: none.
+	Edge inbound.EdgeConfig `yaml:"edge,omitempty"`
 	// Retry holds the retry policies and budget. With no policy, errown
 	// never retries.
 	Retry RetryConfig `yaml:"retry,omitempty"`
@@ -106,6 +111,7 @@ func (c Config) inboundConfig() inbound.Config {
 		MaxRootProcedures: c.MaxRootProcedures,
 		UnknownEdges:      c.UnknownEdges,
 		Ingress:           c.Ingress,
+		Edge:              c.Edge,
 	}
 }
 
