@@ -13,6 +13,7 @@ import (
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/retrier"
+	"github.com/errown/errown/internal/tallyv3"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
@@ -77,9 +78,10 @@ type Middleware struct {
 	wiring  string
 	source  string // where the configuration came from, for the start log
 	metrics string // the scope errown reports to, for the start log
-	// configScope is set when the yarpc.Config errown decorated carries a
-	// tally v3 Scope (decorate): errown, given no scope, names it.
-	configScope atomic.Bool
+	// late, when set, is the scope errown reports to, bound to the tally
+	// v3 Scope of the yarpc.Config Module decorates when it has one
+	// (decorate).
+	late *tallyv3.Late
 
 	lifeMu  sync.Mutex
 	running bool
@@ -299,13 +301,8 @@ func (m *Middleware) summary() []zap.Field {
 
 // metricsSummary names the scope errown reports to, for the start log.
 func (m *Middleware) metricsSummary() string {
-	if m.metrics == _metricsNone && m.configScope.Load() {
-		return _metricsNone + _configScopeFix
+	if m.late != nil && m.late.Bound() {
+		return _metricsV3Config
 	}
 	return m.metrics
 }
-
-// _configScopeFix follows "none provided" when the yarpc.Config errown
-// decorated carries a tally v3 Scope.
-const _configScopeFix = " (the yarpc.Config errown decorates has a tally v3 Scope, which errown cannot take from it: " +
-	"provide that scope to fx as a github.com/uber-go/tally Scope, or a tally v4 Scope)"

@@ -3,6 +3,7 @@ package errown_test
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -73,9 +74,24 @@ func TestMetricsToYARPCsTallyV3Scope(t *testing.T) {
 	assert.Equal(t, 1.0, scope.Snapshot().Gauges()[_modeGauge].Value())
 }
 
-// TestMetricsNoneProvided: with no scope, the start line says so, and
-// names the yarpc.Config's scope when it has one; wiring: strict fails
-// start.
+// TestMetricsFromTheYARPCConfig: with no scope in the fx graph, errown
+// reports to the tally v3 Scope of the yarpc.Config it decorates.
+func TestMetricsFromTheYARPCConfig(t *testing.T) {
+	scope := tallyv3.NewTestScope("", nil)
+	cfg := func() yarpc.Config {
+		c := yarpcConfig()
+		c.Metrics.Tally = scope
+		return c
+	}
+	line := startLine(t, cfg)
+	assert.Equal(t, "yarpc's tally v3 Scope (github.com/uber-go/tally), from the yarpc.Config", line.ContextMap()["metrics"])
+	require.Contains(t, scope.Snapshot().Gauges(), _modeGauge)
+	assert.Equal(t, 1.0, scope.Snapshot().Gauges()[_modeGauge].Value())
+}
+
+// TestMetricsNoneProvided: with no scope, the start line says so;
+// wiring: strict fails start. Grouped and Core, which decorate nothing,
+// take no scope from the yarpc.Config.
 func TestMetricsNoneProvided(t *testing.T) {
 	withV3 := func() yarpc.Config {
 		c := yarpcConfig()
@@ -83,17 +99,17 @@ func TestMetricsNoneProvided(t *testing.T) {
 		return c
 	}
 	tests := []struct {
-		name     string
-		cfg      func() yarpc.Config
-		wiring   string
-		want     string // the start line's metrics
-		wantErr  string // "": start succeeds
-		wantWarn int
+		name    string
+		cfg     func() yarpc.Config
+		grouped bool // errown.Grouped, else errown.Module
+		wiring  string
+		want    string // the start line's metrics
+		wantErr string // "": start succeeds
 	}{
 		{name: "no scope", cfg: yarpcConfig, want: "none provided"},
-		{name: "the yarpc.Config's scope only", cfg: withV3, want: "none provided (the yarpc.Config errown decorates has a tally v3 Scope", wantWarn: 1},
+		{name: "no scope, Grouped", cfg: withV3, grouped: true, want: "none provided"},
 		{name: "strict", cfg: yarpcConfig, wiring: "strict", wantErr: "errown: metrics: none provided, and wiring is strict"},
-		{name: "strict, the yarpc.Config's scope only", cfg: withV3, wiring: "strict", wantErr: "provide that scope to fx as a github.com/uber-go/tally Scope"},
+		{name: "strict, the yarpc.Config's scope", cfg: withV3, wiring: "strict", want: "from the yarpc.Config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,15 +117,15 @@ func TestMetricsNoneProvided(t *testing.T) {
 			err := startErr(t,
 				fx.Provide(yamlProvider("errown:\n  wiring: "+cmp.Or(tt.wiring, "require")+"\n")),
 				fx.Supply(zap.New(core)),
-				fx.Provide(tt.cfg, dispatcherFromConfig),
-				errown.Module,
+				fx.Provide(tt.cfg),
+				errownApp(tt.grouped),
 				fx.Invoke(func(*yarpc.Dispatcher) {}),
 			)
 			started := logs.FilterMessage("errown started").All()
 			assert.Equal(t, tt.wantErr == "", err == nil, "start succeeds: %v", err)
 			assert.Contains(t, fmt.Sprint(err), tt.wantErr)
+			assert.Equal(t, tt.wantErr != "", errors.Is(err, errown.ErrNoMetrics))
 			assert.Len(t, started, oneIf(err == nil))
-			assert.Len(t, logs.FilterMessage("errown reports no metrics").All(), tt.wantWarn)
 			for _, l := range started {
 				assert.Contains(t, l.ContextMap()["metrics"], tt.want)
 			}
@@ -152,4 +168,18 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	}
 	assert.Contains(t, body, `errown_mode{mode="enforce"} 1`)
 	assert.Contains(t, body, `errown_mode{mode="observe"} 0`)
+}
+
+// errownApp is errown.Grouped with a dispatcher that chains its groups,
+// or errown.Module with a dispatcher built from the yarpc.Config.
+func errownApp(grouped bool) fx.Option {
+	if !grouped {
+		return fx.Options(errown.Module, fx.Provide(dispatcherFromConfig))
+	}
+	return fx.Options(errown.Grouped, fx.Provide(func(p groupedDispatcherParams, lc fx.Lifecycle) *yarpc.Dispatcher {
+		cfg := p.Config
+		cfg.InboundMiddleware.Unary = errown.ChainInbound(p.Inbound, cfg.InboundMiddleware.Unary)
+		cfg.OutboundMiddleware.Unary = errown.ChainOutbound(p.Outbound, cfg.OutboundMiddleware.Unary)
+		return dispatcherFromConfig(cfg, lc)
+	}))
 }

@@ -63,7 +63,7 @@ var Core = fx.Module("errown",
 var Module = fx.Options(
 	fx.Module("errown",
 		fx.Invoke(checkConfig),
-		fx.Provide(newFromParams),
+		fx.Provide(newDecorating),
 		fx.Invoke(checkWiring(_viaModule)),
 	),
 	fx.Decorate(decorate),
@@ -175,17 +175,31 @@ type result struct {
 
 // newFromParams reads the "errown" section of p.Config (or p.YAML) and
 // builds the middleware, whose background work starts and stops with
-// p.Lifecycle. It is what Core (so Module) and Grouped provide.
-func newFromParams(p params) (result, error) {
+// p.Lifecycle. It is what Core and Grouped provide.
+func newFromParams(p params) (result, error) { return build(p, false) }
+
+// newDecorating is newFromParams for Module, which decorates the
+// yarpc.Config: given no scope, errown reports to the tally v3 Scope of
+// the yarpc.Config, if it has one, once decorate has read it.
+func newDecorating(p params) (result, error) { return build(p, true) }
+
+func build(p params, decorates bool) (result, error) {
 	cfg, source, err := p.Sources.read()
 	if err != nil {
 		return result{}, err
 	}
-	scope, metrics := p.Scope, _metricsV4
+	var (
+		scope   = p.Scope
+		metrics = _metricsV4
+		late    *internaltallyv3.Late
+	)
 	switch {
 	case p.Scope != nil:
 	case p.ScopeV3 != nil:
 		scope, metrics = internaltallyv3.Scope(p.ScopeV3), _metricsV3
+	case decorates:
+		late = internaltallyv3.NewLate()
+		scope, metrics = late, _metricsNone
 	default:
 		metrics = _metricsNone
 	}
@@ -193,7 +207,7 @@ func newFromParams(p params) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("errown: config: %w", err)
 	}
-	m.source, m.metrics = source, metrics
+	m.source, m.metrics, m.late = source, metrics, late
 	p.Lifecycle.Append(fx.StartStopHook(m.Start, m.Stop))
 	return result{Middleware: m}, nil
 }
@@ -208,9 +222,12 @@ const (
 
 // What the start log says of the metrics scope errown reports to.
 const (
-	_metricsV4   = "tally v4 Scope"
-	_metricsV3   = "yarpc's tally v3 Scope (github.com/uber-go/tally)"
-	_metricsNone = "none provided"
+	_metricsV4 = "tally v4 Scope"
+	_metricsV3 = "yarpc's tally v3 Scope (github.com/uber-go/tally)"
+	// _metricsV3Config: the tally v3 Scope of the yarpc.Config Module
+	// decorated.
+	_metricsV3Config = _metricsV3 + ", from the yarpc.Config"
+	_metricsNone     = "none provided"
 )
 
 // configFromProvider reads the errown section strictly, whatever the
@@ -308,9 +325,11 @@ func errownKeys(v interface{}) []string {
 
 func decorate(cfg yarpc.Config, m *Middleware) yarpc.Config {
 	m.applied.Store(true)
-	// errown's instruments are built with the middleware, before the
-	// yarpc.Config it decorates: its scope can only be pointed at.
-	m.configScope.Store(cfg.Metrics.Tally != nil)
+	if m.late != nil && cfg.Metrics.Tally != nil {
+		// errown's instruments, built with the middleware before the
+		// yarpc.Config was read, report to its scope from now on.
+		m.late.Bind(internaltallyv3.Scope(cfg.Metrics.Tally))
+	}
 	return m.Apply(cfg)
 }
 

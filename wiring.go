@@ -39,9 +39,10 @@ var ErrNotWired = errors.New("errown: its middleware reached no dispatcher, serv
 // ErrNoMetrics is the start error, under wiring: strict, of an
 // application that gives errown no metrics scope: neither a tally v4
 // Scope (github.com/uber-go/tally/v4) nor the tally v3 Scope
-// (github.com/uber-go/tally) yarpc takes its metrics from.
+// (github.com/uber-go/tally) yarpc takes its metrics from, in the fx
+// graph or (Module) in the yarpc.Config errown decorates.
 var ErrNoMetrics = errors.New("errown: metrics: none provided, and wiring is strict: " +
-	"provide a tally v4 Scope or yarpc's tally v3 Scope to fx")
+	"provide a tally v4 Scope or yarpc's tally v3 Scope to fx, or set the yarpc.Config's Metrics.Tally")
 
 // _orWarn ends every start error the wiring setting can soften.
 const _orWarn = "; set errown.wiring: warn to start anyway"
@@ -74,13 +75,8 @@ func checkWiring(v via) func(wiringParams) {
 				}
 				logger.Warn("errown: configuration names services the dispatcher does not call", zap.Error(err))
 			}
-			if m.metrics == _metricsNone {
-				if m.wiring == WiringStrict {
-					return fmt.Errorf("%w%s", ErrNoMetrics, m.metricsSummary()[len(_metricsNone):])
-				}
-				if m.configScope.Load() {
-					logger.Warn("errown reports no metrics", zap.String("metrics", m.metricsSummary()))
-				}
+			if m.wiring == WiringStrict && m.metricsSummary() == _metricsNone {
+				return ErrNoMetrics
 			}
 			logger.Info("errown started", m.summary()...)
 			return nil

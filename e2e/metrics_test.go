@@ -31,21 +31,27 @@ errown:
 // checkout is an fx application of the mesh as its team writes it: a
 // dispatcher built from the provided yarpc.Config, with metrics (the
 // options given), errown.Module, a handler calling payments.
+// The application is an fx.Module beside the mesh's options, which
+// provide the yarpc.Config it starts from, so that its own options can
+// decorate that yarpc.Config before errown does.
 func checkout(mesh *fxtest.Mesh, metrics fx.Option) fx.Option {
 	return fx.Options(
 		mesh.AppOptions("checkout", fxtest.HTTP, "payments"),
 		fx.NopLogger,
 		metrics,
-		fx.Provide(func() (config.Provider, error) {
-			return config.NewYAML(config.Source(strings.NewReader(_checkoutPolicy)))
-		}),
-		errown.Module,
-		fx.Invoke(func(d *yarpc.Dispatcher) {
-			payments := raw.New(d.ClientConfig("payments"))
-			d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-				return payments.Call(ctx, fxtest.Procedure, body)
-			}))
-		}),
+		fx.Module("checkout",
+			fx.Provide(func() (config.Provider, error) {
+				return config.NewYAML(config.Source(strings.NewReader(_checkoutPolicy)))
+			}),
+			fx.Provide(newDispatcher),
+			errown.Module,
+			fx.Invoke(func(d *yarpc.Dispatcher) {
+				payments := raw.New(d.ClientConfig("payments"))
+				d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+					return payments.Call(ctx, fxtest.Procedure, body)
+				}))
+			}),
+		),
 	)
 }
 
@@ -57,11 +63,21 @@ func newDispatcher(cfg yarpc.Config, lc fx.Lifecycle) *yarpc.Dispatcher {
 	return d
 }
 
+// withYARPCMetrics has the yarpc.Config carry scope, yarpc's metrics, as
+// the application's configuration would.
+func withYARPCMetrics(scope tallyv3.Scope) fx.Option {
+	return fx.Decorate(func(cfg yarpc.Config) yarpc.Config {
+		cfg.Metrics.Tally = scope
+		return cfg
+	})
+}
+
 // TestMetricsEachTallyVersion: an fx application whose errown retries a
 // failing callee over real dispatchers reports errown's metrics to the
 // scope it has: a tally v4 Scope, or only the tally v3 Scope its yarpc
-// dispatcher takes (yarpc.Config.Metrics.Tally), under wiring: strict,
-// which fails start without one.
+// dispatcher takes (yarpc.Config.Metrics.Tally), in the fx graph or only
+// in the yarpc.Config, under wiring: strict, which fails start without
+// one.
 func TestMetricsEachTallyVersion(t *testing.T) {
 	type counters func() map[string]int64
 	tests := []struct {
@@ -79,7 +95,7 @@ func TestMetricsEachTallyVersion(t *testing.T) {
 					}
 					return out
 				}
-				return fx.Options(fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))), fx.Provide(newDispatcher)), read
+				return fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))), read
 			},
 		},
 		{
@@ -93,11 +109,21 @@ func TestMetricsEachTallyVersion(t *testing.T) {
 					}
 					return out
 				}
-				withMetrics := func(cfg yarpc.Config, lc fx.Lifecycle) *yarpc.Dispatcher {
-					cfg.Metrics.Tally = scope // yarpc's own metrics, as the application has them
-					return newDispatcher(cfg, lc)
+				return fx.Options(fx.Supply(fx.Annotate(scope, fx.As(new(tallyv3.Scope)))), withYARPCMetrics(scope)), read
+			},
+		},
+		{
+			name: "yarpc's tally v3, in the yarpc.Config only",
+			metrics: func() (fx.Option, counters) {
+				scope := tallyv3.NewTestScope("", nil)
+				read := func() map[string]int64 {
+					out := map[string]int64{}
+					for k, c := range scope.Snapshot().Counters() {
+						out[k] = c.Value()
+					}
+					return out
 				}
-				return fx.Options(fx.Supply(fx.Annotate(scope, fx.As(new(tallyv3.Scope)))), fx.Provide(withMetrics)), read
+				return withYARPCMetrics(scope), read
 			},
 		},
 	}
