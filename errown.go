@@ -15,6 +15,7 @@ import (
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/tallyv3"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/config"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -200,7 +201,12 @@ func (m *Middleware) outboundAround(own middleware.UnaryOutbound) yarpc.Outbound
 	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, own, m.retry.Attempts())}
 }
 
-func init() { adapt.Register((*Middleware).adapt, (*Middleware).adaptAttempts) }
+func init() {
+	adapt.Register((*Middleware).adapt, (*Middleware).adaptAttempts)
+	adapt.RegisterConfigCheck(func(p config.Provider, y *config.YAML, files []string) error {
+		return checkConfig(configParams{Config: p, YAML: y, Files: files})
+	})
+}
 
 // adapt is for errown's adapters (grpcgo, nethttp), through adapt.Take:
 // it returns the unary inbound and outbound middleware (those of Inbound

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/grpcgo"
+	"github.com/errown/errown/nethttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
@@ -35,6 +37,10 @@ func TestConfigErrorLeadsFxError(t *testing.T) {
 		{"Module", errown.Module},
 		{"Grouped", errown.Grouped},
 		{"Core", errown.Core},
+		// An adapter module before errown.Core takes the *Middleware
+		// first.
+		{"grpcgo.Module, then Core", fx.Options(grpcgo.Module, errown.Core)},
+		{"nethttp.Module, then Core", fx.Options(nethttp.Module, errown.Core)},
 	}
 	for _, app := range apps {
 		for _, tt := range tests {
