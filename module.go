@@ -23,8 +23,11 @@ import (
 // Core is errown without yarpc: it provides *Middleware, in an fx.Module
 // named "errown", configured from the application's config.Provider (or
 // *config.YAML) under the key "errown" when there is one, logging to its
-// *zap.Logger and sending metrics to its tally.Scope when it has them, and
-// started and stopped with the application. When the application starts,
+// *zap.Logger and sending metrics to its tally.Scope when it has them (a
+// github.com/uber-go/tally/v4 Scope, or else the github.com/uber-go/tally
+// v3 Scope yarpc takes its metrics from; the start line's "metrics" names
+// the one used, or says "none provided"), and started and stopped with the
+// application. When the application starts,
 // errown checks that something took its middleware, and fails start with
 // ErrNotWired when nothing did (wiring: warn logs it instead).
 //
@@ -45,7 +48,9 @@ var Core = fx.Module("errown",
 // named "errown", as Core does, and decorates the yarpc.Config with it. The
 // configuration comes from the application's config.Provider (or
 // *config.YAML) under the key "errown" when there is one; logs go to its
-// *zap.Logger and metrics to its tally.Scope when it has them.
+// *zap.Logger and metrics to its tally.Scope when it has them, as with
+// Core, or else to the tally v3 Scope of the yarpc.Config it decorates
+// (Metrics.Tally), when that has one.
 //
 // The decoration sits beside the "errown" fx.Module rather than in it:
 // fx scopes a module's decorations to that module, and the dispatcher is
