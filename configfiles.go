@@ -1,10 +1,13 @@
 package errown
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
+	"go.uber.org/multierr"
 	"gopkg.in/yaml.v2"
 )
 
@@ -14,9 +17,51 @@ import (
 // overrides after. go.uber.org/config keeps no account of the files a
 // provider merged, so errown sees only the merged configuration; an
 // application that provides its files as well (fx.Supply(errown.ConfigFiles{...}))
-// has errown's errors about a misspelled errown key name the files that
-// hold it. Optional.
+// has errown's errors about a misspelled errown key, or an unknown key or
+// a value of the wrong type in an errown section, name the files that hold
+// it. Optional.
 type ConfigFiles []string
+
+// annotate returns err, an error of ConfigFromYAML over the merged errown
+// section, with each of its errors that the errown section of a file of
+// f has too (an unknown key, a value of the wrong type) followed by
+// " (in FILE)"; err itself when none is, or a file cannot be read.
+func (f ConfigFiles) annotate(err error) error {
+	inner := errors.Unwrap(err)
+	if inner == nil {
+		return err
+	}
+	in := map[string][]string{}
+	for _, name := range f {
+		b, rerr := os.ReadFile(name)
+		if rerr != nil {
+			return err
+		}
+		var top map[string]interface{}
+		if yaml.Unmarshal(b, &top) != nil {
+			return err
+		}
+		section, ok := top[_configKey]
+		if !ok {
+			continue
+		}
+		for _, e := range multierr.Errors(checkYAML("", section, reflect.TypeOf(Config{}))) {
+			in[e.Error()] = append(in[e.Error()], name)
+		}
+	}
+	if len(in) == 0 {
+		return err
+	}
+	errs := multierr.Errors(inner)
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+		if names := in[e.Error()]; len(names) > 0 {
+			out[i] = fmt.Errorf("%w (in %s)", e, strings.Join(names, ", "))
+		}
+	}
+	return fmt.Errorf("errown: config: %w", multierr.Combine(out...))
+}
 
 // holding returns, for each of keys that a file of f holds at its top
 // level, " (in FILE, FILE)" to put in an error; "" for the others.

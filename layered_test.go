@@ -51,6 +51,13 @@ func TestLayeredConfigTypo(t *testing.T) {
 			override: "errown:\n  mdoe: observe\n",
 			wantErr:  "errown: config: mdoe: unknown key, did you mean mode?",
 		},
+		{
+			name:     "an unknown key in the override's errown section, files known",
+			override: "errown:\n  mdoe: observe\n  retry:\n    budget:\n      ratio: 0.5\n      windw: 10s\n",
+			files:    true,
+			wantErr: "errown: config: mdoe: unknown key, did you mean mode? (in " + filepath.Join(dir, "override-5.yaml") + "); " +
+				"retry.budget.windw: unknown key, did you mean window? (in " + filepath.Join(dir, "override-5.yaml") + ")",
+		},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

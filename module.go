@@ -272,6 +272,9 @@ func configFromProvider(p config.Provider, files ConfigFiles) (cfg Config, found
 		return Config{}, true, fmt.Errorf("errown: config: %w", err)
 	}
 	cfg, err = ConfigFromYAML(b)
+	if err != nil && len(files) > 0 {
+		err = files.annotate(err)
+	}
 	return cfg, true, err
 }
 
