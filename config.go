@@ -53,7 +53,9 @@ type Config struct {
 	// middleware reached no dispatcher (ErrNotWired), or a retry policy
 	// or dependency declaration names a service the dispatcher does not
 	// call (ErrUnknownService): "require" (default) fails start with the
-	// fix, "warn" logs it and starts. It does not soften invalid values.
+	// fix, "warn" logs it and starts. "strict" is require, and fails start
+	// too when errown has no metrics scope (ErrNoMetrics). It does not
+	// soften invalid values.
 	Wiring string `yaml:"wiring,omitempty"`
 	// UnknownEdges says how a failure on an edge of unknown kind counts
 	// when deciding a claim: "correlated" (default) or "coincidental".
@@ -74,6 +76,11 @@ type Config struct {
 	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
 	// Ingress bounds the requests tracked in flight.
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
+	// Edge declares the requests that come from outside the mesh, by
+	// transport, procedure or caller: errown neither reads its headers
+	// from them nor writes them on their responses (inbound.EdgeConfig).
+	// Default: none.
+	Edge inbound.EdgeConfig `yaml:"edge,omitempty"`
 	// Retry holds the retry policies and budget. With no policy, errown
 	// never retries.
 	Retry RetryConfig `yaml:"retry,omitempty"`
@@ -104,6 +111,7 @@ func (c Config) inboundConfig() inbound.Config {
 		MaxRootProcedures: c.MaxRootProcedures,
 		UnknownEdges:      c.UnknownEdges,
 		Ingress:           c.Ingress,
+		Edge:              c.Edge,
 	}
 }
 
@@ -151,13 +159,14 @@ func (c Config) Validate() error {
 const (
 	WiringRequire = "require"
 	WiringWarn    = "warn"
+	WiringStrict  = "strict"
 )
 
 func validWiring(w string) error {
-	if w == "" || w == WiringRequire || w == WiringWarn {
+	if w == "" || w == WiringRequire || w == WiringWarn || w == WiringStrict {
 		return nil
 	}
-	return fmt.Errorf("wiring: must be %q or %q, got %q", WiringRequire, WiringWarn, w)
+	return fmt.Errorf("wiring: must be %q, %q or %q, got %q", WiringRequire, WiringWarn, WiringStrict, w)
 }
 
 func or(s, def string) string {

@@ -3,6 +3,7 @@ package errown
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -317,4 +319,27 @@ func TestREADMEConfigurationParses(t *testing.T) {
 	require.NoError(t, err, "%s", errownSection)
 	assert.NotEmpty(t, c.Retry.Policies, "the reference shows a policy")
 	assert.NotEmpty(t, c.Dependencies, "and a declaration")
+}
+
+func TestConfigFromYAMLEdge(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    string
+		want    inbound.EdgeConfig
+		wantErr string
+	}{
+		{name: "every way", give: "edge:\n  transports: [http]\n  procedures: [Orders::get]\n  callers: [gateway]\n",
+			want: inbound.EdgeConfig{Transports: []string{"http"}, Procedures: []string{"Orders::get"}, Callers: []string{"gateway"}}},
+		{name: "a misspelled key", give: "edge:\n  procedurs: [Orders::get]\n", wantErr: "edge.procedurs: unknown key, did you mean procedures?"},
+		{name: "an empty name", give: "edge:\n  callers: [gateway, \"\"]\n", wantErr: "edge.callers[1]: must not be empty"},
+		{name: "not a list", give: "edge:\n  callers: gateway\n", wantErr: "edge.callers: want a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ConfigFromYAML([]byte(tt.give))
+			assert.Equal(t, tt.wantErr == "", err == nil, "%v", err)
+			assert.Contains(t, fmt.Sprint(err), tt.wantErr)
+			assert.Equal(t, tt.want, cfg.Edge)
+		})
+	}
 }

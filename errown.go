@@ -13,7 +13,9 @@ import (
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/retrier"
+	"github.com/errown/errown/internal/tallyv3"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/config"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -76,6 +78,11 @@ type Middleware struct {
 	adapted atomic.Bool
 	wiring  string
 	source  string // where the configuration came from, for the start log
+	metrics string // the scope errown reports to, for the start log
+	// late, when set, is the scope errown reports to, bound to the tally
+	// v3 Scope of the yarpc.Config Module decorates when it has one
+	// (decorate).
+	late *tallyv3.Late
 
 	lifeMu  sync.Mutex
 	running bool
@@ -119,7 +126,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New"}
+	metrics := _metricsNone
+	if o.Scope != tally.NoopScope {
+		metrics = _metricsV4
+	}
+	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New", metrics: metrics}
 	m.direct = egress.Direct(r.Attempts())
 	m.gauges = newGauges(m, scope)
 	return m, nil
@@ -190,7 +201,12 @@ func (m *Middleware) outboundAround(own middleware.UnaryOutbound) yarpc.Outbound
 	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, own, m.retry.Attempts())}
 }
 
-func init() { adapt.Register((*Middleware).adapt, (*Middleware).adaptAttempts) }
+func init() {
+	adapt.Register((*Middleware).adapt, (*Middleware).adaptAttempts)
+	adapt.RegisterConfigCheck(func(p config.Provider, y *config.YAML, files []string) error {
+		return checkConfig(configParams{Config: p, YAML: y, Files: files})
+	})
+}
 
 // adapt is for errown's adapters (grpcgo, nethttp), through adapt.Take:
 // it returns the unary inbound and outbound middleware (those of Inbound
@@ -279,6 +295,7 @@ func (m *Middleware) summary() []zap.Field {
 		zap.String("mode", string(modes.Mode)),
 		zap.Strings("modeOverrides", overrides),
 		zap.String("config", m.source),
+		zap.String("metrics", m.metricsSummary()),
 		zap.Strings("retryPolicies", policies),
 		zap.Int("declaredDependencies", len(c.Dependencies)),
 		zap.String("memory", memory),
@@ -286,4 +303,12 @@ func (m *Middleware) summary() []zap.Field {
 		zap.String("fleet", fleet),
 		zap.String("wiring", m.wiring),
 	}
+}
+
+// metricsSummary names the scope errown reports to, for the start log.
+func (m *Middleware) metricsSummary() string {
+	if m.late != nil && m.late.Bound() {
+		return _metricsV3Config
+	}
+	return m.metrics
 }

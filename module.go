@@ -2,10 +2,14 @@ package errown
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 
 	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/internal/retrier"
+	internaltallyv3 "github.com/errown/errown/internal/tallyv3"
+	tallyv3 "github.com/uber-go/tally"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
@@ -19,8 +23,11 @@ import (
 // Core is errown without yarpc: it provides *Middleware, in an fx.Module
 // named "errown", configured from the application's config.Provider (or
 // *config.YAML) under the key "errown" when there is one, logging to its
-// *zap.Logger and sending metrics to its tally.Scope when it has them, and
-// started and stopped with the application. When the application starts,
+// *zap.Logger and sending metrics to its tally.Scope when it has them (a
+// github.com/uber-go/tally/v4 Scope, or else the github.com/uber-go/tally
+// v3 Scope yarpc takes its metrics from; the start line's "metrics" names
+// the one used, or says "none provided"), and started and stopped with the
+// application. When the application starts,
 // errown checks that something took its middleware, and fails start with
 // ErrNotWired when nothing did (wiring: warn logs it instead).
 //
@@ -31,6 +38,7 @@ import (
 // *Middleware. Core also suits an application that hands *Middleware to
 // an adapter itself.
 var Core = fx.Module("errown",
+	fx.Invoke(checkConfig),
 	fx.Provide(newFromParams),
 	fx.Invoke(checkWiring(_viaCore)),
 )
@@ -40,7 +48,9 @@ var Core = fx.Module("errown",
 // named "errown", as Core does, and decorates the yarpc.Config with it. The
 // configuration comes from the application's config.Provider (or
 // *config.YAML) under the key "errown" when there is one; logs go to its
-// *zap.Logger and metrics to its tally.Scope when it has them.
+// *zap.Logger and metrics to its tally.Scope when it has them, as with
+// Core, or else to the tally v3 Scope of the yarpc.Config it decorates
+// (Metrics.Tally), when that has one.
 //
 // The decoration sits beside the "errown" fx.Module rather than in it:
 // fx scopes a module's decorations to that module, and the dispatcher is
@@ -57,7 +67,8 @@ var Core = fx.Module("errown",
 // Grouped.
 var Module = fx.Options(
 	fx.Module("errown",
-		fx.Provide(newFromParams),
+		fx.Invoke(checkConfig),
+		fx.Provide(newDecorating),
 		fx.Invoke(checkWiring(_viaModule)),
 	),
 	fx.Decorate(decorate),
@@ -95,21 +106,69 @@ var Module = fx.Options(
 // contribute to the same groups. As with Module, start fails when errown's
 // middleware reached no dispatcher.
 var Grouped = fx.Module("errown",
+	fx.Invoke(checkConfig),
 	fx.Provide(newFromParams, groupedMiddleware),
 	fx.Invoke(checkWiring(_viaGrouped)),
 )
+
+// configParams are where errown's configuration comes from.
+type configParams struct {
+	fx.In
+
+	Config config.Provider `optional:"true"`
+	// YAML is read when the application provides the *config.YAML that
+	// config.NewYAML returns rather than a config.Provider.
+	YAML *config.YAML `optional:"true"`
+	// Files, when the application provides them, name the files merged
+	// into the provider, which errors then name.
+	Files ConfigFiles `optional:"true"`
+}
 
 // params are the inputs of newFromParams.
 type params struct {
 	fx.In
 
+	Sources   configParams
 	Lifecycle fx.Lifecycle
-	Config    config.Provider `optional:"true"`
-	// YAML is read when the application provides the *config.YAML that
-	// config.NewYAML returns rather than a config.Provider.
-	YAML   *config.YAML `optional:"true"`
-	Logger *zap.Logger  `optional:"true"`
-	Scope  tally.Scope  `optional:"true"`
+	Logger    *zap.Logger `optional:"true"`
+	Scope     tally.Scope `optional:"true"`
+	// ScopeV3 is read when the application provides no tally v4 Scope but
+	// the tally v3 Scope (github.com/uber-go/tally) yarpc takes its
+	// metrics from.
+	ScopeV3 tallyv3.Scope `optional:"true"`
+}
+
+// checkConfig is the first fx invoke of each of errown's modules: it reads
+// the configuration as newFromParams does, and returns its error as it
+// is, so that the application's error leads with errown's message. The
+// same error from newFromParams, which the next invoke builds, would come
+// behind fx's account of every constructor it could not call.
+func checkConfig(p configParams) error {
+	_, _, err := p.read()
+	return err
+}
+
+// read reads and validates errown's Config from p, and says where it
+// came from, for the start log.
+func (p configParams) read() (Config, string, error) {
+	var (
+		provider config.Provider
+		source   = _sourceNone
+	)
+	switch {
+	case p.Config != nil:
+		provider, source = p.Config, "config.Provider"
+	case p.YAML != nil:
+		provider, source = p.YAML, "*config.YAML"
+	}
+	cfg, found, err := configFromProvider(provider, p.Files)
+	if err != nil {
+		return Config{}, "", err
+	}
+	if provider != nil && !found {
+		source += " " + _noSection
+	}
+	return cfg, source, nil
 }
 
 // result is the output of newFromParams.
@@ -121,30 +180,39 @@ type result struct {
 
 // newFromParams reads the "errown" section of p.Config (or p.YAML) and
 // builds the middleware, whose background work starts and stops with
-// p.Lifecycle. It is what Core (so Module) and Grouped provide.
-func newFromParams(p params) (result, error) {
-	var (
-		provider config.Provider
-		source   = _sourceNone
-	)
-	switch {
-	case p.Config != nil:
-		provider, source = p.Config, "config.Provider"
-	case p.YAML != nil:
-		provider, source = p.YAML, "*config.YAML"
-	}
-	cfg, found, err := configFromProvider(provider)
+// p.Lifecycle. It is what Core and Grouped provide.
+func newFromParams(p params) (result, error) { return build(p, false) }
+
+// newDecorating is newFromParams for Module, which decorates the
+// yarpc.Config: given no scope, errown reports to the tally v3 Scope of
+// the yarpc.Config, if it has one, once decorate has read it.
+func newDecorating(p params) (result, error) { return build(p, true) }
+
+func build(p params, decorates bool) (result, error) {
+	cfg, source, err := p.Sources.read()
 	if err != nil {
 		return result{}, err
 	}
-	if provider != nil && !found {
-		source += " " + _noSection
+	var (
+		scope   = p.Scope
+		metrics = _metricsV4
+		late    *internaltallyv3.Late
+	)
+	switch {
+	case p.Scope != nil:
+	case p.ScopeV3 != nil:
+		scope, metrics = internaltallyv3.Scope(p.ScopeV3), _metricsV3
+	case decorates:
+		late = internaltallyv3.NewLate()
+		scope, metrics = late, _metricsNone
+	default:
+		metrics = _metricsNone
 	}
-	m, err := New(cfg, WithLogger(p.Logger), WithScope(p.Scope))
+	m, err := New(cfg, WithLogger(p.Logger), WithScope(scope))
 	if err != nil {
 		return result{}, fmt.Errorf("errown: config: %w", err)
 	}
-	m.source = source
+	m.source, m.metrics, m.late = source, metrics, late
 	p.Lifecycle.Append(fx.StartStopHook(m.Start, m.Stop))
 	return result{Middleware: m}, nil
 }
@@ -157,13 +225,25 @@ const (
 	_noSection = "(no errown key: defaults, no retry policies)"
 )
 
+// What the start log says of the metrics scope errown reports to.
+const (
+	_metricsV4 = "tally v4 Scope"
+	_metricsV3 = "yarpc's tally v3 Scope (github.com/uber-go/tally)"
+	// _metricsV3Config: the tally v3 Scope of the yarpc.Config Module
+	// decorated.
+	_metricsV3Config = _metricsV3 + ", from the yarpc.Config"
+	_metricsNone     = "none provided"
+)
+
 // configFromProvider reads the errown section strictly, whatever the
 // provider's own mode: it is taken out as plain data and decoded again with
 // unknown keys rejected. found says whether p has the errown key (perhaps
-// with no value: "errown:" alone). When it has not but has a top-level key
-// close to it (Errown, errwon, err_own), that key is errown's misspelled:
-// errown would start with none of it, so it is an error.
-func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
+// with no value: "errown:" alone). A top-level key close to it (Errown,
+// errwon, err_own) is errown's misspelled when p has no errown key, or
+// when it holds errown's own keys beside one (an override file's typo):
+// errown would start without it, so it is an error, naming the files of
+// files that hold it.
+func configFromProvider(p config.Provider, files ConfigFiles) (cfg Config, found bool, err error) {
 	if p == nil {
 		cfg, err = ConfigFromYAML(nil)
 		return cfg, false, err
@@ -180,10 +260,8 @@ func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
 		// is there.
 		found = raw != nil
 	}
-	if !found {
-		if err := nearMissKeys(top); err != nil {
-			return Config{}, false, err
-		}
+	if err := nearMissKeys(top, found, files); err != nil {
+		return Config{}, found, err
 	}
 	if raw == nil {
 		cfg, err = ConfigFromYAML(nil)
@@ -194,31 +272,72 @@ func configFromProvider(p config.Provider) (cfg Config, found bool, err error) {
 		return Config{}, true, fmt.Errorf("errown: config: %w", err)
 	}
 	cfg, err = ConfigFromYAML(b)
+	if err != nil && len(files) > 0 {
+		err = files.annotate(err)
+	}
 	return cfg, true, err
 }
 
-// nearMissKeys reports each of the top-level keys that is errown
-// misspelled.
-func nearMissKeys(top map[string]interface{}) error {
+// nearMissKeys reports each of the top-level keys of the merged
+// configuration top that is errown misspelled: any key close to errown
+// when there is no errown key (found false), and beside one a key close
+// to it that holds one of errown's own keys. It names the files of files
+// that hold each.
+func nearMissKeys(top map[string]interface{}, found bool, files ConfigFiles) error {
 	keys := make([]string, 0, len(top))
-	for k := range top {
-		if configkey.Similar(k, _configKey) {
+	for k, v := range top {
+		if k != _configKey && configkey.Similar(k, _configKey) && (!found || len(errownKeys(v)) > 0) {
 			keys = append(keys, k)
 		}
 	}
+	if len(keys) == 0 {
+		return nil
+	}
 	sort.Strings(keys)
-	var err error
+	in, err := files.holding(keys)
+	if err != nil {
+		return err
+	}
 	for _, k := range keys {
-		err = multierr.Append(err, fmt.Errorf("errown: config: found top-level key %q, did you mean %s? "+
-			"errown reads only %q and would start with defaults and no retry policies: "+
-			"rename %q to %s (or, if it is not errown's, add %s: {} beside it)",
-			k, _configKey, _configKey, k, _configKey, _configKey))
+		if !found {
+			err = multierr.Append(err, fmt.Errorf("errown: config: found top-level key %q%s, did you mean %s? "+
+				"errown reads only %q and would start with defaults and no retry policies: "+
+				"rename %q to %s (or, if it is not errown's, add %s: {} beside it)",
+				k, in[k], _configKey, _configKey, k, _configKey, _configKey))
+			continue
+		}
+		err = multierr.Append(err, fmt.Errorf("errown: config: found top-level key %q%s beside %s, did you mean %s? "+
+			"it holds errown's keys (%s), which errown would ignore: move them under %s",
+			k, in[k], _configKey, _configKey, strings.Join(errownKeys(top[k]), ", "), _configKey))
 	}
 	return err
 }
 
+// errownKeys returns the keys of the mapping v that are keys of Config,
+// sorted; none when v is not a mapping.
+func errownKeys(v interface{}) []string {
+	m, ok := v.(map[interface{}]interface{})
+	if !ok {
+		return nil
+	}
+	fields := yamlFields(reflect.TypeOf(Config{}))
+	var keys []string
+	for k := range m {
+		if _, ok := fields[fmt.Sprint(k)]; ok {
+			keys = append(keys, fmt.Sprint(k))
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 func decorate(cfg yarpc.Config, m *Middleware) yarpc.Config {
 	m.applied.Store(true)
+	if m.late != nil && cfg.Metrics.Tally != nil {
+		// errown's instruments, built with the middleware before the
+		// yarpc.Config was read, report to its scope from now on.
+		m.late.Bind(internaltallyv3.Scope(cfg.Metrics.Tally))
+	}
 	return m.Apply(cfg)
 }
 

@@ -36,6 +36,14 @@ type wiringParams struct {
 // message names the one fix for the wiring errown found.
 var ErrNotWired = errors.New("errown: its middleware reached no dispatcher, server or client")
 
+// ErrNoMetrics is the start error, under wiring: strict, of an
+// application that gives errown no metrics scope: neither a tally v4
+// Scope (github.com/uber-go/tally/v4) nor the tally v3 Scope
+// (github.com/uber-go/tally) yarpc takes its metrics from, in the fx
+// graph or (Module) in the yarpc.Config errown decorates.
+var ErrNoMetrics = errors.New("errown: metrics: none provided, and wiring is strict: " +
+	"provide a tally v4 Scope or yarpc's tally v3 Scope to fx, or set the yarpc.Config's Metrics.Tally")
+
 // _orWarn ends every start error the wiring setting can soften.
 const _orWarn = "; set errown.wiring: warn to start anyway"
 
@@ -66,6 +74,9 @@ func checkWiring(v via) func(wiringParams) {
 					return err
 				}
 				logger.Warn("errown: configuration names services the dispatcher does not call", zap.Error(err))
+			}
+			if m.wiring == WiringStrict && m.metricsSummary() == _metricsNone {
+				return ErrNoMetrics
 			}
 			logger.Info("errown started", m.summary()...)
 			return nil

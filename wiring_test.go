@@ -159,7 +159,7 @@ func TestWiringBadValue(t *testing.T) {
 		errown.Module,
 		fx.Invoke(func(*yarpc.Dispatcher) {}),
 	)
-	assert.ErrorContains(t, err, `wiring: must be "require" or "warn", got "maybe"`)
+	assert.ErrorContains(t, err, `wiring: must be "require", "warn" or "strict", got "maybe"`)
 }
 
 func TestStartLogSaysWhatErrownRunsWith(t *testing.T) {

@@ -40,6 +40,9 @@ var _zeroLiteral = map[string]struct {
 	"memory.snapshot.path":            {`"" is no snapshot`, true},
 	"memory.fleet.url":                {`"" is no fleet source`, true},
 	"memory.fleet.selector":           {`"" is no selector`, true},
+	"edge.transports":                 {"[] is no edge transport", true},
+	"edge.procedures":                 {"[] is no edge procedure", true},
+	"edge.callers":                    {"[] is no edge caller", true},
 }
 
 // leafPaths lists the key paths of every field of t that holds a value

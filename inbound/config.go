@@ -34,6 +34,50 @@ type Config struct {
 	UnknownEdges string `yaml:"unknownEdges,omitempty"`
 	// Ingress bounds the requests tracked in flight.
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
+	// Edge declares the requests that come from outside the mesh.
+	Edge EdgeConfig `yaml:"edge,omitempty"`
+}
+
+// EdgeConfig declares the requests that come from outside the mesh, by
+// the transport.Request fields yarpc gives inbound middleware: a request
+// whose transport, procedure or caller is listed is an edge request.
+// errown neither reads its headers from an edge request (an attempt
+// header an outside client sends is ignored: the request is a root) nor
+// writes them on its response (no claim, no-retry, code or storm header,
+// nor those a handler forwarded). The request is otherwise served as any
+// root: its storm is recorded, its calls are logged. Default: nothing
+// listed, no request is an edge request.
+type EdgeConfig struct {
+	// Transports are yarpc transport names ("http", "grpc", "tchannel":
+	// transport.Request.Transport) whose every request is an edge
+	// request: for a service whose inbound for outside clients is the
+	// only one on its transport. Default: none.
+	Transports []string `yaml:"transports,omitempty"`
+	// Procedures are procedure names (transport.Request.Procedure, such
+	// as "Orders::get") served to outside clients. Default: none.
+	Procedures []string `yaml:"procedures,omitempty"`
+	// Callers are caller service names (transport.Request.Caller, HTTP's
+	// Rpc-Caller header) of outside clients, such as a gateway. A caller
+	// names itself: an outside client that sends an internal caller's
+	// name is not an edge request, so declare an edge by transport or
+	// procedure where the mesh's callers cannot be trusted. Default: none.
+	Callers []string `yaml:"callers,omitempty"`
+}
+
+// Validate reports every empty name in c.
+func (c EdgeConfig) Validate() error {
+	var err error
+	for _, l := range []struct {
+		key   string
+		names []string
+	}{{"transports", c.Transports}, {"procedures", c.Procedures}, {"callers", c.Callers}} {
+		for i, n := range l.names {
+			if n == "" {
+				err = multierr.Append(err, fmt.Errorf("edge.%s[%d]: must not be empty", l.key, i))
+			}
+		}
+	}
+	return err
 }
 
 func init() { defaults.Register(Config.withDefaults) }
@@ -52,6 +96,7 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
+	err = multierr.Append(err, c.Edge.Validate())
 	if c.MaxRootProcedures < 0 {
 		err = multierr.Append(err, fmt.Errorf("maxRootProcedures: must be >= 0, got %d", c.MaxRootProcedures))
 	}

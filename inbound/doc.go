@@ -30,6 +30,11 @@
 //	                      failed outbound calls past the egress log's bound
 //	                      (egresslog.MaxFailures): counted, not kept
 //
+// A request Config.Edge declares an edge request (from outside the mesh,
+// by transport, procedure or caller) is served without errown's headers:
+// its attempt header is not read, and its response carries none of
+// errown's headers, whatever follows below.
+//
 // Storm telemetry: every error response carries the storm header (the
 // subtree's requests served, blind to claims, retries, radius and blind
 // radius: ownership.Storm), and so does a success whose subtree served more

@@ -8,6 +8,7 @@ package adapt
 
 import (
 	"github.com/errown/errown/ownership"
+	"go.uber.org/config"
 	"go.uber.org/yarpc/api/middleware"
 )
 
@@ -54,4 +55,26 @@ func Take[M any](mw M) Parts {
 // Take does.
 func Attempts[M any](mw M) middleware.UnaryOutbound {
 	return attempts.(func(M) middleware.UnaryOutbound)(mw)
+}
+
+// checkConfig is errown's configuration check (errown's checkConfig).
+var checkConfig func(p config.Provider, y *config.YAML, files []string) error
+
+// RegisterConfigCheck sets the function CheckConfig calls. The root
+// package calls it from its init, once.
+func RegisterConfigCheck(f func(p config.Provider, y *config.YAML, files []string) error) {
+	if checkConfig != nil {
+		panic("adapt: config check registered twice")
+	}
+	checkConfig = f
+}
+
+// CheckConfig reads and validates errown's configuration from the
+// application's provider p (or y), files naming the files merged into
+// it, as errown's modules do in their first fx invoke, and returns the
+// error as it is: an adapter module placed before errown's runs it first,
+// so that the application's error leads with errown's message rather than
+// fx's account of the *errown.Middleware it could not build.
+func CheckConfig(p config.Provider, y *config.YAML, files []string) error {
+	return checkConfig(p, y, files)
 }

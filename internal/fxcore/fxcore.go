@@ -5,6 +5,8 @@ package fxcore
 
 import (
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/adapt"
+	"go.uber.org/config"
 	"go.uber.org/fx"
 )
 
@@ -22,11 +24,30 @@ type params struct {
 // anything takes the adapter, so that a missing Core fails loudly rather
 // than leave errown off, and builds nothing Core's own start check does
 // not build.
+//
+// An invoke before it checks errown's configuration, as errown's modules
+// do first: placed before errown.Core, an adapter module's invoke would
+// otherwise be the first to build the *errown.Middleware, and an invalid
+// configuration's error would come behind fx's account of it.
 func Require(errNoCore error) fx.Option {
-	return fx.Invoke(func(p params) error {
-		if p.Middleware == nil {
-			return errNoCore
-		}
-		return nil
-	})
+	return fx.Options(
+		fx.Invoke(func(p configParams) error {
+			return adapt.CheckConfig(p.Config, p.YAML, p.Files)
+		}),
+		fx.Invoke(func(p params) error {
+			if p.Middleware == nil {
+				return errNoCore
+			}
+			return nil
+		}),
+	)
+}
+
+// configParams are where errown reads its configuration from.
+type configParams struct {
+	fx.In
+
+	Config config.Provider    `optional:"true"`
+	YAML   *config.YAML       `optional:"true"`
+	Files  errown.ConfigFiles `optional:"true"`
 }

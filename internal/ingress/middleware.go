@@ -47,6 +47,7 @@ type Middleware struct {
 	quietStorms      []transport.Headers // by requests served; see quietStormHeaders
 	storms           *storms
 	orphans          *calls.Orphans
+	edge             *edge // nil: no edge declared
 
 	claimedCount      tally.Counter
 	unclaimedCount    tally.Counter
@@ -97,6 +98,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		hdr:               cfg.Headers,
 		storms:            newStorms(o.Scope, cfg.MaxRootProcedures, o.stormHook),
 		orphans:           orphans,
+		edge:              newEdge(cfg.Edge),
 		unknownStorm:      transport.NewHeaders().With(cfg.Headers.Storm, wire.StormUnknownValue),
 		quietStorms:       quietStormHeaders(cfg.Headers.Storm),
 		claimed:           headers(ownership.ClaimClaimed, false),
@@ -123,14 +125,21 @@ func (m *Middleware) InFlight() int { return m.logs.Len() }
 // its result, decide and respond, record a root's storm and have the
 // dependency memory observe the failed calls.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
-	n, marked := m.countAttempt(req)
-	if n > 1 {
-		// Only a retry is tagged: finding the span walks the context.
-		tracing.Attempt(ctx, n)
+	// An edge request's headers are not errown's: it is a root, and its
+	// response carries none of errown's headers.
+	edge := m.edge.has(req)
+	var marked bool
+	if !edge {
+		var n int
+		n, marked = m.countAttempt(req)
+		if n > 1 {
+			// Only a retry is tagged: finding the span walks the context.
+			tracing.Attempt(ctx, n)
+		}
 	}
 	r := m.track(ctx, req.Procedure, marked)
 	if r == nil {
-		return m.serveUntracked(ctx, req, resw, h)
+		return m.serveUntracked(ctx, req, resw, h, edge)
 	}
 	log := &r.Log
 	if marked {
@@ -165,9 +174,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		// decision and the storm.
 		now, ph = m.now(), procedureHash(req.Procedure)
 		claim, reason := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
-		m.respond(req, resw, out, claim, log.NoRetry(), storm)
+		if !edge {
+			m.respond(req, resw, out, claim, log.NoRetry(), storm)
+		}
 		tracing.Claim(ctx, claim, reason)
-	} else if !storm.Trivial() && (marked || storm.Stormy()) {
+	} else if !edge && !storm.Trivial() && (marked || storm.Stormy()) {
 		// A success says how much it took only when that was more than
 		// this one request (a leaf's success pays nothing), and only to a
 		// caller that reads it (its request was marked: it is in an
@@ -226,13 +237,17 @@ func (m *Middleware) track(ctx context.Context, procedure string, marked bool) *
 	return r
 }
 
-// serveUntracked serves a request the ingress log map had no room for.
-func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
+// serveUntracked serves a request the ingress log map had no room for,
+// an edge request when edge is set.
+func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler, edge bool) error {
 	m.untrackedCount.Inc(1)
-	// Untracked, its figures are unknown: say so, on a success too,
-	// and have its calls tell their callees that they are not roots.
+	// Untracked, its figures are unknown: say so, on a success too (but
+	// not outside the mesh), and have its calls tell their callees that
+	// they are not roots.
 	err := h.Handle(reqlog.WithUntracked(ctx), req, m.ownHeaders(resw))
-	resw.AddHeaders(m.unknownStorm)
+	if !edge {
+		resw.AddHeaders(m.unknownStorm)
+	}
 	return err
 }
 

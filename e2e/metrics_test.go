@@ -1,0 +1,151 @@
+package e2e_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/errown/errown"
+	"github.com/errown/errown/fxtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	tallyv3 "github.com/uber-go/tally"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/config"
+	"go.uber.org/fx"
+	fxfxtest "go.uber.org/fx/fxtest"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/encoding/raw"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+const _checkoutPolicy = `
+errown:
+  wiring: strict
+  retry:
+    budget: {ratio: 1}
+    policies:
+      - {service: payments, maxAttempts: 2, initialBackoff: 1ms, maxBackoff: 1ms, idempotent: true}
+`
+
+// checkout is an fx application of the mesh as its team writes it: a
+// dispatcher built from the provided yarpc.Config, with metrics (the
+// options given), errown.Module, a handler calling payments.
+// The application is an fx.Module beside the mesh's options, which
+// provide the yarpc.Config it starts from, so that its own options can
+// decorate that yarpc.Config before errown does.
+func checkout(mesh *fxtest.Mesh, metrics fx.Option) fx.Option {
+	return fx.Options(
+		mesh.AppOptions("checkout", fxtest.HTTP, "payments"),
+		fx.NopLogger,
+		metrics,
+		fx.Module("checkout",
+			fx.Provide(func() (config.Provider, error) {
+				return config.NewYAML(config.Source(strings.NewReader(_checkoutPolicy)))
+			}),
+			fx.Provide(newDispatcher),
+			errown.Module,
+			fx.Invoke(func(d *yarpc.Dispatcher) {
+				payments := raw.New(d.ClientConfig("payments"))
+				d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+					return payments.Call(ctx, fxtest.Procedure, body)
+				}))
+			}),
+		),
+	)
+}
+
+// newDispatcher builds the dispatcher from the yarpc.Config errown
+// decorates.
+func newDispatcher(cfg yarpc.Config, lc fx.Lifecycle) *yarpc.Dispatcher {
+	d := yarpc.NewDispatcher(cfg)
+	lc.Append(fx.StartStopHook(d.Start, d.Stop))
+	return d
+}
+
+// withYARPCMetrics has the yarpc.Config carry scope, yarpc's metrics, as
+// the application's configuration would.
+func withYARPCMetrics(scope tallyv3.Scope) fx.Option {
+	return fx.Decorate(func(cfg yarpc.Config) yarpc.Config {
+		cfg.Metrics.Tally = scope
+		return cfg
+	})
+}
+
+// TestMetricsEachTallyVersion: an fx application whose errown retries a
+// failing callee over real dispatchers reports errown's metrics to the
+// scope it has: a tally v4 Scope, or only the tally v3 Scope its yarpc
+// dispatcher takes (yarpc.Config.Metrics.Tally), in the fx graph or only
+// in the yarpc.Config, under wiring: strict, which fails start without
+// one.
+func TestMetricsEachTallyVersion(t *testing.T) {
+	type counters func() map[string]int64
+	tests := []struct {
+		name    string
+		metrics func() (fx.Option, counters)
+	}{
+		{
+			name: "tally v4",
+			metrics: func() (fx.Option, counters) {
+				scope := tally.NewTestScope("", nil)
+				read := func() map[string]int64 {
+					out := map[string]int64{}
+					for k, c := range scope.Snapshot().Counters() {
+						out[k] = c.Value()
+					}
+					return out
+				}
+				return fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))), read
+			},
+		},
+		{
+			name: "yarpc's tally v3",
+			metrics: func() (fx.Option, counters) {
+				scope := tallyv3.NewTestScope("", nil)
+				read := func() map[string]int64 {
+					out := map[string]int64{}
+					for k, c := range scope.Snapshot().Counters() {
+						out[k] = c.Value()
+					}
+					return out
+				}
+				return fx.Options(fx.Supply(fx.Annotate(scope, fx.As(new(tallyv3.Scope)))), withYARPCMetrics(scope)), read
+			},
+		},
+		{
+			name: "yarpc's tally v3, in the yarpc.Config only",
+			metrics: func() (fx.Option, counters) {
+				scope := tallyv3.NewTestScope("", nil)
+				read := func() map[string]int64 {
+					out := map[string]int64{}
+					for k, c := range scope.Snapshot().Counters() {
+						out[k] = c.Value()
+					}
+					return out
+				}
+				return withYARPCMetrics(scope), read
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mesh := fxtest.NewMesh(t)
+			payments := mesh.Start(fxtest.ServiceConfig{
+				Name: "payments", Transport: fxtest.GRPC, Errown: &errown.Config{},
+				Handler: fxtest.Fail(yarpcerrors.UnavailableErrorf("payments is down")),
+			})
+			metrics, read := tt.metrics()
+			app := fxfxtest.New(t, checkout(mesh, metrics))
+			app.RequireStart()
+			reply := mesh.Call(callCtx(t), "checkout", nil)
+			app.RequireStop()
+
+			assert.Equal(t, yarpcerrors.CodeUnavailable, reply.Code())
+			require.Equal(t, int64(2), payments.Served(), "checkout's errown retried payments once")
+			got := read()
+			assert.Equal(t, int64(1), got["errown.retry.calls+callee=payments"], "the call counted: %v", got)
+			assert.Equal(t, int64(1), got["errown.retry.attempts+callee=payments"], "its retry counted: %v", got)
+			assert.Equal(t, int64(1), got["errown.inbound.unclaimed+"], "checkout's error unclaimed: %v", got)
+		})
+	}
+}
