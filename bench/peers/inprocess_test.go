@@ -250,4 +250,3 @@ func median(xs []float64) float64 {
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
 }
-
