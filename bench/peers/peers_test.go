@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"time"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/failsafe-go/failsafe-go"
@@ -22,9 +21,11 @@ import (
 // once to replay it.
 
 // backoffRetry retries with github.com/cenkalti/backoff/v5: backoff.Retry
-// with an exponential backoff of 1ns (errown's ceiling here), at most 2
-// tries, and any other error made permanent. The exponential backoff
-// keeps state, so each call takes its own.
+// with its zero backoff (no wait, as errown's 1ns ceiling here, which full
+// jitter rounds to none, and as failsafe-go's default delay; an
+// exponential backoff keeps state, so each call would allocate its own,
+// and its timer of 1ns can park the call), at most 2 tries, and any other
+// error made permanent.
 type backoffRetry struct{}
 
 var _ middleware.UnaryOutbound = backoffRetry{}
@@ -34,8 +35,6 @@ func (backoffRetry) Call(ctx context.Context, req *transport.Request, out transp
 	if err != nil {
 		return nil, err
 	}
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval = time.Nanosecond, time.Nanosecond
 	return backoff.Retry(ctx, func() (*transport.Response, error) {
 		r := *req
 		r.Body = bytes.NewReader(body)
@@ -44,7 +43,7 @@ func (backoffRetry) Call(ctx context.Context, req *transport.Request, out transp
 			return res, backoff.Permanent(err)
 		}
 		return res, err
-	}, backoff.WithBackOff(b), backoff.WithMaxTries(2))
+	}, backoff.WithBackOff(&backoff.ZeroBackOff{}), backoff.WithMaxTries(2))
 }
 
 // failsafeRetry retries with failsafe-go: an executor built once of a
