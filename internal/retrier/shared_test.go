@@ -60,9 +60,11 @@ func (h *hedger) Call(ctx context.Context, req *transport.Request, out transport
 func (h *hedger) wait() { h.wg.Wait() }
 
 // overloadedCallee drives the share of c's overloaded attempts over the
-// threshold, and the limit down to its floor.
+// threshold, and the limit down to its floor, and stops the share's decay
+// (a loaded machine's pauses would end the overload mid-test).
 func overloadedCallee(t *testing.T, c *callee) {
 	t.Helper()
+	c.overload.elapsed = still
 	for i := 0; c.overload.Limit() > c.overload.min || !c.overload.Overloaded(); i++ {
 		require.Less(t, i, 10000, "the callee never became overloaded")
 		r, _ := c.overload.admit()
@@ -339,4 +341,43 @@ func (b *both) Call(ctx context.Context, req *transport.Request, out transport.U
 	a := <-first
 	b.errs = append(b.errs, a.err, <-second)
 	return a.res, a.err
+}
+
+// sendLater is an application's middleware that returns at once and
+// sends the attempt later, once start is closed: err is what it got.
+type sendLater struct {
+	start chan struct{}
+	done  chan struct{}
+	err   error
+}
+
+func (s *sendLater) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	go func() {
+		defer close(s.done)
+		<-s.start
+		_, s.err = out.Call(ctx, req)
+	}()
+	return nil, yarpcerrors.UnavailableErrorf("not yet")
+}
+
+// TestAttemptSentAfterItsCallReturned: an attempt sent after its call
+// returned is not sent: nobody waits for it, and its call's state is
+// sealed. It counts in retry.late_attempts.
+func TestAttemptSentAfterItsCallReturned(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 1}}},
+		WithSinks(obs.Sinks{Scope: scope}))
+	out := newOutbound(succeed("late"))
+	app := &sendLater{start: make(chan struct{}), done: make(chan struct{})}
+	sink := &reqlog.Sink{Out: below(m, app, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+	require.Error(t, err)
+	close(app.start)
+	<-app.done
+
+	assert.Empty(t, out.requests(), "requests that left the process")
+	assert.Equal(t, yarpcerrors.CodeCancelled, yarpcerrors.FromError(app.err).Code(), "the late attempt's error: %v", app.err)
+	assert.Equal(t, int64(1), counters(scope)["retry.late_attempts+callee=callee"], "late attempts")
+	assert.Equal(t, 0, sink.State.Sends.Count, "attempts counted")
 }
