@@ -561,7 +561,9 @@ func TestMarkAllocatesNothing(t *testing.T) {
 // TestCallMarkingAllocatesNothing: a tracked call, which is marked, costs
 // no allocation more than the same call untracked, which is not; with
 // errown's retry middleware inside, a tracked call allocates one context
-// node, which carries the call's state to the innermost attempt step.
+// node, which carries the call's state to the innermost attempt step, and,
+// when its policy may retry it, one more with the call's route (the peers
+// its attempts went to, for package retrypeer), never pooled.
 func TestCallMarkingAllocatesNothing(t *testing.T) {
 	r, err := retrier.New(retry.Config{Policies: []retry.PolicyConfig{{Service: "s", Idempotent: new(true)}}})
 	require.NoError(t, err)
@@ -583,7 +585,7 @@ func TestCallMarkingAllocatesNothing(t *testing.T) {
 
 	assert.Equal(t, 1001, sent, "every tracked call was marked")
 	assert.LessOrEqual(t, tracked-untracked, allowedAllocs(), "marking allocates: %v tracked, %v untracked", tracked, untracked)
-	assert.LessOrEqual(t, tracked, allowedAllocs()+1)
+	assert.LessOrEqual(t, tracked, allowedAllocs()+2)
 	assert.Equal(t, 1001, log.Egress.Counts().NotFailed, "the tracked calls were tracked")
 	assert.Equal(t, 0, req.Headers.Len(), "the caller's headers unchanged")
 }
