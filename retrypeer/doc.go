@@ -17,6 +17,7 @@
 //
 // Use it for every outbound whose callee runs several instances:
 //
-//	list := roundrobin.New(httpTransport)
-//	out := httpTransport.NewOutbound(retrypeer.New(peer.Bind(list, peer.BindPeers(ids))))
+//	list := roundrobin.New(httpTransport) // go.uber.org/yarpc/peer/roundrobin
+//	chooser := peer.Bind(list, peer.BindPeers(ids)) // go.uber.org/yarpc/peer
+//	out := httpTransport.NewOutbound(retrypeer.New(chooser))
 package retrypeer
