@@ -161,6 +161,7 @@ func runPartial(t *testing.T, arm partialArm, bad func(ctx context.Context) erro
 	var (
 		next, succeeded atomic.Int64
 		wg              sync.WaitGroup
+		failures        sync.Map
 	)
 	for range _partialInFlight {
 		wg.Go(func() {
@@ -168,12 +169,15 @@ func runPartial(t *testing.T, arm partialArm, bad func(ctx context.Context) erro
 				ctx, cancel := context.WithTimeout(context.Background(), _partialDeadline)
 				if _, err := caller.Call(ctx, "call", []byte("x")); err == nil {
 					succeeded.Add(1)
+				} else {
+					failures.Store(err.Error(), true)
 				}
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
+	failures.Range(func(k, _ any) bool { t.Logf("%s: %v", arm.name, k); return true })
 	return partialResult{
 		availability: float64(succeeded.Load()) / _partialRequests,
 		cPerRequest:  float64(served.Load()) / _partialRequests,
