@@ -49,6 +49,7 @@ type budgetBucket struct {
 // interval, and withdrawing, happen under mu.
 type budget struct {
 	disabled     bool
+	plain        bool // refunds nothing (PlainBudget)
 	ratio        float64
 	minPerSecond float64
 	window       time.Duration
@@ -122,7 +123,7 @@ func (b *budget) withdraw() (epoch int64, ok bool) {
 // not of a storm, and the budget bounds only the retries that fail. A
 // bucket that has left the window since keeps nothing to refund.
 func (b *budget) refund(epoch int64) {
-	if b.disabled {
+	if b.disabled || b.plain {
 		return
 	}
 	b.mu.Lock()

@@ -71,6 +71,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		rand:         o.rand,
 	}
 	m.attempts = &Attempts{m: m}
+	plainBudgets(m.callees, o.plainBudget)
 	m.budgetLeft = budgetGauges(o.Scope, m.callees)
 	return m, nil
 }

@@ -44,3 +44,11 @@ func (n *retryNote) succeeded(c *callee) {
 		n.would = false
 	}
 }
+
+// plainBudgets makes the budgets of callees refund nothing when plain
+// (PlainBudget).
+func plainBudgets(callees map[string]*callee, plain bool) {
+	for _, c := range callees {
+		c.budget.plain = plain
+	}
+}
