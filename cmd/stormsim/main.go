@@ -712,28 +712,11 @@ func printReport(w io.Writer, r stormsim.Report) {
 		}
 	}
 
-	none := ""
-	for _, run := range r.Runs {
-		if run.Expected.MeasuredOnly != "" {
-			none = ", [-] where the model has none"
-			break
-		}
+	if sameNodes(r.Runs) {
+		printLoads(w, r.Runs)
+	} else {
+		fmt.Fprintln(w, "loads per request at the root: the runs' topologies differ; see the tables below")
 	}
-	fmt.Fprintf(w, "loads per request at the root: measured [analytic; published], ! when off the reference by more than %v%%%s\n", stormsim.LoadTolerance*100, none)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "node\tdepth")
-	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "\t%s", run.Label)
-	}
-	fmt.Fprintln(tw)
-	for i, n := range r.Runs[0].Expected.Nodes {
-		fmt.Fprintf(tw, "%s\t%d", n.Name, n.Depth)
-		for _, run := range r.Runs {
-			fmt.Fprintf(tw, "\t%s", loadCell(run, i))
-		}
-		fmt.Fprintln(tw)
-	}
-	_ = tw.Flush()
 
 	fmt.Fprintln(w, "figures:")
 	for _, f := range r.Figures {
@@ -765,12 +748,58 @@ func printReport(w io.Writer, r stormsim.Report) {
 			fmt.Fprintf(w, "        within ±%s of %s: %s\n", num(f.Tolerance), num(f.Reference), f.Basis)
 		case stormsim.CheckAtMost:
 			fmt.Fprintf(w, "        at most %s: %s\n", num(f.Reference+f.Tolerance), f.Basis)
+		case stormsim.CheckAtLeast:
+			fmt.Fprintf(w, "        at least %s: %s\n", num(f.Reference-f.Tolerance), f.Basis)
 		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  - %s\n", n)
 	}
 	fmt.Fprintf(w, "scenario %s: %d figures, %d failed or off, %.1fs\n\n", r.Scenario, len(r.Figures), r.Failed(), r.Seconds)
+}
+
+// sameNodes reports whether runs share their nodes, so that one table
+// shows their loads side by side.
+func sameNodes(runs []stormsim.RunReport) bool {
+	for _, run := range runs {
+		if len(run.Expected.Nodes) != len(runs[0].Expected.Nodes) {
+			return false
+		}
+		for i, n := range run.Expected.Nodes {
+			if n.Name != runs[0].Expected.Nodes[i].Name {
+				return false
+			}
+		}
+	}
+	return len(runs) > 0
+}
+
+// printLoads prints the loads of runs, which share their nodes: a column
+// per run.
+func printLoads(w io.Writer, runs []stormsim.RunReport) {
+	none := ""
+	for _, run := range runs {
+		if run.Expected.MeasuredOnly != "" {
+			none = ", [-] where the model has none"
+			break
+		}
+	}
+	fmt.Fprintf(w, "loads per request at the root: measured [analytic; published], ! when off the reference by more than %v%%%s\n", stormsim.LoadTolerance*100, none)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "node\tdepth")
+	for _, run := range runs {
+		fmt.Fprintf(tw, "\t%s", run.Label)
+	}
+	fmt.Fprintln(tw)
+	for i, n := range runs[0].Expected.Nodes {
+		fmt.Fprintf(tw, "%s\t%d", n.Name, n.Depth)
+		for _, run := range runs {
+			fmt.Fprintf(tw, "\t%s", loadCell(run, i))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+
 }
 
 // loadCell formats node i's load in run: measured [analytic; published].

@@ -177,6 +177,11 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 		// once, resource-exhausted, rather than add them to its queue.
 		codes[yarpcerrors.CodeResourceExhausted] = true
 	}
+	if o.Failsafe != nil {
+		// failsafe-go's adaptive limiter refuses calls at once (see
+		// Failsafe).
+		codes[yarpcerrors.CodeResourceExhausted] = true
+	}
 	d := driver{o: o, client: m.client, codes: codes, mustFail: expected.Availability == 0}
 	var out, warm outcomes
 	if o.Warmup > 0 {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/peer"
 	"google.golang.org/grpc"
 )
 
@@ -91,6 +92,11 @@ type Callee struct {
 	Kind string
 	// Addr is the host:port the callee listens on.
 	Addr string
+	// Chooser, when set, builds the peer chooser the outbound reaches the
+	// callee's instances through, on the yarpc transport that speaks its
+	// kind (a peer list bound to their addresses, say); Addr is then
+	// unused.
+	Chooser func(t peer.Transport) peer.Chooser
 }
 
 // Node is a started node.
@@ -279,6 +285,9 @@ func (e *Endpoint) outboundsTo(callees []Callee) (yarpc.Outbounds, error) {
 	outbounds := make(yarpc.Outbounds, len(callees))
 	for _, c := range callees {
 		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
+		if c.Chooser != nil {
+			outs, err = e.ChooserOutbounds(Wire(c.Kind), c.Chooser)
+		}
 		if err != nil {
 			return nil, err
 		}
