@@ -94,17 +94,40 @@ func (b *budget) deposit() {
 // tryWithdraw counts one retry and returns true when the budget has room
 // for it; otherwise it counts nothing and returns false.
 func (b *budget) tryWithdraw() bool {
+	_, ok := b.withdraw()
+	return ok
+}
+
+// withdraw is tryWithdraw, also returning the epoch of the bucket the
+// retry was counted in, for refund.
+func (b *budget) withdraw() (epoch int64, ok bool) {
 	if b.disabled {
-		return true
+		return 0, true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur, requests, retries, _ := b.current()
 	if !BudgetAllows(requests, retries, b.ratio, b.minPerSecond, b.window) {
-		return false
+		return 0, false
 	}
 	cur.retries++
-	return true
+	return cur.epoch.Load(), true
+}
+
+// refund takes back a retry withdrawn in epoch's bucket (withdraw) that
+// succeeded: a retry that works is evidence of an independent failure,
+// not of a storm, and the budget bounds only the retries that fail. A
+// bucket that has left the window since keeps nothing to refund.
+func (b *budget) refund(epoch int64) {
+	if b.disabled {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := &b.buckets[epoch%_budgetBuckets]
+	if bk.epoch.Load() == epoch && bk.retries > 0 {
+		bk.retries--
+	}
 }
 
 // current returns the bucket of now, and the requests, retries and blind

@@ -21,8 +21,6 @@ import (
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/yarpc/encoding/raw"
-	yarpcpeer "go.uber.org/yarpc/peer"
-	"go.uber.org/yarpc/peer/hostport"
 	"go.uber.org/yarpc/peer/pendingheap"
 	"go.uber.org/yarpc/peer/randpeer"
 	"go.uber.org/yarpc/peer/roundrobin"
@@ -166,24 +164,14 @@ func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
 }
 
 // callee returns the callee node i is to a caller: its only instance's
-// address, or a peer list of its instances' addresses (gnode.peerList),
-// which chooser, when not nil, wraps.
+// address, or its instances' addresses behind its peer list
+// (gnode.peerList), which chooser, when not nil, wraps.
 func (m *mesh) callee(o Options, i int, chooser func(peer.Chooser) peer.Chooser) testmesh.Callee {
 	gn := m.g.nodes[i]
 	c := testmesh.Callee{Name: serviceName(gn.name), Kind: wireKind(o.nodeKind(i)), Addr: m.addrs[i][0]}
 	if gn.instances > 1 {
-		addrs := m.addrs[i]
-		c.Chooser = func(t peer.Transport) peer.Chooser {
-			ids := make([]peer.Identifier, len(addrs))
-			for k, a := range addrs {
-				ids[k] = hostport.Identify(a)
-			}
-			var ch peer.Chooser = yarpcpeer.Bind(peerList(gn.peerList, t), yarpcpeer.BindPeers(ids))
-			if chooser != nil {
-				return chooser(ch)
-			}
-			return ch
-		}
+		c.Addrs, c.Chooser = m.addrs[i], chooser
+		c.List = func(t peer.Transport) peer.ChooserList { return peerList(gn.peerList, t) }
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/retry"
+	"github.com/errown/errown/retrypeer"
 	"go.uber.org/yarpc/api/peer"
 )
 
@@ -294,6 +295,7 @@ func independentTable(runs []RunReport) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// errownChooser is the peer chooser wrapper of the errown arms: nil
-// while errown offers none, the peer list itself.
-var errownChooser func(peer.Chooser) peer.Chooser
+// errownChooser is the peer chooser wrapper of the errown arms:
+// retrypeer's, which sends a retry to an instance the call's earlier
+// attempts did not reach.
+func errownChooser(c peer.Chooser) peer.Chooser { return retrypeer.New(c) }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/opentracing/opentracing-go"
 	"go.uber.org/yarpc/api/backoff"
-	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/transport/grpc"
 	"go.uber.org/yarpc/transport/http"
@@ -165,31 +164,6 @@ func (e *Endpoint) Outbounds(kind, addr string) (transport.Outbounds, error) {
 			return transport.Outbounds{}, err
 		}
 		return transport.Outbounds{Unary: t.NewSingleOutbound(addr)}, nil
-	default:
-		return transport.Outbounds{}, unknownKind(kind, Transports)
-	}
-}
-
-// ChooserOutbounds returns the outbounds of the yarpc transport kind
-// that reach a callee's instances through the peer chooser chooser
-// builds on that transport: unary always, oneway over HTTP and streams
-// over gRPC, as Outbounds.
-func (e *Endpoint) ChooserOutbounds(kind string, chooser func(t peer.Transport) peer.Chooser) (transport.Outbounds, error) {
-	switch kind {
-	case HTTP:
-		t := e.httpTransport()
-		out := t.NewOutbound(chooser(t))
-		return transport.Outbounds{Unary: out, Oneway: out}, nil
-	case GRPC:
-		t := e.grpcTransport()
-		out := t.NewOutbound(chooser(t))
-		return transport.Outbounds{Unary: out, Stream: out}, nil
-	case TChannel:
-		t, err := e.tchannelTransport(Loopback)
-		if err != nil {
-			return transport.Outbounds{}, err
-		}
-		return transport.Outbounds{Unary: t.NewOutbound(chooser(t))}, nil
 	default:
 		return transport.Outbounds{}, unknownKind(kind, Transports)
 	}

@@ -92,11 +92,14 @@ type Callee struct {
 	Kind string
 	// Addr is the host:port the callee listens on.
 	Addr string
-	// Chooser, when set, builds the peer chooser the outbound reaches the
-	// callee's instances through, on the yarpc transport that speaks its
-	// kind (a peer list bound to their addresses, say); Addr is then
-	// unused.
-	Chooser func(t peer.Transport) peer.Chooser
+	// Addrs, when set in Addr's place, are the host:ports of the callee's
+	// instances, reached through yarpc's round-robin peer list (HTTP only).
+	Addrs []string
+	// Chooser, when set, wraps the peer list of Addrs (retrypeer.New).
+	Chooser func(peer.Chooser) peer.Chooser
+	// List, when set, builds the peer list of Addrs on the transport in
+	// yarpc's round-robin list's place (pendingheap.New, say).
+	List func(t peer.Transport) peer.ChooserList
 }
 
 // Node is a started node.
@@ -284,10 +287,15 @@ func NewClient(name string, opts TransportOptions, outbound middleware.UnaryOutb
 func (e *Endpoint) outboundsTo(callees []Callee) (yarpc.Outbounds, error) {
 	outbounds := make(yarpc.Outbounds, len(callees))
 	for _, c := range callees {
-		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
-		if c.Chooser != nil {
-			outs, err = e.ChooserOutbounds(Wire(c.Kind), c.Chooser)
+		if len(c.Addrs) > 0 {
+			outs, err := e.replicaOutbounds(Wire(c.Kind), c.Addrs, c.List, c.Chooser)
+			if err != nil {
+				return nil, err
+			}
+			outbounds[c.Name] = outs
+			continue
 		}
+		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
 		if err != nil {
 			return nil, err
 		}
