@@ -171,6 +171,12 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 	}
 
 	codes := g.failCodes()
+	if g.partial() && g.timed() {
+		// Some instances are healthy and attempts are timed out: on a
+		// loaded machine a healthy instance's answer can come after its
+		// caller's attempt timeout, a failure of the run's own.
+		codes[yarpcerrors.CodeDeadlineExceeded] = true
+	}
 	if o.Policy.runsErrown() && codes[yarpcerrors.CodeDeadlineExceeded] {
 		// A hanging node times its callers' attempts out: errown's limit
 		// on attempts in flight to it (retry.overload) sheds some calls at
