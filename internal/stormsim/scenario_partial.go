@@ -107,6 +107,8 @@ func independentArms(arms []Arm) []Arm {
 	return out
 }
 
+const _unmodelledRefund = "the model's budget spends its ratio on every retry, and package retry's budget refunds the retries that succeed"
+
 const _unmodelledArms = "the arm's own mechanisms (failsafe-go, errown's default budget and peer chooser) are beyond the model"
 
 // PartialScenario returns the partial scenario (DESIGN.md's "Partial
@@ -180,8 +182,11 @@ func PartialBrief() Scenario {
 // unmodelled returns why the model has no figures for arm a's runs, ""
 // when it has.
 func unmodelled(a Arm) string {
-	if a.Failsafe != nil || a.Chooser != nil || a.Errown != nil {
+	switch {
+	case a.Failsafe != nil || a.Chooser != nil || a.Errown != nil:
 		return _unmodelledArms
+	case a.Policy.budgeted():
+		return _unmodelledRefund
 	}
 	return ""
 }
@@ -260,8 +265,9 @@ func partialFigures(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
 			Value: most, Source: r.Source(), Expected: math.NaN()}.atMost(1.1, "DESIGN.md's first table: 1 + the budget's ratio"))
 	}
 	notes = append(notes,
+		"B fails: a retry that reaches a healthy B makes B call C again, so an arm that mends more of B's failures calls C more; every hop retrying's retries from A often reach the bad B again (round robin under concurrency), errown's do not.",
 		"A calls B, B calls C (B's attempts to C time out at 60ms), two attempts per hop, 4 root requests in flight, after a warm-up of 100; the bad instance is the first of three behind yarpc's round-robin peer list. Calls at C and at B are the requests each served per root request, retries included.",
-		"errown runs with its default budget (10% of requests, a floor of 10 retries per second, a 10s window) and its peer chooser; the 10% budget arm has no floor. failsafe-go v0.9.8 runs its retry policy (the same attempts, retrying what errown's code table retries by default) in its budget (20% of the executions in flight, at least 3), around its adaptive limiter with its defaults.")
+		"errown runs with its default budget (10% of requests, a floor of 10 retries per second, a 10s window) and retrypeer's chooser; the 10% budget arm is package retry's budget blind to claims, with no floor, and like errown's it refunds the retries that succeed. failsafe-go v0.9.8 runs its retry policy (the same attempts, retrying what errown's code table retries by default) in its budget (20% of the executions in flight, at least 3), around its adaptive limiter with its defaults.")
 	return figs, notes
 }
 
