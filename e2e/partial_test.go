@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/errown/errown/retrypeer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -84,6 +86,7 @@ func runPartial(t *testing.T, arm partialArm, bad func(ctx context.Context) erro
 	var (
 		nodes  []*testmesh.Node
 		served atomic.Int64 // by the C instances
+		scope  = tally.NewTestScope("", nil)
 	)
 	t.Cleanup(func() {
 		var err error
@@ -96,6 +99,7 @@ func runPartial(t *testing.T, arm partialArm, bad func(ctx context.Context) erro
 		t.Helper()
 		if arm.errown {
 			cfg.Errown = &errown.Config{}
+			cfg.ErrownOptions = []errown.Option{errown.WithScope(scope)}
 			if policy != nil {
 				cfg.Errown.Retry.Policies = []retry.PolicyConfig{*policy}
 			}
@@ -161,6 +165,7 @@ func runPartial(t *testing.T, arm partialArm, bad func(ctx context.Context) erro
 	var (
 		next, succeeded atomic.Int64
 		wg              sync.WaitGroup
+		failures        sync.Map
 	)
 	for range _partialInFlight {
 		wg.Go(func() {
@@ -168,12 +173,20 @@ func runPartial(t *testing.T, arm partialArm, bad func(ctx context.Context) erro
 				ctx, cancel := context.WithTimeout(context.Background(), _partialDeadline)
 				if _, err := caller.Call(ctx, "call", []byte("x")); err == nil {
 					succeeded.Add(1)
+				} else {
+					failures.Store(err.Error(), true)
 				}
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
+	failures.Range(func(k, _ any) bool { t.Logf("%s: %v", arm.name, k); return true })
+	for k, c := range scope.Snapshot().Counters() {
+		if c.Value() != 0 && strings.Contains(k, "retry.") {
+			t.Logf("%s: %s %d", arm.name, k, c.Value())
+		}
+	}
 	return partialResult{
 		availability: float64(succeeded.Load()) / _partialRequests,
 		cPerRequest:  float64(served.Load()) / _partialRequests,

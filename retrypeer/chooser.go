@@ -12,9 +12,14 @@ import (
 // _extraChoices is how many more times Choose asks the inner chooser for
 // a peer when it offers one an earlier attempt of the call went to: a
 // round robin moves on at each choice, a pending-aware list away from
-// the choices held meanwhile; under concurrency other calls take turns
-// in between.
-const _extraChoices = 3
+// the choices held meanwhile. Under concurrency other calls take turns
+// in between, and each choice may land on a used peer again, about one
+// time in three with one of three peers used: with 3 more choices,
+// (1/3)^4, one retry in 81, would go back to the instance that failed
+// it (TestPartialFailure under -race saw 1 to 3 of some 90 retries do
+// so); with 8, (1/3)^9, one in 20000. Only a retry pays them, a choice
+// costing a lock and a pick.
+const _extraChoices = 8
 
 // Chooser is a peer.Chooser that sends a retry of a call errown's retry
 // middleware sends to a peer its earlier attempts did not go to, when
@@ -36,7 +41,7 @@ func New(inner peer.Chooser) *Chooser {
 // Choose implements peer.Chooser. For a call whose context carries
 // errown's route, it records the peer chosen for the attempt, and, when
 // an earlier attempt of the call went to the peer the inner chooser
-// offers, asks it again, up to three more times, releasing each choice it
+// offers, asks it again, up to eight more times, releasing each choice it
 // skips (its onFinish, with no error, since nothing was sent to it). When
 // every peer offered was used before, the attempt goes to the first one
 // offered.

@@ -409,6 +409,7 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
 	var buf [_stackFailures]wire.Failure
 	failures := buf[:0]
+	var why unclaimCause // of the correlated failures: the reason of an unclaim
 	for _, e := range entries {
 		if !e.Failed() {
 			continue
@@ -420,6 +421,9 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// that deserve one.
 		kind := m.learner.Learn(e.Edge, class == ownership.ClassFailure)
 		failures = append(failures, wire.Failure{Kind: kind, RCS: e.RCS})
+		if wire.Correlated(kind, m.unknownCorrelated) {
+			why = why.with(e)
+		}
 	}
 	if counts.OverflowUnsatisfied > 0 {
 		// A failure past the egress log's bound that nobody retried yet
@@ -431,9 +435,10 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
 	claim := wire.Decide(failures, m.unknownCorrelated)
-	reason := inbound.ReasonRetriedBelow
+	reason, refused := inbound.ReasonRetriedBelow, wire.RefusedNone
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
+		reason, refused = why.reason()
 	} else {
 		m.claimedCount.Inc(1)
 		correlated := false
@@ -456,6 +461,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		procedure:   procedure,
 		reason:      reason,
 		failedCalls: len(entries) + counts.Overflow,
+		refused:     refused,
 		code:        code,
 		class:       class,
 		claim:       claim,

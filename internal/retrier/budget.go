@@ -36,6 +36,8 @@ type budgetBucket struct {
 	requests atomic.Int64
 	retries  int64 // budget.mu
 	blind    int64 // budget.mu: retries only the blind world made (suppressed ones)
+	refunded int64 // budget.mu: retries that succeeded, given back (refund)
+	refused  int64 // budget.mu: retries the budget had no room for
 }
 
 // budget is the retry budget of one callee service: it counts original
@@ -108,6 +110,7 @@ func (b *budget) withdraw() (epoch int64, ok bool) {
 	defer b.mu.Unlock()
 	cur, requests, retries, _ := b.current()
 	if !BudgetAllows(requests, retries, b.ratio, b.minPerSecond, b.window) {
+		cur.refused++
 		return 0, false
 	}
 	cur.retries++
@@ -127,6 +130,7 @@ func (b *budget) refund(epoch int64) {
 	bk := &b.buckets[epoch%_budgetBuckets]
 	if bk.epoch.Load() == epoch && bk.retries > 0 {
 		bk.retries--
+		bk.refunded++
 	}
 }
 
@@ -200,6 +204,7 @@ func (b *budget) bucket(e int64) *budgetBucket {
 		bk.requests.Store(0)
 		bk.retries = 0
 		bk.blind = 0
+		bk.refunded, bk.refused = 0, 0
 		bk.epoch.Store(e) // last: a lock-free deposit that sees e sees the emptied counts
 	}
 	return bk

@@ -43,8 +43,9 @@ func TestPartialScenarioSmall(t *testing.T) {
 		assert.Greater(t, retries.Availability(), none.Availability(), "%s: retries mend failures", row.group)
 		assert.Greater(t, retries.Load("C"), none.Load("C"), "%s: retries add calls at C", row.group)
 		if row.group == "B fails" {
-			// A's retries reach B again, B's calls at C with them.
-			assert.InDelta(t, retries.Load("B"), retries.Load("C"), 1e-9, "%s: one call at C per call at B", row.group)
+			// A's retries reach B again, B's calls at C with them (but
+			// for a call a loaded machine times out before C serves it).
+			assert.InDelta(t, retries.Load("B"), retries.Load("C"), 3/float64(n), "%s: one call at C per call at B", row.group)
 		}
 	}
 
