@@ -207,6 +207,11 @@ func (m *mesh) startNode(o Options, i int) error {
 		if gn.instances > 1 {
 			return fmt.Errorf("%s: a %s node runs one instance; instances need a yarpc transport, got %d", gn.name, kind, gn.instances)
 		}
+		for _, c := range gn.calls {
+			if child := m.g.nodes[c.child]; child.instances > 1 {
+				return fmt.Errorf("%s: a %s node calls one instance; %s's %d instances need a yarpc caller", gn.name, kind, child.name, child.instances)
+			}
+		}
 		policies, _ := m.policies(o, i)
 		addrs := make([]string, len(m.addrs))
 		for j, a := range m.addrs {

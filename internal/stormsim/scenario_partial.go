@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/defaults"
@@ -86,7 +85,7 @@ var _partialBases = []struct{ base, target float64 }{
 const (
 	_partialConcurrency = 4
 	_partialWarmup      = 100
-	_partialDeadline    = 2 * time.Second
+	_partialDeadline    = DefaultTimeout
 	// _partialMargin is how far below every hop retrying errown's
 	// availability may be, in points.
 	_partialMargin = 0.5

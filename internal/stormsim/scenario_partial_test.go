@@ -115,3 +115,11 @@ func TestFigureAtLeast(t *testing.T) {
 	assert.False(t, Figure{Value: 90.4}.atLeast(91, "").tolerance(0.5).judge().Pass)
 	assert.False(t, Figure{Value: math.NaN()}.atLeast(91, "").judge().Pass, "NaN is not at least anything")
 }
+
+func TestRunInstancesNeedYARPC(t *testing.T) {
+	for _, tr := range []string{TransportGRPCGo, TransportNetHTTP} {
+		_, err := Run(context.Background(), Options{Topology: mustTopology("partial"), Policy: PolicyNaive, Attempts: 2, Budget: 0.1, Requests: 1, Transport: tr})
+		require.Error(t, err, tr)
+		assert.Contains(t, err.Error(), "C: a "+tr+" node runs one instance; instances need a yarpc transport, got 3")
+	}
+}
