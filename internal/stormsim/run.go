@@ -174,8 +174,12 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 	if g.partial() && g.timed() {
 		// Some instances are healthy and attempts are timed out: on a
 		// loaded machine a healthy instance's answer can come after its
-		// caller's attempt timeout, a failure of the run's own.
+		// caller's attempt timeout, a failure of the run's own; and an
+		// attempt whose deadline passed before yarpc's HTTP outbound sent
+		// it goes out with a negative TTL, which the callee refuses as
+		// invalid-argument.
 		codes[yarpcerrors.CodeDeadlineExceeded] = true
+		codes[yarpcerrors.CodeInvalidArgument] = true
 	}
 	if o.Policy.runsErrown() && codes[yarpcerrors.CodeDeadlineExceeded] {
 		// A hanging node times its callers' attempts out: errown's limit
