@@ -56,6 +56,7 @@ type Middleware struct {
 	retriedCount      tally.Counter
 	replacedCount     tally.Counter
 	overflowCount     tally.Counter
+	failedAfterDenied []tally.Counter // by wire.Refusal: failed requests whose call this hop declined to retry
 }
 
 var _ middleware.UnaryInbound = (*Middleware)(nil)
@@ -111,6 +112,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		retriedCount:      scope.Counter("retried"),
 		replacedCount:     scope.Counter("replaced_headers"),
 		overflowCount:     scope.Counter("egress_overflow"),
+		failedAfterDenied: failedAfterDenied(scope),
 	}, nil
 }
 
@@ -433,6 +435,9 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// Overflowed failures with RCS true can only push towards
 		// unclaimed, so leaving them out keeps the decision claimed.
 		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose, RCS: false})
+	}
+	if class == ownership.ClassFailure {
+		m.countDenied(entries)
 	}
 	claim := wire.Decide(failures, m.unknownCorrelated)
 	reason, refused := inbound.ReasonRetriedBelow, wire.RefusedNone

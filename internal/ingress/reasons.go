@@ -5,6 +5,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"github.com/uber-go/tally/v4"
 )
 
 // unclaimCause is why the correlated failed calls of a request satisfied
@@ -50,4 +51,31 @@ func (c unclaimCause) reason() (string, wire.Refusal) {
 		return inbound.ReasonNotRetryable, wire.RefusedNone
 	}
 	return inbound.ReasonRetriedBelow, wire.RefusedNone
+}
+
+// failedAfterDenied returns the counters of inbound.failed_after_denied,
+// by wire.Refusal (RefusedNone unused): what the refusals cost.
+func failedAfterDenied(scope tally.Scope) []tally.Counter {
+	out := make([]tally.Counter, len(wire.Refusals())+1)
+	for _, r := range wire.Refusals() {
+		out[r] = scope.Tagged(map[string]string{"reason": r.String()}).Counter("failed_after_denied")
+	}
+	return out
+}
+
+// countDenied counts a request that failed (a server fault) after this
+// hop declined to retry one of its failed calls, once per reason: the
+// users' requests a refusal did not save, beside retry.denied, which
+// counts the refusals.
+func (m *Middleware) countDenied(entries []calls.Entry) {
+	var seen uint32
+	for _, e := range entries {
+		if !e.Failed() || e.Refused == wire.RefusedNone || int(e.Refused) >= len(m.failedAfterDenied) {
+			continue
+		}
+		if bit := uint32(1) << e.Refused; seen&bit == 0 {
+			seen |= bit
+			m.failedAfterDenied[e.Refused].Inc(1)
+		}
+	}
 }

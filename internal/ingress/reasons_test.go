@@ -48,3 +48,43 @@ func TestUnclaimSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedAfterDenied: a request that fails after this hop declined to
+// retry one of its calls is counted by the refusal's reason, once per
+// request; a request that succeeds, or whose handler's error is an
+// answer, is not.
+func TestFailedAfterDenied(t *testing.T) {
+	refused := func(r wire.Refusal) calls.Entry {
+		e := failed("hard", true)
+		e.Refused = r
+		return e
+	}
+	tests := []struct {
+		name string
+		err  error
+		give []calls.Entry
+		want map[string]int64
+	}{
+		{name: "budget refusal, request failed", err: errBoom, give: []calls.Entry{refused(wire.RefusedBudget), refused(wire.RefusedBudget)},
+			want: map[string]int64{"budget": 1}},
+		{name: "two reasons", err: errBoom, give: []calls.Entry{refused(wire.RefusedBudget), refused(wire.RefusedDeadline)},
+			want: map[string]int64{"budget": 1, "deadline": 1}},
+		{name: "request succeeded", give: []calls.Entry{refused(wire.RefusedBudget)}, want: map[string]int64{"budget": 0}},
+		{name: "an answer", err: yarpcerrors.NotFoundErrorf("no"), give: []calls.Entry{refused(wire.RefusedBudget)}, want: map[string]int64{"budget": 0}},
+		{name: "nothing refused", err: errBoom, give: []calls.Entry{failed("hard", true)}, want: map[string]int64{"budget": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, inbound.Config{})
+			_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(tt.err, tt.give...))
+			counters := e.scope.Snapshot().Counters()
+			for reason, want := range tt.want {
+				var got int64
+				if c, ok := counters["inbound.failed_after_denied+reason="+reason]; ok {
+					got = c.Value()
+				}
+				assert.Equal(t, want, got, reason)
+			}
+		})
+	}
+}
