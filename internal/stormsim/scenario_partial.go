@@ -159,7 +159,7 @@ func PartialScenario(arms []Arm) Scenario {
 
 // PartialBrief returns the first row of the partial scenario alone (one
 // of three C instances failing every call) under PartialArms, at a size
-// for the main command's short table: 600 root requests per arm (150
+// for the main command's short table: 300 root requests per arm (150
 // under Small).
 func PartialBrief() Scenario {
 	s := PartialScenario(PartialArms())
@@ -169,7 +169,7 @@ func PartialBrief() Scenario {
 		var runs []plannedRun
 		for _, r := range plan(c) {
 			if r.group == _partialRows[0].group {
-				r.opts.Requests = c.requests(600, 150)
+				r.opts.Requests = c.requests(300, 150)
 				runs = append(runs, r)
 			}
 		}
