@@ -18,6 +18,6 @@
 // Use it for every outbound whose callee runs several instances:
 //
 //	list := roundrobin.New(httpTransport) // go.uber.org/yarpc/peer/roundrobin
-//	chooser := peer.Bind(list, peer.BindPeers(ids)) // go.uber.org/yarpc/peer
+//	chooser := yarpcpeer.Bind(list, yarpcpeer.BindPeers(ids)) // yarpcpeer: go.uber.org/yarpc/peer
 //	out := httpTransport.NewOutbound(retrypeer.New(chooser))
 package retrypeer

@@ -37,8 +37,12 @@ import (
 // Attempts knows a call by the state errown's retry (or egress)
 // middleware puts in the call's context; a call without it (a chain
 // without errown's outer middleware) passes through uncounted. A
-// middleware in between must not return before the attempts it sent have
-// ended: the state is the call's, reused once the call returns.
+// middleware in between may send attempts at once (a hedge: each is held
+// to the rules, under the state's lock), return before they end (an
+// attempt that ends after its call returned is late: it writes nothing,
+// gives back its overload slot and counts in retry.late_attempts), or
+// send another procedure through the same chain (a fallback: a call of
+// its own). The state is the call's alone, never reused.
 type Attempts struct {
 	m *Middleware
 }
@@ -216,6 +220,9 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 			return res, err
 		}
 	}
+	if !hold {
+		s.Seen = state.ErrownAttempt
+	}
 	c := a.m.callees[req.Service]
 	var adm admission
 	if c != nil && !hold {
@@ -241,7 +248,6 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 		return a.m.held(ctx, req, state, nil, yarpcerrors.AbortedErrorf(
 			"errown: concurrent attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
 	}
-	s.Seen = state.ErrownAttempt
 	s.Count++
 	s.InFlight++
 	s.Shed = false

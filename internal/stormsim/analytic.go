@@ -205,10 +205,11 @@ type analyzer struct {
 }
 
 func newAnalyzer(g *graph, o Options) *analyzer {
-	if o.Mode == retry.ModeObserve {
-		// errown observes and retries blind to claims: the loads are
-		// those of the same retries without errown.
-		o.Policy = o.Policy.blind()
+	if o.Mode == retry.ModeObserve && o.Policy.runsErrown() {
+		// errown observes: it retries blind to claims, and neither its
+		// budget nor its overload limit holds a retry back, so the loads
+		// are those of every hop retrying per its policy.
+		o.Policy = PolicyNaive
 	}
 	thresholds := memory.ThresholdsOf(o.Memory)
 	thresholds.MinSamples = 1
