@@ -149,11 +149,11 @@ func (r *rig) run(t testing.TB, cfg rigConfig, mwSrc, leafSrc chaos.Source) runS
 }
 
 // assertClean fails t on any cross delivery of s.
-func assertClean(t testing.TB, seed uint64, s runStats) {
+func assertClean(t testing.TB, run string, s runStats) {
 	t.Helper()
 	if s.ledger.Cross() > 0 {
-		t.Errorf("seed %d: %d answers delivered to a request they were not for (%d checked); the first:\n\t%s",
-			seed, s.ledger.Cross(), s.ledger.Checked(), joinLines(s.ledger.Samples()))
+		t.Errorf("%s: %d answers delivered to a request they were not for (%d checked); the first:\n\t%s",
+			run, s.ledger.Cross(), s.ledger.Checked(), joinLines(s.ledger.Samples()))
 	}
 }
 
@@ -199,7 +199,7 @@ func TestInProcess(t *testing.T) {
 			s := r.run(t, rigConfig{requests: _inProcessRequests, workers: 64, ttl: 20 * time.Millisecond, maxDelay: 2 * time.Millisecond},
 				chaos.NewSeeded(tt.seed), chaos.NewSeeded(tt.seed+1000))
 			t.Logf("seed %d: %d requests in %v: %v", tt.seed, _inProcessRequests, time.Since(start).Round(time.Millisecond), s)
-			assertClean(t, tt.seed, s)
+			assertClean(t, fmt.Sprintf("seed %d", tt.seed), s)
 			assert.Equal(t, int64(_inProcessRequests), s.ledger.Checked()-s.chaos.Sends, "every request's answer checked in the handler")
 			for _, a := range chaos.Actions {
 				assert.Positive(t, s.chaos.Calls[a], "calls that drew %v", a)
