@@ -11,8 +11,9 @@ import (
 
 // TestMarkCopiesHeaders: the marked request carries the caller's headers,
 // original names and canonical ones, and the attempt header "1"; the
-// caller's maps are read, not written; release leaves the pooled maps
-// holding the attempt header alone, whatever a middleware below added.
+// caller's maps are read, not written; the maps a middleware below got
+// are its own for good: a later mark neither reuses nor clears them, and
+// what that middleware added reaches no later mark.
 func TestMarkCopiesHeaders(t *testing.T) {
 	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
@@ -46,14 +47,18 @@ func TestMarkCopiesHeaders(t *testing.T) {
 			req := &transport.Request{Service: "s", Headers: tt.give}
 			before := copyMap(tt.give.OriginalItems())
 			c := mw.mark(req)
-			assert.Equal(t, tt.wantOrig, c.req.Headers.OriginalItems())
-			assert.Equal(t, tt.wantKeys, c.req.Headers.Items())
-			// A middleware below adds a header to the request it got.
-			c.req.Headers = c.req.Headers.With("Added-Below", "x")
-			mw.release(c)
+			assert.Equal(t, tt.wantOrig, c.Headers.OriginalItems())
+			assert.Equal(t, tt.wantKeys, c.Headers.Items())
+			// A middleware below adds a header to the request it got, and
+			// keeps the maps past the call.
+			kept := c.Headers.With("Added-Below", "x")
+			wantKept := copyMap(kept.Items())
+			next := mw.mark(req)
 			assert.Equal(t, before, tt.give.OriginalItems(), "the caller's headers unchanged")
-			assert.Equal(t, map[string]string{"errown-attempt": "1"}, c.headers.Items())
-			assert.Equal(t, map[string]string{"errown-attempt": "1"}, c.headers.OriginalItems())
+			assert.Equal(t, tt.wantKeys, next.Headers.Items(), "a later mark")
+			assert.Equal(t, wantKept, kept.Items(), "the maps handed below, after a later mark")
+			next.Headers.Del("errown-attempt")
+			assert.Equal(t, wantKept, kept.Items(), "the maps handed below, after a later mark's were changed")
 		})
 	}
 }

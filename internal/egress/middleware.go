@@ -146,8 +146,8 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	)
 	switch {
 	case log.Marked() || m.incidents.hot(log.Procedure):
-		c = m.mark(req)
-		res, state, err = m.send(ctx, c, out, step)
+		c = m.take(step)
+		res, state, err = m.send(ctx, c, m.mark(req), out, step)
 	case step != nil && m.retry != nil:
 		// The steady state on the direct path: the first attempt goes
 		// with no pooled call, and the call takes one only when it did
@@ -161,18 +161,18 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 			}
 			return r, e
 		}
-		c = m.bare(req)
+		c = m.take(step)
 		if sent {
 			c.sink.Out, c.sink.Direct = out, true
-			res, err = m.retry.Continue(ctx, c.out, &c.sink, &f)
+			res, err = m.retry.Continue(ctx, req, &c.sink, &f)
 			state = &c.sink.State
 		} else {
-			res, state, err = m.send(ctx, c, out, step)
+			res, state, err = m.send(ctx, c, req, out, step)
 		}
 	default:
-		c = m.bare(req)
+		c = m.take(step)
 		log.SetUnmarkedCall()
-		res, state, err = m.send(ctx, c, out, step)
+		res, state, err = m.send(ctx, c, req, out, step)
 	}
 
 	e := calls.Entry{
@@ -274,9 +274,9 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 // made it, report unknown figures.
 func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
-		c := m.mark(req)
+		c := m.take(step)
 		defer m.release(c)
-		res, _, err := m.send(ctx, c, out, step)
+		res, _, err := m.send(ctx, c, m.mark(req), out, step)
 		return res, err
 	}
 	if m.orphans == nil {
@@ -287,9 +287,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		// In an incident, the orphan may be a call of a request whose
 		// figures are read: its callee is to answer with its subtree's,
 		// which it sends only to a marked call.
-		c := m.mark(req)
-		defer m.release(c)
-		req = c.out
+		req = m.mark(req)
 	}
 	res, state, err := m.orphan(ctx, req, out, step)
 	_, class := wire.CallResult(res, err, m.hdr.Code)
@@ -308,25 +306,27 @@ func (m *Middleware) orphan(ctx context.Context, req *transport.Request, out tra
 		out = &reqlog.Hop{Step: step, Out: out, State: state}
 	}
 	res, err := m.next(cctx, req, out)
+	state.Seal() // an attempt below that ends later writes nothing
 	return res, state, err
 }
 
-// send sends c's request on, through the retry middleware when it is
-// errown's, and returns the state of the call it reported.
-func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
+// send sends req on for the call c, through the retry middleware when it
+// is errown's, and returns the state of the call it reported.
+func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
 	if m.retry != nil {
 		// The retry middleware records its state in the Sink it gets as
-		// its outbound. Nothing holds the Sink once Call returns: the
-		// response body, still read later, does not go through it.
+		// its outbound, and seals it when it returns: an attempt below
+		// that ends later writes nothing in it.
 		c.sink.Out, c.sink.Direct = out, step != nil
-		res, err := m.retry.Call(ctx, c.out, &c.sink)
+		res, err := m.retry.Call(ctx, req, &c.sink)
 		return res, &c.sink.State, err
 	}
 	cctx, state := reqlog.NewCallContext(ctx)
 	if step != nil {
 		out = &reqlog.Hop{Step: step, Out: out, State: state}
 	}
-	res, err := m.next(cctx, c.out, out)
+	res, err := m.next(cctx, req, out)
+	state.Seal() // an attempt below that ends later writes nothing
 	// A retry middleware further in classified what it returned, which
 	// the middleware in between may have changed (a fallback turning an
 	// error into a success): classify what came back here instead.
@@ -335,72 +335,65 @@ func (m *Middleware) send(ctx context.Context, c *call, out transport.UnaryOutbo
 }
 
 // call is what the egress middleware keeps for one outbound call: the
-// request sent on (out: the caller's own, or req, its copy with errown's
-// attempt header), the headers that carry the mark, and the Sink through
-// which the retry middleware reports. Pooled, so that a call costs no
-// allocation.
+// Sink through which errown's retry middleware reports. Pooled only on
+// the direct path (pooled set), where nothing but errown reaches the
+// Sink: the transport gets the request and a context that does not
+// carry the call's state. Below middleware errown does not own the state
+// is in each attempt's context, which such middleware may keep past the
+// call (an abandoned attempt, a hedge left running): there the call is
+// allocated, and never reused.
 type call struct {
-	out     *transport.Request
-	req     transport.Request
-	headers transport.Headers
-	sink    reqlog.Sink
+	sink   reqlog.Sink
+	pooled bool
 }
 
-// newCall is the New of a Middleware's pool of calls, its own since the
-// calls keep its attempt header between uses.
+// newCall is the New of a Middleware's pool of calls.
 func (m *Middleware) newCall() any {
-	return &call{headers: transport.NewHeadersWithCapacity(4).With(m.hdr.Attempt, _firstAttempt)}
+	return &call{pooled: true}
 }
 
-// mark returns a call whose request is a copy of req with req's headers
-// and the attempt header "1": a first attempt in an incident tells the
-// callee that an errown caller reads its telemetry (retries overwrite the
-// header with their number). The copy lives until release; the
-// middleware below must not keep its headers past Call, as yarpc's own
-// transports do not.
-//
-// The headers are copied with Headers.With into the call's own Headers,
-// whose maps the pool keeps: req's maps are read, never written
-// (transport.Headers.Items says they must not be changed). With lower-cases
-// each key; a key the caller wrote in mixed case costs one allocation
-// here and one in release (Headers.Del lower-cases it too), a lower-case
-// key none.
-func (m *Middleware) mark(req *transport.Request) *call {
-	c := m.pool.Get().(*call)
-	c.out = &c.req
-	copyRequest(&c.req, req)
-	c.req.Headers = c.headers // even if a middleware below replaced them last time
-	if req.Headers.Len() == 0 {
-		return c // release left exactly the attempt header in c's maps
+// take returns a call for one outbound call, pooled on the direct path
+// (step not nil).
+func (m *Middleware) take(step reqlog.Step) *call {
+	if step != nil {
+		return m.pool.Get().(*call)
 	}
-	h, copied := c.headers, 0
-	for k, v := range req.Headers.OriginalItems() {
-		if !strings.EqualFold(k, m.hdr.Attempt) {
-			h, copied = h.With(k, v), copied+1
+	return &call{}
+}
+
+// mark returns a copy of req with req's headers and the attempt header
+// "1": a first attempt in an incident tells the callee that an errown
+// caller reads its telemetry (retries overwrite the header with their
+// number). The copy and its headers are allocated for the call and never
+// reused or changed once handed on: the middleware and transport below
+// may keep them as long as they like (a hedge, an abandoned attempt).
+// req's maps are read, never written (transport.Headers.Items says they
+// must not be changed).
+func (m *Middleware) mark(req *transport.Request) *transport.Request {
+	out := *req
+	h := transport.NewHeadersWithCapacity(req.Headers.Len() + 1)
+	if req.Headers.Len() > 0 {
+		copied := 0
+		for k, v := range req.Headers.OriginalItems() {
+			if !strings.EqualFold(k, m.hdr.Attempt) {
+				h, copied = h.With(k, v), copied+1
+			}
 		}
-	}
-	if h.Len() != copied+1 {
-		// Original keys that differ only in case share one canonical
-		// entry; keep the value req has for it.
-		for ck, cv := range req.Headers.Items() {
-			if got, _ := h.Get(ck); got != cv && ck != m.hdr.Attempt {
-				h = h.With(ck, cv)
+		if h.Len() != copied {
+			// Original keys that differ only in case share one canonical
+			// entry; keep the value req has for it.
+			for ck, cv := range req.Headers.Items() {
+				if got, _ := h.Get(ck); got != cv && ck != m.hdr.Attempt {
+					h = h.With(ck, cv)
+				}
 			}
 		}
 	}
-	c.headers = h.With(m.hdr.Attempt, _firstAttempt)
-	c.req.Headers = c.headers
-	return c
+	out.Headers = h.With(m.hdr.Attempt, _firstAttempt)
+	return &out
 }
 
 const _firstAttempt = "1"
-
-// bare returns a call that sends req itself, unmarked: the steady state.
-func (m *Middleware) bare(req *transport.Request) *call {
-	c := m.pool.Get().(*call)
-	c.out = req
-	return c
-}
 
 // incident reports whether the call e, of state, whose storm folded its
 // attempts, met an incident: it failed, was retried or refused a retry,
@@ -419,62 +412,13 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()
 }
 
-// copyRequest copies every field of req but its headers into dst, a pooled
-// call's request, writing only the strings that differ from what dst
-// holds: a pooled call mostly meets the strings of the call before (the
-// same caller, service, encoding, procedure), and while the garbage
-// collector marks, each pointer written costs a write barrier (a whole
-// Request copied took about a tenth of errown's cost per call). Package
-// outbound's TestCopyRequestCopiesEveryField fails when yarpc adds a
-// field to transport.Request.
-func copyRequest(dst, req *transport.Request) {
-	setString(&dst.Caller, req.Caller)
-	setString(&dst.Service, req.Service)
-	setString(&dst.Transport, req.Transport)
-	setString(&dst.Encoding, req.Encoding)
-	setString(&dst.Procedure, req.Procedure)
-	setString(&dst.ShardKey, req.ShardKey)
-	setString(&dst.RoutingKey, req.RoutingKey)
-	setString(&dst.RoutingDelegate, req.RoutingDelegate)
-	setString(&dst.CallerProcedure, req.CallerProcedure)
-	dst.Body = req.Body
-	dst.BodySize = req.BodySize
-}
-
-// setString sets *dst to s unless it holds an equal string already. A
-// string comparison looks at the bytes only when the lengths match and the
-// addresses differ: on the same strings as the call before it costs about
-// 2.5ns a field more than comparing the addresses through unsafe
-// (BenchmarkSetString, AMD EPYC, 2 shared vCPUs: 14.5 against 24 ns/op
-// for 4 fields, medians of 6), some 20ns on a request that costs errown
-// microseconds, which does not pay for unsafe.
-func setString[S ~string](dst *S, s S) {
-	if *dst != s {
-		*dst = s
-	}
-}
-
-// release empties c and returns it to the pool, its maps holding exactly
-// the attempt header "1", which mark counts on. Every other key, those a
-// middleware below added with With included, goes one by one through
-// Headers.Del: a request usually has few, and new maps cost more.
+// release returns c to the pool when it is a pooled one (the direct
+// path's), emptied.
 func (m *Middleware) release(c *call) {
-	h := c.headers
-	if h.Len() != 1 || len(h.OriginalItems()) != 1 || h.Items()[m.hdr.Attempt] != _firstAttempt { // read, not written
-		for k := range h.OriginalItems() {
-			h.Del(k)
-		}
-		if h.Len() != 0 { // canonical keys with no original of their own
-			for k := range h.Items() {
-				h.Del(k)
-			}
-		}
-		c.headers = h.With(m.hdr.Attempt, _firstAttempt)
+	if !c.pooled {
+		return
 	}
-	// The request's strings stay until the next mark overwrites them; its
-	// body, which may be large, goes now.
-	c.req.Body, c.out = nil, nil
-	c.sink.Out, c.sink.State, c.sink.Direct, c.sink.Hop = nil, reqlog.CallState{}, false, reqlog.Hop{}
+	c.sink = reqlog.Sink{}
 	m.pool.Put(c)
 }
 

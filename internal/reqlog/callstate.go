@@ -2,6 +2,7 @@ package reqlog
 
 import (
 	"context"
+	"sync"
 
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -15,7 +16,20 @@ import (
 // for any other inner middleware it puts a fresh CallState in the call's
 // context, for a retry middleware further in to fill in. Without a retry
 // middleware it stays zero: one attempt, nothing refused.
+//
+// A CallState reachable by middleware errown does not own (one in a
+// context handed below, Sends.Direct unset) is the call's alone, never
+// reused, and its fields are read and written under Enter (its mutex is
+// made by WithCallState or NewCallContext, which hand it below): such
+// middleware may send attempts at once (a hedge) or return before they
+// end (a timeout that abandons its attempt). End seals it when the call
+// returns: an attempt that ends later writes nothing (Ended). On the
+// direct path (Sends.Direct) only errown reaches the state, one attempt
+// at a time, and Enter does nothing.
 type CallState struct {
+	mu    *sync.Mutex // a pointer: a copy of a state (a test's value) shares it
+	ended bool
+
 	// Attempts made, the first one included. Zero means nobody counted,
 	// which the egress middleware reads as one.
 	Attempts int
@@ -44,6 +58,45 @@ type CallState struct {
 	Sends Sends
 }
 
+// Enter locks the state for an attempt's bookkeeping, unless Sends.Direct.
+// (Not Lock: a CallState is a value tests copy, which vet would refuse.)
+func (s *CallState) Enter() {
+	if s.Sends.Direct {
+		return
+	}
+	if s.mu == nil {
+		// A state handed below by neither WithCallState nor
+		// NewCallContext: only its own goroutine has it yet.
+		s.mu = new(sync.Mutex)
+	}
+	s.mu.Lock()
+}
+
+// Leave unlocks what Enter locked.
+func (s *CallState) Leave() {
+	if !s.Sends.Direct {
+		s.mu.Unlock()
+	}
+}
+
+// End seals the state, under Enter: the call has returned, and an attempt
+// still under way is late (Ended). End is idempotent.
+func (s *CallState) End() {
+	s.ended = true
+	s.Wake()
+}
+
+// Ended reports, under Enter, whether the call has returned (End): an
+// attempt that finds it so is late, and writes nothing.
+func (s *CallState) Ended() bool { return s.ended }
+
+// Seal locks the state, ends it (End) and unlocks it.
+func (s *CallState) Seal() {
+	s.Enter()
+	s.End()
+	s.Leave()
+}
+
 // Sent returns the attempts that left the process for the call, as the
 // innermost attempt step counted them, or else Attempts: at least one.
 func (s *CallState) Sent() int {
@@ -59,6 +112,10 @@ type Sends struct {
 	Count int
 	// Seen is the ErrownAttempt the last physical attempt belonged to.
 	Seen int
+	// Service and Procedure are the call's, as the first physical attempt
+	// named them: an attempt naming another (a fallback through the same
+	// middleware) is a call of its own, not a replay of this one.
+	Service, Procedure string
 	// Foreign is how many of Count errown did not make.
 	Foreign int
 	// Last is the last physical attempt's outcome when it did not
@@ -70,11 +127,40 @@ type Sends struct {
 	// Shed is set when the last attempt was not sent: the callee's limit
 	// on attempts in flight was reached (wire.RefusedOverload).
 	Shed bool
-	// Busy is 1 while a physical attempt is under way (read and written
-	// with sync/atomic): a second one sent meanwhile is a concurrent
-	// replay (a hedge).
-	Busy int32
+	// InFlight is the physical attempts under way: one sent while it is
+	// not zero is a concurrent replay (a hedge).
+	InFlight int
+	// idle, when not nil, is closed when InFlight falls to zero or the
+	// call ends: a concurrent replay errown refused waits on it (Idle).
+	idle chan struct{}
 }
+
+// Idle returns, under Enter, a channel closed once no physical attempt of
+// the call is under way (Sends.InFlight zero) or the call has ended.
+func (s *CallState) Idle() <-chan struct{} {
+	if s.Sends.InFlight == 0 || s.ended {
+		return _closed
+	}
+	if s.Sends.idle == nil {
+		s.Sends.idle = make(chan struct{})
+	}
+	return s.Sends.idle
+}
+
+// Wake closes, under Enter, the channel Idle returned, when nothing is
+// under way any more or the call has ended.
+func (s *CallState) Wake() {
+	if s.Sends.idle != nil && (s.Sends.InFlight == 0 || s.ended) {
+		close(s.Sends.idle)
+		s.Sends.idle = nil
+	}
+}
+
+var _closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Outcome is what one physical attempt returned, kept so that a refused
 // replay can return it unchanged: the response (its body read into Body),
@@ -92,8 +178,12 @@ type Outcome struct {
 type callStateKey struct{}
 
 // WithCallState returns a child of ctx that carries s, in one allocation
-// of a pointer and a context.
+// of a pointer and a context, and one of s's mutex unless s has one: s
+// is handed below, to attempts that may run at once (Enter).
 func WithCallState(ctx context.Context, s *CallState) context.Context {
+	if s.mu == nil {
+		s.mu = new(sync.Mutex)
+	}
 	return &stateContext{Context: ctx, state: s}
 }
 
@@ -115,6 +205,7 @@ func (c *stateContext) Value(key any) any {
 func NewCallContext(ctx context.Context) (context.Context, *CallState) {
 	c := &callContext{}
 	c.node = stateContext{Context: ctx, state: &c.state}
+	c.state.mu = &c.mu
 	return &c.node, &c.state
 }
 
@@ -123,6 +214,7 @@ func NewCallContext(ctx context.Context) (context.Context, *CallState) {
 type callContext struct {
 	node  stateContext
 	state CallState
+	mu    sync.Mutex
 }
 
 // CallStateFromContext returns the CallState in ctx, or nil.
@@ -133,9 +225,10 @@ func CallStateFromContext(ctx context.Context) *CallState {
 
 // Sink is the outbound the egress middleware hands errown's retry
 // middleware in place of the real one, Out: the retry middleware sends its
-// attempts to Out and records what it did in State, with no context node
-// and no allocation (the egress middleware pools Sinks). Nothing outside
-// errown can make one.
+// attempts to Out and records what it did in State. The egress middleware
+// pools Sinks only on the direct path, where nothing but errown reaches
+// State; a Sink whose State is handed below (WithState) is the call's
+// for good. Nothing outside errown can make one.
 //
 // Direct says that nothing stands between errown's retry middleware and
 // the transport but errown's innermost attempt step, which the egress
@@ -147,6 +240,16 @@ type Sink struct {
 	State  CallState
 	Direct bool
 	Hop    Hop
+	mu     sync.Mutex // State's, once handed below (WithState)
+}
+
+// WithState returns a child of ctx that carries s's State, as
+// WithCallState does, the State's mutex s's own.
+func (s *Sink) WithState(ctx context.Context) context.Context {
+	if s.State.mu == nil {
+		s.State.mu = &s.mu
+	}
+	return WithCallState(ctx, &s.State)
 }
 
 // Step is an innermost attempt step, sending req to out for the call whose

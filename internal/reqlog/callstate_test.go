@@ -15,7 +15,8 @@ func TestCallStateContext(t *testing.T) {
 	got := CallStateFromContext(ctx)
 	got.Attempts = 2
 	got.Refused = wire.RefusedBudget
-	assert.Equal(t, &CallState{Attempts: 2, Refused: wire.RefusedBudget}, s)
+	assert.Equal(t, &CallState{Attempts: 2, Refused: wire.RefusedBudget, mu: s.mu}, s)
+	assert.NotNil(t, s.mu, "a state handed below has its mutex")
 }
 
 type otherKey struct{}
@@ -25,7 +26,8 @@ func TestNewCallContext(t *testing.T) {
 	ctx, s := NewCallContext(parent)
 
 	assert.Same(t, s, CallStateFromContext(ctx))
-	assert.Equal(t, CallState{}, *s, "fresh")
+	assert.Equal(t, &CallState{mu: s.mu}, s, "fresh")
+	assert.NotNil(t, s.mu, "a state handed below has its mutex")
 	assert.Equal(t, "v", ctx.Value(otherKey{}), "the parent's values")
 	assert.Nil(t, CallStateFromContext(parent), "the parent carries no state")
 	cancel()

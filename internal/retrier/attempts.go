@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"sync/atomic"
 
 	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/reqlog"
@@ -60,6 +59,7 @@ const (
 	foreignPushback
 	foreignCode
 	foreignNotIdempotent
+	foreignOverload
 	_foreignReasons
 )
 
@@ -78,6 +78,8 @@ func (r foreignReason) String() string {
 		return "foreign-pushback"
 	case foreignCode:
 		return "foreign-code"
+	case foreignOverload:
+		return "foreign-overload"
 	default:
 		return "foreign-not-idempotent"
 	}
@@ -98,6 +100,8 @@ func (r foreignReason) refusal() wire.Refusal {
 		return wire.RefusedCode
 	case foreignNotIdempotent:
 		return wire.RefusedNotIdempotent
+	case foreignOverload:
+		return wire.RefusedOverload
 	default:
 		return wire.RefusedNone
 	}
@@ -108,11 +112,12 @@ func (r foreignReason) refusal() wire.Refusal {
 type foreignMetrics struct {
 	sent   tally.Counter // replays let through
 	denied [_foreignReasons]tally.Counter
+	late   tally.Counter // attempts that started or ended after their call returned
 }
 
 func newForeignMetrics(scope tally.Scope, service string) *foreignMetrics {
 	s := scope.SubScope(_subScope).Tagged(map[string]string{_tagCallee: service})
-	f := &foreignMetrics{sent: s.Counter(_metricForeign)}
+	f := &foreignMetrics{sent: s.Counter(_metricForeign), late: s.Counter(_metricLate)}
 	for r := range _foreignReasons {
 		f.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)
 	}
@@ -132,30 +137,12 @@ var _ reqlog.Step = (*Attempts)(nil)
 
 // Send sends one physical attempt of the call whose state is state to out.
 func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+	if !state.Sends.Direct {
+		return a.sendShared(ctx, req, out, state)
+	}
+	// The direct path: errown's retry middleware sends the attempts
+	// itself, one at a time, and nothing else reaches state.
 	s := &state.Sends
-	if !s.Direct {
-		// Something between errown's retry middleware and this step may
-		// send one call's attempts at once.
-		if !atomic.CompareAndSwapInt32(&s.Busy, 0, 1) {
-			// Sent while another attempt of the same call is under way (a
-			// hedge): there is no outcome to judge it by, so it goes,
-			// counted.
-			a.m.foreign(req.Service).sent.Inc(1)
-			return out.Call(ctx, req)
-		}
-		defer atomic.StoreInt32(&s.Busy, 0)
-	}
-	if s.Count > 0 && state.ErrownAttempt == s.Seen {
-		var (
-			res     *transport.Response
-			err     error
-			refused bool
-		)
-		req, res, err, refused = a.m.replay(ctx, req, state)
-		if refused {
-			return res, err
-		}
-	}
 	s.Seen = state.ErrownAttempt
 	c := a.m.callees[req.Service]
 	var adm admission
@@ -174,6 +161,214 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	res, err := callHeld(ctx, req, out, c, adm)
 	code, class := wire.CallResult(res, err, a.m.hdr.Code)
 	return a.m.attempted(c, adm, res, err, code, class, state)
+}
+
+// sendShared sends one physical attempt of a call whose state middleware
+// errown does not own reaches (it is in the attempt's context): such
+// middleware may send the call's attempts at once (a hedge), return
+// before they end (a timeout that abandons one), or send another call
+// through the same chain (a fallback). The bookkeeping is done under the
+// state's lock, and none once the call has ended (late).
+func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+	s := &state.Sends
+	state.Enter()
+	if state.Ended() {
+		state.Leave()
+		return a.m.lateStart(req)
+	}
+	if s.Service == "" && s.Procedure == "" {
+		s.Service, s.Procedure = req.Service, req.Procedure
+	} else if req.Service != s.Service || req.Procedure != s.Procedure {
+		// Another procedure through the same middleware (a fallback): a
+		// call of its own, judged by nothing of this one's.
+		state.Leave()
+		other := &reqlog.CallState{}
+		res, err := a.sendShared(ctx, req, out, other)
+		other.Seal()
+		return res, err
+	}
+	var (
+		refused foreignReason
+		hold    bool // refused while another attempt is under way
+	)
+	switch {
+	case s.InFlight > 0:
+		// Sent while another attempt of the same call is under way (a
+		// hedge): there is no outcome to judge it by yet, but the attempt
+		// limit, the deadline and the budget hold.
+		var ok bool
+		if refused, ok = a.m.concurrentRefusal(ctx, req, state); ok {
+			hold = true
+			break
+		}
+		s.Foreign++
+		a.m.foreign(req.Service).sent.Inc(1)
+		req = a.m.stamp(req, s.Count+1)
+	case s.Count > 0 && state.ErrownAttempt == s.Seen:
+		var (
+			res *transport.Response
+			err error
+			ok  bool
+		)
+		req, res, err, ok = a.m.replay(ctx, req, state)
+		if ok {
+			state.Leave()
+			return res, err
+		}
+	}
+	c := a.m.callees[req.Service]
+	var adm admission
+	if c != nil && !hold {
+		var ok bool
+		if adm, ok = c.overload.admit(); !ok {
+			if !a.m.observes(c, req.Procedure) {
+				res, err := a.m.shed(req, c, state)
+				if s.InFlight == 0 {
+					state.Leave()
+					return res, err
+				}
+				return a.m.held(ctx, req, state, res, err) // unlocks
+			}
+			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
+			adm = c.overload.unheld()
+		}
+	}
+	if hold {
+		f := a.m.foreign(req.Service)
+		f.denied[refused].Inc(1)
+		tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, refused.String())
+		a.m.warnForeign(req, refused)
+		return a.m.held(ctx, req, state, nil, yarpcerrors.AbortedErrorf(
+			"errown: concurrent attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
+	}
+	s.Seen = state.ErrownAttempt
+	s.Count++
+	s.InFlight++
+	s.Shed = false
+	state.Leave()
+	ended := false
+	defer func() {
+		if !ended { // out panicked: the attempt is no longer under way
+			state.Enter()
+			s.InFlight--
+			state.Wake()
+			state.Leave()
+		}
+	}()
+	res, err := callHeld(ctx, req, out, c, adm)
+	ended = true
+	return a.m.attemptedShared(req, c, adm, res, err, state)
+}
+
+// concurrentRefusal returns, under state's lock, why errown's rules
+// refuse an attempt sent while another of the call is under way, and
+// whether they do: the policy's attempt limit, the deadline, the budget
+// (withdrawn when everything else allows it). Observe mode refuses
+// nothing.
+func (m *Middleware) concurrentRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (foreignReason, bool) {
+	var p *policy
+	c := m.callees[req.Service]
+	if c != nil {
+		p = c.policy(req.Procedure)
+	}
+	minRemaining := defaults.MinRemaining
+	if p != nil {
+		minRemaining = p.minRemaining
+	}
+	r, ok := foreignReason(0), false
+	switch {
+	case p != nil && state.Sends.Count >= p.maxAttempts:
+		r, ok = foreignAttempts, true
+	case ctx.Err() != nil:
+		r, ok = foreignDeadline, true
+	default:
+		if deadline, has := ctx.Deadline(); has && deadline.Sub(m.now()) < minRemaining {
+			r, ok = foreignDeadline, true
+		} else if p != nil && !c.budget.tryWithdraw() {
+			r, ok = foreignBudget, true
+		}
+	}
+	if ok && m.observesPolicy(p) {
+		return r, false
+	}
+	return r, ok
+}
+
+// held ends an attempt errown refused to send while another attempt of
+// the call was under way, state locked: it waits, unlocking state, until
+// no attempt of the call is under way, the call ends, or ctx does, so
+// that the middleware that sent it (a hedge) takes the other attempt's
+// answer. It then returns the last outcome kept, if any, as a refused
+// replay does, else res and err.
+func (m *Middleware) held(ctx context.Context, req *transport.Request, state *reqlog.CallState, res *transport.Response, err error) (*transport.Response, error) {
+	idle := state.Idle()
+	state.Leave()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		return res, err
+	}
+	state.Enter()
+	last := state.Sends.Last
+	state.Leave()
+	if last == nil {
+		return res, err
+	}
+	return replayed(last), last.Err
+}
+
+// lateStart refuses an attempt sent after its call returned: nobody waits
+// for its answer, and the call's state is sealed. It counts in
+// retry.late_attempts.
+func (m *Middleware) lateStart(req *transport.Request) (*transport.Response, error) {
+	m.foreign(req.Service).late.Inc(1)
+	return nil, yarpcerrors.CancelledErrorf("errown: attempt of %s::%s not sent: its call has returned", req.Service, req.Procedure)
+}
+
+// attemptedShared records, under state's lock, the physical attempt sent
+// by sendShared that returned res and err: as attempted does, reading the
+// response body it keeps before it takes the lock. An attempt that ends
+// after its call returned (late) records nothing: it gives back its slot
+// of the overload limit, with no outcome, and counts in
+// retry.late_attempts.
+func (m *Middleware) attemptedShared(req *transport.Request, c *callee, adm admission, res *transport.Response, err error, state *reqlog.CallState) (*transport.Response, error) {
+	code, class := wire.CallResult(res, err, m.hdr.Code)
+	storm := wire.ResponseStorm(res, class, m.hdr.Storm)
+	var (
+		last    *reqlog.Outcome
+		claim   ownership.Claim
+		noRetry bool
+	)
+	if class != ownership.ClassOK {
+		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
+		o := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+		var kept bool
+		if res, kept = keep(o, res, m.maxBodyBytes); kept {
+			last = o
+		}
+	}
+	state.Enter()
+	defer state.Leave()
+	s := &state.Sends
+	s.InFlight--
+	state.Wake()
+	if state.Ended() {
+		if c != nil {
+			c.overload.abandon(adm)
+		}
+		m.foreign(req.Service).late.Inc(1)
+		return res, err
+	}
+	state.Storm.Attempt(storm)
+	state.Code, state.Class = code, class
+	s.Last = last
+	if class != ownership.ClassOK {
+		state.Claim, state.NoRetry = claim, noRetry
+	}
+	if c != nil {
+		c.overload.done(adm, class != ownership.ClassOK && overloaded(code, claim))
+	}
+	return res, err
 }
 
 // callHeld sends req through out, the attempt holding adm, a slot of c's
@@ -196,16 +391,16 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 	return res, err
 }
 
-// attempted records in state the physical attempt that returned res and
-// err, classified as code and class, sent to c (nil: no policy) under
-// adm: its storm figures, its classification and claim, the end of its
-// admission, and, when something below errown's retry middleware may
-// replay it, its outcome (keep). It returns what to hand on.
+// attempted records in state the physical attempt on the direct path
+// that returned res and err, classified as code and class, sent to c
+// (nil: no policy) under adm: its storm figures, its classification and
+// claim, the end of its admission. Nothing below errown's retry
+// middleware replays it: there is no outcome to keep. It returns what to
+// hand on.
 func (m *Middleware) attempted(c *callee, adm admission, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
-	s := &state.Sends
 	state.Storm.Attempt(wire.ResponseStorm(res, class, m.hdr.Storm))
 	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
-	s.Last = nil
+	state.Sends.Last = nil
 	if class == ownership.ClassOK {
 		if c != nil {
 			c.overload.done(adm, false)
@@ -215,14 +410,6 @@ func (m *Middleware) attempted(c *callee, adm admission, res *transport.Response
 	state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
 	if c != nil {
 		c.overload.done(adm, overloaded(code, state.Claim))
-	}
-	if s.Direct {
-		return res, err // nothing below errown's retry middleware replays: nothing to keep
-	}
-	last := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: state.Claim, NoRetry: state.NoRetry}
-	res, kept := keep(last, res, m.maxBodyBytes)
-	if kept {
-		s.Last = last
 	}
 	return res, err
 }
@@ -259,9 +446,15 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 	state.Claim, state.NoRetry = ownership.ClaimMissing, false
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
 	state.Storm.Attempt(wire.KnownFigures(ownership.Storm{})) // nothing was served
-	return nil, yarpcerrors.ResourceExhaustedErrorf(
+	err := yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
 		req.Service, c.overload.Limit())
+	if !state.Sends.Direct {
+		// The shed attempt is the call's last: a replay after it is
+		// judged by it, and refused, returns it.
+		state.Sends.Last = &reqlog.Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing}
+	}
+	return nil, err
 }
 
 // keep records res, an attempt that did not succeed, in last, and returns
@@ -298,6 +491,19 @@ func keep(last *reqlog.Outcome, res *transport.Response, limit int) (*transport.
 	return &out, true
 }
 
+// replayed returns o's response to be handed on again, its body read
+// from the copy kept, or nil.
+func replayed(o *reqlog.Outcome) *transport.Response {
+	if o.Response == nil {
+		return nil
+	}
+	out := *o.Response
+	if o.Body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(o.Body))
+	}
+	return &out
+}
+
 type readCloser struct {
 	io.Reader
 	io.Closer
@@ -324,6 +530,9 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	}
 	r, ok := m.replayRefusal(ctx, p, c, s.Count, s.Last)
 	observe := m.observesPolicy(p)
+	if ok && r == foreignOverload && observe {
+		c.metrics.wouldOverload.Inc(1) // observe mode: the replay goes
+	}
 	if ok && r == foreignUnclaimed {
 		if observe {
 			if !state.Storm.ErrownStopped() {
@@ -350,16 +559,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		state.Refused = rr
 	}
 	m.warnForeign(req, r)
-	last := s.Last
-	var res *transport.Response
-	if last.Response != nil {
-		out := *last.Response
-		if last.Body != nil {
-			out.Body = io.NopCloser(bytes.NewReader(last.Body))
-		}
-		res = &out
-	}
-	return req, res, last.Err, true
+	return req, replayed(s.Last), s.Last.Err, true
 }
 
 // replayRefusal returns why errown's rules refuse to send the call again
@@ -384,6 +584,10 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, se
 		return foreignCode, true
 	case p != nil && !p.idempotent:
 		return foreignNotIdempotent, true
+	case c != nil && overloaded(last.Code, last.Claim) && c.overload.Overloaded():
+		// As errown's own retry: no replay queues behind the work an
+		// overloaded callee timed out on or shed.
+		return foreignOverload, true
 	}
 	if ctx.Err() != nil {
 		return foreignDeadline, true

@@ -96,7 +96,7 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 	state.Sends.Seen, state.Sends.Count = 1, 1
 	res, err := m.attempted(f.c, f.adm, f.sent.res, f.sent.err, f.code, f.class, state)
 	if f.p == nil || f.p.maxAttempts <= 1 {
-		state.Attempts = state.Sent()
+		settle(state)
 		return res, err
 	}
 	f.sent = sentAttempt{res: res, err: err}

@@ -16,6 +16,7 @@ const (
 	_metricPrevented  = "prevented"
 	_metricDenied     = "denied"
 	_metricForeign    = "foreign_attempts"
+	_metricLate       = "late_attempts"
 
 	_tagCallee = "callee"
 	_tagReason = "reason"

@@ -49,11 +49,11 @@ func TestMetricsAllocatedInNew(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for _, callee := range []string{"a", "b"} {
-		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.would_suppress", "retry.prevented", "retry.foreign_attempts", "retry.would_overload"} {
+		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.would_suppress", "retry.prevented", "retry.foreign_attempts", "retry.would_overload", "retry.late_attempts"} {
 			want[name+"+callee="+callee] = true
 		}
 		for _, reason := range []string{"budget", "deadline", "pushback", "not-idempotent", "code", "body-too-large", "overload",
-			"foreign-unclaimed", "foreign-attempts", "foreign-budget", "foreign-deadline", "foreign-pushback", "foreign-code", "foreign-not-idempotent"} {
+			"foreign-unclaimed", "foreign-attempts", "foreign-budget", "foreign-deadline", "foreign-pushback", "foreign-code", "foreign-not-idempotent", "foreign-overload"} {
 			want["retry.denied+callee="+callee+",reason="+reason] = true
 		}
 	}

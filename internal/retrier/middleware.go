@@ -114,7 +114,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		}
 		// The innermost step (Attempts) finds the call's state in the
 		// context of each attempt, below the middleware in between.
-		return m.call(reqlog.WithCallState(ctx, &sink.State), req, sink.Out, &sink.State)
+		return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
 	}
 	state := reqlog.CallStateFromContext(ctx)
 	if state == nil {
@@ -125,12 +125,14 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 }
 
 func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+	state.Enter()
 	state.Classified = false // until an attempt is classified below
 	state.ErrownAttempt = 1
+	state.Leave()
 	c := m.callees[req.Service]
 	if c == nil {
 		res, err := out.Call(ctx, req)
-		state.Attempts = state.Sent()
+		settle(state)
 		return res, err
 	}
 	c.budget.deposit()
@@ -141,16 +143,26 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		// for a retryable error, so the caller retries (at-least-once).
 		if p == nil || p.attemptTimeout <= 0 {
 			res, err := out.Call(ctx, req)
-			state.Attempts = state.Sent()
+			settle(state)
 			return res, err
 		}
 		actx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
 		res, err := out.Call(actx, req)
-		state.Attempts = state.Sent()
+		settle(state)
 		release.With(res, cancel)
 		return res, err
 	}
 	return m.callWithRetries(ctx, req, out, c, p, state)
+}
+
+// settle records in state the attempts its call sent, as the innermost
+// step counted them, and ends it: the call returns, and an attempt still
+// under way below is late.
+func settle(state *reqlog.CallState) {
+	state.Enter()
+	state.Attempts = state.Sent()
+	state.End()
+	state.Leave()
 }
 
 func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState) (*transport.Response, error) {
@@ -201,7 +213,10 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			// Attempts are numbered as they leave the process: a
 			// middleware below that replayed an attempt (counted by
 			// Attempts) took a number too.
+			state.Enter()
 			sent = state.Sends.Count
+			state.ErrownAttempt = n
+			state.Leave()
 			attempt := req
 			if n > 1 {
 				c.metrics.attempts.Inc(1)
@@ -209,9 +224,12 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			} else if !body.inPlace {
 				attempt = body.request(orig, n, m.hdr.Attempt, "")
 			}
-			state.ErrownAttempt = n
 			res, err = out.Call(actx, attempt)
 		}
+		// An attempt below may still be under way (a hedge, an abandoned
+		// attempt): the state is read and written under its lock, and
+		// ended when the call returns.
+		state.Enter()
 		seen := state.Sends.Count > sent || state.Sends.Shed // by the innermost step
 		if !state.Sends.Direct || !seen {
 			// What came back may not be what the innermost step saw (a
@@ -233,13 +251,23 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			state.Attempts = max(state.Sends.Count, n)
 		}
 		if class != ownership.ClassFailure {
+			state.End()
+			state.Leave()
 			release.With(res, cancel)
 			return res, err
 		}
 		refused := state.Refused
 		wait, ok := m.retryAfter(ctx, req, c, p, code, state.Attempts, body.replayable(), state)
 		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
-		if !ok || m.sleep(ctx, wait) != nil {
+		if !ok {
+			state.End()
+			state.Leave()
+			release.With(res, cancel)
+			return res, err
+		}
+		state.Leave()
+		if m.sleep(ctx, wait) != nil {
+			state.Seal()
 			release.With(res, cancel)
 			return res, err
 		}
