@@ -49,15 +49,16 @@ const (
 // chaosClocks are the chaos mesh's: B's attempt timeout to C, the
 // middleware's and the leaf's delays, the outside caller's deadline.
 const (
-	_chaosAttempt  = 20 * time.Millisecond
+	_chaosAttempt  = 100 * time.Millisecond
 	_chaosMaxDelay = 4 * time.Millisecond
 	_chaosTTL      = 2 * time.Second
 	_chaosWorkers  = 32
 )
 
 // _chaosOutcomes are C's: every outcome, answers (at once or delayed)
-// half the time, so that B's overload limit does not shed most calls.
-var _chaosOutcomes = []chaos.Outcome{chaos.Succeed, chaos.Succeed, chaos.Delay, chaos.Delay, chaos.Fail, chaos.Overload, chaos.TimeOut, chaos.Block}
+// six times in ten, so that B's overload limit does not shed most calls.
+var _chaosOutcomes = []chaos.Outcome{chaos.Succeed, chaos.Succeed, chaos.Succeed, chaos.Succeed, chaos.Delay, chaos.Delay,
+	chaos.Fail, chaos.Overload, chaos.TimeOut, chaos.Block}
 
 // chaosMesh is one chaos mesh.
 type chaosMesh struct {
@@ -334,7 +335,7 @@ func TestChaos(t *testing.T) {
 	for i, tt := range tests {
 		name := tt.kind
 		if tt.gomaxprocs > 0 {
-			name += fmt.Sprintf("/gomaxprocs=%d", tt.gomaxprocs)
+			name += fmt.Sprintf("-gomaxprocs=%d", tt.gomaxprocs)
 		}
 		t.Run(name, func(t *testing.T) {
 			if tt.gomaxprocs > 0 {
