@@ -263,3 +263,19 @@ func TestNewErrors(t *testing.T) {
 	_, err = chaos.NewLeaf(chaos.LeafConfig{Source: chaos.NewSeeded(1), Outcomes: []chaos.Outcome{9}})
 	assert.ErrorContains(t, err, "unknown outcome 9")
 }
+
+// A body that fails mid-way still fails once the middleware read it into
+// memory: a truncated answer is no short success.
+func TestReadResponseKeepsABodysReadError(t *testing.T) {
+	broken := errors.New("unexpected EOF")
+	res, a := chaos.ReadResponse(&transport.Response{Body: io.NopCloser(io.MultiReader(bytes.NewReader([]byte("1234")), errorReader{broken}))}, nil)
+	assert.Equal(t, broken, a.Err)
+	assert.Equal(t, []byte("1234"), a.Body)
+	b, err := io.ReadAll(res.Body)
+	assert.Equal(t, "1234", string(b))
+	assert.ErrorIs(t, err, broken)
+}
+
+type errorReader struct{ err error }
+
+func (r errorReader) Read([]byte) (int, error) { return 0, r.err }

@@ -59,7 +59,8 @@ func (t *roundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	})
 }
 
-// ReadHTTPResponse returns res, its body read into memory, and what it
+// ReadHTTPResponse returns res, its body read into memory (a read error
+// handed on after the bytes read), and what it
 // answers with err, for Ledger.Check.
 func ReadHTTPResponse(res *http.Response, err error) (*http.Response, Answer) {
 	a := Answer{Err: err}
@@ -73,7 +74,7 @@ func ReadHTTPResponse(res *http.Response, err error) (*http.Response, Answer) {
 	if rerr != nil && a.Err == nil {
 		a.Err = rerr
 	}
-	res.Body = io.NopCloser(bytes.NewReader(b))
+	res.Body = bodyOf(b, rerr)
 	a.Body = b
 	if res.StatusCode >= 400 {
 		// An error status: its body is the error's message, and no

@@ -51,7 +51,8 @@ func (m *Middleware) checkResponse(where string, id uint64, procedures []string,
 	return res
 }
 
-// ReadResponse returns res, its body read into memory, and what it
+// ReadResponse returns res, its body read into memory (a read error
+// handed on after the bytes read, as the body would have), and what it
 // answers with err, for Ledger.Check.
 func ReadResponse(res *transport.Response, err error) (*transport.Response, Answer) {
 	a := Answer{Err: err}
@@ -67,11 +68,23 @@ func ReadResponse(res *transport.Response, err error) (*transport.Response, Answ
 			a.Err = rerr
 		}
 		out := *res
-		out.Body = io.NopCloser(bytes.NewReader(b))
+		out.Body = bodyOf(b, rerr)
 		res, a.Body = &out, b
 	}
 	return res, a
 }
+
+// bodyOf returns a body of b, then rerr when it is not nil.
+func bodyOf(b []byte, rerr error) io.ReadCloser {
+	if rerr == nil {
+		return io.NopCloser(bytes.NewReader(b))
+	}
+	return io.NopCloser(io.MultiReader(bytes.NewReader(b), errReader{rerr}))
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 func closeResponse(res *transport.Response) {
 	if res != nil && res.Body != nil {
