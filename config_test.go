@@ -143,6 +143,7 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 		{"retry:\n  budget:\n    minPerSecond: -1\n    noFloor: maybe", []string{`retry.budget.noFloor: want true or false, got string "maybe"`}},
 		{"retry:\n  budget:\n    minPerSecond: 2\n    noFloor: true", []string{"errown: config: retry.budget.noFloor: must be false when minPerSecond is set, got minPerSecond 2"}},
 		{"retry:\n  budget:\n    ratio: -1", []string{"retry.budget.ratio", "-1"}},
+		{"retry:\n  overload:\n    threshold: 1", []string{"errown: config: retry.overload.threshold: must be in (0, 1), got 1"}},
 		{"memory:\n  closeThreshold: 0.1", []string{"memory.openThreshold: must be below closeThreshold 0.1, got 0.2"}},
 		{"ingress: [1]\nretry: 7", []string{"ingress: want a mapping, got a list", `retry: want a mapping, got integer "7"`}},
 		{"claimHeader: [unclosed", []string{"errown: config: yaml:"}},

@@ -21,9 +21,10 @@ type Config struct {
 	// code. Such repeats are counted and logged either way. Default false.
 	RefuseRepeats bool `yaml:"refuseRepeats,omitempty"`
 	// IncidentWindow is how long after an incident (a call that failed,
-	// was retried or refused a retry, or met a storm below) the calls
-	// made for the same inbound procedure carry errown's attempt header,
-	// so that their callees send their storm figures. Outside an incident
+	// was retried or refused a retry, or met a storm below) the calls on
+	// the same edge (the same inbound procedure's calls to the same callee
+	// procedure) carry errown's attempt header, so that their callees send
+	// their storm figures. Outside an incident
 	// a call carries no errown header, and its success response none.
 	// errown reads it on its coarse clock (to within 100ms). Default 10s.
 	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`

@@ -37,7 +37,8 @@ type OverloadConfig struct {
 	// MinInFlight is the limit's floor. Default 1.
 	MinInFlight int `yaml:"minInFlight,omitempty"`
 	// Threshold is the share of recent attempts that ended overloaded at
-	// which the limit holds and is cut, in (0, 1]. Default 0.5.
+	// which the limit holds and is cut, in (0, 1): the share, a decaying
+	// mean, never reaches 1. Default 0.5.
 	Threshold float64 `yaml:"threshold,omitempty"`
 }
 
@@ -58,8 +59,10 @@ func (c OverloadConfig) validate(path string) error {
 	if c.MaxInFlight < c.MinInFlight {
 		err = multierr.Append(err, fmt.Errorf("%s.maxInFlight: must be >= minInFlight (%d), got %d", path, c.MinInFlight, c.MaxInFlight))
 	}
-	if !(c.Threshold > 0 && c.Threshold <= 1) {
-		err = multierr.Append(err, fmt.Errorf("%s.threshold: must be in (0, 1], got %v", path, c.Threshold))
+	if !(c.Threshold > 0 && c.Threshold < 1) {
+		// A share that decays with every attempt not overloaded, and with
+		// time, never reaches 1: a threshold of 1 would never hold.
+		err = multierr.Append(err, fmt.Errorf("%s.threshold: must be in (0, 1), got %v", path, c.Threshold))
 	}
 	return err
 }

@@ -5,90 +5,96 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/procmap"
+	"github.com/errown/errown/ownership"
 )
 
-// _maxIncidentProcedures bounds the caller procedures incidents keeps a
-// time for; past it, the others share one. A caller procedure is an
-// inbound procedure, which a router bounds, but an adapter's (nethttp's
+// _maxIncidentEdges bounds the edges incidents keeps a time for; past
+// it, the others share one. An edge's caller procedure is an inbound
+// procedure, which a router bounds, but an adapter's (nethttp's
 // "METHOD /path") is whatever a client sends.
-const _maxIncidentProcedures = 1024
+const _maxIncidentEdges = 1024
 
-// incidents remembers, per caller procedure (the inbound procedure a call
-// is made for), when one of its calls last met an incident: a failure, a
-// retry, a refusal, or storm figures worth a root's record. For a window
-// after one, the procedure's calls carry errown's attempt mark, so that
-// their callees send their figures and know they are not roots; the
+// incidents remembers, per edge (a caller procedure's calls to one
+// callee procedure), when one of its calls last met an incident: a
+// failure, a retry, a refusal, or storm figures worth a root's record.
+// For a window after one, the edge's calls carry errown's attempt mark,
+// so that their callee sends its figures and knows it is not a root; the
 // steady state (no incident within the window) sends no errown header at
-// all. It is safe for concurrent use, and the steady state reads one
-// word and the clock.
+// all, and a healthy edge of a procedure whose other edge fails stays in
+// it. It is safe for concurrent use, and the steady state reads one word.
 type incidents struct {
 	window int64 // ns
 	now    func() time.Time
 
-	// latest is the time of the latest incident of any procedure, in ns
-	// since the Unix epoch: 0, never. A service with no incident within
-	// the window looks no procedure up.
+	// latest is the time of the latest incident of any edge, in ns since
+	// the Unix epoch: 0, none within the window. A service with no
+	// incident within the window looks no edge up and reads no clock:
+	// the first call to find the window over sets it back to 0.
 	latest atomic.Int64
 
-	// byProc holds each procedure's latest incident, as latest does; past
-	// the bound, the others share one.
-	byProc *procmap.Map[*atomic.Int64]
+	// byEdge holds each edge's latest incident, as latest does; past the
+	// bound, the others share one.
+	byEdge *procmap.Map[ownership.Edge, *atomic.Int64]
 }
 
-// _otherProcedures is the key of the time the procedures past the bound
-// share.
-const _otherProcedures = ""
+// _otherEdges is the key of the time the edges past the bound share.
+var _otherEdges = ownership.Edge{}
 
 func newIncidents(window time.Duration, now func() time.Time) *incidents {
 	return &incidents{
 		window: int64(window),
 		now:    now,
-		byProc: procmap.New(_maxIncidentProcedures, _otherProcedures, func(string) *atomic.Int64 { return new(atomic.Int64) }),
+		byEdge: procmap.New(_maxIncidentEdges, _otherEdges, func(ownership.Edge) *atomic.Int64 { return new(atomic.Int64) }),
 	}
 }
 
-// hot reports whether a call of procedure met an incident within the
-// window.
-func (s *incidents) hot(procedure string) bool {
+// hot reports whether a call on edge met an incident within the window.
+func (s *incidents) hot(edge ownership.Edge) bool {
 	now, ok := s.recent()
 	if !ok {
 		return false
 	}
-	t, ok := s.byProc.Peek(procedure)
+	t, ok := s.byEdge.Peek(edge)
 	return ok && s.within(t.Load(), now)
 }
 
-// any reports whether a call of any procedure met an incident within
-// the window.
+// any reports whether a call on any edge met an incident within the
+// window.
 func (s *incidents) any() bool {
 	_, ok := s.recent()
 	return ok
 }
 
-// recent reports whether the latest incident of any procedure is within
-// the window, and the time it read: the steady state reads no clock.
+// recent reports whether the latest incident of any edge is within the
+// window, and the time it read: the steady state reads no clock. The
+// first to find the latest incident past the window sets latest back to
+// 0, unless an incident moved it meanwhile.
 func (s *incidents) recent() (now int64, ok bool) {
 	latest := s.latest.Load()
 	if latest == 0 {
 		return 0, false
 	}
 	now = s.now().UnixNano()
-	return now, s.within(latest, now)
+	if s.within(latest, now) {
+		return now, true
+	}
+	s.latest.CompareAndSwap(latest, 0)
+	return now, false
 }
 
 // within reports whether an incident at t (0: none) is within the window
 // at now.
 func (s *incidents) within(t, now int64) bool { return t != 0 && now-t <= s.window }
 
-// record notes an incident on a call of procedure, now. A time is
-// written only when it moves forward: on errown's coarse clock an
-// outage's failures within one tick read the same time and write
-// nothing, so that the cores serving them do not take turns owning the
-// word every call reads (latest). Two records racing can still leave the
-// earlier of their times, one tick back.
-func (s *incidents) record(procedure string) {
+// record notes an incident on a call on edge, now. A time is written
+// only when it moves forward: on errown's coarse clock an outage's
+// failures within one tick read the same time and write nothing, so that
+// the cores serving them do not take turns owning the word every call
+// reads (latest). Two records racing can still leave the earlier of
+// their times, one tick back.
+func (s *incidents) record(edge ownership.Edge) {
 	now := s.now().UnixNano()
-	if t := s.byProc.Get(procedure); t.Load() < now {
+	if t := s.byEdge.Get(edge); t.Load() < now {
 		t.Store(now)
 	}
 	if s.latest.Load() < now {

@@ -12,6 +12,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/outbound"
+	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,9 +66,10 @@ func TestCallSteadyStateSendsTheRequestAsItIs(t *testing.T) {
 }
 
 // TestCallMarksAfterAnIncident: a call that fails, is retried, or meets a
-// storm below puts its caller procedure in an incident: that procedure's
-// calls are marked for the window after it, its other procedures' are
-// not, and an answer or a quiet success is no incident.
+// storm below puts its edge in an incident: the edge's calls are marked
+// for the window after it, the caller procedure's other edges and other
+// procedures' calls are not, and an answer or a quiet success is no
+// incident.
 func TestCallMarksAfterAnIncident(t *testing.T) {
 	down := yarpcerrors.UnavailableErrorf("down")
 	tests := []struct {
@@ -93,23 +95,52 @@ func TestCallMarksAfterAnIncident(t *testing.T) {
 			ctx, _ := contextFor("checkout")
 			_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &headerRecorder{script: []func() (*transport.Response, error){respond(tt.res, tt.err)}})
 
-			marked := func(procedure string) bool {
+			marked := func(procedure, service string) bool {
 				t.Helper()
 				ctx, _ := contextFor(procedure)
 				out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), nil)}}
-				_, err := mw.Call(ctx, &transport.Request{Service: "inventory", Procedure: "reserve"}, out)
+				_, err := mw.Call(ctx, &transport.Request{Service: service, Procedure: "charge"}, out)
 				require.NoError(t, err)
 				require.Len(t, out.seen, 1)
 				return out.seen[0].items["errown-attempt"] == "1"
 			}
-			assert.Equal(t, tt.incident, marked("checkout"), "the next call of the procedure, on another edge")
-			assert.False(t, marked("browse"), "a call of another procedure")
+			assert.Equal(t, tt.incident, marked("checkout", "payments"), "the next call on the edge")
+			assert.False(t, marked("checkout", "billing"), "a call of the procedure on another edge")
+			assert.False(t, marked("browse", "payments"), "a call of another procedure to the same callee")
 			clock.Add(10 * time.Second)
-			assert.Equal(t, tt.incident, marked("checkout"), "at the window's end")
+			assert.Equal(t, tt.incident, marked("checkout", "payments"), "at the window's end")
 			clock.Add(time.Millisecond)
-			assert.False(t, marked("checkout"), "past the window")
+			assert.False(t, marked("checkout", "payments"), "past the window")
 		})
 	}
+}
+
+// TestIncidentsResetLatest: once the latest incident is past the window,
+// the service is back in the steady state, which reads no clock: the
+// first call to find the window over forgets the incident, and a new
+// incident starts a window again.
+func TestIncidentsResetLatest(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	var reads int
+	s := newIncidents(time.Second, func() time.Time { reads++; return clock.Now() })
+	edge := ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+	assert.False(t, s.hot(edge))
+	assert.Zero(t, reads, "no incident yet: no clock read")
+
+	s.record(edge)
+	assert.True(t, s.hot(edge))
+	clock.Add(2 * time.Second)
+	assert.False(t, s.hot(edge), "past the window")
+	reads = 0
+	for range 3 {
+		assert.False(t, s.hot(edge))
+		assert.False(t, s.any())
+	}
+	assert.Zero(t, reads, "back in the steady state: no clock read")
+
+	s.record(edge)
+	assert.True(t, s.hot(edge), "a new incident")
+	assert.True(t, s.any())
 }
 
 // TestCallRetriesAreMarked: a call's retries carry their attempt number
@@ -136,27 +167,31 @@ func TestCallRetriesAreMarked(t *testing.T) {
 	assert.Equal(t, []string{"", "2", "1"}, got, "unmarked first attempt, its retry, the next call")
 }
 
-// TestIncidentsBound: past _maxIncidentProcedures caller procedures, the
-// others share one time, so a client choosing procedure names cannot
-// grow the map, and an incident of one of them marks them all.
+// TestIncidentsBound: past _maxIncidentEdges edges, the others share one
+// time, so a client choosing procedure names cannot grow the map, and an
+// incident of one of them marks them all.
 func TestIncidentsBound(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1000, 0)}
 	s := newIncidents(time.Second, clock.Now)
-	for i := range _maxIncidentProcedures + 10 {
-		s.record("p" + strconv.Itoa(i))
+	edge := func(p string) ownership.Edge {
+		return ownership.Edge{CallerProcedure: p, Service: "payments", Procedure: "charge"}
 	}
-	assert.Equal(t, _maxIncidentProcedures+1, s.byProc.Len(), "the bound, and the others' one")
-	assert.True(t, s.hot("p0"))
-	assert.True(t, s.hot("never-seen"), "past the bound, procedures share the others' time")
+	for i := range _maxIncidentEdges + 10 {
+		s.record(edge("p" + strconv.Itoa(i)))
+	}
+	assert.Equal(t, _maxIncidentEdges+1, s.byEdge.Len(), "the bound, and the others' one")
+	assert.True(t, s.hot(edge("p0")))
+	assert.True(t, s.hot(edge("never-seen")), "past the bound, edges share the others' time")
 	clock.Add(2 * time.Second)
-	assert.False(t, s.hot("p0"))
-	assert.False(t, s.hot("never-seen"))
+	assert.False(t, s.hot(edge("p0")))
+	assert.False(t, s.hot(edge("never-seen")))
 
 	fresh := newIncidents(time.Second, clock.Now)
-	assert.False(t, fresh.hot("p0"), "no incident yet")
-	fresh.record("p0")
-	assert.True(t, fresh.hot("p0"))
-	assert.False(t, fresh.hot("p1"), "below the bound, each procedure has its own")
+	assert.False(t, fresh.hot(edge("p0")), "no incident yet")
+	fresh.record(edge("p0"))
+	assert.True(t, fresh.hot(edge("p0")))
+	assert.False(t, fresh.hot(edge("p1")), "below the bound, each edge has its own")
+	assert.False(t, fresh.hot(ownership.Edge{CallerProcedure: "p0", Service: "payments", Procedure: "refund"}), "another procedure of the callee")
 }
 
 func TestConfigIncidentWindow(t *testing.T) {

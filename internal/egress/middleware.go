@@ -137,7 +137,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		}
 	}
 	// The steady state sends the request as it is; a request in an
-	// incident (its caller procedure's, or the one above it marked) is
+	// incident (its edge's, or the one above it marked) is
 	// marked, so that its callee sends its figures and is no root.
 	var (
 		res   *transport.Response
@@ -145,7 +145,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		err   error
 	)
 	switch {
-	case log.Marked() || m.incidents.hot(log.Procedure):
+	case log.Marked() || m.incidents.hot(edge):
 		c = m.take(step)
 		res, state, err = m.send(ctx, c, m.mark(req), out, step)
 	case step != nil && m.retry != nil:
@@ -182,7 +182,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	if state.Classified {
 		e.Code, e.Class = state.Code, state.Class
 	} else {
-		e.Code, e.Class = wire.CallResult(res, err, m.hdr.Code)
+		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	}
 	if e.Class != ownership.ClassOK {
 		// The handler cancelled the call itself (not a deadline): it
@@ -217,10 +217,10 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	}
 	storm := &state.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
-		storm.Attempt(wire.ResponseStorm(res, e.Class, m.hdr.Storm))
+		storm.Attempt(wire.AttemptStorm(res, e.Class, m.hdr.Storm, wire.Cancelled(ctx, err)))
 	}
 	if incident(&e, state, storm) {
-		m.incidents.record(log.Procedure)
+		m.incidents.record(edge)
 	}
 	var logged bool
 	if e.Failed() || !storm.Trivial() {
@@ -290,8 +290,8 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		req = m.mark(req)
 	}
 	res, state, err := m.orphan(ctx, req, out, step)
-	_, class := wire.CallResult(res, err, m.hdr.Code)
-	storm := wire.ResponseStorm(res, class, m.hdr.Storm)
+	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
+	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
 	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}

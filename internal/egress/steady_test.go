@@ -16,6 +16,7 @@ import (
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
+	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -175,7 +176,7 @@ func TestSteadyPathAsChain(t *testing.T) {
 		for k, c := range scope.Snapshot().Counters() {
 			got.counters[k] = c.Value()
 		}
-		got.hot = mw.incidents.hot("checkout")
+		got.hot = mw.incidents.hot(ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"})
 		logs.Remove(log)
 		return got
 	}

@@ -156,7 +156,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	}
 
 	sum, closed = m.close(log), true
-	out := m.classify(err, rw, log)
+	out := m.classify(ctx, err, rw, log)
 	storm := m.stormFigures(sum.Storm, log, orphans)
 	var now time.Time // read once, when a failure or a storm is recorded
 	var ph uint64     // procedureHash(req.Procedure), with now
@@ -255,27 +255,30 @@ func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 // figures are those of its calls, one request each. When it reports
 // false the log may be closed, quiet: close still returns its Summary.
 func (m *Middleware) quiet(log *reqlog.Log, orphans uint64) bool {
-	return log.Egress.CloseQuiet() && m.figuresKnown(log, orphans)
+	return log.Egress.CloseQuiet() && m.figuresKnown(orphans)
 }
 
 // figuresKnown reports whether the request's storm figures are those its
 // egress log summed, orphans being the orphans' mark taken as the request
-// began. A call made with a fresh context that failed or retried may be
-// this request's; a call still under way is not counted yet, nor one that
-// ended after the log closed (asked after the calls under way: a call
-// ends after its refusal).
-func (m *Middleware) figuresKnown(log *reqlog.Log, orphans uint64) bool {
-	return !m.orphans.Since(orphans) && !log.CallsUnderWay() && !log.Egress.Late()
+// began: a call made with a fresh context that failed or retried may be
+// this request's. A call the handler left under way when it returned (a
+// hedge's loser, fire-and-forget) it abandoned: nobody waits for it, and
+// it counts as the one request it sent (stormFigures), whatever it meets
+// later.
+func (m *Middleware) figuresKnown(orphans uint64) bool {
+	return !m.orphans.Since(orphans)
 }
 
-// classify returns how the handler ended, given its error err and what it
-// wrote to rw: an answer when it marked the request as its caller's fault.
-func (m *Middleware) classify(err error, rw *writer, log *reqlog.Log) outcome {
+// classify returns how the handler that served ctx ended, given its
+// error err and what it wrote to rw: deadline-exceeded for an error once
+// ctx's deadline passed, whatever its code (wire.HandlerResult); an
+// answer when it marked the request as its caller's fault.
+func (m *Middleware) classify(ctx context.Context, err error, rw *writer, log *reqlog.Log) outcome {
 	out := outcome{err: err}
 	if rw.appMeta != nil {
 		out.appCode = rw.appMeta.Code
 	}
-	out.code, out.class = wire.Result(err, rw.appError, out.appCode)
+	out.code, out.class = wire.HandlerResult(ctx, err, rw.appError, out.appCode)
 	if out.class == ownership.ClassFailure && log.CallerFault() {
 		out.class = ownership.ClassAnswer
 	}
@@ -283,13 +286,19 @@ func (m *Middleware) classify(err error, rw *writer, log *reqlog.Log) outcome {
 }
 
 // stormFigures returns the request's storm figures f, as the egress log
-// summed them, or unknown when the calls it could not see may count,
+// summed them, and one request for each call still under way (abandoned,
+// figuresKnown); or unknown when the calls it could not see may count,
 // orphans being the orphans' mark taken as the request began.
 func (m *Middleware) stormFigures(f wire.Figures, log *reqlog.Log, orphans uint64) wire.Figures {
-	if f.Known && m.figuresKnown(log, orphans) {
-		return f
+	if !f.Known || !m.figuresKnown(orphans) {
+		return wire.Figures{}
 	}
-	return wire.Figures{}
+	if n := uint64(log.CallsInFlight()); n > 0 && f.Storm.Blind <= wire.MaxStormServed-n {
+		// Calls the handler abandoned, one request each.
+		f.Storm.Served += n
+		f.Storm.Blind += n
+	}
+	return f
 }
 
 // respond puts errown's headers on the response of a request that did

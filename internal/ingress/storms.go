@@ -58,7 +58,7 @@ type storms struct {
 	scope tally.Scope
 	hook  func(inbound.Storm)
 
-	byProc *procmap.Map[*stormMetrics]
+	byProc *procmap.Map[string, *stormMetrics]
 	// last is the metrics a storm was last recorded in: an outage's roots
 	// are mostly one procedure, found without a lookup in byProc.
 	last atomic.Pointer[stormMetrics]

@@ -1,6 +1,7 @@
-// Package procmap holds one value per procedure name for the request path:
-// read without a lock, added rarely, and bounded, since a procedure name
-// may come from a client (an adapter's "METHOD /path").
+// Package procmap holds one value per procedure name (or per edge, a
+// procedure's call to a callee's procedure) for the request path: read
+// without a lock, added rarely, and bounded, since a procedure name may
+// come from a client (an adapter's "METHOD /path").
 package procmap
 
 import (
@@ -12,26 +13,26 @@ import (
 // past them every other key shares the value of the key other. Reads load
 // a read-only map; an addition copies it under a lock. It is safe for
 // concurrent use.
-type Map[V any] struct {
+type Map[K comparable, V any] struct {
 	limit    int
-	other    string
-	newValue func(key string) V
+	other    K
+	newValue func(key K) V
 
-	m  atomic.Pointer[map[string]V] // read-only; replaced under mu
+	m  atomic.Pointer[map[K]V] // read-only; replaced under mu
 	mu sync.Mutex
 }
 
 // New returns a Map of at most limit keys besides other, whose values
 // newValue makes.
-func New[V any](limit int, other string, newValue func(key string) V) *Map[V] {
-	p := &Map[V]{limit: limit, other: other, newValue: newValue}
-	p.m.Store(&map[string]V{})
+func New[K comparable, V any](limit int, other K, newValue func(key K) V) *Map[K, V] {
+	p := &Map[K, V]{limit: limit, other: other, newValue: newValue}
+	p.m.Store(&map[K]V{})
 	return p
 }
 
 // Get returns the value of key, made and added if there is room, or
 // other's past the bound.
-func (p *Map[V]) Get(key string) V {
+func (p *Map[K, V]) Get(key K) V {
 	if v, ok := (*p.m.Load())[key]; ok {
 		return v
 	}
@@ -48,7 +49,7 @@ func (p *Map[V]) Get(key string) V {
 		}
 	}
 	v := p.newValue(key)
-	next := make(map[string]V, len(cur)+1)
+	next := make(map[K]V, len(cur)+1)
 	for k, old := range cur {
 		next[k] = old
 	}
@@ -59,7 +60,7 @@ func (p *Map[V]) Get(key string) V {
 
 // Peek returns what Get would return without adding anything: key's
 // value, or other's past the bound, and whether there is one.
-func (p *Map[V]) Peek(key string) (V, bool) {
+func (p *Map[K, V]) Peek(key K) (V, bool) {
 	cur := *p.m.Load()
 	if v, ok := cur[key]; ok {
 		return v, true
@@ -74,10 +75,10 @@ func (p *Map[V]) Peek(key string) (V, bool) {
 
 // Len returns the number of keys with a value of their own, other
 // included once it has one.
-func (p *Map[V]) Len() int { return len(*p.m.Load()) }
+func (p *Map[K, V]) Len() int { return len(*p.m.Load()) }
 
 // full reports whether cur has no room for another key but other.
-func (p *Map[V]) full(cur map[string]V) bool {
+func (p *Map[K, V]) full(cur map[K]V) bool {
 	n := len(cur)
 	if _, ok := cur[p.other]; ok {
 		n--

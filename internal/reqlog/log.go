@@ -111,6 +111,10 @@ func (l *Log) CallEnded() { l.calls.Add(-1) }
 // under way.
 func (l *Log) CallsUnderWay() bool { return l.calls.Load() != 0 }
 
+// CallsInFlight returns how many outbound calls of the request are still
+// under way.
+func (l *Log) CallsInFlight() int { return int(max(l.calls.Load(), 0)) }
+
 type untrackedKey struct{}
 
 // WithUntracked returns ctx marked as the context of a request errown

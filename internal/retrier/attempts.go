@@ -148,19 +148,19 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	var adm admission
 	if c != nil {
 		var ok bool
-		if adm, ok = c.overload.admit(); !ok {
+		if adm, ok = c.overload.admit(req.Procedure); !ok {
 			if !a.m.observes(c, req.Procedure) {
 				return a.m.shed(req, c, state)
 			}
 			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
-			adm = c.overload.unheld()
+			adm = c.overload.unheld(req.Procedure)
 		}
 	}
 	s.Count++
 	s.Shed = false
 	res, err := callHeld(ctx, req, out, c, adm)
-	code, class := wire.CallResult(res, err, a.m.hdr.Code)
-	return a.m.attempted(c, adm, res, err, code, class, state)
+	code, class := wire.AttemptResult(ctx, res, err, a.m.hdr.Code)
+	return a.m.attempted(c, adm, attemptEnding(ctx, err, code), res, err, code, class, state)
 }
 
 // sendShared sends one physical attempt of a call whose state middleware
@@ -220,7 +220,7 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 	var adm admission
 	if c != nil && !hold {
 		var ok bool
-		if adm, ok = c.overload.admit(); !ok {
+		if adm, ok = c.overload.admit(req.Procedure); !ok {
 			if !a.m.observes(c, req.Procedure) {
 				res, err := a.m.shed(req, c, state)
 				if s.InFlight == 0 {
@@ -230,7 +230,7 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 				return a.m.held(ctx, req, state, res, err) // unlocks
 			}
 			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
-			adm = c.overload.unheld()
+			adm = c.overload.unheld(req.Procedure)
 		}
 	}
 	if hold {
@@ -257,7 +257,7 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 	}()
 	res, err := callHeld(ctx, req, out, c, adm)
 	ended = true
-	return a.m.attemptedShared(req, c, adm, res, err, state)
+	return a.m.attemptedShared(ctx, req, c, adm, res, err, state)
 }
 
 // concurrentRefusal returns, under state's lock, why errown's rules
@@ -331,9 +331,10 @@ func (m *Middleware) lateStart(req *transport.Request) (*transport.Response, err
 // after its call returned (late) records nothing: it gives back its slot
 // of the overload limit, with no outcome, and counts in
 // retry.late_attempts.
-func (m *Middleware) attemptedShared(req *transport.Request, c *callee, adm admission, res *transport.Response, err error, state *reqlog.CallState) (*transport.Response, error) {
-	code, class := wire.CallResult(res, err, m.hdr.Code)
-	storm := wire.ResponseStorm(res, class, m.hdr.Storm)
+func (m *Middleware) attemptedShared(ctx context.Context, req *transport.Request, c *callee, adm admission, res *transport.Response, err error, state *reqlog.CallState) (*transport.Response, error) {
+	code, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
+	end := attemptEnding(ctx, err, code)
+	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
 	var (
 		last    *reqlog.Outcome
 		claim   ownership.Claim
@@ -365,9 +366,7 @@ func (m *Middleware) attemptedShared(req *transport.Request, c *callee, adm admi
 	if class != ownership.ClassOK {
 		state.Claim, state.NoRetry = claim, noRetry
 	}
-	if c != nil {
-		c.overload.done(adm, class != ownership.ClassOK && overloaded(code, claim))
-	}
+	giveBack(c, adm, end, code, claim)
 	return res, err
 }
 
@@ -392,13 +391,13 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 }
 
 // attempted records in state the physical attempt on the direct path
-// that returned res and err, classified as code and class, sent to c
-// (nil: no policy) under adm: its storm figures, its classification and
-// claim, the end of its admission. Nothing below errown's retry
-// middleware replays it: there is no outcome to keep. It returns what to
-// hand on.
-func (m *Middleware) attempted(c *callee, adm admission, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
-	state.Storm.Attempt(wire.ResponseStorm(res, class, m.hdr.Storm))
+// that returned res and err, classified as code and class, ended as end,
+// sent to c (nil: no policy) under adm: its storm figures, its
+// classification and claim, the end of its admission. Nothing below
+// errown's retry middleware replays it: there is no outcome to keep. It
+// returns what to hand on.
+func (m *Middleware) attempted(c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
+	state.Storm.Attempt(wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled))
 	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
 	state.Sends.Last = nil
 	if class == ownership.ClassOK {
@@ -408,9 +407,7 @@ func (m *Middleware) attempted(c *callee, adm admission, res *transport.Response
 		return res, err
 	}
 	state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-	if c != nil {
-		c.overload.done(adm, overloaded(code, state.Claim))
-	}
+	giveBack(c, adm, end, code, state.Claim)
 	return res, err
 }
 
@@ -528,7 +525,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	if c != nil {
 		p = c.policy(req.Procedure)
 	}
-	r, ok := m.replayRefusal(ctx, p, c, s.Count, s.Last)
+	r, ok := m.replayRefusal(ctx, p, c, req.Procedure, s.Count, s.Last)
 	observe := m.observesPolicy(p)
 	if ok && r == foreignOverload && observe {
 		c.metrics.wouldOverload.Inc(1) // observe mode: the replay goes
@@ -566,7 +563,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 // after the outcome in s, under the edge's policy p (nil: none) and its
 // callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
 // everything else allows the replay.
-func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, sent int, last *reqlog.Outcome) (foreignReason, bool) {
+func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, procedure string, sent int, last *reqlog.Outcome) (foreignReason, bool) {
 	minRemaining := defaults.MinRemaining
 	if p != nil {
 		minRemaining = p.minRemaining
@@ -584,7 +581,7 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, se
 		return foreignCode, true
 	case p != nil && !p.idempotent:
 		return foreignNotIdempotent, true
-	case c != nil && overloaded(last.Code, last.Claim) && c.overload.Overloaded():
+	case c != nil && overloaded(last.Code, last.Claim) && c.overload.Overloaded(procedure):
 		// As errown's own retry: no replay queues behind the work an
 		// overloaded callee timed out on or shed.
 		return foreignOverload, true

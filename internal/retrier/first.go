@@ -23,6 +23,7 @@ type First struct {
 	sent  sentAttempt
 	code  yarpcerrors.Code
 	class ownership.Class
+	end   ending
 }
 
 // SendFirst sends the first attempt of a call in the steady state (the
@@ -58,7 +59,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		// Call sheds a call the limit holds back, or lets it go in
 		// observe mode; refused here, it took no slot.
 		var ok bool
-		if f.adm, ok = c.overload.admit(); !ok {
+		if f.adm, ok = c.overload.admit(req.Procedure); !ok {
 			return nil, false, false, nil
 		}
 		c.budget.deposit()
@@ -70,7 +71,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		f.orig = *req
 	}
 	res, err := callHeld(ctx, req, out, f.c, f.adm)
-	f.code, f.class = wire.CallResult(res, err, m.hdr.Code)
+	f.code, f.class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	if f.class == ownership.ClassOK && (res == nil || !hasHeader(res.Headers, m.hdr.Storm)) {
 		// Storm One: the innermost step would fold it and record nothing
 		// else; a retry loop would return it as it is.
@@ -80,6 +81,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		return res, true, true, err
 	}
 	f.sent = sentAttempt{res: res, err: err}
+	f.end = attemptEnding(ctx, err, f.code)
 	return res, true, false, err
 }
 
@@ -94,7 +96,7 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 	state.Classified = false
 	state.ErrownAttempt = 1
 	state.Sends.Seen, state.Sends.Count = 1, 1
-	res, err := m.attempted(f.c, f.adm, f.sent.res, f.sent.err, f.code, f.class, state)
+	res, err := m.attempted(f.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
 	if f.p == nil || f.p.maxAttempts <= 1 {
 		settle(state)
 		return res, err

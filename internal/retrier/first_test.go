@@ -259,11 +259,11 @@ func TestSendFirstHeldBack(t *testing.T) {
 		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	}, []step{succeed("ok")})
 	c := r.m.callees["callee"]
-	for c.overload.Limit() > 1 || !c.overload.Overloaded() {
-		a, _ := c.overload.admit()
+	for c.overload.Limit() > 1 || !c.overload.Overloaded("get") {
+		a, _ := c.overload.admit("get")
 		c.overload.done(a, true)
 	}
-	hold, _ := c.overload.admit()
+	hold, _ := c.overload.admit("get")
 	defer c.overload.done(hold, false)
 
 	var f First

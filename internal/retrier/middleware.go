@@ -146,7 +146,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 			settle(state)
 			return res, err
 		}
-		actx, cancel := context.WithTimeout(ctx, p.attemptTimeout)
+		actx, cancel := withAttemptTimeout(ctx, p.attemptTimeout)
 		res, err := out.Call(actx, req)
 		settle(state)
 		release.With(res, cancel)
@@ -203,12 +203,12 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			cancel context.CancelFunc
 			sent   int // attempts that left the process before this one
 		)
+		actx := ctx
 		if n == 1 && first != nil {
 			res, err = first.res, first.err // counted by the innermost step's work in Continue
 		} else {
-			actx := ctx
 			if p.attemptTimeout > 0 {
-				actx, cancel = context.WithTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
+				actx, cancel = withAttemptTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
 			}
 			// Attempts are numbered as they leave the process: a
 			// middleware below that replayed an attempt (counted by
@@ -234,7 +234,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		if !state.Sends.Direct || !seen {
 			// What came back may not be what the innermost step saw (a
 			// middleware in between), or it saw nothing: classify it here.
-			state.Code, state.Class = wire.CallResult(res, err, m.hdr.Code)
+			state.Code, state.Class = wire.AttemptResult(actx, res, err, m.hdr.Code)
 			if state.Class != ownership.ClassOK {
 				state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
 			}
@@ -243,7 +243,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		state.Classified = true
 		if !seen {
 			// No innermost step saw the attempt: fold its storm here.
-			state.Storm.Attempt(wire.ResponseStorm(res, class, m.hdr.Storm))
+			state.Storm.Attempt(wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(actx, err)))
 		}
 		if seen {
 			state.Attempts = max(state.Sends.Count, 1) // as they left the process
@@ -305,7 +305,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	}
 	// The owner's caller stops spending retries on a callee that is
 	// overloaded: each would queue behind the work it timed out on.
-	if overloaded(code, state.Claim) && c.overload.Overloaded() {
+	if overloaded(code, state.Claim) && c.overload.Overloaded(req.Procedure) {
 		if !p.observe {
 			return 0, m.refuse(req, c, state, wire.RefusedOverload, n)
 		}

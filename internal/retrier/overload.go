@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/errown/errown/internal/procmap"
 	"github.com/errown/errown/retry"
 )
 
@@ -20,21 +21,49 @@ const _overloadHalfLife = time.Second
 // _overloadNil is the share below which the recent share reads as nil.
 const _overloadNil = 1e-3
 
-// overload is the limit on one callee's attempts in flight. It is safe for
-// concurrent use. On a callee that shows no overload an attempt costs a
-// compare-and-swap and an atomic addition (the count in flight, which the
-// first cut halves) and five loads.
+// _maxOverloadProcedures bounds the callee procedures an overload keeps
+// evidence for; past it, the others share one share. A callee procedure
+// is usually an IDL's, but an adapter's (nethttp's "METHOD /path") is
+// whatever the application asks for.
+const _maxOverloadProcedures = 256
+
+// _otherProcedures is the key of the share the procedures past the bound
+// share.
+const _otherProcedures = ""
+
+// overload is the limit on one callee's attempts in flight. The limit is
+// the callee's, one for all its procedures; the evidence that holds and
+// cuts it is each procedure's own (the recent share of its attempts that
+// ended overloaded), so that one slow procedure does not shed a healthy
+// one: an attempt over the limit is held back only when its own
+// procedure shows overload. It is safe for concurrent use. On a callee
+// that shows no overload an attempt costs a compare-and-swap and an
+// atomic addition (the count in flight, which the first cut halves) and
+// a few loads.
 type overload struct {
 	disabled  bool
 	min, max  float64
 	threshold float64
-	elapsed   func() time.Duration // a monotonic clock, for the share's decay
+	elapsed   func() time.Duration // a monotonic clock, for the shares' decay
 
 	inflight atomic.Int64
 	round    atomic.Uint64 // the cut generation: one cut per round
 	limit    atomic.Uint64 // float64 bits
-	share    atomic.Uint64 // float64 bits: recent share of overloaded attempts
-	updated  atomic.Int64  // elapsed when share was last written
+
+	// all is the recent share of overloaded attempts of every procedure:
+	// while it is not nil the limit grows back additively.
+	all share
+	// byProc holds each procedure's share, made on its first overloaded
+	// attempt: a procedure with none shows no overload.
+	byProc *procmap.Map[string, *share]
+}
+
+// share is a recent share of overloaded attempts: an exponentially
+// weighted mean over about the last 1/_overloadWeight attempts, which
+// halves for every _overloadHalfLife without one.
+type share struct {
+	bits    atomic.Uint64 // float64 bits
+	updated atomic.Int64  // elapsed when bits was last written
 }
 
 func newOverload(cfg retry.OverloadConfig, elapsed func() time.Duration) *overload {
@@ -44,6 +73,7 @@ func newOverload(cfg retry.OverloadConfig, elapsed func() time.Duration) *overlo
 		max:       float64(cfg.MaxInFlight),
 		threshold: cfg.Threshold,
 		elapsed:   elapsed,
+		byProc:    procmap.New(_maxOverloadProcedures, _otherProcedures, func(string) *share { return new(share) }),
 	}
 	o.limit.Store(math.Float64bits(o.max))
 	return o
@@ -51,39 +81,43 @@ func newOverload(cfg retry.OverloadConfig, elapsed func() time.Duration) *overlo
 
 // admission is an attempt admitted by overload.admit, to hand to done.
 type admission struct {
-	round  uint64 // the cut generation it started in
-	unheld bool   // sent without a slot (observe mode, over the limit)
+	round     uint64 // the cut generation it started in
+	unheld    bool   // sent without a slot (observe mode, over the limit)
+	procedure string // the callee procedure it calls
 }
 
-// unheld returns an admission for an attempt sent over the limit without
-// a slot, in observe mode: its outcome still moves the limit.
-func (o *overload) unheld() admission {
-	return admission{round: o.round.Load(), unheld: true}
+// unheld returns an admission for an attempt of procedure sent over the
+// limit without a slot, in observe mode: its outcome still moves the
+// limit.
+func (o *overload) unheld(procedure string) admission {
+	return admission{round: o.round.Load(), unheld: true, procedure: procedure}
 }
 
-// admit takes a slot for one attempt and returns it, or false when the
-// limit is reached: the attempt must not be sent. A refused attempt takes
-// no slot, not even for a moment, so a concurrent attempt never finds the
-// count one too high, and a caller that sends a refused attempt down
-// another path (SendFirst, then Call's shedding) costs the count nothing.
-func (o *overload) admit() (admission, bool) {
+// admit takes a slot for one attempt of procedure and returns it, or
+// false when the limit is reached and procedure shows overload: the
+// attempt must not be sent. A refused attempt takes no slot, not even
+// for a moment, so a concurrent attempt never finds the count one too
+// high, and a caller that sends a refused attempt down another path
+// (SendFirst, then Call's shedding) costs the count nothing.
+func (o *overload) admit(procedure string) (admission, bool) {
 	if o.disabled {
 		return admission{}, true
 	}
 	for {
 		n := o.inflight.Load()
-		if float64(n+1) > o.Limit() && o.Overloaded() {
+		if float64(n+1) > o.Limit() && o.Overloaded(procedure) {
 			return admission{}, false
 		}
 		if o.inflight.CompareAndSwap(n, n+1) {
-			return admission{round: o.round.Load()}, true
+			return admission{round: o.round.Load(), procedure: procedure}, true
 		}
 	}
 }
 
 // abandon gives back the slot of attempt a, which ended with no outcome
-// to judge it by: its transport panicked. The limit and the share stay as
-// they were.
+// to judge the callee by: its transport panicked, its caller gave up on
+// it (cancelled), or it timed out on its caller's nearly spent deadline.
+// The limit and the shares stay as they were.
 func (o *overload) abandon(a admission) {
 	if o.disabled || a.unheld {
 		return
@@ -100,9 +134,16 @@ func (o *overload) done(a admission, overloaded bool) {
 	if !a.unheld {
 		inflight = float64(o.inflight.Add(-1) + 1) // this attempt's included
 	}
-	share := o.observe(overloaded)
+	now := o.elapsed
+	all := o.all.observe(overloaded, now)
+	var own float64
+	if sh, ok := o.byProc.Peek(a.procedure); ok {
+		own = sh.observe(overloaded, now)
+	} else if overloaded {
+		own = o.byProc.Get(a.procedure).observe(true, now)
+	}
 	if overloaded {
-		if share < o.threshold {
+		if own < o.threshold {
 			return
 		}
 		// One cut per round: an attempt that started before the last cut
@@ -120,7 +161,7 @@ func (o *overload) done(a admission, overloaded bool) {
 			return
 		}
 		next := l + 1
-		if share > 0 {
+		if all > 0 {
 			next = l + 1/l
 		}
 		if o.limit.CompareAndSwap(bits, math.Float64bits(min(o.max, next))) {
@@ -129,51 +170,60 @@ func (o *overload) done(a admission, overloaded bool) {
 	}
 }
 
-// observe adds one attempt to the recent share of overloaded attempts and
-// returns the share. While the share is nil, an attempt that was not
-// overloaded changes nothing.
-func (o *overload) observe(overloaded bool) float64 {
+// observe adds one attempt to the share and returns it, now giving the
+// time. While the share is nil, an attempt that was not overloaded
+// changes nothing and reads no clock.
+func (s *share) observe(overloaded bool, now func() time.Duration) float64 {
 	for {
-		bits := o.share.Load()
+		bits := s.bits.Load()
 		if bits == 0 && !overloaded {
 			return 0
 		}
-		now := o.elapsed()
-		next := o.decayed(math.Float64frombits(bits), now) * (1 - _overloadWeight)
+		t := now()
+		next := s.decayed(math.Float64frombits(bits), t) * (1 - _overloadWeight)
 		if overloaded {
 			next += _overloadWeight
 		}
 		if next < _overloadNil {
 			next = 0
 		}
-		if o.share.CompareAndSwap(bits, math.Float64bits(next)) {
-			o.updated.Store(int64(now))
+		if s.bits.CompareAndSwap(bits, math.Float64bits(next)) {
+			s.updated.Store(int64(t))
 			return next
 		}
 	}
 }
 
-// decayed returns the share s, last written at updated, as of now: halved
-// for every _overloadHalfLife since.
-func (o *overload) decayed(s float64, now time.Duration) float64 {
-	if s == 0 {
+// decayed returns the share v, last written at updated, as of now:
+// halved for every _overloadHalfLife since.
+func (s *share) decayed(v float64, now time.Duration) float64 {
+	if v == 0 {
 		return 0
 	}
-	idle := now - time.Duration(o.updated.Load())
+	idle := now - time.Duration(s.updated.Load())
 	if idle <= 0 {
-		return s
+		return v
 	}
-	return s * math.Exp2(-float64(idle)/float64(_overloadHalfLife))
+	return v * math.Exp2(-float64(idle)/float64(_overloadHalfLife))
 }
 
-// Overloaded reports whether at least the threshold share of recent
-// attempts ended overloaded.
-func (o *overload) Overloaded() bool {
-	if o.disabled {
+// at returns the share as of now.
+func (s *share) at(now func() time.Duration) float64 {
+	bits := s.bits.Load()
+	if bits == 0 {
+		return 0
+	}
+	return s.decayed(math.Float64frombits(bits), now())
+}
+
+// Overloaded reports whether at least the threshold share of procedure's
+// recent attempts ended overloaded.
+func (o *overload) Overloaded(procedure string) bool {
+	if o.disabled || o.byProc.Len() == 0 {
 		return false
 	}
-	bits := o.share.Load()
-	return bits != 0 && o.decayed(math.Float64frombits(bits), o.elapsed()) >= o.threshold
+	sh, ok := o.byProc.Peek(procedure)
+	return ok && sh.at(o.elapsed) >= o.threshold
 }
 
 // Limit returns the current limit on attempts in flight.

@@ -19,6 +19,10 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
+// _proc is the callee procedure of the tests that drive an overload by
+// hand.
+const _proc = "get"
+
 // still is a clock that does not move: no share decays with time.
 func still() time.Duration { return 0 }
 
@@ -29,12 +33,12 @@ func newTestOverload() *overload {
 func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
 	o := newTestOverload()
 	for range 1000 {
-		round, ok := o.admit()
+		round, ok := o.admit(_proc)
 		require.True(t, ok, "an attempt was held back with no overload seen")
 		o.done(round, false)
 	}
 	assert.Equal(t, float64(defaults.OverloadMaxInFlight), o.Limit(), "limit")
-	assert.False(t, o.Overloaded(), "overloaded")
+	assert.False(t, o.Overloaded(_proc), "overloaded")
 }
 
 // TestOverloadCutsOncePerRound: a hundred attempts in flight all time
@@ -46,17 +50,17 @@ func TestOverloadCutsOncePerRound(t *testing.T) {
 	rounds := make([]admission, 100)
 	for i := range rounds {
 		var ok bool
-		rounds[i], ok = o.admit()
+		rounds[i], ok = o.admit(_proc)
 		require.True(t, ok, "attempt %d held back", i)
 	}
 	for _, r := range rounds {
 		o.done(r, true)
 	}
 	assert.Equal(t, 28.0, o.Limit(), "limit")
-	assert.True(t, o.Overloaded(), "not overloaded after a hundred timeouts")
+	assert.True(t, o.Overloaded(_proc), "not overloaded after a hundred timeouts")
 	var admitted int
 	for range 40 {
-		if _, ok := o.admit(); ok {
+		if _, ok := o.admit(_proc); ok {
 			admitted++
 		}
 	}
@@ -66,8 +70,8 @@ func TestOverloadCutsOncePerRound(t *testing.T) {
 func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
 	o := newTestOverload()
 	for range 200 {
-		r1, _ := o.admit()
-		r2, ok := o.admit()
+		r1, _ := o.admit(_proc)
+		r2, ok := o.admit(_proc)
 		if !ok {
 			// At the floor with one in flight: only r1 went.
 			o.done(r1, true)
@@ -84,21 +88,21 @@ func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
 func TestOverloadGrowsBack(t *testing.T) {
 	o := newTestOverload()
 	for range 100 {
-		r, _ := o.admit()
+		r, _ := o.admit(_proc)
 		o.done(r, true)
 	}
 	cut := o.Limit()
 	require.Equal(t, float64(defaults.OverloadMinInFlight), cut, "limit, want the floor")
-	r, _ := o.admit()
+	r, _ := o.admit(_proc)
 	o.done(r, false)
 	assert.Equal(t, cut+1/cut, o.Limit(), "after one success (additive increase)")
 	for range 1000 {
-		r, _ := o.admit()
+		r, _ := o.admit(_proc)
 		o.done(r, false)
 	}
-	assert.False(t, o.Overloaded(), "still overloaded after 1000 successes")
+	assert.False(t, o.Overloaded(_proc), "still overloaded after 1000 successes")
 	before := o.Limit()
-	r, _ = o.admit()
+	r, _ = o.admit(_proc)
 	o.done(r, false)
 	assert.Equal(t, before+1, o.Limit(), "with the share nil")
 }
@@ -118,7 +122,7 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 			o.done(inflight[k], rng.Float64() < 0.2)
 			inflight = append(inflight[:k], inflight[k+1:]...)
 		}
-		a, ok := o.admit()
+		a, ok := o.admit(_proc)
 		if !ok {
 			shed++
 			continue
@@ -127,7 +131,7 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 	}
 	assert.Equal(t, 0, shed, "shed")
 	assert.Equal(t, float64(defaults.OverloadMaxInFlight), o.Limit(), "limit")
-	assert.False(t, o.Overloaded(), "overloaded")
+	assert.False(t, o.Overloaded(_proc), "overloaded")
 }
 
 // TestOverloadNoLimitWithoutEvidence: more attempts in flight than
@@ -135,7 +139,7 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
 	o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{MaxInFlight: 10}}).Overload, still)
 	for i := range 50 {
-		_, ok := o.admit()
+		_, ok := o.admit(_proc)
 		require.True(t, ok, "attempt %d held back with no overload seen", i)
 	}
 }
@@ -146,14 +150,14 @@ func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 	var now time.Duration
 	o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{}}).Overload, func() time.Duration { return now })
 	for range 200 {
-		r, _ := o.admit()
+		r, _ := o.admit(_proc)
 		o.done(r, true)
 	}
-	require.True(t, o.Overloaded(), "not overloaded after 200 timeouts")
+	require.True(t, o.Overloaded(_proc), "not overloaded after 200 timeouts")
 	now += 2 * time.Second // the share, near 1, is a quarter of it now
-	assert.False(t, o.Overloaded(), "still overloaded after two idle seconds")
+	assert.False(t, o.Overloaded(_proc), "still overloaded after two idle seconds")
 	for i := range 50 {
-		_, ok := o.admit()
+		_, ok := o.admit(_proc)
 		require.True(t, ok, "attempt %d held back after the share decayed", i)
 	}
 }
@@ -161,11 +165,11 @@ func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 func TestOverloadDisabled(t *testing.T) {
 	o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}).Overload, still)
 	for range 100 {
-		r, ok := o.admit()
+		r, ok := o.admit(_proc)
 		require.True(t, ok, "held back while disabled")
 		o.done(r, true)
 	}
-	assert.False(t, o.Overloaded(), "overloaded while disabled")
+	assert.False(t, o.Overloaded(_proc), "overloaded while disabled")
 }
 
 // TestOverloadRefusalTakesNoSlot: admit refuses an attempt without
@@ -176,7 +180,7 @@ func TestOverloadRefusalTakesNoSlot(t *testing.T) {
 	check := func(t *testing.T, o *overload, want bool) {
 		t.Helper()
 		before := o.inflight.Load()
-		_, ok := o.admit()
+		_, ok := o.admit(_proc)
 		assert.Equal(t, !want, ok, "admit")
 		if !ok {
 			assert.Equal(t, before, o.inflight.Load(), "a refusal took a slot")
@@ -198,12 +202,12 @@ func TestOverloadRefusalTakesNoSlot(t *testing.T) {
 	})
 	t.Run("at the floor", func(t *testing.T) {
 		o := newTestOverload()
-		for o.Limit() > 1 || !o.Overloaded() {
-			a, _ := o.admit()
+		for o.Limit() > 1 || !o.Overloaded(_proc) {
+			a, _ := o.admit(_proc)
 			o.done(a, true)
 		}
 		check(t, o, false)
-		_, ok := o.admit() // the one slot, held
+		_, ok := o.admit(_proc) // the one slot, held
 		require.True(t, ok)
 		check(t, o, true)
 		o.inflight.Add(-1) // given back
@@ -212,7 +216,7 @@ func TestOverloadRefusalTakesNoSlot(t *testing.T) {
 	t.Run("disabled", func(t *testing.T) {
 		o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}).Overload, still)
 		for range 10 {
-			o.admit() // slots are not counted: nothing to give back
+			o.admit(_proc) // slots are not counted: nothing to give back
 		}
 		check(t, o, false)
 	})
@@ -224,11 +228,12 @@ func TestOverloadConfigValidate(t *testing.T) {
 		want string // "" for valid
 	}{
 		{give: retry.OverloadConfig{}},
-		{give: retry.OverloadConfig{MaxInFlight: 5, MinInFlight: 5, Threshold: 1}},
+		{give: retry.OverloadConfig{MaxInFlight: 5, MinInFlight: 5, Threshold: 0.99}},
+		{give: retry.OverloadConfig{Threshold: 1}, want: "overload.threshold: must be in (0, 1), got 1"},
 		{give: retry.OverloadConfig{MinInFlight: -1}, want: "overload.minInFlight: must be >= 1, got -1"},
 		{give: retry.OverloadConfig{MaxInFlight: 2, MinInFlight: 3}, want: "overload.maxInFlight: must be >= minInFlight (3), got 2"},
-		{give: retry.OverloadConfig{Threshold: 1.5}, want: "overload.threshold: must be in (0, 1], got 1.5"},
-		{give: retry.OverloadConfig{Threshold: -0.1}, want: "overload.threshold: must be in (0, 1], got -0.1"},
+		{give: retry.OverloadConfig{Threshold: 1.5}, want: "overload.threshold: must be in (0, 1), got 1.5"},
+		{give: retry.OverloadConfig{Threshold: -0.1}, want: "overload.threshold: must be in (0, 1), got -0.1"},
 	}
 	for _, tt := range tests {
 		err := retry.Config{Overload: tt.give}.Validate()
@@ -276,10 +281,10 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	// call in flight: the next call is shed.
 	c := m.callees["callee"]
 	for c.overload.Limit() > 1 {
-		r, _ := c.overload.admit()
+		r, _ := c.overload.admit(_proc)
 		c.overload.done(r, true)
 	}
-	hold, ok := c.overload.admit()
+	hold, ok := c.overload.admit(_proc)
 	require.True(t, ok, "the floor's slot was taken")
 	fresh := newOutbound(succeed("ok"))
 	got, err := call(fresh)
@@ -331,11 +336,11 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	})
 	c := m.callees["callee"]
-	for c.overload.Limit() > 1 || !c.overload.Overloaded() {
-		r, _ := c.overload.admit()
+	for c.overload.Limit() > 1 || !c.overload.Overloaded(_proc) {
+		r, _ := c.overload.admit(_proc)
 		c.overload.done(r, true)
 	}
-	hold, _ := c.overload.admit()
+	hold, _ := c.overload.admit(_proc)
 	defer c.overload.done(hold, false)
 	out := newOutbound(succeed("ok"))
 	sink := &reqlog.Sink{Out: out, Direct: true}
