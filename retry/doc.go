@@ -74,11 +74,18 @@
 //     retryableCodes), body-too-large (the body is over maxBodyBytes and
 //     could not be replayed); and foreign-unclaimed, foreign-attempts,
 //     foreign-budget, foreign-deadline, foreign-pushback, foreign-code,
-//     foreign-not-idempotent: a retry errown did not make, refused by the
-//     innermost attempt step before it left the process. For a callee
-//     with no policy these are registered on first use.
+//     foreign-not-idempotent, foreign-overload (a replay of an attempt the
+//     callee timed out or shed while it is overloaded): a retry errown did
+//     not make, refused by the innermost attempt step before it left the
+//     process. For a callee with no policy these are registered on first
+//     use.
 //   - retry.foreign_attempts: retries errown did not make that the
-//     innermost step let through.
+//     innermost step let through, concurrent ones (a hedge) included.
+//   - retry.late_attempts: attempts that ended, or were sent, after their
+//     call had returned (a middleware below errown's retry middleware that
+//     returns before its attempts end: a hedge left running, a timeout
+//     that abandons its attempt). Such an attempt only gives back its slot
+//     of the overload limit; one sent late is not sent.
 //   - retry.would_overload: in observe mode, attempts the callee's limit on
 //     attempts in flight (OverloadConfig) would have held back, and
 //     retries of overloaded attempts it would have refused; they go.

@@ -1,0 +1,282 @@
+package retrier
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// Tests of the attempts a middleware between errown's retry middleware and
+// the innermost step sends in shapes other than a loop: a hedge, a
+// fallback, replays into an overloaded callee.
+
+// hedger is an application's hedging middleware: it sends the call, and
+// a second attempt after delay while the first is under way; it returns
+// the first answer and leaves the other attempt running (wait waits for
+// it).
+type hedger struct {
+	delay time.Duration
+	wg    sync.WaitGroup
+}
+
+type answer struct {
+	res *transport.Response
+	err error
+}
+
+func (h *hedger) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	answers := make(chan answer, 2)
+	send := func(r *transport.Request) {
+		defer h.wg.Done()
+		res, err := out.Call(ctx, r)
+		answers <- answer{res, err}
+	}
+	h.wg.Add(1)
+	go send(req)
+	select {
+	case a := <-answers:
+		return a.res, a.err
+	case <-time.After(h.delay):
+	}
+	hedge := *req
+	h.wg.Add(1)
+	go send(&hedge)
+	a := <-answers
+	return a.res, a.err
+}
+
+func (h *hedger) wait() { h.wg.Wait() }
+
+// overloadedCallee drives the share of c's overloaded attempts of _proc
+// over the threshold, and the limit down to its floor.
+func overloadedCallee(t *testing.T, c *callee) {
+	t.Helper()
+	for i := 0; c.overload.Limit() > c.overload.min || !c.overload.Overloaded(_proc); i++ {
+		require.Less(t, i, 10000, "the callee never became overloaded")
+		r, _ := c.overload.admit(_proc)
+		c.overload.done(r, true)
+	}
+}
+
+// TestHedgeIntoOverloadedCallee: a hedge's second attempt is admitted to
+// the overload limit, counted, numbered and folded like any other; the
+// call's retry criteria see both attempts (RCS satisfied: the caller
+// above does not retry), errown does not retry into the overloaded
+// callee, and the hedge left running, which ends after the call
+// returned, gives its slot back and counts as late, writing nothing.
+func TestHedgeIntoOverloadedCallee(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Overload: retry.OverloadConfig{MinInFlight: 4},
+		Policies: []retry.PolicyConfig{{
+			Service: "callee", Idempotent: new(true), MaxAttempts: 3,
+			RetryableCodes: []string{"deadline-exceeded", "unavailable"}, InitialBackoff: time.Nanosecond,
+		}},
+	}, WithSinks(obs.Sinks{Scope: scope}))
+	c := m.callees["callee"]
+	overloadedCallee(t, c)
+
+	var (
+		mu       sync.Mutex
+		inflight []int64 // the callee's attempts in flight as each arrived
+	)
+	arrived := func() {
+		mu.Lock()
+		inflight = append(inflight, c.overload.inflight.Load())
+		mu.Unlock()
+	}
+	hedgeArrived, release := make(chan struct{}), make(chan struct{})
+	timedOut := yarpcerrors.DeadlineExceededErrorf("timed out")
+	out := newOutbound(
+		func(context.Context) (*transport.Response, error) { // the first attempt
+			arrived()
+			<-hedgeArrived
+			return nil, timedOut
+		},
+		func(context.Context) (*transport.Response, error) { // the hedge
+			arrived()
+			close(hedgeArrived)
+			<-release
+			return nil, timedOut
+		},
+		succeed("a retry errown should not have sent"),
+	)
+	h := &hedger{delay: 5 * time.Millisecond}
+	sink := &reqlog.Sink{Out: below(m, h, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	assert.Equal(t, yarpcerrors.CodeDeadlineExceeded, yarpcerrors.FromError(err).Code(), "the first answer: %v", err)
+	st := &sink.State
+	assert.Equal(t, 2, st.Attempts, "attempts")
+	assert.Equal(t, wire.RefusedOverload, st.Refused, "refused")
+	assert.True(t, wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: st.Sent(), Callee: st.Claim, Refused: st.Refused, Code: st.Code}), "RCS")
+	// The first attempt's figures; the hedge's, still under way, are not
+	// known when the call returns.
+	assert.Equal(t, 1, st.Storm.Attempts(), "attempts folded in the storm")
+
+	close(release)
+	h.wait()
+	sentReqs := out.requests()
+	require.Len(t, sentReqs, 2, "requests that left the process: errown retried into the overloaded callee")
+	assert.Equal(t, "", sentReqs[0].Headers["errown-attempt"], "the first attempt's number")
+	assert.Equal(t, "2", sentReqs[1].Headers["errown-attempt"], "the hedge's number")
+	mu.Lock()
+	assert.Equal(t, []int64{1, 2}, inflight, "attempts in flight as each arrived: both admitted")
+	mu.Unlock()
+	assert.Equal(t, int64(0), c.overload.inflight.Load(), "attempts in flight after both ended")
+	got := counters(scope)
+	assert.Equal(t, int64(1), got["retry.foreign_attempts+callee=callee"], "foreign attempts (the hedge): %v", got)
+	assert.Equal(t, int64(1), got["retry.late_attempts+callee=callee"], "late attempts (the hedge): %v", got)
+	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=overload"], "errown's retry refused for overload: %v", got)
+	assert.Equal(t, 2, st.Attempts, "attempts, after the late hedge ended")
+	assert.Equal(t, 1, st.Storm.Attempts(), "attempts folded in the storm, after the late hedge ended")
+}
+
+// fallback is an application's fallback middleware: when the call fails
+// it calls procedure instead, through the same chain.
+type fallback struct {
+	procedure string
+
+	mu   sync.Mutex
+	body string // what the fallback's response read
+}
+
+func (f *fallback) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	res, err := out.Call(ctx, req)
+	if err == nil && (res == nil || !res.ApplicationError) {
+		return res, err
+	}
+	if res != nil && res.Body != nil {
+		_ = res.Body.Close()
+	}
+	other := *req
+	other.Procedure = f.procedure
+	res, err = out.Call(ctx, &other)
+	if res != nil && res.Body != nil {
+		b, _ := io.ReadAll(res.Body)
+		f.mu.Lock()
+		f.body = string(b)
+		f.mu.Unlock()
+	}
+	return res, err
+}
+
+// TestFallbackIsACallOfItsOwn: a call to another procedure through the
+// same middleware is no replay of the first: it is sent, and gets its own
+// response, never the first procedure's.
+func TestFallbackIsACallOfItsOwn(t *testing.T) {
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}})
+	code := yarpcerrors.CodeUnavailable
+	out := newOutbound(
+		appError(&code, "errown-claim", "unclaimed", "errown-code", "unavailable"), // get
+		succeed("cached"), // getCached
+	)
+	f := &fallback{procedure: "getCached"}
+	sink := &reqlog.Sink{Out: below(m, f, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	require.NoError(t, err)
+	assert.Len(t, out.requests(), 2, "requests that left the process: the fallback was not sent")
+	assert.Equal(t, "cached", f.body, "the fallback's response")
+}
+
+// replayer is an application's retry middleware that calls between before
+// it replays a failed call once.
+type replayer struct {
+	between func()
+	errs    []error
+}
+
+func (r *replayer) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	res, err := out.Call(ctx, req)
+	r.errs = append(r.errs, err)
+	if err == nil {
+		return res, err
+	}
+	r.between()
+	again := *req
+	res, err = out.Call(ctx, &again)
+	r.errs = append(r.errs, err)
+	return res, err
+}
+
+// TestForeignReplayIntoOverloadedCalleeRefused: a replay errown did not
+// make, after an attempt the callee timed out, is refused while the
+// callee is overloaded, as errown's own retry would be.
+func TestForeignReplayIntoOverloadedCalleeRefused(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Overload: retry.OverloadConfig{MinInFlight: 4},
+		Policies: []retry.PolicyConfig{{
+			Service: "callee", Idempotent: new(true), MaxAttempts: 3,
+			RetryableCodes: []string{"deadline-exceeded"}, InitialBackoff: time.Nanosecond,
+		}},
+	}, WithSinks(obs.Sinks{Scope: scope}))
+	overloadedCallee(t, m.callees["callee"])
+	out := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
+	sink := &reqlog.Sink{Out: below(m, &loop{n: 2}, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	assert.Equal(t, yarpcerrors.CodeDeadlineExceeded, yarpcerrors.FromError(err).Code(), "err %v", err)
+	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "refused")
+	got := counters(scope)
+	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-overload"], "counters %v", got)
+	assert.Zero(t, got["retry.foreign_attempts+callee=callee"], "counters %v", got)
+}
+
+// TestShedAttemptIsTheLast: a replay the overload limit sheds is the
+// call's last attempt: what a replay after it is judged by and returns,
+// not the attempt before.
+func TestShedAttemptIsTheLast(t *testing.T) {
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 3, InitialBackoff: time.Nanosecond}},
+	})
+	c := m.callees["callee"]
+	overloadedCallee(t, c)
+	var holds []admission
+	r := &replayer{between: func() {
+		overloadedCallee(t, c) // again: the first attempt was no overload
+		// Take every slot of the limit.
+		for {
+			a, ok := c.overload.admit(_proc)
+			if !ok {
+				break
+			}
+			holds = append(holds, a)
+			require.Less(t, len(holds), 100, "the limit holds nothing back")
+		}
+	}}
+	out := newOutbound(fail(errUnavailable, "errown-claim", "claimed"))
+	sink := &reqlog.Sink{Out: below(m, r, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+	for _, a := range holds {
+		c.overload.abandon(a)
+	}
+
+	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "the shed replay's error: %v", err)
+	assert.Len(t, out.requests(), 1, "requests that left the process")
+	last := sink.State.Sends.Last
+	require.NotNil(t, last, "the last attempt's outcome")
+	assert.Equal(t, yarpcerrors.CodeResourceExhausted, last.Code, "the last outcome: want the shed attempt's, not the one before")
+	assert.Equal(t, err, last.Err, "the last outcome's error")
+}
