@@ -119,7 +119,8 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		return m.untrackedCall(ctx, req, out, step)
 	}
 	log.CallStarted()
-	// c is the pooled call the request takes, if it takes one. One
+	// c is the call the request takes, if it takes one (pooled on the
+	// direct path only, where nothing but errown reaches it). One
 	// deferred function releases it and ends the call: with a defer in
 	// each branch the compiler could not open-code them (defers times
 	// returns above 15), and each call paid for a defer record.
@@ -150,8 +151,8 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		res, state, err = m.send(ctx, c, m.mark(req), out, step)
 	case step != nil && m.retry != nil:
 		// The steady state on the direct path: the first attempt goes
-		// with no pooled call, and the call takes one only when it did
-		// not simply succeed.
+		// with no call state, and the call takes a pooled one only when
+		// it did not simply succeed.
 		log.SetUnmarkedCall()
 		var f retrier.First
 		r, sent, done, e := m.retry.SendFirst(ctx, req, out, &f)

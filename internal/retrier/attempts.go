@@ -37,8 +37,12 @@ import (
 // Attempts knows a call by the state errown's retry (or egress)
 // middleware puts in the call's context; a call without it (a chain
 // without errown's outer middleware) passes through uncounted. A
-// middleware in between must not return before the attempts it sent have
-// ended: the state is the call's, reused once the call returns.
+// middleware in between may send attempts at once (a hedge: each is held
+// to the rules, under the state's lock), return before they end (an
+// attempt that ends after its call returned is late: it writes nothing,
+// gives back its overload slot and counts in retry.late_attempts), or
+// send another procedure through the same chain (a fallback: a call of
+// its own). The state is the call's alone, never reused.
 type Attempts struct {
 	m *Middleware
 }
