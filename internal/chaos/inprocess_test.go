@@ -168,9 +168,11 @@ func joinLines(ss []string) string {
 	return b.String()
 }
 
-// _inProcessRequests is the in-process test's requests per variant: two
-// variants, together half the chaos requests `make test` runs under -race.
-const _inProcessRequests = 30000
+// _inProcessRequests is the in-process test's requests per variant. Under
+// -race `make test` runs 64 000 here, 18 000 in e2e's TestChaos and 20 000
+// in the race step's fault soak: 102 000 chaos requests. The two variants
+// took 44s of CPU under -race on 2 cores of an Intel Xeon (KVM) at 60 000.
+const _inProcessRequests = 32000
 
 // Errown in process under the chaos middleware: hedges, abandons,
 // fallbacks, replays and panics between errown's middleware and its
