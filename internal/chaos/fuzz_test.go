@@ -10,7 +10,7 @@ import (
 
 // FuzzChoices runs errown in process under the chaos middleware, the
 // middleware's and the leaf's choices decoded from the input, one byte a
-// draw: 8 requests, 4 in flight, with clocks short enough for thousands
+// draw: 4 requests at once, with clocks short enough for thousands
 // of inputs a second. It fails on any answer delivered to a request it
 // was not for, and on any crash.
 func FuzzChoices(f *testing.F) {
@@ -25,7 +25,7 @@ func FuzzChoices(f *testing.F) {
 	r := newRig(f, 300*time.Microsecond)
 	f.Fuzz(func(t *testing.T, choices []byte) {
 		src := chaos.NewBytes(choices)
-		s := r.run(t, rigConfig{requests: 8, workers: 4, ttl: 2 * time.Millisecond, maxDelay: 200 * time.Microsecond}, src, src)
+		s := r.run(t, rigConfig{requests: 4, workers: 4, ttl: 2 * time.Millisecond, maxDelay: 200 * time.Microsecond}, src, src)
 		assertClean(t, fmt.Sprintf("choices %v", choices), s)
 	})
 }
