@@ -58,8 +58,22 @@ func (a *abandoner) Call(ctx context.Context, req *transport.Request, out transp
 // figures. It writes nothing: not in its own call's state (sealed), nor
 // in the next call's (no pool hands it the same state: GOMAXPROCS=1
 // would). It counts in retry.late_attempts and gets its own response.
+// Marked (in an incident), the request and headers it reads late are its
+// own too: no later mark reuses or clears them.
 func TestLateAttemptWritesNothing(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, tt := range []struct {
+		name    string
+		context func() (context.Context, *reqlog.Log)
+	}{
+		{"unmarked", trackedContext},
+		{"marked", markedContext},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testLateAttemptWritesNothing(t, tt.context) })
+	}
+}
+
+func testLateAttemptWritesNothing(t *testing.T, newContext func() (context.Context, *reqlog.Log)) {
 	scope := tally.NewTestScope("", nil)
 	r, err := retrier.New(retry.Config{
 		Budget:   retry.BudgetConfig{Disabled: true},
@@ -79,7 +93,9 @@ func TestLateAttemptWritesNothing(t *testing.T) {
 	index := func(req *transport.Request) int {
 		id, _ := req.Headers.Get("x-id")
 		i, err := strconv.Atoi(id)
-		require.NoError(t, err, "request id %q", id)
+		if err != nil {
+			panic("request id " + strconv.Quote(id) + ": the request's headers changed under it")
+		}
 		return i
 	}
 	app := &abandoner{
@@ -96,6 +112,9 @@ func TestLateAttemptWritesNothing(t *testing.T) {
 		}
 		close(started[i])
 		<-release[i]
+		if j := index(req); j != i { // read late: the headers are still this request's
+			panic("request " + strconv.Itoa(i) + " read as " + strconv.Itoa(j) + " after its call returned")
+		}
 		res := headers("errown-storm", "7,7,0,0,0", "errown-claim", "claimed")
 		res.Body = io.NopCloser(strings.NewReader("body of " + strconv.Itoa(i)))
 		return res, yarpcerrors.UnavailableErrorf("late failure of %d", i)
@@ -104,7 +123,7 @@ func TestLateAttemptWritesNothing(t *testing.T) {
 
 	logs := make([]*reqlog.Log, n)
 	for i := range n {
-		ctx, log := trackedContext()
+		ctx, log := newContext()
 		logs[i] = log
 		req := &transport.Request{Service: "s", Procedure: "p", Headers: transport.NewHeaders().With("x-id", strconv.Itoa(i))}
 		_, err := mw.Call(ctx, req, chain)

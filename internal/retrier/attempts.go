@@ -220,6 +220,9 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 			return res, err
 		}
 	}
+	if !hold {
+		s.Seen = state.ErrownAttempt
+	}
 	c := a.m.callees[req.Service]
 	var adm admission
 	if c != nil && !hold {
@@ -245,7 +248,6 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 		return a.m.held(ctx, req, state, nil, yarpcerrors.AbortedErrorf(
 			"errown: concurrent attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
 	}
-	s.Seen = state.ErrownAttempt
 	s.Count++
 	s.InFlight++
 	s.Shed = false

@@ -280,3 +280,102 @@ func TestShedAttemptIsTheLast(t *testing.T) {
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, last.Code, "the last outcome: want the shed attempt's, not the one before")
 	assert.Equal(t, err, last.Err, "the last outcome's error")
 }
+
+// TestHedgeOverTheAttemptLimitIsNotSent: a hedge the policy's attempts
+// do not allow is not sent: it waits for the attempt under way, and
+// answers with its failure, so the hedging middleware takes that one.
+func TestHedgeOverTheAttemptLimitIsNotSent(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 1}},
+	}, WithSinks(obs.Sinks{Scope: scope}))
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	out := newOutbound(func(context.Context) (*transport.Response, error) {
+		once.Do(func() { close(started) })
+		<-release
+		return nil, errUnavailable
+	})
+	h := &both{started: started, release: release}
+	sink := &reqlog.Sink{Out: below(m, h, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(err).Code(), "err %v", err)
+	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Equal(t, 1, sink.State.Attempts, "attempts")
+	require.Len(t, h.errs, 2, "answers the hedging middleware got")
+	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(h.errs[1]).Code(), "the refused hedge's answer: %v", h.errs[1])
+	got := counters(scope)
+	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-attempts"], "counters %v", got)
+	assert.Zero(t, got["retry.foreign_attempts+callee=callee"], "counters %v", got)
+}
+
+// both is a hedging middleware that sends a second attempt while the
+// first is under way (started), then lets the first answer (release),
+// and waits for both: errs holds the first's answer and the second's.
+type both struct {
+	started <-chan struct{}
+	release chan struct{}
+	errs    []error
+}
+
+func (b *both) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	first := make(chan answer, 1)
+	go func() {
+		res, err := out.Call(ctx, req)
+		first <- answer{res, err}
+	}()
+	<-b.started
+	second := make(chan error, 1)
+	hedge := *req
+	go func() {
+		_, err := out.Call(ctx, &hedge)
+		second <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the hedge waits, unsent
+	close(b.release)
+	a := <-first
+	b.errs = append(b.errs, a.err, <-second)
+	return a.res, a.err
+}
+
+// sendLater is an application's middleware that returns at once and
+// sends the attempt later, once start is closed: err is what it got.
+type sendLater struct {
+	start chan struct{}
+	done  chan struct{}
+	err   error
+}
+
+func (s *sendLater) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	go func() {
+		defer close(s.done)
+		<-s.start
+		_, s.err = out.Call(ctx, req)
+	}()
+	return nil, yarpcerrors.UnavailableErrorf("not yet")
+}
+
+// TestAttemptSentAfterItsCallReturned: an attempt sent after its call
+// returned is not sent: nobody waits for it, and its call's state is
+// sealed. It counts in retry.late_attempts.
+func TestAttemptSentAfterItsCallReturned(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 1}}},
+		WithSinks(obs.Sinks{Scope: scope}))
+	out := newOutbound(succeed("late"))
+	app := &sendLater{start: make(chan struct{}), done: make(chan struct{})}
+	sink := &reqlog.Sink{Out: below(m, app, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+	require.Error(t, err)
+	close(app.start)
+	<-app.done
+
+	assert.Empty(t, out.requests(), "requests that left the process")
+	assert.Equal(t, yarpcerrors.CodeCancelled, yarpcerrors.FromError(app.err).Code(), "the late attempt's error: %v", app.err)
+	assert.Equal(t, int64(1), counters(scope)["retry.late_attempts+callee=callee"], "late attempts")
+	assert.Equal(t, 0, sink.State.Sends.Count, "attempts counted")
+}
