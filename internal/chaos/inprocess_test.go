@@ -53,7 +53,7 @@ func newRig(t testing.TB, attemptTimeout time.Duration) *rig {
 	cfg := errown.Config{Retry: errown.RetryConfig{
 		Budget: retry.BudgetConfig{Ratio: 1},
 		Policies: []retry.PolicyConfig{{
-			Service: _leaf, MaxAttempts: 2, InitialBackoff: time.Microsecond, MaxBackoff: time.Microsecond,
+			Service: _leaf, MaxAttempts: _policyAttempts, InitialBackoff: time.Microsecond, MaxBackoff: time.Microsecond,
 			AttemptTimeout: attemptTimeout, Idempotent: new(true),
 		}},
 	}}
@@ -71,6 +71,9 @@ type runStats struct {
 	leaf   map[chaos.Outcome]int64
 	errors int64
 	panics int64
+	// over are the requests whose call errown sent through the
+	// application's middleware more often than the policy's attempts.
+	over []string
 }
 
 func (s runStats) String() string {
@@ -87,7 +90,8 @@ func (r *rig) run(t testing.TB, cfg rigConfig, mwSrc, leafSrc chaos.Source) runS
 	require.NoError(t, err)
 	leaf, err := chaos.NewLeaf(chaos.LeafConfig{Source: leafSrc, MaxDelay: cfg.maxDelay})
 	require.NoError(t, err)
-	ycfg := r.mw.Apply(yarpc.Config{Name: "svc", OutboundMiddleware: yarpc.OutboundMiddleware{Unary: ch}})
+	own := &attemptCounter{byID: make([]atomic.Int32, cfg.requests+1)}
+	ycfg := r.mw.Apply(yarpc.Config{Name: "svc", OutboundMiddleware: yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(own, ch)}})
 	out, lo := ycfg.OutboundMiddleware.Unary, leaf.Transport()
 	handler := handlerFunc(func(ctx context.Context, req *transport.Request, resw transport.ResponseWriter) error {
 		id, _ := strconv.ParseUint(req.ShardKey, 10, 64)
@@ -145,15 +149,54 @@ func (r *rig) run(t testing.TB, cfg rigConfig, mwSrc, leafSrc chaos.Source) runS
 	}
 	wg.Wait()
 	ch.Wait()
-	return runStats{ledger: ledger, chaos: ch.Stats(), leaf: leaf.Served(), errors: failed.Load(), panics: panics.Load()}
+	return runStats{ledger: ledger, chaos: ch.Stats(), leaf: leaf.Served(), errors: failed.Load(), panics: panics.Load(), over: own.over(_policyAttempts)}
 }
 
-// assertClean fails t on any cross delivery of s.
+// _policyAttempts is the rig's policy's MaxAttempts.
+const _policyAttempts = 2
+
+// attemptCounter is application middleware outside the chaos middleware:
+// it counts errown's attempts of each request's call, by the request's
+// ID.
+type attemptCounter struct {
+	byID []atomic.Int32
+}
+
+func (c *attemptCounter) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	if id, err := strconv.ParseUint(req.Headers.Items()["x-app"], 10, 64); err == nil && id < uint64(len(c.byID)) {
+		c.byID[id].Add(1)
+	}
+	return out.Call(ctx, req)
+}
+
+// over describes the first requests whose call errown sent more than max
+// times, and counts them all.
+func (c *attemptCounter) over(max int32) []string {
+	var out []string
+	n := 0
+	for id := range c.byID {
+		if got := c.byID[id].Load(); got > max {
+			if n++; len(out) < 5 {
+				out = append(out, fmt.Sprintf("request %d: %d attempts", id, got))
+			}
+		}
+	}
+	if n > len(out) {
+		out = append(out, fmt.Sprintf("%d in all", n))
+	}
+	return out
+}
+
+// assertClean fails t on any cross delivery of s, and on any call errown
+// sent more often than its policy allows.
 func assertClean(t testing.TB, run string, s runStats) {
 	t.Helper()
 	if s.ledger.Cross() > 0 {
 		t.Errorf("%s: %d answers delivered to a request they were not for (%d checked); the first:\n\t%s",
 			run, s.ledger.Cross(), s.ledger.Checked(), joinLines(s.ledger.Samples()))
+	}
+	if len(s.over) > 0 {
+		t.Errorf("%s: errown sent calls through the application's middleware more than the policy's %d attempts: %s", run, _policyAttempts, s.over)
 	}
 }
 
@@ -179,8 +222,10 @@ const _inProcessRequests = 32000
 // innermost step, the leaf below blocking, delaying, failing, timing out
 // or answering, 64 requests in flight. It fails on any answer handed to a
 // request it was not for, at the chaos middleware (an attempt's) or in
-// the handler (the call's); under -race on any race report, and on any
-// crash. With GOMAXPROCS=1, sync.Pool hands a released object straight to
+// the handler (the call's); on any call errown's retry middleware sent
+// through the application's middleware more often than the policy's
+// attempts (counted by middleware outside the chaos middleware); under
+// -race on any race report, and on any crash. With GOMAXPROCS=1, sync.Pool hands a released object straight to
 // the next request on the same P.
 func TestInProcess(t *testing.T) {
 	tests := []struct {
