@@ -234,13 +234,16 @@ loop:
 	}
 
 	lost, doubled, over := 0, 0, 0
-	var overIDs []string
+	var overIDs, doubledIDs []string
 	for id := 1; id <= requests; id++ {
 		if answers[id].Load() != 1 {
 			lost++
 		}
 		if m.a.servedOf(uint64(id)) != 1 {
 			doubled++
+			if len(doubledIDs) < 5 {
+				doubledIDs = append(doubledIDs, fmt.Sprintf("request %d: A served %d", id, m.a.servedOf(uint64(id))))
+			}
 		}
 		if int64(m.attempts.of(uint64(id))) > 2*m.b.servedOf(uint64(id)) || m.b.servedOf(uint64(id)) > 2 {
 			over++
@@ -268,7 +271,8 @@ loop:
 	t.Logf("chaos at B: %v, %d sends; late attempts: %d (errown's retry.late_attempts), %d (the chaos middleware's count); %d answers checked, %d cross deliveries",
 		chaosStats.Calls, chaosStats.Sends, late, chaosStats.Late, ledger.Checked(), ledger.Cross())
 	if lost > 0 || doubled > 0 || over > 0 {
-		t.Errorf("%d requests not answered exactly once, %d served by A other than once, %d tried past the policies (%s)", lost, doubled, over, strings.Join(overIDs, "; "))
+		t.Errorf("%d requests not answered exactly once, %d served by A other than once (%s), %d tried past the policies (%s)",
+			lost, doubled, strings.Join(doubledIDs, "; "), over, strings.Join(overIDs, "; "))
 	}
 	if n := ledger.Cross(); n > 0 {
 		t.Errorf("%d answers delivered to a request they were not for; the first:\n\t%s", n, strings.Join(ledger.Samples(), "\n\t"))
