@@ -60,9 +60,12 @@ func (h *hedger) Call(ctx context.Context, req *transport.Request, out transport
 func (h *hedger) wait() { h.wg.Wait() }
 
 // overloadedCallee drives the share of c's overloaded attempts of _proc
-// over the threshold, and the limit down to its floor.
+// over the threshold, and the limit down to its floor, and stops the
+// shares' decay (a loaded machine's pauses would end the overload
+// mid-test).
 func overloadedCallee(t *testing.T, c *callee) {
 	t.Helper()
+	c.overload.elapsed = still
 	for i := 0; c.overload.Limit() > c.overload.min || !c.overload.Overloaded(_proc); i++ {
 		require.Less(t, i, 10000, "the callee never became overloaded")
 		r, _ := c.overload.admit(_proc)
