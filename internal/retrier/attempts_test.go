@@ -326,7 +326,8 @@ func (hedge) Call(ctx context.Context, req *transport.Request, out transport.Una
 }
 
 // TestAttemptsConcurrentSends: a middleware sending one call twice at once
-// (a hedge) gets both sent, each counted, and races with nothing (-race).
+// (a hedge) gets both sent, each counted in the call's attempts and the
+// second in retry.foreign_attempts, and races with nothing (-race).
 func TestAttemptsConcurrentSends(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithSinks(obs.Sinks{Scope: scope}))
@@ -335,9 +336,10 @@ func TestAttemptsConcurrentSends(t *testing.T) {
 		return &transport.Response{}, nil
 	})
 	sink := &reqlog.Sink{Out: below(m, hedge{}, out)}
-	for range 20 {
+	for i := range 20 {
 		sink.State = reqlog.CallState{}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
+		assert.Equal(t, 2, sink.State.Attempts, "call %d: attempts, both sent counted", i)
 	}
 	assert.Len(t, out.requests(), 40, "requests that left")
 	// Each pair: one counted as the call's attempt, the other (whichever
