@@ -55,25 +55,26 @@ import (
 func AttemptsInterceptor(mw *errown.Middleware) grpc.UnaryClientInterceptor {
 	step := adapt.Attempts(mw)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		c := clientCallOf(opts)
-		if c == nil {
+		at := errownAttemptOf(opts)
+		if at == nil {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		a := &attempt{call: c, invoker: invoker, method: method, req: req, reply: reply, cc: cc, opts: opts}
-		_, err := step.Call(ctx, c.current, a)
+		treq := at.request(method)
+		a := &attempt{call: at.call, of: at, own: treq, invoker: invoker, method: method, req: req, reply: reply, cc: cc, opts: opts}
+		_, err := step.Call(ctx, treq, a)
 		if !a.sent {
-			return refused(opts, err)
+			return refused(at, opts, err)
 		}
 		return a.err
 	}
 }
 
-// clientCallOf returns the call errown's UnaryClientInterceptor passes
-// down in opts, or nil.
-func clientCallOf(opts []grpc.CallOption) *clientCall {
+// errownAttemptOf returns the attempt errown's UnaryClientInterceptor
+// passes down in opts, or nil.
+func errownAttemptOf(opts []grpc.CallOption) *errownAttempt {
 	for i := len(opts) - 1; i >= 0; i-- {
-		if c, ok := opts[i].(*clientCall); ok {
-			return c
+		if at, ok := opts[i].(*errownAttempt); ok {
+			return at
 		}
 	}
 	return nil
@@ -86,6 +87,8 @@ type attempt struct {
 	nolifecycle.Outbound
 
 	call       *clientCall
+	of         *errownAttempt     // errown's attempt it was sent under
+	own        *transport.Request // the request the step was given for it
 	invoker    grpc.UnaryInvoker
 	method     string
 	req, reply any
@@ -109,7 +112,15 @@ var _ transport.UnaryOutbound = (*attempt)(nil)
 func (a *attempt) Call(ctx context.Context, treq *transport.Request) (*transport.Response, error) {
 	a.sent = true
 	opts := make([]grpc.CallOption, 0, len(a.opts)+4)
-	opts = append(opts, a.opts...)
+	for _, o := range a.opts {
+		if t, ok := o.(grpc.TrailerCallOption); ok && t.TrailerAddr == &a.of.trailer {
+			// errown's attempt gets the trailers when this attempt
+			// ends, unless it has returned (deliver): attempts of it
+			// may run at once.
+			continue
+		}
+		opts = append(opts, o)
+	}
 	opts = append(opts, grpc.Trailer(&a.trailer))
 	for _, o := range a.opts {
 		switch o.(type) {
@@ -123,12 +134,13 @@ func (a *attempt) Call(ctx context.Context, treq *transport.Request) (*transport
 	if a.call.commit {
 		opts = append(opts, _noGRPCRetry)
 	}
-	if treq != a.call.current {
+	if treq != a.own {
 		// A replay, stamped with its own attempt number; errown's own
 		// attempt has its headers in ctx already.
 		ctx = withOutgoing(ctx, treq.Headers)
 	}
 	a.err = a.invoker(ctx, a.method, a.req, a.reply, a.cc, opts...)
+	a.of.deliver(copyMD(a.trailer))
 	a.res = transport.Response{
 		Headers:          responseHeaders(a.trailer, a.call.noRetryHeader),
 		ApplicationError: applicationError(a.trailer),
@@ -153,7 +165,7 @@ func (e *attemptError) Unwrap() error { return e.status }
 // refused returns, for a replay errown's step refused with err, the error
 // the attempt before it returned, exactly, and gives the replay's call
 // options what that attempt's would have had.
-func refused(opts []grpc.CallOption, err error) error {
+func refused(at *errownAttempt, opts []grpc.CallOption, err error) error {
 	var e *attemptError
 	if !errors.As(err, &e) {
 		// Not an attempt of this interceptor's: should not happen.
@@ -163,7 +175,11 @@ func refused(opts []grpc.CallOption, err error) error {
 	for _, o := range opts {
 		switch o := o.(type) {
 		case grpc.TrailerCallOption:
-			*o.TrailerAddr = copyMD(prev.trailer)
+			if o.TrailerAddr == &at.trailer {
+				at.deliver(copyMD(prev.trailer))
+			} else {
+				*o.TrailerAddr = copyMD(prev.trailer)
+			}
 		case grpc.HeaderCallOption:
 			*o.HeaderAddr = copyMD(prev.header)
 		case grpc.PeerCallOption:

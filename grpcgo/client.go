@@ -3,6 +3,7 @@ package grpcgo
 import (
 	"context"
 	"strconv"
+	"sync"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/adapt"
@@ -81,10 +82,10 @@ func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryCli
 			cc:            cc,
 			noRetryHeader: o.noRetryHeader,
 			commit:        !o.grpcRetries && !o.retryDisabled,
+			service:       o.service,
 		}
-		c.opts = make([]grpc.CallOption, 0, len(callOpts)+3)
+		c.opts = make([]grpc.CallOption, 0, len(callOpts)+1)
 		c.opts = append(c.opts, callOpts...)
-		c.opts = append(c.opts, grpc.Trailer(&c.trailer), c)
 		if c.commit {
 			c.opts = append(c.opts, _noGRPCRetry)
 		}
@@ -152,11 +153,7 @@ func DialOptions(mw *errown.Middleware, opts ...Option) []grpc.DialOption {
 
 // clientCall is one logical call as a transport.UnaryOutbound: each Call
 // is one attempt, the invoker called with the call's request and reply.
-// It is also one of the call options it calls the invoker with, which does
-// nothing in grpc-go (grpc.EmptyCallOption): AttemptsInterceptor, below the
-// application's interceptors, finds the call by it.
 type clientCall struct {
-	grpc.EmptyCallOption
 	nolifecycle.Outbound // it has no lifecycle of its own
 
 	invoker       grpc.UnaryInvoker
@@ -165,30 +162,78 @@ type clientCall struct {
 	cc            *grpc.ClientConn
 	opts          []grpc.CallOption // the caller's, then ours
 	noRetryHeader string
-	commit        bool // each attempt is committed to grpc-go's first try
+	commit        bool   // each attempt is committed to grpc-go's first try
+	service       string // WithService's, or empty
 
-	current *transport.Request // the attempt being sent
-	trailer metadata.MD        // the latest attempt's
-	err     error              // the latest attempt's, as the invoker returned it
+	err error // the latest attempt's, as the invoker returned it
 }
 
 var (
 	_ transport.UnaryOutbound = (*clientCall)(nil)
 	_ transport.Namer         = (*clientCall)(nil)
-	_ grpc.CallOption         = (*clientCall)(nil)
 )
+
+// errownAttempt is one of errown's attempts of a clientCall, its own: an
+// interceptor between may still run an attempt of it when errown sends
+// the next (a hedge, an abandoned attempt). It is also one of the call
+// options the attempt calls the invoker with, which does nothing in
+// grpc-go (grpc.EmptyCallOption): AttemptsInterceptor, below the
+// application's interceptors, finds the attempt by it.
+type errownAttempt struct {
+	grpc.EmptyCallOption
+
+	call *clientCall
+	req  *transport.Request // as errown's step knows it
+
+	mu      sync.Mutex
+	done    bool        // Call has read trailer: nothing writes it again
+	trailer metadata.MD // the callee's, of the attempt below that answered
+}
+
+var _ grpc.CallOption = (*errownAttempt)(nil)
+
+// deliver sets the attempt's trailers to md, unless Call has returned: an
+// attempt below that ends later (abandoned) writes nothing.
+func (at *errownAttempt) deliver(md metadata.MD) {
+	at.mu.Lock()
+	if !at.done {
+		at.trailer = md
+	}
+	at.mu.Unlock()
+}
+
+// request returns the request errown's step knows an attempt of method by,
+// sent under at: at's own for the call's method, else one of its own (a
+// fallback to another method is a call of its own, not a replay).
+func (at *errownAttempt) request(method string) *transport.Request {
+	if method == at.call.method {
+		return at.req
+	}
+	m := methodNames(method)
+	service := m.service
+	if at.call.service != "" {
+		service = at.call.service
+	}
+	return &transport.Request{Service: service, Procedure: m.procedure, Transport: _transportName, Encoding: "proto"}
+}
 
 // Call sends one attempt: the invoker with req's headers (errown's attempt
 // header) set in the outgoing metadata. It returns the callee's trailers
 // as the response's headers, with an error of the code the invoker's had.
 func (c *clientCall) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
-	c.trailer = nil
-	c.current = req
-	err := c.invoker(withOutgoing(ctx, req.Headers), c.method, c.req, c.reply, c.cc, c.opts...)
+	at := &errownAttempt{call: c, req: req}
+	opts := make([]grpc.CallOption, 0, len(c.opts)+2)
+	opts = append(opts, c.opts...)
+	opts = append(opts, grpc.Trailer(&at.trailer), at)
+	err := c.invoker(withOutgoing(ctx, req.Headers), c.method, c.req, c.reply, c.cc, opts...)
+	at.mu.Lock()
+	at.done = true
+	trailer := at.trailer
+	at.mu.Unlock()
 	c.err = err
 	return &transport.Response{
-		Headers:          responseHeaders(c.trailer, c.noRetryHeader),
-		ApplicationError: applicationError(c.trailer),
+		Headers:          responseHeaders(trailer, c.noRetryHeader),
+		ApplicationError: applicationError(trailer),
 	}, yarpcError(err)
 }
 

@@ -123,7 +123,13 @@ func (s *send) Call(ctx context.Context, treq *transport.Request) (*transport.Re
 	}
 	tres, err := transportResponse(s.res)
 	if err != nil {
-		return tres, &sendError{status: err, res: s.res}
+		// The step keeps the error for a refused replay to return, maybe
+		// on another goroutine while this attempt's response is handed
+		// on and changed (call.result): it keeps a copy nobody touches.
+		kept := *s.res
+		kept.Header = s.res.Header.Clone()
+		kept.Body = nil
+		return tres, &sendError{status: err, res: &kept}
 	}
 	return tres, nil
 }

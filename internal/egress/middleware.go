@@ -307,8 +307,8 @@ func (m *Middleware) orphan(ctx context.Context, req *transport.Request, out tra
 	if step != nil {
 		out = &reqlog.Hop{Step: step, Out: out, State: state}
 	}
+	defer state.Seal() // an attempt below that ends later writes nothing, after a panic too
 	res, err := m.next(cctx, req, out)
-	state.Seal() // an attempt below that ends later writes nothing
 	return res, state, err
 }
 

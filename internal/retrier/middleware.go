@@ -132,9 +132,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	state.Leave()
 	c := m.callees[req.Service]
 	if c == nil {
-		res, err := out.Call(ctx, req)
-		settle(state)
-		return res, err
+		return settled(ctx, req, out, state)
 	}
 	c.budget.deposit()
 	c.metrics.calls.Inc(1)
@@ -143,17 +141,21 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		// No policy could retry: nothing to refuse, and RCS stays false
 		// for a retryable error, so the caller retries (at-least-once).
 		if p == nil || p.attemptTimeout <= 0 {
-			res, err := out.Call(ctx, req)
-			settle(state)
-			return res, err
+			return settled(ctx, req, out, state)
 		}
 		actx, cancel := withAttemptTimeout(ctx, p.attemptTimeout)
-		res, err := out.Call(actx, req)
-		settle(state)
+		res, err := settled(actx, req, out, state)
 		release.With(res, cancel)
 		return res, err
 	}
 	return m.callWithRetries(ctx, req, out, c, p, state)
+}
+
+// settled sends req through out once and settles state, also when out
+// panics.
+func settled(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+	defer settle(state)
+	return out.Call(ctx, req)
 }
 
 // settle records in state the attempts its call sent, as the innermost
@@ -194,7 +196,14 @@ type sentAttempt struct {
 // (Continue): the loop starts from its outcome.
 func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, first *sentAttempt) (*transport.Response, error) {
 	defer func() {
-		if n := state.Storm.Prevented(); n > 0 {
+		// However the call ends (a panic below included), it is sealed
+		// before its state is read: an attempt still under way (a hedge,
+		// an abandoned attempt) writes nothing from here on.
+		state.Enter()
+		state.End()
+		n := state.Storm.Prevented()
+		state.Leave()
+		if n > 0 {
 			c.metrics.prevented.Inc(int64(n))
 		}
 	}()
@@ -248,11 +257,11 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			// No innermost step saw the attempt: fold its storm here.
 			state.Storm.Attempt(wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(actx, err)))
 		}
-		if seen {
-			state.Attempts = max(state.Sends.Count, 1) // as they left the process
-		} else {
-			state.Attempts = max(state.Sends.Count, n)
-		}
+		// Every physical attempt counts against the policy, whoever sent
+		// it and whenever it reached the innermost step: errown's own n
+		// attempts did leave, or may still (one a middleware below
+		// abandoned reaches the step late), so never count fewer.
+		state.Attempts = max(state.Sends.Count, n)
 		if class != ownership.ClassFailure {
 			note.succeeded(c)
 			state.End()
