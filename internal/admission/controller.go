@@ -60,8 +60,10 @@ type Config struct {
 // Controller admits requests: an adaptive limit on those served at once,
 // a short queue in front. It is safe for concurrent use. On the steady
 // path (under the limit, nobody queued) a request costs a
-// compare-and-swap to enter, two atomic additions to leave, and two
-// readings of the clock.
+// compare-and-swap to enter and an atomic addition to leave; one request
+// in _sampleEvery also reads the clock twice and adds its latency to the
+// window, and a request with a deadline reads the clock once to check it
+// (reused when sampled).
 type Controller struct {
 	observe  bool
 	maxQueue int
@@ -70,7 +72,10 @@ type Controller struct {
 	epoch    time.Time
 	onWindow func(float64, int)
 
-	inflight  atomic.Int64
+	// state packs the requests served (its low 32 bits) and a count of
+	// arrivals (the high ones, wrapping), so that one compare-and-swap
+	// both takes a slot and says whether to sample the latency.
+	state     atomic.Uint64
 	limit     atomic.Int64 // ceil(est.limit)
 	waiting   atomic.Int64 // len(high)+len(low)
 	acc       atomic.Uint64
@@ -84,6 +89,24 @@ type Controller struct {
 	qmu       sync.Mutex
 	high, low []*waiter
 }
+
+// _inflight masks the requests served in Controller.state; _arrival is
+// one arrival; one arrival in _sampleEvery has its latency sampled on the
+// steady path.
+const (
+	_inflight    = 1<<32 - 1
+	_arrival     = 1 << 32
+	_sampleEvery = 8
+)
+
+// inflight returns the requests served.
+func (c *Controller) inflight() int64 { return int64(c.state.Load() & _inflight) }
+
+// take takes a slot, arrival counted.
+func (c *Controller) take() { c.state.Add(_arrival | 1) }
+
+// give gives a slot back.
+func (c *Controller) give() { c.state.Add(^uint64(0)) }
 
 // acc packs a window's samples: their count above _accShift, the sum of
 // their latencies in microseconds below.
@@ -121,7 +144,7 @@ func New(cfg Config) *Controller {
 
 // Ticket is an admitted request, to hand to Done.
 type Ticket struct {
-	start time.Time
+	start time.Time // zero: its latency is not sampled
 }
 
 // Admit admits a request of priority p whose caller's deadline is ctx's,
@@ -129,22 +152,34 @@ type Ticket struct {
 // and true, or the reason it is shed and false; in observe mode it always
 // admits, with the reason enforce mode would have shed it ("" none).
 func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, bool) {
-	start := c.now()
 	service := time.Duration(c.service.Load())
 	deadline, timed := ctx.Deadline()
+	var start time.Time // read only when needed
+	if timed && service > 0 {
+		start = c.now()
+		if !fits(deadline.Sub(start), true, 0, service) {
+			return c.refuse(start, ReasonDeadline)
+		}
+	}
 	if c.waiting.Load() == 0 {
 		for {
-			n := c.inflight.Load()
-			if n >= c.limit.Load() {
+			v := c.state.Load()
+			if int64(v&_inflight) >= c.limit.Load() {
 				break
 			}
-			if !fits(deadline.Sub(start), timed, 0, service) {
-				return c.refuse(start, ReasonDeadline)
-			}
-			if c.inflight.CompareAndSwap(n, n+1) {
+			if c.state.CompareAndSwap(v, v+_arrival+1) {
+				if (v/_arrival)%_sampleEvery != 0 {
+					return Ticket{}, "", true
+				}
+				if start.IsZero() {
+					start = c.now()
+				}
 				return Ticket{start: start}, "", true
 			}
 		}
+	}
+	if start.IsZero() {
+		start = c.now()
 	}
 	if c.observe {
 		return c.observed(start, p, deadline, timed, service)
@@ -155,7 +190,7 @@ func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, boo
 // refuse sheds a request for reason, or in observe mode admits it.
 func (c *Controller) refuse(start time.Time, reason string) (Ticket, string, bool) {
 	if c.observe {
-		c.inflight.Add(1)
+		c.take()
 		return Ticket{start: start}, reason, true
 	}
 	return Ticket{}, reason, false
@@ -166,7 +201,7 @@ func (c *Controller) refuse(start time.Time, reason string) (Ticket, string, boo
 // the queue.
 func (c *Controller) observed(start time.Time, p Priority, deadline time.Time, timed bool, service time.Duration) (Ticket, string, bool) {
 	limit := c.limit.Load()
-	ahead := int(max(0, c.inflight.Add(1)-1-limit)) // as if queued
+	ahead := int(max(0, int64(c.state.Add(_arrival|1)&_inflight)-1-limit)) // as if queued
 	reason := ""
 	switch {
 	case !fits(deadline.Sub(start), timed, expectedWait(ahead+1, float64(limit), service), service):
@@ -259,11 +294,11 @@ func (c *Controller) dispatch() {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	for len(c.high)+len(c.low) > 0 {
-		n := c.inflight.Load()
-		if n >= c.limit.Load() {
+		v := c.state.Load()
+		if int64(v&_inflight) >= c.limit.Load() {
 			return
 		}
-		if !c.inflight.CompareAndSwap(n, n+1) {
+		if !c.state.CompareAndSwap(v, v+_arrival+1) {
 			continue
 		}
 		var w *waiter
@@ -274,7 +309,7 @@ func (c *Controller) dispatch() {
 		}
 		c.waiting.Add(-1)
 		if w.timed && !fits(w.deadline.Sub(c.now()), true, 0, time.Duration(c.service.Load())) {
-			c.inflight.Add(-1)
+			c.give()
 			w.ch <- ReasonDeadline
 			continue
 		}
@@ -282,8 +317,12 @@ func (c *Controller) dispatch() {
 	}
 }
 
-// Done ends an admitted request, its latency sampled.
+// Done ends an admitted request, its latency sampled if it was chosen.
 func (c *Controller) Done(t Ticket) {
+	if t.start.IsZero() {
+		c.release()
+		return
+	}
 	end := c.now()
 	us := uint64(max(0, end.Sub(t.start)) / time.Microsecond)
 	c.acc.Add(1<<_accShift | min(us, _accSum))
@@ -295,7 +334,7 @@ func (c *Controller) Done(t Ticket) {
 
 // release gives a slot back, and to a queued request if any.
 func (c *Controller) release() {
-	c.inflight.Add(-1)
+	c.give()
 	if c.waiting.Load() > 0 {
 		c.dispatch()
 	}
@@ -319,7 +358,7 @@ func (c *Controller) closeWindow(t time.Duration) {
 	v = c.acc.Swap(0)
 	count, sum := v>>_accShift, v&_accSum
 	if count > 0 {
-		c.est = next(c.est, window{mean: time.Duration(sum/count) * time.Microsecond, inflight: int(c.inflight.Load())}, c.bounds)
+		c.est = next(c.est, window{mean: time.Duration(sum/count) * time.Microsecond, inflight: int(c.inflight())}, c.bounds)
 		c.limit.Store(int64(math.Ceil(c.est.enforced(c.bounds))))
 		c.service.Store(int64(c.est.short))
 	}
@@ -341,4 +380,4 @@ func (c *Controller) Limit() float64 {
 func (c *Controller) Queued() int { return int(c.waiting.Load()) }
 
 // InFlight returns how many requests are served.
-func (c *Controller) InFlight() int { return int(c.inflight.Load()) }
+func (c *Controller) InFlight() int { return int(c.inflight()) }

@@ -189,3 +189,38 @@ func BenchmarkHandleAdmission(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHandleAdmissionPaired runs the steady path (a quiet success,
+// under the limit) with admission disabled and enforced in turns of 1000
+// requests, so that what drifts on a shared machine touches both alike,
+// and reports each one's ns per request and enforce's extra.
+func BenchmarkHandleAdmissionPaired(b *testing.B) {
+	var mws [2]*Middleware
+	for i, mode := range []string{inbound.AdmissionDisabled, inbound.AdmissionEnforce} {
+		mw, err := New(inbound.Config{Admission: inbound.AdmissionConfig{Mode: mode}})
+		require.NoError(b, err)
+		mws[i] = mw
+	}
+	req := request("http")
+	resw := &transporttest.FakeResponseWriter{}
+	ctx := context.Background()
+	var spent [2]time.Duration
+	const turn = 1000
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for _, i := range []int{0, 1, 1, 0} {
+			start := time.Now()
+			for range turn {
+				if err := mws[i].Handle(ctx, req, resw, ok); err != nil {
+					b.Fatal(err)
+				}
+			}
+			spent[i] += time.Since(start)
+		}
+	}
+	n := float64(2 * turn * b.N)
+	b.ReportMetric(float64(spent[0])/n, "disabled-ns/req")
+	b.ReportMetric(float64(spent[1])/n, "enforce-ns/req")
+	b.ReportMetric(float64(spent[1]-spent[0])/n, "extra-ns/req")
+}
