@@ -75,12 +75,13 @@ type Controller struct {
 	// state packs the requests served (its low 32 bits) and a count of
 	// arrivals (the high ones, wrapping), so that one compare-and-swap
 	// both takes a slot and says whether to sample the latency.
-	state     atomic.Uint64
-	limit     atomic.Int64 // ceil(est.limit)
-	waiting   atomic.Int64 // len(high)+len(low)
-	acc       atomic.Uint64
-	windowEnd atomic.Int64 // since epoch
-	service   atomic.Int64 // est.short, the expected service time
+	state      atomic.Uint64
+	limit      atomic.Int64 // ceil(est.limit)
+	waiting    atomic.Int64 // len(high)+len(low)
+	acc        atomic.Uint64
+	windowEnd  atomic.Int64 // since epoch
+	service    atomic.Int64 // est.floor, the expected service time
+	measuredAt atomic.Int64 // since epoch, when service was measured
 
 	mu          sync.Mutex // est, the window's start
 	est         estimate
@@ -152,11 +153,12 @@ type Ticket struct {
 // and true, or the reason it is shed and false; in observe mode it always
 // admits, with the reason enforce mode would have shed it ("" none).
 func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, bool) {
-	service := time.Duration(c.service.Load())
 	deadline, timed := ctx.Deadline()
 	var start time.Time // read only when needed
-	if timed && service > 0 {
+	var service time.Duration
+	if timed && c.service.Load() > 0 {
 		start = c.now()
+		service = c.serviceAt(start)
 		if !fits(deadline.Sub(start), true, 0, service) {
 			return c.refuse(start, ReasonDeadline)
 		}
@@ -308,13 +310,28 @@ func (c *Controller) dispatch() {
 			w, c.low = c.low[0], c.low[1:]
 		}
 		c.waiting.Add(-1)
-		if w.timed && !fits(w.deadline.Sub(c.now()), true, 0, time.Duration(c.service.Load())) {
+		if now := c.now(); w.timed && !fits(w.deadline.Sub(now), true, 0, c.serviceAt(now)) {
 			c.give()
 			w.ch <- ReasonDeadline
 			continue
 		}
 		w.ch <- ""
 	}
+}
+
+// _fresh is how long a service time measured is relied on to refuse a
+// request for its deadline: requests refused are not measured, so an
+// estimate from a slow spell must expire, or it would refuse every
+// request after the spell has gone.
+const _fresh = _maxWindow + _window
+
+// serviceAt returns the expected service time at now (the no-load
+// latency of the latest windows), 0 when unknown or stale.
+func (c *Controller) serviceAt(now time.Time) time.Duration {
+	if now.Sub(c.epoch)-time.Duration(c.measuredAt.Load()) > _fresh {
+		return 0
+	}
+	return time.Duration(c.service.Load())
 }
 
 // Done ends an admitted request, its latency sampled if it was chosen.
@@ -360,7 +377,8 @@ func (c *Controller) closeWindow(t time.Duration) {
 	if count > 0 {
 		c.est = next(c.est, window{mean: time.Duration(sum/count) * time.Microsecond, inflight: int(c.inflight())}, c.bounds)
 		c.limit.Store(int64(math.Ceil(c.est.enforced(c.bounds))))
-		c.service.Store(int64(c.est.short))
+		c.service.Store(int64(c.est.floor))
+		c.measuredAt.Store(int64(t))
 	}
 	c.windowStart = t
 	c.windowEnd.Store(int64(t + _window))
