@@ -27,14 +27,10 @@ type Decision struct {
 	RefusedBy string `json:"refusedBy,omitempty"`
 	// Peers are the instances the attempts of the request's failed calls
 	// went to, where a peer chooser recorded them (package retrypeer): one
-	// entry per such call, at most MaxDecisionPeerCalls of them, each with
-	// at most its attempts' peers. Empty without retrypeer.
+	// entry per such call, at most four of them, each with at most its
+	// attempts' peers. Empty without retrypeer.
 	Peers []CallPeers `json:"peers,omitempty"`
 }
-
-// MaxDecisionPeerCalls is how many failed calls a Decision lists the
-// peers of.
-const MaxDecisionPeerCalls = 4
 
 // CallPeers is the peers (instances) one failed call's attempts went to,
 // oldest first, as peer.Identifier names them ("127.0.0.1:8080"): the

@@ -10,6 +10,10 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
+// _decisionPeerCalls is how many failed calls a decision lists the peers
+// of (inbound.Decision.Peers).
+const _decisionPeerCalls = 4
+
 // _recentDecisions is how many claim decisions a Middleware remembers for
 // operators.
 const _recentDecisions = _ringSize
@@ -43,7 +47,7 @@ func (r *record) decision() inbound.Decision {
 
 // decisionPeers returns the peers of the failed calls among entries whose
 // attempts' peers a peer chooser recorded (calls.Entry.Route), at most
-// inbound.MaxDecisionPeerCalls of them, or nil, allocating nothing, when
+// _decisionPeerCalls of them, or nil, allocating nothing, when
 // none has any.
 func decisionPeers(entries []calls.Entry) []inbound.CallPeers {
 	var out []inbound.CallPeers
@@ -51,7 +55,7 @@ func decisionPeers(entries []calls.Entry) []inbound.CallPeers {
 		if !e.Failed() || e.Route == nil {
 			continue
 		}
-		if len(out) == inbound.MaxDecisionPeerCalls {
+		if len(out) == _decisionPeerCalls {
 			break
 		}
 		out = append(out, inbound.CallPeers{
