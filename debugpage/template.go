@@ -40,6 +40,7 @@ p.mode.enforce strong { color: #176b2c; }
 .succeeded { color: #176b2c; }
 td.unknown { font-style: italic; }
 td.held-back { color: #8a5a00; }
+td.peers { color: #555; font-size: 0.9em; }
 </style>
 </head>
 <body>
