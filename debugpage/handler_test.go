@@ -41,8 +41,9 @@ var (
 			Edge: ownership.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"},
 			Kind: ownership.KindFailClose, Ratio: 0.95, CalleeFailures: 40, JointFailures: 38, Source: depmem.SourceLocal,
 		}},
-		budgets:   []retry.BudgetView{{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second}},
-		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow}},
+		budgets: []retry.BudgetView{{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second}},
+		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow,
+			Peers: []inbound.CallPeers{{Service: "inventory", Procedure: "reserve", Peers: []string{"10.0.0.7:8080", "10.0.0.9:8080"}}}}},
 		storms: []inbound.Storm{
 			{Time: now.Add(-2 * time.Second), Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2},
 			{Time: now.Add(-3 * time.Second), Procedure: "browse", Known: false, Failed: false},
@@ -75,6 +76,7 @@ func TestHTML(t *testing.T) {
 		`<td>inventory</td>`, `<td class="num">110.0</td>`, `<td class="num">10s</td>`,
 		`<td class="num">1.5s</td><td>place</td><td>unavailable</td>`,
 		`<td class="unclaimed">unclaimed</td>`, "retried below",
+		`<td colspan="5" class="peers">inventory::reserve attempts went to 10.0.0.7:8080, 10.0.0.9:8080</td>`,
 		"<h2>Storms seen</h2>",
 		// radius, blind radius, served, blind, prevented, retries
 		`<td class="num">2s</td><td>checkout</td><td class="failed">failed</td>` + "\n" +
@@ -105,7 +107,12 @@ func TestHTMLEscapes(t *testing.T) {
 		decisions: []inbound.Decision{{Time: now, Procedure: "<script>alert(1)</script>", Claim: "claimed"}},
 		storms:    []inbound.Storm{{Time: now, Procedure: "<script>alert(2)</script>"}},
 	}
+	src.decisions = append(src.decisions, inbound.Decision{Time: now, Procedure: "place", Claim: "unclaimed",
+		Peers: []inbound.CallPeers{{Service: "inventory", Procedure: "reserve", Peers: []string{"<script>alert(3)</script>"}}}})
 	body := serve(t, src, "/", nil).Body.String()
+	assert.NotContains(t, body, "<script>alert(3)</script>")
+	assert.Contains(t, body, "&lt;script&gt;alert(3)&lt;/script&gt;")
+	assert.Equal(t, 1, strings.Count(body, `class="peers"`), "a row of peers for the decision that has them only")
 	assert.NotContains(t, body, "<script>alert(1)</script>")
 	assert.Contains(t, body, "&lt;script&gt;alert(1)&lt;/script&gt;")
 	assert.NotContains(t, body, "<script>alert(2)</script>")
@@ -129,6 +136,7 @@ func TestJSON(t *testing.T) {
 			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: budgetsOf(full.budgets), Decisions: full.decisions, Storms: full.storms}, got)
 			assert.Contains(t, rec.Body.String(), `"kind": "fail-close"`)
 			assert.Contains(t, rec.Body.String(), `"blindRadius": 2`)
+			assert.Contains(t, rec.Body.String(), `"peers": [`)
 		})
 	}
 	rec := serve(t, fakeSource{}, "/?format=json", nil)

@@ -3,13 +3,15 @@ package debugpage
 import (
 	"fmt"
 	"html/template"
+	"strings"
 	"time"
 )
 
 var _page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"num": func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"ago": func(now, t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() },
+	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+	"num":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"ago":  func(now, t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() },
+	"join": func(s []string) string { return strings.Join(s, ", ") },
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -38,6 +40,7 @@ p.mode.enforce strong { color: #176b2c; }
 .succeeded { color: #176b2c; }
 td.unknown { font-style: italic; }
 td.held-back { color: #8a5a00; }
+td.peers { color: #555; font-size: 0.9em; }
 </style>
 </head>
 <body>
@@ -81,7 +84,8 @@ td.held-back { color: #8a5a00; }
 <td class="num">{{ago $now .Time}}</td><td>{{.Procedure}}</td><td>{{.Code}}</td>
 <td class="{{.Claim}}">{{.Claim}}</td><td class="num">{{.FailedCalls}}</td><td>{{.Reason}}</td>
 </tr>
-{{end}}</table>
+{{range .Peers}}<tr><td></td><td colspan="5" class="peers">{{.Service}}::{{.Procedure}} attempts went to {{join .Peers}}</td></tr>
+{{end}}{{end}}</table>
 {{else}}<p class="empty">No request has failed yet.</p>{{end}}
 
 <h2>Storms seen</h2>

@@ -25,6 +25,20 @@ type Decision struct {
 	// "deadline", "pushback", "overload", "code", "not-idempotent",
 	// "body-too-large"; else "".
 	RefusedBy string `json:"refusedBy,omitempty"`
+	// Peers are the instances the attempts of the request's failed calls
+	// went to, where a peer chooser recorded them (package retrypeer): one
+	// entry per such call, at most four of them, each with at most its
+	// attempts' peers. Empty without retrypeer.
+	Peers []CallPeers `json:"peers,omitempty"`
+}
+
+// CallPeers is the peers (instances) one failed call's attempts went to,
+// oldest first, as peer.Identifier names them ("127.0.0.1:8080"): the
+// latest three of a call that made more attempts.
+type CallPeers struct {
+	Service   string   `json:"service"`
+	Procedure string   `json:"procedure"`
+	Peers     []string `json:"peers"`
 }
 
 // Reasons of a Decision.

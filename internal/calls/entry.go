@@ -31,6 +31,10 @@ type Entry struct {
 	// of a fan-out that failed first, a hedge that lost): their error is
 	// the caller's doing and explains nothing.
 	Abandoned bool
+	// Route is the peers (instances) the call's attempts went to, on a
+	// call that did not succeed whose peers a peer chooser recorded
+	// (package retrypeer); else nil.
+	Route *Route
 }
 
 // Failed reports whether the call ended in the callee's failure (a server

@@ -202,6 +202,9 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 			refused = wire.RefusedPushback
 		}
 		e.Refused = refused
+		if r := state.Route; r != nil && r.Len() > 0 {
+			e.Route = r // the peers, for the claim decision's record
+		}
 		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
 			Attempts: e.Attempts,
 			Callee:   e.Claim,

@@ -4,10 +4,15 @@ import (
 	"time"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
+
+// _decisionPeerCalls is how many failed calls a decision lists the peers
+// of (inbound.Decision.Peers).
+const _decisionPeerCalls = 4
 
 // _recentDecisions is how many claim decisions a Middleware remembers for
 // operators.
@@ -23,7 +28,8 @@ type record struct {
 	code        yarpcerrors.Code
 	class       ownership.Class
 	claim       ownership.Claim
-	refused     wire.Refusal // of a ReasonRefusedHere
+	refused     wire.Refusal        // of a ReasonRefusedHere
+	peers       []inbound.CallPeers // nil unless a peer chooser recorded them (decisionPeers)
 }
 
 func (r *record) decision() inbound.Decision {
@@ -35,7 +41,30 @@ func (r *record) decision() inbound.Decision {
 		FailedCalls: r.failedCalls,
 		Reason:      r.reason,
 		RefusedBy:   r.refusedBy(),
+		Peers:       r.peers,
 	}
+}
+
+// decisionPeers returns the peers of the failed calls among entries whose
+// attempts' peers a peer chooser recorded (calls.Entry.Route), at most
+// _decisionPeerCalls of them, or nil, allocating nothing, when
+// none has any.
+func decisionPeers(entries []calls.Entry) []inbound.CallPeers {
+	var out []inbound.CallPeers
+	for _, e := range entries {
+		if !e.Failed() || e.Route == nil {
+			continue
+		}
+		if len(out) == _decisionPeerCalls {
+			break
+		}
+		out = append(out, inbound.CallPeers{
+			Service:   e.Edge.Service,
+			Procedure: e.Edge.Procedure,
+			Peers:     e.Route.Peers(nil),
+		})
+	}
+	return out
 }
 
 // refusedBy names the refusal of a ReasonRefusedHere, else "".

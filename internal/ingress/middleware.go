@@ -511,6 +511,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		code:        code,
 		class:       class,
 		claim:       claim,
+		peers:       decisionPeers(entries),
 	}, ph)
 	return claim, reason
 }

@@ -29,6 +29,7 @@ const (
 	FieldReason    = "errown.reason"  // refusal: unclaimed, budget, deadline, pushback, ...
 	FieldForeign   = "errown.foreign" // reason foreign: the rule, e.g. foreign-unclaimed
 	FieldMode      = "errown.mode"    // observe, in observe mode only
+	FieldPeer      = "errown.peer"    // the failed attempt's peer, where a retrypeer chooser recorded it
 
 	// TagResendCount is OpenTelemetry's HTTP attribute, set on a client
 	// span errown resent the request of.

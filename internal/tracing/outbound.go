@@ -22,6 +22,11 @@ import (
 // and an unclaimed error logs the refusal errown would have made while
 // the retry goes.
 //
+// When the call's attempts went through a peer chooser that records their
+// peers (package retrypeer), each event names the peer the failed attempt
+// went to (errown.peer: the latest one recorded, as peer.Identifier
+// names it); else it has no such field.
+//
 // On an OpenTelemetry client span of the call alone (otelhttp's around
 // nethttp.Transport, grpc-go's call span), a retry sets
 // http.request.resend_count to the resends made so far.
@@ -32,36 +37,50 @@ func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallStat
 	}
 	switch {
 	case state.Claim == ownership.ClaimUnclaimed && (!retried || observe):
-		s.refusal(req, state.Attempts, state.Claim, ReasonUnclaimed, "", observe)
+		s.refusal(req, state.Attempts, state.Claim, ReasonUnclaimed, "", lastPeer(state.Route), observe)
 	case retried:
-		s.event(EventRetry, withMode(observe,
+		kvs := []attribute.KeyValue{
 			attribute.Int(FieldAttempt, state.Attempts+1),
 			attribute.String(FieldBackoff, wait.String()),
 			attribute.String(FieldCallee, req.Service),
 			attribute.String(FieldProcedure, req.Procedure),
 			attribute.String(FieldClaim, state.Claim.String()),
-		)...)
+		}
+		if p := lastPeer(state.Route); p != "" {
+			kvs = append(kvs, attribute.String(FieldPeer, p))
+		}
+		s.event(EventRetry, withMode(observe, kvs...)...)
 		if s.client() {
 			s.setTags(attribute.Int(TagResendCount, state.Attempts))
 		}
 	case state.Refused != refused && state.Refused != wire.RefusedNone:
-		s.refusal(req, state.Attempts, state.Claim, state.Refused.String(), "", observe)
+		s.refusal(req, state.Attempts, state.Claim, state.Refused.String(), "", lastPeer(state.Route), observe)
 	}
 }
 
 // Foreign logs on the caller's span that the innermost attempt step
 // refused a replay errown did not make, after attempt attempts ended with
-// claim, by rule (retry's foreign-... reasons).
+// claim, by rule (retry's foreign-... reasons), and the peer of the
+// latest attempt when ctx's Route recorded one (Decided).
 func Foreign(ctx context.Context, req *transport.Request, attempts int, claim ownership.Claim, rule string) {
 	s, ok := spanFrom(ctx)
 	if !ok {
 		return
 	}
-	s.refusal(req, attempts, claim, ReasonForeign, rule, false)
+	s.refusal(req, attempts, claim, ReasonForeign, rule, lastPeer(reqlog.RouteFromContext(ctx)), false)
 }
 
-// refusal logs errown.retry_refused.
-func (s span) refusal(req *transport.Request, attempt int, claim ownership.Claim, reason, rule string, observe bool) {
+// lastPeer returns the peer route's latest attempt went to, or "" when
+// route is nil or recorded none (no peer chooser records them).
+func lastPeer(route *reqlog.Route) string {
+	if route == nil {
+		return ""
+	}
+	return route.Last()
+}
+
+// refusal logs errown.retry_refused, naming peer unless it is "".
+func (s span) refusal(req *transport.Request, attempt int, claim ownership.Claim, reason, rule, peer string, observe bool) {
 	kvs := []attribute.KeyValue{
 		attribute.String(FieldReason, reason),
 		attribute.Int(FieldAttempt, attempt),
@@ -71,6 +90,9 @@ func (s span) refusal(req *transport.Request, attempt int, claim ownership.Claim
 	}
 	if rule != "" {
 		kvs = append(kvs, attribute.String(FieldForeign, rule))
+	}
+	if peer != "" {
+		kvs = append(kvs, attribute.String(FieldPeer, peer))
 	}
 	s.event(EventRefused, withMode(observe, kvs...)...)
 }

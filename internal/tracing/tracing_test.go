@@ -125,6 +125,18 @@ func TestDecided(t *testing.T) {
 	failed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
 		return &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: claim, Refused: refused}
 	}
+	// routed is failed, its attempt's peer recorded by a retrypeer chooser.
+	routed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
+		s := failed(claim, refused)
+		_, s.Route = reqlog.NewRouteContext(context.Background())
+		s.Route.Record("127.0.0.1:7001")
+		return s
+	}
+	unrouted := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
+		s := failed(claim, refused)
+		_, s.Route = reqlog.NewRouteContext(context.Background()) // no chooser recorded a peer
+		return s
+	}
 	tests := []struct {
 		name    string
 		give    *reqlog.CallState
@@ -139,6 +151,29 @@ func TestDecided(t *testing.T) {
 			name: "retry", give: failed(ownership.ClaimClaimed, wire.RefusedNone), retried: true, kind: trace.SpanKindServer,
 			want: []event{{EventRetry, map[string]any{
 				FieldAttempt: int64(2), FieldBackoff: "3ms", FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "claimed",
+			}}},
+			wantTag: map[string]any{},
+		},
+		{
+			name: "retry with its failed attempt's peer", give: routed(ownership.ClaimClaimed, wire.RefusedNone), retried: true, kind: trace.SpanKindServer,
+			want: []event{{EventRetry, map[string]any{
+				FieldAttempt: int64(2), FieldBackoff: "3ms", FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "claimed",
+				FieldPeer: "127.0.0.1:7001",
+			}}},
+			wantTag: map[string]any{},
+		},
+		{
+			name: "retry with a route no chooser recorded", give: unrouted(ownership.ClaimClaimed, wire.RefusedNone), retried: true, kind: trace.SpanKindServer,
+			want: []event{{EventRetry, map[string]any{
+				FieldAttempt: int64(2), FieldBackoff: "3ms", FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "claimed",
+			}}},
+			wantTag: map[string]any{},
+		},
+		{
+			name: "budget with the failed attempt's peer", give: routed(ownership.ClaimClaimed, wire.RefusedBudget), kind: trace.SpanKindServer,
+			want: []event{{EventRefused, map[string]any{
+				FieldReason: "budget", FieldAttempt: int64(1), FieldCallee: "svc-d", FieldProcedure: "echo", FieldClaim: "claimed",
+				FieldPeer: "127.0.0.1:7001",
 			}}},
 			wantTag: map[string]any{},
 		},
@@ -212,6 +247,17 @@ func TestForeign(t *testing.T) {
 		assert.Equal(t, []event{{EventRefused, map[string]any{
 			FieldReason: "foreign", FieldAttempt: int64(2), FieldCallee: "svc-d", FieldProcedure: "echo",
 			FieldClaim: "unclaimed", FieldForeign: "foreign-unclaimed",
+		}}}, r.events, name)
+	}
+	for name, r := range traced(t, trace.SpanKindServer, func(ctx context.Context) {
+		ctx, route := reqlog.NewRouteContext(ctx)
+		route.Record("127.0.0.1:7001")
+		route.Record("127.0.0.1:7002")
+		Foreign(ctx, req, 2, ownership.ClaimUnclaimed, "foreign-unclaimed")
+	}) {
+		assert.Equal(t, []event{{EventRefused, map[string]any{
+			FieldReason: "foreign", FieldAttempt: int64(2), FieldCallee: "svc-d", FieldProcedure: "echo",
+			FieldClaim: "unclaimed", FieldForeign: "foreign-unclaimed", FieldPeer: "127.0.0.1:7002",
 		}}}, r.events, name)
 	}
 }
