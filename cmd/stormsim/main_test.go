@@ -170,7 +170,7 @@ func TestRunErrors(t *testing.T) {
 	}{
 		{name: "fail-depth", give: []string{"-depth", "3", "-fail-depth", "3"}, want: "fail-depth: must be >= 0 and < depth (3), got 3"},
 		{name: "policy", give: []string{"-policy", "retry-harder"}, want: `policy: must be one of naive, budget, ownership, ownership-naive, got "retry-harder"`},
-		{name: "scenario", give: []string{"-scenario", "tornado"}, want: `scenario: must be all or one of chain, availability, context-drop, mixed, coincidental, no-retry-below, deep, fanout, overload, capacity, got "tornado"`},
+		{name: "scenario", give: []string{"-scenario", "tornado"}, want: `scenario: must be all or one of chain, availability, context-drop, mixed, coincidental, no-retry-below, deep, fanout, overload, capacity, partial, got "tornado"`},
 		{name: "chain flags with a scenario", give: []string{"-scenario", "deep", "-depth", "3", "-budget", "0.2"}, want: "-depth: a named scenario sets its own"},
 		{name: "scenario and topology", give: []string{"-scenario", "deep", "-topology", "x.yaml"}, want: "-scenario and -topology: give one"},
 		{name: "svg of all", give: []string{"-scenario", "all", "-svg", "x.svg"}, want: "-svg: give one scenario, not all"},
