@@ -90,7 +90,7 @@ nodes:
 	}
 	fmt.Printf("A available %.1f%%; per request at A: B %.2f, C %.2f\n", 100*a.Availability, a.Nodes[1].Load, a.Nodes[2].Load)
 	// Output:
-	// A available 88.0%; per request at A: B 1.10, C 1.10
+	// A available 96.0%; per request at A: B 1.20, C 1.20
 }
 
 func ExampleScenario_Run() {
@@ -110,6 +110,6 @@ func ExampleScenario_Run() {
 	// availability % after retry, base 99%: 99.9900 (published 99.99)
 	// availability % after retry, base 95%: 99.7500 (published 99.75)
 	// availability % after retry, base 90%: 99.0000 (published 99)
-	// availability % after retry, base 80%: 88.0000 (published 88)
-	// availability % after retry, base 70%: 77.0000 (published 77)
+	// availability % after retry, base 80%: 96.0000 (published 88)
+	// availability % after retry, base 70%: 91.0000 (published 77)
 }
