@@ -33,10 +33,10 @@ deps:
 	@scripts/deps.sh
 
 .PHONY: test
-test: deps lint race soak-short fuzz
+test: deps lint race peers-smoke soak-short fuzz
 
 .PHONY: lint
-lint: vet fmt-check tidy-check staticcheck
+lint: vet fmt-check tidy-check staticcheck peers-lint
 
 .PHONY: vet
 vet:
@@ -58,6 +58,27 @@ tidy-check:
 .PHONY: staticcheck
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+# bench/peers is a module of its own (its benchmarks' dependencies, the
+# retry libraries errown is compared with, stay out of errown's go.mod), so
+# ./... leaves it out: it gets its own vet, tidy check and staticcheck.
+PEERS := bench/peers
+
+.PHONY: peers-lint
+peers-lint:
+	cd $(PEERS) && $(GO) vet ./...
+	@cd $(PEERS) && cp go.mod /tmp/errown-peers.go.mod.bak && cp go.sum /tmp/errown-peers.go.sum.bak && \
+	$(GO) mod tidy && \
+	if ! cmp -s go.mod /tmp/errown-peers.go.mod.bak || ! cmp -s go.sum /tmp/errown-peers.go.sum.bak; then \
+		echo "go mod tidy changes $(PEERS)/go.mod/go.sum:"; diff /tmp/errown-peers.go.mod.bak go.mod; \
+		cp /tmp/errown-peers.go.mod.bak go.mod; cp /tmp/errown-peers.go.sum.bak go.sum; exit 1; fi
+	cd $(PEERS) && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# One op of each peer benchmark (about 15s), so that they keep building
+# and running; `make bench-peers` measures.
+.PHONY: peers-smoke
+peers-smoke:
+	cd $(PEERS) && $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -benchmem ./...
 
 # The fault tests saturate both cores for minutes: run beside the tests that
 # judge time (recovery, the lab's open loop), they starve them. So the race
@@ -112,6 +133,19 @@ BENCH_TIME ?= 1s
 .PHONY: bench
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 60m ./bench/ $(PKGS)
+
+# The peer table of bench/README.md: errown beside cenkalti/backoff and
+# failsafe-go, in process (PEERS_TIME ops of rounds of 20000 requests per
+# run) and on the HTTP chain (PEERS_HTTP_TIME ops of twelve 250ms phases),
+# PEERS_COUNT runs each in one process (about 15 minutes with the defaults).
+PEERS_COUNT ?= 10
+PEERS_TIME ?= 10x
+PEERS_HTTP_TIME ?= 5x
+
+.PHONY: bench-peers
+bench-peers:
+	cd $(PEERS) && $(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_TIME) -timeout 60m .
+	cd $(PEERS) && $(GO) test -run '^$$' -bench '^BenchmarkPeersHTTP$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_HTTP_TIME) -timeout 60m .
 
 .PHONY: stormsim
 stormsim:

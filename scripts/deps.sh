@@ -28,3 +28,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The Debian package may start a server of its own; the tests start theirs.
 go mod download
+# bench/peers is a module of its own (the retry libraries it compares
+# errown with stay out of errown's go.mod).
+(cd bench/peers && go mod download)
