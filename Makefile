@@ -23,7 +23,8 @@ FUZZ_TARGETS := \
 	./internal/retrier:FuzzConfig \
 	./internal/memory:FuzzParseSnapshot \
 	./internal/memory:FuzzParseQueryResponse \
-	./internal/stormsim:FuzzParseTopology
+	./internal/stormsim:FuzzParseTopology \
+	./internal/chaos:FuzzChoices
 
 .PHONY: all
 all: test

@@ -15,11 +15,13 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/grpcgo"
+	"github.com/errown/errown/internal/chaos"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/backoff"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -181,7 +183,15 @@ type yarpcNode struct {
 	callee  func() testmesh.Callee
 	options testmesh.TransportOptions
 	own     *attemptLog // B's attempt counter; nil elsewhere
-	handler func(ctx context.Context, n *yarpcNode, id uint64, body []byte) ([]byte, error)
+	// chaos, when set, is the node's own outbound middleware inside own
+	// (the soak's chaos middleware at B).
+	chaos middleware.UnaryOutbound
+	// procedures are the procedures the node serves with handler:
+	// "call" when empty.
+	procedures []string
+	// errownOptions are given to the node's errown.New.
+	errownOptions []errown.Option
+	handler       func(ctx context.Context, n *yarpcNode, id uint64, body []byte) ([]byte, error)
 
 	served atomic.Int64
 	byID   sync.Map // uint64 → *atomic.Int64, unless counts
@@ -222,16 +232,27 @@ func (n *yarpcNode) start() error {
 	defer n.mu.Unlock()
 	cfg := n.cfg
 	var callee testmesh.Callee
-	tcfg := testmesh.Config{Name: n.name, Kind: n.transport, Listen: n.addr, Errown: &cfg, Transport: n.options}
+	tcfg := testmesh.Config{Name: n.name, Kind: n.transport, Listen: n.addr, Errown: &cfg, Transport: n.options, ErrownOptions: n.errownOptions}
 	if n.callee != nil {
 		callee = n.callee()
 		tcfg.Callees = []testmesh.Callee{callee}
 	}
+	var own []middleware.UnaryOutbound
 	if n.own != nil {
-		tcfg.Outbound = n.own
+		own = append(own, n.own)
 	}
+	if n.chaos != nil {
+		own = append(own, n.chaos)
+	}
+	tcfg.Outbound = yarpc.UnaryOutboundMiddleware(own...)
 	tcfg.Register = func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
-		d.Register(raw.Procedure("call", n.serve))
+		procedures := n.procedures
+		if len(procedures) == 0 {
+			procedures = []string{"call"}
+		}
+		for _, p := range procedures {
+			d.Register(raw.Procedure(p, n.serve))
+		}
 		if n.callee != nil {
 			n.client = raw.New(d.ClientConfig(callee.Name))
 		}
@@ -275,6 +296,16 @@ func (n *yarpcNode) stop() error {
 // leaf is what C does: it answers with the body it got.
 func leaf(context.Context, *yarpcNode, uint64, []byte) ([]byte, error) {
 	return []byte("ok-leaf!"), nil
+}
+
+// echoLeaf is what C does in the soak: it answers with the echo of the
+// request's ID and procedure, in its body and chaos.EchoHeader, so that
+// an answer handed to another request shows.
+func echoLeaf(ctx context.Context, _ *yarpcNode, id uint64, _ []byte) ([]byte, error) {
+	call := yarpc.CallFromContext(ctx)
+	echo := chaos.Echo(id, call.Procedure())
+	_ = call.WriteResponseHeader(chaos.EchoHeader, echo)
+	return []byte(echo), nil
 }
 
 // forward is what A does: it calls B with the body it got.
@@ -411,15 +442,16 @@ func (reconnect) Duration(attempts uint) time.Duration {
 	return min(time.Duration(1<<min(attempts, 10))*time.Millisecond, _reconnectMax)
 }
 
-// call sends request id from outside and returns its answer.
-func (m *faultMesh) call(id uint64) (yarpcerrors.Code, string, error) {
+// call sends request id from outside and returns its answer: its code,
+// claim, body and error.
+func (m *faultMesh) call(id uint64) (yarpcerrors.Code, string, []byte, error) {
 	var body [8]byte
 	binary.LittleEndian.PutUint64(body[:], id)
 	ctx, cancel := context.WithTimeout(context.Background(), _callTTL)
 	defer cancel()
 	var headers map[string]string
-	_, err := m.caller.Call(ctx, "call", body[:], yarpc.ResponseHeaders(&headers))
-	return yarpcerrors.FromError(err).Code(), headers["errown-claim"], err
+	res, err := m.caller.Call(ctx, "call", body[:], yarpc.ResponseHeaders(&headers))
+	return yarpcerrors.FromError(err).Code(), headers["errown-claim"], res, err
 }
 
 // grpcGoLeaf is C as a grpc-go server with errown's interceptor: its

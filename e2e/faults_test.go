@@ -51,7 +51,7 @@ func startLoad(m *faultMesh, workers int) *faultLoad {
 				id := l.next.Add(1)
 				r := callRecord{id: id, start: time.Now()}
 				r.fault, r.gen0 = m.proxy.Fault()
-				r.code, r.claim, _ = m.call(id)
+				r.code, r.claim, _, _ = m.call(id)
 				_, r.gen1 = m.proxy.Fault()
 				r.end = time.Now()
 				l.mu.Lock()

@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown"
+	"github.com/errown/errown/internal/chaos"
 	"github.com/errown/errown/internal/stormsim"
 	"github.com/errown/errown/retry"
+	"github.com/uber-go/tally/v4"
 	"go.uber.org/goleak"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -44,6 +47,10 @@ const (
 	_soakAttemptC = 400 * time.Millisecond
 	// _soakGCPercent is GOGC during the soak.
 	_soakGCPercent = 400
+	// _soakChaosSeed and _soakChaosDelay are the chaos middleware's at B:
+	// its seed, and the bound of its hedges' delays and abandons' timers.
+	_soakChaosSeed  = 32
+	_soakChaosDelay = 5 * time.Millisecond
 )
 
 // soakSample is the mesh at one second of the soak.
@@ -61,11 +68,17 @@ type soakSample struct {
 // on every hop, its defaults but for the windows: the attempts-in-flight
 // limit on, a retry budget of 20%) while the fault matrix cycles between B and
 // C and C is stopped and started again on its port every third fault.
+// The chaos middleware runs at B as B's own outbound middleware, between
+// errown's and its innermost step, C echoing each request's ID and
+// procedure (the procedure "call" and the fallback's, chaos.Alt's).
 // It fails on any request answered other than once, served by A other
 // than once (a doubled request), or tried on C more than the policies
-// allow; on a goroutine left behind; and on heap growth past 32 MiB
-// between the first turn of the cycle and the end. The report gives
-// requests/s, answers by code, heap and goroutines over time.
+// allow; on any answer delivered to a request it was not for, at B's
+// attempts or outside; on a goroutine left behind; and on heap growth
+// past 32 MiB between the first turn of the cycle and the end. The
+// report gives requests/s, answers by code, late attempts (attempts
+// still running when their call returned) and cross deliveries, heap and
+// goroutines over time.
 func TestFaultSoak(t *testing.T) {
 	requests := *_faultSoakRequests
 	ignore := goleak.IgnoreCurrent()
@@ -82,10 +95,22 @@ func TestFaultSoak(t *testing.T) {
 	policies := append([]retry.PolicyConfig(nil), m.b.cfg.Retry.Policies...)
 	policies[0].AttemptTimeout = _soakAttemptC
 	m.b.cfg.Retry.Policies = policies
-	// Restart A and B with the soak's config (the mesh started them with
-	// the matrix's).
+	// The chaos middleware at B, C echoing what it answers.
+	ledger := new(chaos.Ledger)
+	chaosB, err := chaos.New(chaos.Config{Source: chaos.NewSeeded(_soakChaosSeed), MaxDelay: _soakChaosDelay, Ledger: ledger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopeB := tally.NewTestScope("", nil)
+	m.b.chaos, m.b.errownOptions = chaosB, []errown.Option{errown.WithScope(scopeB)}
+	c := m.c.(*yarpcNode)
+	c.handler, c.procedures = echoLeaf, []string{"call", chaos.Alt("call")}
+	// Restart A, B and C with the soak's config (the mesh started them
+	// with the matrix's).
 	m.must(m.a.stop())
 	m.must(m.b.stop())
+	m.must(m.c.stop())
+	m.must(m.c.start())
 	m.must(m.b.start())
 	m.must(m.a.start())
 
@@ -112,7 +137,8 @@ func TestFaultSoak(t *testing.T) {
 				if id > uint64(requests) {
 					return
 				}
-				code, _, _ := m.call(id)
+				code, _, body, err := m.call(id)
+				ledger.Check("the outside caller", id, _soakProcedures, chaos.Answer{Body: body, Err: err, Empty: err != nil})
 				codes[code].Add(1)
 				answers[id].Add(1)
 				done.Add(1)
@@ -198,6 +224,9 @@ loop:
 		t.Logf("sent %d requests of %d in faultsoak.max, %v", sent, requests, *_faultSoakMax)
 		requests = sent
 	}
+	chaosB.Wait() // the attempts it left running ended
+	late := counterValue(scopeB, "errown.retry.late_attempts", map[string]string{"callee": _fc})
+	chaosStats := chaosB.Stats()
 	idle := heap(true) // every request answered, the mesh still up
 	baseline, lastCycle := samples[0].heapMiB, samples[0].heapMiB
 	if len(cycleHeaps) > 0 {
@@ -205,15 +234,23 @@ loop:
 	}
 
 	lost, doubled, over := 0, 0, 0
+	var overIDs, doubledIDs []string
 	for id := 1; id <= requests; id++ {
 		if answers[id].Load() != 1 {
 			lost++
 		}
 		if m.a.servedOf(uint64(id)) != 1 {
 			doubled++
+			if len(doubledIDs) < 5 {
+				doubledIDs = append(doubledIDs, fmt.Sprintf("request %d: A served %d", id, m.a.servedOf(uint64(id))))
+			}
 		}
 		if int64(m.attempts.of(uint64(id))) > 2*m.b.servedOf(uint64(id)) || m.b.servedOf(uint64(id)) > 2 {
 			over++
+			if len(overIDs) < 5 {
+				overIDs = append(overIDs, fmt.Sprintf("request %d: %d attempts of B's errown, B served %d, C %d",
+					id, m.attempts.of(uint64(id)), m.b.servedOf(uint64(id)), c.servedOf(uint64(id))))
+			}
 		}
 	}
 	var byCode []string
@@ -231,8 +268,14 @@ loop:
 	t.Logf("fault soak: %d requests in %v (%.0f/s), %d restarts of C, success %.3f%%; answers: %s; heap %.1f MiB after the first cycle, %.1f MiB after the last (%d cycles), %.1f MiB idle at the end, %.1f MiB once stopped; goroutines %d once stopped",
 		requests, elapsed.Round(time.Millisecond), float64(requests)/elapsed.Seconds(), restarts, 100*float64(ok)/float64(requests),
 		strings.Join(byCode, ", "), baseline, lastCycle, len(cycleHeaps), idle, final, goroutines)
+	t.Logf("chaos at B: %v, %d sends; late attempts: %d (errown's retry.late_attempts), %d (the chaos middleware's count); %d answers checked, %d cross deliveries",
+		chaosStats.Calls, chaosStats.Sends, late, chaosStats.Late, ledger.Checked(), ledger.Cross())
 	if lost > 0 || doubled > 0 || over > 0 {
-		t.Errorf("%d requests not answered exactly once, %d served by A other than once, %d tried past the policies", lost, doubled, over)
+		t.Errorf("%d requests not answered exactly once, %d served by A other than once (%s), %d tried past the policies (%s)",
+			lost, doubled, strings.Join(doubledIDs, "; "), over, strings.Join(overIDs, "; "))
+	}
+	if n := ledger.Cross(); n > 0 {
+		t.Errorf("%d answers delivered to a request they were not for; the first:\n\t%s", n, strings.Join(ledger.Samples(), "\n\t"))
 	}
 	if growth := max(lastCycle, idle) - baseline; growth > 32 {
 		t.Errorf("heap grew by %.1f MiB from the first cycle's end (%.1f MiB) to the last's (%.1f MiB) or the end (%.1f MiB)", growth, baseline, lastCycle, idle)
@@ -240,6 +283,7 @@ loop:
 	goleak.VerifyNone(t, ignore)
 	if dir := *_faultSoakReport; dir != "" {
 		r := soakReport{requests: requests, asked: asked, elapsed: elapsed, restarts: restarts, ok: ok, byCode: byCode, lost: lost, doubled: doubled, over: over,
+			chaos: chaosStats, late: late, checked: ledger.Checked(), cross: ledger.Cross(),
 			cycleHeaps: cycleHeaps, idle: idle, final: final, goroutines: goroutines, loadStart: loadStart, loadEnd: loadAvg()}
 		if err := writeSoakReport(dir, r, samples); err != nil {
 			t.Fatal(err)
@@ -256,6 +300,9 @@ type soakReport struct {
 	ok                  int64
 	byCode              []string
 	lost, doubled, over int
+	chaos               chaos.Stats // the chaos middleware's at B
+	late                int64       // B's retry.late_attempts
+	checked, cross      int64       // answers checked, delivered to a request they were not for
 	cycleHeaps          []float64
 	idle, final         float64
 	goroutines          int
@@ -332,13 +379,19 @@ func writeSoakReport(dir string, r soakReport, samples []soakSample) error {
 		run, time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), strings.TrimSpace(string(cpu)))
 	fmt.Fprintf(&b, "The mesh: outside caller → A (yarpc, HTTP) → B (yarpc, gRPC) → fault proxy → C (yarpc, HTTP), errown on A, B and C "+
 		"(budget 20%%, attempts-in-flight limit on, windows %v, B's attempt timeout to C %v), %d requests in flight. Faults cycle between B and C, %v each with %v without: %s; "+
-		"down is C stopped and started again on its port, its dependency memory's snapshot written and read.\n\n",
-		_window, _soakAttemptC, _soakWorkers, _soakFault, _soakPass, soakCycleNames())
+		"down is C stopped and started again on its port, its dependency memory's snapshot written and read. "+
+		"B's own outbound middleware, between errown's and its innermost step, is the chaos middleware (internal/chaos, seed %d): "+
+		"per call it hedges, abandons, falls back to another procedure, replays, panics or passes, its delays and timers up to %v; "+
+		"C echoes each request's ID and procedure, checked at B's attempts and outside.\n\n",
+		_window, _soakAttemptC, _soakWorkers, _soakFault, _soakPass, soakCycleNames(), _soakChaosSeed, _soakChaosDelay)
 	fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| requests | %d |\n| duration | %v |\n| requests/s | %.0f |\n| restarts of C | %d |\n| success | %.3f%% |\n",
 		requests, elapsed.Round(time.Second), float64(requests)/elapsed.Seconds(), restarts, 100*float64(ok)/float64(requests))
 	fmt.Fprintf(&b, "| answers by code | %s |\n", strings.Join(byCode, ", "))
 	fmt.Fprintf(&b, "| requests not answered once / served by A other than once / tried past the policies | %d / %d / %d |\n", r.lost, r.doubled, r.over)
+	fmt.Fprintf(&b, "| chaos calls at B by action / attempts sent | %s / %d |\n", chaosCalls(r.chaos), r.chaos.Sends)
+	fmt.Fprintf(&b, "| late attempts: errown's retry.late_attempts at B / the chaos middleware's count | %d / %d |\n", r.late, r.chaos.Late)
+	fmt.Fprintf(&b, "| cross-request deliveries (answers checked) | %d (%d) |\n", r.cross, r.checked)
 	fmt.Fprintf(&b, "| heap after GC at the end of cycles 1, 2, …, last (%d cycles) | %s MiB |\n"+
 		"| heap after GC, all answered / mesh stopped | %.1f / %.1f MiB |\n| heap peak (sampled, GOGC %d) | %.1f MiB |\n| goroutines peak / once stopped | %d / %d |\n"+
 		"| machine load average at the start / end (1, 5, 15 min) | %s / %s |\n\n",
@@ -346,6 +399,19 @@ func writeSoakReport(dir string, r soakReport, samples []soakSample) error {
 	b.WriteString("![requests/s, heap and goroutines over time](soak.svg)\n")
 	return os.WriteFile(filepath.Join(dir, "soak.md"), []byte(b.String()), 0o644)
 }
+
+// chaosCalls lists the calls of s by action, in the actions' order.
+func chaosCalls(s chaos.Stats) string {
+	var out []string
+	for _, a := range chaos.Actions {
+		out = append(out, fmt.Sprintf("%v %d", a, s.Calls[a]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// _soakProcedures are the procedures whose echo an answer outside may
+// carry: B's call, and a fallback's.
+var _soakProcedures = []string{"call", chaos.Alt("call")}
 
 // heapSeries is the first three and the last two of hs.
 func heapSeries(hs []float64) string {
