@@ -157,7 +157,7 @@ func TestPageInChromium(t *testing.T) {
 		"<td>place</td><td>inventory::reserve</td>",
 		`<span class="kind fail-close">fail-close</span>`,
 		`<td class="unclaimed">unclaimed</td>`,
-		"retried below",
+		"retried here",
 		"<td>inventory</td>",
 		"Storms seen",
 		`<td>place</td><td class="failed">failed</td>`,

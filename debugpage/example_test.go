@@ -54,6 +54,6 @@ retry:
 	fmt.Println(len(page.Storms), "storms") // no root request has met a storm yet
 	// Output:
 	// application/json checkout
-	// {"callee":"payments","disabled":false,"requests":0,"retries":0,"allowed":100,"ratio":0.1,"minPerSecond":10,"window":"10s"}
+	// {"callee":"payments","disabled":false,"requests":0,"retries":0,"succeeded":0,"refused":0,"allowed":100,"ratio":0.1,"minPerSecond":10,"window":"10s"}
 	// 0 storms
 }

@@ -152,7 +152,7 @@ func TestJSONBudgets(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &got), body)
 	assert.Equal(t, []map[string]any{
-		{"callee": "inventory", "disabled": false, "requests": 100.0, "retries": 3.0, "allowed": 110.0, "ratio": 0.1, "minPerSecond": 10.0, "window": "10s"},
+		{"callee": "inventory", "disabled": false, "requests": 100.0, "retries": 3.0, "succeeded": 0.0, "refused": 0.0, "allowed": 110.0, "ratio": 0.1, "minPerSecond": 10.0, "window": "10s"},
 		{"callee": "naive", "disabled": true},
 	}, got.Budgets)
 	assert.Contains(t, body, `"window": "10s"`)
@@ -168,12 +168,12 @@ func TestBudgetJSONRoundTrip(t *testing.T) {
 		{
 			name: "enabled",
 			give: Budget{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 1500 * time.Millisecond},
-			want: `{"callee":"inventory","disabled":false,"requests":100,"retries":3,"allowed":110,"ratio":0.1,"minPerSecond":10,"window":"1.5s"}`,
+			want: `{"callee":"inventory","disabled":false,"requests":100,"retries":3,"succeeded":0,"refused":0,"allowed":110,"ratio":0.1,"minPerSecond":10,"window":"1.5s"}`,
 		},
 		{
 			name: "enabled, empty window",
 			give: Budget{Callee: "inventory", Ratio: 0.1},
-			want: `{"callee":"inventory","disabled":false,"requests":0,"retries":0,"allowed":0,"ratio":0.1,"minPerSecond":0,"window":"0s"}`,
+			want: `{"callee":"inventory","disabled":false,"requests":0,"retries":0,"succeeded":0,"refused":0,"allowed":0,"ratio":0.1,"minPerSecond":0,"window":"0s"}`,
 		},
 		{
 			name: "disabled",

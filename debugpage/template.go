@@ -37,6 +37,7 @@ p.mode.enforce strong { color: #176b2c; }
 .failed { color: #a1120b; }
 .succeeded { color: #176b2c; }
 td.unknown { font-style: italic; }
+td.held-back { color: #8a5a00; }
 </style>
 </head>
 <body>
@@ -61,14 +62,15 @@ td.unknown { font-style: italic; }
 <h2>Retry budgets</h2>
 {{if .Budgets}}
 <table id="budgets">
-<tr><th>callee</th><th>requests</th><th>retries</th><th>allowed</th><th>ratio</th><th>floor /s</th><th>window</th></tr>
+<tr><th>callee</th><th>requests</th><th>retries failed</th><th>retries succeeded</th><th>refused</th><th>allowed</th><th>ratio</th><th>floor /s</th><th>window</th></tr>
 {{range .Budgets}}<tr>
 <td>{{.Callee}}</td>
-{{if .Disabled}}<td colspan="6" class="empty">no budget: every retry a policy wants is allowed</td>{{else}}
-<td class="num">{{.Requests}}</td><td class="num">{{.Retries}}</td><td class="num">{{num .Allowed}}</td>
+{{if .Disabled}}<td colspan="8" class="empty">no budget: every retry a policy wants is allowed</td>{{else}}
+<td class="num">{{.Requests}}</td><td class="num">{{.Retries}}</td><td class="num">{{.Succeeded}}</td><td class="num">{{.Refused}}</td><td class="num">{{num .Allowed}}</td>
 <td class="num">{{pct .Ratio}}</td><td class="num">{{num .MinPerSecond}}</td><td class="num">{{.Window}}</td>{{end}}
 </tr>
-{{end}}</table>
+{{if .HeldBackWorking}}<tr><td></td><td colspan="8" class="held-back">held back {{.Refused}} retries that were working: {{.Succeeded}} of the window's retries to {{.Callee}} succeeded, {{.Retries}} failed (the failures are independent: consider a larger ratio)</td></tr>
+{{end}}{{end}}</table>
 {{else}}<p class="empty">No retry policy is configured: errown never retries.</p>{{end}}
 
 <h2>Recent claim decisions</h2>

@@ -285,6 +285,7 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 			}
 			own := claimTags(_claimed, "own failure")
 			below := claimTags(_unclaimed, "retried below")
+			here := claimTags(_unclaimed, "retried here") // C, which retried D itself
 
 			// The onset: B and C are roots too, and say so on their spans.
 			reply := mesh.Call(callCtx(t), _a, nil)
@@ -293,7 +294,7 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 			ts.await(_serverSpans)
 			assert.Equal(t, want, ts.errownEvents(), "onset: errown's events")
 			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
-			ts.assertServerTags(_c, with(below, _onsetStormC))
+			ts.assertServerTags(_c, with(here, _onsetStormC))
 			ts.assertServerTags(_b, with(below, _onsetStormB))
 			ts.assertServerTags(_a, with(below, _rootStorm))
 			assertRetryEvent(t, ts.spans(_c, trace.SpanKindServer), _d)
@@ -308,7 +309,7 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 			ts.await(_serverSpans)
 			assert.Equal(t, want, ts.errownEvents(), "errown's events")
 			ts.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
-			ts.assertServerTags(_c, below)
+			ts.assertServerTags(_c, here)
 			ts.assertServerTags(_b, below)
 			ts.assertServerTags(_a, with(below, _rootStorm))
 			assertRetryEvent(t, ts.spans(_c, trace.SpanKindServer), _d)
@@ -401,6 +402,7 @@ func TestTraceMixedChain(t *testing.T) {
 	}
 	own := claimTags(_claimed, "own failure")
 	below := claimTags(_unclaimed, "retried below")
+	here := claimTags(_unclaimed, "retried here") // C, which retried D itself
 	// check holds the traces of one request (view) to the chain's, B's
 	// and C's server spans tagged with stormB and stormC besides, and the
 	// tapped edges (B→C, C→D) to attempts.
@@ -409,7 +411,7 @@ func TestTraceMixedChain(t *testing.T) {
 		view.await(_serverSpans)
 		assert.Equal(t, want, view.errownEvents(), "%s: errown's events", name)
 		view.assertServerTags(_d, own, with(own, map[string]string{"errown.attempt": "2"}))
-		view.assertServerTags(_c, with(below, stormC))
+		view.assertServerTags(_c, with(here, stormC))
 		view.assertServerTags(_b, with(below, stormB))
 		view.assertServerTags(_a, with(below, _rootStorm))
 		assertRetryEvent(t, view.spans(_c, trace.SpanKindClient), _d)

@@ -38,9 +38,11 @@ type Mode string
 const (
 	// ModeEnforce suppresses the retries of unclaimed errors. The default.
 	ModeEnforce Mode = "enforce"
-	// ModeObserve retries as if errown were not there (per the policy and
-	// the budget, blind to claims) while computing and sending claims and
-	// storm telemetry: the figures say what enforce mode would prevent.
+	// ModeObserve retries as if errown were not there (per the policy,
+	// blind to claims; neither the budget nor the overload limit holds a
+	// retry back) while computing and sending claims and storm telemetry:
+	// the figures say what enforce mode would prevent, and the would_...
+	// counters what it would refuse.
 	ModeObserve Mode = "observe"
 )
 
@@ -81,9 +83,9 @@ type Config struct {
 }
 
 // BudgetConfig configures the retry budget kept for each callee service.
-// Over the sliding Window, retries may reach
+// Over the sliding Window, the retries that did not succeed may reach
 // Ratio × requests + MinPerSecond × Window (in seconds), or only
-// Ratio × requests with NoFloor.
+// Ratio × requests with NoFloor: a retry that succeeds is refunded.
 type BudgetConfig struct {
 	// Ratio is the retries allowed as a fraction of original requests to
 	// the callee. Default 0.1 (0 means the default: set a tiny ratio such

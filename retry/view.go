@@ -11,9 +11,16 @@ type BudgetView struct {
 	// Disabled budgets allow every retry a policy wants.
 	Disabled bool `json:"disabled"`
 	// Requests and Retries are the original requests and the retries
-	// counted in the current window.
+	// counted in the current window: the retries that did not succeed,
+	// since one that succeeds is refunded.
 	Requests int64 `json:"requests"`
 	Retries  int64 `json:"retries"`
+	// Succeeded is the retries in the window that succeeded (refunded),
+	// Refused the retries the budget had no room for (in observe mode,
+	// would have had none: they were sent). Refusals while retries
+	// succeed are retries the budget held back that were working.
+	Succeeded int64 `json:"succeeded"`
+	Refused   int64 `json:"refused"`
 	// Allowed is how many retries the window allows:
 	// Ratio × Requests + MinPerSecond × Window.
 	Allowed      float64       `json:"allowed"`

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -22,6 +23,10 @@ type Entry struct {
 	RCS bool
 	// Attempts made, the first one included.
 	Attempts int
+	// Refused says why this hop declined a retry of the call, if it did:
+	// with Attempts, Claim and Code, why RCS holds (the claim decision's
+	// reason).
+	Refused wire.Refusal
 	// Abandoned calls ended because the caller cancelled them (a sibling
 	// of a fan-out that failed first, a hedge that lost): their error is
 	// the caller's doing and explains nothing.

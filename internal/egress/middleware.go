@@ -201,6 +201,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		if noRetry && refused == wire.RefusedNone {
 			refused = wire.RefusedPushback
 		}
+		e.Refused = refused
 		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
 			Attempts: e.Attempts,
 			Callee:   e.Claim,

@@ -111,7 +111,7 @@ func TestCallRecordsEntry(t *testing.T) {
 		{
 			name:      "refused by budget: RCS true",
 			give:      fakeOutbound{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget}},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedBudget},
 			wantClaim: "missing",
 		},
 		{
@@ -123,7 +123,7 @@ func TestCallRecordsEntry(t *testing.T) {
 		{
 			name:      "pushback without a retry policy: RCS true",
 			give:      fakeOutbound{res: withHeader("errown-no-retry", "true"), err: unavailable},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedPushback},
 			wantClaim: "missing",
 		},
 		{
@@ -276,6 +276,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 		Class:    ownership.ClassFailure,
 		Attempts: 2,
 		RCS:      true,
+		Refused:  wire.RefusedBudget, // as the inner middleware reported
 	}}, log.Egress.Close(nil))
 }
 
@@ -299,7 +300,7 @@ func TestWithInnerRetry(t *testing.T) {
 			// the refusal reached the entry.
 			name: "pushback refused the retry",
 			give: &transport.Response{Headers: transport.NewHeaders().With("errown-no-retry", "true")},
-			want: calls.Entry{Attempts: 1, RCS: true},
+			want: calls.Entry{Attempts: 1, RCS: true, Refused: wire.RefusedPushback},
 		},
 		{
 			// The retry middleware read the claim: the entry has it

@@ -575,8 +575,8 @@ func TestCallMarkingAllocates(t *testing.T) {
 	tracked := testing.AllocsPerRun(1000, func() { _, _ = mw.Call(ctx, req, out) })
 
 	assert.Equal(t, 1001, sent, "every tracked call was marked")
-	assert.LessOrEqual(t, untracked, 1.0, "an untracked call: the context node of its state")
-	assert.LessOrEqual(t, tracked, float64(_markAllocs+_callAllocs), "marking allocates: %v tracked, %v untracked", tracked, untracked)
+	assert.LessOrEqual(t, untracked, 1.0+_routeAllocs, "an untracked call: the context node of its state, and its route")
+	assert.LessOrEqual(t, tracked, float64(_markAllocs+_callAllocs+_routeAllocs), "marking allocates: %v tracked, %v untracked", tracked, untracked)
 	assert.Equal(t, 1001, log.Egress.Counts().NotFailed, "the tracked calls were tracked")
 	assert.Equal(t, 0, req.Headers.Len(), "the caller's headers unchanged")
 }
@@ -589,6 +589,11 @@ const _markAllocs = 5
 // state, with the Sink and its mutex, and the context node that carries
 // it below.
 const _callAllocs = 2
+
+// _routeAllocs is what a call its policy may retry allocates besides: the
+// context node with the call's route (the peers its attempts went to,
+// for package retrypeer), never pooled.
+const _routeAllocs = 1
 
 // TestCopyRequestCopiesEveryField: every field of transport.Request but
 // its headers reaches the marked request as the caller gave it, so a

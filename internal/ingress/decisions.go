@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -22,6 +23,7 @@ type record struct {
 	code        yarpcerrors.Code
 	class       ownership.Class
 	claim       ownership.Claim
+	refused     wire.Refusal // of a ReasonRefusedHere
 }
 
 func (r *record) decision() inbound.Decision {
@@ -32,7 +34,16 @@ func (r *record) decision() inbound.Decision {
 		Claim:       r.claim.String(),
 		FailedCalls: r.failedCalls,
 		Reason:      r.reason,
+		RefusedBy:   r.refusedBy(),
 	}
+}
+
+// refusedBy names the refusal of a ReasonRefusedHere, else "".
+func (r *record) refusedBy() string {
+	if r.refused == wire.RefusedNone {
+		return ""
+	}
+	return r.refused.String()
 }
 
 // decisions is a ring of the latest decisions. Only error responses write
@@ -51,7 +62,7 @@ func (d *decisions) add(r record, ph uint64) {
 		uint64(r.time.UnixNano()),
 		uint64(r.failedCalls),
 		uint64(r.code)<<16 | uint64(r.class)<<8 | uint64(r.claim),
-		reasonWord(r.reason),
+		reasonWord(r.reason) | uint64(r.refused)<<8,
 	}))
 }
 
@@ -70,6 +81,12 @@ func reasonWord(reason string) uint64 {
 		return 3
 	case inbound.ReasonRetriedBelow:
 		return 4
+	case inbound.ReasonRetriedHere:
+		return 5
+	case inbound.ReasonRefusedHere:
+		return 6
+	case inbound.ReasonNotRetryable:
+		return 7
 	}
 	return 0
 }

@@ -57,6 +57,7 @@ type Middleware struct {
 	retriedCount      tally.Counter
 	replacedCount     tally.Counter
 	overflowCount     tally.Counter
+	failedAfterDenied []tally.Counter // by wire.Refusal: failed requests whose call this hop declined to retry
 }
 
 var _ middleware.UnaryInbound = (*Middleware)(nil)
@@ -113,6 +114,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		retriedCount:      scope.Counter("retried"),
 		replacedCount:     scope.Counter("replaced_headers"),
 		overflowCount:     scope.Counter("egress_overflow"),
+		failedAfterDenied: failedAfterDenied(scope),
 	}, nil
 }
 
@@ -433,6 +435,7 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
 	var buf [_stackFailures]wire.Failure
 	failures := buf[:0]
+	var why unclaimCause // of the correlated failures: the reason of an unclaim
 	for _, e := range entries {
 		if !e.Failed() {
 			continue
@@ -444,6 +447,9 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// that deserve one.
 		kind := m.learner.Learn(e.Edge, class == ownership.ClassFailure)
 		failures = append(failures, wire.Failure{Kind: kind, RCS: e.RCS})
+		if wire.Correlated(kind, m.unknownCorrelated) {
+			why = why.with(e)
+		}
 	}
 	if counts.OverflowUnsatisfied > 0 {
 		// A failure past the egress log's bound that nobody retried yet
@@ -454,10 +460,14 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// unclaimed, so leaving them out keeps the decision claimed.
 		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
+	if class == ownership.ClassFailure {
+		m.countDenied(entries)
+	}
 	claim := wire.Decide(failures, m.unknownCorrelated)
-	reason := inbound.ReasonRetriedBelow
+	reason, refused := inbound.ReasonRetriedBelow, wire.RefusedNone
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
+		reason, refused = why.reason()
 	} else {
 		m.claimedCount.Inc(1)
 		correlated := false
@@ -480,6 +490,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		procedure:   procedure,
 		reason:      reason,
 		failedCalls: len(entries) + counts.Overflow,
+		refused:     refused,
 		code:        code,
 		class:       class,
 		claim:       claim,

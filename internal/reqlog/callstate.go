@@ -56,6 +56,10 @@ type CallState struct {
 	ErrownAttempt int
 	// Sends is what the innermost attempt step saw of the call.
 	Sends Sends
+	// Route is the peers the call's attempts went to, when the retry
+	// middleware put one in their context (a call it may retry) and a
+	// peer chooser that records them chose (package retrypeer); else nil.
+	Route *Route
 }
 
 // Enter locks the state for an attempt's bookkeeping, unless Sends.Direct.

@@ -549,6 +549,9 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 			state.Storm.Blind(1) // the blind world makes it
 		}
 	} else if ok && observe {
+		if r == foreignBudget {
+			c.metrics.wouldBudget.Inc(1) // observe mode: the budget refuses nothing
+		}
 		ok = false
 	}
 	if !ok {

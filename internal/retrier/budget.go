@@ -36,6 +36,8 @@ type budgetBucket struct {
 	requests atomic.Int64
 	retries  int64 // budget.mu
 	blind    int64 // budget.mu: retries only the blind world made (suppressed ones)
+	refunded int64 // budget.mu: retries that succeeded, given back (refund)
+	refused  int64 // budget.mu: retries the budget had no room for
 }
 
 // budget is the retry budget of one callee service: it counts original
@@ -47,6 +49,7 @@ type budgetBucket struct {
 // interval, and withdrawing, happen under mu.
 type budget struct {
 	disabled     bool
+	plain        bool // refunds nothing (PlainBudget)
 	ratio        float64
 	minPerSecond float64
 	window       time.Duration
@@ -94,17 +97,42 @@ func (b *budget) deposit() {
 // tryWithdraw counts one retry and returns true when the budget has room
 // for it; otherwise it counts nothing and returns false.
 func (b *budget) tryWithdraw() bool {
+	_, ok := b.withdraw()
+	return ok
+}
+
+// withdraw is tryWithdraw, also returning the epoch of the bucket the
+// retry was counted in, for refund.
+func (b *budget) withdraw() (epoch int64, ok bool) {
 	if b.disabled {
-		return true
+		return 0, true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur, requests, retries, _ := b.current()
 	if !BudgetAllows(requests, retries, b.ratio, b.minPerSecond, b.window) {
-		return false
+		cur.refused++
+		return 0, false
 	}
 	cur.retries++
-	return true
+	return cur.epoch.Load(), true
+}
+
+// refund takes back a retry withdrawn in epoch's bucket (withdraw) that
+// succeeded: a retry that works is evidence of an independent failure,
+// not of a storm, and the budget bounds only the retries that fail. A
+// bucket that has left the window since keeps nothing to refund.
+func (b *budget) refund(epoch int64) {
+	if b.disabled || b.plain {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := &b.buckets[epoch%_budgetBuckets]
+	if bk.epoch.Load() == epoch && bk.retries > 0 {
+		bk.retries--
+		bk.refunded++
+	}
 }
 
 // current returns the bucket of now, and the requests, retries and blind
@@ -177,6 +205,7 @@ func (b *budget) bucket(e int64) *budgetBucket {
 		bk.requests.Store(0)
 		bk.retries = 0
 		bk.blind = 0
+		bk.refunded, bk.refused = 0, 0
 		bk.epoch.Store(e) // last: a lock-free deposit that sees e sees the emptied counts
 	}
 	return bk

@@ -20,6 +20,8 @@ type First struct {
 	adm   admission
 	body  replay
 	orig  transport.Request // the request as the caller gave it
+	ctx   context.Context   // the call's context with its Route, or nil (route)
+	route *reqlog.Route
 	sent  sentAttempt
 	code  yarpcerrors.Code
 	class ownership.Class
@@ -69,6 +71,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		// Retries are built from the request as the caller gave it, as
 		// Call builds them, even if the transport changed it.
 		f.orig = *req
+		ctx = f.routed(ctx)
 	}
 	res, err := callHeld(ctx, req, out, f.c, f.adm)
 	f.code, f.class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
@@ -102,6 +105,9 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 		return res, err
 	}
 	f.sent = sentAttempt{res: res, err: err}
+	if f.route != nil {
+		ctx, state.Route = f.ctx, f.route
+	}
 	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
 }
 

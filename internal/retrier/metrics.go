@@ -13,6 +13,8 @@ const (
 	_metricSuppressed = "suppressed"
 	_metricWould      = "would_suppress"
 	_metricWouldOver  = "would_overload"
+	_metricWouldBudg  = "would_budget"
+	_metricWouldSucc  = "would_suppress_succeeded"
 	_metricPrevented  = "prevented"
 	_metricDenied     = "denied"
 	_metricForeign    = "foreign_attempts"
@@ -32,20 +34,27 @@ type metrics struct {
 	// observe mode: attempts the overload limit would have held back and
 	// retries it would have refused
 	wouldOverload tally.Counter
-	prevented     tally.Counter   // requests this hop's suppressions prevented
-	denied        []tally.Counter // by Refusal; RefusedNone unused
+	// observe mode: retries the budget would have refused
+	wouldBudget tally.Counter
+	// observe mode: calls that succeeded on a retry enforce mode would
+	// have held back (unclaimed, overload or budget): what enforce loses
+	wouldSucceeded tally.Counter
+	prevented      tally.Counter   // requests this hop's suppressions prevented
+	denied         []tally.Counter // by Refusal; RefusedNone unused
 }
 
 func newMetrics(scope tally.Scope, service string) *metrics {
 	s := scope.SubScope(_subScope).Tagged(map[string]string{_tagCallee: service})
 	m := &metrics{
-		calls:         s.Counter(_metricCalls),
-		attempts:      s.Counter(_metricAttempts),
-		suppressed:    s.Counter(_metricSuppressed),
-		would:         s.Counter(_metricWould),
-		wouldOverload: s.Counter(_metricWouldOver),
-		prevented:     s.Counter(_metricPrevented),
-		denied:        make([]tally.Counter, len(wire.Refusals())+1),
+		calls:          s.Counter(_metricCalls),
+		attempts:       s.Counter(_metricAttempts),
+		suppressed:     s.Counter(_metricSuppressed),
+		would:          s.Counter(_metricWould),
+		wouldOverload:  s.Counter(_metricWouldOver),
+		wouldBudget:    s.Counter(_metricWouldBudg),
+		wouldSucceeded: s.Counter(_metricWouldSucc),
+		prevented:      s.Counter(_metricPrevented),
+		denied:         make([]tally.Counter, len(wire.Refusals())+1),
 	}
 	for _, r := range wire.Refusals() {
 		m.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)

@@ -49,7 +49,7 @@ func TestMetricsAllocatedInNew(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for _, callee := range []string{"a", "b"} {
-		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.would_suppress", "retry.prevented", "retry.foreign_attempts", "retry.would_overload", "retry.late_attempts"} {
+		for _, name := range []string{"retry.calls", "retry.attempts", "retry.suppressed", "retry.would_suppress", "retry.prevented", "retry.foreign_attempts", "retry.would_overload", "retry.late_attempts", "retry.would_budget", "retry.would_suppress_succeeded"} {
 			want[name+"+callee="+callee] = true
 		}
 		for _, reason := range []string{"budget", "deadline", "pushback", "not-idempotent", "code", "body-too-large", "overload",

@@ -71,6 +71,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		rand:         o.rand,
 	}
 	m.attempts = &Attempts{m: m}
+	plainBudgets(m.callees, o.plainBudget)
 	m.budgetLeft = budgetGauges(o.Scope, m.callees)
 	return m, nil
 }
@@ -175,6 +176,7 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	// Retries are built from the request as the caller gave it, even when
 	// the first attempt is req itself and middleware below changes it.
 	orig := *req
+	ctx = withRoute(ctx, state)
 	return m.attemptLoop(ctx, req, out, c, p, state, body, &orig, nil)
 }
 
@@ -196,6 +198,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			c.metrics.prevented.Inc(int64(n))
 		}
 	}()
+	var note retryNote // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
 		var (
 			res    *transport.Response
@@ -251,13 +254,14 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			state.Attempts = max(state.Sends.Count, n)
 		}
 		if class != ownership.ClassFailure {
+			note.succeeded(c)
 			state.End()
 			state.Leave()
 			release.With(res, cancel)
 			return res, err
 		}
 		refused := state.Refused
-		wait, ok := m.retryAfter(ctx, req, c, p, code, state.Attempts, body.replayable(), state)
+		wait, ok := m.retryAfter(ctx, req, c, p, code, state.Attempts, body.replayable(), state, &note)
 		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
 		if !ok {
 			state.End()
@@ -282,7 +286,8 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 // in state and counts it: the callee's unclaim (suppressed), its pushback,
 // the policy's codes, idempotency, the body cap, the deadline, the
 // budget.
-func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState) (time.Duration, bool) {
+func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState, note *retryNote) (time.Duration, bool) {
+	note.withdrew = false
 	if !wire.RetryableByNature(code) || state.Sends.Shed {
 		return 0, false // a shed attempt was refused already
 	}
@@ -296,6 +301,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 			c.metrics.would.Inc(1)
 			state.Storm.StopErrown() // errown stops here; the retries go on blind
 		}
+		note.would = true
 	}
 	if n >= p.maxAttempts {
 		return 0, false
@@ -310,6 +316,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 			return 0, m.refuse(req, c, state, wire.RefusedOverload, n)
 		}
 		c.metrics.wouldOverload.Inc(1) // observe mode: the retry goes
+		note.would = true
 	}
 	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
 	// A retry starts only when a whole attempt fits in what is left of
@@ -322,7 +329,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if ctx.Err() != nil { // cancelled by the caller: nobody is waiting
 		return 0, false
 	}
-	if !c.budget.tryWithdraw() {
+	if !note.withdraw(c, p.observe) {
 		return 0, m.refuse(req, c, state, wire.RefusedBudget, n)
 	}
 	return wait, true

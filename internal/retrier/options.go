@@ -20,6 +20,8 @@ type options struct {
 	ticker ticker           // the budgets' coarse clock's ticks
 	sleep  func(context.Context, time.Duration) error
 	rand   func() float64
+	// plainBudget: the budgets refund no retry (PlainBudget)
+	plainBudget bool
 }
 
 func defaultOptions() options {
@@ -79,3 +81,9 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// PlainBudget makes the budgets count every retry, refunding none that
+// succeeds: a plain retry budget (Finagle's, a 10% budget per hop), which
+// the storm lab runs as a peer of errown's. errown's own budget refunds a
+// retry that succeeds.
+func PlainBudget() Option { return optionFunc(func(o *options) { o.plainBudget = true }) }

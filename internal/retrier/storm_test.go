@@ -34,6 +34,8 @@ const (
 	_attempts   = "retry.attempts+callee=callee"
 	_suppressed = "retry.suppressed+callee=callee"
 	_would      = "retry.would_suppress+callee=callee"
+	_wouldOK    = "retry.would_suppress_succeeded+callee=callee"
+	_wouldBudg  = "retry.would_budget+callee=callee"
 	_prevented  = "retry.prevented+callee=callee"
 	_budget     = "retry.denied+callee=callee,reason=budget"
 	_pushback   = "retry.denied+callee=callee,reason=pushback"
@@ -316,7 +318,7 @@ func TestStormObserve(t *testing.T) {
 			wantOK:        true,
 			wantPrevented: 3,
 			wantStopped:   true,
-			wantCounters:  map[string]int64{_calls: 1, _attempts: 1, _would: 1, _prevented: 3},
+			wantCounters:  map[string]int64{_calls: 1, _attempts: 1, _would: 1, _wouldOK: 1, _prevented: 3},
 		},
 		{
 			name: "claimed, then unclaimed twice: errown would have made two attempts",
@@ -368,19 +370,22 @@ func TestStormObserve(t *testing.T) {
 			wantCounters: map[string]int64{_calls: 1, _would: 1, _pushback: 1},
 		},
 		{
-			name: "unclaimed, the real budget refuses the retry",
+			// Observe mode changes nothing a team had: the budget refuses
+			// no retry, and counts the ones enforce mode would refuse.
+			name: "unclaimed, the budget would refuse the retries: sent, counted",
 			give: retry.Config{
 				Mode:     retry.ModeObserve,
 				Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
 				Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
 			},
-			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
-			wantSent:     1,
-			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
-			wantOK:       true,
-			wantStopped:  true,
-			wantCounters: map[string]int64{_calls: 1, _would: 1, _budget: 1},
+			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
+			wantSent:      3,
+			wantCode:      yarpcerrors.CodeUnavailable,
+			want:          ownership.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
+			wantOK:        true,
+			wantPrevented: 18,
+			wantStopped:   true,
+			wantCounters:  map[string]int64{_calls: 1, _attempts: 2, _would: 1, _wouldBudg: 2, _prevented: 18},
 		},
 		{
 			name: "an unknown retry: unknown, nothing counted as prevented",
@@ -392,7 +397,7 @@ func TestStormObserve(t *testing.T) {
 			},
 			wantSent:     3,
 			wantStopped:  true,
-			wantCounters: map[string]int64{_calls: 1, _attempts: 2, _would: 1},
+			wantCounters: map[string]int64{_calls: 1, _attempts: 2, _would: 1, _wouldOK: 1},
 		},
 	}
 	for _, tt := range tests {
@@ -517,10 +522,11 @@ func TestStormBlindTwin(t *testing.T) {
 	assert.Contains(t, []uint64{9, 18}, prevented, "one or two blind retries of 9")
 
 	// Call 2 (2 requests, 2 retries allowed): both real retries granted,
-	// as if the blind ones had never been.
-	second := &reqlog.Sink{Out: newOutbound(claimed, claimed, okWith())}
+	// as if the blind ones had never been. (They fail: a retry that
+	// succeeds is refunded.)
+	second := &reqlog.Sink{Out: newOutbound(claimed, claimed, claimed)}
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), second)
-	require.NoError(t, err)
+	require.Error(t, err)
 	assert.Equal(t, 3, second.State.Attempts, "the real budget does not count blind retries")
 
 	// Call 3 (3 requests, 3 retries allowed): the twin has seen 2 real

@@ -12,12 +12,15 @@ func (m *Middleware) Budgets() []retry.BudgetView {
 	out := make([]retry.BudgetView, 0, len(m.callees))
 	for name, c := range m.callees {
 		requests, retries := c.budget.counts()
+		succeeded, refused := c.budget.outcomes()
 		b := c.budget
 		out = append(out, retry.BudgetView{
 			Callee:       name,
 			Disabled:     b.disabled,
 			Requests:     requests,
 			Retries:      retries,
+			Succeeded:    succeeded,
+			Refused:      refused,
 			Allowed:      budgetAllowance(requests, b.ratio, b.minPerSecond, b.window),
 			Ratio:        b.ratio,
 			MinPerSecond: b.minPerSecond,
@@ -34,4 +37,20 @@ func (b *budget) counts() (requests, retries int64) {
 	defer b.mu.Unlock()
 	requests, retries, _ = b.sum(b.epoch())
 	return requests, retries
+}
+
+// outcomes returns the retries that succeeded (refunded) and the ones
+// the budget refused in the window now.
+func (b *budget) outcomes() (succeeded, refused int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.epoch()
+	for i := range b.buckets {
+		bk := &b.buckets[i]
+		if e-bk.epoch.Load() < _budgetBuckets {
+			succeeded += bk.refunded
+			refused += bk.refused
+		}
+	}
+	return succeeded, refused
 }

@@ -140,7 +140,9 @@ func (a Analysis) Loads() []float64 {
 // same chance ρ, chosen so that the retries per call, Σ (ρw)^n for n from
 // 1 to attempts-1 with w the chance an attempt wants a retry, are at most
 // B: in the long run the budget grants B retries per call and grants them
-// to whichever call wants one. The caller's own claim then follows
+// to whichever call wants one. errown's own budget (the ownership
+// policies) refunds a retry that succeeds, so there the retries that
+// fail, a share 1 − P(success) of them, are at most B. The caller's own claim then follows
 // wire.Decide over its failed calls, with the edge kinds errown would
 // use: unknown with the memory disabled, else what the memory learns in
 // the long run (fail-close for a hard edge; for a soft one, by the chance
@@ -205,10 +207,11 @@ type analyzer struct {
 }
 
 func newAnalyzer(g *graph, o Options) *analyzer {
-	if o.Mode == retry.ModeObserve {
-		// errown observes and retries blind to claims: the loads are
-		// those of the same retries without errown.
-		o.Policy = o.Policy.blind()
+	if o.Mode == retry.ModeObserve && o.Policy.runsErrown() {
+		// errown observes: it retries blind to claims, and neither its
+		// budget nor its overload limit holds a retry back, so the loads
+		// are those of every hop retrying per its policy.
+		o.Policy = PolicyNaive
 	}
 	thresholds := memory.ThresholdsOf(o.Memory)
 	thresholds.MinSamples = 1
@@ -458,7 +461,13 @@ func (a *analyzer) call(caller int, child outcome) (callOutcome, float64) {
 	}
 	rho := 1.0
 	if a.o.Policy.budgeted() && maxAttempts > 1 {
-		rho = budgetShare(w, maxAttempts, a.o.Budget)
+		counted := 1.0 // the share of retries the budget counts
+		if a.o.Policy.runsErrown() {
+			// errown's budget refunds a retry that succeeds: it counts
+			// the retries that fail.
+			counted = 1 - child.ok
+		}
+		rho = budgetShare(w, maxAttempts, a.o.Budget/max(counted, 1e-12))
 	}
 	if w > 0 && w < 1 || rho > 0 && rho < 1 && w > 0 {
 		a.exact = false

@@ -338,7 +338,7 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 			p.AttemptTimeout = 0
 			blind[i] = p
 		}
-		r, err := retrier.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retrier.WithSinks(obs.Sinks{Logger: o.Logger, Scope: scope}))
+		r, err := retrier.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retrier.WithSinks(obs.Sinks{Logger: o.Logger, Scope: scope}), retrier.PlainBudget())
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/peer"
 	"google.golang.org/grpc"
 )
 
@@ -91,6 +92,11 @@ type Callee struct {
 	Kind string
 	// Addr is the host:port the callee listens on.
 	Addr string
+	// Addrs, when set in Addr's place, are the host:ports of the callee's
+	// instances, reached through yarpc's round-robin peer list (HTTP only).
+	Addrs []string
+	// Chooser, when set, wraps the peer list of Addrs (retrypeer.New).
+	Chooser func(peer.Chooser) peer.Chooser
 }
 
 // Node is a started node.
@@ -278,6 +284,14 @@ func NewClient(name string, opts TransportOptions, outbound middleware.UnaryOutb
 func (e *Endpoint) outboundsTo(callees []Callee) (yarpc.Outbounds, error) {
 	outbounds := make(yarpc.Outbounds, len(callees))
 	for _, c := range callees {
+		if len(c.Addrs) > 0 {
+			outs, err := e.replicaOutbounds(Wire(c.Kind), c.Addrs, c.Chooser)
+			if err != nil {
+				return nil, err
+			}
+			outbounds[c.Name] = outs
+			continue
+		}
 		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
 		if err != nil {
 			return nil, err

@@ -32,7 +32,7 @@ const _traceOfOnsetCheckout = `frontend checkout (server)
   event errown.retry_refused errown.reason=unclaimed errown.attempt=1 errown.callee=orders errown.procedure=place errown.claim=unclaimed
   frontend place (internal)
     orders place (server)
-      errown.claim=unclaimed errown.claim.reason="retried below"
+      errown.claim=unclaimed errown.claim.reason="retried here"
       errown.storm.blind=3 errown.storm.blind_radius=1 errown.storm.prevented=0 errown.storm.radius=1 errown.storm.retries=1 errown.storm.served=3
       event errown.retry errown.attempt=2 errown.backoff=… errown.callee=inventory errown.procedure=reserve errown.claim=claimed
       orders reserve (internal)
@@ -54,7 +54,7 @@ const _traceOfCheckout = `frontend checkout (server)
   event errown.retry_refused errown.reason=unclaimed errown.attempt=1 errown.callee=orders errown.procedure=place errown.claim=unclaimed
   frontend place (internal)
     orders place (server)
-      errown.claim=unclaimed errown.claim.reason="retried below"
+      errown.claim=unclaimed errown.claim.reason="retried here"
       event errown.retry errown.attempt=2 errown.backoff=… errown.callee=inventory errown.procedure=reserve errown.claim=claimed
       orders reserve (internal)
         inventory reserve (server)

@@ -206,7 +206,7 @@ func TestWalkthrough(t *testing.T) {
 	page := m.orders.admin(t, http.MethodGet, "/debug/errown")
 	assert.Contains(t, page, "<td>place</td><td>inventory::reserve</td>")
 	assert.Contains(t, page, `<td class="unclaimed">unclaimed</td>`)
-	assert.Contains(t, page, "retried below")
+	assert.Contains(t, page, "retried here")
 	assert.Contains(t, m.inventory.admin(t, http.MethodGet, "/debug/errown?format=json"), `"reason": "own failure"`)
 
 	// The debug page of frontend shows the storm: radius 1 against 2,

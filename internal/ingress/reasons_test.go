@@ -1,0 +1,90 @@
+package ingress
+
+import (
+	"context"
+	"testing"
+
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/ownership"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/yarpc/api/transport/transporttest"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// TestUnclaimSaysWhy: an unclaimed decision names why the failed call's
+// retry criteria held; a retry the budget refused is no "retried below"
+// (nothing retried it), neither on the debug page's decisions nor on the
+// claim's reason.
+func TestUnclaimSaysWhy(t *testing.T) {
+	with := func(f func(*calls.Entry)) calls.Entry {
+		e := failed("hard", true)
+		f(&e)
+		return e
+	}
+	tests := []struct {
+		name        string
+		give        calls.Entry
+		wantReason  string
+		wantRefused string
+	}{
+		{name: "the callee unclaimed", give: with(func(e *calls.Entry) { e.Claim = ownership.ClaimUnclaimed }), wantReason: inbound.ReasonRetriedBelow},
+		{name: "retried here", give: with(func(e *calls.Entry) { e.Attempts = 2 }), wantReason: inbound.ReasonRetriedHere},
+		{name: "the budget refused the retry", give: with(func(e *calls.Entry) { e.Refused = wire.RefusedBudget }), wantReason: inbound.ReasonRefusedHere, wantRefused: "budget"},
+		{name: "the deadline refused the retry", give: with(func(e *calls.Entry) { e.Refused = wire.RefusedDeadline }), wantReason: inbound.ReasonRefusedHere, wantRefused: "deadline"},
+		{name: "not retryable", give: with(func(e *calls.Entry) { e.Code = yarpcerrors.CodeDataLoss }), wantReason: inbound.ReasonNotRetryable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, inbound.Config{})
+			_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(errBoom, tt.give))
+			got := e.mw.Decisions()
+			require.Len(t, got, 1)
+			assert.Equal(t, "unclaimed", got[0].Claim)
+			assert.Equal(t, tt.wantReason, got[0].Reason)
+			assert.Equal(t, tt.wantRefused, got[0].RefusedBy)
+		})
+	}
+}
+
+// TestFailedAfterDenied: a request that fails after this hop declined to
+// retry one of its calls is counted by the refusal's reason, once per
+// request; a request that succeeds, or whose handler's error is an
+// answer, is not.
+func TestFailedAfterDenied(t *testing.T) {
+	refused := func(r wire.Refusal) calls.Entry {
+		e := failed("hard", true)
+		e.Refused = r
+		return e
+	}
+	tests := []struct {
+		name string
+		err  error
+		give []calls.Entry
+		want map[string]int64
+	}{
+		{name: "budget refusal, request failed", err: errBoom, give: []calls.Entry{refused(wire.RefusedBudget), refused(wire.RefusedBudget)},
+			want: map[string]int64{"budget": 1}},
+		{name: "two reasons", err: errBoom, give: []calls.Entry{refused(wire.RefusedBudget), refused(wire.RefusedDeadline)},
+			want: map[string]int64{"budget": 1, "deadline": 1}},
+		{name: "request succeeded", give: []calls.Entry{refused(wire.RefusedBudget)}, want: map[string]int64{"budget": 0}},
+		{name: "an answer", err: yarpcerrors.NotFoundErrorf("no"), give: []calls.Entry{refused(wire.RefusedBudget)}, want: map[string]int64{"budget": 0}},
+		{name: "nothing refused", err: errBoom, give: []calls.Entry{failed("hard", true)}, want: map[string]int64{"budget": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, inbound.Config{})
+			_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(tt.err, tt.give...))
+			counters := e.scope.Snapshot().Counters()
+			for reason, want := range tt.want {
+				var got int64
+				if c, ok := counters["inbound.failed_after_denied+reason="+reason]; ok {
+					got = c.Value()
+				}
+				assert.Equal(t, want, got, reason)
+			}
+		})
+	}
+}

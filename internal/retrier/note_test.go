@@ -1,0 +1,106 @@
+package retrier
+
+import (
+	"context"
+	"testing"
+
+	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/retry"
+	"github.com/stretchr/testify/assert"
+	"github.com/uber-go/tally/v4"
+)
+
+// TestBudgetRefundsRetriesThatWork: a retry that succeeds is refunded, so
+// a budget binds only on retries that fail: a callee whose failures are
+// independent (one bad instance of several, each retry reaching a good
+// one) has every failure retried, and a callee failing every call still
+// gets at most 1 + ratio of its calls.
+func TestBudgetRefundsRetriesThatWork(t *testing.T) {
+	tests := []struct {
+		name         string
+		give         []step // every call's script
+		giveMode     retry.Mode
+		wantRetries  int64
+		wantCounters map[string]int64
+	}{
+		{
+			// With no floor, the first 9 calls' window allows less than
+			// one retry: those are cut; refunds keep every later one.
+			name:        "retries succeed: none cut once the window allows one",
+			give:        []step{fail(errUnavailable), okWith()},
+			wantRetries: 91,
+		},
+		{
+			name:        "retries fail: 10% of the calls",
+			give:        []step{fail(errUnavailable)},
+			wantRetries: 10,
+		},
+		{
+			name:        "observe mode, retries fail: every one sent, the rest counted",
+			give:        []step{fail(errUnavailable)},
+			giveMode:    retry.ModeObserve,
+			wantRetries: 100,
+			wantCounters: map[string]int64{
+				"retry.would_budget+callee=callee":             90,
+				"retry.would_suppress_succeeded+callee=callee": 0,
+			},
+		},
+		{
+			name:        "observe mode, retries succeed: only the first 9 would be refused, and are counted lost",
+			give:        []step{fail(errUnavailable), okWith()},
+			giveMode:    retry.ModeObserve,
+			wantRetries: 100,
+			wantCounters: map[string]int64{
+				"retry.would_budget+callee=callee":             9,
+				"retry.would_suppress_succeeded+callee=callee": 9,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scope := tally.NewTestScope("", nil)
+			cfg := retry.Config{
+				Mode:     tt.giveMode,
+				Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
+			}
+			m := newMiddleware(t, cfg, newClock().option(), WithSinks(obs.Sinks{Scope: scope}))
+			for range 100 {
+				var state reqlog.CallState
+				_, _ = m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), newOutbound(tt.give...))
+			}
+			got := counters(scope)
+			assert.Equal(t, tt.wantRetries, got["retry.attempts+callee=callee"], "retries sent: %v", got)
+			for k, v := range tt.wantCounters {
+				assert.Equal(t, v, got[k], k)
+			}
+		})
+	}
+}
+
+// TestObserveCountsWhatEnforceWouldLose: in observe mode, a call kept
+// alive by a retry enforce mode would have refused (here the budget's)
+// is counted in retry.would_suppress_succeeded.
+func TestObserveCountsWhatEnforceWouldLose(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	cfg := retry.Config{
+		Mode:     retry.ModeObserve,
+		Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 3, Idempotent: new(true)}},
+	}
+	m := newMiddleware(t, cfg, newClock().option(), WithSinks(obs.Sinks{Scope: scope}))
+	// Each call: two failures, then a success; the first retry fails (not
+	// refunded), so the budget runs dry and enforce would refuse.
+	for range 20 {
+		var state reqlog.CallState
+		_, err := m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"),
+			newOutbound(fail(errUnavailable), fail(errUnavailable), okWith()))
+		assert.NoError(t, err, "observe mode sends every retry the policy asks for")
+	}
+	got := counters(scope)
+	assert.Equal(t, int64(40), got["retry.attempts+callee=callee"])
+	// 20 calls allow 2 failed retries of the 40 asked for.
+	assert.Equal(t, int64(38), got["retry.would_budget+callee=callee"], "%v", got)
+	assert.Equal(t, int64(20), got["retry.would_suppress_succeeded+callee=callee"], "every call had a retry enforce would have refused, and succeeded: %v", got)
+}
