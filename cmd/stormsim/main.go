@@ -11,6 +11,11 @@
 // side (loads, requests served in all, radius, what errown prevented) and
 // a legend says what every column means. It exits 1 if any node fails.
 // -depth, -fail-depth, -policy, -attempts and -budget change the chain.
+// Then, with no flags, a short partial-failure table shows the other side
+// of the trade-off: A→B→C, C three instances behind round-robin, one
+// failing every call, and each arm's availability and calls at C per
+// root request, with errown's targets PASS or FAIL (-scenario partial
+// runs the full comparison).
 //
 // -scenario NAME runs one of the lab's named scenarios (-scenario all runs
 // every one): each prints its runs' loads per node, measured beside the
@@ -29,6 +34,13 @@
 // abandoned modes, on a fan-out and with a crash, under every arm (-arms
 // picks some), and the recovery of each. -rate, -duration and -bin give a
 // topology (or the chain) open-loop load.
+//
+// -scenario partial runs docs/DESIGN.md's "Partial failures": one bad
+// instance of three (a leaf instance failing every call or hanging past
+// its caller's attempt timeout, a middle instance failing), and
+// independent failures at docs/DESIGN.md's second table's bases, under no
+// retries, every hop retrying, a 10% budget, failsafe-go, errown and
+// errown observe; each of the issue's targets PASS or FAIL.
 //
 // -analytic computes everything with the analytic model instead of running
 // services (a topology with a hanging node or per-attempt timeouts has no
@@ -89,7 +101,7 @@ func main() {
 const _usage = `stormsim is errown's storm lab: it runs call graphs of real yarpc services on 127.0.0.1 under naive retries, retry budgets and errown, and prints the requests each service served.
 
 Usage: go run ./cmd/stormsim [flags]
-With no flags it runs docs/DESIGN.md's first table: the chain A→B→C→D→E→F→G, D failing every call, under naive, budget and ownership.
+With no flags it runs docs/DESIGN.md's first table: the chain A→B→C→D→E→F→G, D failing every call, under naive, budget and ownership; then a short partial-failure table: A→B→C, one of C's three instances failing every call, availability and load per arm.
 
 Flags:
 `
@@ -275,6 +287,13 @@ func runChain(ctx context.Context, c config, stdout io.Writer, p *progress) erro
 			printLegend(stdout, c.opts, results)
 		}
 	}
+	if len(c.set) == 0 {
+		// With no flags: the other side of the trade-off, where retries
+		// keep users' requests working.
+		if err := runBrief(ctx, stdout, p); err != nil {
+			return err
+		}
+	}
 	if c.svg != "" {
 		chart := stormsim.Chart{
 			Title:    "stormsim chain: requests served per request at the root",
@@ -316,6 +335,44 @@ func runChain(ctx context.Context, c config, stdout io.Writer, p *progress) erro
 		return fmt.Errorf("%d nodes off the reference figures by more than ±%v", failed, _tolerance)
 	}
 	return nil
+}
+
+// runBrief runs and prints the short partial-failure table: one of three
+// C instances failing every call, availability and load per arm.
+func runBrief(ctx context.Context, stdout io.Writer, p *progress) error {
+	rep, err := stormsim.PartialBrief().Run(ctx, stormsim.ScenarioOptions{
+		Progress: p.updateLabelled,
+	})
+	p.clear()
+	if err != nil {
+		return err
+	}
+	printBrief(stdout, rep)
+	return nil
+}
+
+// printBrief prints the partial-failure table of rep (PartialBrief) and
+// its targets, PASS or FAIL.
+func printBrief(w io.Writer, rep stormsim.Report) {
+	requests := 0
+	for _, r := range rep.Runs {
+		if r.Result != nil {
+			requests = r.Result.Requests
+		}
+	}
+	fmt.Fprintf(w, "\n== partial failure: A→B→C, C three instances behind round-robin, one failing every call; 2 attempts per hop, 4 requests in flight, %d requests per arm\n", requests)
+	if len(rep.Notes) > 0 {
+		_, table, _ := strings.Cut(rep.Notes[0], "\n") // after the row's title
+		fmt.Fprintln(w, table)
+	}
+	for _, f := range rep.Figures {
+		verdict := "PASS"
+		if !f.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "  %s  %s: %s\n", verdict, strings.TrimPrefix(f.Name, "C fails: "), num(f.Value))
+	}
+	fmt.Fprintln(w, "availability: root requests that succeeded; calls at C, at B: requests each served per root request, retries included; the full comparison: -scenario partial")
 }
 
 // runScenarios runs the named scenario, or all of them.
@@ -712,28 +769,11 @@ func printReport(w io.Writer, r stormsim.Report) {
 		}
 	}
 
-	none := ""
-	for _, run := range r.Runs {
-		if run.Expected.MeasuredOnly != "" {
-			none = ", [-] where the model has none"
-			break
-		}
+	if sameNodes(r.Runs) {
+		printLoads(w, r.Runs)
+	} else {
+		fmt.Fprintln(w, "loads per request at the root: the runs' topologies differ; see the tables below")
 	}
-	fmt.Fprintf(w, "loads per request at the root: measured [analytic; published], ! when off the reference by more than %v%%%s\n", stormsim.LoadTolerance*100, none)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "node\tdepth")
-	for _, run := range r.Runs {
-		fmt.Fprintf(tw, "\t%s", run.Label)
-	}
-	fmt.Fprintln(tw)
-	for i, n := range r.Runs[0].Expected.Nodes {
-		fmt.Fprintf(tw, "%s\t%d", n.Name, n.Depth)
-		for _, run := range r.Runs {
-			fmt.Fprintf(tw, "\t%s", loadCell(run, i))
-		}
-		fmt.Fprintln(tw)
-	}
-	_ = tw.Flush()
 
 	fmt.Fprintln(w, "figures:")
 	for _, f := range r.Figures {
@@ -765,12 +805,58 @@ func printReport(w io.Writer, r stormsim.Report) {
 			fmt.Fprintf(w, "        within ±%s of %s: %s\n", num(f.Tolerance), num(f.Reference), f.Basis)
 		case stormsim.CheckAtMost:
 			fmt.Fprintf(w, "        at most %s: %s\n", num(f.Reference+f.Tolerance), f.Basis)
+		case stormsim.CheckAtLeast:
+			fmt.Fprintf(w, "        at least %s: %s\n", num(f.Reference-f.Tolerance), f.Basis)
 		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "  - %s\n", n)
 	}
 	fmt.Fprintf(w, "scenario %s: %d figures, %d failed or off, %.1fs\n\n", r.Scenario, len(r.Figures), r.Failed(), r.Seconds)
+}
+
+// sameNodes reports whether runs share their nodes, so that one table
+// shows their loads side by side.
+func sameNodes(runs []stormsim.RunReport) bool {
+	for _, run := range runs {
+		if len(run.Expected.Nodes) != len(runs[0].Expected.Nodes) {
+			return false
+		}
+		for i, n := range run.Expected.Nodes {
+			if n.Name != runs[0].Expected.Nodes[i].Name {
+				return false
+			}
+		}
+	}
+	return len(runs) > 0
+}
+
+// printLoads prints the loads of runs, which share their nodes: a column
+// per run.
+func printLoads(w io.Writer, runs []stormsim.RunReport) {
+	none := ""
+	for _, run := range runs {
+		if run.Expected.MeasuredOnly != "" {
+			none = ", [-] where the model has none"
+			break
+		}
+	}
+	fmt.Fprintf(w, "loads per request at the root: measured [analytic; published], ! when off the reference by more than %v%%%s\n", stormsim.LoadTolerance*100, none)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "node\tdepth")
+	for _, run := range runs {
+		fmt.Fprintf(tw, "\t%s", run.Label)
+	}
+	fmt.Fprintln(tw)
+	for i, n := range runs[0].Expected.Nodes {
+		fmt.Fprintf(tw, "%s\t%d", n.Name, n.Depth)
+		for _, run := range runs {
+			fmt.Fprintf(tw, "\t%s", loadCell(run, i))
+		}
+		fmt.Fprintln(tw)
+	}
+	_ = tw.Flush()
+
 }
 
 // loadCell formats node i's load in run: measured [analytic; published].

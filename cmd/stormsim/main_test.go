@@ -447,3 +447,34 @@ func TestRunOpenLoopErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBrief runs the main command's partial-failure table at the size of
+// the tests: a line per arm with its availability and calls at C, the
+// availability without retries a third off by round robin's count, and
+// errown's targets with their verdicts as the report judged them.
+func TestBrief(t *testing.T) {
+	rep, err := stormsim.PartialBrief().Run(context.Background(), stormsim.ScenarioOptions{Small: true, Seed: 1})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	printBrief(&out, rep)
+	s := out.String()
+	assert.Contains(t, s, "== partial failure: A→B→C, C three instances behind round-robin, one failing every call; 2 attempts per hop, 4 requests in flight, 150 requests per arm\n")
+	assert.Contains(t, s, "    arm                availability  calls at C per request  calls at B per request\n")
+	for _, arm := range stormsim.ArmNames(stormsim.PartialArms()) {
+		assert.Regexp(t, regexp.MustCompile(`(?m)^    `+regexp.QuoteMeta(arm)+` +\d+\.\d\d% +\d\.\d\d +\d\.\d\d$`), s, arm)
+	}
+	none := regexp.MustCompile(`(?m)^    no retries +(\d+\.\d\d)% +(\d\.\d\d)`).FindStringSubmatch(s)
+	require.Len(t, none, 3, s)
+	avail, err := strconv.ParseFloat(none[1], 64)
+	require.NoError(t, err)
+	assert.InDelta(t, 200.0/3, avail, 100*2.0/150, "a third of the calls reach the bad instance")
+	assert.Equal(t, "1.00", none[2], "one call at C per request")
+	require.Len(t, rep.Figures, 3)
+	for _, f := range rep.Figures {
+		verdict := "PASS"
+		if !f.Pass {
+			verdict = "FAIL"
+		}
+		assert.Contains(t, s, "  "+verdict+"  "+strings.TrimPrefix(f.Name, "C fails: ")+": ")
+	}
+}

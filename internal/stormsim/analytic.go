@@ -262,7 +262,7 @@ func (a *analyzer) analyze() Analysis {
 	}
 	res.RadiusMax = g.mostOnOnePath(func(e int) bool { return root.retries[e] > 1e-12 })
 	res.Exact = a.exact
-	if g.timed() {
+	if g.timed() || g.partial() {
 		a.measuredOnly(&res)
 	}
 	return res
@@ -273,6 +273,7 @@ func (a *analyzer) analyze() Analysis {
 const (
 	_measuredOnly         = "a node hangs or a call has a per-attempt timeout: which timeout fires first decides every retry, and the model does not follow time"
 	_measuredOnlyCapacity = "a node has a finite capacity or a timeline of triggers: queues, timeouts and load over time decide every retry, and the model does not follow time"
+	_measuredOnlyPartial  = "a node's instances differ: which instance its callers' peer lists choose for each attempt decides every retry, and the model does not follow the peer lists"
 )
 
 // measuredOnly turns the untimed analysis res of a timed topology into
@@ -286,8 +287,11 @@ func (a *analyzer) measuredOnly(res *Analysis) {
 	if g.capacity() {
 		res.MeasuredOnly = _measuredOnlyCapacity
 	}
+	if g.partial() {
+		res.MeasuredOnly = _measuredOnlyPartial
+	}
 	res.Exact = false
-	if res.Availability != 0 {
+	if res.Availability != 0 || g.partial() {
 		res.Availability = math.NaN()
 	}
 	for i := range res.Nodes {
@@ -316,6 +320,22 @@ func (a *analyzer) measuredOnly(res *Analysis) {
 		ed := g.edges[e]
 		return g.nodes[ed.from].retry && a.o.Attempts > 1 && worth[ed.to]
 	})
+}
+
+// unmodelled returns a without figures, for a run whose mechanisms the
+// model does not follow (why): as a measured-only analysis, with NaN
+// availability, loads, rates and retries.
+func (a Analysis) unmodelled(why string) Analysis {
+	a.MeasuredOnly, a.Exact, a.Availability = why, false, math.NaN()
+	a.Nodes, a.Edges = append([]NodeAnalysis(nil), a.Nodes...), append([]EdgeAnalysis(nil), a.Edges...)
+	for i := range a.Nodes {
+		n := &a.Nodes[i]
+		n.Load, n.ErrorRate, n.UnclaimedRate, n.OwnUnclaimedRate = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+	}
+	for e := range a.Edges {
+		a.Edges[e].Retries = math.NaN()
+	}
+	return a
 }
 
 // node models node i, whose children are modelled already.

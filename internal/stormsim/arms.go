@@ -3,6 +3,7 @@ package stormsim
 import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/retry"
+	"go.uber.org/yarpc/api/peer"
 )
 
 // Arm is one of the mechanisms the capacity scenario compares, as a user
@@ -25,11 +26,18 @@ type Arm struct {
 	// Errown changes the errown.Config of every node that runs errown
 	// (see Options.Errown).
 	Errown func(*errown.Config)
+	// Chooser wraps the peer chooser of every caller of a node of
+	// several instances (see Options.Chooser).
+	Chooser func(peer.Chooser) peer.Chooser
+	// Failsafe retries with failsafe-go at every hop instead of package
+	// retry (see Options.Failsafe); the arm's Policy is PolicyNaive.
+	Failsafe *Failsafe
 }
 
 // apply returns o run under the arm.
 func (a Arm) apply(o Options) Options {
 	o.Policy, o.Mode, o.Throttle, o.Errown = a.Policy, a.Mode, a.Throttle, a.Errown
+	o.Chooser, o.Failsafe = a.Chooser, a.Failsafe
 	if a.Attempts != 0 {
 		o.Attempts = a.Attempts
 	}

@@ -78,6 +78,20 @@
 // outbound middleware), errown in enforce and observe mode; an arm's
 // Errown option changes errown's configuration.
 //
+// A node may run several instances (instances: N), each its own
+// dispatcher with its own errown, budget and capacity, which its callers
+// reach through a yarpc peer list (peerList: round-robin, the default;
+// fewest-pending, yarpc's pendingheap, whose fast-failing instance
+// attracts traffic; two-random-choices; random). A partial failure is
+// faulty: k (the first k instances have the node's fail or hang, the
+// others are healthy) or a trigger's instances: k (k of N slow down, fail,
+// or crash and restart). The partial scenario (PartialScenario,
+// PartialArms) compares its arms under one bad instance of three: no
+// retries, every hop retrying, a 10% budget, failsafe-go (Failsafe, its
+// retry policy, budget and adaptive limiter as a yarpc outbound
+// middleware), errown with retrypeer's chooser (Options.Chooser), errown
+// in observe mode; the model has no figures for partial topologies.
+//
 // A Scenario (Scenarios, LookupScenario) runs shipped topologies under
 // several policies and reports its headline figures beside docs/DESIGN.md's
 // published ones, each judged within a stated tolerance; a Report draws

@@ -19,7 +19,12 @@ import (
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
+	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/yarpc/encoding/raw"
+	"go.uber.org/yarpc/peer/pendingheap"
+	"go.uber.org/yarpc/peer/randpeer"
+	"go.uber.org/yarpc/peer/roundrobin"
+	"go.uber.org/yarpc/peer/tworandomchoices"
 	"go.uber.org/zap"
 )
 
@@ -59,11 +64,12 @@ type mesh struct {
 	// net/http nodes, and the client's dispatcher.
 	started []stopper
 	client  caller
-	// addrs are the nodes' addresses; procs the yarpc nodes' dispatchers
-	// (nil for a grpc-go or net/http node), which a crash trigger stops
-	// and starts again.
-	addrs []string
-	procs []*nodeProc
+	// addrs are the nodes' addresses, those of their instances in
+	// order; procs the yarpc nodes' dispatchers, per instance (nil for a
+	// grpc-go or net/http node), which a crash trigger stops and starts
+	// again.
+	addrs [][]string
+	procs [][]*nodeProc
 	// scopes are the nodes' metrics under open-loop load, where the
 	// sampler reads them (nil in a closed loop: see scope): errown's, or
 	// the blind retry middleware's and the adaptive throttle's.
@@ -114,7 +120,7 @@ func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
 	m := &mesh{
 		g: g, nodes: make([]*node, len(g.nodes)), errown: make([]*errown.Middleware, len(g.nodes)),
 		log: newRadiusLog(len(g.edges)), tracer: newTracer(),
-		addrs: make([]string, len(g.nodes)), procs: make([]*nodeProc, len(g.nodes)),
+		addrs: make([][]string, len(g.nodes)), procs: make([][]*nodeProc, len(g.nodes)),
 		series: make([]*nodeSeries, len(g.nodes)),
 	}
 	if c != nil {
@@ -133,16 +139,14 @@ func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
 		}
 	}()
 	for _, i := range g.order {
-		addr, err := m.startNode(o, i)
-		if err != nil {
+		if err := m.startNode(o, i); err != nil {
 			return nil, err
 		}
-		m.addrs[i] = addr
 	}
 
 	root := serviceName(g.nodes[0].name)
 	if kind := o.nodeKind(0); native(kind) {
-		c, stop, err := nativeClient(o, kind, _clientService, root, m.addrs[0], nil)
+		c, stop, err := nativeClient(o, kind, _clientService, root, m.addrs[0][0], nil)
 		if err != nil {
 			return nil, err
 		}
@@ -150,8 +154,7 @@ func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
 		m.client = c
 		return m, nil
 	}
-	disp, err := testmesh.NewClient(_clientService, testmesh.TransportOptions{IdleConns: o.idleConns()}, nil,
-		testmesh.Callee{Name: root, Kind: o.nodeKind(0), Addr: m.addrs[0]})
+	disp, err := testmesh.NewClient(_clientService, testmesh.TransportOptions{IdleConns: o.idleConns()}, nil, m.callee(o, 0, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -160,23 +163,82 @@ func startMesh(o Options, g *graph, c *clock) (_ *mesh, err error) {
 	return m, nil
 }
 
-// startNode starts node i, whose children listen on m.addrs, and returns
-// its address.
-func (m *mesh) startNode(o Options, i int) (string, error) {
+// callee returns the callee node i is to a caller: its only instance's
+// address, or its instances' addresses behind its peer list
+// (gnode.peerList), which chooser, when not nil, wraps.
+func (m *mesh) callee(o Options, i int, chooser func(peer.Chooser) peer.Chooser) testmesh.Callee {
+	gn := m.g.nodes[i]
+	c := testmesh.Callee{Name: serviceName(gn.name), Kind: wireKind(o.nodeKind(i)), Addr: m.addrs[i][0]}
+	if gn.instances > 1 {
+		c.Addrs, c.Chooser = m.addrs[i], chooser
+		c.List = func(t peer.Transport) peer.ChooserList { return peerList(gn.peerList, t) }
+	}
+	return c
+}
+
+// peerList returns yarpc's peer list called name on t.
+func peerList(name string, t peer.Transport) peer.ChooserList {
+	switch name {
+	case PeerFewestPending:
+		return pendingheap.New(t)
+	case PeerTwoRandomChoices:
+		return tworandomchoices.New(t)
+	case PeerRandom:
+		return randpeer.New(t)
+	default:
+		return roundrobin.New(t)
+	}
+}
+
+// startNode starts node i's instances, whose children listen on
+// m.addrs, and notes their addresses.
+func (m *mesh) startNode(o Options, i int) error {
 	gn := m.g.nodes[i]
 	n := &node{name: gn.name, fail: gn.fail, code: gn.code, drop: gn.drop, hang: gn.hang, seed: o.Seed, series: m.series[i]}
-	if gn.capacity != nil {
-		n.capacity = newCapacityQueue(gn.name, *gn.capacity, gn.leave, m.series[i])
+	for k := range gn.instances {
+		in := &instance{n: n, faulty: k < gn.faulty}
+		if gn.capacity != nil {
+			in.capacity = newCapacityQueue(gn.name, *gn.capacity, gn.leave, m.series[i])
+		}
+		n.inst = append(n.inst, in)
 	}
 	m.nodes[i] = n
 	if kind := o.nodeKind(i); native(kind) {
+		if gn.instances > 1 {
+			return fmt.Errorf("%s: a %s node runs one instance; instances need a yarpc transport, got %d", gn.name, kind, gn.instances)
+		}
+		for _, c := range gn.calls {
+			if child := m.g.nodes[c.child]; child.instances > 1 {
+				return fmt.Errorf("%s: a %s node calls one instance; %s's %d instances need a yarpc caller", gn.name, kind, child.name, child.instances)
+			}
+		}
 		policies, _ := m.policies(o, i)
-		return m.startNative(o, i, kind, n, m.addrs, policies, m.hook(i))
+		addrs := make([]string, len(m.addrs))
+		for j, a := range m.addrs {
+			if len(a) > 0 {
+				addrs[j] = a[0]
+			}
+		}
+		addr, err := m.startNative(o, i, kind, n, addrs, policies, m.hook(i))
+		if err != nil {
+			return err
+		}
+		m.addrs[i] = []string{addr}
+		return nil
 	}
-	p := &nodeProc{}
-	m.procs[i] = p
-	m.started = append(m.started, p) // stops nothing until it runs
-	return m.serve(o, i, "")
+	m.addrs[i] = make([]string, gn.instances)
+	m.procs[i] = make([]*nodeProc, gn.instances)
+	for k := range gn.instances {
+		p := &nodeProc{}
+		m.procs[i][k] = p
+		m.started = append(m.started, p) // stops nothing until it runs
+		addr, err := m.serve(o, i, k, "")
+		if err != nil {
+			return err
+		}
+		m.addrs[i][k] = addr
+	}
+	return nil
 }
 
 // policies returns the retry policies of node i for its calls (none when
@@ -220,11 +282,12 @@ func (m *mesh) hook(i int) func(inbound.Storm) {
 	return nil
 }
 
-// serve starts yarpc node i, listening on listen ("" for an ephemeral
-// port), with its errown under the ownership policies, as m.procs[i]; it
-// returns the address it listens on.
-func (m *mesh) serve(o Options, i int, listen string) (string, error) {
+// serve starts instance k of yarpc node i, listening on listen ("" for
+// an ephemeral port), with its errown under the ownership policies, as
+// m.procs[i][k]; it returns the address it listens on.
+func (m *mesh) serve(o Options, i, k int, listen string) (string, error) {
 	gn, n := m.g.nodes[i], m.nodes[i]
+	in := n.inst[k]
 	service := serviceName(gn.name)
 	policies, edges := m.policies(o, i)
 	ecfg, eopts, blind, err := o.policy(gn, policies, m.hook(i), m.scope(i))
@@ -249,22 +312,22 @@ func (m *mesh) serve(o Options, i int, listen string) (string, error) {
 				child := serviceName(m.g.nodes[c.child].name)
 				calls = append(calls, nodeCall{client: raw.New(d.ClientConfig(child)), times: c.times, soft: c.soft})
 			}
-			n.calls = calls // no handler runs: the dispatcher has not started
-			d.Register(raw.Procedure(_procedure, n.handle))
+			in.calls = calls // no handler runs: the dispatcher has not started
+			d.Register(raw.Procedure(_procedure, in.handle))
 			return nil
 		},
 	}
 	for _, c := range gn.calls {
-		cfg.Callees = append(cfg.Callees, testmesh.Callee{
-			Name: serviceName(m.g.nodes[c.child].name), Kind: wireKind(o.nodeKind(c.child)), Addr: m.addrs[c.child],
-		})
+		cfg.Callees = append(cfg.Callees, m.callee(o, c.child, o.Chooser))
 	}
 	node, err := testmesh.Start(cfg)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", service, err)
 	}
-	m.errown[i] = node.Middleware()
-	m.procs[i].run(node)
+	if k == 0 {
+		m.errown[i] = node.Middleware()
+	}
+	m.procs[i][k].run(node)
 	o.Logger.Debug("node started", zap.String("node", n.name), zap.String("service", service), zap.String("addr", node.Addr()))
 	return node.Addr(), nil
 }
@@ -337,6 +400,9 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 			timer.timeouts[p.Service] = p.AttemptTimeout
 			p.AttemptTimeout = 0
 			blind[i] = p
+		}
+		if o.Failsafe != nil {
+			return nil, nil, yarpc.UnaryOutboundMiddleware(newFailsafeOutbound(*o.Failsafe, o.Attempts), timer), nil
 		}
 		r, err := retrier.New(retry.Config{Headers: ownership.Headers{Claim: _blindClaimHeader}, Budget: budget, Policies: blind}, retrier.WithSinks(obs.Sinks{Logger: o.Logger, Scope: scope}), retrier.PlainBudget())
 		if err != nil {

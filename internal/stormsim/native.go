@@ -115,7 +115,7 @@ func (m *mesh) startNative(o Options, i int, kind string, n *node, addrs []strin
 				return err
 			}
 			m.started = append(m.started, stop)
-			n.calls = append(n.calls, nodeCall{client: cl, times: c.times, soft: c.soft})
+			n.inst[0].calls = append(n.inst[0].calls, nodeCall{client: cl, times: c.times, soft: c.soft})
 		}
 		return nil
 	}

@@ -35,23 +35,40 @@ const _attemptHeader = defaults.AttemptHeader
 // by (seed, node, path): independent for every request and attempt, and
 // the same in every run with the same seed, whatever the interleaving.
 type node struct {
-	name  string
-	fail  float64
-	code  yarpcerrors.Code
-	drop  bool
-	hang  bool
-	seed  uint64
+	name string
+	fail float64
+	code yarpcerrors.Code
+	drop bool
+	hang bool
+	seed uint64
+	// inst are the node's instances, at least one; series records what
+	// the node's instances saw under open-loop load (nil otherwise).
+	inst   []*instance
+	series *nodeSeries
+	counters
+}
+
+// instance is one running instance of a node: its own dispatcher, state
+// and capacity; the node's counters count for all its instances.
+type instance struct {
+	n *node
+	// faulty: the node's faults (fail, hang) hold for this instance.
+	faulty bool
+	// calls are the instance's clients for the node's children, through
+	// its own dispatcher.
 	calls []nodeCall
-	// capacity is the node's finite capacity, nil when unlimited;
+	// capacity is the instance's finite capacity, nil when unlimited;
 	// failing is set by a fail trigger; down by a crash trigger, from the
-	// crash's instant until its restart, while its dispatcher stops;
-	// series records what the node saw under open-loop load (nil
-	// otherwise).
+	// crash's instant until its restart, while its dispatcher stops.
 	capacity *capacityQueue
 	failing  atomic.Bool
 	down     atomic.Bool
-	series   *nodeSeries
-	counters
+}
+
+// handle serves one request on the node's first instance: a node that
+// runs one.
+func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
+	return n.inst[0].handle(ctx, body)
 }
 
 // nodeCall is a node's client for one child.
@@ -163,20 +180,22 @@ func callPath(body string) string {
 	return b.String()
 }
 
-// handle serves one request: count it, call the children, then hang if
-// the node hangs, fail if the node's draw says so (after the calls below,
+// handle serves one request on the instance: count it, call the
+// children, then hang if the instance has the node's hang, fail if a
+// trigger fails it or it has the node's failures and their draw says so (after the calls below,
 // as in docs/DESIGN.md), else pass on the error of the first failed call on a
 // hard edge, if any.
-func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
-	if n.down.Load() {
+func (in *instance) handle(ctx context.Context, body []byte) ([]byte, error) {
+	n := in.n
+	if in.down.Load() {
 		// Crashed: a request its dispatcher took while stopping reaches
 		// no process, and is not counted as served.
 		return nil, yarpcerrors.Newf(yarpcerrors.CodeUnavailable, "stormsim: %s is down", n.name)
 	}
 	n.served.Add(1)
 	n.series.count(_arrived)
-	if n.capacity != nil {
-		if err := n.capacity.serve(ctx); err != nil {
+	if in.capacity != nil {
+		if err := in.capacity.serve(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -200,7 +219,7 @@ func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 		cctx = fresh
 	}
 	var hard error
-	for i, c := range n.calls {
+	for i, c := range in.calls {
 		for j := range c.times {
 			call := "/" + strconv.Itoa(i) + "." + strconv.Itoa(j)
 			_, err := c.client.Call(withCall(cctx, callRef{root: root, path: key + call}), _procedure, []byte(path+call))
@@ -209,13 +228,13 @@ func (n *node) handle(ctx context.Context, body []byte) ([]byte, error) {
 			}
 		}
 	}
-	if n.hang {
+	if n.hang && in.faulty {
 		// Never answer: wait for the caller to give up. The error goes
 		// to nobody; it ends the handler.
 		<-ctx.Done()
 		return nil, yarpcerrors.Newf(yarpcerrors.CodeDeadlineExceeded, "stormsim: %s hangs", n.name)
 	}
-	if n.failing.Load() || n.fails(path) {
+	if in.failing.Load() || in.faulty && n.fails(path) {
 		n.ownFailures.Add(1)
 		if v := visitFromContext(ctx); v != nil {
 			v.own.Store(true)

@@ -84,8 +84,10 @@ func (m *mesh) runOpen(ctx context.Context, o Options, c *clock) (Result, error)
 	<-triggered
 	// What is still queued is dropped: every root request has ended.
 	for _, n := range m.nodes {
-		if n.capacity != nil {
-			n.capacity.setDown(true)
+		for _, in := range n.inst {
+			if in.capacity != nil {
+				in.capacity.setDown(true)
+			}
 		}
 	}
 	m.settle(o.Timeout)
@@ -180,20 +182,26 @@ func (m *mesh) events(o Options) []event {
 	for i, gn := range m.g.nodes {
 		n := m.nodes[i]
 		for _, tr := range gn.triggers {
-			var on, off func() error
-			switch tr.Kind {
-			case TriggerSlow:
-				factor := tr.Factor
-				on = func() error { n.capacity.setFactor(factor); return nil }
-				off = func() error { n.capacity.setFactor(1); return nil }
-			case TriggerFail:
-				on = func() error { n.failing.Store(true); return nil }
-				off = func() error { n.failing.Store(false); return nil }
-			case TriggerCrash:
-				on = func() error { return m.crash(i) }
-				off = func() error { return m.restart(o, i) }
+			hit := n.inst // the instances the trigger hits
+			if tr.Instances > 0 {
+				hit = hit[:tr.Instances]
 			}
-			events = append(events, event{at: tr.At, do: on}, event{at: tr.End(), do: off})
+			for k, in := range hit {
+				var on, off func() error
+				switch tr.Kind {
+				case TriggerSlow:
+					factor := tr.Factor
+					on = func() error { in.capacity.setFactor(factor); return nil }
+					off = func() error { in.capacity.setFactor(1); return nil }
+				case TriggerFail:
+					on = func() error { in.failing.Store(true); return nil }
+					off = func() error { in.failing.Store(false); return nil }
+				case TriggerCrash:
+					on = func() error { return m.crash(i, k) }
+					off = func() error { return m.restart(o, i, k) }
+				}
+				events = append(events, event{at: tr.At, do: on}, event{at: tr.End(), do: off})
+			}
 		}
 	}
 	sort.SliceStable(events, func(a, b int) bool { return events[a].at < events[b].at })
@@ -220,44 +228,57 @@ func runEvents(ctx context.Context, start time.Time, events []event) error {
 	return err
 }
 
-// crash stops yarpc node i's dispatcher and its errown, its queued
-// requests lost.
-func (m *mesh) crash(i int) error {
-	m.nodes[i].down.Store(true)
-	if q := m.nodes[i].capacity; q != nil {
+// crash stops instance k of yarpc node i: its dispatcher and its errown,
+// its queued requests lost.
+func (m *mesh) crash(i, k int) error {
+	in := m.nodes[i].inst[k]
+	in.down.Store(true)
+	if q := in.capacity; q != nil {
 		q.setDown(true)
 	}
-	err := m.procs[i].Stop()
-	m.errown[i] = nil
+	err := m.procs[i][k].Stop()
+	if k == 0 {
+		m.errown[i] = nil
+	}
 	if err != nil {
-		return fmt.Errorf("crash %s: %w", m.nodes[i].name, err)
+		return fmt.Errorf("crash %s: %w", m.instanceName(i, k), err)
 	}
 	return nil
+}
+
+// instanceName names instance k of node i: the node's name when it runs
+// one, else e.g. "C#2" for the second of C's.
+func (m *mesh) instanceName(i, k int) string {
+	if m.g.nodes[i].instances == 1 {
+		return m.nodes[i].name
+	}
+	return fmt.Sprintf("%s#%d", m.nodes[i].name, k+1)
 }
 
 // _restartTries is how often restart tries to listen on the crashed
 // node's port again, 50ms apart: another process may hold it a moment.
 const _restartTries = 20
 
-// restart starts crashed yarpc node i again on its address, with a fresh
-// errown (a restarted process).
-func (m *mesh) restart(o Options, i int) error {
-	p := m.procs[i]
+// restart starts crashed instance k of yarpc node i again on its
+// address, with a fresh errown (a restarted process).
+func (m *mesh) restart(o Options, i, k int) error {
+	p := m.procs[i][k]
 	p.mu.Lock()
 	addr := p.addr
 	p.mu.Unlock()
-	if q := m.nodes[i].capacity; q != nil {
+	in := m.nodes[i].inst[k]
+	if q := in.capacity; q != nil {
 		q.setDown(false)
 	}
-	m.nodes[i].down.Store(false)
+	in.down.Store(false)
 	var err error
 	for range _restartTries {
-		if _, err = m.serve(o, i, addr); err == nil {
+		if _, err = m.serve(o, i, k, addr); err == nil {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("restart %s on %s: %w", m.nodes[i].name, addr, err)
+	return fmt.Errorf("restart %s on %s: %w", m.instanceName(i, k), addr, err)
 }
 
 // visits returns, for each node, the requests one root request sends it
@@ -347,8 +368,15 @@ func (s *sampler) read(b int) {
 		refusals(scope, totals)
 	}
 	for _, n := range s.m.nodes {
-		if n.capacity != nil {
-			n.series.queued(n.capacity.length())
+		queued, capacity := 0, false
+		for _, in := range n.inst {
+			if in.capacity != nil {
+				queued += in.capacity.length()
+				capacity = true
+			}
+		}
+		if capacity {
+			n.series.queued(queued)
 		}
 	}
 	s.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"go.uber.org/multierr"
+	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/zap"
 )
 
@@ -206,6 +207,14 @@ type Options struct {
 	// has filled it (mode, unknown edges, retry policies and budget,
 	// memory): the options of an errown arm (see Arm).
 	Errown func(*errown.Config)
+	// Chooser, when set, wraps the peer chooser through which every
+	// caller reaches a node of several instances (Node.Instances): the
+	// peer list the topology names, bound to the instances' addresses.
+	Chooser func(peer.Chooser) peer.Chooser
+	// Failsafe, when set, makes every hop retrying blind to claims
+	// (PolicyNaive) retry with failsafe-go instead of package retry: see
+	// Failsafe.
+	Failsafe *Failsafe
 }
 
 // rate returns the open-loop rate: o's, else the topology's.

@@ -171,10 +171,25 @@ func Run(ctx context.Context, o Options) (_ Result, err error) {
 	}
 
 	codes := g.failCodes()
+	if g.partial() && g.timed() {
+		// Some instances are healthy and attempts are timed out: on a
+		// loaded machine a healthy instance's answer can come after its
+		// caller's attempt timeout, a failure of the run's own; and an
+		// attempt whose deadline passed before yarpc's HTTP outbound sent
+		// it goes out with a negative TTL, which the callee refuses as
+		// invalid-argument.
+		codes[yarpcerrors.CodeDeadlineExceeded] = true
+		codes[yarpcerrors.CodeInvalidArgument] = true
+	}
 	if o.Policy.runsErrown() && codes[yarpcerrors.CodeDeadlineExceeded] {
 		// A hanging node times its callers' attempts out: errown's limit
 		// on attempts in flight to it (retry.overload) sheds some calls at
 		// once, resource-exhausted, rather than add them to its queue.
+		codes[yarpcerrors.CodeResourceExhausted] = true
+	}
+	if o.Failsafe != nil {
+		// failsafe-go's adaptive limiter refuses calls at once (see
+		// Failsafe).
 		codes[yarpcerrors.CodeResourceExhausted] = true
 	}
 	d := driver{o: o, client: m.client, codes: codes, mustFail: expected.Availability == 0}

@@ -45,6 +45,18 @@ func (f Figure) atMost(ref float64, basis string) Figure {
 	return f
 }
 
+// atLeast judges f as at least ref.
+func (f Figure) atLeast(ref float64, basis string) Figure {
+	f.Check, f.Reference, f.Basis = CheckAtLeast, ref, basis
+	return f
+}
+
+// tolerance sets f's tolerance.
+func (f Figure) tolerance(tol float64) Figure {
+	f.Tolerance = tol
+	return f
+}
+
 func (f Figure) published(v float64) Figure {
 	f.Published = &v
 	return f

@@ -44,7 +44,31 @@ const (
 	// MaxSlowFactor is the most a slow trigger multiplies a node's
 	// service time by.
 	MaxSlowFactor = 1000
+	// MaxInstances is the most instances a node may run.
+	MaxInstances = 16
 )
+
+// Peer lists by which callers reach a node's instances (Node.PeerList):
+// the ones yarpc ships.
+const (
+	// PeerRoundRobin is yarpc's peer/roundrobin: each call to the next
+	// instance in turn. The default.
+	PeerRoundRobin = "round-robin"
+	// PeerFewestPending is yarpc's peer/pendingheap: each call to the
+	// instance with the fewest requests pending, so that an instance
+	// that fails fast attracts traffic.
+	PeerFewestPending = "fewest-pending"
+	// PeerTwoRandomChoices is yarpc's peer/tworandomchoices: the less
+	// busy of two instances drawn at random.
+	PeerTwoRandomChoices = "two-random-choices"
+	// PeerRandom is yarpc's peer/randpeer: an instance drawn at random.
+	PeerRandom = "random"
+)
+
+// PeerLists returns the peer lists Node.PeerList takes.
+func PeerLists() []string {
+	return []string{PeerRoundRobin, PeerFewestPending, PeerTwoRandomChoices, PeerRandom}
+}
 
 // What a node with a capacity does with a queued request whose caller has
 // given up (its context is done): Node.Abandoned.
@@ -166,7 +190,24 @@ type Node struct {
 	// At after the load's start and lasts For. Triggers of one kind do
 	// not overlap.
 	Triggers []Trigger `yaml:"triggers,omitempty" json:"triggers,omitempty"`
+	// Instances is how many instances run the node, 1 to MaxInstances,
+	// each its own yarpc dispatcher on its own port with its own errown
+	// (its own budget and memory) and its own capacity; its callers reach
+	// them through a yarpc peer list (PeerList). Default 1.
+	Instances int `yaml:"instances,omitempty" json:"instances,omitempty"`
+	// Faulty, when set, is how many of the node's instances (the first
+	// ones, 1 to Instances-1) have its faults: fail, failCode and hang
+	// hold for them only, the others are healthy. It needs one of those
+	// faults. Default 0: every instance has them.
+	Faulty int `yaml:"faulty,omitempty" json:"faulty,omitempty"`
+	// PeerList is how the node's callers choose among its instances:
+	// PeerRoundRobin (default), PeerFewestPending, PeerTwoRandomChoices
+	// or PeerRandom. It needs more than one instance.
+	PeerList string `yaml:"peerList,omitempty" json:"peerList,omitempty"`
 }
+
+// instances returns how many instances run the node.
+func (n Node) instances() int { return cmp.Or(n.Instances, 1) }
 
 // Capacity is a node's finite capacity: Workers serve the requests one at
 // a time each, ServiceTime per request; up to Queue more wait, first in
@@ -198,6 +239,10 @@ type Trigger struct {
 	// Factor multiplies the service time under TriggerSlow, above 1 and
 	// at most MaxSlowFactor; the other kinds take none.
 	Factor float64 `yaml:"factor,omitempty" json:"factor,omitempty"`
+	// Instances, when set, is how many of the node's instances (the
+	// first ones, 1 to Node.Instances) the trigger hits: a partial
+	// failure. Default 0: every instance.
+	Instances int `yaml:"instances,omitempty" json:"instances,omitempty"`
 }
 
 // End returns when the trigger ends, from the start of the load.
@@ -379,6 +424,23 @@ type gnode struct {
 	capacity  *Capacity // nil: unlimited
 	leave     bool      // abandoned queued requests leave the queue
 	triggers  []Trigger
+	instances int    // at least 1
+	faulty    int    // instances with the node's faults: the first ones
+	peerList  string // how callers choose among the instances
+}
+
+// partial reports whether the node's instances differ: some have its
+// faults or a trigger that others do not.
+func (n gnode) partial() bool {
+	if n.faulty < n.instances {
+		return true
+	}
+	for _, tr := range n.triggers {
+		if tr.Instances > 0 && tr.Instances < n.instances {
+			return true
+		}
+	}
+	return false
 }
 
 type gcall struct {
@@ -439,10 +501,18 @@ func compile(t *Topology) (*graph, error) {
 		for _, e := range multierr.Errors(n.validateCapacity()) {
 			add("%s.%v", at, e)
 		}
+		for _, e := range multierr.Errors(n.validateInstances()) {
+			add("%s.%v", at, e)
+		}
+		faulty := n.instances()
+		if n.Faulty > 0 {
+			faulty = n.Faulty
+		}
 		g.nodes[i] = gnode{
 			name: n.Name, fail: n.Fail, code: code, retryable: retryable,
 			errown: n.runsErrown(), retry: n.retries(), drop: n.DropContext, hang: n.Hang,
 			capacity: n.Capacity, leave: n.Abandoned == AbandonedLeave, triggers: n.Triggers,
+			instances: n.instances(), faulty: faulty, peerList: cmp.Or(n.PeerList, PeerRoundRobin),
 		}
 	}
 	for i, n := range t.Nodes {
@@ -627,6 +697,17 @@ func (g *graph) failCodes() map[yarpcerrors.Code]bool {
 	return codes
 }
 
+// partial reports whether a node of g runs instances that differ (see
+// gnode.partial).
+func (g *graph) partial() bool {
+	for _, n := range g.nodes {
+		if n.partial() {
+			return true
+		}
+	}
+	return false
+}
+
 // capacity reports whether a node of g has a capacity or triggers.
 func (g *graph) capacity() bool {
 	for _, n := range g.nodes {
@@ -709,6 +790,40 @@ func (n Node) validateCapacity() error {
 			if prev.Kind == tr.Kind && tr.At < prev.End() && prev.At < tr.End() {
 				add("%s: overlaps triggers[%d], of the same kind %s", at, j, tr.Kind)
 			}
+		}
+	}
+	return errs
+}
+
+// validateInstances reports every problem of the node's instances,
+// faulty instances, peer list and triggers' instances, each naming its
+// field.
+func (n Node) validateInstances() error {
+	var errs error
+	add := func(format string, args ...interface{}) {
+		errs = multierr.Append(errs, fmt.Errorf(format, args...))
+	}
+	if n.Instances < 0 || n.Instances > MaxInstances {
+		add("instances: must be between 1 and %d, got %d", MaxInstances, n.Instances)
+	}
+	instances := min(max(n.instances(), 1), MaxInstances)
+	switch {
+	case n.Faulty == 0:
+	case n.Faulty < 0 || n.Faulty >= instances:
+		add("faulty: must be between 1 and instances-1 (%d), got %d", instances-1, n.Faulty)
+	case n.Fail == 0 && !n.Hang && n.FailCode == "":
+		add("faulty: is how many instances have the node's faults, and %s has none (fail, hang), got %d", n.Name, n.Faulty)
+	}
+	switch {
+	case n.PeerList == "":
+	case !oneOf(n.PeerList, PeerLists()):
+		add("peerList: must be one of %s, got %q", strings.Join(PeerLists(), ", "), n.PeerList)
+	case instances < 2:
+		add("peerList: chooses among instances, and %s has one (instances), got %q", n.Name, n.PeerList)
+	}
+	for k, tr := range n.Triggers {
+		if tr.Instances < 0 || tr.Instances > instances {
+			add("triggers[%d].instances: must be between 1 and instances (%d), got %d", k, instances, tr.Instances)
 		}
 	}
 	return errs

@@ -125,6 +125,26 @@ nodes:
 			},
 		},
 		{
+			name: "instances",
+			give: `
+name: t
+nodes:
+  - {name: A, calls: [B, C, D, E], instances: 17}
+  - {name: B, instances: 3, faulty: 3, fail: 1}
+  - {name: C, instances: 3, faulty: 1}
+  - {name: D, peerList: fewest-pending}
+  - {name: E, instances: 2, peerList: sideways, triggers: [{kind: fail, at: 1s, for: 1s, instances: 3}]}
+`,
+			want: []string{
+				"nodes[0] (A).instances: must be between 1 and 16, got 17",
+				"nodes[1] (B).faulty: must be between 1 and instances-1 (2), got 3",
+				"nodes[2] (C).faulty: is how many instances have the node's faults, and C has none (fail, hang), got 1",
+				`nodes[3] (D).peerList: chooses among instances, and D has one (instances), got "fewest-pending"`,
+				`nodes[4] (E).peerList: must be one of round-robin, fewest-pending, two-random-choices, random, got "sideways"`,
+				"nodes[4] (E).triggers[0].instances: must be between 1 and instances (2), got 3",
+			},
+		},
+		{
 			name: "hang and timeouts",
 			give: `
 name: t
@@ -211,7 +231,7 @@ nodes:
 
 func TestShippedTopologies(t *testing.T) {
 	names := TopologyNames()
-	assert.Equal(t, []string{"availability", "capacity", "capacity-crash", "capacity-fanout", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below", "overload", "overload-misnested"}, names)
+	assert.Equal(t, []string{"availability", "capacity", "capacity-crash", "capacity-fanout", "chain", "coincidental", "context-drop", "deep", "deep-drop", "fanout", "mixed", "no-retry-below", "overload", "overload-misnested", "partial", "partial-independent"}, names)
 	for _, name := range names {
 		top, err := LoadTopology(name)
 		require.NoError(t, err, name)
@@ -297,6 +317,8 @@ func FuzzParseTopology(f *testing.F) {
 	}
 	f.Add([]byte("name: t\nrate: 1e9\nnodes: [{name: A, capacity: {workers: 1, serviceTime: 1ns, queue: 0}, triggers: [{kind: slow, at: 0s, for: 1ms, factor: 1.5}]}]"))
 	f.Add([]byte("name: t\nnodes: [{name: A, abandoned: leave, triggers: [{kind: crash, at: 1s, for: 1s}, {kind: crash, at: 1500ms, for: 1s}]}]"))
+	f.Add([]byte("name: t\nnodes: [{name: A, calls: [B]}, {name: B, instances: 3, faulty: 1, hang: true, peerList: fewest-pending, triggers: [{kind: crash, at: 1s, for: 1s, instances: 2}]}]"))
+	f.Add([]byte("name: t\nnodes: [{name: A, instances: 17, faulty: -1, peerList: random}]"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		top, err := ParseTopology(b)
 		if err != nil {
@@ -312,7 +334,13 @@ func FuzzParseTopology(f *testing.F) {
 			} else {
 				assert.Empty(t, n.Abandoned, "abandoned needs a capacity")
 			}
+			instances := n.instances()
+			assert.True(t, instances >= 1 && instances <= MaxInstances, "instances %d", n.Instances)
+			assert.True(t, n.Faulty >= 0 && n.Faulty < instances, "faulty %d of %d", n.Faulty, instances)
+			assert.True(t, n.Faulty == 0 || n.Fail > 0 || n.Hang || n.FailCode != "", "faulty instances need a fault: %+v", n)
+			assert.True(t, n.PeerList == "" || instances > 1 && oneOf(n.PeerList, PeerLists()), "peer list %q of %d instances", n.PeerList, instances)
 			for _, tr := range n.Triggers {
+				assert.True(t, tr.Instances >= 0 && tr.Instances <= instances, "trigger %+v of %d instances", tr, instances)
 				assert.True(t, tr.At >= 0 && tr.For >= MinTriggerFor && tr.End() <= 2*MaxDuration, "trigger %+v", tr)
 				assert.Equal(t, tr.Kind == TriggerSlow, tr.Factor > 1, "only a slow trigger has a factor: %+v", tr)
 			}

@@ -97,6 +97,9 @@ type Callee struct {
 	Addrs []string
 	// Chooser, when set, wraps the peer list of Addrs (retrypeer.New).
 	Chooser func(peer.Chooser) peer.Chooser
+	// List, when set, builds the peer list of Addrs on the transport in
+	// yarpc's round-robin list's place (pendingheap.New, say).
+	List func(t peer.Transport) peer.ChooserList
 }
 
 // Node is a started node.
@@ -285,7 +288,7 @@ func (e *Endpoint) outboundsTo(callees []Callee) (yarpc.Outbounds, error) {
 	outbounds := make(yarpc.Outbounds, len(callees))
 	for _, c := range callees {
 		if len(c.Addrs) > 0 {
-			outs, err := e.replicaOutbounds(Wire(c.Kind), c.Addrs, c.Chooser)
+			outs, err := e.replicaOutbounds(Wire(c.Kind), c.Addrs, c.List, c.Chooser)
 			if err != nil {
 				return nil, err
 			}

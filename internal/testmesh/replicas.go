@@ -1,8 +1,6 @@
 package testmesh
 
 import (
-	"fmt"
-
 	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/yarpc/api/transport"
 	yarpcpeer "go.uber.org/yarpc/peer"
@@ -10,24 +8,44 @@ import (
 	"go.uber.org/yarpc/peer/roundrobin"
 )
 
-// replicaOutbounds returns the outbounds to a callee's instances, listening
-// on addrs, behind yarpc's round-robin peer list wrapped by wrap (nil:
-// none), as a team runs a callee with several instances. Only HTTP.
-func (e *Endpoint) replicaOutbounds(kind string, addrs []string, wrap func(peer.Chooser) peer.Chooser) (transport.Outbounds, error) {
-	if kind != HTTP {
-		return transport.Outbounds{}, fmt.Errorf("testmesh: several instances of a callee need %s, not %s", HTTP, kind)
+// replicaOutbounds returns the unary outbound to a callee's instances,
+// listening on addrs, over the yarpc transport kind, behind the peer list
+// list builds on the transport (nil: yarpc's round-robin) wrapped by wrap
+// (nil: none), as a team runs a callee with several instances.
+func (e *Endpoint) replicaOutbounds(kind string, addrs []string, list func(peer.Transport) peer.ChooserList, wrap func(peer.Chooser) peer.Chooser) (transport.Outbounds, error) {
+	var (
+		t   peer.Transport
+		out func(peer.Chooser) transport.UnaryOutbound
+	)
+	switch kind {
+	case HTTP:
+		ht := e.httpTransport()
+		t, out = ht, func(c peer.Chooser) transport.UnaryOutbound { return ht.NewOutbound(c) }
+	case GRPC:
+		gt := e.grpcTransport()
+		t, out = gt, func(c peer.Chooser) transport.UnaryOutbound { return gt.NewOutbound(c) }
+	case TChannel:
+		tt, err := e.tchannelTransport(Loopback)
+		if err != nil {
+			return transport.Outbounds{}, err
+		}
+		t, out = tt, func(c peer.Chooser) transport.UnaryOutbound { return tt.NewOutbound(c) }
+	default:
+		return transport.Outbounds{}, unknownKind(kind, Transports)
 	}
-	t := e.httpTransport()
 	ids := make([]peer.Identifier, 0, len(addrs))
 	for _, a := range addrs {
 		ids = append(ids, hostport.PeerIdentifier(a))
 	}
-	list := roundrobin.New(t)
-	chooser := yarpcpeer.Bind(list, yarpcpeer.BindPeers(ids))
-	var c peer.Chooser = chooser
-	if wrap != nil {
-		c = wrap(chooser)
+	var l peer.ChooserList
+	if list != nil {
+		l = list(t)
+	} else {
+		l = roundrobin.New(t)
 	}
-	out := t.NewOutbound(c)
-	return transport.Outbounds{Unary: out}, nil
+	var c peer.Chooser = yarpcpeer.Bind(l, yarpcpeer.BindPeers(ids))
+	if wrap != nil {
+		c = wrap(c)
+	}
+	return transport.Outbounds{Unary: out(c)}, nil
 }
