@@ -81,6 +81,11 @@ type Config struct {
 	// from them nor writes them on their responses (inbound.EdgeConfig).
 	// Default: none.
 	Edge inbound.EdgeConfig `yaml:"edge,omitempty"`
+	// Admission is the service's own load shedding: an adaptive limit on
+	// the requests it works on at once, with a short queue, shedding
+	// retries first and what it cannot finish in time
+	// (inbound.AdmissionConfig). Default: disabled.
+	Admission inbound.AdmissionConfig `yaml:"admission,omitempty"`
 	// Retry holds the retry policies and budget. With no policy, errown
 	// never retries.
 	Retry RetryConfig `yaml:"retry,omitempty"`
@@ -112,6 +117,7 @@ func (c Config) inboundConfig() inbound.Config {
 		UnknownEdges:      c.UnknownEdges,
 		Ingress:           c.Ingress,
 		Edge:              c.Edge,
+		Admission:         c.Admission,
 	}
 }
 

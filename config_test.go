@@ -345,3 +345,31 @@ func TestConfigFromYAMLEdge(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigFromYAMLAdmission(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    string
+		want    inbound.AdmissionConfig
+		wantErr string
+	}{
+		{name: "enforce", give: "admission:\n  mode: enforce\n", want: inbound.AdmissionConfig{Mode: inbound.AdmissionEnforce}},
+		{name: "every field", give: "admission:\n  mode: observe\n  maxQueue: 8\n  minLimit: 4\n  maxLimit: 64\n",
+			want: inbound.AdmissionConfig{Mode: inbound.AdmissionObserve, MaxQueue: 8, MinLimit: 4, MaxLimit: 64}},
+		{name: "a misspelled key", give: "admission:\n  maxQueu: 8\n", wantErr: "admission.maxQueu: unknown key, did you mean maxQueue?"},
+		{name: "a mode unknown", give: "admission:\n  mode: strict\n", wantErr: `admission.mode: must be "disabled", "observe" or "enforce", got "strict"`},
+		{name: "an explicit zero", give: "admission:\n  maxQueue: 0\n", wantErr: "admission.maxQueue"},
+		{name: "a negative", give: "admission:\n  minLimit: -1\n", wantErr: "admission.minLimit: must be >= 1, got -1"},
+		{name: "limits crossed", give: "admission:\n  minLimit: 10\n  maxLimit: 5\n", wantErr: "admission.maxLimit: must be >= minLimit (10), got 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ConfigFromYAML([]byte(tt.give))
+			assert.Equal(t, tt.wantErr == "", err == nil, "%v", err)
+			assert.Contains(t, fmt.Sprint(err), tt.wantErr)
+			if tt.wantErr == "" {
+				assert.Equal(t, tt.want, cfg.Admission)
+			}
+		})
+	}
+}

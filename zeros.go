@@ -50,6 +50,11 @@ var _zeroRules = map[string]zeroRule{
 	"maxRootProcedures": {means: fmt.Sprintf("the default %d", defaults.MaxRootProcedures)},
 	"incidentWindow":    {means: fmt.Sprintf("the default %v", defaults.IncidentWindow)},
 
+	"admission.mode":     {means: fmt.Sprintf("the default %s", inbound.AdmissionDisabled)},
+	"admission.maxQueue": {means: fmt.Sprintf("the default %d", defaults.AdmissionMaxQueue)},
+	"admission.minLimit": {means: fmt.Sprintf("the default %d", defaults.AdmissionMinLimit)},
+	"admission.maxLimit": {means: fmt.Sprintf("the default %d", defaults.AdmissionMaxLimit)},
+
 	"ingress.shards":      {means: fmt.Sprintf("the default %d", defaults.IngressShards)},
 	"ingress.maxInFlight": {means: fmt.Sprintf("the default %d", defaults.IngressMaxInFlight)},
 

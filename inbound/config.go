@@ -36,6 +36,75 @@ type Config struct {
 	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
 	// Edge declares the requests that come from outside the mesh.
 	Edge EdgeConfig `yaml:"edge,omitempty"`
+	// Admission limits the requests the service works on at once.
+	Admission AdmissionConfig `yaml:"admission,omitempty"`
+}
+
+// Values of AdmissionConfig.Mode.
+const (
+	// AdmissionDisabled serves every request as it comes. (Not "off":
+	// YAML reads an unquoted off as false.)
+	AdmissionDisabled = "disabled"
+	// AdmissionObserve serves every request as it comes, and counts what
+	// enforce would shed (inbound.shed with mode observe).
+	AdmissionObserve = "observe"
+	// AdmissionEnforce sheds.
+	AdmissionEnforce = "enforce"
+)
+
+// AdmissionConfig configures the service's own load shedding: an
+// adaptive limit on the requests it works on at once, learned from its
+// own latency (a gradient on queueing delay against its no-load
+// latency), with a short queue in front. Under pressure, retries
+// (attempt 2 or later) and requests of callers in an incident are shed
+// before first attempts; a request whose deadline is shorter than its
+// expected wait and service time is refused before it takes a worker;
+// a queued request whose caller went is dropped. A shed request fails
+// resource-exhausted, claimed, with pushback: its caller does not retry
+// it, nobody above does, and the callers' overload limits count it as
+// overload. The defaults need no tuning.
+type AdmissionConfig struct {
+	// Mode is "disabled" (the default), "observe" or "enforce".
+	Mode string `yaml:"mode,omitempty"`
+	// MaxQueue bounds the requests waiting for a worker once the limit is
+	// reached; retries and requests of callers in an incident may take
+	// only half of it. Default 32.
+	MaxQueue int `yaml:"maxQueue,omitempty"`
+	// MinLimit is the least the limit falls to. Default 2.
+	MinLimit int `yaml:"minLimit,omitempty"`
+	// MaxLimit is the most the limit grows to. Default 1000.
+	MaxLimit int `yaml:"maxLimit,omitempty"`
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c AdmissionConfig) withDefaults() AdmissionConfig {
+	c.Mode = cmp.Or(c.Mode, AdmissionDisabled)
+	c.MaxQueue = cmp.Or(c.MaxQueue, defaults.AdmissionMaxQueue)
+	c.MinLimit = cmp.Or(c.MinLimit, defaults.AdmissionMinLimit)
+	c.MaxLimit = cmp.Or(c.MaxLimit, defaults.AdmissionMaxLimit)
+	return c
+}
+
+// Validate reports every invalid field of c after defaults are applied,
+// each under "admission".
+func (c AdmissionConfig) Validate() error {
+	c = c.withDefaults()
+	var err error
+	if c.Mode != AdmissionDisabled && c.Mode != AdmissionObserve && c.Mode != AdmissionEnforce {
+		err = multierr.Append(err, fmt.Errorf("admission.mode: must be %q, %q or %q, got %q", AdmissionDisabled, AdmissionObserve, AdmissionEnforce, c.Mode))
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"maxQueue", c.MaxQueue}, {"minLimit", c.MinLimit}, {"maxLimit", c.MaxLimit}} {
+		if f.v < 1 {
+			err = multierr.Append(err, fmt.Errorf("admission.%s: must be >= 1, got %d", f.key, f.v))
+		}
+	}
+	if c.MinLimit >= 1 && c.MaxLimit < c.MinLimit {
+		err = multierr.Append(err, fmt.Errorf("admission.maxLimit: must be >= minLimit (%d), got %d", c.MinLimit, c.MaxLimit))
+	}
+	return err
 }
 
 // EdgeConfig declares the requests that come from outside the mesh, by
@@ -88,6 +157,7 @@ func (c Config) withDefaults() Config {
 	c.Headers = defaults.Apply(c.Headers)
 	c.MaxRootProcedures = cmp.Or(c.MaxRootProcedures, defaults.MaxRootProcedures)
 	c.UnknownEdges = cmp.Or(c.UnknownEdges, UnknownCorrelated)
+	c.Admission = c.Admission.withDefaults()
 	return c
 }
 
@@ -97,6 +167,7 @@ func (c Config) Validate() error {
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
 	err = multierr.Append(err, c.Edge.Validate())
+	err = multierr.Append(err, c.Admission.Validate())
 	if c.MaxRootProcedures < 0 {
 		err = multierr.Append(err, fmt.Errorf("maxRootProcedures: must be >= 0, got %d", c.MaxRootProcedures))
 	}

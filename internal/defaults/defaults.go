@@ -84,6 +84,13 @@ const (
 	OverloadThreshold = 0.5
 )
 
+// inbound.AdmissionConfig.
+const (
+	AdmissionMaxQueue = 32
+	AdmissionMinLimit = 2
+	AdmissionMaxLimit = 1000
+)
+
 // depmem.Config.
 const (
 	MemoryWindow   = 10 * time.Minute

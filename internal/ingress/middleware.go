@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/admission"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/memory"
@@ -47,7 +48,9 @@ type Middleware struct {
 	quietStorms      []transport.Headers // by requests served; see quietStormHeaders
 	storms           *storms
 	orphans          *calls.Orphans
-	edge             *edge // nil: no edge declared
+	edge             *edge                    // nil: no edge declared
+	admission        *admission.Controller    // nil: admission disabled
+	shedCount        map[string]tally.Counter // by reason
 
 	claimedCount      tally.Counter
 	unclaimedCount    tally.Counter
@@ -89,7 +92,10 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		orphans = new(calls.Orphans) // nobody counts: never changes
 	}
 	scope := o.Scope.SubScope("inbound")
+	ctl, shedCount := newAdmission(cfg.Admission, scope)
 	return &Middleware{
+		admission:         ctl,
+		shedCount:         shedCount,
 		inFlightGauge:     o.Scope.SubScope("ingress").Gauge("in_flight"),
 		logs:              logs,
 		learner:           o.learner,
@@ -131,13 +137,24 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	// response carries none of errown's headers.
 	edge := m.edge.has(req)
 	var marked bool
+	var n int
 	if !edge {
-		var n int
 		n, marked = m.countAttempt(req)
 		if n > 1 {
 			// Only a retry is tagged: finding the span walks the context.
 			tracing.Attempt(ctx, n)
 		}
+	}
+	if m.admission != nil {
+		t, reason, ok := m.admission.Admit(ctx, priority(n, marked))
+		if reason != "" {
+			m.shedCount[reason].Inc(1)
+			tracing.Shed(ctx, reason, ok)
+		}
+		if !ok {
+			return m.shed(ctx, req, resw, reason, edge)
+		}
+		defer m.admission.Done(t)
 	}
 	r := m.track(ctx, req.Procedure, marked)
 	if r == nil {

@@ -2,6 +2,7 @@ package stormsim
 
 import (
 	"github.com/errown/errown"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/api/peer"
 )
@@ -66,8 +67,8 @@ func CapacityArms() []Arm {
 		{Name: ArmRetries, Policy: PolicyNaive},
 		{Name: ArmBudget, Policy: PolicyBudget},
 		{Name: ArmThrottle, Policy: PolicyBudget, Throttle: &Throttle{}},
-		{Name: ArmErrown, Policy: PolicyOwnership},
-		{Name: ArmErrownObserve, Policy: PolicyOwnership, Mode: retry.ModeObserve},
+		{Name: ArmErrown, Policy: PolicyOwnership, Errown: admissionAt(inbound.AdmissionEnforce)},
+		{Name: ArmErrownObserve, Policy: PolicyOwnership, Mode: retry.ModeObserve, Errown: admissionAt(inbound.AdmissionObserve)},
 	}
 }
 
@@ -78,4 +79,10 @@ func ArmNames(arms []Arm) []string {
 		names[i] = a.Name
 	}
 	return names
+}
+
+// admissionAt returns an Errown func that runs the inbound admission in
+// mode at every service.
+func admissionAt(mode string) func(*errown.Config) {
+	return func(c *errown.Config) { c.Admission.Mode = mode }
 }

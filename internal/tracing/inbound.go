@@ -47,3 +47,13 @@ func Storm(ctx context.Context, f wire.Figures) {
 		attribute.Int(TagStormBlindRad, int(st.BlindRadius)),
 	)
 }
+
+// Shed tags the server span of a request admission shed with the reason,
+// or in observe mode (shed false) one it would have shed, with the mode.
+func Shed(ctx context.Context, reason string, observed bool) {
+	s, ok := spanFrom(ctx)
+	if !ok {
+		return
+	}
+	s.setTags(withMode(observed, attribute.String(TagShed, reason))...)
+}

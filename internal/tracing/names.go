@@ -14,6 +14,7 @@ const (
 	TagStormRetries   = "errown.storm.retries"
 	TagStormRadius    = "errown.storm.radius"
 	TagStormBlindRad  = "errown.storm.blind_radius"
+	TagShed           = "errown.shed" // on a request admission shed (or, in observe mode, would have): the reason
 
 	// Events on the caller's span, one per retry decision.
 	EventRetry   = "errown.retry"

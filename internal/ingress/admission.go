@@ -1,0 +1,85 @@
+package ingress
+
+import (
+	"context"
+	"errors"
+
+	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/admission"
+	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
+)
+
+// newAdmission returns the admission controller cfg (defaults applied)
+// asks for, nil when disabled, and its inbound.shed counters by reason
+// (tagged with the mode: what observe mode counts was not shed), with its
+// gauges under scope.
+func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope) (*admission.Controller, map[string]tally.Counter) {
+	if cfg.Mode == inbound.AdmissionDisabled {
+		return nil, nil
+	}
+	counts := make(map[string]tally.Counter, len(admission.Reasons))
+	for _, r := range admission.Reasons {
+		counts[r] = scope.Tagged(map[string]string{"reason": r, "mode": cfg.Mode}).Counter("shed")
+	}
+	gauges := scope.SubScope("admission")
+	limit, queue := gauges.Gauge("limit"), gauges.Gauge("queue")
+	ctl := admission.New(admission.Config{
+		Observe:  cfg.Mode == inbound.AdmissionObserve,
+		MaxQueue: cfg.MaxQueue,
+		MinLimit: cfg.MinLimit,
+		MaxLimit: cfg.MaxLimit,
+		OnWindow: func(l float64, q int) {
+			limit.Update(l)
+			queue.Update(float64(q))
+		},
+	})
+	return ctl, counts
+}
+
+// priority ranks a request with attempt number n (0: unmarked), marked
+// when its caller is in an incident: retries are shed first, then the
+// requests of callers in an incident.
+func priority(n int, marked bool) admission.Priority {
+	switch {
+	case n > 1:
+		return admission.PriorityRetry
+	case marked:
+		return admission.PriorityIncident
+	default:
+		return admission.PriorityFirst
+	}
+}
+
+// shed answers a request admission shed for reason: resource-exhausted,
+// claimed by this service, with pushback, so that its caller does not
+// retry it at once, nobody above retries it, and the callers' overload
+// limits count it as overload; an edge request's answer carries no
+// errown header. A queued request whose caller went gets its context's
+// error: nobody reads it.
+func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, reason string, edge bool) error {
+	if reason == admission.ReasonAbandoned {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return yarpcerrors.DeadlineExceededErrorf("errown: %s dropped from the admission queue: its deadline passed", req.Procedure)
+		}
+		return yarpcerrors.CancelledErrorf("errown: %s dropped from the admission queue: its caller went", req.Procedure)
+	}
+	if !edge {
+		resw.AddHeaders(m.claimedNoRetry)
+		if req.Transport == _tchannel {
+			resw.SetApplicationError()
+		}
+	}
+	return yarpcerrors.ResourceExhaustedErrorf("errown: %s shed by %s (inbound.admission, %s)", req.Procedure, req.Service, reason)
+}
+
+// AdmissionLimit returns the admission controller's limit on requests
+// served at once and the requests queued, or false when admission is
+// disabled.
+func (m *Middleware) AdmissionLimit() (limit float64, queued int, ok bool) {
+	if m.admission == nil {
+		return 0, 0, false
+	}
+	return m.admission.Limit(), m.admission.Queued(), true
+}
