@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -299,13 +300,14 @@ func TestConfigMode(t *testing.T) {
 	assert.NoError(t, Config{Mode: retry.ModeObserve}.Validate())
 }
 
-// TestREADMEConfigurationParses: the configuration reference in the
-// README, every key written out, is a configuration errown takes.
-func TestREADMEConfigurationParses(t *testing.T) {
-	b, err := os.ReadFile("README.md")
+// TestDocConfigurationParses: the configuration reference of
+// docs/configuration.md, every key written out, is a configuration errown
+// takes.
+func TestDocConfigurationParses(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("docs", "configuration.md"))
 	require.NoError(t, err)
 	_, section, ok := strings.Cut(string(b), "\n## Configuration\n")
-	require.True(t, ok, "README.md has a Configuration section")
+	require.True(t, ok, "docs/configuration.md has a Configuration section")
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	require.True(t, ok, "the section has a YAML block")
 	block, _, ok = strings.Cut(block, "```")

@@ -11,5 +11,5 @@
 // misspelled errown key, a retry policy for a service the dispatcher does
 // not call, or a zero written where it would mean a default fails start
 // with the fix. docs/DESIGN.md in the repository is the design and
-// its decision tables; README.md has the configuration reference.
+// its decision tables; docs/configuration.md has the configuration reference.
 package errown

@@ -3,6 +3,7 @@ package errown_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,16 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDocLinks checks the links of the README and the examples' README:
-// every #anchor names a heading of the file it points into, and every
-// relative path exists.
+// TestDocLinks checks the links of the README, the examples' and the
+// benchmarks' READMEs and the docs/ pages: every #anchor names a heading
+// of the file it points into, and every relative path exists.
 func TestDocLinks(t *testing.T) {
-	for _, doc := range []string{"README.md", filepath.Join("examples", "README.md")} {
+	for _, doc := range docPages(t) {
 		t.Run(doc, func(t *testing.T) {
 			b, err := os.ReadFile(doc)
 			require.NoError(t, err)
 			links := _link.FindAllStringSubmatch(withoutCode(string(b)), -1)
-			require.NotEmpty(t, links)
+			if doc == "README.md" {
+				require.NotEmpty(t, links)
+			}
 			for _, l := range links {
 				target := l[1]
 				if strings.Contains(target, "://") {
@@ -42,6 +45,154 @@ func TestDocLinks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// docPages returns the markdown pages whose links and Go blocks the
+// tests check: the READMEs and every page of docs/.
+func docPages(t *testing.T) []string {
+	pages := []string{"README.md", filepath.Join("examples", "README.md"), filepath.Join("bench", "README.md")}
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, docs, "docs/ has pages")
+	return append(pages, docs...)
+}
+
+// TestREADMELinksDocs: the README links every page of docs/, so that
+// none is an orphan.
+func TestREADMELinksDocs(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	linked := map[string]bool{}
+	for _, l := range _link.FindAllStringSubmatch(withoutCode(string(b)), -1) {
+		path, _, _ := strings.Cut(l[1], "#")
+		linked[filepath.Clean(path)] = true
+	}
+	docs, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	for _, doc := range docs {
+		if doc == filepath.Join("docs", "soak.md") {
+			continue
+		}
+		assert.True(t, linked[doc], "the README links %s", doc)
+	}
+}
+
+// TestREADMEShort: the README is read in minutes; the long sections
+// live in docs/.
+func TestREADMEShort(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	lines := strings.Count(string(b), "\n")
+	assert.LessOrEqual(t, lines, 320, "README.md lines")
+	assert.Contains(t, string(b), "\n## Quick start\n")
+	assert.Contains(t, string(b), "](#quick-start)", "the table of contents")
+}
+
+// TestDocGoBlocks checks that every Go block of the README and the docs/
+// pages compiles: each appears, line for line (indentation aside), in a
+// file of the module that the build compiles, a whole program (the quick
+// start is examples/quickstart/main.go) or a fragment in a function of
+// internal/docsnippets, and those packages build.
+func TestDocGoBlocks(t *testing.T) {
+	files := moduleGoFiles(t)
+	pkgs := map[string]bool{}
+	blocks := 0
+	for _, doc := range docPages(t) {
+		b, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		for i, block := range goBlocks(string(b)) {
+			blocks++
+			file := fileHolding(files, block)
+			if !assert.NotEmpty(t, file, "%s: Go block %d is in no Go file of the module that the build compiles:\n%s", doc, i+1, block) {
+				continue
+			}
+			pkgs["./"+filepath.ToSlash(filepath.Dir(file))] = true
+		}
+	}
+	require.NotZero(t, blocks, "Go blocks")
+	args := []string{"build"}
+	for p := range pkgs {
+		args = append(args, p)
+	}
+	out, err := exec.Command("go", args...).CombinedOutput()
+	assert.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
+}
+
+// moduleGoFiles returns the lines of each Go file of the module that its
+// package's build compiles: no test file, nothing under testdata, in no
+// nested module, excluded by no build constraint.
+func moduleGoFiles(t *testing.T) map[string][]string {
+	out, err := exec.Command("go", "list", "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}`, "./...").Output()
+	require.NoError(t, err, "go list")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	files := map[string][]string{}
+	for _, abs := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(wd, abs)
+		require.NoError(t, err)
+		b, err := os.ReadFile(abs)
+		require.NoError(t, err)
+		files[rel] = strings.Split(string(b), "\n")
+	}
+	return files
+}
+
+// fileHolding returns the file of files whose lines hold block's, each
+// with its leading tabs and spaces trimmed, as a contiguous run; "" when
+// none does.
+func fileHolding(files map[string][]string, block string) string {
+	want := trimmedLines(block)
+	for name, lines := range files {
+		got := make([]string, len(lines))
+		for i, l := range lines {
+			got[i] = strings.TrimLeft(l, " \t")
+		}
+	next:
+		for start := 0; start+len(want) <= len(got); start++ {
+			for j, w := range want {
+				if got[start+j] != w {
+					continue next
+				}
+			}
+			return name
+		}
+	}
+	return ""
+}
+
+func trimmedLines(block string) []string {
+	lines := strings.Split(strings.TrimSuffix(block, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimLeft(l, " \t")
+	}
+	return lines
+}
+
+// goBlocks returns the fenced Go blocks of markdown.
+func goBlocks(markdown string) []string {
+	var blocks []string
+	var cur *strings.Builder
+	for _, line := range strings.Split(markdown, "\n") {
+		switch {
+		case cur == nil && line == "```go":
+			cur = &strings.Builder{}
+		case cur != nil && strings.HasPrefix(line, "```"):
+			blocks = append(blocks, cur.String())
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		}
+	}
+	return blocks
+}
+
+func TestGoBlocks(t *testing.T) {
+	assert.Equal(t, []string{"a\n\tb\n", "c\n"}, goBlocks("x\n```go\na\n\tb\n```\n```yaml\nd\n```\n```go\nc\n```\n"))
+	files := map[string][]string{"x.go": {"package x", "", "func f() {", "\tg()", "\th()", "}"}}
+	assert.Equal(t, "x.go", fileHolding(files, "g()\nh()\n"))
+	assert.Equal(t, "", fileHolding(files, "h()\ng()\n"), "out of order")
+	assert.Equal(t, "", fileHolding(files, "g()\ni()\n"), "a line no file has")
 }
 
 // _link matches a markdown link's target: ](target).

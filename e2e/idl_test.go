@@ -287,7 +287,7 @@ func TestProtobufErrorsByCode(t *testing.T) {
 	// A protobuf error carries its code as an error on gRPC and TChannel.
 	// (Over HTTP, yarpc v1.81.0 on Go 1.26 loses the whole response of a
 	// protobuf error, claim included; internal/testidl pins that, and the
-	// README says so.)
+	// docs/decisions.md says so.)
 	tests := []struct {
 		name string
 		give func() error

@@ -22,7 +22,7 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// A request through errown's trace, as the README's "Tracing" section
+// A request through errown's trace, as docs/tracing.md
 // promises it: A→B→C→D, D failing every call, every service traced by
 // the OpenTelemetry SDK (the yarpc services through the OpenTracing
 // bridge), spans recorded in memory. Per request exactly one

@@ -44,7 +44,7 @@ type ServiceConfig struct {
 	Procedures []transport.Procedure
 	// Tracer traces the service's transports (yarpc's Tracer transport
 	// option), e.g. the OpenTelemetry bridge's, to read errown's span tags
-	// and events (README, "Tracing"). Default: yarpc's, the global tracer.
+	// and events (docs/tracing.md). Default: yarpc's, the global tracer.
 	Tracer opentracing.Tracer
 }
 

@@ -118,7 +118,7 @@ func TestModuleServesAndCallsWithErrown(t *testing.T) {
 	assert.Equal(t, codes.Unavailable, r.code, "root code (trailer %v)", r.trailer)
 	assert.Equal(t, _unclaimed, r.get(_claimHeader), "root claim (trailer %v)", r.trailer)
 	assert.Equal(t, map[string]int64{"checkout": 1, "payments": 2}, served(checkout, payments), "served: errown retried payments once, per the YAML's policy")
-	// The names a yarpc service's errown reports under (README, Metrics).
+	// The names a yarpc service's errown reports under (docs/metrics.md).
 	counters := scope.Snapshot().Counters()
 	for name, want := range map[string]int64{
 		"errown.retry.calls+callee=payments":                           1,

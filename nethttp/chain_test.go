@@ -24,7 +24,7 @@ func chain(t *testing.T, mode retry.Mode) (a, b, c, d *node) {
 	return a, b, c, d
 }
 
-// The chain of the README on plain net/http: only C, next to the failing
+// The chain of docs/lab.md on plain net/http: only C, next to the failing
 // D, retries; B and A see unclaimed and do not.
 func TestChainOnlyDirectCallerRetries(t *testing.T) {
 	a, b, c, d := chain(t, retry.ModeEnforce)

@@ -216,7 +216,7 @@ func TestNetHTTPCallsYARPC(t *testing.T) {
 
 // A mixed chain, net/http → yarpc → net/http, the last failing: only the
 // yarpc service, next to the failure, retries; the root's storm figures
-// are those of the README's example mesh, 4 served, 7 blind. The first
+// are those of the examples' mesh (examples/README.md), 4 served, 7 blind. The first
 // root request is the incident's onset, the second is in it.
 func TestMixedChain(t *testing.T) {
 	n2 := startNode(t, nodeConfig{name: "N2", errown: true, pattern: "POST /call", fail: http.StatusServiceUnavailable})

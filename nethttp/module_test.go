@@ -109,7 +109,7 @@ func TestModuleServesAndCallsWithErrown(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, r.status, "root status")
 	assert.Equal(t, "unclaimed", r.header.Get(_claim), "root %s", _claim)
 	assert.Equal(t, map[string]int64{"checkout": 1, "inventory": 2}, served(checkout, inventory), "served: errown retried inventory once, per the YAML's policy")
-	// The names a yarpc service's errown reports under (README, Metrics).
+	// The names a yarpc service's errown reports under (docs/metrics.md).
 	for name, want := range map[string]int64{
 		"retry.calls":    1,
 		"retry.attempts": 1,

@@ -14,11 +14,15 @@ import (
 var _readme = filepath.Join("..", "..", "README.md")
 
 // _readmeStart is how the README begins: its title and the two set-up
-// commands, then the quick start.
+// commands. What errown does and the table of contents come next, then
+// the quick start.
 const _readmeStart = "# errown\n\n```sh\n" +
 	"go run ./cmd/stormsim   # the storm demo: a 7-service chain under three retry policies\n" +
 	"make test               # the whole test suite (installs what it needs first)\n" +
-	"```\n\n## Quick start\n"
+	"```\n\n"
+
+// _quickStart is the quick start's heading.
+const _quickStart = "\n## Quick start\n"
 
 // TestREADMEQuickStart holds the README's quick start and this program
 // together: its Go block is main.go and its YAML block config.yaml,
@@ -28,9 +32,12 @@ func TestREADMEQuickStart(t *testing.T) {
 	b, err := os.ReadFile(_readme)
 	require.NoError(t, err)
 	readme := string(b)
-	require.True(t, strings.HasPrefix(readme, _readmeStart), "the README starts with its set-up commands, then the quick start:\n%s", readme[:min(len(readme), 400)])
+	require.True(t, strings.HasPrefix(readme, _readmeStart), "the README starts with its set-up commands:\n%s", readme[:min(len(readme), 400)])
+	intro, section, ok := strings.Cut(readme[len(_readmeStart):], _quickStart)
+	require.True(t, ok, "the README has a quick start")
+	assert.NotContains(t, intro, "\n## ", "the quick start is the README's first section")
+	assert.NotContains(t, intro, "```", "no code comes between the set-up commands and the quick start")
 
-	section := readme[len(_readmeStart):]
 	if end := strings.Index(section, "\n## "); end >= 0 {
 		section = section[:end]
 	}

@@ -1,7 +1,7 @@
 // Package tracing puts errown's decisions on the request's trace: the
 // claim of an error response, the attempt number of a retry and a root's
 // storm figures on the server span, and one event per retry decision on
-// the span of the caller making the call (README, "Tracing").
+// the span of the caller making the call (docs/tracing.md).
 //
 // It sits beside the inbound and retry middleware in DESIGN.md's data
 // flow: the inbound middleware tags the span the transport opened before

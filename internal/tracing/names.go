@@ -1,7 +1,7 @@
 package tracing
 
 // The tags errown sets on a server span, the events it logs on a caller's
-// span and their fields: README, "Tracing", names them all.
+// span and their fields: docs/tracing.md names them all.
 const (
 	// Tags of a server span.
 	TagClaim          = "errown.claim"        // claimed or unclaimed, on an error response

@@ -47,7 +47,7 @@ const _traceOfOnsetCheckout = `frontend checkout (server)
 // once the incident began (frontend's calls marked: only frontend is a
 // root), as printTrace prints it: each span as service, name and kind,
 // its errown tags and events below it, its children indented. The
-// README's "Tracing" section shows it.
+// docs/tracing.md shows it.
 const _traceOfCheckout = `frontend checkout (server)
   errown.claim=unclaimed errown.claim.reason="retried below"
   errown.storm.blind=7 errown.storm.blind_radius=2 errown.storm.prevented=3 errown.storm.radius=1 errown.storm.retries=1 errown.storm.served=4
@@ -64,7 +64,7 @@ const _traceOfCheckout = `frontend checkout (server)
           errown.attempt=2 errown.claim=claimed errown.claim.reason="own failure"
 `
 
-// TestWalkthroughTrace follows the README's "Tracing" section: the three
+// TestWalkthroughTrace follows docs/tracing.md: the three
 // services traced with the OpenTelemetry SDK through the OpenTracing
 // bridge (yarpc traces with OpenTracing), spans recorded in memory, one
 // checkout with inventory broken, and its trace as a tree.
@@ -96,9 +96,9 @@ func TestWalkthroughTrace(t *testing.T) {
 	t.Logf("the trace of a failed checkout:\n%s", trees[1])
 	assert.Equal(t, _traceOfCheckout, trees[1], "the second checkout's trace")
 
-	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "tracing.md"))
 	require.NoError(t, err)
-	assert.True(t, strings.Contains(string(readme), "```\n"+_traceOfCheckout+"```\n"), "the README's Tracing section shows this trace")
+	assert.True(t, strings.Contains(string(doc), "```\n"+_traceOfCheckout+"```\n"), "docs/tracing.md shows this trace")
 }
 
 // printTraces prints the traces of spans, each as printTrace does, in
