@@ -12,8 +12,7 @@
 // first attempt, and any call errown does not retry, goes where the
 // inner chooser says. When the inner chooser offers no other peer (one
 // instance, or every one already tried), the retry goes to the one it
-// offers: a single-instance outbound retries on its one instance as
-// before.
+// offers: a single-instance outbound retries on its one instance.
 //
 // Use it for every outbound whose callee runs several instances:
 //
