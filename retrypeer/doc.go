@@ -5,7 +5,7 @@
 // earlier attempts of the same call went to, Envoy's previous_hosts retry
 // host predicate in yarpc's terms.
 //
-// In DESIGN.md's data flow it sits in the transport, below the retry
+// In docs/DESIGN.md's data flow it sits in the transport, below the retry
 // middleware: the retry middleware puts the call's route (the peers its
 // attempts went to) in the context of each attempt of a call it may
 // retry, and the chooser reads it when the outbound asks for a peer. A
