@@ -1,6 +1,6 @@
-// Package egresslog holds the bound of errown's egress log, MaxFailures,
-// and describes the log here; the log itself is errown's own plumbing and
-// has no API of its own.
+// Package egresslog describes errown's egress log and holds its bound,
+// MaxFailures; the log itself is errown's own plumbing and has no API of
+// its own.
 //
 // The egress log is the record of the outbound calls a service makes while
 // it serves one inbound request. In docs/DESIGN.md's data flow it sits
