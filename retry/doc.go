@@ -105,6 +105,8 @@
 //   - retry.would_overload: in observe mode, attempts the callee's limit on
 //     attempts in flight (OverloadConfig) would have held back, and
 //     retries of overloaded attempts it would have refused; they go.
+//   - retry.budget_left, a gauge: the retries the callee's budget still
+//     allows in its window, updated every second between Start and Stop.
 //
 // # Retries errown does not make
 //
