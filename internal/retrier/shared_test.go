@@ -28,6 +28,10 @@ import (
 // it).
 type hedger struct {
 	delay time.Duration
+	// after, when set, sends the hedge once it is closed instead of after
+	// delay: a test that needs its first attempt below before the hedge
+	// (a loaded machine can start the first attempt's goroutine late).
+	after <-chan struct{}
 	wg    sync.WaitGroup
 }
 
@@ -45,10 +49,15 @@ func (h *hedger) Call(ctx context.Context, req *transport.Request, out transport
 	}
 	h.wg.Add(1)
 	go send(req)
+	var timer <-chan time.Time
+	if h.after == nil {
+		timer = time.After(h.delay)
+	}
 	select {
 	case a := <-answers:
 		return a.res, a.err
-	case <-time.After(h.delay):
+	case <-h.after: // nil, and never ready, unless set
+	case <-timer:
 	}
 	hedge := *req
 	h.wg.Add(1)
@@ -101,11 +110,12 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 		inflight = append(inflight, c.overload.inflight.Load())
 		mu.Unlock()
 	}
-	hedgeArrived, release := make(chan struct{}), make(chan struct{})
+	firstArrived, hedgeArrived, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	timedOut := yarpcerrors.DeadlineExceededErrorf("timed out")
 	out := newOutbound(
 		func(context.Context) (*transport.Response, error) { // the first attempt
 			arrived()
+			close(firstArrived)
 			<-hedgeArrived
 			return nil, timedOut
 		},
@@ -117,7 +127,8 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 		},
 		succeed("a retry errown should not have sent"),
 	)
-	h := &hedger{delay: 5 * time.Millisecond}
+	// The hedge goes once the first attempt is below (after 5ms, say).
+	h := &hedger{after: firstArrived}
 	sink := &reqlog.Sink{Out: below(m, h, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
