@@ -22,6 +22,10 @@ type Request struct {
 	Req *transport.Request
 	// Ctx is the call's context.
 	Ctx context.Context
+	// Shallow is a copy of *Req taken when the call arrived, before its
+	// body was read: its Body is the reader handed over, its Headers
+	// share the request's store (read the copies below).
+	Shallow transport.Request
 
 	Caller, Service, Procedure, ShardKey, RoutingKey, RoutingDelegate string
 	// Headers and OriginalHeaders are copies of the request's Items and
@@ -76,6 +80,9 @@ func (*Outbound) Stop() error { return nil }
 func (*Outbound) IsRunning() bool { return true }
 
 // Call records req and answers with the script's step for this call.
+// It reads the request's body to its end before the step runs, as a
+// transport sends it: the step finds it consumed, and so does the
+// middleware that handed it over.
 func (o *Outbound) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
 	r := record(ctx, req)
 	o.mu.Lock()
@@ -103,6 +110,7 @@ func record(ctx context.Context, req *transport.Request) Request {
 	r := Request{
 		Req:             req,
 		Ctx:             ctx,
+		Shallow:         *req,
 		Caller:          req.Caller,
 		Service:         req.Service,
 		Procedure:       req.Procedure,

@@ -57,6 +57,11 @@ func TestRecordsACopyAtTheTimeOfTheCall(t *testing.T) {
 	require.Len(t, got, 1)
 	r := got[0]
 	assert.Same(t, req, r.Req)
+	assert.Equal(t, "changed", r.Req.Service, "Req is the request itself")
+	assert.Equal(t, "b", r.Shallow.Service, "Shallow its copy")
+	assert.Same(t, req.Body, r.Shallow.Body, "with the body handed over")
+	n, _ := req.Body.Read(make([]byte, 1))
+	assert.Zero(t, n, "read to its end, as a transport sends it")
 	assert.Equal(t, ctx, r.Ctx)
 	assert.Equal(t, []string{"a", "b", "p", "s", "rk", "rd"}, []string{r.Caller, r.Service, r.Procedure, r.ShardKey, r.RoutingKey, r.RoutingDelegate})
 	assert.Equal(t, map[string]string{"x-trace": "abc"}, r.Headers, "canonical, as sent")
