@@ -108,6 +108,17 @@ func TestResponseBodies(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled, "a body reads while its call's context is alive")
 }
 
+func TestRespond(t *testing.T) {
+	o := New(Respond("k", "v"))
+	first, err := o.Call(context.Background(), &transport.Request{})
+	require.NoError(t, err)
+	second, err := o.Call(context.Background(), &transport.Request{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"k": "v"}, first.Headers.Items())
+	assert.Nil(t, first.Body)
+	assert.NotSame(t, first, second, "a fresh response each call")
+}
+
 func TestEchoHeaders(t *testing.T) {
 	res, err := New(EchoHeaders()).Call(context.Background(), &transport.Request{Headers: Headers("a", "1", "b", "2")})
 	require.NoError(t, err)

@@ -10,8 +10,14 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-func emptyResponse(context.Context, *transport.Request) (*transport.Response, error) {
-	return &transport.Response{Headers: transport.NewHeaders()}, nil
+var emptyResponse = Respond()
+
+// Respond answers with a fresh response carrying the given headers, key
+// and value alternating, with no body and no error.
+func Respond(headers ...string) Step {
+	return func(context.Context, *transport.Request) (*transport.Response, error) {
+		return &transport.Response{Headers: Headers(headers...)}, nil
+	}
 }
 
 // Headers returns headers holding the given key, value pairs, in order.
