@@ -113,13 +113,13 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 	firstArrived, hedgeArrived, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	timedOut := yarpcerrors.DeadlineExceededErrorf("timed out")
 	out := newOutbound(
-		func(context.Context) (*transport.Response, error) { // the first attempt
+		func(context.Context, *transport.Request) (*transport.Response, error) { // the first attempt
 			arrived()
 			close(firstArrived)
 			<-hedgeArrived
 			return nil, timedOut
 		},
-		func(context.Context) (*transport.Response, error) { // the hedge
+		func(context.Context, *transport.Request) (*transport.Response, error) { // the hedge
 			arrived()
 			close(hedgeArrived)
 			<-release
@@ -144,7 +144,7 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 
 	close(release)
 	h.wait()
-	sentReqs := out.requests()
+	sentReqs := out.Requests()
 	require.Len(t, sentReqs, 2, "requests that left the process: errown retried into the overloaded callee")
 	assert.Equal(t, "", sentReqs[0].Headers["errown-attempt"], "the first attempt's number")
 	assert.Equal(t, "2", sentReqs[1].Headers["errown-attempt"], "the hedge's number")
@@ -205,7 +205,7 @@ func TestFallbackIsACallOfItsOwn(t *testing.T) {
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
 	require.NoError(t, err)
-	assert.Len(t, out.requests(), 2, "requests that left the process: the fallback was not sent")
+	assert.Len(t, out.Requests(), 2, "requests that left the process: the fallback was not sent")
 	assert.Equal(t, "cached", f.body, "the fallback's response")
 }
 
@@ -249,7 +249,7 @@ func TestForeignReplayIntoOverloadedCalleeRefused(t *testing.T) {
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
 	assert.Equal(t, yarpcerrors.CodeDeadlineExceeded, yarpcerrors.FromError(err).Code(), "err %v", err)
-	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "refused")
 	got := counters(scope)
 	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-overload"], "counters %v", got)
@@ -288,7 +288,7 @@ func TestShedAttemptIsTheLast(t *testing.T) {
 	}
 
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "the shed replay's error: %v", err)
-	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	last := sink.State.Sends.Last
 	require.NotNil(t, last, "the last attempt's outcome")
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, last.Code, "the last outcome: want the shed attempt's, not the one before")
@@ -306,7 +306,7 @@ func TestHedgeOverTheAttemptLimitIsNotSent(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	out := newOutbound(func(context.Context) (*transport.Response, error) {
+	out := newOutbound(func(context.Context, *transport.Request) (*transport.Response, error) {
 		once.Do(func() { close(started) })
 		<-release
 		return nil, errUnavailable
@@ -317,7 +317,7 @@ func TestHedgeOverTheAttemptLimitIsNotSent(t *testing.T) {
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
 	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(err).Code(), "err %v", err)
-	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	assert.Equal(t, 1, sink.State.Attempts, "attempts")
 	require.Len(t, h.errs, 2, "answers the hedging middleware got")
 	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(h.errs[1]).Code(), "the refused hedge's answer: %v", h.errs[1])
@@ -388,7 +388,7 @@ func TestAttemptSentAfterItsCallReturned(t *testing.T) {
 	close(app.start)
 	<-app.done
 
-	assert.Empty(t, out.requests(), "requests that left the process")
+	assert.Empty(t, out.Requests(), "requests that left the process")
 	assert.Equal(t, yarpcerrors.CodeCancelled, yarpcerrors.FromError(app.err).Code(), "the late attempt's error: %v", app.err)
 	assert.Equal(t, int64(1), counters(scope)["retry.late_attempts+callee=callee"], "late attempts")
 	assert.Equal(t, 0, sink.State.Sends.Count, "attempts counted")
