@@ -321,7 +321,9 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 }
 
 // held ends an attempt errown refused to send while another attempt of
-// the call was under way, state locked: it waits, unlocking state, until
+// the call was under way (or, with none under way, errown's own retry
+// that found the call's attempts spent), state locked: it waits,
+// unlocking state, until
 // no attempt of the call is under way, the call ends, or ctx does, so
 // that the middleware that sent it (a hedge) takes the other attempt's
 // answer. It then returns the last outcome kept, if any, as a refused
