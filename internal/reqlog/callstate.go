@@ -123,7 +123,8 @@ type Sends struct {
 	// Foreign is how many of Count errown did not make.
 	Foreign int
 	// Last is the last physical attempt's outcome when it did not
-	// succeed, else nil.
+	// succeed, else nil; an attempt its caller cancelled (a hedge's
+	// loser) is no outcome and leaves it as it was.
 	Last *Outcome
 	// Direct is set when nothing stands between errown's retry middleware
 	// and the innermost step (Sink.Direct): no attempt can be a replay.

@@ -219,6 +219,14 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 			state.Leave()
 			return res, err
 		}
+	case s.Count > 0 && a.m.overTheLimit(req, s.Count):
+		// errown's own retry, decided when the call had sent fewer
+		// attempts: one the middleware below sent meanwhile (a hedge
+		// that reached this step only after errown's loop counted) took
+		// its place. It is not sent, and answers with the call's last
+		// failure.
+		s.Seen = state.ErrownAttempt
+		refused, hold = foreignAttempts, true
 	}
 	if !hold {
 		s.Seen = state.ErrownAttempt
@@ -246,7 +254,7 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 		tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, refused.String())
 		a.m.warnForeign(req, refused)
 		return a.m.held(ctx, req, state, nil, yarpcerrors.AbortedErrorf(
-			"errown: concurrent attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
+			"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
 	}
 	s.Count++
 	s.InFlight++
@@ -300,8 +308,22 @@ func (m *Middleware) concurrentRefusal(ctx context.Context, req *transport.Reque
 	return r, ok
 }
 
+// overTheLimit reports whether req's call, having sent sent attempts, is
+// at its policy's attempt limit, outside observe mode (which refuses
+// nothing). A call without a policy has no limit.
+func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
+	c := m.callees[req.Service]
+	if c == nil {
+		return false
+	}
+	p := c.policy(req.Procedure)
+	return p != nil && sent >= p.maxAttempts && !m.observesPolicy(p)
+}
+
 // held ends an attempt errown refused to send while another attempt of
-// the call was under way, state locked: it waits, unlocking state, until
+// the call was under way (or, with none under way, errown's own retry
+// that found the call's attempts spent), state locked: it waits,
+// unlocking state, until
 // no attempt of the call is under way, the call ends, or ctx does, so
 // that the middleware that sent it (a hedge) takes the other attempt's
 // answer. It then returns the last outcome kept, if any, as a refused
@@ -367,6 +389,15 @@ func (m *Middleware) attemptedShared(ctx context.Context, req *transport.Request
 		return res, err
 	}
 	state.Storm.Attempt(storm)
+	if end == endCancelled {
+		// Its caller gave up on it (a hedge's loser): it says nothing of
+		// the callee and is no outcome of the call. The last outcome
+		// kept stays the call's: a replay refused after it, or a hedge
+		// held, answers with the callee's failure, not with a
+		// cancellation nobody above made.
+		giveBack(c, adm, end, code, claim)
+		return res, err
+	}
 	state.Code, state.Class = code, class
 	s.Last = last
 	if class != ownership.ClassOK {
@@ -520,8 +551,15 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	s := &state.Sends
 	f := m.foreign(req.Service)
 	if s.Last == nil {
-		// After a success, or a response too large to return again:
-		// nothing to judge by or return.
+		// After a success, a response too large to return again, or
+		// only attempts their caller cancelled: nothing to judge by or
+		// return, but the attempt limit holds.
+		if m.overTheLimit(req, s.Count) {
+			f.denied[foreignAttempts].Inc(1)
+			tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, foreignAttempts.String())
+			m.warnForeign(req, foreignAttempts)
+			return req, nil, yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, foreignAttempts), true
+		}
 		s.Foreign++
 		f.sent.Inc(1)
 		return m.stamp(req, s.Count+1), nil, nil, false

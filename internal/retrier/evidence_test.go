@@ -2,6 +2,7 @@ package retrier
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -38,34 +40,46 @@ func shareOf(o *overload, procedure string) float64 {
 // as overload evidence, and once 45 of them (a share of
 // 1-(63/64)^45 >= 0.5) made the callee overloaded, the next retry is
 // refused for overload. The procedure's share is its own: another
-// procedure of the callee shows no overload.
+// procedure of the callee shows no overload. Alike on the direct path and
+// with an application's middleware between errown's retry middleware and
+// its innermost step (which classifies each attempt there).
 func TestTimeoutByTheClock(t *testing.T) {
-	scope := tally.NewTestScope("", nil)
-	m := newMiddleware(t, retry.Config{
-		Budget:   retry.BudgetConfig{Disabled: true},
-		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond, AttemptTimeout: time.Millisecond}},
-	}, WithSinks(obs.Sinks{Scope: scope}))
-	out := newOutbound(httpTimeout)
-	c := m.callees["callee"]
-	c.overload.elapsed = still // no share decays with time
-	for i := range 23 {
-		sink := &reqlog.Sink{Out: out, Direct: true}
-		_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
-		require.Error(t, err)
-		assert.Equal(t, yarpcerrors.CodeDeadlineExceeded, sink.State.Code, "call %d: classified", i)
-		if i < 22 {
-			require.Equal(t, 2, sink.State.Attempts, "call %d: attempts, want retried", i)
-			require.Equal(t, wire.RefusedNone, sink.State.Refused, "call %d: refused", i)
-			continue
-		}
-		assert.Equal(t, 1, sink.State.Attempts, "call %d: attempts, want its retry refused", i)
-		assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "call %d: refused", i)
+	passThrough := middleware.UnaryOutboundFunc(func(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+		return out.Call(ctx, req)
+	})
+	for _, direct := range []bool{true, false} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			scope := tally.NewTestScope("", nil)
+			m := newMiddleware(t, retry.Config{
+				Budget:   retry.BudgetConfig{Disabled: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond, AttemptTimeout: time.Millisecond}},
+			}, WithSinks(obs.Sinks{Scope: scope}))
+			out := newOutbound(httpTimeout)
+			c := m.callees["callee"]
+			c.overload.elapsed = still // no share decays with time
+			for i := range 23 {
+				sink := &reqlog.Sink{Out: out, Direct: true}
+				if !direct {
+					sink = &reqlog.Sink{Out: below(m, passThrough, out)}
+				}
+				_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
+				require.Error(t, err)
+				assert.Equal(t, yarpcerrors.CodeDeadlineExceeded, sink.State.Code, "call %d: classified", i)
+				if i < 22 {
+					require.Equal(t, 2, sink.State.Attempts, "call %d: attempts, want retried", i)
+					require.Equal(t, wire.RefusedNone, sink.State.Refused, "call %d: refused", i)
+					continue
+				}
+				assert.Equal(t, 1, sink.State.Attempts, "call %d: attempts, want its retry refused", i)
+				assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "call %d: refused", i)
+			}
+			assert.Len(t, out.Requests(), 45, "attempts sent")
+			assert.InDelta(t, 1-pow(63.0/64, 45), shareOf(c.overload, "get"), 1e-9, "get's share")
+			assert.True(t, c.overload.Overloaded("get"), "get overloaded")
+			assert.False(t, c.overload.Overloaded("put"), "put, which never timed out, overloaded")
+			assert.Equal(t, int64(1), counters(scope)["retry.denied+callee=callee,reason=overload"], "retry.denied{reason=overload}")
+		})
 	}
-	assert.Len(t, out.Requests(), 45, "attempts sent")
-	assert.InDelta(t, 1-pow(63.0/64, 45), shareOf(c.overload, "get"), 1e-9, "get's share")
-	assert.True(t, c.overload.Overloaded("get"), "get overloaded")
-	assert.False(t, c.overload.Overloaded("put"), "put, which never timed out, overloaded")
-	assert.Equal(t, int64(1), counters(scope)["retry.denied+callee=callee,reason=overload"], "retry.denied{reason=overload}")
 }
 
 func pow(x float64, n int) float64 {

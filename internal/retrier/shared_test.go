@@ -2,6 +2,7 @@ package retrier
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -137,7 +139,11 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 	st := &sink.State
 	assert.Equal(t, 2, st.Attempts, "attempts")
 	assert.Equal(t, wire.RefusedOverload, st.Refused, "refused")
-	assert.True(t, wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: st.Sent(), Callee: st.Claim, Refused: st.Refused, Code: st.Code}), "RCS")
+	rcs := wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: st.Sent(), Callee: st.Claim, Refused: st.Refused, Code: st.Code})
+	assert.True(t, rcs, "RCS")
+	// The handler's failure after it is unclaimed: the caller above does
+	// not retry.
+	assert.Equal(t, ownership.ClaimUnclaimed, wire.Decide([]wire.Failure{{Kind: ownership.KindFailClose, RCS: rcs}}, true), "the claim the caller above reads")
 	// The first attempt's figures; the hedge's, still under way, are not
 	// known when the call returns.
 	assert.Equal(t, 1, st.Storm.Attempts(), "attempts folded in the storm")
@@ -392,4 +398,165 @@ func TestAttemptSentAfterItsCallReturned(t *testing.T) {
 	assert.Equal(t, yarpcerrors.CodeCancelled, yarpcerrors.FromError(app.err).Code(), "the late attempt's error: %v", app.err)
 	assert.Equal(t, int64(1), counters(scope)["retry.late_attempts+callee=callee"], "late attempts")
 	assert.Equal(t, 0, sink.State.Sends.Count, "attempts counted")
+}
+
+// straggler is a hedging middleware whose hedge reaches errown's
+// innermost step late: on its first call it sends the call, returns its
+// answer and leaves the hedge to be sent once release is closed (go);
+// with cancelled, the hedge's context is cancelled first, as a hedger
+// cancels the loser when the first answer wins. Its next call waits for
+// the hedge to end before it sends.
+type straggler struct {
+	cancelled bool
+	release   chan struct{}
+	done      chan struct{} // closed once the hedge ended
+	once      sync.Once
+	calls     int
+	hedgeErr  error // what the hedge got
+}
+
+func newStraggler(cancelled bool) *straggler {
+	return &straggler{cancelled: cancelled, release: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (s *straggler) goAhead() { s.once.Do(func() { close(s.release) }) }
+
+func (s *straggler) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	s.calls++
+	if s.calls > 1 {
+		s.goAhead()
+		<-s.done
+		return out.Call(ctx, req)
+	}
+	res, err := out.Call(ctx, req)
+	hctx, cancel := context.WithCancel(ctx)
+	if s.cancelled {
+		cancel()
+	}
+	hedge := *req
+	go func() {
+		defer close(s.done)
+		defer cancel()
+		<-s.release
+		_, s.hedgeErr = out.Call(hctx, &hedge)
+	}()
+	return res, err
+}
+
+// answerCancelled answers as a transport does for an attempt whose
+// caller cancelled it.
+func answerCancelled(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
+	return nil, yarpcerrors.CancelledErrorf("client canceled request: %v", ctx.Err())
+}
+
+// TestCancelledLoserIsNotTheCallsAnswer: a hedge's loser, cancelled by
+// the hedging middleware, that reaches the innermost step only once
+// errown's loop is retrying (so it is taken for errown's retry) is sent
+// and ends cancelled: it is no outcome of the call. errown's retry that
+// follows finds the policy's two attempts spent and is not sent; it
+// answers with the callee's failure, the call's last outcome, not with
+// the cancellation (which nobody above made: over a chain of hops it
+// reached the root request as cancelled while the leaf only ever
+// answered unavailable).
+func TestCancelledLoserIsNotTheCallsAnswer(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 2, InitialBackoff: time.Nanosecond}},
+	}, WithSinks(obs.Sinks{Scope: scope}))
+	out := newOutbound(fail(errUnavailable), answerCancelled, succeed("a third attempt"))
+	h := newStraggler(true)
+	sink := &reqlog.Sink{Out: below(m, h, out)}
+
+	res, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	assert.Nil(t, res, "response")
+	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(err).Code(), "the call's answer: %v", err)
+	assert.Equal(t, yarpcerrors.CodeCancelled, yarpcerrors.FromError(h.hedgeErr).Code(), "the loser's own answer: %v", h.hedgeErr)
+	assert.Len(t, out.Requests(), 2, "requests that left the process")
+	assert.Equal(t, 2, sink.State.Attempts, "attempts")
+	assert.Equal(t, yarpcerrors.CodeUnavailable, sink.State.Code, "the call's code")
+	got := counters(scope)
+	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-attempts"], "errown's retry refused: %v", got)
+	assert.Zero(t, got["retry.denied+callee=callee,reason=foreign-code"], "refused as a replay of a cancellation: %v", got)
+}
+
+// TestHedgeInErrownsBackoffTakesItsRetry: a hedge that reaches the
+// innermost step after errown's loop decided to retry, during its
+// backoff, is sent as a replay of the first attempt; it spends the
+// policy's second attempt, so errown's retry after the backoff is not
+// sent (it was, a third attempt under maxAttempts 2) and answers with
+// the hedge's failure.
+func TestHedgeInErrownsBackoffTakesItsRetry(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	h := newStraggler(false)
+	sleep := func(ctx context.Context, _ time.Duration) error {
+		h.goAhead() // the hedge arrives while errown waits
+		<-h.done
+		return ctx.Err()
+	}
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 2}},
+	}, WithSinks(obs.Sinks{Scope: scope}), withClock(time.Now, sleep))
+	hedgeFailed := yarpcerrors.UnavailableErrorf("the hedge failed")
+	out := newOutbound(fail(errUnavailable), fail(hedgeFailed), succeed("a third attempt"))
+	sink := &reqlog.Sink{Out: below(m, h, out)}
+
+	res, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	assert.Nil(t, res, "response")
+	assert.Equal(t, hedgeFailed.Error(), fmt.Sprint(err), "the call's answer")
+	assert.Equal(t, hedgeFailed.Error(), fmt.Sprint(h.hedgeErr), "the hedge's answer")
+	assert.Len(t, out.Requests(), 2, "requests that left the process")
+	assert.Equal(t, 2, sink.State.Attempts, "attempts")
+	got := counters(scope)
+	assert.Equal(t, int64(1), got["retry.foreign_attempts+callee=callee"], "the hedge, sent: %v", got)
+	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-attempts"], "errown's retry refused: %v", got)
+}
+
+// thrice is an application's middleware that sends every call three
+// times, one after the other, whatever the answers: errs are the answers.
+type thrice struct{ errs []error }
+
+func (t *thrice) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	var (
+		res *transport.Response
+		err error
+	)
+	for range 3 {
+		if res != nil && res.Body != nil {
+			_ = res.Body.Close()
+		}
+		r := *req
+		res, err = out.Call(ctx, &r)
+		t.errs = append(t.errs, err)
+	}
+	return res, err
+}
+
+// TestReplayAfterSuccessHeldToTheAttemptLimit: a replay with no outcome
+// to judge it by (after a success) is still held to the policy's
+// attempts: the third of a call under maxAttempts 2 is not sent.
+func TestReplayAfterSuccessHeldToTheAttemptLimit(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 2}},
+	}, WithSinks(obs.Sinks{Scope: scope}))
+	out := newOutbound(succeed("ok"))
+	app := &thrice{}
+	sink := &reqlog.Sink{Out: below(m, app, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	assert.Equal(t, yarpcerrors.CodeAborted, yarpcerrors.FromError(err).Code(), "the third's answer: %v", err)
+	require.Len(t, app.errs, 3, "answers")
+	assert.NoError(t, app.errs[0], "the first's answer")
+	assert.NoError(t, app.errs[1], "the second's answer")
+	assert.Len(t, out.Requests(), 2, "requests that left the process")
+	assert.Equal(t, 2, sink.State.Attempts, "attempts")
+	got := counters(scope)
+	assert.Equal(t, int64(1), got["retry.foreign_attempts+callee=callee"], "the second, sent: %v", got)
+	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-attempts"], "the third, refused: %v", got)
 }
