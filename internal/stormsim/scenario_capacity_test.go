@@ -140,10 +140,13 @@ func TestCapacityArms(t *testing.T) {
 		if o.Throttle != nil {
 			throttle = "+throttle"
 		}
+		if o.Failsafe != nil && o.Failsafe.Server {
+			throttle = "+failsafe server"
+		}
 		got = append(got, string(o.Policy)+"/"+string(o.Mode)+"/"+string(rune('0'+o.Attempts))+throttle)
 	}
-	assert.Equal(t, []string{"naive//1", "naive//2", "budget//2", "budget//2+throttle", "ownership//2", "ownership/observe/2"}, got)
-	assert.Equal(t, []string{ArmNone, ArmRetries, ArmBudget, ArmThrottle, ArmErrown, ArmErrownObserve}, ArmNames(CapacityArms()))
+	assert.Equal(t, []string{"naive//1", "naive//2", "budget//2", "budget//2+throttle", "naive//2+failsafe server", "ownership//2", "ownership/observe/2"}, got)
+	assert.Equal(t, []string{ArmNone, ArmRetries, ArmBudget, ArmThrottle, ArmFailsafe, ArmErrown, ArmErrownObserve}, ArmNames(CapacityArms()))
 }
 
 // TestCapacityVariantsOfTheCallers: the four-callers variant runs D's
