@@ -118,6 +118,12 @@ const (
 	_accSum   = 1<<_accShift - 1
 )
 
+// _maxRemaining bounds the remaining time a sample adds to timedAcc, so
+// that a window of a million answers with far deadlines cannot carry the
+// sum into the count: only answers past their deadline read it, beside a
+// latency that has outlasted it.
+const _maxRemaining = 10 * time.Second
+
 type waiter struct {
 	ch       chan string // "" granted; else the reason it was shed
 	prio     Priority
@@ -379,8 +385,8 @@ func (c *Controller) Done(t Ticket) {
 	us := uint64(max(0, end.Sub(t.start)) / time.Microsecond)
 	c.acc.Add(1<<_accShift | min(us, _accSum))
 	if !t.deadline.IsZero() {
-		rem := uint64(max(0, t.deadline.Sub(t.start)) / time.Microsecond)
-		c.timedAcc.Add(1<<_accShift | min(rem, _accSum))
+		rem := uint64(min(_maxRemaining, max(0, t.deadline.Sub(t.start))) / time.Microsecond)
+		c.timedAcc.Add(1<<_accShift | rem)
 		if end.After(t.deadline) {
 			c.late.Add(1)
 		}

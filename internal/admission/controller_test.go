@@ -355,3 +355,19 @@ func TestControllerLIFOWhenTheQueueIsLong(t *testing.T) {
 	assert.Equal(t, 0, c.InFlight())
 	assert.Equal(t, 0, c.Queued())
 }
+
+// TestControllerFarDeadlinesBounded: a sample's remaining time is
+// bounded (_maxRemaining), so that far deadlines add to the window's
+// sum without reaching its count's bits.
+func TestControllerFarDeadlinesBounded(t *testing.T) {
+	clk := newClock()
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
+	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(1000*time.Hour))
+	defer cancel()
+	tk, reason, ok := c.Admit(ctx, PriorityFirst) // the first arrival: sampled
+	require.True(t, ok, reason)
+	c.Done(tk)
+	v := c.timedAcc.Load()
+	assert.Equal(t, uint64(1), v>>_accShift, "one sample")
+	assert.Equal(t, uint64(_maxRemaining/time.Microsecond), v&_accSum)
+}
