@@ -79,9 +79,11 @@ type Controller struct {
 	limit      atomic.Int64 // ceil(est.limit)
 	waiting    atomic.Int64 // len(high)+len(low)
 	acc        atomic.Uint64
-	windowEnd  atomic.Int64 // since epoch
-	service    atomic.Int64 // est.floor, the expected service time
-	measuredAt atomic.Int64 // since epoch, when service was measured
+	timedAcc   atomic.Uint64 // the window's sampled requests with a deadline: packed as acc, their remaining time
+	late       atomic.Int64  // the window's sampled requests answered past their deadline
+	windowEnd  atomic.Int64  // since epoch
+	service    atomic.Int64  // est.floor, the expected service time
+	measuredAt atomic.Int64  // since epoch, when service was measured
 
 	mu          sync.Mutex // est, the window's start
 	est         estimate
@@ -116,6 +118,12 @@ const (
 	_accSum   = 1<<_accShift - 1
 )
 
+// _maxRemaining bounds the remaining time a sample adds to timedAcc, so
+// that a window of a million answers with far deadlines cannot carry the
+// sum into the count: only answers past their deadline read it, beside a
+// latency that has outlasted it.
+const _maxRemaining = 10 * time.Second
+
 type waiter struct {
 	ch       chan string // "" granted; else the reason it was shed
 	prio     Priority
@@ -145,13 +153,18 @@ func New(cfg Config) *Controller {
 
 // Ticket is an admitted request, to hand to Done.
 type Ticket struct {
-	start time.Time // zero: its latency is not sampled
+	start    time.Time // zero: its latency is not sampled
+	deadline time.Time // its caller's, when sampled; zero: none
 }
 
 // Admit admits a request of priority p whose caller's deadline is ctx's,
 // waiting in the queue when the limit is reached. It returns the ticket
 // and true, or the reason it is shed and false; in observe mode it always
 // admits, with the reason enforce mode would have shed it ("" none).
+//
+// Under pressure (half the limit in use) every request's latency is
+// sampled, so that the limit follows a service that slowed within a
+// window or two.
 func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, bool) {
 	deadline, timed := ctx.Deadline()
 	var start time.Time // read only when needed
@@ -163,20 +176,24 @@ func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, boo
 			return c.refuse(start, ReasonDeadline)
 		}
 	}
+	if !timed {
+		deadline = time.Time{}
+	}
 	if c.waiting.Load() == 0 {
 		for {
 			v := c.state.Load()
-			if int64(v&_inflight) >= c.limit.Load() {
+			served, limit := int64(v&_inflight), c.limit.Load()
+			if served >= limit {
 				break
 			}
 			if c.state.CompareAndSwap(v, v+_arrival+1) {
-				if (v/_arrival)%_sampleEvery != 0 {
+				if (v/_arrival)%_sampleEvery != 0 && 2*(served+1) < limit {
 					return Ticket{}, "", true
 				}
 				if start.IsZero() {
 					start = c.now()
 				}
-				return Ticket{start: start}, "", true
+				return Ticket{start: start, deadline: deadline}, "", true
 			}
 		}
 	}
@@ -213,7 +230,15 @@ func (c *Controller) observed(start time.Time, p Priority, deadline time.Time, t
 	case ahead >= c.maxQueue:
 		reason = ReasonQueueFull
 	}
-	return Ticket{start: start}, reason, true
+	return Ticket{start: start, deadline: timedAt(deadline, timed)}, reason, true
+}
+
+// timedAt returns deadline, or the zero time when there is none.
+func timedAt(deadline time.Time, timed bool) time.Time {
+	if !timed {
+		return time.Time{}
+	}
+	return deadline
 }
 
 // lowRoom is how many may be queued when a retry or an incident's request
@@ -261,7 +286,7 @@ func (c *Controller) queue(ctx context.Context, start time.Time, p Priority, dea
 		if r != "" {
 			return Ticket{}, r, false
 		}
-		return Ticket{start: c.now()}, "", true
+		return Ticket{start: c.now(), deadline: timedAt(deadline, timed)}, "", true
 	case <-ctx.Done():
 		if !c.remove(w) {
 			// Granted or shed as the caller went: give a slot back.
@@ -290,8 +315,13 @@ func (c *Controller) remove(w *waiter) bool {
 }
 
 // dispatch grants the slots free under the limit to the queued requests,
-// first attempts first, each in the order it came; one whose deadline
-// would pass before it is served is shed instead.
+// first attempts first; one whose deadline would pass before it is
+// served is shed instead. Each kind is served in the order it came while
+// its queue is short, the latest first once it holds more than the limit
+// (adaptive LIFO): a long queue means a service slower than its callers'
+// deadlines allow, where the latest request is the one with time left
+// for its answer to count, and the earliest ones leave as their callers
+// go, with no worker spent on them.
 func (c *Controller) dispatch() {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
@@ -303,12 +333,11 @@ func (c *Controller) dispatch() {
 		if !c.state.CompareAndSwap(v, v+_arrival+1) {
 			continue
 		}
-		var w *waiter
+		q := &c.low
 		if len(c.high) > 0 {
-			w, c.high = c.high[0], c.high[1:]
-		} else {
-			w, c.low = c.low[0], c.low[1:]
+			q = &c.high
 		}
+		w := take(q, int64(len(*q)) > c.limit.Load())
 		c.waiting.Add(-1)
 		if now := c.now(); w.timed && !fits(w.deadline.Sub(now), true, 0, c.serviceAt(now)) {
 			c.give()
@@ -319,14 +348,26 @@ func (c *Controller) dispatch() {
 	}
 }
 
+// take takes a waiter from q: the latest when lifo, else the earliest.
+func take(q *[]*waiter, lifo bool) *waiter {
+	if lifo {
+		w := (*q)[len(*q)-1]
+		*q = (*q)[:len(*q)-1]
+		return w
+	}
+	w := (*q)[0]
+	*q = (*q)[1:]
+	return w
+}
+
 // _fresh is how long a service time measured is relied on to refuse a
 // request for its deadline: requests refused are not measured, so an
 // estimate from a slow spell must expire, or it would refuse every
 // request after the spell has gone.
 const _fresh = _maxWindow + _window
 
-// serviceAt returns the expected service time at now (the no-load
-// latency of the latest windows), 0 when unknown or stale.
+// serviceAt returns the expected service time at now (the quicker of the
+// latest two windows' mean latency), 0 when unknown or stale.
 func (c *Controller) serviceAt(now time.Time) time.Duration {
 	if now.Sub(c.epoch)-time.Duration(c.measuredAt.Load()) > _fresh {
 		return 0
@@ -343,6 +384,13 @@ func (c *Controller) Done(t Ticket) {
 	end := c.now()
 	us := uint64(max(0, end.Sub(t.start)) / time.Microsecond)
 	c.acc.Add(1<<_accShift | min(us, _accSum))
+	if !t.deadline.IsZero() {
+		rem := uint64(min(_maxRemaining, max(0, t.deadline.Sub(t.start))) / time.Microsecond)
+		c.timedAcc.Add(1<<_accShift | rem)
+		if end.After(t.deadline) {
+			c.late.Add(1)
+		}
+	}
 	if int64(end.Sub(c.epoch)) >= c.windowEnd.Load() {
 		c.closeWindow(end.Sub(c.epoch))
 	}
@@ -358,7 +406,7 @@ func (c *Controller) release() {
 }
 
 // closeWindow closes the window at t (since the epoch) if it has enough
-// samples, and moves the limit.
+// samples, or an answer past its deadline, and moves the limit.
 func (c *Controller) closeWindow(t time.Duration) {
 	if !c.mu.TryLock() {
 		return
@@ -369,13 +417,20 @@ func (c *Controller) closeWindow(t time.Duration) {
 	}
 	v := c.acc.Load()
 	count := v >> _accShift
-	if count < _minSamples && t-c.windowStart < _maxWindow {
+	if count < _minSamples && t-c.windowStart < _maxWindow && c.late.Load() == 0 {
 		return
 	}
 	v = c.acc.Swap(0)
 	count, sum := v>>_accShift, v&_accSum
+	tv := c.timedAcc.Swap(0)
+	timed, remaining := tv>>_accShift, tv&_accSum
+	late := c.late.Swap(0)
 	if count > 0 {
-		c.est = next(c.est, window{mean: time.Duration(sum/count) * time.Microsecond, inflight: int(c.inflight())}, c.bounds)
+		w := window{mean: time.Duration(sum/count) * time.Microsecond, inflight: int(c.inflight()), timed: int(timed), late: int(late)}
+		if timed > 0 {
+			w.remaining = time.Duration(remaining/timed) * time.Microsecond
+		}
+		c.est = next(c.est, w, c.bounds)
 		c.limit.Store(int64(math.Ceil(c.est.enforced(c.bounds))))
 		c.service.Store(int64(c.est.floor))
 		c.measuredAt.Store(int64(t))

@@ -260,3 +260,114 @@ func TestControllerStaleServiceRefusesNothing(t *testing.T) {
 	require.True(t, ok, reason)
 	c.Done(tk)
 }
+
+// TestControllerSamplesUnderPressure: with half the limit in use every
+// request's latency is sampled, so that a window closes after
+// _minSamples answers, not _minSamples × _sampleEvery (one in eight
+// sampled, a slowed service moved the limit once a second).
+func TestControllerSamplesUnderPressure(t *testing.T) {
+	clk := newClock()
+	windows := 0
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now, OnWindow: func(float64, int) { windows++ }})
+	held := fill(t, c, _initialLimit-1)
+	clk.Add(2 * _window)
+	for _, tk := range held {
+		c.Done(tk)
+	}
+	assert.Equal(t, 1, windows, "a window closed on %d answers", len(held))
+	assert.Equal(t, 0, c.InFlight())
+
+	// Under half the limit, one in _sampleEvery is sampled: too few.
+	clk.Add(2 * _window)
+	for range _minSamples {
+		tk := fill(t, c, 1)[0]
+		c.Done(tk)
+	}
+	assert.Equal(t, 1, windows, "no window on %d answers at low load", _minSamples)
+}
+
+// TestControllerLateAnswersCutTheLimit: answers past their callers'
+// deadline close the window early, however few, and cut the limit at
+// once (the smoothed gradient grew it on the first window).
+func TestControllerLateAnswersCutTheLimit(t *testing.T) {
+	clk := newClock()
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
+	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(60*time.Millisecond))
+	defer cancel()
+	var held []Ticket
+	for range _initialLimit {
+		tk, reason, ok := c.Admit(ctx, PriorityFirst)
+		require.True(t, ok, reason)
+		held = append(held, tk)
+	}
+	clk.Add(100 * time.Millisecond)
+	for _, tk := range held[_initialLimit-_minSamples/2:] {
+		c.Done(tk)
+	}
+	assert.LessOrEqual(t, c.Limit(), float64(_initialLimit)*0.6, "the limit after %d late answers", _minSamples/2)
+	for _, tk := range held[:_initialLimit-_minSamples/2] {
+		c.Done(tk)
+	}
+	assert.Equal(t, 0, c.InFlight())
+}
+
+// TestControllerLIFOWhenTheQueueIsLong: once the queue holds more than
+// the limit, a freed slot goes to the latest request queued (its caller
+// has the most time left); a short queue is served in order.
+func TestControllerLIFOWhenTheQueueIsLong(t *testing.T) {
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 2, Now: newClock().Now})
+	held := fill(t, c, 2)
+	var queued []<-chan result
+	for i := range 4 {
+		queued = append(queued, admitAsync(context.Background(), c, PriorityFirst))
+		waitQueued(t, c, i+1)
+	}
+	granted := func() int {
+		t.Helper()
+		for {
+			for i, ch := range queued {
+				if ch == nil {
+					continue
+				}
+				select {
+				case r := <-ch:
+					require.True(t, r.ok, r.reason)
+					held = append(held, r.tk)
+					queued[i] = nil
+					return i
+				default:
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	c.Done(held[0])
+	assert.Equal(t, 3, granted(), "4 queued over a limit of 2: the latest")
+	c.Done(held[1])
+	assert.Equal(t, 2, granted(), "3 queued: still more than the limit")
+	c.Done(held[2])
+	assert.Equal(t, 0, granted(), "2 queued: in order")
+	c.Done(held[3])
+	assert.Equal(t, 1, granted())
+	for _, tk := range held[4:] {
+		c.Done(tk)
+	}
+	assert.Equal(t, 0, c.InFlight())
+	assert.Equal(t, 0, c.Queued())
+}
+
+// TestControllerFarDeadlinesBounded: a sample's remaining time is
+// bounded (_maxRemaining), so that far deadlines add to the window's
+// sum without reaching its count's bits.
+func TestControllerFarDeadlinesBounded(t *testing.T) {
+	clk := newClock()
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
+	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(1000*time.Hour))
+	defer cancel()
+	tk, reason, ok := c.Admit(ctx, PriorityFirst) // the first arrival: sampled
+	require.True(t, ok, reason)
+	c.Done(tk)
+	v := c.timedAcc.Load()
+	assert.Equal(t, uint64(1), v>>_accShift, "one sample")
+	assert.Equal(t, uint64(_maxRemaining/time.Microsecond), v&_accSum)
+}

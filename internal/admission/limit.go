@@ -39,6 +39,10 @@ const (
 	_window     = 50 * time.Millisecond
 	_maxWindow  = time.Second
 	_minSamples = 8
+	// _lateHeadroom is, after a window with answers past their caller's
+	// deadline, the share of its callers' remaining time the window's
+	// latency would have taken under the new limit.
+	_lateHeadroom = 0.9
 )
 
 // estimate is the limit's state between windows.
@@ -46,6 +50,7 @@ type estimate struct {
 	limit   float64       // requests at once, outside a probe
 	floor   time.Duration // the quickest window of this probe cycle; 0 before the first
 	short   time.Duration // the latest window's mean latency
+	before  float64       // the limit before the latest falls for late answers; 0: none
 	windows int           // windows closed
 }
 
@@ -62,10 +67,16 @@ func (e estimate) enforced(b bounds) float64 {
 }
 
 // window is what one window of requests measured: their mean latency,
-// and how many requests were in flight when it closed.
+// how many requests were in flight when it closed, how many of its
+// requests had a deadline (timed) and how many of those were answered
+// after it (late), and the mean time those callers gave at admission
+// (remaining).
 type window struct {
-	mean     time.Duration
-	inflight int
+	mean      time.Duration
+	inflight  int
+	timed     int
+	late      int
+	remaining time.Duration
 }
 
 // bounds are the limit's floor and ceiling.
@@ -78,6 +89,16 @@ type bounds struct{ min, max float64 }
 // the limit does not grow it: the limit is not proved. The probe window
 // starts a new cycle with its own reading as the floor and does not move
 // the limit.
+//
+// A window with answers past their caller's deadline is wasted work,
+// whatever the floor says: the limit falls at once, unsmoothed, to where
+// the window's latency would have taken _lateHeadroom of its callers'
+// mean remaining time (Little's law at the same throughput), by at least
+// half the share of late answers and by half at most; the probe window
+// included. The limit it fell from is kept: a later window at the floor
+// (a stall of the whole process, not a slower service) that used the
+// limit brings it back halfway at once, a window with queueing delay
+// forgets it.
 func next(e estimate, w window, b bounds) estimate {
 	if w.mean <= 0 {
 		return e
@@ -88,12 +109,29 @@ func next(e estimate, w window, b bounds) estimate {
 	if probe || e.floor == 0 || w.mean < e.floor {
 		e.floor = w.mean
 	}
+	if w.late > 0 && w.timed > 0 && w.remaining > 0 {
+		f := max(0.5, min(_lateHeadroom*float64(w.remaining)/float64(w.mean), 1-float64(w.late)/float64(2*w.timed)))
+		if e.before == 0 {
+			e.before = e.limit
+		}
+		e.limit = max(b.min, min(b.max, e.limit, e.limit*f))
+		return e
+	}
 	if probe {
 		return e
 	}
 	gradient := max(0.5, min(1, _tolerance*float64(e.floor)/float64(w.mean)))
 	target := e.limit*gradient + math.Sqrt(e.limit)
 	if target > e.limit && float64(w.inflight) < e.limit/2 {
+		return e
+	}
+	if gradient < 1 {
+		e.before = 0
+	} else if e.before > e.limit {
+		// A clean window at the floor after a fall (a stall of the
+		// process, not of the service): back halfway at once.
+		target = max(target, (e.limit+e.before)/2)
+		e.limit = max(b.min, min(b.max, target))
 		return e
 	}
 	e.limit = max(b.min, min(b.max, e.limit*(1-_smoothing)+target*_smoothing))

@@ -1,10 +1,12 @@
 package admission
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestNext(t *testing.T) {
@@ -109,4 +111,58 @@ func TestFits(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, fits(tt.remaining, tt.timed, tt.wait, tt.service), "%+v", tt)
 	}
+}
+
+// TestNextLateAnswers: a window with answers past their callers'
+// deadline cuts the limit at once, unsmoothed, whatever the gradient
+// says (the old smoothed gradient took it from 16 to 15.2 at most).
+func TestNextLateAnswers(t *testing.T) {
+	b := bounds{min: 2, max: 100}
+	ms := time.Millisecond
+	tests := []struct {
+		name      string
+		e         estimate
+		w         window
+		wantLimit float64
+	}{
+		{"to where the latency fits the deadline", estimate{limit: 16, floor: 10 * ms}, window{mean: 80 * ms, inflight: 16, timed: 10, late: 2, remaining: 60 * ms}, 16 * 0.9 * 60 / 80},
+		{"by half the share of late answers at least", estimate{limit: 16, floor: 10 * ms}, window{mean: 50 * ms, inflight: 16, timed: 10, late: 8, remaining: 60 * ms}, 16 * 0.6},
+		{"by half at most", estimate{limit: 16, floor: 10 * ms}, window{mean: time.Second, inflight: 16, timed: 10, late: 10, remaining: 60 * ms}, 8},
+		{"within the bounds", estimate{limit: 3, floor: 10 * ms}, window{mean: time.Second, inflight: 3, timed: 10, late: 10, remaining: 60 * ms}, 2},
+		{"in the probe too", estimate{limit: 16, floor: 10 * ms, windows: _probeEvery - 1}, window{mean: time.Second, inflight: 8, timed: 4, late: 4, remaining: 60 * ms}, 8},
+		{"never up", estimate{limit: 16, floor: 10 * ms}, window{mean: 10 * ms, inflight: 16, timed: 10, late: 1, remaining: time.Second}, 16 * 0.95},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := next(tt.e, tt.w, b)
+			assert.InDelta(t, tt.wantLimit, got.limit, 1e-9)
+			assert.Equal(t, tt.e.limit, got.before, "the limit it fell from")
+		})
+	}
+}
+
+// TestNextBackAfterAStall: after a fall for late answers, a window at
+// the floor that used the limit brings it back halfway to where it fell
+// from at once; a window with queueing delay forgets where it was.
+func TestNextBackAfterAStall(t *testing.T) {
+	b := bounds{min: 2, max: 100}
+	ms := time.Millisecond
+	e := next(estimate{limit: 64, floor: 10 * ms}, window{mean: time.Second, inflight: 64, timed: 8, late: 8, remaining: 60 * ms}, b)
+	e = next(e, window{mean: time.Second, inflight: 32, timed: 8, late: 8, remaining: 60 * ms}, b)
+	require.Equal(t, 16.0, e.limit)
+	require.Equal(t, 64.0, e.before, "the limit before the first fall")
+
+	back := next(e, window{mean: 10 * ms, inflight: 16}, b)
+	assert.Equal(t, 40.0, back.limit, "halfway back to 64")
+	back = next(back, window{mean: 10 * ms, inflight: 40}, b)
+	assert.Equal(t, 52.0, back.limit)
+
+	unused := next(e, window{mean: 10 * ms, inflight: 1}, b)
+	assert.Equal(t, 16.0, unused.limit, "an unused limit is not proved")
+
+	queued := next(e, window{mean: 30 * ms, inflight: 16}, b)
+	assert.InDelta(t, 16*0.8+(8+4)*0.2, queued.limit, 1e-9)
+	assert.Zero(t, queued.before, "forgotten")
+	l := queued.limit
+	assert.InDelta(t, l*0.8+(l+math.Sqrt(l))*0.2, next(queued, window{mean: 10 * ms, inflight: 16}, b).limit, 1e-9, "smoothed again")
 }

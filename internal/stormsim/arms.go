@@ -60,6 +60,8 @@ const (
 // runs them: no retries; every hop retrying blind (2 attempts); a 10%
 // budget at every hop; client-side adaptive throttling at every hop (K =
 // 2, a 2s window) over the same 10% budget, as the SRE book pairs them;
+// failsafe-go at every hop, its retry policy, budget and adaptive limiter
+// on the client side and its adaptive limiter on the server side too;
 // errown (enforce); errown in observe mode. The budgets (10% of the
 // requests, no floor) count over retry's default 10s window.
 func CapacityArms() []Arm {
@@ -68,6 +70,7 @@ func CapacityArms() []Arm {
 		{Name: ArmRetries, Policy: PolicyNaive},
 		{Name: ArmBudget, Policy: PolicyBudget},
 		{Name: ArmThrottle, Policy: PolicyBudget, Throttle: &Throttle{}},
+		{Name: ArmFailsafe, Policy: PolicyNaive, Failsafe: &Failsafe{Server: true}},
 		{Name: ArmErrown, Policy: PolicyOwnership, Errown: admissionAt(inbound.AdmissionEnforce)},
 		{Name: ArmErrownObserve, Policy: PolicyOwnership, Mode: retry.ModeObserve, Errown: admissionAt(inbound.AdmissionObserve)},
 	}

@@ -75,8 +75,9 @@
 // the goodput recovered (Timeline, Recovery). Arms (CapacityArms) are the
 // mechanisms the capacity scenario compares: no retries, every hop
 // retrying, a budget, client-side adaptive throttling (Throttle, a yarpc
-// outbound middleware), errown in enforce and observe mode; an arm's
-// Errown option changes errown's configuration.
+// outbound middleware), failsafe-go (Failsafe with Server: its adaptive
+// limiter on every node's inbound too), errown in enforce and observe
+// mode; an arm's Errown option changes errown's configuration.
 //
 // A node may run several instances (instances: N), each its own
 // dispatcher with its own errown, budget and capacity, which its callers

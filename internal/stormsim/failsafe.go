@@ -36,6 +36,39 @@ type Failsafe struct {
 	// Budget is the budget's most retries among the executions in flight,
 	// 0 to 1. Default DefaultFailsafeBudget.
 	Budget float64
+	// Server also runs failsafe-go's adaptive limiter, with its
+	// defaults, on every node instance's inbound, as a service shedding
+	// for itself: a request it has no permit for fails resource-exhausted
+	// at once.
+	Server bool
+}
+
+// failsafeInbound is the failsafe-go arm's server side at one node
+// instance: its adaptive limiter in front of the handler.
+type failsafeInbound struct {
+	limiter adaptivelimiter.AdaptiveLimiter[any]
+}
+
+var _ middleware.UnaryInbound = (*failsafeInbound)(nil)
+
+func newFailsafeInbound() *failsafeInbound {
+	return &failsafeInbound{limiter: adaptivelimiter.NewWithDefaults[any]()}
+}
+
+// Handle implements middleware.UnaryInbound.
+func (f *failsafeInbound) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
+	permit, ok := f.limiter.TryAcquirePermit()
+	if !ok {
+		return yarpcerrors.Newf(yarpcerrors.CodeResourceExhausted, "stormsim: failsafe-go: %s: %v", req.Service, adaptivelimiter.ErrExceeded)
+	}
+	err := h.Handle(ctx, req, resw)
+	if ctx.Err() != nil {
+		// Its caller went: the duration says nothing of the service.
+		permit.Drop()
+		return err
+	}
+	permit.Record()
+	return err
 }
 
 // failsafeOutbound is the failsafe-go arm's outbound middleware at one

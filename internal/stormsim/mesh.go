@@ -282,6 +282,17 @@ func (m *mesh) hook(i int) func(inbound.Storm) {
 	return nil
 }
 
+// inbound returns the middleware outside errown's on an instance of
+// node n: the recorder, and inside it the failsafe-go arm's limiter when
+// it runs on the server side (each instance its own).
+func (m *mesh) inbound(o Options, n *node) middleware.UnaryInbound {
+	rec := &claimRecorder{n: n, inflight: &m.inflight}
+	if o.Failsafe == nil || !o.Failsafe.Server {
+		return rec
+	}
+	return yarpc.UnaryInboundMiddleware(rec, newFailsafeInbound())
+}
+
 // serve starts instance k of yarpc node i, listening on listen ("" for
 // an ephemeral port), with its errown under the ownership policies, as
 // m.procs[i][k]; it returns the address it listens on.
@@ -305,7 +316,7 @@ func (m *mesh) serve(o Options, i, k int, listen string) (string, error) {
 		Errown: ecfg, ErrownOptions: eopts,
 		Transport:    testmesh.TransportOptions{IdleConns: o.idleConns()},
 		Outbound:     outbound,
-		OuterInbound: &claimRecorder{n: n, inflight: &m.inflight},
+		OuterInbound: m.inbound(o, n),
 		Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
 			calls := make([]nodeCall, 0, len(gn.calls))
 			for _, c := range gn.calls {

@@ -3,6 +3,7 @@ package stormsim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,7 +18,15 @@ type capacityVariant struct {
 	group    string // names the variant's runs: "serve: errown"
 	topology string
 	leave    bool // the constrained node's abandoned requests leave its queue
-	what     string
+	// callers, when set, runs each caller of the constrained node as
+	// that many instances behind a round-robin peer list: as many
+	// overload limits, each its own.
+	callers int
+	// noCallerPolicy leaves the constrained node's callers with no retry
+	// policy at all: no retries there, no attempt timeout and no overload
+	// limit.
+	noCallerPolicy bool
+	what           string
 	// errown's targets judged on this variant: every hop retrying
 	// does not recover (metastable); errown recovers within a second of
 	// the trigger's end, no later than any other arm.
@@ -29,6 +38,8 @@ var _capacityVariants = []capacityVariant{
 	{group: "leave", topology: "capacity", leave: true, what: "the same, D's queued requests leave the queue once their caller has gone", metastable: true, recovers: true},
 	{group: "fan-out", topology: "capacity-fanout", what: "F, reached by three paths (4 requests per root request), 10× slower from 3s to 5s; served anyway"},
 	{group: "crash", topology: "capacity-crash", what: "A→B→C→D, D crashed at 3s and restarted on the same port at 5s", recovers: true},
+	{group: "four callers", topology: "capacity", callers: 4, what: "the serve variant with D's caller C run as four instances behind a round-robin peer list (four overload limits)", recovers: true},
+	{group: "no caller policy", topology: "capacity", noCallerPolicy: true, what: "the serve variant with no retry policy at C, D's caller: no retry, no attempt timeout (C's calls to D run on B's 150ms) and no overload limit in front of D", recovers: true},
 }
 
 // Sizes of the capacity scenario.
@@ -43,20 +54,87 @@ const (
 	_capacityMinNoise = 0.02
 )
 
+// _capacityBoundShare is the share of the goodput bound errown is to
+// reach at the root during the trigger.
+const _capacityBoundShare = 0.8
+
 // load returns the variant's topology.
 func (v capacityVariant) load() *Topology {
 	t := mustTopology(v.topology)
-	if !v.leave {
+	if !v.leave && v.callers == 0 && !v.noCallerPolicy {
 		return t
 	}
 	t = t.Clone()
-	t.Name += " (leave)"
+	switch {
+	case v.leave:
+		t.Name += " (leave)"
+	case v.callers > 0:
+		t.Name += fmt.Sprintf(" (%d callers)", v.callers)
+	default:
+		t.Name += " (no caller policy)"
+	}
+	constrained := map[string]bool{}
 	for i := range t.Nodes {
 		if t.Nodes[i].Capacity != nil {
-			t.Nodes[i].Abandoned = AbandonedLeave
+			constrained[strings.ToLower(t.Nodes[i].Name)] = true
+			if v.leave {
+				t.Nodes[i].Abandoned = AbandonedLeave
+			}
+		}
+	}
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		if !slices.ContainsFunc(n.Calls, func(c Call) bool { return constrained[strings.ToLower(c.To)] }) {
+			continue
+		}
+		if v.callers > 0 {
+			n.Instances = v.callers
+		}
+		if v.noCallerPolicy {
+			// No policy, no attempt timeout either: its calls run on the
+			// deadline it was given.
+			n.Retry = new(false)
+			for j := range n.Calls {
+				n.Calls[j].AttemptTimeout = 0
+			}
 		}
 	}
 	return t
+}
+
+// goodputBound returns the share of root requests that can succeed while
+// the constrained node of t is slowed: its workers' rate under the slow
+// trigger over what the root's load sends it (each root request needs
+// every one of its visits served), at most 1; 0 when its trigger is no
+// slowdown (a crash serves nothing) or it has none.
+func goodputBound(t *Topology) float64 {
+	visits := map[string]float64{strings.ToLower(t.Nodes[0].Name): 1}
+	var visit func(name string, n float64, depth int)
+	visit = func(name string, n float64, depth int) {
+		node := t.Node(name)
+		if node == nil || depth > len(t.Nodes) {
+			return
+		}
+		for _, c := range node.Calls {
+			k := n * float64(max(1, c.Times))
+			visits[strings.ToLower(c.To)] += k
+			visit(c.To, k, depth+1)
+		}
+	}
+	visit(t.Nodes[0].Name, 1, 0)
+	for _, n := range t.Nodes {
+		if n.Capacity == nil {
+			continue
+		}
+		for _, tr := range n.Triggers {
+			if tr.Kind != TriggerSlow || tr.Factor <= 0 || t.Rate <= 0 {
+				continue
+			}
+			served := float64(n.Capacity.Workers) / (n.Capacity.ServiceTime.Seconds() * tr.Factor)
+			return math.Min(1, served/(t.Rate*visits[strings.ToLower(n.Name)]))
+		}
+	}
+	return 0
 }
 
 // CapacityScenario returns the capacity scenario (DESIGN.md's "Capacity
@@ -145,7 +223,7 @@ func capacityFigures(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
 		figs  []Figure
 		notes = []string{
 			"Open-loop load: root requests arrive as a Poisson process (the schedule drawn from -seed) whatever became of the earlier ones, each with a 1s deadline; every hop allows 2 attempts (\"no retries\": 1), per-attempt timeouts as the topology says. Goodput is, per bin of the schedule, the root requests that succeeded within their deadline ÷ those sent. Recovered: from the trigger's end, goodput ≥ 95% in every bin for 2s; the time is the start of the first such bin after the trigger's end (a multiple of the bin), or 'not within' what the run leaves after the trigger.",
-			"Arms: every hop retries blind to claims (a retry library), with the per-attempt timeout below its retry middleware; the 10% budget is 10% of the requests to the callee, no floor, over 10s; adaptive throttling (Google SRE book: reject locally with probability max(0, (requests − 2·accepts)/(requests + 1)) over a 2s window in 200ms buckets, every attempt counted, failures and timeouts not accepted) sits below the 10% budget's retries; errown runs with the same budget, its whole-attempt rule for retries, enforce or observe. After a whole window of failures the throttle's rule admits about 2·accepts per window, so its admissions grow about e^0.8 per second (K = 2, 2s), some 8s from a total outage; with no accept yet in its window (its first requests) it rejects too.",
+			"Arms: every hop retries blind to claims (a retry library), with the per-attempt timeout below its retry middleware; the 10% budget is 10% of the requests to the callee, no floor, over 10s; adaptive throttling (Google SRE book: reject locally with probability max(0, (requests − 2·accepts)/(requests + 1)) over a 2s window in 200ms buckets, every attempt counted, failures and timeouts not accepted) sits below the 10% budget's retries; failsafe-go runs at every hop its retry policy within its budget (20% of the executions in flight) around its adaptive limiter, and its adaptive limiter (defaults, no queue) on every node's inbound, a request without a permit refused resource-exhausted; errown runs with the same budget, its whole-attempt rule for retries, enforce or observe. After a whole window of failures the throttle's rule admits about 2·accepts per window, so its admissions grow about e^0.8 per second (K = 2, 2s), some 8s from a total outage; with no accept yet in its window (its first requests) it rejects too.",
 			"A node of finite capacity answers resource-exhausted at once when its queue is full; no retry policy retries that code by default (refused: code). Refusals are errown's and the blind retry middleware's retry.denied counters by reason, retry.suppressed (suppressed) and the throttle's local rejections (throttled), read from each node's metrics at every bin's end.",
 			"Reproducible at a seed: the arrival schedule, the nodes' failure draws and the throttle's draws. Not: what the machine's scheduling does to timers, queues and timeouts (2 shared cores); between runs a recovery moves by a bin or so and a goodput by a few points. Requests still queued when the last root request has ended are dropped.",
 		}
@@ -193,6 +271,12 @@ func capacityTargets(v capacityVariant, runs []RunReport, c scenarioConfig) []Fi
 	bin := math.NaN()
 	if errown.Result != nil && errown.Result.Timeline != nil {
 		bin = errown.Result.Timeline.BinMS / 1000
+	}
+	figs = append(figs, measure("errown's recovery after the trigger's end (s) within one bin, "+v.group, *errown, recoveryOf).
+		atMost(bin, "(f) within one bin (250ms) of the trigger's end, every variant (+Inf: not within the run)"))
+	if bound := goodputBound(v.load()); bound > 0 {
+		figs = append(figs, measure("errown's goodput during the trigger ÷ its bound, "+v.group, *errown, func(r RunReport) float64 { return duringOf(r) / bound }).
+			atLeast(_capacityBoundShare, fmt.Sprintf("(e) at least %.0f%% of what the degraded node can serve: a bound of %.3f of the root requests (its workers' rate while slowed over what the root's load sends it)", 100*_capacityBoundShare, bound)))
 	}
 	if v.recovers {
 		earliest, who := math.Inf(1), "none recovered"
@@ -260,7 +344,11 @@ func capacityTable(v capacityVariant, runs []RunReport) string {
 			break
 		}
 	}
-	fmt.Fprintf(&b, "%s: %s.\n", v.group, v.what)
+	fmt.Fprintf(&b, "%s: %s.", v.group, v.what)
+	if bound := goodputBound(v.load()); bound > 0 {
+		fmt.Fprintf(&b, " Goodput bound during the trigger: %s of the root requests.", percent(bound))
+	}
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "    arm\trecovered after the trigger\tgoodput before / during / after\t%s arrivals ÷ offered\tper root request\tabandoned (served / left)\tretries sent\trefused\n", constrained)
 	for _, r := range runs {

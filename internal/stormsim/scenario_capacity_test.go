@@ -49,12 +49,19 @@ func TestCapacityFigures(t *testing.T) {
 		"errown's recovery after the trigger's end (s) beside the earliest other arm's": false,
 		"the best other arm's goodput during the trigger less errown's":                 false,
 		"D's arrivals ÷ offered load over the run":                                      true,
+		"errown's recovery after the trigger's end (s) within one bin":                  false,
+		"errown's goodput during the trigger ÷ its bound":                               false,
 	}, got)
 	for _, f := range figs {
 		if strings.HasPrefix(f.Name, "the best other") {
 			// 3 standard errors of 0.2 and 0.1 over 480 requests each.
 			assert.InDelta(t, 3*math.Sqrt(0.2*0.8/480+0.1*0.9/480), f.Tolerance, 1e-9)
 			assert.Contains(t, f.Basis, "10% budget, 0.200")
+		}
+		if strings.HasPrefix(f.Name, "errown's goodput during the trigger ÷ its bound") {
+			// D serves 2 / 50ms = 40/s of the 240/s it is sent.
+			assert.InDelta(t, 0.10/(40.0/240), f.Value, 1e-9)
+			assert.Contains(t, f.Basis, "a bound of 0.167")
 		}
 		if strings.Contains(f.Name, "beside the earliest") {
 			assert.Equal(t, []float64{0.5, 0, 0.25}, []float64{f.Value, f.Reference, f.Tolerance})
@@ -63,6 +70,7 @@ func TestCapacityFigures(t *testing.T) {
 	require.Len(t, notes, 5, "four notes and the serve variant's table")
 	table := notes[4]
 	assert.Contains(t, table, "serve: A→B→C→D")
+	assert.Contains(t, table, "Goodput bound during the trigger: 16.7% of the root requests.")
 	assert.Contains(t, table, "every hop retries  not within 5s")
 	assert.Contains(t, table, "10% budget         at once")
 	assert.Contains(t, table, "errown             after 500ms")
@@ -79,6 +87,7 @@ func TestCapacityFigures(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{
+		"errown's recovery after the trigger's end (s) within one bin, serve",
 		"errown's recovery after the trigger's end (s), serve",
 		"errown's recovery after the trigger's end (s) beside the earliest other arm's, serve",
 	}, failed)
@@ -131,8 +140,41 @@ func TestCapacityArms(t *testing.T) {
 		if o.Throttle != nil {
 			throttle = "+throttle"
 		}
+		if o.Failsafe != nil && o.Failsafe.Server {
+			throttle = "+failsafe server"
+		}
 		got = append(got, string(o.Policy)+"/"+string(o.Mode)+"/"+string(rune('0'+o.Attempts))+throttle)
 	}
-	assert.Equal(t, []string{"naive//1", "naive//2", "budget//2", "budget//2+throttle", "ownership//2", "ownership/observe/2"}, got)
-	assert.Equal(t, []string{ArmNone, ArmRetries, ArmBudget, ArmThrottle, ArmErrown, ArmErrownObserve}, ArmNames(CapacityArms()))
+	assert.Equal(t, []string{"naive//1", "naive//2", "budget//2", "budget//2+throttle", "naive//2+failsafe server", "ownership//2", "ownership/observe/2"}, got)
+	assert.Equal(t, []string{ArmNone, ArmRetries, ArmBudget, ArmThrottle, ArmFailsafe, ArmErrown, ArmErrownObserve}, ArmNames(CapacityArms()))
+}
+
+// TestCapacityVariantsOfTheCallers: the four-callers variant runs D's
+// caller as four instances, the no-caller-policy one leaves it with no
+// retry policy; both are the serve variant otherwise, and the bound
+// counts every visit of a root request to the slowed node.
+func TestCapacityVariantsOfTheCallers(t *testing.T) {
+	byGroup := make(map[string]capacityVariant)
+	for _, v := range _capacityVariants {
+		byGroup[v.group] = v
+	}
+	four := byGroup["four callers"].load()
+	assert.Equal(t, 4, four.Node("C").Instances)
+	assert.Equal(t, 0, four.Node("B").Instances, "only D's callers")
+	assert.Equal(t, AbandonedServe, four.Node("D").Abandoned)
+	none := byGroup["no caller policy"].load()
+	require.NotNil(t, none.Node("C").Retry)
+	assert.False(t, *none.Node("C").Retry)
+	assert.Nil(t, none.Node("B").Retry, "only D's callers")
+	assert.Nil(t, mustTopology("capacity").Node("C").Retry, "the shipped topology is left alone")
+	assert.Zero(t, mustTopology("capacity").Node("C").Instances)
+	for _, v := range []*Topology{four, none} {
+		require.NoError(t, v.Validate(), v.Name)
+	}
+
+	assert.InDelta(t, 40.0/240, goodputBound(byGroup["serve"].load()), 1e-9)
+	assert.InDelta(t, 40.0/240, goodputBound(four), 1e-9)
+	// F: 4 workers × 50ms, 80/s of the 4 × 120/s sent.
+	assert.InDelta(t, 80.0/480, goodputBound(byGroup["fan-out"].load()), 1e-9)
+	assert.Zero(t, goodputBound(byGroup["crash"].load()), "a crash serves nothing")
 }
