@@ -35,6 +35,7 @@ var (
 
 // New returns a Chooser that chooses through inner.
 func New(inner peer.Chooser) *Chooser {
+	reqlog.ReadRoutes() // errown's retry middleware gives each call it may retry a Route from now on
 	return &Chooser{inner: inner}
 }
 

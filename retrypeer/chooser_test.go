@@ -186,3 +186,12 @@ func TestConcurrentCalls(t *testing.T) {
 	wg.Wait()
 	assert.LessOrEqual(t, same.Load(), int64(4), "retries sent to their first attempt's peer")
 }
+
+func TestNewTurnsRoutesOn(t *testing.T) {
+	// errown's retry middleware gives calls a Route only once a chooser
+	// that reads it exists in the process.
+	defer reqlog.SetRoutesRead(false)()
+	require.False(t, reqlog.RoutesRead())
+	New(roundrobin.New(transportOf{}))
+	assert.True(t, reqlog.RoutesRead(), "routes read after New")
+}

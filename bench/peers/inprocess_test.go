@@ -107,8 +107,11 @@ func newInProcessArm(b *testing.B, arm int, down bool) inProcessArm {
 // the benchmark fails otherwise); then errown's extra as a multiple of
 // the cheapest peer's (errown/cheapest-x: the peer of least extra in each
 // op, the median over the ops) and the cheapest peer's allocations
-// (cheapest-allocs/req: the least of the peers'). Run it with
-// -benchtime Nx, N of 10 or more.
+// (cheapest-allocs/req: the least of the peers'). It reports the same by
+// the process's CPU time in each turn (-extra-cpu-ns/req,
+// errown/cheapest-cpu-x), which a loaded machine's neighbours touch less
+// than wall time: a turn the scheduler leaves waiting takes longer, not
+// more CPU. Run it with -benchtime Nx, N of 10 or more.
 func BenchmarkPeers(b *testing.B) {
 	for _, bb := range []struct {
 		name string
@@ -133,9 +136,11 @@ func BenchmarkPeers(b *testing.B) {
 }
 
 // inProcessRun is what runInProcess measured: per op, each arm's time
-// for its two turns, and over all ops each arm's allocations.
+// and the process's CPU time for its two turns, and over all ops each
+// arm's allocations.
 type inProcessRun struct {
 	ops    [][_arms]time.Duration
+	cpu    [][_arms]time.Duration
 	allocs [_arms]uint64
 	reqs   int64 // per arm
 }
@@ -147,18 +152,18 @@ func runInProcess(b *testing.B, arms [_arms]inProcessArm, want func(error) bool,
 	req := inboundRequest()
 	ctx := context.Background()
 	var ms runtime.MemStats
-	turn := func(a inProcessArm) (time.Duration, uint64) {
+	turn := func(a inProcessArm) (time.Duration, time.Duration, uint64) {
 		runtime.ReadMemStats(&ms)
 		m0 := ms.Mallocs
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		for range _round {
 			if err := a.h.Handle(ctx, req, nopResponseWriter{}); !want(err) {
 				b.Fatalf("unexpected result: %v", err)
 			}
 		}
-		d := time.Since(start)
+		d, c := time.Since(start), cpuTime()-cpu0
 		runtime.ReadMemStats(&ms)
-		return d, ms.Mallocs - m0
+		return d, c, ms.Mallocs - m0
 	}
 	for k, a := range arms { // warm up: pools, maps, the heap; and check the work
 		*a.calls = 0
@@ -180,13 +185,15 @@ func runInProcess(b *testing.B, arms [_arms]inProcessArm, want func(error) bool,
 	}
 	b.ResetTimer()
 	for range b.N {
-		var op [_arms]time.Duration
+		var op, cpu [_arms]time.Duration
 		for _, k := range order {
-			d, n := turn(arms[k])
+			d, c, n := turn(arms[k])
 			op[k] += d
+			cpu[k] += c
 			r.allocs[k] += n
 		}
 		r.ops = append(r.ops, op)
+		r.cpu = append(r.cpu, cpu)
 	}
 	b.StopTimer()
 	r.reqs = int64(2 * _round * b.N)
@@ -206,18 +213,8 @@ func nsPerReq(op [_arms]time.Duration, k int) float64 {
 }
 
 func (r inProcessRun) report(b *testing.B) {
-	b.ReportMetric(r.medianOf(func(op [_arms]time.Duration) float64 { return nsPerReq(op, _bare) }), "bare-ns/req")
-	for k := _nop; k < _arms; k++ {
-		b.ReportMetric(r.medianOf(func(op [_arms]time.Duration) float64 { return nsPerReq(op, k) - nsPerReq(op, _bare) }), _armNames[k]+"-extra-ns/req")
-	}
-	b.ReportMetric(r.medianOf(func(op [_arms]time.Duration) float64 {
-		bare := nsPerReq(op, _bare)
-		cheapest := math.Inf(1)
-		for _, k := range _peers {
-			cheapest = min(cheapest, nsPerReq(op, k)-bare)
-		}
-		return (nsPerReq(op, _errown) - bare) / cheapest
-	}), "errown/cheapest-x")
+	reportTimes(b, r.ops, "", "errown/cheapest-x")
+	reportTimes(b, r.cpu, "cpu-", "errown/cheapest-cpu-x")
 	cheapest := math.Inf(1)
 	for k := range _arms {
 		a := float64(r.allocs[k]) / float64(r.reqs)
@@ -229,10 +226,29 @@ func (r inProcessRun) report(b *testing.B) {
 	b.ReportMetric(cheapest, "cheapest-allocs/req")
 }
 
-// medianOf returns the median over the ops of f of each op's times.
-func (r inProcessRun) medianOf(f func(op [_arms]time.Duration) float64) float64 {
-	xs := make([]float64, len(r.ops))
-	for i, op := range r.ops {
+// reportTimes reports, from ops (wall or CPU time per op), bare's ns per
+// request, each other arm's extra and errown's extra as a multiple of the
+// cheapest peer's (in ratio), each a median over the ops, the units of
+// the ns metrics prefixed with kind.
+func reportTimes(b *testing.B, ops [][_arms]time.Duration, kind, ratio string) {
+	b.ReportMetric(medianOf(ops, func(op [_arms]time.Duration) float64 { return nsPerReq(op, _bare) }), "bare-"+kind+"ns/req")
+	for k := _nop; k < _arms; k++ {
+		b.ReportMetric(medianOf(ops, func(op [_arms]time.Duration) float64 { return nsPerReq(op, k) - nsPerReq(op, _bare) }), _armNames[k]+"-extra-"+kind+"ns/req")
+	}
+	b.ReportMetric(medianOf(ops, func(op [_arms]time.Duration) float64 {
+		bare := nsPerReq(op, _bare)
+		cheapest := math.Inf(1)
+		for _, k := range _peers {
+			cheapest = min(cheapest, nsPerReq(op, k)-bare)
+		}
+		return (nsPerReq(op, _errown) - bare) / cheapest
+	}), ratio)
+}
+
+// medianOf returns the median over ops of f of each op's times.
+func medianOf(ops [][_arms]time.Duration, f func(op [_arms]time.Duration) float64) float64 {
+	xs := make([]float64, len(ops))
+	for i, op := range ops {
 		xs[i] = f(op)
 	}
 	return median(xs)

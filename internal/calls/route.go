@@ -10,7 +10,8 @@ const _routePeers = 3
 // Route is the peers (instances) one logical call's attempts went to, in
 // order, as a peer chooser that reads it (package retrypeer) recorded
 // them: a retry of the call avoids them. The retry middleware puts it in
-// the context of every attempt of a call it may retry (reqlog.NewRouteContext);
+// the context of every attempt of a call it may retry (reqlog.NewRouteContext),
+// once such a chooser exists in the process (reqlog.ReadRoutes);
 // it is allocated per call, never pooled, since a transport may hold an
 // attempt's context after the call returned. It is safe for concurrent
 // use (a hedge chooses while another attempt of the call is under way).

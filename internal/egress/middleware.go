@@ -376,7 +376,11 @@ func (m *Middleware) take(step reqlog.Step) *call {
 // must not be changed).
 func (m *Middleware) mark(req *transport.Request) *transport.Request {
 	out := *req
-	h := transport.NewHeadersWithCapacity(req.Headers.Len() + 1)
+	n := req.Headers.Len() + 1 // the exact capacity
+	if _, ok := req.Headers.Items()[m.hdr.Attempt]; ok {
+		n--
+	}
+	h := transport.NewHeadersWithCapacity(n)
 	if req.Headers.Len() > 0 {
 		copied := 0
 		for k, v := range req.Headers.OriginalItems() {

@@ -2,6 +2,7 @@ package reqlog
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/errown/errown/internal/calls"
 )
@@ -31,6 +32,28 @@ func (c *routeContext) Value(key any) any {
 func NewRouteContext(ctx context.Context) (context.Context, *Route) {
 	c := &routeContext{Context: ctx}
 	return c, &c.route
+}
+
+// routesRead is set once a peer chooser that reads Routes exists in the
+// process (ReadRoutes).
+var routesRead atomic.Bool
+
+// ReadRoutes records that a peer chooser reading calls' Routes exists in
+// the process (package retrypeer's New calls it): from then on the retry
+// middleware gives every call it may retry a Route. Until then nothing
+// would record a peer in one, and no call pays for it.
+func ReadRoutes() { routesRead.Store(true) }
+
+// RoutesRead reports whether ReadRoutes was called: whether a call's
+// attempts are to carry a Route.
+func RoutesRead() bool { return routesRead.Load() }
+
+// SetRoutesRead sets whether calls' attempts carry a Route, as ReadRoutes
+// does (true), and returns a function restoring the previous setting: for
+// tests.
+func SetRoutesRead(read bool) (restore func()) {
+	prev := routesRead.Swap(read)
+	return func() { routesRead.Store(prev) }
 }
 
 // RouteFromContext returns the Route in ctx, or nil.

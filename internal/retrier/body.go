@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"strings"
 
 	"go.uber.org/yarpc/api/transport"
 )
@@ -12,12 +13,14 @@ import (
 type replay struct {
 	// buf is the whole body when replayable, unless at is set.
 	buf []byte
-	// at, when set, is the caller's body: size bytes from offset off, read
-	// again with ReadAt, which neither moves nor races with the caller's
-	// reader.
-	at   *bytes.Reader
-	off  int64
-	size int
+	// snap, when reader is set, is a copy of the caller's *bytes.Reader
+	// taken before the first attempt read it: each retry reads a copy of
+	// it, size bytes from where the caller's reader stood, over the same
+	// bytes (a bytes.Reader never writes them), neither moving nor racing
+	// with the caller's reader, which a transport may still read.
+	snap   bytes.Reader
+	reader bool
+	size   int
 	// once, when not nil, is the only body there is: the body was larger
 	// than the cap (or reading it failed), so the call is sent once with
 	// what was read followed by the rest (or by the read error).
@@ -42,7 +45,7 @@ func bufferBody(body io.Reader, limit int) replay {
 		if b.Len() > limit {
 			return replay{once: b, inPlace: true}
 		}
-		return replay{at: b, off: b.Size() - int64(b.Len()), size: b.Len(), inPlace: true}
+		return replay{snap: *b, reader: true, size: b.Len(), inPlace: true}
 	case *bytes.Buffer:
 		if b.Len() > limit {
 			return replay{once: b, inPlace: true}
@@ -70,52 +73,69 @@ func (r replay) replayable() bool {
 // request returns the request for attempt n (1-based): a shallow copy of
 // req with its own body reader and, from the second attempt on, a copy of
 // the headers with attemptHeader set to n. req is never changed. When
-// inPlace is set the first attempt needs no copy: send req itself.
-func (r replay) request(req *transport.Request, n int, attemptHeader, attemptValue string) *transport.Request {
-	a := *req
+// inPlace is set the first attempt needs no copy: send req itself. The
+// copy and its reader are one allocation, made for the attempt and never
+// reused: the middleware and transport below may keep them.
+func (r *replay) request(req *transport.Request, n int, attemptHeader, attemptValue string) *transport.Request {
+	a := &attemptRequest{req: *req}
 	switch {
 	case r.nilBody:
 	case r.once != nil:
-		a.Body = r.once
-	case r.at != nil:
-		// A copy, made only for retries (the failure path): a
-		// *bytes.Reader is a body whose length every transport can see
-		// (HTTP sends a Content-Length rather than chunks), which an
-		// io.SectionReader is not.
-		buf := make([]byte, r.size)
-		if _, err := r.at.ReadAt(buf, r.off); err != nil && r.size > 0 {
-			a.Body = io.NewSectionReader(r.at, r.off, int64(r.size))
-		} else {
-			a.Body = bytes.NewReader(buf)
-		}
-		a.BodySize = r.size
+		a.req.Body = r.once
+	case r.reader:
+		// A *bytes.Reader, as the caller gave it: a body whose length
+		// every transport can see (HTTP sends a Content-Length rather
+		// than chunks).
+		a.body = r.snap
+		a.req.Body, a.req.BodySize = &a.body, r.size
 	default:
-		a.Body = bytes.NewReader(r.buf)
-		a.BodySize = len(r.buf)
+		a.body.Reset(r.buf)
+		a.req.Body, a.req.BodySize = &a.body, len(r.buf)
 	}
 	if n > 1 {
-		a.Headers = headersWith(req.Headers, attemptHeader, attemptValue)
+		a.req.Headers = headersWith(req.Headers, attemptHeader, attemptValue)
 	}
-	return &a
+	return &a.req
+}
+
+// attemptRequest is an attempt's request and the reader of its body,
+// allocated together.
+type attemptRequest struct {
+	req  transport.Request
+	body bytes.Reader
 }
 
 // headersWith returns a copy of h with k (canonical) set to v, leaving h
-// alone: transport.Headers.With changes the maps it shares with h.
+// alone: transport.Headers.With changes the maps it shares with h. The
+// copy has the exact capacity it needs.
 func headersWith(h transport.Headers, k, v string) transport.Headers {
-	c := transport.NewHeadersWithCapacity(h.Len() + 1)
+	n := h.Len() + 1
+	if _, ok := h.Items()[k]; ok {
+		n--
+	}
+	c := transport.NewHeadersWithCapacity(n)
+	copied := 0
 	for ok, ov := range h.OriginalItems() {
-		if transport.CanonicalizeHeaderKey(ok) != k {
-			c = c.With(ok, ov)
+		if !isKey(ok, k) {
+			c, copied = c.With(ok, ov), copied+1
 		}
 	}
-	// Original keys that differ only in case share one canonical entry;
-	// keep the value h has for it.
-	for ck, cv := range h.Items() {
-		if got, _ := c.Get(ck); got != cv && ck != k {
-			c = c.With(ck, cv)
+	if c.Len() != copied {
+		// Original keys that differ only in case share one canonical
+		// entry; keep the value h has for it.
+		for ck, cv := range h.Items() {
+			if got, _ := c.Get(ck); got != cv && ck != k {
+				c = c.With(ck, cv)
+			}
 		}
 	}
 	return c.With(k, v)
+}
+
+// isKey reports whether the original header key ok is the canonical key
+// k, lower-casing ok only when it may be.
+func isKey(ok, k string) bool {
+	return strings.EqualFold(ok, k) && transport.CanonicalizeHeaderKey(ok) == k
 }
 
 type errReader struct{ err error }

@@ -41,6 +41,7 @@ func routes(out *outboundtest.Outbound) []*reqlog.Route {
 }
 
 func TestRouteInEveryAttemptsContext(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)() // as a retrypeer chooser in the process sets it
 	tests := []struct {
 		name       string
 		give       retry.PolicyConfig
@@ -77,4 +78,20 @@ func TestRouteInEveryAttemptsContext(t *testing.T) {
 			assert.True(t, state.Route.Used("peer1"))
 		})
 	}
+}
+
+func TestRouteOnlyWithAChooser(t *testing.T) {
+	defer reqlog.SetRoutesRead(false)() // no retrypeer chooser in the process
+	m := newMiddleware(t, retry.Config{
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
+		Budget:   retry.BudgetConfig{Disabled: true},
+	}, newClock().option())
+	out := &routeRecorder{fakeOutbound: newOutbound(fail(errUnavailable), succeed("ok"))}
+	var state reqlog.CallState
+	_, err := m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
+	require.NoError(t, err)
+	require.Len(t, out.routes, 2, "the call was retried")
+	assert.Nil(t, out.routes[0], "no route in the first attempt's context")
+	assert.Nil(t, out.routes[1], "no route in the retry's context")
+	assert.Nil(t, state.Route)
 }
