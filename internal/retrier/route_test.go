@@ -86,12 +86,13 @@ func TestRouteOnlyWithAChooser(t *testing.T) {
 		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
 		Budget:   retry.BudgetConfig{Disabled: true},
 	}, newClock().option())
-	out := &routeRecorder{fakeOutbound: newOutbound(fail(errUnavailable), succeed("ok"))}
+	out := newOutbound(fail(errUnavailable), succeed("ok"))
 	var state reqlog.CallState
 	_, err := m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
 	require.NoError(t, err)
-	require.Len(t, out.routes, 2, "the call was retried")
-	assert.Nil(t, out.routes[0], "no route in the first attempt's context")
-	assert.Nil(t, out.routes[1], "no route in the retry's context")
+	seen := routes(out)
+	require.Len(t, seen, 2, "the call was retried")
+	assert.Nil(t, seen[0], "no route in the first attempt's context")
+	assert.Nil(t, seen[1], "no route in the retry's context")
 	assert.Nil(t, state.Route)
 }
