@@ -66,3 +66,41 @@ func TestRouteInEveryAttemptsContext(t *testing.T) {
 		})
 	}
 }
+
+// witnessRecorder is a routeRecorder that is its routes' witness: it
+// keeps the peers the routes told it of (Route.Served).
+type witnessRecorder struct {
+	routeRecorder
+	told []string
+}
+
+func (o *witnessRecorder) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+	if r := reqlog.RouteFromContext(ctx); r != nil {
+		r.Witness(func(p string) { o.told = append(o.told, p) })
+	}
+	return o.routeRecorder.Call(ctx, req)
+}
+
+// TestServedTellsTheRoute: once a retry is served, the route's witness
+// (package retrypeer's chooser) hears of the peer whose attempt failed;
+// a call whose every attempt failed tells it nothing.
+func TestServedTellsTheRoute(t *testing.T) {
+	tests := []struct {
+		name     string
+		give     []step
+		wantTold []string
+	}{
+		{name: "retry served", give: []step{fail(errUnavailable), succeed("ok")}, wantTold: []string{"peer1"}},
+		{name: "retry answered", give: []step{fail(errUnavailable), fail(errInvalid)}, wantTold: []string{"peer1"}},
+		{name: "first served", give: []step{succeed("ok")}},
+		{name: "every attempt failed", give: []step{fail(errUnavailable), fail(errUnavailable)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}, Budget: retry.BudgetConfig{Disabled: true}}, newClock().option())
+			out := &witnessRecorder{routeRecorder: routeRecorder{fakeOutbound: newOutbound(tt.give...)}}
+			_, _ = m.Call(context.Background(), req("callee", "get", "x"), out)
+			assert.Equal(t, tt.wantTold, out.told)
+		})
+	}
+}
