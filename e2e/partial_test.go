@@ -31,11 +31,10 @@ import (
 // timeout at B → C and 4 requests in flight. They hold under -race on a
 // loaded 2-core machine (load average near 30, -count 3 twice: errown
 // 99.6 to 100% at 1.24 to 1.25 calls at C per request, every hop
-// retrying 98.8 to 100% at 1.49 to 1.51). Earlier, with retries alone
-// sent elsewhere, errown needed 150ms and 8 in flight here: its first
-// attempts reached the bad instance three times in eight, so the calls
-// at C came close to every hop retrying's, and a healthy instance's slow
-// answer under -race tipped the comparison.
+// retrying 98.8 to 100% at 1.49 to 1.51). A healthy instance answering
+// later than 60ms under -race costs errown (two attempts at C, B's) more
+// than every hop retrying (four): the test once ran 150ms and 8 in
+// flight for that reason, and would need to again on a slower machine.
 const (
 	_partialRequests  = 240 // per arm: one request is 0.42 points
 	_partialInFlight  = 4   // the issue's
