@@ -27,20 +27,21 @@ import (
 )
 
 // The partial-failure mesh: A → B → C, C three instances behind yarpc's
-// round-robin peer list, one of them bad.
+// round-robin peer list, one of them bad, with the 60ms attempt
+// timeout at B → C and 4 requests in flight. They hold under -race on a
+// loaded 2-core machine (load average near 30, -count 3 twice: errown
+// 99.6 to 100% at 1.24 to 1.25 calls at C per request, every hop
+// retrying 98.8 to 100% at 1.49 to 1.51). A healthy instance answering
+// later than 60ms under -race costs errown (two attempts at C, B's) more
+// than every hop retrying (four): the test once ran 150ms and 8 in
+// flight for that reason, and would need to again on a slower machine.
 const (
 	_partialRequests  = 240 // per arm: one request is 0.42 points
-	_partialInFlight  = 8
+	_partialInFlight  = 4   // the issue's
 	_partialInstances = 3
-	// B → C's attempt timeout. The figures used 60ms; under -race
-	// on a loaded 2-core machine a healthy instance's answer took longer
-	// now and then, and each such timeout cost errown (whose request gets
-	// two attempts at C, B's) more than every hop retrying (four, B's
-	// twice): a comparison of the machine's noise, not of the bad
-	// instance.
-	_bAttempt        = 150 * time.Millisecond
-	_aAttempt        = time.Second     // A → B's
-	_partialDeadline = 3 * time.Second // the outside caller's
+	_bAttempt         = 60 * time.Millisecond // B → C's attempt timeout, the issue's
+	_aAttempt         = time.Second           // A → B's
+	_partialDeadline  = 3 * time.Second       // the outside caller's
 )
 
 // partialArm is one way to run the mesh's retries.

@@ -3,6 +3,8 @@ package retrypeer
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/errown/errown/internal/reqlog"
 	"go.uber.org/yarpc/api/peer"
@@ -17,15 +19,31 @@ import (
 // time in three with one of three peers used: with 3 more choices,
 // (1/3)^4, one retry in 81, would go back to the instance that failed
 // it (TestPartialFailure under -race saw 1 to 3 of some 90 retries do
-// so); with 8, (1/3)^9, one in 20000. Only a retry pays them, a choice
-// costing a lock and a pick.
+// so); with 8, (1/3)^9, one in 20000. Only a retry, or a call offered a
+// peer to pass over, pays them, a choice costing a lock and a pick.
 const _extraChoices = 8
+
+// _maxPasses is how many peers a Chooser remembers to pass over at once
+// (see Chooser): a callee's instances are a few to some tens; evidence
+// about more peers than this (a list of thousands, churning) is dropped
+// rather than held without bound.
+const _maxPasses = 64
 
 // Chooser is a peer.Chooser that sends a retry of a call errown's retry
 // middleware sends to a peer its earlier attempts did not go to, when
-// the inner chooser offers one. It is safe for concurrent use.
+// the inner chooser offers one, and passes over, once, a peer that
+// failed a call another peer then served. It is safe for concurrent use.
 type Chooser struct {
 	inner peer.Chooser
+
+	// passes are the peers to pass over the next time the inner chooser
+	// offers one of them for a call errown's retry middleware sends;
+	// npasses is len(passes), read without the lock.
+	mu      sync.Mutex
+	passes  map[string]struct{}
+	npasses atomic.Int32
+	// witness is givePass, made once: the route's witness of every call.
+	witness func(string)
 }
 
 var (
@@ -36,52 +54,118 @@ var (
 // New returns a Chooser that chooses through inner.
 func New(inner peer.Chooser) *Chooser {
 	reqlog.ReadRoutes() // errown's retry middleware gives each call it may retry a Route from now on
-	return &Chooser{inner: inner}
+	c := &Chooser{inner: inner, passes: make(map[string]struct{})}
+	c.witness = c.givePass
+	return c
 }
 
 // Choose implements peer.Chooser. For a call whose context carries
-// errown's route, it records the peer chosen for the attempt, and, when
-// an earlier attempt of the call went to the peer the inner chooser
-// offers, asks it again, up to eight more times, releasing each choice it
-// skips (its onFinish, with no error, since nothing was sent to it). When
-// every peer offered was used before, the attempt goes to the first one
-// offered.
+// errown's route, it records the peer chosen for the attempt, and asks
+// the inner chooser again, up to eight more times, when the peer it
+// offers is one an earlier attempt of the call went to, or one to pass
+// over; it releases each choice it skips (its onFinish, with no error,
+// since nothing was sent to it). When every peer offered was skipped,
+// the attempt goes to the first one offered that the call's earlier
+// attempts did not reach, else to the first one offered.
+//
+// A peer is passed over once, by the next such call it is offered to,
+// for each call whose attempt it failed and whose later attempt another
+// peer then served (errown's retry middleware tells the route, which
+// tells the Chooser): a failure of that one instance, not of the callee,
+// since another instance served the same call. Without it a round robin
+// gives the failing instance's turns that retries skip to first
+// attempts: one of three instances failing every call, 4 calls in
+// flight, three eighths of the first attempts reached it instead of a
+// third (the storm lab's partial scenario); passed over, about a
+// quarter. The instance gets fewer first attempts while it fails, and
+// its share again as soon as it serves them: nothing waits on a clock,
+// and when every instance fails (the callee, not an instance) no retry
+// is served and no peer is passed over.
 func (c *Chooser) Choose(ctx context.Context, req *transport.Request) (peer.Peer, func(error), error) {
 	p, onFinish, err := c.inner.Choose(ctx, req)
 	route := reqlog.RouteFromContext(ctx)
 	if err != nil || route == nil {
 		return p, onFinish, err
 	}
-	if !route.Used(p.Identifier()) {
-		route.Record(p.Identifier())
-		return p, onFinish, nil
+	if c.acceptable(route, p.Identifier()) {
+		return c.chosen(route, p, onFinish)
 	}
 	// Hold the choices skipped until another is made, so that a list
 	// counting pending requests moves away from them, then release them.
-	var held [_extraChoices]func(error)
-	first, firstDone := p, onFinish
+	var held [_extraChoices + 1]func(error)
 	n := 0
 	defer func() {
 		for _, done := range held[:n] {
 			done(nil)
 		}
 	}()
-	for n < _extraChoices {
+	// fallback is the first choice the call's earlier attempts did not
+	// reach, else the first choice; fallback's onFinish is held[fb].
+	fallback, fb := p, 0
+	held[n] = onFinish
+	n++
+	for range _extraChoices {
 		q, qDone, err := c.inner.Choose(ctx, req)
 		if err != nil {
-			break // keep the first choice
+			break // keep the fallback
 		}
-		if !route.Used(q.Identifier()) {
-			held[n] = firstDone
-			n++
-			route.Record(q.Identifier())
-			return q, qDone, nil
+		id := q.Identifier()
+		if c.acceptable(route, id) {
+			return c.chosen(route, q, qDone)
+		}
+		if fallback == p && route.Used(p.Identifier()) && !route.Used(id) {
+			fallback, fb = q, n
 		}
 		held[n] = qDone
 		n++
 	}
-	route.Record(first.Identifier())
-	return first, firstDone, nil
+	done := held[fb]
+	held[fb] = held[n-1]
+	n--
+	return c.chosen(route, fallback, done)
+}
+
+// acceptable reports whether a call on route may go to peer id: no
+// earlier attempt of the call went to it, and it is not to be passed
+// over (acceptable takes its pass).
+func (c *Chooser) acceptable(route *reqlog.Route, id string) bool {
+	return !route.Used(id) && !c.takePass(id)
+}
+
+// chosen records p on route as the peer of the call's attempt, with the
+// Chooser as the route's witness (so that once the call is served, the
+// peers its earlier attempts went to are passed over), and returns it.
+func (c *Chooser) chosen(route *reqlog.Route, p peer.Peer, onFinish func(error)) (peer.Peer, func(error), error) {
+	route.Record(p.Identifier())
+	route.Witness(c.witness)
+	return p, onFinish, nil
+}
+
+// givePass has the next call offered peer id pass it over.
+func (c *Chooser) givePass(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.passes) >= _maxPasses {
+		return
+	}
+	c.passes[id] = struct{}{}
+	c.npasses.Store(int32(len(c.passes)))
+}
+
+// takePass reports whether peer id is to be passed over, and if so
+// takes its pass.
+func (c *Chooser) takePass(id string) bool {
+	if c.npasses.Load() == 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.passes[id]; !ok {
+		return false
+	}
+	delete(c.passes, id)
+	c.npasses.Store(int32(len(c.passes)))
+	return true
 }
 
 // Start starts the inner chooser.

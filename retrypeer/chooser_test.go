@@ -195,3 +195,95 @@ func TestNewTurnsRoutesOn(t *testing.T) {
 	New(roundrobin.New(transportOf{}))
 	assert.True(t, reqlog.RoutesRead(), "routes read after New")
 }
+
+// callOnce makes one call through c as errown's retry middleware would:
+// a first attempt, and when the peer fails (failing says which do), a
+// retry on the same route; once an attempt is served, it tells the route
+// (Served). It returns the peers of its attempts.
+func callOnce(t *testing.T, c peer.Chooser, failing func(string) bool) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	ctx, route := reqlog.NewRouteContext(ctx)
+	var peers []string
+	for range 2 {
+		p, done, err := c.Choose(ctx, &transport.Request{})
+		require.NoError(t, err)
+		id := p.Identifier()
+		peers = append(peers, id)
+		// yarpc's outbounds tell onFinish transport errors only: an
+		// error response is no error to the list.
+		done(nil)
+		if !failing(id) {
+			route.Served()
+			return peers
+		}
+	}
+	return peers
+}
+
+// TestFailingInstanceGetsFewerFirstAttempts: one of three instances
+// failing every call, behind a round robin. Retries avoiding it alone
+// leave it its turns, taken by first attempts: sequential calls send
+// every other first attempt to it (half the calls pay a retry). Passed
+// over once per call it failed and another instance served, it gets a
+// quarter of the first attempts.
+func TestFailingInstanceGetsFewerFirstAttempts(t *testing.T) {
+	for _, kind := range []string{"roundrobin", "pendingheap"} {
+		t.Run(kind, func(t *testing.T) {
+			c := New(availableList(t, kind, 3))
+			const calls = 300
+			first := map[string]int{}
+			for range calls {
+				peers := callOnce(t, c, func(id string) bool { return id == "p0" })
+				first[peers[0]]++
+				assert.NotEqual(t, "p0", peers[len(peers)-1], "the call's last attempt went to the failing instance: %v", peers)
+			}
+			t.Logf("first attempts per peer: %v", first)
+			assert.LessOrEqual(t, first["p0"], calls/4+1, "first attempts per peer: %v", first)
+			assert.Positive(t, first["p0"], "the failing instance gets no first attempt: %v", first)
+		})
+	}
+}
+
+// TestCalleeFailingPassesNoPeer: every instance failing, no retry
+// succeeds: no peer is passed over, first attempts go round as the
+// inner list sends them.
+func TestCalleeFailingPassesNoPeer(t *testing.T) {
+	c := New(availableList(t, "roundrobin", 3))
+	first := map[string]int{}
+	for range 300 {
+		peers := callOnce(t, c, func(string) bool { return true })
+		require.Len(t, peers, 2)
+		assert.NotEqual(t, peers[0], peers[1])
+		first[peers[0]]++
+	}
+	assert.Equal(t, map[string]int{"p0": 100, "p1": 100, "p2": 100}, first, "the inner list's turns, two per call")
+	assert.Zero(t, c.npasses.Load())
+}
+
+// TestPassOnlyForAnotherPeer: a single instance's retry succeeds on the
+// instance that failed the first attempt: no evidence against it, it
+// stays chosen.
+func TestPassOnlyForAnotherPeer(t *testing.T) {
+	c := New(availableList(t, "roundrobin", 1))
+	n := 0
+	for range 10 {
+		peers := callOnce(t, c, func(string) bool { n++; return n%2 == 1 })
+		assert.Equal(t, []string{"p0", "p0"}, peers)
+	}
+	assert.Zero(t, c.npasses.Load())
+}
+
+// TestPassesBounded: evidence about more peers than _maxPasses is
+// dropped, and a pass is taken once.
+func TestPassesBounded(t *testing.T) {
+	c := New(availableList(t, "roundrobin", 1))
+	for i := range _maxPasses + 10 {
+		c.givePass(fmt.Sprintf("p%d", i))
+	}
+	assert.EqualValues(t, _maxPasses, c.npasses.Load())
+	assert.True(t, c.takePass("p1"))
+	assert.False(t, c.takePass("p1"), "a pass is taken once")
+	assert.False(t, c.takePass(fmt.Sprintf("p%d", _maxPasses+1)), "dropped")
+}

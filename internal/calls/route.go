@@ -1,6 +1,9 @@
 package calls
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // _routePeers is how many peers a Route remembers: the latest ones. A
 // call's attempts are few (two by default); one that makes more avoids
@@ -19,6 +22,9 @@ type Route struct {
 	mu    sync.Mutex
 	n     int // peers recorded, the latest _routePeers of them kept
 	peers [_routePeers]string
+	// witness is told, when the call is served (Served), each peer its
+	// earlier attempts went to; nil for none.
+	witness func(peer string)
 }
 
 // Record adds the identifier of the peer an attempt of the call went to.
@@ -27,6 +33,41 @@ func (r *Route) Record(peer string) {
 	r.peers[r.n%_routePeers] = peer
 	r.n++
 	r.mu.Unlock()
+}
+
+// Witness has fn told, when the call is served by the peer of its latest
+// attempt (Served), each other peer its attempts went to: the chooser
+// that records the call's peers learns which of them failed a call
+// another one served.
+func (r *Route) Witness(fn func(peer string)) {
+	r.mu.Lock()
+	r.witness = fn
+	r.mu.Unlock()
+}
+
+// Served tells the witness (Witness), if any, that the call was served
+// by the peer of its latest attempt recorded: each other peer recorded
+// failed it, or was slower to answer than that one (a hedge). The retry
+// middleware calls it once the call's attempt was served (an answer
+// included), not after a failure.
+func (r *Route) Served() {
+	r.mu.Lock()
+	fn, n := r.witness, min(r.n, _routePeers)
+	var others [_routePeers]string
+	k := 0
+	if fn != nil && n > 1 {
+		last := r.peers[(r.n-1)%_routePeers]
+		for i := range n {
+			if p := r.peers[i]; p != last && !slices.Contains(others[:k], p) {
+				others[k] = p
+				k++
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, p := range others[:k] {
+		fn(p)
+	}
 }
 
 // Used reports whether an attempt of the call went to peer (among the

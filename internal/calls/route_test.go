@@ -18,3 +18,24 @@ func TestRoutePeers(t *testing.T) {
 	assert.Equal(t, "d:4", r.Last())
 	assert.Equal(t, 4, r.Len())
 }
+
+func TestRouteServed(t *testing.T) {
+	var r Route
+	r.Served() // no witness: nothing to tell
+	var told []string
+	r.Witness(func(p string) { told = append(told, p) })
+	r.Record("a:1")
+	r.Served()
+	assert.Empty(t, told, "served by its only peer")
+	r.Record("a:1")
+	r.Served()
+	assert.Empty(t, told, "served by the peer that failed it first: no other")
+	r.Record("b:2")
+	r.Served()
+	assert.Equal(t, []string{"a:1"}, told, "each other peer once")
+	told = nil
+	r.Record("c:3")
+	r.Record("b:2")
+	r.Served()
+	assert.Equal(t, []string{"c:3"}, told, "the latest three: b:2 served, c:3 other")
+}

@@ -265,7 +265,13 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		if class != ownership.ClassFailure {
 			note.succeeded(c)
 			state.End()
+			route := state.Route
 			state.Leave()
+			if route != nil {
+				// Served: the peers of its earlier attempts failed it
+				// (package retrypeer passes them over).
+				route.Served()
+			}
 			release.With(res, cancel)
 			return res, err
 		}

@@ -3,6 +3,7 @@ package retrier
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -95,4 +96,52 @@ func TestRouteOnlyWithAChooser(t *testing.T) {
 	assert.Nil(t, seen[0], "no route in the first attempt's context")
 	assert.Nil(t, seen[1], "no route in the retry's context")
 	assert.Nil(t, state.Route)
+}
+
+// witnessing wraps out: each call's route gets a witness that keeps the
+// peers the route tells it of (Route.Served), as package retrypeer's
+// chooser is.
+type witnessing struct {
+	*outboundtest.Outbound
+
+	mu   sync.Mutex
+	told []string
+}
+
+func (o *witnessing) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+	if r := reqlog.RouteFromContext(ctx); r != nil {
+		r.Witness(func(p string) {
+			o.mu.Lock()
+			o.told = append(o.told, p)
+			o.mu.Unlock()
+		})
+	}
+	return o.Outbound.Call(ctx, req)
+}
+
+// TestServedTellsTheRoute: once a retry is served, the route's witness
+// (package retrypeer's chooser) hears of the peer whose attempt failed;
+// a call whose every attempt failed tells it nothing.
+func TestServedTellsTheRoute(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)() // as a retrypeer chooser in the process sets it
+	tests := []struct {
+		name     string
+		give     []step
+		wantTold []string
+	}{
+		{name: "retry served", give: []step{fail(errUnavailable), succeed("ok")}, wantTold: []string{"peer1"}},
+		{name: "retry answered", give: []step{fail(errUnavailable), fail(errInvalid)}, wantTold: []string{"peer1"}},
+		{name: "first served", give: []step{succeed("ok")}},
+		{name: "every attempt failed", give: []step{fail(errUnavailable), fail(errUnavailable)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}, Budget: retry.BudgetConfig{Disabled: true}}, newClock().option())
+			out := &witnessing{Outbound: newOutbound(choosingPeers(tt.give...)...)}
+			_, _ = m.Call(context.Background(), req("callee", "get", "x"), out)
+			out.mu.Lock()
+			defer out.mu.Unlock()
+			assert.Equal(t, tt.wantTold, out.told)
+		})
+	}
 }
