@@ -104,16 +104,22 @@ FAULT_TESTS := ^(TestFaultMatrix|TestLongOutage|TestFaultSoak)$$
 TIMED_LAB_TESTS := ^(TestRunOpenLoop|TestRunCrashAndFail)$$
 TIMED_E2E_TESTS := ^TestRecoveryAfterACapacityDrop$$
 
+# The race detector slows every hop: the tests that judge time multiply
+# the time bounds they assert by ERROWN_TEST_TIMEOUT_SCALE
+# (internal/testtime), RACE_TIMEOUT_SCALE here.
+RACE_TIMEOUT_SCALE ?= 2
+RACE_ENV := ERROWN_TEST_TIMEOUT_SCALE=$(RACE_TIMEOUT_SCALE)
+
 # errown's own tests run on its module alone (GOWORK=off), at the versions
 # its go.mod selects, which a user's build starts from; the other modules'
 # run in the workspace.
 .PHONY: race
 race:
-	GOWORK=off $(GO) test -race -count=1 -timeout 20m ./...
-	$(GO) test -race -count=1 -timeout 20m -skip '$(FAULT_TESTS)|$(TIMED_LAB_TESTS)|$(TIMED_E2E_TESTS)' $(NESTED_PKGS)
-	$(GO) test -race -count=1 -timeout 20m -p 1 -run '$(TIMED_LAB_TESTS)' ./internal/stormsim ./cmd/stormsim
-	$(GO) test -race -count=1 -timeout 20m -run '$(TIMED_E2E_TESTS)' ./e2e
-	$(GO) test -race -count=1 -timeout 20m -run '$(FAULT_TESTS)' ./e2e
+	$(RACE_ENV) GOWORK=off $(GO) test -race -count=1 -timeout 20m ./...
+	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -skip '$(FAULT_TESTS)|$(TIMED_LAB_TESTS)|$(TIMED_E2E_TESTS)' $(NESTED_PKGS)
+	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -p 1 -run '$(TIMED_LAB_TESTS)' ./internal/stormsim ./cmd/stormsim
+	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -run '$(TIMED_E2E_TESTS)' ./e2e
+	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -run '$(FAULT_TESTS)' ./e2e
 
 # The fault soak (e2e TestFaultSoak): requests through A → B → C with the
 # fault matrix cycling between B and C and C restarted every third fault.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,13 +17,6 @@ import (
 	"go.uber.org/yarpc/api/transport/transporttest"
 	"go.uber.org/yarpc/yarpcerrors"
 )
-
-// failingOutbound fails every call, in memory.
-type failingOutbound struct{ transport.UnaryOutbound }
-
-func (failingOutbound) Call(context.Context, *transport.Request) (*transport.Response, error) {
-	return nil, yarpcerrors.UnavailableErrorf("down")
-}
 
 // TestTagCardinalityBounded floods a service with distinct inbound and
 // outbound procedure names, every call failing, and checks that the metric
@@ -40,7 +34,7 @@ func TestTagCardinalityBounded(t *testing.T) {
 	}, errown.WithScope(scope))
 	require.NoError(t, err)
 
-	out := middleware.ApplyUnaryOutbound(failingOutbound{}, mw.Outbound().Unary)
+	out := middleware.ApplyUnaryOutbound(outboundtest.New(outboundtest.Fail(yarpcerrors.UnavailableErrorf("down"))), mw.Outbound().Unary) // fails every call, in memory
 	handler := transportHandlerFunc(func(ctx context.Context, req *transport.Request) error {
 		_, err := out.Call(ctx, &transport.Request{Service: "callee", Procedure: "get-" + req.Procedure})
 		return err

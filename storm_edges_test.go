@@ -2,12 +2,12 @@ package errown_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,52 +16,22 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// edgeOut is a transport answering from a script: step i answers
-// attempt i, the last step repeating. It records the attempt header each
-// request carried.
-type edgeOut struct {
-	transport.UnaryOutbound
-	mu       sync.Mutex
-	attempts []string
-	script   []func() (*transport.Response, error)
-	gate     chan struct{} // if set, every call waits for it
-	entered  chan struct{} // if set, closed when the first call arrives
-	once     sync.Once
-}
-
-func (o *edgeOut) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
-	if o.entered != nil {
-		o.once.Do(func() { close(o.entered) })
-	}
-	if o.gate != nil {
-		<-o.gate
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	v, ok := req.Headers.Get("errown-attempt")
-	if !ok {
-		v = "-"
-	}
-	o.attempts = append(o.attempts, v)
-	return o.script[min(len(o.attempts), len(o.script))-1]()
-}
-
-func (o *edgeOut) seen() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.attempts...)
-}
-
 // claimedFailureThenOK: the callee fails (claiming it) once, then succeeds:
 // this hop retries once.
-func claimedFailureThenOK() []func() (*transport.Response, error) {
-	return []func() (*transport.Response, error){
-		func() (*transport.Response, error) {
-			return &transport.Response{Headers: transport.NewHeaders().With("errown-claim", "claimed").With("errown-storm", "1,1,0,0,0")},
-				yarpcerrors.UnavailableErrorf("down")
-		},
-		func() (*transport.Response, error) { return &transport.Response{Headers: transport.NewHeaders()}, nil },
+func claimedFailureThenOK() []outboundtest.Step {
+	return []outboundtest.Step{
+		outboundtest.Fail(yarpcerrors.UnavailableErrorf("down"), "errown-claim", "claimed", "errown-storm", "1,1,0,0,0"),
+		outboundtest.Respond(),
 	}
+}
+
+// gated returns script with each step waiting for gate to close first.
+func gated(gate <-chan struct{}, script []outboundtest.Step) []outboundtest.Step {
+	steps := make([]outboundtest.Step, len(script))
+	for i, s := range script {
+		steps[i] = outboundtest.Wait(gate, s)
+	}
+	return steps
 }
 
 func edgeErrown(t *testing.T, cfg errown.Config) *errown.Middleware {
@@ -94,7 +64,7 @@ func outReq() *transport.Request {
 func TestStormUntrackedRequestUnknown(t *testing.T) {
 	mw := edgeErrown(t, errown.Config{Ingress: ingresslog.Config{Shards: 1, MaxInFlight: 1}})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary
-	out := &edgeOut{script: claimedFailureThenOK()}
+	out := outboundtest.New(claimedFailureThenOK()...)
 
 	// Request 1 holds the only slot.
 	hold, held := make(chan struct{}), make(chan struct{})
@@ -118,7 +88,7 @@ func TestStormUntrackedRequestUnknown(t *testing.T) {
 			return err
 		}))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"1", "2"}, out.seen(), "first attempt marked: the callee is not a root")
+	assert.Equal(t, []string{"1", "2"}, out.Header("errown-attempt"), "first attempt marked: the callee is not a root")
 	v, ok := resw.Headers.Get("errown-storm")
 	assert.True(t, ok && v == "unknown", "an untracked request's success must say unknown, got %q (present %v): the caller reads One", v, ok)
 }
@@ -129,7 +99,7 @@ func TestStormUntrackedRequestUnknown(t *testing.T) {
 func TestStormOrphanRetryMakesUnknown(t *testing.T) {
 	mw := edgeErrown(t, errown.Config{})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary
-	out := &edgeOut{script: claimedFailureThenOK()}
+	out := outboundtest.New(claimedFailureThenOK()...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -142,7 +112,7 @@ func TestStormOrphanRetryMakesUnknown(t *testing.T) {
 			return err
 		}))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"-", "2"}, out.seen())
+	assert.Equal(t, []string{"-", "2"}, out.Header("errown-attempt"))
 	v, ok := resw.Headers.Get("errown-storm")
 	assert.True(t, ok && v == "unknown", "a request in flight while an orphan call was retried must say unknown, got %q (present %v)", v, ok)
 }
@@ -157,7 +127,7 @@ func TestStormCallUnderWayIsAbandoned(t *testing.T) {
 	mw := edgeErrown(t, errown.Config{})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary
 	gate := make(chan struct{})
-	out := &edgeOut{script: claimedFailureThenOK(), gate: gate, entered: make(chan struct{})}
+	out := outboundtest.New(gated(gate, claimedFailureThenOK())...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -169,13 +139,13 @@ func TestStormCallUnderWayIsAbandoned(t *testing.T) {
 				defer close(done)
 				_, _ = egress.Call(ctx, outReq(), out)
 			}()
-			<-out.entered // the call is under way when the handler returns
+			<-out.Arrived(1) // the call is under way when the handler returns
 			return nil
 		}))
 	require.NoError(t, err)
 	close(gate)
 	<-done
-	assert.Equal(t, []string{"-", "2"}, out.seen(), "a root's first attempt outside an incident is unmarked; its retry is marked")
+	assert.Equal(t, []string{"-", "2"}, out.Header("errown-attempt"), "a root's first attempt outside an incident is unmarked; its retry is marked")
 	v, ok := resw.Headers.Get("errown-storm")
 	assert.False(t, ok, "a root's success with an abandoned call sends a storm header: %q", v)
 	assert.Empty(t, mw.Storms(), "a root storm recorded for an abandoned call")
@@ -195,11 +165,7 @@ func (f edgeHandler) Handle(ctx context.Context, req *transport.Request, w trans
 func TestStormCancelledCallIsOneRequest(t *testing.T) {
 	mw := edgeErrown(t, errown.Config{})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary
-	out := &edgeOut{script: []func() (*transport.Response, error){
-		func() (*transport.Response, error) {
-			return nil, yarpcerrors.CancelledErrorf("client canceled request")
-		},
-	}}
+	out := outboundtest.New(outboundtest.Fail(yarpcerrors.CancelledErrorf("client canceled request")))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	resw := &transporttest.FakeResponseWriter{}

@@ -6,36 +6,30 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/api/transport/transporttest"
 )
 
-// inprocCallee is an outbound served by service c's errown inbound, whose
-// handler makes fanout quiet calls of its own, each to a leaf that
-// succeeds. It records the attempt header each call to c came with.
-type inprocCallee struct {
-	transport.UnaryOutbound
-	c        *errown.Middleware
-	fanout   int
-	attempts []string
-}
-
-func (o *inprocCallee) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
-	v, _ := req.Headers.Get("errown-attempt")
-	o.attempts = append(o.attempts, v)
-	w := &transporttest.FakeResponseWriter{}
-	err := o.c.Inbound().Unary.Handle(ctx, req, w, edgeHandler(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		for range o.fanout {
-			leaf := &edgeOut{script: []func() (*transport.Response, error){func() (*transport.Response, error) { return &transport.Response{Headers: transport.NewHeaders()}, nil }}}
-			if _, err := o.c.Outbound().Unary.Call(ctx, &transport.Request{Caller: "c", Service: "d", Procedure: "r", Encoding: "raw", Headers: transport.NewHeaders()}, leaf); err != nil {
-				return err
+// inprocCallee returns a callee served by service c's errown inbound,
+// whose handler makes fanout quiet calls of its own, each to a leaf that
+// succeeds.
+func inprocCallee(c *errown.Middleware, fanout int) *outboundtest.Outbound {
+	return outboundtest.New(func(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+		w := &transporttest.FakeResponseWriter{}
+		err := c.Inbound().Unary.Handle(ctx, req, w, edgeHandler(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+			for range fanout {
+				leaf := outboundtest.New() // succeeds
+				if _, err := c.Outbound().Unary.Call(ctx, &transport.Request{Caller: "c", Service: "d", Procedure: "r", Encoding: "raw", Headers: transport.NewHeaders()}, leaf); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	}))
-	return &transport.Response{Headers: w.Headers}, err
+			return nil
+		}))
+		return &transport.Response{Headers: w.Headers}, err
+	})
 }
 
 // TestStormOrphanQuietSubtreeInAnIncident: b serves a marked request (its
@@ -53,11 +47,11 @@ func TestStormOrphanQuietSubtreeInAnIncident(t *testing.T) {
 		wantStorm   string
 	}{
 		{attempt: "1", wantAttempt: "1", wantStorm: "unknown"},
-		{attempt: "", wantAttempt: "", wantStorm: ""},
+		{attempt: "", wantAttempt: "-", wantStorm: ""},
 	} {
 		b := edgeErrown(t, errown.Config{})
 		c := edgeErrown(t, errown.Config{})
-		out := &inprocCallee{c: c, fanout: 4}
+		out := inprocCallee(c, 4)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		resw := &transporttest.FakeResponseWriter{}
 		err := b.Inbound().Unary.Handle(ctx, edgeReq(tt.attempt), resw, edgeHandler(
@@ -69,7 +63,7 @@ func TestStormOrphanQuietSubtreeInAnIncident(t *testing.T) {
 			}))
 		cancel()
 		require.NoError(t, err)
-		assert.Equal(t, []string{tt.wantAttempt}, out.attempts, "the orphan's attempt header (b's request marked %q)", tt.attempt)
+		assert.Equal(t, []string{tt.wantAttempt}, out.Header("errown-attempt"), "the orphan's attempt header (b's request marked %q)", tt.attempt)
 		v, _ := resw.Headers.Get("errown-storm")
 		assert.Equal(t, tt.wantStorm, v, "b's answer (its request marked %q)", tt.attempt)
 		assert.Empty(t, c.Storms(), "c is no root of a marked orphan, nor of a quiet one")

@@ -14,6 +14,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/debugpage"
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,20 +76,16 @@ func screenshotPath(t *testing.T) string {
 	return filepath.Join(dir, "debug-errown.png")
 }
 
-// failing is an outbound that fails every call, in memory.
-type failing struct{ transport.UnaryOutbound }
-
-func (failing) Call(context.Context, *transport.Request) (*transport.Response, error) {
-	return nil, yarpcerrors.UnavailableErrorf("inventory down")
+// failing returns an outbound that fails every call, in memory.
+func failing() *outboundtest.Outbound {
+	return outboundtest.New(outboundtest.Fail(yarpcerrors.UnavailableErrorf("inventory down")))
 }
 
-// leaf is an outbound that answers every call as a failing callee running
-// errown would: it claims the failure and reports a storm of one request.
-type leaf struct{ transport.UnaryOutbound }
-
-func (leaf) Call(context.Context, *transport.Request) (*transport.Response, error) {
-	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", "claimed").With("errown-storm", "1,1,0,0,0")}
-	return res, yarpcerrors.UnavailableErrorf("pricing down")
+// leaf returns an outbound that answers every call as a failing callee
+// running errown would: it claims the failure and reports a storm of one
+// request.
+func leaf() *outboundtest.Outbound {
+	return outboundtest.New(outboundtest.Fail(yarpcerrors.UnavailableErrorf("pricing down"), "errown-claim", "claimed", "errown-storm", "1,1,0,0,0"))
 }
 
 type handlerFunc func(context.Context, *transport.Request) error
@@ -118,8 +115,8 @@ func learned(t *testing.T) *errown.Middleware {
 		Retry:  errown.RetryConfig{Policies: []retry.PolicyConfig{policy("inventory"), policy("pricing")}},
 	})
 	require.NoError(t, err)
-	inventory := middleware.ApplyUnaryOutbound(failing{}, mw.Outbound().Unary)
-	pricing := middleware.ApplyUnaryOutbound(leaf{}, mw.Outbound().Unary)
+	inventory := middleware.ApplyUnaryOutbound(failing(), mw.Outbound().Unary)
+	pricing := middleware.ApplyUnaryOutbound(leaf(), mw.Outbound().Unary)
 	in := middleware.ApplyUnaryInbound(handlerFunc(func(ctx context.Context, req *transport.Request) error {
 		if req.Procedure == "quote" {
 			_, err := pricing.Call(ctx, &transport.Request{Service: "pricing", Procedure: "price"})

@@ -4,12 +4,17 @@
 // callee, the latest claim decisions, and the latest root requests that
 // met a retry storm below ("storms seen": storm radius and requests served
 // with errown beside the same figures had every hop retried blind to
-// claims, and the requests prevented). People get HTML; tools get JSON
-// with ?format=json or an Accept: application/json header, its durations
-// as Go duration strings ("10s") and a disabled budget as only that
-// (Budget).
+// claims, and the requests prevented).
 //
-// It reads only what errown's Middleware exposes (Dependencies, Budgets,
-// Decisions, Storms) and changes nothing. Mount it where the service's
+//	mux.Handle("/debug/errown", debugpage.Handler(mw, "checkout")) // mw: *errown.Middleware
+//
+// People get HTML; tools get JSON (Page) with ?format=json or an Accept:
+// application/json header, its durations as Go duration strings ("10s")
+// and a disabled budget as only that (Budget).
+//
+// It reads only what its Source exposes and changes nothing. A Source
+// (Dependencies, Budgets, Decisions) may also be a StormSource (Storms)
+// and a ModeSource (Modes), for the storms section and the mode under the
+// title; *errown.Middleware is all three. Mount it where the service's
 // other debug pages are: it shows internal procedure and service names.
 package debugpage

@@ -20,8 +20,8 @@ type Source interface {
 
 // StormSource is a Source that also reports the latest root storms;
 // *errown.Middleware is one. The page lists them under "Storms seen" when
-// its Source is a StormSource, and says it has none to show otherwise: a
-// Source written before storm telemetry keeps working unchanged.
+// its Source is a StormSource, and says it has none to show otherwise, so
+// that a Source need not report storms.
 type StormSource interface {
 	Source
 	Storms() []inbound.Storm

@@ -62,4 +62,22 @@
 // truncated or foreign one is logged once, counted in
 // depmem.snapshot_errors, and ignored. The format is JSON with a format
 // name and a version.
+//
+// # Metrics
+//
+// On the scope errown is given (errown.WithScope), under depmem:
+//
+//	depmem.callee_failures  tagged by edge: callee failures seen (see Fleet)
+//	depmem.joint_failures   tagged by edge: those whose request failed too
+//	depmem.edges_evicted    idle edges forgotten to make room
+//	depmem.edges_overflow   observations of new edges dropped, nothing idle
+//	depmem.fleet_queries    fleet queries made
+//	depmem.fleet_errors     fleet queries that failed
+//	depmem.snapshot_errors  snapshots that could not be read or written
+//	depmem.edges            gauge tagged kind: edges known, declared and learned
+//	depmem.fleet_healthy    gauge: 1 after a good fleet query, 0 while failing,
+//	                        -1 without a fleet source
+//	depmem.series_unclosable
+//	                        gauge: 1 when this tally cannot drop an evicted
+//	                        edge's series (logged at start)
 package depmem

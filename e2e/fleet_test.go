@@ -18,6 +18,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/ownership"
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -108,7 +109,7 @@ scrape_configs:
 		}
 		_ = res.Body.Close()
 		return res.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond, "prometheus did not become ready; its log is in %s", dir)
+	}, testtime.Scale(30*time.Second), 50*time.Millisecond, "prometheus did not become ready; its log is in %s", dir)
 	return p
 }
 
@@ -195,7 +196,7 @@ func TestFleetMemory(t *testing.T) {
 	require.Eventually(t, func() bool {
 		body, err := server.query(`errown_depmem_callee_failures{job="errown"}`)
 		return err == nil && strings.Contains(body, `"callee_service":"db"`)
-	}, 30*time.Second, 100*time.Millisecond, "prometheus never scraped instance 1's counter")
+	}, testtime.Scale(30*time.Second), 100*time.Millisecond, "prometheus never scraped instance 1's counter")
 	for i := 0; i < 2*minSamples; i++ {
 		require.Error(t, mesh.Call(context.Background(), api1, nil).Err)
 	}
@@ -214,7 +215,7 @@ func TestFleetMemory(t *testing.T) {
 			}
 		}
 		return false
-	}, 30*time.Second, 100*time.Millisecond, "instance 2 never classified the edge from the fleet; last view %+v", seen)
+	}, testtime.Scale(30*time.Second), 100*time.Millisecond, "instance 2 never classified the edge from the fleet; last view %+v", seen)
 	assert.Equal(t, depmem.SourceFleet, seen.Source)
 	assert.GreaterOrEqual(t, seen.CalleeFailures, int64(minSamples))
 	t.Logf("instance 2 sees %v as %v from the fleet: ratio %.2f over %d callee failures", edge, seen.Kind, seen.Ratio, seen.CalleeFailures)
@@ -225,7 +226,7 @@ func TestFleetMemory(t *testing.T) {
 	dbDown.Store(false)
 	require.Eventually(t, func() bool {
 		return len(logs.FilterMessageSnippet("fleet memory unavailable").All()) > 0
-	}, 10*time.Second, 50*time.Millisecond)
+	}, testtime.Scale(10*time.Second), 50*time.Millisecond)
 	for i := 0; i < 20; i++ {
 		for _, svc := range []string{api1, api2} {
 			r := mesh.Call(context.Background(), svc, []byte("ping"))

@@ -11,6 +11,7 @@ import (
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -140,9 +141,9 @@ func TestHangingCallee(t *testing.T) {
 			reply := mesh.Call(ctx, _b, nil)
 			took := time.Since(start)
 			require.Error(t, reply.Err)
-			assert.Less(t, took, 3*time.Second, "the caller is not held past its deadline")
+			assert.Less(t, took, testtime.Scale(3*time.Second), "the caller is not held past its deadline")
 			assert.Equal(t, int64(1), mesh.Service(_c).Served(), "no retry without time for it")
-			require.Eventually(t, func() bool { return mesh.Service(_b).Middleware().InFlight() == 0 }, 5*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool { return mesh.Service(_b).Middleware().InFlight() == 0 }, testtime.Scale(5*time.Second), 10*time.Millisecond)
 		})
 	}
 }

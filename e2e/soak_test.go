@@ -17,6 +17,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -243,11 +244,11 @@ func TestSoak(t *testing.T) {
 		// A handler still running (its caller gave up on it) may yet
 		// detach a call: wait for every handler to return before waiting
 		// for the detached calls, so that no Add races the Wait.
-		require.Eventually(t, emptied, 10*time.Second, 10*time.Millisecond, "ingress logs never emptied")
+		require.Eventually(t, emptied, testtime.Scale(10*time.Second), 10*time.Millisecond, "ingress logs never emptied")
 		for _, n := range nodes {
 			n.detached.Wait()
 		}
-		require.Eventually(t, emptied, 10*time.Second, 10*time.Millisecond, "ingress logs never emptied after the detached calls")
+		require.Eventually(t, emptied, testtime.Scale(10*time.Second), 10*time.Millisecond, "ingress logs never emptied after the detached calls")
 	}
 	heap := func() uint64 {
 		runtime.GC()

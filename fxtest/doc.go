@@ -1,27 +1,45 @@
-// Package fxtest helps test fx applications that use errown: it starts
-// small meshes of real yarpc dispatchers on 127.0.0.1, joins the
-// application under test to one (Mesh.AppOptions, with fx's own
-// go.uber.org/fx/fxtest running its lifecycle), and records every attempt
-// made on every edge, so that a test can check, hop by hop, who retried
-// what and which claim each hop returned. Import it beside fx's own:
+// Package fxtest holds errown's test helpers for applications that use
+// it, with or without fx: a Mesh of real yarpc dispatchers on 127.0.0.1
+// to run a service under test among its callers and callees, a Recorder
+// of every attempt made on every edge, and NewRequestContext to unit-test
+// a handler without a mesh.
+//
+//   - Mesh starts services (ServiceConfig: a name, a transport, errown's
+//     Config, a Handler, its callees), calls them from outside (Mesh.Call,
+//     a Reply), and stops them through the test's Cleanup, in the reverse
+//     of the order it started them. Mesh.AppOptions joins an fx
+//     application under test to the mesh; the rest needs no fx.
+//   - Recorder sits innermost on every outbound of a Mesh, below errown's
+//     egress and retry middleware, so it sees each attempt as it goes on
+//     the wire (Attempt: the attempt number from the attempt header, the
+//     code and claim header of the response): a test checks, hop by hop,
+//     who retried what and which claim each hop returned.
+//   - NewRequestContext gives a handler's unit test a context errown
+//     tracks (a Request), and Request.End reads back the Outcome: the
+//     claim errown would set on the handler's error, the no-retry signal
+//     and the calls recorded.
+//
+// # The name beside fx's
+//
+// The package shares its name with go.uber.org/fx/fxtest, whose fxtest.New
+// runs an fx application's lifecycle in a test, and which a test of an fx
+// application imports too. A test that imports both names one of them:
 //
 //	import (
 //		errownfxtest "github.com/errown/errown/fxtest"
 //		"go.uber.org/fx/fxtest"
 //	)
 //
-// In docs/DESIGN.md's data flow it stands outside errown: each service a Mesh
-// starts is a yarpc dispatcher with one inbound (HTTP, gRPC or TChannel,
-// on an ephemeral port), errown applied as errown.Middleware.Apply applies
-// it, and one outbound per callee over the callee's own transport. The
-// Recorder sits innermost on every outbound, below errown's egress and
-// retry middleware, so it sees each attempt as it goes on the wire: the
-// attempt number from the attempt header and the code and claim header of
-// the response.
+// A test that imports only this package, as in the examples below, calls
+// it fxtest.
 //
-// The services a Mesh starts itself need no fx; a Mesh stops its dispatchers, in the reverse of
-// the order it started them, through the Cleanup of the test it was made
-// for.
+// # A mesh
+//
+// In docs/DESIGN.md's data flow a Mesh stands outside errown: each service
+// it starts is a yarpc dispatcher with one inbound (HTTP, gRPC or
+// TChannel, on an ephemeral port), errown applied as
+// errown.Middleware.Apply applies it, and one outbound per callee over the
+// callee's own transport.
 //
 //	func TestChain(t *testing.T) {
 //		mesh := fxtest.NewMesh(t)
@@ -33,18 +51,20 @@
 //		// reply.Claim == "unclaimed"; mesh.Recorder().Edge("b", "c") holds two attempts.
 //	}
 //
+// An fx application joins with Mesh.AppOptions, beside fx's own fxtest.New
+// (see ExampleMesh_AppOptions).
+//
 // # A handler without a mesh
 //
 // NewRequestContext is to errown what zaptest.NewLogger is to zap: a
 // handler's unit test gives the handler a context errown tracks, as its
 // inbound middleware tracks a request it serves, so that
 // inbound.DoNotRetry, inbound.CallerFault, outbound.Claim and
-// outbound.Record work in it, and reads back with End the claim errown
-// would set on the handler's error, the no-retry signal and the calls
-// recorded. Request.Called stands in for an outbound call made through a
-// fake client. In the data flow it is the IngressLog alone: no inbound
-// middleware, no egress or retry middleware, no dependency memory (edges
-// are of unknown kind unless WithEdgeKind says otherwise).
+// outbound.Record work in it. Request.Called stands in for an outbound
+// call made through a fake client. In the data flow it is the ingress log
+// alone: no inbound middleware, no egress or retry middleware, no
+// dependency memory (edges are of unknown kind unless WithEdgeKind says
+// otherwise).
 //
 //	ctx, req := fxtest.NewRequestContext(t, "orders::create")
 //	err := handler.Create(ctx, order)

@@ -7,26 +7,16 @@ import (
 	"testing"
 
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// fakeOutbound answers every call with res and err.
-type fakeOutbound struct {
+// answer is what the callee below the recorder answers every call with.
+type answer struct {
 	res *transport.Response
 	err error
-}
-
-var _ transport.UnaryOutbound = fakeOutbound{}
-
-func (fakeOutbound) Transports() []transport.Transport { return nil }
-func (fakeOutbound) Start() error                      { return nil }
-func (fakeOutbound) Stop() error                       { return nil }
-func (fakeOutbound) IsRunning() bool                   { return true }
-
-func (o fakeOutbound) Call(context.Context, *transport.Request) (*transport.Response, error) {
-	return o.res, o.err
 }
 
 // withHeaders returns a response with the given headers, key and value
@@ -45,41 +35,41 @@ func TestRecorderCall(t *testing.T) {
 		name       string
 		giveConfig fxtest.RecorderConfig
 		giveReq    transport.Headers
-		giveOut    fakeOutbound
+		giveOut    answer
 		want       fxtest.Attempt
 	}{
 		{
 			name:    "first attempt, success",
-			giveOut: fakeOutbound{res: &transport.Response{}},
+			giveOut: answer{res: &transport.Response{}},
 			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeOK},
 		},
 		{
 			name:    "second attempt, claimed",
 			giveReq: transport.NewHeaders().With("errown-attempt", "2"),
-			giveOut: fakeOutbound{res: withHeaders("errown-claim", "claimed"), err: errDown},
+			giveOut: answer{res: withHeaders("errown-claim", "claimed"), err: errDown},
 			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 2, Code: yarpcerrors.CodeUnavailable, Claim: "claimed"},
 		},
 		{
 			name:    "garbage attempt header counts as the first",
 			giveReq: transport.NewHeaders().With("errown-attempt", "-3"),
-			giveOut: fakeOutbound{err: errDown},
+			giveOut: answer{err: errDown},
 			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnavailable},
 		},
 		{
 			name:    "claim recorded as received",
-			giveOut: fakeOutbound{res: withHeaders("errown-claim", "Garbage"), err: errDown},
+			giveOut: answer{res: withHeaders("errown-claim", "Garbage"), err: errDown},
 			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnavailable, Claim: "Garbage"},
 		},
 		{
 			name:    "plain error is unknown",
-			giveOut: fakeOutbound{err: errors.New("boom")},
+			giveOut: answer{err: errors.New("boom")},
 			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnknown},
 		},
 		{
 			name:       "renamed headers",
 			giveConfig: fxtest.RecorderConfig{ClaimHeader: "x-claim", AttemptHeader: "x-attempt"},
 			giveReq:    transport.NewHeaders().With("errown-attempt", "2").With("X-Attempt", "3"),
-			giveOut:    fakeOutbound{res: withHeaders("x-claim", "unclaimed", "errown-claim", "claimed"), err: errDown},
+			giveOut:    answer{res: withHeaders("x-claim", "unclaimed", "errown-claim", "claimed"), err: errDown},
 			want:       fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 3, Code: yarpcerrors.CodeUnavailable, Claim: "unclaimed"},
 		},
 	}
@@ -88,18 +78,20 @@ func TestRecorderCall(t *testing.T) {
 			r := fxtest.NewRecorder(tt.giveConfig)
 			req := &transport.Request{Caller: "caller", Service: "callee", Procedure: "proc", Headers: tt.giveReq}
 
-			res, err := r.Call(context.Background(), req, tt.giveOut)
+			out := outboundtest.New(outboundtest.Answer(tt.giveOut.res, tt.giveOut.err))
+			res, err := r.Call(context.Background(), req, out)
 
 			assert.Same(t, tt.giveOut.res, res, "Call must return the outbound's response")
 			assert.True(t, err == tt.giveOut.err, "Call returned error %v; want the outbound's %v", err, tt.giveOut.err)
 			assert.Equal(t, []fxtest.Attempt{tt.want}, r.Attempts(), "recorded")
+			assert.Equal(t, 1, out.Calls(), "the call went through, once")
 		})
 	}
 }
 
 func TestRecorderEdgeAndReset(t *testing.T) {
 	r := fxtest.NewRecorder(fxtest.RecorderConfig{})
-	out := fakeOutbound{res: &transport.Response{}}
+	out := outboundtest.New(outboundtest.Answer(&transport.Response{}, nil))
 	var wg sync.WaitGroup
 	for _, e := range [][2]string{{"a1", "b1"}, {"a1", "c1"}, {"b1", "c1"}, {"a1", "b1"}} {
 		wg.Add(1)
@@ -111,6 +103,7 @@ func TestRecorderEdgeAndReset(t *testing.T) {
 	wg.Wait()
 
 	assert.Len(t, r.Attempts(), 4, "recorded attempts")
+	assert.Equal(t, 4, out.Calls(), "calls that went through")
 	want := fxtest.Attempt{Caller: "a1", Service: "b1", Attempt: 1, Code: yarpcerrors.CodeOK}
 	assert.Equal(t, []fxtest.Attempt{want, want}, r.Edge("a1", "b1"), "Edge(a1, b1)")
 	assert.Nil(t, r.Edge("c1", "a1"), "Edge(c1, a1)")

@@ -1,21 +1,40 @@
-// Package inbound configures errown's unary inbound middleware and holds
-// the helpers a handler calls (DoNotRetry, CallerFault) and the operators'
-// view types (Decision, Storm). The middleware, which errown.Module (or
-// errown.New) builds from Config, opens the request's ingress log, runs the handler and, when the handler returns an
-// error, decides whether this service claims the error and says so in an
-// application header on the error response.
+// Package inbound configures errown's unary inbound middleware (Config,
+// with its edge declarations, EdgeConfig, and its admission control,
+// AdmissionConfig), holds the helpers a handler calls (DoNotRetry,
+// CallerFault) and the operators' view types (Decision, Storm, CallPeers).
+// The middleware itself is errown's own: errown.Module (or errown.New)
+// builds it from Config. It opens the request's ingress log, runs the
+// handler and, when the handler returns an error, decides whether this
+// service claims the error and says so in an application header on the
+// error response.
 //
 // In docs/DESIGN.md's data flow it is the first and the last errown step of a
 // request. The decision itself is made over the failed
-// outbound calls the egress middleware (package outbound) logged, each with
-// its edge kind from the dependency memory (package depmem).
+// outbound calls errown's egress middleware (configured by package
+// outbound) logged, each with its edge kind from the dependency memory
+// (configured by package depmem); Decision.Reason names the row of the
+// decision table that decided (ReasonOwnFailure, ReasonRetriedBelow, ...).
+//
+// # Transports and encodings
 //
 // On TChannel, yarpc drops every response header of an error sent as a
 // system error, so on that transport the middleware marks the error
 // response as an application error before returning it: TChannel then
 // carries the headers and the caller still gets the error with its code.
 //
-// Metrics (counters, on the scope errown is given: errown.WithScope):
+// Errors include application errors the encodings report without a Go
+// error (a Thrift exception, a protobuf error): the middleware wraps the
+// ResponseWriter (pooled) to see them, and classifies them by their IDL's
+// code.
+//
+// A request Config.Edge declares an edge request (from outside the mesh,
+// by transport, procedure or caller) is served without errown's headers:
+// its attempt header is not read, and its response carries none of
+// errown's headers, whatever follows below.
+//
+// # Metrics
+//
+// Counters, on the scope errown is given (errown.WithScope):
 //
 //	inbound.claimed       errors this service claimed
 //	inbound.unclaimed     errors this service left unclaimed
@@ -29,13 +48,21 @@
 //	inbound.egress_overflow
 //	                      failed outbound calls past the egress log's bound
 //	                      (egresslog.MaxFailures): counted, not kept
+//	inbound.failed_after_denied
+//	                      tagged reason: requests that failed after this hop declined
+//	                      to retry one of their failed calls (retry.denied's reasons)
+//	inbound.shed          tagged reason and mode: requests admission control shed
+//	                      (mode observe: would have shed), reason queue_full, retry,
+//	                      incident, deadline or abandoned
 //
-// A request Config.Edge declares an edge request (from outside the mesh,
-// by transport, procedure or caller) is served without errown's headers:
-// its attempt header is not read, and its response carries none of
-// errown's headers, whatever follows below.
+// Gauges: ingress.in_flight, the requests tracked in flight (updated every
+// second between Start and Stop), and, with admission control,
+// inbound.admission.limit and inbound.admission.queue (updated as the
+// limit is recomputed).
 //
-// Storm telemetry: every error response carries the storm header (the
+// # Storm telemetry
+//
+// Every error response carries the storm header (the
 // subtree's requests served, blind to claims, retries, radius and blind
 // radius: ownership.Storm), and so does a success whose subtree served more
 // than its one request, or whose figures are unknown. A request without
@@ -50,9 +77,4 @@
 //	storm.retries         retries spent below
 //	storm.radius          histogram: the storm radius (most hops on one call path with a retry)
 //	storm.blind_radius    histogram: the radius blind to claims
-//
-// Errors include application errors the encodings report without a Go
-// error (a Thrift exception, a protobuf error): the middleware wraps the
-// ResponseWriter (pooled) to see them, and classifies them by their IDL's
-// code.
 package inbound

@@ -17,7 +17,7 @@ const (
 	MaxShards = 1 << 10
 )
 
-// Config configures a Map.
+// Config bounds the ingress logs: the requests errown tracks in flight.
 type Config struct {
 	// Shards is the number of independently counted shards, a power of two
 	// between 1 and 1024. Default 64. A Map uses at most MaxInFlight

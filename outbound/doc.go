@@ -1,20 +1,38 @@
-// Package outbound is errown's unary egress middleware: for each logical
-// outbound call a handler makes, it appends one entry to the egress log of
-// the inbound request the call was made for.
+// Package outbound configures errown's unary egress middleware (Config)
+// and holds the two helpers a handler calls on its request's egress log:
+// Claim, the callee's claim on the latest failed call to a procedure, and
+// Record, which logs a call to a dependency that is not an RPC (a
+// database, a cache, a queue) as if it were one. The middleware itself is
+// errown's own: errown.Module (or errown.New) builds it from Config and
+// puts it on every outbound, outside the retry middleware.
 //
-// In docs/DESIGN.md's data flow it wraps the retry middleware (package retry):
-// the retry middleware reports its attempts and refusals to it through
-// errown's own plumbing, and when the call ends this middleware reads the callee's claim and pushback from
-// the final response and records edge, outcome (code and class, application
-// errors such as Thrift exceptions included), claim and RCS. The inbound middleware (package
-// inbound) reads those entries when the handler returns.
+// # The egress middleware
+//
+// For each logical outbound call a handler makes, the middleware appends
+// one entry to the egress log (package egresslog) of the inbound request
+// the call was made for. In docs/DESIGN.md's data flow it wraps the retry
+// middleware (configured by package retry), which reports its attempts
+// and refusals to it through errown's own plumbing; when the call ends
+// the middleware reads the callee's claim and pushback from the final
+// response and records edge, outcome (code and class, application errors
+// such as Thrift exceptions included), claim and RCS. The inbound
+// middleware (configured by package inbound) reads those entries when the
+// handler returns.
 //
 // A call whose context carries no request (a dropped context, or a request
 // served untracked) and a call that ends after its request finished
 // (detached work) are passed through and counted; neither panics nor
 // leaks.
 //
-// Metrics (counters, on the scope errown is given: errown.WithScope):
+// Outside an incident a call carries no errown header; for
+// Config.IncidentWindow after one on its edge, its calls carry the
+// attempt header so that the callees send their storm figures. With
+// Config.RefuseRepeats, a call a handler makes again to a callee whose
+// same call failed unclaimed earlier in the request fails at once.
+//
+// # Metrics
+//
+// Counters, on the scope errown is given (errown.WithScope):
 //
 //	egress.calls      logical outbound calls
 //	egress.failures   of those, calls that ended in the callee's failure (a server fault, by
@@ -25,4 +43,8 @@
 //	egress.untracked  calls whose context carried no request
 //	egress.late       calls that ended after their request had finished
 //	egress.abandoned  calls the handler itself cancelled (not counted as failures)
+//	egress.repeated_after_unclaimed
+//	                  calls a handler made again to a procedure whose call had failed
+//	                  unclaimed earlier in the same request (refused with
+//	                  Config.RefuseRepeats)
 package outbound

@@ -1,14 +1,54 @@
 // Package ownership is errown's vocabulary: the claim an error response
-// carries (Claim), the kind of a dependency edge (Edge, EdgeKind), the storm
-// figures of a subtree (Storm), errown's table of error codes (Codes,
-// Class) and the application headers errown reads and writes (Headers and
-// their default names).
+// carries (Claim), a dependency edge and its kind (Edge, EdgeKind), the
+// storm figures of a subtree (Storm), errown's table of error codes
+// (Codes, CodeInfo, Class) and the names of the application headers
+// errown reads and writes (Headers). It holds types and the code table;
+// errown's middleware applies them.
 //
-// It sits at the end of the inbound path in docs/DESIGN.md's data flow: when a
-// handler returns an error, the inbound middleware takes the failed
-// outbound calls that the request's egress log recorded, each with the kind
-// of its edge (from the dependency memory) and whether the retry criteria
-// were satisfied for it (RCS), and decides whether the error is claimed
-// or unclaimed (docs/DESIGN.md's decision tables). The claim travels to the
-// caller in an application header; so do the storm figures.
+// # Claims
+//
+// In docs/DESIGN.md's data flow the claim is decided at the end of the
+// inbound path: when a handler returns an error, the inbound middleware
+// takes the failed outbound calls the request's egress log recorded, each
+// with the kind of its edge (from the dependency memory) and whether the
+// retry criteria were satisfied for it (RCS), and decides:
+//
+//   - no failed call: the fault is here, ClaimClaimed;
+//   - only failures on fail-open edges (coincidental): ClaimClaimed;
+//   - a failure on a correlated edge (fail-close, or unknown by default)
+//     whose retry criteria are not satisfied: ClaimClaimed, so that the
+//     caller retries (at least once);
+//   - failures on correlated edges, all with their retry criteria
+//     satisfied (a retry was spent, refused, or is pointless):
+//     ClaimUnclaimed, and nobody above retries again.
+//
+// The claim travels to the caller in the claim header of the error
+// response; a response without a readable one (a callee without errown,
+// a header lost) is ClaimMissing, which does not stop a retry.
+// docs/decisions.md has the full tables.
+//
+// # Codes
+//
+// Codes is the one table of what each yarpc code means to errown: its
+// Class (ClassFailure, the callee's fault, or ClassAnswer, the request's),
+// whether it is retryable by nature and retried by default. It follows
+// yarpcerrors.GetFaultTypeFromCode, and each row that departs from it says
+// why (CodeInfo.Deviation): resource-exhausted, for one, is a failure of
+// an overloaded callee, not retried by default.
+//
+// # Headers
+//
+// Headers names the headers, each with its default: errown-claim and
+// errown-storm on error responses, errown-no-retry (a callee's pushback),
+// errown-code (an application error's code, where the transport drops
+// it) and errown-attempt on retries and on calls in an incident. In the
+// steady state none is on the wire. The same YAML keys (claimHeader,
+// attemptHeader, ...) name them in every section of errown's
+// configuration.
+//
+// # Storms
+//
+// Storm is what one call cost in the subtree below a caller, in the world
+// with errown's decisions and in the world of every hop retrying blind to
+// claims; Storm.Prevented is the difference.
 package ownership

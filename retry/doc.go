@@ -10,6 +10,8 @@
 // compute retry-criteria-satisfied (RCS), which the retry middleware
 // reports to it through errown's own plumbing, which users never see.
 //
+// # Which calls are retried
+//
 // A call is retried only when a policy is configured for its callee service
 // (and procedure), the policy allows more than one attempt and marks the
 // procedure idempotent. A failed attempt is retried when, in this order:
@@ -25,13 +27,26 @@
 //     minimum remaining time (else refused, deadline);
 //   - the callee's retry budget has room (else refused, budget).
 //
+// # Budget and backoff
+//
 // The budget is kept per callee service and shared by all of its policies:
-// over a sliding window, retries may reach Ratio times the requests plus
-// MinPerSecond per second of the window, or the ratio alone with NoFloor
-// Backoff is exponential with full jitter. Retried
+// over a sliding window, the retries that did not succeed may reach Ratio
+// times the requests plus MinPerSecond per second of the window, or the
+// ratio alone with NoFloor: a retry that succeeds is refunded
+// (BudgetConfig). Backoff is exponential with full jitter. Retried
 // requests carry the attempt number (2, 3, ...) in the attempt header; the
 // caller's request is never mutated.
 // Waits honour the call's context.
+//
+// # Overload
+//
+// While a callee with a policy is overloaded (a share of its recent
+// attempts timed out or shed by it), errown limits the attempts in flight
+// to it and retries none of its overloaded attempts (OverloadConfig); an
+// attempt over the limit fails at once with resource-exhausted, its retry
+// criteria satisfied, so that nobody above retries it.
+//
+// # Clock
 //
 // Every call to a callee with a policy counts in its budget, which needs
 // the time to the nearest bucket (a tenth of the window). Between Start and
@@ -72,7 +87,8 @@
 //     not to be retried), not-idempotent (the policy says the procedure is
 //     not safe to send again), code (the code is not among the policy's
 //     retryableCodes), body-too-large (the body is over maxBodyBytes and
-//     could not be replayed); and foreign-unclaimed, foreign-attempts,
+//     could not be replayed), overload (the callee is overloaded: see
+//     Overload); and foreign-unclaimed, foreign-attempts,
 //     foreign-budget, foreign-deadline, foreign-pushback, foreign-code,
 //     foreign-not-idempotent, foreign-overload (a replay of an attempt the
 //     callee timed out or shed while it is overloaded): a retry errown did
@@ -89,6 +105,10 @@
 //   - retry.would_overload: in observe mode, attempts the callee's limit on
 //     attempts in flight (OverloadConfig) would have held back, and
 //     retries of overloaded attempts it would have refused; they go.
+//   - retry.budget_left, a gauge: the retries the callee's budget still
+//     allows in its window, updated every second between Start and Stop.
+//
+// # Retries errown does not make
 //
 // The innermost attempt step goes below every other outbound
 // middleware (errown.Middleware.Apply and errown.ChainOutbound put it

@@ -40,12 +40,12 @@
 // its caller's attempt timeout, a middle instance failing), and
 // independent failures at docs/DESIGN.md's second table's bases, under no
 // retries, every hop retrying, a 10% budget, failsafe-go, errown and
-// errown observe; each of the targets PASS or FAIL.
+// errown observe; each of errown's targets PASS or FAIL.
 //
 // -analytic computes everything with the analytic model instead of running
 // services (a topology with a hanging node or per-attempt timeouts has no
 // model: its figures are measured only); -json prints JSON (for the chain:
-// one object for one -policy, an array for all three, as before; for a
+// one object for one -policy, an array for all three; for a
 // scenario its report; for all, an array of reports); -svg FILE writes a
 // chart of the loads per node, one line per run. A run longer than a few
 // seconds shows its progress on stderr.

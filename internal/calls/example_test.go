@@ -8,8 +8,8 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-func ExampleLog() {
-	var log calls.Log
+func ExampleEgressLog() {
+	var log calls.EgressLog
 	log.Append(calls.Entry{
 		Edge:     ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
 		Code:     yarpcerrors.CodeUnavailable,

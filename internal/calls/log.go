@@ -10,21 +10,21 @@ import (
 	"github.com/errown/errown/ownership"
 )
 
-// MaxFailures is how many failed calls a Log keeps (egresslog.MaxFailures).
+// MaxFailures is how many failed calls an EgressLog keeps (egresslog.MaxFailures).
 const MaxFailures = egresslog.MaxFailures
 
-// _inline is how many failed calls a Log holds without allocating: most
+// _inline is how many failed calls an EgressLog holds without allocating: most
 // requests see few outbound failures, if any.
 const _inline = 4
 
-// chunk is where a Log keeps its failures, the first _inline in place and
+// chunk is where an EgressLog keeps its failures, the first _inline in place and
 // the rest on the heap, and the sums of its calls' Storms. Chunks are
-// pooled (chunks) rather than part of the Log so that a Log stays small,
+// pooled (chunks) rather than part of the EgressLog so that an EgressLog stays small,
 // and a failed request allocates nothing: the chunk is taken on the first
-// failure or Storm, under the Log's lock, and given back by Log.Release
-// under it, or by Summary.Release once CloseSummary took it from the Log
-// under it. A closed Log puts nothing more into a chunk, so no late call
-// can land in a chunk another Log is using.
+// failure or Storm, under the EgressLog's lock, and given back by EgressLog.Release
+// under it, or by Summary.Release once CloseSummary took it from the EgressLog
+// under it. A closed EgressLog puts nothing more into a chunk, so no late call
+// can land in a chunk another EgressLog is using.
 type chunk struct {
 	inline   [_inline]Entry
 	failures []Entry   // inline[:n] while they fit, then on the heap
@@ -42,7 +42,7 @@ func (c *chunk) put() {
 	chunks.Put(c)
 }
 
-// The bits of Log.state: _closed once the log is closed, _late once a call
+// The bits of EgressLog.state: _closed once the log is closed, _late once a call
 // came after that, _chunked once the log has a chunk, and below them the
 // count of calls that did not fail.
 const (
@@ -52,9 +52,9 @@ const (
 	_countMask = _chunked - 1
 )
 
-// Counts says how many calls a Log took, by what it did with them.
+// Counts says how many calls an EgressLog took, by what it did with them.
 type Counts struct {
-	// Stored is how many failed calls the Log keeps: at most MaxFailures.
+	// Stored is how many failed calls the EgressLog keeps: at most MaxFailures.
 	Stored int
 	// Overflow is how many failed calls came after MaxFailures were
 	// stored: counted, not kept.
@@ -68,12 +68,12 @@ type Counts struct {
 	NotFailed int
 }
 
-// Total is how many calls the Log took.
+// Total is how many calls the EgressLog took.
 func (c Counts) Total() int {
 	return c.Stored + c.Overflow + c.NotFailed
 }
 
-// Log is the egress log of one inbound request: it keeps the calls that
+// EgressLog is the egress log of one inbound request: it keeps the calls that
 // failed, up to MaxFailures, and counts the rest (see Counts). It is safe
 // for concurrent use by the goroutines a handler fans out to. Once closed
 // it takes no more calls.
@@ -83,7 +83,7 @@ func (c Counts) Total() int {
 // CloseSummary, Late and Release read or set bits of that state. Failures
 // and Storms (a call retried below, say) go to the chunk, under the lock;
 // the state says whether there is one.
-type Log struct {
+type EgressLog struct {
 	// state counts the calls that did not fail, with _closed set once the
 	// log is closed, _late once a call came after and _chunked once it
 	// has a chunk (it stays set after Release).
@@ -103,7 +103,7 @@ type Log struct {
 // the log holds fewer than MaxFailures failures, else counted. It returns
 // false, and drops e, when the log is already closed: the inbound request
 // the call was made for has finished.
-func (l *Log) Append(e Entry) bool {
+func (l *EgressLog) Append(e Entry) bool {
 	if !e.Failed() {
 		for {
 			s := l.state.Load()
@@ -129,7 +129,7 @@ func (l *Log) Append(e Entry) bool {
 // AppendStorm adds the call e and its storm Figures f together, as
 // AddStorm and Append would one after the other, under one lock: both or,
 // when the log is already closed, neither.
-func (l *Log) AppendStorm(e Entry, f wire.Figures) bool {
+func (l *EgressLog) AppendStorm(e Entry, f wire.Figures) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.takeOpen()
@@ -151,7 +151,7 @@ func (l *Log) AppendStorm(e Entry, f wire.Figures) bool {
 
 // appendFailure keeps the failed call e in c, or counts it past
 // MaxFailures. l.mu must be held.
-func (l *Log) appendFailure(c *chunk, e Entry) {
+func (l *EgressLog) appendFailure(c *chunk, e Entry) {
 	if len(c.failures) >= MaxFailures {
 		if l.overflow < math.MaxInt32 {
 			l.overflow++
@@ -168,7 +168,7 @@ func (l *Log) appendFailure(c *chunk, e Entry) {
 // log refused, or a call that did not fail. A request whose call ended
 // after its log closed, before it was asked, says so here even when
 // nothing is under way any more.
-func (l *Log) Late() bool {
+func (l *EgressLog) Late() bool {
 	return l.state.Load()&_late != 0
 }
 
@@ -180,7 +180,7 @@ func (l *Log) Late() bool {
 // that reads _chunked: one of the two comes first, so either the close
 // finds the chunk or the call finds the log closed, and no failure is
 // kept that a lock-free close missed.
-func (l *Log) takeOpen() (*chunk, bool) {
+func (l *EgressLog) takeOpen() (*chunk, bool) {
 	if l.lateIfClosed() {
 		return nil, false
 	}
@@ -205,11 +205,11 @@ func (l *Log) takeOpen() (*chunk, bool) {
 // where CloseSummary is about to close the log; _testHookQuiet where
 // CloseQuiet found no chunk and is about to close the log.
 // Tests make the other side of the race there.
-var _testHookTake, _testHookClose, _testHookQuiet func(*Log)
+var _testHookTake, _testHookClose, _testHookQuiet func(*EgressLog)
 
 // lateIfClosed reports whether l is closed, and if it is, marks it late: a
 // call came after Close.
-func (l *Log) lateIfClosed() bool {
+func (l *EgressLog) lateIfClosed() bool {
 	if l.state.Load()&_closed == 0 {
 		return false
 	}
@@ -222,7 +222,7 @@ func (l *Log) lateIfClosed() bool {
 // log is already closed. Add the call's Storm before the call itself
 // (Append): a request that closes in between counts the call as under
 // way.
-func (l *Log) AddStorm(f wire.Figures, failed bool) bool {
+func (l *EgressLog) AddStorm(f wire.Figures, failed bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, ok := l.takeOpen()
@@ -234,7 +234,7 @@ func (l *Log) AddStorm(f wire.Figures, failed bool) bool {
 
 // StormAdded reports whether any call's Storm was added. After Release it
 // reports false.
-func (l *Log) StormAdded() bool {
+func (l *EgressLog) StormAdded() bool {
 	if l.state.Load()&_chunked == 0 { // no call reported anything: no lock
 		return false
 	}
@@ -248,7 +248,7 @@ func (l *Log) StormAdded() bool {
 // added, the request and those calls, one request each. They are unknown
 // when a call's Storm was unknown or a sum is out of bounds. Ask before
 // Release, which forgets the Storms.
-func (l *Log) StormTotal(notFailed int) wire.Figures {
+func (l *EgressLog) StormTotal(notFailed int) wire.Figures {
 	if l.state.Load()&_chunked == 0 { // no call reported anything: no lock
 		return quietStorm(notFailed)
 	}
@@ -258,7 +258,7 @@ func (l *Log) StormTotal(notFailed int) wire.Figures {
 }
 
 // stormTotalLocked is StormTotal. l.mu must be held.
-func (l *Log) stormTotalLocked(notFailed int) wire.Figures {
+func (l *EgressLog) stormTotalLocked(notFailed int) wire.Figures {
 	c := l.chunk
 	switch {
 	case c != nil && c.storms.added:
@@ -282,7 +282,7 @@ func quietStorm(notFailed int) wire.Figures {
 // nothing to an open log. The failures and Storms it kept are gone: take
 // them (Close, StormTotal) first. A log never released leaves its chunk
 // to the garbage collector.
-func (l *Log) Release() {
+func (l *EgressLog) Release() {
 	if l.state.Load()&_chunked == 0 { // nothing to give back: no lock
 		return
 	}
@@ -299,7 +299,7 @@ func (l *Log) Release() {
 // detachLocked takes l's chunk, if any, from l, which keeps the count of
 // its failures. l.mu must be held, and l closed: no call puts anything in
 // a closed log's chunk (takeOpen).
-func (l *Log) detachLocked() *chunk {
+func (l *EgressLog) detachLocked() *chunk {
 	c := l.chunk
 	if c != nil {
 		l.stored, l.chunk = int32(len(c.failures)), nil
@@ -308,7 +308,7 @@ func (l *Log) detachLocked() *chunk {
 }
 
 // failures returns the failed calls the log keeps. l.mu must be held.
-func (l *Log) failures() []Entry {
+func (l *EgressLog) failures() []Entry {
 	if l.chunk != nil {
 		return l.chunk.failures
 	}
@@ -317,7 +317,7 @@ func (l *Log) failures() []Entry {
 
 // Last returns the latest failed call the log keeps on edge, and whether
 // there is one.
-func (l *Log) Last(edge ownership.Edge) (Entry, bool) {
+func (l *EgressLog) Last(edge ownership.Edge) (Entry, bool) {
 	if l.state.Load()&_chunked == 0 { // no failure: no lock
 		return Entry{}, false
 	}
@@ -339,13 +339,13 @@ func (l *Log) Last(edge ownership.Edge) (Entry, bool) {
 // keeps to dst, in the order they were added; Counts then reports what
 // else it took. Close is idempotent; calls after the first append
 // nothing.
-func (l *Log) Close(dst []Entry) []Entry {
+func (l *EgressLog) Close(dst []Entry) []Entry {
 	dst, _ = l.CloseCounts(dst)
 	return dst
 }
 
 // CloseCounts is Close that also returns the final Counts.
-func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
+func (l *EgressLog) CloseCounts(dst []Entry) ([]Entry, Counts) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.handed {
@@ -356,7 +356,7 @@ func (l *Log) CloseCounts(dst []Entry) ([]Entry, Counts) {
 	return dst, l.countsLocked()
 }
 
-// Summary is what a Log hands over as it closes (CloseSummary).
+// Summary is what an EgressLog hands over as it closes (CloseSummary).
 type Summary struct {
 	// Failures are the failed calls the log kept, in the order they were
 	// added, in memory the Summary takes from the log: valid until the
@@ -392,7 +392,7 @@ func (s *Summary) Release() {
 // CloseSummary or StormTotal reports its Storm unknown. A call that
 // races the close may leave the log a chunk it then refuses to use: a
 // log never released leaves it to the garbage collector.
-func (l *Log) CloseSummary() Summary {
+func (l *EgressLog) CloseSummary() Summary {
 	if _testHookClose != nil {
 		_testHookClose(l)
 	}
@@ -422,7 +422,7 @@ func (l *Log) CloseSummary() Summary {
 // one of its calls, which CloseSummary still returns, and the close took
 // one compare-and-swap. It leaves a log with a chunk open and reports
 // false: close it with CloseSummary.
-func (l *Log) CloseQuiet() bool {
+func (l *EgressLog) CloseQuiet() bool {
 	for {
 		s := l.state.Load()
 		if s&_chunked != 0 {
@@ -439,7 +439,7 @@ func (l *Log) CloseQuiet() bool {
 
 // Counts returns how many calls the log has taken. Once the log is closed
 // it is final: calls that arrive late are not counted.
-func (l *Log) Counts() Counts {
+func (l *EgressLog) Counts() Counts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.countsLocked()
@@ -447,7 +447,7 @@ func (l *Log) Counts() Counts {
 
 // countsLocked returns the counts: final once the log is closed. l.mu
 // must be held.
-func (l *Log) countsLocked() Counts {
+func (l *EgressLog) countsLocked() Counts {
 	c := Counts{
 		Stored:              int(l.stored),
 		Overflow:            int(l.overflow),
@@ -466,6 +466,6 @@ func notFailed(s uint64) int {
 }
 
 // Len returns how many calls the log has taken: Counts().Total().
-func (l *Log) Len() int {
+func (l *EgressLog) Len() int {
 	return l.Counts().Total()
 }

@@ -27,7 +27,7 @@ func ok(i int) Entry {
 func TestLogKeepsFailuresInOrderAcrossInlineBoundary(t *testing.T) {
 	for _, n := range []int{0, 1, _inline, _inline + 1, 3 * _inline, MaxFailures} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			var l Log
+			var l EgressLog
 			var want []Entry
 			for i := 0; i < n; i++ {
 				assert.True(t, l.Append(entry(i)))
@@ -47,7 +47,7 @@ func TestLogKeepsOnlyFailures(t *testing.T) {
 	const notFailed = 10_000
 	answer := Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Attempts: 1}
 	abandoned := Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Abandoned: true, Attempts: 1}
-	var l Log
+	var l EgressLog
 	var want []Entry
 	for i := range notFailed {
 		var e Entry
@@ -83,7 +83,7 @@ func TestLogBoundsFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var l Log
+			var l EgressLog
 			var want []Entry
 			for i := 0; i < tt.give; i++ {
 				e := entry(i)
@@ -102,7 +102,7 @@ func TestLogBoundsFailures(t *testing.T) {
 }
 
 func TestLogDropsAfterClose(t *testing.T) {
-	var l Log
+	var l EgressLog
 	assert.True(t, l.Append(entry(1)))
 	assert.True(t, l.Append(ok(1)))
 	assert.Len(t, l.Close(nil), 1)
@@ -114,21 +114,21 @@ func TestLogDropsAfterClose(t *testing.T) {
 }
 
 func TestLogCloseAppendsToDst(t *testing.T) {
-	var l Log
+	var l EgressLog
 	l.Append(entry(1))
 	dst := []Entry{entry(0)}
 	assert.Equal(t, []Entry{entry(0), entry(1)}, l.Close(dst))
 }
 
 func TestLogNotFailedDoesNotAllocate(t *testing.T) {
-	var l Log
+	var l EgressLog
 	e := ok(1)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { l.Append(e) }))
 	assert.Equal(t, Counts{NotFailed: 1001}, l.Counts())
 }
 
 func TestLogConcurrentFanOut(t *testing.T) {
-	var l Log
+	var l EgressLog
 	const workers, each = 8, 100 // 800 failures: past the bound
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -154,7 +154,7 @@ func TestLogConcurrentFanOut(t *testing.T) {
 func TestLogConcurrentCloseNeverLoses(t *testing.T) {
 	// Every Append either is in what Close returned and Counts reports,
 	// or reports false.
-	var l Log
+	var l EgressLog
 	var wg sync.WaitGroup
 	var failed, notFailed atomic.Int64
 	for w := 0; w < 4; w++ {
@@ -199,10 +199,10 @@ func TestEdgeString(t *testing.T) {
 }
 
 func TestLogLateAppendNeverLandsInAnotherLog(t *testing.T) {
-	var a Log
+	var a EgressLog
 	assert.True(t, a.Append(entry(1)))
 	assert.Equal(t, []Entry{entry(1)}, a.Close(nil)) // a's chunk goes back to the pool
-	var b Log
+	var b EgressLog
 	assert.True(t, b.Append(entry(2))) // may take a's chunk
 	assert.False(t, a.Append(entry(3)), "a is closed")
 	assert.Equal(t, []Entry{entry(2)}, b.Close(nil))
@@ -220,7 +220,7 @@ func TestLogPooledChunksNeverShared(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := range rounds {
-				var l Log
+				var l EgressLog
 				mine := Entry{Edge: ownership.Edge{Service: fmt.Sprint(w, "/", r)}, Class: ownership.ClassFailure}
 				accepted := make(chan int)
 				go func() {
@@ -260,7 +260,7 @@ func BenchmarkLogAppend(b *testing.B) {
 		_ = n
 	})
 	b.Run("not-failed", func(b *testing.B) {
-		var l Log
+		var l EgressLog
 		e := ok(1)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -268,7 +268,7 @@ func BenchmarkLogAppend(b *testing.B) {
 		}
 	})
 	b.Run("not-failed-parallel", func(b *testing.B) {
-		var l Log
+		var l EgressLog
 		e := ok(1)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -281,7 +281,7 @@ func BenchmarkLogAppend(b *testing.B) {
 		failure, success := entry(1), ok(1)
 		b.ReportAllocs()
 		for b.Loop() {
-			var l Log
+			var l EgressLog
 			l.Append(success)
 			l.Append(failure)
 			_ = l.Close(nil)
@@ -290,7 +290,7 @@ func BenchmarkLogAppend(b *testing.B) {
 }
 
 func TestLogLast(t *testing.T) {
-	var l Log
+	var l EgressLog
 	a := ownership.Edge{CallerProcedure: "p", Service: "a", Procedure: "x"}
 	b := ownership.Edge{CallerProcedure: "p", Service: "b", Procedure: "x"}
 	_, ok := l.Last(a)
@@ -319,7 +319,7 @@ func handedOver(s Summary) Summary {
 // CloseSummary hands over a log's failures, Counts and Storm as it closes
 // it: a quiet log without a lock, one with failures or Storms under it.
 func TestCloseSummary(t *testing.T) {
-	var quiet Log
+	var quiet EgressLog
 	require.True(t, quiet.Append(ok(1)))
 	require.True(t, quiet.Append(ok(2)))
 	sum := quiet.CloseSummary()
@@ -328,7 +328,7 @@ func TestCloseSummary(t *testing.T) {
 	assert.False(t, quiet.Append(entry(3)), "closed: a late failure is refused")
 	assert.Equal(t, sum, quiet.CloseSummary(), "again: the same")
 
-	var failing Log
+	var failing EgressLog
 	require.True(t, failing.Append(ok(1)))
 	require.True(t, failing.Append(entry(2)))
 	require.True(t, failing.AppendStorm(entry(3), wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})))
@@ -348,7 +348,7 @@ func TestCloseSummary(t *testing.T) {
 
 	// The summary's failures stay its own until its Release, whatever
 	// other logs do meanwhile; then the chunk serves another log.
-	var other Log
+	var other EgressLog
 	require.True(t, other.Append(entry(9)))
 	assert.Equal(t, []Entry{entry(2), entry(3)}, sum.Failures)
 	sum.Release()
@@ -357,7 +357,7 @@ func TestCloseSummary(t *testing.T) {
 	failing.Release()
 	assert.Equal(t, []Entry{entry(9)}, other.CloseSummary().Failures)
 
-	var unknown Log
+	var unknown EgressLog
 	require.True(t, unknown.AddStorm(wire.Figures{}, false))
 	require.True(t, unknown.Append(ok(1)))
 	sum = unknown.CloseSummary()
@@ -366,7 +366,7 @@ func TestCloseSummary(t *testing.T) {
 }
 
 func TestCloseQuiet(t *testing.T) {
-	var quiet Log
+	var quiet EgressLog
 	require.True(t, quiet.Append(ok(1)))
 	require.True(t, quiet.Append(ok(2)))
 	require.True(t, quiet.CloseQuiet(), "no failure, no Storm: closed quietly")
@@ -377,13 +377,13 @@ func TestCloseQuiet(t *testing.T) {
 	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3})}, quiet.CloseSummary(),
 		"CloseSummary after it: the quiet summary of the calls before the close")
 
-	for name, fill := range map[string]func(*Log) bool{
-		"a failure": func(l *Log) bool { return l.Append(entry(2)) },
-		"a Storm": func(l *Log) bool {
+	for name, fill := range map[string]func(*EgressLog) bool{
+		"a failure": func(l *EgressLog) bool { return l.Append(entry(2)) },
+		"a Storm": func(l *EgressLog) bool {
 			return l.AddStorm(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
 		},
 	} {
-		var l Log
+		var l EgressLog
 		require.True(t, l.Append(ok(1)), name)
 		require.True(t, fill(&l), name)
 		assert.False(t, l.CloseQuiet(), "%s: not quiet", name)
@@ -404,10 +404,10 @@ func TestCloseQuiet(t *testing.T) {
 // taken, nor a failure lost.
 func TestCloseQuietRacesAFailure(t *testing.T) {
 	t.Run("between check and close", func(t *testing.T) {
-		var l Log
+		var l EgressLog
 		require.True(t, l.Append(ok(0)))
 		took := false
-		_testHookQuiet = func(hooked *Log) {
+		_testHookQuiet = func(hooked *EgressLog) {
 			if hooked == &l && !took {
 				took = l.Append(entry(1))
 			}
@@ -425,7 +425,7 @@ func TestCloseQuietRacesAFailure(t *testing.T) {
 	t.Run("concurrent", func(t *testing.T) {
 		quiets, kepts := 0, 0
 		for i := range 2000 {
-			var l Log
+			var l EgressLog
 			require.True(t, l.Append(ok(0)))
 			var ready, start atomic.Bool
 			took := make(chan bool)
@@ -471,18 +471,18 @@ func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 	quietSum := Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})}
 	for _, tt := range []struct {
 		name string
-		call func(*Log) bool
+		call func(*EgressLog) bool
 	}{
-		{"failure", func(l *Log) bool { return l.Append(entry(1)) }},
-		{"Storm", func(l *Log) bool { return l.AddStorm(wire.KnownFigures(wire.One), true) }},
+		{"failure", func(l *EgressLog) bool { return l.Append(entry(1)) }},
+		{"Storm", func(l *EgressLog) bool { return l.AddStorm(wire.KnownFigures(wire.One), true) }},
 	} {
 		for _, closer := range []string{"CloseSummary", "CloseQuiet"} {
 			t.Run(tt.name+"/"+closer, func(t *testing.T) {
-				var l Log
+				var l EgressLog
 				require.True(t, l.Append(ok(0)))
 				var sum Summary
 				quiet := false
-				_testHookTake = func(hooked *Log) {
+				_testHookTake = func(hooked *EgressLog) {
 					if hooked != &l {
 						return
 					}
@@ -518,22 +518,22 @@ func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
 func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		call func(*Log) bool
+		call func(*EgressLog) bool
 		want Summary
 	}{
 		{
-			"failure", func(l *Log) bool { return l.Append(entry(1)) },
+			"failure", func(l *EgressLog) bool { return l.Append(entry(1)) },
 			Summary{Failures: []Entry{entry(1)}, Counts: Counts{Stored: 1}, Storm: wire.KnownFigures(wire.One)},
 		},
 		{
-			"Storm", func(l *Log) bool { return l.AddStorm(wire.KnownFigures(wire.One), false) },
+			"Storm", func(l *EgressLog) bool { return l.AddStorm(wire.KnownFigures(wire.One), false) },
 			Summary{Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var l Log
+			var l EgressLog
 			took := false
-			_testHookClose = func(hooked *Log) {
+			_testHookClose = func(hooked *EgressLog) {
 				if hooked == &l {
 					took = tt.call(&l)
 				}
@@ -554,7 +554,7 @@ func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 // and every one they refused makes the log late.
 func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 	for range 2000 {
-		var l Log
+		var l EgressLog
 		var failed, notFailed, storms, stormOnly, refused atomic.Int64
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -610,7 +610,7 @@ func TestLogConcurrentCloseSummaryNeverLoses(t *testing.T) {
 // A request's Storms live in the log's chunk: added until the log closes,
 // read until Release, gone after.
 func TestLogStorms(t *testing.T) {
-	var l Log
+	var l EgressLog
 	require.True(t, l.StormTotal(0).Known)
 	assert.False(t, l.StormAdded())
 	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3}), l.StormTotal(2), "no Storm added: the request and its two quiet calls")
@@ -634,7 +634,7 @@ func TestLogStorms(t *testing.T) {
 	assert.Equal(t, Counts{Stored: 1, NotFailed: 1}, l.Counts(), "the counts stay")
 	l.Release() // twice: nothing
 
-	var open Log
+	var open EgressLog
 	require.True(t, open.AddStorm(wire.Figures{}, false))
 	open.Release() // open: nothing
 	assert.False(t, open.StormTotal(0).Known, "an open log keeps its Storms through Release")
@@ -644,7 +644,7 @@ func TestLogStorms(t *testing.T) {
 // log is closed.
 func TestLogAppendStorm(t *testing.T) {
 	retried := ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
-	var l Log
+	var l EgressLog
 	require.True(t, l.AppendStorm(entry(1), wire.KnownFigures(retried)), "a failure")
 	require.True(t, l.AppendStorm(ok(2), wire.KnownFigures(retried)), "a success after a retry")
 	require.True(t, l.Append(ok(3)), "a quiet success")
@@ -661,7 +661,7 @@ func TestLogAppendStorm(t *testing.T) {
 	assert.Equal(t, counts, l.Counts(), "neither counted")
 	assert.Equal(t, st, l.StormTotal(counts.NotFailed), "the late unknown Storms were not added")
 
-	var past Log
+	var past EgressLog
 	for i := range MaxFailures + 3 {
 		require.True(t, past.AppendStorm(entry(i), wire.KnownFigures(wire.One)))
 	}
@@ -675,11 +675,11 @@ func TestLogAppendStorm(t *testing.T) {
 func TestLogFailureDoesNotAllocate(t *testing.T) {
 	e := entry(1)
 	var (
-		l   Log
+		l   EgressLog
 		buf [_inline]Entry // the inbound middleware's, on its stack
 	)
 	run := func() {
-		l = Log{}
+		l = EgressLog{}
 		l.AddStorm(wire.KnownFigures(wire.One), true)
 		l.Append(e)
 		_, counts := l.CloseCounts(buf[:0])
@@ -698,9 +698,9 @@ func TestLogFailureDoesNotAllocate(t *testing.T) {
 // A failed request's log allocates nothing once the pool has a chunk.
 func TestLogCloseSummaryDoesNotAllocate(t *testing.T) {
 	e := entry(1)
-	var l Log
+	var l EgressLog
 	run := func() {
-		l = Log{}
+		l = EgressLog{}
 		l.AppendStorm(e, wire.KnownFigures(wire.One))
 		sum := l.CloseSummary()
 		if len(sum.Failures) != 1 { // tested first: testify allocates, and run is measured
@@ -722,15 +722,15 @@ func TestLogCloseSummaryDoesNotAllocate(t *testing.T) {
 func TestLogLate(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		late func(*Log) bool // what comes after Close, and whether it was taken
+		late func(*EgressLog) bool // what comes after Close, and whether it was taken
 	}{
 		{"nothing", nil},
-		{"a call that did not fail", func(l *Log) bool { return l.Append(ok(9)) }},
-		{"a failure", func(l *Log) bool { return l.Append(entry(9)) }},
-		{"a Storm", func(l *Log) bool { return l.AddStorm(wire.Figures{}, false) }},
+		{"a call that did not fail", func(l *EgressLog) bool { return l.Append(ok(9)) }},
+		{"a failure", func(l *EgressLog) bool { return l.Append(entry(9)) }},
+		{"a Storm", func(l *EgressLog) bool { return l.AddStorm(wire.Figures{}, false) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var l Log
+			var l EgressLog
 			require.True(t, l.Append(ok(1)))
 			require.True(t, l.Append(entry(2)))
 			assert.False(t, l.Late(), "open: nothing is late yet")
@@ -745,7 +745,7 @@ func TestLogLate(t *testing.T) {
 		})
 	}
 	t.Run("after a quiet close", func(t *testing.T) {
-		var l Log
+		var l EgressLog
 		require.True(t, l.Append(ok(1)))
 		counts := l.CloseSummary().Counts
 		assert.False(t, l.Late(), "closed, nothing after")

@@ -8,7 +8,7 @@ import (
 // stormSums sums the Storms of one request's outbound calls. Calls that
 // did not fail and have nothing to report (wire.One) are not added:
 // the egress log counts them, and total takes that count. It is not safe
-// for concurrent use: it lives in a Log's chunk, under the Log's lock.
+// for concurrent use: it lives in an EgressLog's chunk, under the EgressLog's lock.
 type stormSums struct {
 	served      uint64
 	blind       uint64

@@ -156,7 +156,7 @@ func TestStormsTotal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s Log
+			var s EgressLog
 			for _, a := range tt.give {
 				s.AddStorm(a.storm, a.failed)
 			}
@@ -173,7 +173,7 @@ func TestStormsTotal(t *testing.T) {
 // TestStormsTotalMatchesWire: whatever valid Storms are added, a known
 // Total is a valid header value.
 func TestStormsTotalMatchesWire(t *testing.T) {
-	var s Log
+	var s EgressLog
 	s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), true)
 	s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
 	got := s.StormTotal(5)
@@ -190,7 +190,7 @@ func TestStormsConcurrentAdds(t *testing.T) {
 		goroutines = 64
 		perG       = 200
 	)
-	var s Log
+	var s EgressLog
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
@@ -237,7 +237,7 @@ func TestStormsConcurrentAdds(t *testing.T) {
 }
 
 func TestStormsConcurrentUnknown(t *testing.T) {
-	var s Log
+	var s EgressLog
 	var wg sync.WaitGroup
 	for g := range 32 {
 		wg.Add(1)
@@ -260,7 +260,7 @@ func TestStormsConcurrentUnknown(t *testing.T) {
 // TestStormsSumSaturates: the sums of many calls' figures must not wrap
 // back into bounds.
 func TestStormsSumSaturates(t *testing.T) {
-	var s Log
+	var s EgressLog
 	top := ownership.Storm{Served: wire.MaxStormServed, Blind: wire.MaxStormServed}
 	for range 1 << 14 { // 2^14 × 2^50 = 2^64
 		s.AddStorm(wire.KnownFigures(top), true)

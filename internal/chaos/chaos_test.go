@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/chaos"
-	"github.com/errown/errown/internal/nolifecycle"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
@@ -166,43 +166,27 @@ func TestPanicStages(t *testing.T) {
 	}
 }
 
-// recordOut records each attempt's body and procedure, and fails the
-// first.
-type recordOut struct {
-	nolifecycle.Outbound
-	mu     sync.Mutex
-	bodies []string
-	procs  []string
-}
-
-func (o *recordOut) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
-	b, _ := io.ReadAll(req.Body)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.bodies, o.procs = append(o.bodies, string(b)), append(o.procs, req.Procedure)
-	if len(o.bodies) == 1 {
-		return nil, yarpcerrors.UnavailableErrorf("first")
-	}
-	return &transport.Response{Body: io.NopCloser(bytes.NewReader(b))}, nil
-}
-
 // The yarpc middleware resets the body of each attempt, and a fallback
 // goes to Alt of the procedure.
 func TestCallResetsTheBodyOfEachAttempt(t *testing.T) {
 	for _, a := range []chaos.Action{chaos.Replay, chaos.Fallback} {
 		t.Run(a.String(), func(t *testing.T) {
 			m := newChaos(t, chaos.Config{Actions: []chaos.Action{a}})
-			out := &recordOut{}
+			out := outboundtest.New(outboundtest.Fail(yarpcerrors.UnavailableErrorf("first")), outboundtest.Succeed("answer"))
 			res, err := m.Call(context.Background(), &transport.Request{Procedure: "get", Body: bytes.NewReader(chaos.Body(42))}, out)
 			require.NoError(t, err)
 			_ = res.Body.Close()
 			want := string(chaos.Body(42))
-			assert.Equal(t, []string{want, want}, out.bodies)
+			var bodies, procs []string
+			for _, r := range out.Requests() {
+				bodies, procs = append(bodies, r.Body), append(procs, r.Procedure)
+			}
+			assert.Equal(t, []string{want, want}, bodies)
 			second := "get"
 			if a == chaos.Fallback {
 				second = chaos.Alt("get")
 			}
-			assert.Equal(t, []string{"get", second}, out.procs)
+			assert.Equal(t, []string{"get", second}, procs)
 		})
 	}
 }

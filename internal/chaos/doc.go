@@ -1,7 +1,7 @@
 // Package chaos is an application's outbound middleware at its most
 // hostile, and the callees below it, for errown's tests: the shapes teams
 // put between errown's outbound middleware and its innermost attempt step
-// (issue 21's wiring) for tail latency and deadlines, each chosen per call
+// for tail latency and deadlines, each chosen per call
 // from a seeded source, or from a fuzz input.
 //
 // Per call the middleware hedges (a second attempt after a random delay,

@@ -7,9 +7,9 @@ import (
 )
 
 // MaxTick is the longest a Clock waits between two readings of the real
-// clock. A tick is not free: waking an idle process's goroutine cost about
-// 130µs of CPU per tick on a 2-core VM (1.2% of a core at 10ms, 0.14% at
-// 100ms), against about 40ns saved per read.
+// clock. A tick is not free: it wakes a goroutine of a process that may
+// be idle, a small share of a core at 100ms and ten times that at 10ms
+// (figures in bench/README.md).
 const MaxTick = 100 * time.Millisecond
 
 // Tick returns how often a Clock read by counts kept in buckets width wide

@@ -2,8 +2,8 @@
 // budgets on every outbound call, the dependency memory on every failed
 // one. Between Start and Stop a goroutine reads the real clock every tick
 // and keeps the reading in an atomic, so that a request loads an int64
-// rather than reading the clock (about 40-150ns on the machines errown was
-// measured on); before Start and after Stop every reading is exact.
+// rather than reading the clock, which costs tens of nanoseconds (figures
+// in bench/README.md); before Start and after Stop every reading is exact.
 //
 // In docs/DESIGN.md's data flow it is under the retry middleware's budget
 // and the dependency memory's window; errown.Middleware's Start and Stop

@@ -7,19 +7,12 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/egress"
 	"github.com/errown/errown/internal/ingress"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/outbound"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/api/transport/transporttest"
 	"go.uber.org/yarpc/yarpcerrors"
 )
-
-// unclaimedCallee answers every call with an unclaimed error.
-type unclaimedCallee struct{ transport.UnaryOutbound }
-
-func (unclaimedCallee) Call(context.Context, *transport.Request) (*transport.Response, error) {
-	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", "unclaimed")}
-	return res, yarpcerrors.UnavailableErrorf("down below")
-}
 
 type handlerFunc func(context.Context, *transport.Request, transport.ResponseWriter) error
 
@@ -47,8 +40,10 @@ func ExampleClaim() {
 	if err != nil {
 		panic(err)
 	}
+	// The callee answers every call with an unclaimed error.
+	unclaimed := outboundtest.New(outboundtest.Fail(yarpcerrors.UnavailableErrorf("down below"), "errown-claim", "unclaimed"))
 	serve("checkout", func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-		_, err := egress.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, unclaimedCallee{})
+		_, err := egress.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, unclaimed)
 		claim, _ := outbound.Claim(ctx, "payments", "charge")
 		fmt.Println("payments answered", yarpcerrors.FromError(err).Code(), claim)
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/defaults"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/outbound"
@@ -54,14 +55,14 @@ func TestCallSteadyStateSendsTheRequestAsItIs(t *testing.T) {
 	ctx, log := trackedContext()
 	h := transport.NewHeaders().With("X-Trace", "abc")
 	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: h}
-	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers("errown-storm", "3,3,0,0,0"), nil)}}
+	out := outboundtest.New(outboundtest.Answer(headers("errown-storm", "3,3,0,0,0"), nil))
 
 	_, err = mw.Call(ctx, req, out)
 	require.NoError(t, err)
 
-	require.Len(t, out.seen, 1)
-	assert.Same(t, req, out.seen[0].req, "the caller's own request")
-	assert.Equal(t, map[string]string{"x-trace": "abc"}, out.seen[0].items)
+	require.Len(t, out.Requests(), 1)
+	assert.Same(t, req, out.Requests()[0].Req, "the caller's own request")
+	assert.Equal(t, map[string]string{"x-trace": "abc"}, out.Requests()[0].Headers)
 	assert.True(t, log.UnmarkedCall())
 }
 
@@ -93,16 +94,16 @@ func TestCallMarksAfterAnIncident(t *testing.T) {
 			mw, err := New(outbound.Config{IncidentWindow: 10 * time.Second}, WithClock(clock.Now))
 			require.NoError(t, err)
 			ctx, _ := contextFor("checkout")
-			_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &headerRecorder{script: []func() (*transport.Response, error){respond(tt.res, tt.err)}})
+			_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, outboundtest.New(outboundtest.Answer(tt.res, tt.err)))
 
 			marked := func(procedure, service string) bool {
 				t.Helper()
 				ctx, _ := contextFor(procedure)
-				out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), nil)}}
+				out := outboundtest.New(outboundtest.Answer(headers(), nil))
 				_, err := mw.Call(ctx, &transport.Request{Service: service, Procedure: "charge"}, out)
 				require.NoError(t, err)
-				require.Len(t, out.seen, 1)
-				return out.seen[0].items["errown-attempt"] == "1"
+				require.Len(t, out.Requests(), 1)
+				return out.Requests()[0].Headers["errown-attempt"] == "1"
 			}
 			assert.Equal(t, tt.incident, marked("checkout", "payments"), "the next call on the edge")
 			assert.False(t, marked("checkout", "billing"), "a call of the procedure on another edge")
@@ -153,16 +154,16 @@ func TestCallRetriesAreMarked(t *testing.T) {
 	require.NoError(t, err)
 	ctx, _ := trackedContext()
 	down := yarpcerrors.UnavailableErrorf("down")
-	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers("errown-claim", "claimed"), down), respond(headers(), nil)}}
+	out := outboundtest.New(outboundtest.Answer(headers("errown-claim", "claimed"), down), outboundtest.Answer(headers(), nil))
 	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	require.NoError(t, err)
 	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	require.NoError(t, err)
 
-	require.Len(t, out.seen, 3)
+	require.Len(t, out.Requests(), 3)
 	var got []string
-	for _, s := range out.seen {
-		got = append(got, s.items["errown-attempt"])
+	for _, s := range out.Requests() {
+		got = append(got, s.Headers["errown-attempt"])
 	}
 	assert.Equal(t, []string{"", "2", "1"}, got, "unmarked first attempt, its retry, the next call")
 }
@@ -213,14 +214,14 @@ func TestCallAbandonedIsNoIncident(t *testing.T) {
 	ctx, cancel := context.WithCancel(n)
 	cancel()
 	_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"},
-		&headerRecorder{script: []func() (*transport.Response, error){respond(nil, context.Canceled)}})
+		outboundtest.New(outboundtest.Answer(nil, context.Canceled)))
 
 	next, _ := contextFor("checkout")
-	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), nil)}}
+	out := outboundtest.New(outboundtest.Answer(headers(), nil))
 	_, err = mw.Call(next, &transport.Request{Service: "inventory", Procedure: "reserve"}, out)
 	require.NoError(t, err)
-	require.Len(t, out.seen, 1)
-	assert.Empty(t, out.seen[0].items["errown-attempt"], "the next call of the procedure goes unmarked")
+	require.Len(t, out.Requests(), 1)
+	assert.Empty(t, out.Requests()[0].Headers["errown-attempt"], "the next call of the procedure goes unmarked")
 }
 
 // TestCallOrphanMarkedInAnIncident: a call tied to no request (a fresh
@@ -231,16 +232,16 @@ func TestCallOrphanMarkedInAnIncident(t *testing.T) {
 	mw, err := New(outbound.Config{IncidentWindow: 10 * time.Second}, WithClock(clock.Now), WithOrphans(new(calls.Orphans)))
 	require.NoError(t, err)
 	orphan := func() string {
-		out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), nil)}}
+		out := outboundtest.New(outboundtest.Answer(headers(), nil))
 		_, err := mw.Call(context.Background(), &transport.Request{Service: "audit", Procedure: "log"}, out)
 		require.NoError(t, err)
-		require.Len(t, out.seen, 1)
-		return out.seen[0].items["errown-attempt"]
+		require.Len(t, out.Requests(), 1)
+		return out.Requests()[0].Headers["errown-attempt"]
 	}
 	assert.Empty(t, orphan(), "the steady state")
 	ctx, _ := contextFor("checkout")
 	_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"},
-		&headerRecorder{script: []func() (*transport.Response, error){respond(headers("errown-claim", "claimed"), yarpcerrors.UnavailableErrorf("down"))}})
+		outboundtest.New(outboundtest.Answer(headers("errown-claim", "claimed"), yarpcerrors.UnavailableErrorf("down"))))
 	assert.Equal(t, "1", orphan(), "in an incident")
 	clock.Add(11 * time.Second)
 	assert.Empty(t, orphan(), "a window after it")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/outbound"
@@ -103,7 +104,7 @@ func testLateAttemptWritesNothing(t *testing.T, newContext func() (context.Conte
 		done:    func(req *transport.Request) chan struct{} { return done[index(req)] },
 		bodies:  make(map[string]string),
 	}
-	out := &funcOutbound{call: func(_ context.Context, req *transport.Request) (*transport.Response, error) {
+	out := outboundtest.New(func(_ context.Context, req *transport.Request) (*transport.Response, error) {
 		i := index(req)
 		if i > 0 {
 			// The call before ends now, late, while this one is under way.
@@ -118,7 +119,7 @@ func testLateAttemptWritesNothing(t *testing.T, newContext func() (context.Conte
 		res := headers("errown-storm", "7,7,0,0,0", "errown-claim", "claimed")
 		res.Body = io.NopCloser(strings.NewReader("body of " + strconv.Itoa(i)))
 		return res, yarpcerrors.UnavailableErrorf("late failure of %d", i)
-	}}
+	})
 	chain := middleware.ApplyUnaryOutbound(out, yarpc.UnaryOutboundMiddleware(app, r.Attempts()))
 
 	logs := make([]*reqlog.Log, n)

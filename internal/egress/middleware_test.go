@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
@@ -23,21 +24,13 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// fakeOutbound answers every call with res and err and, like the retry
-// middleware, reports what it did through the CallState in the context.
-type fakeOutbound struct {
-	transport.UnaryOutbound // not called
-
+// callee is what the callee answers a call with and, for state, what an
+// inner middleware (the retry middleware's place) reported of it through
+// the CallState in the context.
+type callee struct {
 	res   *transport.Response
 	err   error
 	state reqlog.CallState
-}
-
-func (f *fakeOutbound) Call(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
-	if s := reqlog.CallStateFromContext(ctx); s != nil {
-		*s = f.state
-	}
-	return f.res, f.err
 }
 
 func withClaim(v string) *transport.Response {
@@ -69,90 +62,90 @@ func TestCallRecordsEntry(t *testing.T) {
 	unavailable := yarpcerrors.UnavailableErrorf("down")
 	tests := []struct {
 		name      string
-		give      fakeOutbound
+		give      callee
 		want      calls.Entry
 		wantClaim string
 	}{
 		{
 			name: "success",
-			give: fakeOutbound{res: &transport.Response{}},
+			give: callee{res: &transport.Response{}},
 			want: calls.Entry{Code: yarpcerrors.CodeOK, Attempts: 1},
 		},
 		{
 			name:      "claimed, not retried: RCS false",
-			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 1}},
+			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 1}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "claimed and retried: RCS true",
-			give:      fakeOutbound{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2}},
+			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "unclaimed: RCS true",
-			give:      fakeOutbound{res: withClaim("unclaimed"), err: unavailable},
+			give:      callee{res: withClaim("unclaimed"), err: unavailable},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
 			wantClaim: "unclaimed",
 		},
 		{
 			name:      "garbage claim is missing",
-			give:      fakeOutbound{res: withClaim("UNCLAIMED"), err: unavailable},
+			give:      callee{res: withClaim("UNCLAIMED"), err: unavailable},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "no response at all is missing",
-			give:      fakeOutbound{err: unavailable},
+			give:      callee{err: unavailable},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "refused by budget: RCS true",
-			give:      fakeOutbound{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget}},
+			give:      callee{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedBudget},
 			wantClaim: "missing",
 		},
 		{
 			name:      "not retryable by nature: RCS true",
-			give:      fakeOutbound{err: yarpcerrors.InvalidArgumentErrorf("bad")},
+			give:      callee{err: yarpcerrors.InvalidArgumentErrorf("bad")},
 			want:      calls.Entry{Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "pushback without a retry policy: RCS true",
-			give:      fakeOutbound{res: withHeader("errown-no-retry", "true"), err: unavailable},
+			give:      callee{res: withHeader("errown-no-retry", "true"), err: unavailable},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedPushback},
 			wantClaim: "missing",
 		},
 		{
 			name:      "not found is an answer, not a failure",
-			give:      fakeOutbound{res: withClaim("claimed"), err: yarpcerrors.NotFoundErrorf("no such user")},
+			give:      callee{res: withClaim("claimed"), err: yarpcerrors.NotFoundErrorf("no such user")},
 			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "application error with a server-fault code is a failure",
-			give:      fakeOutbound{res: appError(yarpcerrors.CodeUnavailable, "claimed")},
+			give:      callee{res: appError(yarpcerrors.CodeUnavailable, "claimed")},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "application error with a client-fault code is an answer",
-			give:      fakeOutbound{res: appError(yarpcerrors.CodeNotFound, "claimed")},
+			give:      callee{res: appError(yarpcerrors.CodeNotFound, "claimed")},
 			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "application error without a code is an answer",
-			give:      fakeOutbound{res: &transport.Response{ApplicationError: true, Headers: transport.NewHeaders()}},
+			give:      callee{res: &transport.Response{ApplicationError: true, Headers: transport.NewHeaders()}},
 			want:      calls.Entry{Code: yarpcerrors.CodeOK, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "plain error is unknown",
-			give:      fakeOutbound{err: assert.AnError},
+			give:      callee{err: assert.AnError},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnknown, Class: ownership.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
@@ -160,7 +153,7 @@ func TestCallRecordsEntry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
-			mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}))
+			mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}), WithInner(stateSetter{tt.give.state}))
 			require.NoError(t, err)
 			logs, err := reqlog.NewMap(ingresslog.Config{})
 			require.NoError(t, err)
@@ -168,8 +161,8 @@ func TestCallRecordsEntry(t *testing.T) {
 			ctx := reqlog.NewContext(context.Background(), log)
 			req := &transport.Request{Service: "payments", Procedure: "charge"}
 
-			out := tt.give
-			res, err := mw.Call(ctx, req, &out)
+			out := outboundtest.New(outboundtest.Answer(tt.give.res, tt.give.err))
+			res, err := mw.Call(ctx, req, out)
 			assert.Same(t, tt.give.res, res, "response passed through")
 			assert.Equal(t, tt.give.err, err, "error passed through")
 
@@ -203,7 +196,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}))
 	require.NoError(t, err)
-	out := &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")}
+	out := outboundtest.New(outboundtest.Answer(nil, yarpcerrors.UnavailableErrorf("down")))
 	req := &transport.Request{Service: "payments", Procedure: "charge"}
 
 	_, err = mw.Call(context.Background(), req, out)
@@ -228,7 +221,7 @@ func TestCallCustomHeader(t *testing.T) {
 	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("p")
-	out := &fakeOutbound{res: &transport.Response{Headers: transport.NewHeaders().With("x-owner", "unclaimed").With("errown-claim", "claimed")}, err: yarpcerrors.InternalErrorf("x")}
+	out := outboundtest.New(outboundtest.Answer(&transport.Response{Headers: transport.NewHeaders().With("x-owner", "unclaimed").With("errown-claim", "claimed")}, yarpcerrors.InternalErrorf("x")))
 	_, _ = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "s"}, out)
 	entries := log.Egress.Close(nil)
 	require.Len(t, entries, 1)
@@ -260,7 +253,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	req := &transport.Request{Service: "payments", Procedure: "charge"}
-	out := &fakeOutbound{err: yarpcerrors.UnavailableErrorf("down")}
+	out := outboundtest.New(outboundtest.Answer(nil, yarpcerrors.UnavailableErrorf("down")))
 
 	_, err = mw.Call(reqlog.NewContext(context.Background(), log), req, out)
 	assert.Error(t, err)
@@ -325,14 +318,15 @@ func TestWithInnerRetry(t *testing.T) {
 			require.NoError(t, err)
 			log := logs.Open("checkout")
 			ctx := reqlog.NewContext(context.Background(), log)
-			out := &ctxRecorder{res: tt.give, err: unavailable}
+			out := outboundtest.New(outboundtest.Answer(tt.give, unavailable))
 
 			_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
 			assert.Error(t, err)
 
-			require.Len(t, out.ctxs, tt.want.Attempts)
-			assert.NotNil(t, reqlog.CallStateFromContext(out.ctxs[0]), "the attempt's context carries the call's state, for the innermost step")
-			assert.Same(t, log, reqlog.FromContext(out.ctxs[0]), "and the request's log")
+			got := out.Requests()
+			require.Len(t, got, tt.want.Attempts)
+			assert.NotNil(t, reqlog.CallStateFromContext(got[0].Ctx), "the attempt's context carries the call's state, for the innermost step")
+			assert.Same(t, log, reqlog.FromContext(got[0].Ctx), "and the request's log")
 			want := tt.want
 			want.Edge = ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
 			want.Code = yarpcerrors.CodeUnavailable
@@ -340,21 +334,6 @@ func TestWithInnerRetry(t *testing.T) {
 			assert.Equal(t, []calls.Entry{want}, log.Egress.Close(nil))
 		})
 	}
-}
-
-// ctxRecorder answers every call with res and err and records the
-// context of each.
-type ctxRecorder struct {
-	transport.UnaryOutbound // not called
-
-	res  *transport.Response
-	err  error
-	ctxs []context.Context
-}
-
-func (o *ctxRecorder) Call(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
-	o.ctxs = append(o.ctxs, ctx)
-	return o.res, o.err
 }
 
 // wrappedRetry is application middleware built on errown's retry
@@ -378,7 +357,7 @@ func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
 	logs, err := reqlog.NewMap(ingresslog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
-	out := &ctxRecorder{res: &transport.Response{Headers: transport.NewHeaders()}, err: yarpcerrors.UnavailableErrorf("down")}
+	out := outboundtest.New(outboundtest.Answer(&transport.Response{Headers: transport.NewHeaders()}, yarpcerrors.UnavailableErrorf("down")))
 
 	_, err = mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	assert.Error(t, err)
@@ -402,7 +381,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	log := logs.Open("checkout")
 	ctx, cancel := context.WithCancel(reqlog.NewContext(context.Background(), log))
 	cancel()
-	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.CancelledErrorf("cancelled")})
+	_, err = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, outboundtest.New(outboundtest.Answer(nil, yarpcerrors.CancelledErrorf("cancelled"))))
 	require.Error(t, err)
 	assert.Empty(t, log.Egress.Close(nil), "an abandoned call is no failure: counted, not kept")
 	assert.Equal(t, calls.Counts{NotFailed: 1}, log.Egress.Counts())
@@ -414,7 +393,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	dctx, dcancel := context.WithTimeout(reqlog.NewContext(context.Background(), log), 0)
 	defer dcancel()
 	<-dctx.Done()
-	_, _ = mw.Call(dctx, &transport.Request{Service: "payments", Procedure: "charge"}, &fakeOutbound{err: yarpcerrors.DeadlineExceededErrorf("late")})
+	_, _ = mw.Call(dctx, &transport.Request{Service: "payments", Procedure: "charge"}, outboundtest.New(outboundtest.Answer(nil, yarpcerrors.DeadlineExceededErrorf("late"))))
 	entries := log.Egress.Close(nil)
 	require.Len(t, entries, 1)
 	assert.True(t, entries[0].Failed())
@@ -449,7 +428,7 @@ func fallbackEgress(t *testing.T) (*Middleware, *reqlog.Log) {
 // success: the egress middleware logs what reached it, a success.
 func TestWithInnerClassifiesWhatReachesIt(t *testing.T) {
 	mw, log := fallbackEgress(t)
-	out := &ctxRecorder{res: &transport.Response{Headers: transport.NewHeaders()}, err: yarpcerrors.UnavailableErrorf("down")}
+	out := outboundtest.New(outboundtest.Answer(&transport.Response{Headers: transport.NewHeaders()}, yarpcerrors.UnavailableErrorf("down")))
 
 	_, err := mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	require.NoError(t, err)
@@ -465,11 +444,11 @@ func TestSuppressedRetriesReportedThroughFallback(t *testing.T) {
 	mw, log := fallbackEgress(t)
 	unclaimed, _ := wire.FormatClaim(ownership.ClaimUnclaimed)
 	res := &transport.Response{Headers: transport.NewHeaders().With("errown-claim", unclaimed).With("errown-storm", wire.FormatStorm(wire.One))}
-	out := &ctxRecorder{res: res, err: yarpcerrors.UnavailableErrorf("down")}
+	out := outboundtest.New(outboundtest.Answer(res, yarpcerrors.UnavailableErrorf("down")))
 
 	_, err := mw.Call(reqlog.NewContext(context.Background(), log), &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	require.NoError(t, err)
-	require.Len(t, out.ctxs, 1, "unclaimed: not retried")
+	assert.Equal(t, 1, out.Calls(), "unclaimed: not retried")
 	_, counts := log.Egress.CloseCounts(nil)
 	f := log.Egress.StormTotal(counts.NotFailed)
 	require.True(t, f.Known)

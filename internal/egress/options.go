@@ -30,7 +30,8 @@ func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(
 
 // WithInner runs mw inside the egress middleware: each call goes to mw
 // rather than straight to the outbound, and a retry middleware there
-// (package retry) tells the egress middleware its attempts and refusals.
+// (package internal/retrier) tells the egress middleware its attempts and
+// refusals.
 // It does what yarpc.UnaryOutboundMiddleware(egress, mw) does without the
 // allocations of yarpc's chain on every call; with errown's own
 // *retrier.Middleware it adds no allocation at all. Default: none.

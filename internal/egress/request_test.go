@@ -6,6 +6,7 @@ import (
 
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
@@ -72,7 +73,7 @@ func TestClaim(t *testing.T) {
 	_, ok = outbound.Claim(ctx, "payments", "charge")
 	assert.False(t, ok, "no call yet")
 
-	out := &fakeOutbound{res: withClaim("claimed"), err: yarpcerrors.UnavailableErrorf("down")}
+	out := outboundtest.New(outboundtest.Answer(withClaim("claimed"), yarpcerrors.UnavailableErrorf("down")))
 	_, _ = mw.Call(ctx, &transport.Request{Service: "payments", Procedure: "charge"}, out)
 	claim, ok := outbound.Claim(ctx, "payments", "charge")
 	assert.True(t, ok)

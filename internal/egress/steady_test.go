@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
@@ -26,7 +28,7 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// answer is one attempt's result for scripted: its headers, whether it
+// answer is one attempt's result for script: its headers, whether it
 // fails (unavailable), and whether it is an application error with code
 // invalid-argument (an answer).
 type answer struct {
@@ -35,43 +37,28 @@ type answer struct {
 	app     bool
 }
 
-// scripted answers the attempts of calls in order, the last answer
-// again when they run out, reading each request's body as a transport
-// does, and records each attempt's body and attempt header.
-type scripted struct {
-	transport.UnaryOutbound // not called
-
-	answers  []answer
-	bodies   []string
-	attempts []string
-}
-
-func (o *scripted) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
-	var body []byte
-	if req.Body != nil {
-		var err error
-		if body, err = io.ReadAll(req.Body); err != nil {
-			return nil, err
+// script returns the steps answering the attempts of calls in order, the
+// last answer again when they run out, each response's body naming the
+// attempt it answers ("answer 2" for the second sent).
+func script(answers []answer) []outboundtest.Step {
+	var n atomic.Int32
+	steps := make([]outboundtest.Step, len(answers))
+	for i, a := range answers {
+		steps[i] = func(context.Context, *transport.Request) (*transport.Response, error) {
+			res := &transport.Response{Headers: outboundtest.Headers(a.headers...), Body: io.NopCloser(strings.NewReader(fmt.Sprint("answer ", n.Add(1))))}
+			switch {
+			case a.app:
+				code := yarpcerrors.CodeInvalidArgument
+				res.ApplicationError = true
+				res.ApplicationErrorMeta = &transport.ApplicationErrorMeta{Code: &code}
+				return res, nil
+			case a.fail:
+				return res, yarpcerrors.UnavailableErrorf("down")
+			}
+			return res, nil
 		}
 	}
-	o.bodies = append(o.bodies, string(body))
-	o.attempts = append(o.attempts, req.Headers.Items()["errown-attempt"])
-	a := o.answers[min(len(o.attempts), len(o.answers))-1]
-	h := transport.NewHeaders()
-	for i := 0; i+1 < len(a.headers); i += 2 {
-		h = h.With(a.headers[i], a.headers[i+1])
-	}
-	res := &transport.Response{Headers: h, Body: io.NopCloser(strings.NewReader(fmt.Sprint("answer ", len(o.attempts))))}
-	switch {
-	case a.app:
-		code := yarpcerrors.CodeInvalidArgument
-		res.ApplicationError = true
-		res.ApplicationErrorMeta = &transport.ApplicationErrorMeta{Code: &code}
-		return res, nil
-	case a.fail:
-		return res, yarpcerrors.UnavailableErrorf("down")
-	}
-	return res, nil
+	return steps
 }
 
 // TestSteadyPathAsChain: a steady-state call through the direct path
@@ -138,7 +125,7 @@ func TestSteadyPathAsChain(t *testing.T) {
 		logs, err := reqlog.NewMap(ingresslog.Config{})
 		require.NoError(t, err)
 		ctx, log := logs.OpenContext(context.Background(), "checkout")
-		out := &scripted{answers: answers}
+		out := outboundtest.New(script(answers)...)
 		req := &transport.Request{Caller: "shop", Service: "payments", Procedure: "charge", Encoding: "raw", Headers: transport.NewHeaders()}
 		if body != nil {
 			req.Body = body()
@@ -167,7 +154,10 @@ func TestSteadyPathAsChain(t *testing.T) {
 				got.budget = [2]int64{b.Requests, b.Retries}
 			}
 		}
-		got.bodies, got.attempts = out.bodies, out.attempts
+		for _, r := range out.Requests() {
+			got.bodies = append(got.bodies, r.Body)
+			got.attempts = append(got.attempts, r.Headers["errown-attempt"])
+		}
 		sum := log.Egress.CloseSummary()
 		got.entries = append([]calls.Entry(nil), sum.Failures...)
 		got.counts, got.storm = sum.Counts, sum.Storm

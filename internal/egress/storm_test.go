@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/wire"
@@ -21,48 +22,6 @@ import (
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
-
-// seen is what a transport saw of one request, copied while it was
-// called: the marked copy is pooled and emptied once Call returns.
-type seen struct {
-	req      *transport.Request
-	service  string
-	proc     string
-	items    map[string]string
-	original map[string]string
-}
-
-// headerRecorder records the requests it gets and answers from a script,
-// repeating its last step.
-type headerRecorder struct {
-	transport.UnaryOutbound // not called
-
-	mu     sync.Mutex
-	seen   []seen
-	script []func() (*transport.Response, error)
-}
-
-func (o *headerRecorder) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.seen = append(o.seen, seen{
-		req:      req,
-		service:  req.Service,
-		proc:     req.Procedure,
-		items:    maps.Clone(req.Headers.Items()),
-		original: maps.Clone(req.Headers.OriginalItems()),
-	})
-	if len(o.script) == 0 {
-		return &transport.Response{}, nil
-	}
-	step := o.script[min(len(o.seen), len(o.script))-1]
-	return step()
-}
-
-// respond is a script step answering res and err.
-func respond(res *transport.Response, err error) func() (*transport.Response, error) {
-	return func() (*transport.Response, error) { return res, err }
-}
 
 // headers returns a response carrying key, value pairs.
 func headers(kv ...string) *transport.Response {
@@ -151,18 +110,18 @@ func TestCallMarksFirstAttempt(t *testing.T) {
 			callerOriginal := maps.Clone(tt.give.OriginalItems())
 			callerLen := tt.give.Len()
 			req := &transport.Request{Service: "payments", Procedure: "charge", Caller: "shop", Encoding: "json", Body: strings.NewReader("x"), BodySize: 1, Headers: tt.give}
-			out := &headerRecorder{}
+			out := outboundtest.New()
 
 			_, err = mw.Call(ctx, req, out)
 			require.NoError(t, err)
 
-			require.Len(t, out.seen, 1)
-			got := out.seen[0]
-			assert.Equal(t, tt.wantItems, got.items)
-			assert.Equal(t, tt.wantOriginal, got.original)
-			assert.NotSame(t, req, got.req, "the transport gets a copy")
-			assert.Equal(t, "payments", got.service)
-			assert.Equal(t, "charge", got.proc)
+			require.Len(t, out.Requests(), 1)
+			got := out.Requests()[0]
+			assert.Equal(t, tt.wantItems, got.Headers)
+			assert.Equal(t, tt.wantOriginal, got.OriginalHeaders)
+			assert.NotSame(t, req, got.Req, "the transport gets a copy")
+			assert.Equal(t, "payments", got.Service)
+			assert.Equal(t, "charge", got.Procedure)
 
 			assert.Equal(t, callerLen, req.Headers.Len(), "the caller's headers unchanged")
 			assert.Equal(t, callerItems, req.Headers.Items())
@@ -186,19 +145,20 @@ func TestCallMarkedRequestIsTheCallersOtherwise(t *testing.T) {
 		Transport: "grpc", ShardKey: "s", RoutingKey: "rk", RoutingDelegate: "rd", CallerProcedure: "checkout",
 		Body: body, BodySize: 4, Headers: transport.NewHeaders().With("x", "y"),
 	}
-	var got transport.Request
-	out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
-		got = *r
-		return &transport.Response{}, nil
-	}}
+	out := outboundtest.New(outboundtest.Answer(&transport.Response{}, nil))
 	_, err = mw.Call(ctx, req, out)
 	require.NoError(t, err)
+	require.Equal(t, 1, out.Calls())
+	got := out.Requests()[0].Shallow
 	want := *req
 	want.Headers = got.Headers // checked elsewhere
 	assert.Equal(t, want, got, "every field but the headers is the caller's")
 	assert.Same(t, body, got.Body.(*strings.Reader))
 }
 
+// funcOutbound answers with its function and records nothing: the
+// allocation test counts errown's allocations alone, which a recording
+// outbound (outboundtest's) would add to.
 type funcOutbound struct {
 	transport.UnaryOutbound // not called
 	call                    func(context.Context, *transport.Request) (*transport.Response, error)
@@ -212,14 +172,14 @@ func TestCallUntrackedIsNotMarked(t *testing.T) {
 	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: transport.NewHeaders().With("x-trace", "abc")}
-	out := &headerRecorder{}
+	out := outboundtest.New()
 
 	_, err = mw.Call(context.Background(), req, out)
 	require.NoError(t, err)
 
-	require.Len(t, out.seen, 1)
-	assert.Same(t, req, out.seen[0].req, "the caller's request as it is")
-	assert.Equal(t, map[string]string{"x-trace": "abc"}, out.seen[0].items)
+	require.Len(t, out.Requests(), 1)
+	assert.Same(t, req, out.Requests()[0].Req, "the caller's request as it is")
+	assert.Equal(t, map[string]string{"x-trace": "abc"}, out.Requests()[0].Headers)
 }
 
 func TestCallMarksWithRetryInside(t *testing.T) {
@@ -231,14 +191,14 @@ func TestCallMarksWithRetryInside(t *testing.T) {
 	h := transport.NewHeaders().With("X-Trace", "abc").With("errown-attempt", "9")
 	req := &transport.Request{Service: "payments", Procedure: "charge", Headers: h}
 	down := yarpcerrors.UnavailableErrorf("down")
-	out := &headerRecorder{script: []func() (*transport.Response, error){respond(headers(), down), respond(headers(), down), respond(&transport.Response{}, nil)}}
+	out := outboundtest.New(outboundtest.Answer(headers(), down), outboundtest.Answer(headers(), down), outboundtest.Answer(&transport.Response{}, nil))
 
 	_, err = mw.Call(ctx, req, out)
 	require.NoError(t, err)
 
-	require.Len(t, out.seen, 3)
+	require.Len(t, out.Requests(), 3)
 	for i, want := range []string{"1", "2", "3"} {
-		assert.Equal(t, map[string]string{"x-trace": "abc", "errown-attempt": want}, out.seen[i].items, "attempt %d", i+1)
+		assert.Equal(t, map[string]string{"x-trace": "abc", "errown-attempt": want}, out.Requests()[i].Headers, "attempt %d", i+1)
 	}
 	assert.Equal(t, map[string]string{"x-trace": "abc", "errown-attempt": "9"}, h.Items(), "the caller's headers unchanged")
 	assert.Equal(t, map[string]string{"X-Trace": "abc", "errown-attempt": "9"}, h.OriginalItems())
@@ -251,7 +211,7 @@ func TestCallMarkPoolHoldsNothing(t *testing.T) {
 	mw, err := New(outbound.Config{})
 	require.NoError(t, err)
 	ctx, _ := markedContext()
-	out := &headerRecorder{}
+	out := outboundtest.New()
 	for i := range 20 {
 		k := "x-call-" + strconv.Itoa(i)
 		_, err := mw.Call(ctx, &transport.Request{Service: "s", Headers: transport.NewHeaders().With(k, "v")}, out)
@@ -259,11 +219,11 @@ func TestCallMarkPoolHoldsNothing(t *testing.T) {
 		_, err = mw.Call(ctx, &transport.Request{Service: "s"}, out)
 		require.NoError(t, err)
 	}
-	for i, s := range out.seen {
+	for i, s := range out.Requests() {
 		if i%2 == 0 {
-			assert.Equal(t, map[string]string{"x-call-" + strconv.Itoa(i/2): "v", "errown-attempt": "1"}, s.items, "call %d", i)
+			assert.Equal(t, map[string]string{"x-call-" + strconv.Itoa(i/2): "v", "errown-attempt": "1"}, s.Headers, "call %d", i)
 		} else {
-			assert.Equal(t, map[string]string{"errown-attempt": "1"}, s.items, "call %d", i)
+			assert.Equal(t, map[string]string{"errown-attempt": "1"}, s.Headers, "call %d", i)
 		}
 	}
 }
@@ -281,16 +241,18 @@ func TestCallMarkConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			me := strconv.Itoa(g)
-			out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
-				want := map[string]string{"x-g": me, "errown-attempt": "1"}
-				assert.Equal(t, want, r.Headers.Items(), "goroutine %s sent", me)
+			out := outboundtest.New(func(context.Context, *transport.Request) (*transport.Response, error) {
 				return headers("errown-storm", "2,2,0,0,0"), nil
-			}}
+			})
 			for range perG {
 				h := transport.NewHeaders().With("x-g", me)
 				_, err := mw.Call(ctx, &transport.Request{Service: "s", Headers: h}, out)
 				assert.NoError(t, err)
 				assert.Equal(t, 1, h.Len(), "caller headers changed: %v", h.Items())
+			}
+			want := map[string]string{"x-g": me, "errown-attempt": "1"}
+			for _, r := range out.Requests() {
+				assert.Equal(t, want, r.Headers, "goroutine %s sent", me)
 			}
 		}()
 	}
@@ -407,7 +369,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			mw, err := New(outbound.Config{}, WithInner(stateSetter{tt.state}))
 			require.NoError(t, err)
 			ctx, log := trackedContext()
-			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &fakeOutbound{res: tt.res, err: tt.err})
+			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, outboundtest.New(outboundtest.Answer(tt.res, tt.err)))
 
 			assert.Equal(t, tt.wantAdded, log.Egress.StormAdded())
 			got := log.Egress.StormTotal(log.Egress.Counts().NotFailed)
@@ -443,28 +405,28 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 	tests := []struct {
 		name   string
 		mode   retry.Mode
-		script []func() (*transport.Response, error)
+		script []outboundtest.Step
 		want   ownership.Storm
 	}{
 		{
 			name:   "claimed, retried, succeeded",
-			script: []func() (*transport.Response, error){respond(headers("errown-storm", "4,4,0,0,0", "errown-claim", "claimed"), down), respond(headers("errown-storm", "4,4,0,0,0"), nil)},
+			script: []outboundtest.Step{outboundtest.Answer(headers("errown-storm", "4,4,0,0,0", "errown-claim", "claimed"), down), outboundtest.Answer(headers("errown-storm", "4,4,0,0,0"), nil)},
 			want:   ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 		},
 		{
 			name:   "unclaimed, suppressed: the blind retry replays it",
-			script: []func() (*transport.Response, error){respond(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
+			script: []outboundtest.Step{outboundtest.Answer(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
 			want:   ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
 		},
 		{
 			name:   "observe: unclaimed, retried anyway",
 			mode:   retry.ModeObserve,
-			script: []func() (*transport.Response, error){respond(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
+			script: []outboundtest.Step{outboundtest.Answer(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
 			want:   ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
 		},
 		{
 			name:   "a quiet success: nothing to fold",
-			script: []func() (*transport.Response, error){respond(&transport.Response{}, nil)},
+			script: []outboundtest.Step{outboundtest.Answer(&transport.Response{}, nil)},
 			want:   ownership.Storm{Served: 2, Blind: 2},
 		},
 	}
@@ -475,7 +437,7 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 			mw, err := New(outbound.Config{}, WithInner(r))
 			require.NoError(t, err)
 			ctx, log := trackedContext()
-			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, &headerRecorder{script: tt.script})
+			_, _ = mw.Call(ctx, &transport.Request{Service: "s", Procedure: "p"}, outboundtest.New(tt.script...))
 			assert.Equal(t, wire.KnownFigures(tt.want), log.Egress.StormTotal(log.Egress.Counts().NotFailed))
 		})
 	}
@@ -491,7 +453,7 @@ func TestCallLateChangesNothing(t *testing.T) {
 	ctx, log := trackedContext()
 	_, counts := log.Egress.CloseCounts(nil) // the request finished
 	before := log.Egress.StormTotal(counts.NotFailed)
-	_, _ = mw.Call(ctx, &transport.Request{Service: "s"}, &fakeOutbound{res: headers("errown-storm", "9,18,1,1,2"), err: yarpcerrors.UnavailableErrorf("down")})
+	_, _ = mw.Call(ctx, &transport.Request{Service: "s"}, outboundtest.New(outboundtest.Answer(headers("errown-storm", "9,18,1,1,2"), yarpcerrors.UnavailableErrorf("down"))))
 	assert.Equal(t, wire.KnownFigures(wire.One), before)
 	assert.Equal(t, 0, log.Egress.Counts().Total(), "a late call is not in the log")
 	assert.False(t, log.CallsUnderWay())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/egress"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/stretchr/testify/assert"
@@ -15,21 +16,6 @@ import (
 	"go.uber.org/yarpc/api/transport/transporttest"
 	"go.uber.org/yarpc/yarpcerrors"
 )
-
-// outboundFunc is a unary outbound that answers with its function.
-type outboundFunc func(context.Context, *transport.Request) (*transport.Response, error)
-
-func (f outboundFunc) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
-	return f(ctx, req)
-}
-func (outboundFunc) Transports() []transport.Transport { return nil }
-func (outboundFunc) Start() error                      { return nil }
-func (outboundFunc) Stop() error                       { return nil }
-func (outboundFunc) IsRunning() bool                   { return true }
-
-var quietOutbound = outboundFunc(func(context.Context, *transport.Request) (*transport.Response, error) {
-	return &transport.Response{Headers: transport.NewHeaders()}, nil
-})
 
 // TestHandleAbandonedCallsKeepFiguresKnown: a call the handler abandoned,
 // cancelled (a hedge's loser) or left running when it returned
@@ -55,10 +41,10 @@ func TestHandleAbandonedCallsKeepFiguresKnown(t *testing.T) {
 			handler: func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
 				loser, cancel := context.WithCancel(ctx)
 				cancel() // the other attempt answered first
-				call(loser, outboundFunc(func(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
+				call(loser, outboundtest.New(func(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
 					return nil, yarpcerrors.CancelledErrorf("call cancelled: %v", ctx.Err())
 				}))
-				call(ctx, quietOutbound)
+				call(ctx, outboundtest.New()) // a quiet success
 				return nil
 			},
 			want: "3,3,0,0,0",
@@ -70,7 +56,7 @@ func TestHandleAbandonedCallsKeepFiguresKnown(t *testing.T) {
 				started := make(chan struct{})
 				go func() {
 					defer wg.Done()
-					call(ctx, outboundFunc(func(context.Context, *transport.Request) (*transport.Response, error) {
+					call(ctx, outboundtest.New(func(context.Context, *transport.Request) (*transport.Response, error) {
 						close(started)
 						<-release
 						return &transport.Response{Headers: transport.NewHeaders()}, nil

@@ -77,9 +77,8 @@ func (r *record) refusedBy() string {
 
 // decisions is a ring of the latest decisions. Only error responses write
 // to it, never the success path. Its places are not padded to cache
-// blocks of their own: BenchmarkDecisionsRing found no gain in it (AMD
-// EPYC, 2 shared vCPUs, GOMAXPROCS 2, medians of 8: 33 ns/op padded, 20
-// unpadded).
+// blocks of their own: padding gains nothing (BenchmarkDecisionsRing;
+// figures in bench/README.md).
 type decisions struct {
 	r ring[record]
 }
@@ -96,10 +95,9 @@ func (d *decisions) add(r record, ph uint64) {
 }
 
 // reasonWord returns a word of a decision's signature for reason, one of
-// the Reason constants: a comparison of strings, where the constant's
-// address read through unsafe gained nothing (BenchmarkDecisionSignature,
-// AMD EPYC, 2 shared vCPUs, medians of 8: 49 ns/op by address, 37 by
-// reasonWord, within the noise).
+// the Reason constants: a comparison of strings, as the constant's
+// address read through unsafe gains nothing (BenchmarkDecisionSignature;
+// figures in bench/README.md).
 func reasonWord(reason string) uint64 {
 	switch reason {
 	case inbound.ReasonOwnFailure:

@@ -12,7 +12,7 @@ type Log struct {
 	// Procedure is the inbound procedure being served.
 	Procedure string
 	// Egress holds the request's outbound calls.
-	Egress calls.Log
+	Egress calls.EgressLog
 	// owner is the Map that counts the Log, from Insert to Remove, and
 	// shard the index of its shard there.
 	owner *Map

@@ -24,8 +24,9 @@ const _cacheLine = 128
 // MaxInFlight, in one atomic word of a block of its own, and each request
 // starts in a shard picked at random (see homeOf), so that concurrent
 // requests rarely meet in one shard. A request costs two atomic additions
-// on its shard's word (Insert, Remove), where it cost a lock, an append and
-// an unlock twice when the shards kept their Logs (BenchmarkMap).
+// on its shard's word (Insert, Remove): a Map counts, not keeps, because
+// shards of locks and slices cost a lock, an append and an unlock twice
+// (BenchmarkMap).
 type Map struct {
 	shards []*shard // each allocated alone: see shard
 	mask   uint64
@@ -129,11 +130,8 @@ func (m *Map) Insert(l *Log) bool {
 
 // homeOf returns the shard to try first for l: one picked at random
 // (math/rand/v2's generator is per thread, so picking one writes nothing
-// shared). It used to hash the allocator's page l lives in, through
-// unsafe, to keep each core in a shard of its own; BenchmarkHome showed no
-// gain from it (AMD EPYC, 2 shared vCPUs, medians of 6, an open and a
-// remove: 153 against 159 ns/op with GOMAXPROCS 1, 101 against 82 with
-// 2), so a random shard it is.
+// shared). A shard per core, by a hash of the allocator page l lives in,
+// gains nothing over it (BenchmarkHome; figures in bench/README.md).
 func (m *Map) homeOf(*Log) uint64 {
 	return rand.Uint64() & m.mask
 }

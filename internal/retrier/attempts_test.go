@@ -262,7 +262,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 
 			_, _ = m.Call(ctx, req("callee", "get", "hello"), sink)
 
-			sent := out.requests()
+			sent := out.Requests()
 			require.Len(t, sent, tt.wantSent, "requests that left the process")
 			for i, s := range sent {
 				assert.Equal(t, "hello", s.Body, "request %d: body", i)
@@ -291,7 +291,7 @@ func TestAttemptsRefusedReplayReturnsThePrevious(t *testing.T) {
 	require.NoError(t, err, "Call, want the application error")
 	require.NotNil(t, res, "Call's response, want the application error")
 	require.True(t, res.ApplicationError, "Call = %v, want the application error", res)
-	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	require.Len(t, app.results, 2, "answers the application's middleware saw")
 	first, second := app.results[0], app.results[1]
 	assert.Equal(t, "exception", first.body, "the previous answer's body")
@@ -307,7 +307,7 @@ func TestAttemptsWithoutCallStatePassesThrough(t *testing.T) {
 
 	_, _ = chain.Call(context.Background(), req("callee", "get", "x"))
 
-	assert.Len(t, out.requests(), 3, "requests that left: with no call state the step has nothing to go by")
+	assert.Len(t, out.Requests(), 3, "requests that left: with no call state the step has nothing to go by")
 }
 
 // hedge sends every call twice at once.
@@ -331,7 +331,7 @@ func (hedge) Call(ctx context.Context, req *transport.Request, out transport.Una
 func TestAttemptsConcurrentSends(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithSinks(obs.Sinks{Scope: scope}))
-	out := newOutbound(func(context.Context) (*transport.Response, error) {
+	out := newOutbound(func(context.Context, *transport.Request) (*transport.Response, error) {
 		time.Sleep(time.Millisecond)
 		return &transport.Response{}, nil
 	})
@@ -341,7 +341,7 @@ func TestAttemptsConcurrentSends(t *testing.T) {
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		assert.Equal(t, 2, sink.State.Attempts, "call %d: attempts, both sent counted", i)
 	}
-	assert.Len(t, out.requests(), 40, "requests that left")
+	assert.Len(t, out.Requests(), 40, "requests that left")
 	// Each pair: one counted as the call's attempt, the other (whichever
 	// came second) as a replay, concurrent or after the first.
 	assert.Equal(t, int64(20), counters(scope)["retry.foreign_attempts+callee=callee"], "foreign attempts")

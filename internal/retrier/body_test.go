@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/retry"
 
@@ -191,12 +192,12 @@ func TestReleaseWithoutCancel(t *testing.T) {
 
 func TestDiscard(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	body := &ctxBody{ctx: context.Background(), r: strings.NewReader("x")}
+	body := outboundtest.NewBody(context.Background(), "x")
 
 	discard(&transport.Response{Body: body}, cancel)
 	discard(nil, nil) // nothing to do, no panic
 
-	assert.True(t, body.closed.Load(), "body closed")
+	assert.True(t, body.Closed(), "body closed")
 	assert.Error(t, ctx.Err(), "cancelled")
 }
 
@@ -281,7 +282,7 @@ func TestMiddlewareReplaysRewindableBodiesInPlace(t *testing.T) {
 
 			var bodies []string
 			var sizes []int
-			for _, s := range fake.requests() {
+			for _, s := range fake.Requests() {
 				bodies = append(bodies, s.Body)
 				sizes = append(sizes, s.BodySize)
 			}

@@ -19,7 +19,7 @@ import (
 // httpTimeout answers as yarpc's HTTP outbound does when net/http sees
 // the attempt's deadline before the outbound's own select: unknown, once
 // the deadline passed.
-func httpTimeout(ctx context.Context) (*transport.Response, error) {
+func httpTimeout(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
 	<-ctx.Done()
 	return nil, yarpcerrors.UnknownErrorf("unknown error from http client: Post \"http://callee/\": %v", ctx.Err())
 }
@@ -61,7 +61,7 @@ func TestTimeoutByTheClock(t *testing.T) {
 		assert.Equal(t, 1, sink.State.Attempts, "call %d: attempts, want its retry refused", i)
 		assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "call %d: refused", i)
 	}
-	assert.Len(t, out.requests(), 45, "attempts sent")
+	assert.Len(t, out.Requests(), 45, "attempts sent")
 	assert.InDelta(t, 1-pow(63.0/64, 45), shareOf(c.overload, "get"), 1e-9, "get's share")
 	assert.True(t, c.overload.Overloaded("get"), "get overloaded")
 	assert.False(t, c.overload.Overloaded("put"), "put, which never timed out, overloaded")
@@ -96,7 +96,7 @@ func TestTimeoutByTheClockRetryableCodes(t *testing.T) {
 		sink := &reqlog.Sink{Out: out, Direct: true}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		assert.Equal(t, tt.want, sink.State.Attempts, "retryableCodes %v: attempts", tt.give)
-		assert.Len(t, out.requests(), tt.want, "retryableCodes %v: sent", tt.give)
+		assert.Len(t, out.Requests(), tt.want, "retryableCodes %v: sent", tt.give)
 	}
 }
 
@@ -129,7 +129,7 @@ func TestCancelledAttemptHasNoOutcome(t *testing.T) {
 	for _, direct := range []bool{true, false} {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		out := newOutbound(func(ctx context.Context) (*transport.Response, error) {
+		out := newOutbound(func(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
 			return nil, yarpcerrors.CancelledErrorf("call cancelled: %v", ctx.Err())
 		})
 		sink := &reqlog.Sink{Out: out, Direct: direct}
@@ -138,7 +138,7 @@ func TestCancelledAttemptHasNoOutcome(t *testing.T) {
 		}
 		_, err := m.Call(ctx, req("callee", "get", "x"), sink)
 		require.Error(t, err)
-		assert.Len(t, out.requests(), 1, "direct %v: sent", direct)
+		assert.Len(t, out.Requests(), 1, "direct %v: sent", direct)
 		assert.Equal(t, int64(0), c.overload.inflight.Load(), "direct %v: the slot given back", direct)
 		assert.Equal(t, limit, c.overload.Limit(), "direct %v: limit", direct)
 		assert.Equal(t, share, shareOf(c.overload, "get"), "direct %v: get's share", direct)
@@ -172,7 +172,7 @@ func TestCallersDeadlineIsNoEvidence(t *testing.T) {
 			c := m.callees["callee"]
 			c.overload.elapsed = still // no share decays with time
 			c.overload.elapsed = still // no share decays with time
-			out := newOutbound(func(ctx context.Context) (*transport.Response, error) {
+			out := newOutbound(func(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
 				<-ctx.Done()
 				return nil, yarpcerrors.DeadlineExceededErrorf("timed out")
 			})
@@ -186,7 +186,7 @@ func TestCallersDeadlineIsNoEvidence(t *testing.T) {
 				cancel()
 				require.Error(t, err)
 			}
-			assert.Len(t, out.requests(), 3, "sent")
+			assert.Len(t, out.Requests(), 3, "sent")
 			assert.InDelta(t, tt.wantShare, shareOf(c.overload, "get"), 1e-9, "share")
 			assert.Equal(t, int64(0), c.overload.inflight.Load(), "slots given back")
 		})
@@ -221,6 +221,6 @@ func TestOverloadEvidenceIsTheProcedures(t *testing.T) {
 		out := newOutbound(succeed("ok"))
 		_, err := m.Call(context.Background(), req("callee", tt.procedure, "x"), &reqlog.Sink{Out: out, Direct: true})
 		assert.Equal(t, tt.wantCode, yarpcerrors.FromError(err).Code(), "%s: %v", tt.procedure, err)
-		assert.Len(t, out.requests(), tt.wantSent, "%s: sent", tt.procedure)
+		assert.Len(t, out.Requests(), tt.wantSent, "%s: sent", tt.procedure)
 	}
 }

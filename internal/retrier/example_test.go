@@ -3,11 +3,11 @@ package retrier_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
 	"github.com/errown/errown/internal/defaults"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/api/middleware"
@@ -15,40 +15,31 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// scriptedOutbound answers each call with the next of its errors (nil for
-// success) and prints what it received. Errors come with a response carrying
-// the claim, as yarpc's HTTP and gRPC transports return them.
-type scriptedOutbound struct {
-	errs  []error
-	claim string
-	n     int
-}
-
-func (o *scriptedOutbound) Transports() []transport.Transport { return nil }
-func (o *scriptedOutbound) Start() error                      { return nil }
-func (o *scriptedOutbound) Stop() error                       { return nil }
-func (o *scriptedOutbound) IsRunning() bool                   { return true }
-
-func (o *scriptedOutbound) Call(_ context.Context, req *transport.Request) (*transport.Response, error) {
-	body, _ := io.ReadAll(req.Body)
-	attempt, _ := req.Headers.Get(defaults.AttemptHeader)
-	fmt.Printf("callee got %s (attempt header %q)\n", body, attempt)
-	err := o.errs[o.n]
-	o.n++
-	if err != nil {
-		return &transport.Response{Headers: transport.NewHeaders().With(defaults.ClaimHeader, o.claim)}, err
+// callee answers each call with the next of errs (nil for success).
+// Errors come with a response carrying the claim, as yarpc's HTTP and
+// gRPC transports return them.
+func callee(claim string, errs ...error) *outboundtest.Outbound {
+	script := make([]outboundtest.Step, len(errs))
+	for i, err := range errs {
+		script[i] = outboundtest.Fail(err, defaults.ClaimHeader, claim)
+		if err == nil {
+			script[i] = outboundtest.Succeed("ok")
+		}
 	}
-	return &transport.Response{Body: io.NopCloser(strings.NewReader("ok"))}, nil
+	return outboundtest.New(script...)
 }
 
-// call sends one request through mw to out and prints the outcome: the
-// callee prints each attempt it gets.
-func call(mw *retrier.Middleware, out transport.UnaryOutbound) {
+// call sends one request through mw to out and prints what out got, each
+// attempt, and the outcome.
+func call(mw *retrier.Middleware, out *outboundtest.Outbound) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req := &transport.Request{Service: "users", Procedure: "Users::get", Body: strings.NewReader(`{"id":1}`)}
 
 	res, err := middleware.ApplyUnaryOutbound(out, mw).Call(ctx, req)
+	for _, r := range out.Requests() {
+		fmt.Printf("callee got %s (attempt header %q)\n", r.Body, r.Headers[defaults.AttemptHeader])
+	}
 	if res != nil && res.Body != nil {
 		_ = res.Body.Close()
 	}
@@ -73,15 +64,9 @@ func Example() {
 
 	// The callee fails once with its own (claimed) error: retried, and the
 	// body is sent again.
-	call(mw, &scriptedOutbound{
-		errs:  []error{yarpcerrors.UnavailableErrorf("users is restarting"), nil},
-		claim: "claimed",
-	})
+	call(mw, callee("claimed", yarpcerrors.UnavailableErrorf("users is restarting"), nil))
 	// The callee's error is unclaimed: a retry was already spent below it.
-	call(mw, &scriptedOutbound{
-		errs:  []error{yarpcerrors.UnavailableErrorf("storage is down")},
-		claim: "unclaimed",
-	})
+	call(mw, callee("unclaimed", yarpcerrors.UnavailableErrorf("storage is down")))
 	// Output:
 	// callee got {"id":1} (attempt header "")
 	// callee got {"id":1} (attempt header "2")
@@ -101,7 +86,7 @@ func Example_naive() {
 	}
 	down := yarpcerrors.InternalErrorf("boom")
 
-	call(mw, &scriptedOutbound{errs: []error{down, down, down}})
+	call(mw, callee("", down, down, down))
 	// Output:
 	// callee got {"id":1} (attempt header "")
 	// callee got {"id":1} (attempt header "2")

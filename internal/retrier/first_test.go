@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -223,7 +224,7 @@ func TestSendFirstAsCall(t *testing.T) {
 			sink := &reqlog.Sink{Out: first.out, Direct: true}
 			switch {
 			case !sent:
-				assert.Empty(t, first.out.requests(), "SendFirst sent nothing")
+				assert.Empty(t, first.out.Requests(), "SendFirst sent nothing")
 				assert.Empty(t, counters(first.scope), "SendFirst counted nothing")
 				res, err = first.m.Call(context.Background(), req, sink)
 			case !done:
@@ -235,7 +236,7 @@ func TestSendFirstAsCall(t *testing.T) {
 				assert.True(t, st.Storm.Trivial(), "Call's storm of a call SendFirst ends: %+v", st.Storm.Storm())
 			}
 
-			assert.Equal(t, coarse(call.out.requests()), coarse(first.out.requests()), "attempts sent")
+			assert.Equal(t, coarse(call.out.Requests()), coarse(first.out.Requests()), "attempts sent")
 			assert.Equal(t, yarpcerrors.FromError(callErr).Code(), yarpcerrors.FromError(err).Code(), "error: Call %v, SendFirst %v", callErr, err)
 			assert.Equal(t, readBody(t, callRes), readBody(t, res), "response body")
 			assert.Equal(t, counters(call.scope), counters(first.scope), "metrics")
@@ -271,7 +272,7 @@ func TestSendFirstHeldBack(t *testing.T) {
 
 	assert.False(t, sent, "sent")
 	assert.False(t, done, "done")
-	assert.Empty(t, r.out.requests(), "requests sent")
+	assert.Empty(t, r.out.Requests(), "requests sent")
 	assert.Equal(t, int64(1), c.overload.inflight.Load(), "attempts in flight: the one held")
 	assert.Zero(t, counters(r.scope)["retry.calls+callee=callee"], "calls counted")
 }
@@ -282,7 +283,7 @@ func TestSendFirstHeldBack(t *testing.T) {
 // that no slot of the callee's limit is kept for good.
 func TestTransportPanicGivesTheSlotBack(t *testing.T) {
 	cfg := retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}}}
-	panics := func(context.Context) (*transport.Response, error) { panic("transport panicked") }
+	panics := func(context.Context, *transport.Request) (*transport.Response, error) { panic("transport panicked") }
 	request := func() *transport.Request {
 		return &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader([]byte("x")), BodySize: 1}
 	}
@@ -302,7 +303,7 @@ func TestTransportPanicGivesTheSlotBack(t *testing.T) {
 			assert.PanicsWithValue(t, "transport panicked", func() { send(t, r) })
 			c := r.m.callees["callee"]
 			assert.Zero(t, c.overload.inflight.Load(), "attempts in flight")
-			assert.Len(t, r.out.requests(), 1, "the attempt was sent")
+			assert.Len(t, r.out.Requests(), 1, "the attempt was sent")
 		})
 	}
 }
@@ -312,41 +313,46 @@ func TestTransportPanicGivesTheSlotBack(t *testing.T) {
 // Call, which builds them from the request as the caller gave it.
 func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
 	cfg := retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}}}
-	script := []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")}
+	script := changing(fail(errUnavailable, "errown-claim", "claimed"), succeed("ok"))
 	call, first := newFirstRun(t, cfg, script), newFirstRun(t, cfg, script)
 	request := func() *transport.Request {
 		return &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader([]byte("x")), BodySize: 1}
 	}
 
-	_, err := call.m.Call(context.Background(), request(), &reqlog.Sink{Out: changing{call.out}, Direct: true})
+	_, err := call.m.Call(context.Background(), request(), &reqlog.Sink{Out: call.out, Direct: true})
 	require.NoError(t, err, "Call")
 	var f First
 	req := request()
-	_, sent, done, _ := first.m.SendFirst(context.Background(), req, changing{first.out}, &f)
+	_, sent, done, _ := first.m.SendFirst(context.Background(), req, first.out, &f)
 	require.True(t, sent && !done, "sent %v, done %v", sent, done)
-	_, err = first.m.Continue(context.Background(), req, &reqlog.Sink{Out: changing{first.out}, Direct: true}, &f)
+	_, err = first.m.Continue(context.Background(), req, &reqlog.Sink{Out: first.out, Direct: true}, &f)
 	require.NoError(t, err, "Continue")
 
-	want := coarse(call.out.requests())
+	want := coarse(call.out.Requests())
 	require.Len(t, want, 2, "Call's attempts")
 	assert.Equal(t, map[string]string{"errown-attempt": "2"}, want[1].Headers, "Call's retry headers")
-	assert.Equal(t, want, coarse(first.out.requests()), "attempts sent")
+	assert.Equal(t, want, coarse(first.out.Requests()), "attempts sent")
 }
 
-// changing is an outbound that changes the request it sends.
-type changing struct{ *fakeOutbound }
-
-func (o changing) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
-	res, err := o.fakeOutbound.Call(ctx, req)
-	req.ShardKey = "changed"
-	req.Headers = transport.NewHeaders().With("x", "y")
-	return res, err
+// changing returns script with each step changing the request it
+// answers, as a transport that changes the request it sends.
+func changing(script ...step) []step {
+	changed := make([]step, len(script))
+	for i, s := range script {
+		changed[i] = func(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+			res, err := s(ctx, req)
+			req.ShardKey = "changed"
+			req.Headers = transport.NewHeaders().With("x", "y")
+			return res, err
+		}
+	}
+	return changed
 }
 
 // firstRun is one middleware of TestSendFirstAsCall and what it sends to.
 type firstRun struct {
 	m     *Middleware
-	out   *fakeOutbound
+	out   *outboundtest.Outbound
 	scope tally.TestScope
 }
 
@@ -363,8 +369,8 @@ func newFirstRun(t *testing.T, cfg retry.Config, script []step) firstRun {
 // withHeaders answers as s does, with headers (key, value pairs) on its
 // response.
 func withHeaders(s step, headers ...string) step {
-	return func(ctx context.Context) (*transport.Response, error) {
-		res, err := s(ctx)
+	return func(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+		res, err := s(ctx, req)
 		h := transport.NewHeaders()
 		for i := 0; i+1 < len(headers); i += 2 {
 			h = h.With(headers[i], headers[i+1])
@@ -386,10 +392,13 @@ func readBody(t *testing.T, res *transport.Response) string {
 	return string(b)
 }
 
-// coarse returns sent with each attempt's time left before its deadline
-// rounded to 100ms: two runs read the real clock a moment apart.
-func coarse(sent []sent) []sent {
+// coarse returns sent without what differs between two runs of the same
+// call (the request and context handed over, the deadline) and with each
+// attempt's time left before its deadline rounded to 100ms: two runs read
+// the real clock a moment apart.
+func coarse(sent []outboundtest.Request) []outboundtest.Request {
 	for i := range sent {
+		sent[i].Req, sent[i].Ctx, sent[i].Deadline = nil, nil, time.Time{}
 		sent[i].Timeout = sent[i].Timeout.Round(100 * time.Millisecond)
 	}
 	return sent

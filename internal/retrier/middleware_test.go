@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -523,7 +524,7 @@ func TestMiddlewareCall(t *testing.T) {
 			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(cerr).Code(), "through a Sink, code (err %v)", cerr)
 
 			var bodies, attemptHeaders []string
-			for _, s := range out.requests() {
+			for _, s := range out.Requests() {
 				bodies = append(bodies, s.Body)
 				attemptHeaders = append(attemptHeaders, s.Headers["errown-attempt"])
 			}
@@ -543,7 +544,7 @@ func TestMiddlewareWithoutCallState(t *testing.T) {
 
 	require.NoError(t, err, "Call, want a response")
 	require.NotNil(t, res, "Call, want a response")
-	assert.Len(t, out.requests(), 2, "attempts")
+	assert.Len(t, out.Requests(), 2, "attempts")
 }
 
 func TestMiddlewareNoPolicyPassesThrough(t *testing.T) {
@@ -578,7 +579,7 @@ func TestMiddlewareReplaysBodyByteForByte(t *testing.T) {
 	_, err := m.Call(context.Background(), r, out)
 	require.NoError(t, err, "Call")
 
-	for i, s := range out.requests() {
+	for i, s := range out.Requests() {
 		assert.Equal(t, string(give), s.Body, "attempt %d sent %d bytes, want the %d bytes given", i+1, len(s.Body), len(give))
 		assert.Equal(t, len(give), s.BodySize, "attempt %d BodySize", i+1)
 	}
@@ -591,7 +592,7 @@ func TestMiddlewareNilBodyStaysNil(t *testing.T) {
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, out)
 	require.NoError(t, err, "Call")
 
-	got := out.requests()
+	got := out.Requests()
 	if assert.Len(t, got, 2, "requests, want two without a body") {
 		assert.False(t, got[0].HasBody, "requests = %+v, want two without a body", got)
 		assert.False(t, got[1].HasBody, "requests = %+v, want two without a body", got)
@@ -606,7 +607,7 @@ func TestMiddlewareLargeBodyKeepsBodySize(t *testing.T) {
 	_, err := m.Call(context.Background(), r, out)
 	require.NoError(t, err, "Call")
 
-	got := out.requests()
+	got := out.Requests()
 	if assert.Len(t, got, 1, "requests, want one with the whole body and BodySize 11") {
 		assert.Equal(t, "hello world", got[0].Body, "request's body")
 		assert.Equal(t, 11, got[0].BodySize, "request's BodySize")
@@ -633,7 +634,7 @@ func TestMiddlewareNeverMutatesCallerHeaders(t *testing.T) {
 		{"x-trace": "abc", "errown-attempt": "2"},
 		{"x-trace": "abc", "errown-attempt": "3"},
 	}
-	got := out.requests()
+	got := out.Requests()
 	require.Len(t, got, len(want), "attempts")
 	for i := range want {
 		assert.Equal(t, want[i], got[i].Headers, "attempt %d headers", i+1)
@@ -647,7 +648,7 @@ func TestMiddlewareCustomAttemptHeader(t *testing.T) {
 	_, err := m.Call(context.Background(), req("callee", "get", "hello"), out)
 	require.NoError(t, err, "Call")
 
-	got := out.requests()
+	got := out.Requests()
 	want := map[string]string{"x-try": "2"}
 	if assert.Len(t, got, 2, "requests = %+v, want the second with headers %v", got, want) {
 		assert.Equal(t, want, got[1].Headers, "the second request's headers")
@@ -687,7 +688,7 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 				"retry.denied+callee=callee,reason=budget": int64(tt.giveCalls) - tt.wantRetries,
 			}
 			assert.Equal(t, wantCounters, counters(scope), "counters")
-			assert.Equal(t, int64(tt.giveCalls)+tt.wantRetries, int64(len(out.requests())), "requests sent")
+			assert.Equal(t, int64(tt.giveCalls)+tt.wantRetries, int64(len(out.Requests())), "requests sent")
 			assert.Equal(t, int64(tt.giveCalls)-tt.wantRetries, refused, "calls refused")
 			assert.Equal(t, 1, states[0].Attempts, "first call state = %+v: attempts", states[0])
 			assert.Equal(t, wire.RefusedBudget, states[0].Refused, "first call state = %+v: refused", states[0])
@@ -779,21 +780,21 @@ func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 	assert.ErrorIs(t, err, errUnavailable, "err, want the last attempt's")
 	v, _ := res.Headers.Get("errown-claim")
 	assert.Equal(t, "claimed", v, "response claim, want the last attempt's response")
-	assert.Len(t, out.requests(), 1, "attempts")
+	assert.Len(t, out.Requests(), 1, "attempts")
 	assert.Equal(t, 1, state.Attempts, "attempts in the state")
 }
 
 func TestMiddlewareCancelledCallerNotRetried(t *testing.T) {
 	m := newMiddleware(t, policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}), newClock().option())
 	ctx, cancel := context.WithCancel(context.Background())
-	out := newOutbound(func(context.Context) (*transport.Response, error) {
+	out := newOutbound(func(context.Context, *transport.Request) (*transport.Response, error) {
 		cancel()
 		return nil, errUnavailable
 	})
 
 	_, _ = m.Call(ctx, req("callee", "get", "x"), out)
 
-	assert.Len(t, out.requests(), 1, "attempts")
+	assert.Len(t, out.Requests(), 1, "attempts")
 }
 
 func TestMiddlewareAttemptTimeout(t *testing.T) {
@@ -812,8 +813,8 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 			cfg := policies(retry.PolicyConfig{Service: "callee", AttemptTimeout: 30 * time.Second, Idempotent: new(true)})
 			m := newMiddleware(t, cfg, clock.option())
 			out := newOutbound(
-				func(ctx context.Context) (*transport.Response, error) {
-					return &transport.Response{Body: &ctxBody{ctx: ctx, r: strings.NewReader("error")}}, errUnavailable
+				func(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
+					return &transport.Response{Body: outboundtest.NewBody(ctx, "error")}, errUnavailable
 				},
 				succeed("payload"),
 			)
@@ -823,7 +824,7 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 			res, err := m.Call(ctx, req("callee", "get", "x"), out)
 			require.NoError(t, err, "Call")
 
-			for i, s := range out.requests() {
+			for i, s := range out.Requests() {
 				// The real clock runs on between setting and reading the
 				// deadline.
 				assert.True(t, s.HasDeadline, "attempt %d: no deadline set, want a timeout of about %v", i+1, tt.want)
@@ -834,9 +835,9 @@ func TestMiddlewareAttemptTimeout(t *testing.T) {
 			assert.NoError(t, err, "reading body after Call")
 			assert.Equal(t, "payload", string(got), "reading body after Call")
 			assert.NoError(t, res.Body.Close(), "Close")
-			bodies := out.responseBodies()
-			assert.True(t, bodies[0].(*ctxBody).closed.Load(), "failed attempt's response body not closed")
-			assert.True(t, bodies[1].(*ctxBody).closed.Load(), "closing the returned body did not close the transport's")
+			bodies := out.ResponseBodies()
+			assert.True(t, bodies[0].(*outboundtest.Body).Closed(), "failed attempt's response body not closed")
+			assert.True(t, bodies[1].(*outboundtest.Body).Closed(), "closing the returned body did not close the transport's")
 			_, err = res.Body.Read(make([]byte, 1))
 			assert.ErrorIs(t, err, context.Canceled, "read after Close, want the attempt context cancelled")
 		})
@@ -853,7 +854,7 @@ func TestMiddlewareAttemptTimeoutWithOneAttempt(t *testing.T) {
 
 	res, err := m.Call(ctx, req("callee", "get", "x"), out)
 	require.NoError(t, err, "Call")
-	s := out.requests()
+	s := out.Requests()
 	if assert.Len(t, s, 1, "attempts, want one with a timeout of about 30s") {
 		assert.True(t, s[0].HasDeadline, "attempt = %+v, want a timeout of about 30s", s[0])
 		assert.LessOrEqual(t, s[0].Timeout, 30*time.Second, "attempt's timeout, want about 30s")
@@ -870,8 +871,8 @@ func TestMiddlewareAttemptTimeoutOnReturnedError(t *testing.T) {
 	// context (yarpc encodings read application errors from it).
 	cfg := policies(retry.PolicyConfig{Service: "callee", AttemptTimeout: time.Minute, RetryableCodes: []string{"internal"}, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, newClock().option())
-	out := newOutbound(func(ctx context.Context) (*transport.Response, error) {
-		return &transport.Response{Body: &ctxBody{ctx: ctx, r: strings.NewReader("details")}}, errInvalid
+	out := newOutbound(func(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
+		return &transport.Response{Body: outboundtest.NewBody(ctx, "details")}, errInvalid
 	})
 
 	res, err := m.Call(context.Background(), req("callee", "get", "x"), out)

@@ -275,7 +275,7 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		require.LessOrEqual(t, calls, 100, "call %d: %+v, want retried once", calls, got)
 	}
 	assert.GreaterOrEqual(t, calls, 20, "overloaded after %d calls (%d timeouts), want at least 20", calls, 2*calls)
-	assert.Len(t, slow.requests(), 2*calls+1, "attempts sent")
+	assert.Len(t, slow.Requests(), 2*calls+1, "attempts sent")
 
 	// Hold the limit's one slot (the cuts took it to the floor) with a
 	// call in flight: the next call is shed.
@@ -291,7 +291,7 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	c.overload.done(hold, false)
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "shed call: %v", err)
 	assert.Equal(t, reqlog.CallState{Attempts: 1, Refused: wire.RefusedOverload}, got, "shed call, want refused for overload")
-	assert.Empty(t, fresh.requests(), "the shed call was sent")
+	assert.Empty(t, fresh.Requests(), "the shed call was sent")
 	f := last.State.Storm.Storm()
 	assert.True(t, f.Known, "shed call's storm: %+v, want known", f)
 	assert.Equal(t, uint64(0), f.Storm.Served, "shed call's storm: %+v, want nothing served", f)
@@ -318,7 +318,7 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 		assert.Equal(t, 2, sink.State.Attempts, "call %d: attempts", i)
 		assert.Equal(t, wire.RefusedNone, sink.State.Refused, "call %d: refused", i)
 	}
-	assert.Len(t, slow.requests(), 80, "attempts sent")
+	assert.Len(t, slow.Requests(), 80, "attempts sent")
 	got := counters(scope)
 	// The last calls find the callee overloaded: their retries would have
 	// been refused.
@@ -355,5 +355,5 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 	assert.Equal(t, 1, st.Attempts, "attempts")
 	assert.Equal(t, wire.RefusedOverload, st.Refused, "refused")
 	assert.Equal(t, 0, st.Sends.Count, "sent")
-	assert.Empty(t, out.requests(), "sent")
+	assert.Empty(t, out.Requests(), "sent")
 }

@@ -3,8 +3,10 @@ package retrier
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -12,21 +14,30 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// routeRecorder is an outbound that, as a peer chooser reading the
-// call's route would, records a peer per attempt in the Route its
-// context carries, and keeps the Routes it saw.
-type routeRecorder struct {
-	*fakeOutbound
-	routes []*reqlog.Route
+// choosingPeers returns script with each step recording, as a peer
+// chooser reading the call's route would, a peer per attempt in the Route
+// its context carries: peer1 for the first, peer2 for the second...
+func choosingPeers(script ...step) []step {
+	var n atomic.Int32
+	chosen := make([]step, len(script))
+	for i, s := range script {
+		chosen[i] = func(ctx context.Context, req *transport.Request) (*transport.Response, error) {
+			if r := reqlog.RouteFromContext(ctx); r != nil {
+				r.Record(fmt.Sprintf("peer%d", n.Add(1)))
+			}
+			return s(ctx, req)
+		}
+	}
+	return chosen
 }
 
-func (o *routeRecorder) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
-	r := reqlog.RouteFromContext(ctx)
-	o.routes = append(o.routes, r)
-	if r != nil {
-		r.Record(fmt.Sprintf("peer%d", len(o.routes)))
+// routes returns the Route each request's context carried.
+func routes(out *outboundtest.Outbound) []*reqlog.Route {
+	var rs []*reqlog.Route
+	for _, r := range out.Requests() {
+		rs = append(rs, reqlog.RouteFromContext(r.Ctx))
 	}
-	return o.fakeOutbound.Call(ctx, req)
+	return rs
 }
 
 func TestRouteInEveryAttemptsContext(t *testing.T) {
@@ -42,11 +53,12 @@ func TestRouteInEveryAttemptsContext(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{tt.give}, Budget: retry.BudgetConfig{Disabled: true}}, newClock().option())
-			out := &routeRecorder{fakeOutbound: newOutbound(fail(errUnavailable), succeed("ok"))}
+			out := newOutbound(choosingPeers(fail(errUnavailable), succeed("ok"))...)
 			var state reqlog.CallState
 			_, err := m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
 			seen := 0
-			for _, r := range out.routes {
+			seenRoutes := routes(out)
+			for _, r := range seenRoutes {
 				if r != nil {
 					seen++
 				}
@@ -58,8 +70,8 @@ func TestRouteInEveryAttemptsContext(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.NotNil(t, state.Route, "the call's state names its route")
-			assert.Same(t, out.routes[0], out.routes[1], "both attempts share the call's route")
-			assert.Same(t, state.Route, out.routes[0])
+			assert.Same(t, seenRoutes[0], seenRoutes[1], "both attempts share the call's route")
+			assert.Same(t, state.Route, seenRoutes[0])
 			assert.Equal(t, 2, state.Route.Len())
 			assert.Equal(t, "peer2", state.Route.Last())
 			assert.True(t, state.Route.Used("peer1"))

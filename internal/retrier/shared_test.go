@@ -28,6 +28,10 @@ import (
 // it).
 type hedger struct {
 	delay time.Duration
+	// after, when set, sends the hedge once it is closed instead of after
+	// delay: a test that needs its first attempt below before the hedge
+	// (a loaded machine can start the first attempt's goroutine late).
+	after <-chan struct{}
 	wg    sync.WaitGroup
 }
 
@@ -45,10 +49,15 @@ func (h *hedger) Call(ctx context.Context, req *transport.Request, out transport
 	}
 	h.wg.Add(1)
 	go send(req)
+	var timer <-chan time.Time
+	if h.after == nil {
+		timer = time.After(h.delay)
+	}
 	select {
 	case a := <-answers:
 		return a.res, a.err
-	case <-time.After(h.delay):
+	case <-h.after: // nil, and never ready, unless set
+	case <-timer:
 	}
 	hedge := *req
 	h.wg.Add(1)
@@ -101,15 +110,16 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 		inflight = append(inflight, c.overload.inflight.Load())
 		mu.Unlock()
 	}
-	hedgeArrived, release := make(chan struct{}), make(chan struct{})
+	firstArrived, hedgeArrived, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	timedOut := yarpcerrors.DeadlineExceededErrorf("timed out")
 	out := newOutbound(
-		func(context.Context) (*transport.Response, error) { // the first attempt
+		func(context.Context, *transport.Request) (*transport.Response, error) { // the first attempt
 			arrived()
+			close(firstArrived)
 			<-hedgeArrived
 			return nil, timedOut
 		},
-		func(context.Context) (*transport.Response, error) { // the hedge
+		func(context.Context, *transport.Request) (*transport.Response, error) { // the hedge
 			arrived()
 			close(hedgeArrived)
 			<-release
@@ -117,7 +127,8 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 		},
 		succeed("a retry errown should not have sent"),
 	)
-	h := &hedger{delay: 5 * time.Millisecond}
+	// The hedge goes once the first attempt is below (after 5ms, say).
+	h := &hedger{after: firstArrived}
 	sink := &reqlog.Sink{Out: below(m, h, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
@@ -133,7 +144,7 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 
 	close(release)
 	h.wait()
-	sentReqs := out.requests()
+	sentReqs := out.Requests()
 	require.Len(t, sentReqs, 2, "requests that left the process: errown retried into the overloaded callee")
 	assert.Equal(t, "", sentReqs[0].Headers["errown-attempt"], "the first attempt's number")
 	assert.Equal(t, "2", sentReqs[1].Headers["errown-attempt"], "the hedge's number")
@@ -194,7 +205,7 @@ func TestFallbackIsACallOfItsOwn(t *testing.T) {
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
 	require.NoError(t, err)
-	assert.Len(t, out.requests(), 2, "requests that left the process: the fallback was not sent")
+	assert.Len(t, out.Requests(), 2, "requests that left the process: the fallback was not sent")
 	assert.Equal(t, "cached", f.body, "the fallback's response")
 }
 
@@ -238,7 +249,7 @@ func TestForeignReplayIntoOverloadedCalleeRefused(t *testing.T) {
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
 	assert.Equal(t, yarpcerrors.CodeDeadlineExceeded, yarpcerrors.FromError(err).Code(), "err %v", err)
-	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "refused")
 	got := counters(scope)
 	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-overload"], "counters %v", got)
@@ -277,7 +288,7 @@ func TestShedAttemptIsTheLast(t *testing.T) {
 	}
 
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "the shed replay's error: %v", err)
-	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	last := sink.State.Sends.Last
 	require.NotNil(t, last, "the last attempt's outcome")
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, last.Code, "the last outcome: want the shed attempt's, not the one before")
@@ -295,7 +306,7 @@ func TestHedgeOverTheAttemptLimitIsNotSent(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	out := newOutbound(func(context.Context) (*transport.Response, error) {
+	out := newOutbound(func(context.Context, *transport.Request) (*transport.Response, error) {
 		once.Do(func() { close(started) })
 		<-release
 		return nil, errUnavailable
@@ -306,7 +317,7 @@ func TestHedgeOverTheAttemptLimitIsNotSent(t *testing.T) {
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
 	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(err).Code(), "err %v", err)
-	assert.Len(t, out.requests(), 1, "requests that left the process")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	assert.Equal(t, 1, sink.State.Attempts, "attempts")
 	require.Len(t, h.errs, 2, "answers the hedging middleware got")
 	assert.Equal(t, yarpcerrors.CodeUnavailable, yarpcerrors.FromError(h.errs[1]).Code(), "the refused hedge's answer: %v", h.errs[1])
@@ -377,7 +388,7 @@ func TestAttemptSentAfterItsCallReturned(t *testing.T) {
 	close(app.start)
 	<-app.done
 
-	assert.Empty(t, out.requests(), "requests that left the process")
+	assert.Empty(t, out.Requests(), "requests that left the process")
 	assert.Equal(t, yarpcerrors.CodeCancelled, yarpcerrors.FromError(app.err).Code(), "the late attempt's error: %v", app.err)
 	assert.Equal(t, int64(1), counters(scope)["retry.late_attempts+callee=callee"], "late attempts")
 	assert.Equal(t, 0, sink.State.Sends.Count, "attempts counted")

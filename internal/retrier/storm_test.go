@@ -20,7 +20,7 @@ import (
 // okWith answers with a success carrying headers, given as key, value
 // pairs.
 func okWith(headers ...string) step {
-	return func(context.Context) (*transport.Response, error) {
+	return func(context.Context, *transport.Request) (*transport.Response, error) {
 		h := transport.NewHeaders()
 		for i := 0; i+1 < len(headers); i += 2 {
 			h = h.With(headers[i], headers[i+1])
@@ -95,7 +95,7 @@ func (tc stormCase) run(t *testing.T) {
 		cancel()
 		code, _ := wire.CallResult(res, err, "errown-code")
 		assert.Equal(t, tc.wantCode, code, "sink %v: the last attempt's answer", viaSink)
-		assert.Len(t, out.requests(), tc.wantSent, "sink %v: attempts sent", viaSink)
+		assert.Len(t, out.Requests(), tc.wantSent, "sink %v: attempts sent", viaSink)
 		assert.Equal(t, tc.wantSent, state.Attempts, "sink %v", viaSink)
 		assert.Equal(t, tc.wantSent, state.Storm.Attempts(), "sink %v: every attempt folded", viaSink)
 		got := state.Storm.Storm()
@@ -495,7 +495,7 @@ func TestStormPolicyMode(t *testing.T) {
 			sink := &reqlog.Sink{Out: out}
 			_, err := m.Call(context.Background(), req("callee", tt.procedure, "x"), sink)
 			require.Error(t, err)
-			assert.Len(t, out.requests(), tt.wantSent)
+			assert.Len(t, out.Requests(), tt.wantSent)
 			assert.Equal(t, tt.wantCounters, counters(scope))
 			assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), sink.State.Storm.Storm(), "the same figures either way")
 		})

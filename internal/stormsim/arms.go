@@ -30,8 +30,9 @@ type Arm struct {
 	// Chooser wraps the peer chooser of every caller of a node of
 	// several instances (see Options.Chooser).
 	Chooser func(peer.Chooser) peer.Chooser
-	// Failsafe retries with failsafe-go at every hop instead of package
-	// retry (see Options.Failsafe); the arm's Policy is PolicyNaive.
+	// Failsafe retries with failsafe-go at every hop instead of errown's
+	// retry middleware (see Options.Failsafe); the arm's Policy is
+	// PolicyNaive.
 	Failsafe *Failsafe
 }
 

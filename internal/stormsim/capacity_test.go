@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -130,7 +131,7 @@ func TestCapacityQueueAbandoned(t *testing.T) {
 			assert.NoError(t, errs[2])
 			assert.Equal(t, []int64{tt.wantAbandoned, tt.wantLeft}, []int64{s.events[_abandoned].total.Load(), s.events[_left].total.Load()})
 			assert.GreaterOrEqual(t, third, tt.wantThirdMin, "the third waits for what is served before it")
-			assert.LessOrEqual(t, third, tt.wantThirdMax)
+			assert.LessOrEqual(t, third, testtime.Scale(tt.wantThirdMax))
 		})
 	}
 }
@@ -177,7 +178,7 @@ func TestCapacityQueueWorkersAndClock(t *testing.T) {
 	wg.Wait()
 	took := time.Since(start)
 	assert.GreaterOrEqual(t, took, 90*time.Millisecond, "two at a time")
-	assert.Less(t, took, 400*time.Millisecond)
+	assert.Less(t, took, testtime.Scale(400*time.Millisecond))
 	assert.Equal(t, int64(20), s.events[_worked].total.Load())
 	assert.LessOrEqual(t, maxOf(s.queue.values()), int64(18))
 }

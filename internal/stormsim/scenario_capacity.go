@@ -18,7 +18,7 @@ type capacityVariant struct {
 	topology string
 	leave    bool // the constrained node's abandoned requests leave its queue
 	what     string
-	// The targets judged on this variant: every hop retrying
+	// errown's targets judged on this variant: every hop retrying
 	// does not recover (metastable); errown recovers within a second of
 	// the trigger's end, no later than any other arm.
 	metastable, recovers bool
@@ -133,7 +133,7 @@ var (
 	arrivalsPerOfferedO = summaryOf(func(s Summary) float64 { return s.ArrivalsPerOffered })
 )
 
-// capacityFigures judges the targets on every variant: (a)
+// capacityFigures judges errown's targets on every variant: (a)
 // every hop retrying does not recover, in both abandoned modes; (b)
 // errown recovers within 1s of the trigger's end, in both modes and after
 // the crash, no later than any other arm; (c) errown's goodput during

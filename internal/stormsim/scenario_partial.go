@@ -71,7 +71,7 @@ var _partialRows = []partialRow{
 
 // _partialBases are the base availabilities of the independent-failure
 // table, in percent: the rows of docs/DESIGN.md's second table, with
-// errown's targets where the issue sets one (0 for none).
+// errown's target where there is one (0 for none).
 var _partialBases = []struct{ base, target float64 }{
 	{99.9, 0},
 	{99, 0},
@@ -203,11 +203,11 @@ func partialRun(runs []RunReport, group, arm string) *RunReport {
 // pct returns a figure function: the availability in percent.
 func pct(r RunReport) float64 { return 100 * r.Availability() }
 
-// partialFigures judges the issue's targets: under one bad instance of
+// partialFigures judges errown's targets: under one bad instance of
 // three (C failing, C hanging, B failing) errown's availability at least
 // every hop retrying's less 0.5 points and at least failsafe-go's, with
 // no more calls at C per root request than every hop retrying; with
-// independent failures errown's availability at the issue's bounds
+// independent failures errown's availability at its targets
 // (within the sampling noise of the run); and, unchanged, the chain's
 // callee failing every call getting at most 1.1 requests per root
 // request at any depth under errown with its chooser.

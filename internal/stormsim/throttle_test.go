@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -36,17 +37,6 @@ func TestThrottleRejection(t *testing.T) {
 	}
 }
 
-// outboundFunc is a transport.UnaryOutbound calling f.
-type outboundFunc func(context.Context, *transport.Request) (*transport.Response, error)
-
-func (f outboundFunc) Call(ctx context.Context, r *transport.Request) (*transport.Response, error) {
-	return f(ctx, r)
-}
-func (outboundFunc) Start() error                      { return nil }
-func (outboundFunc) Stop() error                       { return nil }
-func (outboundFunc) IsRunning() bool                   { return true }
-func (outboundFunc) Transports() []transport.Transport { return nil }
-
 func TestThrottleMiddleware(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	th := newThrottle(Throttle{}, "C", 1, scope)
@@ -54,7 +44,7 @@ func TestThrottleMiddleware(t *testing.T) {
 		reached int
 		fail    error
 	)
-	out := outboundFunc(func(context.Context, *transport.Request) (*transport.Response, error) {
+	out := outboundtest.New(func(context.Context, *transport.Request) (*transport.Response, error) {
 		reached++
 		return &transport.Response{}, fail
 	})
@@ -105,13 +95,12 @@ func TestThrottleAcceptsAnswers(t *testing.T) {
 	// An error that is the callee's answer (not a failure) counts as
 	// accepted: the throttle never rejects.
 	th := newThrottle(Throttle{}, "C", 1, tally.NoopScope)
-	answer := outboundFunc(func(context.Context, *transport.Request) (*transport.Response, error) {
-		return nil, yarpcerrors.Newf(yarpcerrors.CodeNotFound, "no")
-	})
+	answer := outboundtest.New(outboundtest.Fail(yarpcerrors.Newf(yarpcerrors.CodeNotFound, "no")))
 	for range 500 {
 		_, err := th.Call(context.Background(), &transport.Request{Service: "x"}, answer)
 		require.Equal(t, yarpcerrors.CodeNotFound, yarpcerrors.FromError(err).Code())
 	}
+	assert.Equal(t, 500, answer.Calls(), "every call reached the callee")
 }
 
 func TestThrottleWindowSlides(t *testing.T) {
