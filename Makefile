@@ -8,7 +8,14 @@ STATICCHECK_VERSION ?= v0.8.2
 # duration, Go 1.26's fuzz coordinator can report its own deadline as a
 # failure ("context deadline exceeded", golang/go#75804).
 FUZZTIME ?= 20000x
-PKGS := ./...
+# The workspace's modules (go.work): errown, the library users import, and
+# the modules built on it, which keep their dependencies (Prometheus, the
+# OpenTelemetry SDK and bridge, failsafe-go) out of errown's go.mod. From
+# the root, ./... is errown's packages only: PKGS names every module's.
+NESTED := internal/tracing/otelsdk internal/docsnippets internal/stormsim cmd/stormsim examples bench e2e
+MODULES := . $(NESTED)
+NESTED_PKGS := $(addsuffix /...,$(addprefix ./,$(NESTED)))
+PKGS := ./... $(NESTED_PKGS)
 
 # Fuzz targets as package:FuncName.
 FUZZ_TARGETS := \
@@ -48,38 +55,45 @@ fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# Each module is tidied alone (GOWORK=off): its go.mod holds what its own
+# packages and tests need, at the versions it asks for.
 .PHONY: tidy-check
 tidy-check:
-	@cp go.mod /tmp/errown.go.mod.bak; cp go.sum /tmp/errown.go.sum.bak; \
-	$(GO) mod tidy; \
-	if ! cmp -s go.mod /tmp/errown.go.mod.bak || ! cmp -s go.sum /tmp/errown.go.sum.bak; then \
-		echo "go mod tidy changes go.mod/go.sum:"; diff /tmp/errown.go.mod.bak go.mod; \
-		cp /tmp/errown.go.mod.bak go.mod; cp /tmp/errown.go.sum.bak go.sum; exit 1; fi
+	@set -e; for m in $(MODULES); do \
+		bak=/tmp/errown-tidy-$$(echo $$m | tr / -); \
+		cp $$m/go.mod $$bak.mod; cp $$m/go.sum $$bak.sum; \
+		(cd $$m && GOWORK=off $(GO) mod tidy); \
+		if ! cmp -s $$m/go.mod $$bak.mod || ! cmp -s $$m/go.sum $$bak.sum; then \
+			echo "go mod tidy changes $$m/go.mod/go.sum:"; diff $$bak.mod $$m/go.mod || true; \
+			cp $$bak.mod $$m/go.mod; cp $$bak.sum $$m/go.sum; exit 1; fi; \
+	done
 
 .PHONY: staticcheck
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 # bench/peers is a module of its own (its benchmarks' dependencies, the
-# retry libraries errown is compared with, stay out of errown's go.mod), so
-# ./... leaves it out: it gets its own vet, tidy check and staticcheck.
+# retry libraries errown is compared with, stay out of errown's go.mod),
+# outside the workspace, so that PKGS and `make bench` leave it out: it gets
+# its own vet, tidy check and staticcheck, with GOWORK=off.
 PEERS := bench/peers
+PEERS_GO := GOWORK=off $(GO)
 
 .PHONY: peers-lint
 peers-lint:
-	cd $(PEERS) && $(GO) vet ./...
+	cd $(PEERS) && $(PEERS_GO) vet ./...
 	@cd $(PEERS) && cp go.mod /tmp/errown-peers.go.mod.bak && cp go.sum /tmp/errown-peers.go.sum.bak && \
-	$(GO) mod tidy && \
+	$(PEERS_GO) mod tidy && \
 	if ! cmp -s go.mod /tmp/errown-peers.go.mod.bak || ! cmp -s go.sum /tmp/errown-peers.go.sum.bak; then \
 		echo "go mod tidy changes $(PEERS)/go.mod/go.sum:"; diff /tmp/errown-peers.go.mod.bak go.mod; \
 		cp /tmp/errown-peers.go.mod.bak go.mod; cp /tmp/errown-peers.go.sum.bak go.sum; exit 1; fi
-	cd $(PEERS) && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd $(PEERS) && $(PEERS_GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 # One op of each peer benchmark (about 15s), so that they keep building
 # and running; `make bench-peers` measures.
 .PHONY: peers-smoke
 peers-smoke:
-	cd $(PEERS) && $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -benchmem ./...
+	cd $(PEERS) && $(PEERS_GO) test -count=1 -run '^$$' -bench . -benchtime 1x -benchmem ./...
 
 # The fault tests saturate both cores for minutes: run beside the tests that
 # judge time (recovery, the lab's open loop), they starve them. So the race
@@ -96,9 +110,13 @@ TIMED_E2E_TESTS := ^TestRecoveryAfterACapacityDrop$$
 RACE_TIMEOUT_SCALE ?= 2
 RACE_ENV := ERROWN_TEST_TIMEOUT_SCALE=$(RACE_TIMEOUT_SCALE)
 
+# errown's own tests run on its module alone (GOWORK=off), at the versions
+# its go.mod selects, which a user's build starts from; the other modules'
+# run in the workspace.
 .PHONY: race
 race:
-	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -skip '$(FAULT_TESTS)|$(TIMED_LAB_TESTS)|$(TIMED_E2E_TESTS)' $(PKGS)
+	$(RACE_ENV) GOWORK=off $(GO) test -race -count=1 -timeout 20m ./...
+	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -skip '$(FAULT_TESTS)|$(TIMED_LAB_TESTS)|$(TIMED_E2E_TESTS)' $(NESTED_PKGS)
 	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -p 1 -run '$(TIMED_LAB_TESTS)' ./internal/stormsim ./cmd/stormsim
 	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -run '$(TIMED_E2E_TESTS)' ./e2e
 	$(RACE_ENV) $(GO) test -race -count=1 -timeout 20m -run '$(FAULT_TESTS)' ./e2e
@@ -139,7 +157,7 @@ BENCH_TIME ?= 1s
 
 .PHONY: bench
 bench:
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 60m ./bench/ $(PKGS)
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) -timeout 60m ./bench/ $(filter-out ./bench/...,$(PKGS))
 
 # The peer table of bench/README.md: errown beside cenkalti/backoff and
 # failsafe-go, in process (PEERS_TIME ops of rounds of 20000 requests per
@@ -151,8 +169,8 @@ PEERS_HTTP_TIME ?= 5x
 
 .PHONY: bench-peers
 bench-peers:
-	cd $(PEERS) && $(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_TIME) -timeout 60m .
-	cd $(PEERS) && $(GO) test -run '^$$' -bench '^BenchmarkPeersHTTP$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_HTTP_TIME) -timeout 60m .
+	cd $(PEERS) && $(PEERS_GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_TIME) -timeout 60m .
+	cd $(PEERS) && $(PEERS_GO) test -run '^$$' -bench '^BenchmarkPeersHTTP$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_HTTP_TIME) -timeout 60m .
 
 .PHONY: stormsim
 stormsim:

@@ -2,23 +2,15 @@ package errown_test
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/errown/errown"
-	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	tallyv3 "github.com/uber-go/tally"
 	"github.com/uber-go/tally/v4"
-	promreporter "github.com/uber-go/tally/v4/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 	"go.uber.org/yarpc"
@@ -131,43 +123,6 @@ func TestMetricsNoneProvided(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestMetricsScrapedByPrometheus: errown's metrics, reported to a tally
-// v4 scope with tally's Prometheus reporter, are in what Prometheus
-// scrapes over HTTP.
-func TestMetricsScrapedByPrometheus(t *testing.T) {
-	reporter := promreporter.NewReporter(promreporter.Options{Registerer: prom.NewRegistry()})
-	scope, closer := tally.NewRootScope(tally.ScopeOptions{
-		CachedReporter:  reporter,
-		Separator:       promreporter.DefaultSeparator,
-		SanitizeOptions: &promreporter.DefaultSanitizerOpts,
-	}, 10*time.Millisecond)
-	defer closer.Close()
-	srv := httptest.NewServer(reporter.HTTPHandler())
-	defer srv.Close()
-
-	startLine(t, yarpcConfig, fx.Supply(fx.Annotate(scope, fx.As(new(tally.Scope)))))
-
-	scrape := func() string {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL, nil)
-		require.NoError(t, err)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return string(b)
-	}
-	// The scope reports every 10ms: wait for a report, up to 10s.
-	var body string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if body = scrape(); strings.Contains(body, `errown_mode{mode="enforce"} 1`) {
-			break
-		}
-	}
-	assert.Contains(t, body, `errown_mode{mode="enforce"} 1`)
-	assert.Contains(t, body, `errown_mode{mode="observe"} 0`)
 }
 
 // errownApp is errown.Grouped with a dispatcher that chains its groups,

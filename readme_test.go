@@ -47,6 +47,17 @@ func TestDocLinks(t *testing.T) {
 	}
 }
 
+// inWorkspace has cmd run in the repository's workspace (go.work), even
+// when errown's module is tested alone (GOWORK=off): the documentation's
+// Go blocks are in the examples' and internal/docsnippets' modules.
+func inWorkspace(cmd *exec.Cmd) *exec.Cmd {
+	wd, err := os.Getwd()
+	if err == nil {
+		cmd.Env = append(os.Environ(), "GOWORK="+filepath.Join(wd, "go.work"))
+	}
+	return cmd
+}
+
 // docPages returns the markdown pages whose links and Go blocks the
 // tests check: the READMEs and every page of docs/.
 func docPages(t *testing.T) []string {
@@ -90,9 +101,10 @@ func TestREADMEShort(t *testing.T) {
 
 // TestDocGoBlocks checks that every Go block of the README and the docs/
 // pages compiles: each appears, line for line (indentation aside), in a
-// file of the module that the build compiles, a whole program (the quick
-// start is examples/quickstart/main.go) or a fragment in a function of
-// internal/docsnippets, and those packages build.
+// file of the workspace that the build compiles, a whole program (the
+// quick start is examples/quickstart/main.go) or a fragment in a function
+// of internal/docsnippets (modules of their own, in go.work), and those
+// packages build.
 func TestDocGoBlocks(t *testing.T) {
 	files := moduleGoFiles(t)
 	pkgs := map[string]bool{}
@@ -114,16 +126,16 @@ func TestDocGoBlocks(t *testing.T) {
 	for p := range pkgs {
 		args = append(args, p)
 	}
-	out, err := exec.Command("go", args...).CombinedOutput()
+	out, err := inWorkspace(exec.Command("go", args...)).CombinedOutput()
 	assert.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), out)
 }
 
-// moduleGoFiles returns the lines of each Go file of the module that its
-// package's build compiles: no test file, nothing under testdata, in no
-// nested module, excluded by no build constraint.
+// moduleGoFiles returns the lines of each Go file of the workspace's
+// modules that its package's build compiles: no test file, nothing under
+// testdata, excluded by no build constraint.
 func moduleGoFiles(t *testing.T) map[string][]string {
-	out, err := exec.Command("go", "list", "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
-{{end}}`, "./...").Output()
+	out, err := inWorkspace(exec.Command("go", "list", "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}`, "./...", "./examples/...", "./internal/docsnippets/...")).Output()
 	require.NoError(t, err, "go list")
 	wd, err := os.Getwd()
 	require.NoError(t, err)

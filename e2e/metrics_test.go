@@ -2,8 +2,10 @@ package e2e_test
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/fxtest"
@@ -17,6 +19,7 @@ import (
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
+	"go.uber.org/zap"
 )
 
 const _checkoutPolicy = `
@@ -148,4 +151,38 @@ func TestMetricsEachTallyVersion(t *testing.T) {
 			assert.Equal(t, int64(1), got["errown.inbound.unclaimed+"], "checkout's error unclaimed: %v", got)
 		})
 	}
+}
+
+// TestMetricsScrapedByPrometheus: errown's metrics, reported to a tally
+// v4 scope with tally's Prometheus reporter, are in what Prometheus
+// scrapes over HTTP.
+func TestMetricsScrapedByPrometheus(t *testing.T) {
+	inst := newInstance(t)
+	app := fxfxtest.New(t,
+		fx.NopLogger,
+		fx.Supply(zap.NewNop(), fx.Annotate(inst.scope, fx.As(new(tally.Scope)))),
+		fx.Provide(func() yarpc.Config { return yarpc.Config{Name: "svc"} }, newDispatcher),
+		errown.Module,
+		fx.Invoke(func(*yarpc.Dispatcher) {}),
+	)
+	app.RequireStart()
+	defer app.RequireStop()
+
+	scrape := func() string {
+		resp, err := _http.Get("http://" + inst.addr + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	// The scope reports every 50ms: wait for a report, up to 10s.
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if body = scrape(); strings.Contains(body, `errown_mode{mode="enforce"} 1`) {
+			break
+		}
+	}
+	assert.Contains(t, body, `errown_mode{mode="enforce"} 1`)
+	assert.Contains(t, body, `errown_mode{mode="observe"} 0`)
 }

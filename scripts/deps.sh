@@ -27,7 +27,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The Debian package may start a server of its own; the tests start theirs.
+# The workspace (go.work): errown and the modules built on it.
 go mod download
-# bench/peers is a module of its own (the retry libraries it compares
-# errown with stay out of errown's go.mod).
-(cd bench/peers && go mod download)
+# bench/peers is a module of its own outside the workspace (the retry
+# libraries it compares errown with stay out of errown's go.mod).
+(cd bench/peers && GOWORK=off go mod download)
