@@ -134,7 +134,7 @@ func TestRecoveryAfterACapacityDrop(t *testing.T) {
 				// negated < it replaced passed one.)
 				assert.True(t, before >= healthy, "goodput before the drop %.3f, want at least %.3f (%v, its shortfall × %v): the mesh was not healthy to begin with", before, healthy, _healthyBefore, testtime.Factor())
 			}
-			if assert.Equal(t, tt.wantRecovered, recovered, "back to goodput %.3f for %v (after %v)", level, stormsim.RecoveryHold, after) && recovered {
+			if assert.Equal(t, tt.wantRecovered, recovered, "back to goodput %.3f for %v (after %v), at least half of the hold's bins not stalled (stalled: %v)", level, stormsim.RecoveryHold, after, j.stalled) && recovered {
 				assert.LessOrEqual(t, after-stalled, within, "recovered %v after the drop's end, %v of it stalled: want within %v (%v × %v) besides", after, stalled, within, _recoveryWithin, testtime.Factor())
 			}
 			if tt.wantRecovered {
