@@ -239,3 +239,71 @@ func logTimeline(t *testing.T, tl *stormsim.Timeline) {
 		t.Logf("%s per bin: arrivals %v; worked %v; abandoned %v; queue %v", n.Name, n.Arrivals, n.Worked, n.Abandoned, n.Queue)
 	}
 }
+func TestRecoveryJudge(t *testing.T) {
+	// 32 bins of 250ms, the drop from 2s to 4s (bins 8 to 15), 10
+	// requests a bin; good per bin and lag per bin (ms) as given.
+	timeline := func(good func(b int) int, lag func(b int) float64) *stormsim.Timeline {
+		tl := &stormsim.Timeline{BinMS: 250, Summary: stormsim.Summary{TriggerFromS: 2, TriggerToS: 4}}
+		for b := range 32 {
+			tl.Sent = append(tl.Sent, 10)
+			tl.Good = append(tl.Good, good(b))
+			tl.LagMS = append(tl.LagMS, lag(b))
+		}
+		return tl
+	}
+	backAt := func(at int) func(int) int {
+		return func(b int) int {
+			if b >= 8 && b < at {
+				return 0
+			}
+			return 10
+		}
+	}
+	stalledIn := func(from, to int) func(int) float64 {
+		return func(b int) float64 {
+			if b >= from && b < to {
+				return 100
+			}
+			return 1
+		}
+	}
+	tests := []struct {
+		name          string
+		give          *stormsim.Timeline
+		wantBefore    float64
+		wantJudged    int
+		wantRecovered bool
+		wantAfter     time.Duration
+		wantStalled   time.Duration
+	}{
+		{name: "back half a second after", give: timeline(backAt(18), stalledIn(0, 0)), wantBefore: 1, wantJudged: 8, wantRecovered: true, wantAfter: 500 * time.Millisecond},
+		{
+			name: "a stall after the drop: its time is the host's",
+			give: timeline(backAt(19), stalledIn(16, 18)), wantBefore: 1, wantJudged: 8,
+			wantRecovered: true, wantAfter: 750 * time.Millisecond, wantStalled: 750 * time.Millisecond,
+		},
+		{name: "never back", give: timeline(backAt(32), stalledIn(0, 0)), wantBefore: 1, wantJudged: 8},
+		{name: "never back, stalled now and then", give: timeline(backAt(32), stalledIn(20, 22)), wantBefore: 1, wantJudged: 8},
+		{name: "stalled from the drop's end: nothing to judge", give: timeline(backAt(16), stalledIn(16, 32)), wantBefore: 1, wantJudged: 8},
+		{
+			name: "a bin down in the hold",
+			give: timeline(func(b int) int {
+				if b >= 8 && b < 18 || b == 22 {
+					return 0
+				}
+				return 10
+			}, stalledIn(0, 0)),
+			wantBefore: 1, wantJudged: 8, wantRecovered: true, wantAfter: 1750 * time.Millisecond,
+		},
+		{name: "stalls before the drop are not judged", give: timeline(func(b int) int { return min(10, b*10) }, stalledIn(0, 3)), wantBefore: 1, wantJudged: 4, wantRecovered: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := judge(tt.give)
+			before, judged := j.goodput(0, j.from)
+			assert.Equal(t, []any{tt.wantBefore, tt.wantJudged}, []any{before, judged}, "goodput before, bins judged")
+			after, stalled, ok := j.recovery(0.95)
+			assert.Equal(t, []any{tt.wantRecovered, tt.wantAfter, tt.wantStalled}, []any{ok, after, stalled}, "recovered, after, stalled")
+		})
+	}
+}
