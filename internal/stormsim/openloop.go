@@ -57,6 +57,7 @@ type openOutcomes struct {
 	failed     []int64
 	outcomes   map[string]int
 	maxLag     time.Duration
+	lag        []time.Duration // by bin of the schedule: the most
 	done       int
 }
 
@@ -111,7 +112,7 @@ func (m *mesh) runOpen(ctx context.Context, o Options, c *clock) (Result, error)
 // when all have ended or ctx is done.
 func (m *mesh) drive(ctx context.Context, o Options, start time.Time, schedule []time.Duration) openOutcomes {
 	bins := o.rootBins()
-	out := openOutcomes{sent: make([]int, bins), good: make([]int, bins), outcomes: make(map[string]int)}
+	out := openOutcomes{sent: make([]int, bins), good: make([]int, bins), lag: make([]time.Duration, bins), outcomes: make(map[string]int)}
 	var (
 		mu    sync.Mutex
 		wg    sync.WaitGroup
@@ -151,8 +152,10 @@ func (m *mesh) drive(ctx context.Context, o Options, start time.Time, schedule [
 		if ctx.Err() != nil {
 			break
 		}
-		out.maxLag = max(out.maxLag, time.Since(start.Add(at)))
+		lag := time.Since(start.Add(at))
 		id, b := int64(i), min(int(at/o.bin()), bins-1)
+		out.maxLag = max(out.maxLag, lag)
+		out.lag[b] = max(out.lag[b], lag)
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 			sent := time.Now()
@@ -309,6 +312,10 @@ func (m *mesh) timeline(o Options, out openOutcomes, smp *sampler) *Timeline {
 		Refused:   smp.refused(),
 		Outcomes:  out.outcomes,
 		MaxLagMS:  float64(out.maxLag) / float64(time.Millisecond),
+		LagMS:     make([]float64, len(out.lag)),
+	}
+	for b, l := range out.lag {
+		t.LagMS[b] = float64(l) / float64(time.Millisecond)
 	}
 	for b, n := range out.sent {
 		t.Goodput[b] = ratio(float64(out.good[b]), float64(n))

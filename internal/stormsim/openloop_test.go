@@ -37,12 +37,16 @@ func TestRunOpenLoop(t *testing.T) {
 			// requests, and every request an outcome.
 			assert.Equal(t, len(arrivals(100, 3*time.Second, 5)), res.Requests)
 			require.Len(t, tl.Sent, 30)
-			sent, outcomes := 0, 0
+			require.Len(t, tl.LagMS, len(tl.Sent), "the load's lag, per bin of Sent")
+			sent, outcomes, maxLag := 0, 0, 0.0
 			for b, n := range tl.Sent {
 				assert.Positive(t, n, "bin %d", b)
 				assert.LessOrEqual(t, tl.Good[b], n)
+				assert.GreaterOrEqual(t, tl.LagMS[b], 0.0, "bin %d's lag", b)
 				sent += n
+				maxLag = max(maxLag, tl.LagMS[b])
 			}
+			assert.Equal(t, tl.MaxLagMS, maxLag, "the most lag is the most of a bin's")
 			for _, n := range tl.Outcomes {
 				outcomes += n
 			}

@@ -54,6 +54,10 @@ type Timeline struct {
 	// MaxLagMS is the most a root request was sent after its place in the
 	// schedule, in milliseconds: what a loaded machine adds.
 	MaxLagMS float64 `json:"maxLagMS"`
+	// LagMS is, per bin of Sent, the most a root request of the bin was
+	// sent after its place in the schedule, in milliseconds: when a
+	// loaded machine stalled the run.
+	LagMS []float64 `json:"lagMS"`
 	// Summary is the run's headline figures.
 	Summary Summary `json:"summary"`
 }
