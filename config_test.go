@@ -282,7 +282,7 @@ func FuzzConfigFromYAML(f *testing.F) {
 			return
 		}
 		// What parses is sane (finite numbers), builds, and survives a
-		// round trip.
+		// round trip unchanged.
 		for _, v := range []*float64{&c.Memory.OpenThreshold, &c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio, &c.Retry.Budget.MinPerSecond} {
 			require.False(t, math.IsNaN(*v), "accepted a NaN in %q", b)
 			require.False(t, math.IsInf(*v, 0), "accepted an infinity in %q", b)
@@ -291,8 +291,10 @@ func FuzzConfigFromYAML(f *testing.F) {
 		require.NoError(t, err, "ConfigFromYAML accepted %q but New refused it", b)
 		out, err := yaml.Marshal(c)
 		require.NoError(t, err, "marshal")
-		_, err = ConfigFromYAML(out)
+		again, err := ConfigFromYAML(out)
 		require.NoError(t, err, "round trip of %q failed:\n%s", b, out)
+		// Every default written out reads back as itself.
+		require.Equal(t, c, again, "round trip of %q:\n%s", b, out)
 	})
 }
 
