@@ -28,9 +28,9 @@ func TestTagCardinalityBounded(t *testing.T) {
 	const maxEdges, maxRoots, flood = 50, 10, 5000
 	scope := tally.NewTestScope("", nil)
 	mw, err := errown.New(errown.Config{
-		MaxRootProcedures: maxRoots,
-		Memory:            depmem.Config{MaxEdges: maxEdges},
-		Retry:             errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
+		InboundConfig: errown.InboundConfig{MaxRootProcedures: maxRoots},
+		Memory:        depmem.Config{MaxEdges: maxEdges},
+		Retry:         errown.RetryConfig{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}},
 	}, errown.WithScope(scope))
 	require.NoError(t, err)
 

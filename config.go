@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"time"
 
 	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/internal/memory"
 
+	"cmp"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -23,22 +22,29 @@ import (
 const _configKey = "errown"
 
 // Config is errown's configuration, read from YAML under the key "errown".
-// Every field is optional, and its zero value means the default the comment
-// on it gives; only list items have required fields: a retry policy's
-// service and idempotent, a dependency declaration's service and kind.
+// Every field is optional; only list items have required fields: a retry
+// policy's service and idempotent, a dependency declaration's service and
+// kind. DefaultConfig returns what errown runs with when given nothing;
+// in Go, a field left zero means its default there.
+//
+// Each section is its package's configuration, defined there once: the
+// inbound and outbound middleware's keys sit at the top level (inline),
+// the retry policies and budget under "retry", the dependency memory
+// under "memory". The header names and the mode are the root's: errown
+// gives them to every section.
 //
 // In YAML, a value written is taken as written or refused, never replaced:
-// a key written out with a zero (0, 0s, "" or []) where the zero would
-// mean a default, such as "minPerSecond: 0", fails with what it would have
-// meant and how to write what was meant ("to disable the floor write
-// noFloor: true"); leave the key out for the default. Where a zero means
-// what it says (attemptTimeout: 0s is no per-attempt limit, a policy's
-// procedure "" every procedure, a snapshot path "" no snapshot) it is
-// taken as written.
+// a key written out with a zero (0, 0s, "" or []) where DefaultConfig
+// holds something else, such as "minPerSecond: 0", fails with what it
+// would have meant and how to write what was meant ("to disable the floor
+// write noFloor: true"); leave the key out for the default. Where the
+// default is the zero (attemptTimeout: 0s is no per-attempt limit, a
+// policy's procedure "" every procedure, a snapshot path "" no snapshot)
+// it is taken as written.
 type Config struct {
 	// Headers names the application headers errown reads and writes,
 	// under the keys claimHeader, attemptHeader, noRetryHeader, codeHeader
-	// and stormHeader (ownership.Headers gives each one's default).
+	// and stormHeader (ownership.DefaultHeaders gives their defaults).
 	ownership.Headers `yaml:",inline"`
 	// Mode is "enforce" (the default): errown suppresses the retries of
 	// unclaimed errors; or "observe": errown computes and sends claims and
@@ -46,9 +52,6 @@ type Config struct {
 	// say what enforce mode would prevent. A retry policy's own mode
 	// overrides it for its calls.
 	Mode retry.Mode `yaml:"mode,omitempty"`
-	// MaxRootProcedures bounds the root procedures with storm metric
-	// series of their own; the others share the tag "_other". Default 100.
-	MaxRootProcedures int `yaml:"maxRootProcedures,omitempty"`
 	// Wiring says what happens when the application starts and errown's
 	// middleware reached no dispatcher (ErrNotWired), or a retry policy
 	// or dependency declaration names a service the dispatcher does not
@@ -57,103 +60,71 @@ type Config struct {
 	// too when errown has no metrics scope (ErrNoMetrics). It does not
 	// soften invalid values.
 	Wiring string `yaml:"wiring,omitempty"`
-	// UnknownEdges says how a failure on an edge of unknown kind counts
-	// when deciding a claim: "correlated" (default) or "coincidental".
-	UnknownEdges string `yaml:"unknownEdges,omitempty"`
-	// RefuseRepeats, when set, refuses before it leaves the process a call
-	// a handler makes again to the same callee and procedure after that
-	// call failed unclaimed earlier in the same request (a retry loop in
-	// the handler): it fails at once with the earlier error's code,
-	// unclaimed. Such repeats are counted
-	// (egress.repeated_after_unclaimed) and logged whether or not this is
-	// set. Default false.
-	RefuseRepeats bool `yaml:"refuseRepeats,omitempty"`
-	// IncidentWindow is how long after an incident (a call that failed,
-	// was retried or refused a retry, or met a storm below) the calls a
-	// procedure makes carry errown's attempt header, so that their
-	// callees send their storm figures. In the steady state, outside any
-	// incident, errown sends no header of its own. Default 10s.
-	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
-	// Ingress bounds the requests tracked in flight.
-	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
-	// Edge declares the requests that come from outside the mesh, by
-	// transport, procedure or caller: errown neither reads its headers
-	// from them nor writes them on their responses (inbound.EdgeConfig).
-	// Default: none.
-	Edge inbound.EdgeConfig `yaml:"edge,omitempty"`
-	// Admission is the service's own load shedding: an adaptive limit on
-	// the requests it works on at once, with a short queue, shedding
-	// retries first and what it cannot finish in time
-	// (inbound.AdmissionConfig). Default: disabled.
-	Admission inbound.AdmissionConfig `yaml:"admission,omitempty"`
-	// Retry holds the retry policies and budget. With no policy, errown
-	// never retries.
+	// InboundConfig configures the inbound middleware, at the top level:
+	// maxRootProcedures, unknownEdges, ingress, edge and admission
+	// (inbound.Config).
+	InboundConfig `yaml:",inline"`
+	// OutboundConfig configures the egress middleware, at the top level:
+	// refuseRepeats and incidentWindow (outbound.Config).
+	OutboundConfig `yaml:",inline"`
+	// Retry holds the retry policies and budget (retry.Config). With no
+	// policy, errown never retries.
 	Retry RetryConfig `yaml:"retry,omitempty"`
 	// Dependencies declares edge kinds, overriding anything learned.
 	// Each names a service the dispatcher calls, or is Recorded.
 	Dependencies []depmem.Declaration `yaml:"dependencies,omitempty"`
-	// Memory configures the learned dependency memory.
+	// Memory configures the learned dependency memory (depmem.Config).
 	Memory depmem.Config `yaml:"memory,omitempty"`
 }
 
-// RetryConfig is the "retry" section of Config.
-type RetryConfig struct {
-	// MaxBodyBytes is the largest request body buffered for replay; larger
-	// requests are sent once. Default 1 MiB.
-	MaxBodyBytes int `yaml:"maxBodyBytes,omitempty"`
-	// Budget limits retries per callee service.
-	Budget retry.BudgetConfig `yaml:"budget,omitempty"`
-	// Overload limits the attempts in flight to a callee with a policy
-	// once it shows overload (retry.OverloadConfig).
-	Overload retry.OverloadConfig `yaml:"overload,omitempty"`
-	// Policies says which outbound calls may be retried, and how.
-	Policies []retry.PolicyConfig `yaml:"policies,omitempty"`
+// InboundConfig is the inbound section of Config, inline at its top level.
+type InboundConfig = inbound.Config
+
+// OutboundConfig is the outbound section of Config, inline at its top
+// level.
+type OutboundConfig = outbound.Config
+
+// RetryConfig is the "retry" section of Config. Its Headers and Mode are
+// the root's: errown sets them from Config's.
+type RetryConfig = retry.Config
+
+// DefaultConfig returns the configuration errown runs with when given
+// nothing: every section's DefaultConfig, and no retry policy. A YAML
+// errown section is read over it.
+func DefaultConfig() Config { return Config{}.WithDefaults() }
+
+// WithDefaults returns c with every field left zero set to its default,
+// section by section (each section's WithDefaults).
+func (c Config) WithDefaults() Config {
+	c.Headers = c.Headers.WithDefaults()
+	c.Mode = cmp.Or(c.Mode, retry.DefaultConfig().Mode)
+	c.Wiring = cmp.Or(c.Wiring, WiringRequire)
+	c.InboundConfig = c.InboundConfig.WithDefaults()
+	c.OutboundConfig = c.OutboundConfig.WithDefaults()
+	c.Retry = c.Retry.WithDefaults()
+	c.Memory = c.Memory.WithDefaults()
+	// The sections' header names and mode are the root's (sections).
+	c.InboundConfig.Headers, c.OutboundConfig.Headers = ownership.Headers{}, ownership.Headers{}
+	c.Retry.Headers, c.Retry.Mode = ownership.Headers{}, ""
+	return c
 }
 
-func (c Config) inboundConfig() inbound.Config {
-	return inbound.Config{
-		Headers:           c.Headers,
-		MaxRootProcedures: c.MaxRootProcedures,
-		UnknownEdges:      c.UnknownEdges,
-		Ingress:           c.Ingress,
-		Edge:              c.Edge,
-		Admission:         c.Admission,
-	}
-}
-
-func (c Config) outboundConfig() outbound.Config {
-	return outbound.Config{
-		Headers:        c.Headers,
-		RefuseRepeats:  c.RefuseRepeats,
-		IncidentWindow: c.IncidentWindow,
-	}
-}
-
-func (c Config) retryConfig() retry.Config {
-	return retry.Config{
-		Headers:      c.Headers,
-		Mode:         c.Mode,
-		MaxBodyBytes: c.Retry.MaxBodyBytes,
-		Budget:       c.Retry.Budget,
-		Overload:     c.Retry.Overload,
-		Policies:     c.Retry.Policies,
-	}
+// sections returns the configurations of the inbound, outbound and retry
+// middleware: c's sections with c's header names and mode.
+func (c Config) sections() (inbound.Config, outbound.Config, retry.Config) {
+	in, out, re := c.InboundConfig, c.OutboundConfig, c.Retry
+	in.Headers, out.Headers, re.Headers, re.Mode = c.Headers, c.Headers, c.Headers, c.Mode
+	return in, out, re
 }
 
 // Validate reports every invalid value in c, each naming its key.
 func (c Config) Validate() error {
 	_, depErr := memory.NewStatic(c.Dependencies, nil)
-	// The header names, the ingress section and the mode are checked once,
-	// here; the inbound and retry sections are checked without them.
-	in := c.inboundConfig()
-	in.Headers, in.Ingress = ownership.Headers{}, ingresslog.Config{}
-	re := c.retryConfig()
-	re.Headers, re.Mode = ownership.Headers{}, ""
 	return multierr.Combine(
 		c.Headers.Validate(),
-		in.Validate(),
-		configkey.Under("ingress", c.Ingress.Validate()),
-		configkey.Under("retry", re.Validate()),
+		c.InboundConfig.Validate(),
+		c.OutboundConfig.Validate(),
+		configkey.Under("retry", c.Retry.Validate()),
 		depErr,
 		configkey.Under("memory", c.Memory.Validate()),
 		validWiring(c.Wiring),
@@ -175,17 +146,12 @@ func validWiring(w string) error {
 	return fmt.Errorf("wiring: must be %q, %q or %q, got %q", WiringRequire, WiringWarn, WiringStrict, w)
 }
 
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 // ConfigFromYAML reads a Config from a YAML document holding the errown
-// section itself (not the whole application config). Unknown keys are
-// errors, as are values of the wrong type and zeros written out where
-// they would mean a default (see Config); the result is validated.
+// section itself (not the whole application config), over DefaultConfig:
+// the result holds the value errown runs with for every key, written or
+// not. Unknown keys are errors, as are values of the wrong type and zeros
+// written out where they would mean a default (see Config); the result is
+// validated.
 func ConfigFromYAML(b []byte) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(b)) > 0 {
@@ -193,13 +159,14 @@ func ConfigFromYAML(b []byte) (Config, error) {
 		if err := yaml.Unmarshal(b, &raw); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
-		if err := multierr.Append(checkYAML("", raw, reflect.TypeOf(c)), explicitZeros(raw)); err != nil {
+		if err := checkYAML("", raw, reflect.TypeOf(c), yamlDefaults()); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
 		if err := yaml.UnmarshalStrict(b, &c); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
 	}
+	c = c.WithDefaults()
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("errown: config: %w", err)
 	}

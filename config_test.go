@@ -84,7 +84,9 @@ func TestConfigFromYAML(t *testing.T) {
 		{CallerProcedure: "checkout", Service: "payments", Kind: new(ownership.KindFailClose)},
 		{Service: "search", Procedure: "suggest", Kind: new(ownership.KindUnknown)},
 	}, c.Dependencies)
-	assert.Equal(t, depmem.Config{OpenThreshold: 0.1, NoHysteresis: true}, c.Memory)
+	assert.Equal(t, depmem.Config{OpenThreshold: 0.1, NoHysteresis: true}.WithDefaults(), c.Memory)
+	assert.Equal(t, 0.0, c.Memory.Hysteresis, "noHysteresis: true")
+	assert.Equal(t, DefaultConfig().Memory.Window, c.Memory.Window, "a key left out: its default")
 }
 
 func TestConfigRoundTrip(t *testing.T) {
@@ -101,7 +103,7 @@ func TestConfigFromYAMLEmpty(t *testing.T) {
 	for _, give := range []string{"", "  \n", "{}"} {
 		c, err := ConfigFromYAML([]byte(give))
 		require.NoError(t, err, "%q", give)
-		assert.Equal(t, Config{}, c)
+		assert.Equal(t, DefaultConfig(), c)
 	}
 }
 
@@ -195,7 +197,7 @@ func TestConfigHeaderErrorsOnce(t *testing.T) {
 // section's own root; Validate puts the section's key in front of each.
 func TestConfigSectionKeys(t *testing.T) {
 	err := Config{
-		Ingress: ingresslog.Config{Shards: 3, MaxInFlight: -1},
+		InboundConfig: InboundConfig{Ingress: ingresslog.Config{Shards: 3, MaxInFlight: -1}},
 		Retry: RetryConfig{
 			Budget:   retry.BudgetConfig{Window: -time.Second},
 			Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 11, Idempotent: new(true)}},
@@ -280,7 +282,7 @@ func FuzzConfigFromYAML(f *testing.F) {
 			return
 		}
 		// What parses is sane (finite numbers), builds, and survives a
-		// round trip.
+		// round trip unchanged.
 		for _, v := range []*float64{&c.Memory.OpenThreshold, &c.Memory.Hysteresis, &c.Memory.CloseThreshold, &c.Retry.Budget.Ratio, &c.Retry.Budget.MinPerSecond} {
 			require.False(t, math.IsNaN(*v), "accepted a NaN in %q", b)
 			require.False(t, math.IsInf(*v, 0), "accepted an infinity in %q", b)
@@ -289,8 +291,10 @@ func FuzzConfigFromYAML(f *testing.F) {
 		require.NoError(t, err, "ConfigFromYAML accepted %q but New refused it", b)
 		out, err := yaml.Marshal(c)
 		require.NoError(t, err, "marshal")
-		_, err = ConfigFromYAML(out)
+		again, err := ConfigFromYAML(out)
 		require.NoError(t, err, "round trip of %q failed:\n%s", b, out)
+		// Every default written out reads back as itself.
+		require.Equal(t, c, again, "round trip of %q:\n%s", b, out)
 	})
 }
 
@@ -368,7 +372,7 @@ func TestConfigFromYAMLAdmission(t *testing.T) {
 			assert.Equal(t, tt.wantErr == "", err == nil, "%v", err)
 			assert.Contains(t, fmt.Sprint(err), tt.wantErr)
 			if tt.wantErr == "" {
-				assert.Equal(t, tt.want, cfg.Admission)
+				assert.Equal(t, (inbound.Config{Admission: tt.want}).WithDefaults().Admission, cfg.Admission)
 			}
 		})
 	}

@@ -32,6 +32,7 @@ func (f ConfigFiles) annotate(err error) error {
 		return err
 	}
 	in := map[string][]string{}
+	def := yamlDefaults()
 	for _, name := range f {
 		b, rerr := os.ReadFile(name)
 		if rerr != nil {
@@ -45,7 +46,7 @@ func (f ConfigFiles) annotate(err error) error {
 		if !ok {
 			continue
 		}
-		for _, e := range multierr.Errors(checkYAML("", section, reflect.TypeOf(Config{}))) {
+		for _, e := range multierr.Errors(checkYAML("", section, reflect.TypeOf(Config{}), def)) {
 			in[e.Error()] = append(in[e.Error()], name)
 		}
 	}

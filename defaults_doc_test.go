@@ -13,13 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ingresslog"
-	"github.com/errown/errown/internal/defaults"
-	"github.com/errown/errown/outbound"
-	"github.com/errown/errown/ownership"
-	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,34 +21,17 @@ import (
 // doc states ("Default 10s.", "Default 1 MiB", `Default "errown-claim".`)
 // against the value the field takes when left zero, and that every field
 // that takes a value of its own when left zero says so in its doc: the
-// defaults live in internal/defaults, and the docs are where users read
-// them.
+// defaults live in each section's DefaultConfig, and the docs are where
+// users read them.
 func TestDefaultsAsDocumented(t *testing.T) {
-	// The configurations errown runs with when given nothing, one policy
-	// included so that its fields get their defaults too.
+	// The configuration errown runs with when given nothing, one item in
+	// each list so that a policy's fields get their defaults too.
 	values := map[string]reflect.Value{}
-	for _, v := range []any{
-		defaults.Apply(inbound.Config{}),
-		defaults.Apply(outbound.Config{}),
-		defaults.Apply(ingresslog.Config{}),
-		defaults.Apply(ownership.Headers{}),
-		defaults.Apply(retry.Config{Policies: []retry.PolicyConfig{{}}}),
-		defaults.Apply(depmem.Config{}),
-	} {
-		collectStructs(reflect.ValueOf(v), values)
-	}
-	// The root Config's fields take the defaults of the parts they
-	// configure, and Wiring errown.New's.
-	var zero Config
-	mw, err := New(zero)
-	require.NoError(t, err)
-	in, out, rt := defaults.Apply(zero.inboundConfig()), defaults.Apply(zero.outboundConfig()), defaults.Apply(zero.retryConfig())
-	root := zero
-	root.Mode, root.MaxRootProcedures, root.UnknownEdges = rt.Mode, in.MaxRootProcedures, in.UnknownEdges
-	root.IncidentWindow, root.RefuseRepeats, root.Wiring = out.IncidentWindow, out.RefuseRepeats, mw.wiring
-	root.Retry.MaxBodyBytes = rt.MaxBodyBytes
-	values["errown.Config"] = reflect.ValueOf(root)
-	values["errown.RetryConfig"] = reflect.ValueOf(root.Retry)
+	root := yamlDefaults().Interface().(Config)
+	collectStructs(reflect.ValueOf(root), values)
+	// The retry section as it runs: with the root's header names and mode.
+	_, _, re := root.sections()
+	collectStructs(reflect.ValueOf(re), values)
 
 	checked := 0
 	for _, dir := range []string{".", "inbound", "outbound", "ingresslog", "ownership", "retry", "depmem"} {
@@ -102,7 +78,7 @@ func TestDefaultsAsDocumented(t *testing.T) {
 	}
 	// Every default the docs state is checked: one more stated updates
 	// this count, one fewer read is a doc the patterns no longer match.
-	assert.Equal(t, 52, checked, "defaults read from the docs")
+	assert.Equal(t, 48, checked, "defaults read from the docs")
 }
 
 // collectStructs records v, and every struct it holds in a field or as a

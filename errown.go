@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"cmp"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/adapt"
@@ -15,7 +16,6 @@ import (
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/tallyv3"
 	"github.com/uber-go/tally/v4"
-	"go.uber.org/config"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -108,8 +108,9 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
+	inCfg, outCfg, retryCfg := cfg.sections()
 	orphans := new(calls.Orphans)
-	in, err := ingress.New(cfg.inboundConfig(),
+	in, err := ingress.New(inCfg,
 		ingress.WithOrphans(orphans),
 		ingress.WithSinks(sinks),
 		ingress.WithLearner(kinds),
@@ -118,11 +119,11 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := retrier.New(cfg.retryConfig(), retrier.WithSinks(sinks))
+	r, err := retrier.New(retryCfg, retrier.WithSinks(sinks))
 	if err != nil {
 		return nil, err
 	}
-	egress, err := egress.New(cfg.outboundConfig(), egress.WithSinks(sinks), egress.WithInner(r), egress.WithOrphans(orphans), egress.WithClock(mem.Now))
+	egress, err := egress.New(outCfg, egress.WithSinks(sinks), egress.WithInner(r), egress.WithOrphans(orphans), egress.WithClock(mem.Now))
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if o.Scope != tally.NoopScope {
 		metrics = _metricsV4
 	}
-	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: or(cfg.Wiring, WiringRequire), source: "errown.New", metrics: metrics}
+	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: cmp.Or(cfg.Wiring, WiringRequire), source: "errown.New", metrics: metrics}
 	m.direct = egress.Direct(r.Attempts())
 	m.gauges = newGauges(m, scope)
 	return m, nil
@@ -201,36 +202,31 @@ func (m *Middleware) outboundAround(own middleware.UnaryOutbound) yarpc.Outbound
 	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, own, m.retry.Attempts())}
 }
 
-func init() {
-	adapt.Register((*Middleware).adapt, (*Middleware).adaptAttempts)
-	adapt.RegisterConfigCheck(func(p config.Provider, y *config.YAML, files []string) error {
-		return checkConfig(configParams{Config: p, YAML: y, Files: files})
-	})
-}
-
-// adapt is for errown's adapters (grpcgo, nethttp), through adapt.Take:
-// it returns the unary inbound and outbound middleware (those of Inbound
-// and Outbound) and the header names of the Config m was built from,
-// which the adapter reads on its own wire. Unlike Inbound and Outbound,
-// it counts as wiring: once an adapter has taken the middleware, an fx
-// application's start does not fail with ErrNotWired for want of a
-// dispatcher, and does not check that retry policies and dependency
-// declarations name services the dispatcher calls (ErrUnknownService):
-// the adapter's clients call services errown does not know.
-func (m *Middleware) adapt() adapt.Parts {
+// AdapterParts is for errown's own adapters (grpcgo, nethttp), whose
+// package alone can make its argument: it is not API. It returns the
+// unary inbound and outbound middleware (those of Inbound and Outbound)
+// and the header names of the Config m was built from, which the adapter
+// reads on its own wire. Unlike Inbound and Outbound, it counts as
+// wiring: once an adapter has taken the middleware, an fx application's
+// start does not fail with ErrNotWired for want of a dispatcher, and does
+// not check that retry policies and dependency declarations name services
+// the dispatcher calls (ErrUnknownService): the adapter's clients call
+// services errown does not know. An adapter calls it when its server or
+// client is built, as fx constructors do, not later.
+func (m *Middleware) AdapterParts(adapt.Token) adapt.Parts {
 	m.applied.Store(true)
 	m.adapted.Store(true)
 	return adapt.Parts{Inbound: m.inbound, Outbound: m.egress, Headers: m.cfg.Headers}
 }
 
-// adaptAttempts is for errown's adapters, through adapt.Attempts: it
-// returns errown's innermost attempt step (the one Outbound puts next to
+// AdapterAttempts is for errown's own adapters (grpcgo, nethttp), whose
+// package alone can make its argument: it is not API. It returns errown's innermost attempt step (the one Outbound puts next to
 // the transport), through which an adapter runs each physical attempt its
 // client sends, below the application's own retries: grpcgo's
 // AttemptsInterceptor and nethttp's Attempts. The step knows a call by
-// the state errown's outbound middleware (adapt's) put in its context. It
-// counts as wiring, as adapt does.
-func (m *Middleware) adaptAttempts() middleware.UnaryOutbound {
+// the state errown's outbound middleware (AdapterParts') put in its
+// context. It counts as wiring, as AdapterParts does.
+func (m *Middleware) AdapterAttempts(adapt.Token) middleware.UnaryOutbound {
 	m.applied.Store(true)
 	return m.retry.Attempts()
 }

@@ -62,7 +62,7 @@ func outReq() *transport.Request {
 // the callee gets the first attempt marked, so it does not record itself
 // as a root.
 func TestStormUntrackedRequestUnknown(t *testing.T) {
-	mw := edgeErrown(t, errown.Config{Ingress: ingresslog.Config{Shards: 1, MaxInFlight: 1}})
+	mw := edgeErrown(t, errown.Config{InboundConfig: errown.InboundConfig{Ingress: ingresslog.Config{Shards: 1, MaxInFlight: 1}}})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary
 	out := outboundtest.New(claimedFailureThenOK()...)
 

@@ -30,5 +30,6 @@ func (m *Middleware) Storms() []inbound.Storm {
 // retry policies whose own mode overrides it: what the start log, the
 // gauge errown.mode and debugpage show.
 func (m *Middleware) Modes() retry.Modes {
-	return m.cfg.retryConfig().Modes()
+	_, _, re := m.cfg.sections()
+	return re.Modes()
 }

@@ -20,14 +20,20 @@ var (
 
 // checkYAML walks a generically decoded YAML value against the type it is
 // meant for and reports, by key path, every unknown key, every value of
-// the wrong type and every value a text type's own parser refuses, so that
-// errors name the key rather than a line of YAML, and all of them at once.
-func checkYAML(path string, v interface{}, t reflect.Type) error {
+// the wrong type, every value a text type's own parser refuses, and every
+// key written with a zero where def, the default at v's place
+// (yamlDefaults), holds something else (see Config), so that errors name
+// the key rather than a line of YAML, and all of them at once. An invalid
+// def checks no zero.
+func checkYAML(path string, v interface{}, t reflect.Type, def reflect.Value) error {
 	if v == nil {
 		return nil // null: the zero value, whatever the type
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+		if def.IsValid() {
+			def = def.Elem()
+		}
 	}
 	if t == _durationType {
 		switch d := v.(type) {
@@ -67,15 +73,26 @@ func checkYAML(path string, v interface{}, t reflect.Type) error {
 			if !known {
 				return unknownKey(join(path, k), k, yamlFields(t))
 			}
-			return checkYAML(join(path, k), value, f.Type)
+			var fdef reflect.Value
+			if def.IsValid() {
+				fdef = def.FieldByIndex(f.Index)
+			}
+			if fdef.IsValid() && (!fdef.IsZero() || f.Tag.Get("zeromeans") != "") && isZero(value, f.Type) && lookup(m, f.Tag.Get("zerounless")) != true {
+				return zeroError(join(path, k), value, f, fdef)
+			}
+			return checkYAML(join(path, k), value, f.Type, fdef)
 		})
 	case reflect.Slice:
 		s, ok := v.([]interface{})
 		if !ok {
 			return fmt.Errorf("%s: want a list, got %s", path, describe(v))
 		}
+		var edef reflect.Value // a list's items' defaults: its first's
+		if def.IsValid() && def.Len() > 0 {
+			edef = def.Index(0)
+		}
 		return eachElem(s, func(i int, e interface{}) error {
-			return checkYAML(fmt.Sprintf("%s[%d]", path, i), e, t.Elem())
+			return checkYAML(fmt.Sprintf("%s[%d]", path, i), e, t.Elem(), edef)
 		})
 	case reflect.String:
 		if _, ok := v.(string); !ok {
@@ -142,8 +159,8 @@ func unknownKey(path, key string, fields map[string]reflect.StructField) error {
 	return fmt.Errorf("%s: unknown key", path)
 }
 
-// yamlFields maps the YAML key of each field of struct type t, embedded
-// structs' fields included, to the field.
+// yamlFields maps the YAML key of each field of struct type t, inline
+// structs' fields included, to the field, its Index the path from t.
 func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	out := map[string]reflect.StructField{}
 	for i := 0; i < t.NumField(); i++ {
@@ -155,6 +172,7 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 		}
 		if strings.Contains(opts, "inline") || (f.Anonymous && tag == "") {
 			for k, v := range yamlFields(f.Type) {
+				v.Index = append([]int{i}, v.Index...)
 				out[k] = v
 			}
 			continue

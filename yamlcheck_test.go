@@ -41,7 +41,7 @@ type levels struct {
 func checkLevels(t *testing.T, give string) error {
 	var raw interface{}
 	require.NoError(t, yaml.Unmarshal([]byte(give), &raw))
-	return checkYAML("", raw, reflect.TypeFor[levels]())
+	return checkYAML("", raw, reflect.TypeFor[levels](), reflect.Value{})
 }
 
 // TestCheckYAMLTextAccepts: what checkYAML lets through, yaml decodes.
@@ -107,10 +107,10 @@ func TestCheckYAMLTextRejects(t *testing.T) {
 func TestCheckYAMLEdgeKind(t *testing.T) {
 	kind := reflect.TypeFor[*ownership.EdgeKind]()
 	for _, give := range []string{"fail-close", "fail-open", "unknown"} {
-		assert.NoError(t, checkYAML("kind", give, kind), give)
+		assert.NoError(t, checkYAML("kind", give, kind, reflect.Value{}), give)
 	}
-	assert.EqualError(t, checkYAML("kind", "soft", kind), `kind: unknown edge kind "soft" (want fail-close, fail-open or unknown)`)
-	assert.EqualError(t, checkYAML("kind", 1, kind), `kind: want a string, got integer "1"`)
+	assert.EqualError(t, checkYAML("kind", "soft", kind, reflect.Value{}), `kind: unknown edge kind "soft" (want fail-close, fail-open or unknown)`)
+	assert.EqualError(t, checkYAML("kind", 1, kind, reflect.Value{}), `kind: want a string, got integer "1"`)
 }
 
 // TestCheckYAMLUnknownKeySuggests: an unknown key close to a known one
@@ -150,17 +150,23 @@ func TestYAMLFieldsInline(t *testing.T) {
 		return out
 	}
 	assert.Equal(t, []string{"attemptHeader", "b", "claimHeader", "codeHeader", "noRetryHeader", "stormHeader"}, keys(reflect.TypeFor[outer]()))
-	for _, typ := range []reflect.Type{reflect.TypeFor[Config](), reflect.TypeFor[inbound.Config](), reflect.TypeFor[outbound.Config](), reflect.TypeFor[retry.Config]()} {
-		fields := yamlFields(typ)
-		for _, k := range keys(reflect.TypeFor[ownership.Headers]()) {
-			assert.Contains(t, fields, k, "%v", typ)
-		}
-		assert.NotContains(t, fields, "headers", "%v", typ)
+	fields := yamlFields(reflect.TypeFor[Config]())
+	for _, k := range keys(reflect.TypeFor[ownership.Headers]()) {
+		assert.Contains(t, fields, k)
 	}
+	assert.NotContains(t, fields, "headers")
+	// The sections' header names and mode are the root's: no key of their own.
+	for _, typ := range []reflect.Type{reflect.TypeFor[inbound.Config](), reflect.TypeFor[outbound.Config](), reflect.TypeFor[retry.Config]()} {
+		fields := yamlFields(typ)
+		for _, k := range append(keys(reflect.TypeFor[ownership.Headers]()), "mode", "headers") {
+			assert.NotContains(t, fields, k, "%v", typ)
+		}
+	}
+	assert.Equal(t, []int{3, 1}, fields["maxRootProcedures"].Index, "an inline field's index, from Config")
 
 	var raw interface{}
 	require.NoError(t, yaml.Unmarshal([]byte("claimHeader: x-claim\nstormHedaer: x\nheaders: {claim: x}"), &raw))
-	err := checkYAML("", raw, reflect.TypeFor[Config]())
+	err := checkYAML("", raw, reflect.TypeFor[Config](), yamlDefaults())
 	assert.ErrorContains(t, err, "stormHedaer: unknown key, did you mean stormHeader?")
 	assert.ErrorContains(t, err, "headers: unknown key")
 	assert.NotContains(t, err.Error(), "claimHeader")

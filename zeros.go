@@ -4,159 +4,83 @@ import (
 	"cmp"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
-
-	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/internal/defaults"
-	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/retry"
 )
 
 // A value written in YAML is taken as written or rejected, never silently
-// replaced. Config reads a zero field as its documented default (zap's
-// rule, and what a Go literal such as Config{} needs), so in YAML a key
-// written out with the zero of its type (0, 0s, "", []) where that zero
-// would mean a default is an error that says what it would have meant and
-// how to write what was meant. Where the zero means what it says (an
-// attemptTimeout of 0 is no per-attempt limit, a snapshot path of "" is
-// no snapshot), it is taken as written. A key given no value at all
-// ("ratio:" or "ratio: ~") is a key left out.
+// replaced. Config reads a zero field as its default (what a Go literal
+// such as Config{} needs), so in YAML a key written out with the zero of
+// its type (0, 0s, "", []) where DefaultConfig holds something else is an
+// error that says what it would have meant and how to write what was
+// meant. Where the default is the zero (an attemptTimeout of 0 is no
+// per-attempt limit, a snapshot path of "" is no snapshot), the zero is
+// taken as written. A key given no value at all ("ratio:" or
+// "ratio: ~") is a key left out.
+//
+// What a zero would mean is read from the defaults themselves
+// (yamlDefaults); a field's tags add the rest, beside its declaration:
+//
+//	zerofix    how to write what an explicit zero asks for ("to disable
+//	           the floor write noFloor: true"); by default, write the
+//	           value meant, or leave the key out
+//	zerounless a sibling key that, set to true, makes the zero mean what
+//	           it says: "minPerSecond: 0" beside "noFloor: true"
+//	zeromeans  what the zero means, where the default is not one value
+//	           ("the default query", which depends on the window)
 
-// zeroRule is the reading of a field whose zero means a default.
-type zeroRule struct {
-	// means is what the zero would read as, e.g. "the default 10".
-	means string
-	// fix says how to write what an explicit zero asks for; empty: write
-	// the value meant, or leave the key out for the default.
-	fix string
-	// unless names a sibling key that, set to true, makes the zero mean
-	// what it says: "minPerSecond: 0" beside "noFloor: true".
-	unless string
+// yamlDefaults is the Config errown runs with when given nothing, with one
+// item in each list of structs, which holds a list item's defaults: the
+// value checkYAML compares each key written with a zero to.
+func yamlDefaults() reflect.Value {
+	var c Config
+	withItems(reflect.ValueOf(&c).Elem())
+	return reflect.ValueOf(c.WithDefaults())
 }
 
-// _zeroRules are the fields whose zero means a default, by key path below
-// the errown key, "[]" standing for any list index. Every field of Config
-// is either here or, in zeros_test.go, among those whose zero is literal.
-var _zeroRules = map[string]zeroRule{
-	"claimHeader":       {means: fmt.Sprintf("the default %q", defaults.ClaimHeader)},
-	"attemptHeader":     {means: fmt.Sprintf("the default %q", defaults.AttemptHeader)},
-	"noRetryHeader":     {means: fmt.Sprintf("the default %q", defaults.NoRetryHeader)},
-	"codeHeader":        {means: fmt.Sprintf("the default %q", defaults.CodeHeader)},
-	"stormHeader":       {means: fmt.Sprintf("the default %q", defaults.StormHeader)},
-	"mode":              {means: fmt.Sprintf("the default %s", retry.ModeEnforce)},
-	"wiring":            {means: fmt.Sprintf("the default %s", WiringRequire)},
-	"unknownEdges":      {means: fmt.Sprintf("the default %s", inbound.UnknownCorrelated)},
-	"maxRootProcedures": {means: fmt.Sprintf("the default %d", defaults.MaxRootProcedures)},
-	"incidentWindow":    {means: fmt.Sprintf("the default %v", defaults.IncidentWindow)},
-
-	"admission.mode":     {means: fmt.Sprintf("the default %s", inbound.AdmissionDisabled)},
-	"admission.maxQueue": {means: fmt.Sprintf("the default %d", defaults.AdmissionMaxQueue)},
-	"admission.minLimit": {means: fmt.Sprintf("the default %d", defaults.AdmissionMinLimit)},
-	"admission.maxLimit": {means: fmt.Sprintf("the default %d", defaults.AdmissionMaxLimit)},
-
-	"ingress.shards":      {means: fmt.Sprintf("the default %d", defaults.IngressShards)},
-	"ingress.maxInFlight": {means: fmt.Sprintf("the default %d", defaults.IngressMaxInFlight)},
-
-	"retry.maxBodyBytes": {means: fmt.Sprintf("the default %d (1 MiB)", defaults.MaxBodyBytes)},
-	"retry.budget.ratio": {
-		means: fmt.Sprintf("the default %v", defaults.BudgetRatio),
-		fix:   "for a budget that is nearly all floor write a tiny ratio such as 0.0001",
-	},
-	"retry.budget.minPerSecond": {
-		means:  fmt.Sprintf("the default %v", defaults.BudgetMinPerSecond),
-		fix:    "to disable the floor write noFloor: true",
-		unless: "noFloor",
-	},
-	"retry.budget.window": {means: "the default " + shortDuration(defaults.BudgetWindow)},
-	"retry.overload.maxInFlight": {
-		means: fmt.Sprintf("the default %d", defaults.OverloadMaxInFlight),
-		fix:   "to hold no attempt back write disabled: true",
-	},
-	"retry.overload.minInFlight": {means: fmt.Sprintf("the default %d", defaults.OverloadMinInFlight)},
-	"retry.overload.threshold":   {means: fmt.Sprintf("the default %v", defaults.OverloadThreshold)},
-	"retry.policies[].maxAttempts": {
-		means: fmt.Sprintf("the default %d", defaults.MaxAttempts),
-		fix:   "for no retries write maxAttempts: 1",
-	},
-	"retry.policies[].retryableCodes": {
-		means: "the default " + defaultCodes(),
-		fix:   "for no retries write maxAttempts: 1",
-	},
-	"retry.policies[].initialBackoff": {
-		means: "the default " + shortDuration(defaults.InitialBackoff),
-		fix:   "for practically no backoff write 1ns",
-	},
-	"retry.policies[].maxBackoff": {means: "the default " + shortDuration(defaults.MaxBackoff)},
-	"retry.policies[].minRemaining": {
-		means: "the default " + shortDuration(defaults.MinRemaining),
-		fix:   "for practically no margin write 1ns",
-	},
-
-	"memory.window":         {means: "the default " + shortDuration(defaults.MemoryWindow)},
-	"memory.buckets":        {means: fmt.Sprintf("the default %d", defaults.MemoryBuckets)},
-	"memory.minSamples":     {means: fmt.Sprintf("the default %d", defaults.MinSamples)},
-	"memory.closeThreshold": {means: fmt.Sprintf("the default %v", defaults.CloseThreshold)},
-	"memory.openThreshold": {
-		means: fmt.Sprintf("the default %v", defaults.OpenThreshold),
-		fix:   "for fail-open only when the caller never failed with the callee write a tiny threshold such as 1e-9",
-	},
-	"memory.hysteresis": {
-		means:  fmt.Sprintf("the default %v", defaults.Hysteresis),
-		fix:    "for none write noHysteresis: true",
-		unless: "noHysteresis",
-	},
-	"memory.maxEdges":            {means: fmt.Sprintf("the default %d", defaults.MaxEdges)},
-	"memory.snapshot.interval":   {means: "the default " + shortDuration(defaults.SnapshotInterval)},
-	"memory.fleet.interval":      {means: "the default " + shortDuration(defaults.FleetInterval)},
-	"memory.fleet.timeout":       {means: "the default " + shortDuration(defaults.FleetTimeout)},
-	"memory.fleet.failuresQuery": {means: "the default query"},
-	"memory.fleet.jointQuery":    {means: "the default query"},
-}
-
-// explicitZeros reports, by key path, every key of the errown section v
-// (decoded generically) written with a zero that would mean a default.
-// Values of the wrong type are checkYAML's to report.
-func explicitZeros(v interface{}) error {
-	return zerosIn("", "", v, reflect.TypeOf(Config{}))
-}
-
-func zerosIn(path, pattern string, v interface{}, t reflect.Type) error {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
+// withItems puts one zero item in every list of structs v holds.
+func withItems(v reflect.Value) {
+	switch v.Kind() {
 	case reflect.Struct:
-		m, ok := v.(map[interface{}]interface{})
-		if !ok {
-			return nil
+		for i := range v.NumField() {
+			if f := v.Field(i); f.CanSet() {
+				withItems(f)
+			}
 		}
-		return eachKey(m, t, func(k string, f reflect.StructField, known bool, value interface{}) error {
-			if !known {
-				return nil // checkYAML's to report
-			}
-			rule, ruled := _zeroRules[join(pattern, k)]
-			if ruled && isZero(value, f.Type) && lookup(m, rule.unless) != true {
-				return rule.error(join(path, k), value)
-			}
-			return zerosIn(join(path, k), join(pattern, k), value, f.Type)
-		})
 	case reflect.Slice:
-		s, ok := v.([]interface{})
-		if !ok {
-			return nil
+		if v.Type().Elem().Kind() == reflect.Struct {
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+			withItems(v.Index(0))
 		}
-		return eachElem(s, func(i int, e interface{}) error {
-			return zerosIn(fmt.Sprintf("%s[%d]", path, i), pattern+"[]", e, t.Elem())
-		})
 	}
-	return nil
 }
 
-func (r zeroRule) error(path string, written interface{}) error {
-	fix := r.fix
-	fix = cmp.Or(fix, "write the value you mean, or leave the key out for the default")
-	return fmt.Errorf("%s: %s would mean %s; %s", path, showZero(written), r.means, fix)
+// zeroError is the error of field f, whose default is def, written at
+// path as the zero written.
+func zeroError(path string, written interface{}, f reflect.StructField, def reflect.Value) error {
+	means := cmp.Or(f.Tag.Get("zeromeans"), "the default "+showDefault(def))
+	fix := cmp.Or(f.Tag.Get("zerofix"), "write the value you mean, or leave the key out for the default")
+	return fmt.Errorf("%s: %s would mean %s; %s", path, showZero(written), means, fix)
+}
+
+// showDefault writes a default as YAML does: 10m, "errown-claim",
+// [unknown, internal].
+func showDefault(v reflect.Value) string {
+	switch {
+	case v.Type() == _durationType:
+		return shortDuration(time.Duration(v.Int()))
+	case v.Kind() == reflect.String:
+		return strconv.Quote(v.String())
+	case v.Kind() == reflect.Slice:
+		items := make([]string, v.Len())
+		for i := range items {
+			items[i] = fmt.Sprint(v.Index(i).Interface())
+		}
+		return "[" + strings.Join(items, ", ") + "]"
+	default:
+		return fmt.Sprint(v.Interface())
+	}
 }
 
 // isZero reports whether v, decoded from YAML, is the zero of type t. A
@@ -218,14 +142,4 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
-}
-
-// defaultCodes lists the codes retried by default, as YAML writes them.
-func defaultCodes() string {
-	codes := wire.DefaultRetryableCodes()
-	names := make([]string, len(codes))
-	for i, c := range codes {
-		names[i] = c.String()
-	}
-	return "[" + strings.Join(names, ", ") + "]"
 }

@@ -14,35 +14,47 @@ import (
 	"gopkg.in/yaml.v2"
 )
 
-// _zeroLiteral are the fields whose zero means what it says, or is
-// refused as a missing required value: an explicit zero is taken as
-// written. With _zeroRules they cover every field of Config.
-var _zeroLiteral = map[string]struct {
-	why      string
-	accepted bool // false: the zero is refused as a missing required value
-}{
-	"retry.budget.noFloor":            {"false is the default", true},
-	"retry.budget.disabled":           {"false is the default", true},
-	"retry.overload.disabled":         {"false is the default", true},
-	"refuseRepeats":                   {"false is the default", true},
-	"retry.policies[].service":        {"required", false},
-	"retry.policies[].procedure":      {`"" is how a policy covers every procedure`, true},
-	"retry.policies[].mode":           {`"" is how a policy takes the top-level mode`, true},
-	"retry.policies[].attemptTimeout": {"0 is no per-attempt limit", true},
-	"retry.policies[].idempotent":     {"false is never replayed", true},
-	"dependencies[].callerProcedure":  {`"" is any, as "*"`, true},
-	"dependencies[].service":          {"required", false},
-	"dependencies[].procedure":        {`"" is any, as "*"`, true},
-	"dependencies[].kind":             {"required", false},
-	"dependencies[].recorded":         {"false is the default", true},
-	"memory.disabled":                 {"false is the default", true},
-	"memory.noHysteresis":             {"false is the default", true},
-	"memory.snapshot.path":            {`"" is no snapshot`, true},
-	"memory.fleet.url":                {`"" is no fleet source`, true},
-	"memory.fleet.selector":           {`"" is no selector`, true},
-	"edge.transports":                 {"[] is no edge transport", true},
-	"edge.procedures":                 {"[] is no edge procedure", true},
-	"edge.callers":                    {"[] is no edge caller", true},
+// _required are the fields whose zero is refused as a missing required
+// value, not as a default.
+var _required = map[string]bool{
+	"retry.policies[].service": true,
+	"dependencies[].service":   true,
+	"dependencies[].kind":      true,
+}
+
+// defaultAt is the default at path in yamlDefaults, "[]" standing for a
+// list's first item, and the field that holds it.
+func defaultAt(t *testing.T, path string) (reflect.Value, reflect.StructField) {
+	t.Helper()
+	v := yamlDefaults()
+	var f reflect.StructField
+	for _, part := range strings.Split(path, ".") {
+		name, isList := strings.CutSuffix(part, "[]")
+		var ok bool
+		f, ok = yamlFields(v.Type())[name]
+		require.True(t, ok, "%s: no key %s", path, name)
+		v = v.FieldByIndex(f.Index)
+		for v.Kind() == reflect.Pointer {
+			v = reflect.Zero(v.Type().Elem())
+		}
+		if isList {
+			v = v.Index(0)
+		}
+	}
+	return v, f
+}
+
+// meansDefault lists the key paths of every field whose zero means a
+// default (DefaultConfig holds something else there), and the others.
+func meansDefault(t *testing.T) (defaulted, literal []string) {
+	for _, path := range leafPaths("", reflect.TypeFor[Config]()) {
+		if v, f := defaultAt(t, path); !v.IsZero() || f.Tag.Get("zeromeans") != "" {
+			defaulted = append(defaulted, path)
+		} else {
+			literal = append(literal, path)
+		}
+	}
+	return defaulted, literal
 }
 
 // leafPaths lists the key paths of every field of t that holds a value
@@ -68,23 +80,28 @@ func leafPaths(prefix string, t reflect.Type) []string {
 	return out
 }
 
-// TestZeroRulesCoverConfig: every field of Config has said what its zero
-// means. A field added without a word here fails this test.
-func TestZeroRulesCoverConfig(t *testing.T) {
-	for _, path := range leafPaths("", reflect.TypeFor[Config]()) {
-		_, ruled := _zeroRules[path]
-		_, literal := _zeroLiteral[path]
-		assert.True(t, ruled != literal, "%s: in _zeroRules %v, in _zeroLiteral %v: want exactly one", path, ruled, literal)
+// TestZeroTags: a field's zerounless names a sibling key, and its zero
+// tags are on a field whose zero means a default.
+func TestZeroTags(t *testing.T) {
+	defaulted, literal := meansDefault(t)
+	assert.Contains(t, defaulted, "retry.budget.minPerSecond")
+	assert.Contains(t, literal, "retry.policies[].attemptTimeout")
+	for _, path := range literal {
+		_, f := defaultAt(t, path)
+		assert.Empty(t, f.Tag.Get("zerofix")+f.Tag.Get("zerounless"), "%s: zero tags on a field whose zero is literal", path)
 	}
-	all := map[string]bool{}
-	for _, p := range leafPaths("", reflect.TypeFor[Config]()) {
-		all[p] = true
-	}
-	for p := range _zeroRules {
-		assert.True(t, all[p], "_zeroRules: %s is no field of Config", p)
-	}
-	for p := range _zeroLiteral {
-		assert.True(t, all[p], "_zeroLiteral: %s is no field of Config", p)
+	for _, path := range defaulted {
+		_, f := defaultAt(t, path)
+		unless := f.Tag.Get("zerounless")
+		if unless == "" {
+			continue
+		}
+		parent := ""
+		if i := strings.LastIndex(path, "."); i >= 0 {
+			parent = path[:i]
+		}
+		sib, sf := defaultAt(t, join(parent, unless))
+		assert.Equal(t, reflect.Bool, sib.Kind(), "%s: zerounless %s is no switch (%v)", path, unless, sf.Type)
 	}
 }
 
@@ -160,14 +177,15 @@ func zeroOf(t *testing.T, path string) interface{} {
 // means a default, the zero written out fails with what it would mean,
 // and the same section without the key is fine.
 func TestExplicitZeroMeaningADefaultIsRefused(t *testing.T) {
-	for path, rule := range _zeroRules {
+	defaulted, _ := meansDefault(t)
+	for _, path := range defaulted {
 		t.Run(path, func(t *testing.T) {
 			give := withZero(t, path, zeroOf(t, path))
 			_, err := ConfigFromYAML([]byte(give))
 			require.Error(t, err, give)
 			want := strings.ReplaceAll(path, "[]", "[0]") + ": "
 			assert.ErrorContains(t, err, want)
-			assert.ErrorContains(t, err, " would mean "+rule.means+"; ")
+			assert.ErrorContains(t, err, " would mean the default ")
 
 			without := withZero(t, path, nil) // the key given no value: left out
 			_, err = ConfigFromYAML([]byte(without))
@@ -179,11 +197,12 @@ func TestExplicitZeroMeaningADefaultIsRefused(t *testing.T) {
 // TestExplicitZeroTakenAsWritten: a field whose zero means what it says
 // takes the zero written out; a required one still refuses it.
 func TestExplicitZeroTakenAsWritten(t *testing.T) {
-	for path, lit := range _zeroLiteral {
+	_, literal := meansDefault(t)
+	for _, path := range literal {
 		t.Run(path, func(t *testing.T) {
 			give := withZero(t, path, zeroOf(t, path))
 			_, err := ConfigFromYAML([]byte(give))
-			if lit.accepted {
+			if !_required[path] {
 				assert.NoError(t, err, give)
 			} else {
 				assert.Error(t, err, give)
@@ -248,6 +267,7 @@ func TestExplicitZeroWithItsSwitch(t *testing.T) {
 		want Config
 	}{
 		{"retry:\n  budget:\n    minPerSecond: 0\n    noFloor: true\n", Config{Retry: RetryConfig{Budget: retry.BudgetConfig{NoFloor: true}}}},
+		{"retry:\n  budget:\n    noFloor: true\n", Config{Retry: RetryConfig{Budget: retry.BudgetConfig{NoFloor: true}}}},
 		{"memory:\n  hysteresis: 0\n  noHysteresis: true\n", Config{Memory: depmem.Config{NoHysteresis: true}}},
 		{"retry:\n  policies:\n    - {service: users, idempotent: true, attemptTimeout: 0s}\n", Config{Retry: RetryConfig{Policies: []retry.PolicyConfig{{Service: "users", Idempotent: new(true)}}}}},
 	}
@@ -255,7 +275,7 @@ func TestExplicitZeroWithItsSwitch(t *testing.T) {
 		t.Run(tt.give, func(t *testing.T) {
 			got, err := ConfigFromYAML([]byte(tt.give))
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.want.WithDefaults(), got)
 		})
 	}
 }

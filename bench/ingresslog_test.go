@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/errown/errown/ingresslog"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/reqlog"
 )
 
@@ -29,7 +28,7 @@ type mutexMap struct {
 }
 
 func newMutexMap() *mutexMap {
-	return &mutexMap{max: defaults.IngressMaxInFlight, logs: make(map[*reqlog.Log]struct{})}
+	return &mutexMap{max: ingresslog.DefaultConfig().MaxInFlight, logs: make(map[*reqlog.Log]struct{})}
 }
 
 func (m *mutexMap) Open(procedure string) *reqlog.Log {
@@ -82,7 +81,7 @@ type syncMap struct {
 	max      int64
 }
 
-func newSyncMap() *syncMap { return &syncMap{max: defaults.IngressMaxInFlight} }
+func newSyncMap() *syncMap { return &syncMap{max: int64(ingresslog.DefaultConfig().MaxInFlight)} }
 
 func (m *syncMap) Open(procedure string) *reqlog.Log {
 	if m.inFlight.Add(1) > m.max {
@@ -131,7 +130,7 @@ func BenchmarkIngressLog(b *testing.B) {
 			}
 			return m
 		}},
-		{"counter", func(*testing.B) logMap { return &counter{max: defaults.IngressMaxInFlight} }},
+		{"counter", func(*testing.B) logMap { return &counter{max: int64(ingresslog.DefaultConfig().MaxInFlight)} }},
 		{"mutex", func(*testing.B) logMap { return newMutexMap() }},
 		{"syncmap", func(*testing.B) logMap { return newSyncMap() }},
 	}

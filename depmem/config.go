@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
+	"math"
 )
 
 // MaxBuckets is the most buckets a window may have.
@@ -37,11 +38,11 @@ type Config struct {
 	// such as 1e-9: the ratio is a count over a count, so a threshold t
 	// acts as exactly 0 while the window holds fewer than 1/t callee
 	// failures (1e-9: a billion).
-	OpenThreshold float64 `yaml:"openThreshold,omitempty"`
+	OpenThreshold float64 `yaml:"openThreshold,omitempty" zerofix:"for fail-open only when the caller never failed with the callee write a tiny threshold such as 1e-9"`
 	// Hysteresis keeps a classified edge in its kind until its ratio has
 	// moved this far back past the threshold it crossed. Default 0.05 (0
 	// means the default: set NoHysteresis for none).
-	Hysteresis float64 `yaml:"hysteresis,omitempty"`
+	Hysteresis float64 `yaml:"hysteresis,omitempty" zerofix:"for none write noHysteresis: true" zerounless:"noHysteresis"`
 	// NoHysteresis removes the hysteresis: an edge changes kind as soon
 	// as its ratio crosses a threshold. It cannot be set with a
 	// Hysteresis. Default false.
@@ -69,23 +70,47 @@ type SnapshotConfig struct {
 	Interval time.Duration `yaml:"interval,omitempty"`
 }
 
-func init() { defaults.Register(Config.withDefaults) }
-
-// withDefaults returns c with every zero field set to its default: the
-// configuration the memory runs with.
-func (c Config) withDefaults() Config {
-	c.Window = cmp.Or(c.Window, defaults.MemoryWindow)
-	c.Buckets = cmp.Or(c.Buckets, defaults.MemoryBuckets)
-	c.MinSamples = cmp.Or(c.MinSamples, defaults.MinSamples)
-	c.CloseThreshold = cmp.Or(c.CloseThreshold, defaults.CloseThreshold)
-	c.OpenThreshold = cmp.Or(c.OpenThreshold, defaults.OpenThreshold)
-	if c.Hysteresis == 0 && !c.NoHysteresis {
-		c.Hysteresis = defaults.Hysteresis
+// DefaultConfig returns the configuration a zero Config means: learning
+// on, no snapshot, no fleet source. The fleet queries' default depends on
+// Window and Selector, so it is not in it: see FleetQueries.
+func DefaultConfig() Config {
+	return Config{
+		Window:         10 * time.Minute,
+		Buckets:        10,
+		MinSamples:     20,
+		CloseThreshold: 0.8,
+		OpenThreshold:  0.2,
+		Hysteresis:     0.05,
+		MaxEdges:       1000,
+		Snapshot:       SnapshotConfig{Interval: time.Minute},
+		Fleet:          FleetConfig{Interval: 30 * time.Second, Timeout: 5 * time.Second},
 	}
-	c.MaxEdges = cmp.Or(c.MaxEdges, defaults.MaxEdges)
-	c.Snapshot.Interval = cmp.Or(c.Snapshot.Interval, defaults.SnapshotInterval)
-	c.Fleet = c.Fleet.withDefaults(c.Window)
+}
+
+// WithDefaults returns c with every zero field set to DefaultConfig's:
+// the configuration the memory runs with. With NoHysteresis, the
+// hysteresis is kept as given.
+func (c Config) WithDefaults() Config {
+	h := c.Hysteresis
+	c = defaults.Fill(c, DefaultConfig())
+	if c.NoHysteresis {
+		c.Hysteresis = h
+	}
 	return c
+}
+
+// FleetQueries returns the fleet queries the memory sends: those of
+// c.Fleet, or for each one left empty the default query over c's window
+// (its default when zero) and selector.
+func (c Config) FleetQueries() (failures, joint string) {
+	window := c.WithDefaults().Window
+	query := func(metric string) string {
+		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",
+			LabelCallerProcedure, LabelCalleeService, LabelCalleeProcedure,
+			metric, c.Fleet.Selector, int64(math.Ceil(window.Seconds())))
+	}
+	return cmp.Or(c.Fleet.FailuresQuery, query("errown_depmem_callee_failures")),
+		cmp.Or(c.Fleet.JointQuery, query("errown_depmem_joint_failures"))
 }
 
 // Validate reports every invalid value of c, after defaults, each naming
@@ -94,7 +119,7 @@ func (c Config) withDefaults() Config {
 // that key in front.
 func (c Config) Validate() error {
 	fleet := c.Fleet // as given: its checks tell unset queries from set ones
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var err error
 	add := func(format string, args ...interface{}) {
 		err = multierr.Append(err, fmt.Errorf(format, args...))

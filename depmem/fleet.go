@@ -1,15 +1,12 @@
 package depmem
 
 import (
-	"cmp"
 	"fmt"
-	"math"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/errown/errown/internal/configkey"
-	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
 )
 
@@ -40,23 +37,10 @@ type FleetConfig struct {
 	// the labels caller_procedure, callee_service and callee_procedure.
 	// Default: sum by those labels of
 	// increase(errown_depmem_callee_failures{Selector}[Window]).
-	FailuresQuery string `yaml:"failuresQuery,omitempty"`
+	FailuresQuery string `yaml:"failuresQuery,omitempty" zeromeans:"the default query"`
 	// JointQuery is the same for joint failures. Default as FailuresQuery
 	// over errown_depmem_joint_failures.
-	JointQuery string `yaml:"jointQuery,omitempty"`
-}
-
-func (c FleetConfig) withDefaults(window time.Duration) FleetConfig {
-	c.Interval = cmp.Or(c.Interval, defaults.FleetInterval)
-	c.Timeout = cmp.Or(c.Timeout, defaults.FleetTimeout)
-	query := func(metric string) string {
-		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",
-			LabelCallerProcedure, LabelCalleeService, LabelCalleeProcedure,
-			metric, c.Selector, int64(math.Ceil(window.Seconds())))
-	}
-	c.FailuresQuery = cmp.Or(c.FailuresQuery, query("errown_depmem_callee_failures"))
-	c.JointQuery = cmp.Or(c.JointQuery, query("errown_depmem_joint_failures"))
-	return c
+	JointQuery string `yaml:"jointQuery,omitempty" zeromeans:"the default query"`
 }
 
 func (c FleetConfig) validate() error {

@@ -55,7 +55,7 @@ func TestEdgeKeepsHeadersInside(t *testing.T) {
 				}
 				m.Start(fxtest.ServiceConfig{Name: _c, Transport: fxtest.HTTP, Errown: &errown.Config{}, Handler: c})
 				m.Start(fxtest.ServiceConfig{Name: _b, Transport: fxtest.HTTP, Errown: &errown.Config{}, Callees: []string{_c}, Handler: fxtest.Forward})
-				a := m.Start(fxtest.ServiceConfig{Name: _a, Transport: fxtest.HTTP, Errown: &errown.Config{Edge: edge.give}, Callees: []string{_b}, Handler: fxtest.Forward})
+				a := m.Start(fxtest.ServiceConfig{Name: _a, Transport: fxtest.HTTP, Errown: &errown.Config{InboundConfig: errown.InboundConfig{Edge: edge.give}}, Callees: []string{_b}, Handler: fxtest.Forward})
 
 				code, own := curl(t, a.Addr())
 				assert.Equal(t, mesh.wantCode, code, "A answers as it would")

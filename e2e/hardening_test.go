@@ -98,7 +98,7 @@ func TestInFlightBound(t *testing.T) {
 	mesh := fxtest.NewMesh(t)
 	mesh.Start(fxtest.ServiceConfig{
 		Name: _b, Transport: fxtest.HTTP,
-		Errown:        &errown.Config{Ingress: ingresslog.Config{MaxInFlight: bound}},
+		Errown:        &errown.Config{InboundConfig: errown.InboundConfig{Ingress: ingresslog.Config{MaxInFlight: bound}}},
 		ErrownOptions: []errown.Option{errown.WithScope(scope)},
 		Handler: func(ctx context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
 			arrived.Done()

@@ -101,7 +101,7 @@ func TestSoak(t *testing.T) {
 	goroutinesBefore := runtime.NumGoroutine()
 	policy := func(callee string) errown.Config {
 		return errown.Config{
-			Ingress: errownIngress(4 * inFlight),
+			InboundConfig: errown.InboundConfig{Ingress: errownIngress(4 * inFlight)},
 			Retry: errown.RetryConfig{
 				Budget: retry.BudgetConfig{Ratio: 0.2},
 				Policies: []retry.PolicyConfig{{
@@ -121,7 +121,7 @@ func TestSoak(t *testing.T) {
 	c := &soakNode{name: "soak-c"}
 	cIn := yhttp.NewTransport().NewInbound("127.0.0.1:0", yhttp.Interceptor(connDropper))
 	c.addr = func() string { return cIn.Addr().String() }
-	c.build(t, errown.Config{Ingress: errownIngress(4 * inFlight)}, yarpc.Config{Name: c.name, Inbounds: yarpc.Inbounds{cIn}},
+	c.build(t, errown.Config{InboundConfig: errown.InboundConfig{Ingress: errownIngress(4 * inFlight)}}, yarpc.Config{Name: c.name, Inbounds: yarpc.Inbounds{cIn}},
 		func(ctx context.Context, id uint64, body []byte) ([]byte, error) {
 			switch faultFor(id, c.name, faultError, faultPanic) {
 			case faultError:

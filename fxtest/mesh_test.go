@@ -150,7 +150,7 @@ func TestMeshStartInvalid(t *testing.T) {
 		{name: "no transport", give: fxtest.ServiceConfig{Name: "svc-a"}, want: `unknown transport ""`},
 		{name: "unknown transport", give: fxtest.ServiceConfig{Name: "svc-a", Transport: "smoke"}, want: `unknown transport "smoke"`},
 		{name: "unknown callee", give: fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.GRPC, Callees: []string{"svc-z"}}, want: `callee "svc-z" is not started`},
-		{name: "bad errown config", give: fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Errown: &errown.Config{UnknownEdges: "maybe"}}, want: "unknownEdges"},
+		{name: "bad errown config", give: fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Errown: &errown.Config{InboundConfig: errown.InboundConfig{UnknownEdges: "maybe"}}}, want: "unknownEdges"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package inbound
 
 import (
-	"cmp"
 	"fmt"
 
 	"github.com/errown/errown/internal/configkey"
@@ -23,9 +22,10 @@ const (
 
 // Config configures the inbound middleware.
 type Config struct {
-	// Headers names the application headers, under their own keys
-	// (claimHeader, attemptHeader, ...): see ownership.Headers.
-	ownership.Headers `yaml:",inline"`
+	// Headers names the application headers (see ownership.Headers). In
+	// errown.Config they are the root's, under its keys claimHeader,
+	// attemptHeader, ...: errown sets them here from there.
+	ownership.Headers `yaml:"-"`
 	// MaxRootProcedures bounds the root procedures with storm metric
 	// series of their own; the others share the tag "_other". Default 100.
 	MaxRootProcedures int `yaml:"maxRootProcedures,omitempty"`
@@ -76,13 +76,10 @@ type AdmissionConfig struct {
 	MaxLimit int `yaml:"maxLimit,omitempty"`
 }
 
-// withDefaults returns c with every zero field set to its default.
+// withDefaults returns c with every zero field set to DefaultConfig's
+// Admission.
 func (c AdmissionConfig) withDefaults() AdmissionConfig {
-	c.Mode = cmp.Or(c.Mode, AdmissionDisabled)
-	c.MaxQueue = cmp.Or(c.MaxQueue, defaults.AdmissionMaxQueue)
-	c.MinLimit = cmp.Or(c.MinLimit, defaults.AdmissionMinLimit)
-	c.MaxLimit = cmp.Or(c.MaxLimit, defaults.AdmissionMaxLimit)
-	return c
+	return defaults.Fill(c, DefaultConfig().Admission)
 }
 
 // Validate reports every invalid field of c after defaults are applied,
@@ -149,21 +146,30 @@ func (c EdgeConfig) Validate() error {
 	return err
 }
 
-func init() { defaults.Register(Config.withDefaults) }
-
-// withDefaults returns c with every zero field set to its default: the
-// configuration the middleware runs with.
-func (c Config) withDefaults() Config {
-	c.Headers = defaults.Apply(c.Headers)
-	c.MaxRootProcedures = cmp.Or(c.MaxRootProcedures, defaults.MaxRootProcedures)
-	c.UnknownEdges = cmp.Or(c.UnknownEdges, UnknownCorrelated)
-	c.Admission = c.Admission.withDefaults()
-	return c
+// DefaultConfig returns the configuration a zero Config means: no edge
+// declared, admission disabled.
+func DefaultConfig() Config {
+	return Config{
+		Headers:           ownership.DefaultHeaders(),
+		MaxRootProcedures: 100,
+		UnknownEdges:      UnknownCorrelated,
+		Ingress:           ingresslog.DefaultConfig(),
+		Admission: AdmissionConfig{
+			Mode:     AdmissionDisabled,
+			MaxQueue: 32,
+			MinLimit: 2,
+			MaxLimit: 1000,
+		},
+	}
 }
+
+// WithDefaults returns c with every zero field set to DefaultConfig's:
+// the configuration the middleware runs with.
+func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
 	err = multierr.Append(err, c.Edge.Validate())

@@ -1,7 +1,6 @@
 package ingresslog
 
 import (
-	"cmp"
 	"fmt"
 	"math/bits"
 
@@ -28,21 +27,20 @@ type Config struct {
 	MaxInFlight int `yaml:"maxInFlight,omitempty"`
 }
 
-func init() { defaults.Register(Config.withDefaults) }
-
-// withDefaults returns c with every zero field set to its default: the
-// configuration the map runs with.
-func (c Config) withDefaults() Config {
-	c.Shards = cmp.Or(c.Shards, defaults.IngressShards)
-	c.MaxInFlight = cmp.Or(c.MaxInFlight, defaults.IngressMaxInFlight)
-	return c
+// DefaultConfig returns the configuration a zero Config means.
+func DefaultConfig() Config {
+	return Config{Shards: 64, MaxInFlight: 100000}
 }
+
+// WithDefaults returns c with every zero field set to DefaultConfig's:
+// the configuration the map runs with.
+func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // Validate reports every invalid field of c after defaults are applied.
 // Each error names the yaml key relative to c, e.g. "shards"; a caller
 // that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	var err error
 	if c.Shards < 1 || c.Shards > MaxShards || bits.OnesCount(uint(c.Shards)) != 1 {
 		err = multierr.Append(err, fmt.Errorf("shards: must be a power of two between 1 and %d, got %d", MaxShards, c.Shards))

@@ -57,7 +57,7 @@ func Attempts(mw *errown.Middleware, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &attempts{step: adapt.Attempts(mw), base: base}
+	return &attempts{step: mw.AdapterAttempts(adapt.Token{}), base: base}
 }
 
 // attemptKey is the context key under which Transport passes each of

@@ -1,7 +1,6 @@
 package outbound
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 
@@ -12,9 +11,10 @@ import (
 
 // Config configures the egress middleware.
 type Config struct {
-	// Headers names the application headers, under their own keys
-	// (claimHeader, attemptHeader, ...): see ownership.Headers.
-	ownership.Headers `yaml:",inline"`
+	// Headers names the application headers (see ownership.Headers). In
+	// errown.Config they are the root's, under its keys claimHeader,
+	// attemptHeader, ...: errown sets them here from there.
+	ownership.Headers `yaml:"-"`
 	// RefuseRepeats refuses a call a handler makes again to the same
 	// callee and procedure after that call failed unclaimed earlier in the
 	// same request: it fails at once, unclaimed, with the earlier error's
@@ -30,15 +30,17 @@ type Config struct {
 	IncidentWindow time.Duration `yaml:"incidentWindow,omitempty"`
 }
 
-func init() { defaults.Register(Config.withDefaults) }
-
-// withDefaults returns c with every zero field set to its default: the
-// configuration the middleware runs with.
-func (c Config) withDefaults() Config {
-	c.Headers = defaults.Apply(c.Headers)
-	c.IncidentWindow = cmp.Or(c.IncidentWindow, defaults.IncidentWindow)
-	return c
+// DefaultConfig returns the configuration a zero Config means.
+func DefaultConfig() Config {
+	return Config{
+		Headers:        ownership.DefaultHeaders(),
+		IncidentWindow: 10 * time.Second,
+	}
 }
+
+// WithDefaults returns c with every zero field set to DefaultConfig's:
+// the configuration the middleware runs with.
+func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {

@@ -69,43 +69,45 @@ type Headers struct {
 	Storm string `yaml:"stormHeader,omitempty"`
 }
 
-// headerField is one row of the header table: a field of Headers, its
-// YAML key and its default.
+// DefaultHeaders returns the header names errown uses where Headers
+// leaves a name empty.
+func DefaultHeaders() Headers {
+	return Headers{
+		Claim:   defaults.ClaimHeader,
+		Attempt: defaults.AttemptHeader,
+		NoRetry: defaults.NoRetryHeader,
+		Code:    defaults.CodeHeader,
+		Storm:   defaults.StormHeader,
+	}
+}
+
+// headerField is one row of the header table: a field of Headers and
+// its YAML key.
 type headerField struct {
 	key  string
 	name *string
-	def  string
 }
 
-// fields is the header table of h, the one place each header's key and
-// default are written.
+// fields is the header table of h.
 func (h *Headers) fields() []headerField {
 	return []headerField{
-		{"claimHeader", &h.Claim, defaults.ClaimHeader},
-		{"attemptHeader", &h.Attempt, defaults.AttemptHeader},
-		{"noRetryHeader", &h.NoRetry, defaults.NoRetryHeader},
-		{"codeHeader", &h.Code, defaults.CodeHeader},
-		{"stormHeader", &h.Storm, defaults.StormHeader},
+		{"claimHeader", &h.Claim},
+		{"attemptHeader", &h.Attempt},
+		{"noRetryHeader", &h.NoRetry},
+		{"codeHeader", &h.Code},
+		{"stormHeader", &h.Storm},
 	}
 }
 
-func init() { defaults.Register(Headers.withDefaults) }
-
-// withDefaults returns h with each empty name replaced by its default.
-func (h Headers) withDefaults() Headers {
-	for _, f := range h.fields() {
-		if *f.name == "" {
-			*f.name = f.def
-		}
-	}
-	return h
-}
+// WithDefaults returns h with each empty name replaced by
+// DefaultHeaders' (the zero Headers are the defaults).
+func (h Headers) WithDefaults() Headers { return defaults.Fill(h, DefaultHeaders()) }
 
 // Validate reports, by YAML key, every invalid header name of h after
 // defaults are applied (see validateHeaderName), and every name used by
 // two headers.
 func (h Headers) Validate() error {
-	h = h.withDefaults()
+	h = h.WithDefaults()
 	var err error
 	used := make(map[string]string, 5)
 	for _, f := range h.fields() {

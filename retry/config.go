@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -63,11 +62,13 @@ func (m Mode) validate(path string) error {
 // zero value means the default.
 type Config struct {
 	// Mode is enforce (the default) or observe, for every callee whose
-	// policy does not set its own.
-	Mode Mode `yaml:"mode,omitempty"`
-	// Headers names the application headers, under their own keys
-	// (claimHeader, attemptHeader, ...): see ownership.Headers.
-	ownership.Headers `yaml:",inline"`
+	// policy does not set its own. In errown.Config it is the root's
+	// mode: errown sets it here from there.
+	Mode Mode `yaml:"-"`
+	// Headers names the application headers (see ownership.Headers). In
+	// errown.Config they are the root's, under its keys claimHeader,
+	// attemptHeader, ...: errown sets them here from there.
+	ownership.Headers `yaml:"-"`
 	// MaxBodyBytes is the largest request body buffered for replay. A call
 	// with a larger body is sent once and never retried. Default 1 MiB
 	// (0 means the default).
@@ -90,11 +91,11 @@ type BudgetConfig struct {
 	// Ratio is the retries allowed as a fraction of original requests to
 	// the callee. Default 0.1 (0 means the default: set a tiny ratio such
 	// as 0.0001 for a budget that is nearly all floor).
-	Ratio float64 `yaml:"ratio,omitempty"`
+	Ratio float64 `yaml:"ratio,omitempty" zerofix:"for a budget that is nearly all floor write a tiny ratio such as 0.0001"`
 	// MinPerSecond is the retries allowed per second whatever the ratio
 	// (Finagle's minRetriesPerSec). Default 10 (0 means the default: set
 	// NoFloor for no floor).
-	MinPerSecond float64 `yaml:"minPerSecond,omitempty"`
+	MinPerSecond float64 `yaml:"minPerSecond,omitempty" zerofix:"to disable the floor write noFloor: true" zerounless:"noFloor"`
 	// NoFloor removes the floor: only Ratio allows retries, so a callee
 	// that gets few requests gets few retries. It cannot be set with a
 	// MinPerSecond. Default false.
@@ -119,18 +120,18 @@ type PolicyConfig struct {
 	Mode Mode `yaml:"mode,omitempty"`
 	// MaxAttempts is the attempts allowed, the first one included; 1 means
 	// never retry. Default 2.
-	MaxAttempts int `yaml:"maxAttempts,omitempty"`
+	MaxAttempts int `yaml:"maxAttempts,omitempty" zerofix:"for no retries write maxAttempts: 1"`
 	// RetryableCodes are the yarpc code names (as
 	// yarpcerrors.Code.UnmarshalText reads them) of errors worth a retry.
 	// Default (also for an empty list) the failures the code table retries
 	// by default: [unknown, deadline-exceeded, internal, unavailable]. A
 	// retryable error whose code is not listed is not retried here, and
 	// nobody above retries it either (RCS: refused for its code).
-	RetryableCodes []string `yaml:"retryableCodes,omitempty"`
+	RetryableCodes []string `yaml:"retryableCodes,omitempty" zerofix:"for no retries write maxAttempts: 1"`
 	// InitialBackoff is the backoff ceiling before the first retry; it
 	// doubles with each retry up to MaxBackoff, and the backoff is drawn
 	// uniformly below the ceiling (full jitter). Default 10ms.
-	InitialBackoff time.Duration `yaml:"initialBackoff,omitempty"`
+	InitialBackoff time.Duration `yaml:"initialBackoff,omitempty" zerofix:"for practically no backoff write 1ns"`
 	// MaxBackoff caps the backoff ceiling. Default 1s.
 	MaxBackoff time.Duration `yaml:"maxBackoff,omitempty"`
 	// AttemptTimeout, when positive, limits each attempt to the lesser of
@@ -138,7 +139,7 @@ type PolicyConfig struct {
 	AttemptTimeout time.Duration `yaml:"attemptTimeout,omitempty"`
 	// MinRemaining is the least time left before the deadline, beyond the
 	// backoff, to start a retry. Default 5ms.
-	MinRemaining time.Duration `yaml:"minRemaining,omitempty"`
+	MinRemaining time.Duration `yaml:"minRemaining,omitempty" zerofix:"for practically no margin write 1ns"`
 	// Idempotent says whether the procedure is safe to send again.
 	// Required, with no default: replaying a write is the dangerous
 	// guess, so nil is a validation error (set it with new(true) or
@@ -147,44 +148,57 @@ type PolicyConfig struct {
 	Idempotent *bool `yaml:"idempotent,omitempty"`
 }
 
-func init() { defaults.Register(Config.withDefaults) }
+// DefaultConfig returns the configuration a zero Config means: every
+// field errown gives a default, with no policy (so no call is retried).
+// A policy's defaults are DefaultPolicyConfig's.
+func DefaultConfig() Config {
+	return Config{
+		Mode:         ModeEnforce,
+		Headers:      ownership.DefaultHeaders(),
+		MaxBodyBytes: 1 << 20,
+		Budget: BudgetConfig{
+			Ratio:        0.1,
+			MinPerSecond: 10,
+			Window:       10 * time.Second,
+		},
+		Overload: OverloadConfig{
+			MaxInFlight: 1000,
+			MinInFlight: 1,
+			Threshold:   0.5,
+		},
+	}
+}
 
-// withDefaults returns c with every zero field set to its default, policies
-// included: the configuration the middleware runs with.
-func (c Config) withDefaults() Config {
-	c.Headers = defaults.Apply(c.Headers)
-	c.Mode = cmp.Or(c.Mode, ModeEnforce)
-	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, defaults.MaxBodyBytes)
-	c.Budget = c.Budget.withDefaults()
-	c.Overload = c.Overload.withDefaults()
-	if len(c.Policies) > 0 {
-		ps := make([]PolicyConfig, len(c.Policies))
-		for i, p := range c.Policies {
-			ps[i] = p.withDefaults()
+// DefaultPolicyConfig returns the defaults a PolicyConfig's zero fields
+// take. It names no service and leaves Idempotent unset: both are
+// required.
+func DefaultPolicyConfig() PolicyConfig {
+	return PolicyConfig{
+		MaxAttempts:    2,
+		RetryableCodes: defaultRetryableCodes(),
+		InitialBackoff: 10 * time.Millisecond,
+		MaxBackoff:     time.Second,
+		MinRemaining:   5 * time.Millisecond,
+	}
+}
+
+// WithDefaults returns c with every zero field set to DefaultConfig's,
+// each policy's to DefaultPolicyConfig's: the configuration the
+// middleware runs with. A budget with NoFloor keeps its MinPerSecond.
+func (c Config) WithDefaults() Config {
+	floor := c.Budget.MinPerSecond
+	ps := c.Policies
+	c = defaults.Fill(c, DefaultConfig())
+	if c.Budget.NoFloor {
+		c.Budget.MinPerSecond = floor
+	}
+	if len(ps) > 0 {
+		c.Policies = make([]PolicyConfig, len(ps))
+		for i, p := range ps {
+			c.Policies[i] = defaults.Fill(p, DefaultPolicyConfig())
 		}
-		c.Policies = ps
 	}
 	return c
-}
-
-func (b BudgetConfig) withDefaults() BudgetConfig {
-	b.Ratio = cmp.Or(b.Ratio, defaults.BudgetRatio)
-	if b.MinPerSecond == 0 && !b.NoFloor {
-		b.MinPerSecond = defaults.BudgetMinPerSecond
-	}
-	b.Window = cmp.Or(b.Window, defaults.BudgetWindow)
-	return b
-}
-
-func (p PolicyConfig) withDefaults() PolicyConfig {
-	p.MaxAttempts = cmp.Or(p.MaxAttempts, defaults.MaxAttempts)
-	if len(p.RetryableCodes) == 0 {
-		p.RetryableCodes = defaultRetryableCodes()
-	}
-	p.InitialBackoff = cmp.Or(p.InitialBackoff, defaults.InitialBackoff)
-	p.MaxBackoff = cmp.Or(p.MaxBackoff, defaults.MaxBackoff)
-	p.MinRemaining = cmp.Or(p.MinRemaining, defaults.MinRemaining)
-	return p
 }
 
 // Validate reports every invalid field of c, after defaults are applied, at
@@ -192,7 +206,7 @@ func (p PolicyConfig) withDefaults() PolicyConfig {
 // e.g. "policies[1].maxAttempts: must be between 1 and 10, got 11"; a
 // caller that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	err := multierr.Combine(
 		c.Headers.Validate(),
 		c.Mode.validate("mode"),

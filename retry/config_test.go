@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +28,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Mode:         ModeEnforce,
 				MaxBodyBytes: 1 << 20,
 				Budget:       BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
-				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
+				Overload:     DefaultConfig().Overload,
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					MaxAttempts:    2,
@@ -46,7 +45,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Headers:      ownership.Headers{Attempt: "a", Claim: "c", NoRetry: "n"},
 				MaxBodyBytes: 7,
 				Budget:       BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
-				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
+				Overload:     DefaultConfig().Overload,
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -64,7 +63,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				Mode:         ModeEnforce,
 				MaxBodyBytes: 7,
 				Budget:       BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},
-				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
+				Overload:     DefaultConfig().Overload,
 				Policies: []PolicyConfig{{
 					Service:        "s",
 					Procedure:      "p",
@@ -81,7 +80,7 @@ func TestConfigWithDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.give.withDefaults(), "withDefaults()")
+			assert.Equal(t, tt.want, tt.give.WithDefaults(), "WithDefaults()")
 		})
 	}
 }
@@ -89,7 +88,7 @@ func TestConfigWithDefaults(t *testing.T) {
 func TestConfigWithDefaultsLeavesCallerAlone(t *testing.T) {
 	give := Config{Policies: []PolicyConfig{{Service: "s"}}}
 
-	_ = give.withDefaults()
+	_ = give.WithDefaults()
 
 	assert.Equal(t, PolicyConfig{Service: "s"}, give.Policies[0], "caller's policy must be unchanged")
 }
@@ -119,7 +118,7 @@ func TestConfigValidate(t *testing.T) {
 				Headers:      ownership.Headers{Attempt: "Errown-Attempt"},
 				MaxBodyBytes: -1,
 				Budget:       BudgetConfig{Ratio: -0.5, MinPerSecond: -1.0, Window: -time.Second},
-				Overload:     OverloadConfig{MaxInFlight: defaults.OverloadMaxInFlight, MinInFlight: defaults.OverloadMinInFlight, Threshold: defaults.OverloadThreshold},
+				Overload:     DefaultConfig().Overload,
 				Policies: []PolicyConfig{
 					{Service: "ok", Idempotent: new(true)},
 					{Service: "s", MaxAttempts: 11, RetryableCodes: []string{"ok", "nope"}, Idempotent: new(true)},
@@ -261,9 +260,6 @@ func TestConfigYAMLIdempotent(t *testing.T) {
 
 func TestConfigYAML(t *testing.T) {
 	give := `
-attemptHeader: x-attempt
-claimHeader: x-claim
-noRetryHeader: x-no-retry
 maxBodyBytes: 4096
 budget:
   ratio: 0.2
@@ -282,7 +278,6 @@ policies:
     idempotent: false
 `
 	want := Config{
-		Headers:      ownership.Headers{Attempt: "x-attempt", Claim: "x-claim", NoRetry: "x-no-retry"},
 		MaxBodyBytes: 4096,
 		Budget:       BudgetConfig{Ratio: 0.2, NoFloor: true, Window: 30 * time.Second, Disabled: true},
 		Policies: []PolicyConfig{{
@@ -303,4 +298,9 @@ policies:
 
 	assert.Equal(t, want, got, "decoded")
 	assert.NoError(t, got.Validate(), "Validate")
+
+	// The header names and the mode are errown.Config's, at its root.
+	for _, give := range []string{"claimHeader: x-claim\n", "mode: observe\n"} {
+		assert.Error(t, yaml.UnmarshalStrict([]byte(give), new(Config)), give)
+	}
 }

@@ -1,10 +1,8 @@
 package retry
 
 import (
-	"cmp"
 	"fmt"
 
-	"github.com/errown/errown/internal/defaults"
 	"go.uber.org/multierr"
 )
 
@@ -33,20 +31,13 @@ type OverloadConfig struct {
 	// false.
 	Disabled bool `yaml:"disabled,omitempty"`
 	// MaxInFlight is the limit's ceiling and start. Default 1000.
-	MaxInFlight int `yaml:"maxInFlight,omitempty"`
+	MaxInFlight int `yaml:"maxInFlight,omitempty" zerofix:"to hold no attempt back write disabled: true"`
 	// MinInFlight is the limit's floor. Default 1.
 	MinInFlight int `yaml:"minInFlight,omitempty"`
 	// Threshold is the share of recent attempts that ended overloaded at
 	// which the limit holds and is cut, in (0, 1): the share, a decaying
 	// mean, never reaches 1. Default 0.5.
 	Threshold float64 `yaml:"threshold,omitempty"`
-}
-
-func (c OverloadConfig) withDefaults() OverloadConfig {
-	c.MaxInFlight = cmp.Or(c.MaxInFlight, defaults.OverloadMaxInFlight)
-	c.MinInFlight = cmp.Or(c.MinInFlight, defaults.OverloadMinInFlight)
-	c.Threshold = cmp.Or(c.Threshold, defaults.OverloadThreshold)
-	return c
 }
 
 // validate reports every invalid field of c, which has its defaults

@@ -7,7 +7,6 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/admission"
 	"github.com/errown/errown/internal/calls"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
@@ -70,7 +69,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = defaults.Apply(cfg)
+	cfg = cfg.WithDefaults()
 	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)

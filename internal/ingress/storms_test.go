@@ -11,7 +11,6 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -466,11 +465,11 @@ func TestHandleStormProcedureBound(t *testing.T) {
 func TestHandleStormProcedureBoundDefault(t *testing.T) {
 	e := newEnv(t, inbound.Config{})
 	stormy := handlerCalling(errBoom, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))
-	for i := range defaults.MaxRootProcedures + 5 {
+	for i := range inbound.DefaultConfig().MaxRootProcedures + 5 {
 		_ = e.mw.Handle(context.Background(), rootRequest("p"+strconv.Itoa(i)), &transporttest.FakeResponseWriter{}, stormy)
 	}
-	assert.Equal(t, int64(1), e.stormCounter("requests", "p"+strconv.Itoa(defaults.MaxRootProcedures-1)))
-	assert.Equal(t, int64(-1), e.stormCounter("requests", "p"+strconv.Itoa(defaults.MaxRootProcedures)))
+	assert.Equal(t, int64(1), e.stormCounter("requests", "p"+strconv.Itoa(inbound.DefaultConfig().MaxRootProcedures-1)))
+	assert.Equal(t, int64(-1), e.stormCounter("requests", "p"+strconv.Itoa(inbound.DefaultConfig().MaxRootProcedures)))
 	assert.Equal(t, int64(5), e.stormCounter("requests", _otherProcedure))
 }
 

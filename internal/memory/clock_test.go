@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +14,7 @@ func TestCoarseTick(t *testing.T) {
 		give time.Duration
 		want time.Duration
 	}{
-		{give: defaults.MemoryWindow / defaults.MemoryBuckets, want: 100 * time.Millisecond},
+		{give: depmem.DefaultConfig().Window / time.Duration(depmem.DefaultConfig().Buckets), want: 100 * time.Millisecond},
 		{give: time.Second, want: 100 * time.Millisecond},
 		{give: 500 * time.Millisecond, want: 50 * time.Millisecond},
 		{give: 100 * time.Millisecond, want: 10 * time.Millisecond},

@@ -2,14 +2,12 @@ package memory
 
 import (
 	"github.com/errown/errown/depmem"
-
-	"github.com/errown/errown/internal/defaults"
 )
 
 // ThresholdsOf returns the thresholds cfg classifies edges with, defaults
 // applied, for Classify.
 func ThresholdsOf(cfg depmem.Config) Thresholds {
-	cfg = defaults.Apply(cfg)
+	cfg = cfg.WithDefaults()
 	return Thresholds{
 		Close:      cfg.CloseThreshold,
 		Open:       cfg.OpenThreshold,

@@ -11,7 +11,6 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/internal/configkey"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
@@ -172,9 +171,11 @@ func TestFleetUnreachableDoesNotBlockStop(t *testing.T) {
 }
 
 func TestDefaultFleetQueries(t *testing.T) {
-	c := defaults.Apply(depmem.Config{Window: 10 * time.Minute, Fleet: depmem.FleetConfig{Selector: `service="checkout"`}}).Fleet
-	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_callee_failures{service="checkout"}[600s]))`, c.FailuresQuery)
-	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_joint_failures{service="checkout"}[600s]))`, c.JointQuery)
+	failures, joint := depmem.Config{Window: 10 * time.Minute, Fleet: depmem.FleetConfig{Selector: `service="checkout"`}}.FleetQueries()
+	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_callee_failures{service="checkout"}[600s]))`, failures)
+	assert.Equal(t, `sum by (caller_procedure, callee_service, callee_procedure) (increase(errown_depmem_joint_failures{service="checkout"}[600s]))`, joint)
+	failures, _ = depmem.Config{Fleet: depmem.FleetConfig{FailuresQuery: "q"}}.FleetQueries()
+	assert.Equal(t, "q", failures, "a query given is sent as given")
 }
 
 func TestFleetOnlyEdgesTakeNoLocalPlace(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/depcontract"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
@@ -111,7 +110,7 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = defaults.Apply(cfg)
+	cfg = cfg.WithDefaults()
 	o := newOptions(opts)
 	noop := o.Scope == tally.NoopScope
 	o.Scope = o.Scope.SubScope("depmem")
@@ -139,7 +138,9 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	}
 	queries, errors := o.Scope.Counter("fleet_queries"), o.Scope.Counter("fleet_errors")
 	if cfg.Fleet.URL != "" {
-		m.fleet = newFleet(cfg.Fleet, o, queries, errors)
+		fc := cfg.Fleet
+		fc.FailuresQuery, fc.JointQuery = cfg.FleetQueries()
+		m.fleet = newFleet(fc, o, queries, errors)
 	}
 	return m, nil
 }

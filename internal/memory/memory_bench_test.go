@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 )
 
@@ -63,12 +62,12 @@ func BenchmarkObserve(b *testing.B) {
 		// Every place taken by an edge inside the window: a new edge is
 		// dropped without scanning for idle ones.
 		m := startedMemory(b, depmem.Config{})
-		for i := range defaults.MaxEdges {
+		for i := range depmem.DefaultConfig().MaxEdges {
 			m.Observe(churnEdge(i), true)
 		}
 		edges := make([]ownership.Edge, 1024)
 		for i := range edges {
-			edges[i] = churnEdge(defaults.MaxEdges + i)
+			edges[i] = churnEdge(depmem.DefaultConfig().MaxEdges + i)
 		}
 		b.ReportAllocs()
 		b.ResetTimer()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
@@ -234,7 +233,7 @@ func TestMemorySnapshotAfterEviction(t *testing.T) {
 	edgeC := ownership.Edge{CallerProcedure: "checkout", Service: "stock", Procedure: "reserve"}
 	m, clock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1})
 	observe(m, edgeA, 2, 2)
-	clock.Add(defaults.MemoryWindow)
+	clock.Add(depmem.DefaultConfig().Window)
 	observe(m, edgeB, 2, 0)
 	observe(m, edgeC, 2, 2) // evicts edgeA
 	snap := m.Snapshot()
@@ -244,7 +243,7 @@ func TestMemorySnapshotAfterEviction(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	restored, restoredClock := newMemory(t, depmem.Config{MaxEdges: 2, MinSamples: 1}, WithSinks(obs.Sinks{Scope: scope}))
 	observe(restored, edgeA, 1, 1) // idle by the time of the restore
-	restoredClock.Add(defaults.MemoryWindow)
+	restoredClock.Add(depmem.DefaultConfig().Window)
 	require.Equal(t, clock.Now(), restoredClock.Now())
 	require.NoError(t, restored.Restore(&snap))
 	assert.Equal(t, []depmem.EdgeView{

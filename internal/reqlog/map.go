@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/errown/errown/ingresslog"
-	"github.com/errown/errown/internal/defaults"
 )
 
 // _cacheLine is the padding unit that keeps data written by different
@@ -59,7 +58,7 @@ func NewMap(cfg ingresslog.Config) (*Map, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = defaults.Apply(cfg)
+	cfg = cfg.WithDefaults()
 	n := min(cfg.Shards, 1<<(bits.Len(uint(cfg.MaxInFlight))-1))
 	m := &Map{
 		shards: make([]*shard, n),

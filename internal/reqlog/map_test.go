@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/errown/errown/ingresslog"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -190,7 +189,7 @@ func TestShardsShareMaxInFlight(t *testing.T) {
 		{ingresslog.Config{Shards: 64, MaxInFlight: 8}, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}},
 		{ingresslog.Config{Shards: 4, MaxInFlight: 3}, 2, []int{2, 1}},
 		{ingresslog.Config{Shards: 2, MaxInFlight: 1}, 1, []int{1}},
-		{ingresslog.Config{}, defaults.IngressShards, nil},
+		{ingresslog.Config{}, ingresslog.DefaultConfig().Shards, nil},
 	}
 	for _, tt := range tests {
 		m := newMap(t, tt.give)
@@ -202,7 +201,7 @@ func TestShardsShareMaxInFlight(t *testing.T) {
 				assert.Equal(t, tt.wantMax[i], int(m.shards[i].max), "%+v shard %d", tt.give, i)
 			}
 		}
-		assert.Equal(t, defaults.Apply(tt.give).MaxInFlight, sum, "%+v: the shares add up to the bound", tt.give)
+		assert.Equal(t, tt.give.WithDefaults().MaxInFlight, sum, "%+v: the shares add up to the bound", tt.give)
 
 		// Filled to the bound, every shard holds its share, and each Log
 		// knows its Map and a shard of it.

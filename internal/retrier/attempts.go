@@ -5,17 +5,20 @@ import (
 	"context"
 	"io"
 
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 	"go.uber.org/zap"
 )
+
+// _defaultMinRemaining is the margin of a call with no policy.
+var _defaultMinRemaining = retry.DefaultPolicyConfig().MinRemaining
 
 // Attempts is errown's innermost outbound step: it sits below every other
 // outbound middleware, next to the transport, and sees every physical
@@ -285,7 +288,7 @@ func (m *Middleware) concurrentRefusal(ctx context.Context, req *transport.Reque
 	if c != nil {
 		p = c.policy(req.Procedure)
 	}
-	minRemaining := defaults.MinRemaining
+	minRemaining := _defaultMinRemaining
 	if p != nil {
 		minRemaining = p.minRemaining
 	}
@@ -611,7 +614,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 // callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
 // everything else allows the replay.
 func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, procedure string, sent int, last *reqlog.Outcome) (foreignReason, bool) {
-	minRemaining := defaults.MinRemaining
+	minRemaining := _defaultMinRemaining
 	if p != nil {
 		minRemaining = p.minRemaining
 	}

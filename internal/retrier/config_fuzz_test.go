@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v2"
@@ -28,7 +27,7 @@ func FuzzConfig(f *testing.F) {
 			return
 		}
 		// What is accepted is within the documented bounds.
-		d := defaults.Apply(cfg)
+		d := cfg.WithDefaults()
 		// Comparisons written out, not GreaterOrEqual: NaN must fail them.
 		require.True(t, d.Budget.Ratio >= 0 && d.Budget.Ratio <= retry.MaxBudgetRatio, "accepted budget %+v: ratio", d.Budget)
 		require.True(t, d.Budget.MinPerSecond >= 0, "accepted budget %+v: minPerSecond", d.Budget)

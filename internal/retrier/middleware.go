@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
@@ -48,7 +47,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = defaults.Apply(cfg)
+	cfg = cfg.WithDefaults()
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt.apply(&o)

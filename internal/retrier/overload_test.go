@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
@@ -27,7 +26,7 @@ const _proc = "get"
 func still() time.Duration { return 0 }
 
 func newTestOverload() *overload {
-	return newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{}}).Overload, still)
+	return newOverload(retry.Config{Overload: retry.OverloadConfig{}}.WithDefaults().Overload, still)
 }
 
 func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
@@ -37,7 +36,7 @@ func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
 		require.True(t, ok, "an attempt was held back with no overload seen")
 		o.done(round, false)
 	}
-	assert.Equal(t, float64(defaults.OverloadMaxInFlight), o.Limit(), "limit")
+	assert.Equal(t, float64(retry.DefaultConfig().Overload.MaxInFlight), o.Limit(), "limit")
 	assert.False(t, o.Overloaded(_proc), "overloaded")
 }
 
@@ -80,7 +79,7 @@ func TestOverloadNextRoundCutsAgainDownToTheFloor(t *testing.T) {
 		o.done(r1, true)
 		o.done(r2, true)
 	}
-	assert.Equal(t, float64(defaults.OverloadMinInFlight), o.Limit(), "limit after rounds of timeouts, want the floor")
+	assert.Equal(t, float64(retry.DefaultConfig().Overload.MinInFlight), o.Limit(), "limit after rounds of timeouts, want the floor")
 }
 
 // TestOverloadGrowsBack: once attempts succeed again the limit grows by
@@ -92,7 +91,7 @@ func TestOverloadGrowsBack(t *testing.T) {
 		o.done(r, true)
 	}
 	cut := o.Limit()
-	require.Equal(t, float64(defaults.OverloadMinInFlight), cut, "limit, want the floor")
+	require.Equal(t, float64(retry.DefaultConfig().Overload.MinInFlight), cut, "limit, want the floor")
 	r, _ := o.admit(_proc)
 	o.done(r, false)
 	assert.Equal(t, cut+1/cut, o.Limit(), "after one success (additive increase)")
@@ -130,14 +129,14 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 		inflight = append(inflight, a)
 	}
 	assert.Equal(t, 0, shed, "shed")
-	assert.Equal(t, float64(defaults.OverloadMaxInFlight), o.Limit(), "limit")
+	assert.Equal(t, float64(retry.DefaultConfig().Overload.MaxInFlight), o.Limit(), "limit")
 	assert.False(t, o.Overloaded(_proc), "overloaded")
 }
 
 // TestOverloadNoLimitWithoutEvidence: more attempts in flight than
 // MaxInFlight are admitted while the callee shows no overload.
 func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
-	o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{MaxInFlight: 10}}).Overload, still)
+	o := newOverload(retry.Config{Overload: retry.OverloadConfig{MaxInFlight: 10}}.WithDefaults().Overload, still)
 	for i := range 50 {
 		_, ok := o.admit(_proc)
 		require.True(t, ok, "attempt %d held back with no overload seen", i)
@@ -148,7 +147,7 @@ func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
 // not held to it: the share halves every second without attempts.
 func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 	var now time.Duration
-	o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{}}).Overload, func() time.Duration { return now })
+	o := newOverload(retry.Config{Overload: retry.OverloadConfig{}}.WithDefaults().Overload, func() time.Duration { return now })
 	for range 200 {
 		r, _ := o.admit(_proc)
 		o.done(r, true)
@@ -163,7 +162,7 @@ func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 }
 
 func TestOverloadDisabled(t *testing.T) {
-	o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}).Overload, still)
+	o := newOverload(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}.WithDefaults().Overload, still)
 	for range 100 {
 		r, ok := o.admit(_proc)
 		require.True(t, ok, "held back while disabled")
@@ -214,7 +213,7 @@ func TestOverloadRefusalTakesNoSlot(t *testing.T) {
 		check(t, o, false)
 	})
 	t.Run("disabled", func(t *testing.T) {
-		o := newOverload(defaults.Apply(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}).Overload, still)
+		o := newOverload(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}.WithDefaults().Overload, still)
 		for range 10 {
 			o.admit(_proc) // slots are not counted: nothing to give back
 		}

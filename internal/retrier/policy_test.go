@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
@@ -87,11 +86,11 @@ func policyAttempts(callees map[string]*callee, service, procedure string) int {
 }
 
 func TestCalleeLookup(t *testing.T) {
-	cfg := defaults.Apply(retry.Config{Policies: []retry.PolicyConfig{
+	cfg := retry.Config{Policies: []retry.PolicyConfig{
 		{Service: "a", MaxAttempts: 2, Idempotent: new(true)},
 		{Service: "a", Procedure: "get", MaxAttempts: 3, Idempotent: new(true)},
 		{Service: "b", Procedure: "get", MaxAttempts: 4, Idempotent: new(true)},
-	}})
+	}}.WithDefaults()
 	callees := compileCallees(cfg, tally.NoopScope, newBudgetClock(newClock().Now, 0, nil))
 	tests := []struct {
 		giveService   string
@@ -114,7 +113,7 @@ func TestCalleeLookup(t *testing.T) {
 	assert.NotSame(t, callees["a"].budget, callees["b"].budget, "callees a and b share a budget, want one each")
 }
 
-// policyDefaults returns p with its defaults, as the retry middleware sets them (defaults.Apply).
+// policyDefaults returns p with its defaults, as the retry middleware sets them (WithDefaults).
 func policyDefaults(p retry.PolicyConfig) retry.PolicyConfig {
-	return defaults.Apply(retry.Config{Policies: []retry.PolicyConfig{p}}).Policies[0]
+	return retry.Config{Policies: []retry.PolicyConfig{p}}.WithDefaults().Policies[0]
 }

@@ -392,10 +392,10 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 		return nil, nil, nil, fmt.Errorf("policy: must be one of %v, got %q", policyNames(), o.Policy)
 	case o.Policy.runsErrown() && n.errown:
 		cfg := errown.Config{
-			Mode:         o.Mode,
-			UnknownEdges: o.UnknownEdges,
-			Retry:        errown.RetryConfig{Budget: budget, Policies: policies},
-			Memory:       o.Memory,
+			Mode:          o.Mode,
+			InboundConfig: errown.InboundConfig{UnknownEdges: o.UnknownEdges},
+			Retry:         errown.RetryConfig{Budget: budget, Policies: policies},
+			Memory:        o.Memory,
 		}
 		if o.Errown != nil {
 			o.Errown(&cfg)

@@ -2,14 +2,13 @@ package stormsim
 
 import (
 	"fmt"
+	"github.com/errown/errown/retry"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/errown/errown/internal/defaults"
 )
 
 // capacityVariant is one experiment of the capacity scenario: a shipped
@@ -162,7 +161,7 @@ func CapacityScenario(arms []Arm) Scenario {
 					case len(c.Arms) == 0 && c.Small && a.Name != ArmRetries && a.Name != ArmErrown:
 						continue
 					}
-					o := a.apply(Options{Topology: t, Requests: 1, Timeout: _capacityDeadline, BudgetWindow: defaults.BudgetWindow})
+					o := a.apply(Options{Topology: t, Requests: 1, Timeout: _capacityDeadline, BudgetWindow: retry.DefaultConfig().Budget.Window})
 					if c.Small {
 						o.Duration = _capacitySmallDuration
 					}

@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/retry"
 	"github.com/errown/errown/retrypeer"
 	"go.uber.org/yarpc/api/peer"
@@ -131,7 +130,7 @@ func PartialScenario(arms []Arm) Scenario {
 				row.set(t)
 				for _, a := range arms {
 					o := a.apply(Options{Topology: t, Requests: c.requests(row.full, row.small), Warmup: _partialWarmup,
-						Concurrency: _partialConcurrency, Timeout: _partialDeadline, BudgetWindow: defaults.BudgetWindow})
+						Concurrency: _partialConcurrency, Timeout: _partialDeadline, BudgetWindow: retry.DefaultConfig().Budget.Window})
 					runs = append(runs, plannedRun{label: row.group + ": " + a.Name, group: row.group, opts: o})
 				}
 			}
@@ -141,7 +140,7 @@ func PartialScenario(arms []Arm) Scenario {
 				group := fmt.Sprintf("base %v%%", b.base)
 				for _, a := range independentArms(arms) {
 					o := a.apply(Options{Topology: t, Requests: c.requests(_partialIndependentFull, _partialIndependentSmall), Warmup: _partialWarmup,
-						Concurrency: _partialConcurrency, Timeout: _partialDeadline, BudgetWindow: defaults.BudgetWindow})
+						Concurrency: _partialConcurrency, Timeout: _partialDeadline, BudgetWindow: retry.DefaultConfig().Budget.Window})
 					runs = append(runs, plannedRun{label: group + ": " + a.Name, group: group, opts: o, unmodelled: unmodelled(a)})
 				}
 			}
