@@ -105,7 +105,7 @@ type Middleware struct {
 	maxDelay time.Duration
 	ledger   *Ledger
 
-	wg      sync.WaitGroup
+	pending pending
 	calls   [_actions]atomic.Int64
 	sends   atomic.Int64
 	late    atomic.Int64
@@ -123,6 +123,7 @@ func New(cfg Config) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{src: cfg.Source, actions: cfg.Actions, maxDelay: cfg.MaxDelay, ledger: cfg.Ledger}
+	m.pending.zero.L = &m.pending.mu
 	if len(m.actions) == 0 {
 		m.actions = Actions
 	}
@@ -166,7 +167,7 @@ func (m *Middleware) Stats() Stats {
 }
 
 // Wait waits until no attempt m left running runs.
-func (m *Middleware) Wait() { m.wg.Wait() }
+func (m *Middleware) Wait() { m.pending.wait() }
 
 // Running returns how many attempts m left running still run.
 func (m *Middleware) Running() int64 { return m.running.Load() }
@@ -240,10 +241,10 @@ func (c *call[R]) sendOnce(ctx context.Context, alt bool) (R, error) {
 // comes on the channel returned (buffered: the goroutine never blocks).
 func (c *call[R]) background(ctx context.Context) <-chan result[R] {
 	done := make(chan result[R], 1)
-	c.m.wg.Add(1)
+	c.m.pending.add()
 	c.m.running.Add(1)
 	go func() {
-		defer c.m.wg.Done()
+		defer c.m.pending.done()
 		defer c.m.running.Add(-1)
 		r, err := c.sendOnce(ctx, false)
 		if c.returned.Load() {
@@ -256,9 +257,9 @@ func (c *call[R]) background(ctx context.Context) <-chan result[R] {
 
 // drain discards, on a goroutine of its own, the answer to come on done.
 func drain[R any](m *Middleware, done <-chan result[R], discard func(R)) {
-	m.wg.Add(1)
+	m.pending.add()
 	go func() {
-		defer m.wg.Done()
+		defer m.pending.done()
 		discard((<-done).r)
 	}()
 }
@@ -295,4 +296,37 @@ func (c *call[R]) abandon(ctx context.Context, after time.Duration) (R, error) {
 		var zero R
 		return zero, yarpcerrors.DeadlineExceededErrorf("chaos: abandoned the call after %v, its attempt running on", after)
 	}
+}
+
+// pending counts the goroutines a Middleware started that still run. Not
+// a WaitGroup: a call may come while Wait waits (a request its caller
+// gave up on, still on its way) and start one, and a WaitGroup's first
+// Add must happen before its Wait.
+type pending struct {
+	mu   sync.Mutex
+	zero sync.Cond // on mu: n dropped to 0
+	n    int
+}
+
+func (p *pending) add() {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+}
+
+func (p *pending) done() {
+	p.mu.Lock()
+	if p.n--; p.n == 0 {
+		p.zero.Broadcast()
+	}
+	p.mu.Unlock()
+}
+
+// wait waits until none runs.
+func (p *pending) wait() {
+	p.mu.Lock()
+	for p.n > 0 {
+		p.zero.Wait()
+	}
+	p.mu.Unlock()
 }

@@ -263,3 +263,37 @@ func TestReadResponseKeepsABodysReadError(t *testing.T) {
 type errorReader struct{ err error }
 
 func (r errorReader) Read([]byte) (int, error) { return 0, r.err }
+
+// A call may reach the middleware while Wait waits (a request its caller
+// gave up on, still on its way) and leave an attempt running: a call
+// nothing orders after Wait. Wait allows it (under -race too: a
+// WaitGroup would not, its first Add must happen before its Wait), and
+// the next Wait waits for that attempt.
+func TestWaitAllowsACallThatComesWhileItWaits(t *testing.T) {
+	m := newChaos(t, chaos.Config{})
+	abandon := chaos.Choice{Action: chaos.Abandon, Delay: time.Millisecond}
+	first, late := newGate(), newGate()
+	_, err := chaos.DoChoice(context.Background(), m, abandon, first.send, func(int) {})
+	require.Error(t, err, "abandoned")
+	<-first.entered
+	lateDone := make(chan struct{})
+	go func() { // started before Wait: nothing orders its call after Wait's start
+		defer close(lateDone)
+		time.Sleep(100 * time.Millisecond) // Wait waits for the first attempt
+		close(first.release)
+		for m.Running() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond) // the first attempt's goroutine ends
+		_, err := chaos.DoChoice(context.Background(), m, abandon, late.send, func(int) {})
+		assert.Error(t, err, "abandoned")
+	}()
+	m.Wait()
+	<-lateDone
+	<-late.entered
+	assert.Equal(t, int64(1), m.Running(), "the late call's attempt runs on")
+	close(late.release)
+	m.Wait()
+	assert.Zero(t, m.Running(), "Wait waited for the late attempt")
+	assert.Equal(t, int64(2), m.Stats().Late, "both attempts ended after their calls returned")
+}
