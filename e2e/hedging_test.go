@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,9 +30,13 @@ import (
 type hedging struct {
 	delay time.Duration
 
-	wg     sync.WaitGroup // the losers, until their answers are discarded
-	calls  atomic.Int64
-	hedges atomic.Int64 // calls that sent the second attempt
+	// running counts the attempts under way and the losers until their
+	// answers are discarded. Not a WaitGroup: a request its caller gave
+	// up on can reach this hop's handler, and hedge, while the test
+	// waits (a WaitGroup's first Add must happen before its Wait).
+	running atomic.Int64
+	calls   atomic.Int64
+	hedges  atomic.Int64 // calls that sent the second attempt
 }
 
 var _ middleware.UnaryOutbound = (*hedging)(nil)
@@ -60,9 +65,9 @@ func (h *hedging) Call(ctx context.Context, req *transport.Request, out transpor
 		if req.Body != nil {
 			r.Body, r.BodySize = bytes.NewReader(body), len(body)
 		}
-		h.wg.Add(1)
+		h.running.Add(1)
 		go func() {
-			defer h.wg.Done()
+			defer h.running.Add(-1)
 			res, err := out.Call(actx, &r)
 			answers <- hedgeAnswer{i: i, res: res, err: err}
 		}()
@@ -79,17 +84,25 @@ func (h *hedging) Call(ctx context.Context, req *transport.Request, out transpor
 		won = <-answers
 		lost := 1 - won.i
 		cancels[lost]()
-		h.wg.Add(1)
+		h.running.Add(1)
 		go func() {
-			defer h.wg.Done()
+			defer h.running.Add(-1)
 			closeBody((<-answers).res)
 		}()
 	}
 	return releasedOnClose(won.res, cancels[won.i]), won.err
 }
 
-// wait waits until every loser's answer was discarded.
-func (h *hedging) wait() { h.wg.Wait() }
+// wait waits, up to within, until no attempt is under way and every
+// loser's answer was discarded, and reports whether that came.
+func (h *hedging) wait(within time.Duration) bool {
+	for deadline := time.Now().Add(within); h.running.Load() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
 
 func closeBody(res *transport.Response) {
 	if res != nil && res.Body != nil {
@@ -286,7 +299,7 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 				}
 				wg.Wait()
 				for _, n := range []string{_a, _b, _c} {
-					hedgers[n].wait()
+					require.True(t, hedgers[n].wait(testtime.Scale(30*time.Second)), "%s's hedges still under way", n)
 				}
 
 				byRoot := leaf.counts()
