@@ -331,14 +331,27 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 						assert.LessOrEqual(t, n, int(bound), "D's requests for %s", root)
 					}
 				}
+				// Every root request reaches D, but one net/http failed
+				// on its way (netHTTPReuse): that may have failed it at A
+				// before any hop sent it further, the budget refusing A's
+				// retry.
 				var missing []string
+				roots := make(map[string]bool, _hedgeRoots)
 				for i := 1; i <= _hedgeRoots; i++ {
-					if byRoot[fmt.Sprintf("root-%d", i)] == 0 {
-						missing = append(missing, fmt.Sprintf("root-%d (%v)", i, errs[int64(i)]))
+					root := fmt.Sprintf("root-%d", i)
+					roots[root] = true
+					if byRoot[root] == 0 && !(tr == fxtest.HTTP && netHTTPReuse(errs[int64(i)])) {
+						missing = append(missing, fmt.Sprintf("%s (%v)", root, errs[int64(i)]))
 					}
 				}
 				assert.Empty(t, missing, "root requests that never reached D")
-				assert.Equal(t, _hedgeRoots, len(byRoot), "bodies D saw: only the root requests'")
+				var others []string
+				for body := range byRoot {
+					if !roots[body] {
+						others = append(others, body)
+					}
+				}
+				assert.Empty(t, others, "bodies D saw: only the root requests'")
 				assert.GreaterOrEqual(t, mean, tt.minMean, "D's requests per root request: too few to have hedged")
 			})
 		}

@@ -556,12 +556,13 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	if s.Last == nil {
 		// After a success, a response too large to return again, or
 		// only attempts their caller cancelled: nothing to judge by or
-		// return, but the attempt limit holds.
-		if m.overTheLimit(req, s.Count) {
-			f.denied[foreignAttempts].Inc(1)
-			tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, foreignAttempts.String())
-			m.warnForeign(req, foreignAttempts)
-			return req, nil, yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, foreignAttempts), true
+		// return, but, as for a hedge, the attempt limit, the deadline
+		// and the budget hold: it is an attempt past the call's first.
+		if r, ok := m.concurrentRefusal(ctx, req, state); ok {
+			f.denied[r].Inc(1)
+			tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, r.String())
+			m.warnForeign(req, r)
+			return req, nil, yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, r), true
 		}
 		s.Foreign++
 		f.sent.Inc(1)

@@ -262,7 +262,15 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		// abandoned reaches the step late), so never count fewer.
 		state.Attempts = max(state.Sends.Count, n)
 		if class != ownership.ClassFailure {
-			note.succeeded(c)
+			if wire.Cancelled(actx, err) {
+				// Its caller gave up on it (a hedger above cancelled
+				// this hop's call, its loser): it did not work, it was
+				// abandoned, and it may have reached the callee. Its
+				// withdrawal stands.
+				note.abandoned()
+			} else {
+				note.succeeded(c)
+			}
 			state.End()
 			route := state.Route
 			state.Leave()

@@ -45,6 +45,15 @@ func (n *retryNote) succeeded(c *callee) {
 	}
 }
 
+// abandoned records that the call's latest attempt ended cancelled by its
+// caller, which gave up on the call: neither a failure nor a success. A
+// cancelled attempt may have reached the callee (a hedger's loser is
+// cancelled once the winner answers), so its retry's withdrawal is not
+// refunded, and observe mode counts no call kept alive.
+func (n *retryNote) abandoned() {
+	n.withdrew, n.would = false, false
+}
+
 // plainBudgets makes the budgets of callees refund nothing when plain
 // (PlainBudget).
 func plainBudgets(callees map[string]*callee, plain bool) {

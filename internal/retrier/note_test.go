@@ -9,6 +9,8 @@ import (
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // TestBudgetRefundsRetriesThatWork: a retry that succeeds is refunded, so
@@ -103,4 +105,49 @@ func TestObserveCountsWhatEnforceWouldLose(t *testing.T) {
 	// 20 calls allow 2 failed retries of the 40 asked for.
 	assert.Equal(t, int64(38), got["retry.would_budget+callee=callee"], "%v", got)
 	assert.Equal(t, int64(20), got["retry.would_suppress_succeeded+callee=callee"], "every call had a retry enforce would have refused, and succeeded: %v", got)
+}
+
+// TestBudgetKeepsRetriesTheirCallerCancelled: a retry whose caller gave
+// up on it (a hedger above cancels this hop's call once another attempt
+// wins) ends with an answer, cancelled, not a failure; it is no retry
+// that worked and may well have reached the callee, so its withdrawal is
+// not refunded: a callee failing every call still gets at most 1 + ratio
+// of its calls. (Before, it was refunded as a success: every call from
+// the tenth on had its retry, 91 in 100.)
+func TestBudgetKeepsRetriesTheirCallerCancelled(t *testing.T) {
+	for _, mode := range []retry.Mode{retry.ModeEnforce, retry.ModeObserve} {
+		t.Run(string(mode), func(t *testing.T) {
+			scope := tally.NewTestScope("", nil)
+			cfg := retry.Config{
+				Mode:     mode,
+				Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}},
+			}
+			m := newMiddleware(t, cfg, newClock().option(), WithSinks(obs.Sinks{Scope: scope}))
+			var reached int
+			for range 100 {
+				ctx, cancel := context.WithCancel(context.Background())
+				var state reqlog.CallState
+				// The retry reaches the callee, then its caller cancels
+				// the call and the transport fails it so.
+				abandon := func(context.Context, *transport.Request) (*transport.Response, error) {
+					reached++
+					cancel()
+					return nil, yarpcerrors.CancelledErrorf("call cancelled by its caller")
+				}
+				_, err := m.Call(reqlog.WithCallState(ctx, &state), req("callee", "get", "x"), newOutbound(fail(errUnavailable), abandon))
+				cancel()
+				assert.Error(t, err)
+			}
+			got := counters(scope)
+			want := int64(10)
+			if mode == retry.ModeObserve {
+				want = 100 // observe mode sends every retry; the budget counts them all
+				assert.Equal(t, int64(90), got["retry.would_budget+callee=callee"], "%v", got)
+				assert.Zero(t, got["retry.would_suppress_succeeded+callee=callee"], "no cancelled call was kept alive: %v", got)
+			}
+			assert.Equal(t, want, got["retry.attempts+callee=callee"], "retries sent: %v", got)
+			assert.Equal(t, int(want), reached, "retries that reached the callee")
+		})
+	}
 }

@@ -560,3 +560,29 @@ func TestReplayAfterSuccessHeldToTheAttemptLimit(t *testing.T) {
 	assert.Equal(t, int64(1), got["retry.foreign_attempts+callee=callee"], "the second, sent: %v", got)
 	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-attempts"], "the third, refused: %v", got)
 }
+
+// TestReplayAfterSuccessWithdrawsFromTheBudget: a replay with no outcome
+// to judge it by (after a success) is an attempt past its call's first,
+// and withdraws from the budget as a hedge does: with no floor, the first
+// call's window (one request, 0.1 of a retry) has no room for it. (Before,
+// it was sent and withdrew nothing.)
+func TestReplayAfterSuccessWithdrawsFromTheBudget(t *testing.T) {
+	scope := tally.NewTestScope("", nil)
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Ratio: 0.1, NoFloor: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 3}},
+	}, WithSinks(obs.Sinks{Scope: scope}), newClock().option())
+	out := newOutbound(succeed("ok"))
+	app := &thrice{}
+	sink := &reqlog.Sink{Out: below(m, app, out)}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	assert.Equal(t, yarpcerrors.CodeAborted, yarpcerrors.FromError(err).Code(), "the third's answer: %v", err)
+	require.Len(t, app.errs, 3, "answers")
+	assert.NoError(t, app.errs[0], "the first's answer")
+	assert.Len(t, out.Requests(), 1, "requests that left the process")
+	got := counters(scope)
+	assert.Equal(t, int64(2), got["retry.denied+callee=callee,reason=foreign-budget"], "the second and third, refused: %v", got)
+	assert.Zero(t, got["retry.foreign_attempts+callee=callee"], "replays sent: %v", got)
+}
