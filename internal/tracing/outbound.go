@@ -31,12 +31,20 @@ import (
 // nethttp.Transport, grpc-go's call span), a retry sets
 // http.request.resend_count to the resends made so far.
 func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallState, refused wire.Refusal, wait time.Duration, retried, observe bool) {
+	if !wire.RetryableByNature(state.Code) || state.Sends.Shed {
+		return
+	}
+	unclaimed := state.Claim == ownership.ClaimUnclaimed && (!retried || observe)
+	refusedNow := state.Refused != refused && state.Refused != wire.RefusedNone
+	if !unclaimed && !retried && !refusedNow {
+		return // nothing to log: the context's span is not looked up
+	}
 	s, ok := spanFrom(ctx)
-	if !ok || !wire.RetryableByNature(state.Code) || state.Sends.Shed {
+	if !ok {
 		return
 	}
 	switch {
-	case state.Claim == ownership.ClaimUnclaimed && (!retried || observe):
+	case unclaimed:
 		s.refusal(req, state.Attempts, state.Claim, ReasonUnclaimed, "", lastPeer(state.Route), observe)
 	case retried:
 		kvs := []attribute.KeyValue{
@@ -53,7 +61,7 @@ func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallStat
 		if s.client() {
 			s.setTags(attribute.Int(TagResendCount, state.Attempts))
 		}
-	case state.Refused != refused && state.Refused != wire.RefusedNone:
+	case refusedNow:
 		s.refusal(req, state.Attempts, state.Claim, state.Refused.String(), "", lastPeer(state.Route), observe)
 	}
 }
