@@ -113,6 +113,11 @@ func headersWith(h transport.Headers, k, v string) transport.Headers {
 	if _, ok := h.Items()[k]; ok {
 		n--
 	}
+	if n == 1 {
+		// Nothing of h's to keep but k, which v replaces (a marked
+		// call's retry: its headers are the attempt header alone).
+		return transport.NewHeaders().With(k, v)
+	}
 	c := transport.NewHeadersWithCapacity(n)
 	copied := 0
 	for ok, ov := range h.OriginalItems() {

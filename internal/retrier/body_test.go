@@ -120,6 +120,18 @@ func TestHeadersWith(t *testing.T) {
 			wantOriginal: map[string]string{"X-Trace": "abc", "k": "v"},
 		},
 		{
+			name:         "the key alone",
+			give:         transport.NewHeaders().With("k", "1"),
+			wantItems:    map[string]string{"k": "v"},
+			wantOriginal: map[string]string{"k": "v"},
+		},
+		{
+			name:         "the key alone, in two cases",
+			give:         transport.NewHeaders().With("K", "1").With("k", "2"),
+			wantItems:    map[string]string{"k": "v"},
+			wantOriginal: map[string]string{"k": "v"},
+		},
+		{
 			name:         "replaces the key in any case",
 			give:         transport.NewHeaders().With("K", "old").With("a", "b"),
 			wantItems:    map[string]string{"a": "b", "k": "v"},
