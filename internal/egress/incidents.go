@@ -50,12 +50,23 @@ func newIncidents(window time.Duration, now func() time.Time) *incidents {
 
 // hot reports whether a call on edge met an incident within the window.
 func (s *incidents) hot(edge ownership.Edge) bool {
+	hot, _ := s.hotAt(edge)
+	return hot
+}
+
+// hotAt is hot, also returning edge's time when it looked it up (nil when
+// it did not, or edge has none), for record to write without looking it
+// up again.
+func (s *incidents) hotAt(edge ownership.Edge) (bool, *atomic.Int64) {
 	now, ok := s.recent()
 	if !ok {
-		return false
+		return false, nil
 	}
 	t, ok := s.byEdge.Peek(edge)
-	return ok && s.within(t.Load(), now)
+	if !ok {
+		return false, nil
+	}
+	return s.within(t.Load(), now), t
 }
 
 // any reports whether a call on any edge met an incident within the
@@ -91,10 +102,14 @@ func (s *incidents) within(t, now int64) bool { return t != 0 && now-t <= s.wind
 // failures within one tick read the same time and write nothing, so that
 // the cores serving them do not take turns owning the word every call
 // reads (latest). Two records racing can still leave the earlier of
-// their times, one tick back.
-func (s *incidents) record(edge ownership.Edge) {
+// their times, one tick back. t, when not nil, is edge's time as hotAt
+// returned it.
+func (s *incidents) record(edge ownership.Edge, t *atomic.Int64) {
 	now := s.now().UnixNano()
-	if t := s.byEdge.Get(edge); t.Load() < now {
+	if t == nil {
+		t = s.byEdge.Get(edge)
+	}
+	if t.Load() < now {
 		t.Store(now)
 	}
 	if s.latest.Load() < now {

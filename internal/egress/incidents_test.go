@@ -127,7 +127,7 @@ func TestIncidentsResetLatest(t *testing.T) {
 	assert.False(t, s.hot(edge))
 	assert.Zero(t, reads, "no incident yet: no clock read")
 
-	s.record(edge)
+	s.record(edge, nil)
 	assert.True(t, s.hot(edge))
 	clock.Add(2 * time.Second)
 	assert.False(t, s.hot(edge), "past the window")
@@ -138,9 +138,38 @@ func TestIncidentsResetLatest(t *testing.T) {
 	}
 	assert.Zero(t, reads, "back in the steady state: no clock read")
 
-	s.record(edge)
+	s.record(edge, nil)
 	assert.True(t, s.hot(edge), "a new incident")
 	assert.True(t, s.any())
+}
+
+// TestIncidentsRecordAt: hotAt hands back the edge's own time, which
+// record then writes without looking the edge up again: an edge past the
+// window is hot again, and another edge is not.
+func TestIncidentsRecordAt(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	s := newIncidents(time.Second, clock.Now)
+	edge := ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
+	other := ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "refund"}
+	hot, at := s.hotAt(edge)
+	assert.False(t, hot)
+	assert.Nil(t, at, "no incident yet: nothing looked up")
+
+	s.record(edge, nil)
+	s.record(other, nil)
+	clock.Add(1500 * time.Millisecond)
+	s.record(other, nil) // keeps the service's window open
+	hot, at = s.hotAt(edge)
+	assert.False(t, hot, "past edge's window")
+	require.NotNil(t, at, "edge has a time")
+	assert.Same(t, s.byEdge.Get(edge), at, "edge's own time")
+
+	s.record(edge, at)
+	assert.True(t, s.hot(edge), "recorded through hotAt's time")
+	clock.Add(1200 * time.Millisecond)
+	s.record(edge, at)
+	assert.True(t, s.hot(edge))
+	assert.False(t, s.hot(other), "another edge's time is its own")
 }
 
 // TestCallRetriesAreMarked: a call's retries carry their attempt number
@@ -177,7 +206,7 @@ func TestIncidentsBound(t *testing.T) {
 		return ownership.Edge{CallerProcedure: p, Service: "payments", Procedure: "charge"}
 	}
 	for i := range _maxIncidentEdges + 10 {
-		s.record(edge("p" + strconv.Itoa(i)))
+		s.record(edge("p"+strconv.Itoa(i)), nil)
 	}
 	assert.Equal(t, _maxIncidentEdges+1, s.byEdge.Len(), "the bound, and the others' one")
 	assert.True(t, s.hot(edge("p0")))
@@ -188,7 +217,7 @@ func TestIncidentsBound(t *testing.T) {
 
 	fresh := newIncidents(time.Second, clock.Now)
 	assert.False(t, fresh.hot(edge("p0")), "no incident yet")
-	fresh.record(edge("p0"))
+	fresh.record(edge("p0"), nil)
 	assert.True(t, fresh.hot(edge("p0")))
 	assert.False(t, fresh.hot(edge("p1")), "below the bound, each edge has its own")
 	assert.False(t, fresh.hot(ownership.Edge{CallerProcedure: "p0", Service: "payments", Procedure: "refund"}), "another procedure of the callee")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/errown/errown/internal/calls"
@@ -144,8 +145,13 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		state *reqlog.CallState
 		err   error
 	)
+	var edgeTime *atomic.Int64 // the edge's incident time, when hotAt looked it up
+	hot := log.Marked()
+	if !hot {
+		hot, edgeTime = m.incidents.hotAt(edge)
+	}
 	switch {
-	case log.Marked() || m.incidents.hot(edge):
+	case hot:
 		c = m.take(step)
 		res, state, err = m.send(ctx, c, m.mark(req), out, step)
 	case step != nil && m.retry != nil:
@@ -224,7 +230,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		storm.Attempt(wire.AttemptStorm(res, e.Class, m.hdr.Storm, wire.Cancelled(ctx, err)))
 	}
 	if incident(&e, state, storm) {
-		m.incidents.record(edge)
+		m.incidents.record(edge, edgeTime)
 	}
 	var logged bool
 	if e.Failed() || !storm.Trivial() {
