@@ -76,9 +76,13 @@ type Middleware struct {
 	// clients' callees are not the dispatcher's, so unknownServices
 	// checks nothing.
 	adapted atomic.Bool
-	wiring  string
-	source  string // where the configuration came from, for the start log
-	metrics string // the scope errown reports to, for the start log
+	// unsteered are the outbounds of the yarpc.Config Apply decorated
+	// whose retries cannot go to another instance: checkWiring reports
+	// those a policy retries.
+	unsteered atomic.Pointer[[]unsteered]
+	wiring    string
+	source    string // where the configuration came from, for the start log
+	metrics   string // the scope errown reports to, for the start log
 	// late, when set, is the scope errown reports to, bound to the tally
 	// v3 Scope of the yarpc.Config Module decorates when it has one
 	// (decorate).
@@ -245,6 +249,8 @@ func (m *Middleware) InFlight() int { return m.inbound.InFlight() }
 // untouched.
 func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 	m.applied.Store(true)
+	found := unsteeredOutbounds(cfg)
+	m.unsteered.Store(&found)
 	cfg.InboundMiddleware.Unary = yarpc.UnaryInboundMiddleware(m.inbound, cfg.InboundMiddleware.Unary)
 	cfg.OutboundMiddleware.Unary = m.outboundAround(cfg.OutboundMiddleware.Unary).Unary
 	return cfg

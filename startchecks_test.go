@@ -7,10 +7,15 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/retrypeer"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/fx"
 	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/yarpc/api/transport"
+	yarpcpeer "go.uber.org/yarpc/peer"
+	"go.uber.org/yarpc/peer/hostport"
+	"go.uber.org/yarpc/peer/roundrobin"
 	yhttp "go.uber.org/yarpc/transport/http"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -18,10 +23,13 @@ import (
 )
 
 // testOutbound is an outbound of a test dispatcher: its key, the service
-// name it sets ("": none, so the key), and whether it is oneway only.
+// name it sets ("": none, so the key), whether it is oneway only, and how
+// it chooses among its callee's instances: "" one peer, "list" yarpc's
+// round robin over three, "retrypeer" the same wrapped by retrypeer.New.
 type testOutbound struct {
 	key, service string
 	oneway       bool
+	peers        string
 }
 
 // oneIf is 1 when b holds, else 0: how many of a thing a test wants.
@@ -40,7 +48,16 @@ func outboundTo(key string) testOutbound { return testOutbound{key: key} }
 func yarpcConfigCalling(outs ...testOutbound) yarpc.Config {
 	cfg := yarpc.Config{Name: "svc", Outbounds: yarpc.Outbounds{}}
 	for _, o := range outs {
-		out := yhttp.NewTransport().NewSingleOutbound("http://127.0.0.1:1")
+		t := yhttp.NewTransport()
+		out := t.NewSingleOutbound("http://127.0.0.1:1")
+		if o.peers != "" {
+			ids := []peer.Identifier{hostport.Identify("127.0.0.1:1"), hostport.Identify("127.0.0.1:2"), hostport.Identify("127.0.0.1:3")}
+			var chooser peer.Chooser = yarpcpeer.Bind(roundrobin.New(t), yarpcpeer.BindPeers(ids))
+			if o.peers == "retrypeer" {
+				chooser = yarpcpeer.Bind(retrypeer.New(roundrobin.New(t)), yarpcpeer.BindPeers(ids))
+			}
+			out = t.NewOutbound(chooser)
+		}
 		spec := transport.Outbounds{ServiceName: o.service, Unary: out}
 		if o.oneway {
 			spec = transport.Outbounds{ServiceName: o.service, Oneway: out}
@@ -133,6 +150,36 @@ func TestNothingSilentlyDoesNothing(t *testing.T) {
 			outbounds: users,
 			wantErr:   `retry.policies[0].service: "usres" is not called by the dispatcher "svc", which calls "billing", "users": write service: users; dependencies[0].service: "biling" is not called`,
 			wantIs:    errown.ErrUnknownService,
+		},
+
+		// A policy's retries through a peer list that cannot send them to
+		// another instance.
+		{
+			name:      "a policy over a bare round robin",
+			give:      policy("users"),
+			outbounds: []testOutbound{{key: "users", peers: "list"}, outboundTo("billing")},
+			wantErr:   `outbound "users" (service "users") chooses through *roundrobin.List: wrap its chooser in retrypeer.New`,
+			wantIs:    errown.ErrRetriesNotSteered,
+		},
+		{
+			name:      "a policy over a renamed outbound's bare list",
+			give:      policy("users-v2"),
+			outbounds: []testOutbound{{key: "users", service: "users-v2", peers: "list"}},
+			wantErr:   `outbound "users" (service "users-v2") chooses through *roundrobin.List`,
+			wantIs:    errown.ErrRetriesNotSteered,
+		},
+		{name: "a policy over a list retrypeer wraps", give: policy("users"), outbounds: []testOutbound{{key: "users", peers: "retrypeer"}}},
+		{name: "a bare list no policy retries", give: policy("billing"), outbounds: []testOutbound{{key: "users", peers: "list"}, outboundTo("billing")}},
+		{
+			name:      "a bare list under a policy that never retries",
+			give:      "errown:\n  retry:\n    policies:\n      - {service: users, idempotent: true, maxAttempts: 1}\n",
+			outbounds: []testOutbound{{key: "users", peers: "list"}},
+		},
+		{
+			name:      "wiring: warn, a policy over a bare list",
+			give:      "errown:\n  wiring: warn\n  retry:\n    policies:\n      - {service: users, idempotent: true}\n",
+			outbounds: []testOutbound{{key: "users", peers: "list"}},
+			wantWarn:  `or, for outbounds in yarpc's YAML, call retrypeer.RegisterPeerLists on the yarpcconfig.Configurator; set errown.wiring: warn to start anyway`,
 		},
 
 		// An explicit zero that would mean a default.

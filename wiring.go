@@ -75,6 +75,12 @@ func checkWiring(v via) func(wiringParams) {
 				}
 				logger.Warn("errown: configuration names services the dispatcher does not call", zap.Error(err))
 			}
+			if err := m.unsteeredPolicies(); err != nil {
+				if m.wiring != WiringWarn {
+					return err
+				}
+				logger.Warn("errown: retries may go back to the instance that failed them", zap.Error(err))
+			}
 			if m.wiring == WiringStrict && m.metricsSummary() == _metricsNone {
 				return ErrNoMetrics
 			}
