@@ -148,6 +148,9 @@ func DialOptions(mw *errown.Middleware, opts ...Option) []grpc.DialOption {
 	if !o.grpcRetries {
 		dial = append(dial, grpc.WithDisableRetry())
 	}
+	if o.roundRobin {
+		dial = append(dial, roundRobinDialOption())
+	}
 	return dial
 }
 

@@ -87,6 +87,20 @@
 // turns some codes into internal), or stop grpc-go retrying that failure
 // in turn.
 //
+// # Several addresses
+//
+// A ClientConn whose target resolves to several addresses balances by its
+// service config: grpc-go's default, pick_first, sends every call and its
+// retries to one address, and round_robin sends a retry where its turn
+// points, under concurrency often the address that just failed it.
+// WithRoundRobin has DialOptions balance with errown's round robin, which
+// sends errown's retry of a call to an address its earlier attempts did
+// not reach, as package retrypeer does for yarpc's peer lists. Measured (TestRoundRobinSpreadsRetries: three instances, one
+// failing every call UNAVAILABLE, two attempts per call, 4 in flight):
+// WithRoundRobin 100% of requests at 1.33-1.36 calls per request, errown
+// over grpc-go's round_robin 88-92% at 1.32-1.38, grpc-go's own retry
+// policy over round_robin, without errown, 88-90% at 1.32-1.35.
+//
 // # Handlers
 //
 // The handler runs with its own grpc.ServerTransportStream in its context

@@ -17,6 +17,7 @@ type options struct {
 	noRetryHeader string
 	service       string
 	grpcRetries   bool
+	roundRobin    bool
 	retryDisabled bool // DialOptions disabled grpc-go's retries on the ClientConn
 	inner         []grpc.UnaryClientInterceptor
 }
@@ -82,6 +83,20 @@ func WithService(name string) Option {
 // the others are blind to claims.
 func WithGRPCRetries() Option {
 	return optionFunc(func(o *options) { o.grpcRetries = true })
+}
+
+// WithRoundRobin has DialOptions balance the ClientConn's calls over the
+// target's addresses with errown's round robin (the ClientConn's default
+// service config): each call to the next ready address, and a retry
+// errown's policy sends to an address the call's earlier attempts did not
+// reach. Without it grpc-go's default,
+// pick_first, sends every call and its retries to one address, and
+// grpc-go's round_robin sends a retry where its turn points, under
+// concurrency often the address that just failed it; a resolver's or a
+// WithDefaultServiceConfig's loadBalancingConfig given after it wins. The
+// interceptors themselves ignore it.
+func WithRoundRobin() Option {
+	return optionFunc(func(o *options) { o.roundRobin = true })
 }
 
 // WithInnerInterceptors gives DialOptions the application's own unary

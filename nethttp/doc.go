@@ -141,6 +141,14 @@
 //
 // # What is not covered
 //
+// Instances: net/http's Transport sends to the URL's host and keeps its
+// connections per host, so errown cannot send a retry to another
+// instance behind one host name (several DNS addresses, a load balancer):
+// the retry goes where the connection pool or the load balancer sends it.
+// A callee with several instances is better reached through a yarpc HTTP
+// outbound with package retrypeer, or a grpc-go ClientConn with
+// grpcgo.WithRoundRobin.
+//
 // Requests net/http's Transport itself sends again, inside one RoundTrip,
 // are one attempt to errown, which neither counts nor refuses them:
 // net/http re-sends only on a connection it reused, when not a byte of a

@@ -25,13 +25,6 @@ func Spec(s yarpcconfig.PeerListSpec) yarpcconfig.PeerListSpec {
 	return s
 }
 
-// ChooserSpec is Spec for a peer chooser spec: every chooser s builds is
-// wrapped in a Chooser.
-func ChooserSpec(s yarpcconfig.PeerChooserSpec) yarpcconfig.PeerChooserSpec {
-	s.BuildPeerChooser = wrapBuild(s.BuildPeerChooser, reflect.TypeFor[peer.Chooser]())
-	return s
-}
-
 // RegisterPeerLists registers on c yarpc's own peer lists, round-robin,
 // fewest-pending-requests, random and two-random-choices, each wrapped by
 // Spec, in place of any list of those names registered before: the one
@@ -52,8 +45,8 @@ func RegisterPeerLists(c *yarpcconfig.Configurator) {
 
 // wrapBuild returns build, a func(C, peer.Transport, *yarpcconfig.Kit)
 // (T, error) with T the type out, as a function of the same type whose
-// result, when it has no error, is wrapped in a Chooser; build itself when
-// it has another shape.
+// result, when it has no error, is wrapped in a Chooser (unless it is
+// one); build itself when it has another shape.
 func wrapBuild(build any, out reflect.Type) any {
 	fn := reflect.ValueOf(build)
 	if fn.Kind() != reflect.Func {

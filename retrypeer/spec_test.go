@@ -138,24 +138,10 @@ func TestSpecPassesErrorsAndOddShapes(t *testing.T) {
 	assert.Error(t, yarpcconfig.New().RegisterPeerList(odd))
 }
 
-func TestChooserSpecWrapsChoosers(t *testing.T) {
-	inner := roundrobin.New(transportOf{})
-	spec := ChooserSpec(yarpcconfig.PeerChooserSpec{
-		Name: "mine",
-		BuildPeerChooser: func(struct{}, peer.Transport, *yarpcconfig.Kit) (peer.Chooser, error) {
-			return inner, nil
-		},
-	})
-	build := spec.BuildPeerChooser.(func(struct{}, peer.Transport, *yarpcconfig.Kit) (peer.Chooser, error))
-	got, err := build(struct{}{}, transportOf{}, nil)
-	require.NoError(t, err)
-	c, ok := got.(*Chooser)
-	require.True(t, ok, "the chooser is %T", got)
-	assert.Same(t, inner, c.inner)
-
-	// A Chooser already is one: not wrapped twice.
+func TestSpecDoesNotWrapTwice(t *testing.T) {
 	twice := Spec(Spec(roundrobin.Spec()))
-	list, err := twice.BuildPeerList.(func(roundrobin.Configuration, peer.Transport, *yarpcconfig.Kit) (peer.ChooserList, error))(roundrobin.Configuration{}, transportOf{}, nil)
+	build := twice.BuildPeerList.(func(roundrobin.Configuration, peer.Transport, *yarpcconfig.Kit) (peer.ChooserList, error))
+	list, err := build(roundrobin.Configuration{}, transportOf{}, nil)
 	require.NoError(t, err)
 	_, nested := list.(*Chooser).inner.(*Chooser)
 	assert.False(t, nested)
