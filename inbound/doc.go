@@ -49,8 +49,14 @@
 //	                      failed outbound calls past the egress log's bound
 //	                      (egresslog.MaxFailures): counted, not kept
 //	inbound.failed_after_denied
-//	                      tagged reason: requests that failed after this hop declined
-//	                      to retry one of their failed calls (retry.denied's reasons)
+//	                      tagged reason: requests that failed (a server fault) after
+//	                      this hop declined to retry one of their failed calls, once
+//	                      per reason: a refusal (retry.denied's reasons: budget,
+//	                      deadline, pushback, not-idempotent, code, body-too-large,
+//	                      overload), unclaimed (the callee's error was unclaimed and
+//	                      the policy had attempts left: errown suppressed the retry),
+//	                      or attempt-limit (the call failed on the policy's last
+//	                      attempt): what users lost, beside storm.prevented
 //	inbound.shed          tagged reason and mode: requests admission control shed
 //	                      (mode observe: would have shed), reason queue_full, retry,
 //	                      incident, deadline or abandoned

@@ -59,7 +59,7 @@ type Middleware struct {
 	retriedCount      tally.Counter
 	replacedCount     tally.Counter
 	overflowCount     tally.Counter
-	failedAfterDenied []tally.Counter // by wire.Refusal: failed requests whose call this hop declined to retry
+	failedAfterDenied []tally.Counter // by deniedIndex: failed requests whose call this hop declined to retry
 }
 
 var _ middleware.UnaryInbound = (*Middleware)(nil)

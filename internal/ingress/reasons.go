@@ -54,28 +54,51 @@ func (c unclaimCause) reason() (string, wire.Refusal) {
 }
 
 // failedAfterDenied returns the counters of inbound.failed_after_denied,
-// by wire.Refusal (RefusedNone unused): what the refusals cost.
+// indexed by deniedIndex: a tag per wire.Refusal, then per wire.Decline
+// (the callee's unclaim while this hop's policy had attempts left, the
+// policy's attempt limit). The tags are those fixed sets: nine series.
 func failedAfterDenied(scope tally.Scope) []tally.Counter {
-	out := make([]tally.Counter, len(wire.Refusals())+1)
+	out := make([]tally.Counter, 1+len(wire.Refusals())+len(wire.Declines())) // 0: nothing declined
 	for _, r := range wire.Refusals() {
-		out[r] = scope.Tagged(map[string]string{"reason": r.String()}).Counter("failed_after_denied")
+		out[deniedIndex(r, wire.DeclineNone)] = scope.Tagged(map[string]string{"reason": r.String()}).Counter("failed_after_denied")
+	}
+	for _, d := range wire.Declines() {
+		out[deniedIndex(wire.RefusedNone, d)] = scope.Tagged(map[string]string{"reason": d.String()}).Counter("failed_after_denied")
 	}
 	return out
 }
 
+// deniedIndex returns the index of the reason this hop declined a retry
+// of a call: its refusal r when there is one (a refusal is the hop's
+// decision even on the last attempt), else its decline d, else 0.
+func deniedIndex(r wire.Refusal, d wire.Decline) int {
+	switch {
+	case r != wire.RefusedNone:
+		return int(r)
+	case d != wire.DeclineNone:
+		return len(wire.Refusals()) + int(d)
+	}
+	return 0
+}
+
 // countDenied counts a request that failed (a server fault) after this
 // hop declined to retry one of its failed calls, once per reason: the
-// users' requests a refusal did not save, beside retry.denied, which
-// counts the refusals.
+// users' requests a refusal, a suppression of an unclaimed error the
+// policy would have retried, or the policy's attempt limit did not save,
+// beside retry.denied and retry.suppressed, which count the calls.
 func (m *Middleware) countDenied(entries []calls.Entry) {
 	var seen uint32
 	for _, e := range entries {
-		if !e.Failed() || e.Refused == wire.RefusedNone || int(e.Refused) >= len(m.failedAfterDenied) {
+		if !e.Failed() {
 			continue
 		}
-		if bit := uint32(1) << e.Refused; seen&bit == 0 {
+		i := deniedIndex(e.Refused, e.Declined)
+		if i == 0 || i >= len(m.failedAfterDenied) {
+			continue
+		}
+		if bit := uint32(1) << i; seen&bit == 0 {
 			seen |= bit
-			m.failedAfterDenied[e.Refused].Inc(1)
+			m.failedAfterDenied[i].Inc(1)
 		}
 	}
 }
