@@ -77,7 +77,8 @@
 // recorded, tagged procedure (bounded by Config.MaxRootProcedures, then
 // "_other"):
 //
-//	storm.requests        root requests that met a storm below
+//	storm.requests        root requests that met a storm below (not the roots that
+//	                      failed: failed_after_denied counts those a hop declined)
 //	storm.unknown         those whose figures were unknown
 //	storm.prevented       requests errown's decisions prevented (observe mode: would prevent)
 //	storm.retries         retries spent below
