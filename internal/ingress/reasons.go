@@ -1,6 +1,8 @@
 package ingress
 
 import (
+	"sync/atomic"
+
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/wire"
@@ -53,17 +55,53 @@ func (c unclaimCause) reason() (string, wire.Refusal) {
 	return inbound.ReasonRetriedBelow, wire.RefusedNone
 }
 
-// failedAfterDenied returns the counters of inbound.failed_after_denied,
+// deniedReasons returns the tags of inbound.failed_after_denied,
 // indexed by deniedIndex: a tag per wire.Refusal, then per wire.Decline
 // (the callee's unclaim while this hop's policy had attempts left, the
-// policy's attempt limit). The tags are those fixed sets: nine series.
-func failedAfterDenied(scope tally.Scope) []tally.Counter {
-	out := make([]tally.Counter, 1+len(wire.Refusals())+len(wire.Declines())) // 0: nothing declined
+// policy's attempt limit); index 0, nothing declined, is "". The tags are
+// those fixed sets: nine series.
+func deniedReasons() []string {
+	out := make([]string, 1+len(wire.Refusals())+len(wire.Declines()))
 	for _, r := range wire.Refusals() {
-		out[deniedIndex(r, wire.DeclineNone)] = scope.Tagged(map[string]string{"reason": r.String()}).Counter("failed_after_denied")
+		out[deniedIndex(r, wire.DeclineNone)] = r.String()
 	}
 	for _, d := range wire.Declines() {
-		out[deniedIndex(wire.RefusedNone, d)] = scope.Tagged(map[string]string{"reason": d.String()}).Counter("failed_after_denied")
+		out[deniedIndex(wire.RefusedNone, d)] = d.String()
+	}
+	return out
+}
+
+// denied is inbound.failed_after_denied: its counters, indexed by
+// deniedIndex, and the same counts since start for Losses.
+type denied struct {
+	reasons  []string // deniedReasons
+	counters []tally.Counter
+	totals   []atomic.Int64
+}
+
+func newDenied(scope tally.Scope) *denied {
+	d := &denied{reasons: deniedReasons()}
+	d.counters = make([]tally.Counter, len(d.reasons))
+	d.totals = make([]atomic.Int64, len(d.reasons))
+	for i, r := range d.reasons[1:] {
+		d.counters[i+1] = scope.Tagged(map[string]string{"reason": r}).Counter("failed_after_denied")
+	}
+	return d
+}
+
+// inc counts one request for the reason at index i, not 0.
+func (d *denied) inc(i int) {
+	d.counters[i].Inc(1)
+	d.totals[i].Add(1)
+}
+
+// lost returns the counts since start, the reasons with a request only.
+func (d *denied) lost() []inbound.Lost {
+	var out []inbound.Lost
+	for i := 1; i < len(d.reasons); i++ {
+		if n := d.totals[i].Load(); n > 0 {
+			out = append(out, inbound.Lost{Reason: d.reasons[i], Requests: n})
+		}
 	}
 	return out
 }
@@ -93,12 +131,12 @@ func (m *Middleware) countDenied(entries []calls.Entry) {
 			continue
 		}
 		i := deniedIndex(e.Refused, e.Declined)
-		if i == 0 || i >= len(m.failedAfterDenied) {
+		if i == 0 || i >= len(m.denied.reasons) {
 			continue
 		}
 		if bit := uint32(1) << i; seen&bit == 0 {
 			seen |= bit
-			m.failedAfterDenied[i].Inc(1)
+			m.denied.inc(i)
 		}
 	}
 }

@@ -113,3 +113,34 @@ func TestFailedAfterDenied(t *testing.T) {
 		})
 	}
 }
+
+// Losses lists failed_after_denied's counts since start, the reasons with
+// a request only, refusals first, in their fixed order.
+func TestLossesLost(t *testing.T) {
+	entry := func(r wire.Refusal, d wire.Decline) calls.Entry {
+		e := failed("hard", true)
+		e.Refused, e.Declined = r, d
+		return e
+	}
+	tests := []struct {
+		name string
+		give [][]calls.Entry // each a failed request's calls
+		want []inbound.Lost
+	}{
+		{name: "none", give: nil, want: nil},
+		{name: "reasons in order", give: [][]calls.Entry{
+			{entry(wire.RefusedNone, wire.DeclineAttemptLimit)},
+			{entry(wire.RefusedNone, wire.DeclineUnclaimed)},
+			{entry(wire.RefusedNone, wire.DeclineUnclaimed), entry(wire.RefusedBudget, wire.DeclineNone)},
+		}, want: []inbound.Lost{{Reason: "budget", Requests: 1}, {Reason: "unclaimed", Requests: 2}, {Reason: "attempt-limit", Requests: 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, inbound.Config{})
+			for _, calls := range tt.give {
+				_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(errBoom, calls...))
+			}
+			assert.Equal(t, tt.want, e.mw.Losses().Lost)
+		})
+	}
+}

@@ -70,6 +70,9 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		rand:         o.rand,
 	}
 	m.attempts = &Attempts{m: m}
+	for _, c := range m.callees {
+		c.instances = newInstances(o.now)
+	}
 	plainBudgets(m.callees, o.plainBudget)
 	m.budgetLeft = budgetGauges(o.Scope, m.callees)
 	return m, nil
@@ -276,8 +279,9 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			state.Leave()
 			if route != nil {
 				// Served: the peers of its earlier attempts failed it
-				// (package retrypeer passes them over).
-				route.Served()
+				// (package retrypeer passes them over; Instances lists
+				// them).
+				route.Served(c.instances.failed)
 			}
 			release.With(res, cancel)
 			return res, err
