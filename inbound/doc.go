@@ -1,7 +1,8 @@
 // Package inbound configures errown's unary inbound middleware (Config,
 // with its edge declarations, EdgeConfig, and its admission control,
 // AdmissionConfig), holds the helpers a handler calls (DoNotRetry,
-// CallerFault) and the operators' view types (Decision, Storm, CallPeers).
+// CallerFault) and the operators' view types (Decision, Storm, CallPeers,
+// Losses).
 // The middleware itself is errown's own: errown.Module (or errown.New)
 // builds it from Config. It opens the request's ingress log, runs the
 // handler and, when the handler returns an error, decides whether this
