@@ -49,7 +49,7 @@ func TestTagCardinalityBounded(t *testing.T) {
 	series := len(snap.Counters()) + len(snap.Gauges()) + len(snap.Timers()) + len(snap.Histograms())
 	// Two counters per tracked edge, six storm series per root procedure
 	// and the "_other" one, plus a fixed set (per callee with a policy,
-	// per refusal reason: inbound.failed_after_denied's seven among them).
+	// per refusal reason: inbound.failed_after_denied's nine among them).
 	assert.LessOrEqual(t, series, 2*maxEdges+6*(maxRoots+1)+70, "series after %d distinct procedures", flood)
 	other := snap.Counters()["errown.storm.requests+procedure=_other"]
 	require.NotNil(t, other, "root procedures past the bound share one tag")

@@ -33,3 +33,21 @@ func (m *Middleware) Modes() retry.Modes {
 	_, _, re := m.cfg.sections()
 	return re.Modes()
 }
+
+// Losses returns what this service's failed requests lost where it
+// declined a retry (errown.inbound.failed_after_denied by reason), beside
+// what errown prevented below its root requests and how many met a storm
+// (errown.storm.prevented and errown.storm.requests), since start: what
+// debugpage shows beside the storms.
+func (m *Middleware) Losses() inbound.Losses {
+	return m.inbound.Losses()
+}
+
+// Instances returns the instances of each callee with a retry policy that
+// failed calls another instance of the callee then served (at most 16 per
+// callee, newest first), as a retrypeer chooser around the callee's peer
+// list lets errown see them: where a partial failure is. Without
+// retrypeer it returns none. debugpage lists them.
+func (m *Middleware) Instances() []retry.InstanceView {
+	return m.retry.Instances()
+}

@@ -95,8 +95,10 @@ func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, _ trans
 }
 
 var (
-	_ debugpage.StormSource = (*errown.Middleware)(nil)
-	_ debugpage.ModeSource  = (*errown.Middleware)(nil)
+	_ debugpage.StormSource    = (*errown.Middleware)(nil)
+	_ debugpage.ModeSource     = (*errown.Middleware)(nil)
+	_ debugpage.LossSource     = (*errown.Middleware)(nil)
+	_ debugpage.InstanceSource = (*errown.Middleware)(nil)
 )
 
 // learned returns errown middleware that has served failing requests: its

@@ -1,10 +1,14 @@
 // Package debugpage serves errown's debug page, an opt-in http.Handler
 // usually mounted at /debug/errown: what the dependency memory knows of
 // each edge (kind, ratio, samples, source), the retry budget of each
-// callee, the latest claim decisions, and the latest root requests that
-// met a retry storm below ("storms seen": storm radius and requests served
-// with errown beside the same figures had every hop retried blind to
-// claims, and the requests prevented).
+// callee, the instances of a callee that failed calls another instance
+// then served (seen through a retrypeer chooser), the latest claim
+// decisions, and the latest root requests that met a retry storm below
+// ("storms seen": storm radius and requests served with errown beside the
+// same figures had every hop retried blind to claims, and the requests
+// prevented), under what errown prevented and what users lost since start
+// (the requests that failed after this service declined a retry, by
+// reason).
 //
 //	mux.Handle("/debug/errown", debugpage.Handler(mw, "checkout")) // mw: *errown.Middleware
 //
@@ -13,8 +17,10 @@
 // and a disabled budget as only that (Budget).
 //
 // It reads only what its Source exposes and changes nothing. A Source
-// (Dependencies, Budgets, Decisions) may also be a StormSource (Storms)
-// and a ModeSource (Modes), for the storms section and the mode under the
-// title; *errown.Middleware is all three. Mount it where the service's
+// (Dependencies, Budgets, Decisions) may also be a StormSource (Storms),
+// a ModeSource (Modes), a LossSource (Losses) and an InstanceSource
+// (Instances), for the storms section, the mode under the title, the
+// losses beside the storms and the instances; *errown.Middleware is all
+// of them. Mount it where the service's
 // other debug pages are: it shows internal procedure and service names.
 package debugpage

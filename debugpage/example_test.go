@@ -41,6 +41,7 @@ retry:
 		Service string            `json:"service"`
 		Budgets []json.RawMessage `json:"budgets"`
 		Storms  []json.RawMessage `json:"storms"`
+		Losses  json.RawMessage   `json:"losses"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&page); err != nil {
 		panic(err)
@@ -52,8 +53,14 @@ retry:
 	}
 	fmt.Println(budget.String())
 	fmt.Println(len(page.Storms), "storms") // no root request has met a storm yet
+	var losses bytes.Buffer
+	if err := json.Compact(&losses, page.Losses); err != nil {
+		panic(err)
+	}
+	fmt.Println(losses.String()) // no request has failed after a declined retry yet
 	// Output:
 	// application/json checkout
 	// {"callee":"payments","disabled":false,"requests":0,"retries":0,"succeeded":0,"refused":0,"allowed":100,"ratio":0.1,"minPerSecond":10,"window":"10s"}
 	// 0 storms
+	// {"lost":[],"prevented":0,"stormRequests":0}
 }

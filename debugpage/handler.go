@@ -35,6 +35,24 @@ type ModeSource interface {
 	Modes() retry.Modes
 }
 
+// LossSource is a Source that also says what its failed requests lost
+// where it declined a retry, beside what errown prevented below its root
+// requests; *errown.Middleware is one. The page shows it beside the
+// storms when its Source is a LossSource.
+type LossSource interface {
+	Source
+	Losses() inbound.Losses
+}
+
+// InstanceSource is a Source that also lists the instances of its
+// callees that failed calls another instance then served (a retrypeer
+// chooser around the peer list lets errown see them); *errown.Middleware
+// is one. The page lists them when its Source is an InstanceSource.
+type InstanceSource interface {
+	Source
+	Instances() []retry.InstanceView
+}
+
 // Page is the page's content, as JSON renders it.
 type Page struct {
 	// Mode is enforce or observe, the mode errown runs in, and
@@ -51,6 +69,14 @@ type Page struct {
 	// Storms are the latest root requests that met a storm below, newest
 	// first; empty when the Source is no StormSource.
 	Storms []inbound.Storm `json:"storms"`
+	// Losses is what failed requests lost where this service declined a
+	// retry, beside what errown prevented, since start; left out when the
+	// Source is no LossSource.
+	Losses *inbound.Losses `json:"losses,omitempty"`
+	// Instances are the callees' instances that failed calls another
+	// instance then served, newest first; empty when the Source is no
+	// InstanceSource or sees no instance (no retrypeer chooser).
+	Instances []retry.InstanceView `json:"instances"`
 }
 
 // Handler returns the debug page of src. service, if not empty, names the
@@ -79,6 +105,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Budgets:      budgetsOf(h.src.Budgets()),
 		Decisions:    orEmpty(h.src.Decisions()),
 		Storms:       []inbound.Storm{},
+		Instances:    []retry.InstanceView{},
 	}
 	if ms, ok := h.src.(ModeSource); ok {
 		modes := ms.Modes()
@@ -87,6 +114,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ss, reportsStorms := h.src.(StormSource)
 	if reportsStorms {
 		p.Storms = orEmpty(ss.Storms())
+	}
+	if ls, ok := h.src.(LossSource); ok {
+		losses := ls.Losses()
+		losses.Lost = orEmpty(losses.Lost)
+		p.Losses = &losses
+	}
+	is, reportsInstances := h.src.(InstanceSource)
+	if reportsInstances {
+		p.Instances = orEmpty(is.Instances())
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if wantsJSON(r) {
@@ -97,14 +133,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_ = _page.Execute(w, view{Page: p, ReportsStorms: reportsStorms})
+	_ = _page.Execute(w, view{Page: p, ReportsStorms: reportsStorms, ReportsInstances: reportsInstances})
 }
 
 // view is what the HTML template renders: the Page, and whether its
-// Source reports storms at all.
+// Source reports storms and instances at all.
 type view struct {
 	Page
-	ReportsStorms bool
+	ReportsStorms    bool
+	ReportsInstances bool
 }
 
 func orEmpty[T any](s []T) []T {

@@ -21,14 +21,22 @@ type fakeSource struct {
 	budgets   []retry.BudgetView
 	decisions []inbound.Decision
 	storms    []inbound.Storm
+	losses    inbound.Losses
+	instances []retry.InstanceView
 }
 
 func (f fakeSource) Dependencies() []depmem.EdgeView { return f.deps }
 func (f fakeSource) Budgets() []retry.BudgetView     { return f.budgets }
 func (f fakeSource) Decisions() []inbound.Decision   { return f.decisions }
 func (f fakeSource) Storms() []inbound.Storm         { return f.storms }
+func (f fakeSource) Losses() inbound.Losses          { return f.losses }
+func (f fakeSource) Instances() []retry.InstanceView { return f.instances }
 
-var _ StormSource = fakeSource{}
+var (
+	_ StormSource    = fakeSource{}
+	_ LossSource     = fakeSource{}
+	_ InstanceSource = fakeSource{}
+)
 
 // sourceOnly is a Source written before storm telemetry: it has no
 // Storms method.
@@ -47,6 +55,14 @@ var (
 		storms: []inbound.Storm{
 			{Time: now.Add(-2 * time.Second), Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2},
 			{Time: now.Add(-3 * time.Second), Procedure: "browse", Known: false, Failed: false},
+		},
+		losses: inbound.Losses{
+			Lost:      []inbound.Lost{{Reason: "budget", Requests: 170}, {Reason: "unclaimed", Requests: 300}, {Reason: "attempt-limit", Requests: 130}},
+			Prevented: 374, StormRequests: 158,
+		},
+		instances: []retry.InstanceView{
+			{Callee: "inventory", Peer: "10.0.0.7:8080", Failed: 233, Last: now.Add(-500 * time.Millisecond)},
+			{Callee: "inventory", Peer: "10.0.0.8:8080", Failed: 2, Last: now.Add(-4 * time.Second)},
 		},
 	}
 )
@@ -83,10 +99,23 @@ func TestHTML(t *testing.T) {
 			`<td class="num">1</td><td class="num">2</td><td class="num">4</td><td class="num">7</td><td class="num">3</td><td class="num">1</td>`,
 		`<td class="num">3s</td><td>browse</td><td class="succeeded">succeeded</td>` + "\n" +
 			`<td colspan="6" class="unknown">unknown: a service below runs no errown, or its figures were lost</td>`,
+		// what users lost, beside what was prevented
+		`<tr><td>requests prevented below root requests (storm.prevented)</td><td class="num">374</td></tr>`,
+		`<tr><td>root requests that met a storm (storm.requests)</td><td class="num">158</td></tr>`,
+		`<tr><td class="failed">requests lost: failed after this service declined a retry, budget</td><td class="num">170</td></tr>`,
+		`<tr><td class="failed">requests lost: failed after this service declined a retry, unclaimed</td><td class="num">300</td></tr>`,
+		`<tr><td class="failed">requests lost: failed after this service declined a retry, attempt-limit</td><td class="num">130</td></tr>`,
+		// the instances
+		"<h2>Instances that failed calls another served</h2>",
+		`<td class="num">500ms</td><td>inventory</td><td>10.0.0.7:8080</td><td class="num">233</td>`,
+		`<td class="num">4s</td><td>inventory</td><td>10.0.0.8:8080</td><td class="num">2</td>`,
 	} {
 		assert.Contains(t, body, want)
 	}
 	assert.Less(t, strings.Index(body, "<td>checkout</td>"), strings.Index(body, "<td>browse</td>"), "newest first, as Storms gives them")
+	assert.Less(t, strings.Index(body, "<h2>Storms seen</h2>"), strings.Index(body, `<table id="losses">`), "the losses in the storms section")
+	assert.Less(t, strings.Index(body, `<table id="losses">`), strings.Index(body, `<table id="storms">`), "the losses above the storms")
+	assert.Less(t, strings.Index(body, "10.0.0.7:8080</td>"), strings.Index(body, "10.0.0.8:8080</td>"), "newest first, as Instances gives them")
 }
 
 func TestHTMLEmpty(t *testing.T) {
@@ -97,8 +126,14 @@ func TestHTMLEmpty(t *testing.T) {
 	assert.Contains(t, body, "No root request has met a storm yet.")
 	assert.Contains(t, serve(t, fakeSource{}, "/", nil).Body.String(), "No retry policy is configured")
 
+	none := serve(t, fakeSource{}, "/", nil).Body.String()
+	assert.Contains(t, none, `<tr><td>requests lost: failed after this service declined a retry</td><td class="num">0</td></tr>`)
+	assert.Contains(t, none, "No instance has failed a call another served")
+
 	old := serve(t, sourceOnly{full}, "/", nil).Body.String()
 	assert.Contains(t, old, "This source reports no storm telemetry.")
+	assert.Contains(t, old, "This source reports no instances.")
+	assert.NotContains(t, old, `id="losses"`, "a Source without Losses: none shown")
 	assert.Contains(t, old, `<td>inventory</td>`, "the rest of the page as before")
 }
 
@@ -133,7 +168,10 @@ func TestJSON(t *testing.T) {
 			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 			var got Page
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
-			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: budgetsOf(full.budgets), Decisions: full.decisions, Storms: full.storms}, got)
+			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: budgetsOf(full.budgets), Decisions: full.decisions, Storms: full.storms,
+				Losses: &full.losses, Instances: full.instances}, got)
+			assert.Contains(t, rec.Body.String(), `"reason": "unclaimed"`)
+			assert.Contains(t, rec.Body.String(), `"peer": "10.0.0.7:8080"`)
 			assert.Contains(t, rec.Body.String(), `"kind": "fail-close"`)
 			assert.Contains(t, rec.Body.String(), `"blindRadius": 2`)
 			assert.Contains(t, rec.Body.String(), `"peers": [`)
@@ -142,8 +180,11 @@ func TestJSON(t *testing.T) {
 	rec := serve(t, fakeSource{}, "/?format=json", nil)
 	assert.Contains(t, rec.Body.String(), `"dependencies": []`, "empty lists, not null")
 	assert.Contains(t, rec.Body.String(), `"storms": []`, "empty lists, not null")
+	assert.Contains(t, rec.Body.String(), `"instances": []`, "empty lists, not null")
+	assert.Contains(t, rec.Body.String(), `"lost": []`, "empty lists, not null")
 	rec = serve(t, sourceOnly{full}, "/?format=json", nil)
 	assert.Contains(t, rec.Body.String(), `"storms": []`, "a Source without Storms: none to show")
+	assert.NotContains(t, rec.Body.String(), `"losses"`, "a Source without Losses: none to show")
 }
 
 // TestJSONBudgets: a budget's window is a Go duration string, and a

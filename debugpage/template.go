@@ -76,6 +76,18 @@ td.peers { color: #555; font-size: 0.9em; }
 {{end}}{{end}}</table>
 {{else}}<p class="empty">No retry policy is configured: errown never retries.</p>{{end}}
 
+<h2>Instances that failed calls another served</h2>
+<p class="note">Instances (peers) of a callee whose attempt failed a call that another instance of the callee then served, or answered later than a hedge that did: a partial failure, one bad instance. Seen through a retrypeer chooser around the callee's peer list; at most 16 per callee, the most recent first.</p>
+{{if .Instances}}
+<table id="instances">
+<tr><th>ago</th><th>callee</th><th>instance</th><th>calls another served</th></tr>
+{{$now := .Time}}{{range .Instances}}<tr>
+<td class="num">{{ago $now .Last}}</td><td>{{.Callee}}</td><td>{{.Peer}}</td><td class="num">{{.Failed}}</td>
+</tr>
+{{end}}</table>
+{{else if .ReportsInstances}}<p class="empty">No instance has failed a call another served (or no callee's peer list is wrapped in retrypeer.New).</p>
+{{else}}<p class="empty">This source reports no instances.</p>{{end}}
+
 <h2>Recent claim decisions</h2>
 {{if .Decisions}}
 <table id="decisions">
@@ -93,7 +105,15 @@ td.peers { color: #555; font-size: 0.9em; }
 Radius: the most hops on one call path that spent a retry. Served: requests the subtree served, retries included.
 Blind: the same had every hop retried per its own policy, blind to claims. Prevented = blind &minus; served.
 In observe mode errown retries blind: the blind figures are what happened, the others what enforce mode would do.</p>
-{{if .Storms}}
+{{with .Losses}}<table id="losses">
+<tr><th colspan="2">since start</th></tr>
+<tr><td>requests prevented below root requests (storm.prevented)</td><td class="num">{{.Prevented}}</td></tr>
+<tr><td>root requests that met a storm (storm.requests)</td><td class="num">{{.StormRequests}}</td></tr>
+{{range .Lost}}<tr><td class="failed">requests lost: failed after this service declined a retry, {{.Reason}}</td><td class="num">{{.Requests}}</td></tr>
+{{else}}<tr><td>requests lost: failed after this service declined a retry</td><td class="num">0</td></tr>
+{{end}}</table>
+<p class="note">Lost (inbound.failed_after_denied): a refusal (budget, deadline, pushback, overload, ...), unclaimed (errown suppressed a retry the policy would have sent) or attempt-limit (the policy's last attempt failed); a request counts once per reason. Each service counts what it declined: the service users call says what they lost.</p>
+{{end}}{{if .Storms}}
 <table id="storms">
 <tr><th>ago</th><th>procedure</th><th>root</th><th>radius</th><th>blind radius</th><th>served</th><th>blind</th><th>prevented</th><th>retries</th></tr>
 {{$now := .Time}}{{range .Storms}}<tr>

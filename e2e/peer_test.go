@@ -141,3 +141,34 @@ func TestDebugPagePeersOfDecision(t *testing.T) {
 	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/errown", nil))
 	assert.Contains(t, rec.Body.String(), _c+"::call attempts went to "+peers[0]+", "+peers[1], "the HTML page's decision")
 }
+
+// TestDebugPageBadInstance: one instance of C of three failing every call,
+// retrypeer around B's round-robin list; every request is served (a retry
+// goes to another instance), and B's debug page lists the bad instance,
+// and only it, with each call it failed that another instance served.
+func TestDebugPageBadInstance(t *testing.T) {
+	b, addrs, client, badServed := peerMesh(t, newTraces(t), 1)
+	for i := range _peerRequests {
+		_, err := client.Call(callCtx(t), "call", []byte("x"))
+		require.NoError(t, err, "request %d: a retry goes to another instance", i)
+	}
+	require.Positive(t, badServed.Load(), "of %d requests, none went to the bad instance", _peerRequests)
+
+	page := debugpage.Handler(b.Middleware(), _b)
+	rec := httptest.NewRecorder()
+	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/errown?format=json", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var p debugpage.Page
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p), "the page's JSON")
+	require.Len(t, p.Instances, 1, "B's instances: %+v", p.Instances)
+	got := p.Instances[0]
+	assert.Equal(t, _c, got.Callee)
+	assert.Equal(t, addrs[0], got.Peer, "the bad instance")
+	assert.Equal(t, badServed.Load(), got.Failed, "every call the bad instance failed, another served")
+	require.NotNil(t, p.Losses, "B's losses")
+	assert.Empty(t, p.Losses.Lost, "no request failed: nothing lost")
+
+	rec = httptest.NewRecorder()
+	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/errown", nil))
+	assert.Contains(t, rec.Body.String(), "<td>"+_c+"</td><td>"+addrs[0]+"</td>", "the HTML page's instance")
+}

@@ -1,7 +1,8 @@
 // Package inbound configures errown's unary inbound middleware (Config,
 // with its edge declarations, EdgeConfig, and its admission control,
 // AdmissionConfig), holds the helpers a handler calls (DoNotRetry,
-// CallerFault) and the operators' view types (Decision, Storm, CallPeers).
+// CallerFault) and the operators' view types (Decision, Storm, CallPeers,
+// Losses).
 // The middleware itself is errown's own: errown.Module (or errown.New)
 // builds it from Config. It opens the request's ingress log, runs the
 // handler and, when the handler returns an error, decides whether this
@@ -49,8 +50,14 @@
 //	                      failed outbound calls past the egress log's bound
 //	                      (egresslog.MaxFailures): counted, not kept
 //	inbound.failed_after_denied
-//	                      tagged reason: requests that failed after this hop declined
-//	                      to retry one of their failed calls (retry.denied's reasons)
+//	                      tagged reason: requests that failed (a server fault) after
+//	                      this hop declined to retry one of their failed calls, once
+//	                      per reason: a refusal (retry.denied's reasons: budget,
+//	                      deadline, pushback, not-idempotent, code, body-too-large,
+//	                      overload), unclaimed (the callee's error was unclaimed and
+//	                      the policy had attempts left: errown suppressed the retry),
+//	                      or attempt-limit (the call failed on the policy's last
+//	                      attempt): what users lost, beside storm.prevented
 //	inbound.shed          tagged reason and mode: requests admission control shed
 //	                      (mode observe: would have shed), reason queue_full, retry,
 //	                      incident, deadline or abandoned
@@ -71,7 +78,8 @@
 // recorded, tagged procedure (bounded by Config.MaxRootProcedures, then
 // "_other"):
 //
-//	storm.requests        root requests that met a storm below
+//	storm.requests        root requests that met a storm below (not the roots that
+//	                      failed: failed_after_denied counts those a hop declined)
 //	storm.unknown         those whose figures were unknown
 //	storm.prevented       requests errown's decisions prevented (observe mode: would prevent)
 //	storm.retries         retries spent below

@@ -28,3 +28,20 @@ type BudgetView struct {
 	MinPerSecond float64       `json:"minPerSecond"`
 	Window       time.Duration `json:"window"`
 }
+
+// InstanceView is one instance (peer) of a callee that failed calls
+// another instance of the same callee then served, as errown's retry
+// middleware saw it through a peer chooser that records each attempt's
+// peer (package retrypeer), for operators: where a partial failure is.
+type InstanceView struct {
+	// Callee is the callee service, Peer the instance's identifier as
+	// its peer list names it (an address, say).
+	Callee string `json:"callee"`
+	Peer   string `json:"peer"`
+	// Failed is how many calls the instance failed (or answered later
+	// than a hedge) that another instance then served, since it was
+	// first listed.
+	Failed int64 `json:"failed"`
+	// Last is when it last did.
+	Last time.Time `json:"last"`
+}

@@ -215,7 +215,7 @@ func callOnce(t *testing.T, c peer.Chooser, failing func(string) bool) []string 
 		// error response is no error to the list.
 		done(nil)
 		if !failing(id) {
-			route.Served()
+			route.Served(nil)
 			return peers
 		}
 	}

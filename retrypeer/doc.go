@@ -21,6 +21,12 @@
 // instance, or every one already tried), the retry goes to the one it
 // offers: a single-instance outbound retries on its one instance.
 //
+// The retry middleware keeps the same evidence for operators: the
+// instances of each callee that failed calls another instance then
+// served, with how many and when last (errown.Middleware.Instances, the
+// debug page's "Instances that failed calls another served"). Only a
+// call served after an attempt on another peer adds to it.
+//
 // Use it for every outbound whose callee runs several instances:
 //
 //	list := roundrobin.New(httpTransport) // go.uber.org/yarpc/peer/roundrobin

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	nethttp "net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -96,6 +98,18 @@ func pay(t *testing.T, addr string) (string, map[string]string, error) {
 	return string(body), headers, err
 }
 
+// scrape returns what Prometheus reads at /metrics on checkout's port.
+func scrape(t assert.TestingT, addr string) string {
+	res, err := nethttp.Get("http://" + addr + "/metrics")
+	if !assert.NoError(t, err) {
+		return ""
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	assert.NoError(t, err)
+	return string(b)
+}
+
 // TestQuickstart runs the quick start against payments on 127.0.0.1:
 // config.yaml's policy retries payments once, and when payments stays
 // down checkout's error goes out unclaimed, so no caller above retries.
@@ -149,6 +163,14 @@ func TestQuickstart(t *testing.T) {
 			started := logs.FilterMessage("errown started").All()
 			require.Len(t, started, 1)
 			assert.Equal(t, []any{"payments"}, started[0].ContextMap()["retryPolicies"])
+			assert.Equal(t, "tally v4 Scope", started[0].ContextMap()["metrics"], "the start line names the scope errown reports to")
+			// Prometheus reads errown's metrics beside yarpc, on checkout's
+			// port: the calls to payments and the retries.
+			assert.EventuallyWithT(t, func(c *assert.CollectT) {
+				metrics := scrape(c, addr)
+				assert.Contains(c, metrics, `errown_retry_calls{callee="payments"} 2`)
+				assert.Contains(c, metrics, fmt.Sprintf(`errown_retry_attempts{callee="payments"} %d`, len(tt.wantAttempts)-2))
+			}, 10*time.Second, 50*time.Millisecond)
 		})
 	}
 }

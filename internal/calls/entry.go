@@ -27,6 +27,11 @@ type Entry struct {
 	// with Attempts, Claim and Code, why RCS holds (the claim decision's
 	// reason).
 	Refused wire.Refusal
+	// Declined says why this hop sent no more attempts of a failed call
+	// that no refusal explains (the callee's unclaim with attempts left,
+	// the policy's attempt limit): with Refused, what the request's
+	// failure cost at this hop (inbound.failed_after_denied).
+	Declined wire.Decline
 	// Abandoned calls ended because the caller cancelled them (a sibling
 	// of a fan-out that failed first, a hedge that lost): their error is
 	// the caller's doing and explains nothing.

@@ -45,17 +45,19 @@ func (r *Route) Witness(fn func(peer string)) {
 	r.mu.Unlock()
 }
 
-// Served tells the witness (Witness), if any, that the call was served
-// by the peer of its latest attempt recorded: each other peer recorded
-// failed it, or was slower to answer than that one (a hedge). The retry
-// middleware calls it once the call's attempt was served (an answer
-// included), not after a failure.
-func (r *Route) Served() {
+// Served tells the witness (Witness), if any, and also, if not nil,
+// that the call was served by the peer of its latest attempt recorded:
+// each other peer recorded failed it, or was slower to answer than that
+// one (a hedge). The retry middleware calls it once the call's attempt
+// was served (an answer included), not after a failure. Neither is told
+// anything of a call whose attempts all went to one peer: the common
+// success costs a lock and nothing else.
+func (r *Route) Served(also func(peer string)) {
 	r.mu.Lock()
 	fn, n := r.witness, min(r.n, _routePeers)
 	var others [_routePeers]string
 	k := 0
-	if fn != nil && n > 1 {
+	if (fn != nil || also != nil) && n > 1 {
 		last := r.peers[(r.n-1)%_routePeers]
 		for i := range n {
 			if p := r.peers[i]; p != last && !slices.Contains(others[:k], p) {
@@ -66,7 +68,12 @@ func (r *Route) Served() {
 	}
 	r.mu.Unlock()
 	for _, p := range others[:k] {
-		fn(p)
+		if fn != nil {
+			fn(p)
+		}
+		if also != nil {
+			also(p)
+		}
 	}
 }
 

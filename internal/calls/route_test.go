@@ -21,21 +21,56 @@ func TestRoutePeers(t *testing.T) {
 
 func TestRouteServed(t *testing.T) {
 	var r Route
-	r.Served() // no witness: nothing to tell
+	r.Served(nil) // no witness: nothing to tell
 	var told []string
 	r.Witness(func(p string) { told = append(told, p) })
 	r.Record("a:1")
-	r.Served()
+	r.Served(nil)
 	assert.Empty(t, told, "served by its only peer")
 	r.Record("a:1")
-	r.Served()
+	r.Served(nil)
 	assert.Empty(t, told, "served by the peer that failed it first: no other")
 	r.Record("b:2")
-	r.Served()
+	r.Served(nil)
 	assert.Equal(t, []string{"a:1"}, told, "each other peer once")
 	told = nil
 	r.Record("c:3")
 	r.Record("b:2")
-	r.Served()
+	r.Served(nil)
 	assert.Equal(t, []string{"c:3"}, told, "the latest three: b:2 served, c:3 other")
+}
+
+func TestRouteServedAlso(t *testing.T) {
+	tests := []struct {
+		name string
+		give []string // peers recorded, in order
+		want []string // told to the witness and to also
+	}{
+		{name: "one peer", give: []string{"a:1"}, want: nil},
+		{name: "the same peer twice", give: []string{"a:1", "a:1"}, want: nil},
+		{name: "another peer served", give: []string{"a:1", "b:2"}, want: []string{"a:1"}},
+		{name: "two others", give: []string{"a:1", "c:3", "b:2"}, want: []string{"a:1", "c:3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var witnessed, also []string
+			var r Route
+			r.Witness(func(p string) { witnessed = append(witnessed, p) })
+			for _, p := range tt.give {
+				r.Record(p)
+			}
+			r.Served(func(p string) { also = append(also, p) })
+			assert.Equal(t, tt.want, also, "told to also")
+			assert.Equal(t, tt.want, witnessed, "told to the witness")
+		})
+	}
+}
+
+func TestRouteServedAlsoWithoutWitness(t *testing.T) {
+	var also []string
+	var r Route
+	r.Record("a:1")
+	r.Record("b:2")
+	r.Served(func(p string) { also = append(also, p) })
+	assert.Equal(t, []string{"a:1"}, also)
 }

@@ -206,7 +206,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		if noRetry && refused == wire.RefusedNone {
 			refused = wire.RefusedPushback
 		}
-		e.Refused = refused
+		e.Refused, e.Declined = refused, state.Declined
 		if r := state.Route; r != nil && r.Len() > 0 {
 			e.Route = r // the peers, for the claim decision's record
 		}

@@ -108,6 +108,18 @@ func TestCallRecordsEntry(t *testing.T) {
 			wantClaim: "missing",
 		},
 		{
+			name:      "unclaimed, the retry suppressed with attempts left: declined",
+			give:      callee{res: withClaim("unclaimed"), err: unavailable, state: reqlog.CallState{Attempts: 1, Declined: wire.DeclineUnclaimed}},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true, Declined: wire.DeclineUnclaimed},
+			wantClaim: "unclaimed",
+		},
+		{
+			name:      "failed on the policy's last attempt: declined",
+			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit}},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true, Declined: wire.DeclineAttemptLimit},
+			wantClaim: "claimed",
+		},
+		{
 			name:      "not retryable by nature: RCS true",
 			give:      callee{err: yarpcerrors.InvalidArgumentErrorf("bad")},
 			want:      calls.Entry{Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
@@ -286,7 +298,7 @@ func TestWithInnerRetry(t *testing.T) {
 		{
 			name: "retried once",
 			give: &transport.Response{Headers: transport.NewHeaders()},
-			want: calls.Entry{Attempts: 2, RCS: true},
+			want: calls.Entry{Attempts: 2, RCS: true, Declined: wire.DeclineAttemptLimit},
 		},
 		{
 			// One attempt and a missing claim: RCS is true only because
@@ -300,12 +312,12 @@ func TestWithInnerRetry(t *testing.T) {
 			// without the egress middleware reading it again.
 			name: "unclaimed: suppressed",
 			give: withClaim("unclaimed"),
-			want: calls.Entry{Attempts: 1, Claim: ownership.ClaimUnclaimed, RCS: true},
+			want: calls.Entry{Attempts: 1, Claim: ownership.ClaimUnclaimed, RCS: true, Declined: wire.DeclineUnclaimed},
 		},
 		{
 			name: "claimed: retried",
 			give: withClaim("claimed"),
-			want: calls.Entry{Attempts: 2, Claim: ownership.ClaimClaimed, RCS: true},
+			want: calls.Entry{Attempts: 2, Claim: ownership.ClaimClaimed, RCS: true, Declined: wire.DeclineAttemptLimit},
 		},
 	}
 	for _, tt := range tests {

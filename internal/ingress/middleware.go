@@ -59,7 +59,7 @@ type Middleware struct {
 	retriedCount      tally.Counter
 	replacedCount     tally.Counter
 	overflowCount     tally.Counter
-	failedAfterDenied []tally.Counter // by wire.Refusal: failed requests whose call this hop declined to retry
+	denied            *denied // inbound.failed_after_denied: failed requests whose call this hop declined to retry
 }
 
 var _ middleware.UnaryInbound = (*Middleware)(nil)
@@ -119,7 +119,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		retriedCount:      scope.Counter("retried"),
 		replacedCount:     scope.Counter("replaced_headers"),
 		overflowCount:     scope.Counter("egress_overflow"),
-		failedAfterDenied: failedAfterDenied(scope),
+		denied:            newDenied(scope),
 	}, nil
 }
 
@@ -391,6 +391,18 @@ func (unknown) Learn(ownership.Edge, bool) ownership.EdgeKind { return ownership
 // counted (and given to the storm hook) but not listed again.
 func (m *Middleware) Storms() []inbound.Storm {
 	return m.storms.list()
+}
+
+// Losses returns what this service's failed requests lost where it
+// declined a retry (inbound.failed_after_denied by reason), beside what
+// errown prevented below its root requests (storm.prevented) and how many
+// met a storm (storm.requests), since the middleware started.
+func (m *Middleware) Losses() inbound.Losses {
+	return inbound.Losses{
+		Lost:          m.denied.lost(),
+		Prevented:     m.storms.prevented.Load(),
+		StormRequests: m.storms.requests.Load(),
+	}
 }
 
 // ownHeaders returns w, or a writer that drops errown's own headers from

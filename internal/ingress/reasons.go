@@ -1,6 +1,8 @@
 package ingress
 
 import (
+	"sync/atomic"
+
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/wire"
@@ -53,29 +55,88 @@ func (c unclaimCause) reason() (string, wire.Refusal) {
 	return inbound.ReasonRetriedBelow, wire.RefusedNone
 }
 
-// failedAfterDenied returns the counters of inbound.failed_after_denied,
-// by wire.Refusal (RefusedNone unused): what the refusals cost.
-func failedAfterDenied(scope tally.Scope) []tally.Counter {
-	out := make([]tally.Counter, len(wire.Refusals())+1)
+// deniedReasons returns the tags of inbound.failed_after_denied,
+// indexed by deniedIndex: a tag per wire.Refusal, then per wire.Decline
+// (the callee's unclaim while this hop's policy had attempts left, the
+// policy's attempt limit); index 0, nothing declined, is "". The tags are
+// those fixed sets: nine series.
+func deniedReasons() []string {
+	out := make([]string, 1+len(wire.Refusals())+len(wire.Declines()))
 	for _, r := range wire.Refusals() {
-		out[r] = scope.Tagged(map[string]string{"reason": r.String()}).Counter("failed_after_denied")
+		out[deniedIndex(r, wire.DeclineNone)] = r.String()
+	}
+	for _, d := range wire.Declines() {
+		out[deniedIndex(wire.RefusedNone, d)] = d.String()
 	}
 	return out
 }
 
+// denied is inbound.failed_after_denied: its counters, indexed by
+// deniedIndex, and the same counts since start for Losses.
+type denied struct {
+	reasons  []string // deniedReasons
+	counters []tally.Counter
+	totals   []atomic.Int64
+}
+
+func newDenied(scope tally.Scope) *denied {
+	d := &denied{reasons: deniedReasons()}
+	d.counters = make([]tally.Counter, len(d.reasons))
+	d.totals = make([]atomic.Int64, len(d.reasons))
+	for i, r := range d.reasons[1:] {
+		d.counters[i+1] = scope.Tagged(map[string]string{"reason": r}).Counter("failed_after_denied")
+	}
+	return d
+}
+
+// inc counts one request for the reason at index i, not 0.
+func (d *denied) inc(i int) {
+	d.counters[i].Inc(1)
+	d.totals[i].Add(1)
+}
+
+// lost returns the counts since start, the reasons with a request only.
+func (d *denied) lost() []inbound.Lost {
+	var out []inbound.Lost
+	for i := 1; i < len(d.reasons); i++ {
+		if n := d.totals[i].Load(); n > 0 {
+			out = append(out, inbound.Lost{Reason: d.reasons[i], Requests: n})
+		}
+	}
+	return out
+}
+
+// deniedIndex returns the index of the reason this hop declined a retry
+// of a call: its refusal r when there is one (a refusal is the hop's
+// decision even on the last attempt), else its decline d, else 0.
+func deniedIndex(r wire.Refusal, d wire.Decline) int {
+	switch {
+	case r != wire.RefusedNone:
+		return int(r)
+	case d != wire.DeclineNone:
+		return len(wire.Refusals()) + int(d)
+	}
+	return 0
+}
+
 // countDenied counts a request that failed (a server fault) after this
 // hop declined to retry one of its failed calls, once per reason: the
-// users' requests a refusal did not save, beside retry.denied, which
-// counts the refusals.
+// users' requests a refusal, a suppression of an unclaimed error the
+// policy would have retried, or the policy's attempt limit did not save,
+// beside retry.denied and retry.suppressed, which count the calls.
 func (m *Middleware) countDenied(entries []calls.Entry) {
 	var seen uint32
 	for _, e := range entries {
-		if !e.Failed() || e.Refused == wire.RefusedNone || int(e.Refused) >= len(m.failedAfterDenied) {
+		if !e.Failed() {
 			continue
 		}
-		if bit := uint32(1) << e.Refused; seen&bit == 0 {
+		i := deniedIndex(e.Refused, e.Declined)
+		if i == 0 || i >= len(m.denied.reasons) {
+			continue
+		}
+		if bit := uint32(1) << i; seen&bit == 0 {
 			seen |= bit
-			m.failedAfterDenied[e.Refused].Inc(1)
+			m.denied.inc(i)
 		}
 	}
 }

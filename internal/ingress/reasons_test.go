@@ -59,6 +59,20 @@ func TestFailedAfterDenied(t *testing.T) {
 		e.Refused = r
 		return e
 	}
+	declined := func(d wire.Decline) calls.Entry {
+		e := failed("hard", true)
+		e.Declined = d
+		return e
+	}
+	both := func(r wire.Refusal, d wire.Decline) calls.Entry {
+		e := refused(r)
+		e.Declined = d
+		return e
+	}
+	abandoned := func(e calls.Entry) calls.Entry {
+		e.Abandoned = true
+		return e
+	}
 	tests := []struct {
 		name string
 		err  error
@@ -71,7 +85,18 @@ func TestFailedAfterDenied(t *testing.T) {
 			want: map[string]int64{"budget": 1, "deadline": 1}},
 		{name: "request succeeded", give: []calls.Entry{refused(wire.RefusedBudget)}, want: map[string]int64{"budget": 0}},
 		{name: "an answer", err: yarpcerrors.NotFoundErrorf("no"), give: []calls.Entry{refused(wire.RefusedBudget)}, want: map[string]int64{"budget": 0}},
-		{name: "nothing refused", err: errBoom, give: []calls.Entry{failed("hard", true)}, want: map[string]int64{"budget": 0}},
+		{name: "nothing refused", err: errBoom, give: []calls.Entry{failed("hard", true)}, want: map[string]int64{"budget": 0, "unclaimed": 0, "attempt-limit": 0}},
+		{name: "unclaim suppressed with attempts left", err: errBoom, give: []calls.Entry{declined(wire.DeclineUnclaimed)},
+			want: map[string]int64{"unclaimed": 1, "attempt-limit": 0, "budget": 0}},
+		{name: "attempt limit", err: errBoom, give: []calls.Entry{declined(wire.DeclineAttemptLimit)},
+			want: map[string]int64{"unclaimed": 0, "attempt-limit": 1}},
+		{name: "a refusal wins over the call's decline", err: errBoom, give: []calls.Entry{both(wire.RefusedPushback, wire.DeclineAttemptLimit)},
+			want: map[string]int64{"pushback": 1, "attempt-limit": 0}},
+		{name: "a refusal and a decline on two calls", err: errBoom, give: []calls.Entry{refused(wire.RefusedBudget), declined(wire.DeclineUnclaimed), declined(wire.DeclineUnclaimed)},
+			want: map[string]int64{"budget": 1, "unclaimed": 1}},
+		{name: "declined, request succeeded", give: []calls.Entry{declined(wire.DeclineUnclaimed)}, want: map[string]int64{"unclaimed": 0}},
+		{name: "declined, request answered", err: yarpcerrors.NotFoundErrorf("no"), give: []calls.Entry{declined(wire.DeclineAttemptLimit)}, want: map[string]int64{"attempt-limit": 0}},
+		{name: "declined, call abandoned", err: errBoom, give: []calls.Entry{abandoned(declined(wire.DeclineAttemptLimit))}, want: map[string]int64{"attempt-limit": 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +110,37 @@ func TestFailedAfterDenied(t *testing.T) {
 				}
 				assert.Equal(t, want, got, reason)
 			}
+		})
+	}
+}
+
+// Losses lists failed_after_denied's counts since start, the reasons with
+// a request only, refusals first, in their fixed order.
+func TestLossesLost(t *testing.T) {
+	entry := func(r wire.Refusal, d wire.Decline) calls.Entry {
+		e := failed("hard", true)
+		e.Refused, e.Declined = r, d
+		return e
+	}
+	tests := []struct {
+		name string
+		give [][]calls.Entry // each a failed request's calls
+		want []inbound.Lost
+	}{
+		{name: "none", give: nil, want: nil},
+		{name: "reasons in order", give: [][]calls.Entry{
+			{entry(wire.RefusedNone, wire.DeclineAttemptLimit)},
+			{entry(wire.RefusedNone, wire.DeclineUnclaimed)},
+			{entry(wire.RefusedNone, wire.DeclineUnclaimed), entry(wire.RefusedBudget, wire.DeclineNone)},
+		}, want: []inbound.Lost{{Reason: "budget", Requests: 1}, {Reason: "unclaimed", Requests: 2}, {Reason: "attempt-limit", Requests: 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, inbound.Config{})
+			for _, calls := range tt.give {
+				_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(errBoom, calls...))
+			}
+			assert.Equal(t, tt.want, e.mw.Losses().Lost)
 		})
 	}
 }

@@ -64,6 +64,10 @@ type storms struct {
 	last atomic.Pointer[stormMetrics]
 
 	recent ring[inbound.Storm]
+
+	// requests and prevented are storm.requests and storm.prevented over
+	// every procedure, since start, for Losses.
+	requests, prevented atomic.Uint64
 }
 
 type stormMetrics struct {
@@ -107,10 +111,12 @@ func (s *storms) record(st inbound.Storm, ph uint64) {
 	s.recent.addNew(st, stormSignature(&st, ph))
 
 	m.requests.Inc(1)
+	s.requests.Add(1)
 	if !st.Known {
 		m.unknown.Inc(1)
 	} else {
 		m.prevented.Inc(int64(st.Prevented))
+		s.prevented.Add(st.Prevented)
 		m.retries.Inc(int64(st.Retries))
 		m.radius.RecordValue(float64(st.Radius))
 		m.blindRadius.RecordValue(float64(st.BlindRadius))

@@ -402,6 +402,10 @@ func TestHandleStormMetrics(t *testing.T) {
 	assert.Equal(t, int64(1), e.stormCounter("retries", "browse"))
 	assert.Equal(t, map[float64]int64{1: 1}, e.stormHistogram("radius", "browse"))
 	assert.Equal(t, map[float64]int64{1: 1}, e.stormHistogram("blind_radius", "browse"))
+	// Losses sums them over procedures.
+	losses := e.mw.Losses()
+	assert.Equal(t, uint64(3+1), losses.StormRequests, "Losses: storm.requests over procedures")
+	assert.Equal(t, uint64(9+28), losses.Prevented, "Losses: storm.prevented over procedures")
 
 	// Nothing under the inbound scope, nothing untagged.
 	for k := range e.scope.Snapshot().Counters() {

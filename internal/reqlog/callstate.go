@@ -35,6 +35,10 @@ type CallState struct {
 	Attempts int
 	// Refused says why a retry was not attempted, if this hop decided so.
 	Refused wire.Refusal
+	// Declined says why no more attempts were sent of a failed call that
+	// no refusal explains: the callee's unclaim while the policy had
+	// attempts left, or the policy's attempt limit.
+	Declined wire.Decline
 	// Storm folds the Storms of the call's attempts, when the retry
 	// middleware made them; the egress middleware folds a single attempt.
 	Storm wire.StormCall

@@ -70,6 +70,9 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		rand:         o.rand,
 	}
 	m.attempts = &Attempts{m: m}
+	for _, c := range m.callees {
+		c.instances = newInstances(o.now)
+	}
 	plainBudgets(m.callees, o.plainBudget)
 	m.budgetLeft = budgetGauges(o.Scope, m.callees)
 	return m, nil
@@ -276,8 +279,9 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			state.Leave()
 			if route != nil {
 				// Served: the peers of its earlier attempts failed it
-				// (package retrypeer passes them over).
-				route.Served()
+				// (package retrypeer passes them over; Instances lists
+				// them).
+				route.Served(c.instances.failed)
 			}
 			release.With(res, cancel)
 			return res, err
@@ -307,7 +311,8 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 // declines a retry the error was retryable for by nature, it records why
 // in state and counts it: the callee's unclaim (suppressed), its pushback,
 // the policy's codes, idempotency, the body cap, the deadline, the
-// budget.
+// budget. A suppression the policy would otherwise have retried, and the
+// policy's attempt limit, are recorded as state's Declined.
 func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState, note *retryNote) (time.Duration, bool) {
 	note.withdrew = false
 	if !wire.RetryableByNature(code) || state.Sends.Shed {
@@ -316,6 +321,14 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 	if state.Claim == ownership.ClaimUnclaimed {
 		if !p.observe {
 			c.metrics.suppressed.Inc(1)
+			switch {
+			case n >= p.maxAttempts:
+				state.Declined = wire.DeclineAttemptLimit
+			case m.refusal(p, code, replayable, state.NoRetry) == wire.RefusedNone:
+				// The policy would have retried it: a request that
+				// fails now is one errown's suppression did not save.
+				state.Declined = wire.DeclineUnclaimed
+			}
 			state.Storm.Blind(m.blindRetries(c, p, code, n, replayable, state.NoRetry))
 			return 0, false
 		}
@@ -326,6 +339,7 @@ func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *
 		note.would = true
 	}
 	if n >= p.maxAttempts {
+		state.Declined = wire.DeclineAttemptLimit
 		return 0, false
 	}
 	if r := m.refusal(p, code, replayable, state.NoRetry); r != wire.RefusedNone {

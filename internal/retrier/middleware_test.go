@@ -112,7 +112,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "Unclaimed"), fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -122,6 +122,43 @@ func TestMiddlewareCall(t *testing.T) {
 		{
 			name:         "unclaimed: suppressed",
 			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			giveReq:      req("callee", "get", "hello"),
+			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
+			giveDeadline: time.Minute,
+			want:         reqlog.CallState{Attempts: 1, Declined: wire.DeclineUnclaimed},
+			wantCode:     yarpcerrors.CodeUnavailable,
+			wantBodies:   []string{"hello"},
+			wantAttempt:  []string{""},
+			wantCounters: map[string]int64{calls: 1, suppressed: 1},
+		},
+		{
+			name:         "unclaimed on the last attempt: the attempt limit, not the unclaim",
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(true)}),
+			giveReq:      req("callee", "get", "hello"),
+			giveScript:   []step{fail(errUnavailable), fail(errUnavailable, "errown-claim", "unclaimed")},
+			giveDeadline: time.Minute,
+			want:         reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit},
+			wantCode:     yarpcerrors.CodeUnavailable,
+			wantBodies:   []string{"hello", "hello"},
+			wantAttempt:  []string{"", "2"},
+			wantSleeps:   1,
+			wantCounters: map[string]int64{calls: 1, attempts: 1, suppressed: 1},
+		},
+		{
+			name:         "unclaimed, a code the policy does not retry: suppressed, nothing declined",
+			give:         policies(retry.PolicyConfig{Service: "callee", RetryableCodes: []string{"resource-exhausted"}, Idempotent: new(true)}),
+			giveReq:      req("callee", "get", "hello"),
+			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
+			giveDeadline: time.Minute,
+			want:         reqlog.CallState{Attempts: 1},
+			wantCode:     yarpcerrors.CodeUnavailable,
+			wantBodies:   []string{"hello"},
+			wantAttempt:  []string{""},
+			wantCounters: map[string]int64{calls: 1, suppressed: 1},
+		},
+		{
+			name:         "unclaimed, not idempotent: suppressed, nothing declined",
+			give:         policies(retry.PolicyConfig{Service: "callee", Idempotent: new(false)}),
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
@@ -199,7 +236,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -225,7 +262,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), fail(errExhausted)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 3},
+			want:         reqlog.CallState{Attempts: 3, Declined: wire.DeclineAttemptLimit},
 			wantCode:     yarpcerrors.CodeResourceExhausted,
 			wantBodies:   []string{"hello", "hello", "hello"},
 			wantAttempt:  []string{"", "2", "3"},
@@ -276,7 +313,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.CallState{Attempts: 1, Declined: wire.DeclineUnclaimed},
 			wantCode:     yarpcerrors.CodeOK, // the exception is the encoding's to decode
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -510,7 +547,7 @@ func TestMiddlewareCall(t *testing.T) {
 			_, err := m.Call(ctx, tt.giveReq, out)
 
 			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(err).Code(), "code (err %v)", err)
-			assert.Equal(t, tt.want, reqlog.CallState{Attempts: state.Attempts, Refused: state.Refused}, "state = %+v", *state)
+			assert.Equal(t, tt.want, reqlog.CallState{Attempts: state.Attempts, Refused: state.Refused, Declined: state.Declined}, "state = %+v", *state)
 
 			// Under errown's egress middleware, which hands it a Sink, Call
 			// reports the same state and answer there.
@@ -520,7 +557,7 @@ func TestMiddlewareCall(t *testing.T) {
 			defer ccancel()
 			sink := &reqlog.Sink{Out: newOutbound(tt.giveScript...)}
 			_, cerr := counted.Call(cctx, again, sink)
-			assert.Equal(t, tt.want, reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, "Sink state = %+v", sink.State)
+			assert.Equal(t, tt.want, reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused, Declined: sink.State.Declined}, "Sink state = %+v", sink.State)
 			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(cerr).Code(), "through a Sink, code (err %v)", cerr)
 
 			var bodies, attemptHeaders []string

@@ -53,6 +53,7 @@ type callee struct {
 	metrics    *metrics
 	foreign    *foreignMetrics
 	overload   *overload
+	instances  *instances         // its instances that failed calls another served
 	service    *policy            // the service-wide policy, or nil
 	procedures map[string]*policy // exact procedure policies
 }

@@ -105,6 +105,7 @@ func TestDashboardMetricsExported(t *testing.T) {
 		"errown_storm_blind_radius_sum", "errown_storm_blind_radius_count",
 		"errown_storm_prevented", "errown_storm_retries", "errown_storm_requests", "errown_storm_unknown",
 		"errown_retry_prevented", "errown_retry_would_suppress",
+		"errown_inbound_failed_after_denied", // what users lost, beside what was prevented
 	}, "the storm panels")
 	t.Logf("the dashboard queries %d metrics, all exported: %s", len(names), strings.Join(names, " "))
 }

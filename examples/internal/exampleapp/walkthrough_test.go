@@ -192,6 +192,12 @@ func TestWalkthrough(t *testing.T) {
 		{m.frontend, `errown_retry_prevented{callee="orders",service="frontend"}`, "3"},
 		{m.orders, `errown_retry_prevented{callee="inventory",service="orders"}`, "0"},
 		{m.frontend, `errown_retry_would_suppress{callee="orders",service="frontend"}`, "0"},
+		// What the user lost, where it was decided: frontend suppressed a
+		// retry its policy would have sent, orders' retry was its last
+		// attempt.
+		{m.frontend, `errown_inbound_failed_after_denied{reason="unclaimed",service="frontend"}`, "1"},
+		{m.orders, `errown_inbound_failed_after_denied{reason="attempt_limit",service="orders"}`, "1"},
+		{m.orders, `errown_inbound_failed_after_denied{reason="budget",service="orders"}`, "0"},
 		// orders' onset storm.
 		{m.orders, `errown_storm_requests{procedure="place",service="orders"}`, "1"},
 		{m.orders, `errown_storm_unknown{procedure="place",service="orders"}`, "0"},
@@ -212,6 +218,8 @@ func TestWalkthrough(t *testing.T) {
 	// The debug page of frontend shows the storm: radius 1 against 2,
 	// served 4 against 7, 3 prevented, 1 retry.
 	page = m.frontend.admin(t, http.MethodGet, "/debug/errown")
+	assert.Contains(t, page, `<tr><td>requests prevented below root requests (storm.prevented)</td><td class="num">3</td></tr>`)
+	assert.Contains(t, page, `<tr><td class="failed">requests lost: failed after this service declined a retry, unclaimed</td><td class="num">1</td></tr>`)
 	assert.Contains(t, page, `<td>checkout</td><td class="failed">failed</td>`+"\n"+
 		`<td class="num">1</td><td class="num">2</td><td class="num">4</td><td class="num">7</td><td class="num">3</td><td class="num">1</td>`)
 	var storms struct {
