@@ -270,6 +270,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 				note.abandoned()
 			} else {
 				note.succeeded(c)
+				refundHedges(c, state)
 			}
 			state.End()
 			route := state.Route
@@ -283,7 +284,9 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			return res, err
 		}
 		refused := state.Refused
-		wait, ok := m.retryAfter(ctx, req, c, p, code, state.Attempts, body.replayable(), state, &note)
+		// The policy's attempts bound the call's attempts other than its
+		// hedges, which count apart (Attempts.Send).
+		wait, ok := m.retryAfter(ctx, req, c, p, code, max(state.Sequential(), n), body.replayable(), state, &note)
 		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
 		if !ok {
 			state.End()
@@ -299,6 +302,16 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		}
 		discard(res, cancel)
 	}
+}
+
+// refundHedges gives back to c's budget, under state's lock, the
+// withdrawals of the hedges of state's call, which succeeded: as a retry
+// that works, a hedge of a call that works is no storm.
+func refundHedges(c *callee, state *reqlog.CallState) {
+	for _, epoch := range state.Sends.HedgeDraws {
+		c.budget.refundHedge(epoch)
+	}
+	state.Sends.HedgeDraws = nil
 }
 
 // retryAfter decides, after n attempts (as they left the process) failed,

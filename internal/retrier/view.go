@@ -35,8 +35,8 @@ func (m *Middleware) Budgets() []retry.BudgetView {
 func (b *budget) counts() (requests, retries int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	requests, retries, _ = b.sum(b.epoch())
-	return requests, retries
+	w := b.sum(b.epoch())
+	return w.requests, w.retries
 }
 
 // outcomes returns the retries that succeeded (refunded) and the ones
