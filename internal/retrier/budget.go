@@ -39,6 +39,7 @@ type budgetBucket struct {
 	blind    int64 // budget.mu: retries only the blind world made (suppressed ones)
 	refunded int64 // budget.mu: retries that succeeded, given back (refund)
 	refused  int64 // budget.mu: retries the budget had no room for
+	starved  int64 // budget.mu: of refused, retries the hedges took the room of (withdraw)
 }
 
 // budget is the retry budget of one callee service: it counts original
@@ -115,7 +116,11 @@ func (b *budget) withdraw() (epoch int64, ok, hedgesTook bool) {
 	cur, w := b.current()
 	if !BudgetAllows(w.requests, w.retries, b.ratio, b.minPerSecond, b.window) {
 		cur.refused++
-		return 0, false, w.hedges > 0 && BudgetAllows(w.requests, w.retries-w.hedges, b.ratio, b.minPerSecond, b.window)
+		hedgesTook = w.hedges > 0 && BudgetAllows(w.requests, w.retries-w.hedges, b.ratio, b.minPerSecond, b.window)
+		if hedgesTook {
+			cur.starved++
+		}
+		return 0, false, hedgesTook
 	}
 	cur.retries++
 	return cur.epoch.Load(), true, false
@@ -263,7 +268,7 @@ func (b *budget) bucket(e int64) *budgetBucket {
 		bk.requests.Store(0)
 		bk.retries, bk.hedges = 0, 0
 		bk.blind = 0
-		bk.refunded, bk.refused = 0, 0
+		bk.refunded, bk.refused, bk.starved = 0, 0, 0
 		bk.epoch.Store(e) // last: a lock-free deposit that sees e sees the emptied counts
 	}
 	return bk

@@ -250,6 +250,10 @@ func TestHedgesLeaveTheRetriesHalfTheBudget(t *testing.T) {
 	_, ok, hedgesTook := b.withdraw()
 	assert.False(t, ok, "the budget spent")
 	assert.True(t, hedgesTook, "refused for the hedges' withdrawals")
+	assert.Equal(t, int64(5), b.inWindow().hedges, "the hedges' withdrawals in the window (the budget view's)")
+	_, refused, starved := b.outcomes()
+	assert.Equal(t, int64(2), refused, "refused in the window: the sixth hedge and the retry")
+	assert.Equal(t, int64(1), starved, "refused for the hedges in the window (the budget view's)")
 
 	for _, e := range epochs {
 		b.refundHedge(e) // their calls succeeded
