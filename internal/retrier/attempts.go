@@ -41,11 +41,13 @@ var _defaultMinRemaining = retry.DefaultPolicyConfig().MinRemaining
 // middleware puts in the call's context; a call without it (a chain
 // without errown's outer middleware) passes through uncounted. A
 // middleware in between may send attempts at once (a hedge: each is held
-// to the rules, under the state's lock), return before they end (an
-// attempt that ends after its call returned is late: it writes nothing,
-// gives back its overload slot and counts in retry.late_attempts), or
-// send another procedure through the same chain (a fallback: a call of
-// its own). The state is the call's alone, never reused.
+// to the rules for hedges, under the state's lock: apart from the
+// policy's attempts, within half of the budget; package retry's
+// "Hedges"), return before they end (an attempt that ends after its call
+// returned is late: it writes nothing, gives back its overload slot and
+// counts in retry.late_attempts), or send another procedure through the
+// same chain (a fallback: a call of its own). The state is the call's
+// alone, never reused.
 type Attempts struct {
 	m *Middleware
 }
