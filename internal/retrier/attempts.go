@@ -50,12 +50,26 @@ var _defaultMinRemaining = retry.DefaultPolicyConfig().MinRemaining
 // alone, never reused.
 type Attempts struct {
 	m *Middleware
+	// answersHeld says that what its caller takes from it is the
+	// transport.Response it returns, body and all (yarpc's outbound
+	// middleware), so that a hedge held back answers with the success
+	// of the attempt under way (held); an adapter's attempts answer from
+	// what their own send kept, and a held one gets the refusal.
+	answersHeld bool
 }
 
 var _ middleware.UnaryOutbound = (*Attempts)(nil)
 
-// Attempts returns the innermost step that goes with m.
+// Attempts returns the innermost step that goes with m, for yarpc's
+// outbound middleware.
 func (m *Middleware) Attempts() *Attempts { return m.attempts }
+
+// AdapterAttempts returns the innermost step that goes with m for
+// errown's adapters (grpcgo, nethttp), whose attempts answer from what
+// they kept, not from the transport.Response the step returns: a hedge
+// held back there answers with the refusal when the attempt under way
+// succeeds.
+func (m *Middleware) AdapterAttempts() *Attempts { return m.adapterAttempts }
 
 // foreignReason is why a replay errown did not make was refused.
 type foreignReason uint8
@@ -262,7 +276,7 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 					state.Leave()
 					return res, err
 				}
-				return a.m.held(ctx, req, state, res, err) // unlocks
+				return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
 			}
 			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
 			adm = c.overload.unheld(req.Procedure)
@@ -277,7 +291,7 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 		} else {
 			a.m.warnForeign(req, refused)
 		}
-		return a.m.held(ctx, req, state, nil, yarpcerrors.AbortedErrorf(
+		return a.m.held(ctx, req, state, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
 			"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
 	}
 	s.Count++
@@ -390,11 +404,11 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 // no attempt of the call is under way, the call ends, or ctx does, so
 // that the middleware that sent it (a hedge) takes the other attempt's
 // answer. It then returns the last outcome kept, if any, as a refused
-// replay does: the attempt's failure, or its success (an attempt that
-// succeeds while one is held keeps its response for it, so that a
-// hedger that takes the first answer never takes the refusal in its
-// place), else res and err.
-func (m *Middleware) held(ctx context.Context, req *transport.Request, state *reqlog.CallState, res *transport.Response, err error) (*transport.Response, error) {
+// replay does: the attempt's failure, or, with success, its success (an
+// attempt that succeeds while one is held keeps its response for it, so
+// that a hedger that takes the first answer never takes the refusal in
+// its place), else res and err.
+func (m *Middleware) held(ctx context.Context, req *transport.Request, state *reqlog.CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	s := &state.Sends
 	idle := state.Idle()
 	s.Held++
@@ -414,7 +428,7 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *re
 	switch {
 	case last != nil:
 		return replayed(last), last.Err
-	case won != nil:
+	case won != nil && success:
 		return replayed(won), won.Err
 	}
 	return res, err

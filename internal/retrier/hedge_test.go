@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/yarpc"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -190,6 +192,32 @@ func TestHeldHedgeAnswersWithTheSuccess(t *testing.T) {
 	assert.Len(t, out.Requests(), 1, "requests that left the process")
 	require.NoError(t, h.heldErr, "the held hedge's answer")
 	assert.Equal(t, "served", h.heldBody, "the held hedge's body")
+}
+
+// TestAdapterHeldHedgeAnswersWithTheRefusal: through the adapters' form
+// of the innermost step (grpcgo, nethttp), whose attempts answer from
+// what their own send kept, a hedge held back while the attempt under
+// way succeeds answers with the refusal: it has no reply of its own to
+// deliver the success into.
+func TestAdapterHeldHedgeAnswersWithTheRefusal(t *testing.T) {
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 1}},
+	})
+	started, release := make(chan struct{}), make(chan struct{})
+	out := newOutbound(func(ctx context.Context, r *transport.Request) (*transport.Response, error) {
+		close(started)
+		<-release
+		return succeed("served")(ctx, r)
+	})
+	h := &bothBodies{started: started, release: release}
+	chain := middleware.ApplyUnaryOutbound(out, yarpc.UnaryOutboundMiddleware(h, m.AdapterAttempts()))
+	sink := &reqlog.Sink{Out: chain}
+
+	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
+
+	require.NoError(t, err)
+	assert.Equal(t, yarpcerrors.CodeAborted, yarpcerrors.FromError(h.heldErr).Code(), "the held hedge's answer: %v", h.heldErr)
 }
 
 // bothBodies is both, keeping the second attempt's body.

@@ -29,6 +29,8 @@ type Middleware struct {
 	clock        *budgetClock       // the budgets'
 	observe      bool               // the default mode is ModeObserve
 	attempts     *Attempts          // the innermost step, made with m
+	// the innermost step of errown's adapters (AdapterAttempts)
+	adapterAttempts *Attempts
 
 	scope            tally.Scope
 	budgetLeft       map[string]tally.Gauge // by callee with a policy: UpdateGauges
@@ -69,7 +71,8 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		sleep:        o.sleep,
 		rand:         o.rand,
 	}
-	m.attempts = &Attempts{m: m}
+	m.attempts = &Attempts{m: m, answersHeld: true}
+	m.adapterAttempts = &Attempts{m: m}
 	plainBudgets(m.callees, o.plainBudget)
 	m.budgetLeft = budgetGauges(o.Scope, m.callees)
 	return m, nil
