@@ -225,14 +225,16 @@ func (m *Middleware) AdapterParts(adapt.Token) adapt.Parts {
 
 // AdapterAttempts is for errown's own adapters (grpcgo, nethttp), whose
 // package alone can make its argument: it is not API. It returns errown's innermost attempt step (the one Outbound puts next to
-// the transport), through which an adapter runs each physical attempt its
+// the transport, in its adapters' form: a hedge it holds back answers
+// with the refusal, never with a success it could not deliver into the
+// adapter's reply), through which an adapter runs each physical attempt its
 // client sends, below the application's own retries: grpcgo's
 // AttemptsInterceptor and nethttp's Attempts. The step knows a call by
 // the state errown's outbound middleware (AdapterParts') put in its
 // context. It counts as wiring, as AdapterParts does.
 func (m *Middleware) AdapterAttempts(adapt.Token) middleware.UnaryOutbound {
 	m.applied.Store(true)
-	return m.retry.Attempts()
+	return m.retry.AdapterAttempts()
 }
 
 // InFlight returns how many requests errown tracks in flight: at most

@@ -43,3 +43,34 @@ func TestHTMLSaysWhenTheBudgetHeldBackWorkingRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestHTMLSaysWhenHedgesStarvedRetries: the budget view says so when the
+// budget refused retries of failures it would have had room for without
+// the hedges' withdrawals, and not otherwise.
+func TestHTMLSaysWhenHedgesStarvedRetries(t *testing.T) {
+	budget := func(hedges, starved int64) retry.BudgetView {
+		return retry.BudgetView{Callee: "inventory", Requests: 1000, Retries: 110, Hedges: hedges, Refused: 30, StarvedByHedges: starved,
+			Allowed: 110, Ratio: 0.1, MinPerSecond: 0, Window: 10 * time.Second}
+	}
+	tests := []struct {
+		name string
+		give retry.BudgetView
+		want bool
+	}{
+		{name: "starved", give: budget(55, 12), want: true},
+		{name: "hedges, nothing starved", give: budget(55, 0)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, fakeSource{budgets: []retry.BudgetView{tt.give}}, "/debug/errown", nil)
+			require.Equal(t, http.StatusOK, rec.Code)
+			body := rec.Body.String()
+			note := "hedges took what retries of failures needed: 12 retries of failures to inventory refused that the window had room for but for the hedges' 55 withdrawals"
+			if tt.want {
+				assert.Contains(t, body, note)
+			} else {
+				assert.NotContains(t, body, "hedges took")
+			}
+		})
+	}
+}

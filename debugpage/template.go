@@ -73,6 +73,7 @@ td.peers { color: #555; font-size: 0.9em; }
 <td class="num">{{pct .Ratio}}</td><td class="num">{{num .MinPerSecond}}</td><td class="num">{{.Window}}</td>{{end}}
 </tr>
 {{if .HeldBackWorking}}<tr><td></td><td colspan="8" class="held-back">held back {{.Refused}} retries that were working: {{.Succeeded}} of the window's retries to {{.Callee}} succeeded, {{.Retries}} failed (the failures are independent: consider a larger ratio)</td></tr>
+{{end}}{{if .StarvedByHedges}}<tr><td></td><td colspan="8" class="held-back">hedges took what retries of failures needed: {{.StarvedByHedges}} retries of failures to {{.Callee}} refused that the window had room for but for the hedges' {{.Hedges}} withdrawals (hedges may take half of the budget: consider a larger ratio)</td></tr>
 {{end}}{{end}}</table>
 {{else}}<p class="empty">No retry policy is configured: errown never retries.</p>{{end}}
 

@@ -201,13 +201,21 @@ func netHTTPReuse(err error) bool {
 // innermost step at A, B and C, each with a policy of two attempts; D
 // fails every request with unavailable. 300 root requests, 8 at a time.
 //
-// The bound: each hop's hedges are attempts of its call, held with
-// errown's own retries and any other middleware's replays to the policy's
-// maxAttempts, so a hop sends at most 2 attempts per call it makes, and D
-// serves at most 2³ = 8 requests per root request (the budget disabled).
-// With a budget, each attempt past a call's first withdraws from it: a
-// hop sends at most 1 + ratio attempts per call it makes (no floor, no
-// refund: no retry succeeds), D at most 1.1³ per root request.
+// The bound: a hop's attempts of one call are errown's own, any other
+// middleware's replays and its hedges. The first two are held together
+// to the policy's maxAttempts (2); hedges, attempts sent while another
+// attempt of the call is under way, count apart, so that they never take
+// the attempt a failure's retry needs, and are held to maxAttempts-1 (1)
+// per call. A hop sends at most 2·2-1 = 3 attempts per call it makes, and
+// D serves at most 3³ = 27 requests per root request (the budget
+// disabled). (Before, hedges took the policy's attempts, the bound was 2
+// per hop and 2³ = 8, and a hedge sent left a failure no retry: with one
+// bad instance of three, users lost a quarter of their requests;
+// partial_test.go's TestPartialFailureWithHedger.) With a budget, each
+// attempt past a call's first withdraws from it, hedges up to half of
+// it, and only a call that succeeds gives its withdrawals back: a hop
+// sends at most 1 + ratio attempts per call it makes (no floor, no call
+// succeeds), D at most 1.1³ per root request, as before.
 //
 // Every root request ends with D's unavailable: a hedge's cancelled loser
 // is never its call's answer. (Before, errown kept the loser's outcome as
@@ -231,10 +239,10 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 		// transports the case runs over, default _transports.
 		transports []string
 	}{
-		{name: "at-once", budget: retry.BudgetConfig{Disabled: true}, perHop: 2, minMean: 1.9},
-		// Every hop hedges: the bound is nearly reached (on one
-		// transport: under -race each run takes half a minute).
-		{name: "after-3ms", delay: 3 * time.Millisecond, budget: retry.BudgetConfig{Disabled: true}, perHop: 2, minMean: 4, transports: []string{fxtest.HTTP}},
+		{name: "at-once", budget: retry.BudgetConfig{Disabled: true}, perHop: 3, minMean: 1.9},
+		// Every hop hedges (on one transport: under -race each run
+		// takes half a minute).
+		{name: "after-3ms", delay: 3 * time.Millisecond, budget: retry.BudgetConfig{Disabled: true}, perHop: 3, minMean: 4, transports: []string{fxtest.HTTP}},
 		// The budget binds instead.
 		{name: "budgeted", delay: 3 * time.Millisecond, budget: retry.BudgetConfig{Ratio: _hedgeRatio, NoFloor: true}, perHop: 1 + _hedgeRatio, minMean: 1.15},
 	}

@@ -97,11 +97,19 @@
 //     use.
 //   - retry.foreign_attempts: retries errown did not make that the
 //     innermost step let through, concurrent ones (a hedge) included.
+//     Hedges count apart from the policy's attempts (see Hedges).
 //   - retry.late_attempts: attempts that ended, or were sent, after their
 //     call had returned (a middleware below errown's retry middleware that
 //     returns before its attempts end: a hedge left running, a timeout
 //     that abandons its attempt). Such an attempt only gives back its slot
 //     of the overload limit; one sent late is not sent.
+//   - retry.starved_by_hedges, also tagged reason: errown's retries of
+//     failures that hedges (see Hedges) took what they needed from:
+//     budget (the callee's budget refused the retry, and would have had
+//     room without the hedges' withdrawals in its window), attempts
+//     (errown's retry found the policy's attempts spent by an attempt
+//     that reached the innermost step after the one it hedged had ended:
+//     a hedge taken for a replay).
 //   - retry.would_overload: in observe mode, attempts the callee's limit on
 //     attempts in flight (OverloadConfig) would have held back, and
 //     retries of overloaded attempts it would have refused; they go.
@@ -115,4 +123,37 @@
 // there): it sees every attempt that leaves the process, the replays of
 // an application's own retry middleware included, and holds those to the
 // same rules as errown's own retries.
+//
+// # Hedges
+//
+// A hedge is an attempt an application's middleware (a hedger: a second
+// attempt after a delay, the first answer returned) sends while another
+// attempt of the same call is under way, with no failure to justify it.
+// It takes nothing errown's retry of a real failure needs:
+//
+//   - The policy's MaxAttempts bounds errown's own attempts and the
+//     replays other middleware sends after an attempt ended; a call's
+//     hedges count apart, at most MaxAttempts-1 of them. A call sends at
+//     most 2×MaxAttempts-1 attempts (3 for two attempts).
+//   - Hedges withdraw from the callee's budget, but only up to half of
+//     what its window allows: the other half is left to the retries of
+//     failures. A call that succeeds gives its hedges' withdrawals back,
+//     as a retry that succeeds is refunded.
+//   - A hedge errown refuses (foreign-attempts, foreign-budget,
+//     foreign-deadline) is not sent: it waits for the attempts under way
+//     and answers with their outcome, the failure kept or the success's
+//     response, never with the refusal before them.
+//
+// The bound per call path: with no budget, a hop sends at most
+// 2×MaxAttempts-1 attempts per call, and a path of hops h1…hk serves its
+// leaf at most (2×MaxAttempts₁-1)×…×(2×MaxAttemptsₖ-1) requests per root
+// request with a hedger at every hop (MaxAttempts₁×…×MaxAttemptsₖ
+// without hedges). With a budget, the attempts past their call's first
+// (retries and hedges together) of the calls that do not succeed are at
+// most Ratio × requests + MinPerSecond × Window per callee and window,
+// so a callee that fails every call gets at most 1+Ratio attempts per
+// call from each hop, (1+Ratio)^k per root request over k hops, hedges
+// included. retry.starved_by_hedges counts what hedges still take from a
+// retry of a failure, and the budget view (BudgetView.Hedges,
+// BudgetView.StarvedByHedges) shows the window's.
 package retry

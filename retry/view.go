@@ -15,12 +15,22 @@ type BudgetView struct {
 	// since one that succeeds is refunded.
 	Requests int64 `json:"requests"`
 	Retries  int64 `json:"retries"`
+	// Hedges is the part of Retries that hedges withdrew: attempts an
+	// application's middleware sent while another attempt of the same
+	// call was under way, whose calls have not succeeded (a call that
+	// succeeds gives its hedges back). Hedges may take at most half of
+	// Allowed; the rest is the retries' of failures.
+	Hedges int64 `json:"hedges,omitempty"`
 	// Succeeded is the retries in the window that succeeded (refunded),
 	// Refused the retries the budget had no room for (in observe mode,
 	// would have had none: they were sent). Refusals while retries
 	// succeed are retries the budget held back that were working.
 	Succeeded int64 `json:"succeeded"`
 	Refused   int64 `json:"refused"`
+	// StarvedByHedges is the part of Refused that hedges starved: retries
+	// the window would have had room for without the hedges' withdrawals
+	// (retry.starved_by_hedges, reason budget).
+	StarvedByHedges int64 `json:"starvedByHedges,omitempty"`
 	// Allowed is how many retries the window allows:
 	// Ratio × Requests + MinPerSecond × Window.
 	Allowed      float64       `json:"allowed"`

@@ -105,6 +105,12 @@ func (s *CallState) Seal() {
 	s.Leave()
 }
 
+// Sequential returns, under Enter, the attempts the innermost step
+// counted that were not hedges: errown's own, and replays sent after an
+// attempt of the call had ended. They are what a policy's maxAttempts
+// limits.
+func (s *CallState) Sequential() int { return s.Sends.Count - s.Sends.Hedges }
+
 // Sent returns the attempts that left the process for the call, as the
 // innermost attempt step counted them, or else Attempts: at least one.
 func (s *CallState) Sent() int {
@@ -126,6 +132,14 @@ type Sends struct {
 	Service, Procedure string
 	// Foreign is how many of Count errown did not make.
 	Foreign int
+	// Hedges is how many of Foreign were hedges: sent while another
+	// attempt of the call was under way, with no failure to justify
+	// them. They count apart from the attempts a failure's retry needs
+	// (Count less Hedges).
+	Hedges int
+	// HedgeDraws are the budget buckets (epochs) the call's hedges
+	// withdrew from, given back when the call succeeds.
+	HedgeDraws []int64
 	// Last is the last physical attempt's outcome when it did not
 	// succeed, else nil; an attempt its caller cancelled (a hedge's
 	// loser) is no outcome and leaves it as it was.
@@ -139,6 +153,13 @@ type Sends struct {
 	// InFlight is the physical attempts under way: one sent while it is
 	// not zero is a concurrent replay (a hedge).
 	InFlight int
+	// Held is the attempts errown refused that wait for the attempts
+	// under way to answer with their outcome (a hedge held back).
+	Held int
+	// Won is the last physical attempt's outcome when it succeeded while
+	// an attempt was Held, its body kept for each held one to answer
+	// with; else nil.
+	Won *Outcome
 	// idle, when not nil, is closed when InFlight falls to zero or the
 	// call ends: a concurrent replay errown refused waits on it (Idle).
 	idle chan struct{}

@@ -41,19 +41,35 @@ var _defaultMinRemaining = retry.DefaultPolicyConfig().MinRemaining
 // middleware puts in the call's context; a call without it (a chain
 // without errown's outer middleware) passes through uncounted. A
 // middleware in between may send attempts at once (a hedge: each is held
-// to the rules, under the state's lock), return before they end (an
-// attempt that ends after its call returned is late: it writes nothing,
-// gives back its overload slot and counts in retry.late_attempts), or
-// send another procedure through the same chain (a fallback: a call of
-// its own). The state is the call's alone, never reused.
+// to the rules for hedges, under the state's lock: apart from the
+// policy's attempts, within half of the budget; package retry's
+// "Hedges"), return before they end (an attempt that ends after its call
+// returned is late: it writes nothing, gives back its overload slot and
+// counts in retry.late_attempts), or send another procedure through the
+// same chain (a fallback: a call of its own). The state is the call's
+// alone, never reused.
 type Attempts struct {
 	m *Middleware
+	// answersHeld says that what its caller takes from it is the
+	// transport.Response it returns, body and all (yarpc's outbound
+	// middleware), so that a hedge held back answers with the success
+	// of the attempt under way (held); an adapter's attempts answer from
+	// what their own send kept, and a held one gets the refusal.
+	answersHeld bool
 }
 
 var _ middleware.UnaryOutbound = (*Attempts)(nil)
 
-// Attempts returns the innermost step that goes with m.
+// Attempts returns the innermost step that goes with m, for yarpc's
+// outbound middleware.
 func (m *Middleware) Attempts() *Attempts { return m.attempts }
+
+// AdapterAttempts returns the innermost step that goes with m for
+// errown's adapters (grpcgo, nethttp), whose attempts answer from what
+// they kept, not from the transport.Response the step returns: a hedge
+// held back there answers with the refusal when the attempt under way
+// succeeds.
+func (m *Middleware) AdapterAttempts() *Attempts { return m.adapterAttempts }
 
 // foreignReason is why a replay errown did not make was refused.
 type foreignReason uint8
@@ -197,18 +213,29 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 	var (
 		refused foreignReason
 		hold    bool // refused while another attempt is under way
+		hedge   bool // sent while another attempt is under way
 	)
 	switch {
-	case s.InFlight > 0:
-		// Sent while another attempt of the same call is under way (a
-		// hedge): there is no outcome to judge it by yet, but the attempt
-		// limit, the deadline and the budget hold.
-		var ok bool
-		if refused, ok = a.m.concurrentRefusal(ctx, req, state); ok {
+	case s.InFlight > 0 && state.ErrownAttempt == s.Seen:
+		// Sent while another attempt of the same errown attempt is under
+		// way (a hedge): there is no outcome to judge it by yet. It
+		// takes nothing a failure's retry needs: it counts apart from
+		// the policy's attempts, against a limit of its own, and draws
+		// on the hedges' share of the budget; the deadline holds.
+		var (
+			ok    bool
+			epoch int64
+		)
+		hedge = true
+		if refused, epoch, ok = a.m.hedgeRefusal(ctx, req, state); ok {
 			hold = true
 			break
 		}
 		s.Foreign++
+		s.Hedges++
+		if epoch >= 0 {
+			s.HedgeDraws = append(s.HedgeDraws, epoch)
+		}
 		a.m.foreign(req.Service).sent.Inc(1)
 		req = a.m.stamp(req, s.Count+1)
 	case s.Count > 0 && state.ErrownAttempt == s.Seen:
@@ -222,14 +249,18 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 			state.Leave()
 			return res, err
 		}
-	case s.Count > 0 && a.m.overTheLimit(req, s.Count):
+	case s.Count > 0 && a.m.overTheLimit(req, state.Sequential()):
 		// errown's own retry, decided when the call had sent fewer
 		// attempts: one the middleware below sent meanwhile (a hedge
 		// that reached this step only after errown's loop counted) took
 		// its place. It is not sent, and answers with the call's last
-		// failure.
+		// failure; what the hedge took is counted
+		// (retry.starved_by_hedges).
 		s.Seen = state.ErrownAttempt
 		refused, hold = foreignAttempts, true
+		if c := a.m.callees[req.Service]; c != nil {
+			c.metrics.starved[starvedAttempts].Inc(1)
+		}
 	}
 	if !hold {
 		s.Seen = state.ErrownAttempt
@@ -245,7 +276,7 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 					state.Leave()
 					return res, err
 				}
-				return a.m.held(ctx, req, state, res, err) // unlocks
+				return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
 			}
 			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
 			adm = c.overload.unheld(req.Procedure)
@@ -255,8 +286,12 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 		f := a.m.foreign(req.Service)
 		f.denied[refused].Inc(1)
 		tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, refused.String())
-		a.m.warnForeign(req, refused)
-		return a.m.held(ctx, req, state, nil, yarpcerrors.AbortedErrorf(
+		if hedge {
+			a.m.warnHedge(req, refused)
+		} else {
+			a.m.warnForeign(req, refused)
+		}
+		return a.m.held(ctx, req, state, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
 			"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
 	}
 	s.Count++
@@ -277,38 +312,77 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 	return a.m.attemptedShared(ctx, req, c, adm, res, err, state)
 }
 
-// concurrentRefusal returns, under state's lock, why errown's rules
-// refuse an attempt sent while another of the call is under way, and
-// whether they do: the policy's attempt limit, the deadline, the budget
-// (withdrawn when everything else allows it). Observe mode refuses
-// nothing.
-func (m *Middleware) concurrentRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (foreignReason, bool) {
+// hedgeRefusal returns, under state's lock, why errown's rules refuse a
+// hedge (an attempt sent while another of the same errown attempt is
+// under way), and whether they do: the policy's limit on hedges
+// (maxAttempts less one per call, apart from its attempts), the
+// deadline, the hedges' share of the budget (withdrawn when everything
+// else allows it: epoch is the withdrawal's bucket, -1 for none). Observe
+// mode refuses nothing.
+func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (_ foreignReason, epoch int64, _ bool) {
 	var p *policy
 	c := m.callees[req.Service]
 	if c != nil {
 		p = c.policy(req.Procedure)
 	}
-	minRemaining := _defaultMinRemaining
-	if p != nil {
-		minRemaining = p.minRemaining
-	}
-	r, ok := foreignReason(0), false
+	epoch = -1
+	r, ok := m.deadlineRefusal(ctx, p)
 	switch {
-	case p != nil && state.Sends.Count >= p.maxAttempts:
+	case p != nil && state.Sends.Hedges >= p.maxAttempts-1:
 		r, ok = foreignAttempts, true
-	case ctx.Err() != nil:
-		r, ok = foreignDeadline, true
-	default:
-		if deadline, has := ctx.Deadline(); has && deadline.Sub(m.now()) < minRemaining {
-			r, ok = foreignDeadline, true
-		} else if p != nil && !c.budget.tryWithdraw() {
-			r, ok = foreignBudget, true
+	case ok:
+	case p != nil:
+		var drew bool
+		if epoch, drew = c.budget.withdrawHedge(); !drew {
+			r, ok, epoch = foreignBudget, true, -1
 		}
+	}
+	if ok && m.observesPolicy(p) {
+		return r, epoch, false
+	}
+	return r, epoch, ok
+}
+
+// unjudgedRefusal returns, under state's lock, why errown's rules
+// refuse an attempt with no outcome to judge it by (a replay after a
+// success, or after attempts their caller cancelled), and whether they
+// do: the policy's attempt limit, the deadline, the budget (withdrawn
+// when everything else allows it). Observe mode refuses nothing.
+func (m *Middleware) unjudgedRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (foreignReason, bool) {
+	var p *policy
+	c := m.callees[req.Service]
+	if c != nil {
+		p = c.policy(req.Procedure)
+	}
+	r, ok := m.deadlineRefusal(ctx, p)
+	switch {
+	case p != nil && state.Sequential() >= p.maxAttempts:
+		r, ok = foreignAttempts, true
+	case ok:
+	case p != nil && !c.budget.tryWithdraw():
+		r, ok = foreignBudget, true
 	}
 	if ok && m.observesPolicy(p) {
 		return r, false
 	}
 	return r, ok
+}
+
+// deadlineRefusal reports whether ctx leaves an attempt under p (nil:
+// no policy) too little time: cancelled, or less than the policy's
+// minimum remaining.
+func (m *Middleware) deadlineRefusal(ctx context.Context, p *policy) (foreignReason, bool) {
+	minRemaining := _defaultMinRemaining
+	if p != nil {
+		minRemaining = p.minRemaining
+	}
+	if ctx.Err() != nil {
+		return foreignDeadline, true
+	}
+	if deadline, has := ctx.Deadline(); has && deadline.Sub(m.now()) < minRemaining {
+		return foreignDeadline, true
+	}
+	return 0, false
 }
 
 // overTheLimit reports whether req's call, having sent sent attempts, is
@@ -330,22 +404,56 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 // no attempt of the call is under way, the call ends, or ctx does, so
 // that the middleware that sent it (a hedge) takes the other attempt's
 // answer. It then returns the last outcome kept, if any, as a refused
-// replay does, else res and err.
-func (m *Middleware) held(ctx context.Context, req *transport.Request, state *reqlog.CallState, res *transport.Response, err error) (*transport.Response, error) {
+// replay does: the attempt's failure, or, with success, its success (an
+// attempt that succeeds while one is held keeps its response for it, so
+// that a hedger that takes the first answer never takes the refusal in
+// its place), else res and err.
+func (m *Middleware) held(ctx context.Context, req *transport.Request, state *reqlog.CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
+	s := &state.Sends
 	idle := state.Idle()
+	s.Held++
 	state.Leave()
 	select {
 	case <-idle:
 	case <-ctx.Done():
+		state.Enter()
+		s.Held--
+		state.Leave()
 		return res, err
 	}
 	state.Enter()
-	last := state.Sends.Last
+	s.Held--
+	last, won := s.Last, s.Won
 	state.Leave()
-	if last == nil {
-		return res, err
+	switch {
+	case last != nil:
+		return replayed(last), last.Err
+	case won != nil && success:
+		return replayed(won), won.Err
 	}
-	return replayed(last), last.Err
+	return res, err
+}
+
+// keepWon locks state once no attempt is held (Sends.Held) or, for an
+// attempt that succeeded with res and err, res is kept in won for those
+// held to answer with; it returns the response to hand on and won. Its
+// body is read with state unlocked.
+func (m *Middleware) keepWon(state *reqlog.CallState, ok bool, res *transport.Response, err error) (*transport.Response, *reqlog.Outcome) {
+	var won *reqlog.Outcome
+	for {
+		state.Enter()
+		if !ok || won != nil || state.Sends.Held == 0 || state.Ended() {
+			return res, won
+		}
+		state.Leave()
+		o := &reqlog.Outcome{Err: err, Class: ownership.ClassOK}
+		var kept bool
+		if res, kept = keep(o, res, m.maxBodyBytes); !kept {
+			ok = false // too large to answer with twice: those held get the refusal
+			continue
+		}
+		won = o
+	}
 }
 
 // lateStart refuses an attempt sent after its call returned: nobody waits
@@ -379,7 +487,7 @@ func (m *Middleware) attemptedShared(ctx context.Context, req *transport.Request
 			last = o
 		}
 	}
-	state.Enter()
+	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
 	defer state.Leave()
 	s := &state.Sends
 	s.InFlight--
@@ -402,7 +510,7 @@ func (m *Middleware) attemptedShared(ctx context.Context, req *transport.Request
 		return res, err
 	}
 	state.Code, state.Class = code, class
-	s.Last = last
+	s.Last, s.Won = last, won
 	if class != ownership.ClassOK {
 		state.Claim, state.NoRetry = claim, noRetry
 	}
@@ -558,7 +666,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		// only attempts their caller cancelled: nothing to judge by or
 		// return, but, as for a hedge, the attempt limit, the deadline
 		// and the budget hold: it is an attempt past the call's first.
-		if r, ok := m.concurrentRefusal(ctx, req, state); ok {
+		if r, ok := m.unjudgedRefusal(ctx, req, state); ok {
 			f.denied[r].Inc(1)
 			tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, r.String())
 			m.warnForeign(req, r)
@@ -573,7 +681,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	if c != nil {
 		p = c.policy(req.Procedure)
 	}
-	r, ok := m.replayRefusal(ctx, p, c, req.Procedure, s.Count, s.Last)
+	r, ok := m.replayRefusal(ctx, p, c, req.Procedure, state.Sequential(), s.Last)
 	observe := m.observesPolicy(p)
 	if ok && r == foreignOverload && observe {
 		c.metrics.wouldOverload.Inc(1) // observe mode: the replay goes
@@ -643,8 +751,13 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < minRemaining {
 		return foreignDeadline, true
 	}
-	if p != nil && !c.budget.tryWithdraw() {
-		return foreignBudget, true
+	if p != nil {
+		if _, ok, hedgesTook := c.budget.withdraw(); !ok {
+			if hedgesTook && !m.observesPolicy(p) {
+				c.metrics.starved[starvedBudget].Inc(1)
+			}
+			return foreignBudget, true
+		}
 	}
 	return 0, false
 }
@@ -667,6 +780,22 @@ func (m *Middleware) foreign(service string) *foreignMetrics {
 	}
 	f, _ := m.foreignByService.LoadOrStore(service, newForeignMetrics(m.scope, service))
 	return f.(*foreignMetrics)
+}
+
+// warnHedge logs, once per callee procedure, that errown held back a
+// hedge for reason r, and what to do about it.
+func (m *Middleware) warnHedge(req *transport.Request, r foreignReason) {
+	key := "hedge:" + req.Service + "::" + req.Procedure
+	if _, seen := m.warned.LoadOrStore(key, struct{}{}); seen {
+		return
+	}
+	m.logger.Warn("errown held back a hedge: it was not sent, and answers with the outcome of the attempt under way; "+
+		"a call's hedges are held to the policy's maxAttempts less one and to half of the callee's retry budget, apart from what its retries of failures need: "+
+		"raise maxAttempts or the budget's ratio to hedge more (retry.starved_by_hedges says when hedges took what retries needed)",
+		zap.String("service", req.Service),
+		zap.String("procedure", req.Procedure),
+		zap.Stringer("reason", r),
+	)
 }
 
 // warnForeign logs, once per callee procedure, that errown refused a

@@ -34,10 +34,12 @@ const _budgetBuckets = 10
 type budgetBucket struct {
 	epoch    atomic.Int64 // which bucket-width interval since start this counts
 	requests atomic.Int64
-	retries  int64 // budget.mu
+	retries  int64 // budget.mu, hedges included
+	hedges   int64 // budget.mu: of retries, those hedges withdrew (withdrawHedge)
 	blind    int64 // budget.mu: retries only the blind world made (suppressed ones)
 	refunded int64 // budget.mu: retries that succeeded, given back (refund)
 	refused  int64 // budget.mu: retries the budget had no room for
+	starved  int64 // budget.mu: of refused, retries the hedges took the room of (withdraw)
 }
 
 // budget is the retry budget of one callee service: it counts original
@@ -97,25 +99,82 @@ func (b *budget) deposit() {
 // tryWithdraw counts one retry and returns true when the budget has room
 // for it; otherwise it counts nothing and returns false.
 func (b *budget) tryWithdraw() bool {
-	_, ok := b.withdraw()
+	_, ok, _ := b.withdraw()
 	return ok
 }
 
 // withdraw is tryWithdraw, also returning the epoch of the bucket the
-// retry was counted in, for refund.
-func (b *budget) withdraw() (epoch int64, ok bool) {
+// retry was counted in, for refund, and, when it has no room, whether the
+// hedges' withdrawals in the window took what the retry needed: without
+// them it would have fit (retry.starved_by_hedges).
+func (b *budget) withdraw() (epoch int64, ok, hedgesTook bool) {
+	if b.disabled {
+		return 0, true, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur, w := b.current()
+	if !BudgetAllows(w.requests, w.retries, b.ratio, b.minPerSecond, b.window) {
+		cur.refused++
+		hedgesTook = w.hedges > 0 && BudgetAllows(w.requests, w.retries-w.hedges, b.ratio, b.minPerSecond, b.window)
+		if hedgesTook {
+			cur.starved++
+		}
+		return 0, false, hedgesTook
+	}
+	cur.retries++
+	return cur.epoch.Load(), true, false
+}
+
+// withdrawHedge counts one hedge (an attempt sent while another of its
+// call is under way, with no failure to justify it) as a retry and
+// returns the epoch of its bucket, for refundHedge, and true, when the
+// budget has room for it and the hedges' withdrawals in the window stay
+// within half of what the window allows (_hedgeShare): the other half is
+// left to the retries of failures, which hedges never starve. Otherwise
+// it counts nothing and returns false.
+func (b *budget) withdrawHedge() (epoch int64, ok bool) {
 	if b.disabled {
 		return 0, true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	cur, requests, retries, _ := b.current()
-	if !BudgetAllows(requests, retries, b.ratio, b.minPerSecond, b.window) {
+	cur, w := b.current()
+	if !BudgetAllows(w.requests, w.retries, b.ratio, b.minPerSecond, b.window) ||
+		!HedgeAllows(w.requests, w.hedges, b.ratio, b.minPerSecond, b.window) {
 		cur.refused++
 		return 0, false
 	}
 	cur.retries++
+	cur.hedges++
 	return cur.epoch.Load(), true
+}
+
+// _hedgeShare is the share of a budget's allowance that hedges may
+// withdraw: the rest is for the retries of failures alone.
+const _hedgeShare = 0.5
+
+// HedgeAllows reports whether one more hedge fits a budget that has seen
+// requests original requests and hedges hedges in its window: hedges+1
+// must not exceed _hedgeShare of what BudgetAllows allows in all.
+func HedgeAllows(requests, hedges int64, ratio, minPerSecond float64, window time.Duration) bool {
+	return float64(hedges+1) <= _hedgeShare*budgetAllowance(requests, ratio, minPerSecond, window)+_budgetSlack
+}
+
+// refundHedge takes back a hedge withdrawn in epoch's bucket
+// (withdrawHedge) whose call succeeded, as refund does a retry's.
+func (b *budget) refundHedge(epoch int64) {
+	if b.disabled || b.plain {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := &b.buckets[epoch%_budgetBuckets]
+	if bk.epoch.Load() == epoch && bk.hedges > 0 {
+		bk.hedges--
+		bk.retries--
+		bk.refunded++
+	}
 }
 
 // refund takes back a retry withdrawn in epoch's bucket (withdraw) that
@@ -135,13 +194,17 @@ func (b *budget) refund(epoch int64) {
 	}
 }
 
-// current returns the bucket of now, and the requests, retries and blind
-// twin's retries counted in the window. b.mu must be held.
-func (b *budget) current() (cur *budgetBucket, requests, retries, blind int64) {
+// windowCounts are a budget's counts over its window.
+type windowCounts struct {
+	requests, retries, hedges, blind int64
+}
+
+// current returns the bucket of now, and the counts of the window. b.mu
+// must be held.
+func (b *budget) current() (cur *budgetBucket, w windowCounts) {
 	e := b.epoch()
 	cur = b.bucket(e)
-	requests, retries, blind = b.sum(e)
-	return cur, requests, retries, blind
+	return cur, b.sum(e)
 }
 
 // tryWithdrawBlind takes a retry errown suppressed from the budget's blind
@@ -166,8 +229,8 @@ func (b *budget) tryWithdrawBlind(draw float64) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	cur, requests, retries, blind := b.current()
-	left := budgetAllowance(requests, b.ratio, b.minPerSecond, b.window) - float64(retries+blind)
+	cur, w := b.current()
+	left := budgetAllowance(w.requests, b.ratio, b.minPerSecond, b.window) - float64(w.retries+w.blind)
 	band := 1 / (2 * b.ratio)
 	chance := b.ratio
 	if left > band {
@@ -203,24 +266,25 @@ func (b *budget) bucket(e int64) *budgetBucket {
 	bk := &b.buckets[e%_budgetBuckets]
 	if bk.epoch.Load() < e {
 		bk.requests.Store(0)
-		bk.retries = 0
+		bk.retries, bk.hedges = 0, 0
 		bk.blind = 0
-		bk.refunded, bk.refused = 0, 0
+		bk.refunded, bk.refused, bk.starved = 0, 0, 0
 		bk.epoch.Store(e) // last: a lock-free deposit that sees e sees the emptied counts
 	}
 	return bk
 }
 
-// sum returns the requests, retries and blind twin's retries of the
-// buckets inside the window at epoch e. b.mu must be held.
-func (b *budget) sum(e int64) (requests, retries, blind int64) {
+// sum returns the counts of the buckets inside the window at epoch e.
+// b.mu must be held.
+func (b *budget) sum(e int64) (w windowCounts) {
 	for i := range b.buckets {
 		bk := &b.buckets[i]
 		if e-bk.epoch.Load() < _budgetBuckets {
-			requests += bk.requests.Load()
-			retries += bk.retries
-			blind += bk.blind
+			w.requests += bk.requests.Load()
+			w.retries += bk.retries
+			w.hedges += bk.hedges
+			w.blind += bk.blind
 		}
 	}
-	return requests, retries, blind
+	return w
 }

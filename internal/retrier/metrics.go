@@ -19,6 +19,7 @@ const (
 	_metricDenied     = "denied"
 	_metricForeign    = "foreign_attempts"
 	_metricLate       = "late_attempts"
+	_metricStarved    = "starved_by_hedges"
 
 	_tagCallee = "callee"
 	_tagReason = "reason"
@@ -41,6 +42,31 @@ type metrics struct {
 	wouldSucceeded tally.Counter
 	prevented      tally.Counter   // requests this hop's suppressions prevented
 	denied         []tally.Counter // by Refusal; RefusedNone unused
+	// retries of failures refused because hedges took what they needed,
+	// by starvedReason
+	starved [_starvedReasons]tally.Counter
+}
+
+// starvedReason is what hedges took from a retry of a failure.
+type starvedReason uint8
+
+const (
+	// starvedBudget: the budget refused the retry, and would not have
+	// without the hedges' withdrawals in its window.
+	starvedBudget starvedReason = iota
+	// starvedAttempts: errown's retry found the policy's attempts spent
+	// by an attempt sent meanwhile (a hedge that reached the innermost
+	// step after the attempt it hedged had ended).
+	starvedAttempts
+	_starvedReasons
+)
+
+// String returns the reason's metric tag.
+func (r starvedReason) String() string {
+	if r == starvedBudget {
+		return "budget"
+	}
+	return "attempts"
 }
 
 func newMetrics(scope tally.Scope, service string) *metrics {
@@ -58,6 +84,9 @@ func newMetrics(scope tally.Scope, service string) *metrics {
 	}
 	for _, r := range wire.Refusals() {
 		m.denied[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricDenied)
+	}
+	for r := range _starvedReasons {
+		m.starved[r] = s.Tagged(map[string]string{_tagReason: r.String()}).Counter(_metricStarved)
 	}
 	return m
 }

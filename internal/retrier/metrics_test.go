@@ -56,6 +56,9 @@ func TestMetricsAllocatedInNew(t *testing.T) {
 			"foreign-unclaimed", "foreign-attempts", "foreign-budget", "foreign-deadline", "foreign-pushback", "foreign-code", "foreign-not-idempotent", "foreign-overload"} {
 			want["retry.denied+callee="+callee+",reason="+reason] = true
 		}
+		for _, reason := range []string{"budget", "attempts"} {
+			want["retry.starved_by_hedges+callee="+callee+",reason="+reason] = true
+		}
 	}
 	assert.Equal(t, keys(want), keys(got), "counters registered")
 	assert.Equal(t, want, got, "counters registered")

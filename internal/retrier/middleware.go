@@ -29,6 +29,8 @@ type Middleware struct {
 	clock        *budgetClock       // the budgets'
 	observe      bool               // the default mode is ModeObserve
 	attempts     *Attempts          // the innermost step, made with m
+	// the innermost step of errown's adapters (AdapterAttempts)
+	adapterAttempts *Attempts
 
 	scope            tally.Scope
 	budgetLeft       map[string]tally.Gauge // by callee with a policy: UpdateGauges
@@ -69,7 +71,8 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		sleep:        o.sleep,
 		rand:         o.rand,
 	}
-	m.attempts = &Attempts{m: m}
+	m.attempts = &Attempts{m: m, answersHeld: true}
+	m.adapterAttempts = &Attempts{m: m}
 	for _, c := range m.callees {
 		c.instances = newInstances(o.now)
 	}
@@ -273,6 +276,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 				note.abandoned()
 			} else {
 				note.succeeded(c)
+				refundHedges(c, state)
 			}
 			state.End()
 			route := state.Route
@@ -287,7 +291,9 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			return res, err
 		}
 		refused := state.Refused
-		wait, ok := m.retryAfter(ctx, req, c, p, code, state.Attempts, body.replayable(), state, &note)
+		// The policy's attempts bound the call's attempts other than its
+		// hedges, which count apart (Attempts.Send).
+		wait, ok := m.retryAfter(ctx, req, c, p, code, max(state.Sequential(), n), body.replayable(), state, &note)
 		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
 		if !ok {
 			state.End()
@@ -303,6 +309,16 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		}
 		discard(res, cancel)
 	}
+}
+
+// refundHedges gives back to c's budget, under state's lock, the
+// withdrawals of the hedges of state's call, which succeeded: as a retry
+// that works, a hedge of a call that works is no storm.
+func refundHedges(c *callee, state *reqlog.CallState) {
+	for _, epoch := range state.Sends.HedgeDraws {
+		c.budget.refundHedge(epoch)
+	}
+	state.Sends.HedgeDraws = nil
 }
 
 // retryAfter decides, after n attempts (as they left the process) failed,

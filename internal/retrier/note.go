@@ -16,8 +16,11 @@ type retryNote struct {
 // refuses counted as one enforce mode would have refused
 // (retry.would_budget) and not withdrawn, so that the budget counts what
 // enforce mode would have sent.
+//
+// In enforce mode a refusal the hedges' withdrawals caused (without them
+// the retry would have fit) counts in retry.starved_by_hedges.
 func (n *retryNote) withdraw(c *callee, observe bool) bool {
-	epoch, ok := c.budget.withdraw()
+	epoch, ok, hedgesTook := c.budget.withdraw()
 	n.epoch, n.withdrew = epoch, ok
 	if ok {
 		return true
@@ -26,6 +29,9 @@ func (n *retryNote) withdraw(c *callee, observe bool) bool {
 		c.metrics.wouldBudget.Inc(1)
 		n.would = true
 		return true
+	}
+	if hedgesTook {
+		c.metrics.starved[starvedBudget].Inc(1)
 	}
 	return false
 }

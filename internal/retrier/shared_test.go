@@ -486,7 +486,9 @@ func TestCancelledLoserIsNotTheCallsAnswer(t *testing.T) {
 // backoff, is sent as a replay of the first attempt; it spends the
 // policy's second attempt, so errown's retry after the backoff is not
 // sent (it was, a third attempt under maxAttempts 2) and answers with
-// the hedge's failure.
+// the hedge's failure: no attempt of the call was under way when it
+// arrived, so it is no hedge that counts apart. What it took from
+// errown's retry counts in retry.starved_by_hedges (reason attempts).
 func TestHedgeInErrownsBackoffTakesItsRetry(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	h := newStraggler(false)
@@ -513,6 +515,7 @@ func TestHedgeInErrownsBackoffTakesItsRetry(t *testing.T) {
 	got := counters(scope)
 	assert.Equal(t, int64(1), got["retry.foreign_attempts+callee=callee"], "the hedge, sent: %v", got)
 	assert.Equal(t, int64(1), got["retry.denied+callee=callee,reason=foreign-attempts"], "errown's retry refused: %v", got)
+	assert.Equal(t, int64(1), got["retry.starved_by_hedges+callee=callee,reason=attempts"], "errown's retry, its attempt taken: %v", got)
 }
 
 // thrice is an application's middleware that sends every call three

@@ -11,20 +11,22 @@ import (
 func (m *Middleware) Budgets() []retry.BudgetView {
 	out := make([]retry.BudgetView, 0, len(m.callees))
 	for name, c := range m.callees {
-		requests, retries := c.budget.counts()
-		succeeded, refused := c.budget.outcomes()
+		w := c.budget.inWindow()
+		succeeded, refused, starved := c.budget.outcomes()
 		b := c.budget
 		out = append(out, retry.BudgetView{
-			Callee:       name,
-			Disabled:     b.disabled,
-			Requests:     requests,
-			Retries:      retries,
-			Succeeded:    succeeded,
-			Refused:      refused,
-			Allowed:      budgetAllowance(requests, b.ratio, b.minPerSecond, b.window),
-			Ratio:        b.ratio,
-			MinPerSecond: b.minPerSecond,
-			Window:       b.window,
+			Callee:          name,
+			Disabled:        b.disabled,
+			Requests:        w.requests,
+			Retries:         w.retries,
+			Hedges:          w.hedges,
+			Succeeded:       succeeded,
+			Refused:         refused,
+			StarvedByHedges: starved,
+			Allowed:         budgetAllowance(w.requests, b.ratio, b.minPerSecond, b.window),
+			Ratio:           b.ratio,
+			MinPerSecond:    b.minPerSecond,
+			Window:          b.window,
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Callee < out[j].Callee })
@@ -33,15 +35,21 @@ func (m *Middleware) Budgets() []retry.BudgetView {
 
 // counts returns the requests and retries in the window now.
 func (b *budget) counts() (requests, retries int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	requests, retries, _ = b.sum(b.epoch())
-	return requests, retries
+	w := b.inWindow()
+	return w.requests, w.retries
 }
 
-// outcomes returns the retries that succeeded (refunded) and the ones
-// the budget refused in the window now.
-func (b *budget) outcomes() (succeeded, refused int64) {
+// inWindow returns the counts of the window now.
+func (b *budget) inWindow() windowCounts {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sum(b.epoch())
+}
+
+// outcomes returns the retries that succeeded (refunded), the ones the
+// budget refused, and of those the ones the hedges took the room of, in
+// the window now.
+func (b *budget) outcomes() (succeeded, refused, starved int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.epoch()
@@ -50,7 +58,8 @@ func (b *budget) outcomes() (succeeded, refused int64) {
 		if e-bk.epoch.Load() < _budgetBuckets {
 			succeeded += bk.refunded
 			refused += bk.refused
+			starved += bk.starved
 		}
 	}
-	return succeeded, refused
+	return succeeded, refused, starved
 }
