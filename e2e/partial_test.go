@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"math/rand/v2"
@@ -56,14 +57,20 @@ type partialArm struct {
 	// between the hop's retries (errown's or retryOnce under
 	// timeoutEach) and the transport (errown's innermost step).
 	hedger *hedging
+	// mode is errown's mode on every node: "" enforce.
+	mode retry.Mode
 }
 
 // partialC is how C's instances serve, over which transport.
 type partialC struct {
 	kind string // testmesh.HTTP or testmesh.GRPC
-	// bad is what C's first instance does before it answers: an error
-	// fails the call.
-	bad func(ctx context.Context) error
+	// bad is what C's first instance (every instance, when every is
+	// set) does before it answers: an error fails the call.
+	bad   func(ctx context.Context) error
+	every bool
+	// requests is how many requests the outside caller sends: 0 for
+	// _partialRequests.
+	requests int
 	// latency, when set, is how long instance i (0 the bad one) takes
 	// before it answers (or bad fails).
 	latency func(i int) time.Duration
@@ -73,6 +80,20 @@ type partialC struct {
 type partialResult struct {
 	availability float64 // share of the outside caller's requests that succeeded
 	cPerRequest  float64 // calls the C instances served, per request
+	bPerRequest  float64 // requests B served, per request
+	counters     map[string]int64
+}
+
+// counter returns the sum of errown's counters named name ("errown."
+// and tags aside).
+func (r partialResult) counter(name string) int64 {
+	var n int64
+	for k, v := range r.counters {
+		if k = strings.TrimPrefix(k, "errown."); k == name || strings.HasPrefix(k, name+"+") {
+			n += v
+		}
+	}
+	return n
 }
 
 // timeoutEach limits each attempt below it to its own timeout, as a
@@ -108,9 +129,11 @@ func partialPolicy(callee string, timeout time.Duration) retry.PolicyConfig {
 func runPartial(t *testing.T, arm partialArm, cs partialC) partialResult {
 	t.Helper()
 	var (
-		nodes  []*testmesh.Node
-		served atomic.Int64 // by the C instances
-		scope  = tally.NewTestScope("", nil)
+		nodes    []*testmesh.Node
+		served   atomic.Int64 // by the C instances
+		atB      atomic.Int64 // requests B served
+		scope    = tally.NewTestScope("", nil)
+		requests = cmp.Or(cs.requests, _partialRequests)
 	)
 	t.Cleanup(func() {
 		var err error
@@ -122,7 +145,7 @@ func runPartial(t *testing.T, arm partialArm, cs partialC) partialResult {
 	start := func(cfg testmesh.Config, policy *retry.PolicyConfig) *testmesh.Node {
 		t.Helper()
 		if arm.errown {
-			cfg.Errown = &errown.Config{}
+			cfg.Errown = &errown.Config{Mode: arm.mode}
 			cfg.ErrownOptions = []errown.Option{errown.WithScope(scope)}
 			if policy != nil {
 				cfg.Errown.Retry.Policies = []retry.PolicyConfig{*policy}
@@ -146,7 +169,7 @@ func runPartial(t *testing.T, arm partialArm, cs partialC) partialResult {
 			if cs.latency != nil {
 				wait(ctx, cs.latency(i))
 			}
-			if i == 0 {
+			if i == 0 || cs.every {
 				if err := cs.bad(ctx); err != nil {
 					return nil, err
 				}
@@ -164,20 +187,22 @@ func runPartial(t *testing.T, arm partialArm, cs partialC) partialResult {
 	if arm.errown {
 		toC.Chooser = func(c peer.Chooser) peer.Chooser { return retrypeer.New(c) }
 	}
-	forward := func(callee string) (func(*yarpc.Dispatcher, *errown.Middleware) error, *raw.Client) {
-		var client raw.Client
+	forward := func(callee string, count *atomic.Int64) func(*yarpc.Dispatcher, *errown.Middleware) error {
 		return func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
-			client = raw.New(d.ClientConfig(callee))
+			client := raw.New(d.ClientConfig(callee))
 			d.Register(raw.Procedure("call", func(ctx context.Context, body []byte) ([]byte, error) {
+				if count != nil {
+					count.Add(1)
+				}
 				return client.Call(ctx, "call", body)
 			}))
 			return nil
-		}, &client
+		}
 	}
-	registerB, _ := forward(_c)
+	registerB := forward(_c, &atB)
 	b := start(testmesh.Config{Name: _b, Kind: cs.kind, Callees: []testmesh.Callee{toC}, Register: registerB},
 		new(partialPolicy(_c, _bAttempt)))
-	registerA, _ := forward(_b)
+	registerA := forward(_b, nil)
 	a := start(testmesh.Config{Name: _a, Kind: cs.kind,
 		Callees: []testmesh.Callee{{Name: _b, Kind: cs.kind, Addr: b.Addr()}}, Register: registerA},
 		new(partialPolicy(_b, _aAttempt)))
@@ -195,7 +220,7 @@ func runPartial(t *testing.T, arm partialArm, cs partialC) partialResult {
 	)
 	for range _partialInFlight {
 		wg.Go(func() {
-			for next.Add(1) <= _partialRequests {
+			for next.Add(1) <= int64(requests) {
 				ctx, cancel := context.WithTimeout(context.Background(), _partialDeadline)
 				if _, err := caller.Call(ctx, "call", []byte("x")); err == nil {
 					succeeded.Add(1)
@@ -212,14 +237,19 @@ func runPartial(t *testing.T, arm partialArm, cs partialC) partialResult {
 		t.Logf("%s: B's hedger sent %d hedges for %d calls", arm.name, arm.hedger.hedges.Load(), arm.hedger.calls.Load())
 	}
 	failures.Range(func(k, _ any) bool { t.Logf("%s: %v", arm.name, k); return true })
+	counters := map[string]int64{}
 	for k, c := range scope.Snapshot().Counters() {
+		counters[k] = c.Value()
 		if c.Value() != 0 && strings.Contains(k, "retry.") {
 			t.Logf("%s: %s %d", arm.name, k, c.Value())
 		}
 	}
+	n := float64(requests)
 	return partialResult{
-		availability: float64(succeeded.Load()) / _partialRequests,
-		cPerRequest:  float64(served.Load()) / _partialRequests,
+		availability: float64(succeeded.Load()) / n,
+		cPerRequest:  float64(served.Load()) / n,
+		bPerRequest:  float64(atB.Load()) / n,
+		counters:     counters,
 	}
 }
 
@@ -248,15 +278,17 @@ func TestPartialFailure(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cs := partialC{kind: testmesh.HTTP, bad: tt.bad}
-			every := runPartial(t, partialArm{name: "every hop retries"}, cs)
-			own := runPartial(t, partialArm{name: "errown", errown: true}, cs)
-			t.Logf("%s: every hop retries %.1f%% · %.2f C calls per request; errown %.1f%% · %.2f",
-				tt.name, 100*every.availability, every.cPerRequest, 100*own.availability, own.cPerRequest)
-			assert.GreaterOrEqual(t, own.availability, every.availability-0.005, "availability: errown against every hop retrying")
-			assert.LessOrEqual(t, own.cPerRequest, every.cPerRequest, "C calls per request: errown against every hop retrying")
-		})
+		for _, kind := range []string{testmesh.HTTP, testmesh.GRPC} {
+			t.Run(tt.name+"/"+kind, func(t *testing.T) {
+				cs := partialC{kind: kind, bad: tt.bad}
+				every := runPartial(t, partialArm{name: "every hop retries"}, cs)
+				own := runPartial(t, partialArm{name: "errown", errown: true}, cs)
+				t.Logf("%s, %s: every hop retries %.1f%% · %.2f C calls per request; errown %.1f%% · %.2f",
+					tt.name, kind, 100*every.availability, every.cPerRequest, 100*own.availability, own.cPerRequest)
+				assert.GreaterOrEqual(t, own.availability, every.availability-0.005, "availability: errown against every hop retrying")
+				assert.LessOrEqual(t, own.cPerRequest, every.cPerRequest, "C calls per request: errown against every hop retrying")
+			})
+		}
 	}
 }
 
