@@ -9,6 +9,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/config"
 	"go.uber.org/yarpc/api/peer"
 	yarpcpeer "go.uber.org/yarpc/peer"
 	"go.uber.org/yarpc/peer/roundrobin"
@@ -145,4 +146,27 @@ func TestSpecDoesNotWrapTwice(t *testing.T) {
 	require.NoError(t, err)
 	_, nested := list.(*Chooser).inner.(*Chooser)
 	assert.False(t, nested)
+}
+
+func TestRegisterPeerListsFromConfigYAML(t *testing.T) {
+	// The README's wiring: yarpc's section of a go.uber.org/config YAML,
+	// populated into a map, loaded with errown's lists registered.
+	y, err := config.NewYAML(config.Source(strings.NewReader(`
+yarpc:
+  outbounds:
+    callee:
+      http:
+        round-robin:
+          peers: [127.0.0.1:8081, 127.0.0.1:8082]
+`)))
+	require.NoError(t, err)
+	c := yarpcconfig.New()
+	c.MustRegisterTransport(http.TransportSpec())
+	RegisterPeerLists(c)
+	var raw map[string]any
+	require.NoError(t, y.Get("yarpc").Populate(&raw))
+	cfg, err := c.LoadConfig("caller", raw)
+	require.NoError(t, err)
+	chooser := cfg.Outbounds["callee"].Unary.(*http.Outbound).Chooser()
+	assert.IsType(t, &Chooser{}, chooser.(*yarpcpeer.BoundChooser).ChooserList())
 }

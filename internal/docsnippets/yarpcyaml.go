@@ -14,7 +14,11 @@ func newYARPCConfig(y *config.YAML) (yarpc.Config, error) {
 	c := yarpcconfig.New()
 	c.MustRegisterTransport(http.TransportSpec())
 	retrypeer.RegisterPeerLists(c) // errown's retries go to another instance
-	return c.LoadConfig("checkout", y.Get("yarpc").Value())
+	var raw map[string]any
+	if err := y.Get("yarpc").Populate(&raw); err != nil {
+		return yarpc.Config{}, err
+	}
+	return c.LoadConfig("checkout", raw)
 }
 
 var _ = newYARPCConfig
