@@ -113,5 +113,5 @@
 //   - retrypeer: a peer.Chooser that sends retries to another instance.
 //   - grpcgo, nethttp: errown for grpc-go and net/http servers and clients.
 //   - debugpage: the operators' debug page.
-//   - fxtest: helpers to test applications that use errown.
+//   - errowntest: helpers to test applications that use errown.
 package errown

@@ -1,4 +1,4 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package fxtest
+package errowntest
 
 import (
 	"context"
@@ -48,7 +48,7 @@ type Request struct {
 // Request that reads it back. The request is open until End; t's Cleanup
 // frees it.
 //
-//	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+//	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 //	err := handler.Create(ctx, order)
 //	got := req.End(err) // got.Claim, got.NoRetry, got.Failures...
 func NewRequestContext(t testing.TB, procedure string, opts ...RequestOption) (context.Context, *Request) {
@@ -57,12 +57,12 @@ func NewRequestContext(t testing.TB, procedure string, opts ...RequestOption) (c
 	// parallel tests share nothing.
 	logs, err := reqlog.NewMap(ingresslog.Config{Shards: 1, MaxInFlight: 1})
 	if err != nil {
-		t.Errorf("fxtest: ingress log: %v", err)
+		t.Errorf("errowntest: ingress log: %v", err)
 		t.FailNow()
 	}
 	ctx, log := logs.OpenContext(context.Background(), procedure)
 	if log == nil { // not with a fresh map of room for one
-		t.Errorf("fxtest: no room for the request in its ingress log")
+		t.Errorf("errowntest: no room for the request in its ingress log")
 		t.FailNow()
 	}
 	r := &Request{log: log, kinds: make(map[string]ownership.EdgeKind)}
