@@ -10,7 +10,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/errowntest"
-	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -98,7 +98,7 @@ func TestInFlightBound(t *testing.T) {
 	mesh := errowntest.NewMesh(t)
 	mesh.Start(errowntest.ServiceConfig{
 		Name: _b, Transport: errowntest.HTTP,
-		Errown:        &errown.Config{InboundConfig: errown.InboundConfig{Ingress: ingresslog.Config{MaxInFlight: bound}}},
+		Errown:        &errown.Config{InboundConfig: errown.InboundConfig{Ingress: inbound.IngressConfig{MaxInFlight: bound}}},
 		ErrownOptions: []errown.Option{errown.WithScope(scope)},
 		Handler: func(ctx context.Context, _ *errowntest.Client, body []byte) ([]byte, error) {
 			arrived.Done()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
@@ -55,7 +54,7 @@ func NewRequestContext(t testing.TB, procedure string, opts ...RequestOption) (c
 	t.Helper()
 	// One request in flight: a map of its own, so that requests of
 	// parallel tests share nothing.
-	logs, err := reqlog.NewMap(ingresslog.Config{Shards: 1, MaxInFlight: 1})
+	logs, err := reqlog.NewMap(reqlog.Config{Shards: 1, MaxInFlight: 1})
 	if err != nil {
 		t.Errorf("errowntest: ingress log: %v", err)
 		t.FailNow()
