@@ -13,7 +13,6 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -197,7 +196,7 @@ func TestConfigHeaderErrorsOnce(t *testing.T) {
 // section's own root; Validate puts the section's key in front of each.
 func TestConfigSectionKeys(t *testing.T) {
 	err := Config{
-		InboundConfig: InboundConfig{Ingress: ingresslog.Config{Shards: 3, MaxInFlight: -1}},
+		InboundConfig: InboundConfig{Ingress: inbound.IngressConfig{Shards: 3, MaxInFlight: -1}},
 		Retry: RetryConfig{
 			Budget:   retry.BudgetConfig{Window: -time.Second},
 			Policies: []retry.PolicyConfig{{Service: "users", MaxAttempts: 11, Idempotent: new(true)}},

@@ -34,7 +34,7 @@ func TestDefaultsAsDocumented(t *testing.T) {
 	collectStructs(reflect.ValueOf(re), values)
 
 	checked := 0
-	for _, dir := range []string{".", "inbound", "outbound", "ingresslog", "ownership", "retry", "depmem"} {
+	for _, dir := range []string{".", "inbound", "outbound", "ownership", "retry", "depmem"} {
 		pkg := dir
 		if dir == "." {
 			pkg = "errown"

@@ -64,8 +64,8 @@
 //	        idempotent: true       # required: the procedure is safe to send again
 //
 // Its sections are configured by the packages beside this one: the
-// headers by ownership.Headers, the inbound side by inbound (with its
-// ingress bound in ingresslog), the retry policies, budget and overload
+// headers by ownership.Headers, the inbound side by inbound (its
+// ingress bound included), the retry policies, budget and overload
 // limit by retry, the dependency declarations and memory by depmem, the
 // incident window and refused repeats by outbound. Each field's comment
 // states its default; docs/configuration.md lists every key.
@@ -107,11 +107,11 @@
 //
 //   - ownership: errown's vocabulary: claims, edge kinds, storm figures,
 //     the code table, the header names.
-//   - inbound, outbound, retry, depmem, ingresslog, egresslog: the
+//   - inbound, outbound, retry, depmem: the
 //     configuration of each part, the helpers a handler calls, and the
 //     operators' view types, each documenting what its part does.
 //   - retrypeer: a peer.Chooser that sends retries to another instance.
 //   - grpcgo, nethttp: errown for grpc-go and net/http servers and clients.
 //   - debugpage: the operators' debug page.
-//   - fxtest: helpers to test applications that use errown.
+//   - errowntest: helpers to test applications that use errown.
 package errown

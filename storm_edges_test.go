@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -62,7 +62,7 @@ func outReq() *transport.Request {
 // the callee gets the first attempt marked, so it does not record itself
 // as a root.
 func TestStormUntrackedRequestUnknown(t *testing.T) {
-	mw := edgeErrown(t, errown.Config{InboundConfig: errown.InboundConfig{Ingress: ingresslog.Config{Shards: 1, MaxInFlight: 1}}})
+	mw := edgeErrown(t, errown.Config{InboundConfig: errown.InboundConfig{Ingress: inbound.IngressConfig{Shards: 1, MaxInFlight: 1}}})
 	in, egress := mw.Inbound().Unary, mw.Outbound().Unary
 	out := outboundtest.New(claimedFailureThenOK()...)
 

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/reqlog"
 )
 
@@ -28,7 +27,7 @@ type mutexMap struct {
 }
 
 func newMutexMap() *mutexMap {
-	return &mutexMap{max: ingresslog.DefaultConfig().MaxInFlight, logs: make(map[*reqlog.Log]struct{})}
+	return &mutexMap{max: reqlog.DefaultConfig().MaxInFlight, logs: make(map[*reqlog.Log]struct{})}
 }
 
 func (m *mutexMap) Open(procedure string) *reqlog.Log {
@@ -81,7 +80,7 @@ type syncMap struct {
 	max      int64
 }
 
-func newSyncMap() *syncMap { return &syncMap{max: int64(ingresslog.DefaultConfig().MaxInFlight)} }
+func newSyncMap() *syncMap { return &syncMap{max: int64(reqlog.DefaultConfig().MaxInFlight)} }
 
 func (m *syncMap) Open(procedure string) *reqlog.Log {
 	if m.inFlight.Add(1) > m.max {
@@ -124,13 +123,13 @@ func BenchmarkIngressLog(b *testing.B) {
 		new  func(b *testing.B) logMap
 	}{
 		{"sharded", func(b *testing.B) logMap {
-			m, err := reqlog.NewMap(ingresslog.Config{})
+			m, err := reqlog.NewMap(reqlog.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			return m
 		}},
-		{"counter", func(*testing.B) logMap { return &counter{max: int64(ingresslog.DefaultConfig().MaxInFlight)} }},
+		{"counter", func(*testing.B) logMap { return &counter{max: int64(reqlog.DefaultConfig().MaxInFlight)} }},
 		{"mutex", func(*testing.B) logMap { return newMutexMap() }},
 		{"syncmap", func(*testing.B) logMap { return newSyncMap() }},
 	}

@@ -8,14 +8,14 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // servedBy returns how many requests each of nodes has served so far.
-func servedBy(mesh *fxtest.Mesh, nodes ...string) map[string]int64 {
+func servedBy(mesh *errowntest.Mesh, nodes ...string) map[string]int64 {
 	served := make(map[string]int64, len(nodes))
 	for _, n := range nodes {
 		served[n] = mesh.Service(n).Served()
@@ -24,7 +24,7 @@ func servedBy(mesh *fxtest.Mesh, nodes ...string) map[string]int64 {
 }
 
 // servedSince returns what each node served since before.
-func servedSince(mesh *fxtest.Mesh, before map[string]int64) map[string]int64 {
+func servedSince(mesh *errowntest.Mesh, before map[string]int64) map[string]int64 {
 	delta := make(map[string]int64, len(before))
 	for n, b := range before {
 		delta[n] = mesh.Service(n).Served() - b
@@ -34,7 +34,7 @@ func servedSince(mesh *fxtest.Mesh, before map[string]int64) map[string]int64 {
 
 // edge is the edge a node of a mesh has to its callee service.
 func edge(callee string) ownership.Edge {
-	return ownership.Edge{CallerProcedure: fxtest.Procedure, Service: callee, Procedure: fxtest.Procedure}
+	return ownership.Edge{CallerProcedure: errowntest.Procedure, Service: callee, Procedure: errowntest.Procedure}
 }
 
 // outageSwitch is a Handler that answers not-found until it is switched
@@ -43,7 +43,7 @@ type outageSwitch struct {
 	down atomic.Bool
 }
 
-func (s *outageSwitch) handle(context.Context, *fxtest.Client, []byte) ([]byte, error) {
+func (s *outageSwitch) handle(context.Context, *errowntest.Client, []byte) ([]byte, error) {
 	if s.down.Load() {
 		return nil, yarpcerrors.UnavailableErrorf("down")
 	}
@@ -81,11 +81,11 @@ func TestNotFoundThenOutage(t *testing.T) {
 				return cfg
 			}
 			d := new(outageSwitch)
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _d, Transport: tr, Errown: learning(), Handler: d.handle})
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: learning(_d), Callees: []string{_d}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: learning(_c), Callees: []string{_c}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tr, Errown: learning(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _d, Transport: tr, Errown: learning(), Handler: d.handle})
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: learning(_d), Callees: []string{_d}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tr, Errown: learning(_c), Callees: []string{_c}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tr, Errown: learning(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			phase := func(name string, n int, code yarpcerrors.Code, claim string, served map[string]int64) {
 				t.Helper()

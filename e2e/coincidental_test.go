@@ -9,7 +9,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,12 +41,12 @@ func requestNumber(body []byte) (uint64, error) {
 
 // flaky fails each attempt of a request independently with probability p.
 // It counts the attempts of each request so that a retry draws afresh.
-func flaky(seed uint64, p float64) fxtest.Handler {
+func flaky(seed uint64, p float64) errowntest.Handler {
 	var (
 		mu       sync.Mutex
 		attempts = make(map[uint64]uint64)
 	)
-	return func(_ context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
+	return func(_ context.Context, _ *errowntest.Client, body []byte) ([]byte, error) {
 		n, err := requestNumber(body)
 		if err != nil {
 			return nil, err
@@ -64,8 +64,8 @@ func flaky(seed uint64, p float64) fxtest.Handler {
 
 // softCaller calls each of its callees, ignores their failures (they are
 // soft dependencies), and fails on its own with probability p.
-func softCaller(seed uint64, p float64) fxtest.Handler {
-	return func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func softCaller(seed uint64, p float64) errowntest.Handler {
+	return func(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 		n, err := requestNumber(body)
 		if err != nil {
 			return nil, err
@@ -83,7 +83,7 @@ func softCaller(seed uint64, p float64) fxtest.Handler {
 // wronglyUnclaimed sends requests numbered first to first+n-1 to service
 // and returns how many of them failed and how many of those came back
 // unclaimed.
-func wronglyUnclaimed(t *testing.T, mesh *fxtest.Mesh, service string, first, n uint64) (failed, unclaimed int) {
+func wronglyUnclaimed(t *testing.T, mesh *errowntest.Mesh, service string, first, n uint64) (failed, unclaimed int) {
 	t.Helper()
 	const workers = 8
 	var (
@@ -139,19 +139,19 @@ func TestCoincidentalErrors(t *testing.T) {
 		learnedMax  = 0.02
 	)
 	attemptRate := math.Sqrt(calleeRate)
-	start := func(t *testing.T, memory depmem.Config) *fxtest.Mesh {
-		mesh := fxtest.NewMesh(t)
+	start := func(t *testing.T, memory depmem.Config) *errowntest.Mesh {
+		mesh := errowntest.NewMesh(t)
 		for i, name := range []string{_b, _c} {
-			mesh.Start(fxtest.ServiceConfig{
-				Name: name, Transport: fxtest.HTTP,
+			mesh.Start(errowntest.ServiceConfig{
+				Name: name, Transport: errowntest.HTTP,
 				Errown:  &errown.Config{},
 				Handler: flaky(uint64(10+i), attemptRate),
 			})
 		}
 		cfg := withRetries(_b, _c)
 		cfg.Memory = memory
-		mesh.Start(fxtest.ServiceConfig{
-			Name: _a, Transport: fxtest.HTTP,
+		mesh.Start(errowntest.ServiceConfig{
+			Name: _a, Transport: errowntest.HTTP,
 			Errown:  cfg,
 			Callees: []string{_b, _c},
 			Handler: softCaller(1, ownRate),

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	errownwire "github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -62,7 +62,7 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 		// c is C's errown config, d D's handler, body the root's
 		// request body.
 		c    func() *errown.Config
-		d    fxtest.Handler
+		d    errowntest.Handler
 		body []byte
 		// reason is C's retry.denied tag; "" when C counts nothing.
 		reason string
@@ -127,16 +127,16 @@ func TestDeclinedRetryStopsAbove(t *testing.T) {
 			t.Run(tr+"/"+rf.name, func(t *testing.T) {
 				t.Parallel()
 				scope := tally.NewTestScope("", nil)
-				mesh := fxtest.NewMesh(t)
-				mesh.Start(fxtest.ServiceConfig{Name: _d, Transport: tr, Errown: withRetries(), Handler: rf.give.d})
-				mesh.Start(fxtest.ServiceConfig{
+				mesh := errowntest.NewMesh(t)
+				mesh.Start(errowntest.ServiceConfig{Name: _d, Transport: tr, Errown: withRetries(), Handler: rf.give.d})
+				mesh.Start(errowntest.ServiceConfig{
 					Name: _c, Transport: tr, Errown: rf.give.c(), ErrownOptions: []errown.Option{errown.WithScope(scope)},
-					Callees: []string{_d}, Handler: fxtest.Forward,
+					Callees: []string{_d}, Handler: errowntest.Forward,
 				})
-				mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward})
-				mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+				mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: errowntest.Forward})
+				mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
-				var reply fxtest.Reply
+				var reply errowntest.Reply
 				for i := range roots {
 					reply = mesh.Call(callCtx(t), _a, rf.give.body)
 					assert.Equal(t, _unavail, reply.Code(), "root request %d: outside caller's code (claim %q, %v)", i, reply.Claim, reply.Err)

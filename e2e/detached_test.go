@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -15,8 +15,8 @@ import (
 // detach is a Handler that answers at once and leaves behind a goroutine
 // which, once release is closed, calls the first callee with the context
 // keep makes of the request's, and reports the call's error on done.
-func detach(keep func(context.Context) context.Context, release <-chan struct{}, done chan<- error) fxtest.Handler {
-	return func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func detach(keep func(context.Context) context.Context, release <-chan struct{}, done chan<- error) errowntest.Handler {
+	return func(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 		kept := keep(ctx)
 		// The request's body belongs to the transport once the handler
 		// returns (gRPC recycles it): keep a copy.
@@ -83,21 +83,21 @@ func TestDetachedWork(t *testing.T) {
 		give give
 		want want
 	}{
-		{name: "http/late", give: give{fxtest.HTTP, context.WithoutCancel}, want: late},
-		{name: "grpc/late", give: give{fxtest.GRPC, context.WithoutCancel}, want: late},
-		{name: "tchannel/late", give: give{fxtest.TChannel, context.WithoutCancel}, want: late},
-		{name: "http/untracked", give: give{fxtest.HTTP, background}, want: untracked},
-		{name: "grpc/untracked", give: give{fxtest.GRPC, background}, want: untracked},
-		{name: "tchannel/untracked", give: give{fxtest.TChannel, background}, want: untracked},
+		{name: "http/late", give: give{errowntest.HTTP, context.WithoutCancel}, want: late},
+		{name: "grpc/late", give: give{errowntest.GRPC, context.WithoutCancel}, want: late},
+		{name: "tchannel/late", give: give{errowntest.TChannel, context.WithoutCancel}, want: late},
+		{name: "http/untracked", give: give{errowntest.HTTP, background}, want: untracked},
+		{name: "grpc/untracked", give: give{errowntest.GRPC, background}, want: untracked},
+		{name: "tchannel/untracked", give: give{errowntest.TChannel, background}, want: untracked},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			scope := tally.NewTestScope("", nil)
 			release, done := make(chan struct{}), make(chan error, 1)
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tt.give.transport, Errown: withRetries(), Handler: fail(_c)})
-			b := mesh.Start(fxtest.ServiceConfig{
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tt.give.transport, Errown: withRetries(), Handler: fail(_c)})
+			b := mesh.Start(errowntest.ServiceConfig{
 				Name: _b, Transport: tt.give.transport,
 				Errown: withRetries(_c), ErrownOptions: []errown.Option{errown.WithScope(scope)},
 				Callees: []string{_c}, Handler: detach(tt.give.keep, release, done),

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,8 +32,8 @@ func TestEdgeKeepsHeadersInside(t *testing.T) {
 		want bool // errown's headers come back
 	}{
 		{name: "no edge", want: true},
-		{name: "edge by transport", give: inbound.EdgeConfig{Transports: []string{fxtest.HTTP}}},
-		{name: "edge by procedure", give: inbound.EdgeConfig{Procedures: []string{fxtest.Procedure}}},
+		{name: "edge by transport", give: inbound.EdgeConfig{Transports: []string{errowntest.HTTP}}},
+		{name: "edge by procedure", give: inbound.EdgeConfig{Procedures: []string{errowntest.Procedure}}},
 		{name: "edge by caller", give: inbound.EdgeConfig{Callers: []string{_curl}}},
 		{name: "edge for another caller", give: inbound.EdgeConfig{Callers: []string{"gateway"}}, want: true},
 	}
@@ -48,14 +48,14 @@ func TestEdgeKeepsHeadersInside(t *testing.T) {
 	for _, mesh := range meshes {
 		for _, edge := range edges {
 			t.Run(mesh.name+"/"+edge.name, func(t *testing.T) {
-				m := fxtest.NewMesh(t)
-				c := fxtest.Handler(fxtest.Echo)
+				m := errowntest.NewMesh(t)
+				c := errowntest.Handler(errowntest.Echo)
 				if mesh.fails {
 					c = fail(_c)
 				}
-				m.Start(fxtest.ServiceConfig{Name: _c, Transport: fxtest.HTTP, Errown: &errown.Config{}, Handler: c})
-				m.Start(fxtest.ServiceConfig{Name: _b, Transport: fxtest.HTTP, Errown: &errown.Config{}, Callees: []string{_c}, Handler: fxtest.Forward})
-				a := m.Start(fxtest.ServiceConfig{Name: _a, Transport: fxtest.HTTP, Errown: &errown.Config{InboundConfig: errown.InboundConfig{Edge: edge.give}}, Callees: []string{_b}, Handler: fxtest.Forward})
+				m.Start(errowntest.ServiceConfig{Name: _c, Transport: errowntest.HTTP, Errown: &errown.Config{}, Handler: c})
+				m.Start(errowntest.ServiceConfig{Name: _b, Transport: errowntest.HTTP, Errown: &errown.Config{}, Callees: []string{_c}, Handler: errowntest.Forward})
+				a := m.Start(errowntest.ServiceConfig{Name: _a, Transport: errowntest.HTTP, Errown: &errown.Config{InboundConfig: errown.InboundConfig{Edge: edge.give}}, Callees: []string{_b}, Handler: errowntest.Forward})
 
 				code, own := curl(t, a.Addr())
 				assert.Equal(t, mesh.wantCode, code, "A answers as it would")
@@ -79,7 +79,7 @@ func curl(t *testing.T, addr string) (int, []string) {
 	for k, v := range map[string]string{
 		"Rpc-Caller":                _curl,
 		"Rpc-Service":               _a,
-		"Rpc-Procedure":             fxtest.Procedure,
+		"Rpc-Procedure":             errowntest.Procedure,
 		"Rpc-Encoding":              "raw",
 		"Context-Ttl-Ms":            "5000",
 		"Rpc-Header-Errown-Attempt": "1",

@@ -50,18 +50,18 @@ const (
 
 // Kinds of C.
 const (
-	kindHTTP     = fxtestHTTP
-	kindGRPC     = fxtestGRPC
-	kindTChannel = fxtestTChannel
+	kindHTTP     = meshHTTP
+	kindGRPC     = meshGRPC
+	kindTChannel = meshTChannel
 	kindGRPCGo   = "grpc-go"
 	kindNetHTTP  = "net/http"
 )
 
-// The yarpc transport names, as fxtest spells them.
+// The yarpc transport names, as errowntest spells them.
 const (
-	fxtestHTTP     = "http"
-	fxtestGRPC     = "grpc"
-	fxtestTChannel = "tchannel"
+	meshHTTP     = "http"
+	meshGRPC     = "grpc"
+	meshTChannel = "tchannel"
 )
 
 var _faultKinds = []string{kindHTTP, kindGRPC, kindTChannel, kindGRPCGo, kindNetHTTP}
@@ -375,7 +375,7 @@ func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faul
 	m.must(err)
 	m.cleanup = append(m.cleanup, m.proxy.Close)
 
-	m.b = &yarpcNode{name: _fb, transport: fxtestGRPC, cfg: meshConfig(_fc, _attemptC, filepath.Join(dir, "b.snapshot")), own: m.attempts, counts: countsB}
+	m.b = &yarpcNode{name: _fb, transport: meshGRPC, cfg: meshConfig(_fc, _attemptC, filepath.Join(dir, "b.snapshot")), own: m.attempts, counts: countsB}
 	switch kind {
 	case kindGRPCGo:
 		m.b.cfg.Wiring = errown.WiringWarn // C is no outbound of B's dispatcher
@@ -393,7 +393,7 @@ func newFaultMesh(t testing.TB, kind string, delay time.Duration, ids int) *faul
 	m.must(m.b.start())
 	m.cleanup = append(m.cleanup, func() { m.must(m.b.stop()) })
 
-	m.a = &yarpcNode{name: _fa, transport: fxtestHTTP, cfg: meshConfig(_fb, _attemptB, filepath.Join(dir, "a.snapshot")), handler: forward, counts: countsA}
+	m.a = &yarpcNode{name: _fa, transport: meshHTTP, cfg: meshConfig(_fb, _attemptB, filepath.Join(dir, "a.snapshot")), handler: forward, counts: countsA}
 	m.a.callee = func() testmesh.Callee { return testmesh.Callee{Name: _fb, Kind: testmesh.GRPC, Addr: m.b.Addr()} }
 	m.must(m.a.start())
 	m.cleanup = append(m.cleanup, func() { m.must(m.a.stop()) })

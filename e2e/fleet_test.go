@@ -17,7 +17,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/ownership"
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -162,21 +162,21 @@ func TestFleetMemory(t *testing.T) {
 
 	var dbDown atomic.Bool
 	dbDown.Store(true)
-	mesh := fxtest.NewMesh(t)
-	mesh.Start(fxtest.ServiceConfig{Name: db, Transport: fxtest.HTTP, Handler: func(_ context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
+	mesh := errowntest.NewMesh(t)
+	mesh.Start(errowntest.ServiceConfig{Name: db, Transport: errowntest.HTTP, Handler: func(_ context.Context, _ *errowntest.Client, body []byte) ([]byte, error) {
 		if dbDown.Load() {
 			return nil, fmt.Errorf("db down")
 		}
 		return body, nil
 	}})
-	mesh.Start(fxtest.ServiceConfig{
-		Name: api1, Transport: fxtest.HTTP, Callees: []string{db}, Handler: fxtest.Forward,
+	mesh.Start(errowntest.ServiceConfig{
+		Name: api1, Transport: errowntest.HTTP, Callees: []string{db}, Handler: errowntest.Forward,
 		Errown:        &errown.Config{Memory: depmem.Config{MinSamples: minSamples}},
 		ErrownOptions: []errown.Option{errown.WithScope(in1.scope)},
 	})
 	core, logs := observer.New(zap.InfoLevel)
-	mesh.Start(fxtest.ServiceConfig{
-		Name: api2, Transport: fxtest.HTTP, Callees: []string{db}, Handler: fxtest.Echo,
+	mesh.Start(errowntest.ServiceConfig{
+		Name: api2, Transport: errowntest.HTTP, Callees: []string{db}, Handler: errowntest.Echo,
 		Errown: &errown.Config{Memory: depmem.Config{
 			MinSamples: minSamples,
 			Window:     time.Minute,

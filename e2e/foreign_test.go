@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
@@ -37,19 +37,19 @@ func TestForeignRetriesHeldToErrownsRules(t *testing.T) {
 	for _, tr := range _transports {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
-			mesh := fxtest.NewMesh(t)
+			mesh := errowntest.NewMesh(t)
 			nodes := make(map[string]*stormNode)
-			start := func(name string, h fxtest.Handler, callees ...string) {
+			start := func(name string, h errowntest.Handler, callees ...string) {
 				nodes[name] = newStormNode()
-				mesh.Start(fxtest.ServiceConfig{
+				mesh.Start(errowntest.ServiceConfig{
 					Name: name, Transport: tr, Errown: stormConfig(retry.ModeEnforce, callees...), ErrownOptions: nodes[name].options(),
 					ExtraOutbound: retryOnce{}, Callees: callees, Handler: h,
 				})
 			}
 			start(_d, fail(_d))
-			start(_c, fxtest.Forward, _d)
-			start(_b, fxtest.Forward, _c)
-			start(_a, fxtest.Forward, _b)
+			start(_c, errowntest.Forward, _d)
+			start(_b, errowntest.Forward, _c)
+			start(_a, errowntest.Forward, _b)
 
 			for i := range _stormRoots {
 				before := servedBy(mesh, _a, _b, _c, _d)
@@ -105,7 +105,7 @@ func counterValue(scope tally.TestScope, name string, tags map[string]string) in
 
 // loopForward is a Handler with a retry loop of its own: it calls its one
 // callee up to three times while the call fails.
-func loopForward(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func loopForward(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 	var err error
 	for range 3 {
 		var res []byte
@@ -134,14 +134,14 @@ func TestHandlerRetryLoop(t *testing.T) {
 		for _, tr := range _transports {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
 				t.Parallel()
-				mesh := fxtest.NewMesh(t)
+				mesh := errowntest.NewMesh(t)
 				node := newStormNode()
 				core, logs := observer.New(zapcore.WarnLevel)
-				mesh.Start(fxtest.ServiceConfig{Name: _d, Transport: tr, Errown: withRetries(), Handler: fail(_d)})
-				mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(_d), Callees: []string{_d}, Handler: fxtest.Forward})
+				mesh.Start(errowntest.ServiceConfig{Name: _d, Transport: tr, Errown: withRetries(), Handler: fail(_d)})
+				mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(_d), Callees: []string{_d}, Handler: errowntest.Forward})
 				cfg := withRetries(_c)
 				cfg.RefuseRepeats = tt.giveRefuse
-				mesh.Start(fxtest.ServiceConfig{
+				mesh.Start(errowntest.ServiceConfig{
 					Name: _b, Transport: tr, Errown: cfg, ErrownOptions: append(node.options(), errown.WithLogger(zap.New(core))),
 					Callees: []string{_c}, Handler: loopForward,
 				})

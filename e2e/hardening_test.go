@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
-	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/errowntest"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,8 +24,8 @@ import (
 
 // writesClaim is a callee without errown whose handler fails and writes
 // whatever claim header value it is given: a misbehaving or hostile peer.
-func writesClaim(value string) fxtest.Handler {
-	return func(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
+func writesClaim(value string) errowntest.Handler {
+	return func(ctx context.Context, _ *errowntest.Client, _ []byte) ([]byte, error) {
 		if err := yarpc.CallFromContext(ctx).WriteResponseHeader("errown-claim", value); err != nil {
 			return nil, err
 		}
@@ -51,11 +51,11 @@ func TestGarbageClaimFromCallee(t *testing.T) {
 		{"huge", strings.Repeat("unclaimed", 7000)}, // 63 KB
 	}
 	for _, tt := range tests {
-		for _, tr := range []string{fxtest.HTTP, fxtest.GRPC, fxtest.TChannel} {
+		for _, tr := range []string{errowntest.HTTP, errowntest.GRPC, errowntest.TChannel} {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
-				mesh := fxtest.NewMesh(t)
-				mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Handler: writesClaim(tt.give)})
-				mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward})
+				mesh := errowntest.NewMesh(t)
+				mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Handler: writesClaim(tt.give)})
+				mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: errowntest.Forward})
 				reply := mesh.Call(context.Background(), _b, nil)
 				require.Error(t, reply.Err)
 				assert.Equal(t, _unclaimed, reply.Claim, "B retried the missing claim and unclaims")
@@ -69,8 +69,8 @@ func TestGarbageClaimFromCallee(t *testing.T) {
 // errown decides: not a claim, not an attempt number, not anything that
 // looks like a request ID.
 func TestCallerCannotSteer(t *testing.T) {
-	mesh := fxtest.NewMesh(t)
-	mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: fxtest.HTTP, Errown: withRetries(), Handler: fail(_b)})
+	mesh := errowntest.NewMesh(t)
+	mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: errowntest.HTTP, Errown: withRetries(), Handler: fail(_b)})
 	for _, h := range [][2]string{
 		{"errown-claim", "unclaimed"},
 		{"errown-attempt", "99"},
@@ -95,12 +95,12 @@ func TestInFlightBound(t *testing.T) {
 	release := make(chan struct{})
 	var arrived sync.WaitGroup
 	arrived.Add(flood)
-	mesh := fxtest.NewMesh(t)
-	mesh.Start(fxtest.ServiceConfig{
-		Name: _b, Transport: fxtest.HTTP,
-		Errown:        &errown.Config{InboundConfig: errown.InboundConfig{Ingress: ingresslog.Config{MaxInFlight: bound}}},
+	mesh := errowntest.NewMesh(t)
+	mesh.Start(errowntest.ServiceConfig{
+		Name: _b, Transport: errowntest.HTTP,
+		Errown:        &errown.Config{InboundConfig: errown.InboundConfig{Ingress: inbound.IngressConfig{MaxInFlight: bound}}},
 		ErrownOptions: []errown.Option{errown.WithScope(scope)},
-		Handler: func(ctx context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
+		Handler: func(ctx context.Context, _ *errowntest.Client, body []byte) ([]byte, error) {
 			arrived.Done()
 			<-release
 			return body, nil
@@ -127,14 +127,14 @@ func TestInFlightBound(t *testing.T) {
 // caller its deadline once; no retry is started without time for it, and
 // the caller's error is unclaimed (the refusal satisfied the criteria).
 func TestHangingCallee(t *testing.T) {
-	for _, tr := range fxtest.Transports {
+	for _, tr := range errowntest.Transports {
 		t.Run(tr, func(t *testing.T) {
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Handler: func(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Handler: func(ctx context.Context, _ *errowntest.Client, _ []byte) ([]byte, error) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c}, Handler: errowntest.Forward})
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
@@ -225,16 +225,16 @@ func (h *hitCounter) n() int {
 // cancels the calls it still had in flight owns its error: it claims it,
 // and its caller retries.
 func TestOwnFailureCancellingFanOut(t *testing.T) {
-	for _, tr := range fxtest.Transports {
+	for _, tr := range errowntest.Transports {
 		t.Run(tr, func(t *testing.T) {
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(), Handler: func(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(), Handler: func(ctx context.Context, _ *errowntest.Client, _ []byte) ([]byte, error) {
 				<-ctx.Done() // slow: answers only when given up on
 				return nil, ctx.Err()
 			}})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _b, Transport: tr, Errown: withRetries(_c), Callees: []string{_c},
-				Handler: func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+				Handler: func(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 					fanOut, cancel := context.WithCancel(ctx)
 					done := make(chan struct{})
 					go func() {

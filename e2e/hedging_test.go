@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -143,7 +143,7 @@ type countingLeaf struct {
 	byRoot map[string]int
 }
 
-func (l *countingLeaf) handle(ctx context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
+func (l *countingLeaf) handle(ctx context.Context, _ *errowntest.Client, body []byte) ([]byte, error) {
 	l.mu.Lock()
 	l.byRoot[string(body)]++
 	l.mu.Unlock()
@@ -242,7 +242,7 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 		{name: "at-once", budget: retry.BudgetConfig{Disabled: true}, perHop: 3, minMean: 1.9},
 		// Every hop hedges (on one transport: under -race each run
 		// takes half a minute).
-		{name: "after-3ms", delay: 3 * time.Millisecond, budget: retry.BudgetConfig{Disabled: true}, perHop: 3, minMean: 4, transports: []string{fxtest.HTTP}},
+		{name: "after-3ms", delay: 3 * time.Millisecond, budget: retry.BudgetConfig{Disabled: true}, perHop: 3, minMean: 4, transports: []string{errowntest.HTTP}},
 		// The budget binds instead.
 		{name: "budgeted", delay: 3 * time.Millisecond, budget: retry.BudgetConfig{Ratio: _hedgeRatio, NoFloor: true}, perHop: 1 + _hedgeRatio, minMean: 1.15},
 	}
@@ -254,12 +254,12 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 		for _, tr := range transports {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
 				leaf := &countingLeaf{delay: tt.delay, byRoot: make(map[string]int)}
-				mesh := fxtest.NewMesh(t)
+				mesh := errowntest.NewMesh(t)
 				hedgers := map[string]*hedging{}
-				start := func(name string, h fxtest.Handler, callees ...string) {
+				start := func(name string, h errowntest.Handler, callees ...string) {
 					cfg := stormConfig(retry.ModeEnforce, callees...)
 					cfg.Retry.Budget = tt.budget
-					sc := fxtest.ServiceConfig{Name: name, Transport: tr, Errown: cfg, Callees: callees, Handler: h}
+					sc := errowntest.ServiceConfig{Name: name, Transport: tr, Errown: cfg, Callees: callees, Handler: h}
 					if len(callees) > 0 {
 						hedgers[name] = &hedging{delay: _hedgeDelay}
 						sc.ExtraOutbound = hedgers[name]
@@ -267,9 +267,9 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 					mesh.Start(sc)
 				}
 				start(_d, leaf.handle)
-				start(_c, fxtest.Forward, _d)
-				start(_b, fxtest.Forward, _c)
-				start(_a, fxtest.Forward, _b)
+				start(_c, errowntest.Forward, _d)
+				start(_b, errowntest.Forward, _c)
+				start(_a, errowntest.Forward, _b)
 
 				var (
 					next   atomic.Int64
@@ -293,7 +293,7 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 							switch {
 							case reply.Code() == _unavail && strings.Contains(yarpcerrors.FromError(reply.Err).Message(), _leafDown):
 								codes[_unavail]++
-							case tr == fxtest.HTTP && netHTTPReuse(reply.Err):
+							case tr == errowntest.HTTP && netHTTPReuse(reply.Err):
 								reused++
 							default:
 								codes[reply.Code()]++
@@ -348,7 +348,7 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 				for i := 1; i <= _hedgeRoots; i++ {
 					root := fmt.Sprintf("root-%d", i)
 					roots[root] = true
-					if byRoot[root] == 0 && !(tr == fxtest.HTTP && netHTTPReuse(errs[int64(i)])) {
+					if byRoot[root] == 0 && !(tr == errowntest.HTTP && netHTTPReuse(errs[int64(i)])) {
 						missing = append(missing, fmt.Sprintf("%s (%v)", root, errs[int64(i)]))
 					}
 				}

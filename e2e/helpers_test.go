@@ -8,7 +8,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -25,15 +25,15 @@ const (
 )
 
 // _transports are the transports every end-to-end scenario runs over.
-var _transports = []string{fxtest.HTTP, fxtest.GRPC, fxtest.TChannel}
+var _transports = []string{errowntest.HTTP, errowntest.GRPC, errowntest.TChannel}
 
 // _tiny is the backoff of every policy: retries are immediate in effect.
 const _tiny = time.Millisecond
 
 // fail is the Handler of a node where the failure begins: it calls its
 // callees, then fails with unavailable.
-func fail(name string) fxtest.Handler {
-	return fxtest.Fail(yarpcerrors.UnavailableErrorf("%s is down", name))
+func fail(name string) errowntest.Handler {
+	return errowntest.Fail(yarpcerrors.UnavailableErrorf("%s is down", name))
 }
 
 // policies returns a PolicyConfig per callee: two attempts, tiny backoff.
@@ -86,12 +86,12 @@ type result struct {
 	// Served by each node.
 	Served map[string]int64
 	// Attempts on every edge, in the order they ended, as
-	// fxtest.Attempt.String writes them: "caller->callee#n code claim".
+	// errowntest.Attempt.String writes them: "caller->callee#n code claim".
 	Attempts []string
 }
 
 // observe collects the result of a call from outside.
-func observe(mesh *fxtest.Mesh, reply fxtest.Reply, nodes ...string) result {
+func observe(mesh *errowntest.Mesh, reply errowntest.Reply, nodes ...string) result {
 	r := result{Code: reply.Code(), Claim: reply.Claim, Served: make(map[string]int64, len(nodes))}
 	for _, n := range nodes {
 		r.Served[n] = mesh.Service(n).Served()
@@ -110,18 +110,18 @@ func assertResult(t *testing.T, want, got result) {
 }
 
 // attempt formats one expected attempt that failed with unavailable, like
-// fxtest.Attempt.String.
+// errowntest.Attempt.String.
 func attempt(caller, callee string, n int, claim string) string {
 	return attemptCode(caller, callee, n, claim, yarpcerrors.CodeUnavailable)
 }
 
 // attemptCode formats one expected attempt that ended with code.
 func attemptCode(caller, callee string, n int, claim string, code yarpcerrors.Code) string {
-	return fxtest.Attempt{Caller: caller, Service: callee, Attempt: n, Code: code, Claim: claim}.String()
+	return errowntest.Attempt{Caller: caller, Service: callee, Attempt: n, Code: code, Claim: claim}.String()
 }
 
-// formatAttempts formats recorded attempts with fxtest.Attempt.String.
-func formatAttempts(attempts []fxtest.Attempt) []string {
+// formatAttempts formats recorded attempts with errowntest.Attempt.String.
+func formatAttempts(attempts []errowntest.Attempt) []string {
 	s := make([]string, 0, len(attempts))
 	for _, a := range attempts {
 		s = append(s, a.String())

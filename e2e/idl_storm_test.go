@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/testidl/thrift/echo"
 	"github.com/stretchr/testify/assert"
@@ -40,7 +40,7 @@ func TestThriftChainStorm(t *testing.T) {
 			var mu sync.Mutex
 			storms := make(map[int][]inbound.Storm) // by hop
 			setup := errownAll(0, 20)
-			c := startIDLChain(t, tr, 7, func(i int, next string) fxtest.ServiceConfig {
+			c := startIDLChain(t, tr, 7, func(i int, next string) errowntest.ServiceConfig {
 				cfg := setup(i, next)
 				cfg.ErrownOptions = append(cfg.ErrownOptions, errown.WithStormHook(func(s inbound.Storm) {
 					mu.Lock()

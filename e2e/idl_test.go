@@ -9,7 +9,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/internal/testidl/proto/echopb"
 	"github.com/errown/errown/internal/testidl/thrift/echo"
 	"github.com/errown/errown/internal/testidl/thrift/echo/echoclient"
@@ -83,7 +83,7 @@ func (n protoNode) Call(ctx context.Context, req *echopb.EchoRequest) (*echopb.E
 // idlChain is a chain of services, first the root, each calling the next
 // over one transport, serving both the Thrift and the protobuf Echo.
 type idlChain struct {
-	mesh   *fxtest.Mesh
+	mesh   *errowntest.Mesh
 	names  []string
 	nodes  []*idlNode
 	thrift echoclient.Interface   // the outside caller's client of the root
@@ -92,12 +92,12 @@ type idlChain struct {
 
 // idlSetup configures service i of n: errown (nil for none) and extra
 // outbound middleware.
-type idlSetup func(i int, next string) fxtest.ServiceConfig
+type idlSetup func(i int, next string) errowntest.ServiceConfig
 
 // startIDLChain starts n services over tr, the last first.
 func startIDLChain(t *testing.T, tr string, n int, setup idlSetup) *idlChain {
 	t.Helper()
-	c := &idlChain{mesh: fxtest.NewMesh(t), names: make([]string, n), nodes: make([]*idlNode, n)}
+	c := &idlChain{mesh: errowntest.NewMesh(t), names: make([]string, n), nodes: make([]*idlNode, n)}
 	for i := range n {
 		c.names[i] = fmt.Sprintf("idl-%c", 'a'+i)
 		c.nodes[i] = &idlNode{}
@@ -165,7 +165,7 @@ func msg() *string { s := "down"; return &s }
 // errownAll runs errown with a retry policy for the next service, and the
 // memory learning after minSamples callee failures.
 func errownAll(budget float64, minSamples int) idlSetup {
-	return func(_ int, next string) fxtest.ServiceConfig {
+	return func(_ int, next string) errowntest.ServiceConfig {
 		cfg := &errown.Config{Memory: depmem.Config{MinSamples: minSamples}}
 		cfg.Retry.Budget = generous()
 		if budget > 0 {
@@ -174,17 +174,17 @@ func errownAll(budget float64, minSamples int) idlSetup {
 		if next != "" {
 			cfg.Retry.Policies = policies(next)
 		}
-		return fxtest.ServiceConfig{Errown: cfg}
+		return errowntest.ServiceConfig{Errown: cfg}
 	}
 }
 
 // blindAll retries every hop once, blind to claims, without errown.
 func blindAll(t *testing.T) idlSetup {
-	return func(_ int, next string) fxtest.ServiceConfig {
+	return func(_ int, next string) errowntest.ServiceConfig {
 		if next == "" {
-			return fxtest.ServiceConfig{}
+			return errowntest.ServiceConfig{}
 		}
-		return fxtest.ServiceConfig{ExtraOutbound: plainRetry(t, next)}
+		return errowntest.ServiceConfig{ExtraOutbound: plainRetry(t, next)}
 	}
 }
 
@@ -205,7 +205,7 @@ func TestThriftChainTable(t *testing.T) {
 		for _, tr := range _transports {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
 				want := tt.want
-				if tr == fxtest.GRPC && tt.name == "every hop retries once" {
+				if tr == errowntest.GRPC && tt.name == "every hop retries once" {
 					// Without errown's code header nothing on gRPC says
 					// what the exception's code is: it is an answer, and
 					// nobody retries it.
@@ -307,7 +307,7 @@ func TestProtobufErrorsByCode(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		for _, tr := range []string{fxtest.GRPC, fxtest.TChannel} {
+		for _, tr := range []string{errowntest.GRPC, errowntest.TChannel} {
 			t.Run(tt.name+"/"+tr, func(t *testing.T) {
 				c := startIDLChain(t, tr, 4, errownAll(0, 20))
 				c.nodes[3].setFail(tt.give)

@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	tallyv3 "github.com/uber-go/tally"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/config"
 	"go.uber.org/fx"
-	fxfxtest "go.uber.org/fx/fxtest"
+	"go.uber.org/fx/fxtest"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -37,9 +37,9 @@ errown:
 // The application is an fx.Module beside the mesh's options, which
 // provide the yarpc.Config it starts from, so that its own options can
 // decorate that yarpc.Config before errown does.
-func checkout(mesh *fxtest.Mesh, metrics fx.Option) fx.Option {
+func checkout(mesh *errowntest.Mesh, metrics fx.Option) fx.Option {
 	return fx.Options(
-		mesh.AppOptions("checkout", fxtest.HTTP, "payments"),
+		mesh.AppOptions("checkout", errowntest.HTTP, "payments"),
 		fx.NopLogger,
 		metrics,
 		fx.Module("checkout",
@@ -50,8 +50,8 @@ func checkout(mesh *fxtest.Mesh, metrics fx.Option) fx.Option {
 			errown.Module,
 			fx.Invoke(func(d *yarpc.Dispatcher) {
 				payments := raw.New(d.ClientConfig("payments"))
-				d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-					return payments.Call(ctx, fxtest.Procedure, body)
+				d.Register(raw.Procedure(errowntest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+					return payments.Call(ctx, errowntest.Procedure, body)
 				}))
 			}),
 		),
@@ -132,13 +132,13 @@ func TestMetricsEachTallyVersion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			mesh := fxtest.NewMesh(t)
-			payments := mesh.Start(fxtest.ServiceConfig{
-				Name: "payments", Transport: fxtest.GRPC, Errown: &errown.Config{},
-				Handler: fxtest.Fail(yarpcerrors.UnavailableErrorf("payments is down")),
+			mesh := errowntest.NewMesh(t)
+			payments := mesh.Start(errowntest.ServiceConfig{
+				Name: "payments", Transport: errowntest.GRPC, Errown: &errown.Config{},
+				Handler: errowntest.Fail(yarpcerrors.UnavailableErrorf("payments is down")),
 			})
 			metrics, read := tt.metrics()
-			app := fxfxtest.New(t, checkout(mesh, metrics))
+			app := fxtest.New(t, checkout(mesh, metrics))
 			app.RequireStart()
 			reply := mesh.Call(callCtx(t), "checkout", nil)
 			app.RequireStop()
@@ -158,7 +158,7 @@ func TestMetricsEachTallyVersion(t *testing.T) {
 // scrapes over HTTP.
 func TestMetricsScrapedByPrometheus(t *testing.T) {
 	inst := newInstance(t)
-	app := fxfxtest.New(t,
+	app := fxtest.New(t,
 		fx.NopLogger,
 		fx.Supply(zap.NewNop(), fx.Annotate(inst.scope, fx.As(new(tally.Scope)))),
 		fx.Provide(func() yarpc.Config { return yarpc.Config{Name: "svc"} }, newDispatcher),

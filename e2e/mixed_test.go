@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/testmesh"
@@ -202,7 +202,7 @@ func startMixedNode(t *testing.T, n *mixedNode, cfg testmesh.Config) {
 }
 
 // startMixedYARPC starts a yarpc service: an HTTP inbound serving
-// fxtest.Procedure (raw), and a gRPC outbound to callee, a grpc-go
+// errowntest.Procedure (raw), and a gRPC outbound to callee, a grpc-go
 // service, when there is one, whose Health/Check it calls first, each
 // attempt through outbound. It fails with unavailable when fail is set,
 // after its callee answered. tracer, when set, traces its transports.
@@ -217,7 +217,7 @@ func startMixedYARPC(t *testing.T, n, callee *mixedNode, fail bool, outbound mid
 		if callee != nil {
 			client = raw.New(d.ClientConfig(callee.name))
 		}
-		d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+		d.Register(raw.Procedure(errowntest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
 			n.served.Add(1)
 			if client != nil {
 				// An empty body is an empty HealthCheckRequest.
@@ -338,7 +338,7 @@ func startMixedHTTP(t *testing.T, n, callee *mixedNode, tap *mixedTap, tracer tr
 	startMixedNode(t, n, cfg)
 }
 
-// yarpcHTTPRequest is a call to fxtest.Procedure of the yarpc service
+// yarpcHTTPRequest is a call to errowntest.Procedure of the yarpc service
 // callee over yarpc's HTTP transport, as any HTTP client can make it: POST
 // with the headers yarpc's HTTP inbound requires, the deadline in
 // Context-TTL-MS (errown's Transport sets it again on each attempt).
@@ -349,7 +349,7 @@ func yarpcHTTPRequest(ctx context.Context, caller string, callee *mixedNode) (*h
 	}
 	req.Header.Set("Rpc-Caller", caller)
 	req.Header.Set("Rpc-Service", callee.name)
-	req.Header.Set("Rpc-Procedure", fxtest.Procedure)
+	req.Header.Set("Rpc-Procedure", errowntest.Procedure)
 	req.Header.Set("Rpc-Encoding", "raw")
 	if deadline, ok := ctx.Deadline(); ok {
 		req.Header.Set("Context-TTL-MS", strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 0), 10))
@@ -511,7 +511,7 @@ func (ch *mixedChain) call(t *testing.T) mixedReply {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.addr+"/", strings.NewReader("mixed"))
 	require.NoError(t, err)
 	for k, v := range map[string]string{
-		"Rpc-Caller": fxtest.OutsideCaller, "Rpc-Service": a.name, "Rpc-Procedure": fxtest.Procedure,
+		"Rpc-Caller": errowntest.OutsideCaller, "Rpc-Service": a.name, "Rpc-Procedure": errowntest.Procedure,
 		"Rpc-Encoding": "raw", "Context-TTL-MS": "10000",
 	} {
 		req.Header.Set(k, v)
@@ -758,8 +758,8 @@ func TestMixedMeshChainTable(t *testing.T) {
 			procedure, claim string
 			perRoot          int
 		}{
-			{fxtest.Procedure, _unclaimed, 1}, {_mixedGRPCProcedure, _unclaimed, 1},
-			{_mixedHTTPPattern, _unclaimed, 1}, {fxtest.Procedure, _claimed, 2},
+			{errowntest.Procedure, _unclaimed, 1}, {_mixedGRPCProcedure, _unclaimed, 1},
+			{_mixedHTTPPattern, _unclaimed, 1}, {errowntest.Procedure, _claimed, 2},
 			{"", "", 0}, {"", "", 0}, {"", "", 0},
 		} {
 			n := ch.nodes[i]

@@ -7,7 +7,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc"
@@ -19,7 +19,7 @@ const (
 	_claimed   = "claimed"
 	_unclaimed = "unclaimed"
 	_missing   = "" // no claim header on the response
-	_outside   = fxtest.OutsideCaller
+	_outside   = errowntest.OutsideCaller
 	_unavail   = yarpcerrors.CodeUnavailable
 )
 
@@ -33,9 +33,9 @@ type scenario struct {
 // everyTransport runs the same expectation over HTTP, gRPC and TChannel.
 func everyTransport(want result) []scenario {
 	return []scenario{
-		{give: fxtest.HTTP, want: want},
-		{give: fxtest.GRPC, want: want},
-		{give: fxtest.TChannel, want: want},
+		{give: errowntest.HTTP, want: want},
+		{give: errowntest.GRPC, want: want},
+		{give: errowntest.TChannel, want: want},
 	}
 }
 
@@ -56,10 +56,10 @@ func TestOwnerFailing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
 			t.Parallel()
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tt.give, Errown: withRetries(), Handler: fail(_c)})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tt.give, Errown: withRetries(), Handler: fail(_c)})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(_c), Callees: []string{_c}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(callCtx(t), _a, nil)
 
@@ -85,10 +85,10 @@ func TestCalleeWithoutErrown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
 			t.Parallel()
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tt.give, Errown: nil, Handler: fail(_c)})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tt.give, Errown: nil, Handler: fail(_c)})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(_c), Callees: []string{_c}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(callCtx(t), _a, nil)
 
@@ -118,11 +118,11 @@ func TestOnlyRootRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
 			t.Parallel()
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _d, Transport: tt.give, Errown: &errown.Config{}, Handler: fail(_d)})
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tt.give, Errown: &errown.Config{}, Callees: []string{_d}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tt.give, Errown: &errown.Config{}, Callees: []string{_c}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _d, Transport: tt.give, Errown: &errown.Config{}, Handler: fail(_d)})
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tt.give, Errown: &errown.Config{}, Callees: []string{_d}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tt.give, Errown: &errown.Config{}, Callees: []string{_c}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(callCtx(t), _a, nil)
 
@@ -134,10 +134,10 @@ func TestOnlyRootRetries(t *testing.T) {
 // dropContext passes its callees' errors through, but calls them with a
 // fresh context instead of its own: errown cannot tie those calls to the
 // request being served.
-func dropContext(_ context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func dropContext(_ context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 	fresh, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return fxtest.Forward(fresh, c, body)
+	return errowntest.Forward(fresh, c, body)
 }
 
 // meshKind builds a chain with or without ownership.
@@ -198,22 +198,22 @@ func TestContextDropped(t *testing.T) {
 		give chainGive
 		want result
 	}{
-		{name: "http/errown", give: chainGive{fxtest.HTTP, owned}, want: ownedWant},
-		{name: "grpc/errown", give: chainGive{fxtest.GRPC, owned}, want: ownedWant},
-		{name: "tchannel/errown", give: chainGive{fxtest.TChannel, owned}, want: ownedWant},
-		{name: "http/no-ownership", give: chainGive{fxtest.HTTP, unowned}, want: unownedWant},
-		{name: "grpc/no-ownership", give: chainGive{fxtest.GRPC, unowned}, want: unownedWant},
-		{name: "tchannel/no-ownership", give: chainGive{fxtest.TChannel, unowned}, want: unownedWant},
+		{name: "http/errown", give: chainGive{errowntest.HTTP, owned}, want: ownedWant},
+		{name: "grpc/errown", give: chainGive{errowntest.GRPC, owned}, want: ownedWant},
+		{name: "tchannel/errown", give: chainGive{errowntest.TChannel, owned}, want: ownedWant},
+		{name: "http/no-ownership", give: chainGive{errowntest.HTTP, unowned}, want: unownedWant},
+		{name: "grpc/no-ownership", give: chainGive{errowntest.GRPC, unowned}, want: unownedWant},
+		{name: "tchannel/no-ownership", give: chainGive{errowntest.TChannel, unowned}, want: unownedWant},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tr, k := tt.give.transport, tt.give.kind
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _d, Transport: tr, Errown: k.errown(), ExtraOutbound: k.extra(t), Handler: fail(_d)})
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: k.errown(_d), ExtraOutbound: k.extra(t, _d), Callees: []string{_d}, Handler: dropContext})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: k.errown(_c), ExtraOutbound: k.extra(t, _c), Callees: []string{_c}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tr, Errown: k.errown(_b), ExtraOutbound: k.extra(t, _b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _d, Transport: tr, Errown: k.errown(), ExtraOutbound: k.extra(t), Handler: fail(_d)})
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: k.errown(_d), ExtraOutbound: k.extra(t, _d), Callees: []string{_d}, Handler: dropContext})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tr, Errown: k.errown(_c), ExtraOutbound: k.extra(t, _c), Callees: []string{_c}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tr, Errown: k.errown(_b), ExtraOutbound: k.extra(t, _b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(callCtx(t), _a, nil)
 
@@ -263,21 +263,21 @@ func TestFailOpenEdge(t *testing.T) {
 		give edgeGive
 		want result
 	}{
-		{name: "http/fail-open", give: edgeGive{fxtest.HTTP, failOpen}, want: declared},
-		{name: "grpc/fail-open", give: edgeGive{fxtest.GRPC, failOpen}, want: declared},
-		{name: "tchannel/fail-open", give: edgeGive{fxtest.TChannel, failOpen}, want: declared},
-		{name: "http/undeclared", give: edgeGive{fxtest.HTTP, nil}, want: undeclared},
-		{name: "grpc/undeclared", give: edgeGive{fxtest.GRPC, nil}, want: undeclared},
-		{name: "tchannel/undeclared", give: edgeGive{fxtest.TChannel, nil}, want: undeclared},
+		{name: "http/fail-open", give: edgeGive{errowntest.HTTP, failOpen}, want: declared},
+		{name: "grpc/fail-open", give: edgeGive{errowntest.GRPC, failOpen}, want: declared},
+		{name: "tchannel/fail-open", give: edgeGive{errowntest.TChannel, failOpen}, want: declared},
+		{name: "http/undeclared", give: edgeGive{errowntest.HTTP, nil}, want: undeclared},
+		{name: "grpc/undeclared", give: edgeGive{errowntest.GRPC, nil}, want: undeclared},
+		{name: "tchannel/undeclared", give: edgeGive{errowntest.TChannel, nil}, want: undeclared},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tr := tt.give.transport
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(), Handler: fail(_c)})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withDeps(tt.give.deps, _c), Callees: []string{_c}, Handler: fail(_b)})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(), Handler: fail(_c)})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tr, Errown: withDeps(tt.give.deps, _c), Callees: []string{_c}, Handler: fail(_b)})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(callCtx(t), _a, nil)
 
@@ -288,7 +288,7 @@ func TestFailOpenEdge(t *testing.T) {
 
 // forge forwards to its callees with a claim header on the request, as if
 // it could tell them to unclaim.
-func forge(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func forge(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 	for _, s := range c.Callees() {
 		if _, err := c.Call(ctx, s, body, yarpc.WithHeader("errown-claim", _unclaimed)); err != nil {
 			return nil, err
@@ -315,9 +315,9 @@ func TestClaimOnRequestIgnored(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
 			t.Parallel()
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(), Handler: fail(_b)})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: forge})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(), Handler: fail(_b)})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: forge})
 
 			direct := mesh.Call(callCtx(t), _b, nil, yarpc.WithHeader("errown-claim", _unclaimed))
 			assert.Equal(t, _claimed, direct.Claim, "B called directly with a forged claim")

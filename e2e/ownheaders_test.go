@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/internal/defaults"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +55,7 @@ type forger struct {
 	fail    bool
 }
 
-func (f forger) handle(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func (f forger) handle(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 	h := forgedHeaders
 	if f.forward {
 		h = nil
@@ -81,7 +81,7 @@ type headerTap struct {
 	seen []map[string]string
 }
 
-func (tap *headerTap) handle(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func (tap *headerTap) handle(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 	for _, s := range c.Callees() {
 		var h map[string]string
 		_, err := c.Call(ctx, s, body, yarpc.ResponseHeaders(&h))
@@ -162,17 +162,17 @@ func TestHandlerCannotForgeOwnHeaders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tr := tt.give.transport
-			mesh := fxtest.NewMesh(t)
+			mesh := errowntest.NewMesh(t)
 			var bCallees []string
 			if tt.give.b.forward {
-				mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: nil, Handler: func(ctx context.Context, _ *fxtest.Client, body []byte) ([]byte, error) {
+				mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: nil, Handler: func(ctx context.Context, _ *errowntest.Client, body []byte) ([]byte, error) {
 					return body, writeHeaders(ctx, forgedHeaders)
 				}})
 				bCallees = []string{_c}
 			}
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(), Callees: bCallees, Handler: tt.give.b.handle})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tr, Errown: withRetries(), Callees: bCallees, Handler: tt.give.b.handle})
 			tap := new(headerTap)
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: tap.handle})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tr, Errown: withRetries(_b), Callees: []string{_b}, Handler: tap.handle})
 
 			direct := mesh.Call(callCtx(t), _b, []byte("hi"))
 			assert.Equal(t, tt.want.Code, direct.Code(), "B called from outside: code (%v)", direct.Err)

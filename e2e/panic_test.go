@@ -4,12 +4,12 @@ import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-func panics(context.Context, *fxtest.Client, []byte) ([]byte, error) {
+func panics(context.Context, *errowntest.Client, []byte) ([]byte, error) {
 	panic("boom")
 }
 
@@ -34,16 +34,16 @@ func TestPanickingHandler(t *testing.T) {
 		}
 	}
 	tests := []scenario{
-		{give: fxtest.HTTP, want: want(yarpcerrors.CodeUnknown)},
-		{give: fxtest.GRPC, want: want(yarpcerrors.CodeUnknown)},
-		{give: fxtest.TChannel, want: want(yarpcerrors.CodeInternal)},
+		{give: errowntest.HTTP, want: want(yarpcerrors.CodeUnknown)},
+		{give: errowntest.GRPC, want: want(yarpcerrors.CodeUnknown)},
+		{give: errowntest.TChannel, want: want(yarpcerrors.CodeInternal)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
 			t.Parallel()
-			mesh := fxtest.NewMesh(t)
-			b := mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(), Handler: panics})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			b := mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tt.give, Errown: withRetries(), Handler: panics})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tt.give, Errown: withRetries(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(callCtx(t), _a, nil)
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
@@ -113,16 +113,16 @@ func TestOnewayAndStreamUntouched(t *testing.T) {
 		give passGive
 		want []byte
 	}{
-		{name: "http/oneway", give: passGive{fxtest.HTTP, oneway}, want: []byte("hello")},
-		{name: "grpc/stream", give: passGive{fxtest.GRPC, stream}, want: []byte("hello")},
+		{name: "http/oneway", give: passGive{errowntest.HTTP, oneway}, want: []byte("hello")},
+		{name: "grpc/stream", give: passGive{errowntest.GRPC, stream}, want: []byte("hello")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			scope := tally.NewTestScope("", nil)
 			got := make(chan []byte, 1)
-			mesh := fxtest.NewMesh(t)
-			a := mesh.Start(fxtest.ServiceConfig{
+			mesh := errowntest.NewMesh(t)
+			a := mesh.Start(errowntest.ServiceConfig{
 				Name: _a, Transport: tt.give.transport,
 				Errown: withRetries(), ErrownOptions: []errown.Option{errown.WithScope(scope)},
 				Procedures: tt.give.kind.procedures(got),

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,21 +83,21 @@ func TestStormCountersReconcile(t *testing.T) {
 		{name: "default budget", budget: retry.BudgetConfig{}, wantBudgetBinds: true},
 		{name: "no budget", budget: retry.BudgetConfig{Disabled: true}, wantBudgetBinds: false},
 	}
-	for _, tr := range []string{fxtest.HTTP, fxtest.GRPC} {
+	for _, tr := range []string{errowntest.HTTP, errowntest.GRPC} {
 		for _, tt := range tests {
 			t.Run(tr+"/"+tt.name, func(t *testing.T) {
-				mesh := fxtest.NewMesh(t)
+				mesh := errowntest.NewMesh(t)
 				nodes := map[string]*stormNode{_a: newStormNode(), _b: newStormNode(), _c: newStormNode()}
-				start := func(name string, h fxtest.Handler, callees ...string) {
+				start := func(name string, h errowntest.Handler, callees ...string) {
 					cfg := &errown.Config{Retry: errown.RetryConfig{Budget: tt.budget, Policies: policies(callees...)}}
-					mesh.Start(fxtest.ServiceConfig{
+					mesh.Start(errowntest.ServiceConfig{
 						Name: name, Transport: tr, Errown: cfg, ErrownOptions: nodes[name].options(),
 						Callees: callees, Handler: h,
 					})
 				}
 				start(_c, fail(_c))
-				start(_b, fxtest.Forward, _c)
-				start(_a, fxtest.Forward, _b)
+				start(_b, errowntest.Forward, _c)
+				start(_a, errowntest.Forward, _b)
 
 				failed := sendRoots(t, mesh, _reconcileRoots, _reconcileInFlight)
 				assert.Equal(t, _reconcileRoots, failed, "root requests that failed unavailable and unclaimed")
@@ -151,9 +151,9 @@ func TestStormCountersReconcile(t *testing.T) {
 
 // sendRoots sends n root requests to A, the first alone and then inFlight
 // at a time, and returns how many failed unavailable and unclaimed.
-func sendRoots(t *testing.T, mesh *fxtest.Mesh, n, inFlight int) int {
+func sendRoots(t *testing.T, mesh *errowntest.Mesh, n, inFlight int) int {
 	t.Helper()
-	isLost := func(r fxtest.Reply) bool {
+	isLost := func(r errowntest.Reply) bool {
 		return r.Code() == yarpcerrors.CodeUnavailable && r.Claim == _unclaimed
 	}
 	first := mesh.Call(callCtx(t), _a, []byte("down"))

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // pushBack fails and asks its caller not to retry.
-func pushBack(ctx context.Context, _ *fxtest.Client, _ []byte) ([]byte, error) {
+func pushBack(ctx context.Context, _ *errowntest.Client, _ []byte) ([]byte, error) {
 	inbound.DoNotRetry(ctx)
 	return nil, yarpcerrors.UnavailableErrorf("overloaded, do not retry")
 }
@@ -31,7 +31,7 @@ func noBudget(callees ...string) *errown.Config {
 func TestRetryRefused(t *testing.T) {
 	type give struct {
 		transport string
-		c         fxtest.Handler
+		c         errowntest.Handler
 		b         *errown.Config
 	}
 	want := result{
@@ -49,20 +49,20 @@ func TestRetryRefused(t *testing.T) {
 		give give
 		want result
 	}{
-		{name: "http/pushback", give: give{fxtest.HTTP, pushBack, withRetries(_c)}, want: want},
-		{name: "grpc/pushback", give: give{fxtest.GRPC, pushBack, withRetries(_c)}, want: want},
-		{name: "tchannel/pushback", give: give{fxtest.TChannel, pushBack, withRetries(_c)}, want: want},
-		{name: "http/budget", give: give{fxtest.HTTP, fail(_c), noBudget(_c)}, want: want},
-		{name: "grpc/budget", give: give{fxtest.GRPC, fail(_c), noBudget(_c)}, want: want},
-		{name: "tchannel/budget", give: give{fxtest.TChannel, fail(_c), noBudget(_c)}, want: want},
+		{name: "http/pushback", give: give{errowntest.HTTP, pushBack, withRetries(_c)}, want: want},
+		{name: "grpc/pushback", give: give{errowntest.GRPC, pushBack, withRetries(_c)}, want: want},
+		{name: "tchannel/pushback", give: give{errowntest.TChannel, pushBack, withRetries(_c)}, want: want},
+		{name: "http/budget", give: give{errowntest.HTTP, fail(_c), noBudget(_c)}, want: want},
+		{name: "grpc/budget", give: give{errowntest.GRPC, fail(_c), noBudget(_c)}, want: want},
+		{name: "tchannel/budget", give: give{errowntest.TChannel, fail(_c), noBudget(_c)}, want: want},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tt.give.transport, Errown: withRetries(), Handler: tt.give.c})
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tt.give.transport, Errown: tt.give.b, Callees: []string{_c}, Handler: fxtest.Forward})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give.transport, Errown: withRetries(_b), Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tt.give.transport, Errown: withRetries(), Handler: tt.give.c})
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tt.give.transport, Errown: tt.give.b, Callees: []string{_c}, Handler: errowntest.Forward})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tt.give.transport, Errown: withRetries(_b), Callees: []string{_b}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(callCtx(t), _a, nil)
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -56,14 +56,14 @@ func TestMiddlewareError(t *testing.T) {
 		give give
 		want want
 	}{
-		{name: "http/errown", give: give{fxtest.HTTP, withRetries()}, want: want{[]string{notFound(_claimed)}, 1}},
-		{name: "grpc/errown", give: give{fxtest.GRPC, withRetries()}, want: want{[]string{notFound(_claimed)}, 1}},
-		{name: "tchannel/errown", give: give{fxtest.TChannel, withRetries()}, want: want{[]string{notFound(_claimed)}, 1}},
-		{name: "http/plain", give: give{fxtest.HTTP, nil}, want: want{[]string{notFound(_missing)}, 1}},
-		{name: "grpc/plain", give: give{fxtest.GRPC, nil}, want: want{[]string{notFound(_missing)}, 1}},
+		{name: "http/errown", give: give{errowntest.HTTP, withRetries()}, want: want{[]string{notFound(_claimed)}, 1}},
+		{name: "grpc/errown", give: give{errowntest.GRPC, withRetries()}, want: want{[]string{notFound(_claimed)}, 1}},
+		{name: "tchannel/errown", give: give{errowntest.TChannel, withRetries()}, want: want{[]string{notFound(_claimed)}, 1}},
+		{name: "http/plain", give: give{errowntest.HTTP, nil}, want: want{[]string{notFound(_missing)}, 1}},
+		{name: "grpc/plain", give: give{errowntest.GRPC, nil}, want: want{[]string{notFound(_missing)}, 1}},
 		// A TChannel system error: no headers, and not-found arrives as
 		// internal (via ErrCodeUnexpected, yarpc transport/tchannel/codes.go).
-		{name: "tchannel/plain", give: give{fxtest.TChannel, nil}, want: want{
+		{name: "tchannel/plain", give: give{errowntest.TChannel, nil}, want: want{
 			[]string{attemptCode(_a, _b, 1, _missing, yarpcerrors.CodeInternal)}, 1,
 		}},
 	}
@@ -71,9 +71,9 @@ func TestMiddlewareError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := &reject{err: yarpcerrors.NotFoundErrorf("no such thing")}
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _b, Transport: tt.give.transport, Errown: tt.give.errown, ExtraInbound: r})
-			mesh.Start(fxtest.ServiceConfig{Name: _a, Transport: tt.give.transport, Callees: []string{_b}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _b, Transport: tt.give.transport, Errown: tt.give.errown, ExtraInbound: r})
+			mesh.Start(errowntest.ServiceConfig{Name: _a, Transport: tt.give.transport, Callees: []string{_b}, Handler: errowntest.Forward})
 
 			_ = mesh.Call(callCtx(t), _a, nil)
 

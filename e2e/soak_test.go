@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -335,8 +335,8 @@ func TestSoak(t *testing.T) {
 	t.Logf("goroutines after stopping everything: %d (before the soak: %d)", runtime.NumGoroutine(), goroutinesBefore)
 }
 
-func errownIngress(maxInFlight int) ingresslog.Config {
-	return ingresslog.Config{MaxInFlight: maxInFlight}
+func errownIngress(maxInFlight int) inbound.IngressConfig {
+	return inbound.IngressConfig{MaxInFlight: maxInFlight}
 }
 
 // build makes the node's dispatcher with errown and its handler, which

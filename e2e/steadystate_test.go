@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/middleware"
@@ -90,25 +90,25 @@ func TestSteadyStateCarriesNoErrownHeader(t *testing.T) {
 			t.Parallel()
 			log := new(headerLog)
 			var down atomic.Bool
-			leaf := func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+			leaf := func(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 				if down.Load() {
 					return nil, yarpcerrors.UnavailableErrorf("%s is down", _c)
 				}
 				return body, nil
 			}
-			mesh := fxtest.NewMesh(t)
-			start := func(name string, h fxtest.Handler, callees ...string) {
+			mesh := errowntest.NewMesh(t)
+			start := func(name string, h errowntest.Handler, callees ...string) {
 				cfg := withRetries(callees...)
 				cfg.IncidentWindow = window
-				mesh.Start(fxtest.ServiceConfig{
+				mesh.Start(errowntest.ServiceConfig{
 					Name: name, Transport: tr, Errown: cfg, Callees: callees, Handler: h,
 					ExtraOutbound: outboundTap{log}, ExtraInbound: inboundTap{log},
 				})
 			}
 			start(_c, leaf)
-			start(_b, fxtest.Forward, _c)
-			start(_a, fxtest.Forward, _b)
-			call := func() fxtest.Reply {
+			start(_b, errowntest.Forward, _c)
+			start(_a, errowntest.Forward, _b)
+			call := func() errowntest.Reply {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				return mesh.Call(ctx, _a, []byte("x"))

@@ -15,7 +15,7 @@ import (
 	ewire "github.com/errown/errown/internal/wire"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -102,7 +102,7 @@ type stormCounts struct {
 }
 
 func (n *stormNode) rootMetrics() stormCounts {
-	return n.rootMetricsOf(fxtest.Procedure)
+	return n.rootMetricsOf(errowntest.Procedure)
 }
 
 // rootMetricsOf is rootMetrics for procedure.
@@ -148,7 +148,7 @@ func (n *stormNode) retryCounter(name, callee string) int64 {
 // rootStorm is the root storm of Procedure with the given figures, its
 // Time aside (see figures).
 func rootStorm(known, failed bool, served, blind, retries uint64, radius, blindRadius int) inbound.Storm {
-	s := inbound.Storm{Procedure: fxtest.Procedure, Known: known, Failed: failed}
+	s := inbound.Storm{Procedure: errowntest.Procedure, Known: known, Failed: failed}
 	if known {
 		s.Served, s.Blind, s.Prevented, s.Retries = served, blind, blind-served, retries
 		s.Radius, s.BlindRadius = radius, blindRadius
@@ -268,7 +268,7 @@ func (w *wireTap) take() []string {
 }
 
 // replyStorm is the storm header of a reply from outside, "-" when absent.
-func replyStorm(r fxtest.Reply) string {
+func replyStorm(r errowntest.Reply) string {
 	if v, ok := r.Headers[defaults.StormHeader]; ok {
 		return v
 	}
@@ -308,7 +308,7 @@ func (retryOnce) Call(ctx context.Context, req *transport.Request, out transport
 
 // swallow is a Handler that calls each callee and succeeds whatever they
 // return: a fail-open (soft) dependency.
-func swallow(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+func swallow(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 	for _, s := range c.Callees() {
 		_, _ = c.Call(ctx, s, body)
 	}
@@ -321,25 +321,25 @@ func swallow(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error)
 // built by cfg and reporting to its stormNode, a wireTap inside errown on
 // every hop.
 type stormChain struct {
-	mesh  *fxtest.Mesh
+	mesh  *errowntest.Mesh
 	tap   *wireTap
 	nodes map[string]*stormNode
 }
 
 func startStormChain(t *testing.T, tr string, cfg func(callees ...string) *errown.Config) *stormChain {
-	c := &stormChain{mesh: fxtest.NewMesh(t), tap: new(wireTap), nodes: make(map[string]*stormNode)}
-	start := func(name string, h fxtest.Handler, callees ...string) {
+	c := &stormChain{mesh: errowntest.NewMesh(t), tap: new(wireTap), nodes: make(map[string]*stormNode)}
+	start := func(name string, h errowntest.Handler, callees ...string) {
 		n := newStormNode()
 		c.nodes[name] = n
-		c.mesh.Start(fxtest.ServiceConfig{
+		c.mesh.Start(errowntest.ServiceConfig{
 			Name: name, Transport: tr, Errown: cfg(callees...), ErrownOptions: n.options(),
 			ExtraOutbound: c.tap, Callees: callees, Handler: h,
 		})
 	}
 	start(_d, fail(_d))
-	start(_c, fxtest.Forward, _d)
-	start(_b, fxtest.Forward, _c)
-	start(_a, fxtest.Forward, _b)
+	start(_c, errowntest.Forward, _d)
+	start(_b, errowntest.Forward, _c)
+	start(_a, errowntest.Forward, _b)
 	return c
 }
 
@@ -637,22 +637,22 @@ func TestStormUnknownWithoutErrown(t *testing.T) {
 			t.Parallel()
 			tap := new(wireTap)
 			nodes := map[string]*stormNode{_a: newStormNode(), _c: newStormNode(), _d: newStormNode()}
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _d, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_d].options(),
 				ExtraOutbound: tap, Handler: fail(_d),
 			})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _c, Transport: tr, Errown: stormConfig("", _d), ErrownOptions: nodes[_c].options(),
-				ExtraOutbound: tap, Callees: []string{_d}, Handler: fxtest.Forward,
+				ExtraOutbound: tap, Callees: []string{_d}, Handler: errowntest.Forward,
 			})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _b, Transport: tr, Errown: nil,
-				ExtraOutbound: yarpc.UnaryOutboundMiddleware(retryOnce{}, tap), Callees: []string{_c}, Handler: fxtest.Forward,
+				ExtraOutbound: yarpc.UnaryOutboundMiddleware(retryOnce{}, tap), Callees: []string{_c}, Handler: errowntest.Forward,
 			})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _a, Transport: tr, Errown: stormConfig("", _b), ErrownOptions: nodes[_a].options(),
-				ExtraOutbound: tap, Callees: []string{_b}, Handler: fxtest.Forward,
+				ExtraOutbound: tap, Callees: []string{_b}, Handler: errowntest.Forward,
 			})
 
 			for i := range _stormRoots {
@@ -706,15 +706,15 @@ func TestStormSuccessQuiet(t *testing.T) {
 			t.Parallel()
 			tap := new(wireTap)
 			nodes := map[string]*stormNode{_a: newStormNode(), _b: newStormNode(), _c: newStormNode()}
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_c].options(), ExtraOutbound: tap})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_c].options(), ExtraOutbound: tap})
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _b, Transport: tr, Errown: stormConfig("", _c), ErrownOptions: nodes[_b].options(),
-				ExtraOutbound: tap, Callees: []string{_c}, Handler: fxtest.Forward,
+				ExtraOutbound: tap, Callees: []string{_c}, Handler: errowntest.Forward,
 			})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _a, Transport: tr, Errown: stormConfig("", _b), ErrownOptions: nodes[_a].options(),
-				ExtraOutbound: tap, Callees: []string{_b}, Handler: fxtest.Forward,
+				ExtraOutbound: tap, Callees: []string{_b}, Handler: errowntest.Forward,
 			})
 
 			for i := range _stormRoots {
@@ -773,15 +773,15 @@ func TestStormSoftFailure(t *testing.T) {
 			t.Parallel()
 			tap := new(wireTap)
 			nodes := map[string]*stormNode{_a: newStormNode(), _b: newStormNode(), _c: newStormNode()}
-			mesh := fxtest.NewMesh(t)
-			mesh.Start(fxtest.ServiceConfig{Name: _c, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_c].options(), ExtraOutbound: tap, Handler: fail(_c)})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh := errowntest.NewMesh(t)
+			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: stormConfig(""), ErrownOptions: nodes[_c].options(), ExtraOutbound: tap, Handler: fail(_c)})
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _b, Transport: tr, Errown: stormConfig("", _c), ErrownOptions: nodes[_b].options(),
 				ExtraOutbound: tap, Callees: []string{_c}, Handler: swallow,
 			})
-			mesh.Start(fxtest.ServiceConfig{
+			mesh.Start(errowntest.ServiceConfig{
 				Name: _a, Transport: tr, Errown: stormConfig("", _b), ErrownOptions: nodes[_a].options(),
-				ExtraOutbound: tap, Callees: []string{_b}, Handler: fxtest.Forward,
+				ExtraOutbound: tap, Callees: []string{_b}, Handler: errowntest.Forward,
 			})
 
 			for i := range _stormRoots {

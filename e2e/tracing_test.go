@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/opentracing/opentracing-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -266,17 +266,17 @@ func TestTraceOfAFailedRequest(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()
 			ts := newTraces(t)
-			mesh := fxtest.NewMesh(t)
-			start := func(name string, h fxtest.Handler, callees ...string) {
-				mesh.Start(fxtest.ServiceConfig{
+			mesh := errowntest.NewMesh(t)
+			start := func(name string, h errowntest.Handler, callees ...string) {
+				mesh.Start(errowntest.ServiceConfig{
 					Name: name, Transport: tr, Errown: withRetries(callees...), Callees: callees, Handler: h,
 					Tracer: ts.bridge(name),
 				})
 			}
 			start(_d, fail(_d))
-			start(_c, fxtest.Forward, _d)
-			start(_b, fxtest.Forward, _c)
-			start(_a, fxtest.Forward, _b)
+			start(_c, errowntest.Forward, _d)
+			start(_b, errowntest.Forward, _c)
+			start(_a, errowntest.Forward, _b)
 
 			want := []string{
 				_a + " server errown.retry_refused unclaimed " + _b,
@@ -359,12 +359,12 @@ func assertOneTrace(t *testing.T, ts *traces) {
 // internal/tracing's TestNothingWithoutTracer, holds them to no
 // allocation; bench's Tracing benchmark measures a request).
 func TestTraceNothingWithoutTracer(t *testing.T) {
-	mesh := fxtest.NewMesh(t)
-	for _, cfg := range []fxtest.ServiceConfig{
+	mesh := errowntest.NewMesh(t)
+	for _, cfg := range []errowntest.ServiceConfig{
 		{Name: _c, Errown: withRetries(), Handler: fail(_c)},
-		{Name: _b, Errown: withRetries(_c), Callees: []string{_c}, Handler: fxtest.Forward},
+		{Name: _b, Errown: withRetries(_c), Callees: []string{_c}, Handler: errowntest.Forward},
 	} {
-		cfg.Transport, cfg.Tracer = fxtest.HTTP, opentracing.NoopTracer{}
+		cfg.Transport, cfg.Tracer = errowntest.HTTP, opentracing.NoopTracer{}
 		mesh.Start(cfg)
 	}
 	reply := mesh.Call(callCtx(t), _b, nil)

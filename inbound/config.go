@@ -6,7 +6,7 @@ import (
 	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/internal/defaults"
 
-	"github.com/errown/errown/ingresslog"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 )
@@ -33,7 +33,7 @@ type Config struct {
 	// "correlated" (default) or "coincidental".
 	UnknownEdges string `yaml:"unknownEdges,omitempty"`
 	// Ingress bounds the requests tracked in flight.
-	Ingress ingresslog.Config `yaml:"ingress,omitempty"`
+	Ingress IngressConfig `yaml:"ingress,omitempty"`
 	// Edge declares the requests that come from outside the mesh.
 	Edge EdgeConfig `yaml:"edge,omitempty"`
 	// Admission limits the requests the service works on at once.
@@ -146,6 +146,22 @@ func (c EdgeConfig) Validate() error {
 	return err
 }
 
+// IngressConfig bounds errown's ingress log, its record of each inbound
+// request in flight: the inbound middleware opens one when a request
+// arrives, the egress middleware appends one entry per outbound call, and
+// the inbound middleware decides the request's claim from it when the
+// handler returns. The logs are counted in Shards shards, each with its
+// share of MaxInFlight; past MaxInFlight a request is served untracked
+// (inbound.untracked): errown steps aside rather than queue or refuse it.
+type IngressConfig struct {
+	// Shards is the number of independently counted shards, a power of
+	// two between 1 and 1024. Default 64.
+	Shards int `yaml:"shards,omitempty"`
+	// MaxInFlight bounds the logs held at once; requests past it are
+	// served untracked. Default 100000.
+	MaxInFlight int `yaml:"maxInFlight,omitempty"`
+}
+
 // DefaultConfig returns the configuration a zero Config means: no edge
 // declared, admission disabled.
 func DefaultConfig() Config {
@@ -153,7 +169,7 @@ func DefaultConfig() Config {
 		Headers:           ownership.DefaultHeaders(),
 		MaxRootProcedures: 100,
 		UnknownEdges:      UnknownCorrelated,
-		Ingress:           ingresslog.DefaultConfig(),
+		Ingress:           IngressConfig(reqlog.DefaultConfig()),
 		Admission: AdmissionConfig{
 			Mode:     AdmissionDisabled,
 			MaxQueue: 32,
@@ -171,7 +187,7 @@ func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig())
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	err := c.Headers.Validate()
-	err = multierr.Append(err, configkey.Under("ingress", c.Ingress.Validate()))
+	err = multierr.Append(err, configkey.Under("ingress", reqlog.Config(c.Ingress).Validate()))
 	err = multierr.Append(err, c.Edge.Validate())
 	err = multierr.Append(err, c.Admission.Validate())
 	if c.MaxRootProcedures < 0 {

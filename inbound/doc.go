@@ -48,7 +48,7 @@
 //	                      claim, no-retry or code header, which errown dropped
 //	inbound.egress_overflow
 //	                      failed outbound calls past the egress log's bound
-//	                      (egresslog.MaxFailures): counted, not kept
+//	                      (64 failed calls per request): counted, not kept
 //	inbound.failed_after_denied
 //	                      tagged reason: requests that failed (a server fault) after
 //	                      this hop declined to retry one of their failed calls, once

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// exampleT stands in for the *testing.T a test gives fxtest, which calls
+// exampleT stands in for the *testing.T a test gives errowntest, which calls
 // only the methods it defines.
 type exampleT struct {
 	testing.TB
@@ -32,7 +32,7 @@ func (t *exampleT) cleanup() {
 func ExampleDoNotRetry() {
 	t := &exampleT{}
 	defer t.cleanup()
-	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 
 	inbound.DoNotRetry(ctx)
 	got := req.End(yarpcerrors.ResourceExhaustedErrorf("queue full"))
@@ -45,7 +45,7 @@ func ExampleDoNotRetry() {
 func ExampleCallerFault() {
 	t := &exampleT{}
 	defer t.cleanup()
-	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 
 	inbound.CallerFault(ctx)
 	got := req.End(yarpcerrors.InternalErrorf("malformed order"))

@@ -9,7 +9,7 @@
 // # The egress middleware
 //
 // For each logical outbound call a handler makes, the middleware appends
-// one entry to the egress log (package egresslog) of the inbound request
+// one entry to the egress log of the inbound request
 // the call was made for. In docs/DESIGN.md's data flow it wraps the retry
 // middleware (configured by package retry), which reports its attempts
 // and refusals to it through errown's own plumbing; when the call ends

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// exampleT stands in for the *testing.T a test gives fxtest, which calls
+// exampleT stands in for the *testing.T a test gives errowntest, which calls
 // only the methods it defines.
 type exampleT struct {
 	testing.TB
@@ -33,7 +33,7 @@ func (t *exampleT) cleanup() {
 func ExampleClaim() {
 	t := &exampleT{}
 	defer t.cleanup()
-	ctx, req := fxtest.NewRequestContext(t, "checkout")
+	ctx, req := errowntest.NewRequestContext(t, "checkout")
 	// payments answered unavailable, already retried below it.
 	req.Called("payments", "charge", yarpcerrors.UnavailableErrorf("down below"), ownership.ClaimUnclaimed)
 
@@ -51,7 +51,7 @@ func ExampleClaim() {
 func ExampleRecord() {
 	t := &exampleT{}
 	defer t.cleanup()
-	ctx, req := fxtest.NewRequestContext(t, "checkout")
+	ctx, req := errowntest.NewRequestContext(t, "checkout")
 
 	cacheErr := yarpcerrors.UnavailableErrorf("cache is overloaded")
 	outbound.Record(ctx, "cache", cacheErr, true) // the handler retried it once already

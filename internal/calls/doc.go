@@ -1,10 +1,10 @@
-// Package calls implements the egress log that package egresslog
-// describes (what it records, for whom, and its bound): EgressLog, the
-// log of one inbound request's outbound calls, and Entry, one logical
+// Package calls implements the egress log (package outbound describes
+// what it records and for whom): EgressLog, the log of one inbound
+// request's outbound calls, and Entry, one logical
 // call in it. An EgressLog lives in the request's reqlog.Log, the
 // IngressLog (its Egress field).
 //
-// An EgressLog keeps the failed calls, up to egresslog.MaxFailures, and
+// An EgressLog keeps the failed calls, up to MaxFailures, and
 // counts the rest (Counts); a call that succeeded, was answered or was
 // abandoned, with no Storm to report, costs one atomic compare-and-swap.
 // A request whose calls all succeeded quietly takes no lock (see

@@ -5,13 +5,16 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/errown/errown/egresslog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 )
 
-// MaxFailures is how many failed calls an EgressLog keeps (egresslog.MaxFailures).
-const MaxFailures = egresslog.MaxFailures
+// MaxFailures is how many failed outbound calls the egress log of one
+// request keeps: the claim decision and the dependency memory read only
+// failures, so a request that makes more has the first MaxFailures kept
+// and the rest counted (inbound.egress_overflow), and what one request
+// costs stays bounded however many calls its handler makes.
+const MaxFailures = 64
 
 // _inline is how many failed calls an EgressLog holds without allocating: most
 // requests see few outbound failures, if any.

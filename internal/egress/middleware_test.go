@@ -13,7 +13,6 @@ import (
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -167,7 +166,7 @@ func TestCallRecordsEntry(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
 			mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}), WithInner(stateSetter{tt.give.state}))
 			require.NoError(t, err)
-			logs, err := reqlog.NewMap(ingresslog.Config{})
+			logs, err := reqlog.NewMap(reqlog.Config{})
 			require.NoError(t, err)
 			log := logs.Open("checkout")
 			ctx := reqlog.NewContext(context.Background(), log)
@@ -215,7 +214,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 	assert.Error(t, err)
 	assert.Equal(t, int64(1), counter(scope, "egress.untracked", ""))
 
-	logs, err := reqlog.NewMap(ingresslog.Config{})
+	logs, err := reqlog.NewMap(reqlog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	ctx := reqlog.NewContext(context.Background(), log)
@@ -230,7 +229,7 @@ func TestCallUntrackedAndLate(t *testing.T) {
 func TestCallCustomHeader(t *testing.T) {
 	mw, err := New(outbound.Config{Headers: ownership.Headers{Claim: "x-owner"}})
 	require.NoError(t, err)
-	logs, err := reqlog.NewMap(ingresslog.Config{})
+	logs, err := reqlog.NewMap(reqlog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("p")
 	out := outboundtest.New(outboundtest.Answer(&transport.Response{Headers: transport.NewHeaders().With("x-owner", "unclaimed").With("errown-claim", "claimed")}, yarpcerrors.InternalErrorf("x")))
@@ -261,7 +260,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 			return res, err
 		})))
 	require.NoError(t, err)
-	logs, err := reqlog.NewMap(ingresslog.Config{})
+	logs, err := reqlog.NewMap(reqlog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	req := &transport.Request{Service: "payments", Procedure: "charge"}
@@ -326,7 +325,7 @@ func TestWithInnerRetry(t *testing.T) {
 			require.NoError(t, err)
 			mw, err := New(outbound.Config{}, WithInner(r))
 			require.NoError(t, err)
-			logs, err := reqlog.NewMap(ingresslog.Config{})
+			logs, err := reqlog.NewMap(reqlog.Config{})
 			require.NoError(t, err)
 			log := logs.Open("checkout")
 			ctx := reqlog.NewContext(context.Background(), log)
@@ -366,7 +365,7 @@ func TestWithInnerWrappedRetryKeepsItsCall(t *testing.T) {
 	w := &wrappedRetry{Middleware: r}
 	mw, err := New(outbound.Config{}, WithInner(w))
 	require.NoError(t, err)
-	logs, err := reqlog.NewMap(ingresslog.Config{})
+	logs, err := reqlog.NewMap(reqlog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	out := outboundtest.New(outboundtest.Answer(&transport.Response{Headers: transport.NewHeaders()}, yarpcerrors.UnavailableErrorf("down")))
@@ -388,7 +387,7 @@ func TestCallCancelledByHandlerIsAbandoned(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}))
 	require.NoError(t, err)
-	logs, err := reqlog.NewMap(ingresslog.Config{})
+	logs, err := reqlog.NewMap(reqlog.Config{})
 	require.NoError(t, err)
 	log := logs.Open("checkout")
 	ctx, cancel := context.WithCancel(reqlog.NewContext(context.Background(), log))
@@ -430,7 +429,7 @@ func fallbackEgress(t *testing.T) (*Middleware, *reqlog.Log) {
 	require.NoError(t, err)
 	mw, err := New(outbound.Config{}, WithInner(fallback{r}))
 	require.NoError(t, err)
-	logs, err := reqlog.NewMap(ingresslog.Config{})
+	logs, err := reqlog.NewMap(reqlog.Config{})
 	require.NoError(t, err)
 	return mw, logs.Open("checkout")
 }

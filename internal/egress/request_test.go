@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
@@ -17,7 +16,7 @@ import (
 )
 
 func openRequest(t *testing.T, procedure string) (context.Context, *reqlog.Log) {
-	logs, err := reqlog.NewMap(ingresslog.Config{})
+	logs, err := reqlog.NewMap(reqlog.Config{})
 	require.NoError(t, err)
 	ctx, log := logs.OpenContext(context.Background(), procedure)
 	require.NotNil(t, log)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/outboundtest"
@@ -122,7 +121,7 @@ func TestSteadyPathAsChain(t *testing.T) {
 		require.NoError(t, err)
 		mw, err := New(outbound.Config{}, WithSinks(obs.Sinks{Scope: scope}), WithInner(r))
 		require.NoError(t, err)
-		logs, err := reqlog.NewMap(ingresslog.Config{})
+		logs, err := reqlog.NewMap(reqlog.Config{})
 		require.NoError(t, err)
 		ctx, log := logs.OpenContext(context.Background(), "checkout")
 		out := outboundtest.New(script(answers)...)

@@ -1,6 +1,6 @@
 // Package ingress is errown's unary inbound middleware (Middleware), which
 // package inbound configures and errown.New builds: it opens each
-// request's IngressLog (reqlog.Log, bounded by ingresslog.Config), runs the
+// request's IngressLog (reqlog.Log, bounded by inbound.IngressConfig), runs the
 // handler and, when the handler returns an error, decides the request's
 // claim (wire.Decide over the failed calls the egress log kept) and writes
 // it, the storm figures and the no-retry signal in application headers on

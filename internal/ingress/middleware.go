@@ -74,7 +74,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
-	logs, err := reqlog.NewMap(cfg.Ingress)
+	logs, err := reqlog.NewMap(reqlog.Config(cfg.Ingress))
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request,
 
 // close closes the request's egress log and counts the failures past its
 // bound. The egress log keeps only the failed calls, up to
-// egresslog.MaxFailures, and counts the failures past the bound: only a
+// calls.MaxFailures, and counts the failures past the bound: only a
 // log that kept that many can have any. Its failures are read where it
 // keeps them, until finish releases them.
 func (m *Middleware) close(log *reqlog.Log) calls.Summary {

@@ -13,8 +13,6 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/egresslog"
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -162,7 +160,7 @@ func TestHandlePanicRemovesLog(t *testing.T) {
 }
 
 func TestHandleUntrackedOverBound(t *testing.T) {
-	e := newEnv(t, inbound.Config{Ingress: ingresslog.Config{MaxInFlight: 1}})
+	e := newEnv(t, inbound.Config{Ingress: inbound.IngressConfig{MaxInFlight: 1}})
 	held := e.mw.logs.Open("other")
 	defer e.mw.logs.Remove(held)
 
@@ -374,17 +372,17 @@ func TestHandleEgressOverflow(t *testing.T) {
 		},
 		{
 			name:         "every failure retried below: unclaimed, overflow counted",
-			give:         repeat(egresslog.MaxFailures+5, failed("hard", true)),
+			give:         repeat(calls.MaxFailures+5, failed("hard", true)),
 			wantClaim:    "unclaimed",
 			wantOverflow: 5,
-			wantObserved: egresslog.MaxFailures,
+			wantObserved: calls.MaxFailures,
 		},
 		{
 			name:         "an overflowed failure nobody retried keeps it claimed",
-			give:         append(repeat(egresslog.MaxFailures, failed("hard", true)), failed("hard", false)),
+			give:         append(repeat(calls.MaxFailures, failed("hard", true)), failed("hard", false)),
 			wantClaim:    "claimed",
 			wantOverflow: 1,
-			wantObserved: egresslog.MaxFailures,
+			wantObserved: calls.MaxFailures,
 		},
 	}
 	for _, tt := range tests {

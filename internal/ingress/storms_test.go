@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
@@ -220,7 +219,7 @@ func TestHandleOwnsStormHeader(t *testing.T) {
 	}
 
 	// Untracked (over the in-flight bound): still dropped.
-	e := newEnv(t, inbound.Config{Ingress: ingresslog.Config{MaxInFlight: 1}})
+	e := newEnv(t, inbound.Config{Ingress: inbound.IngressConfig{MaxInFlight: 1}})
 	held := e.mw.logs.Open("other")
 	defer e.mw.logs.Remove(held)
 	resw := &transporttest.FakeResponseWriter{}

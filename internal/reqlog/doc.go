@@ -11,7 +11,7 @@
 // call to its Egress, with the attempts and refusals the retry middleware
 // (package internal/retrier) recorded in a CallState.
 //
-// Map bounds the Logs in flight (ingresslog.Config: MaxInFlight, Shards).
+// Map bounds the Logs in flight (Config: MaxInFlight, Shards).
 // It counts them, and does not keep them: each shard is one atomic count
 // with its own share of MaxInFlight. Each request counts its Log in a
 // shard picked at random, trying the next ones when it is full, so

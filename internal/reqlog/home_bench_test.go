@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
-
-	"github.com/errown/errown/ingresslog"
 )
 
 // BenchmarkHome compares ways of choosing the shard an insert tries
@@ -40,7 +38,7 @@ func BenchmarkHome(b *testing.B) {
 		for _, h := range homes {
 			b.Run("gomaxprocs="+string(rune('0'+procs))+"/"+h.name, func(b *testing.B) {
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-				m, err := NewMap(ingresslog.Config{})
+				m, err := NewMap(Config{})
 				if err != nil {
 					b.Fatal(err)
 				}

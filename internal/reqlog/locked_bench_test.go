@@ -6,8 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/errown/errown/ingresslog"
 )
 
 // lockedMap is what Map was before it only counted its Logs: each shard
@@ -70,7 +68,7 @@ func BenchmarkMap(b *testing.B) {
 		b.Run("gomaxprocs="+string(rune('0'+procs)), func(b *testing.B) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			b.Run("counts", func(b *testing.B) {
-				m, err := NewMap(ingresslog.Config{})
+				m, err := NewMap(Config{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -5,8 +5,6 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
-
-	"github.com/errown/errown/ingresslog"
 )
 
 // _cacheLine is the padding unit that keeps data written by different
@@ -54,7 +52,7 @@ type shard struct {
 //
 // It uses at most MaxInFlight shards (rounded down to a power of two), so
 // that each shard may hold at least one Log.
-func NewMap(cfg ingresslog.Config) (*Map, error) {
+func NewMap(cfg Config) (*Map, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -3,12 +3,11 @@ package reqlog_test
 import (
 	"fmt"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/reqlog"
 )
 
 func ExampleMap() {
-	logs, err := reqlog.NewMap(ingresslog.Config{Shards: 16, MaxInFlight: 2})
+	logs, err := reqlog.NewMap(reqlog.Config{Shards: 16, MaxInFlight: 2})
 	if err != nil {
 		panic(err)
 	}

@@ -7,19 +7,18 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func newMap(t *testing.T, cfg ingresslog.Config) *Map {
+func newMap(t *testing.T, cfg Config) *Map {
 	m, err := NewMap(cfg)
 	require.NoError(t, err)
 	return m
 }
 
 func TestOpenRemove(t *testing.T) {
-	m := newMap(t, ingresslog.Config{})
+	m := newMap(t, Config{})
 	a := m.Open("a")
 	b := m.Open("b")
 	require.NotNil(t, a)
@@ -38,7 +37,7 @@ func TestOpenRemove(t *testing.T) {
 }
 
 func TestMaxInFlight(t *testing.T) {
-	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: 3})
+	m := newMap(t, Config{Shards: 4, MaxInFlight: 3})
 	var logs []*Log
 	for i := 0; i < 3; i++ {
 		l := m.Open("p")
@@ -53,7 +52,7 @@ func TestMaxInFlight(t *testing.T) {
 
 func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 	const bound = 50
-	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: bound})
+	m := newMap(t, Config{Shards: 8, MaxInFlight: bound})
 	var (
 		wg   sync.WaitGroup
 		held atomic.Int64 // opened and not yet removed, by the test's count
@@ -84,7 +83,7 @@ func TestConcurrentOpenRemoveStaysBounded(t *testing.T) {
 func TestChurnAtTheBound(t *testing.T) {
 	// Goroutines open and remove at the bound, so shards fill and empty
 	// all the time: afterwards every count agrees with what is held.
-	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: 16})
+	m := newMap(t, Config{Shards: 8, MaxInFlight: 16})
 	var wg sync.WaitGroup
 	held := make([][]*Log, 8)
 	for w := range held {
@@ -121,7 +120,7 @@ func TestChurnAtTheBound(t *testing.T) {
 
 func TestOpenAllocatesOnlyTheLog(t *testing.T) {
 	// An Open and a Remove allocate the Log and nothing else.
-	m := newMap(t, ingresslog.Config{})
+	m := newMap(t, Config{})
 	allocs := testing.AllocsPerRun(1000, func() { m.Remove(m.Open("p")) })
 	assert.Equal(t, 1.0, allocs)
 }
@@ -130,7 +129,7 @@ func TestConcurrentFillIsExact(t *testing.T) {
 	// Goroutines racing to fill the map get exactly MaxInFlight Logs
 	// between them: the bound is global although each shard keeps its own.
 	const bound = 1000
-	m := newMap(t, ingresslog.Config{Shards: 16, MaxInFlight: bound})
+	m := newMap(t, Config{Shards: 16, MaxInFlight: bound})
 	total := fillConcurrently(func() func() bool {
 		return func() bool { return m.Open("p") != nil }
 	})
@@ -143,7 +142,7 @@ func TestConcurrentFillFromOneHomeIsExact(t *testing.T) {
 	// Goroutines that all start from the same shard race for every slot
 	// of it, then of the next: still exactly MaxInFlight Logs.
 	const bound = 4000
-	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: bound})
+	m := newMap(t, Config{Shards: 4, MaxInFlight: bound})
 	total := fillConcurrently(func() func() bool {
 		return func() bool {
 			_, ok := m.insertFrom(0, &Log{})
@@ -180,16 +179,16 @@ func fillConcurrently(newInsert func() func() bool) int {
 
 func TestShardsShareMaxInFlight(t *testing.T) {
 	tests := []struct {
-		give       ingresslog.Config
+		give       Config
 		wantShards int
 		wantMax    []int
 	}{
-		{ingresslog.Config{Shards: 4, MaxInFlight: 10}, 4, []int{3, 3, 2, 2}},
-		{ingresslog.Config{Shards: 4, MaxInFlight: 8}, 4, []int{2, 2, 2, 2}},
-		{ingresslog.Config{Shards: 64, MaxInFlight: 8}, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}},
-		{ingresslog.Config{Shards: 4, MaxInFlight: 3}, 2, []int{2, 1}},
-		{ingresslog.Config{Shards: 2, MaxInFlight: 1}, 1, []int{1}},
-		{ingresslog.Config{}, ingresslog.DefaultConfig().Shards, nil},
+		{Config{Shards: 4, MaxInFlight: 10}, 4, []int{3, 3, 2, 2}},
+		{Config{Shards: 4, MaxInFlight: 8}, 4, []int{2, 2, 2, 2}},
+		{Config{Shards: 64, MaxInFlight: 8}, 8, []int{1, 1, 1, 1, 1, 1, 1, 1}},
+		{Config{Shards: 4, MaxInFlight: 3}, 2, []int{2, 1}},
+		{Config{Shards: 2, MaxInFlight: 1}, 1, []int{1}},
+		{Config{}, DefaultConfig().Shards, nil},
 	}
 	for _, tt := range tests {
 		m := newMap(t, tt.give)
@@ -222,7 +221,7 @@ func TestShardsShareMaxInFlight(t *testing.T) {
 }
 
 func TestHomeShard(t *testing.T) {
-	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: 8}) // two Logs per shard
+	m := newMap(t, Config{Shards: 4, MaxInFlight: 8}) // two Logs per shard
 	var (
 		got  []uint64
 		logs []*Log
@@ -258,7 +257,7 @@ func TestHomeShard(t *testing.T) {
 
 // Requests start in shards spread over the Map.
 func TestHomeOf(t *testing.T) {
-	m := newMap(t, ingresslog.Config{Shards: 8, MaxInFlight: 64})
+	m := newMap(t, Config{Shards: 8, MaxInFlight: 64})
 	spread := map[uint64]bool{}
 	for range 1000 {
 		h := m.homeOf(nil)
@@ -266,23 +265,23 @@ func TestHomeOf(t *testing.T) {
 		spread[h] = true
 	}
 	assert.Len(t, spread, 8, "1000 requests reach all 8 shards")
-	one := newMap(t, ingresslog.Config{Shards: 1, MaxInFlight: 4})
+	one := newMap(t, Config{Shards: 1, MaxInFlight: 4})
 	assert.Zero(t, one.homeOf(nil), "one shard: always it")
 }
 
 func TestConfigValidate(t *testing.T) {
 	tests := []struct {
-		give    ingresslog.Config
+		give    Config
 		wantErr []string
 	}{
-		{ingresslog.Config{}, nil},
-		{ingresslog.Config{Shards: 1, MaxInFlight: 1}, nil},
-		{ingresslog.Config{Shards: ingresslog.MaxShards}, nil},
-		{ingresslog.Config{Shards: 3}, []string{"shards: must be a power of two between 1 and 1024, got 3"}},
-		{ingresslog.Config{Shards: -4}, []string{"shards", "got -4"}},
-		{ingresslog.Config{Shards: 2 * ingresslog.MaxShards}, []string{"got 2048"}},
-		{ingresslog.Config{MaxInFlight: -1}, []string{"maxInFlight: must be positive, got -1"}},
-		{ingresslog.Config{Shards: 6, MaxInFlight: -2}, []string{"got 6", "got -2"}},
+		{Config{}, nil},
+		{Config{Shards: 1, MaxInFlight: 1}, nil},
+		{Config{Shards: MaxShards}, nil},
+		{Config{Shards: 3}, []string{"shards: must be a power of two between 1 and 1024, got 3"}},
+		{Config{Shards: -4}, []string{"shards", "got -4"}},
+		{Config{Shards: 2 * MaxShards}, []string{"got 2048"}},
+		{Config{MaxInFlight: -1}, []string{"maxInFlight: must be positive, got -1"}},
+		{Config{Shards: 6, MaxInFlight: -2}, []string{"got 6", "got -2"}},
 	}
 	for _, tt := range tests {
 		err := tt.give.Validate()
@@ -302,14 +301,14 @@ func TestConfigValidate(t *testing.T) {
 // TestConfigValidateKeysRelative: used alone, a Config names its keys from
 // its own root; the "ingress." in front is errown.Config's to add.
 func TestConfigValidateKeysRelative(t *testing.T) {
-	assert.EqualError(t, ingresslog.Config{Shards: 3, MaxInFlight: -1}.Validate(),
+	assert.EqualError(t, Config{Shards: 3, MaxInFlight: -1}.Validate(),
 		"shards: must be a power of two between 1 and 1024, got 3; maxInFlight: must be positive, got -1")
 }
 
 type parentKey struct{}
 
 func TestOpenContext(t *testing.T) {
-	m := newMap(t, ingresslog.Config{Shards: 2, MaxInFlight: 1})
+	m := newMap(t, Config{Shards: 2, MaxInFlight: 1})
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), parentKey{}, "v"))
 	defer cancel()
 
@@ -334,7 +333,7 @@ func TestOpenContext(t *testing.T) {
 func TestRemoveInAnyOrder(t *testing.T) {
 	// Logs of every shard, removed in any order: each removal takes one
 	// from its own shard's count.
-	m := newMap(t, ingresslog.Config{Shards: 4, MaxInFlight: 40})
+	m := newMap(t, Config{Shards: 4, MaxInFlight: 40})
 	var held []*Log
 	for range 40 {
 		held = append(held, m.Open("p"))
@@ -355,8 +354,8 @@ func TestRemoveInAnyOrder(t *testing.T) {
 }
 
 func TestRemoveForeignLog(t *testing.T) {
-	m := newMap(t, ingresslog.Config{Shards: 1})
-	other := newMap(t, ingresslog.Config{Shards: 1})
+	m := newMap(t, Config{Shards: 1})
+	other := newMap(t, Config{Shards: 1})
 	mine := m.Open("p")
 	stranger := other.Open("p") // the same shard as mine, another map
 	m.Remove(stranger)
@@ -370,7 +369,7 @@ func TestRemoveForeignLog(t *testing.T) {
 // Insert takes a Log its caller allocated, to the same bound as Open, and
 // Full says so before the caller allocates.
 func TestInsertFull(t *testing.T) {
-	m := newMap(t, ingresslog.Config{Shards: 2, MaxInFlight: 2})
+	m := newMap(t, Config{Shards: 2, MaxInFlight: 2})
 	a, b, c := &Log{Procedure: "a"}, &Log{Procedure: "b"}, &Log{Procedure: "c"}
 	assert.False(t, m.Full())
 	require.True(t, m.Insert(a))
@@ -390,7 +389,7 @@ func TestInsertFull(t *testing.T) {
 // when a Remove meanwhile took the count below the share, the take-back is
 // what leaves the share, and it counts the shard full no more.
 func TestRefusedInsertTakesItsAdditionBack(t *testing.T) {
-	m := newMap(t, ingresslog.Config{Shards: 1, MaxInFlight: 2})
+	m := newMap(t, Config{Shards: 1, MaxInFlight: 2})
 	a, b := m.Open("a"), m.Open("b")
 	require.NotNil(t, b)
 	s := m.shards[0]

@@ -1,10 +1,9 @@
-package fxtest
+package errowntest
 
 import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/ingresslog"
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
@@ -48,21 +47,21 @@ type Request struct {
 // Request that reads it back. The request is open until End; t's Cleanup
 // frees it.
 //
-//	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+//	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 //	err := handler.Create(ctx, order)
 //	got := req.End(err) // got.Claim, got.NoRetry, got.Failures...
 func NewRequestContext(t testing.TB, procedure string, opts ...RequestOption) (context.Context, *Request) {
 	t.Helper()
 	// One request in flight: a map of its own, so that requests of
 	// parallel tests share nothing.
-	logs, err := reqlog.NewMap(ingresslog.Config{Shards: 1, MaxInFlight: 1})
+	logs, err := reqlog.NewMap(reqlog.Config{Shards: 1, MaxInFlight: 1})
 	if err != nil {
-		t.Errorf("fxtest: ingress log: %v", err)
+		t.Errorf("errowntest: ingress log: %v", err)
 		t.FailNow()
 	}
 	ctx, log := logs.OpenContext(context.Background(), procedure)
 	if log == nil { // not with a fresh map of room for one
-		t.Errorf("fxtest: no room for the request in its ingress log")
+		t.Errorf("errowntest: no room for the request in its ingress log")
 		t.FailNow()
 	}
 	r := &Request{log: log, kinds: make(map[string]ownership.EdgeKind)}

@@ -1,4 +1,4 @@
-package ingresslog
+package reqlog
 
 import (
 	"fmt"
@@ -16,7 +16,8 @@ const (
 	MaxShards = 1 << 10
 )
 
-// Config bounds the ingress logs: the requests errown tracks in flight.
+// Config bounds the ingress logs: the requests errown tracks in flight
+// (inbound.IngressConfig, the same fields, is its public form).
 type Config struct {
 	// Shards is the number of independently counted shards, a power of two
 	// between 1 and 1024. Default 64. A Map uses at most MaxInFlight

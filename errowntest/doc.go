@@ -1,4 +1,4 @@
-// Package fxtest holds errown's test helpers for applications that use
+// Package errowntest holds errown's test helpers for applications that use
 // it, with or without fx: a Mesh of real yarpc dispatchers on 127.0.0.1
 // to run a service under test among its callers and callees, a Recorder
 // of every attempt made on every edge, and NewRequestContext to unit-test
@@ -19,19 +19,8 @@
 //     claim errown would set on the handler's error, the no-retry signal
 //     and the calls recorded.
 //
-// # The name beside fx's
-//
-// The package shares its name with go.uber.org/fx/fxtest, whose fxtest.New
-// runs an fx application's lifecycle in a test, and which a test of an fx
-// application imports too. A test that imports both names one of them:
-//
-//	import (
-//		errownfxtest "github.com/errown/errown/fxtest"
-//		"go.uber.org/fx/fxtest"
-//	)
-//
-// A test that imports only this package, as in the examples below, calls
-// it fxtest.
+// It imports beside fx's own go.uber.org/fx/fxtest, which runs an fx
+// application's lifecycle in a test, without renaming either.
 //
 // # A mesh
 //
@@ -42,11 +31,11 @@
 // callee's own transport.
 //
 //	func TestChain(t *testing.T) {
-//		mesh := fxtest.NewMesh(t)
-//		mesh.Start(fxtest.ServiceConfig{Name: "c", Transport: fxtest.HTTP,
-//			Errown: &errown.Config{}, Handler: fxtest.Fail(yarpcerrors.UnavailableErrorf("down"))})
-//		mesh.Start(fxtest.ServiceConfig{Name: "b", Transport: fxtest.HTTP,
-//			Errown: &errown.Config{Retry: ...}, Callees: []string{"c"}, Handler: fxtest.Forward})
+//		mesh := errowntest.NewMesh(t)
+//		mesh.Start(errowntest.ServiceConfig{Name: "c", Transport: errowntest.HTTP,
+//			Errown: &errown.Config{}, Handler: errowntest.Fail(yarpcerrors.UnavailableErrorf("down"))})
+//		mesh.Start(errowntest.ServiceConfig{Name: "b", Transport: errowntest.HTTP,
+//			Errown: &errown.Config{Retry: ...}, Callees: []string{"c"}, Handler: errowntest.Forward})
 //		reply := mesh.Call(ctx, "b", nil)
 //		// reply.Claim == "unclaimed"; mesh.Recorder().Edge("b", "c") holds two attempts.
 //	}
@@ -66,7 +55,7 @@
 // dependency memory (edges are of unknown kind unless WithEdgeKind says
 // otherwise).
 //
-//	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+//	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 //	err := handler.Create(ctx, order)
 //	if got := req.End(err); got.Claim != ownership.ClaimUnclaimed { ... }
-package fxtest
+package errowntest

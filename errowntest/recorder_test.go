@@ -1,4 +1,4 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/api/transport"
@@ -33,49 +33,49 @@ func TestRecorderCall(t *testing.T) {
 	errDown := yarpcerrors.UnavailableErrorf("down")
 	tests := []struct {
 		name       string
-		giveConfig fxtest.RecorderConfig
+		giveConfig errowntest.RecorderConfig
 		giveReq    transport.Headers
 		giveOut    answer
-		want       fxtest.Attempt
+		want       errowntest.Attempt
 	}{
 		{
 			name:    "first attempt, success",
 			giveOut: answer{res: &transport.Response{}},
-			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeOK},
+			want:    errowntest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeOK},
 		},
 		{
 			name:    "second attempt, claimed",
 			giveReq: transport.NewHeaders().With("errown-attempt", "2"),
 			giveOut: answer{res: withHeaders("errown-claim", "claimed"), err: errDown},
-			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 2, Code: yarpcerrors.CodeUnavailable, Claim: "claimed"},
+			want:    errowntest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 2, Code: yarpcerrors.CodeUnavailable, Claim: "claimed"},
 		},
 		{
 			name:    "garbage attempt header counts as the first",
 			giveReq: transport.NewHeaders().With("errown-attempt", "-3"),
 			giveOut: answer{err: errDown},
-			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnavailable},
+			want:    errowntest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnavailable},
 		},
 		{
 			name:    "claim recorded as received",
 			giveOut: answer{res: withHeaders("errown-claim", "Garbage"), err: errDown},
-			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnavailable, Claim: "Garbage"},
+			want:    errowntest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnavailable, Claim: "Garbage"},
 		},
 		{
 			name:    "plain error is unknown",
 			giveOut: answer{err: errors.New("boom")},
-			want:    fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnknown},
+			want:    errowntest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 1, Code: yarpcerrors.CodeUnknown},
 		},
 		{
 			name:       "renamed headers",
-			giveConfig: fxtest.RecorderConfig{ClaimHeader: "x-claim", AttemptHeader: "x-attempt"},
+			giveConfig: errowntest.RecorderConfig{ClaimHeader: "x-claim", AttemptHeader: "x-attempt"},
 			giveReq:    transport.NewHeaders().With("errown-attempt", "2").With("X-Attempt", "3"),
 			giveOut:    answer{res: withHeaders("x-claim", "unclaimed", "errown-claim", "claimed"), err: errDown},
-			want:       fxtest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 3, Code: yarpcerrors.CodeUnavailable, Claim: "unclaimed"},
+			want:       errowntest.Attempt{Caller: "caller", Service: "callee", Procedure: "proc", Attempt: 3, Code: yarpcerrors.CodeUnavailable, Claim: "unclaimed"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := fxtest.NewRecorder(tt.giveConfig)
+			r := errowntest.NewRecorder(tt.giveConfig)
 			req := &transport.Request{Caller: "caller", Service: "callee", Procedure: "proc", Headers: tt.giveReq}
 
 			out := outboundtest.New(outboundtest.Answer(tt.giveOut.res, tt.giveOut.err))
@@ -83,14 +83,14 @@ func TestRecorderCall(t *testing.T) {
 
 			assert.Same(t, tt.giveOut.res, res, "Call must return the outbound's response")
 			assert.True(t, err == tt.giveOut.err, "Call returned error %v; want the outbound's %v", err, tt.giveOut.err)
-			assert.Equal(t, []fxtest.Attempt{tt.want}, r.Attempts(), "recorded")
+			assert.Equal(t, []errowntest.Attempt{tt.want}, r.Attempts(), "recorded")
 			assert.Equal(t, 1, out.Calls(), "the call went through, once")
 		})
 	}
 }
 
 func TestRecorderEdgeAndReset(t *testing.T) {
-	r := fxtest.NewRecorder(fxtest.RecorderConfig{})
+	r := errowntest.NewRecorder(errowntest.RecorderConfig{})
 	out := outboundtest.New(outboundtest.Answer(&transport.Response{}, nil))
 	var wg sync.WaitGroup
 	for _, e := range [][2]string{{"a1", "b1"}, {"a1", "c1"}, {"b1", "c1"}, {"a1", "b1"}} {
@@ -104,8 +104,8 @@ func TestRecorderEdgeAndReset(t *testing.T) {
 
 	assert.Len(t, r.Attempts(), 4, "recorded attempts")
 	assert.Equal(t, 4, out.Calls(), "calls that went through")
-	want := fxtest.Attempt{Caller: "a1", Service: "b1", Attempt: 1, Code: yarpcerrors.CodeOK}
-	assert.Equal(t, []fxtest.Attempt{want, want}, r.Edge("a1", "b1"), "Edge(a1, b1)")
+	want := errowntest.Attempt{Caller: "a1", Service: "b1", Attempt: 1, Code: yarpcerrors.CodeOK}
+	assert.Equal(t, []errowntest.Attempt{want, want}, r.Edge("a1", "b1"), "Edge(a1, b1)")
 	assert.Nil(t, r.Edge("c1", "a1"), "Edge(c1, a1)")
 	r.Reset()
 	assert.Empty(t, r.Attempts(), "after Reset")
@@ -113,15 +113,15 @@ func TestRecorderEdgeAndReset(t *testing.T) {
 
 func TestAttemptString(t *testing.T) {
 	tests := []struct {
-		give fxtest.Attempt
+		give errowntest.Attempt
 		want string
 	}{
 		{
-			give: fxtest.Attempt{Caller: "a1", Service: "b1", Attempt: 2, Code: yarpcerrors.CodeUnavailable, Claim: "claimed"},
+			give: errowntest.Attempt{Caller: "a1", Service: "b1", Attempt: 2, Code: yarpcerrors.CodeUnavailable, Claim: "claimed"},
 			want: "a1->b1#2 unavailable claimed",
 		},
 		{
-			give: fxtest.Attempt{Caller: "a1", Service: "b1", Attempt: 1, Code: yarpcerrors.CodeOK},
+			give: errowntest.Attempt{Caller: "a1", Service: "b1", Attempt: 1, Code: yarpcerrors.CodeOK},
 			want: "a1->b1#1 ok -",
 		},
 	}

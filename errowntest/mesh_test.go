@@ -1,4 +1,4 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -76,12 +76,12 @@ func (f *fakeTB) cleanup() {
 }
 
 func TestMeshEcho(t *testing.T) {
-	for _, tr := range fxtest.Transports {
+	for _, tr := range errowntest.Transports {
 		t.Run(tr, func(t *testing.T) {
-			mesh := fxtest.NewMesh(t)
-			b := mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: tr})
-			a := mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: tr, Errown: retryTo("svc-b"),
-				Callees: []string{"svc-b"}, Handler: fxtest.Forward})
+			mesh := errowntest.NewMesh(t)
+			b := mesh.Start(errowntest.ServiceConfig{Name: "svc-b", Transport: tr})
+			a := mesh.Start(errowntest.ServiceConfig{Name: "svc-a", Transport: tr, Errown: retryTo("svc-b"),
+				Callees: []string{"svc-b"}, Handler: errowntest.Forward})
 
 			reply := mesh.Call(context.Background(), "svc-a", []byte("hello"))
 
@@ -104,7 +104,7 @@ func TestMeshEcho(t *testing.T) {
 	}
 }
 
-func attempts(mesh *fxtest.Mesh) []string {
+func attempts(mesh *errowntest.Mesh) []string {
 	var s []string
 	for _, a := range mesh.Recorder().Attempts() {
 		s = append(s, a.String())
@@ -115,13 +115,13 @@ func attempts(mesh *fxtest.Mesh) []string {
 // Each hop over its own transport: a (HTTP) → b (gRPC) → c (TChannel),
 // c failing.
 func TestMeshMixedTransports(t *testing.T) {
-	mesh := fxtest.NewMesh(t)
-	c := mesh.Start(fxtest.ServiceConfig{Name: "svc-c", Transport: fxtest.TChannel, Errown: retryTo(),
-		Handler: fxtest.Fail(yarpcerrors.UnavailableErrorf("c is down"))})
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.GRPC, Errown: retryTo("svc-c"),
-		Callees: []string{"svc-c"}, Handler: fxtest.Forward})
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Errown: retryTo("svc-b"),
-		Callees: []string{"svc-b"}, Handler: fxtest.Forward})
+	mesh := errowntest.NewMesh(t)
+	c := mesh.Start(errowntest.ServiceConfig{Name: "svc-c", Transport: errowntest.TChannel, Errown: retryTo(),
+		Handler: errowntest.Fail(yarpcerrors.UnavailableErrorf("c is down"))})
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-b", Transport: errowntest.GRPC, Errown: retryTo("svc-c"),
+		Callees: []string{"svc-c"}, Handler: errowntest.Forward})
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.HTTP, Errown: retryTo("svc-b"),
+		Callees: []string{"svc-b"}, Handler: errowntest.Forward})
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
@@ -141,23 +141,23 @@ func TestMeshMixedTransports(t *testing.T) {
 func TestMeshStartInvalid(t *testing.T) {
 	tests := []struct {
 		name string
-		give fxtest.ServiceConfig
+		give errowntest.ServiceConfig
 		want string
 	}{
-		{name: "no name", give: fxtest.ServiceConfig{Transport: fxtest.HTTP}, want: "a name is required"},
-		{name: "short name", give: fxtest.ServiceConfig{Name: "x", Transport: fxtest.HTTP}, want: "at least two characters"},
-		{name: "duplicate", give: fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.HTTP}, want: "already started"},
-		{name: "no transport", give: fxtest.ServiceConfig{Name: "svc-a"}, want: `unknown transport ""`},
-		{name: "unknown transport", give: fxtest.ServiceConfig{Name: "svc-a", Transport: "smoke"}, want: `unknown transport "smoke"`},
-		{name: "unknown callee", give: fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.GRPC, Callees: []string{"svc-z"}}, want: `callee "svc-z" is not started`},
-		{name: "bad errown config", give: fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Errown: &errown.Config{InboundConfig: errown.InboundConfig{UnknownEdges: "maybe"}}}, want: "unknownEdges"},
+		{name: "no name", give: errowntest.ServiceConfig{Transport: errowntest.HTTP}, want: "a name is required"},
+		{name: "short name", give: errowntest.ServiceConfig{Name: "x", Transport: errowntest.HTTP}, want: "at least two characters"},
+		{name: "duplicate", give: errowntest.ServiceConfig{Name: "svc-b", Transport: errowntest.HTTP}, want: "already started"},
+		{name: "no transport", give: errowntest.ServiceConfig{Name: "svc-a"}, want: `unknown transport ""`},
+		{name: "unknown transport", give: errowntest.ServiceConfig{Name: "svc-a", Transport: "smoke"}, want: `unknown transport "smoke"`},
+		{name: "unknown callee", give: errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.GRPC, Callees: []string{"svc-z"}}, want: `callee "svc-z" is not started`},
+		{name: "bad errown config", give: errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.HTTP, Errown: &errown.Config{InboundConfig: errown.InboundConfig{UnknownEdges: "maybe"}}}, want: "unknownEdges"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ft := &fakeTB{}
 			defer ft.cleanup()
-			mesh := fxtest.NewMesh(ft)
-			mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.HTTP})
+			mesh := errowntest.NewMesh(ft)
+			mesh.Start(errowntest.ServiceConfig{Name: "svc-b", Transport: errowntest.HTTP})
 
 			failed := ft.run(func() { mesh.Start(tt.give) })
 
@@ -173,9 +173,9 @@ func TestMeshStartInvalid(t *testing.T) {
 // they stop everything cleanly.
 func TestMeshCleanup(t *testing.T) {
 	ft := &fakeTB{}
-	mesh := fxtest.NewMesh(ft)
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.TChannel})
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.GRPC, Errown: &errown.Config{}, Callees: []string{"svc-b"}, Handler: fxtest.Forward})
+	mesh := errowntest.NewMesh(ft)
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-b", Transport: errowntest.TChannel})
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.GRPC, Errown: &errown.Config{}, Callees: []string{"svc-b"}, Handler: errowntest.Forward})
 	require.NoError(t, mesh.Call(context.Background(), "svc-a", []byte("x")).Err, "call")
 	assert.Len(t, ft.cleanups, 4, "cleanups")
 	ft.cleanup()
@@ -184,7 +184,7 @@ func TestMeshCleanup(t *testing.T) {
 
 func TestMeshUnknownService(t *testing.T) {
 	ft := &fakeTB{}
-	mesh := fxtest.NewMesh(ft)
+	mesh := errowntest.NewMesh(ft)
 
 	reply := mesh.Call(context.Background(), "svc-x", nil)
 	failed := ft.run(func() { mesh.OutboundConfig("svc-x") })
@@ -195,10 +195,10 @@ func TestMeshUnknownService(t *testing.T) {
 }
 
 func TestMeshRenamedHeaders(t *testing.T) {
-	mesh := fxtest.NewMesh(t, fxtest.WithRecorderConfig(fxtest.RecorderConfig{ClaimHeader: "x-claim", AttemptHeader: "x-attempt"}))
+	mesh := errowntest.NewMesh(t, errowntest.WithRecorderConfig(errowntest.RecorderConfig{ClaimHeader: "x-claim", AttemptHeader: "x-attempt"}))
 	cfg := &errown.Config{Headers: ownership.Headers{Claim: "x-claim", Attempt: "x-attempt"}}
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Errown: cfg,
-		Handler: fxtest.Fail(yarpcerrors.InternalErrorf("oops"))})
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.HTTP, Errown: cfg,
+		Handler: errowntest.Fail(yarpcerrors.InternalErrorf("oops"))})
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
@@ -206,10 +206,10 @@ func TestMeshRenamedHeaders(t *testing.T) {
 }
 
 func TestClientCallsOnlyCallees(t *testing.T) {
-	mesh := fxtest.NewMesh(t)
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.HTTP})
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Callees: []string{"svc-b"},
-		Handler: func(ctx context.Context, c *fxtest.Client, body []byte) ([]byte, error) {
+	mesh := errowntest.NewMesh(t)
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-b", Transport: errowntest.HTTP})
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.HTTP, Callees: []string{"svc-b"},
+		Handler: func(ctx context.Context, c *errowntest.Client, body []byte) ([]byte, error) {
 			if c.Service() != "svc-a" || !reflect.DeepEqual(c.Callees(), []string{"svc-b"}) {
 				return nil, yarpcerrors.InternalErrorf("client of %q calls %v", c.Service(), c.Callees())
 			}
@@ -223,25 +223,25 @@ func TestClientCallsOnlyCallees(t *testing.T) {
 }
 
 func TestFailCallsEveryCallee(t *testing.T) {
-	mesh := fxtest.NewMesh(t)
-	c := mesh.Start(fxtest.ServiceConfig{Name: "svc-c", Transport: fxtest.HTTP, Handler: fxtest.Fail(yarpcerrors.AbortedErrorf("c"))})
-	b := mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.HTTP})
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.HTTP, Callees: []string{"svc-c", "svc-b"},
-		Handler: fxtest.Fail(yarpcerrors.DataLossErrorf("a"))})
+	mesh := errowntest.NewMesh(t)
+	c := mesh.Start(errowntest.ServiceConfig{Name: "svc-c", Transport: errowntest.HTTP, Handler: errowntest.Fail(yarpcerrors.AbortedErrorf("c"))})
+	b := mesh.Start(errowntest.ServiceConfig{Name: "svc-b", Transport: errowntest.HTTP})
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.HTTP, Callees: []string{"svc-c", "svc-b"},
+		Handler: errowntest.Fail(yarpcerrors.DataLossErrorf("a"))})
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
 	assert.Equal(t, yarpcerrors.CodeDataLoss, reply.Code(), "got %v", reply.Err)
 	assert.Equal(t, int64(1), c.Served(), "c served")
 	assert.Equal(t, int64(1), b.Served(), "b served")
-	assert.Panics(t, func() { fxtest.Fail(nil) }, "Fail(nil)")
+	assert.Panics(t, func() { errowntest.Fail(nil) }, "Fail(nil)")
 }
 
 func TestForwardStopsAtFirstError(t *testing.T) {
-	mesh := fxtest.NewMesh(t)
-	c := mesh.Start(fxtest.ServiceConfig{Name: "svc-c", Transport: fxtest.GRPC})
-	b := mesh.Start(fxtest.ServiceConfig{Name: "svc-b", Transport: fxtest.GRPC, Handler: fxtest.Fail(yarpcerrors.NotFoundErrorf("b"))})
-	mesh.Start(fxtest.ServiceConfig{Name: "svc-a", Transport: fxtest.GRPC, Callees: []string{"svc-b", "svc-c"}, Handler: fxtest.Forward})
+	mesh := errowntest.NewMesh(t)
+	c := mesh.Start(errowntest.ServiceConfig{Name: "svc-c", Transport: errowntest.GRPC})
+	b := mesh.Start(errowntest.ServiceConfig{Name: "svc-b", Transport: errowntest.GRPC, Handler: errowntest.Fail(yarpcerrors.NotFoundErrorf("b"))})
+	mesh.Start(errowntest.ServiceConfig{Name: "svc-a", Transport: errowntest.GRPC, Callees: []string{"svc-b", "svc-c"}, Handler: errowntest.Forward})
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)
 
@@ -250,7 +250,7 @@ func TestForwardStopsAtFirstError(t *testing.T) {
 	assert.Equal(t, int64(0), c.Served(), "c served never")
 }
 
-// fxtest's transport names are the ones the mesh's nodes start on.
+// errowntest's transport names are the ones the mesh's nodes start on.
 func TestTransportsAreTestmesh(t *testing.T) {
-	assert.Equal(t, testmesh.Transports, fxtest.Transports)
+	assert.Equal(t, testmesh.Transports, errowntest.Transports)
 }

@@ -1,4 +1,4 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/config"
 	"go.uber.org/fx"
-	fxfxtest "go.uber.org/fx/fxtest"
+	"go.uber.org/fx/fxtest"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -34,8 +34,8 @@ func checkoutApp(yamlConfig string) fx.Option {
 		errown.Module,
 		fx.Invoke(func(d *yarpc.Dispatcher) {
 			payments := raw.New(d.ClientConfig("payments"))
-			d.Register(raw.Procedure(fxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-				return payments.Call(ctx, fxtest.Procedure, body)
+			d.Register(raw.Procedure(errowntest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+				return payments.Call(ctx, errowntest.Procedure, body)
 			}))
 		}),
 	)
@@ -50,14 +50,14 @@ errown:
 `
 
 func TestAppOptionsJoinsTheMesh(t *testing.T) {
-	for _, tr := range []string{fxtest.HTTP, fxtest.GRPC, fxtest.TChannel} {
+	for _, tr := range []string{errowntest.HTTP, errowntest.GRPC, errowntest.TChannel} {
 		t.Run(tr, func(t *testing.T) {
-			mesh := fxtest.NewMesh(t)
-			payments := mesh.Start(fxtest.ServiceConfig{
-				Name: "payments", Transport: fxtest.GRPC, Errown: &errown.Config{},
-				Handler: fxtest.Fail(yarpcerrors.UnavailableErrorf("payments is down")),
+			mesh := errowntest.NewMesh(t)
+			payments := mesh.Start(errowntest.ServiceConfig{
+				Name: "payments", Transport: errowntest.GRPC, Errown: &errown.Config{},
+				Handler: errowntest.Fail(yarpcerrors.UnavailableErrorf("payments is down")),
 			})
-			app := fxfxtest.New(t, mesh.AppOptions("checkout", tr, "payments"), checkoutApp(_paymentsPolicy))
+			app := fxtest.New(t, mesh.AppOptions("checkout", tr, "payments"), checkoutApp(_paymentsPolicy))
 			app.RequireStart()
 			defer app.RequireStop()
 
@@ -73,10 +73,10 @@ func TestAppOptionsJoinsTheMesh(t *testing.T) {
 }
 
 func TestAppOptionsWiringMistakeFailsStart(t *testing.T) {
-	mesh := fxtest.NewMesh(t)
-	mesh.Start(fxtest.ServiceConfig{Name: "payments", Transport: fxtest.HTTP, Errown: &errown.Config{}})
+	mesh := errowntest.NewMesh(t)
+	mesh.Start(errowntest.ServiceConfig{Name: "payments", Transport: errowntest.HTTP, Errown: &errown.Config{}})
 	app := fx.New(
-		mesh.AppOptions("checkout", fxtest.HTTP, "payments"),
+		mesh.AppOptions("checkout", errowntest.HTTP, "payments"),
 		fx.NopLogger,
 		fx.Provide(func(cfg yarpc.Config, lc fx.Lifecycle) *yarpc.Dispatcher {
 			d := yarpc.NewDispatcher(cfg)

@@ -1,4 +1,4 @@
-package ingresslog
+package errowntest_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package fxtest
+package errowntest
 
 // Transports a Mesh can run services on: yarpc's transport names.
 const (

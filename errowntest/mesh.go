@@ -1,4 +1,4 @@
-package fxtest
+package errowntest
 
 import (
 	"cmp"
@@ -99,7 +99,7 @@ func (m *Mesh) Start(cfg ServiceConfig) *Service {
 	m.t.Helper()
 	s, err := m.start(cfg)
 	if err != nil {
-		m.t.Errorf("fxtest: start service %q: %v", cfg.Name, err)
+		m.t.Errorf("errowntest: start service %q: %v", cfg.Name, err)
 		m.t.FailNow()
 	}
 	return s
@@ -157,7 +157,7 @@ func (m *Mesh) start(cfg ServiceConfig) (*Service, error) {
 	// errown after its dispatcher, as Module does through fx.
 	m.t.Cleanup(func() {
 		if err := n.Stop(); err != nil {
-			m.t.Errorf("fxtest: stop %q: %v", cfg.Name, err)
+			m.t.Errorf("errowntest: stop %q: %v", cfg.Name, err)
 		}
 	})
 	s.dispatcher, s.middleware, s.addr = n.Dispatcher(), n.Middleware(), n.Addr()
@@ -194,7 +194,7 @@ func (m *Mesh) outside(s *Service) (*yarpc.Dispatcher, error) {
 	}
 	m.t.Cleanup(func() {
 		if err := d.Stop(); err != nil {
-			m.t.Errorf("fxtest: stop %q: %v", d.Name(), err)
+			m.t.Errorf("errowntest: stop %q: %v", d.Name(), err)
 		}
 	})
 	return d, nil
@@ -246,7 +246,7 @@ func (m *Mesh) OutboundConfig(service string) *transport.OutboundConfig {
 	m.t.Helper()
 	oc, err := m.outboundConfig(service)
 	if err != nil {
-		m.t.Errorf("fxtest: %v", err)
+		m.t.Errorf("errowntest: %v", err)
 		m.t.FailNow()
 	}
 	return oc
@@ -257,7 +257,7 @@ func (m *Mesh) outboundConfig(service string) (*transport.OutboundConfig, error)
 	defer m.mu.Unlock()
 	s, ok := m.services[service]
 	if !ok {
-		return nil, yarpcerrors.InvalidArgumentErrorf("fxtest: service %q is not started", service)
+		return nil, yarpcerrors.InvalidArgumentErrorf("errowntest: service %q is not started", service)
 	}
 	return s.outside.MustOutboundConfig(service), nil
 }

@@ -1,4 +1,4 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -46,18 +46,18 @@ func Example() {
 			}},
 		}}
 	}
-	mesh := fxtest.NewMesh(t)
-	c := mesh.Start(fxtest.ServiceConfig{
-		Name: "svc-c", Transport: fxtest.GRPC, Errown: &errown.Config{},
-		Handler: fxtest.Fail(yarpcerrors.UnavailableErrorf("svc-c is down")),
+	mesh := errowntest.NewMesh(t)
+	c := mesh.Start(errowntest.ServiceConfig{
+		Name: "svc-c", Transport: errowntest.GRPC, Errown: &errown.Config{},
+		Handler: errowntest.Fail(yarpcerrors.UnavailableErrorf("svc-c is down")),
 	})
-	mesh.Start(fxtest.ServiceConfig{
-		Name: "svc-b", Transport: fxtest.GRPC, Errown: retries("svc-c"),
-		Callees: []string{"svc-c"}, Handler: fxtest.Forward,
+	mesh.Start(errowntest.ServiceConfig{
+		Name: "svc-b", Transport: errowntest.GRPC, Errown: retries("svc-c"),
+		Callees: []string{"svc-c"}, Handler: errowntest.Forward,
 	})
-	mesh.Start(fxtest.ServiceConfig{
-		Name: "svc-a", Transport: fxtest.GRPC, Errown: retries("svc-b"),
-		Callees: []string{"svc-b"}, Handler: fxtest.Forward,
+	mesh.Start(errowntest.ServiceConfig{
+		Name: "svc-a", Transport: errowntest.GRPC, Errown: retries("svc-b"),
+		Callees: []string{"svc-b"}, Handler: errowntest.Forward,
 	})
 
 	reply := mesh.Call(context.Background(), "svc-a", nil)

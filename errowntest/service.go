@@ -1,4 +1,4 @@
-package fxtest
+package errowntest
 
 import (
 	"sync/atomic"

@@ -1,4 +1,4 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/errown/errown"
-	errownfxtest "github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"go.uber.org/config"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -25,15 +25,15 @@ func ExampleMesh_AppOptions() {
 	t := &exampleT{} // in a test: the *testing.T
 	defer t.cleanup()
 
-	mesh := errownfxtest.NewMesh(t)
-	mesh.Start(errownfxtest.ServiceConfig{
-		Name: "payments", Transport: errownfxtest.GRPC, Errown: &errown.Config{},
-		Handler: errownfxtest.Fail(yarpcerrors.UnavailableErrorf("payments is down")),
+	mesh := errowntest.NewMesh(t)
+	mesh.Start(errowntest.ServiceConfig{
+		Name: "payments", Transport: errowntest.GRPC, Errown: &errown.Config{},
+		Handler: errowntest.Fail(yarpcerrors.UnavailableErrorf("payments is down")),
 	})
 
 	app := fxtest.New(t,
 		fx.NopLogger,
-		mesh.AppOptions("checkout", errownfxtest.HTTP, "payments"),
+		mesh.AppOptions("checkout", errowntest.HTTP, "payments"),
 		// The application as it is in production.
 		fx.Provide(func() (config.Provider, error) {
 			return config.NewYAML(config.Source(strings.NewReader(`
@@ -51,8 +51,8 @@ errown:
 		errown.Module,
 		fx.Invoke(func(d *yarpc.Dispatcher) {
 			payments := raw.New(d.ClientConfig("payments"))
-			d.Register(raw.Procedure(errownfxtest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
-				return payments.Call(ctx, errownfxtest.Procedure, body)
+			d.Register(raw.Procedure(errowntest.Procedure, func(ctx context.Context, body []byte) ([]byte, error) {
+				return payments.Call(ctx, errowntest.Procedure, body)
 			}))
 		}),
 	)

@@ -1,10 +1,10 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/outbound"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -32,7 +32,7 @@ func ExampleNewRequestContext() {
 	t := &exampleT{}
 	defer t.cleanup()
 
-	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 	err := createOrder(ctx, func() error { return yarpcerrors.UnavailableErrorf("db down") })
 	got := req.End(err)
 

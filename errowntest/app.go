@@ -1,4 +1,4 @@
-package fxtest
+package errowntest
 
 import (
 	"errors"
@@ -23,10 +23,10 @@ import (
 //
 // Use it with fx's own go.uber.org/fx/fxtest:
 //
-//	mesh := errownfxtest.NewMesh(t)
-//	mesh.Start(errownfxtest.ServiceConfig{Name: "payments", Transport: errownfxtest.GRPC, ...})
+//	mesh := errowntest.NewMesh(t)
+//	mesh.Start(errowntest.ServiceConfig{Name: "payments", Transport: errowntest.GRPC, ...})
 //	app := fxtest.New(t,
-//		mesh.AppOptions("checkout", errownfxtest.HTTP, "payments"),
+//		mesh.AppOptions("checkout", errowntest.HTTP, "payments"),
 //		fx.Provide(newDispatcher), // from yarpc.Config, as the application has it
 //		errown.Module,
 //		fx.Invoke(registerHandlers),
@@ -41,7 +41,7 @@ func (m *Mesh) AppOptions(name, transportName string, callees ...string) fx.Opti
 	m.t.Helper()
 	cfg, in, err := m.appConfig(name, transportName, callees)
 	if err != nil {
-		m.t.Errorf("fxtest: application %q: %v", name, err)
+		m.t.Errorf("errowntest: application %q: %v", name, err)
 		m.t.FailNow()
 	}
 	type params struct {
@@ -116,12 +116,12 @@ func (m *Mesh) appConfig(name, transportName string, callees []string) (yarpc.Co
 func (m *Mesh) add(s *Service) error {
 	outside, err := m.outside(s)
 	if err != nil {
-		return fmt.Errorf("fxtest: outside caller of %q: %w", s.name, err)
+		return fmt.Errorf("errowntest: outside caller of %q: %w", s.name, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, dup := m.services[s.name]; dup {
-		return fmt.Errorf("fxtest: service %q already started", s.name)
+		return fmt.Errorf("errowntest: service %q already started", s.name)
 	}
 	m.services[s.name] = &meshService{Service: s, outside: outside}
 	return nil

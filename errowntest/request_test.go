@@ -1,11 +1,11 @@
-package fxtest_test
+package errowntest_test
 
 import (
 	"bytes"
 	"context"
 	"testing"
 
-	"github.com/errown/errown/fxtest"
+	"github.com/errown/errown/errowntest"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/ingress"
@@ -29,23 +29,23 @@ var (
 type handlerFunc func(ctx context.Context) error
 
 // Each handler ends the same way with NewRequestContext and End as under
-// errown's own inbound middleware: fxtest decides as errown does.
+// errown's own inbound middleware: errowntest decides as errown does.
 func TestRequestEndsAsInboundDecides(t *testing.T) {
 	tests := []struct {
 		name  string
 		kinds map[string]ownership.EdgeKind
 		give  handlerFunc
-		want  fxtest.Outcome // Claim and NoRetry; the rest is checked below
+		want  errowntest.Outcome // Claim and NoRetry; the rest is checked below
 	}{
 		{
 			name: "success",
 			give: func(context.Context) error { return nil },
-			want: fxtest.Outcome{Claim: ownership.ClaimMissing},
+			want: errowntest.Outcome{Claim: ownership.ClaimMissing},
 		},
 		{
 			name: "own failure",
 			give: func(context.Context) error { return _down },
-			want: fxtest.Outcome{Claim: ownership.ClaimClaimed},
+			want: errowntest.Outcome{Claim: ownership.ClaimClaimed},
 		},
 		{
 			name: "a dependency failed, nobody retried it",
@@ -53,7 +53,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				outbound.Record(ctx, "db", _down, false)
 				return _down
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimClaimed},
+			want: errowntest.Outcome{Claim: ownership.ClaimClaimed},
 		},
 		{
 			name: "a dependency failed, the handler retried it",
@@ -61,7 +61,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				outbound.Record(ctx, "db", _down, true)
 				return _down
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimUnclaimed},
+			want: errowntest.Outcome{Claim: ownership.ClaimUnclaimed},
 		},
 		{
 			name:  "a retried failure on a fail-open edge is coincidental",
@@ -70,7 +70,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				outbound.Record(ctx, "cache", _down, true)
 				return _down
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimClaimed},
+			want: errowntest.Outcome{Claim: ownership.ClaimClaimed},
 		},
 		{
 			name:  "a retried failure on a fail-close edge",
@@ -80,7 +80,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				outbound.Record(ctx, "db", _down, true)
 				return _down
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimUnclaimed},
+			want: errowntest.Outcome{Claim: ownership.ClaimUnclaimed},
 		},
 		{
 			name: "DoNotRetry on a failure",
@@ -88,7 +88,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				inbound.DoNotRetry(ctx)
 				return _down
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimClaimed, NoRetry: true},
+			want: errowntest.Outcome{Claim: ownership.ClaimClaimed, NoRetry: true},
 		},
 		{
 			name: "DoNotRetry on a success sends nothing",
@@ -96,7 +96,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				inbound.DoNotRetry(ctx)
 				return nil
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimMissing},
+			want: errowntest.Outcome{Claim: ownership.ClaimMissing},
 		},
 		{
 			name: "CallerFault",
@@ -104,7 +104,7 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				inbound.CallerFault(ctx)
 				return _internal
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimClaimed},
+			want: errowntest.Outcome{Claim: ownership.ClaimClaimed},
 		},
 		{
 			name: "an answer after a retried failure",
@@ -112,23 +112,23 @@ func TestRequestEndsAsInboundDecides(t *testing.T) {
 				outbound.Record(ctx, "db", _down, true)
 				return _notFound
 			},
-			want: fxtest.Outcome{Claim: ownership.ClaimUnclaimed},
+			want: errowntest.Outcome{Claim: ownership.ClaimUnclaimed},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts []fxtest.RequestOption
+			var opts []errowntest.RequestOption
 			for service, kind := range tt.kinds {
-				opts = append(opts, fxtest.WithEdgeKind(service, kind))
+				opts = append(opts, errowntest.WithEdgeKind(service, kind))
 			}
-			ctx, req := fxtest.NewRequestContext(t, "orders::create", opts...)
+			ctx, req := errowntest.NewRequestContext(t, "orders::create", opts...)
 			got := req.End(tt.give(ctx))
 
-			assert.Equal(t, tt.want.Claim, got.Claim, "fxtest: claim")
-			assert.Equal(t, tt.want.NoRetry, got.NoRetry, "fxtest: no-retry")
+			assert.Equal(t, tt.want.Claim, got.Claim, "errowntest: claim")
+			assert.Equal(t, tt.want.NoRetry, got.NoRetry, "errowntest: no-retry")
 			claim, noRetry := serveUnderInbound(t, tt.kinds, tt.give)
-			assert.Equal(t, claim, got.Claim, "fxtest: claim, against errown's inbound middleware")
-			assert.Equal(t, noRetry, got.NoRetry, "fxtest: no-retry, against errown's inbound middleware")
+			assert.Equal(t, claim, got.Claim, "errowntest: claim, against errown's inbound middleware")
+			assert.Equal(t, noRetry, got.NoRetry, "errowntest: no-retry, against errown's inbound middleware")
 		})
 	}
 }
@@ -172,7 +172,7 @@ func (w *responseWriter) AddHeaders(h transport.Headers) {
 func (w *responseWriter) SetApplicationError() {}
 
 func TestRequestHelpersSeeTheRequest(t *testing.T) {
-	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 	require.True(t, inbound.DoNotRetry(ctx), "DoNotRetry says the context belongs to no tracked request")
 	require.True(t, inbound.CallerFault(ctx), "CallerFault says the context belongs to no tracked request")
 	require.True(t, outbound.Record(ctx, "db", nil, false), "Record says the context belongs to no tracked request")
@@ -190,7 +190,7 @@ func TestRequestHelpersSeeTheRequest(t *testing.T) {
 // Called stands in for a call through a fake client: outbound.Claim reads
 // the callee's claim, and End counts the failure.
 func TestRequestCalled(t *testing.T) {
-	ctx, req := fxtest.NewRequestContext(t, "orders::create")
+	ctx, req := errowntest.NewRequestContext(t, "orders::create")
 	_, ok := outbound.Claim(ctx, "payments", "payments::charge")
 	require.False(t, ok, "outbound.Claim found a call before any was made")
 	req.Called("payments", "payments::charge", _down, ownership.ClaimUnclaimed)
@@ -199,21 +199,21 @@ func TestRequestCalled(t *testing.T) {
 	assert.Equal(t, ownership.ClaimUnclaimed, claim, "outbound.Claim")
 	got := req.End(_down)
 	assert.Equal(t, ownership.ClaimUnclaimed, got.Claim, "claim: the callee's error was retried below")
-	want := fxtest.FailedCall{
+	want := errowntest.FailedCall{
 		Edge:     ownership.Edge{CallerProcedure: "orders::create", Service: "payments", Procedure: "payments::charge"},
 		Code:     yarpcerrors.CodeUnavailable,
 		Claim:    ownership.ClaimUnclaimed,
 		RCS:      true,
 		Attempts: 1,
 	}
-	assert.Equal(t, []fxtest.FailedCall{want}, got.Failures, "Failures")
+	assert.Equal(t, []errowntest.FailedCall{want}, got.Failures, "Failures")
 	assert.False(t, req.Called("payments", "payments::charge", nil, ownership.ClaimMissing), "Called after End was recorded")
 }
 
 // Each request context is its own: a parallel test's calls are not seen.
 func TestRequestContextsAreSeparate(t *testing.T) {
-	ctxA, a := fxtest.NewRequestContext(t, "a")
-	_, b := fxtest.NewRequestContext(t, "b")
+	ctxA, a := errowntest.NewRequestContext(t, "a")
+	_, b := errowntest.NewRequestContext(t, "b")
 	outbound.Record(ctxA, "db", _down, false)
 	assert.Equal(t, 0, b.End(nil).Calls, "b saw calls")
 	assert.Equal(t, 1, a.End(nil).Calls, "a saw calls")

@@ -1,4 +1,4 @@
-package fxtest
+package errowntest
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func (c *Client) Callees() []string {
 func (c *Client) Call(ctx context.Context, service string, body []byte, opts ...yarpc.CallOption) ([]byte, error) {
 	rc, ok := c.clients[service]
 	if !ok {
-		return nil, yarpcerrors.InvalidArgumentErrorf("fxtest: %q does not call %q (callees: %v)", c.service, service, c.callees)
+		return nil, yarpcerrors.InvalidArgumentErrorf("errowntest: %q does not call %q (callees: %v)", c.service, service, c.callees)
 	}
 	return rc.Call(ctx, Procedure, body, opts...)
 }
@@ -68,7 +68,7 @@ func Forward(ctx context.Context, c *Client, body []byte) ([]byte, error) {
 // this service.
 func Fail(err error) Handler {
 	if err == nil {
-		panic("fxtest: Fail needs an error")
+		panic("errowntest: Fail needs an error")
 	}
 	return func(ctx context.Context, c *Client, body []byte) ([]byte, error) {
 		for _, s := range c.callees {
