@@ -63,7 +63,7 @@ func TestCoreAdaptCountsAsWiring(t *testing.T) {
 	require.NoError(t, startErr(t,
 		errown.Core,
 		fx.Invoke(func(m *errown.Middleware) {
-			parts := m.AdapterParts(adapt.Token{})
+			parts := adapt.PartsOf(m)
 			in, out = parts.Inbound, parts.Outbound
 			assert.Equal(t, m.Inbound().Unary, in, "the middleware Inbound returns")
 			assert.IsType(t, &egress.Middleware{}, out, "the egress middleware Outbound starts with")
@@ -78,7 +78,7 @@ func TestCoreAdaptReturnsTheConfig(t *testing.T) {
 	require.NoError(t, startErr(t,
 		fx.Provide(yamlProvider("errown:\n  attemptHeader: x-try\n  noRetryHeader: x-no-retry\n")),
 		errown.Core,
-		fx.Invoke(func(m *errown.Middleware) { headers = m.AdapterParts(adapt.Token{}).Headers }),
+		fx.Invoke(func(m *errown.Middleware) { headers = adapt.PartsOf(m).Headers }),
 	))
 	assert.Equal(t, "x-try", headers.Attempt)
 	assert.Equal(t, "x-no-retry", headers.NoRetry)

@@ -16,6 +16,7 @@ import (
 	"github.com/errown/errown/internal/retrier"
 	"github.com/errown/errown/internal/tallyv3"
 	"github.com/uber-go/tally/v4"
+	"go.uber.org/config"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -206,35 +207,24 @@ func (m *Middleware) outboundAround(own middleware.UnaryOutbound) yarpc.Outbound
 	return yarpc.OutboundMiddleware{Unary: yarpc.UnaryOutboundMiddleware(m.egress, own, m.retry.Attempts())}
 }
 
-// AdapterParts is for errown's own adapters (grpcgo, nethttp), whose
-// package alone can make its argument: it is not API. It returns the
-// unary inbound and outbound middleware (those of Inbound and Outbound)
-// and the header names of the Config m was built from, which the adapter
-// reads on its own wire. Unlike Inbound and Outbound, it counts as
-// wiring: once an adapter has taken the middleware, an fx application's
-// start does not fail with ErrNotWired for want of a dispatcher, and does
-// not check that retry policies and dependency declarations name services
-// the dispatcher calls (ErrUnknownService): the adapter's clients call
-// services errown does not know. An adapter calls it when its server or
-// client is built, as fx constructors do, not later.
-func (m *Middleware) AdapterParts(adapt.Token) adapt.Parts {
-	m.applied.Store(true)
-	m.adapted.Store(true)
-	return adapt.Parts{Inbound: m.inbound, Outbound: m.egress, Headers: m.cfg.Headers}
-}
-
-// AdapterAttempts is for errown's own adapters (grpcgo, nethttp), whose
-// package alone can make its argument: it is not API. It returns errown's innermost attempt step (the one Outbound puts next to
-// the transport, in its adapters' form: a hedge it holds back answers
-// with the refusal, never with a success it could not deliver into the
-// adapter's reply), through which an adapter runs each physical attempt its
-// client sends, below the application's own retries: grpcgo's
-// AttemptsInterceptor and nethttp's Attempts. The step knows a call by
-// the state errown's outbound middleware (AdapterParts') put in its
-// context. It counts as wiring, as AdapterParts does.
-func (m *Middleware) AdapterAttempts(adapt.Token) middleware.UnaryOutbound {
-	m.applied.Store(true)
-	return m.retry.AdapterAttempts()
+// init gives errown's adapters (grpcgo, nethttp) the parts of a
+// Middleware they run, through package adapt: they are not API.
+func init() {
+	adapt.PartsOf = func(mw any) adapt.Parts {
+		m := mw.(*Middleware)
+		m.applied.Store(true)
+		m.adapted.Store(true)
+		return adapt.Parts{Inbound: m.inbound, Outbound: m.egress, Headers: m.cfg.Headers}
+	}
+	adapt.AttemptsOf = func(mw any) middleware.UnaryOutbound {
+		m := mw.(*Middleware)
+		m.applied.Store(true)
+		return m.retry.AdapterAttempts()
+	}
+	adapt.CheckConfig = func(p config.Provider, y *config.YAML, files any) error {
+		f, _ := files.(ConfigFiles)
+		return checkConfig(configParams{Config: p, YAML: y, Files: f})
+	}
 }
 
 // InFlight returns how many requests errown tracks in flight: at most

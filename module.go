@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/internal/retrier"
 	internaltallyv3 "github.com/errown/errown/internal/tallyv3"
@@ -147,19 +146,6 @@ type params struct {
 func checkConfig(p configParams) error {
 	_, _, err := p.read()
 	return err
-}
-
-// AdapterConfigCheck is for errown's own adapter modules (grpcgo.Module,
-// nethttp.Module), whose package alone can make its first argument: it is
-// not API. It reads and
-// validates errown's configuration from the application's provider p (or
-// y), files naming the files merged into it, as errown's modules do in
-// their first fx invoke, and returns the error as it is: an adapter
-// module placed before errown's runs it first, so that the application's
-// error leads with errown's message rather than fx's account of the
-// *errown.Middleware it could not build.
-func AdapterConfigCheck(_ adapt.Token, p config.Provider, y *config.YAML, files ConfigFiles) error {
-	return checkConfig(configParams{Config: p, YAML: y, Files: files})
 }
 
 // read reads and validates errown's Config from p, and says where it

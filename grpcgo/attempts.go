@@ -53,7 +53,7 @@ import (
 // retries back on. Under DialOptions grpc-go's retry policies are off for
 // the whole ClientConn already.
 func AttemptsInterceptor(mw *errown.Middleware) grpc.UnaryClientInterceptor {
-	step := mw.AdapterAttempts(adapt.Token{})
+	step := adapt.AttemptsOf(mw)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		at := errownAttemptOf(opts)
 		if at == nil {

@@ -65,7 +65,7 @@ const _applicationErrorKey = "rpc-application-error"
 //
 // Streams need no interceptor: errown leaves them alone.
 func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryClientInterceptor {
-	parts := mw.AdapterParts(adapt.Token{})
+	parts := adapt.PartsOf(mw)
 	out := parts.Outbound
 	o := newAdapterOptions(parts.Headers, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {

@@ -60,7 +60,7 @@ const _noPushback = "-1"
 // Streams need no interceptor: errown, like its yarpc middleware, leaves
 // them alone.
 func UnaryServerInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryServerInterceptor {
-	parts := mw.AdapterParts(adapt.Token{})
+	parts := adapt.PartsOf(mw)
 	in := parts.Inbound
 	o := newAdapterOptions(parts.Headers, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {

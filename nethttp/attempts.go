@@ -57,7 +57,7 @@ func Attempts(mw *errown.Middleware, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &attempts{step: mw.AdapterAttempts(adapt.Token{}), base: base}
+	return &attempts{step: adapt.AttemptsOf(mw), base: base}
 }
 
 // attemptKey is the context key under which Transport passes each of

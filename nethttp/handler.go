@@ -48,7 +48,7 @@ func Handler(mw *errown.Middleware, h http.Handler, opts ...HandlerOption) http.
 	if o.procedure == nil {
 		o.procedure = defaultProcedure(h)
 	}
-	in := mw.AdapterParts(adapt.Token{}).Inbound // mw.Inbound().Unary, counted as wiring
+	in := adapt.PartsOf(mw).Inbound // mw.Inbound().Unary, counted as wiring
 	return &handler{inbound: in, next: h, procedure: o.procedure, maxBuffer: o.maxBuffer}
 }
 

@@ -68,7 +68,7 @@ func Transport(mw *errown.Middleware, base http.RoundTripper, opts ...TransportO
 	for _, opt := range opts {
 		opt.applyTransport(&o)
 	}
-	out := mw.AdapterParts(adapt.Token{}).Outbound // mw.Outbound().Unary, counted as wiring
+	out := adapt.PartsOf(mw).Outbound // mw.Outbound().Unary, counted as wiring
 	return &roundTripper{outbound: out, base: base, service: o.service, procedure: o.procedure}
 }
 

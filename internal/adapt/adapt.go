@@ -1,19 +1,16 @@
 // Package adapt gives errown's own adapters, grpcgo and nethttp, the
 // parts of an *errown.Middleware they run on something other than a
-// yarpc dispatcher. The root package's methods that return them take a
-// Token, which only errown's own packages can make (this package is
-// internal), so they are not API for anyone else.
+// yarpc dispatcher. The root package sets its functions when it is
+// initialised (as grpc-go's internal package does for its own packages):
+// the adapters reach a Middleware's parts through them, and nothing of
+// them is API.
 package adapt
 
 import (
 	"github.com/errown/errown/ownership"
+	"go.uber.org/config"
 	"go.uber.org/yarpc/api/middleware"
 )
-
-// Token is the argument of the root package's methods for errown's
-// adapters: Middleware.AdapterParts, Middleware.AdapterAttempts and
-// AdapterConfigCheck.
-type Token struct{}
 
 // Parts are what an adapter runs of a Middleware: the unary inbound and
 // outbound middleware (those of Middleware.Inbound and
@@ -24,3 +21,28 @@ type Parts struct {
 	Outbound middleware.UnaryOutbound
 	Headers  ownership.Headers
 }
+
+// Set by package errown, whose *Middleware mw is.
+var (
+	// PartsOf returns mw's Parts. Unlike Middleware.Inbound and Outbound,
+	// it counts as wiring: once an adapter has taken the middleware, an
+	// fx application's start does not fail with ErrNotWired for want of
+	// a dispatcher, and does not check that retry policies name services
+	// the dispatcher calls (the adapter's clients call services errown
+	// does not know). An adapter calls it when its server or client is
+	// built, as fx constructors do, not later.
+	PartsOf func(mw any) Parts
+	// AttemptsOf returns mw's innermost attempt step in its adapters'
+	// form (a hedge it holds back answers with the refusal, never with a
+	// success it could not deliver into the adapter's reply), through
+	// which an adapter runs each physical attempt its client sends,
+	// below the application's own retries. It counts as wiring.
+	AttemptsOf func(mw any) middleware.UnaryOutbound
+	// CheckConfig reads and validates errown's configuration from the
+	// application's provider p (or y), files (an errown.ConfigFiles, or
+	// nil) naming the files merged into it, as errown's modules do in
+	// their first fx invoke, and returns the error as it is: an adapter
+	// module placed before errown's runs it first, so that the
+	// application's error leads with errown's message.
+	CheckConfig func(p config.Provider, y *config.YAML, files any) error
+)

@@ -32,7 +32,7 @@ type params struct {
 func Require(errNoCore error) fx.Option {
 	return fx.Options(
 		fx.Invoke(func(p configParams) error {
-			return errown.AdapterConfigCheck(adapt.Token{}, p.Config, p.YAML, p.Files)
+			return adapt.CheckConfig(p.Config, p.YAML, p.Files)
 		}),
 		fx.Invoke(func(p params) error {
 			if p.Middleware == nil {
