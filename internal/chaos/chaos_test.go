@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown/internal/chaos"
 	"github.com/errown/errown/internal/outboundtest"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
@@ -279,12 +280,12 @@ func TestWaitAllowsACallThatComesWhileItWaits(t *testing.T) {
 	lateDone := make(chan struct{})
 	go func() { // started before Wait: nothing orders its call after Wait's start
 		defer close(lateDone)
-		time.Sleep(100 * time.Millisecond) // Wait waits for the first attempt
+		testtime.Sleep(100 * time.Millisecond) // Wait waits for the first attempt
 		close(first.release)
 		for m.Running() > 0 {
-			time.Sleep(time.Millisecond)
+			testtime.Sleep(time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond) // the first attempt's goroutine ends
+		testtime.Sleep(20 * time.Millisecond) // the first attempt's goroutine ends
 		_, err := chaos.DoChoice(context.Background(), m, abandon, late.send, func(int) {})
 		assert.Error(t, err, "abandoned")
 	}()

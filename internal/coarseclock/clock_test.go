@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -61,6 +62,6 @@ func TestClockNeverTicks(t *testing.T) {
 	defer c.Stop()
 	assert.False(t, c.Coarse(), "tick 0: always exact")
 	before := c.Elapsed()
-	time.Sleep(time.Millisecond)
+	testtime.Sleep(time.Millisecond)
 	assert.Greater(t, c.Elapsed(), before)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -55,10 +56,10 @@ func TestTallyCloseDropsTheScope(t *testing.T) {
 	c, ok := TallyCloser(edge)
 	require.True(t, ok)
 	require.NoError(t, c.Close())
-	time.Sleep(20 * time.Millisecond) // reports that drop the closed scope
+	testtime.Sleep(20 * time.Millisecond) // reports that drop the closed scope
 	rep.reset()
 	edge.Counter("failures").Inc(1)
-	time.Sleep(20 * time.Millisecond)
+	testtime.Sleep(20 * time.Millisecond)
 	assert.False(t, rep.seen("a"), "a closed scope's counter reported after its drop")
 }
 

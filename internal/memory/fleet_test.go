@@ -12,6 +12,7 @@ import (
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/internal/configkey"
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -163,7 +164,7 @@ func TestFleetUnreachableDoesNotBlockStop(t *testing.T) {
 	m, err := NewMemory(depmem.Config{Fleet: depmem.FleetConfig{URL: srv.URL, Interval: 10 * time.Millisecond, Timeout: time.Minute, Selector: `job="x"`}})
 	require.NoError(t, err)
 	require.NoError(t, m.Start())
-	time.Sleep(20 * time.Millisecond)
+	testtime.Sleep(20 * time.Millisecond)
 	start := time.Now()
 	require.NoError(t, m.Stop())
 	assert.Less(t, time.Since(start), 5*time.Second, "stop cancels a hanging query")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -327,7 +328,7 @@ func TestMemoryChurnHeapStaysFlat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			heap := func() uint64 {
-				time.Sleep(120 * time.Millisecond) // a report or more
+				testtime.Sleep(120 * time.Millisecond) // a report or more
 				var s runtime.MemStats
 				runtime.GC()
 				runtime.GC()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -197,7 +198,7 @@ func TestCrashWhileWritingSnapshots(t *testing.T) {
 		// Let it write for a while: wait until the file exists, then a
 		// little longer.
 		require.Eventually(t, func() bool { _, err := os.Stat(path); return err == nil }, 10*time.Second, time.Millisecond)
-		time.Sleep(time.Duration(20+round*15) * time.Millisecond)
+		testtime.Sleep(time.Duration(20+round*15) * time.Millisecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		err := cmd.Wait()
 		require.Error(t, err, "the writer was killed, it did not finish")

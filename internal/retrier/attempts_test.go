@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -332,7 +333,7 @@ func TestAttemptsConcurrentSends(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(func(context.Context, *transport.Request) (*transport.Response, error) {
-		time.Sleep(time.Millisecond)
+		testtime.Sleep(time.Millisecond)
 		return &transport.Response{}, nil
 	})
 	sink := &reqlog.Sink{Out: below(m, hedge{}, out)}

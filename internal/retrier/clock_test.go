@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -248,7 +249,7 @@ func TestBudgetClockRealTimeAdvances(t *testing.T) {
 
 	assert.False(t, c.Coarse(), "after Stop: exact")
 	before := c.Elapsed()
-	time.Sleep(time.Millisecond)
+	testtime.Sleep(time.Millisecond)
 	assert.Greater(t, c.Elapsed(), before, "exact reading advances")
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -158,7 +159,7 @@ func (h *hedgeEach) Call(ctx context.Context, req *transport.Request, out transp
 		h.hedgeErrs = append(h.hedgeErrs, err)
 		return nil, err
 	}
-	time.Sleep(20 * time.Millisecond) // the second hedge waits, held
+	testtime.Sleep(20 * time.Millisecond) // the second hedge waits, held
 	close(h.release)
 	a := <-first
 	h.hedgeErrs = append(h.hedgeErrs, <-second)
@@ -241,7 +242,7 @@ func (b *bothBodies) Call(ctx context.Context, req *transport.Request, out trans
 		res, err := out.Call(ctx, &hedge)
 		second <- answer{res, err}
 	}()
-	time.Sleep(20 * time.Millisecond) // the hedge waits, unsent
+	testtime.Sleep(20 * time.Millisecond) // the hedge waits, unsent
 	close(b.release)
 	a, s := <-first, <-second
 	b.heldErr = s.err

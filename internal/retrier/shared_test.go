@@ -10,6 +10,7 @@ import (
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -354,7 +355,7 @@ func (b *both) Call(ctx context.Context, req *transport.Request, out transport.U
 		_, err := out.Call(ctx, &hedge)
 		second <- err
 	}()
-	time.Sleep(20 * time.Millisecond) // the hedge waits, unsent
+	testtime.Sleep(20 * time.Millisecond) // the hedge waits, unsent
 	close(b.release)
 	a := <-first
 	b.errs = append(b.errs, a.err, <-second)

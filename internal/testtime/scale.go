@@ -43,3 +43,10 @@ func Factor() float64 {
 func Scale(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * Factor())
 }
+
+// Sleep sleeps Scale(d): a unit test that lets something happen in the
+// background before it looks (a goroutine reaching the wait it is to be
+// found in, a report sent) waits longer on a slow machine, as zap's
+// tests do with ztest.Sleep. A test that can poll for what it waits for
+// polls instead.
+func Sleep(d time.Duration) { time.Sleep(Scale(d)) }

@@ -42,3 +42,9 @@ func TestScale(t *testing.T) {
 	assert.Equal(t, time.Duration(float64(time.Second)*f), Scale(time.Second))
 	assert.GreaterOrEqual(t, Scale(time.Second), time.Second, "a bound only widens")
 }
+
+func TestSleepScales(t *testing.T) {
+	start := time.Now()
+	Sleep(10 * time.Millisecond)
+	assert.GreaterOrEqual(t, time.Since(start), Scale(10*time.Millisecond))
+}
