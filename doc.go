@@ -73,7 +73,9 @@
 // Configuration never silently does nothing: a misspelled errown key or a
 // value of the wrong type fails with an error that names the key and the
 // value, and a retry policy or dependency declaration for a service the
-// dispatcher does not call fails start (ErrUnknownService). ConfigFiles
+// dispatcher does not call fails start (ErrUnknownService), and so does a
+// policy that retries through a peer list its retries cannot leave
+// (ErrRetriesNotSteered: wrap the list in retrypeer.New). ConfigFiles
 // names the YAML files
 // of an application's config.Provider, so that those errors name the file
 // too.
