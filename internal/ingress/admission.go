@@ -30,7 +30,7 @@ func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope) (*admission.Co
 		MaxQueue: cfg.MaxQueue,
 		MinLimit: cfg.MinLimit,
 		MaxLimit: cfg.MaxLimit,
-		OnWindow: func(l float64, q int) {
+		OnLimit: func(l float64, q int) {
 			limit.Update(l)
 			queue.Update(float64(q))
 		},
