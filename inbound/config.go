@@ -62,8 +62,8 @@ const (
 // refused before it takes a worker while another is served; a queued
 // request whose caller went is dropped. A shed request fails
 // resource-exhausted, claimed, with pushback: its caller does not retry
-// it, nobody above does, and the callers' overload limits count it as
-// overload. The defaults need no tuning.
+// it and nobody above does; the callers' overload limits do not count it
+// (they count timeouts). The defaults need no tuning.
 type AdmissionConfig struct {
 	// Mode is "disabled" (the default), "observe" or "enforce".
 	Mode string `yaml:"mode,omitempty"`
