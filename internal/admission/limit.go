@@ -78,8 +78,8 @@ type bounds struct{ min, max float64 }
 //     far enough to threaten deadlines: the limit scales by the ratio
 //     (Little's law at the same throughput), not below the requests that
 //     answered in time beside it, and the service time jumps to its
-//     latency. A slow answer far within its caller's time (a long tail)
-//     only moves the service time.
+//     latency; a cut if the limit enforced falls. A slow answer far
+//     within its caller's time (a long tail) only moves the service time.
 //   - An answer in time while the limit was binding grows the limit by
 //     the room its remaining time left, clamp(_headroom·remaining/latency
 //     − 1, _minStep, 1), divided by the limit: by one a limit's worth of
@@ -107,9 +107,11 @@ func next(e estimate, a answer, b bounds) estimate {
 		}
 		return e
 	case e.service > 0 && float64(lat) > _jump*float64(e.service) && _jump*lat > a.remaining && a.remaining > 0:
-		e.limit = bound(max(e.limit*float64(e.service)/float64(lat), min(e.limit, float64(max(a.inflight, a.finished+1)))), b)
-		e.service = lat
-		e.gen++
+		l := bound(max(e.limit*float64(e.service)/float64(lat), min(e.limit, float64(max(a.inflight, a.finished+1)))), b)
+		if math.Floor(l) < math.Floor(e.limit) {
+			e.gen++ // a cut: the answers admitted before it do not cut again
+		}
+		e.limit, e.service = l, lat
 		return e
 	}
 	if e.service == 0 || _jump*float64(lat) < float64(e.service) {

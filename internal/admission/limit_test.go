@@ -92,6 +92,12 @@ func TestNext(t *testing.T) {
 			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1,
 		},
 		{
+			name:   "the service slowed, the limit held by what answered beside it: no cut",
+			give:   estimate{limit: 3, service: 5 * ms, gen: 2},
+			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 3, gen: 2},
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 2,
+		},
+		{
 			name:   "the service is quicker: its time follows at once",
 			give:   estimate{limit: 2, service: 50 * ms},
 			answer: answer{latency: 5 * ms, remaining: 58 * ms, inflight: 2, binding: true},
