@@ -53,16 +53,17 @@ const (
 )
 
 // AdmissionConfig configures the service's own load shedding: an
-// adaptive limit on the requests it works on at once, learned from its
-// own latency (a gradient on queueing delay against its no-load
-// latency), with a short queue in front. Under pressure, retries
-// (attempt 2 or later) and requests of callers in an incident are shed
-// before first attempts; a request whose deadline is shorter than its
-// expected wait and service time is refused before it takes a worker;
-// a queued request whose caller went is dropped. A shed request fails
+// adaptive limit on the requests it works on at once, learned from each
+// answer against the time its caller gave it (it settles at what the
+// service can finish in time), with a short queue in front, the newest
+// served first. Under pressure, retries (attempt 2 or later) and
+// requests of callers in an incident are shed before first attempts; a
+// request whose remaining time is shorter than the service time is
+// refused before it takes a worker while another is served; a queued
+// request whose caller went is dropped. A shed request fails
 // resource-exhausted, claimed, with pushback: its caller does not retry
-// it, nobody above does, and the callers' overload limits count it as
-// overload. The defaults need no tuning.
+// it and nobody above does; the callers' overload limits do not count it
+// (they count timeouts). The defaults need no tuning.
 type AdmissionConfig struct {
 	// Mode is "disabled" (the default), "observe" or "enforce".
 	Mode string `yaml:"mode,omitempty"`

@@ -65,7 +65,7 @@
 // Gauges: ingress.in_flight, the requests tracked in flight (updated every
 // second between Start and Stop), and, with admission control,
 // inbound.admission.limit and inbound.admission.queue (updated as the
-// limit is recomputed).
+// limit enforced changes).
 //
 // # Storm telemetry
 //

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,42 +51,37 @@ type Config struct {
 	MinLimit, MaxLimit int
 	// Now is the clock, monotonic; nil: time.Now.
 	Now func() time.Time
-	// OnWindow, when set, is called as each window closes with the new
-	// limit and the requests then queued: for gauges.
-	OnWindow func(limit float64, queued int)
+	// OnLimit, when set, is called as the limit enforced changes, with
+	// the new limit and the requests then queued: for gauges.
+	OnLimit func(limit float64, queued int)
 }
 
 // Controller admits requests: an adaptive limit on those served at once,
 // a short queue in front. It is safe for concurrent use. On the steady
-// path (under the limit, nobody queued) a request costs a
+// path (under half the limit, nobody queued) a request costs a
 // compare-and-swap to enter and an atomic addition to leave; one request
-// in _sampleEvery also reads the clock twice and adds its latency to the
-// window, and a request with a deadline reads the clock once to check it
-// (reused when sampled).
+// in _sampleEvery, and every request once half the limit is in use, also
+// reads the clock twice and moves the limit on its answer (under a
+// mutex); a request with a deadline reads the clock once to check it
+// while another is served (reused when sampled).
 type Controller struct {
 	observe  bool
 	maxQueue int
 	bounds   bounds
 	now      func() time.Time
-	epoch    time.Time
-	onWindow func(float64, int)
+	onLimit  func(float64, int)
 
 	// state packs the requests served (its low 32 bits) and a count of
 	// arrivals (the high ones, wrapping), so that one compare-and-swap
 	// both takes a slot and says whether to sample the latency.
-	state      atomic.Uint64
-	limit      atomic.Int64 // ceil(est.limit)
-	waiting    atomic.Int64 // len(high)+len(low)
-	acc        atomic.Uint64
-	timedAcc   atomic.Uint64 // the window's sampled requests with a deadline: packed as acc, their remaining time
-	late       atomic.Int64  // the window's sampled requests answered past their deadline
-	windowEnd  atomic.Int64  // since epoch
-	service    atomic.Int64  // est.floor, the expected service time
-	measuredAt atomic.Int64  // since epoch, when service was measured
+	state   atomic.Uint64
+	limit   atomic.Int64  // floor(est.limit)
+	waiting atomic.Int64  // len(high)+len(low)
+	service atomic.Int64  // est.service
+	gen     atomic.Uint32 // est.gen
 
-	mu          sync.Mutex // est, the window's start
-	est         estimate
-	windowStart time.Duration
+	mu  sync.Mutex // est
+	est estimate
 
 	qmu       sync.Mutex
 	high, low []*waiter
@@ -105,30 +99,14 @@ const (
 // inflight returns the requests served.
 func (c *Controller) inflight() int64 { return int64(c.state.Load() & _inflight) }
 
-// take takes a slot, arrival counted.
-func (c *Controller) take() { c.state.Add(_arrival | 1) }
-
 // give gives a slot back.
 func (c *Controller) give() { c.state.Add(^uint64(0)) }
-
-// acc packs a window's samples: their count above _accShift, the sum of
-// their latencies in microseconds below.
-const (
-	_accShift = 44
-	_accSum   = 1<<_accShift - 1
-)
-
-// _maxRemaining bounds the remaining time a sample adds to timedAcc, so
-// that a window of a million answers with far deadlines cannot carry the
-// sum into the count: only answers past their deadline read it, beside a
-// latency that has outlasted it.
-const _maxRemaining = 10 * time.Second
 
 type waiter struct {
 	ch       chan string // "" granted; else the reason it was shed
 	prio     Priority
-	deadline time.Time
-	timed    bool
+	deadline time.Time // zero: none
+	ticket   Ticket    // set before "" is sent on ch
 }
 
 // New returns a Controller configured by cfg.
@@ -142,19 +120,35 @@ func New(cfg Config) *Controller {
 		maxQueue: max(1, cfg.MaxQueue),
 		bounds:   bounds{min: float64(max(1, cfg.MinLimit)), max: float64(max(1, cfg.MinLimit, cfg.MaxLimit))},
 		now:      now,
-		epoch:    now(),
-		onWindow: cfg.OnWindow,
+		onLimit:  cfg.OnLimit,
 	}
-	c.est.limit = max(c.bounds.min, min(c.bounds.max, _initialLimit))
-	c.limit.Store(int64(math.Ceil(c.est.limit)))
-	c.windowEnd.Store(int64(_window))
+	c.est.limit = bound(_initialLimit, c.bounds)
+	c.limit.Store(int64(c.est.limit))
 	return c
 }
 
 // Ticket is an admitted request, to hand to Done.
 type Ticket struct {
-	start    time.Time // zero: its latency is not sampled
-	deadline time.Time // its caller's, when sampled; zero: none
+	start     time.Time     // zero: its answer is not measured
+	remaining time.Duration // its caller's time left at start; 0: no deadline
+	inflight  uint32        // requests served at its admission, itself included
+	finished  uint32        // requests answered before its admission (wrapping)
+	gen       uint32        // the limit's cuts at its admission
+	binding   bool          // it took the last slot, or came through the queue
+}
+
+// finished returns the requests answered so far (wrapping), from a
+// value of state: those admitted less those served.
+func finished(v uint64) uint32 { return uint32(v/_arrival) - uint32(v&_inflight) }
+
+// ticket returns the ticket of a request admitted at start, with the
+// caller's deadline (zero: none), state v after its admission.
+func (c *Controller) ticket(start, deadline time.Time, v uint64, binding bool) Ticket {
+	t := Ticket{start: start, inflight: uint32(v & _inflight), finished: finished(v), gen: c.gen.Load(), binding: binding}
+	if !deadline.IsZero() {
+		t.remaining = max(time.Nanosecond, deadline.Sub(start))
+	}
+	return t
 }
 
 // Admit admits a request of priority p whose caller's deadline is ctx's,
@@ -162,29 +156,34 @@ type Ticket struct {
 // and true, or the reason it is shed and false; in observe mode it always
 // admits, with the reason enforce mode would have shed it ("" none).
 //
-// Under pressure (half the limit in use) every request's latency is
-// sampled, so that the limit follows a service that slowed within a
-// window or two.
+// A request whose remaining time is shorter than the service time is
+// refused while another is served; with none served it is admitted, so
+// that an answer measures the service again (no estimate outlives the
+// service it measured). Under pressure (half the limit in use) every
+// answer is measured.
 func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, bool) {
 	deadline, timed := ctx.Deadline()
-	var start time.Time // read only when needed
-	var service time.Duration
-	if timed && c.service.Load() > 0 {
-		start = c.now()
-		service = c.serviceAt(start)
-		if !fits(deadline.Sub(start), true, 0, service) {
-			return c.refuse(start, ReasonDeadline)
-		}
-	}
 	if !timed {
 		deadline = time.Time{}
 	}
+	var start time.Time // read only when needed
+	var service time.Duration
+	if timed {
+		service = time.Duration(c.service.Load())
+	}
+	checked := service == 0 // nothing to check, or checked
 	if c.waiting.Load() == 0 {
 		for {
 			v := c.state.Load()
 			served, limit := int64(v&_inflight), c.limit.Load()
 			if served >= limit {
 				break
+			}
+			if !checked && served > 0 {
+				start, checked = c.now(), true
+				if !fits(deadline.Sub(start), true, service) {
+					return c.refuse(start, deadline, ReasonDeadline)
+				}
 			}
 			if c.state.CompareAndSwap(v, v+_arrival+1) {
 				if (v/_arrival)%_sampleEvery != 0 && 2*(served+1) < limit {
@@ -193,24 +192,30 @@ func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, boo
 				if start.IsZero() {
 					start = c.now()
 				}
-				return Ticket{start: start, deadline: deadline}, "", true
+				return c.ticket(start, deadline, v+_arrival+1, served+1 >= limit), "", true
 			}
 		}
 	}
-	if start.IsZero() {
+	if !checked && c.inflight() > 0 {
 		start = c.now()
+		if !fits(deadline.Sub(start), true, service) {
+			return c.refuse(start, deadline, ReasonDeadline)
+		}
 	}
 	if c.observe {
-		return c.observed(start, p, deadline, timed, service)
+		if start.IsZero() {
+			start = c.now()
+		}
+		return c.observed(start, p, deadline)
 	}
-	return c.queue(ctx, start, p, deadline, timed, service)
+	return c.queue(ctx, p, deadline)
 }
 
 // refuse sheds a request for reason, or in observe mode admits it.
-func (c *Controller) refuse(start time.Time, reason string) (Ticket, string, bool) {
+func (c *Controller) refuse(start, deadline time.Time, reason string) (Ticket, string, bool) {
 	if c.observe {
-		c.take()
-		return Ticket{start: start}, reason, true
+		v := c.state.Add(_arrival | 1)
+		return c.ticket(start, deadline, v, int64(v&_inflight) >= c.limit.Load()), reason, true
 	}
 	return Ticket{}, reason, false
 }
@@ -218,27 +223,18 @@ func (c *Controller) refuse(start time.Time, reason string) (Ticket, string, boo
 // observed admits a request over the limit in observe mode, with the
 // reason enforce mode would have shed it: those over the limit stand for
 // the queue.
-func (c *Controller) observed(start time.Time, p Priority, deadline time.Time, timed bool, service time.Duration) (Ticket, string, bool) {
+func (c *Controller) observed(start time.Time, p Priority, deadline time.Time) (Ticket, string, bool) {
 	limit := c.limit.Load()
-	ahead := int(max(0, int64(c.state.Add(_arrival|1)&_inflight)-1-limit)) // as if queued
+	v := c.state.Add(_arrival | 1)
+	ahead := int(max(0, int64(v&_inflight)-1-limit)) // as if queued
 	reason := ""
 	switch {
-	case !fits(deadline.Sub(start), timed, expectedWait(ahead+1, float64(limit), service), service):
-		reason = ReasonDeadline
 	case p != PriorityFirst && ahead >= c.lowRoom():
 		reason = p.reason()
 	case ahead >= c.maxQueue:
 		reason = ReasonQueueFull
 	}
-	return Ticket{start: start, deadline: timedAt(deadline, timed)}, reason, true
-}
-
-// timedAt returns deadline, or the zero time when there is none.
-func timedAt(deadline time.Time, timed bool) time.Time {
-	if !timed {
-		return time.Time{}
-	}
-	return deadline
+	return c.ticket(start, deadline, v, true), reason, true
 }
 
 // lowRoom is how many may be queued when a retry or an incident's request
@@ -247,17 +243,9 @@ func (c *Controller) lowRoom() int { return max(1, c.maxQueue/2) }
 
 // queue puts the request in the queue, unless it can be told at once that
 // it would be shed, and waits for a worker or for its caller to go.
-func (c *Controller) queue(ctx context.Context, start time.Time, p Priority, deadline time.Time, timed bool, service time.Duration) (Ticket, string, bool) {
-	w := &waiter{ch: make(chan string, 1), prio: p, deadline: deadline, timed: timed}
+func (c *Controller) queue(ctx context.Context, p Priority, deadline time.Time) (Ticket, string, bool) {
+	w := &waiter{ch: make(chan string, 1), prio: p, deadline: deadline}
 	c.qmu.Lock()
-	ahead := len(c.high) + 1
-	if p != PriorityFirst {
-		ahead += len(c.low)
-	}
-	if !fits(deadline.Sub(start), timed, expectedWait(ahead, float64(c.limit.Load()), service), service) {
-		c.qmu.Unlock()
-		return Ticket{}, ReasonDeadline, false
-	}
 	total := len(c.high) + len(c.low)
 	switch {
 	case p != PriorityFirst && total >= c.lowRoom():
@@ -286,7 +274,7 @@ func (c *Controller) queue(ctx context.Context, start time.Time, p Priority, dea
 		if r != "" {
 			return Ticket{}, r, false
 		}
-		return Ticket{start: c.now(), deadline: timedAt(deadline, timed)}, "", true
+		return w.ticket, "", true
 	case <-ctx.Done():
 		if !c.remove(w) {
 			// Granted or shed as the caller went: give a slot back.
@@ -315,19 +303,19 @@ func (c *Controller) remove(w *waiter) bool {
 }
 
 // dispatch grants the slots free under the limit to the queued requests,
-// first attempts first; one whose deadline would pass before it is
-// served is shed instead. Each kind is served in the order it came while
-// its queue is short, the latest first once it holds more than the limit
-// (adaptive LIFO): a long queue means a service slower than its callers'
-// deadlines allow, where the latest request is the one with time left
-// for its answer to count, and the earliest ones leave as their callers
-// go, with no worker spent on them.
+// first attempts first, the newest first: the newest is the one with
+// time left for its answer to count, and the earliest leave as their
+// callers go, with no worker spent on them. One whose remaining time is
+// shorter than the service time is shed instead while another request is
+// served: nothing stands in the queue that cannot finish in time.
 func (c *Controller) dispatch() {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
+	var now time.Time
 	for len(c.high)+len(c.low) > 0 {
 		v := c.state.Load()
-		if int64(v&_inflight) >= c.limit.Load() {
+		served := int64(v & _inflight)
+		if served >= c.limit.Load() {
 			return
 		}
 		if !c.state.CompareAndSwap(v, v+_arrival+1) {
@@ -337,64 +325,63 @@ func (c *Controller) dispatch() {
 		if len(c.high) > 0 {
 			q = &c.high
 		}
-		w := take(q, int64(len(*q)) > c.limit.Load())
+		w := (*q)[len(*q)-1]
+		*q = (*q)[:len(*q)-1]
 		c.waiting.Add(-1)
-		if now := c.now(); w.timed && !fits(w.deadline.Sub(now), true, 0, c.serviceAt(now)) {
+		if now.IsZero() {
+			now = c.now()
+		}
+		if served > 0 && !w.deadline.IsZero() && !fits(w.deadline.Sub(now), true, time.Duration(c.service.Load())) {
 			c.give()
 			w.ch <- ReasonDeadline
 			continue
 		}
+		w.ticket = c.ticket(now, w.deadline, v+_arrival+1, true)
 		w.ch <- ""
 	}
 }
 
-// take takes a waiter from q: the latest when lifo, else the earliest.
-func take(q *[]*waiter, lifo bool) *waiter {
-	if lifo {
-		w := (*q)[len(*q)-1]
-		*q = (*q)[:len(*q)-1]
-		return w
-	}
-	w := (*q)[0]
-	*q = (*q)[1:]
-	return w
-}
-
-// _fresh is how long a service time measured is relied on to refuse a
-// request for its deadline: requests refused are not measured, so an
-// estimate from a slow spell must expire, or it would refuse every
-// request after the spell has gone.
-const _fresh = _maxWindow + _window
-
-// serviceAt returns the expected service time at now (the quicker of the
-// latest two windows' mean latency), 0 when unknown or stale.
-func (c *Controller) serviceAt(now time.Time) time.Duration {
-	if now.Sub(c.epoch)-time.Duration(c.measuredAt.Load()) > _fresh {
-		return 0
-	}
-	return time.Duration(c.service.Load())
-}
-
-// Done ends an admitted request, its latency sampled if it was chosen.
+// Done ends an admitted request, the limit moved on its answer if it was
+// measured.
 func (c *Controller) Done(t Ticket) {
-	if t.start.IsZero() {
-		c.release()
-		return
-	}
-	end := c.now()
-	us := uint64(max(0, end.Sub(t.start)) / time.Microsecond)
-	c.acc.Add(1<<_accShift | min(us, _accSum))
-	if !t.deadline.IsZero() {
-		rem := uint64(min(_maxRemaining, max(0, t.deadline.Sub(t.start))) / time.Microsecond)
-		c.timedAcc.Add(1<<_accShift | rem)
-		if end.After(t.deadline) {
-			c.late.Add(1)
-		}
-	}
-	if int64(end.Sub(c.epoch)) >= c.windowEnd.Load() {
-		c.closeWindow(end.Sub(c.epoch))
+	if !t.start.IsZero() {
+		c.answered(t, c.now().Sub(t.start))
 	}
 	c.release()
+}
+
+// answered moves the limit on the answer of t, which took lat. An answer
+// in time of a request that found the limit far does not wait for
+// another answer's move: it only moves the service time.
+func (c *Controller) answered(t Ticket, lat time.Duration) {
+	if !c.mu.TryLock() {
+		if !t.binding && (t.remaining == 0 || lat <= t.remaining) {
+			return
+		}
+		c.mu.Lock()
+	}
+	defer c.mu.Unlock()
+	a := answer{
+		latency:   lat,
+		remaining: t.remaining,
+		inflight:  int(t.inflight),
+		finished:  int(finished(c.state.Load()) - t.finished),
+		gen:       t.gen,
+		binding:   t.binding,
+	}
+	c.est = next(c.est, a, c.bounds)
+	if s := int64(c.est.service); s != c.service.Load() {
+		c.service.Store(s)
+	}
+	if c.est.gen != c.gen.Load() {
+		c.gen.Store(c.est.gen)
+	}
+	if l := int64(c.est.limit); l != c.limit.Load() {
+		c.limit.Store(l)
+		if c.onLimit != nil {
+			c.onLimit(c.est.limit, int(c.waiting.Load()))
+		}
+	}
 }
 
 // release gives a slot back, and to a queued request if any.
@@ -402,43 +389,6 @@ func (c *Controller) release() {
 	c.give()
 	if c.waiting.Load() > 0 {
 		c.dispatch()
-	}
-}
-
-// closeWindow closes the window at t (since the epoch) if it has enough
-// samples, or an answer past its deadline, and moves the limit.
-func (c *Controller) closeWindow(t time.Duration) {
-	if !c.mu.TryLock() {
-		return
-	}
-	defer c.mu.Unlock()
-	if int64(t) < c.windowEnd.Load() {
-		return
-	}
-	v := c.acc.Load()
-	count := v >> _accShift
-	if count < _minSamples && t-c.windowStart < _maxWindow && c.late.Load() == 0 {
-		return
-	}
-	v = c.acc.Swap(0)
-	count, sum := v>>_accShift, v&_accSum
-	tv := c.timedAcc.Swap(0)
-	timed, remaining := tv>>_accShift, tv&_accSum
-	late := c.late.Swap(0)
-	if count > 0 {
-		w := window{mean: time.Duration(sum/count) * time.Microsecond, inflight: int(c.inflight()), timed: int(timed), late: int(late)}
-		if timed > 0 {
-			w.remaining = time.Duration(remaining/timed) * time.Microsecond
-		}
-		c.est = next(c.est, w, c.bounds)
-		c.limit.Store(int64(math.Ceil(c.est.enforced(c.bounds))))
-		c.service.Store(int64(c.est.floor))
-		c.measuredAt.Store(int64(t))
-	}
-	c.windowStart = t
-	c.windowEnd.Store(int64(t + _window))
-	if c.onWindow != nil {
-		c.onWindow(c.est.limit, int(c.waiting.Load()))
 	}
 }
 

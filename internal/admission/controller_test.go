@@ -100,8 +100,8 @@ func TestControllerQueuesThenSheds(t *testing.T) {
 	assert.False(t, ok)
 	assert.Equal(t, ReasonQueueFull, reason)
 
-	// Slots freed go to the queue in order.
-	for i, f := range []<-chan result{f1, f2, f3, f4} {
+	// Slots freed go to the queue newest first.
+	for i, f := range []<-chan result{f4, f3, f2, f1} {
 		c.Done(held[i])
 		r := <-f
 		assert.True(t, r.ok, "first attempt %d: %s", i, r.reason)
@@ -155,42 +155,55 @@ func TestControllerAbandoned(t *testing.T) {
 	assert.Equal(t, 0, c.InFlight(), "the abandoned request holds no slot")
 }
 
-// learn closes windows of requests that took service each.
-func learn(c *Controller, clk *clock, service time.Duration, windows int) {
-	for range windows {
-		for range _minSamples * _sampleEvery {
-			tk, _, _ := c.Admit(context.Background(), PriorityFirst)
-			clk.Add(service)
-			c.Done(tk)
-		}
-		clk.Add(_window)
+// learn answers n requests one after the other, each taking service,
+// their callers giving them 1.2 times as much.
+func learn(c *Controller, clk *clock, service time.Duration, n int) {
+	for range n {
+		ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(service*6/5))
+		tk, _, _ := c.Admit(ctx, PriorityFirst)
+		cancel()
+		clk.Add(service)
+		c.Done(tk)
 	}
 }
 
+// TestControllerDeadline: a request whose remaining time is shorter than
+// the service time is refused while another is served; with none served
+// it is admitted, so that an answer measures the service again (no
+// estimate outlives the service it measured: no freshness timer).
 func TestControllerDeadline(t *testing.T) {
 	clk := newClock()
 	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
-	learn(c, clk, 100*time.Millisecond, 3)
-	// As if the latest window had just closed: with one request in
-	// _sampleEvery sampled, 100ms requests close a window a second.
-	c.measuredAt.Store(int64(clk.Now().Sub(c.epoch)))
+	learn(c, clk, 100*time.Millisecond, 3*_sampleEvery)
+	require.Equal(t, 100*time.Millisecond, time.Duration(c.service.Load()))
 
+	held := fill(t, c, 1)
 	short, cancel := context.WithDeadline(context.Background(), clk.Now().Add(50*time.Millisecond))
 	defer cancel()
 	_, reason, ok := c.Admit(short, PriorityFirst)
-	assert.False(t, ok, "50ms left, 100ms of service")
+	assert.False(t, ok, "50ms left, 100ms of service, one served")
 	assert.Equal(t, ReasonDeadline, reason)
-	assert.Equal(t, 0, c.InFlight(), "refused before it took a worker")
+	assert.Equal(t, 1, c.InFlight(), "refused before it took a worker")
 
 	long, cancel := context.WithDeadline(context.Background(), clk.Now().Add(150*time.Millisecond))
 	defer cancel()
 	tk, reason, ok := c.Admit(long, PriorityFirst)
 	require.True(t, ok, reason)
-	c.Done(tk)
+	held = append(held, tk)
 	tk, reason, ok = c.Admit(context.Background(), PriorityFirst)
 	require.True(t, ok, "no deadline: "+reason)
-	c.Done(tk)
+	held = append(held, tk)
+	clk.Add(100 * time.Millisecond)
+	for _, tk := range held {
+		c.Done(tk)
+	}
 	require.Equal(t, 0, c.InFlight())
+
+	short, cancel = context.WithDeadline(context.Background(), clk.Now().Add(50*time.Millisecond))
+	defer cancel()
+	tk, reason, ok = c.Admit(short, PriorityFirst)
+	require.True(t, ok, "none served: admitted to measure, "+reason)
+	c.Done(tk)
 }
 
 func TestControllerObserve(t *testing.T) {
@@ -218,13 +231,15 @@ func TestControllerObserve(t *testing.T) {
 func TestControllerLearnsTheLimit(t *testing.T) {
 	clk := newClock()
 	var limits []float64
-	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now, OnWindow: func(l float64, _ int) { limits = append(limits, l) }})
-	// Requests twice as slow as the first windows' shrink the limit.
-	learn(c, clk, 10*time.Millisecond, 5)
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now, OnLimit: func(l float64, _ int) { limits = append(limits, l) }})
+	// Requests four times as slow as the first ones: the service time
+	// jumped, and the limit scales down with it.
+	learn(c, clk, 10*time.Millisecond, 5*_sampleEvery)
 	before := c.Limit()
-	learn(c, clk, 40*time.Millisecond, 5)
+	learn(c, clk, 40*time.Millisecond, 5*_sampleEvery)
 	assert.Less(t, c.Limit(), before)
 	assert.NotEmpty(t, limits)
+	assert.Equal(t, 40*time.Millisecond, time.Duration(c.service.Load()))
 }
 
 func TestControllerConcurrent(t *testing.T) {
@@ -247,48 +262,32 @@ func TestControllerConcurrent(t *testing.T) {
 	assert.Equal(t, 0, c.Queued())
 }
 
-func TestControllerStaleServiceRefusesNothing(t *testing.T) {
-	clk := newClock()
-	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
-	learn(c, clk, 100*time.Millisecond, 3)
-	// Refused requests are not measured: an estimate from a slow spell
-	// expires, or it would refuse every request after the spell.
-	clk.Add(_fresh + time.Millisecond)
-	short, cancel := context.WithDeadline(context.Background(), clk.Now().Add(50*time.Millisecond))
-	defer cancel()
-	tk, reason, ok := c.Admit(short, PriorityFirst)
-	require.True(t, ok, reason)
-	c.Done(tk)
-}
-
-// TestControllerSamplesUnderPressure: with half the limit in use every
-// request's latency is sampled, so that a window closes after
-// _minSamples answers, not _minSamples × _sampleEvery (one in eight
-// sampled, a slowed service moved the limit once a second).
+// TestControllerSamplesUnderPressure: under half the limit one request
+// in _sampleEvery is measured; from half the limit on, every one, so
+// that the limit follows a service that slowed at once.
 func TestControllerSamplesUnderPressure(t *testing.T) {
-	clk := newClock()
-	windows := 0
-	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now, OnWindow: func(float64, int) { windows++ }})
-	held := fill(t, c, _initialLimit-1)
-	clk.Add(2 * _window)
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: newClock().Now})
+	var measured []bool
+	held := fill(t, c, _initialLimit)
+	for _, tk := range held {
+		measured = append(measured, !tk.start.IsZero())
+	}
+	want := make([]bool, _initialLimit)
+	want[0] = true // the first arrival of every _sampleEvery
+	for i := _initialLimit/2 - 1; i < _initialLimit; i++ {
+		want[i] = true
+	}
+	assert.Equal(t, want, measured)
 	for _, tk := range held {
 		c.Done(tk)
 	}
-	assert.Equal(t, 1, windows, "a window closed on %d answers", len(held))
 	assert.Equal(t, 0, c.InFlight())
-
-	// Under half the limit, one in _sampleEvery is sampled: too few.
-	clk.Add(2 * _window)
-	for range _minSamples {
-		tk := fill(t, c, 1)[0]
-		c.Done(tk)
-	}
-	assert.Equal(t, 1, windows, "no window on %d answers at low load", _minSamples)
 }
 
-// TestControllerLateAnswersCutTheLimit: answers past their callers'
-// deadline close the window early, however few, and cut the limit at
-// once (the smoothed gradient grew it on the first window).
+// TestControllerLateAnswersCutTheLimit: an answer past its caller's
+// deadline cuts the limit to the requests served at its admission less
+// itself, once per cut: answers admitted before it do not cut again,
+// those admitted after do.
 func TestControllerLateAnswersCutTheLimit(t *testing.T) {
 	clk := newClock()
 	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
@@ -301,73 +300,69 @@ func TestControllerLateAnswersCutTheLimit(t *testing.T) {
 		held = append(held, tk)
 	}
 	clk.Add(100 * time.Millisecond)
-	for _, tk := range held[_initialLimit-_minSamples/2:] {
-		c.Done(tk)
-	}
-	assert.LessOrEqual(t, c.Limit(), float64(_initialLimit)*0.6, "the limit after %d late answers", _minSamples/2)
-	for _, tk := range held[:_initialLimit-_minSamples/2] {
+	c.Done(held[_initialLimit-1])
+	assert.Equal(t, float64(_initialLimit-1), c.Limit(), "late, admitted %d-th", _initialLimit)
+	c.Done(held[_initialLimit-2])
+	assert.Equal(t, float64(_initialLimit-1), c.Limit(), "admitted before the cut: no second cut")
+
+	late, cancel := context.WithDeadline(context.Background(), clk.Now().Add(60*time.Millisecond))
+	defer cancel()
+	tk, reason, ok := c.Admit(late, PriorityFirst)
+	require.True(t, ok, reason)
+	clk.Add(100 * time.Millisecond)
+	c.Done(tk)
+	assert.Equal(t, float64(_initialLimit-2), c.Limit(), "admitted after the cut, %d-th: cuts again", _initialLimit-1)
+	for _, tk := range held[:_initialLimit-2] {
 		c.Done(tk)
 	}
 	assert.Equal(t, 0, c.InFlight())
 }
 
-// TestControllerLIFOWhenTheQueueIsLong: once the queue holds more than
-// the limit, a freed slot goes to the latest request queued (its caller
-// has the most time left); a short queue is served in order.
-func TestControllerLIFOWhenTheQueueIsLong(t *testing.T) {
-	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 2, Now: newClock().Now})
+// TestControllerNewestFirst: a freed slot goes to the newest request
+// queued (its caller has the most time left); one that can no longer
+// finish in its remaining time is shed instead while another is served.
+func TestControllerNewestFirst(t *testing.T) {
+	// An hour ahead: the contexts' deadlines stay far on the real clock.
+	clk := &clock{t: time.Now().Add(time.Hour)}
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 2, Now: clk.Now})
+	learn(c, clk, 10*time.Millisecond, 3*_sampleEvery)
 	held := fill(t, c, 2)
 	var queued []<-chan result
-	for i := range 4 {
-		queued = append(queued, admitAsync(context.Background(), c, PriorityFirst))
+	for i, left := range []time.Duration{100, 100, 25, 100, 100} {
+		ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(left*time.Millisecond))
+		defer cancel()
+		queued = append(queued, admitAsync(ctx, c, PriorityFirst))
 		waitQueued(t, c, i+1)
 	}
-	granted := func() int {
+	granted := func(i int) {
 		t.Helper()
-		for {
-			for i, ch := range queued {
-				if ch == nil {
-					continue
-				}
-				select {
-				case r := <-ch:
-					require.True(t, r.ok, r.reason)
-					held = append(held, r.tk)
-					queued[i] = nil
-					return i
-				default:
-				}
+		r := <-queued[i]
+		require.True(t, r.ok, "%d: %s", i, r.reason)
+		held = append(held, r.tk)
+		for j, ch := range queued[:i] {
+			select {
+			case r := <-ch:
+				t.Fatalf("%d answered before %d: %+v", j, i, r)
+			default:
 			}
-			time.Sleep(time.Millisecond)
 		}
 	}
+	clk.Add(10 * time.Millisecond)
 	c.Done(held[0])
-	assert.Equal(t, 3, granted(), "4 queued over a limit of 2: the latest")
+	granted(4) // the newest
 	c.Done(held[1])
-	assert.Equal(t, 2, granted(), "3 queued: still more than the limit")
+	granted(3)
+	clk.Add(10 * time.Millisecond) // the third has 5ms left, less than the 10ms of service
 	c.Done(held[2])
-	assert.Equal(t, 0, granted(), "2 queued: in order")
+	r := <-queued[2]
+	assert.False(t, r.ok, "it cannot finish in time")
+	assert.Equal(t, ReasonDeadline, r.reason)
+	granted(1) // the slot goes to the next newest
 	c.Done(held[3])
-	assert.Equal(t, 1, granted())
+	granted(0)
 	for _, tk := range held[4:] {
 		c.Done(tk)
 	}
 	assert.Equal(t, 0, c.InFlight())
 	assert.Equal(t, 0, c.Queued())
-}
-
-// TestControllerFarDeadlinesBounded: a sample's remaining time is
-// bounded (_maxRemaining), so that far deadlines add to the window's
-// sum without reaching its count's bits.
-func TestControllerFarDeadlinesBounded(t *testing.T) {
-	clk := newClock()
-	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
-	ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(1000*time.Hour))
-	defer cancel()
-	tk, reason, ok := c.Admit(ctx, PriorityFirst) // the first arrival: sampled
-	require.True(t, ok, reason)
-	c.Done(tk)
-	v := c.timedAcc.Load()
-	assert.Equal(t, uint64(1), v>>_accShift, "one sample")
-	assert.Equal(t, uint64(_maxRemaining/time.Microsecond), v&_accSum)
 }

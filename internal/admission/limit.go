@@ -1,12 +1,13 @@
-// Package admission holds the inbound admission controller: an adaptive
-// limit on the requests a service works on at once, learned from its own
-// latency, with a short queue in front that serves first attempts before
-// retries and requests of callers in an incident, and refuses a request
-// it cannot finish within its caller's deadline.
+// Package admission holds the inbound admission controller: a limit on
+// the requests a service works on at once, learned from each answer
+// against the time its caller gave it, with a short queue in front that
+// serves first attempts before retries and requests of callers in an
+// incident, the newest first, and refuses a request it cannot finish
+// within its caller's deadline.
 //
-// The arithmetic that moves the limit (next) and the refusals (fits,
-// expectedWait) are pure functions of their arguments: no clock, no
-// state. The Controller around them reads the clock and keeps the state.
+// The arithmetic that moves the limit (next) and the refusals (fits)
+// are pure functions of their arguments: no clock, no state. The
+// Controller around them reads the clock and keeps the state.
 package admission
 
 import (
@@ -14,143 +15,135 @@ import (
 	"time"
 )
 
-// Tuning of the gradient limit. The common case needs no configuration:
-// the limit starts at _initialLimit, grows by about its square root per
-// window while latency stays within _tolerance of the service's no-load
-// latency (its floor), and shrinks by up to half per window as queueing
-// delay shows. The floor is the quickest window since the last probe: one
-// window in every _probeEvery runs at half the limit, so that the queue
-// drains and the floor follows a service whose own service time changed
-// (a degraded dependency, a slower disk) within a probe cycle, where a
-// long-run mean would follow the queue itself and let the limit drift up.
+// Tuning of the limit. A request is useful only if its answer reaches its
+// caller within the time the caller gave it (its remaining time at
+// admission), so the limit settles at the requests the service can
+// finish in time, learned from each answer as it comes (DESIGN.md's
+// "Capacity and recovery", rules learned from the first attempt): no
+// windows, no timer, no standing queue.
 const (
-	// _initialLimit is the limit before any window closed.
-	_initialLimit = 20
-	// _tolerance is how much a window's latency may exceed the floor
-	// before the limit shrinks: service times vary without any queueing.
-	_tolerance = 1.5
-	// _smoothing is the weight of one window's new limit.
-	_smoothing = 0.2
-	// _probeEvery is how many windows a probe cycle lasts, the probe
-	// included (about a second).
-	_probeEvery = 20
-	// _window is how long a window lasts at least; _minSamples how many
-	// requests it takes at least, up to _maxWindow.
-	_window     = 50 * time.Millisecond
-	_maxWindow  = time.Second
-	_minSamples = 8
-	// _lateHeadroom is, after a window with answers past their caller's
-	// deadline, the share of its callers' remaining time the window's
-	// latency would have taken under the new limit.
-	_lateHeadroom = 0.9
+	// _initialLimit is the limit before any answer moved it.
+	_initialLimit = 8
+	// _lateSlack is how much an answer past its deadline may exceed the
+	// service time before it is overload (a caller that gave too little
+	// time is not).
+	_lateSlack = 1.2
+	// _jump is how much slower than the service time an answer in time
+	// shows that the service itself slowed (a degraded dependency, a
+	// slower disk), not a queue.
+	_jump = 2
+	// _headroom is the share of its remaining time an answer may take
+	// for the limit to grow by one on it.
+	_headroom = 0.9
+	// _minStep is the least the limit grows on an answer in time while
+	// it was binding: the probe that finds capacity come back.
+	_minStep = 1.0 / 32
+	// _serviceWeight is the weight of one answer in the moving service
+	// time.
+	_serviceWeight = 1.0 / 8
 )
 
-// estimate is the limit's state between windows.
+// estimate is the limit's state between answers.
 type estimate struct {
-	limit   float64       // requests at once, outside a probe
-	floor   time.Duration // the quickest window of this probe cycle; 0 before the first
-	short   time.Duration // the latest window's mean latency
-	before  float64       // the limit before the latest falls for late answers; 0: none
-	windows int           // windows closed
+	limit   float64       // requests at once; enforced rounded down
+	service time.Duration // the moving latency of answers in time; 0 before the first
+	gen     uint32        // cuts so far: an answer admitted before the latest cut does not cut again
 }
 
-// probing reports whether the next window is the probe: run at half the
-// limit.
-func (e estimate) probing() bool { return e.windows%_probeEvery == _probeEvery-1 }
-
-// enforced returns the limit the next window runs under.
-func (e estimate) enforced(b bounds) float64 {
-	if e.probing() {
-		return max(b.min, e.limit/2)
-	}
-	return e.limit
-}
-
-// window is what one window of requests measured: their mean latency,
-// how many requests were in flight when it closed, how many of its
-// requests had a deadline (timed) and how many of those were answered
-// after it (late), and the mean time those callers gave at admission
-// (remaining).
-type window struct {
-	mean      time.Duration
-	inflight  int
-	timed     int
-	late      int
-	remaining time.Duration
+// answer is what one answered request measured.
+type answer struct {
+	latency   time.Duration // from its admission (its grant, when queued) to its answer
+	remaining time.Duration // its caller's time left at admission; 0: no deadline
+	inflight  int           // requests served at its admission, itself included
+	finished  int           // requests answered between its admission and its answer
+	gen       uint32        // estimate.gen at its admission
+	binding   bool          // it took the last slot under the limit, or came through the queue
 }
 
 // bounds are the limit's floor and ceiling.
 type bounds struct{ min, max float64 }
 
-// next returns the estimate after window w closed: a gradient on
-// queueing delay (the ratio of the floor, with tolerance, to the
-// window's latency), applied to the limit with a queue allowance of its
-// square root, smoothed and bounded. A window that used less than half
-// the limit does not grow it: the limit is not proved. The probe window
-// starts a new cycle with its own reading as the floor and does not move
-// the limit.
+// next returns the estimate after answer a:
 //
-// A window with answers past their caller's deadline is wasted work,
-// whatever the floor says: the limit falls at once, unsmoothed, to where
-// the window's latency would have taken _lateHeadroom of its callers'
-// mean remaining time (Little's law at the same throughput), by at least
-// half the share of late answers and by half at most; the probe window
-// included. The limit it fell from is kept: a later window at the floor
-// (a stall of the whole process, not a slower service) that used the
-// limit brings it back halfway at once, a window with queueing delay
-// forgets it.
-func next(e estimate, w window, b bounds) estimate {
-	if w.mean <= 0 {
-		return e
-	}
-	probe := e.probing()
-	e.windows++
-	e.short = w.mean
-	if probe || e.floor == 0 || w.mean < e.floor {
-		e.floor = w.mean
-	}
-	if w.late > 0 && w.timed > 0 && w.remaining > 0 {
-		f := max(0.5, min(_lateHeadroom*float64(w.remaining)/float64(w.mean), 1-float64(w.late)/float64(2*w.timed)))
-		if e.before == 0 {
-			e.before = e.limit
+//   - An answer past its deadline and slower than _lateSlack times the
+//     service time is overload: the limit falls to the requests that
+//     were served at its admission, itself excluded (those did not finish
+//     in time together), or, if lower, to what the service answered in
+//     the time its caller gave it (Little's law: a.finished+1 answers in
+//     its latency; after a long queue this is the count to fall to in one
+//     step, not one less per round trip); once per cut: answers admitted
+//     before the latest cut do not cut again.
+//   - An answer in time _jump times slower than the service time, having
+//     taken over 1/_jump of its caller's time, is a service that slowed
+//     far enough to threaten deadlines: the limit scales by the ratio
+//     (Little's law at the same throughput), not below the requests that
+//     answered in time beside it, and the service time jumps to its
+//     latency; a cut if the limit enforced falls. A slow answer far
+//     within its caller's time (a long tail) only moves the service time.
+//   - An answer in time while the limit was binding grows the limit by
+//     the room its remaining time left, clamp(_headroom·remaining/latency
+//     − 1, _minStep, 1), divided by the limit: by one a limit's worth of
+//     answers when a request could have waited behind it and still be in
+//     time, by _minStep when not (the probe for capacity come back).
+//
+// Answers in time move the service time, at once when twice as quick;
+// nothing else does, so that a queue's latency never becomes the service
+// time that refuses requests.
+func next(e estimate, a answer, b bounds) estimate {
+	lat := max(a.latency, time.Microsecond)
+	late := a.remaining > 0 && lat > a.remaining
+	switch {
+	case late:
+		if a.gen == e.gen && (e.service == 0 || float64(lat) > _lateSlack*float64(e.service)) {
+			// Little's law: the service answered a.finished requests and
+			// this one in lat, so about (a.finished+1)·remaining/lat in
+			// the time this caller gave it.
+			cut := min(e.limit, float64(a.inflight-1))
+			if a.finished > 0 {
+				cut = min(cut, math.Ceil(float64(a.finished+1)*float64(a.remaining)/float64(lat)))
+			}
+			e.limit = bound(math.Floor(cut), b)
+			e.gen++
 		}
-		e.limit = max(b.min, min(b.max, e.limit, e.limit*f))
+		return e
+	case e.service > 0 && float64(lat) > _jump*float64(e.service) && _jump*lat > a.remaining && a.remaining > 0:
+		l := bound(max(e.limit*float64(e.service)/float64(lat), min(e.limit, float64(max(a.inflight, a.finished+1)))), b)
+		if math.Floor(l) < math.Floor(e.limit) {
+			e.gen++ // a cut: the answers admitted before it do not cut again
+		}
+		e.limit, e.service = l, lat
 		return e
 	}
-	if probe {
-		return e
+	if e.service == 0 || _jump*float64(lat) < float64(e.service) {
+		e.service = lat
+	} else {
+		e.service += time.Duration(_serviceWeight * float64(lat-e.service))
 	}
-	gradient := max(0.5, min(1, _tolerance*float64(e.floor)/float64(w.mean)))
-	target := e.limit*gradient + math.Sqrt(e.limit)
-	if target > e.limit && float64(w.inflight) < e.limit/2 {
-		return e
+	if a.binding {
+		e.limit = bound(e.limit+step(a.remaining, lat, e.service)/e.limit, b)
 	}
-	if gradient < 1 {
-		e.before = 0
-	} else if e.before > e.limit {
-		// A clean window at the floor after a fall (a stall of the
-		// process, not of the service): back halfway at once.
-		target = max(target, (e.limit+e.before)/2)
-		e.limit = max(b.min, min(b.max, target))
-		return e
-	}
-	e.limit = max(b.min, min(b.max, e.limit*(1-_smoothing)+target*_smoothing))
 	return e
 }
 
-// expectedWait returns how long a request waits for a worker with ahead
-// requests before it in the queue, under limit workers each taking
-// service: a worker frees every service/limit on average.
-func expectedWait(ahead int, limit float64, service time.Duration) time.Duration {
-	if ahead <= 0 || limit <= 0 {
-		return 0
+// step is how much an answer in time that took lat, of remaining time
+// (0: no deadline), grows a binding limit.
+func step(remaining, lat, service time.Duration) float64 {
+	if remaining == 0 {
+		// No deadline to judge by: one more while the answer shows no
+		// queue.
+		if float64(lat) <= _lateSlack*float64(service) {
+			return 1
+		}
+		return _minStep
 	}
-	return time.Duration(float64(ahead) * float64(service) / limit)
+	return max(_minStep, min(1, _headroom*float64(remaining)/float64(lat)-1))
 }
 
+func bound(l float64, b bounds) float64 { return max(b.min, min(b.max, l)) }
+
 // fits reports whether a request with remaining time before its deadline
-// (hasDeadline false: none) can be served: its expected wait and service
-// time within it. With no service time known yet, everything fits.
-func fits(remaining time.Duration, hasDeadline bool, wait, service time.Duration) bool {
-	return !hasDeadline || service == 0 || remaining >= wait+service
+// (hasDeadline false: none) can be served in it, the service time known
+// (0: not yet, everything fits).
+func fits(remaining time.Duration, hasDeadline bool, service time.Duration) bool {
+	return !hasDeadline || service == 0 || remaining >= service
 }

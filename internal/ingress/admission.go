@@ -30,7 +30,7 @@ func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope) (*admission.Co
 		MaxQueue: cfg.MaxQueue,
 		MinLimit: cfg.MinLimit,
 		MaxLimit: cfg.MaxLimit,
-		OnWindow: func(l float64, q int) {
+		OnLimit: func(l float64, q int) {
 			limit.Update(l)
 			queue.Update(float64(q))
 		},
@@ -54,10 +54,10 @@ func priority(n int, marked bool) admission.Priority {
 
 // shed answers a request admission shed for reason: resource-exhausted,
 // claimed by this service, with pushback, so that its caller does not
-// retry it at once, nobody above retries it, and the callers' overload
-// limits count it as overload; an edge request's answer carries no
-// errown header. A queued request whose caller went gets its context's
-// error: nobody reads it.
+// retry it at once and nobody above retries it (the callers' overload
+// limits do not count it: they count timeouts); an edge request's answer
+// carries no errown header. A queued request whose caller went gets its
+// context's error: nobody reads it.
 func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, reason string, edge bool) error {
 	if reason == admission.ReasonAbandoned {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

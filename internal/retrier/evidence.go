@@ -52,7 +52,20 @@ func giveBack(c *callee, adm admission, end ending, code yarpcerrors.Code, claim
 		c.overload.abandon(adm)
 		return
 	}
-	c.overload.done(adm, overloaded(code, claim))
+	c.overload.done(adm, timedOut(code, claim))
+}
+
+// timedOut reports whether an attempt that ended with code and its
+// callee's claim timed out on the callee's own behalf (an unclaimed
+// error comes from further below): the evidence of overload that moves
+// the limit on attempts in flight. A shed is not: the callee answered at
+// once, its own admission holding what it can finish in time, and a
+// caller that cut its limit for it would fight that admission (two
+// controllers on one queue, the caller's cut to half its attempts in
+// flight below the callee's workers). Its claim and pushback still stop
+// every retry above it.
+func timedOut(code yarpcerrors.Code, claim ownership.Claim) bool {
+	return claim != ownership.ClaimUnclaimed && code == yarpcerrors.CodeDeadlineExceeded
 }
 
 // timedAttempt is the context of an attempt under a policy's attempt

@@ -238,3 +238,51 @@ func TestOverloadEvidenceIsTheProcedures(t *testing.T) {
 		assert.Len(t, out.Requests(), tt.wantSent, "%s: sent", tt.procedure)
 	}
 }
+
+// TestShedIsNoOverloadEvidence: a claimed shed (resource-exhausted with
+// pushback, as a callee's admission answers) is not retried, by the
+// pushback, and leaves the limit on attempts in flight and the shares as
+// they were: the callee's admission holds what it can finish, and a
+// caller that cut its own limit for it would fight that admission. A
+// claimed timeout is the evidence.
+func TestShedIsNoOverloadEvidence(t *testing.T) {
+	tests := []struct {
+		name      string
+		give      step
+		wantSent  int
+		wantShare float64
+	}{
+		{
+			name:     "a claimed shed",
+			give:     fail(yarpcerrors.ResourceExhaustedErrorf("shed"), "errown-claim", "claimed", "errown-no-retry", "1"),
+			wantSent: 3,
+		},
+		{
+			name:      "a claimed timeout",
+			give:      fail(yarpcerrors.DeadlineExceededErrorf("timed out"), "errown-claim", "claimed"),
+			wantSent:  3,
+			wantShare: 1 - pow(63.0/64, 3),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMiddleware(t, retry.Config{
+				Budget:   retry.BudgetConfig{Disabled: true},
+				Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 1}},
+			})
+			c := m.callees["callee"]
+			c.overload.elapsed = still // no share decays with time
+			limit := c.overload.Limit()
+			out := newOutbound(tt.give)
+			for range 3 {
+				_, err := m.Call(context.Background(), req("callee", "get", "x"), &reqlog.Sink{Out: out, Direct: true})
+				require.Error(t, err)
+			}
+			assert.Len(t, out.Requests(), tt.wantSent, "sent")
+			assert.InDelta(t, tt.wantShare, shareOf(c.overload, "get"), 1e-9, "share")
+			assert.InDelta(t, tt.wantShare, c.overload.all.at(c.overload.elapsed), 1e-9, "the callee's share")
+			assert.Equal(t, limit, c.overload.Limit(), "limit")
+			assert.Equal(t, int64(0), c.overload.inflight.Load(), "slots given back")
+		})
+	}
+}

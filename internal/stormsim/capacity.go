@@ -66,13 +66,21 @@ func (q *capacityQueue) service() time.Duration {
 // context's error as soon as it is done while the request waits. A
 // request whose caller gave up while it waited is otherwise served anyway.
 func (q *capacityQueue) serve(ctx context.Context) error {
+	_, err := q.serveTimed(ctx)
+	return err
+}
+
+// serveTimed is serve, and returns when the request's service ended on
+// its worker's clock (zero when it was not served): the time its answer
+// was ready, whatever a loaded machine's timers made of the sleep.
+func (q *capacityQueue) serveTimed(ctx context.Context) (time.Time, error) {
 	w, err := q.admit()
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if w != nil {
 		if err := q.wait(ctx, w); err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 	service := q.service()
@@ -89,7 +97,7 @@ func (q *capacityQueue) serve(ctx context.Context) error {
 	time.Sleep(time.Until(end))
 	q.stats.count(_worked)
 	q.release(end)
-	return nil
+	return end, nil
 }
 
 // admit takes an idle worker (nil, nil) or queues the request.
