@@ -3,6 +3,7 @@ package reqlog
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/errown/errown/internal/calls"
 )
@@ -13,17 +14,26 @@ type Log struct {
 	Procedure string
 	// Egress holds the request's outbound calls.
 	Egress calls.EgressLog
-	// owner is the Map that counts the Log, from Insert to Remove, and
-	// shard the index of its shard there.
+	// owner is the Map that counts the Log, from Insert (it stays set
+	// after Remove: a call the handler left under way reads its clock),
+	// and shard the index of its shard there (_removed after Remove).
 	owner *Map
 	shard uint32
 	// calls counts the request's outbound calls under way: one still
 	// under way when the request ends makes its storm unknown.
 	calls atomic.Int32
 
-	// flags holds _noRetry, _callerFault, _marked and _unmarkedCall, in
-	// one word beside calls so that a Log stays small.
+	// flags holds _noRetry, _callerFault, _marked, _unmarkedCall and
+	// _timed, in one word beside calls so that a Log stays small.
 	flags atomic.Uint32
+	// callTime is, once TimeCalls was called, the wall time during which
+	// at least one of the request's outbound calls was under way, in
+	// microseconds on the owner's clock, modulo 2^32: each time calls
+	// goes from 0 to 1 it takes the clock's reading, each time it goes
+	// back to 0 it adds it, so that concurrent calls count once. Only
+	// the sum is read, so the wrap does no harm under 71 minutes. In
+	// the word of padding after flags: a Log stays in its size class.
+	callTime atomic.Uint32
 }
 
 // SetNoRetry asks that the error response to this request tell the caller
@@ -66,6 +76,7 @@ const (
 	_callerFault
 	_marked
 	_unmarkedCall
+	_timed
 )
 
 type logKey struct{}
@@ -101,11 +112,50 @@ func FromContext(ctx context.Context) *Log {
 }
 
 // CallStarted counts an outbound call of the request under way, until
-// CallEnded: after its storm is added and its entry appended.
-func (l *Log) CallStarted() { l.calls.Add(1) }
+// CallEnded: after its storm is added and its entry appended. A timed
+// Log (TimeCalls) also reads its clock when no other call was under way.
+func (l *Log) CallStarted() {
+	if l.calls.Add(1) == 1 && l.flags.Load()&_timed != 0 {
+		l.callTime.Add(-l.owner.micros())
+	}
+}
 
-// CallEnded ends what CallStarted began.
-func (l *Log) CallEnded() { l.calls.Add(-1) }
+// CallEnded ends what CallStarted began. A timed Log also reads its clock
+// when no other call is under way any more.
+func (l *Log) CallEnded() {
+	if l.calls.Add(-1) == 0 && l.flags.Load()&_timed != 0 {
+		l.callTime.Add(l.owner.micros())
+	}
+}
+
+// TimeCalls has the Log measure how long the request's outbound calls
+// keep it waiting (CallTime), on the clock of the Map that holds it
+// (Map.TimeCalls); it does nothing when the Map has none. Call it before
+// the request's first outbound call. An untimed Log's calls read no
+// clock.
+func (l *Log) TimeCalls() {
+	if l.owner != nil && l.owner.now != nil {
+		l.flags.Or(_timed)
+	}
+}
+
+// CallTime returns the wall time during which at least one of the
+// request's outbound calls was under way, since TimeCalls: calls made at
+// once (a fan-out) count once. A call still under way counts until now.
+// It is 0 for a Log TimeCalls did not time.
+func (l *Log) CallTime() time.Duration {
+	if l.flags.Load()&_timed == 0 {
+		return 0
+	}
+	v := l.callTime.Load()
+	if l.calls.Load() > 0 {
+		// Under way: its start was taken, its end is now. (A call that
+		// starts as this reads may not have taken it yet: the caller
+		// bounds the result by the request's latency.)
+		v += l.owner.micros()
+	}
+	return time.Duration(v) * time.Microsecond
+}
 
 // CallsUnderWay reports whether an outbound call of the request is still
 // under way.
