@@ -341,13 +341,44 @@ func (c *Controller) dispatch() {
 	}
 }
 
+// Measured reports whether the answer of the request admitted with t
+// moves the limit: whether Done reads the clock. A request whose ticket is
+// not measured need not time its outbound calls (DoneOwn).
+func (t Ticket) Measured() bool { return !t.start.IsZero() }
+
 // Done ends an admitted request, the limit moved on its answer if it was
 // measured.
-func (c *Controller) Done(t Ticket) {
+func (c *Controller) Done(t Ticket) { c.DoneOwn(t, 0) }
+
+// DoneOwn is Done for a request whose handler waited callees for its
+// outbound calls: it is judged on its own time, so that only the service
+// whose own work is slow (the bottleneck) cuts its limit, not every
+// service above it (DESIGN.md's "Capacity and recovery"). See own.
+func (c *Controller) DoneOwn(t Ticket, callees time.Duration) {
 	if !t.start.IsZero() {
-		c.answered(t, c.now().Sub(t.start))
+		c.answered(own(t, c.now().Sub(t.start), callees))
 	}
 	c.release()
+}
+
+// own returns the ticket and latency of a request admitted with t that
+// answered in lat, callees of which it waited for its outbound calls, as
+// its own: the latency less callees, and its remaining time for its own
+// work its caller's less callees, the time its callees took. Its answer
+// is late exactly when it was (both lose callees), but the service time,
+// the jump and the room an answer leaves are its own. When its callees
+// took all its caller's time, nothing of its own was late: it answers as
+// one without a deadline. callees is bounded by lat.
+func own(t Ticket, lat, callees time.Duration) (Ticket, time.Duration) {
+	callees = min(max(callees, 0), lat)
+	switch {
+	case callees == 0 || t.remaining == 0:
+	case callees < t.remaining:
+		t.remaining -= callees
+	default:
+		t.remaining = 0
+	}
+	return t, lat - callees
 }
 
 // answered moves the limit on the answer of t, which took lat. An answer
