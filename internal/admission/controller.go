@@ -160,7 +160,11 @@ func (c *Controller) ticket(start, deadline time.Time, v uint64, binding bool) T
 // refused while another is served; with none served it is admitted, so
 // that an answer measures the service again (no estimate outlives the
 // service it measured). Under pressure (half the limit in use) every
-// answer is measured.
+// answer is measured. The service time is the requests' own (DoneOwn):
+// what a request's callees will take is not known at its admission, and
+// is theirs to judge against the deadline it carries to them, so a
+// service above the bottleneck admits what only the bottleneck cannot
+// finish, and the bottleneck refuses it.
 func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, bool) {
 	deadline, timed := ctx.Deadline()
 	if !timed {
