@@ -370,17 +370,22 @@ func (c *Controller) DoneOwn(t Ticket, callees time.Duration) {
 // its own: the latency less callees, and its remaining time for its own
 // work its caller's less callees, the time its callees took. Its answer
 // is late exactly when it was (both lose callees), but the service time,
-// the jump and the room an answer leaves are its own. When its callees
-// took all its caller's time, nothing of its own was late: it answers as
-// one without a deadline. callees is bounded by lat.
+// the jump and the room an answer leaves are its own.
+//
+// When its callees took at least half its latency, or all its caller's
+// time, its callees decide whether it is in time, not its own work: it
+// answers as one without a deadline, which moves the service time and a
+// binding limit up, never down. Else a service whose own work is a few
+// microseconds beside a callee that answers at the deadline would cut
+// on every answer a microsecond late. callees is bounded by lat.
 func own(t Ticket, lat, callees time.Duration) (Ticket, time.Duration) {
 	callees = min(max(callees, 0), lat)
 	switch {
 	case callees == 0 || t.remaining == 0:
-	case callees < t.remaining:
-		t.remaining -= callees
-	default:
+	case 2*callees >= lat || callees >= t.remaining:
 		t.remaining = 0
+	default:
+		t.remaining -= callees
 	}
 	return t, lat - callees
 }
