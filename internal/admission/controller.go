@@ -424,6 +424,25 @@ func (c *Controller) answered(t Ticket, lat time.Duration) {
 	}
 }
 
+// Park gives the slot of an admitted request back while it waits for its
+// outbound calls, to a queued request if any: only the requests doing
+// their own work count against the limit, so that a service waiting on
+// a slow callee is not the one that sheds. Unpark takes the slot back as
+// the request stops waiting, over the limit if need be (its work is
+// under way). Every Park is followed by one Unpark before the request's
+// Done. A parked request counts as neither served nor arrived: the
+// answers counted between a ticket's admission and its answer
+// (Ticket.finished) are answers only.
+func (c *Controller) Park() {
+	c.state.Add(^uint64(_arrival)) // less one arrival and one served
+	if c.waiting.Load() > 0 {
+		c.dispatch()
+	}
+}
+
+// Unpark ends what Park began.
+func (c *Controller) Unpark() { c.state.Add(_arrival | 1) }
+
 // release gives a slot back, and to a queued request if any.
 func (c *Controller) release() {
 	c.give()

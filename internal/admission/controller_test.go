@@ -472,3 +472,25 @@ func TestControllerOwnTime(t *testing.T) {
 	answerAtOnce(t, whole, clk, 5, 4, 60*ms, 70*ms, 0)
 	assert.Less(t, whole.Limit(), wholeLimit/2, "the whole latency: every service above cuts")
 }
+
+// TestControllerPark: a request waiting for its outbound calls gives its
+// slot to the queue, and takes it back over the limit; the answers
+// counted meanwhile are answers only.
+func TestControllerPark(t *testing.T) {
+	c := New(Config{MaxQueue: 4, MinLimit: 1, MaxLimit: 1, Now: newClock().Now})
+	held := fill(t, c, 1)
+	before := finished(c.state.Load())
+	queued := admitAsync(context.Background(), c, PriorityFirst)
+	waitQueued(t, c, 1)
+	c.Park()
+	r := <-queued
+	require.True(t, r.ok, "the parked slot went to the queue: %s", r.reason)
+	assert.Equal(t, 1, c.InFlight())
+	c.Unpark()
+	assert.Equal(t, 2, c.InFlight(), "taken back over the limit")
+	assert.Equal(t, before, finished(c.state.Load()), "nothing answered")
+	c.Done(r.tk)
+	c.Done(held[0])
+	assert.Equal(t, 0, c.InFlight())
+	assert.Equal(t, before+2, finished(c.state.Load()))
+}
