@@ -42,19 +42,27 @@ func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope, now func() tim
 }
 
 // admitted is a request admission admitted: its ticket, and its Log when
-// the ticket is measured and the request tracked (its calls timed).
+// it is tracked (its calls park its slot; timed when its ticket is
+// measured).
 type admitted struct {
 	ticket admission.Ticket
 	log    *reqlog.Log
 }
 
+var _ reqlog.Parker = (*admission.Controller)(nil)
+
 // done ends the admitted request a, judged on its own time: its latency
 // less the wall time its outbound calls kept it waiting (calls made at
-// once count once), as its egress log measured it. A request served
-// untracked is judged on its whole latency.
+// once count once), as its egress log measured it. A call it left under
+// way parks and resumes it no more: its slot is taken back here, and
+// given back with the others. A request served untracked is judged on
+// its whole latency.
 func (m *Middleware) done(a *admitted) {
 	var callees time.Duration
 	if a.log != nil {
+		if a.log.EndCalls() {
+			m.admission.Unpark()
+		}
 		callees = a.log.CallTime()
 	}
 	m.admission.DoneOwn(a.ticket, callees)

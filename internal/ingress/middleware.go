@@ -93,9 +93,9 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	scope := o.Scope.SubScope("inbound")
 	ctl, shedCount := newAdmission(cfg.Admission, scope, o.admissionNow)
 	if ctl != nil {
-		// The requests admission measures time their outbound calls,
-		// on the controller's clock.
-		logs.TimeCalls(o.admissionNow)
+		// A request waiting for its outbound calls parks its slot, and
+		// those admission measures time the calls on its clock.
+		logs.WatchCalls(ctl, o.admissionNow)
 	}
 	return &Middleware{
 		admission:         ctl,
@@ -167,11 +167,13 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		return m.serveUntracked(ctx, req, resw, h, edge)
 	}
 	log := &r.Log
-	if adm.ticket.Measured() {
-		// Its answer moves the limit: judged on its own time, less
-		// what its outbound calls kept it waiting.
-		log.TimeCalls()
+	if m.admission != nil {
 		adm.log = log
+		if adm.ticket.Measured() {
+			// Its answer moves the limit: judged on its own time, less
+			// what its outbound calls kept it waiting.
+			log.TimeCalls()
+		}
 	}
 	if marked {
 		m.orphans.Watch() // until finish

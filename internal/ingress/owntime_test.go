@@ -111,3 +111,53 @@ func TestAdmissionOnlyTheBottleneckSheds(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), below.shed("enforce", "deadline"), "the bottleneck sheds")
 }
+
+// TestAdmissionParksWhileCalling: a request waiting for its outbound
+// call does not count against its service's limit: with a limit of one,
+// a second request is served while the first waits on its callee. A call
+// the handler leaves under way when it returns takes nothing with it.
+func TestAdmissionParksWhileCalling(t *testing.T) {
+	e := newEnv(t, inbound.Config{Admission: oneAtOnce})
+	eg, err := egress.New(outbound.Config{})
+	require.NoError(t, err)
+	calling, release := make(chan struct{}), make(chan struct{})
+	slow := outboundtest.New(func(context.Context, *transport.Request) (*transport.Response, error) {
+		calling <- struct{}{}
+		<-release
+		return &transport.Response{Headers: transport.NewHeaders()}, nil
+	})
+	call := func(ctx context.Context) {
+		_, _ = eg.Call(ctx, &transport.Request{Service: "below", Procedure: "work"}, slow)
+	}
+
+	waiting := make(chan error, 1)
+	go func() {
+		waiting <- e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+			call(ctx)
+			return nil
+		}))
+	}()
+	<-calling
+	assert.Zero(t, e.mw.admission.InFlight(), "parked while it calls")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // not queued behind it
+	defer cancel()
+	require.NoError(t, e.mw.Handle(ctx, request("http"), &transporttest.FakeResponseWriter{}, ok), "served at once")
+	release <- struct{}{}
+	require.NoError(t, <-waiting)
+	assert.Zero(t, e.mw.admission.InFlight())
+
+	// Fire and forget: the handler returns with its call under way.
+	var wg sync.WaitGroup
+	require.NoError(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
+		wg.Go(func() { call(ctx) })
+		<-calling
+		return nil
+	})))
+	assert.Zero(t, e.mw.admission.InFlight(), "the request ended")
+	release <- struct{}{}
+	wg.Wait()
+	assert.Zero(t, e.mw.admission.InFlight(), "its call ended later")
+	for _, r := range []string{"queue_full", "deadline", "abandoned"} {
+		assert.Zero(t, e.shed("enforce", r), "shed for %s", r)
+	}
+}

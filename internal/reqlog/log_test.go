@@ -63,7 +63,7 @@ func TestCallTime(t *testing.T) {
 			c := &fakeClock{now: time.Unix(0, 0).Add(time.Hour * 24 * 365 * 50)} // far from the wrap of 2^32µs
 			m, err := NewMap(Config{})
 			require.NoError(t, err)
-			m.TimeCalls(c.Now)
+			m.WatchCalls(&parker{}, c.Now)
 			c.Add(90 * time.Minute) // past one wrap of the microseconds
 			l := m.Open("p")
 			l.TimeCalls()
@@ -78,13 +78,13 @@ func TestCallTimeUntimed(t *testing.T) {
 	untimedMap, err := NewMap(Config{})
 	require.NoError(t, err)
 	l := untimedMap.Open("p")
-	l.TimeCalls() // the Map has no clock: nothing
+	l.TimeCalls() // the Map watches no calls: nothing
 	c.Call(l, time.Second)
-	assert.Zero(t, l.CallTime(), "a Map without a clock")
+	assert.Zero(t, l.CallTime(), "a Map that watches no calls")
 
 	timedMap, err := NewMap(Config{})
 	require.NoError(t, err)
-	timedMap.TimeCalls(c.Now)
+	timedMap.WatchCalls(&parker{}, c.Now)
 	l = timedMap.Open("p") // TimeCalls not called
 	c.Call(l, time.Second)
 	assert.Zero(t, l.CallTime(), "a Log not timed")
@@ -100,7 +100,7 @@ func TestCallTimeAfterRemove(t *testing.T) {
 	c := &fakeClock{now: time.Unix(1, 0)}
 	m, err := NewMap(Config{})
 	require.NoError(t, err)
-	m.TimeCalls(c.Now)
+	m.WatchCalls(&parker{}, c.Now)
 	l := m.Open("p")
 	l.TimeCalls()
 	l.CallStarted()
@@ -109,4 +109,48 @@ func TestCallTimeAfterRemove(t *testing.T) {
 	l.CallEnded() // a call the handler left under way ends late: reads the clock still
 	assert.Equal(t, time.Millisecond, l.CallTime())
 	assert.Equal(t, 0, m.Len())
+}
+
+// parker counts what a Map's Logs park.
+type parker struct{ parked, unparked int }
+
+func (p *parker) Park()   { p.parked++ }
+func (p *parker) Unpark() { p.unparked++ }
+
+// TestParking: a request parks its slot as it starts waiting for its
+// calls and takes it back as it stops, once for calls made at once; once
+// it ended (EndCalls) a call it left under way changes nothing, and
+// EndCalls says it was parked.
+func TestParking(t *testing.T) {
+	c := &fakeClock{now: time.Unix(1, 0)}
+	p := &parker{}
+	m, err := NewMap(Config{})
+	require.NoError(t, err)
+	m.WatchCalls(p, c.Now)
+
+	l := m.Open("p") // untimed: parks all the same
+	c.Call(l, time.Millisecond)
+	l.CallStarted()
+	l.CallStarted()
+	l.CallEnded()
+	l.CallEnded()
+	assert.Equal(t, parker{parked: 2, unparked: 2}, *p)
+	assert.False(t, l.EndCalls(), "nothing under way")
+	c.Call(l, time.Millisecond)
+	assert.Equal(t, parker{parked: 2, unparked: 2}, *p, "ended: no more parking")
+	assert.Zero(t, l.CallTime(), "untimed")
+
+	l = m.Open("p")
+	l.TimeCalls()
+	l.CallStarted()
+	c.Add(3 * time.Millisecond)
+	assert.True(t, l.EndCalls(), "a call under way as it ended: parked")
+	assert.Equal(t, 1, l.CallsInFlight())
+	assert.True(t, l.CallsUnderWay())
+	assert.Equal(t, 3*time.Millisecond, l.CallTime(), "until now")
+	assert.False(t, l.EndCalls(), "once")
+	l.CallEnded()
+	assert.Equal(t, parker{parked: 3, unparked: 2}, *p, "its caller takes the slot back, not the late call")
+	assert.Zero(t, l.CallsInFlight())
+	assert.False(t, l.CallsUnderWay())
 }

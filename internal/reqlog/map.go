@@ -29,11 +29,13 @@ const _cacheLine = 128
 type Map struct {
 	shards []*shard // each allocated alone: see shard
 	mask   uint64
-	// now and base are the clock of timed Logs (TimeCalls); now is nil
-	// when the Map times none. Only read once set.
-	now  func() time.Time
-	base time.Time
-	_    [_cacheLine]byte
+	// parker, now and base are set by WatchCalls: the admission the
+	// Logs' calls park and resume, the clock of timed Logs. Nil when
+	// the Map watches no calls. Only read once set.
+	parker Parker
+	now    func() time.Time
+	base   time.Time
+	_      [_cacheLine]byte
 	// full counts the shards holding their share, so that a full Map
 	// refuses without looking at any shard. Written only when a shard's
 	// count reaches its share or leaves it.
@@ -43,15 +45,26 @@ type Map struct {
 // _removed is the shard of a Log after Remove.
 const _removed = math.MaxUint32
 
-// TimeCalls has the Map's Logs, those whose TimeCalls is called, measure
-// their requests' outbound calls on the clock now (monotonic). Call it
-// before the Map is used.
-func (m *Map) TimeCalls(now func() time.Time) {
-	m.now, m.base = now, now()
+// Parker is admission as a request's outbound calls see it: a request
+// parks its slot as it starts waiting for its calls (none was under way),
+// and takes it back, unconditionally, as it stops (none is any more), so
+// that only the requests doing their own work count against the limit:
+// a service waiting on a slow callee is not the one overloaded.
+type Parker interface {
+	Park()
+	Unpark()
+}
+
+// WatchCalls has every Log of the Map park and resume its request's slot
+// with p as its calls start and end (see Parker; EndCalls ends it), and
+// the Logs timed (Log.TimeCalls) measure their calls on the clock now
+// (monotonic). Call it before the Map is used.
+func (m *Map) WatchCalls(p Parker, now func() time.Time) {
+	m.parker, m.now, m.base = p, now, now()
 }
 
 // micros reads the clock of timed Logs: microseconds since the Map's
-// TimeCalls, modulo 2^32.
+// WatchCalls, modulo 2^32.
 func (m *Map) micros() uint32 {
 	return uint32(m.now().Sub(m.base) / time.Microsecond)
 }
