@@ -160,7 +160,11 @@ func (c *Controller) ticket(start, deadline time.Time, v uint64, binding bool) T
 // refused while another is served; with none served it is admitted, so
 // that an answer measures the service again (no estimate outlives the
 // service it measured). Under pressure (half the limit in use) every
-// answer is measured.
+// answer is measured. The service time is the requests' own (DoneOwn):
+// what a request's callees will take is not known at its admission, and
+// is theirs to judge against the deadline it carries to them, so a
+// service above the bottleneck admits what only the bottleneck cannot
+// finish, and the bottleneck refuses it.
 func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, bool) {
 	deadline, timed := ctx.Deadline()
 	if !timed {
@@ -341,13 +345,49 @@ func (c *Controller) dispatch() {
 	}
 }
 
+// Measured reports whether the answer of the request admitted with t
+// moves the limit: whether Done reads the clock. A request whose ticket is
+// not measured need not time its outbound calls (DoneOwn).
+func (t Ticket) Measured() bool { return !t.start.IsZero() }
+
 // Done ends an admitted request, the limit moved on its answer if it was
 // measured.
-func (c *Controller) Done(t Ticket) {
+func (c *Controller) Done(t Ticket) { c.DoneOwn(t, 0) }
+
+// DoneOwn is Done for a request whose handler waited callees for its
+// outbound calls: it is judged on its own time, so that only the service
+// whose own work is slow (the bottleneck) cuts its limit, not every
+// service above it (DESIGN.md's "Capacity and recovery"). See own.
+func (c *Controller) DoneOwn(t Ticket, callees time.Duration) {
 	if !t.start.IsZero() {
-		c.answered(t, c.now().Sub(t.start))
+		c.answered(own(t, c.now().Sub(t.start), callees))
 	}
 	c.release()
+}
+
+// own returns the ticket and latency of a request admitted with t that
+// answered in lat, callees of which it waited for its outbound calls, as
+// its own: the latency less callees, and its remaining time for its own
+// work its caller's less callees, the time its callees took. Its answer
+// is late exactly when it was (both lose callees), but the service time,
+// the jump and the room an answer leaves are its own.
+//
+// When its callees took at least half its latency, or all its caller's
+// time, its callees decide whether it is in time, not its own work: it
+// answers as one without a deadline, which moves the service time and a
+// binding limit up, never down. Else a service whose own work is a few
+// microseconds beside a callee that answers at the deadline would cut
+// on every answer a microsecond late. callees is bounded by lat.
+func own(t Ticket, lat, callees time.Duration) (Ticket, time.Duration) {
+	callees = min(max(callees, 0), lat)
+	switch {
+	case callees == 0 || t.remaining == 0:
+	case 2*callees >= lat || callees >= t.remaining:
+		t.remaining = 0
+	default:
+		t.remaining -= callees
+	}
+	return t, lat - callees
 }
 
 // answered moves the limit on the answer of t, which took lat. An answer
@@ -383,6 +423,25 @@ func (c *Controller) answered(t Ticket, lat time.Duration) {
 		}
 	}
 }
+
+// Park gives the slot of an admitted request back while it waits for its
+// outbound calls, to a queued request if any: only the requests doing
+// their own work count against the limit, so that a service waiting on
+// a slow callee is not the one that sheds. Unpark takes the slot back as
+// the request stops waiting, over the limit if need be (its work is
+// under way). Every Park is followed by one Unpark before the request's
+// Done. A parked request counts as neither served nor arrived: the
+// answers counted between a ticket's admission and its answer
+// (Ticket.finished) are answers only.
+func (c *Controller) Park() {
+	c.state.Add(^uint64(_arrival)) // less one arrival and one served
+	if c.waiting.Load() > 0 {
+		c.dispatch()
+	}
+}
+
+// Unpark ends what Park began.
+func (c *Controller) Unpark() { c.state.Add(_arrival | 1) }
 
 // release gives a slot back, and to a queued request if any.
 func (c *Controller) release() {

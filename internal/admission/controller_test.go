@@ -366,3 +366,131 @@ func TestControllerNewestFirst(t *testing.T) {
 	assert.Equal(t, 0, c.InFlight())
 	assert.Equal(t, 0, c.Queued())
 }
+
+func TestOwn(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		give          string
+		remaining     time.Duration // the caller's; 0: no deadline
+		lat, callees  time.Duration
+		wantRemaining time.Duration
+		wantLat       time.Duration
+	}{
+		{give: "no calls", remaining: 60 * ms, lat: 50 * ms, wantRemaining: 60 * ms, wantLat: 50 * ms},
+		{give: "its callees' time is not its own", remaining: 60 * ms, lat: 50 * ms, callees: 20 * ms, wantRemaining: 40 * ms, wantLat: 30 * ms},
+		{give: "late on its own time", remaining: 60 * ms, lat: 70 * ms, callees: 20 * ms, wantRemaining: 40 * ms, wantLat: 50 * ms},
+		{give: "mostly its callees' time: they decide", remaining: 60 * ms, lat: 50 * ms, callees: 45 * ms, wantRemaining: 0, wantLat: 5 * ms},
+		{give: "mostly its callees' time, late", remaining: 60 * ms, lat: 61 * ms, callees: 59 * ms, wantRemaining: 0, wantLat: 2 * ms},
+		{give: "its callees took all its time", remaining: 60 * ms, lat: 140 * ms, callees: 65 * ms, wantRemaining: 0, wantLat: 75 * ms},
+		{give: "no deadline", lat: 50 * ms, callees: 45 * ms, wantLat: 5 * ms},
+		{give: "callees bounded by the latency", remaining: 60 * ms, lat: 50 * ms, callees: 80 * ms, wantRemaining: 0, wantLat: 0},
+		{give: "negative callees", remaining: 60 * ms, lat: 50 * ms, callees: -ms, wantRemaining: 60 * ms, wantLat: 50 * ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			tk, lat := own(Ticket{start: time.Unix(1, 0), remaining: tt.remaining, inflight: 3}, tt.lat, tt.callees)
+			assert.Equal(t, tt.wantRemaining, tk.remaining, "remaining")
+			assert.Equal(t, tt.wantLat, lat, "latency")
+			assert.Equal(t, uint32(3), tk.inflight, "the rest of the ticket")
+		})
+	}
+}
+
+// answerAtOnce admits n requests at once, their callers giving them
+// deadline, and answers them after lat, callees of which each waited for
+// its outbound calls; rounds times over.
+func answerAtOnce(t *testing.T, c *Controller, clk *clock, rounds, n int, deadline, lat, callees time.Duration) {
+	t.Helper()
+	for range rounds {
+		ctx, cancel := context.WithDeadline(context.Background(), clk.Now().Add(deadline))
+		var held []Ticket
+		for range n {
+			if tk, _, ok := c.Admit(ctx, PriorityFirst); ok {
+				held = append(held, tk)
+			}
+		}
+		clk.Add(lat)
+		for _, tk := range held {
+			c.DoneOwn(tk, callees)
+		}
+		cancel()
+	}
+}
+
+// TestControllerOwnTime: only the bottleneck cuts. A service whose
+// answers slow because its callee's do (its own time unchanged) keeps
+// its limit and admits requests with little time left; the callee,
+// slow on its own time, cuts its limit and refuses them.
+func TestControllerOwnTime(t *testing.T) {
+	ms := time.Millisecond
+	clk := newClock()
+	cfg := Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now}
+	above, bottleneck := New(cfg), New(cfg)
+	// Steady: 5ms answers, 4.5ms of them the bottleneck's, 60ms deadlines.
+	answerAtOnce(t, above, clk, 20, 4, 60*ms, 5*ms, 4500*time.Microsecond)
+	answerAtOnce(t, bottleneck, clk, 20, 4, 60*ms, 4500*time.Microsecond, 0)
+	aboveLimit, bottleneckLimit := above.Limit(), bottleneck.Limit()
+
+	// The bottleneck slows tenfold, and some answers are late.
+	answerAtOnce(t, above, clk, 20, 4, 60*ms, 50*ms, 49500*time.Microsecond)
+	answerAtOnce(t, above, clk, 5, 4, 60*ms, 70*ms, 69500*time.Microsecond)
+	// Its callee answers at the deadline, its own work four times as
+	// slow as usual: late, but by its callee's time.
+	answerAtOnce(t, above, clk, 5, 4, 60*ms, 61*ms, 59*ms)
+	answerAtOnce(t, bottleneck, clk, 20, 4, 60*ms, 49500*time.Microsecond, 0)
+	answerAtOnce(t, bottleneck, clk, 5, 4, 60*ms, 69500*time.Microsecond, 0)
+
+	assert.GreaterOrEqual(t, above.Limit(), aboveLimit, "above the bottleneck: no cut")
+	assert.Less(t, bottleneck.Limit(), bottleneckLimit/2, "the bottleneck cuts")
+	assert.Less(t, time.Duration(above.service.Load()), 2*time.Millisecond, "above: its own service time")
+
+	// With one request served, one with 10ms left: the service above
+	// admits it (its own work takes 0.5ms; its callee judges its own),
+	// the bottleneck refuses it.
+	short, cancel := context.WithDeadline(context.Background(), clk.Now().Add(10*ms))
+	defer cancel()
+	for _, tt := range []struct {
+		c    *Controller
+		want bool
+	}{{above, true}, {bottleneck, false}} {
+		held := fill(t, tt.c, 1)
+		tk, reason, ok := tt.c.Admit(short, PriorityFirst)
+		assert.Equal(t, tt.want, ok, reason)
+		if ok {
+			held = append(held, tk)
+		}
+		for _, tk := range held {
+			tt.c.Done(tk)
+		}
+	}
+
+	// Judged on the whole latency (Done), the service above cuts too.
+	whole := New(cfg)
+	answerAtOnce(t, whole, clk, 20, 4, 60*ms, 5*ms, 0)
+	wholeLimit := whole.Limit()
+	answerAtOnce(t, whole, clk, 20, 4, 60*ms, 50*ms, 0)
+	answerAtOnce(t, whole, clk, 5, 4, 60*ms, 70*ms, 0)
+	assert.Less(t, whole.Limit(), wholeLimit/2, "the whole latency: every service above cuts")
+}
+
+// TestControllerPark: a request waiting for its outbound calls gives its
+// slot to the queue, and takes it back over the limit; the answers
+// counted meanwhile are answers only.
+func TestControllerPark(t *testing.T) {
+	c := New(Config{MaxQueue: 4, MinLimit: 1, MaxLimit: 1, Now: newClock().Now})
+	held := fill(t, c, 1)
+	before := finished(c.state.Load())
+	queued := admitAsync(context.Background(), c, PriorityFirst)
+	waitQueued(t, c, 1)
+	c.Park()
+	r := <-queued
+	require.True(t, r.ok, "the parked slot went to the queue: %s", r.reason)
+	assert.Equal(t, 1, c.InFlight())
+	c.Unpark()
+	assert.Equal(t, 2, c.InFlight(), "taken back over the limit")
+	assert.Equal(t, before, finished(c.state.Load()), "nothing answered")
+	c.Done(r.tk)
+	c.Done(held[0])
+	assert.Equal(t, 0, c.InFlight())
+	assert.Equal(t, before+2, finished(c.state.Load()))
+}

@@ -3,7 +3,10 @@
 // against the time its caller gave it, with a short queue in front that
 // serves first attempts before retries and requests of callers in an
 // incident, the newest first, and refuses a request it cannot finish
-// within its caller's deadline.
+// within its caller's deadline. A service judges its own time: a request
+// waiting for its outbound calls parks its slot (Controller.Park), and
+// its answer counts its latency less that wait (Controller.DoneOwn), so
+// that only the bottleneck sheds, not every service above it.
 //
 // The arithmetic that moves the limit (next) and the refusals (fits)
 // are pure functions of their arguments: no clock, no state. The

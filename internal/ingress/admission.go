@@ -3,9 +3,11 @@ package ingress
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/admission"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -14,8 +16,8 @@ import (
 // newAdmission returns the admission controller cfg (defaults applied)
 // asks for, nil when disabled, and its inbound.shed counters by reason
 // (tagged with the mode: what observe mode counts was not shed), with its
-// gauges under scope.
-func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope) (*admission.Controller, map[string]tally.Counter) {
+// gauges under scope, reading the clock now.
+func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope, now func() time.Time) (*admission.Controller, map[string]tally.Counter) {
 	if cfg.Mode == inbound.AdmissionDisabled {
 		return nil, nil
 	}
@@ -30,12 +32,40 @@ func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope) (*admission.Co
 		MaxQueue: cfg.MaxQueue,
 		MinLimit: cfg.MinLimit,
 		MaxLimit: cfg.MaxLimit,
+		Now:      now,
 		OnLimit: func(l float64, q int) {
 			limit.Update(l)
 			queue.Update(float64(q))
 		},
 	})
 	return ctl, counts
+}
+
+// admitted is a request admission admitted: its ticket, and its Log when
+// it is tracked (its calls park its slot; timed when its ticket is
+// measured).
+type admitted struct {
+	ticket admission.Ticket
+	log    *reqlog.Log
+}
+
+var _ reqlog.Parker = (*admission.Controller)(nil)
+
+// done ends the admitted request a, judged on its own time: its latency
+// less the wall time its outbound calls kept it waiting (calls made at
+// once count once), as its egress log measured it. A call it left under
+// way parks and resumes it no more: its slot is taken back here, and
+// given back with the others. A request served untracked is judged on
+// its whole latency.
+func (m *Middleware) done(a *admitted) {
+	var callees time.Duration
+	if a.log != nil {
+		if a.log.EndCalls() {
+			m.admission.Unpark()
+		}
+		callees = a.log.CallTime()
+	}
+	m.admission.DoneOwn(a.ticket, callees)
 }
 
 // priority ranks a request with attempt number n (0: unmarked), marked

@@ -70,7 +70,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now}
+	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now, admissionNow: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -91,7 +91,12 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		orphans = new(calls.Orphans) // nobody counts: never changes
 	}
 	scope := o.Scope.SubScope("inbound")
-	ctl, shedCount := newAdmission(cfg.Admission, scope)
+	ctl, shedCount := newAdmission(cfg.Admission, scope, o.admissionNow)
+	if ctl != nil {
+		// A request waiting for its outbound calls parks its slot, and
+		// those admission measures time the calls on its clock.
+		logs.WatchCalls(ctl, o.admissionNow)
+	}
 	return &Middleware{
 		admission:         ctl,
 		shedCount:         shedCount,
@@ -144,6 +149,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 			tracing.Attempt(ctx, n)
 		}
 	}
+	var adm admitted // ended last, after finish
 	if m.admission != nil {
 		t, reason, ok := m.admission.Admit(ctx, priority(n, marked))
 		if reason != "" {
@@ -153,13 +159,22 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		if !ok {
 			return m.shed(ctx, req, resw, reason, edge)
 		}
-		defer m.admission.Done(t)
+		adm.ticket = t
+		defer m.done(&adm)
 	}
 	r := m.track(ctx, req.Procedure, marked)
 	if r == nil {
 		return m.serveUntracked(ctx, req, resw, h, edge)
 	}
 	log := &r.Log
+	if m.admission != nil {
+		adm.log = log
+		if adm.ticket.Measured() {
+			// Its answer moves the limit: judged on its own time, less
+			// what its outbound calls kept it waiting.
+			log.TimeCalls()
+		}
+	}
 	if marked {
 		m.orphans.Watch() // until finish
 	}

@@ -20,6 +20,9 @@ type options struct {
 	stormHook func(inbound.Storm)
 	orphans   *calls.Orphans
 	now       func() time.Time
+	// admissionNow is the admission controller's clock, and its timed
+	// requests' outbound calls' (reqlog.Map.TimeCalls).
+	admissionNow func() time.Time
 }
 
 type optionFunc func(*options)
@@ -73,4 +76,10 @@ func WithClock(now func() time.Time) Option {
 			o.now = now
 		}
 	})
+}
+
+// withAdmissionClock has admission, and the requests it times, read the
+// time from now, monotonic. Default time.Now.
+func withAdmissionClock(now func() time.Time) Option {
+	return optionFunc(func(o *options) { o.admissionNow = now })
 }

@@ -17,4 +17,9 @@
 // shard picked at random, trying the next ones when it is full, so
 // concurrent requests rarely contend. Past MaxInFlight, Open refuses and
 // the request is served untracked.
+//
+// With admission on, the Map watches each Log's outbound calls
+// (Map.WatchCalls): a request parks its admission slot while at least one
+// of its calls is under way (Parker), and a measured one times that wait
+// (Log.CallTime), so that admission judges the service's own time.
 package reqlog

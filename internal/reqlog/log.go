@@ -2,7 +2,9 @@ package reqlog
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/errown/errown/internal/calls"
 )
@@ -13,17 +15,27 @@ type Log struct {
 	Procedure string
 	// Egress holds the request's outbound calls.
 	Egress calls.EgressLog
-	// owner is the Map that counts the Log, from Insert to Remove, and
-	// shard the index of its shard there.
+	// owner is the Map that counts the Log, from Insert (it stays set
+	// after Remove: a call the handler left under way reads its clock),
+	// and shard the index of its shard there (_removed after Remove).
 	owner *Map
 	shard uint32
-	// calls counts the request's outbound calls under way: one still
-	// under way when the request ends makes its storm unknown.
+	// calls counts the request's outbound calls under way (_callsCount):
+	// one still under way when the request ends makes its storm unknown;
+	// _callsEnded once EndCalls was called.
 	calls atomic.Int32
 
-	// flags holds _noRetry, _callerFault, _marked and _unmarkedCall, in
-	// one word beside calls so that a Log stays small.
+	// flags holds _noRetry, _callerFault, _marked, _unmarkedCall and
+	// _timed, in one word beside calls so that a Log stays small.
 	flags atomic.Uint32
+	// callTime is, once TimeCalls was called, the wall time during which
+	// at least one of the request's outbound calls was under way, in
+	// microseconds on the owner's clock, modulo 2^32: each time calls
+	// goes from 0 to 1 it takes away the clock's reading, each time it
+	// goes back to 0 it adds it, so that concurrent calls count once. Only
+	// the sum is read, so the wrap does no harm under 71 minutes. In
+	// the word of padding after flags: a Log stays in its size class.
+	callTime atomic.Uint32
 }
 
 // SetNoRetry asks that the error response to this request tell the caller
@@ -66,6 +78,7 @@ const (
 	_callerFault
 	_marked
 	_unmarkedCall
+	_timed
 )
 
 type logKey struct{}
@@ -100,20 +113,102 @@ func FromContext(ctx context.Context) *Log {
 	return l
 }
 
-// CallStarted counts an outbound call of the request under way, until
-// CallEnded: after its storm is added and its entry appended.
-func (l *Log) CallStarted() { l.calls.Add(1) }
+// _callsEnded is the bit of Log.calls that EndCalls sets: the request
+// has ended for admission, and its calls park, resume and time it no
+// more. The count of calls under way is below it.
+const (
+	_callsEnded = math.MinInt32
+	_callsCount = math.MaxInt32
+)
 
-// CallEnded ends what CallStarted began.
-func (l *Log) CallEnded() { l.calls.Add(-1) }
+// CallStarted counts an outbound call of the request under way, until
+// CallEnded: after its storm is added and its entry appended. When no
+// other call was under way, the request starts waiting for its calls: in
+// a Map that watches calls (Map.WatchCalls) its admission slot is parked
+// and, for a timed Log (TimeCalls), the clock read.
+func (l *Log) CallStarted() {
+	if l.calls.Add(1) == 1 {
+		l.waiting(true)
+	}
+}
+
+// CallEnded ends what CallStarted began. When no other call is under way
+// any more, the request stops waiting for its calls: its slot is taken
+// back and the clock read.
+func (l *Log) CallEnded() {
+	if l.calls.Add(-1) == 0 {
+		l.waiting(false)
+	}
+}
+
+// waiting tells the owner's Parker that the request starts (start) or
+// stops waiting for its calls, and adds the clock's reading to a timed
+// Log's callTime.
+func (l *Log) waiting(start bool) {
+	m := l.owner
+	if m == nil || m.parker == nil {
+		return
+	}
+	timed := l.flags.Load()&_timed != 0
+	if start {
+		if timed {
+			l.callTime.Add(-m.micros())
+		}
+		m.parker.Park()
+		return
+	}
+	m.parker.Unpark()
+	if timed {
+		l.callTime.Add(m.micros())
+	}
+}
+
+// TimeCalls has the Log measure how long the request's outbound calls
+// keep it waiting (CallTime), on the clock of the Map that holds it
+// (Map.WatchCalls); it does nothing when the Map watches no calls. Call
+// it before the request's first outbound call. An untimed Log's calls
+// read no clock.
+func (l *Log) TimeCalls() {
+	if l.owner != nil && l.owner.parker != nil {
+		l.flags.Or(_timed)
+	}
+}
+
+// EndCalls ends the request for admission, in a Map that watches calls:
+// from now on its calls neither park, resume nor time it. It reports
+// whether the request was parked (a call it left under way), for its
+// caller to take its slot back (Parker.Unpark) before it gives it up.
+// Call it once, as the request ends, before CallTime.
+func (l *Log) EndCalls() (parked bool) {
+	old := l.calls.Or(_callsEnded)
+	return old&_callsEnded == 0 && old&_callsCount != 0
+}
+
+// CallTime returns the wall time during which at least one of the
+// request's outbound calls was under way, since TimeCalls: calls made at
+// once (a fan-out) count once. A call still under way counts until now.
+// It is 0 for a Log TimeCalls did not time.
+func (l *Log) CallTime() time.Duration {
+	if l.flags.Load()&_timed == 0 {
+		return 0
+	}
+	v := l.callTime.Load()
+	if l.calls.Load()&_callsCount > 0 {
+		// Under way: its start was taken, its end is now. (A call that
+		// starts as this reads may not have taken it yet: the caller
+		// bounds the result by the request's latency.)
+		v += l.owner.micros()
+	}
+	return time.Duration(v) * time.Microsecond
+}
 
 // CallsUnderWay reports whether an outbound call of the request is still
 // under way.
-func (l *Log) CallsUnderWay() bool { return l.calls.Load() != 0 }
+func (l *Log) CallsUnderWay() bool { return l.calls.Load()&_callsCount != 0 }
 
 // CallsInFlight returns how many outbound calls of the request are still
 // under way.
-func (l *Log) CallsInFlight() int { return int(max(l.calls.Load(), 0)) }
+func (l *Log) CallsInFlight() int { return int(l.calls.Load() & _callsCount) }
 
 type untrackedKey struct{}
 

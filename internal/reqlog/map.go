@@ -2,9 +2,11 @@ package reqlog
 
 import (
 	"context"
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"sync/atomic"
+	"time"
 )
 
 // _cacheLine is the padding unit that keeps data written by different
@@ -27,11 +29,44 @@ const _cacheLine = 128
 type Map struct {
 	shards []*shard // each allocated alone: see shard
 	mask   uint64
+	// parker, now and base are set by WatchCalls: the admission the
+	// Logs' calls park and resume, the clock of timed Logs. Nil when
+	// the Map watches no calls. Only read once set.
+	parker Parker
+	now    func() time.Time
+	base   time.Time
 	_      [_cacheLine]byte
 	// full counts the shards holding their share, so that a full Map
 	// refuses without looking at any shard. Written only when a shard's
 	// count reaches its share or leaves it.
 	full atomic.Int64
+}
+
+// _removed is the shard of a Log after Remove.
+const _removed = math.MaxUint32
+
+// Parker is admission as a request's outbound calls see it: a request
+// parks its slot as it starts waiting for its calls (none was under way),
+// and takes it back, unconditionally, as it stops (none is any more), so
+// that only the requests doing their own work count against the limit:
+// a service waiting on a slow callee is not the one overloaded.
+type Parker interface {
+	Park()
+	Unpark()
+}
+
+// WatchCalls has every Log of the Map park and resume its request's slot
+// with p as its calls start and end (see Parker; EndCalls ends it), and
+// the Logs timed (Log.TimeCalls) measure their calls on the clock now
+// (monotonic). Call it before the Map is used.
+func (m *Map) WatchCalls(p Parker, now func() time.Time) {
+	m.parker, m.now, m.base = p, now, now()
+}
+
+// micros reads the clock of timed Logs: microseconds since the Map's
+// WatchCalls, modulo 2^32.
+func (m *Map) micros() uint32 {
+	return uint32(m.now().Sub(m.base) / time.Microsecond)
 }
 
 // shard is one count of Logs and its share of MaxInFlight, in one block of
@@ -182,13 +217,14 @@ func (m *Map) fullUnless(n int64, s *shard) {
 // Remove takes l out of the Map's count. Removing a Log twice does
 // nothing, nor does removing a Log the Map does not hold. A Log is
 // inserted and removed by one goroutine (its request's), never
-// concurrently.
+// concurrently. l keeps its owner (a call its handler left under way may
+// still read the Map's clock): only its shard says it was removed.
 func (m *Map) Remove(l *Log) {
-	if l.owner != m {
+	if l.owner != m || l.shard == _removed {
 		return
 	}
-	l.owner = nil
 	s := m.shards[l.shard]
+	l.shard = _removed
 	m.fullUnless(s.n.Add(-1), s)
 }
 
