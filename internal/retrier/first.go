@@ -98,8 +98,11 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 	state.Sends.Direct = true
 	state.Classified = false
 	state.ErrownAttempt = 1
-	state.Sends.Seen, state.Sends.Count = 1, 1
-	res, err := m.attempted(f.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
+	// The first attempt was sent, and is no longer under way: recorded as
+	// the innermost step records each.
+	sameCall(&state.Sends, req)
+	state.Sends.Seen, state.Sends.Count, state.Sends.InFlight = 1, 1, 1
+	res, err := m.attempted(req, f.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
 	if f.p == nil || f.p.maxAttempts <= 1 {
 		settle(state)
 		return res, err
