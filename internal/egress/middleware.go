@@ -181,50 +181,15 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		res, state, err = m.send(ctx, c, req, out, step)
 	}
 
-	e := calls.Entry{
-		Edge:     edge,
-		Attempts: state.Sent(),
-	}
-	if state.Classified {
-		e.Code, e.Class = state.Code, state.Class
-	} else {
-		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
-	}
-	if e.Class != ownership.ClassOK {
-		// The handler cancelled the call itself (not a deadline): it
-		// gave up on it, so its failure cannot explain the handler's.
-		e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
-		refused := state.Refused
-		var noRetry bool
-		if state.Classified { // the retry middleware read them
-			e.Claim, noRetry = state.Claim, state.NoRetry
-		} else {
-			e.Claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-		}
-		// Pushback counts whether or not a policy would have retried: the
-		// callee asked, so nobody above retries.
-		if noRetry && refused == wire.RefusedNone {
-			refused = wire.RefusedPushback
-		}
-		e.Refused, e.Declined = refused, state.Declined
-		if r := state.Route; r != nil && r.Len() > 0 {
-			e.Route = r // the peers, for the claim decision's record
-		}
-		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
-			Attempts: e.Attempts,
-			Callee:   e.Claim,
-			Refused:  refused,
-			Code:     e.Code,
-		})
-		switch {
-		case e.Abandoned:
-			m.abandoned.Inc(1)
-		case e.Class == ownership.ClassFailure:
-			m.failures[e.Claim].Inc(1)
-		default:
-			m.answers.Inc(1)
-		}
-	}
+	m.logCall(ctx, log, edge, edgeTime, res, err, state)
+	return res, err
+}
+
+// logCall logs in the request's log the call on edge that returned res
+// and err, of state, and records an incident on edge (its incident time
+// edgeTime, when hotAt looked it up) when the call met one.
+func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, state *reqlog.CallState) {
+	e := m.entry(ctx, edge, res, err, state)
 	storm := &state.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
 		storm.Attempt(wire.AttemptStorm(res, e.Class, m.hdr.Storm, wire.Cancelled(ctx, err)))
@@ -241,7 +206,60 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	if !logged {
 		m.late.Inc(1)
 	}
-	return res, err
+}
+
+// entry returns the log entry of the call on edge that returned res and
+// err, of state: its attempts, its classification (the retry
+// middleware's, when it classified), and, when it did not succeed, its
+// claim, its refusal and its retry criteria, counted in the egress
+// metrics.
+func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.CallState) calls.Entry {
+	e := calls.Entry{
+		Edge:     edge,
+		Attempts: state.Sent(),
+	}
+	if state.Classified {
+		e.Code, e.Class = state.Code, state.Class
+	} else {
+		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
+	}
+	if e.Class == ownership.ClassOK {
+		return e
+	}
+	// The handler cancelled the call itself (not a deadline): it gave up
+	// on it, so its failure cannot explain the handler's.
+	e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
+	refused := state.Refused
+	var noRetry bool
+	if state.Classified { // the retry middleware read them
+		e.Claim, noRetry = state.Claim, state.NoRetry
+	} else {
+		e.Claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
+	}
+	// Pushback counts whether or not a policy would have retried: the
+	// callee asked, so nobody above retries.
+	if noRetry && refused == wire.RefusedNone {
+		refused = wire.RefusedPushback
+	}
+	e.Refused, e.Declined = refused, state.Declined
+	if r := state.Route; r != nil && r.Len() > 0 {
+		e.Route = r // the peers, for the claim decision's record
+	}
+	e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
+		Attempts: e.Attempts,
+		Callee:   e.Claim,
+		Refused:  refused,
+		Code:     e.Code,
+	})
+	switch {
+	case e.Abandoned:
+		m.abandoned.Inc(1)
+	case e.Class == ownership.ClassFailure:
+		m.failures[e.Claim].Inc(1)
+	default:
+		m.answers.Inc(1)
+	}
+	return e
 }
 
 // repeat counts and logs (once per edge) a call the handler makes again

@@ -187,11 +187,15 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	return m.attemptLoop(ctx, req, out, c, p, state, body, &orig, nil)
 }
 
-// sentAttempt is what a first attempt sent before the attempt loop
-// returned (SendFirst): the loop takes on from there.
+// sentAttempt is one of errown's attempts of a call, as it came back: one
+// the attempt loop sent (sendAttempt), or the first, sent before the loop
+// started (SendFirst).
 type sentAttempt struct {
-	res *transport.Response
-	err error
+	res    *transport.Response
+	err    error
+	ctx    context.Context    // the attempt's (the loop sets the first's)
+	cancel context.CancelFunc // its attempt timeout's, or nil
+	before int                // the call's physical attempts sent before it
 }
 
 // attemptLoop sends req's attempts through out and retries them as p, the
@@ -200,95 +204,25 @@ type sentAttempt struct {
 // not nil, is the first attempt, already sent and recorded in state
 // (Continue): the loop starts from its outcome.
 func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, first *sentAttempt) (*transport.Response, error) {
-	defer func() {
-		// However the call ends (a panic below included), it is sealed
-		// before its state is read: an attempt still under way (a hedge,
-		// an abandoned attempt) writes nothing from here on.
-		state.Enter()
-		state.End()
-		n := state.Storm.Prevented()
-		state.Leave()
-		if n > 0 {
-			c.metrics.prevented.Inc(int64(n))
-		}
-	}()
-	var note retryNote // the latest retry's withdrawal, and what observe mode let go
+	defer m.sealed(c, state) // a panic below included
+	var note retryNote       // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
-		var (
-			res    *transport.Response
-			err    error
-			cancel context.CancelFunc
-			sent   int // attempts that left the process before this one
-		)
-		actx := ctx
+		var a sentAttempt
 		if n == 1 && first != nil {
-			res, err = first.res, first.err // counted by the innermost step's work in Continue
+			a = *first // counted by the innermost step's work in Continue
+			a.ctx = ctx
 		} else {
-			if p.attemptTimeout > 0 {
-				actx, cancel = withAttemptTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
-			}
-			// Attempts are numbered as they leave the process: a
-			// middleware below that replayed an attempt (counted by
-			// Attempts) took a number too.
-			state.Enter()
-			sent = state.Sends.Count
-			state.ErrownAttempt = n
-			state.Leave()
-			attempt := req
-			if n > 1 {
-				c.metrics.attempts.Inc(1)
-				attempt = body.request(orig, n, m.hdr.Attempt, wire.FormatAttempt(max(sent, n-1)+1))
-			} else if !body.inPlace {
-				attempt = body.request(orig, n, m.hdr.Attempt, "")
-			}
-			res, err = out.Call(actx, attempt)
+			a = m.sendAttempt(ctx, req, out, c, p, state, body, orig, n)
 		}
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
 		state.Enter()
-		seen := state.Sends.Count > sent || state.Sends.Shed // by the innermost step
-		if !state.Sends.Direct || !seen {
-			// What came back may not be what the innermost step saw (a
-			// middleware in between), or it saw nothing: classify it here.
-			state.Code, state.Class = wire.AttemptResult(actx, res, err, m.hdr.Code)
-			if state.Class != ownership.ClassOK {
-				state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-			}
-		}
-		code, class := state.Code, state.Class
-		state.Classified = true
-		if !seen {
-			// No innermost step saw the attempt: fold its storm here.
-			state.Storm.Attempt(wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(actx, err)))
-		}
-		// Every physical attempt counts against the policy, whoever sent
-		// it and whenever it reached the innermost step: errown's own n
-		// attempts did leave, or may still (one a middleware below
-		// abandoned reaches the step late), so never count fewer.
-		state.Attempts = max(state.Sends.Count, n)
+		code, class := m.classify(&a, n, state)
 		if class != ownership.ClassFailure {
-			if wire.Cancelled(actx, err) {
-				// Its caller gave up on it (a hedger above cancelled
-				// this hop's call, its loser): it did not work, it was
-				// abandoned, and it may have reached the callee. Its
-				// withdrawal stands.
-				note.abandoned()
-			} else {
-				note.succeeded(c)
-				refundHedges(c, state)
-			}
-			state.End()
-			route := state.Route
-			state.Leave()
-			if route != nil {
-				// Served: the peers of its earlier attempts failed it
-				// (package retrypeer passes them over; Instances lists
-				// them).
-				route.Served(c.instances.failed)
-			}
-			release.With(res, cancel)
-			return res, err
+			m.served(&a, c, state, &note) // unlocks
+			release.With(a.res, a.cancel)
+			return a.res, a.err
 		}
 		refused := state.Refused
 		// The policy's attempts bound the call's attempts other than its
@@ -298,16 +232,102 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		if !ok {
 			state.End()
 			state.Leave()
-			release.With(res, cancel)
-			return res, err
+			release.With(a.res, a.cancel)
+			return a.res, a.err
 		}
 		state.Leave()
 		if m.sleep(ctx, wait) != nil {
 			state.Seal()
-			release.With(res, cancel)
-			return res, err
+			release.With(a.res, a.cancel)
+			return a.res, a.err
 		}
-		discard(res, cancel)
+		discard(a.res, a.cancel)
+	}
+}
+
+// sealed ends state's call, which c served, however it ended (a panic
+// below included), before its state is read: an attempt still under way
+// (a hedge, an abandoned attempt) writes nothing from here on. It counts
+// the retries the call's storm says errown prevented.
+func (m *Middleware) sealed(c *callee, state *reqlog.CallState) {
+	state.Enter()
+	state.End()
+	n := state.Storm.Prevented()
+	state.Leave()
+	if n > 0 {
+		c.metrics.prevented.Inc(int64(n))
+	}
+}
+
+// sendAttempt sends errown's attempt n of req's call through out, under
+// p's attempt timeout, built from orig and body when it is a retry or the
+// body had to be read.
+func (m *Middleware) sendAttempt(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, n int) sentAttempt {
+	a := sentAttempt{ctx: ctx}
+	if p.attemptTimeout > 0 {
+		a.ctx, a.cancel = withAttemptTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
+	}
+	// Attempts are numbered as they leave the process: a middleware below
+	// that replayed an attempt (counted by Attempts) took a number too.
+	state.Enter()
+	a.before = state.Sends.Count
+	state.ErrownAttempt = n
+	state.Leave()
+	attempt := req
+	if n > 1 {
+		c.metrics.attempts.Inc(1)
+		attempt = body.request(orig, n, m.hdr.Attempt, wire.FormatAttempt(max(a.before, n-1)+1))
+	} else if !body.inPlace {
+		attempt = body.request(orig, n, m.hdr.Attempt, "")
+	}
+	a.res, a.err = out.Call(a.ctx, attempt)
+	return a
+}
+
+// classify records, under state's lock, errown's attempt n that came
+// back as a, and returns its code and class: as the innermost step
+// classified it on the direct path, else (a middleware in between may
+// have changed what came back, or no step saw it) as it came back here,
+// its storm folded here when no step saw it.
+func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (yarpcerrors.Code, ownership.Class) {
+	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
+	if !state.Sends.Direct || !seen {
+		state.Code, state.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
+		if state.Class != ownership.ClassOK {
+			state.Claim, state.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
+		}
+	}
+	state.Classified = true
+	if !seen {
+		state.Storm.Attempt(wire.AttemptStorm(a.res, state.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err)))
+	}
+	// Every physical attempt counts against the policy, whoever sent it
+	// and whenever it reached the innermost step: errown's own n attempts
+	// did leave, or may still (one a middleware below abandoned reaches
+	// the step late), so never count fewer.
+	state.Attempts = max(state.Sends.Count, n)
+	return state.Code, state.Class
+}
+
+// served ends, state locked, the call whose attempt a did not fail, and
+// unlocks state. An attempt its caller gave up on (a hedger above
+// cancelled this hop's call, its loser) did not work, was abandoned, and
+// may have reached the callee: its withdrawal stands. Else the retry's
+// withdrawal and the hedges' are refunded, and the peers of the call's
+// earlier attempts are known to have failed it (package retrypeer passes
+// them over; Instances lists them).
+func (m *Middleware) served(a *sentAttempt, c *callee, state *reqlog.CallState, note *retryNote) {
+	if wire.Cancelled(a.ctx, a.err) {
+		note.abandoned()
+	} else {
+		note.succeeded(c)
+		refundHedges(c, state)
+	}
+	state.End()
+	route := state.Route
+	state.Leave()
+	if route != nil {
+		route.Served(c.instances.failed)
 	}
 }
 
