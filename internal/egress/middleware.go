@@ -127,7 +127,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	var c *call
 	defer func() {
 		if c != nil {
-			m.release(c)
+			m.release(c, step)
 		}
 		log.CallEnded()
 	}()
@@ -303,7 +303,7 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
 		c := m.take(step)
-		defer m.release(c)
+		defer m.release(c, step)
 		res, _, err := m.send(ctx, c, m.mark(req), out, step)
 		return res, err
 	}
@@ -364,20 +364,19 @@ func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, 
 
 // call is what the egress middleware keeps for one outbound call: the
 // Sink through which errown's retry middleware reports. Pooled only on
-// the direct path (pooled set), where nothing but errown reaches the
+// the direct path (take and release with a step), where nothing but errown reaches the
 // Sink: the transport gets the request and a context that does not
 // carry the call's state. Below middleware errown does not own the state
 // is in each attempt's context, which such middleware may keep past the
 // call (an abandoned attempt, a hedge left running): there the call is
 // allocated, and never reused.
 type call struct {
-	sink   reqlog.Sink
-	pooled bool
+	sink reqlog.Sink
 }
 
 // newCall is the New of a Middleware's pool of calls.
 func (m *Middleware) newCall() any {
-	return &call{pooled: true}
+	return &call{}
 }
 
 // take returns a call for one outbound call, pooled on the direct path
@@ -444,10 +443,10 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()
 }
 
-// release returns c to the pool when it is a pooled one (the direct
-// path's), emptied.
-func (m *Middleware) release(c *call) {
-	if !c.pooled {
+// release returns c, taken with step, to the pool when it is a pooled one
+// (the direct path's, step not nil), emptied.
+func (m *Middleware) release(c *call, step reqlog.Step) {
+	if step == nil {
 		return
 	}
 	c.sink = reqlog.Sink{}

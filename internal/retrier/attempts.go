@@ -205,11 +205,17 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		}
 		return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
 	}
+	underWay(s)
+	state.Leave()
+	return a.sendAdmitted(ctx, req, out, c, adm, state)
+}
+
+// underWay counts, under the state's lock, a physical attempt of the call
+// whose attempts s records that leaves the process.
+func underWay(s *reqlog.Sends) {
 	s.Count++
 	s.InFlight++
 	s.Shed = false
-	state.Leave()
-	return a.sendAdmitted(ctx, req, out, c, adm, state)
 }
 
 // sameCall reports, under the state's lock, whether req is of the call

@@ -93,15 +93,13 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 // attempt included, and sending any retry through sink's Out, as Call
 // does on the direct path. It returns the call's last response and error.
 func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink *reqlog.Sink, f *First) (*transport.Response, error) {
-	state := &sink.State
-	sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: state}
-	state.Sends.Direct = true
-	state.Classified = false
-	state.ErrownAttempt = 1
-	// The first attempt was sent, and is no longer under way: recorded as
-	// the innermost step records each.
+	state, hop := &sink.State, m.direct(sink)
+	begin(state)
+	// The first attempt left the process and is no longer under way:
+	// recorded as the innermost step records each.
 	sameCall(&state.Sends, req)
-	state.Sends.Seen, state.Sends.Count, state.Sends.InFlight = 1, 1, 1
+	state.Sends.Seen = state.ErrownAttempt
+	underWay(&state.Sends)
 	res, err := m.attempted(req, f.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
 	if f.p == nil || f.p.maxAttempts <= 1 {
 		settle(state)
@@ -111,7 +109,7 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 	if f.route != nil {
 		ctx, state.Route = f.ctx, f.route
 	}
-	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
+	return m.attemptLoop(ctx, req, hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without

@@ -112,11 +112,7 @@ func (m *Middleware) Stop() error {
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	if sink, ok := out.(*reqlog.Sink); ok {
 		if sink.Direct {
-			// Nothing between here and the transport: the innermost step
-			// gets the call's state from the Hop.
-			sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
-			sink.State.Sends.Direct = true
-			return m.call(ctx, req, &sink.Hop, &sink.State)
+			return m.call(ctx, req, m.direct(sink), &sink.State)
 		}
 		// The innermost step (Attempts) finds the call's state in the
 		// context of each attempt, below the middleware in between.
@@ -130,10 +126,25 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	return m.call(ctx, req, out, state)
 }
 
-func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	state.Enter()
+// direct readies sink for a call on the direct path, and returns the
+// outbound to send its attempts to: nothing stands between here and the
+// transport, and the innermost step gets the call's state from the Hop.
+func (m *Middleware) direct(sink *reqlog.Sink) *reqlog.Hop {
+	sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
+	sink.State.Sends.Direct = true
+	return &sink.Hop
+}
+
+// begin starts, under state's lock, the call of state: errown sends its
+// first attempt, none classified yet.
+func begin(state *reqlog.CallState) {
 	state.Classified = false // until an attempt is classified below
 	state.ErrownAttempt = 1
+}
+
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+	state.Enter()
+	begin(state)
 	state.Leave()
 	c := m.callees[req.Service]
 	if c == nil {
