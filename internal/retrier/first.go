@@ -105,11 +105,11 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 		settle(state)
 		return res, err
 	}
-	f.sent = sentAttempt{res: res, err: err}
 	if f.route != nil {
 		ctx, state.Route = f.ctx, f.route
 	}
-	return m.attemptLoop(ctx, req, hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
+	defer m.sealed(f.c, state) // however the call ends, a panic below included
+	return m.attemptLoop(ctx, req, hop, f.c, f.p, state, f.body, &f.orig, sentAttempt{res: res, err: err, ctx: ctx})
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without

@@ -195,36 +195,29 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 	// the first attempt is req itself and middleware below changes it.
 	orig := *req
 	ctx = withRoute(ctx, state)
-	return m.attemptLoop(ctx, req, out, c, p, state, body, &orig, nil)
+	defer m.sealed(c, state) // however the call ends, a panic below included
+	first := m.sendAttempt(ctx, req, out, c, p, state, body, &orig, 1)
+	return m.attemptLoop(ctx, req, out, c, p, state, body, &orig, first)
 }
 
-// sentAttempt is one of errown's attempts of a call, as it came back: one
-// the attempt loop sent (sendAttempt), or the first, sent before the loop
-// started (SendFirst).
+// sentAttempt is one of errown's attempts of a call, as it came back
+// (sendAttempt, or SendFirst for the first).
 type sentAttempt struct {
 	res    *transport.Response
 	err    error
-	ctx    context.Context    // the attempt's (the loop sets the first's)
+	ctx    context.Context    // the attempt's
 	cancel context.CancelFunc // its attempt timeout's, or nil
 	before int                // the call's physical attempts sent before it
 }
 
-// attemptLoop sends req's attempts through out and retries them as p, the
-// callee's claims, the deadline and c's budget allow, body holding req's
-// body for replay and orig the request as the caller gave it. first, when
-// not nil, is the first attempt, already sent and recorded in state
-// (Continue): the loop starts from its outcome.
-func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, first *sentAttempt) (*transport.Response, error) {
-	defer m.sealed(c, state) // a panic below included
-	var note retryNote       // the latest retry's withdrawal, and what observe mode let go
+// attemptLoop retries the call of req, whose first attempt came back as
+// a, as p, the callee's claims, the deadline and c's budget allow,
+// sending each retry through out, body holding req's body for replay and
+// orig the request as the caller gave it. Its caller seals state when it
+// returns (sealed).
+func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, a sentAttempt) (*transport.Response, error) {
+	var note retryNote // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
-		var a sentAttempt
-		if n == 1 && first != nil {
-			a = *first // counted by the innermost step's work in Continue
-			a.ctx = ctx
-		} else {
-			a = m.sendAttempt(ctx, req, out, c, p, state, body, orig, n)
-		}
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
@@ -253,6 +246,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			return a.res, a.err
 		}
 		discard(a.res, a.cancel)
+		a = m.sendAttempt(ctx, req, out, c, p, state, body, orig, n+1)
 	}
 }
 
