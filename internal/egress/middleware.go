@@ -308,7 +308,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		return res, err
 	}
 	if m.orphans == nil {
-		res, _, err := m.orphan(ctx, req, out, step)
+		res, _, err := m.below(ctx, req, out, step)
 		return res, err
 	}
 	if m.orphans.Watched() || m.incidents.any() {
@@ -317,7 +317,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		// which it sends only to a marked call.
 		req = m.mark(req)
 	}
-	res, state, err := m.orphan(ctx, req, out, step)
+	res, state, err := m.below(ctx, req, out, step)
 	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
 	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
@@ -326,14 +326,17 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 	return res, err
 }
 
-// orphan sends a call tied to no request on, through the inner
-// middleware, and returns what came back with the call's state.
-func (m *Middleware) orphan(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
+// below sends req on through the inner middleware, which is not errown's
+// retry middleware, with a fresh call state in its context for a retry
+// middleware further in to fill in, and returns what came back with that
+// state, sealed: an attempt below that ends later writes nothing, after
+// a panic too.
+func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
 	cctx, state := reqlog.NewCallContext(ctx)
 	if step != nil {
 		out = &reqlog.Hop{Step: step, Out: out, State: state}
 	}
-	defer state.Seal() // an attempt below that ends later writes nothing, after a panic too
+	defer state.Seal()
 	res, err := m.next(cctx, req, out)
 	return res, state, err
 }
@@ -349,12 +352,7 @@ func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, 
 		res, err := m.retry.Call(ctx, req, &c.sink)
 		return res, &c.sink.State, err
 	}
-	cctx, state := reqlog.NewCallContext(ctx)
-	if step != nil {
-		out = &reqlog.Hop{Step: step, Out: out, State: state}
-	}
-	res, err := m.next(cctx, req, out)
-	state.Seal() // an attempt below that ends later writes nothing
+	res, state, err := m.below(ctx, req, out, step)
 	// A retry middleware further in classified what it returned, which
 	// the middleware in between may have changed (a fallback turning an
 	// error into a success): classify what came back here instead.

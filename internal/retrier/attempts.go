@@ -561,11 +561,8 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		giveBack(c, adm, end, code, claim)
 		return res, err
 	}
-	state.Code, state.Class = code, class
+	setResult(state, code, class, claim, noRetry)
 	s.Last, s.Won = last, won
-	if class != ownership.ClassOK {
-		state.Claim, state.NoRetry = claim, noRetry
-	}
 	giveBack(c, adm, end, code, claim)
 	return res, err
 }
@@ -598,8 +595,7 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 	state.Refused = wire.RefusedOverload
 	// The call failed here, as the callee's overload: the retry and egress
 	// middleware read this classification on the direct path.
-	state.Code, state.Class = yarpcerrors.CodeResourceExhausted, ownership.ClassFailure
-	state.Claim, state.NoRetry = ownership.ClaimMissing, false
+	setResult(state, yarpcerrors.CodeResourceExhausted, ownership.ClassFailure, ownership.ClaimMissing, false)
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
 	state.Storm.Attempt(wire.KnownFigures(ownership.Storm{})) // nothing was served
 	err := yarpcerrors.ResourceExhaustedErrorf(

@@ -297,10 +297,15 @@ func (m *Middleware) sendAttempt(ctx context.Context, req *transport.Request, ou
 func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (yarpcerrors.Code, ownership.Class) {
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
 	if !state.Sends.Direct || !seen {
-		state.Code, state.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
-		if state.Class != ownership.ClassOK {
-			state.Claim, state.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
+		code, class := wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
+		var (
+			claim   ownership.Claim
+			noRetry bool
+		)
+		if class != ownership.ClassOK {
+			claim, noRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
 		}
+		setResult(state, code, class, claim, noRetry)
 	}
 	state.Classified = true
 	if !seen {
@@ -312,6 +317,16 @@ func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (y
 	// the step late), so never count fewer.
 	state.Attempts = max(state.Sends.Count, n)
 	return state.Code, state.Class
+}
+
+// setResult records, under state's lock, the classification of its call's
+// latest attempt: its code and class, and, when it did not succeed, its
+// claim and pushback.
+func setResult(state *reqlog.CallState, code yarpcerrors.Code, class ownership.Class, claim ownership.Claim, noRetry bool) {
+	state.Code, state.Class = code, class
+	if class != ownership.ClassOK {
+		state.Claim, state.NoRetry = claim, noRetry
+	}
 }
 
 // served ends, state locked, the call whose attempt a did not fail, and
