@@ -210,6 +210,14 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	return a.sendAdmitted(ctx, req, out, c, adm, state)
 }
 
+// over counts, under state's lock, a physical attempt of its call that
+// was under way (underWay) as no longer, and wakes the attempts held
+// until none is (Idle).
+func over(state *reqlog.CallState) {
+	state.Sends.InFlight--
+	state.Wake()
+}
+
 // underWay counts, under the state's lock, a physical attempt of the call
 // whose attempts s records that leaves the process.
 func underWay(s *reqlog.Sends) {
@@ -261,13 +269,11 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *r
 		if v.refused, epoch, v.hold = m.hedgeRefusal(ctx, req, state); v.hold {
 			break
 		}
-		s.Foreign++
 		s.Hedges++
 		if epoch >= 0 {
 			s.HedgeDraws = append(s.HedgeDraws, epoch)
 		}
-		m.foreign(req.Service).sent.Inc(1)
-		v.req = m.stamp(req, s.Count+1)
+		v.req = m.foreignSent(req, s)
 	case s.Count > 0 && state.ErrownAttempt == s.Seen:
 		v.req, v.res, v.err, v.answered = m.replay(ctx, req, state)
 	case s.Count > 0 && m.overTheLimit(req, state.Sequential()):
@@ -328,8 +334,7 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
 			state.Enter()
-			state.Sends.InFlight--
-			state.Wake()
+			over(state)
 			state.Leave()
 		}
 	}()
@@ -440,19 +445,18 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *re
 	idle := state.Idle()
 	s.Held++
 	state.Leave()
+	var gaveUp bool
 	select {
 	case <-idle:
 	case <-ctx.Done():
-		state.Enter()
-		s.Held--
-		state.Leave()
-		return res, err
+		gaveUp = true
 	}
 	state.Enter()
 	s.Held--
 	last, won := s.Last, s.Won
 	state.Leave()
 	switch {
+	case gaveUp:
 	case last != nil:
 		return replayed(last), last.Err
 	case won != nil && success:
@@ -541,8 +545,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
 	defer state.Leave()
 	s := &state.Sends
-	s.InFlight--
-	state.Wake()
+	over(state)
 	if state.Ended() {
 		if c != nil {
 			c.overload.abandon(adm)
@@ -679,9 +682,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 			m.warnForeign(req, r)
 			return req, nil, yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, r), true
 		}
-		s.Foreign++
-		f.sent.Inc(1)
-		return m.stamp(req, s.Count+1), nil, nil, false
+		return m.foreignSent(req, s), nil, nil, false
 	}
 	var p *policy
 	c := m.callees[req.Service]
@@ -712,9 +713,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		ok = false
 	}
 	if !ok {
-		s.Foreign++
-		f.sent.Inc(1)
-		return m.stamp(req, s.Count+1), nil, nil, false
+		return m.foreignSent(req, s), nil, nil, false
 	}
 	f.denied[r].Inc(1)
 	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
@@ -767,6 +766,15 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 		}
 	}
 	return 0, false
+}
+
+// foreignSent counts, under the state's lock, a physical attempt of the
+// call whose attempts s records that errown did not make and lets go
+// (retry.foreign_attempts), and returns it stamped with its number.
+func (m *Middleware) foreignSent(req *transport.Request, s *reqlog.Sends) *transport.Request {
+	s.Foreign++
+	m.foreign(req.Service).sent.Inc(1)
+	return m.stamp(req, s.Count+1)
 }
 
 // stamp returns req with the attempt header set to n, leaving req alone.
