@@ -108,8 +108,9 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink 
 	if f.route != nil {
 		ctx, state.Route = f.ctx, f.route
 	}
+	r := attemptRun{ctx: ctx, req: req, orig: f.orig, out: hop, c: f.c, p: f.p, state: state, body: f.body}
 	defer m.sealed(f.c, state) // however the call ends, a panic below included
-	return m.attemptLoop(ctx, req, hop, f.c, f.p, state, f.body, &f.orig, sentAttempt{res: res, err: err, ctx: ctx})
+	return m.attemptLoop(&r, sentAttempt{res: res, err: err, ctx: ctx})
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without

@@ -185,19 +185,32 @@ func settle(state *reqlog.CallState) {
 }
 
 func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState) (*transport.Response, error) {
+	r := attemptRun{req: req, out: out, c: c, p: p, state: state, body: replay{inPlace: true}}
 	// A procedure that is not idempotent is never replayed: its body is
 	// not buffered, and a retryable failure is refused for that reason.
-	body := replay{inPlace: true}
 	if p.idempotent {
-		body = bufferBody(req.Body, m.maxBodyBytes)
+		r.body = bufferBody(req.Body, m.maxBodyBytes)
 	}
 	// Retries are built from the request as the caller gave it, even when
 	// the first attempt is req itself and middleware below changes it.
-	orig := *req
-	ctx = withRoute(ctx, state)
+	r.orig = *req
+	r.ctx = withRoute(ctx, state)
 	defer m.sealed(c, state) // however the call ends, a panic below included
-	first := m.sendAttempt(ctx, req, out, c, p, state, body, &orig, 1)
-	return m.attemptLoop(ctx, req, out, c, p, state, body, &orig, first)
+	return m.attemptLoop(&r, m.sendAttempt(&r, 1))
+}
+
+// attemptRun is what errown's attempt loop keeps of one call, from its
+// first attempt until it returns, in the frame of the function that
+// starts it (callWithRetries, Continue).
+type attemptRun struct {
+	ctx   context.Context         // the call's, carrying its Route
+	req   *transport.Request      // the first attempt
+	orig  transport.Request       // the request as the caller gave it, which retries are built from
+	out   transport.UnaryOutbound // where the attempts go
+	c     *callee
+	p     *policy
+	state *reqlog.CallState
+	body  replay // req's body, kept for replay
 }
 
 // sentAttempt is one of errown's attempts of a call, as it came back
@@ -210,12 +223,11 @@ type sentAttempt struct {
 	before int                // the call's physical attempts sent before it
 }
 
-// attemptLoop retries the call of req, whose first attempt came back as
-// a, as p, the callee's claims, the deadline and c's budget allow,
-// sending each retry through out, body holding req's body for replay and
-// orig the request as the caller gave it. Its caller seals state when it
-// returns (sealed).
-func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, a sentAttempt) (*transport.Response, error) {
+// attemptLoop retries r's call, whose first attempt came back as a, as
+// its policy, the callee's claims, the deadline and the callee's budget
+// allow. Its caller seals the call's state when it returns (sealed).
+func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Response, error) {
+	ctx, req, c, p, state := r.ctx, r.req, r.c, r.p, r.state
 	var note retryNote // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
 		// An attempt below may still be under way (a hedge, an abandoned
@@ -231,7 +243,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 		refused := state.Refused
 		// The policy's attempts bound the call's attempts other than its
 		// hedges, which count apart (Attempts.Send).
-		wait, ok := m.retryAfter(ctx, req, c, p, code, max(state.Sequential(), n), body.replayable(), state, &note)
+		wait, ok := m.retryAfter(ctx, req, c, p, code, max(state.Sequential(), n), r.body.replayable(), state, &note)
 		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
 		if !ok {
 			state.End()
@@ -246,7 +258,7 @@ func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, ou
 			return a.res, a.err
 		}
 		discard(a.res, a.cancel)
-		a = m.sendAttempt(ctx, req, out, c, p, state, body, orig, n+1)
+		a = m.sendAttempt(r, n+1)
 	}
 }
 
@@ -264,28 +276,28 @@ func (m *Middleware) sealed(c *callee, state *reqlog.CallState) {
 	}
 }
 
-// sendAttempt sends errown's attempt n of req's call through out, under
-// p's attempt timeout, built from orig and body when it is a retry or the
-// body had to be read.
-func (m *Middleware) sendAttempt(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, n int) sentAttempt {
-	a := sentAttempt{ctx: ctx}
-	if p.attemptTimeout > 0 {
-		a.ctx, a.cancel = withAttemptTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
+// sendAttempt sends errown's attempt n of r's call, under its policy's
+// attempt timeout, built from the request as the caller gave it when it
+// is a retry or the body had to be read.
+func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
+	a := sentAttempt{ctx: r.ctx}
+	if r.p.attemptTimeout > 0 {
+		a.ctx, a.cancel = withAttemptTimeout(r.ctx, r.p.attemptTimeout) // also bounded by ctx's own deadline
 	}
 	// Attempts are numbered as they leave the process: a middleware below
 	// that replayed an attempt (counted by Attempts) took a number too.
-	state.Enter()
-	a.before = state.Sends.Count
-	state.ErrownAttempt = n
-	state.Leave()
-	attempt := req
+	r.state.Enter()
+	a.before = r.state.Sends.Count
+	r.state.ErrownAttempt = n
+	r.state.Leave()
+	attempt := r.req
 	if n > 1 {
-		c.metrics.attempts.Inc(1)
-		attempt = body.request(orig, n, m.hdr.Attempt, wire.FormatAttempt(max(a.before, n-1)+1))
-	} else if !body.inPlace {
-		attempt = body.request(orig, n, m.hdr.Attempt, "")
+		r.c.metrics.attempts.Inc(1)
+		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(a.before, n-1)+1))
+	} else if !r.body.inPlace {
+		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, "")
 	}
-	a.res, a.err = out.Call(a.ctx, attempt)
+	a.res, a.err = r.out.Call(a.ctx, attempt)
 	return a
 }
 
