@@ -243,7 +243,7 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		refused := state.Refused
 		// The policy's attempts bound the call's attempts other than its
 		// hedges, which count apart (Attempts.Send).
-		wait, ok := m.retryAfter(ctx, req, c, p, code, max(state.Sequential(), n), r.body.replayable(), state, &note)
+		wait, ok := m.retryAfter(r, code, max(state.Sequential(), n), &note)
 		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
 		if !ok {
 			state.End()
@@ -373,15 +373,17 @@ func refundHedges(c *callee, state *reqlog.CallState) {
 	state.Sends.HedgeDraws = nil
 }
 
-// retryAfter decides, after n attempts (as they left the process) failed,
-// the last with code (its response's claim and pushback in state), whether to send the call again and how
-// long to wait first. When this hop
-// declines a retry the error was retryable for by nature, it records why
-// in state and counts it: the callee's unclaim (suppressed), its pushback,
-// the policy's codes, idempotency, the body cap, the deadline, the
-// budget. A suppression the policy would otherwise have retried, and the
-// policy's attempt limit, are recorded as state's Declined.
-func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState, note *retryNote) (time.Duration, bool) {
+// retryAfter decides, under the state's lock, after n attempts of r's
+// call (as they left the process) failed, the last with code (its
+// response's claim and pushback in the state), whether to send the call
+// again and how long to wait first. When this hop declines a retry the
+// error was retryable for by nature, it records why in the state and
+// counts it: the callee's unclaim (suppressed), its pushback, the
+// policy's codes, idempotency, the body cap, the deadline, the budget. A
+// suppression the policy would otherwise have retried, and the policy's
+// attempt limit, are recorded as the state's Declined.
+func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, note *retryNote) (time.Duration, bool) {
+	ctx, req, c, p, state, replayable := r.ctx, r.req, r.c, r.p, r.state, r.body.replayable()
 	note.withdrew = false
 	if !wire.RetryableByNature(code) || state.Sends.Shed {
 		return 0, false // a shed attempt was refused already
