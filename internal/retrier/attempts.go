@@ -184,7 +184,10 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		other.Seal()
 		return res, err
 	}
-	v := a.m.judge(ctx, req, state)
+	v := verdict{req: req}
+	if !state.Sends.Direct { // else errown's own attempt: nothing to judge
+		v = a.m.judge(ctx, req, state)
+	}
 	switch {
 	case v.answered:
 		state.Leave()
