@@ -185,25 +185,36 @@ func settle(state *reqlog.CallState) {
 }
 
 func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState) (*transport.Response, error) {
-	r := attemptRun{req: req, out: out, c: c, p: p, state: state, body: replay{inPlace: true}}
-	// A procedure that is not idempotent is never replayed: its body is
-	// not buffered, and a retryable failure is refused for that reason.
-	if p.idempotent {
-		r.body = bufferBody(req.Body, m.maxBodyBytes)
-	}
-	// Retries are built from the request as the caller gave it, even when
-	// the first attempt is req itself and middleware below changes it.
-	r.orig = *req
-	r.ctx = withRoute(ctx, state)
+	r := attemptRun{out: out, c: c, p: p, state: state}
+	m.forRetries(&r, ctx, req)
+	state.Route = r.route
 	defer m.sealed(c, state) // however the call ends, a panic below included
 	return m.attemptLoop(&r, m.sendAttempt(&r, 1))
+}
+
+// forRetries readies r for the retries of req's call under its policy,
+// ctx the call's: the body kept for replay (a procedure that is not
+// idempotent is never replayed: its body is not buffered, and a
+// retryable failure is refused for that reason), the request as the
+// caller gave it, which retries are built from even when the first
+// attempt is req itself and middleware below changes it, and the call's
+// context with its Route (routed).
+func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transport.Request) {
+	r.req = req
+	r.body = replay{inPlace: true}
+	if r.p.idempotent {
+		r.body = bufferBody(req.Body, m.maxBodyBytes)
+	}
+	r.orig = *req
+	r.routed(ctx)
 }
 
 // attemptRun is what errown's attempt loop keeps of one call, from its
 // first attempt until it returns, in the frame of the function that
 // starts it (callWithRetries, Continue).
 type attemptRun struct {
-	ctx   context.Context         // the call's, carrying its Route
+	ctx   context.Context         // the call's, carrying route
+	route *reqlog.Route           // or nil (routed)
 	req   *transport.Request      // the first attempt
 	orig  transport.Request       // the request as the caller gave it, which retries are built from
 	out   transport.UnaryOutbound // where the attempts go
