@@ -209,16 +209,20 @@ func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownershi
 }
 
 // entry returns the log entry of the call on edge that returned res and
-// err, of state: its attempts, its classification (the retry
-// middleware's, when it classified), and, when it did not succeed, its
-// claim, its refusal and its retry criteria, counted in the egress
-// metrics.
+// err, of state: its attempts, its classification (errown's retry
+// middleware's, when it is the inner middleware and classified), and,
+// when it did not succeed, its claim, its refusal and its retry criteria,
+// counted in the egress metrics. A retry middleware further in classified
+// what it returned, which the middleware in between may have changed (a
+// fallback turning an error into a success): what came back here is
+// classified instead.
 func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.CallState) calls.Entry {
 	e := calls.Entry{
 		Edge:     edge,
 		Attempts: state.Sent(),
 	}
-	if state.Classified {
+	classified := state.Classified && m.retry != nil
+	if classified {
 		e.Code, e.Class = state.Code, state.Class
 	} else {
 		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
@@ -231,7 +235,7 @@ func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transp
 	e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
 	refused := state.Refused
 	var noRetry bool
-	if state.Classified { // the retry middleware read them
+	if classified { // the retry middleware read them
 		e.Claim, noRetry = state.Claim, state.NoRetry
 	} else {
 		e.Claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
@@ -352,19 +356,14 @@ func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, 
 		res, err := m.retry.Call(ctx, req, &c.sink)
 		return res, &c.sink.State, err
 	}
-	res, state, err := m.below(ctx, req, out, step)
-	// A retry middleware further in classified what it returned, which
-	// the middleware in between may have changed (a fallback turning an
-	// error into a success): classify what came back here instead.
-	state.Classified = false
-	return res, state, err
+	return m.below(ctx, req, out, step)
 }
 
 // call is what the egress middleware keeps for one outbound call: the
 // Sink through which errown's retry middleware reports. Pooled only on
-// the direct path (take and release with a step), where nothing but errown reaches the
-// Sink: the transport gets the request and a context that does not
-// carry the call's state. Below middleware errown does not own the state
+// the direct path (taken and released with a step), where nothing but
+// errown reaches the Sink: the transport gets the request and a context
+// that does not carry the call's state. Below middleware errown does not own the state
 // is in each attempt's context, which such middleware may keep past the
 // call (an abandoned attempt, a hedge left running): there the call is
 // allocated, and never reused.
