@@ -127,7 +127,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	var c *call
 	defer func() {
 		if c != nil {
-			m.release(c)
+			m.release(c, step)
 		}
 		log.CallEnded()
 	}()
@@ -181,50 +181,15 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		res, state, err = m.send(ctx, c, req, out, step)
 	}
 
-	e := calls.Entry{
-		Edge:     edge,
-		Attempts: state.Sent(),
-	}
-	if state.Classified {
-		e.Code, e.Class = state.Code, state.Class
-	} else {
-		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
-	}
-	if e.Class != ownership.ClassOK {
-		// The handler cancelled the call itself (not a deadline): it
-		// gave up on it, so its failure cannot explain the handler's.
-		e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
-		refused := state.Refused
-		var noRetry bool
-		if state.Classified { // the retry middleware read them
-			e.Claim, noRetry = state.Claim, state.NoRetry
-		} else {
-			e.Claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-		}
-		// Pushback counts whether or not a policy would have retried: the
-		// callee asked, so nobody above retries.
-		if noRetry && refused == wire.RefusedNone {
-			refused = wire.RefusedPushback
-		}
-		e.Refused, e.Declined = refused, state.Declined
-		if r := state.Route; r != nil && r.Len() > 0 {
-			e.Route = r // the peers, for the claim decision's record
-		}
-		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
-			Attempts: e.Attempts,
-			Callee:   e.Claim,
-			Refused:  refused,
-			Code:     e.Code,
-		})
-		switch {
-		case e.Abandoned:
-			m.abandoned.Inc(1)
-		case e.Class == ownership.ClassFailure:
-			m.failures[e.Claim].Inc(1)
-		default:
-			m.answers.Inc(1)
-		}
-	}
+	m.logCall(ctx, log, edge, edgeTime, res, err, state)
+	return res, err
+}
+
+// logCall logs in the request's log the call on edge that returned res
+// and err, of state, and records an incident on edge (its incident time
+// edgeTime, when hotAt looked it up) when the call met one.
+func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, state *reqlog.CallState) {
+	e := m.entry(ctx, edge, res, err, state)
 	storm := &state.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
 		storm.Attempt(wire.AttemptStorm(res, e.Class, m.hdr.Storm, wire.Cancelled(ctx, err)))
@@ -241,7 +206,64 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	if !logged {
 		m.late.Inc(1)
 	}
-	return res, err
+}
+
+// entry returns the log entry of the call on edge that returned res and
+// err, of state: its attempts, its classification (errown's retry
+// middleware's, when it is the inner middleware and classified), and,
+// when it did not succeed, its claim, its refusal and its retry criteria,
+// counted in the egress metrics. A retry middleware further in classified
+// what it returned, which the middleware in between may have changed (a
+// fallback turning an error into a success): what came back here is
+// classified instead.
+func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.CallState) calls.Entry {
+	e := calls.Entry{
+		Edge:     edge,
+		Attempts: state.Sent(),
+	}
+	classified := state.Classified && m.retry != nil
+	if classified {
+		e.Code, e.Class = state.Code, state.Class
+	} else {
+		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
+	}
+	if e.Class == ownership.ClassOK {
+		return e
+	}
+	// The handler cancelled the call itself (not a deadline): it gave up
+	// on it, so its failure cannot explain the handler's.
+	e.Abandoned = errors.Is(ctx.Err(), context.Canceled)
+	refused := state.Refused
+	var noRetry bool
+	if classified { // the retry middleware read them
+		e.Claim, noRetry = state.Claim, state.NoRetry
+	} else {
+		e.Claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
+	}
+	// Pushback counts whether or not a policy would have retried: the
+	// callee asked, so nobody above retries.
+	if noRetry && refused == wire.RefusedNone {
+		refused = wire.RefusedPushback
+	}
+	e.Refused, e.Declined = refused, state.Declined
+	if r := state.Route; r != nil && r.Len() > 0 {
+		e.Route = r // the peers, for the claim decision's record
+	}
+	e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{
+		Attempts: e.Attempts,
+		Callee:   e.Claim,
+		Refused:  refused,
+		Code:     e.Code,
+	})
+	switch {
+	case e.Abandoned:
+		m.abandoned.Inc(1)
+	case e.Class == ownership.ClassFailure:
+		m.failures[e.Claim].Inc(1)
+	default:
+		m.answers.Inc(1)
+	}
+	return e
 }
 
 // repeat counts and logs (once per edge) a call the handler makes again
@@ -285,12 +307,12 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
 		c := m.take(step)
-		defer m.release(c)
+		defer m.release(c, step)
 		res, _, err := m.send(ctx, c, m.mark(req), out, step)
 		return res, err
 	}
 	if m.orphans == nil {
-		res, _, err := m.orphan(ctx, req, out, step)
+		res, _, err := m.below(ctx, req, out, step)
 		return res, err
 	}
 	if m.orphans.Watched() || m.incidents.any() {
@@ -299,7 +321,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		// which it sends only to a marked call.
 		req = m.mark(req)
 	}
-	res, state, err := m.orphan(ctx, req, out, step)
+	res, state, err := m.below(ctx, req, out, step)
 	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
 	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
@@ -308,14 +330,17 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 	return res, err
 }
 
-// orphan sends a call tied to no request on, through the inner
-// middleware, and returns what came back with the call's state.
-func (m *Middleware) orphan(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
+// below sends req on through the inner middleware, which is not errown's
+// retry middleware, with a fresh call state in its context for a retry
+// middleware further in to fill in, and returns what came back with that
+// state, sealed: an attempt below that ends later writes nothing, after
+// a panic too.
+func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
 	cctx, state := reqlog.NewCallContext(ctx)
 	if step != nil {
 		out = &reqlog.Hop{Step: step, Out: out, State: state}
 	}
-	defer state.Seal() // an attempt below that ends later writes nothing, after a panic too
+	defer state.Seal()
 	res, err := m.next(cctx, req, out)
 	return res, state, err
 }
@@ -331,35 +356,24 @@ func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, 
 		res, err := m.retry.Call(ctx, req, &c.sink)
 		return res, &c.sink.State, err
 	}
-	cctx, state := reqlog.NewCallContext(ctx)
-	if step != nil {
-		out = &reqlog.Hop{Step: step, Out: out, State: state}
-	}
-	res, err := m.next(cctx, req, out)
-	state.Seal() // an attempt below that ends later writes nothing
-	// A retry middleware further in classified what it returned, which
-	// the middleware in between may have changed (a fallback turning an
-	// error into a success): classify what came back here instead.
-	state.Classified = false
-	return res, state, err
+	return m.below(ctx, req, out, step)
 }
 
 // call is what the egress middleware keeps for one outbound call: the
 // Sink through which errown's retry middleware reports. Pooled only on
-// the direct path (pooled set), where nothing but errown reaches the
-// Sink: the transport gets the request and a context that does not
-// carry the call's state. Below middleware errown does not own the state
+// the direct path (taken and released with a step), where nothing but
+// errown reaches the Sink: the transport gets the request and a context
+// that does not carry the call's state. Below middleware errown does not own the state
 // is in each attempt's context, which such middleware may keep past the
 // call (an abandoned attempt, a hedge left running): there the call is
 // allocated, and never reused.
 type call struct {
-	sink   reqlog.Sink
-	pooled bool
+	sink reqlog.Sink
 }
 
 // newCall is the New of a Middleware's pool of calls.
 func (m *Middleware) newCall() any {
-	return &call{pooled: true}
+	return &call{}
 }
 
 // take returns a call for one outbound call, pooled on the direct path
@@ -426,10 +440,10 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()
 }
 
-// release returns c to the pool when it is a pooled one (the direct
-// path's), emptied.
-func (m *Middleware) release(c *call) {
-	if !c.pooled {
+// release returns c, taken with step, to the pool when it is a pooled one
+// (the direct path's, step not nil), emptied.
+func (m *Middleware) release(c *call, step reqlog.Step) {
+	if step == nil {
 		return
 	}
 	c.sink = reqlog.Sink{}

@@ -158,63 +158,108 @@ func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transpo
 
 var _ reqlog.Step = (*Attempts)(nil)
 
-// Send sends one physical attempt of the call whose state is state to out.
-func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	if !state.Sends.Direct {
-		return a.sendShared(ctx, req, out, state)
-	}
-	// The direct path: errown's retry middleware sends the attempts
-	// itself, one at a time, and nothing else reaches state.
-	s := &state.Sends
-	s.Seen = state.ErrownAttempt
-	c := a.m.callees[req.Service]
-	var adm admission
-	if c != nil {
-		var ok bool
-		if adm, ok = c.overload.admit(req.Procedure); !ok {
-			if !a.m.observes(c, req.Procedure) {
-				return a.m.shed(req, c, state)
-			}
-			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
-			adm = c.overload.unheld(req.Procedure)
-		}
-	}
-	s.Count++
-	s.Shed = false
-	res, err := callHeld(ctx, req, out, c, adm)
-	code, class := wire.AttemptResult(ctx, res, err, a.m.hdr.Code)
-	return a.m.attempted(c, adm, attemptEnding(ctx, err, code), res, err, code, class, state)
-}
-
-// sendShared sends one physical attempt of a call whose state middleware
-// errown does not own reaches (it is in the attempt's context): such
+// Send sends one physical attempt of the call whose state is state to
+// out, on one path for both ways the step is reached. Below middleware
+// errown does not own (the state is in the attempt's context), such
 // middleware may send the call's attempts at once (a hedge), return
 // before they end (a timeout that abandons one), or send another call
-// through the same chain (a fallback). The bookkeeping is done under the
-// state's lock, and none once the call has ended (late).
-func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	s := &state.Sends
+// through the same chain (a fallback): the bookkeeping is done under the
+// state's lock, and none once the call has ended (late). On the direct
+// path (Sends.Direct) errown's retry middleware sends the attempts
+// itself, one at a time, and nothing else reaches state: Enter does
+// nothing, no attempt is a hedge or a replay, and no outcome is kept for
+// one to answer with.
+func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
 	state.Enter()
 	if state.Ended() {
 		state.Leave()
 		return a.m.lateStart(req)
 	}
-	if s.Service == "" && s.Procedure == "" {
-		s.Service, s.Procedure = req.Service, req.Procedure
-	} else if req.Service != s.Service || req.Procedure != s.Procedure {
+	if !sameCall(&state.Sends, req) {
 		// Another procedure through the same middleware (a fallback): a
 		// call of its own, judged by nothing of this one's.
 		state.Leave()
 		other := &reqlog.CallState{}
-		res, err := a.sendShared(ctx, req, out, other)
+		res, err := a.Send(ctx, req, out, other)
 		other.Seal()
 		return res, err
 	}
-	var (
-		refused foreignReason
-		hold    bool // refused while another attempt is under way
-		hedge   bool // sent while another attempt is under way
-	)
+	v := verdict{req: req}
+	if !state.Sends.Direct { // else errown's own attempt: nothing to judge
+		v = a.m.judge(ctx, req, state)
+	}
+	switch {
+	case v.answered:
+		state.Leave()
+		return v.res, v.err
+	case v.hold:
+		return a.holdBack(ctx, req, state, v) // unlocks
+	}
+	req = v.req
+	s := &state.Sends
+	s.Seen = state.ErrownAttempt
+	c := a.m.callees[req.Service]
+	adm, admitted := a.m.admit(c, req)
+	if !admitted {
+		res, err := a.m.shed(req, c, state)
+		if s.InFlight == 0 {
+			state.Leave()
+			return res, err
+		}
+		return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
+	}
+	underWay(s)
+	state.Leave()
+	return a.sendAdmitted(ctx, req, out, c, adm, state)
+}
+
+// over counts, under state's lock, a physical attempt of its call that
+// was under way (underWay) as no longer, and wakes the attempts held
+// until none is (Idle).
+func over(state *reqlog.CallState) {
+	state.Sends.InFlight--
+	state.Wake()
+}
+
+// underWay counts, under the state's lock, a physical attempt of the call
+// whose attempts s records that leaves the process.
+func underWay(s *reqlog.Sends) {
+	s.Count++
+	s.InFlight++
+	s.Shed = false
+}
+
+// sameCall reports, under the state's lock, whether req is of the call
+// whose attempts s records: the first attempt names the call's service
+// and procedure; an attempt naming others is a call of its own.
+func sameCall(s *reqlog.Sends, req *transport.Request) bool {
+	if s.Service == "" && s.Procedure == "" {
+		s.Service, s.Procedure = req.Service, req.Procedure
+		return true
+	}
+	return req.Service == s.Service && req.Procedure == s.Procedure
+}
+
+// verdict is what errown's rules make of a physical attempt before it is
+// sent (judge).
+type verdict struct {
+	req      *transport.Request // the attempt to send, stamped when errown did not make it
+	hedge    bool               // sent while another attempt is under way
+	hold     bool               // refused (refused) while another attempt is under way
+	refused  foreignReason
+	answered bool // refused, answering at once with res and err
+	res      *transport.Response
+	err      error
+}
+
+// judge decides, under state's lock, on a physical attempt of state's
+// call: a hedge (sent while another attempt of the same errown attempt is
+// under way), a replay (sent again after an attempt of the same errown
+// attempt ended), errown's own retry that a hedge overtook, or else
+// errown's own attempt, sent as it is.
+func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *reqlog.CallState) verdict {
+	s := &state.Sends
+	v := verdict{req: req}
 	switch {
 	case s.InFlight > 0 && state.ErrownAttempt == s.Seen:
 		// Sent while another attempt of the same errown attempt is under
@@ -222,34 +267,19 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 		// takes nothing a failure's retry needs: it counts apart from
 		// the policy's attempts, against a limit of its own, and draws
 		// on the hedges' share of the budget; the deadline holds.
-		var (
-			ok    bool
-			epoch int64
-		)
-		hedge = true
-		if refused, epoch, ok = a.m.hedgeRefusal(ctx, req, state); ok {
-			hold = true
+		v.hedge = true
+		var epoch int64
+		if v.refused, epoch, v.hold = m.hedgeRefusal(ctx, req, state); v.hold {
 			break
 		}
-		s.Foreign++
 		s.Hedges++
 		if epoch >= 0 {
 			s.HedgeDraws = append(s.HedgeDraws, epoch)
 		}
-		a.m.foreign(req.Service).sent.Inc(1)
-		req = a.m.stamp(req, s.Count+1)
+		v.req = m.foreignSent(req, s)
 	case s.Count > 0 && state.ErrownAttempt == s.Seen:
-		var (
-			res *transport.Response
-			err error
-			ok  bool
-		)
-		req, res, err, ok = a.m.replay(ctx, req, state)
-		if ok {
-			state.Leave()
-			return res, err
-		}
-	case s.Count > 0 && a.m.overTheLimit(req, state.Sequential()):
+		v.req, v.res, v.err, v.answered = m.replay(ctx, req, state)
+	case s.Count > 0 && m.overTheLimit(req, state.Sequential()):
 		// errown's own retry, decided when the call had sent fewer
 		// attempts: one the middleware below sent meanwhile (a hedge
 		// that reached this step only after errown's loop counted) took
@@ -257,59 +287,64 @@ func (a *Attempts) sendShared(ctx context.Context, req *transport.Request, out t
 		// failure; what the hedge took is counted
 		// (retry.starved_by_hedges).
 		s.Seen = state.ErrownAttempt
-		refused, hold = foreignAttempts, true
-		if c := a.m.callees[req.Service]; c != nil {
+		v.refused, v.hold = foreignAttempts, true
+		if c := m.callees[req.Service]; c != nil {
 			c.metrics.starved[starvedAttempts].Inc(1)
 		}
 	}
-	if !hold {
-		s.Seen = state.ErrownAttempt
+	return v
+}
+
+// holdBack ends, state locked, an attempt errown's rules refused (v): it
+// is not sent, counts in retry.denied, and waits for an attempt under way
+// to answer with (held, which unlocks state).
+func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *reqlog.CallState, v verdict) (*transport.Response, error) {
+	a.m.foreign(req.Service).denied[v.refused].Inc(1)
+	tracing.Foreign(ctx, req, state.Sends.Count, ownership.ClaimMissing, v.refused.String())
+	if v.hedge {
+		a.m.warnHedge(req, v.refused)
+	} else {
+		a.m.warnForeign(req, v.refused)
 	}
-	c := a.m.callees[req.Service]
-	var adm admission
-	if c != nil && !hold {
-		var ok bool
-		if adm, ok = c.overload.admit(req.Procedure); !ok {
-			if !a.m.observes(c, req.Procedure) {
-				res, err := a.m.shed(req, c, state)
-				if s.InFlight == 0 {
-					state.Leave()
-					return res, err
-				}
-				return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
-			}
-			c.metrics.wouldOverload.Inc(1) // observe mode holds nothing back
-			adm = c.overload.unheld(req.Procedure)
-		}
+	return a.m.held(ctx, req, state, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
+		"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, v.refused))
+}
+
+// admit takes for req a slot of c's limit on attempts in flight (c nil:
+// no limit), and reports whether the attempt may go: when the limit is
+// reached, only in observe mode, which holds nothing back
+// (retry.would_overload).
+func (m *Middleware) admit(c *callee, req *transport.Request) (admission, bool) {
+	if c == nil {
+		return admission{}, true
 	}
-	if hold {
-		f := a.m.foreign(req.Service)
-		f.denied[refused].Inc(1)
-		tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, refused.String())
-		if hedge {
-			a.m.warnHedge(req, refused)
-		} else {
-			a.m.warnForeign(req, refused)
-		}
-		return a.m.held(ctx, req, state, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
-			"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, refused))
+	adm, ok := c.overload.admit(req.Procedure)
+	if ok {
+		return adm, true
 	}
-	s.Count++
-	s.InFlight++
-	s.Shed = false
-	state.Leave()
+	if !m.observes(c, req.Procedure) {
+		return adm, false
+	}
+	c.metrics.wouldOverload.Inc(1)
+	return c.overload.unheld(req.Procedure), true
+}
+
+// sendAdmitted sends req, an attempt of state's call counted as under way
+// and holding adm, a slot of c's overload limit, and records how it ended
+// (attempted).
+func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission, state *reqlog.CallState) (*transport.Response, error) {
 	ended := false
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
 			state.Enter()
-			s.InFlight--
-			state.Wake()
+			over(state)
 			state.Leave()
 		}
 	}()
 	res, err := callHeld(ctx, req, out, c, adm)
 	ended = true
-	return a.m.attemptedShared(ctx, req, c, adm, res, err, state)
+	code, class := wire.AttemptResult(ctx, res, err, a.m.hdr.Code)
+	return a.m.attempted(req, c, adm, attemptEnding(ctx, err, code), res, err, code, class, state)
 }
 
 // hedgeRefusal returns, under state's lock, why errown's rules refuse a
@@ -413,19 +448,18 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *re
 	idle := state.Idle()
 	s.Held++
 	state.Leave()
+	var gaveUp bool
 	select {
 	case <-idle:
 	case <-ctx.Done():
-		state.Enter()
-		s.Held--
-		state.Leave()
-		return res, err
+		gaveUp = true
 	}
 	state.Enter()
 	s.Held--
 	last, won := s.Last, s.Won
 	state.Leave()
 	switch {
+	case gaveUp:
 	case last != nil:
 		return replayed(last), last.Err
 	case won != nil && success:
@@ -464,60 +498,6 @@ func (m *Middleware) lateStart(req *transport.Request) (*transport.Response, err
 	return nil, yarpcerrors.CancelledErrorf("errown: attempt of %s::%s not sent: its call has returned", req.Service, req.Procedure)
 }
 
-// attemptedShared records, under state's lock, the physical attempt sent
-// by sendShared that returned res and err: as attempted does, reading the
-// response body it keeps before it takes the lock. An attempt that ends
-// after its call returned (late) records nothing: it gives back its slot
-// of the overload limit, with no outcome, and counts in
-// retry.late_attempts.
-func (m *Middleware) attemptedShared(ctx context.Context, req *transport.Request, c *callee, adm admission, res *transport.Response, err error, state *reqlog.CallState) (*transport.Response, error) {
-	code, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
-	end := attemptEnding(ctx, err, code)
-	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
-	var (
-		last    *reqlog.Outcome
-		claim   ownership.Claim
-		noRetry bool
-	)
-	if class != ownership.ClassOK {
-		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-		o := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
-		var kept bool
-		if res, kept = keep(o, res, m.maxBodyBytes); kept {
-			last = o
-		}
-	}
-	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
-	defer state.Leave()
-	s := &state.Sends
-	s.InFlight--
-	state.Wake()
-	if state.Ended() {
-		if c != nil {
-			c.overload.abandon(adm)
-		}
-		m.foreign(req.Service).late.Inc(1)
-		return res, err
-	}
-	state.Storm.Attempt(storm)
-	if end == endCancelled {
-		// Its caller gave up on it (a hedge's loser): it says nothing of
-		// the callee and is no outcome of the call. The last outcome
-		// kept stays the call's: a replay refused after it, or a hedge
-		// held, answers with the callee's failure, not with a
-		// cancellation nobody above made.
-		giveBack(c, adm, end, code, claim)
-		return res, err
-	}
-	state.Code, state.Class = code, class
-	s.Last, s.Won = last, won
-	if class != ownership.ClassOK {
-		state.Claim, state.NoRetry = claim, noRetry
-	}
-	giveBack(c, adm, end, code, claim)
-	return res, err
-}
-
 // callHeld sends req through out, the attempt holding adm, a slot of c's
 // overload limit (c nil: none), and gives the slot back, with no outcome,
 // when out panics: yarpc recovers a handler's panic further out and
@@ -538,24 +518,58 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 	return res, err
 }
 
-// attempted records in state the physical attempt on the direct path
-// that returned res and err, classified as code and class, ended as end,
-// sent to c (nil: no policy) under adm: its storm figures, its
-// classification and claim, the end of its admission. Nothing below
-// errown's retry middleware replays it: there is no outcome to keep. It
+// attempted records, under state's lock, the physical attempt of
+// state's call, under way until now, that returned res and err,
+// classified as code and class, ended as end, sent to c (nil: no policy)
+// under adm: its storm figures, its classification and claim, the end of
+// its admission, and, below middleware errown does not own, its outcome,
+// kept (its body read before the lock is taken) for a refused replay or
+// a held hedge to answer with. An attempt that ends after its call
+// returned (late) records nothing: it gives back its slot of the
+// overload limit, with no outcome, and counts in retry.late_attempts. It
 // returns what to hand on.
-func (m *Middleware) attempted(c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
-	state.Storm.Attempt(wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled))
-	state.Code, state.Class = code, class // errown's retry middleware reads them when Direct
-	state.Sends.Last = nil
-	if class == ownership.ClassOK {
-		if c != nil {
-			c.overload.done(adm, false)
+func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
+	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
+	var (
+		last    *reqlog.Outcome
+		claim   ownership.Claim
+		noRetry bool
+	)
+	if class != ownership.ClassOK {
+		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
+		if !state.Sends.Direct { // on the direct path nothing replays it
+			o := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+			var kept bool
+			if res, kept = keep(o, res, m.maxBodyBytes); kept {
+				last = o
+			}
 		}
+	}
+	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
+	defer state.Leave()
+	s := &state.Sends
+	over(state)
+	if state.Ended() {
+		if c != nil {
+			c.overload.abandon(adm)
+		}
+		m.foreign(req.Service).late.Inc(1)
 		return res, err
 	}
-	state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-	giveBack(c, adm, end, code, state.Claim)
+	state.Storm.Attempt(storm)
+	if end == endCancelled && !s.Direct {
+		// Its caller gave up on it (a hedge's loser): it says nothing of
+		// the callee and is no outcome of the call. The last outcome
+		// kept stays the call's: a replay refused after it, or a hedge
+		// held, answers with the callee's failure, not with a
+		// cancellation nobody above made. (On the direct path errown's
+		// retry middleware reads the attempt's classification.)
+		giveBack(c, adm, end, code, claim)
+		return res, err
+	}
+	setResult(state, code, class, claim, noRetry)
+	s.Last, s.Won = last, won
+	giveBack(c, adm, end, code, claim)
 	return res, err
 }
 
@@ -587,8 +601,7 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 	state.Refused = wire.RefusedOverload
 	// The call failed here, as the callee's overload: the retry and egress
 	// middleware read this classification on the direct path.
-	state.Code, state.Class = yarpcerrors.CodeResourceExhausted, ownership.ClassFailure
-	state.Claim, state.NoRetry = ownership.ClaimMissing, false
+	setResult(state, yarpcerrors.CodeResourceExhausted, ownership.ClassFailure, ownership.ClaimMissing, false)
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
 	state.Storm.Attempt(wire.KnownFigures(ownership.Storm{})) // nothing was served
 	err := yarpcerrors.ResourceExhaustedErrorf(
@@ -672,9 +685,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 			m.warnForeign(req, r)
 			return req, nil, yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, r), true
 		}
-		s.Foreign++
-		f.sent.Inc(1)
-		return m.stamp(req, s.Count+1), nil, nil, false
+		return m.foreignSent(req, s), nil, nil, false
 	}
 	var p *policy
 	c := m.callees[req.Service]
@@ -705,9 +716,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		ok = false
 	}
 	if !ok {
-		s.Foreign++
-		f.sent.Inc(1)
-		return m.stamp(req, s.Count+1), nil, nil, false
+		return m.foreignSent(req, s), nil, nil, false
 	}
 	f.denied[r].Inc(1)
 	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
@@ -760,6 +769,15 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 		}
 	}
 	return 0, false
+}
+
+// foreignSent counts, under the state's lock, a physical attempt of the
+// call whose attempts s records that errown did not make and lets go
+// (retry.foreign_attempts), and returns it stamped with its number.
+func (m *Middleware) foreignSent(req *transport.Request, s *reqlog.Sends) *transport.Request {
+	s.Foreign++
+	m.foreign(req.Service).sent.Inc(1)
+	return m.stamp(req, s.Count+1)
 }
 
 // stamp returns req with the attempt header set to n, leaving req alone.

@@ -15,13 +15,11 @@ import (
 // take on from. It lives in its caller's frame: nothing keeps it once
 // Continue returns.
 type First struct {
-	c     *callee // nil: no policy for the callee
-	p     *policy // nil: none for the procedure
+	// run is the call as the attempt loop takes it on (its callee, nil
+	// for none with a policy, and its policy, nil for none; with a
+	// policy that retries, its body, orig, context and Route).
+	run   attemptRun
 	adm   admission
-	body  replay
-	orig  transport.Request // the request as the caller gave it
-	ctx   context.Context   // the call's context with its Route, or nil (route)
-	route *reqlog.Route
 	sent  sentAttempt
 	code  yarpcerrors.Code
 	class ownership.Class
@@ -43,19 +41,16 @@ type First struct {
 // storm figures, of which the egress middleware records only that it did
 // not fail. A call sent but not done goes on in Continue with f.
 func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, f *First) (_ *transport.Response, sent, done bool, _ error) {
-	f.c = m.callees[req.Service]
-	f.body = replay{inPlace: true}
-	if c := f.c; c != nil {
-		f.p = c.policy(req.Procedure)
-		if p := f.p; p != nil {
+	r := &f.run
+	r.c = m.callees[req.Service]
+	if c := r.c; c != nil {
+		r.p = c.policy(req.Procedure)
+		if p := r.p; p != nil {
 			if p.attemptTimeout > 0 {
 				return nil, false, false, nil
 			}
-			if p.maxAttempts > 1 && p.idempotent {
-				if !readsInPlace(req.Body) {
-					return nil, false, false, nil
-				}
-				f.body = bufferBody(req.Body, m.maxBodyBytes)
+			if p.maxAttempts > 1 && p.idempotent && !readsInPlace(req.Body) {
+				return nil, false, false, nil
 			}
 		}
 		// Call sheds a call the limit holds back, or lets it go in
@@ -67,19 +62,17 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 		c.budget.deposit()
 		c.metrics.calls.Inc(1)
 	}
-	if f.p != nil && f.p.maxAttempts > 1 {
-		// Retries are built from the request as the caller gave it, as
-		// Call builds them, even if the transport changed it.
-		f.orig = *req
-		ctx = f.routed(ctx)
+	if r.p != nil && r.p.maxAttempts > 1 {
+		m.forRetries(r, ctx, req) // as Call does
+		ctx = r.ctx
 	}
-	res, err := callHeld(ctx, req, out, f.c, f.adm)
+	res, err := callHeld(ctx, req, out, r.c, f.adm)
 	f.code, f.class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	if f.class == ownership.ClassOK && (res == nil || !hasHeader(res.Headers, m.hdr.Storm)) {
 		// Storm One: the innermost step would fold it and record nothing
 		// else; a retry loop would return it as it is.
-		if f.c != nil {
-			f.c.overload.done(f.adm, false)
+		if r.c != nil {
+			r.c.overload.done(f.adm, false)
 		}
 		return res, true, true, err
 	}
@@ -93,22 +86,25 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 // attempt included, and sending any retry through sink's Out, as Call
 // does on the direct path. It returns the call's last response and error.
 func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink *reqlog.Sink, f *First) (*transport.Response, error) {
-	state := &sink.State
-	sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: state}
-	state.Sends.Direct = true
-	state.Classified = false
-	state.ErrownAttempt = 1
-	state.Sends.Seen, state.Sends.Count = 1, 1
-	res, err := m.attempted(f.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
-	if f.p == nil || f.p.maxAttempts <= 1 {
+	state, hop := &sink.State, m.direct(sink)
+	begin(state)
+	// The first attempt left the process and is no longer under way:
+	// recorded as the innermost step records each.
+	sameCall(&state.Sends, req)
+	state.Sends.Seen = state.ErrownAttempt
+	underWay(&state.Sends)
+	r := &f.run
+	res, err := m.attempted(req, r.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
+	if r.p == nil || r.p.maxAttempts <= 1 {
 		settle(state)
 		return res, err
 	}
-	f.sent = sentAttempt{res: res, err: err}
-	if f.route != nil {
-		ctx, state.Route = f.ctx, f.route
+	if r.route == nil {
+		r.ctx = ctx // no Route: the retries go in ctx as it is
 	}
-	return m.attemptLoop(ctx, req, &sink.Hop, f.c, f.p, state, f.body, &f.orig, &f.sent)
+	r.out, r.state, state.Route = hop, state, r.route
+	defer m.sealed(r.c, state) // however the call ends, a panic below included
+	return m.attemptLoop(r, sentAttempt{res: res, err: err, ctx: r.ctx})
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without

@@ -112,11 +112,7 @@ func (m *Middleware) Stop() error {
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	if sink, ok := out.(*reqlog.Sink); ok {
 		if sink.Direct {
-			// Nothing between here and the transport: the innermost step
-			// gets the call's state from the Hop.
-			sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
-			sink.State.Sends.Direct = true
-			return m.call(ctx, req, &sink.Hop, &sink.State)
+			return m.call(ctx, req, m.direct(sink), &sink.State)
 		}
 		// The innermost step (Attempts) finds the call's state in the
 		// context of each attempt, below the middleware in between.
@@ -130,10 +126,25 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	return m.call(ctx, req, out, state)
 }
 
-func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	state.Enter()
+// direct readies sink for a call on the direct path, and returns the
+// outbound to send its attempts to: nothing stands between here and the
+// transport, and the innermost step gets the call's state from the Hop.
+func (m *Middleware) direct(sink *reqlog.Sink) *reqlog.Hop {
+	sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
+	sink.State.Sends.Direct = true
+	return &sink.Hop
+}
+
+// begin starts, under state's lock, the call of state: errown sends its
+// first attempt, none classified yet.
+func begin(state *reqlog.CallState) {
 	state.Classified = false // until an attempt is classified below
 	state.ErrownAttempt = 1
+}
+
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+	state.Enter()
+	begin(state)
 	state.Leave()
 	c := m.callees[req.Service]
 	if c == nil {
@@ -174,140 +185,192 @@ func settle(state *reqlog.CallState) {
 }
 
 func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState) (*transport.Response, error) {
-	// A procedure that is not idempotent is never replayed: its body is
-	// not buffered, and a retryable failure is refused for that reason.
-	body := replay{inPlace: true}
-	if p.idempotent {
-		body = bufferBody(req.Body, m.maxBodyBytes)
+	r := attemptRun{out: out, c: c, p: p, state: state}
+	m.forRetries(&r, ctx, req)
+	state.Route = r.route
+	defer m.sealed(c, state) // however the call ends, a panic below included
+	return m.attemptLoop(&r, m.sendAttempt(&r, 1))
+}
+
+// forRetries readies r for the retries of req's call under its policy,
+// ctx the call's: the body kept for replay (a procedure that is not
+// idempotent is never replayed: its body is not buffered, and a
+// retryable failure is refused for that reason), the request as the
+// caller gave it, which retries are built from even when the first
+// attempt is req itself and middleware below changes it, and the call's
+// context with its Route (routed).
+func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transport.Request) {
+	r.req = req
+	r.body = replay{inPlace: true}
+	if r.p.idempotent {
+		r.body = bufferBody(req.Body, m.maxBodyBytes)
 	}
-	// Retries are built from the request as the caller gave it, even when
-	// the first attempt is req itself and middleware below changes it.
-	orig := *req
-	ctx = withRoute(ctx, state)
-	return m.attemptLoop(ctx, req, out, c, p, state, body, &orig, nil)
+	r.orig = *req
+	r.routed(ctx)
 }
 
-// sentAttempt is what a first attempt sent before the attempt loop
-// returned (SendFirst): the loop takes on from there.
+// attemptRun is what errown's attempt loop keeps of one call, from its
+// first attempt until it returns, in the frame of the function that
+// starts it (callWithRetries, Continue).
+type attemptRun struct {
+	ctx   context.Context         // the call's, carrying route
+	route *reqlog.Route           // or nil (routed)
+	req   *transport.Request      // the first attempt
+	orig  transport.Request       // the request as the caller gave it, which retries are built from
+	out   transport.UnaryOutbound // where the attempts go
+	c     *callee
+	p     *policy
+	state *reqlog.CallState
+	body  replay // req's body, kept for replay
+}
+
+// sentAttempt is one of errown's attempts of a call, as it came back
+// (sendAttempt, or SendFirst for the first).
 type sentAttempt struct {
-	res *transport.Response
-	err error
+	res    *transport.Response
+	err    error
+	ctx    context.Context    // the attempt's
+	cancel context.CancelFunc // its attempt timeout's, or nil
+	before int                // the call's physical attempts sent before it
 }
 
-// attemptLoop sends req's attempts through out and retries them as p, the
-// callee's claims, the deadline and c's budget allow, body holding req's
-// body for replay and orig the request as the caller gave it. first, when
-// not nil, is the first attempt, already sent and recorded in state
-// (Continue): the loop starts from its outcome.
-func (m *Middleware) attemptLoop(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState, body replay, orig *transport.Request, first *sentAttempt) (*transport.Response, error) {
-	defer func() {
-		// However the call ends (a panic below included), it is sealed
-		// before its state is read: an attempt still under way (a hedge,
-		// an abandoned attempt) writes nothing from here on.
-		state.Enter()
-		state.End()
-		n := state.Storm.Prevented()
-		state.Leave()
-		if n > 0 {
-			c.metrics.prevented.Inc(int64(n))
-		}
-	}()
+// attemptLoop retries r's call, whose first attempt came back as a, as
+// its policy, the callee's claims, the deadline and the callee's budget
+// allow. Its caller seals the call's state when it returns (sealed).
+func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Response, error) {
+	ctx, req, c, p, state := r.ctx, r.req, r.c, r.p, r.state
 	var note retryNote // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
-		var (
-			res    *transport.Response
-			err    error
-			cancel context.CancelFunc
-			sent   int // attempts that left the process before this one
-		)
-		actx := ctx
-		if n == 1 && first != nil {
-			res, err = first.res, first.err // counted by the innermost step's work in Continue
-		} else {
-			if p.attemptTimeout > 0 {
-				actx, cancel = withAttemptTimeout(ctx, p.attemptTimeout) // also bounded by ctx's own deadline
-			}
-			// Attempts are numbered as they leave the process: a
-			// middleware below that replayed an attempt (counted by
-			// Attempts) took a number too.
-			state.Enter()
-			sent = state.Sends.Count
-			state.ErrownAttempt = n
-			state.Leave()
-			attempt := req
-			if n > 1 {
-				c.metrics.attempts.Inc(1)
-				attempt = body.request(orig, n, m.hdr.Attempt, wire.FormatAttempt(max(sent, n-1)+1))
-			} else if !body.inPlace {
-				attempt = body.request(orig, n, m.hdr.Attempt, "")
-			}
-			res, err = out.Call(actx, attempt)
-		}
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
 		state.Enter()
-		seen := state.Sends.Count > sent || state.Sends.Shed // by the innermost step
-		if !state.Sends.Direct || !seen {
-			// What came back may not be what the innermost step saw (a
-			// middleware in between), or it saw nothing: classify it here.
-			state.Code, state.Class = wire.AttemptResult(actx, res, err, m.hdr.Code)
-			if state.Class != ownership.ClassOK {
-				state.Claim, state.NoRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-			}
-		}
-		code, class := state.Code, state.Class
-		state.Classified = true
-		if !seen {
-			// No innermost step saw the attempt: fold its storm here.
-			state.Storm.Attempt(wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(actx, err)))
-		}
-		// Every physical attempt counts against the policy, whoever sent
-		// it and whenever it reached the innermost step: errown's own n
-		// attempts did leave, or may still (one a middleware below
-		// abandoned reaches the step late), so never count fewer.
-		state.Attempts = max(state.Sends.Count, n)
+		code, class := m.classify(&a, n, state)
 		if class != ownership.ClassFailure {
-			if wire.Cancelled(actx, err) {
-				// Its caller gave up on it (a hedger above cancelled
-				// this hop's call, its loser): it did not work, it was
-				// abandoned, and it may have reached the callee. Its
-				// withdrawal stands.
-				note.abandoned()
-			} else {
-				note.succeeded(c)
-				refundHedges(c, state)
-			}
-			state.End()
-			route := state.Route
-			state.Leave()
-			if route != nil {
-				// Served: the peers of its earlier attempts failed it
-				// (package retrypeer passes them over; Instances lists
-				// them).
-				route.Served(c.instances.failed)
-			}
-			release.With(res, cancel)
-			return res, err
+			m.served(&a, c, state, &note) // unlocks
+			release.With(a.res, a.cancel)
+			return a.res, a.err
 		}
 		refused := state.Refused
 		// The policy's attempts bound the call's attempts other than its
 		// hedges, which count apart (Attempts.Send).
-		wait, ok := m.retryAfter(ctx, req, c, p, code, max(state.Sequential(), n), body.replayable(), state, &note)
+		wait, ok := m.retryAfter(r, code, max(state.Sequential(), n), &note)
 		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
 		if !ok {
 			state.End()
 			state.Leave()
-			release.With(res, cancel)
-			return res, err
+			release.With(a.res, a.cancel)
+			return a.res, a.err
 		}
 		state.Leave()
 		if m.sleep(ctx, wait) != nil {
 			state.Seal()
-			release.With(res, cancel)
-			return res, err
+			release.With(a.res, a.cancel)
+			return a.res, a.err
 		}
-		discard(res, cancel)
+		discard(a.res, a.cancel)
+		a = m.sendAttempt(r, n+1)
+	}
+}
+
+// sealed ends state's call, which c served, however it ended (a panic
+// below included), before its state is read: an attempt still under way
+// (a hedge, an abandoned attempt) writes nothing from here on. It counts
+// the retries the call's storm says errown prevented.
+func (m *Middleware) sealed(c *callee, state *reqlog.CallState) {
+	state.Enter()
+	state.End()
+	n := state.Storm.Prevented()
+	state.Leave()
+	if n > 0 {
+		c.metrics.prevented.Inc(int64(n))
+	}
+}
+
+// sendAttempt sends errown's attempt n of r's call, under its policy's
+// attempt timeout, built from the request as the caller gave it when it
+// is a retry or the body had to be read.
+func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
+	a := sentAttempt{ctx: r.ctx}
+	if r.p.attemptTimeout > 0 {
+		a.ctx, a.cancel = withAttemptTimeout(r.ctx, r.p.attemptTimeout) // also bounded by ctx's own deadline
+	}
+	// Attempts are numbered as they leave the process: a middleware below
+	// that replayed an attempt (counted by Attempts) took a number too.
+	r.state.Enter()
+	a.before = r.state.Sends.Count
+	r.state.ErrownAttempt = n
+	r.state.Leave()
+	attempt := r.req
+	if n > 1 {
+		r.c.metrics.attempts.Inc(1)
+		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(a.before, n-1)+1))
+	} else if !r.body.inPlace {
+		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, "")
+	}
+	a.res, a.err = r.out.Call(a.ctx, attempt)
+	return a
+}
+
+// classify records, under state's lock, errown's attempt n that came
+// back as a, and returns its code and class: as the innermost step
+// classified it on the direct path, else (a middleware in between may
+// have changed what came back, or no step saw it) as it came back here,
+// its storm folded here when no step saw it.
+func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (yarpcerrors.Code, ownership.Class) {
+	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
+	if !state.Sends.Direct || !seen {
+		code, class := wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
+		var (
+			claim   ownership.Claim
+			noRetry bool
+		)
+		if class != ownership.ClassOK {
+			claim, noRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
+		}
+		setResult(state, code, class, claim, noRetry)
+	}
+	state.Classified = true
+	if !seen {
+		state.Storm.Attempt(wire.AttemptStorm(a.res, state.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err)))
+	}
+	// Every physical attempt counts against the policy, whoever sent it
+	// and whenever it reached the innermost step: errown's own n attempts
+	// did leave, or may still (one a middleware below abandoned reaches
+	// the step late), so never count fewer.
+	state.Attempts = max(state.Sends.Count, n)
+	return state.Code, state.Class
+}
+
+// setResult records, under state's lock, the classification of its call's
+// latest attempt: its code and class, and, when it did not succeed, its
+// claim and pushback.
+func setResult(state *reqlog.CallState, code yarpcerrors.Code, class ownership.Class, claim ownership.Claim, noRetry bool) {
+	state.Code, state.Class = code, class
+	if class != ownership.ClassOK {
+		state.Claim, state.NoRetry = claim, noRetry
+	}
+}
+
+// served ends, state locked, the call whose attempt a did not fail, and
+// unlocks state. An attempt its caller gave up on (a hedger above
+// cancelled this hop's call, its loser) did not work, was abandoned, and
+// may have reached the callee: its withdrawal stands. Else the retry's
+// withdrawal and the hedges' are refunded, and the peers of the call's
+// earlier attempts are known to have failed it (package retrypeer passes
+// them over; Instances lists them).
+func (m *Middleware) served(a *sentAttempt, c *callee, state *reqlog.CallState, note *retryNote) {
+	if wire.Cancelled(a.ctx, a.err) {
+		note.abandoned()
+	} else {
+		note.succeeded(c)
+		refundHedges(c, state)
+	}
+	state.End()
+	route := state.Route
+	state.Leave()
+	if route != nil {
+		route.Served(c.instances.failed)
 	}
 }
 
@@ -321,15 +384,17 @@ func refundHedges(c *callee, state *reqlog.CallState) {
 	state.Sends.HedgeDraws = nil
 }
 
-// retryAfter decides, after n attempts (as they left the process) failed,
-// the last with code (its response's claim and pushback in state), whether to send the call again and how
-// long to wait first. When this hop
-// declines a retry the error was retryable for by nature, it records why
-// in state and counts it: the callee's unclaim (suppressed), its pushback,
-// the policy's codes, idempotency, the body cap, the deadline, the
-// budget. A suppression the policy would otherwise have retried, and the
-// policy's attempt limit, are recorded as state's Declined.
-func (m *Middleware) retryAfter(ctx context.Context, req *transport.Request, c *callee, p *policy, code yarpcerrors.Code, n int, replayable bool, state *reqlog.CallState, note *retryNote) (time.Duration, bool) {
+// retryAfter decides, under the state's lock, after n attempts of r's
+// call (as they left the process) failed, the last with code (its
+// response's claim and pushback in the state), whether to send the call
+// again and how long to wait first. When this hop declines a retry the
+// error was retryable for by nature, it records why in the state and
+// counts it: the callee's unclaim (suppressed), its pushback, the
+// policy's codes, idempotency, the body cap, the deadline, the budget. A
+// suppression the policy would otherwise have retried, and the policy's
+// attempt limit, are recorded as the state's Declined.
+func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, note *retryNote) (time.Duration, bool) {
+	ctx, req, c, p, state, replayable := r.ctx, r.req, r.c, r.p, r.state, r.body.replayable()
 	note.withdrew = false
 	if !wire.RetryableByNature(code) || state.Sends.Shed {
 		return 0, false // a shed attempt was refused already
