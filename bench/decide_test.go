@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/retrier"
-	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/api/transport"
@@ -22,11 +22,11 @@ var _sinkClaim ownership.Claim
 func BenchmarkDecide(b *testing.B) {
 	tests := []struct {
 		name string
-		give []wire.Failure
+		give []ingress.Failure
 	}{
 		{"none", nil},
-		{"one-correlated-retried", []wire.Failure{{Kind: ownership.KindFailClose, RCS: true}}},
-		{"eight-mixed", []wire.Failure{
+		{"one-correlated-retried", []ingress.Failure{{Kind: ownership.KindFailClose, RCS: true}}},
+		{"eight-mixed", []ingress.Failure{
 			{Kind: ownership.KindFailOpen}, {Kind: ownership.KindFailClose, RCS: true},
 			{Kind: ownership.KindUnknown, RCS: true}, {Kind: ownership.KindFailOpen, RCS: true},
 			{Kind: ownership.KindFailClose, RCS: true}, {Kind: ownership.KindUnknown, RCS: true},
@@ -37,7 +37,7 @@ func BenchmarkDecide(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_sinkClaim = wire.Decide(tt.give, true)
+				_sinkClaim = ingress.Decide(tt.give, true)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -155,14 +156,14 @@ func (r *Request) End(err error) Outcome {
 	}
 	// As inbound's decision: every failure kept with its edge's kind,
 	// and a failure past the log's bound nobody retried as correlated.
-	failures := make([]wire.Failure, 0, len(r.failures)+1)
+	failures := make([]ingress.Failure, 0, len(r.failures)+1)
 	for _, e := range r.failures {
-		failures = append(failures, wire.Failure{Kind: r.kinds[e.Edge.Service], RCS: e.RCS})
+		failures = append(failures, ingress.Failure{Kind: r.kinds[e.Edge.Service], RCS: e.RCS})
 	}
 	if r.counts.OverflowUnsatisfied > 0 {
-		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose})
+		failures = append(failures, ingress.Failure{Kind: ownership.KindFailClose})
 	}
-	o.Claim = wire.Decide(failures, true)
+	o.Claim = ingress.Decide(failures, true)
 	o.NoRetry = r.log.NoRetry()
 	return o
 }

@@ -476,7 +476,7 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 // now is when it is recorded, ph the procedure's procedureHash. It
 // returns the claim and its reason.
 func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
-	var buf [_stackFailures]wire.Failure
+	var buf [_stackFailures]Failure
 	failures := buf[:0]
 	var why unclaimCause // of the correlated failures: the reason of an unclaim
 	for _, e := range entries {
@@ -489,8 +489,8 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// so callers cannot push edges either way by sending requests
 		// that deserve one.
 		kind := m.learner.Learn(e.Edge, class == ownership.ClassFailure)
-		failures = append(failures, wire.Failure{Kind: kind, RCS: e.RCS})
-		if wire.Correlated(kind, m.unknownCorrelated) {
+		failures = append(failures, Failure{Kind: kind, RCS: e.RCS})
+		if Correlated(kind, m.unknownCorrelated) {
 			why = why.with(e)
 		}
 	}
@@ -501,12 +501,12 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// error stays claimed and our caller retries (at-least-once).
 		// Overflowed failures with RCS true can only push towards
 		// unclaimed, so leaving them out keeps the decision claimed.
-		failures = append(failures, wire.Failure{Kind: ownership.KindFailClose, RCS: false})
+		failures = append(failures, Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
 	if class == ownership.ClassFailure {
 		m.countDenied(entries)
 	}
-	claim := wire.Decide(failures, m.unknownCorrelated)
+	claim := Decide(failures, m.unknownCorrelated)
 	reason, refused := inbound.ReasonRetriedBelow, wire.RefusedNone
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
@@ -515,7 +515,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		m.claimedCount.Inc(1)
 		correlated := false
 		for _, f := range failures {
-			correlated = correlated || wire.Correlated(f.Kind, m.unknownCorrelated)
+			correlated = correlated || Correlated(f.Kind, m.unknownCorrelated)
 		}
 		switch {
 		case correlated:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/testtime"
@@ -144,7 +145,7 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 	assert.True(t, rcs, "RCS")
 	// The handler's failure after it is unclaimed: the caller above does
 	// not retry.
-	assert.Equal(t, ownership.ClaimUnclaimed, wire.Decide([]wire.Failure{{Kind: ownership.KindFailClose, RCS: rcs}}, true), "the claim the caller above reads")
+	assert.Equal(t, ownership.ClaimUnclaimed, ingress.Decide([]ingress.Failure{{Kind: ownership.KindFailClose, RCS: rcs}}, true), "the claim the caller above reads")
 	// The first attempt's figures; the hedge's, still under way, are not
 	// known when the call returns.
 	assert.Equal(t, 1, st.Storm.Attempts(), "attempts folded in the storm")

@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/memory"
-	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 )
@@ -143,7 +143,7 @@ func (a Analysis) Loads() []float64 {
 // to whichever call wants one. errown's own budget (the ownership
 // policies) refunds a retry that succeeds, so there the retries that
 // fail, a share 1 − P(success) of them, are at most B. The caller's own claim then follows
-// wire.Decide over its failed calls, with the edge kinds errown would
+// ingress.Decide over its failed calls, with the edge kinds errown would
 // use: unknown with the memory disabled, else what the memory learns in
 // the long run (fail-close for a hard edge; for a soft one, by the chance
 // the caller fails anyway). It ignores the first requests of a run, before
@@ -455,7 +455,7 @@ func (a *analyzer) correlated(c gcall, out callOutcome, failsAnyway float64) boo
 		const samples = 1_000_000
 		kind = memory.Classify(ownership.KindUnknown, samples, int64(math.Round(ratio*samples)), a.thresholds)
 	}
-	return wire.Correlated(kind, a.unknownCorrelated)
+	return ingress.Correlated(kind, a.unknownCorrelated)
 }
 
 // call returns the distribution of one logical call from node caller to a

@@ -1,4 +1,4 @@
-package wire
+package ingress
 
 import "github.com/errown/errown/ownership"
 
