@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/yarpc/api/transport"
@@ -128,14 +129,14 @@ func (c *Chooser) Choose(ctx context.Context, req *transport.Request) (peer.Peer
 // acceptable reports whether a call on route may go to peer id: no
 // earlier attempt of the call went to it, and it is not to be passed
 // over (acceptable takes its pass).
-func (c *Chooser) acceptable(route *reqlog.Route, id string) bool {
+func (c *Chooser) acceptable(route *calls.Route, id string) bool {
 	return !route.Used(id) && !c.takePass(id)
 }
 
 // chosen records p on route as the peer of the call's attempt, with the
 // Chooser as the route's witness (so that once the call is served, the
 // peers its earlier attempts went to are passed over), and returns it.
-func (c *Chooser) chosen(route *reqlog.Route, p peer.Peer, onFinish func(error)) (peer.Peer, func(error), error) {
+func (c *Chooser) chosen(route *calls.Route, p peer.Peer, onFinish func(error)) (peer.Peer, func(error), error) {
 	route.Record(p.Identifier())
 	route.Witness(c.witness)
 	return p, onFinish, nil

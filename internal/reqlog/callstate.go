@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
@@ -63,7 +64,7 @@ type CallState struct {
 	// Route is the peers the call's attempts went to, when the retry
 	// middleware put one in their context (a call it may retry) and a
 	// peer chooser that records them chose (package retrypeer); else nil.
-	Route *Route
+	Route *calls.Route
 }
 
 // Enter locks the state for an attempt's bookkeeping, unless Sends.Direct.

@@ -7,17 +7,13 @@ import (
 	"github.com/errown/errown/internal/calls"
 )
 
-// Route is the peers one logical call's attempts went to (calls.Route),
-// which the egress log's entry of the call keeps.
-type Route = calls.Route
-
 type routeKey struct{}
 
 // routeContext is a context node carrying a call's Route, allocated with
 // it.
 type routeContext struct {
 	context.Context
-	route Route
+	route calls.Route
 }
 
 func (c *routeContext) Value(key any) any {
@@ -29,7 +25,7 @@ func (c *routeContext) Value(key any) any {
 
 // NewRouteContext returns a child of ctx that carries a fresh Route, and
 // that Route, in one allocation.
-func NewRouteContext(ctx context.Context) (context.Context, *Route) {
+func NewRouteContext(ctx context.Context) (context.Context, *calls.Route) {
 	c := &routeContext{Context: ctx}
 	return c, &c.route
 }
@@ -57,7 +53,7 @@ func SetRoutesRead(read bool) (restore func()) {
 }
 
 // RouteFromContext returns the Route in ctx, or nil.
-func RouteFromContext(ctx context.Context) *Route {
-	r, _ := ctx.Value(routeKey{}).(*Route)
+func RouteFromContext(ctx context.Context) *calls.Route {
+	r, _ := ctx.Value(routeKey{}).(*calls.Route)
 	return r
 }

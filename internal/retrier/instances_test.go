@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -85,7 +86,7 @@ func TestMiddlewareInstances(t *testing.T) {
 func TestInstancesServedByItsPeerAllocatesNothing(t *testing.T) {
 	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
 	record := m.callees["callee"].instances.failed
-	var route reqlog.Route
+	var route calls.Route
 	route.Record("a:1")
 	allocs := testing.AllocsPerRun(100, func() { route.Served(record) })
 	assert.Zero(t, allocs)

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
@@ -214,7 +215,7 @@ func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transpo
 // starts it (callWithRetries, Continue).
 type attemptRun struct {
 	ctx   context.Context         // the call's, carrying route
-	route *reqlog.Route           // or nil (routed)
+	route *calls.Route            // or nil (routed)
 	req   *transport.Request      // the first attempt
 	orig  transport.Request       // the request as the caller gave it, which retries are built from
 	out   transport.UnaryOutbound // where the attempts go

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/retry"
@@ -33,8 +34,8 @@ func choosingPeers(script ...step) []step {
 }
 
 // routes returns the Route each request's context carried.
-func routes(out *outboundtest.Outbound) []*reqlog.Route {
-	var rs []*reqlog.Route
+func routes(out *outboundtest.Outbound) []*calls.Route {
+	var rs []*calls.Route
 	for _, r := range out.Requests() {
 		rs = append(rs, reqlog.RouteFromContext(r.Ctx))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -80,7 +81,7 @@ func Foreign(ctx context.Context, req *transport.Request, attempts int, claim ow
 
 // lastPeer returns the peer route's latest attempt went to, or "" when
 // route is nil or recorded none (no peer chooser records them).
-func lastPeer(route *reqlog.Route) string {
+func lastPeer(route *calls.Route) string {
 	if route == nil {
 		return ""
 	}
