@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -214,7 +216,15 @@ loop:
 				}
 				f := _soakCycle[turn%len(_soakCycle)]
 				if f == netDown {
-					m.must(m.c.stop())
+					// A connection the proxy still holds from an earlier
+					// hang keeps C's graceful shutdown waiting until its
+					// timeout: C's listener is closed all the same, and C
+					// starts again on its address. Anything else fails.
+					if err := m.c.stop(); errors.Is(err, context.DeadlineExceeded) {
+						t.Logf("%v: C's graceful stop timed out on a connection the proxy held: %v", time.Since(start).Round(time.Second), err)
+					} else {
+						m.must(err)
+					}
 				}
 				m.proxy.Set(f)
 				phaseEnd = time.Now().Add(_soakFault)
