@@ -62,13 +62,12 @@ func unsteerable(o transport.UnaryOutbound) (string, bool) {
 		chooser = bound.ChooserList()
 	}
 	switch chooser.(type) {
-	case *retrypeer.Chooser, *yarpcpeer.Single, nil:
+	case *retrypeer.Chooser, *yarpcpeer.Single:
 		return "", false
 	case peer.List:
 		return fmt.Sprintf("%T", chooser), true
-	default:
-		return "", false
 	}
+	return "", false
 }
 
 // unsteeredPolicies reports each outbound found by Apply that a retry

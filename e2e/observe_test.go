@@ -2,10 +2,9 @@ package e2e_test
 
 import (
 	"context"
-	"math/rand/v2"
-	"sync"
 	"testing"
 
+	"github.com/errown/errown/internal/chaos"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -14,18 +13,6 @@ import (
 
 // _observeRequests is each run's requests: one is 0.1 points.
 const _observeRequests = 1000
-
-// lockedRand is a random source safe for C's instances to share.
-type lockedRand struct {
-	mu sync.Mutex
-	r  *rand.Rand
-}
-
-func (l *lockedRand) float64() float64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.r.Float64()
-}
 
 // TestObservePredictsEnforce runs the same traffic and failures in
 // observe mode, then in enforce mode, and holds observe mode's figures to
@@ -47,9 +34,9 @@ func TestObservePredictsEnforce(t *testing.T) {
 			return partialC{bad: down}
 		}},
 		{name: "every C call fails with probability 0.3", cs: func(seed uint64) partialC {
-			r := &lockedRand{r: rand.New(rand.NewPCG(seed, seed))}
+			src := chaos.NewSeeded(seed) // shared by C's instances, safe for them
 			return partialC{every: true, bad: func(ctx context.Context) error {
-				if r.float64() < 0.3 {
+				if float64(src.Next()>>11)/(1<<53) < 0.3 {
 					return down(ctx)
 				}
 				return nil

@@ -163,35 +163,35 @@ func HedgeAllows(requests, hedges int64, ratio, minPerSecond float64, window tim
 
 // refundHedge takes back a hedge withdrawn in epoch's bucket
 // (withdrawHedge) whose call succeeded, as refund does a retry's.
-func (b *budget) refundHedge(epoch int64) {
-	if b.disabled || b.plain {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bk := &b.buckets[epoch%_budgetBuckets]
-	if bk.epoch.Load() == epoch && bk.hedges > 0 {
-		bk.hedges--
-		bk.retries--
-		bk.refunded++
-	}
-}
+func (b *budget) refundHedge(epoch int64) { b.takeBack(epoch, true) }
 
 // refund takes back a retry withdrawn in epoch's bucket (withdraw) that
 // succeeded: a retry that works is evidence of an independent failure,
 // not of a storm, and the budget bounds only the retries that fail. A
 // bucket that has left the window since keeps nothing to refund.
-func (b *budget) refund(epoch int64) {
+func (b *budget) refund(epoch int64) { b.takeBack(epoch, false) }
+
+// takeBack takes back one withdrawal from epoch's bucket, a hedge's
+// (counted among the retries too) when hedge is set, if the bucket is
+// still epoch's and holds one.
+func (b *budget) takeBack(epoch int64, hedge bool) {
 	if b.disabled || b.plain {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	bk := &b.buckets[epoch%_budgetBuckets]
-	if bk.epoch.Load() == epoch && bk.retries > 0 {
-		bk.retries--
-		bk.refunded++
+	if bk.epoch.Load() != epoch {
+		return
 	}
+	switch {
+	case hedge && bk.hedges > 0:
+		bk.hedges--
+	case hedge || bk.retries == 0:
+		return
+	}
+	bk.retries--
+	bk.refunded++
 }
 
 // windowCounts are a budget's counts over its window.
