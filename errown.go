@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"cmp"
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/calls"
@@ -173,12 +172,6 @@ func (m *Middleware) Stop() error {
 	return multierr.Append(m.memory.Stop(), m.retry.Stop())
 }
 
-// Dependencies returns what errown knows of every edge: declared ones,
-// then learned ones, each with its kind, ratio, samples and source.
-func (m *Middleware) Dependencies() []depmem.EdgeView {
-	return m.kinds.Edges()
-}
-
 // Inbound returns the inbound middleware to put on a dispatcher.
 func (m *Middleware) Inbound() yarpc.InboundMiddleware {
 	return yarpc.InboundMiddleware{Unary: m.inbound}
@@ -280,7 +273,7 @@ func (m *Middleware) summary() []zap.Field {
 	if c.Memory.Disabled {
 		memory = "disabled"
 	}
-	modes := m.Modes()
+	modes := m.modes()
 	overrides := make([]string, len(modes.Overrides))
 	for i, o := range modes.Overrides {
 		overrides[i] = o.String()

@@ -86,8 +86,7 @@ td.peers { color: #555; font-size: 0.9em; }
 <td class="num">{{ago $now .Last}}</td><td>{{.Callee}}</td><td>{{.Peer}}</td><td class="num">{{.Failed}}</td>
 </tr>
 {{end}}</table>
-{{else if .ReportsInstances}}<p class="empty">No instance has failed a call another served (or no callee's peer list is wrapped in retrypeer.New).</p>
-{{else}}<p class="empty">This source reports no instances.</p>{{end}}
+{{else}}<p class="empty">No instance has failed a call another served (or no callee's peer list is wrapped in retrypeer.New).</p>{{end}}
 
 <h2>Recent claim decisions</h2>
 {{if .Decisions}}
@@ -122,8 +121,7 @@ In observe mode errown retries blind: the blind figures are what happened, the o
 {{if .Known}}<td class="num">{{.Radius}}</td><td class="num">{{.BlindRadius}}</td><td class="num">{{.Served}}</td><td class="num">{{.Blind}}</td><td class="num">{{.Prevented}}</td><td class="num">{{.Retries}}</td>{{else}}<td colspan="6" class="unknown">unknown: a service below runs no errown, or its figures were lost</td>{{end}}
 </tr>
 {{end}}</table>
-{{else if .ReportsStorms}}<p class="empty">No root request has met a storm yet.</p>
-{{else}}<p class="empty">This source reports no storm telemetry.</p>{{end}}
+{{else}}<p class="empty">No root request has met a storm yet.</p>{{end}}
 </body>
 </html>
 `))
