@@ -42,7 +42,7 @@ var (
 			Kind: ownership.KindFailClose, Ratio: 0.95, CalleeFailures: 40, JointFailures: 38, Source: depmem.SourceLocal,
 		}},
 		budgets: []retry.BudgetView{{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second}},
-		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow,
+		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: "retried below",
 			Peers: []inbound.CallPeers{{Service: "inventory", Procedure: "reserve", Peers: []string{"10.0.0.7:8080", "10.0.0.9:8080"}}}}},
 		storms: []inbound.Storm{
 			{Time: now.Add(-2 * time.Second), Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2},

@@ -10,8 +10,8 @@ import (
 	"math"
 )
 
-// MaxBuckets is the most buckets a window may have.
-const MaxBuckets = 1000
+// maxBuckets is the most buckets a window may have.
+const maxBuckets = 1000
 
 // Config configures the learned memory. In every field that has a
 // default, the zero value means the default: the zero Config learns with
@@ -127,8 +127,8 @@ func (c Config) Validate() error {
 	if c.Window < 0 {
 		add("window: must be positive, got %v", c.Window)
 	}
-	if c.Buckets < 1 || c.Buckets > MaxBuckets {
-		add("buckets: must be between 1 and %d, got %d", MaxBuckets, c.Buckets)
+	if c.Buckets < 1 || c.Buckets > maxBuckets {
+		add("buckets: must be between 1 and %d, got %d", maxBuckets, c.Buckets)
 	} else if c.Window > 0 && c.Window/time.Duration(c.Buckets) < time.Millisecond {
 		add("buckets: window %v in %d buckets is under 1ms a bucket", c.Window, c.Buckets)
 	}

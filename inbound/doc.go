@@ -14,7 +14,7 @@
 // outbound calls errown's egress middleware (configured by package
 // outbound) logged, each with its edge kind from the dependency memory
 // (configured by package depmem); Decision.Reason names the row of the
-// decision table that decided (ReasonOwnFailure, ReasonRetriedBelow, ...).
+// decision table that decided ("own failure", "retried below", ...).
 //
 // # Transports and encodings
 //

@@ -6,7 +6,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -15,7 +14,7 @@ import (
 // reason a word of its signature: its constant's address through unsafe,
 // and reasonWord.
 func BenchmarkDecisionSignature(b *testing.B) {
-	reasons := []string{inbound.ReasonOwnFailure, inbound.ReasonCoincidental, inbound.ReasonAtLeastOnce, inbound.ReasonRetriedBelow}
+	reasons := []string{ReasonOwnFailure, ReasonCoincidental, ReasonAtLeastOnce, ReasonRetriedBelow}
 	ph := procedureHash("checkout::pay")
 	words := []struct {
 		name string
@@ -49,7 +48,7 @@ func BenchmarkDecisionSignature(b *testing.B) {
 // new decision.
 func BenchmarkDecisionsRing(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	r := record{procedure: "checkout::pay", reason: inbound.ReasonOwnFailure, failedCalls: 1}
+	r := record{procedure: "checkout::pay", reason: ReasonOwnFailure, failedCalls: 1}
 	b.Run("padded", func(b *testing.B) {
 		var d ring[paddedRecord]
 		b.RunParallel(func(pb *testing.PB) {

@@ -507,7 +507,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		m.countDenied(entries)
 	}
 	claim := Decide(failures, m.unknownCorrelated)
-	reason, refused := inbound.ReasonRetriedBelow, wire.RefusedNone
+	reason, refused := ReasonRetriedBelow, wire.RefusedNone
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
 		reason, refused = why.reason()
@@ -520,12 +520,12 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		switch {
 		case correlated:
 			m.atLeastOnceCount.Inc(1)
-			reason = inbound.ReasonAtLeastOnce
+			reason = ReasonAtLeastOnce
 		case len(failures) > 0:
 			m.coincidentalCount.Inc(1)
-			reason = inbound.ReasonCoincidental
+			reason = ReasonCoincidental
 		default:
-			reason = inbound.ReasonOwnFailure
+			reason = ReasonOwnFailure
 		}
 	}
 	m.recent.add(record{

@@ -419,10 +419,10 @@ func TestDecisionsKept(t *testing.T) {
 		assert.LessOrEqual(t, reads-before, 1, "one reading per request")
 	}
 	assert.Equal(t, []inbound.Decision{
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow},
-		{Time: at, Procedure: "proc", Code: "internal", Claim: "claimed", FailedCalls: 1, Reason: inbound.ReasonAtLeastOnce},
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 1, Reason: inbound.ReasonCoincidental},
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: inbound.ReasonOwnFailure},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: ReasonRetriedBelow},
+		{Time: at, Procedure: "proc", Code: "internal", Claim: "claimed", FailedCalls: 1, Reason: ReasonAtLeastOnce},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 1, Reason: ReasonCoincidental},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: ReasonOwnFailure},
 	}, e.mw.Decisions())
 
 	// An outage under a coarse clock: the repeats of one decision at one
@@ -432,7 +432,7 @@ func TestDecisionsKept(t *testing.T) {
 	}
 	got := e.mw.Decisions()
 	require.Len(t, got, 5, "the four before and the first of the repeats")
-	assert.Equal(t, inbound.Decision{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", Reason: inbound.ReasonOwnFailure}, got[0])
+	assert.Equal(t, inbound.Decision{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", Reason: ReasonOwnFailure}, got[0])
 
 	// The same decision at later readings is kept each time, and the
 	// ring keeps the latest only.
