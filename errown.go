@@ -220,10 +220,6 @@ func init() {
 	}
 }
 
-// InFlight returns how many requests errown tracks in flight: at most
-// ingress.maxInFlight.
-func (m *Middleware) InFlight() int { return m.inbound.InFlight() }
-
 // Apply returns cfg with errown's middleware added. The inbound middleware
 // goes outside the unary inbound middleware cfg already has, so it sees the
 // error the caller will see. On the outbound side errown's egress and retry

@@ -184,7 +184,7 @@ func TestApplyKeepsExistingMiddleware(t *testing.T) {
 	wrapped := middleware.ApplyUnaryInbound(h, cfg.InboundMiddleware.Unary)
 	require.NoError(t, wrapped.Handle(context.Background(), &transport.Request{Procedure: "p"}, nil))
 	assert.Equal(t, []string{"user-inbound", "handler"}, seen)
-	assert.Equal(t, 0, mw.InFlight())
+	assert.Equal(t, 0, mw.Introspect().InFlight)
 }
 
 type transportHandler func(context.Context) error

@@ -42,6 +42,9 @@ type Status struct {
 	// callee's peer list lets errown see them: where a partial failure is.
 	// Without retrypeer there are none.
 	Instances []retry.InstanceView
+	// InFlight is how many requests errown tracks in flight: zero once
+	// every request it served has returned.
+	InFlight int
 }
 
 // Introspect returns errown's Status now, as yarpc's Dispatcher.Introspect
@@ -57,6 +60,7 @@ func (m *Middleware) Introspect() Status {
 		Storms:       orEmpty(m.inbound.Storms()),
 		Losses:       losses,
 		Instances:    orEmpty(m.retry.Instances()),
+		InFlight:     m.inbound.InFlight(),
 	}
 }
 

@@ -106,7 +106,7 @@ func (c Config) FleetQueries() (failures, joint string) {
 	window := c.WithDefaults().Window
 	query := func(metric string) string {
 		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",
-			LabelCallerProcedure, LabelCalleeService, LabelCalleeProcedure,
+			defaults.LabelCallerProcedure, defaults.LabelCalleeService, defaults.LabelCalleeProcedure,
 			metric, c.Fleet.Selector, int64(math.Ceil(window.Seconds())))
 	}
 	return cmp.Or(c.Fleet.FailuresQuery, query("errown_depmem_callee_failures")),

@@ -777,7 +777,7 @@ func TestMixedMeshChainTable(t *testing.T) {
 			}
 		}
 		for _, n := range ch.nodes {
-			assert.Zero(t, n.mw.InFlight(), "%s: requests still tracked", n.name)
+			assert.Zero(t, n.mw.Introspect().InFlight, "%s: requests still tracked", n.name)
 		}
 		want := make(map[string]int64, len(ch.nodes))
 		got := make(map[string]int64, len(ch.nodes))
