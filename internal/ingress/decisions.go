@@ -26,7 +26,7 @@ type record struct {
 	reason      string
 	failedCalls int
 	code        yarpcerrors.Code
-	class       ownership.Class
+	class       wire.Class
 	claim       ownership.Claim
 	refused     wire.Refusal        // of a ReasonRefusedHere
 	peers       []inbound.CallPeers // nil unless a peer chooser recorded them (decisionPeers)

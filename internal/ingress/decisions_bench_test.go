@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -28,7 +28,7 @@ func BenchmarkDecisionSignature(b *testing.B) {
 			var sink uint64
 			i := 0
 			for b.Loop() {
-				r := record{time: time.Unix(0, int64(i)), reason: reasons[i&3], failedCalls: 1, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure}
+				r := record{time: time.Unix(0, int64(i)), reason: reasons[i&3], failedCalls: 1, code: yarpcerrors.CodeUnavailable, class: wire.ClassFailure}
 				i++
 				sink += signature(ph, signatureWords{
 					uint64(r.time.UnixNano()),

@@ -11,6 +11,7 @@ import (
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
@@ -34,7 +35,7 @@ func failed(service string, rcs bool) calls.Entry {
 	return calls.Entry{
 		Edge:     ownership.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"},
 		Code:     yarpcerrors.CodeUnavailable,
-		Class:    ownership.ClassFailure,
+		Class:    wire.ClassFailure,
 		RCS:      rcs,
 		Attempts: 1,
 	}
@@ -527,8 +528,8 @@ func TestHandleApplicationErrors(t *testing.T) {
 func TestHandleAnswersAreNotCallerFailures(t *testing.T) {
 	// Every code the table calls an answer leaves the caller fine in the
 	// dependency memory; every failure does not.
-	for _, row := range ownership.Codes() {
-		if row.Class == ownership.ClassOK {
+	for _, row := range wire.Codes() {
+		if row.Class == wire.ClassOK {
 			continue
 		}
 		obs := &recordingObserver{}
@@ -536,7 +537,7 @@ func TestHandleAnswersAreNotCallerFailures(t *testing.T) {
 		err := yarpcerrors.Newf(row.Code, "x")
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(err, failed("hard", true)))
 		require.Len(t, obs.seen, 1, "%v", row.Code)
-		assert.Equal(t, row.Class == ownership.ClassFailure, obs.seen[0].callerFailed, "%v", row.Code)
+		assert.Equal(t, row.Class == wire.ClassFailure, obs.seen[0].callerFailed, "%v", row.Code)
 	}
 }
 
