@@ -1,6 +1,8 @@
 package errown
 
 import (
+	"cmp"
+
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
@@ -67,7 +69,19 @@ func (m *Middleware) Introspect() Status {
 // modes returns the mode errown runs in and the policies overriding it.
 func (m *Middleware) modes() retry.Modes {
 	_, _, re := m.cfg.sections()
-	return re.Modes()
+	return modesOf(re)
+}
+
+// modesOf returns the modes c runs calls in.
+func modesOf(c retry.Config) retry.Modes {
+	top := cmp.Or(c.Mode, retry.ModeEnforce)
+	out := retry.Modes{Mode: top, Overrides: []retry.ModeOverride{}}
+	for _, p := range c.Policies {
+		if p.Mode != "" && p.Mode != top {
+			out.Overrides = append(out.Overrides, retry.ModeOverride{Service: p.Service, Procedure: p.Procedure, Mode: p.Mode})
+		}
+	}
+	return out
 }
 
 func orEmpty[T any](s []T) []T {

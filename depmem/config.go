@@ -24,7 +24,7 @@ type Config struct {
 	// MaxEdges). Default 10m.
 	Window time.Duration `yaml:"window,omitempty"`
 	// Buckets is how many time slices the window is kept in; old slices
-	// are forgotten one at a time. Default 10.
+	// are forgotten one at a time; at most 1000. Default 10.
 	Buckets int `yaml:"buckets,omitempty"`
 	// MinSamples is the least callee failures an edge needs in the window
 	// before it is classified. Default 20.

@@ -119,7 +119,7 @@ type PolicyConfig struct {
 	// Mode overrides Config.Mode for these calls. Default "": Config.Mode.
 	Mode Mode `yaml:"mode,omitempty"`
 	// MaxAttempts is the attempts allowed, the first one included; 1 means
-	// never retry. Default 2.
+	// never retry; at most 10. Default 2.
 	MaxAttempts int `yaml:"maxAttempts,omitempty" zerofix:"for no retries write maxAttempts: 1"`
 	// RetryableCodes are the yarpc code names (as
 	// yarpcerrors.Code.UnmarshalText reads them) of errors worth a retry.
