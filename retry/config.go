@@ -89,7 +89,7 @@ type Config struct {
 // Ratio × requests with NoFloor: a retry that succeeds is refunded.
 type BudgetConfig struct {
 	// Ratio is the retries allowed as a fraction of original requests to
-	// the callee. Default 0.1 (0 means the default: set a tiny ratio such
+	// the callee, at most 1000. Default 0.1 (0 means the default: set a tiny ratio such
 	// as 0.0001 for a budget that is nearly all floor).
 	Ratio float64 `yaml:"ratio,omitempty" zerofix:"for a budget that is nearly all floor write a tiny ratio such as 0.0001"`
 	// MinPerSecond is the retries allowed per second whatever the ratio
