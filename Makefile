@@ -172,6 +172,14 @@ bench-peers:
 	cd $(PEERS) && $(PEERS_GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_TIME) -timeout 60m .
 	cd $(PEERS) && $(PEERS_GO) test -run '^$$' -bench '^BenchmarkPeersHTTP$$' -benchmem -count $(PEERS_COUNT) -benchtime $(PEERS_HTTP_TIME) -timeout 60m .
 
+# The house figures: exported identifiers of the public packages, the
+# library's lines, the writes of an outbound call's state, the request
+# path's long functions and the imports from internal packages up to
+# public ones.
+.PHONY: house
+house:
+	cd bench && $(GO) run ./cmd/housecount ..
+
 .PHONY: stormsim
 stormsim:
 	$(GO) run ./cmd/stormsim

@@ -54,7 +54,7 @@ func TestTagCardinalityBounded(t *testing.T) {
 	other := snap.Counters()["errown.storm.requests+procedure=_other"]
 	require.NotNil(t, other, "root procedures past the bound share one tag")
 	assert.Equal(t, int64(flood-maxRoots), other.Value())
-	assert.Len(t, mw.Dependencies(), maxEdges)
+	assert.Len(t, mw.Introspect().Dependencies, maxEdges)
 	overflow := snap.Counters()["errown.depmem.edges_overflow+"]
 	require.NotNil(t, overflow)
 	assert.Equal(t, int64(flood-maxEdges), overflow.Value())

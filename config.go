@@ -91,11 +91,11 @@ type RetryConfig = retry.Config
 // DefaultConfig returns the configuration errown runs with when given
 // nothing: every section's DefaultConfig, and no retry policy. A YAML
 // errown section is read over it.
-func DefaultConfig() Config { return Config{}.WithDefaults() }
+func DefaultConfig() Config { return Config{}.withDefaults() }
 
-// WithDefaults returns c with every field left zero set to its default,
+// withDefaults returns c with every field left zero set to its default,
 // section by section (each section's WithDefaults).
-func (c Config) WithDefaults() Config {
+func (c Config) withDefaults() Config {
 	c.Headers = c.Headers.WithDefaults()
 	c.Mode = cmp.Or(c.Mode, retry.DefaultConfig().Mode)
 	c.Wiring = cmp.Or(c.Wiring, WiringRequire)
@@ -166,7 +166,7 @@ func ConfigFromYAML(b []byte) (Config, error) {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
 	}
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("errown: config: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 
 	"cmp"
-	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/calls"
@@ -173,12 +172,6 @@ func (m *Middleware) Stop() error {
 	return multierr.Append(m.memory.Stop(), m.retry.Stop())
 }
 
-// Dependencies returns what errown knows of every edge: declared ones,
-// then learned ones, each with its kind, ratio, samples and source.
-func (m *Middleware) Dependencies() []depmem.EdgeView {
-	return m.kinds.Edges()
-}
-
 // Inbound returns the inbound middleware to put on a dispatcher.
 func (m *Middleware) Inbound() yarpc.InboundMiddleware {
 	return yarpc.InboundMiddleware{Unary: m.inbound}
@@ -226,10 +219,6 @@ func init() {
 		return checkConfig(configParams{Config: p, YAML: y, Files: f})
 	}
 }
-
-// InFlight returns how many requests errown tracks in flight: at most
-// ingress.maxInFlight.
-func (m *Middleware) InFlight() int { return m.inbound.InFlight() }
 
 // Apply returns cfg with errown's middleware added. The inbound middleware
 // goes outside the unary inbound middleware cfg already has, so it sees the
@@ -280,7 +269,7 @@ func (m *Middleware) summary() []zap.Field {
 	if c.Memory.Disabled {
 		memory = "disabled"
 	}
-	modes := m.Modes()
+	modes := m.modes()
 	overrides := make([]string, len(modes.Overrides))
 	for i, o := range modes.Overrides {
 		overrides[i] = o.String()

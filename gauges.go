@@ -34,7 +34,7 @@ func newGauges(m *Middleware, scope tally.Scope) *gauges {
 
 // update sets every gauge from the middleware's state now.
 func (g *gauges) update() {
-	active := g.m.Modes().Mode
+	active := g.m.modes().Mode
 	for mode, gauge := range g.mode {
 		if mode == active {
 			gauge.Update(1)

@@ -39,7 +39,7 @@ func TestGauges(t *testing.T) {
 				return nil
 			})))
 	}()
-	require.Eventually(t, func() bool { return m.InFlight() == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return m.Introspect().InFlight == 1 }, 5*time.Second, time.Millisecond)
 	for i := 0; i < 3; i++ {
 		m.memory.Observe(ownership.Edge{CallerProcedure: "place", Service: "inventory", Procedure: "reserve"}, true)
 	}

@@ -184,7 +184,7 @@ func TestApplyKeepsExistingMiddleware(t *testing.T) {
 	wrapped := middleware.ApplyUnaryInbound(h, cfg.InboundMiddleware.Unary)
 	require.NoError(t, wrapped.Handle(context.Background(), &transport.Request{Procedure: "p"}, nil))
 	assert.Equal(t, []string{"user-inbound", "handler"}, seen)
-	assert.Equal(t, 0, mw.InFlight())
+	assert.Equal(t, 0, mw.Introspect().InFlight)
 }
 
 type transportHandler func(context.Context) error
@@ -240,7 +240,7 @@ func TestModuleRunsMemoryLifecycle(t *testing.T) {
 	}
 	edge := ownership.Edge{CallerProcedure: "api", Service: "dep", Procedure: "get"}
 	want := []depmem.EdgeView{{Edge: edge, Kind: ownership.KindFailClose, Ratio: 1, CalleeFailures: 3, JointFailures: 3, Source: depmem.SourceLocal}}
-	assert.Equal(t, want, mw.Dependencies())
+	assert.Equal(t, want, mw.Introspect().Dependencies)
 	app.RequireStop()
 
 	b, err := os.ReadFile(path)
@@ -250,6 +250,6 @@ func TestModuleRunsMemoryLifecycle(t *testing.T) {
 
 	// A restarted service remembers.
 	app, mw, _ = start()
-	assert.Equal(t, want, mw.Dependencies())
+	assert.Equal(t, want, mw.Introspect().Dependencies)
 	app.RequireStop()
 }

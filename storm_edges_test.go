@@ -148,7 +148,7 @@ func TestStormCallUnderWayIsAbandoned(t *testing.T) {
 	assert.Equal(t, []string{"-", "2"}, out.Header("errown-attempt"), "a root's first attempt outside an incident is unmarked; its retry is marked")
 	v, ok := resw.Headers.Get("errown-storm")
 	assert.False(t, ok, "a root's success with an abandoned call sends a storm header: %q", v)
-	assert.Empty(t, mw.Storms(), "a root storm recorded for an abandoned call")
+	assert.Empty(t, mw.Introspect().Storms, "a root storm recorded for an abandoned call")
 }
 
 type edgeHandler func(context.Context, *transport.Request, transport.ResponseWriter) error
@@ -179,5 +179,5 @@ func TestStormCancelledCallIsOneRequest(t *testing.T) {
 	require.NoError(t, err)
 	v, ok := resw.Headers.Get("errown-storm")
 	assert.False(t, ok, "a root's success with a cancelled call sends a storm header: %q", v)
-	assert.Empty(t, mw.Storms(), "a root storm recorded for a cancelled call")
+	assert.Empty(t, mw.Introspect().Storms, "a root storm recorded for a cancelled call")
 }

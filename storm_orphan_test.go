@@ -66,6 +66,6 @@ func TestStormOrphanQuietSubtreeInAnIncident(t *testing.T) {
 		assert.Equal(t, []string{tt.wantAttempt}, out.Header("errown-attempt"), "the orphan's attempt header (b's request marked %q)", tt.attempt)
 		v, _ := resw.Headers.Get("errown-storm")
 		assert.Equal(t, tt.wantStorm, v, "b's answer (its request marked %q)", tt.attempt)
-		assert.Empty(t, c.Storms(), "c is no root of a marked orphan, nor of a quiet one")
+		assert.Empty(t, c.Introspect().Storms, "c is no root of a marked orphan, nor of a quiet one")
 	}
 }

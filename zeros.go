@@ -36,7 +36,7 @@ import (
 func yamlDefaults() reflect.Value {
 	var c Config
 	withItems(reflect.ValueOf(&c).Elem())
-	return reflect.ValueOf(c.WithDefaults())
+	return reflect.ValueOf(c.withDefaults())
 }
 
 // withItems puts one zero item in every list of structs v holds.

@@ -275,7 +275,7 @@ func TestExplicitZeroWithItsSwitch(t *testing.T) {
 		t.Run(tt.give, func(t *testing.T) {
 			got, err := ConfigFromYAML([]byte(tt.give))
 			require.NoError(t, err)
-			assert.Equal(t, tt.want.WithDefaults(), got)
+			assert.Equal(t, tt.want.withDefaults(), got)
 		})
 	}
 }

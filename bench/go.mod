@@ -7,10 +7,12 @@ replace github.com/errown/errown => ..
 require (
 	github.com/errown/errown v0.0.0-00010101000000-000000000000
 	github.com/opentracing/opentracing-go v1.2.0
+	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/bridge/opentracing v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/yarpc v1.81.0
+	golang.org/x/tools v0.49.0
 )
 
 require (
@@ -44,6 +46,7 @@ require (
 	go.uber.org/net/metrics v1.4.0 // indirect
 	go.uber.org/thriftrw v1.32.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp/typeparams v0.0.0-20221208152030-732eee02a75a // indirect
 	golang.org/x/lint v0.0.0-20210508222113-6edffad5e616 // indirect
 	golang.org/x/mod v0.41.0 // indirect
@@ -51,7 +54,6 @@ require (
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	golang.org/x/tools v0.49.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

@@ -94,12 +94,7 @@ func (f handlerFunc) Handle(ctx context.Context, req *transport.Request, _ trans
 	return f(ctx, req)
 }
 
-var (
-	_ debugpage.StormSource    = (*errown.Middleware)(nil)
-	_ debugpage.ModeSource     = (*errown.Middleware)(nil)
-	_ debugpage.LossSource     = (*errown.Middleware)(nil)
-	_ debugpage.InstanceSource = (*errown.Middleware)(nil)
-)
+var _ debugpage.Source = (*errown.Middleware)(nil)
 
 // learned returns errown middleware that has served failing requests: its
 // memory has learned orders' edge to inventory as fail-close, its budget

@@ -66,11 +66,11 @@ func budgetsOf(views []retry.BudgetView) []Budget {
 	return out
 }
 
-// HeldBackWorking reports whether the budget refused retries in its
+// heldBackWorking reports whether budget b refused retries in its
 // window while the callee's retries were working: at least as many of
 // them succeeded as failed. The budget bounds the retries that fail, so
 // a refusal then means the failures are independent and the budget is
 // too small for them.
-func (b Budget) HeldBackWorking() bool {
+func heldBackWorking(b Budget) bool {
 	return !b.Disabled && b.Refused > 0 && b.Succeeded > 0 && b.Succeeded >= b.Retries
 }

@@ -16,11 +16,8 @@
 // application/json header, its durations as Go duration strings ("10s")
 // and a disabled budget as only that (Budget).
 //
-// It reads only what its Source exposes and changes nothing. A Source
-// (Dependencies, Budgets, Decisions) may also be a StormSource (Storms),
-// a ModeSource (Modes), a LossSource (Losses) and an InstanceSource
-// (Instances), for the storms section, the mode under the title, the
-// losses beside the storms and the instances; *errown.Middleware is all
-// of them. Mount it where the service's
-// other debug pages are: it shows internal procedure and service names.
+// It renders what its Source's Introspect returns (errown.Status) and
+// changes nothing; *errown.Middleware is a Source. Mount it where the
+// service's other debug pages are: it shows internal procedure and
+// service names.
 package debugpage

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/ownership"
@@ -23,24 +24,15 @@ type fakeSource struct {
 	storms    []inbound.Storm
 	losses    inbound.Losses
 	instances []retry.InstanceView
+	modes     retry.Modes
 }
 
-func (f fakeSource) Dependencies() []depmem.EdgeView { return f.deps }
-func (f fakeSource) Budgets() []retry.BudgetView     { return f.budgets }
-func (f fakeSource) Decisions() []inbound.Decision   { return f.decisions }
-func (f fakeSource) Storms() []inbound.Storm         { return f.storms }
-func (f fakeSource) Losses() inbound.Losses          { return f.losses }
-func (f fakeSource) Instances() []retry.InstanceView { return f.instances }
-
-var (
-	_ StormSource    = fakeSource{}
-	_ LossSource     = fakeSource{}
-	_ InstanceSource = fakeSource{}
-)
-
-// sourceOnly is a Source written before storm telemetry: it has no
-// Storms method.
-type sourceOnly struct{ Source }
+func (f fakeSource) Introspect() errown.Status {
+	return errown.Status{
+		Modes: f.modes, Dependencies: f.deps, Budgets: f.budgets, Decisions: f.decisions,
+		Storms: f.storms, Losses: f.losses, Instances: f.instances,
+	}
+}
 
 var (
 	now  = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -50,7 +42,7 @@ var (
 			Kind: ownership.KindFailClose, Ratio: 0.95, CalleeFailures: 40, JointFailures: 38, Source: depmem.SourceLocal,
 		}},
 		budgets: []retry.BudgetView{{Callee: "inventory", Requests: 100, Retries: 3, Allowed: 110, Ratio: 0.1, MinPerSecond: 10, Window: 10 * time.Second}},
-		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow,
+		decisions: []inbound.Decision{{Time: now.Add(-1500 * time.Millisecond), Procedure: "place", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: "retried below",
 			Peers: []inbound.CallPeers{{Service: "inventory", Procedure: "reserve", Peers: []string{"10.0.0.7:8080", "10.0.0.9:8080"}}}}},
 		storms: []inbound.Storm{
 			{Time: now.Add(-2 * time.Second), Procedure: "checkout", Known: true, Failed: true, Served: 4, Blind: 7, Prevented: 3, Retries: 1, Radius: 1, BlindRadius: 2},
@@ -129,12 +121,7 @@ func TestHTMLEmpty(t *testing.T) {
 	none := serve(t, fakeSource{}, "/", nil).Body.String()
 	assert.Contains(t, none, `<tr><td>requests lost: failed after this service declined a retry</td><td class="num">0</td></tr>`)
 	assert.Contains(t, none, "No instance has failed a call another served")
-
-	old := serve(t, sourceOnly{full}, "/", nil).Body.String()
-	assert.Contains(t, old, "This source reports no storm telemetry.")
-	assert.Contains(t, old, "This source reports no instances.")
-	assert.NotContains(t, old, `id="losses"`, "a Source without Losses: none shown")
-	assert.Contains(t, old, `<td>inventory</td>`, "the rest of the page as before")
+	assert.Contains(t, none, `id="losses"`, "the losses shown, nothing lost")
 }
 
 func TestHTMLEscapes(t *testing.T) {
@@ -169,7 +156,7 @@ func TestJSON(t *testing.T) {
 			var got Page
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 			assert.Equal(t, Page{Service: "orders", Time: now, Dependencies: full.deps, Budgets: budgetsOf(full.budgets), Decisions: full.decisions, Storms: full.storms,
-				Losses: &full.losses, Instances: full.instances}, got)
+				Losses: full.losses, Instances: full.instances}, got)
 			assert.Contains(t, rec.Body.String(), `"reason": "unclaimed"`)
 			assert.Contains(t, rec.Body.String(), `"peer": "10.0.0.7:8080"`)
 			assert.Contains(t, rec.Body.String(), `"kind": "fail-close"`)
@@ -182,9 +169,6 @@ func TestJSON(t *testing.T) {
 	assert.Contains(t, rec.Body.String(), `"storms": []`, "empty lists, not null")
 	assert.Contains(t, rec.Body.String(), `"instances": []`, "empty lists, not null")
 	assert.Contains(t, rec.Body.String(), `"lost": []`, "empty lists, not null")
-	rec = serve(t, sourceOnly{full}, "/?format=json", nil)
-	assert.Contains(t, rec.Body.String(), `"storms": []`, "a Source without Storms: none to show")
-	assert.NotContains(t, rec.Body.String(), `"losses"`, "a Source without Losses: none to show")
 }
 
 // TestJSONBudgets: a budget's window is a Go duration string, and a
@@ -258,15 +242,11 @@ func TestMethodNotAllowed(t *testing.T) {
 	assert.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
 }
 
-// withModes is a Source that says its modes.
-type withModes struct {
-	fakeSource
-	modes retry.Modes
+// withModes returns src saying modes.
+func withModes(src fakeSource, modes retry.Modes) fakeSource {
+	src.modes = modes
+	return src
 }
-
-func (w withModes) Modes() retry.Modes { return w.modes }
-
-var _ ModeSource = withModes{}
 
 // TestMode: the mode is the first line under the title, HTML and JSON.
 func TestMode(t *testing.T) {
@@ -278,16 +258,16 @@ func TestMode(t *testing.T) {
 	}{
 		{
 			name:     "enforce",
-			give:     withModes{full, retry.Modes{Mode: retry.ModeEnforce, Overrides: []retry.ModeOverride{}}},
+			give:     withModes(full, retry.Modes{Mode: retry.ModeEnforce, Overrides: []retry.ModeOverride{}}),
 			wantHTML: `<p id="mode" class="mode enforce">Mode: <strong>enforce</strong>: errown suppresses the retries of unclaimed errors.</p>`,
 			wantJSON: []string{`"mode": "enforce"`},
 		},
 		{
 			name: "observe, one policy enforcing",
-			give: withModes{full, retry.Modes{Mode: retry.ModeObserve, Overrides: []retry.ModeOverride{
+			give: withModes(full, retry.Modes{Mode: retry.ModeObserve, Overrides: []retry.ModeOverride{
 				{Service: "inventory", Procedure: "reserve", Mode: retry.ModeEnforce},
 				{Service: "pricing", Mode: retry.ModeEnforce},
-			}}},
+			}}),
 			wantHTML: `<p id="mode" class="mode observe">Mode: <strong>observe</strong>: errown retries as if it were not there and reports what enforce mode would prevent.` +
 				` Policies in their own mode: inventory::reserve=enforce, pricing=enforce.</p>`,
 			wantJSON: []string{`"mode": "observe"`, `"modeOverrides": [`, `"service": "inventory"`, `"procedure": "reserve"`, `"mode": "enforce"`},
@@ -308,7 +288,7 @@ func TestMode(t *testing.T) {
 		})
 	}
 
-	// A Source that does not say its mode: the page says nothing of it.
+	// A Status with no mode (none a Middleware gives): the page says nothing of it.
 	assert.NotContains(t, serve(t, full, "/", nil).Body.String(), `id="mode"`)
 	assert.NotContains(t, serve(t, full, "/?format=json", nil).Body.String(), `"mode"`)
 }

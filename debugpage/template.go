@@ -8,10 +8,11 @@ import (
 )
 
 var _page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"num":  func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"ago":  func(now, t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() },
-	"join": func(s []string) string { return strings.Join(s, ", ") },
+	"pct":             func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+	"num":             func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"ago":             func(now, t time.Time) string { return now.Sub(t).Round(time.Millisecond).String() },
+	"join":            func(s []string) string { return strings.Join(s, ", ") },
+	"heldBackWorking": heldBackWorking,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -72,7 +73,7 @@ td.peers { color: #555; font-size: 0.9em; }
 <td class="num">{{.Requests}}</td><td class="num">{{.Retries}}</td><td class="num">{{.Succeeded}}</td><td class="num">{{.Refused}}</td><td class="num">{{num .Allowed}}</td>
 <td class="num">{{pct .Ratio}}</td><td class="num">{{num .MinPerSecond}}</td><td class="num">{{.Window}}</td>{{end}}
 </tr>
-{{if .HeldBackWorking}}<tr><td></td><td colspan="8" class="held-back">held back {{.Refused}} retries that were working: {{.Succeeded}} of the window's retries to {{.Callee}} succeeded, {{.Retries}} failed (the failures are independent: consider a larger ratio)</td></tr>
+{{if heldBackWorking .}}<tr><td></td><td colspan="8" class="held-back">held back {{.Refused}} retries that were working: {{.Succeeded}} of the window's retries to {{.Callee}} succeeded, {{.Retries}} failed (the failures are independent: consider a larger ratio)</td></tr>
 {{end}}{{if .StarvedByHedges}}<tr><td></td><td colspan="8" class="held-back">hedges took what retries of failures needed: {{.StarvedByHedges}} retries of failures to {{.Callee}} refused that the window had room for but for the hedges' {{.Hedges}} withdrawals (hedges may take half of the budget: consider a larger ratio)</td></tr>
 {{end}}{{end}}</table>
 {{else}}<p class="empty">No retry policy is configured: errown never retries.</p>{{end}}
@@ -86,8 +87,7 @@ td.peers { color: #555; font-size: 0.9em; }
 <td class="num">{{ago $now .Last}}</td><td>{{.Callee}}</td><td>{{.Peer}}</td><td class="num">{{.Failed}}</td>
 </tr>
 {{end}}</table>
-{{else if .ReportsInstances}}<p class="empty">No instance has failed a call another served (or no callee's peer list is wrapped in retrypeer.New).</p>
-{{else}}<p class="empty">This source reports no instances.</p>{{end}}
+{{else}}<p class="empty">No instance has failed a call another served (or no callee's peer list is wrapped in retrypeer.New).</p>{{end}}
 
 <h2>Recent claim decisions</h2>
 {{if .Decisions}}
@@ -122,8 +122,7 @@ In observe mode errown retries blind: the blind figures are what happened, the o
 {{if .Known}}<td class="num">{{.Radius}}</td><td class="num">{{.BlindRadius}}</td><td class="num">{{.Served}}</td><td class="num">{{.Blind}}</td><td class="num">{{.Prevented}}</td><td class="num">{{.Retries}}</td>{{else}}<td colspan="6" class="unknown">unknown: a service below runs no errown, or its figures were lost</td>{{end}}
 </tr>
 {{end}}</table>
-{{else if .ReportsStorms}}<p class="empty">No root request has met a storm yet.</p>
-{{else}}<p class="empty">This source reports no storm telemetry.</p>{{end}}
+{{else}}<p class="empty">No root request has met a storm yet.</p>{{end}}
 </body>
 </html>
 `))

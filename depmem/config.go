@@ -10,8 +10,8 @@ import (
 	"math"
 )
 
-// MaxBuckets is the most buckets a window may have.
-const MaxBuckets = 1000
+// maxBuckets is the most buckets a window may have.
+const maxBuckets = 1000
 
 // Config configures the learned memory. In every field that has a
 // default, the zero value means the default: the zero Config learns with
@@ -24,7 +24,7 @@ type Config struct {
 	// MaxEdges). Default 10m.
 	Window time.Duration `yaml:"window,omitempty"`
 	// Buckets is how many time slices the window is kept in; old slices
-	// are forgotten one at a time. Default 10.
+	// are forgotten one at a time; at most 1000. Default 10.
 	Buckets int `yaml:"buckets,omitempty"`
 	// MinSamples is the least callee failures an edge needs in the window
 	// before it is classified. Default 20.
@@ -106,7 +106,7 @@ func (c Config) FleetQueries() (failures, joint string) {
 	window := c.WithDefaults().Window
 	query := func(metric string) string {
 		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",
-			LabelCallerProcedure, LabelCalleeService, LabelCalleeProcedure,
+			defaults.LabelCallerProcedure, defaults.LabelCalleeService, defaults.LabelCalleeProcedure,
 			metric, c.Fleet.Selector, int64(math.Ceil(window.Seconds())))
 	}
 	return cmp.Or(c.Fleet.FailuresQuery, query("errown_depmem_callee_failures")),
@@ -127,8 +127,8 @@ func (c Config) Validate() error {
 	if c.Window < 0 {
 		add("window: must be positive, got %v", c.Window)
 	}
-	if c.Buckets < 1 || c.Buckets > MaxBuckets {
-		add("buckets: must be between 1 and %d, got %d", MaxBuckets, c.Buckets)
+	if c.Buckets < 1 || c.Buckets > maxBuckets {
+		add("buckets: must be between 1 and %d, got %d", maxBuckets, c.Buckets)
 	} else if c.Window > 0 && c.Window/time.Duration(c.Buckets) < time.Millisecond {
 		add("buckets: window %v in %d buckets is under 1ms a bucket", c.Window, c.Buckets)
 	}

@@ -10,14 +10,6 @@ import (
 	"go.uber.org/multierr"
 )
 
-// Labels of an edge: the tags of depmem's per-edge counters, and the
-// labels the fleet queries must return on each series.
-const (
-	LabelCallerProcedure = "caller_procedure"
-	LabelCalleeService   = "callee_service"
-	LabelCalleeProcedure = "callee_procedure"
-)
-
 // FleetConfig configures the fleet-wide source: a Prometheus-compatible
 // HTTP API (Prometheus, Thanos, M3 ...) holding every instance's
 // depmem.callee_failures and depmem.joint_failures counters.

@@ -113,7 +113,7 @@ func TestNotFoundThenOutage(t *testing.T) {
 			// every node's error is its own.
 			phase("not-found", answers, yarpcerrors.CodeNotFound, _claimed, map[string]int64{_a: 1, _b: 1, _c: 1, _d: 1})
 			for _, n := range []string{_a, _b, _c} {
-				for _, v := range mesh.Service(n).Middleware().Dependencies() {
+				for _, v := range mesh.Service(n).Middleware().Introspect().Dependencies {
 					assert.NotEqual(t, ownership.KindFailOpen, v.Kind, "after %d not-found answers %s learned %+v; want no callee failure on any edge", answers, n, v)
 					assert.Zero(t, v.CalleeFailures, "after %d not-found answers %s learned %+v; want no callee failure on any edge", answers, n, v)
 					assert.Zero(t, v.JointFailures, "after %d not-found answers %s learned %+v; want no callee failure on any edge", answers, n, v)
@@ -130,7 +130,7 @@ func TestNotFoundThenOutage(t *testing.T) {
 					Edge: edge(n.callee), Kind: ownership.KindFailClose, Ratio: 1,
 					CalleeFailures: outage, JointFailures: outage, Source: depmem.SourceLocal,
 				}
-				got := mesh.Service(n.caller).Middleware().Dependencies()
+				got := mesh.Service(n.caller).Middleware().Introspect().Dependencies
 				if assert.Len(t, got, 1, "after the outage %s knows %+v, want [%+v]", n.caller, got, want) {
 					assert.Equal(t, want, got[0], "after the outage %s knows", n.caller)
 				}

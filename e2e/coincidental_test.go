@@ -171,7 +171,7 @@ func TestCoincidentalErrors(t *testing.T) {
 	t.Run("memory learned", func(t *testing.T) {
 		mesh := start(t, depmem.Config{MinSamples: minSamples})
 		wronglyUnclaimed(t, mesh, _a, 0, learnPhase)
-		deps := mesh.Service(_a).Middleware().Dependencies()
+		deps := mesh.Service(_a).Middleware().Introspect().Dependencies
 		require.Len(t, deps, 2, "%+v", deps)
 		t.Logf("learned: %+v", deps)
 		for _, d := range deps {

@@ -117,7 +117,7 @@ func TestDetachedWork(t *testing.T) {
 			}
 			assertResult(t, result{Served: tt.want.Served, Attempts: tt.want.Attempts}, result{Served: got.Served, Attempts: got.Attempts})
 			assert.Equal(t, tt.want.Egress, got.Egress, "egress counters")
-			assert.Zero(t, b.Middleware().InFlight(), "B still tracks requests")
+			assert.Zero(t, b.Middleware().Introspect().InFlight, "B still tracks requests")
 		})
 	}
 }

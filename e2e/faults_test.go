@@ -268,7 +268,7 @@ func runFaultOn(t *testing.T, m *faultMesh, fault netFault, hold time.Duration) 
 		t.Fatalf("no %d requests ran wholly under the fault", n)
 	}
 	time.Sleep(hold)
-	duringEdges := m.b.Middleware().Dependencies()
+	duringEdges := m.b.Middleware().Introspect().Dependencies
 
 	// Removed, mid-load.
 	if fault == netDown {
@@ -281,12 +281,12 @@ func runFaultOn(t *testing.T, m *faultMesh, fault netFault, hold time.Duration) 
 	// Steady state again within one window (and a bucket, and a second
 	// for a loaded machine).
 	steady := func() string {
-		for _, b := range m.b.Middleware().Budgets() {
+		for _, b := range m.b.Middleware().Introspect().Budgets {
 			if b.Callee == _fc && b.Retries != 0 {
 				return fmt.Sprintf("B's budget for C counts %d retries in its window", b.Retries)
 			}
 		}
-		for _, e := range m.b.Middleware().Dependencies() {
+		for _, e := range m.b.Middleware().Introspect().Dependencies {
 			if e.CalleeFailures != 0 || e.Kind != ownership.KindUnknown {
 				return fmt.Sprintf("B's memory of %v: %d callee failures, kind %v", e.Edge, e.CalleeFailures, e.Kind)
 			}
@@ -372,7 +372,7 @@ func runFaultOn(t *testing.T, m *faultMesh, fault netFault, hold time.Duration) 
 			quietFrom = r.end
 		}
 	}
-	for _, st := range m.a.Middleware().Storms() {
+	for _, st := range m.a.Middleware().Introspect().Storms {
 		if st.Known && (st.Radius > 1 || st.Retries > 1) {
 			t.Errorf("A's storm record %+v: radius %d, %d retries; only B retried, once", st, st.Radius, st.Retries)
 		}
@@ -572,7 +572,7 @@ func TestLongOutage(t *testing.T) {
 	m.must(m.b.start())
 	m.must(m.a.start())
 	runFaultOn(t, m, netDown, 4*_window)
-	for _, b := range m.b.Middleware().Budgets() {
+	for _, b := range m.b.Middleware().Introspect().Budgets {
 		if b.Callee == _fc && b.Allowed != 0.1*float64(b.Requests) {
 			t.Errorf("B's budget for C allows %.1f retries for %d requests, want 10%%", b.Allowed, b.Requests)
 		}

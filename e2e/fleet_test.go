@@ -202,13 +202,13 @@ func TestFleetMemory(t *testing.T) {
 	}
 
 	edge := ownership.Edge{CallerProcedure: "call", Service: db, Procedure: "call"}
-	local := mesh.Service(api1).Middleware().Dependencies()
+	local := mesh.Service(api1).Middleware().Introspect().Dependencies
 	require.Len(t, local, 1)
 	assert.Equal(t, ownership.KindFailClose, local[0].Kind, "instance 1 learned the edge itself")
 
 	var seen depmem.EdgeView
 	require.Eventually(t, func() bool {
-		for _, v := range mesh.Service(api2).Middleware().Dependencies() {
+		for _, v := range mesh.Service(api2).Middleware().Introspect().Dependencies {
 			if v.Edge == edge {
 				seen = v
 				return v.Kind == ownership.KindFailClose
@@ -236,7 +236,7 @@ func TestFleetMemory(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // a few more failed polls
 	assert.Len(t, logs.FilterMessageSnippet("fleet memory unavailable").All(), 1, "one warning per outage")
-	for _, v := range mesh.Service(api2).Middleware().Dependencies() {
+	for _, v := range mesh.Service(api2).Middleware().Introspect().Dependencies {
 		assert.NotEqual(t, depmem.SourceFleet, v.Source, "fleet data dropped during the outage: %+v", v)
 	}
 }

@@ -84,7 +84,7 @@ func TestCallerCannotSteer(t *testing.T) {
 		_, noRetry := reply.Headers["errown-no-retry"]
 		assert.False(t, noRetry, "a caller cannot make the callee push back")
 	}
-	assert.Equal(t, 0, mesh.Service(_b).Middleware().InFlight())
+	assert.Equal(t, 0, mesh.Service(_b).Middleware().Introspect().InFlight)
 }
 
 // TestInFlightBound: a flood of concurrent requests cannot grow errown's
@@ -116,10 +116,10 @@ func TestInFlightBound(t *testing.T) {
 	}
 	arrived.Wait()
 	mw := mesh.Service(_b).Middleware()
-	assert.Equal(t, bound, mw.InFlight(), "the log holds its bound and no more")
+	assert.Equal(t, bound, mw.Introspect().InFlight, "the log holds its bound and no more")
 	close(release)
 	done.Wait()
-	assert.Equal(t, 0, mw.InFlight())
+	assert.Equal(t, 0, mw.Introspect().InFlight)
 	assert.Equal(t, int64(flood-bound), scope.Snapshot().Counters()["errown.inbound.untracked+"].Value())
 }
 
@@ -127,7 +127,7 @@ func TestInFlightBound(t *testing.T) {
 // caller its deadline once; no retry is started without time for it, and
 // the caller's error is unclaimed (the refusal satisfied the criteria).
 func TestHangingCallee(t *testing.T) {
-	for _, tr := range errowntest.Transports {
+	for _, tr := range []string{errowntest.HTTP, errowntest.GRPC, errowntest.TChannel} {
 		t.Run(tr, func(t *testing.T) {
 			mesh := errowntest.NewMesh(t)
 			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Handler: func(ctx context.Context, _ *errowntest.Client, _ []byte) ([]byte, error) {
@@ -143,7 +143,7 @@ func TestHangingCallee(t *testing.T) {
 			require.Error(t, reply.Err)
 			assert.Less(t, took, testtime.Scale(3*time.Second), "the caller is not held past its deadline")
 			assert.Equal(t, int64(1), mesh.Service(_c).Served(), "no retry without time for it")
-			require.Eventually(t, func() bool { return mesh.Service(_b).Middleware().InFlight() == 0 }, testtime.Scale(5*time.Second), 10*time.Millisecond)
+			require.Eventually(t, func() bool { return mesh.Service(_b).Middleware().Introspect().InFlight == 0 }, testtime.Scale(5*time.Second), 10*time.Millisecond)
 		})
 	}
 }
@@ -225,7 +225,7 @@ func (h *hitCounter) n() int {
 // cancels the calls it still had in flight owns its error: it claims it,
 // and its caller retries.
 func TestOwnFailureCancellingFanOut(t *testing.T) {
-	for _, tr := range errowntest.Transports {
+	for _, tr := range []string{errowntest.HTTP, errowntest.GRPC, errowntest.TChannel} {
 		t.Run(tr, func(t *testing.T) {
 			mesh := errowntest.NewMesh(t)
 			mesh.Start(errowntest.ServiceConfig{Name: _c, Transport: tr, Errown: withRetries(), Handler: func(ctx context.Context, _ *errowntest.Client, _ []byte) ([]byte, error) {

@@ -227,7 +227,7 @@ func TestThriftChainTable(t *testing.T) {
 // edgeKinds returns the kinds the service's memory has learned, by edge.
 func edgeKinds(c *idlChain, i int) map[string]ownership.EdgeKind {
 	out := map[string]ownership.EdgeKind{}
-	for _, v := range c.mesh.Service(c.names[i]).Middleware().Dependencies() {
+	for _, v := range c.mesh.Service(c.names[i]).Middleware().Introspect().Dependencies {
 		out[v.Edge.String()] = v.Kind
 	}
 	return out

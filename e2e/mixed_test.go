@@ -767,7 +767,7 @@ func TestMixedMeshChainTable(t *testing.T) {
 			// reading of errown's coarse clock (Decisions).
 			made := mixedCounter(n, "inbound.claimed", nil) + mixedCounter(n, "inbound.unclaimed", nil)
 			assert.Equal(t, int64(want.perRoot*_mixedRoots), made, "%s's claim decisions made", n.name)
-			decisions := n.mw.Decisions()
+			decisions := n.mw.Introspect().Decisions
 			assert.LessOrEqual(t, len(decisions), want.perRoot*_mixedRoots, "%s lists claim decisions, want 1 to %d", n.name, want.perRoot*_mixedRoots)
 			assert.Equal(t, want.perRoot > 0, len(decisions) > 0, "%s lists %d claim decisions, want 1 to %d", n.name, len(decisions), want.perRoot*_mixedRoots)
 			for _, d := range decisions {
@@ -777,7 +777,7 @@ func TestMixedMeshChainTable(t *testing.T) {
 			}
 		}
 		for _, n := range ch.nodes {
-			assert.Zero(t, n.mw.InFlight(), "%s: requests still tracked", n.name)
+			assert.Zero(t, n.mw.Introspect().InFlight, "%s: requests still tracked", n.name)
 		}
 		want := make(map[string]int64, len(ch.nodes))
 		got := make(map[string]int64, len(ch.nodes))

@@ -48,7 +48,7 @@ func TestPanickingHandler(t *testing.T) {
 			reply := mesh.Call(callCtx(t), _a, nil)
 
 			assertResult(t, tt.want, observe(mesh, reply, _a, _b))
-			assert.Zero(t, b.Middleware().InFlight(), "B still tracks requests")
+			assert.Zero(t, b.Middleware().Introspect().InFlight, "B still tracks requests")
 		})
 	}
 }

@@ -135,7 +135,7 @@ func TestOnewayAndStreamUntouched(t *testing.T) {
 			for key, c := range scope.Snapshot().Counters() {
 				assert.Zero(t, c.Value(), "errown counted %s, want nothing counted", key)
 			}
-			assert.Zero(t, a.Middleware().InFlight(), "errown tracks requests, want none")
+			assert.Zero(t, a.Middleware().Introspect().InFlight, "errown tracks requests, want none")
 		})
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/debugpage"
-	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/retry"
 	"github.com/errown/errown/retrypeer"
@@ -126,7 +126,7 @@ func TestDebugPagePeersOfDecision(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &p), "the page's JSON")
 	require.Len(t, p.Decisions, 1, "B's decisions: %+v", p.Decisions)
 	d := p.Decisions[0]
-	assert.Equal(t, inbound.ReasonRetriedHere, d.Reason, "B's decision: %+v", d)
+	assert.Equal(t, ingress.ReasonRetriedHere, d.Reason, "B's decision: %+v", d)
 	require.Len(t, d.Peers, 1, "the decision's calls with peers: %+v", d)
 	assert.Equal(t, _c, d.Peers[0].Service)
 	assert.Equal(t, "call", d.Peers[0].Procedure)

@@ -240,7 +240,7 @@ func TestSoak(t *testing.T) {
 	// a WaitGroup, whose first Add must happen before its Wait.
 	idle := func() bool {
 		for _, n := range nodes {
-			if n.mw.InFlight() != 0 || n.detached.Load() != 0 {
+			if n.mw.Introspect().InFlight != 0 || n.detached.Load() != 0 {
 				return false
 			}
 		}
@@ -274,7 +274,7 @@ func TestSoak(t *testing.T) {
 			case <-tick.C:
 				total := int64(0)
 				for _, n := range nodes {
-					total += int64(n.mw.InFlight())
+					total += int64(n.mw.Introspect().InFlight)
 				}
 				if total > trackedPeak.Load() {
 					trackedPeak.Store(total)
@@ -315,7 +315,7 @@ func TestSoak(t *testing.T) {
 		require.Equal(t, int32(1), answers[id].Load(), "request %d: answers", id)
 	}
 	for _, n := range nodes {
-		assert.Equal(t, 0, n.mw.InFlight(), "%s tracks nothing once idle", n.name)
+		assert.Equal(t, 0, n.mw.Introspect().InFlight, "%s tracks nothing once idle", n.name)
 	}
 	assert.Greater(t, peak.Load(), int64(inFlight/2), "thousands in flight")
 	growth := int64(heapAfter) - int64(heapBefore)

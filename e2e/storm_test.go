@@ -186,7 +186,7 @@ func assertRootStorms(t *testing.T, name string, mw *errown.Middleware, n *storm
 	if got := figures(t, hooked); !slices.Equal(got, want) {
 		assert.Equal(t, want, got, "%s's storm hook saw", name)
 	}
-	listed := mw.Storms()
+	listed := mw.Introspect().Storms
 	newestFirst := slices.Compact(slices.Clone(hooked))
 	slices.Reverse(newestFirst)
 	if !slices.Equal(listed, newestFirst) {

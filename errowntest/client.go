@@ -24,9 +24,6 @@ type Client struct {
 	clients map[string]raw.Client
 }
 
-// Service returns the name of the service the client calls from.
-func (c *Client) Service() string { return c.service }
-
 // Callees returns the services c can call, in the order they were
 // configured.
 func (c *Client) Callees() []string {

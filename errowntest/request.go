@@ -90,7 +90,7 @@ func (r *Request) Called(service, procedure string, err error, claim ownership.C
 		Claim:    claim,
 	}
 	e.Code, e.Class = wire.Result(err, false, nil)
-	if e.Class != ownership.ClassOK {
+	if e.Class != wire.ClassOK {
 		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: 1, Callee: claim, Code: e.Code})
 	}
 	return r.log.Egress.Append(e)
@@ -151,7 +151,7 @@ func (r *Request) End(err error) Outcome {
 		Failures:    failedCalls(r.failures),
 		Calls:       r.counts.Total(),
 	}
-	if class == ownership.ClassOK {
+	if class == wire.ClassOK {
 		return o
 	}
 	// As inbound's decision: every failure kept with its edge's kind,

@@ -58,12 +58,6 @@ type Service struct {
 	served     atomic.Int64
 }
 
-// Name returns the service name.
-func (s *Service) Name() string { return s.name }
-
-// Transport returns the transport the service is served over.
-func (s *Service) Transport() string { return s.transport }
-
 // Addr returns the host:port the service listens on.
 func (s *Service) Addr() string { return s.addr }
 
@@ -74,6 +68,6 @@ func (s *Service) Served() int64 { return s.served.Load() }
 func (s *Service) Dispatcher() *yarpc.Dispatcher { return s.dispatcher }
 
 // Middleware returns the service's errown middleware, nil when the service
-// runs without errown. Its InFlight() is the requests errown tracks in
+// runs without errown. Its Introspect().InFlight is the requests errown tracks in
 // flight: zero once the service is idle.
 func (s *Service) Middleware() *errown.Middleware { return s.middleware }

@@ -6,7 +6,3 @@ const (
 	GRPC     = "grpc"
 	TChannel = "tchannel"
 )
-
-// Transports lists every transport a Mesh supports, for table tests that
-// run a scenario over each.
-var Transports = []string{HTTP, GRPC, TChannel}

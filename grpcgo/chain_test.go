@@ -123,7 +123,7 @@ func TestChain(t *testing.T) {
 				assert.Equal(t, want, h.caller.counter("retry."+h.name, map[string]string{"callee": h.callee}), "%s: retry.%s{callee=%s}", h.caller.name, h.name, h.callee)
 			}
 			for _, n := range ch.nodes() {
-				assert.Zero(t, n.mw.InFlight(), "%s: requests still tracked", n.name)
+				assert.Zero(t, n.mw.Introspect().InFlight, "%s: requests still tracked", n.name)
 			}
 		})
 	}

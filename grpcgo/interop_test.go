@@ -79,7 +79,7 @@ func TestCodesAsYARPCReadsThem(t *testing.T) {
 		_, err := client.Call(ctx, _procedure, nil)
 		cancel()
 		got := yarpcerrors.FromError(err).Code()
-		decisions := server.mw.Decisions()
+		decisions := server.mw.Introspect().Decisions
 		require.NotEmpty(t, decisions, "%v: errown made no decision", code)
 		assert.Equal(t, got.String(), decisions[0].Code, "grpc %v: errown classified it as %q, yarpc's caller got %q", code, decisions[0].Code, got)
 		assert.Equal(t, _claimed, decisions[0].Claim, "grpc %v: claim", code)

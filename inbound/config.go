@@ -83,9 +83,9 @@ func (c AdmissionConfig) withDefaults() AdmissionConfig {
 	return defaults.Fill(c, DefaultConfig().Admission)
 }
 
-// Validate reports every invalid field of c after defaults are applied,
+// validate reports every invalid field of c after defaults are applied,
 // each under "admission".
-func (c AdmissionConfig) Validate() error {
+func (c AdmissionConfig) validate() error {
 	c = c.withDefaults()
 	var err error
 	if c.Mode != AdmissionDisabled && c.Mode != AdmissionObserve && c.Mode != AdmissionEnforce {
@@ -131,8 +131,8 @@ type EdgeConfig struct {
 	Callers []string `yaml:"callers,omitempty"`
 }
 
-// Validate reports every empty name in c.
-func (c EdgeConfig) Validate() error {
+// validate reports every empty name in c.
+func (c EdgeConfig) validate() error {
 	var err error
 	for _, l := range []struct {
 		key   string
@@ -189,8 +189,8 @@ func (c Config) Validate() error {
 	c = c.WithDefaults()
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", reqlog.Config(c.Ingress).Validate()))
-	err = multierr.Append(err, c.Edge.Validate())
-	err = multierr.Append(err, c.Admission.Validate())
+	err = multierr.Append(err, c.Edge.validate())
+	err = multierr.Append(err, c.Admission.validate())
 	if c.MaxRootProcedures < 0 {
 		err = multierr.Append(err, fmt.Errorf("maxRootProcedures: must be >= 0, got %d", c.MaxRootProcedures))
 	}

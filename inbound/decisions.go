@@ -40,21 +40,3 @@ type CallPeers struct {
 	Procedure string   `json:"procedure"`
 	Peers     []string `json:"peers"`
 }
-
-// Reasons of a Decision.
-const (
-	ReasonOwnFailure   = "own failure"
-	ReasonCoincidental = "coincidental"
-	ReasonAtLeastOnce  = "at-least-once"
-	ReasonRetriedBelow = "retried below"
-	// ReasonRetriedHere: unclaimed, this service retried the failed call
-	// itself.
-	ReasonRetriedHere = "retried here"
-	// ReasonRefusedHere: unclaimed, this service declined to retry the
-	// failed call (its budget, the deadline, the callee's pushback, its
-	// policy): nothing retried it, and nobody above should.
-	ReasonRefusedHere = "retry refused here"
-	// ReasonNotRetryable: unclaimed, the failure is not retryable by
-	// nature.
-	ReasonNotRetryable = "not retryable"
-)

@@ -14,7 +14,7 @@
 // outbound calls errown's egress middleware (configured by package
 // outbound) logged, each with its edge kind from the dependency memory
 // (configured by package depmem); Decision.Reason names the row of the
-// decision table that decided (ReasonOwnFailure, ReasonRetriedBelow, ...).
+// decision table that decided ("own failure", "retried below", ...).
 //
 // # Transports and encodings
 //
@@ -71,7 +71,7 @@
 //
 // Every error response carries the storm header (the
 // subtree's requests served, blind to claims, retries, radius and blind
-// radius: ownership.Storm), and so does a success whose subtree served more
+// radius), and so does a success whose subtree served more
 // than its one request, or whose figures are unknown. A request without
 // errown's attempt header comes from a caller without errown: a root,
 // whose storm (a retry spent or suppressed below, or unknown figures) is

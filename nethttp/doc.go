@@ -48,7 +48,7 @@
 //
 // # Codes
 //
-// errown classifies an error by its yarpc code (ownership.Codes). An
+// errown classifies an error by its yarpc code (docs/decisions.md, "Codes"). An
 // error status stands for the code yarpc's HTTP transport reads from it:
 //
 //	400, 422 and any other 4xx  invalid-argument (an answer)

@@ -341,5 +341,5 @@ func TestHandlerPanic(t *testing.T) {
 		res.Body.Close()
 		assert.Fail(t, "a panicking handler answered", "status %d", res.StatusCode)
 	}
-	assert.Zero(t, s.mw.InFlight(), "errown tracks requests in flight after the panic")
+	assert.Zero(t, s.mw.Introspect().InFlight, "errown tracks requests in flight after the panic")
 }

@@ -47,10 +47,10 @@ func Record(ctx context.Context, dependency string, err error, retried bool) boo
 	storm := wire.One
 	if retried {
 		e.Attempts = 2
-		storm = ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
+		storm = wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
 	}
 	e.Code, e.Class = wire.Result(err, false, nil)
-	if e.Class != ownership.ClassOK {
+	if e.Class != wire.ClassOK {
 		e.RCS = wire.RetryCriteriaSatisfied(wire.CallOutcome{Attempts: e.Attempts, Code: e.Code})
 	}
 	// As the egress middleware does: under way while it is recorded, the

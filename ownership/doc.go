@@ -1,9 +1,7 @@
 // Package ownership is errown's vocabulary: the claim an error response
-// carries (Claim), a dependency edge and its kind (Edge, EdgeKind), the
-// storm figures of a subtree (Storm), errown's table of error codes
-// (Codes, CodeInfo, Class) and the names of the application headers
-// errown reads and writes (Headers). It holds types and the code table;
-// errown's middleware applies them.
+// carries (Claim), a dependency edge and its kind (Edge, EdgeKind) and
+// the names of the application headers errown reads and writes
+// (Headers). It holds types; errown's middleware applies them.
 //
 // # Claims
 //
@@ -29,12 +27,11 @@
 //
 // # Codes
 //
-// Codes is the one table of what each yarpc code means to errown: its
-// Class (ClassFailure, the callee's fault, or ClassAnswer, the request's),
-// whether it is retryable by nature and retried by default. It follows
-// yarpcerrors.GetFaultTypeFromCode, and each row that departs from it says
-// why (CodeInfo.Deviation): resource-exhausted, for one, is a failure of
-// an overloaded callee, not retried by default.
+// One table says what each yarpc code means to errown: the callee's
+// failure or the request's answer, whether it is retryable by nature and
+// retried by default (docs/decisions.md, "Codes"). It follows
+// yarpcerrors.GetFaultTypeFromCode, except resource-exhausted, a failure
+// of an overloaded callee, not retried by default.
 //
 // # Headers
 //
@@ -45,10 +42,4 @@
 // steady state none is on the wire. The same YAML keys (claimHeader,
 // attemptHeader, ...) name them in every section of errown's
 // configuration.
-//
-// # Storms
-//
-// Storm is what one call cost in the subtree below a caller, in the world
-// with errown's decisions and in the world of every hop retrying blind to
-// claims; Storm.Prevented is the difference.
 package ownership

@@ -14,10 +14,10 @@ import (
 
 // Limits checked by Validate.
 const (
-	// MaxMaxAttempts is the largest maxAttempts a policy may set.
-	MaxMaxAttempts = 10
-	// MaxBudgetRatio is the largest budget ratio.
-	MaxBudgetRatio = 1000
+	// maxMaxAttempts is the largest maxAttempts a policy may set.
+	maxMaxAttempts = 10
+	// maxBudgetRatio is the largest budget ratio.
+	maxBudgetRatio = 1000
 )
 
 // defaultRetryableCodes are retried when a policy lists none: the code
@@ -89,7 +89,7 @@ type Config struct {
 // Ratio × requests with NoFloor: a retry that succeeds is refunded.
 type BudgetConfig struct {
 	// Ratio is the retries allowed as a fraction of original requests to
-	// the callee. Default 0.1 (0 means the default: set a tiny ratio such
+	// the callee, at most 1000. Default 0.1 (0 means the default: set a tiny ratio such
 	// as 0.0001 for a budget that is nearly all floor).
 	Ratio float64 `yaml:"ratio,omitempty" zerofix:"for a budget that is nearly all floor write a tiny ratio such as 0.0001"`
 	// MinPerSecond is the retries allowed per second whatever the ratio
@@ -119,7 +119,7 @@ type PolicyConfig struct {
 	// Mode overrides Config.Mode for these calls. Default "": Config.Mode.
 	Mode Mode `yaml:"mode,omitempty"`
 	// MaxAttempts is the attempts allowed, the first one included; 1 means
-	// never retry. Default 2.
+	// never retry; at most 10. Default 2.
 	MaxAttempts int `yaml:"maxAttempts,omitempty" zerofix:"for no retries write maxAttempts: 1"`
 	// RetryableCodes are the yarpc code names (as
 	// yarpcerrors.Code.UnmarshalText reads them) of errors worth a retry.
@@ -233,8 +233,8 @@ func (c Config) Validate() error {
 
 func (b BudgetConfig) validate(path string) error {
 	var err error
-	if !(b.Ratio >= 0 && b.Ratio <= MaxBudgetRatio) { // also rejects NaN
-		err = multierr.Append(err, fmt.Errorf("%s.ratio: must be between 0 and %d, got %v", path, MaxBudgetRatio, b.Ratio))
+	if !(b.Ratio >= 0 && b.Ratio <= maxBudgetRatio) { // also rejects NaN
+		err = multierr.Append(err, fmt.Errorf("%s.ratio: must be between 0 and %d, got %v", path, maxBudgetRatio, b.Ratio))
 	}
 	if v := b.MinPerSecond; !(v >= 0 && v <= math.MaxFloat64) { // also rejects NaN and +Inf
 		err = multierr.Append(err, fmt.Errorf("%s.minPerSecond: must be >= 0 and finite, got %v", path, v))
@@ -253,8 +253,8 @@ func (p PolicyConfig) validate(path string) error {
 		err = multierr.Append(err, fmt.Errorf("%s.service: must not be empty, got %q", path, p.Service))
 	}
 	err = multierr.Append(err, p.Mode.validate(path+".mode"))
-	if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts {
-		err = multierr.Append(err, fmt.Errorf("%s.maxAttempts: must be between 1 and %d, got %d", path, MaxMaxAttempts, p.MaxAttempts))
+	if p.MaxAttempts < 1 || p.MaxAttempts > maxMaxAttempts {
+		err = multierr.Append(err, fmt.Errorf("%s.maxAttempts: must be between 1 and %d, got %d", path, maxMaxAttempts, p.MaxAttempts))
 	}
 	for i, name := range p.RetryableCodes {
 		var code yarpcerrors.Code

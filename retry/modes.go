@@ -1,7 +1,5 @@
 package retry
 
-import "cmp"
-
 // Modes says whether errown acts on its decisions: the mode of every call
 // whose policy sets none, and the policies whose own mode differs.
 type Modes struct {
@@ -27,17 +25,4 @@ func (o ModeOverride) String() string {
 		name += "::" + o.Procedure
 	}
 	return name + "=" + string(o.Mode)
-}
-
-// Modes returns the modes c runs calls in.
-func (c Config) Modes() Modes {
-	top := c.Mode
-	top = cmp.Or(top, ModeEnforce)
-	out := Modes{Mode: top, Overrides: []ModeOverride{}}
-	for _, p := range c.Policies {
-		if p.Mode != "" && p.Mode != top {
-			out.Overrides = append(out.Overrides, ModeOverride{Service: p.Service, Procedure: p.Procedure, Mode: p.Mode})
-		}
-	}
-	return out
 }

@@ -15,7 +15,7 @@ type Entry struct {
 	// Class says whether the call ended in the callee's failure, its
 	// answer (an error that blames the request, or an application error
 	// without a code) or OK.
-	Class ownership.Class
+	Class wire.Class
 	// Claim is the callee's claim on the final error response.
 	Claim ownership.Claim
 	// RCS reports whether the retry criteria were satisfied (only meaningful
@@ -43,8 +43,8 @@ type Entry struct {
 }
 
 // Failed reports whether the call ended in the callee's failure (a server
-// fault, ownership.ClassFailure), and the caller did not abandon it. An
+// fault, wire.ClassFailure), and the caller did not abandon it. An
 // answer such as not-found never failed.
 func (e Entry) Failed() bool {
-	return e.Class == ownership.ClassFailure && !e.Abandoned
+	return e.Class == wire.ClassFailure && !e.Abandoned
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -13,7 +14,7 @@ func ExampleEgressLog() {
 	log.Append(calls.Entry{
 		Edge:     ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
 		Code:     yarpcerrors.CodeUnavailable,
-		Class:    ownership.ClassFailure,
+		Class:    wire.ClassFailure,
 		Attempts: 2,
 		RCS:      true,
 	})

@@ -278,7 +278,7 @@ func (l *EgressLog) stormTotalLocked(notFailed int) wire.Figures {
 // reported none: the request and those calls, one request each.
 func quietStorm(notFailed int) wire.Figures {
 	n := 1 + uint64(notFailed)
-	return wire.KnownFigures(ownership.Storm{Served: n, Blind: n})
+	return wire.KnownFigures(wire.Storm{Served: n, Blind: n})
 }
 
 // Release gives a closed log's chunk back for other logs to use; it does

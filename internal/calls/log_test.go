@@ -16,7 +16,7 @@ import (
 
 // entry is a failed call on an edge of its own.
 func entry(i int) Entry {
-	return Entry{Edge: ownership.Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}
+	return Entry{Edge: ownership.Edge{CallerProcedure: "p", Service: fmt.Sprint("s", i), Procedure: "q"}, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 1}
 }
 
 // ok is a call that succeeded.
@@ -45,8 +45,8 @@ func TestLogKeepsOnlyFailures(t *testing.T) {
 	// 10,000 calls that did not fail and 3 that did: the log keeps the 3
 	// and counts the rest.
 	const notFailed = 10_000
-	answer := Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Attempts: 1}
-	abandoned := Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Abandoned: true, Attempts: 1}
+	answer := Entry{Code: yarpcerrors.CodeNotFound, Class: wire.ClassAnswer, Attempts: 1}
+	abandoned := Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Abandoned: true, Attempts: 1}
 	var l EgressLog
 	var want []Entry
 	for i := range notFailed {
@@ -185,9 +185,9 @@ func TestEntryFailed(t *testing.T) {
 		want bool
 	}{
 		{give: Entry{Code: yarpcerrors.CodeOK}, want: false},
-		{give: Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer}, want: false},
-		{give: Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure}, want: true},
-		{give: Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Abandoned: true}, want: false},
+		{give: Entry{Code: yarpcerrors.CodeNotFound, Class: wire.ClassAnswer}, want: false},
+		{give: Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure}, want: true},
+		{give: Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Abandoned: true}, want: false},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.give.Failed(), "%+v", tt.give)
@@ -221,7 +221,7 @@ func TestLogPooledChunksNeverShared(t *testing.T) {
 			defer wg.Done()
 			for r := range rounds {
 				var l EgressLog
-				mine := Entry{Edge: ownership.Edge{Service: fmt.Sprint(w, "/", r)}, Class: ownership.ClassFailure}
+				mine := Entry{Edge: ownership.Edge{Service: fmt.Sprint(w, "/", r)}, Class: wire.ClassFailure}
 				accepted := make(chan int)
 				go func() {
 					n := 0
@@ -295,9 +295,9 @@ func TestLogLast(t *testing.T) {
 	b := ownership.Edge{CallerProcedure: "p", Service: "b", Procedure: "x"}
 	_, ok := l.Last(a)
 	assert.False(t, ok, "nothing logged")
-	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed})
-	l.Append(Entry{Edge: b, Code: yarpcerrors.CodeInternal, Class: ownership.ClassFailure})
-	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed})
+	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed})
+	l.Append(Entry{Edge: b, Code: yarpcerrors.CodeInternal, Class: wire.ClassFailure})
+	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimUnclaimed})
 	l.Append(Entry{Edge: a, Code: yarpcerrors.CodeOK}) // a success: counted, not kept
 	got, ok := l.Last(a)
 	assert.True(t, ok)
@@ -323,7 +323,7 @@ func TestCloseSummary(t *testing.T) {
 	require.True(t, quiet.Append(ok(1)))
 	require.True(t, quiet.Append(ok(2)))
 	sum := quiet.CloseSummary()
-	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3})}, sum)
+	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: wire.KnownFigures(wire.Storm{Served: 3, Blind: 3})}, sum)
 	assert.False(t, quiet.Append(ok(3)), "closed: a late call is refused")
 	assert.False(t, quiet.Append(entry(3)), "closed: a late failure is refused")
 	assert.Equal(t, sum, quiet.CloseSummary(), "again: the same")
@@ -331,11 +331,11 @@ func TestCloseSummary(t *testing.T) {
 	var failing EgressLog
 	require.True(t, failing.Append(ok(1)))
 	require.True(t, failing.Append(entry(2)))
-	require.True(t, failing.AppendStorm(entry(3), wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})))
+	require.True(t, failing.AppendStorm(entry(3), wire.KnownFigures(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})))
 	sum = failing.CloseSummary()
 	assert.Equal(t, []Entry{entry(2), entry(3)}, sum.Failures)
 	assert.Equal(t, Counts{Stored: 2, NotFailed: 1}, sum.Counts)
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 1 + 1 + 2, Blind: 1 + 1 + 2, Retries: 1, Radius: 1, BlindRadius: 1}), sum.Storm,
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 1 + 1 + 2, Blind: 1 + 1 + 2, Retries: 1, Radius: 1, BlindRadius: 1}), sum.Storm,
 		"the request, its quiet call and the retried call's Storm; the failure without one is not counted")
 	assert.False(t, failing.Append(entry(4)), "closed")
 	again := failing.CloseSummary()
@@ -374,13 +374,13 @@ func TestCloseQuiet(t *testing.T) {
 	assert.False(t, quiet.Append(ok(3)), "closed: a late call is refused")
 	assert.False(t, quiet.Append(entry(3)), "closed: a late failure is refused")
 	assert.True(t, quiet.Late(), "late")
-	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3})}, quiet.CloseSummary(),
+	assert.Equal(t, Summary{Counts: Counts{NotFailed: 2}, Storm: wire.KnownFigures(wire.Storm{Served: 3, Blind: 3})}, quiet.CloseSummary(),
 		"CloseSummary after it: the quiet summary of the calls before the close")
 
 	for name, fill := range map[string]func(*EgressLog) bool{
 		"a failure": func(l *EgressLog) bool { return l.Append(entry(2)) },
 		"a Storm": func(l *EgressLog) bool {
-			return l.AddStorm(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
+			return l.AddStorm(wire.KnownFigures(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
 		},
 	} {
 		var l EgressLog
@@ -468,7 +468,7 @@ func TestCloseQuietRacesAFailure(t *testing.T) {
 // CloseSummary or CloseQuiet, and finds no chunk. The call must be
 // refused, and the log late.
 func TestLogCloseSummaryBetweenCheckAndChunk(t *testing.T) {
-	quietSum := Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})}
+	quietSum := Summary{Counts: Counts{NotFailed: 1}, Storm: wire.KnownFigures(wire.Storm{Served: 2, Blind: 2})}
 	for _, tt := range []struct {
 		name string
 		call func(*EgressLog) bool
@@ -527,7 +527,7 @@ func TestLogCallBetweenCloseSummaryCheckAndClose(t *testing.T) {
 		},
 		{
 			"Storm", func(l *EgressLog) bool { return l.AddStorm(wire.KnownFigures(wire.One), false) },
-			Summary{Storm: wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2})},
+			Summary{Storm: wire.KnownFigures(wire.Storm{Served: 2, Blind: 2})},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -613,9 +613,9 @@ func TestLogStorms(t *testing.T) {
 	var l EgressLog
 	require.True(t, l.StormTotal(0).Known)
 	assert.False(t, l.StormAdded())
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 3, Blind: 3}), l.StormTotal(2), "no Storm added: the request and its two quiet calls")
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 3, Blind: 3}), l.StormTotal(2), "no Storm added: the request and its two quiet calls")
 
-	suppressed := ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
+	suppressed := wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
 	require.True(t, l.AddStorm(wire.KnownFigures(suppressed), true))
 	require.True(t, l.Append(entry(1)))
 	require.True(t, l.Append(ok(2)))
@@ -625,7 +625,7 @@ func TestLogStorms(t *testing.T) {
 	assert.False(t, l.AddStorm(wire.Figures{}, false), "closed: a late Storm is refused")
 	_, late := l.Last(entry(1).Edge)
 	assert.False(t, late, "closed: nothing to look up")
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 11, Blind: 20, Retries: 1, Radius: 1, BlindRadius: 2}), l.StormTotal(counts.NotFailed),
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 11, Blind: 20, Retries: 1, Radius: 1, BlindRadius: 2}), l.StormTotal(counts.NotFailed),
 		"the late unknown Storm was not added")
 
 	l.Release()
@@ -643,7 +643,7 @@ func TestLogStorms(t *testing.T) {
 // AppendStorm takes a call and its Storm together, or neither once the
 // log is closed.
 func TestLogAppendStorm(t *testing.T) {
-	retried := ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
+	retried := wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}
 	var l EgressLog
 	require.True(t, l.AppendStorm(entry(1), wire.KnownFigures(retried)), "a failure")
 	require.True(t, l.AppendStorm(ok(2), wire.KnownFigures(retried)), "a success after a retry")
@@ -652,7 +652,7 @@ func TestLogAppendStorm(t *testing.T) {
 	assert.Equal(t, []Entry{entry(1)}, got)
 	assert.Equal(t, Counts{Stored: 1, NotFailed: 2}, counts)
 	st := l.StormTotal(counts.NotFailed)
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 1 + 1 + 2 + 2, Blind: 1 + 1 + 2 + 2, Retries: 2, Radius: 1, BlindRadius: 1}), st,
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 1 + 1 + 2 + 2, Blind: 1 + 1 + 2 + 2, Retries: 2, Radius: 1, BlindRadius: 1}), st,
 		"the request, its quiet call, and both calls' Storms")
 
 	assert.False(t, l.AppendStorm(entry(4), wire.Figures{}), "closed")

@@ -2,7 +2,6 @@ package calls
 
 import (
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 )
 
 // stormSums sums the Storms of one request's outbound calls. Calls that
@@ -52,7 +51,7 @@ func (s *stormSums) total(notFailed int) wire.Figures {
 		return wire.Figures{}
 	}
 	quiet := uint64(max(int64(notFailed)-s.notFailed, 0))
-	st := ownership.Storm{
+	st := wire.Storm{
 		Served:      1 + quiet + s.served,
 		Blind:       1 + quiet + s.blind,
 		Retries:     s.retries,

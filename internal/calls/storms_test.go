@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,13 +15,13 @@ type added struct {
 }
 
 func TestStormsTotal(t *testing.T) {
-	eight := ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}
-	answered := ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}
+	eight := wire.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}
+	answered := wire.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}
 	tests := []struct {
 		name      string
 		give      []added
 		notFailed int // the egress log's count
-		want      ownership.Storm
+		want      wire.Storm
 		wantOK    bool
 		wantAdded bool
 	}{
@@ -34,21 +33,21 @@ func TestStormsTotal(t *testing.T) {
 		{
 			name:      "three quiet successes: counted by the egress log alone",
 			notFailed: 3,
-			want:      ownership.Storm{Served: 4, Blind: 4},
+			want:      wire.Storm{Served: 4, Blind: 4},
 			wantOK:    true,
 		},
 		{
 			name:      "a failed call and two quiet successes",
 			give:      []added{{wire.KnownFigures(eight), true}},
 			notFailed: 2,
-			want:      ownership.Storm{Served: 1 + 2 + 8, Blind: 1 + 2 + 8, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:      wire.Storm{Served: 1 + 2 + 8, Blind: 1 + 2 + 8, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:    true,
 			wantAdded: true,
 		},
 		{
 			name:      "a failed one: one more request",
 			give:      []added{{wire.KnownFigures(wire.One), true}},
-			want:      ownership.Storm{Served: 2, Blind: 2},
+			want:      wire.Storm{Served: 2, Blind: 2},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -57,7 +56,7 @@ func TestStormsTotal(t *testing.T) {
 			give: []added{{wire.KnownFigures(answered), false}},
 			// The egress log counts the answered call and two quiet ones.
 			notFailed: 3,
-			want:      ownership.Storm{Served: 1 + 2 + 5, Blind: 1 + 2 + 9, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:      wire.Storm{Served: 1 + 2 + 5, Blind: 1 + 2 + 9, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -65,19 +64,19 @@ func TestStormsTotal(t *testing.T) {
 			name:      "egress count below the added calls that did not fail: no quiet call, never negative",
 			give:      []added{{wire.KnownFigures(answered), false}, {wire.KnownFigures(answered), false}},
 			notFailed: 1,
-			want:      ownership.Storm{Served: 1 + 10, Blind: 1 + 18, Retries: 2, Radius: 1, BlindRadius: 2},
+			want:      wire.Storm{Served: 1 + 10, Blind: 1 + 18, Retries: 2, Radius: 1, BlindRadius: 2},
 			wantOK:    true,
 			wantAdded: true,
 		},
 		{
 			name: "figures add, radii take the largest",
 			give: []added{
-				{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), true},
-				{wire.KnownFigures(ownership.Storm{Served: 3, Blind: 9, Retries: 0, Radius: 0, BlindRadius: 3}), true},
-				{wire.KnownFigures(ownership.Storm{Served: 7, Blind: 7, Retries: 4, Radius: 2, BlindRadius: 2}), false},
+				{wire.KnownFigures(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), true},
+				{wire.KnownFigures(wire.Storm{Served: 3, Blind: 9, Retries: 0, Radius: 0, BlindRadius: 3}), true},
+				{wire.KnownFigures(wire.Storm{Served: 7, Blind: 7, Retries: 4, Radius: 2, BlindRadius: 2}), false},
 			},
 			notFailed: 1,
-			want:      ownership.Storm{Served: 13, Blind: 19, Retries: 5, Radius: 2, BlindRadius: 3},
+			want:      wire.Storm{Served: 13, Blind: 19, Retries: 5, Radius: 2, BlindRadius: 3},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -95,61 +94,61 @@ func TestStormsTotal(t *testing.T) {
 		},
 		{
 			name:      "an unknown call's figures are not added",
-			give:      []added{{wire.Figures{Storm: ownership.Storm{Served: 3, Blind: 1}}, true}},
+			give:      []added{{wire.Figures{Storm: wire.Storm{Served: 3, Blind: 1}}, true}},
 			wantAdded: true,
 		},
 		{
 			name: "blind past the bound: unknown",
 			give: []added{
-				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
-				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
+				{wire.KnownFigures(wire.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
+				{wire.KnownFigures(wire.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
 			},
 			wantAdded: true,
 		},
 		{
 			name: "blind at the bound: known",
 			give: []added{
-				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed/2 - 1}), true},
-				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
+				{wire.KnownFigures(wire.Storm{Served: 1, Blind: wire.MaxStormServed/2 - 1}), true},
+				{wire.KnownFigures(wire.Storm{Served: 1, Blind: wire.MaxStormServed / 2}), true},
 			},
-			want:      ownership.Storm{Served: 3, Blind: wire.MaxStormServed},
+			want:      wire.Storm{Served: 3, Blind: wire.MaxStormServed},
 			wantOK:    true,
 			wantAdded: true,
 		},
 		{
 			name: "quiet calls take it past the bound",
 			give: []added{
-				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: wire.MaxStormServed - 1}), true},
+				{wire.KnownFigures(wire.Storm{Served: 1, Blind: wire.MaxStormServed - 1}), true},
 			},
 			notFailed: 1,
 			wantAdded: true,
 		},
 		{
 			name:      "served above blind: unknown",
-			give:      []added{{wire.KnownFigures(ownership.Storm{Served: 5, Blind: 3}), true}},
+			give:      []added{{wire.KnownFigures(wire.Storm{Served: 5, Blind: 3}), true}},
 			wantAdded: true,
 		},
 		{
 			name:      "radius above blind radius: unknown",
-			give:      []added{{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 2, BlindRadius: 1}), true}},
+			give:      []added{{wire.KnownFigures(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 2, BlindRadius: 1}), true}},
 			wantAdded: true,
 		},
 		{
 			name: "radius and blind radius from different calls: the largest of each",
 			give: []added{
-				{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 4, BlindRadius: 4}), true},
-				{wire.KnownFigures(ownership.Storm{Served: 2, Blind: 4, Retries: 1, Radius: 1, BlindRadius: 6}), true},
+				{wire.KnownFigures(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 4, BlindRadius: 4}), true},
+				{wire.KnownFigures(wire.Storm{Served: 2, Blind: 4, Retries: 1, Radius: 1, BlindRadius: 6}), true},
 			},
-			want:      ownership.Storm{Served: 5, Blind: 7, Retries: 2, Radius: 4, BlindRadius: 6},
+			want:      wire.Storm{Served: 5, Blind: 7, Retries: 2, Radius: 4, BlindRadius: 6},
 			wantOK:    true,
 			wantAdded: true,
 		},
 		{
 			name: "blind radius at its bound: known",
 			give: []added{
-				{wire.KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: wire.MaxStormRadius}), true},
+				{wire.KnownFigures(wire.Storm{Served: 1, Blind: 2, BlindRadius: wire.MaxStormRadius}), true},
 			},
-			want:      ownership.Storm{Served: 2, Blind: 3, BlindRadius: wire.MaxStormRadius},
+			want:      wire.Storm{Served: 2, Blind: 3, BlindRadius: wire.MaxStormRadius},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -174,8 +173,8 @@ func TestStormsTotal(t *testing.T) {
 // Total is a valid header value.
 func TestStormsTotalMatchesWire(t *testing.T) {
 	var s EgressLog
-	s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), true)
-	s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
+	s.AddStorm(wire.KnownFigures(wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), true)
+	s.AddStorm(wire.KnownFigures(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false)
 	got := s.StormTotal(5)
 	require.True(t, got.Known)
 	assert.Equal(t, "16,25,2,1,2", wire.FormatStorm(got.Storm))
@@ -222,7 +221,7 @@ func TestStormsConcurrentAdds(t *testing.T) {
 			defer wg.Done()
 			for i := range perG {
 				r := uint8((g*perG + i) % 50)
-				s.AddStorm(wire.KnownFigures(ownership.Storm{Served: 3, Blind: 5, Retries: 1, Radius: r, BlindRadius: r + 1}), i%2 == 0)
+				s.AddStorm(wire.KnownFigures(wire.Storm{Served: 3, Blind: 5, Retries: 1, Radius: r, BlindRadius: r + 1}), i%2 == 0)
 			}
 		}()
 	}
@@ -232,7 +231,7 @@ func TestStormsConcurrentAdds(t *testing.T) {
 
 	const n = goroutines * perG
 	got := s.StormTotal(n/2 + 7) // the not-failed half and 7 quiet calls
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 1 + 7 + 3*n, Blind: 1 + 7 + 5*n, Retries: n, Radius: 49, BlindRadius: 50}), got)
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 1 + 7 + 3*n, Blind: 1 + 7 + 5*n, Retries: n, Radius: 49, BlindRadius: 50}), got)
 	assert.True(t, s.StormAdded())
 }
 
@@ -261,7 +260,7 @@ func TestStormsConcurrentUnknown(t *testing.T) {
 // back into bounds.
 func TestStormsSumSaturates(t *testing.T) {
 	var s EgressLog
-	top := ownership.Storm{Served: wire.MaxStormServed, Blind: wire.MaxStormServed}
+	top := wire.Storm{Served: wire.MaxStormServed, Blind: wire.MaxStormServed}
 	for range 1 << 14 { // 2^14 × 2^50 = 2^64
 		s.AddStorm(wire.KnownFigures(top), true)
 	}

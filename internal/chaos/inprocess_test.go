@@ -254,7 +254,7 @@ func TestInProcess(t *testing.T) {
 			for _, a := range chaos.Actions {
 				assert.Positive(t, s.chaos.Calls[a], "calls that drew %v", a)
 			}
-			assert.Zero(t, r.mw.InFlight(), "requests errown tracks in flight once all were answered")
+			assert.Zero(t, r.mw.Introspect().InFlight, "requests errown tracks in flight once all were answered")
 		})
 	}
 }

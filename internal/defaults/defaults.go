@@ -1,4 +1,5 @@
-// Package defaults holds the wire names of errown's application headers,
+// Package defaults holds the wire names of errown's application headers
+// and of the dependency memory's edge labels,
 // which errown's packages and tests share, and Fill, which the public
 // configuration packages use to give a field left zero its default. Each
 // of those packages writes its defaults once, in its DefaultConfig (or
@@ -22,6 +23,15 @@ const (
 	CodeHeader = "errown-code"
 	// StormHeader carries storm telemetry up the call graph on responses.
 	StormHeader = "errown-storm"
+)
+
+// Labels of an edge: the tags of the dependency memory's per-edge
+// counters, and the labels its fleet queries must return on each series
+// (depmem.FleetConfig).
+const (
+	LabelCallerProcedure = "caller_procedure"
+	LabelCalleeService   = "callee_service"
+	LabelCalleeProcedure = "callee_procedure"
 )
 
 // Fill returns v with each field left zero (a list: empty) set to def's,

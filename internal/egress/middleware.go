@@ -227,7 +227,7 @@ func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transp
 	} else {
 		e.Code, e.Class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	}
-	if e.Class == ownership.ClassOK {
+	if e.Class == wire.ClassOK {
 		return e
 	}
 	// The handler cancelled the call itself (not a deadline): it gave up
@@ -258,7 +258,7 @@ func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transp
 	switch {
 	case e.Abandoned:
 		m.abandoned.Inc(1)
-	case e.Class == ownership.ClassFailure:
+	case e.Class == wire.ClassFailure:
 		m.failures[e.Claim].Inc(1)
 	default:
 		m.answers.Inc(1)
@@ -324,7 +324,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 	res, state, err := m.below(ctx, req, out, step)
 	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
-	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
+	if class == wire.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}
 	return res, err
@@ -434,7 +434,7 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 		// figures are unknown, and nothing about the callee is known.
 		return false
 	}
-	if e.Class == ownership.ClassFailure {
+	if e.Class == wire.ClassFailure {
 		return true
 	}
 	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()

@@ -73,91 +73,91 @@ func TestCallRecordsEntry(t *testing.T) {
 		{
 			name:      "claimed, not retried: RCS false",
 			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 1}},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "claimed and retried: RCS true",
 			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2}},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "unclaimed: RCS true",
 			give:      callee{res: withClaim("unclaimed"), err: unavailable},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true},
 			wantClaim: "unclaimed",
 		},
 		{
 			name:      "garbage claim is missing",
 			give:      callee{res: withClaim("UNCLAIMED"), err: unavailable},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "no response at all is missing",
 			give:      callee{err: unavailable},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 		{
 			name:      "refused by budget: RCS true",
 			give:      callee{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget}},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedBudget},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedBudget},
 			wantClaim: "missing",
 		},
 		{
 			name:      "unclaimed, the retry suppressed with attempts left: declined",
 			give:      callee{res: withClaim("unclaimed"), err: unavailable, state: reqlog.CallState{Attempts: 1, Declined: wire.DeclineUnclaimed}},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true, Declined: wire.DeclineUnclaimed},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true, Declined: wire.DeclineUnclaimed},
 			wantClaim: "unclaimed",
 		},
 		{
 			name:      "failed on the policy's last attempt: declined",
 			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit}},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true, Declined: wire.DeclineAttemptLimit},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true, Declined: wire.DeclineAttemptLimit},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "not retryable by nature: RCS true",
 			give:      callee{err: yarpcerrors.InvalidArgumentErrorf("bad")},
-			want:      calls.Entry{Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeInvalidArgument, Class: wire.ClassAnswer, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "pushback without a retry policy: RCS true",
 			give:      callee{res: withHeader("errown-no-retry", "true"), err: unavailable},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedPushback},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedPushback},
 			wantClaim: "missing",
 		},
 		{
 			name:      "not found is an answer, not a failure",
 			give:      callee{res: withClaim("claimed"), err: yarpcerrors.NotFoundErrorf("no such user")},
-			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: wire.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "application error with a server-fault code is a failure",
 			give:      callee{res: appError(yarpcerrors.CodeUnavailable, "claimed")},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "application error with a client-fault code is an answer",
 			give:      callee{res: appError(yarpcerrors.CodeNotFound, "claimed")},
-			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: ownership.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeNotFound, Class: wire.ClassAnswer, Claim: ownership.ClaimClaimed, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "application error without a code is an answer",
 			give:      callee{res: &transport.Response{ApplicationError: true, Headers: transport.NewHeaders()}},
-			want:      calls.Entry{Code: yarpcerrors.CodeOK, Class: ownership.ClassAnswer, Attempts: 1, RCS: true},
+			want:      calls.Entry{Code: yarpcerrors.CodeOK, Class: wire.ClassAnswer, Attempts: 1, RCS: true},
 			wantClaim: "answer",
 		},
 		{
 			name:      "plain error is unknown",
 			give:      callee{err: assert.AnError},
-			want:      calls.Entry{Code: yarpcerrors.CodeUnknown, Class: ownership.ClassFailure, Attempts: 1},
+			want:      calls.Entry{Code: yarpcerrors.CodeUnknown, Class: wire.ClassFailure, Attempts: 1},
 			wantClaim: "missing",
 		},
 	}
@@ -277,7 +277,7 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	assert.Equal(t, []calls.Entry{{
 		Edge:     ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"},
 		Code:     yarpcerrors.CodeUnavailable,
-		Class:    ownership.ClassFailure,
+		Class:    wire.ClassFailure,
 		Attempts: 2,
 		RCS:      true,
 		Refused:  wire.RefusedBudget, // as the inner middleware reported
@@ -341,7 +341,7 @@ func TestWithInnerRetry(t *testing.T) {
 			want := tt.want
 			want.Edge = ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}
 			want.Code = yarpcerrors.CodeUnavailable
-			want.Class = ownership.ClassFailure
+			want.Class = wire.ClassFailure
 			assert.Equal(t, []calls.Entry{want}, log.Egress.Close(nil))
 		})
 	}

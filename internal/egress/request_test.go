@@ -7,6 +7,7 @@ import (
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
@@ -37,14 +38,14 @@ func TestRecord(t *testing.T) {
 		{
 			name:       "a failure nobody retried: kept, RCS false",
 			giveErr:    yarpcerrors.UnavailableErrorf("down"),
-			wantKept:   []calls.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 1}},
+			wantKept:   []calls.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 1}},
 			wantCounts: calls.Counts{Stored: 1},
 		},
 		{
 			name:        "a failure the handler retried: kept, RCS true",
 			giveErr:     yarpcerrors.UnavailableErrorf("down"),
 			giveRetried: true,
-			wantKept:    []calls.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Attempts: 2, RCS: true}},
+			wantKept:    []calls.Entry{{Edge: cache, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 2, RCS: true}},
 			wantCounts:  calls.Counts{Stored: 1},
 		},
 	}

@@ -260,7 +260,7 @@ func TestCallMarkConcurrent(t *testing.T) {
 	counts := log.Egress.Counts()
 	st := log.Egress.StormTotal(counts.NotFailed)
 	const n = goroutines * perG
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 1 + 2*n, Blind: 1 + 2*n}), st)
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 1 + 2*n, Blind: 1 + 2*n}), st)
 }
 
 func TestCallFoldsStorm(t *testing.T) {
@@ -270,26 +270,26 @@ func TestCallFoldsStorm(t *testing.T) {
 		res       *transport.Response
 		err       error
 		state     reqlog.CallState // what an inner middleware reports
-		want      ownership.Storm
+		want      wire.Storm
 		wantOK    bool
 		wantAdded bool
 	}{
 		{
 			name:   "a quiet success: counted by the egress log, not added",
 			res:    &transport.Response{},
-			want:   ownership.Storm{Served: 2, Blind: 2},
+			want:   wire.Storm{Served: 2, Blind: 2},
 			wantOK: true,
 		},
 		{
 			name:   "a success saying one: not added",
 			res:    headers("errown-storm", "1,1,0,0,0"),
-			want:   ownership.Storm{Served: 2, Blind: 2},
+			want:   wire.Storm{Served: 2, Blind: 2},
 			wantOK: true,
 		},
 		{
 			name:      "a success with a subtree",
 			res:       headers("errown-storm", "5,5,0,0,0"),
-			want:      ownership.Storm{Served: 6, Blind: 6},
+			want:      wire.Storm{Served: 6, Blind: 6},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -297,7 +297,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			name:      "a failure with a storm",
 			res:       headers("errown-storm", "9,18,1,1,2", "errown-claim", "unclaimed"),
 			err:       down,
-			want:      ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:      wire.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -305,7 +305,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			name:      "a leaf failure: one, added",
 			res:       headers("errown-storm", "1,1,0,0,0"),
 			err:       down,
-			want:      ownership.Storm{Served: 2, Blind: 2},
+			want:      wire.Storm{Served: 2, Blind: 2},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -329,7 +329,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			name:   "an answer with a response but no storm: one",
 			res:    &transport.Response{Headers: transport.NewHeaders()},
 			err:    yarpcerrors.NotFoundErrorf("no"),
-			want:   ownership.Storm{Served: 2, Blind: 2},
+			want:   wire.Storm{Served: 2, Blind: 2},
 			wantOK: true,
 		},
 		{
@@ -341,7 +341,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			name:      "an answer with a storm: added, not counted twice",
 			res:       headers("errown-storm", "3,7,1,1,2"),
 			err:       yarpcerrors.NotFoundErrorf("no"),
-			want:      ownership.Storm{Served: 4, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:      wire.Storm{Served: 4, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -350,7 +350,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			res:       headers("errown-storm", "4,4,0,0,0"),
 			err:       down,
 			state:     reqlog.CallState{Attempts: 2},
-			want:      ownership.Storm{Served: 5, Blind: 5},
+			want:      wire.Storm{Served: 5, Blind: 5},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -358,8 +358,8 @@ func TestCallFoldsStorm(t *testing.T) {
 			name:      "attempts folded by an inner middleware: its Storm",
 			res:       headers("errown-storm", "4,4,0,0,0"),
 			err:       down,
-			state:     reqlog.CallState{Attempts: 2, Storm: folded(ownership.Storm{Served: 4, Blind: 4}, ownership.Storm{Served: 4, Blind: 4})},
-			want:      ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			state:     reqlog.CallState{Attempts: 2, Storm: folded(wire.Storm{Served: 4, Blind: 4}, wire.Storm{Served: 4, Blind: 4})},
+			want:      wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:    true,
 			wantAdded: true,
 		},
@@ -380,7 +380,7 @@ func TestCallFoldsStorm(t *testing.T) {
 }
 
 // folded returns a StormCall that folded attempts.
-func folded(attempts ...ownership.Storm) wire.StormCall {
+func folded(attempts ...wire.Storm) wire.StormCall {
 	var c wire.StormCall
 	for _, a := range attempts {
 		c.Attempt(wire.KnownFigures(a))
@@ -406,28 +406,28 @@ func TestCallFoldsStormWithRetry(t *testing.T) {
 		name   string
 		mode   retry.Mode
 		script []outboundtest.Step
-		want   ownership.Storm
+		want   wire.Storm
 	}{
 		{
 			name:   "claimed, retried, succeeded",
 			script: []outboundtest.Step{outboundtest.Answer(headers("errown-storm", "4,4,0,0,0", "errown-claim", "claimed"), down), outboundtest.Answer(headers("errown-storm", "4,4,0,0,0"), nil)},
-			want:   ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:   wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 		},
 		{
 			name:   "unclaimed, suppressed: the blind retry replays it",
 			script: []outboundtest.Step{outboundtest.Answer(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
-			want:   ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:   wire.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
 		},
 		{
 			name:   "observe: unclaimed, retried anyway",
 			mode:   retry.ModeObserve,
 			script: []outboundtest.Step{outboundtest.Answer(headers("errown-storm", "9,9,1,1,1", "errown-claim", "unclaimed"), down)},
-			want:   ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:   wire.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2},
 		},
 		{
 			name:   "a quiet success: nothing to fold",
 			script: []outboundtest.Step{outboundtest.Answer(&transport.Response{}, nil)},
-			want:   ownership.Storm{Served: 2, Blind: 2},
+			want:   wire.Storm{Served: 2, Blind: 2},
 		},
 	}
 	for _, tt := range tests {
@@ -464,14 +464,14 @@ func TestRecordAddsStorm(t *testing.T) {
 		name      string
 		err       error
 		retried   bool
-		want      ownership.Storm
+		want      wire.Storm
 		wantAdded bool
 	}{
-		{name: "success", want: ownership.Storm{Served: 2, Blind: 2}},
-		{name: "failure", err: yarpcerrors.UnavailableErrorf("down"), want: ownership.Storm{Served: 2, Blind: 2}, wantAdded: true},
-		{name: "retried success", retried: true, want: ownership.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}, wantAdded: true},
-		{name: "retried failure", err: yarpcerrors.UnavailableErrorf("down"), retried: true, want: ownership.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}, wantAdded: true},
-		{name: "answer", err: yarpcerrors.NotFoundErrorf("no"), want: ownership.Storm{Served: 2, Blind: 2}},
+		{name: "success", want: wire.Storm{Served: 2, Blind: 2}},
+		{name: "failure", err: yarpcerrors.UnavailableErrorf("down"), want: wire.Storm{Served: 2, Blind: 2}, wantAdded: true},
+		{name: "retried success", retried: true, want: wire.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}, wantAdded: true},
+		{name: "retried failure", err: yarpcerrors.UnavailableErrorf("down"), retried: true, want: wire.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}, wantAdded: true},
+		{name: "answer", err: yarpcerrors.NotFoundErrorf("no"), want: wire.Storm{Served: 2, Blind: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ type record struct {
 	reason      string
 	failedCalls int
 	code        yarpcerrors.Code
-	class       ownership.Class
+	class       wire.Class
 	claim       ownership.Claim
 	refused     wire.Refusal        // of a ReasonRefusedHere
 	peers       []inbound.CallPeers // nil unless a peer chooser recorded them (decisionPeers)
@@ -100,19 +100,19 @@ func (d *decisions) add(r record, ph uint64) {
 // figures in bench/README.md).
 func reasonWord(reason string) uint64 {
 	switch reason {
-	case inbound.ReasonOwnFailure:
+	case ReasonOwnFailure:
 		return 1
-	case inbound.ReasonCoincidental:
+	case ReasonCoincidental:
 		return 2
-	case inbound.ReasonAtLeastOnce:
+	case ReasonAtLeastOnce:
 		return 3
-	case inbound.ReasonRetriedBelow:
+	case ReasonRetriedBelow:
 		return 4
-	case inbound.ReasonRetriedHere:
+	case ReasonRetriedHere:
 		return 5
-	case inbound.ReasonRefusedHere:
+	case ReasonRefusedHere:
 		return 6
-	case inbound.ReasonNotRetryable:
+	case ReasonNotRetryable:
 		return 7
 	}
 	return 0

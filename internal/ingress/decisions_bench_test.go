@@ -6,8 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/errown/errown/inbound"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -15,7 +14,7 @@ import (
 // reason a word of its signature: its constant's address through unsafe,
 // and reasonWord.
 func BenchmarkDecisionSignature(b *testing.B) {
-	reasons := []string{inbound.ReasonOwnFailure, inbound.ReasonCoincidental, inbound.ReasonAtLeastOnce, inbound.ReasonRetriedBelow}
+	reasons := []string{ReasonOwnFailure, ReasonCoincidental, ReasonAtLeastOnce, ReasonRetriedBelow}
 	ph := procedureHash("checkout::pay")
 	words := []struct {
 		name string
@@ -29,7 +28,7 @@ func BenchmarkDecisionSignature(b *testing.B) {
 			var sink uint64
 			i := 0
 			for b.Loop() {
-				r := record{time: time.Unix(0, int64(i)), reason: reasons[i&3], failedCalls: 1, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure}
+				r := record{time: time.Unix(0, int64(i)), reason: reasons[i&3], failedCalls: 1, code: yarpcerrors.CodeUnavailable, class: wire.ClassFailure}
 				i++
 				sink += signature(ph, signatureWords{
 					uint64(r.time.UnixNano()),
@@ -49,7 +48,7 @@ func BenchmarkDecisionSignature(b *testing.B) {
 // new decision.
 func BenchmarkDecisionsRing(b *testing.B) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	r := record{procedure: "checkout::pay", reason: inbound.ReasonOwnFailure, failedCalls: 1}
+	r := record{procedure: "checkout::pay", reason: ReasonOwnFailure, failedCalls: 1}
 	b.Run("padded", func(b *testing.B) {
 		var d ring[paddedRecord]
 		b.RunParallel(func(pb *testing.PB) {

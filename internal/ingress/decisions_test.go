@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,14 +22,14 @@ func TestDecisionsNewestFirst(t *testing.T) {
 	assert.Empty(t, d.list())
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := 1; i <= _recentDecisions+3; i++ {
-		d.add(record{time: at, procedure: "p", failedCalls: i, code: yarpcerrors.CodeUnavailable, class: ownership.ClassFailure, claim: ownership.ClaimClaimed, reason: inbound.ReasonOwnFailure}, procedureHash("p"))
+		d.add(record{time: at, procedure: "p", failedCalls: i, code: yarpcerrors.CodeUnavailable, class: wire.ClassFailure, claim: ownership.ClaimClaimed, reason: ReasonOwnFailure}, procedureHash("p"))
 	}
 	got := d.list()
 	require.Len(t, got, _recentDecisions)
 	for i, dec := range got {
 		assert.Equal(t, _recentDecisions+3-i, dec.FailedCalls, "newest first")
 	}
-	assert.Equal(t, inbound.Decision{Time: at, Procedure: "p", Code: "unavailable", Claim: "claimed", FailedCalls: _recentDecisions + 3, Reason: inbound.ReasonOwnFailure}, got[0])
+	assert.Equal(t, inbound.Decision{Time: at, Procedure: "p", Code: "unavailable", Claim: "claimed", FailedCalls: _recentDecisions + 3, Reason: ReasonOwnFailure}, got[0])
 	assert.Equal(t, got, d.list(), "listing changes nothing")
 }
 

@@ -202,7 +202,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	storm := m.stormFigures(sum.Storm, log, orphans)
 	var now time.Time // read once, when a failure or a storm is recorded
 	var ph uint64     // procedureHash(req.Procedure), with now
-	if out.class != ownership.ClassOK {
+	if out.class != wire.ClassOK {
 		// One reading of the clock and one hash of the procedure, for the
 		// decision and the storm.
 		now, ph = m.now(), procedureHash(req.Procedure)
@@ -220,10 +220,10 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		resw.AddHeaders(m.stormHeaders(storm))
 	}
 	if !marked && storm.Stormy() {
-		m.recordStorm(now, ph, req.Procedure, storm, out.class == ownership.ClassFailure, log.UnmarkedCall())
+		m.recordStorm(now, ph, req.Procedure, storm, out.class == wire.ClassFailure, log.UnmarkedCall())
 		tracing.Storm(ctx, storm)
 	}
-	if out.class == ownership.ClassOK {
+	if out.class == wire.ClassOK {
 		m.observe(sum.Failures) // decide learned the others' failures
 	}
 	return err
@@ -236,7 +236,7 @@ type outcome struct {
 	err     error
 	appCode *yarpcerrors.Code
 	code    yarpcerrors.Code
-	class   ownership.Class
+	class   wire.Class
 }
 
 // countAttempt counts a request that says it is a retry, and returns its
@@ -327,8 +327,8 @@ func (m *Middleware) classify(ctx context.Context, err error, rw *writer, log *r
 		out.appCode = rw.appMeta.Code
 	}
 	out.code, out.class = wire.HandlerResult(ctx, err, rw.appError, out.appCode)
-	if out.class == ownership.ClassFailure && log.CallerFault() {
-		out.class = ownership.ClassAnswer
+	if out.class == wire.ClassFailure && log.CallerFault() {
+		out.class = wire.ClassAnswer
 	}
 	return out
 }
@@ -475,7 +475,7 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 // entries are the failed calls the egress log kept, counts what it took;
 // now is when it is recorded, ph the procedure's procedureHash. It
 // returns the claim and its reason.
-func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class ownership.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
+func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class wire.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
 	var buf [_stackFailures]Failure
 	failures := buf[:0]
 	var why unclaimCause // of the correlated failures: the reason of an unclaim
@@ -488,7 +488,7 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// error without a code...) says nothing about its dependencies,
 		// so callers cannot push edges either way by sending requests
 		// that deserve one.
-		kind := m.learner.Learn(e.Edge, class == ownership.ClassFailure)
+		kind := m.learner.Learn(e.Edge, class == wire.ClassFailure)
 		failures = append(failures, Failure{Kind: kind, RCS: e.RCS})
 		if Correlated(kind, m.unknownCorrelated) {
 			why = why.with(e)
@@ -503,11 +503,11 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		// unclaimed, so leaving them out keeps the decision claimed.
 		failures = append(failures, Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
-	if class == ownership.ClassFailure {
+	if class == wire.ClassFailure {
 		m.countDenied(entries)
 	}
 	claim := Decide(failures, m.unknownCorrelated)
-	reason, refused := inbound.ReasonRetriedBelow, wire.RefusedNone
+	reason, refused := ReasonRetriedBelow, wire.RefusedNone
 	if claim == ownership.ClaimUnclaimed {
 		m.unclaimedCount.Inc(1)
 		reason, refused = why.reason()
@@ -520,12 +520,12 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		switch {
 		case correlated:
 			m.atLeastOnceCount.Inc(1)
-			reason = inbound.ReasonAtLeastOnce
+			reason = ReasonAtLeastOnce
 		case len(failures) > 0:
 			m.coincidentalCount.Inc(1)
-			reason = inbound.ReasonCoincidental
+			reason = ReasonCoincidental
 		default:
-			reason = inbound.ReasonOwnFailure
+			reason = ReasonOwnFailure
 		}
 	}
 	m.recent.add(record{
@@ -544,8 +544,8 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 
 // codeName names the code of an error for operators: an application error
 // without a code is "application-error".
-func codeName(code yarpcerrors.Code, class ownership.Class) string {
-	if code == yarpcerrors.CodeOK && class == ownership.ClassAnswer {
+func codeName(code yarpcerrors.Code, class wire.Class) string {
+	if code == yarpcerrors.CodeOK && class == wire.ClassAnswer {
 		return "application-error"
 	}
 	return code.String()

@@ -11,6 +11,7 @@ import (
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/ownership"
@@ -34,7 +35,7 @@ func failed(service string, rcs bool) calls.Entry {
 	return calls.Entry{
 		Edge:     ownership.Edge{CallerProcedure: "proc", Service: service, Procedure: "call"},
 		Code:     yarpcerrors.CodeUnavailable,
-		Class:    ownership.ClassFailure,
+		Class:    wire.ClassFailure,
 		RCS:      rcs,
 		Attempts: 1,
 	}
@@ -419,10 +420,10 @@ func TestDecisionsKept(t *testing.T) {
 		assert.LessOrEqual(t, reads-before, 1, "one reading per request")
 	}
 	assert.Equal(t, []inbound.Decision{
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: inbound.ReasonRetriedBelow},
-		{Time: at, Procedure: "proc", Code: "internal", Claim: "claimed", FailedCalls: 1, Reason: inbound.ReasonAtLeastOnce},
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 1, Reason: inbound.ReasonCoincidental},
-		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: inbound.ReasonOwnFailure},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "unclaimed", FailedCalls: 1, Reason: ReasonRetriedBelow},
+		{Time: at, Procedure: "proc", Code: "internal", Claim: "claimed", FailedCalls: 1, Reason: ReasonAtLeastOnce},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 1, Reason: ReasonCoincidental},
+		{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", FailedCalls: 0, Reason: ReasonOwnFailure},
 	}, e.mw.Decisions())
 
 	// An outage under a coarse clock: the repeats of one decision at one
@@ -432,7 +433,7 @@ func TestDecisionsKept(t *testing.T) {
 	}
 	got := e.mw.Decisions()
 	require.Len(t, got, 5, "the four before and the first of the repeats")
-	assert.Equal(t, inbound.Decision{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", Reason: inbound.ReasonOwnFailure}, got[0])
+	assert.Equal(t, inbound.Decision{Time: at, Procedure: "proc", Code: "unavailable", Claim: "claimed", Reason: ReasonOwnFailure}, got[0])
 
 	// The same decision at later readings is kept each time, and the
 	// ring keeps the latest only.
@@ -527,8 +528,8 @@ func TestHandleApplicationErrors(t *testing.T) {
 func TestHandleAnswersAreNotCallerFailures(t *testing.T) {
 	// Every code the table calls an answer leaves the caller fine in the
 	// dependency memory; every failure does not.
-	for _, row := range ownership.Codes() {
-		if row.Class == ownership.ClassOK {
+	for _, row := range wire.Codes() {
+		if row.Class == wire.ClassOK {
 			continue
 		}
 		obs := &recordingObserver{}
@@ -536,7 +537,7 @@ func TestHandleAnswersAreNotCallerFailures(t *testing.T) {
 		err := yarpcerrors.Newf(row.Code, "x")
 		_ = e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, handlerLogging(err, failed("hard", true)))
 		require.Len(t, obs.seen, 1, "%v", row.Code)
-		assert.Equal(t, row.Class == ownership.ClassFailure, obs.seen[0].callerFailed, "%v", row.Code)
+		assert.Equal(t, row.Class == wire.ClassFailure, obs.seen[0].callerFailed, "%v", row.Code)
 	}
 }
 

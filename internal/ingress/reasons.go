@@ -44,15 +44,15 @@ func (c unclaimCause) with(e calls.Entry) unclaimCause {
 func (c unclaimCause) reason() (string, wire.Refusal) {
 	switch {
 	case c.below:
-		return inbound.ReasonRetriedBelow, wire.RefusedNone
+		return ReasonRetriedBelow, wire.RefusedNone
 	case c.here:
-		return inbound.ReasonRetriedHere, wire.RefusedNone
+		return ReasonRetriedHere, wire.RefusedNone
 	case c.refused != wire.RefusedNone:
-		return inbound.ReasonRefusedHere, c.refused
+		return ReasonRefusedHere, c.refused
 	case c.notRetryable:
-		return inbound.ReasonNotRetryable, wire.RefusedNone
+		return ReasonNotRetryable, wire.RefusedNone
 	}
-	return inbound.ReasonRetriedBelow, wire.RefusedNone
+	return ReasonRetriedBelow, wire.RefusedNone
 }
 
 // deniedReasons returns the tags of inbound.failed_after_denied,
@@ -140,3 +140,21 @@ func (m *Middleware) countDenied(entries []calls.Entry) {
 		}
 	}
 }
+
+// Reasons of an inbound.Decision (its Reason field).
+const (
+	ReasonOwnFailure   = "own failure"
+	ReasonCoincidental = "coincidental"
+	ReasonAtLeastOnce  = "at-least-once"
+	ReasonRetriedBelow = "retried below"
+	// ReasonRetriedHere: unclaimed, this service retried the failed call
+	// itself.
+	ReasonRetriedHere = "retried here"
+	// ReasonRefusedHere: unclaimed, this service declined to retry the
+	// failed call (its budget, the deadline, the callee's pushback, its
+	// policy): nothing retried it, and nobody above should.
+	ReasonRefusedHere = "retry refused here"
+	// ReasonNotRetryable: unclaimed, the failure is not retryable by
+	// nature.
+	ReasonNotRetryable = "not retryable"
+)

@@ -30,11 +30,11 @@ func TestUnclaimSaysWhy(t *testing.T) {
 		wantReason  string
 		wantRefused string
 	}{
-		{name: "the callee unclaimed", give: with(func(e *calls.Entry) { e.Claim = ownership.ClaimUnclaimed }), wantReason: inbound.ReasonRetriedBelow},
-		{name: "retried here", give: with(func(e *calls.Entry) { e.Attempts = 2 }), wantReason: inbound.ReasonRetriedHere},
-		{name: "the budget refused the retry", give: with(func(e *calls.Entry) { e.Refused = wire.RefusedBudget }), wantReason: inbound.ReasonRefusedHere, wantRefused: "budget"},
-		{name: "the deadline refused the retry", give: with(func(e *calls.Entry) { e.Refused = wire.RefusedDeadline }), wantReason: inbound.ReasonRefusedHere, wantRefused: "deadline"},
-		{name: "not retryable", give: with(func(e *calls.Entry) { e.Code = yarpcerrors.CodeDataLoss }), wantReason: inbound.ReasonNotRetryable},
+		{name: "the callee unclaimed", give: with(func(e *calls.Entry) { e.Claim = ownership.ClaimUnclaimed }), wantReason: ReasonRetriedBelow},
+		{name: "retried here", give: with(func(e *calls.Entry) { e.Attempts = 2 }), wantReason: ReasonRetriedHere},
+		{name: "the budget refused the retry", give: with(func(e *calls.Entry) { e.Refused = wire.RefusedBudget }), wantReason: ReasonRefusedHere, wantRefused: "budget"},
+		{name: "the deadline refused the retry", give: with(func(e *calls.Entry) { e.Refused = wire.RefusedDeadline }), wantReason: ReasonRefusedHere, wantRefused: "deadline"},
+		{name: "not retryable", give: with(func(e *calls.Entry) { e.Code = yarpcerrors.CodeDataLoss }), wantReason: ReasonNotRetryable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/procmap"
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc/api/transport"
 )
@@ -144,7 +143,7 @@ const _quietStorms = 64
 func quietStormHeaders(name string) []transport.Headers {
 	hs := make([]transport.Headers, _quietStorms+1)
 	for n := 1; n <= _quietStorms; n++ {
-		hs[n] = transport.NewHeaders().With(name, wire.FormatStorm(ownership.Storm{Served: uint64(n), Blind: uint64(n)}))
+		hs[n] = transport.NewHeaders().With(name, wire.FormatStorm(wire.Storm{Served: uint64(n), Blind: uint64(n)}))
 	}
 	return hs
 }

@@ -33,7 +33,7 @@ type call struct {
 func quiet() call { return call{entry: succeeded("quiet"), storm: wire.KnownFigures(wire.One)} }
 
 // failedWith is a failed call whose Storm was s.
-func failedWith(s ownership.Storm) call {
+func failedWith(s wire.Storm) call {
 	return call{entry: failed("hard", true), storm: wire.KnownFigures(s)}
 }
 
@@ -41,7 +41,7 @@ func failedWith(s ownership.Storm) call {
 func unknownCall() call { return call{entry: failed("hard", false)} }
 
 // answeredWith is a call that did not fail and still has s to report.
-func answeredWith(s ownership.Storm) call {
+func answeredWith(s wire.Storm) call {
 	return call{entry: succeeded("busy"), storm: wire.KnownFigures(s)}
 }
 
@@ -81,8 +81,8 @@ func stormOf(resw *transporttest.FakeResponseWriter) (string, bool) {
 }
 
 func TestHandleStormHeader(t *testing.T) {
-	retriedBelow := ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}
-	suppressed := ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
+	retriedBelow := wire.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}
+	suppressed := wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
 	notFound := yarpcerrors.CodeNotFound
 	unavailable := yarpcerrors.CodeUnavailable
 	tests := []struct {
@@ -166,7 +166,7 @@ func TestHandleStormCustomHeader(t *testing.T) {
 	resw := &transporttest.FakeResponseWriter{}
 	req := rootRequest("proc")
 	req.Headers = req.Headers.With("x-try", "1")
-	require.Error(t, e.mw.Handle(context.Background(), req, resw, handlerCalling(errBoom, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))))
+	require.Error(t, e.mw.Handle(context.Background(), req, resw, handlerCalling(errBoom, failedWith(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))))
 	got, _ := resw.Headers.Get("x-storm")
 	assert.Equal(t, "3,3,1,1,1", got)
 	_, ok := stormOf(resw)
@@ -176,7 +176,7 @@ func TestHandleStormCustomHeader(t *testing.T) {
 	resw = &transporttest.FakeResponseWriter{}
 	req = rootRequest("proc")
 	req.Headers = req.Headers.With("errown-attempt", "1") // not this service's attempt header
-	require.Error(t, e.mw.Handle(context.Background(), req, resw, handlerCalling(errBoom, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))))
+	require.Error(t, e.mw.Handle(context.Background(), req, resw, handlerCalling(errBoom, failedWith(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))))
 	assert.Len(t, e.mw.Storms(), 1, "a root")
 }
 
@@ -256,8 +256,8 @@ func (e env) stormHistogram(name, procedure string) map[float64]int64 {
 
 func TestHandleRecordsRoots(t *testing.T) {
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	suppressed := ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
-	retried := ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}
+	suppressed := wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}
+	retried := wire.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}
 	tests := []struct {
 		name string
 		req  *transport.Request
@@ -357,7 +357,7 @@ func TestStormRepeatsListedOnce(t *testing.T) {
 	assert.Equal(t, 10, hooked)
 	require.Len(t, e.mw.Storms(), 1, "the repeats of one reading")
 
-	handle(handlerCalling(errBoom, failedWith(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})))
+	handle(handlerCalling(errBoom, failedWith(wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})))
 	handle(handlerCalling(errBoom, unknownCall()))
 	assert.Len(t, e.mw.Storms(), 3, "another storm in between: each kept")
 	at = at.Add(time.Millisecond)
@@ -371,9 +371,9 @@ func TestHandleStormMetrics(t *testing.T) {
 	e := newEnv(t, inbound.Config{})
 	for _, give := range []handlerFunc{
 		// prevented 9, retries 1, radius 1, blind radius 2
-		handlerCalling(errBoom, failedWith(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})),
+		handlerCalling(errBoom, failedWith(wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})),
 		// prevented 28, retries 3, radius 3, blind radius 3
-		handlerCalling(nil, failedWith(ownership.Storm{Served: 10, Blind: 38, Retries: 3, Radius: 3, BlindRadius: 3}), quiet()),
+		handlerCalling(nil, failedWith(wire.Storm{Served: 10, Blind: 38, Retries: 3, Radius: 3, BlindRadius: 3}), quiet()),
 		// unknown: counted, no figures
 		handlerCalling(errBoom, unknownCall()),
 		// no storm: not counted
@@ -383,10 +383,10 @@ func TestHandleStormMetrics(t *testing.T) {
 	}
 	// Not a root: not counted.
 	_ = e.mw.Handle(context.Background(), markedRequest("checkout", "1"), &transporttest.FakeResponseWriter{},
-		handlerCalling(errBoom, failedWith(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})))
+		handlerCalling(errBoom, failedWith(wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})))
 	// Another procedure: its own series.
 	_ = e.mw.Handle(context.Background(), rootRequest("browse"), &transporttest.FakeResponseWriter{},
-		handlerCalling(nil, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})))
+		handlerCalling(nil, failedWith(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})))
 
 	assert.Equal(t, int64(3), e.stormCounter("requests", "checkout"))
 	assert.Equal(t, int64(1), e.stormCounter("unknown", "checkout"))
@@ -420,9 +420,9 @@ func TestHandleStormHistogramBuckets(t *testing.T) {
 	// above them; a radius past the last bound still counts.
 	e := newEnv(t, inbound.Config{})
 	for _, r := range []uint8{0, 7, 16, 200} {
-		s := ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: r, BlindRadius: r}
+		s := wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: r, BlindRadius: r}
 		if r == 0 {
-			s = ownership.Storm{Served: 2, Blind: 2, Retries: 1}
+			s = wire.Storm{Served: 2, Blind: 2, Retries: 1}
 		}
 		_ = e.mw.Handle(context.Background(), rootRequest("p"), &transporttest.FakeResponseWriter{}, handlerCalling(errBoom, failedWith(s)))
 	}
@@ -439,7 +439,7 @@ func TestHandleStormHistogramBuckets(t *testing.T) {
 
 func TestHandleStormProcedureBound(t *testing.T) {
 	e := newEnv(t, inbound.Config{MaxRootProcedures: 2})
-	stormy := handlerCalling(errBoom, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))
+	stormy := handlerCalling(errBoom, failedWith(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))
 	for _, p := range []string{"a", "b", "c", "a", "d", "b", "e"} {
 		_ = e.mw.Handle(context.Background(), rootRequest(p), &transporttest.FakeResponseWriter{}, stormy)
 	}
@@ -467,7 +467,7 @@ func TestHandleStormProcedureBound(t *testing.T) {
 
 func TestHandleStormProcedureBoundDefault(t *testing.T) {
 	e := newEnv(t, inbound.Config{})
-	stormy := handlerCalling(errBoom, failedWith(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))
+	stormy := handlerCalling(errBoom, failedWith(wire.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}))
 	for i := range inbound.DefaultConfig().MaxRootProcedures + 5 {
 		_ = e.mw.Handle(context.Background(), rootRequest("p"+strconv.Itoa(i)), &transporttest.FakeResponseWriter{}, stormy)
 	}
@@ -482,7 +482,7 @@ func TestStormsNewestFirst(t *testing.T) {
 	assert.NotNil(t, e.mw.Storms(), "an empty list, not nil")
 	// Request i spends i retries below.
 	for i := 1; i <= _recentStorms+5; i++ {
-		s := ownership.Storm{Served: uint64(i) + 1, Blind: uint64(i) + 1, Retries: uint64(i), Radius: 1, BlindRadius: 1}
+		s := wire.Storm{Served: uint64(i) + 1, Blind: uint64(i) + 1, Retries: uint64(i), Radius: 1, BlindRadius: 1}
 		_ = e.mw.Handle(context.Background(), rootRequest("p"), &transporttest.FakeResponseWriter{}, handlerCalling(errBoom, failedWith(s)))
 		got := e.mw.Storms()
 		require.Len(t, got, min(i, _recentStorms))
@@ -509,7 +509,7 @@ func TestStormsConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perWriter {
-				s := ownership.Storm{Served: uint64(i) + 2, Blind: uint64(i) + 2, Retries: uint64(i) + 1, Radius: 1, BlindRadius: 1}
+				s := wire.Storm{Served: uint64(i) + 2, Blind: uint64(i) + 2, Retries: uint64(i) + 1, Radius: 1, BlindRadius: 1}
 				_ = e.mw.Handle(context.Background(), rootRequest("p"+strconv.Itoa(w)), &transporttest.FakeResponseWriter{}, handlerCalling(errBoom, failedWith(s)))
 				assert.LessOrEqual(t, len(e.mw.Storms()), _recentStorms)
 			}
@@ -534,10 +534,10 @@ func TestNewStorm(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	assert.Equal(t,
 		inbound.Storm{Time: at, Procedure: "p", Known: true, Failed: true, Served: 11, Blind: 39, Prevented: 28, Retries: 1, Radius: 1, BlindRadius: 3},
-		newStorm(at, "p", wire.KnownFigures(ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}), true))
+		newStorm(at, "p", wire.KnownFigures(wire.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}), true))
 	assert.Equal(t,
 		inbound.Storm{Time: at, Procedure: "p"},
-		newStorm(at, "p", wire.Figures{Storm: ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}}, false),
+		newStorm(at, "p", wire.Figures{Storm: wire.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}}, false),
 		"unknown: no figures")
 }
 
@@ -561,7 +561,7 @@ func TestStormsLongOutage(t *testing.T) {
 	handle := func(h handlerFunc) {
 		_ = e.mw.Handle(context.Background(), rootRequest("checkout"), &transporttest.FakeResponseWriter{}, h)
 	}
-	retried := failedWith(ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1})
+	retried := failedWith(wire.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1})
 	const perMinute = 10
 	for range 6 * 60 {
 		for i := range perMinute {
@@ -621,7 +621,7 @@ func TestHandleMarksTheLog(t *testing.T) {
 // TestHandleStormAtTheOnset: a root storm whose request sent a call
 // unmarked is recorded as at the incident's onset.
 func TestHandleStormAtTheOnset(t *testing.T) {
-	retried := ownership.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}
+	retried := wire.Storm{Served: 3, Blind: 3, Retries: 1, Radius: 1, BlindRadius: 1}
 	for _, unmarked := range []bool{false, true} {
 		e := newEnv(t, inbound.Config{})
 		calls := handlerCalling(errBoom, failedWith(retried))

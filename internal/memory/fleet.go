@@ -15,6 +15,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/zap"
@@ -74,9 +75,9 @@ func ParseQueryResponse(b []byte) (map[ownership.Edge]float64, error) {
 	out := make(map[ownership.Edge]float64, len(r.Data.Result))
 	for i, s := range r.Data.Result {
 		e := ownership.Edge{
-			CallerProcedure: noneToEmpty(s.Metric[depmem.LabelCallerProcedure]),
-			Service:         noneToEmpty(s.Metric[depmem.LabelCalleeService]),
-			Procedure:       noneToEmpty(s.Metric[depmem.LabelCalleeProcedure]),
+			CallerProcedure: noneToEmpty(s.Metric[defaults.LabelCallerProcedure]),
+			Service:         noneToEmpty(s.Metric[defaults.LabelCalleeService]),
+			Procedure:       noneToEmpty(s.Metric[defaults.LabelCalleeProcedure]),
 		}
 		if e.Service == "" {
 			continue

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/depcontract"
 	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
@@ -317,9 +318,9 @@ func (m *Memory) newEdgeState(e ownership.Edge, now int64) *edgeState {
 		return s
 	}
 	tagged := m.scope.Tagged(map[string]string{
-		depmem.LabelCallerProcedure: orNone(e.CallerProcedure),
-		depmem.LabelCalleeService:   orNone(e.Service),
-		depmem.LabelCalleeProcedure: orNone(e.Procedure),
+		defaults.LabelCallerProcedure: orNone(e.CallerProcedure),
+		defaults.LabelCalleeService:   orNone(e.Service),
+		defaults.LabelCalleeProcedure: orNone(e.Procedure),
 	})
 	s.failures, s.joint = tagged.Counter("callee_failures"), tagged.Counter("joint_failures")
 	// Only tally's own scopes are closed: another Scope's Close may mean

@@ -47,11 +47,11 @@ type CallState struct {
 	// gives them, when Classified: the retry middleware classified it,
 	// and the egress middleware need not again.
 	Code       yarpcerrors.Code
-	Class      ownership.Class
+	Class      wire.Class
 	Classified bool
 	// Claim and NoRetry are what the last attempt's response said, its
 	// claim and its pushback, when Classified and Class is not
-	// ownership.ClassOK: read once, for the retry and egress middleware
+	// wire.ClassOK: read once, for the retry and egress middleware
 	// both.
 	Claim   ownership.Claim
 	NoRetry bool
@@ -201,7 +201,7 @@ type Outcome struct {
 	Body     []byte
 	Err      error
 	Code     yarpcerrors.Code
-	Class    ownership.Class
+	Class    wire.Class
 	Claim    ownership.Claim
 	NoRetry  bool
 }

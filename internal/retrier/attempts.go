@@ -480,7 +480,7 @@ func (m *Middleware) keepWon(state *reqlog.CallState, ok bool, res *transport.Re
 			return res, won
 		}
 		state.Leave()
-		o := &reqlog.Outcome{Err: err, Class: ownership.ClassOK}
+		o := &reqlog.Outcome{Err: err, Class: wire.ClassOK}
 		var kept bool
 		if res, kept = keep(o, res, m.maxBodyBytes); !kept {
 			ok = false // too large to answer with twice: those held get the refusal
@@ -528,14 +528,14 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 // returned (late) records nothing: it gives back its slot of the
 // overload limit, with no outcome, and counts in retry.late_attempts. It
 // returns what to hand on.
-func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
+func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class wire.Class, state *reqlog.CallState) (*transport.Response, error) {
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
 	var (
 		last    *reqlog.Outcome
 		claim   ownership.Claim
 		noRetry bool
 	)
-	if class != ownership.ClassOK {
+	if class != wire.ClassOK {
 		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
 		if !state.Sends.Direct { // on the direct path nothing replays it
 			o := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
@@ -545,7 +545,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 			}
 		}
 	}
-	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
+	res, won := m.keepWon(state, class == wire.ClassOK && end != endCancelled, res, err)
 	defer state.Leave()
 	s := &state.Sends
 	over(state)
@@ -601,16 +601,16 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 	state.Refused = wire.RefusedOverload
 	// The call failed here, as the callee's overload: the retry and egress
 	// middleware read this classification on the direct path.
-	setResult(state, yarpcerrors.CodeResourceExhausted, ownership.ClassFailure, ownership.ClaimMissing, false)
+	setResult(state, yarpcerrors.CodeResourceExhausted, wire.ClassFailure, ownership.ClaimMissing, false)
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
-	state.Storm.Attempt(wire.KnownFigures(ownership.Storm{})) // nothing was served
+	state.Storm.Attempt(wire.KnownFigures(wire.Storm{})) // nothing was served
 	err := yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
 		req.Service, c.overload.Limit())
 	if !state.Sends.Direct {
 		// The shed attempt is the call's last: a replay after it is
 		// judged by it, and refused, returns it.
-		state.Sends.Last = &reqlog.Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing}
+		state.Sends.Last = &reqlog.Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: wire.ClassFailure, Claim: ownership.ClaimMissing}
 	}
 	return nil, err
 }
@@ -737,7 +737,7 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 		minRemaining = p.minRemaining
 	}
 	switch {
-	case last.Class != ownership.ClassFailure || !wire.RetryableByNature(last.Code):
+	case last.Class != wire.ClassFailure || !wire.RetryableByNature(last.Code):
 		return foreignCode, true
 	case last.Claim == ownership.ClaimUnclaimed:
 		return foreignUnclaimed, true

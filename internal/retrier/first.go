@@ -6,7 +6,6 @@ import (
 
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -22,7 +21,7 @@ type First struct {
 	adm   admission
 	sent  sentAttempt
 	code  yarpcerrors.Code
-	class ownership.Class
+	class wire.Class
 	end   ending
 }
 
@@ -68,7 +67,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 	}
 	res, err := callHeld(ctx, req, out, r.c, f.adm)
 	f.code, f.class = wire.AttemptResult(ctx, res, err, m.hdr.Code)
-	if f.class == ownership.ClassOK && (res == nil || !hasHeader(res.Headers, m.hdr.Storm)) {
+	if f.class == wire.ClassOK && (res == nil || !hasHeader(res.Headers, m.hdr.Storm)) {
 		// Storm One: the innermost step would fold it and record nothing
 		// else; a retry loop would return it as it is.
 		if r.c != nil {

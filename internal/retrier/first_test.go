@@ -11,7 +11,7 @@ import (
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
-	"github.com/errown/errown/ownership"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -232,7 +232,7 @@ func TestSendFirstAsCall(t *testing.T) {
 			default:
 				st := callSink.State
 				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
-				assert.Equal(t, ownership.ClassOK, st.Class, "Call's class of a call SendFirst ends")
+				assert.Equal(t, wire.ClassOK, st.Class, "Call's class of a call SendFirst ends")
 				assert.True(t, st.Storm.Trivial(), "Call's storm of a call SendFirst ends: %+v", st.Storm.Storm())
 			}
 

@@ -247,7 +247,7 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		// ended when the call returns.
 		state.Enter()
 		code, class := m.classify(&a, n, state)
-		if class != ownership.ClassFailure {
+		if class != wire.ClassFailure {
 			m.served(&a, c, state, &note) // unlocks
 			release.With(a.res, a.cancel)
 			return a.res, a.err
@@ -318,7 +318,7 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 // classified it on the direct path, else (a middleware in between may
 // have changed what came back, or no step saw it) as it came back here,
 // its storm folded here when no step saw it.
-func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (yarpcerrors.Code, ownership.Class) {
+func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (yarpcerrors.Code, wire.Class) {
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
 	if !state.Sends.Direct || !seen {
 		code, class := wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
@@ -326,7 +326,7 @@ func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (y
 			claim   ownership.Claim
 			noRetry bool
 		)
-		if class != ownership.ClassOK {
+		if class != wire.ClassOK {
 			claim, noRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
 		}
 		setResult(state, code, class, claim, noRetry)
@@ -346,9 +346,9 @@ func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (y
 // setResult records, under state's lock, the classification of its call's
 // latest attempt: its code and class, and, when it did not succeed, its
 // claim and pushback.
-func setResult(state *reqlog.CallState, code yarpcerrors.Code, class ownership.Class, claim ownership.Claim, noRetry bool) {
+func setResult(state *reqlog.CallState, code yarpcerrors.Code, class wire.Class, claim ownership.Claim, noRetry bool) {
 	state.Code, state.Class = code, class
-	if class != ownership.ClassOK {
+	if class != wire.ClassOK {
 		state.Claim, state.NoRetry = claim, noRetry
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -349,7 +348,7 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 	require.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "err %v", err)
 	st := sink.State
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, st.Code, "classified code")
-	assert.Equal(t, ownership.ClassFailure, st.Class, "classified class")
+	assert.Equal(t, wire.ClassFailure, st.Class, "classified class")
 	assert.True(t, st.Classified, "classified")
 	assert.Equal(t, 1, st.Attempts, "attempts")
 	assert.Equal(t, wire.RefusedOverload, st.Refused, "refused")

@@ -59,7 +59,7 @@ type stormCase struct {
 	script        []step
 	wantSent      int
 	wantCode      yarpcerrors.Code
-	want          ownership.Storm
+	want          wire.Storm
 	wantOK        bool
 	wantPrevented uint64
 	wantStopped   bool
@@ -130,7 +130,7 @@ func TestStormEnforce(t *testing.T) {
 			give:         idem(retry.PolicyConfig{}),
 			script:       []step{fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four), okWith()},
 			wantSent:     2,
-			want:         ownership.Storm{Served: 5, Blind: 5, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 5, Blind: 5, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _attempts: 1},
 		},
@@ -140,7 +140,7 @@ func TestStormEnforce(t *testing.T) {
 			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:      1,
 			wantCode:      yarpcerrors.CodeUnavailable,
-			want:          ownership.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:          wire.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:        true,
 			wantPrevented: 18,
 			wantCounters:  map[string]int64{_calls: 1, _suppressed: 1, _prevented: 18},
@@ -154,7 +154,7 @@ func TestStormEnforce(t *testing.T) {
 			},
 			wantSent:      2,
 			wantCode:      yarpcerrors.CodeUnavailable,
-			want:          ownership.Storm{Served: 13, Blind: 40, Retries: 2, Radius: 2, BlindRadius: 3},
+			want:          wire.Storm{Served: 13, Blind: 40, Retries: 2, Radius: 2, BlindRadius: 3},
 			wantOK:        true,
 			wantPrevented: 18,
 			wantCounters:  map[string]int64{_calls: 1, _attempts: 1, _suppressed: 1, _prevented: 18},
@@ -168,7 +168,7 @@ func TestStormEnforce(t *testing.T) {
 			},
 			wantSent:     2,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 13, Blind: 13, Retries: 2, Radius: 2, BlindRadius: 2},
+			want:         wire.Storm{Served: 13, Blind: 13, Retries: 2, Radius: 2, BlindRadius: 2},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _attempts: 1, _suppressed: 1},
 		},
@@ -178,7 +178,7 @@ func TestStormEnforce(t *testing.T) {
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-no-retry", "true", "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _suppressed: 1},
 		},
@@ -188,7 +188,7 @@ func TestStormEnforce(t *testing.T) {
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _suppressed: 1},
 		},
@@ -198,7 +198,7 @@ func TestStormEnforce(t *testing.T) {
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _suppressed: 1},
 		},
@@ -213,7 +213,7 @@ func TestStormEnforce(t *testing.T) {
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _suppressed: 1},
 		},
@@ -223,7 +223,7 @@ func TestStormEnforce(t *testing.T) {
 			script:       []step{fail(errInvalid, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeInvalidArgument,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1},
 		},
@@ -263,7 +263,7 @@ func TestStormEnforce(t *testing.T) {
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _suppressed: 1},
 		},
@@ -276,7 +276,7 @@ func TestStormEnforce(t *testing.T) {
 			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:      1,
 			wantCode:      yarpcerrors.CodeUnavailable,
-			want:          ownership.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:          wire.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:        true,
 			wantPrevented: 18,
 			wantCounters:  map[string]int64{_calls: 1, _suppressed: 1, _prevented: 18},
@@ -300,7 +300,7 @@ func TestStormObserve(t *testing.T) {
 			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:      3,
 			wantCode:      yarpcerrors.CodeUnavailable,
-			want:          ownership.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:          wire.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:        true,
 			wantPrevented: 18,
 			wantStopped:   true,
@@ -314,7 +314,7 @@ func TestStormObserve(t *testing.T) {
 				okWith("errown-storm", "3,3,0,0,0"),
 			},
 			wantSent:      2,
-			want:          ownership.Storm{Served: 9, Blind: 12, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:          wire.Storm{Served: 9, Blind: 12, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:        true,
 			wantPrevented: 3,
 			wantStopped:   true,
@@ -329,7 +329,7 @@ func TestStormObserve(t *testing.T) {
 			},
 			wantSent:      3,
 			wantCode:      yarpcerrors.CodeUnavailable,
-			want:          ownership.Storm{Served: 13, Blind: 22, Retries: 2, Radius: 2, BlindRadius: 2},
+			want:          wire.Storm{Served: 13, Blind: 22, Retries: 2, Radius: 2, BlindRadius: 2},
 			wantOK:        true,
 			wantPrevented: 9,
 			wantStopped:   true,
@@ -344,7 +344,7 @@ func TestStormObserve(t *testing.T) {
 			},
 			wantSent:     2,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 13, Blind: 13, Retries: 2, Radius: 2, BlindRadius: 2},
+			want:         wire.Storm{Served: 13, Blind: 13, Retries: 2, Radius: 2, BlindRadius: 2},
 			wantOK:       true,
 			wantStopped:  true,
 			wantCounters: map[string]int64{_calls: 1, _attempts: 1, _would: 1},
@@ -354,7 +354,7 @@ func TestStormObserve(t *testing.T) {
 			give:         observe(retry.PolicyConfig{}),
 			script:       []step{fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four), okWith()},
 			wantSent:     2,
-			want:         ownership.Storm{Served: 5, Blind: 5, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 5, Blind: 5, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantCounters: map[string]int64{_calls: 1, _attempts: 1},
 		},
@@ -364,7 +364,7 @@ func TestStormObserve(t *testing.T) {
 			script:       []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-no-retry", "true", "errown-storm", _nine)},
 			wantSent:     1,
 			wantCode:     yarpcerrors.CodeUnavailable,
-			want:         ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantStopped:  true,
 			wantCounters: map[string]int64{_calls: 1, _would: 1, _pushback: 1},
@@ -381,7 +381,7 @@ func TestStormObserve(t *testing.T) {
 			script:        []step{fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine)},
 			wantSent:      3,
 			wantCode:      yarpcerrors.CodeUnavailable,
-			want:          ownership.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
+			want:          wire.Storm{Served: 9, Blind: 27, Retries: 1, Radius: 1, BlindRadius: 2},
 			wantOK:        true,
 			wantPrevented: 18,
 			wantStopped:   true,
@@ -413,7 +413,7 @@ func TestStormModeEquivalence(t *testing.T) {
 		fail(errUnavailable, "errown-claim", _claimed, "errown-storm", _four),
 		fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _suppress),
 	}
-	var storms [2]ownership.Storm
+	var storms [2]wire.Storm
 	var prevented [2]uint64
 	for i, mode := range []retry.Mode{retry.ModeEnforce, retry.ModeObserve} {
 		m := newMiddleware(t, retry.Config{Mode: mode, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 4, Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5))
@@ -425,7 +425,7 @@ func TestStormModeEquivalence(t *testing.T) {
 	}
 	assert.Equal(t, storms[0], storms[1])
 	assert.Equal(t, prevented[0], prevented[1])
-	assert.Equal(t, ownership.Storm{Served: 13, Blind: 58, Retries: 2, Radius: 2, BlindRadius: 3}, storms[0])
+	assert.Equal(t, wire.Storm{Served: 13, Blind: 58, Retries: 2, Radius: 2, BlindRadius: 3}, storms[0])
 	assert.Equal(t, uint64(36), prevented[0])
 }
 
@@ -497,7 +497,7 @@ func TestStormPolicyMode(t *testing.T) {
 			require.Error(t, err)
 			assert.Len(t, out.Requests(), tt.wantSent)
 			assert.Equal(t, tt.wantCounters, counters(scope))
-			assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), sink.State.Storm.Storm(), "the same figures either way")
+			assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}), sink.State.Storm.Storm(), "the same figures either way")
 		})
 	}
 }
@@ -534,7 +534,7 @@ func TestStormBlindTwin(t *testing.T) {
 	// would have one or two.)
 	third := &reqlog.Sink{Out: newOutbound(unclaimed)}
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), third)
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}), third.State.Storm.Storm())
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}), third.State.Storm.Storm())
 	assert.Equal(t, uint64(0), third.State.Storm.Prevented())
 
 	assert.Equal(t, map[string]int64{_calls: 3, _attempts: 2, _suppressed: 2, _prevented: int64(prevented)}, counters(scope))
@@ -573,7 +573,7 @@ func TestStormCustomHeader(t *testing.T) {
 	sink := &reqlog.Sink{Out: newOutbound(okWith("x-storm", _four, "errown-storm", _nine))}
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 	require.NoError(t, err)
-	assert.Equal(t, wire.KnownFigures(ownership.Storm{Served: 4, Blind: 4}), sink.State.Storm.Storm())
+	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 4, Blind: 4}), sink.State.Storm.Storm())
 }
 
 func TestModeValidate(t *testing.T) {

@@ -435,7 +435,7 @@ func (m *mesh) dependencies(i int) []depmem.EdgeView {
 	if m.errown[i] == nil {
 		return nil
 	}
-	if deps := m.errown[i].Dependencies(); len(deps) > 0 {
+	if deps := m.errown[i].Introspect().Dependencies; len(deps) > 0 {
 		return deps
 	}
 	return nil

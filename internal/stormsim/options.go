@@ -20,6 +20,13 @@ import (
 // any policy.
 type Policy string
 
+// The bounds errown's retry configuration checks (retry.Config.Validate),
+// which the lab's flags keep to.
+const (
+	_maxAttempts = 10
+	_maxBudget   = 1000
+)
+
 // The policies of docs/DESIGN.md's first table, and errown without a budget.
 const (
 	// PolicyNaive retries every failed call up to the attempts allowed,
@@ -131,11 +138,11 @@ type Options struct {
 	// (-fail-depth), 0 (the root) to Depth-1. Not used with a Topology.
 	FailDepth int
 	// Attempts is the attempts each hop's retry policy allows, the first
-	// one included (-attempts), 1 to retry.MaxMaxAttempts.
+	// one included (-attempts), 1 to 10 (retry policies' bound).
 	Attempts int
 	// Budget is the retry budget ratio of PolicyBudget and
 	// PolicyOwnership (-budget), above 0 and at most
-	// retry.MaxBudgetRatio; the other policies ignore it.
+	// 1000 (retry budgets' bound); the other policies ignore it.
 	Budget float64
 	// Requests is the number of root requests (-requests), at least 1;
 	// not used under open-loop load (Rate).
@@ -290,11 +297,11 @@ func (o Options) Validate() error {
 			err = multierr.Append(err, fmt.Errorf("fail-depth: must be >= 0 and < depth (%d), got %d", o.Depth, o.FailDepth))
 		}
 	}
-	if o.Attempts < 1 || o.Attempts > retry.MaxMaxAttempts {
-		err = multierr.Append(err, fmt.Errorf("attempts: must be between 1 and %d, got %d", retry.MaxMaxAttempts, o.Attempts))
+	if o.Attempts < 1 || o.Attempts > _maxAttempts {
+		err = multierr.Append(err, fmt.Errorf("attempts: must be between 1 and %d, got %d", _maxAttempts, o.Attempts))
 	}
-	if o.Policy.budgeted() && !(o.Budget > 0 && o.Budget <= retry.MaxBudgetRatio) { // also rejects NaN
-		err = multierr.Append(err, fmt.Errorf("budget: must be > 0 and <= %d for policy %q, got %v", retry.MaxBudgetRatio, o.Policy, o.Budget))
+	if o.Policy.budgeted() && !(o.Budget > 0 && o.Budget <= _maxBudget) { // also rejects NaN
+		err = multierr.Append(err, fmt.Errorf("budget: must be > 0 and <= %d for policy %q, got %v", _maxBudget, o.Policy, o.Budget))
 	}
 	if o.Requests < 1 && !o.openLoop() {
 		err = multierr.Append(err, fmt.Errorf("requests: must be >= 1, got %d", o.Requests))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/api/middleware"
@@ -128,7 +127,7 @@ func (t *throttle) Call(ctx context.Context, req *transport.Request, out transpo
 		return nil, yarpcerrors.Newf(yarpcerrors.CodeUnavailable, "stormsim: %s throttles its calls to %s", t.node, req.Service)
 	}
 	res, err := out.Call(ctx, req)
-	if err == nil || wire.Info(yarpcerrors.FromError(err).Code()).Class != ownership.ClassFailure {
+	if err == nil || wire.Info(yarpcerrors.FromError(err).Code()).Class != wire.ClassFailure {
 		t.accept(c, time.Now())
 	}
 	return res, err

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/wire"
-	"github.com/errown/errown/ownership"
 
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -578,7 +577,7 @@ func failCode(name string) (yarpcerrors.Code, bool, error) {
 	}
 	info := wire.Info(c)
 	switch {
-	case info.Class != ownership.ClassFailure:
+	case info.Class != wire.ClassFailure:
 		return yarpcerrors.CodeUnavailable, true, fmt.Errorf("must be a failure (a server fault), not an answer, got %q", name)
 	case info.RetriedByDefault && c != yarpcerrors.CodeDeadlineExceeded:
 		return c, true, nil

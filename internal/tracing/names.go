@@ -5,7 +5,7 @@ package tracing
 const (
 	// Tags of a server span.
 	TagClaim          = "errown.claim"        // claimed or unclaimed, on an error response
-	TagClaimReason    = "errown.claim.reason" // inbound.Reason...: why
+	TagClaimReason    = "errown.claim.reason" // inbound.Decision.Reason: why
 	TagAttempt        = "errown.attempt"      // on a request that is a retry: its attempt number
 	TagStormKnown     = "errown.storm.known"  // false on a root whose figures are unknown
 	TagStormServed    = "errown.storm.served"

@@ -1,27 +1,23 @@
 package wire
 
 import (
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // Info returns the row of code c. A code yarpc does not define is a
 // failure that is not retryable: errown cannot tell what it means, and a
 // callee sending it did not answer the request.
-// _codes is ownership's code table, indexed by code.
-var _codes = ownership.Codes()
-
-func Info(c yarpcerrors.Code) ownership.CodeInfo {
-	if int(c) < len(_codes) {
-		return _codes[c]
+func Info(c yarpcerrors.Code) CodeInfo {
+	if int(c) < len(_table) {
+		return _table[c]
 	}
-	return ownership.CodeInfo{Code: c, Class: ownership.ClassFailure}
+	return CodeInfo{Code: c, Class: ClassFailure}
 }
 
 // IsFailure reports whether an error with code c is the callee's failure
 // rather than its answer.
 func IsFailure(c yarpcerrors.Code) bool {
-	return Info(c).Class == ownership.ClassFailure
+	return Info(c).Class == ClassFailure
 }
 
 // RetryableByNature reports whether an error with code c could succeed if
@@ -35,7 +31,7 @@ func RetryableByNature(c yarpcerrors.Code) bool {
 // retries: the failures that are retryable by nature, except overload.
 func DefaultRetryableCodes() []yarpcerrors.Code {
 	var out []yarpcerrors.Code
-	for _, r := range _codes {
+	for _, r := range _table {
 		if r.RetriedByDefault {
 			out = append(out, r.Code)
 		}

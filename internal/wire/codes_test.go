@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/defaults"
-	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
@@ -32,19 +31,19 @@ func TestResult(t *testing.T) {
 		giveApp   bool
 		giveCode  *yarpcerrors.Code
 		wantCode  yarpcerrors.Code
-		wantClass ownership.Class
+		wantClass Class
 	}{
-		{name: "success", wantCode: ok, wantClass: ownership.ClassOK},
-		{name: "server fault", giveErr: yarpcerrors.UnavailableErrorf("x"), wantCode: unavailable, wantClass: ownership.ClassFailure},
-		{name: "client fault", giveErr: yarpcerrors.NotFoundErrorf("x"), wantCode: notFound, wantClass: ownership.ClassAnswer},
-		{name: "plain error is unknown", giveErr: errors.New("x"), wantCode: yarpcerrors.CodeUnknown, wantClass: ownership.ClassFailure},
-		{name: "error with code ok is unknown", giveErr: yarpcerrors.Newf(ok, "x"), wantCode: yarpcerrors.CodeUnknown, wantClass: ownership.ClassFailure},
-		{name: "error wins over the application error", giveErr: yarpcerrors.InternalErrorf("x"), giveApp: true, giveCode: &notFound, wantCode: yarpcerrors.CodeInternal, wantClass: ownership.ClassFailure},
-		{name: "application error with a server-fault code", giveApp: true, giveCode: &unavailable, wantCode: unavailable, wantClass: ownership.ClassFailure},
-		{name: "application error with a client-fault code", giveApp: true, giveCode: &notFound, wantCode: notFound, wantClass: ownership.ClassAnswer},
-		{name: "application error without a code", giveApp: true, wantCode: ok, wantClass: ownership.ClassAnswer},
-		{name: "application error with code ok", giveApp: true, giveCode: &ok, wantCode: ok, wantClass: ownership.ClassAnswer},
-		{name: "a code without the marking is ignored", giveCode: &unavailable, wantCode: ok, wantClass: ownership.ClassOK},
+		{name: "success", wantCode: ok, wantClass: ClassOK},
+		{name: "server fault", giveErr: yarpcerrors.UnavailableErrorf("x"), wantCode: unavailable, wantClass: ClassFailure},
+		{name: "client fault", giveErr: yarpcerrors.NotFoundErrorf("x"), wantCode: notFound, wantClass: ClassAnswer},
+		{name: "plain error is unknown", giveErr: errors.New("x"), wantCode: yarpcerrors.CodeUnknown, wantClass: ClassFailure},
+		{name: "error with code ok is unknown", giveErr: yarpcerrors.Newf(ok, "x"), wantCode: yarpcerrors.CodeUnknown, wantClass: ClassFailure},
+		{name: "error wins over the application error", giveErr: yarpcerrors.InternalErrorf("x"), giveApp: true, giveCode: &notFound, wantCode: yarpcerrors.CodeInternal, wantClass: ClassFailure},
+		{name: "application error with a server-fault code", giveApp: true, giveCode: &unavailable, wantCode: unavailable, wantClass: ClassFailure},
+		{name: "application error with a client-fault code", giveApp: true, giveCode: &notFound, wantCode: notFound, wantClass: ClassAnswer},
+		{name: "application error without a code", giveApp: true, wantCode: ok, wantClass: ClassAnswer},
+		{name: "application error with code ok", giveApp: true, giveCode: &ok, wantCode: ok, wantClass: ClassAnswer},
+		{name: "a code without the marking is ignored", giveCode: &unavailable, wantCode: ok, wantClass: ClassOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +59,7 @@ func TestResult(t *testing.T) {
 	}
 	code, class := CallResult(nil, nil, defaults.CodeHeader)
 	assert.Equal(t, ok, code)
-	assert.Equal(t, ownership.ClassOK, class)
+	assert.Equal(t, ClassOK, class)
 }
 
 func TestCallResultCodeHeader(t *testing.T) {
@@ -71,31 +70,31 @@ func TestCallResultCodeHeader(t *testing.T) {
 		name      string
 		give      *transport.Response
 		wantCode  yarpcerrors.Code
-		wantClass ownership.Class
+		wantClass Class
 	}{
 		{
 			name:      "header read when the meta has no code",
 			give:      &transport.Response{ApplicationError: true, ApplicationErrorMeta: &transport.ApplicationErrorMeta{}, Headers: transport.NewHeaders().With("errown-code", "unavailable")},
 			wantCode:  unavailable,
-			wantClass: ownership.ClassFailure,
+			wantClass: ClassFailure,
 		},
 		{
 			name:      "the meta's code wins",
 			give:      &transport.Response{ApplicationError: true, ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: &notFound}, Headers: transport.NewHeaders().With("errown-code", "unavailable")},
 			wantCode:  notFound,
-			wantClass: ownership.ClassAnswer,
+			wantClass: ClassAnswer,
 		},
 		{
 			name:      "garbage is no code",
 			give:      &transport.Response{ApplicationError: true, Headers: transport.NewHeaders().With("errown-code", "Unavailable")},
 			wantCode:  yarpcerrors.CodeOK,
-			wantClass: ownership.ClassAnswer,
+			wantClass: ClassAnswer,
 		},
 		{
 			name:      "ignored without the application error marking",
 			give:      &transport.Response{ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: &unavailable}, Headers: transport.NewHeaders().With("errown-code", "unavailable")},
 			wantCode:  yarpcerrors.CodeOK,
-			wantClass: ownership.ClassOK,
+			wantClass: ClassOK,
 		},
 	}
 	for _, tt := range tests {
@@ -108,7 +107,7 @@ func TestCallResultCodeHeader(t *testing.T) {
 }
 
 func TestParseCode(t *testing.T) {
-	for _, row := range ownership.Codes()[1:] {
+	for _, row := range Codes()[1:] {
 		got, ok := ParseCode(FormatCode(row.Code))
 		assert.True(t, ok, "%v", row.Code)
 		assert.Equal(t, row.Code, got)
@@ -138,34 +137,34 @@ func TestCodeTable(t *testing.T) {
 	// The table as errown decides it; docs/DESIGN.md's Terms name these.
 	tests := []struct {
 		give          yarpcerrors.Code
-		wantClass     ownership.Class
+		wantClass     Class
 		wantRetryable bool
 		wantDefault   bool
 	}{
-		{yarpcerrors.CodeOK, ownership.ClassOK, false, false},
-		{yarpcerrors.CodeCancelled, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodeUnknown, ownership.ClassFailure, true, true},
-		{yarpcerrors.CodeInvalidArgument, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodeDeadlineExceeded, ownership.ClassFailure, true, true},
-		{yarpcerrors.CodeNotFound, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodeAlreadyExists, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodePermissionDenied, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodeResourceExhausted, ownership.ClassFailure, true, false},
-		{yarpcerrors.CodeFailedPrecondition, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodeAborted, ownership.ClassAnswer, true, false},
-		{yarpcerrors.CodeOutOfRange, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodeUnimplemented, ownership.ClassAnswer, false, false},
-		{yarpcerrors.CodeInternal, ownership.ClassFailure, true, true},
-		{yarpcerrors.CodeUnavailable, ownership.ClassFailure, true, true},
-		{yarpcerrors.CodeDataLoss, ownership.ClassFailure, false, false},
-		{yarpcerrors.CodeUnauthenticated, ownership.ClassAnswer, false, false},
-		{yarpcerrors.Code(99), ownership.ClassFailure, false, false},
+		{yarpcerrors.CodeOK, ClassOK, false, false},
+		{yarpcerrors.CodeCancelled, ClassAnswer, false, false},
+		{yarpcerrors.CodeUnknown, ClassFailure, true, true},
+		{yarpcerrors.CodeInvalidArgument, ClassAnswer, false, false},
+		{yarpcerrors.CodeDeadlineExceeded, ClassFailure, true, true},
+		{yarpcerrors.CodeNotFound, ClassAnswer, false, false},
+		{yarpcerrors.CodeAlreadyExists, ClassAnswer, false, false},
+		{yarpcerrors.CodePermissionDenied, ClassAnswer, false, false},
+		{yarpcerrors.CodeResourceExhausted, ClassFailure, true, false},
+		{yarpcerrors.CodeFailedPrecondition, ClassAnswer, false, false},
+		{yarpcerrors.CodeAborted, ClassAnswer, true, false},
+		{yarpcerrors.CodeOutOfRange, ClassAnswer, false, false},
+		{yarpcerrors.CodeUnimplemented, ClassAnswer, false, false},
+		{yarpcerrors.CodeInternal, ClassFailure, true, true},
+		{yarpcerrors.CodeUnavailable, ClassFailure, true, true},
+		{yarpcerrors.CodeDataLoss, ClassFailure, false, false},
+		{yarpcerrors.CodeUnauthenticated, ClassAnswer, false, false},
+		{yarpcerrors.Code(99), ClassFailure, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give.String(), func(t *testing.T) {
 			info := Info(tt.give)
 			assert.Equal(t, tt.wantClass, info.Class)
-			assert.Equal(t, tt.wantClass == ownership.ClassFailure, IsFailure(tt.give))
+			assert.Equal(t, tt.wantClass == ClassFailure, IsFailure(tt.give))
 			assert.Equal(t, tt.wantRetryable, RetryableByNature(tt.give))
 			assert.Equal(t, tt.wantDefault, info.RetriedByDefault)
 		})

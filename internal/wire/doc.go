@@ -7,7 +7,7 @@
 // from a request's failed calls is the inbound middleware's
 // (internal/ingress: Decide).
 //
-// The types these work on (ownership.Claim, ownership.Storm, the code
+// The types these work on (ownership.Claim, Storm, the code
 // table) are public in package ownership; this package is how errown's
 // own middleware applies them.
 package wire

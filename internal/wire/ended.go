@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -18,7 +17,7 @@ import (
 // ... context deadline exceeded") when net/http sees the deadline before
 // the outbound does. Every decision on an attempt (its claim, a retry, the
 // overload limit, the metrics) reads this one classification.
-func AttemptResult(ctx context.Context, res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, ownership.Class) {
+func AttemptResult(ctx context.Context, res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, Class) {
 	if err != nil && Expired(ctx) {
 		return yarpcerrors.CodeDeadlineExceeded, Info(yarpcerrors.CodeDeadlineExceeded).Class
 	}
@@ -28,7 +27,7 @@ func AttemptResult(ctx context.Context, res *transport.Response, err error, code
 // HandlerResult is Result for a handler that served a request with ctx:
 // an error it returned once ctx's deadline had passed is
 // deadline-exceeded, as AttemptResult has it for the caller.
-func HandlerResult(ctx context.Context, err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, ownership.Class) {
+func HandlerResult(ctx context.Context, err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, Class) {
 	if err != nil && Expired(ctx) {
 		return yarpcerrors.CodeDeadlineExceeded, Info(yarpcerrors.CodeDeadlineExceeded).Class
 	}
@@ -61,7 +60,7 @@ func Cancelled(ctx context.Context, err error) bool {
 // (Cancelled) its caller gave up on: without a response it counts as the
 // one request it sent, known. What it served below is out of sight, and
 // nobody waits for it: a request that abandoned a call keeps its figures.
-func AttemptStorm(res *transport.Response, class ownership.Class, header string, cancelled bool) Figures {
+func AttemptStorm(res *transport.Response, class Class, header string, cancelled bool) Figures {
 	if cancelled && res == nil {
 		return KnownFigures(One)
 	}

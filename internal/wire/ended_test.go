@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -39,16 +38,16 @@ func TestAttemptResult(t *testing.T) {
 		res       *transport.Response
 		err       error
 		wantCode  yarpcerrors.Code
-		wantClass ownership.Class
+		wantClass Class
 	}{
-		{"unknown after the deadline", expired, nil, httpTimeout, yarpcerrors.CodeDeadlineExceeded, ownership.ClassFailure},
-		{"unknown before the deadline", live, nil, httpTimeout, yarpcerrors.CodeUnknown, ownership.ClassFailure},
-		{"unavailable after the deadline", expired, nil, yarpcerrors.UnavailableErrorf("down"), yarpcerrors.CodeDeadlineExceeded, ownership.ClassFailure},
-		{"a plain error once the deadline passed, the context's timer not yet fired", late, nil, errors.New("timeout"), yarpcerrors.CodeDeadlineExceeded, ownership.ClassFailure},
-		{"cancelled before the deadline", cancelled, nil, yarpcerrors.CancelledErrorf("gone"), yarpcerrors.CodeCancelled, ownership.ClassAnswer},
-		{"a success after the deadline", expired, &transport.Response{}, nil, yarpcerrors.CodeOK, ownership.ClassOK},
-		{"an application error after the deadline", expired, &transport.Response{ApplicationError: true, ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: &appCode}}, nil, yarpcerrors.CodeNotFound, ownership.ClassAnswer},
-		{"no deadline", context.Background(), nil, httpTimeout, yarpcerrors.CodeUnknown, ownership.ClassFailure},
+		{"unknown after the deadline", expired, nil, httpTimeout, yarpcerrors.CodeDeadlineExceeded, ClassFailure},
+		{"unknown before the deadline", live, nil, httpTimeout, yarpcerrors.CodeUnknown, ClassFailure},
+		{"unavailable after the deadline", expired, nil, yarpcerrors.UnavailableErrorf("down"), yarpcerrors.CodeDeadlineExceeded, ClassFailure},
+		{"a plain error once the deadline passed, the context's timer not yet fired", late, nil, errors.New("timeout"), yarpcerrors.CodeDeadlineExceeded, ClassFailure},
+		{"cancelled before the deadline", cancelled, nil, yarpcerrors.CancelledErrorf("gone"), yarpcerrors.CodeCancelled, ClassAnswer},
+		{"a success after the deadline", expired, &transport.Response{}, nil, yarpcerrors.CodeOK, ClassOK},
+		{"an application error after the deadline", expired, &transport.Response{ApplicationError: true, ApplicationErrorMeta: &transport.ApplicationErrorMeta{Code: &appCode}}, nil, yarpcerrors.CodeNotFound, ClassAnswer},
+		{"no deadline", context.Background(), nil, httpTimeout, yarpcerrors.CodeUnknown, ClassFailure},
 	}
 	for _, tt := range tests {
 		code, class := AttemptResult(tt.ctx, tt.res, tt.err, "errown-code")
@@ -62,12 +61,12 @@ func TestHandlerResult(t *testing.T) {
 	err := yarpcerrors.UnknownErrorf("context deadline exceeded")
 	code, class := HandlerResult(expired, err, false, nil)
 	assert.Equal(t, yarpcerrors.CodeDeadlineExceeded, code, "after the deadline")
-	assert.Equal(t, ownership.ClassFailure, class)
+	assert.Equal(t, ClassFailure, class)
 	code, _ = HandlerResult(live, err, false, nil)
 	assert.Equal(t, yarpcerrors.CodeUnknown, code, "before it")
 	code, class = HandlerResult(expired, nil, false, nil)
 	assert.Equal(t, yarpcerrors.CodeOK, code, "a success after it")
-	assert.Equal(t, ownership.ClassOK, class)
+	assert.Equal(t, ClassOK, class)
 }
 
 func TestCancelled(t *testing.T) {
@@ -94,13 +93,13 @@ func TestAttemptStorm(t *testing.T) {
 	tests := []struct {
 		name      string
 		res       *transport.Response
-		class     ownership.Class
+		class     Class
 		cancelled bool
 		want      Figures
 	}{
-		{"cancelled, no response: the one request it sent", nil, ownership.ClassFailure, true, KnownFigures(One)},
-		{"cancelled, with a response: its figures", res, ownership.ClassFailure, true, KnownFigures(ownership.Storm{Served: 3, Blind: 5, BlindRadius: 1})},
-		{"a timeout, no response: unknown", nil, ownership.ClassFailure, false, Figures{}},
+		{"cancelled, no response: the one request it sent", nil, ClassFailure, true, KnownFigures(One)},
+		{"cancelled, with a response: its figures", res, ClassFailure, true, KnownFigures(Storm{Served: 3, Blind: 5, BlindRadius: 1})},
+		{"a timeout, no response: unknown", nil, ClassFailure, false, Figures{}},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, AttemptStorm(tt.res, tt.class, "errown-storm", tt.cancelled), tt.name)

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -15,7 +14,7 @@ import (
 // On the inbound side appErr and appCode are what the encoding told the
 // ResponseWriter; on the outbound side they are the response's
 // ApplicationError and ApplicationErrorMeta.Code.
-func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, ownership.Class) {
+func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, Class) {
 	switch {
 	case err != nil:
 		// The transports' errors are *yarpcerrors.Status: read the code
@@ -33,9 +32,9 @@ func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code
 	case appErr && appCode != nil && *appCode != yarpcerrors.CodeOK:
 		return *appCode, Info(*appCode).Class
 	case appErr:
-		return yarpcerrors.CodeOK, ownership.ClassAnswer
+		return yarpcerrors.CodeOK, ClassAnswer
 	default:
-		return yarpcerrors.CodeOK, ownership.ClassOK
+		return yarpcerrors.CodeOK, ClassOK
 	}
 }
 
@@ -43,7 +42,7 @@ func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code
 // application error res is marked with, by the code in its
 // ApplicationErrorMeta or, where the transport dropped it (gRPC), by the
 // code errown's inbound side sent under codeHeader.
-func CallResult(res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, ownership.Class) {
+func CallResult(res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, Class) {
 	if err != nil || res == nil || !res.ApplicationError {
 		return Result(err, false, nil)
 	}
@@ -75,7 +74,7 @@ func ParseCode(v string) (yarpcerrors.Code, bool) {
 	if len(v) == 0 || len(v) > _maxCodeName {
 		return yarpcerrors.CodeOK, false
 	}
-	for _, r := range _codes[1:] {
+	for _, r := range _table[1:] {
 		if r.Code.String() == v {
 			return r.Code, true
 		}

@@ -3,13 +3,12 @@ package wire
 import (
 	"strconv"
 
-	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 )
 
 // One is the Storm of a call that reached one request and went no further
 // with anything to report: a leaf's success, or an answer.
-var One = ownership.Storm{Served: 1, Blind: 1}
+var One = Storm{Served: 1, Blind: 1}
 
 // Figures is the storm telemetry of a subtree as it travels up the call
 // graph: its Storm, or unknown (a hop below runs no errown, its header was
@@ -17,15 +16,15 @@ var One = ownership.Storm{Served: 1, Blind: 1}
 // unknown. Storm is read only when Known: the unknown Figures errown
 // returns hold the zero Storm.
 type Figures struct {
-	Storm ownership.Storm
+	Storm Storm
 	Known bool
 }
 
 // KnownFigures returns the Figures that say s.
-func KnownFigures(s ownership.Storm) Figures { return Figures{Storm: s, Known: true} }
+func KnownFigures(s Storm) Figures { return Figures{Storm: s, Known: true} }
 
 // Trivial reports whether f is known and its Storm says nothing a caller
-// could not assume (ownership.Storm.Trivial).
+// could not assume (Storm.Trivial).
 func (f Figures) Trivial() bool { return f.Known && f.Storm.Trivial() }
 
 // Stormy reports whether f is worth a root's record and puts a caller in
@@ -58,7 +57,7 @@ func ParseStorm(v string) Figures {
 		}
 		v = rest
 	}
-	s := ownership.Storm{Served: f[0], Blind: f[1], Retries: f[2]}
+	s := Storm{Served: f[0], Blind: f[1], Retries: f[2]}
 	if f[3] > MaxStormRadius || f[4] > MaxStormRadius {
 		return Figures{}
 	}
@@ -99,9 +98,9 @@ func parseDecimal(v string, limit uint64) (uint64, string, bool) {
 // came without a response at all (a call cancelled or cut short before
 // the callee answered), whatever its class: what the callee served before
 // is out of sight.
-func ResponseStorm(res *transport.Response, class ownership.Class, header string) Figures {
+func ResponseStorm(res *transport.Response, class Class, header string) Figures {
 	if res == nil {
-		if class != ownership.ClassOK {
+		if class != ClassOK {
 			return Figures{}
 		}
 		return KnownFigures(One)
@@ -109,7 +108,7 @@ func ResponseStorm(res *transport.Response, class ownership.Class, header string
 	if v, ok := res.Headers.Items()[header]; ok {
 		return ParseStorm(v)
 	}
-	if class == ownership.ClassFailure {
+	if class == ClassFailure {
 		return Figures{}
 	}
 	return KnownFigures(One)
@@ -131,7 +130,7 @@ const StormUnknownValue = "unknown"
 
 // FormatStorm returns s as a header value: five decimals separated by
 // commas, "served,blind,retries,radius,blindRadius".
-func FormatStorm(s ownership.Storm) string {
+func FormatStorm(s Storm) string {
 	var buf [64]byte
 	b := strconv.AppendUint(buf[:0], s.Served, 10)
 	b = append(b, ',')

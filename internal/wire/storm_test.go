@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/defaults"
-	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
@@ -24,10 +23,10 @@ func TestFigures(t *testing.T) {
 		{"unknown", Figures{}, false},
 		{"one", KnownFigures(One), true},
 		{"one, but unknown", Figures{Storm: One}, false},
-		{"a retry below", KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false},
-		{"a suppressed retry", KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1}), false},
-		{"two quiet requests", KnownFigures(ownership.Storm{Served: 2, Blind: 2}), false},
-		{"nothing served", KnownFigures(ownership.Storm{}), false},
+		{"a retry below", KnownFigures(Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1}), false},
+		{"a suppressed retry", KnownFigures(Storm{Served: 1, Blind: 2, BlindRadius: 1}), false},
+		{"two quiet requests", KnownFigures(Storm{Served: 2, Blind: 2}), false},
+		{"nothing served", KnownFigures(Storm{}), false},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, tt.give.Trivial(), tt.name)
@@ -37,16 +36,16 @@ func TestFigures(t *testing.T) {
 func TestParseStormAccepts(t *testing.T) {
 	tests := []struct {
 		give string
-		want ownership.Storm
+		want Storm
 	}{
 		{"1,1,0,0,0", One},
-		{"9,18,1,1,2", ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}},
-		{"8,8,1,1,1", ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}},
-		{"2,5,1,0,3", ownership.Storm{Served: 2, Blind: 5, Retries: 1, Radius: 0, BlindRadius: 3}},
-		{"10,10,9,0,0", ownership.Storm{Served: 10, Blind: 10, Retries: 9}},                                 // retries = served-1
-		{"1,1125899906842624,0,0,255", ownership.Storm{Served: 1, Blind: MaxStormServed, BlindRadius: 255}}, // blind at its bound
-		{"1125899906842624,1125899906842624,1125899906842623,255,255", ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: 255, BlindRadius: 255}},
-		{"100,100,0,7,7", ownership.Storm{Served: 100, Blind: 100, Radius: 7, BlindRadius: 7}}, // a radius without retries is a figure, not a contradiction
+		{"9,18,1,1,2", Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}},
+		{"8,8,1,1,1", Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}},
+		{"2,5,1,0,3", Storm{Served: 2, Blind: 5, Retries: 1, Radius: 0, BlindRadius: 3}},
+		{"10,10,9,0,0", Storm{Served: 10, Blind: 10, Retries: 9}},                                 // retries = served-1
+		{"1,1125899906842624,0,0,255", Storm{Served: 1, Blind: MaxStormServed, BlindRadius: 255}}, // blind at its bound
+		{"1125899906842624,1125899906842624,1125899906842623,255,255", Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: 255, BlindRadius: 255}},
+		{"100,100,0,7,7", Storm{Served: 100, Blind: 100, Radius: 7, BlindRadius: 7}}, // a radius without retries is a figure, not a contradiction
 	}
 	for _, tt := range tests {
 		got := ParseStorm(tt.give)
@@ -152,7 +151,7 @@ func TestParseStormBounds(t *testing.T) {
 }
 
 func TestStormRoundTrip(t *testing.T) {
-	for _, s := range []ownership.Storm{
+	for _, s := range []Storm{
 		One,
 		{Served: 4, Blind: 4},
 		{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1},
@@ -172,27 +171,27 @@ func TestResponseStorm(t *testing.T) {
 	tests := []struct {
 		name   string
 		res    *transport.Response
-		class  ownership.Class
+		class  Class
 		header string
 		want   Figures
 	}{
-		{"no response, success: one", nil, ownership.ClassOK, defaults.StormHeader, KnownFigures(One)},
-		{"no response, answer: unknown (cut short before the callee answered)", nil, ownership.ClassAnswer, defaults.StormHeader, Figures{}},
-		{"no response, failure: unknown", nil, ownership.ClassFailure, defaults.StormHeader, Figures{}},
-		{"no header, success: one", &transport.Response{}, ownership.ClassOK, defaults.StormHeader, KnownFigures(One)},
-		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ownership.ClassAnswer, defaults.StormHeader, KnownFigures(One)},
-		{"no header, failure: unknown", with("x-other", "9,9,0,0,0"), ownership.ClassFailure, defaults.StormHeader, Figures{}},
-		{"header on a success", with(defaults.StormHeader, "3,3,0,0,0"), ownership.ClassOK, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
-		{"header on an answer", with(defaults.StormHeader, "5,9,1,1,2"), ownership.ClassAnswer, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2})},
-		{"header on a failure", with(defaults.StormHeader, "9,18,1,1,2"), ownership.ClassFailure, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})},
-		{"one on a failure", with(defaults.StormHeader, "1,1,0,0,0"), ownership.ClassFailure, defaults.StormHeader, KnownFigures(One)},
-		{"unknown on a success", with(defaults.StormHeader, StormUnknownValue), ownership.ClassOK, defaults.StormHeader, Figures{}},
-		{"unknown on a failure", with(defaults.StormHeader, StormUnknownValue), ownership.ClassFailure, defaults.StormHeader, Figures{}},
-		{"garbage on a success is unknown, not one", with(defaults.StormHeader, "lots"), ownership.ClassOK, defaults.StormHeader, Figures{}},
-		{"empty value on a success is unknown", with(defaults.StormHeader, ""), ownership.ClassOK, defaults.StormHeader, Figures{}},
-		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ownership.ClassOK, defaults.StormHeader, KnownFigures(ownership.Storm{Served: 3, Blind: 3})},
-		{"custom header", with("x-storm", "2,2,1,1,1"), ownership.ClassFailure, "x-storm", KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})},
-		{"custom header, default one ignored", with(defaults.StormHeader, "2,2,1,1,1"), ownership.ClassFailure, "x-storm", Figures{}},
+		{"no response, success: one", nil, ClassOK, defaults.StormHeader, KnownFigures(One)},
+		{"no response, answer: unknown (cut short before the callee answered)", nil, ClassAnswer, defaults.StormHeader, Figures{}},
+		{"no response, failure: unknown", nil, ClassFailure, defaults.StormHeader, Figures{}},
+		{"no header, success: one", &transport.Response{}, ClassOK, defaults.StormHeader, KnownFigures(One)},
+		{"no header, answer: one", with("x-other", "9,9,0,0,0"), ClassAnswer, defaults.StormHeader, KnownFigures(One)},
+		{"no header, failure: unknown", with("x-other", "9,9,0,0,0"), ClassFailure, defaults.StormHeader, Figures{}},
+		{"header on a success", with(defaults.StormHeader, "3,3,0,0,0"), ClassOK, defaults.StormHeader, KnownFigures(Storm{Served: 3, Blind: 3})},
+		{"header on an answer", with(defaults.StormHeader, "5,9,1,1,2"), ClassAnswer, defaults.StormHeader, KnownFigures(Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2})},
+		{"header on a failure", with(defaults.StormHeader, "9,18,1,1,2"), ClassFailure, defaults.StormHeader, KnownFigures(Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2})},
+		{"one on a failure", with(defaults.StormHeader, "1,1,0,0,0"), ClassFailure, defaults.StormHeader, KnownFigures(One)},
+		{"unknown on a success", with(defaults.StormHeader, StormUnknownValue), ClassOK, defaults.StormHeader, Figures{}},
+		{"unknown on a failure", with(defaults.StormHeader, StormUnknownValue), ClassFailure, defaults.StormHeader, Figures{}},
+		{"garbage on a success is unknown, not one", with(defaults.StormHeader, "lots"), ClassOK, defaults.StormHeader, Figures{}},
+		{"empty value on a success is unknown", with(defaults.StormHeader, ""), ClassOK, defaults.StormHeader, Figures{}},
+		{"header sent in another case", with("Errown-Storm", "3,3,0,0,0"), ClassOK, defaults.StormHeader, KnownFigures(Storm{Served: 3, Blind: 3})},
+		{"custom header", with("x-storm", "2,2,1,1,1"), ClassFailure, "x-storm", KnownFigures(Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1})},
+		{"custom header, default one ignored", with(defaults.StormHeader, "2,2,1,1,1"), ClassFailure, "x-storm", Figures{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,11 +204,11 @@ func TestResponseStorm(t *testing.T) {
 // header is unknown, whatever the code that made it a failure; without a
 // response, every error is.
 func TestResponseStormClasses(t *testing.T) {
-	for _, row := range ownership.Codes() {
+	for _, row := range Codes() {
 		known := ResponseStorm(&transport.Response{}, row.Class, defaults.StormHeader).Known
-		assert.Equal(t, row.Class != ownership.ClassFailure, known, "%v (%v), with a response", row.Code, row.Class)
+		assert.Equal(t, row.Class != ClassFailure, known, "%v (%v), with a response", row.Code, row.Class)
 		known = ResponseStorm(nil, row.Class, defaults.StormHeader).Known
-		assert.Equal(t, row.Class == ownership.ClassOK, known, "%v (%v), without a response", row.Code, row.Class)
+		assert.Equal(t, row.Class == ClassOK, known, "%v (%v), without a response", row.Code, row.Class)
 	}
 }
 
@@ -265,17 +264,17 @@ func FuzzParseStorm(f *testing.F) {
 
 func TestStormHeaderValue(t *testing.T) {
 	tests := []struct {
-		give ownership.Storm
+		give Storm
 		want string
 	}{
-		{ownership.Storm{Served: 1, Blind: 1}, "1,1,0,0,0"},
-		{ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, "9,18,1,1,2"},
-		{ownership.Storm{Served: 12, Blind: 340, Retries: 7, Radius: 3, BlindRadius: 10}, "12,340,7,3,10"},
-		{ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}, "1125899906842624,1125899906842624,1125899906842623,255,255"},
+		{Storm{Served: 1, Blind: 1}, "1,1,0,0,0"},
+		{Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, "9,18,1,1,2"},
+		{Storm{Served: 12, Blind: 340, Retries: 7, Radius: 3, BlindRadius: 10}, "12,340,7,3,10"},
+		{Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: MaxStormServed - 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}, "1125899906842624,1125899906842624,1125899906842623,255,255"},
 		// HeaderValue writes what it is given, valid or not: the bounds
 		// are ParseStorm's.
-		{ownership.Storm{}, "0,0,0,0,0"},
-		{ownership.Storm{Served: 1<<64 - 1, Blind: 1<<64 - 1, Retries: 1<<64 - 1, Radius: 255, BlindRadius: 255}, "18446744073709551615,18446744073709551615,18446744073709551615,255,255"},
+		{Storm{}, "0,0,0,0,0"},
+		{Storm{Served: 1<<64 - 1, Blind: 1<<64 - 1, Retries: 1<<64 - 1, Radius: 255, BlindRadius: 255}, "18446744073709551615,18446744073709551615,18446744073709551615,255,255"},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, FormatStorm(tt.give), "%+v", tt.give)
@@ -284,8 +283,8 @@ func TestStormHeaderValue(t *testing.T) {
 
 func TestFiguresStormy(t *testing.T) {
 	assert.True(t, Figures{}.Stormy(), "unknown")
-	assert.True(t, KnownFigures(ownership.Storm{Served: 2, Blind: 2, Retries: 1}).Stormy(), "a retry below")
-	assert.True(t, KnownFigures(ownership.Storm{Served: 1, Blind: 2, BlindRadius: 1}).Stormy(), "a retry suppressed below")
+	assert.True(t, KnownFigures(Storm{Served: 2, Blind: 2, Retries: 1}).Stormy(), "a retry below")
+	assert.True(t, KnownFigures(Storm{Served: 1, Blind: 2, BlindRadius: 1}).Stormy(), "a retry suppressed below")
 	assert.False(t, KnownFigures(One).Stormy())
-	assert.False(t, KnownFigures(ownership.Storm{Served: 40, Blind: 40}).Stormy(), "a quiet subtree")
+	assert.False(t, KnownFigures(Storm{Served: 40, Blind: 40}).Stormy(), "a quiet subtree")
 }

@@ -1,7 +1,5 @@
 package wire
 
-import "github.com/errown/errown/ownership"
-
 // StormCall folds the attempts of one logical call, as its caller made
 // them, into the call's Storm. In enforce mode every attempt made is in
 // both worlds, and the attempts errown suppressed are added to the blind
@@ -19,7 +17,7 @@ type StormCall struct {
 	retries        uint64
 	radius         uint8
 	blindRadius    uint8
-	last           ownership.Storm
+	last           Storm
 	own            uint64
 	unknown        bool
 	errownDone     bool
@@ -108,7 +106,7 @@ func (c *StormCall) Storm() Figures {
 	if c.attempts == 0 || c.unknown {
 		return Figures{}
 	}
-	s := ownership.Storm{Served: c.served, Blind: c.blind, Retries: c.retries}
+	s := Storm{Served: c.served, Blind: c.blind, Retries: c.retries}
 	r, br := int(c.radius), int(c.blindRadius)
 	if c.errownAttempts > 1 {
 		s.Retries = add(s.Retries, uint64(c.errownAttempts-1))

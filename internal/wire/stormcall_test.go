@@ -4,13 +4,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/errown/errown/ownership"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // callStorm returns c's Storm, failing t when it is unknown.
-func callStorm(t *testing.T, c *StormCall) ownership.Storm {
+func callStorm(t *testing.T, c *StormCall) Storm {
 	t.Helper()
 	f := c.Storm()
 	require.True(t, f.Known, "the call's Storm is unknown")
@@ -19,7 +18,7 @@ func callStorm(t *testing.T, c *StormCall) ownership.Storm {
 
 // request returns the Storm a hop's inbound side sends for a request
 // whose only call had Storm call: its own request and the call's.
-func request(call ownership.Storm) ownership.Storm {
+func request(call Storm) Storm {
 	call.Served++
 	call.Blind++
 	return call
@@ -31,7 +30,7 @@ func request(call ownership.Storm) ownership.Storm {
 // below), so B suppresses its retry of C, and A its retry of B, each
 // adding the retry it suppressed to the blind world.
 func TestStormCallChain(t *testing.T) {
-	d := ownership.Storm{Served: 4, Blind: 4}
+	d := Storm{Served: 4, Blind: 4}
 
 	// C → D: two attempts, both in both worlds.
 	var c StormCall
@@ -39,11 +38,11 @@ func TestStormCallChain(t *testing.T) {
 	c.Attempt(KnownFigures(d))
 	assert.Equal(t, 2, c.Attempts())
 	cCall := callStorm(t, &c)
-	assert.Equal(t, ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}, cCall)
+	assert.Equal(t, Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1}, cCall)
 	assert.Equal(t, uint64(0), c.Prevented(), "C prevented nothing")
 	assert.False(t, c.ErrownStopped())
 	cReq := request(cCall)
-	require.Equal(t, ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}, cReq)
+	require.Equal(t, Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}, cReq)
 	assert.Equal(t, "9,9,1,1,1", FormatStorm(cReq))
 
 	// B → C: unclaimed, suppressed; the blind world replays it once.
@@ -52,22 +51,22 @@ func TestStormCallChain(t *testing.T) {
 	b.Blind(1)
 	assert.Equal(t, 1, b.Attempts(), "Blind adds no attempt made")
 	bCall := callStorm(t, &b)
-	assert.Equal(t, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
+	assert.Equal(t, Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
 	assert.Equal(t, uint64(9), b.Prevented(), "B's own suppression prevented C's whole subtree once")
 	assert.Equal(t, uint64(9), bCall.Prevented())
 	bReq := request(bCall)
-	require.Equal(t, ownership.Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2}, bReq)
+	require.Equal(t, Storm{Served: 10, Blind: 19, Retries: 1, Radius: 1, BlindRadius: 2}, bReq)
 
 	// A → B: unclaimed, suppressed.
 	var a StormCall
 	a.Attempt(KnownFigures(bReq))
 	a.Blind(1)
 	aCall := callStorm(t, &a)
-	assert.Equal(t, ownership.Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, aCall)
+	assert.Equal(t, Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, aCall)
 	assert.Equal(t, uint64(19), a.Prevented(), "A's own suppression: B's blind subtree once")
 	assert.Equal(t, uint64(28), aCall.Prevented(), "A's and B's together")
 	aReq := request(aCall)
-	assert.Equal(t, ownership.Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, aReq)
+	assert.Equal(t, Storm{Served: 11, Blind: 39, Retries: 1, Radius: 1, BlindRadius: 3}, aReq)
 
 	// Counted the other way: with errown, A, B and C once and D twice
 	// (4 each); blind, every hop retries once: 1 + 2(1 + 2(1 + 2·4)).
@@ -80,7 +79,7 @@ func TestStormCallChain(t *testing.T) {
 // do retry the unclaimed errors (and the callee answers the same again),
 // reports the same figures: the blind world is what happened.
 func TestStormCallChainObserve(t *testing.T) {
-	cReq := ownership.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}
+	cReq := Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}
 
 	var b StormCall
 	b.Attempt(KnownFigures(cReq)) // unclaimed: errown would stop here
@@ -89,7 +88,7 @@ func TestStormCallChainObserve(t *testing.T) {
 	b.Attempt(KnownFigures(cReq)) // the retry observe mode made anyway
 	assert.Equal(t, 2, b.Attempts())
 	bCall := callStorm(t, &b)
-	assert.Equal(t, ownership.Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
+	assert.Equal(t, Storm{Served: 9, Blind: 18, Retries: 1, Radius: 1, BlindRadius: 2}, bCall)
 	assert.Equal(t, uint64(9), b.Prevented(), "what B's suppression would prevent")
 
 	var a StormCall
@@ -97,13 +96,13 @@ func TestStormCallChainObserve(t *testing.T) {
 	a.Attempt(KnownFigures(bReq))
 	a.StopErrown()
 	a.Attempt(KnownFigures(bReq))
-	assert.Equal(t, ownership.Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, callStorm(t, &a))
+	assert.Equal(t, Storm{Served: 10, Blind: 38, Retries: 1, Radius: 1, BlindRadius: 3}, callStorm(t, &a))
 	assert.Equal(t, uint64(19), a.Prevented())
 }
 
 func TestStormCall(t *testing.T) {
-	four := ownership.Storm{Served: 4, Blind: 4}
-	retried := ownership.Storm{Served: 5, Blind: 7, Retries: 1, Radius: 1, BlindRadius: 2}
+	four := Storm{Served: 4, Blind: 4}
+	retried := Storm{Served: 5, Blind: 7, Retries: 1, Radius: 1, BlindRadius: 2}
 	type op int
 	const (
 		opAttempt op = iota
@@ -115,14 +114,14 @@ func TestStormCall(t *testing.T) {
 		storm Figures
 		blind int
 	}
-	attempt := func(s ownership.Storm) step { return step{op: opAttempt, storm: KnownFigures(s)} }
+	attempt := func(s Storm) step { return step{op: opAttempt, storm: KnownFigures(s)} }
 	unknown := step{op: opAttempt}
 	blind := func(n int) step { return step{op: opBlind, blind: n} }
 	stop := step{op: opStop}
 	tests := []struct {
 		name          string
 		give          []step
-		want          ownership.Storm
+		want          Storm
 		wantOK        bool
 		wantAttempts  int
 		wantPrevented uint64
@@ -149,21 +148,21 @@ func TestStormCall(t *testing.T) {
 		{
 			name:         "two leaf attempts: one retry, radius one in both worlds",
 			give:         []step{attempt(One), attempt(One)},
-			want:         ownership.Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         Storm{Served: 2, Blind: 2, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantAttempts: 2,
 		},
 		{
 			name:         "three attempts: retries below and here add, radii grow by one",
 			give:         []step{attempt(retried), attempt(four), attempt(retried)},
-			want:         ownership.Storm{Served: 14, Blind: 18, Retries: 2 + 2, Radius: 2, BlindRadius: 3},
+			want:         Storm{Served: 14, Blind: 18, Retries: 2 + 2, Radius: 2, BlindRadius: 3},
 			wantOK:       true,
 			wantAttempts: 3,
 		},
 		{
 			name:          "enforce: suppressed after one attempt, two blind retries",
 			give:          []step{attempt(four), blind(2)},
-			want:          ownership.Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
+			want:          Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
 			wantOK:        true,
 			wantAttempts:  1,
 			wantPrevented: 8,
@@ -171,7 +170,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "enforce: claimed, then unclaimed and suppressed: the blind retry replays the last",
 			give:          []step{attempt(four), attempt(retried), blind(1)},
-			want:          ownership.Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
+			want:          Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
 			wantOK:        true,
 			wantAttempts:  2,
 			wantPrevented: 7,
@@ -193,7 +192,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "observe: stopped after the first, two more made",
 			give:          []step{attempt(four), stop, attempt(four), attempt(four)},
-			want:          ownership.Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
+			want:          Storm{Served: 4, Blind: 12, Radius: 0, BlindRadius: 1},
 			wantOK:        true,
 			wantAttempts:  3,
 			wantPrevented: 8,
@@ -202,7 +201,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "observe: claimed, then unclaimed: errown would have made two",
 			give:          []step{attempt(four), attempt(retried), stop, attempt(retried)},
-			want:          ownership.Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
+			want:          Storm{Served: 9, Blind: 18, Retries: 2, Radius: 2, BlindRadius: 3},
 			wantOK:        true,
 			wantAttempts:  3,
 			wantPrevented: 7,
@@ -211,7 +210,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:         "observe: stopped on the last attempt: nothing prevented",
 			give:         []step{attempt(four), attempt(four), stop},
-			want:         ownership.Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:         Storm{Served: 8, Blind: 8, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:       true,
 			wantAttempts: 2,
 			wantStopped:  true,
@@ -219,7 +218,7 @@ func TestStormCall(t *testing.T) {
 		{
 			name:          "observe: stopping twice is stopping once",
 			give:          []step{attempt(four), stop, attempt(four), stop, attempt(four)},
-			want:          ownership.Storm{Served: 4, Blind: 12, BlindRadius: 1},
+			want:          Storm{Served: 4, Blind: 12, BlindRadius: 1},
 			wantOK:        true,
 			wantAttempts:  3,
 			wantPrevented: 8,
@@ -285,11 +284,11 @@ func TestStormCall(t *testing.T) {
 }
 
 func TestStormCallOverflow(t *testing.T) {
-	top := ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed}
+	top := Storm{Served: MaxStormServed, Blind: MaxStormServed}
 	tests := []struct {
 		name   string
 		give   func(c *StormCall)
-		want   ownership.Storm
+		want   Storm
 		wantOK bool
 	}{
 		{
@@ -308,44 +307,44 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "two halves: exactly the bound",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
-				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
+				c.Attempt(KnownFigures(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
+				c.Attempt(KnownFigures(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
 			},
-			want:   ownership.Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: 1, Radius: 1, BlindRadius: 1},
+			want:   Storm{Served: MaxStormServed, Blind: MaxStormServed, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK: true,
 		},
 		{
 			name: "one past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
-				c.Attempt(KnownFigures(ownership.Storm{Served: MaxStormServed / 2, Blind: MaxStormServed/2 + 1}))
+				c.Attempt(KnownFigures(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed / 2}))
+				c.Attempt(KnownFigures(Storm{Served: MaxStormServed / 2, Blind: MaxStormServed/2 + 1}))
 			},
 		},
 		{
 			name: "a blind retry past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed/2 + 1}))
+				c.Attempt(KnownFigures(Storm{Served: 1, Blind: MaxStormServed/2 + 1}))
 				c.Blind(1)
 			},
 		},
 		{
 			name: "many blind retries past the bound",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed / 4}))
+				c.Attempt(KnownFigures(Storm{Served: 1, Blind: MaxStormServed / 4}))
 				c.Blind(9)
 			},
 		},
 		{
 			name: "figures past uint64 saturate, never wrap",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1 << 63, Blind: 1 << 63}))
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1 << 63, Blind: 1 << 63})) // 2^64 would wrap to 0
+				c.Attempt(KnownFigures(Storm{Served: 1 << 63, Blind: 1 << 63}))
+				c.Attempt(KnownFigures(Storm{Served: 1 << 63, Blind: 1 << 63})) // 2^64 would wrap to 0
 			},
 		},
 		{
 			name: "a figure past the bound stays past it",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed + 1}))
+				c.Attempt(KnownFigures(Storm{Served: 1, Blind: MaxStormServed + 1}))
 				c.StopErrown()
 				c.Attempt(KnownFigures(One))
 			},
@@ -353,24 +352,24 @@ func TestStormCallOverflow(t *testing.T) {
 		{
 			name: "radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}))
+				c.Attempt(KnownFigures(Storm{Served: 1, Blind: 1, Radius: MaxStormRadius, BlindRadius: MaxStormRadius}))
 				c.Attempt(KnownFigures(One))
 			},
 		},
 		{
 			name: "blind radius past its bound",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius}))
+				c.Attempt(KnownFigures(Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius}))
 				c.Blind(1)
 			},
 		},
 		{
 			name: "blind radius at its bound: known",
 			give: func(c *StormCall) {
-				c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius - 1}))
+				c.Attempt(KnownFigures(Storm{Served: 1, Blind: 1, BlindRadius: MaxStormRadius - 1}))
 				c.Blind(1)
 			},
-			want:   ownership.Storm{Served: 1, Blind: 2, BlindRadius: MaxStormRadius},
+			want:   Storm{Served: 1, Blind: 2, BlindRadius: MaxStormRadius},
 			wantOK: true,
 		},
 	}
@@ -392,7 +391,7 @@ func TestStormCallOverflow(t *testing.T) {
 // attempt's blind count; the product must saturate like every sum.
 func TestStormCallBlindProductSaturates(t *testing.T) {
 	var c StormCall
-	c.Attempt(KnownFigures(ownership.Storm{Served: 1, Blind: MaxStormServed}))
+	c.Attempt(KnownFigures(Storm{Served: 1, Blind: MaxStormServed}))
 	c.Blind(1 << 14) // 2^14 × 2^50 = 2^64: wraps to 0 unless saturated
 	f := c.Storm()
 	assert.False(t, f.Known, "Blind(%d) after a blind count of %d reads %+v", 1<<14, uint64(MaxStormServed), f)
@@ -404,10 +403,10 @@ func TestStormCallBlindProductSaturates(t *testing.T) {
 // attempts say their subtrees prevented.
 func TestStormCallFolds(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	random := func() ownership.Storm {
+	random := func() Storm {
 		served := 1 + r.Uint64N(1000)
 		br := uint8(r.IntN(20))
-		return ownership.Storm{
+		return Storm{
 			Served:      served,
 			Blind:       served + r.Uint64N(1000),
 			Retries:     r.Uint64N(served),
@@ -421,7 +420,7 @@ func TestStormCallFolds(t *testing.T) {
 		attempts := 1 + r.IntN(MaxAttempt/10)
 		observe := r.IntN(2) == 0
 		stopAt := 1 + r.IntN(attempts)
-		var sum ownership.Storm
+		var sum Storm
 		for n := 1; n <= attempts; n++ {
 			s := random()
 			c.Attempt(KnownFigures(s))
@@ -457,7 +456,7 @@ func TestStormCallFolds(t *testing.T) {
 // Trivial and Stormy say exactly what Storm would: One and known, and
 // stormy.
 func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
-	storms := []ownership.Storm{One, {Served: 2, Blind: 2}, {Served: 3, Blind: 6, Retries: 1, Radius: 1, BlindRadius: 2}, {Served: 1, Blind: 2, BlindRadius: 1}}
+	storms := []Storm{One, {Served: 2, Blind: 2}, {Served: 3, Blind: 6, Retries: 1, Radius: 1, BlindRadius: 2}, {Served: 1, Blind: 2, BlindRadius: 1}}
 	r := rand.New(rand.NewPCG(1, 2))
 	trivial := 0
 	for i := range 20000 {

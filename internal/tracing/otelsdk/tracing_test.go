@@ -92,7 +92,7 @@ func TestInboundTags(t *testing.T) {
 	for name, r := range traced(t, trace.SpanKindServer, func(ctx context.Context) {
 		tracing.Attempt(ctx, 2)
 		tracing.Claim(ctx, ownership.ClaimUnclaimed, "retried below")
-		tracing.Storm(ctx, wire.KnownFigures(ownership.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}))
+		tracing.Storm(ctx, wire.KnownFigures(wire.Storm{Served: 5, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 2}))
 	}) {
 		assert.Equal(t, map[string]any{
 			tracing.TagAttempt:        int64(2),
@@ -123,7 +123,7 @@ func TestInboundUnknownStorm(t *testing.T) {
 func TestDecided(t *testing.T) {
 	req := &transport.Request{Service: "svc-d", Procedure: "echo"}
 	failed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
-		return &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: claim, Refused: refused}
+		return &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: claim, Refused: refused}
 	}
 	// routed is failed, its attempt's peer recorded by a retrypeer chooser.
 	routed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
@@ -218,7 +218,7 @@ func TestDecided(t *testing.T) {
 		},
 		{
 			name: "not retryable by nature", kind: trace.SpanKindServer,
-			give:    &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeInvalidArgument, Class: ownership.ClassFailure, Refused: wire.RefusedCode},
+			give:    &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeInvalidArgument, Class: wire.ClassFailure, Refused: wire.RefusedCode},
 			wantTag: map[string]any{},
 		},
 	}
@@ -271,7 +271,7 @@ func BenchmarkHooks(b *testing.B) {
 	_, recording := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "op")
 	defer recording.End()
 	req := &transport.Request{Service: "svc-d", Procedure: "echo", Headers: transport.NewHeaders().With("errown-attempt", "1")}
-	state := &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: ownership.ClassFailure, Claim: ownership.ClaimClaimed}
+	state := &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed}
 	for _, bb := range []struct {
 		name string
 		ctx  context.Context

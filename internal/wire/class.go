@@ -1,4 +1,4 @@
-package ownership
+package wire
 
 import "go.uber.org/yarpc/yarpcerrors"
 
@@ -48,14 +48,14 @@ type CodeInfo struct {
 	Deviation string
 }
 
-// _codes is errown's one table of error codes, indexed by code. Class
+// _table is errown's one table of error codes, indexed by code. Class
 // follows yarpcerrors.GetFaultTypeFromCode (a server fault is a failure, a
 // client fault an answer) except where Deviation says otherwise; a test
 // holds every row against yarpc's function. Every other rule about codes
 // (RCS's retryable-by-nature, the caller-fault rule of the inbound side,
 // the default retryable codes of a retry policy, which outbound calls
 // are in F) derives from it.
-var _codes = [...]CodeInfo{
+var _table = [...]CodeInfo{
 	{Code: yarpcerrors.CodeOK, Class: ClassOK},
 	{Code: yarpcerrors.CodeCancelled, Class: ClassAnswer},
 	{Code: yarpcerrors.CodeUnknown, Class: ClassFailure, RetryableByNature: true, RetriedByDefault: true},
@@ -82,7 +82,7 @@ var _codes = [...]CodeInfo{
 
 // Codes returns the code table, one row per yarpc code in code order.
 func Codes() []CodeInfo {
-	out := make([]CodeInfo, len(_codes))
-	copy(out, _codes[:])
+	out := make([]CodeInfo, len(_table))
+	copy(out, _table[:])
 	return out
 }

@@ -1,4 +1,4 @@
-package ownership
+package wire
 
 // Storm is what one call cost in the subtree below a caller, for one
 // request, in the two worlds errown tells apart: with errown's decisions

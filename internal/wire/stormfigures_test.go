@@ -1,4 +1,4 @@
-package ownership
+package wire
 
 import (
 	"testing"
