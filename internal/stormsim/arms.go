@@ -34,12 +34,16 @@ type Arm struct {
 	// retry middleware (see Options.Failsafe); the arm's Policy is
 	// PolicyNaive.
 	Failsafe *Failsafe
+	// NoQueue gives every node of finite capacity a fixed limit of its
+	// workers in flight and no queue (see Options.NoQueue): an oracle,
+	// not a mechanism a user could run without knowing the capacity.
+	NoQueue bool
 }
 
 // apply returns o run under the arm.
 func (a Arm) apply(o Options) Options {
 	o.Policy, o.Mode, o.Throttle, o.Errown = a.Policy, a.Mode, a.Throttle, a.Errown
-	o.Chooser, o.Failsafe = a.Chooser, a.Failsafe
+	o.Chooser, o.Failsafe, o.NoQueue = a.Chooser, a.Failsafe, a.NoQueue
 	if a.Attempts != 0 {
 		o.Attempts = a.Attempts
 	}
@@ -54,6 +58,7 @@ const (
 	ArmThrottle      = "adaptive throttling"
 	ArmErrown        = "errown"
 	ArmErrownObserve = "errown observe"
+	ArmOracle        = "fixed limit"
 )
 
 // CapacityArms returns the arms of the capacity scenario, in the order it
@@ -62,8 +67,12 @@ const (
 // 2, a 2s window) over the same 10% budget, as the SRE book pairs them;
 // failsafe-go at every hop, its retry policy, budget and adaptive limiter
 // on the client side and its adaptive limiter on the server side too;
-// errown (enforce); errown in observe mode. The budgets (10% of the
-// requests, no floor) count over retry's default 10s window.
+// errown (enforce); errown in observe mode; and the oracle errown's
+// admission is judged against: errown without admission, its retries as
+// errown's, in front of a constrained node that holds as many requests as
+// it has workers and refuses the rest at once (it knows its capacity).
+// The budgets (10% of the requests, no floor) count over retry's default
+// 10s window.
 func CapacityArms() []Arm {
 	return []Arm{
 		{Name: ArmNone, Policy: PolicyNaive, Attempts: 1},
@@ -73,6 +82,7 @@ func CapacityArms() []Arm {
 		{Name: ArmFailsafe, Policy: PolicyNaive, Failsafe: &Failsafe{Server: true}},
 		{Name: ArmErrown, Policy: PolicyOwnership, Errown: admissionAt(inbound.AdmissionEnforce)},
 		{Name: ArmErrownObserve, Policy: PolicyOwnership, Mode: retry.ModeObserve, Errown: admissionAt(inbound.AdmissionObserve)},
+		{Name: ArmOracle, Policy: PolicyOwnership, NoQueue: true},
 	}
 }
 

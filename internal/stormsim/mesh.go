@@ -198,7 +198,11 @@ func (m *mesh) startNode(o Options, i int) error {
 	for k := range gn.instances {
 		in := &instance{n: n, faulty: k < gn.faulty}
 		if gn.capacity != nil {
-			in.capacity = newCapacityQueue(gn.name, *gn.capacity, gn.leave, m.series[i])
+			c := *gn.capacity
+			if o.NoQueue {
+				c.Queue = 0
+			}
+			in.capacity = newCapacityQueue(gn.name, c, gn.leave, m.series[i])
 		}
 		n.inst = append(n.inst, in)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errown/errown/inbound"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/multierr"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -412,10 +413,14 @@ func (s *sampler) refused() map[string][]int64 {
 
 // refusals adds to totals a node's refused retries by reason: its retry
 // middleware's retry.denied counters by their reason, retry.suppressed
-// (suppressed) and its adaptive throttle's local rejections (throttled).
+// (suppressed) and its adaptive throttle's local rejections (throttled);
+// and the requests errown's admission shed (shed; in enforce mode only:
+// observe mode sheds nothing).
 func refusals(scope tally.TestScope, totals map[string]int64) {
 	for _, c := range scope.Snapshot().Counters() {
 		switch name := c.Name(); {
+		case strings.HasSuffix(name, "inbound.shed") && c.Tags()["mode"] == inbound.AdmissionEnforce:
+			totals["shed"] += c.Value()
 		case strings.HasSuffix(name, "retry.denied"):
 			totals[c.Tags()["reason"]] += c.Value()
 		case strings.HasSuffix(name, "retry.suppressed"):

@@ -222,6 +222,11 @@ type Options struct {
 	// (PolicyNaive) retry with failsafe-go instead of package retry: see
 	// Failsafe.
 	Failsafe *Failsafe
+	// NoQueue, when set, makes every node of finite capacity refuse at
+	// once a request its idle workers cannot take: a fixed limit of its
+	// worker count in flight and no queue, the oracle an admission
+	// control is judged against (it knows the node's capacity).
+	NoQueue bool
 }
 
 // rate returns the open-loop rate: o's, else the topology's.

@@ -32,12 +32,24 @@ func TestCapacityFigures(t *testing.T) {
 	// later than the budget by more than a bin (b: FAIL); its goodput
 	// during the trigger is under the budget's by more than the noise
 	// (c: FAIL); D gets 1.05 of its offered load under errown (d: PASS).
+	//
+	// Beside them: the fixed-limit oracle served 0.2 during the trigger,
+	// twice errown's (g: FAIL); failsafe-go's goodput after the trigger,
+	// 0.95, beats errown's 0.9 by more than the noise (h: FAIL); errown's
+	// admission shed 3 requests in the bins before the trigger at 1s (i:
+	// FAIL), and 7 more during it, which (i) does not count.
 	runs := []RunReport{
 		capacityRun("serve", ArmRetries, nil, 0, 480, 2.3),
 		capacityRun("serve", ArmBudget, seconds_(0), 0.20, 480, 1.3),
+		capacityRun("serve", ArmFailsafe, seconds_(0.25), 0.15, 480, 1.2),
 		capacityRun("serve", ArmErrown, seconds_(0.5), 0.10, 480, 1.05),
 		capacityRun("serve", ArmErrownObserve, seconds_(0), 0.5, 480, 1.3), // not a peer
+		capacityRun("serve", ArmOracle, seconds_(0), 0.2, 480, 1),          // not a peer either
 	}
+	runs[2].Result.Timeline.Summary.GoodputAfter = 0.95
+	tl := runs[3].Result.Timeline
+	tl.Summary.TriggerFromS = 1
+	tl.Refused = map[string][]int64{"shed": {0, 1, 0, 2, 0, 7}, "budget": {5, 0, 0, 0, 0, 0}}
 	figs, notes := capacityFigures(scenarioConfig{}, runs)
 	got := make(map[string]bool)
 	for _, f := range figs {
@@ -51,6 +63,9 @@ func TestCapacityFigures(t *testing.T) {
 		"D's arrivals ÷ offered load over the run":                                      true,
 		"errown's recovery after the trigger's end (s) within one bin":                  false,
 		"errown's goodput during the trigger ÷ its bound":                               false,
+		"errown's goodput during the trigger ÷ the fixed limit's":                       false,
+		"failsafe-go's goodput after the trigger less errown's":                         false,
+		"requests errown's admission shed before the trigger":                           false,
 	}, got)
 	for _, f := range figs {
 		if strings.HasPrefix(f.Name, "the best other") {
@@ -62,6 +77,15 @@ func TestCapacityFigures(t *testing.T) {
 			// D serves 2 / 50ms = 40/s of the 240/s it is sent.
 			assert.InDelta(t, 0.10/(40.0/240), f.Value, 1e-9)
 			assert.Contains(t, f.Basis, "a bound of 0.167")
+		}
+		if strings.HasPrefix(f.Name, "errown's goodput during the trigger ÷ the fixed limit's") {
+			assert.InDelta(t, 0.5, f.Value, 1e-9)
+		}
+		if strings.HasPrefix(f.Name, "failsafe-go's goodput after") {
+			assert.InDelta(t, 0.05, f.Value, 1e-9)
+		}
+		if strings.HasPrefix(f.Name, "requests errown's admission shed") {
+			assert.Equal(t, 3.0, f.Value, "the bins that end by the trigger's start only")
 		}
 		if strings.Contains(f.Name, "beside the earliest") {
 			assert.Equal(t, []float64{0.5, 0, 0.25}, []float64{f.Value, f.Reference, f.Tolerance})
@@ -78,7 +102,8 @@ func TestCapacityFigures(t *testing.T) {
 
 	// errown not recovering: +Inf, which fails "at most 1" and, with an
 	// arm that recovered, "no later than any other arm".
-	runs[2] = capacityRun("serve", ArmErrown, nil, 0.3, 480, 1.05)
+	runs[3] = capacityRun("serve", ArmErrown, nil, 0.3, 480, 1.05)
+	runs[2].Result.Timeline.Summary.GoodputAfter = 0.9
 	figs, _ = capacityFigures(scenarioConfig{}, runs)
 	var failed []string
 	for _, f := range figs {
@@ -143,10 +168,13 @@ func TestCapacityArms(t *testing.T) {
 		if o.Failsafe != nil && o.Failsafe.Server {
 			throttle = "+failsafe server"
 		}
+		if o.NoQueue {
+			throttle = "+no queue"
+		}
 		got = append(got, string(o.Policy)+"/"+string(o.Mode)+"/"+string(rune('0'+o.Attempts))+throttle)
 	}
-	assert.Equal(t, []string{"naive//1", "naive//2", "budget//2", "budget//2+throttle", "naive//2+failsafe server", "ownership//2", "ownership/observe/2"}, got)
-	assert.Equal(t, []string{ArmNone, ArmRetries, ArmBudget, ArmThrottle, ArmFailsafe, ArmErrown, ArmErrownObserve}, ArmNames(CapacityArms()))
+	assert.Equal(t, []string{"naive//1", "naive//2", "budget//2", "budget//2+throttle", "naive//2+failsafe server", "ownership//2", "ownership/observe/2", "ownership//2+no queue"}, got)
+	assert.Equal(t, []string{ArmNone, ArmRetries, ArmBudget, ArmThrottle, ArmFailsafe, ArmErrown, ArmErrownObserve, ArmOracle}, ArmNames(CapacityArms()))
 }
 
 // TestCapacityVariantsOfTheCallers: the four-callers variant runs D's

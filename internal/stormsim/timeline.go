@@ -43,8 +43,9 @@ type Timeline struct {
 	// Refused is, by reason, the retries the hops refused, per bin:
 	// errown's and the blind retry middleware's retry.denied counters
 	// (budget, deadline, pushback, ...), retry.suppressed (suppressed:
-	// unclaimed) and the adaptive throttle's local rejections
-	// (throttled), read from each node's metrics at every bin's end.
+	// unclaimed), the adaptive throttle's local rejections (throttled)
+	// and the requests errown's admission shed in enforce mode (shed),
+	// read from each node's metrics at every bin's end.
 	Refused map[string][]int64 `json:"refused,omitempty"`
 	// Nodes are the series of the nodes with a capacity or a trigger.
 	Nodes []NodeTimeline `json:"nodes,omitempty"`
