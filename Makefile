@@ -174,8 +174,7 @@ bench-peers:
 
 # The house figures: exported identifiers of the public packages, the
 # library's lines, the writes of an outbound call's state, the request
-# path's long functions and the imports from internal packages up to
-# public ones.
+# path's long functions and the imports that run up a layer of packages.
 .PHONY: house
 house:
 	cd bench && $(GO) run ./cmd/housecount ..

@@ -1,8 +1,8 @@
 // Command housecount counts what the library's house rules bound: the
 // exported identifiers of the public packages, the library's non-test
 // lines, the statements that write an outbound call's state, the
-// request path's longest functions, and the imports that run from an
-// internal package back up to a public one.
+// request path's longest functions, and the imports that run up from a
+// lower layer of packages to a higher one (layer).
 //
 //	cd bench && go run ./cmd/housecount ..
 //
@@ -321,30 +321,56 @@ func mutatingCall(info *types.Info, c *ast.CallExpr, isState func(types.Type) bo
 	return isState(info.TypeOf(se.X)) && isState(sig.Recv().Type()) || fieldOfState(info, se.X, isState)
 }
 
-// upward lists the imports of a public package by an internal one.
+// layer ranks a package of the module: the vocabulary and configuration
+// packages lowest, then the internal packages that implement them (and
+// retrypeer, a peer chooser the root checks for), then the root that
+// assembles them, then the adapters and tools built on the root.
+func layer(path string) int {
+	switch {
+	case strings.HasPrefix(path, "internal/"), path == "retrypeer":
+		return 1
+	case path == "errown":
+		return 2
+	}
+	switch path {
+	case "ownership", "inbound", "outbound", "retry", "depmem":
+		return 0
+	}
+	return 3
+}
+
+// upward lists the imports that run from a package to one of a higher
+// layer (layer): a configuration package reaching into an
+// implementation, an implementation into the root.
 func upward(w io.Writer, root string) error {
 	pkgs, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports, Dir: root}, "./...")
 	if err != nil {
 		return err
 	}
 	const mod = "github.com/errown/errown"
+	short := func(path string) string {
+		if path == mod {
+			return "errown"
+		}
+		return strings.TrimPrefix(path, mod+"/")
+	}
 	var edges []string
 	for _, p := range pkgs {
-		if !strings.HasPrefix(p.PkgPath, mod+"/internal/") {
+		from := short(p.PkgPath)
+		if strings.HasPrefix(from, "internal/testidl") {
 			continue
 		}
 		for path := range p.Imports {
-			if path == mod || strings.HasPrefix(path, mod+"/") && !strings.HasPrefix(path, mod+"/internal/") {
-				to := strings.TrimPrefix(path, mod+"/")
-				if path == mod {
-					to = "errown"
-				}
-				edges = append(edges, strings.TrimPrefix(p.PkgPath, mod+"/")+" -> "+to)
+			if path != mod && !strings.HasPrefix(path, mod+"/") {
+				continue
+			}
+			if to := short(path); layer(to) > layer(from) {
+				edges = append(edges, from+" -> "+to)
 			}
 		}
 	}
 	sort.Strings(edges)
-	fmt.Fprintf(w, "imports from an internal package up to a public one: %d\n", len(edges))
+	fmt.Fprintf(w, "imports up a layer (configuration < internal, retrypeer < root < adapters): %d\n", len(edges))
 	for _, e := range edges {
 		fmt.Fprintf(w, "  %s\n", e)
 	}

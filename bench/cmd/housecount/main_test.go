@@ -35,3 +35,21 @@ var V, w = 1, 2
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"T", "G", "T.Method", "T.Pointer", "G.Generic", "F", "A", "V"}, exportedIn(f))
 }
+
+func TestLayer(t *testing.T) {
+	tests := []struct {
+		give string
+		want int
+	}{
+		{"ownership", 0},
+		{"retry", 0},
+		{"internal/retrier", 1},
+		{"retrypeer", 1},
+		{"errown", 2},
+		{"grpcgo", 3},
+		{"errowntest", 3},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, layer(tt.give), tt.give)
+	}
+}
