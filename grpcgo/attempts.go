@@ -6,7 +6,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/adapt"
-	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/transport"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -84,7 +83,7 @@ func errownAttemptOf(opts []grpc.CallOption) *errownAttempt {
 // transport.UnaryOutbound: Call sends it, and keeps what came back with
 // its error for a refused replay to return.
 type attempt struct {
-	nolifecycle.Outbound
+	adapt.NoLifecycle
 
 	call       *clientCall
 	of         *errownAttempt     // errown's attempt it was sent under

@@ -7,7 +7,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/adapt"
-	"github.com/errown/errown/internal/nolifecycle"
 	"github.com/errown/errown/internal/wire"
 	"go.uber.org/yarpc/api/transport"
 	"google.golang.org/grpc"
@@ -157,7 +156,7 @@ func DialOptions(mw *errown.Middleware, opts ...Option) []grpc.DialOption {
 // clientCall is one logical call as a transport.UnaryOutbound: each Call
 // is one attempt, the invoker called with the call's request and reply.
 type clientCall struct {
-	nolifecycle.Outbound // it has no lifecycle of its own
+	adapt.NoLifecycle // it has no lifecycle of its own
 
 	invoker       grpc.UnaryInvoker
 	method        string

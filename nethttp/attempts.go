@@ -7,7 +7,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/adapt"
-	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 )
@@ -91,7 +90,7 @@ func (t *attempts) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // send is one request Attempts sends to base, as a transport.UnaryOutbound.
 type send struct {
-	nolifecycle.Outbound
+	adapt.NoLifecycle
 
 	base          http.RoundTripper
 	r             *http.Request

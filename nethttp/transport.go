@@ -12,7 +12,6 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/internal/adapt"
-	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -125,7 +124,7 @@ type origBody struct {
 // attempt's HTTP response or error, which RoundTrip returns. The retry
 // middleware calls it from one goroutine, one attempt after the other.
 type call struct {
-	nolifecycle.Outbound // base has no lifecycle of its own
+	adapt.NoLifecycle // base has no lifecycle of its own
 
 	base http.RoundTripper
 	orig *http.Request

@@ -3,7 +3,8 @@
 // yarpc dispatcher. The root package sets its functions when it is
 // initialised (as grpc-go's internal package does for its own packages):
 // the adapters reach a Middleware's parts through them, and nothing of
-// them is API.
+// them is API. NoLifecycle is the lifecycle of the outbounds the
+// adapters make per call.
 package adapt
 
 import (

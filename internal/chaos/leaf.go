@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/errown/errown/internal/adapt"
 	"github.com/errown/errown/internal/defaults"
-	"github.com/errown/errown/internal/nolifecycle"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -147,7 +147,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (l *Leaf) Transport() transport.UnaryOutbound { return &leafOutbound{l: l} }
 
 type leafOutbound struct {
-	nolifecycle.Outbound
+	adapt.NoLifecycle
 	l *Leaf
 }
 

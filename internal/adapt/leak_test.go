@@ -1,4 +1,4 @@
-package nolifecycle
+package adapt
 
 import (
 	"testing"

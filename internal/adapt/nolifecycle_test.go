@@ -1,4 +1,4 @@
-package nolifecycle
+package adapt
 
 import (
 	"testing"
@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestOutbound(t *testing.T) {
-	var o Outbound
+func TestNoLifecycle(t *testing.T) {
+	var o NoLifecycle
 	assert.NoError(t, o.Start(), "Start")
 	assert.True(t, o.IsRunning(), "IsRunning")
 	assert.NoError(t, o.Stop(), "Stop")
