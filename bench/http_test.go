@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
@@ -75,6 +76,7 @@ const (
 	_bare   chainMiddleware = iota // nothing
 	_nop                           // a unary inbound and outbound middleware that only pass the call on
 	_errown                        // errown's
+	_admit                         // errown's, its admission control enforcing
 )
 
 // nopMiddleware passes every call on. It costs what any yarpc middleware
@@ -177,10 +179,13 @@ func newHTTPChain(b *testing.B, mw chainMiddleware, leaf chainLeaf) *httpChain {
 		case _nop:
 			cfg.InboundMiddleware.Unary = nopMiddleware{}
 			cfg.OutboundMiddleware.Unary = yarpc.UnaryOutboundMiddleware(nopMiddleware{}, retries)
-		case _errown:
+		case _errown, _admit:
 			ecfg := benchConfig(callee)
 			if leaf == _leafDown {
 				ecfg = leafDownConfig(callee)
+			}
+			if mw == _admit {
+				ecfg.Admission.Mode = inbound.AdmissionEnforce
 			}
 			em, err := errown.New(ecfg)
 			if err != nil {
@@ -275,6 +280,22 @@ func BenchmarkHTTPChainPaired(b *testing.B) {
 	p.report(b)
 }
 
+// BenchmarkHTTPChainPairedAdmission compares errown's chain with its
+// admission control off (the default) and enforcing, taking turns in
+// short phases (off, enforce, enforce, off per op) as HTTPChainPaired
+// does: in the steady state admission is to cost nothing that shows. It
+// reports each chain's throughput and CPU per request, and the enforcing
+// chain's throughput as a share of the other's (admit/errown-%). Each op
+// is four phases of 250ms: run it with -benchtime Nx.
+func BenchmarkHTTPChainPairedAdmission(b *testing.B) {
+	p := runPairedChains(b, _leafUp, []chainMiddleware{_errown, _admit}, []int{0, 1, 1, 0})
+	b.ReportMetric(p.tput(0), "errown-req/s")
+	b.ReportMetric(p.tput(1), "admit-req/s")
+	b.ReportMetric(100*p.tput(1)/p.tput(0), "admit/errown-%")
+	b.ReportMetric(float64(p.cpu[0])/float64(p.reqs[0]), "errown-cpu-ns/req")
+	b.ReportMetric(float64(p.cpu[1])/float64(p.reqs[1]), "admit-cpu-ns/req")
+}
+
 // BenchmarkHTTPChainPairedLeafDown is HTTPChainPaired during an outage, in
 // the incident a retry storm is: the leaf (svc-c) fails every call as
 // unavailable, the same failure for the bare, the nop-middleware and the
@@ -297,28 +318,38 @@ func BenchmarkHTTPChainPairedLeafDown(b *testing.B) {
 	b.ReportMetric(p.leafPerReq(2), "errown-leaf-req/req")
 }
 
-// pairedHTTP is what runPairedHTTP measured, per chain (bare, nop,
-// errown) over all its phases.
+// pairedHTTP is what runPairedChains measured, per chain over all its phases.
 type pairedHTTP struct {
-	reqs [3]int64 // requests completed
-	leaf [3]int64 // calls the leaf received, with the leaf down
-	wall [3]time.Duration
-	cpu  [3]time.Duration
+	reqs []int64 // requests completed
+	leaf []int64 // calls the leaf received, with the leaf down
+	wall []time.Duration
+	cpu  []time.Duration
 }
 
 // runPairedHTTP starts the bare, the nop-middleware and the errown chain,
 // their last nodes doing what leaf says, and runs b.N ops of six phases
 // of 250ms (bare, nop, errown, errown, nop, bare).
 func runPairedHTTP(b *testing.B, leaf chainLeaf) pairedHTTP {
+	return runPairedChains(b, leaf, []chainMiddleware{_bare, _nop, _errown}, []int{0, 1, 2, 2, 1, 0})
+}
+
+// runPairedChains starts a chain of each of mws, their last nodes doing what
+// leaf says, and runs b.N ops of a 250ms phase of each chain of order, in
+// turn (indexes into mws).
+func runPairedChains(b *testing.B, leaf chainLeaf, mws []chainMiddleware, order []int) pairedHTTP {
 	const phase = 250 * time.Millisecond
-	chains := [3]*httpChain{newHTTPChain(b, _bare, leaf), newHTTPChain(b, _nop, leaf), newHTTPChain(b, _errown, leaf)}
+	chains := make([]*httpChain, len(mws))
+	for i, mw := range mws {
+		chains[i] = newHTTPChain(b, mw, leaf)
+	}
 	for i := len(chains) - 1; i >= 0; i-- {
 		defer chains[i].stop(b)
 	}
-	var p pairedHTTP
+	n := len(chains)
+	p := pairedHTTP{reqs: make([]int64, n), leaf: make([]int64, n), wall: make([]time.Duration, n), cpu: make([]time.Duration, n)}
 	b.ResetTimer()
 	for range b.N {
-		for _, k := range [...]int{0, 1, 2, 2, 1, 0} {
+		for _, k := range order {
 			leaf0 := chains[k].leafCalls.Load()
 			n, w, c := runPhase(b, chains[k], phase)
 			p.reqs[k] += n
@@ -328,8 +359,10 @@ func runPairedHTTP(b *testing.B, leaf chainLeaf) pairedHTTP {
 		}
 	}
 	b.StopTimer()
-	if p.reqs[0] == 0 || p.reqs[1] == 0 || p.reqs[2] == 0 {
-		b.Fatalf("no requests completed: bare %d, nop %d, errown %d", p.reqs[0], p.reqs[1], p.reqs[2])
+	for k, r := range p.reqs {
+		if r == 0 {
+			b.Fatalf("no requests completed on chain %d of %v: %v", k, mws, p.reqs)
+		}
 	}
 	return p
 }
