@@ -102,7 +102,7 @@ peers-smoke:
 # so that nothing else is on the cores while they measure.
 FAULT_TESTS := ^(TestFaultMatrix|TestLongOutage|TestFaultSoak)$$
 TIMED_LAB_TESTS := ^(TestRunOpenLoop|TestRunCrashAndFail|TestAdmissionFastCheck|TestAdmissionChainFastCheck)$$
-TIMED_E2E_TESTS := ^(TestRecoveryAfterACapacityDrop|TestPartialFailure|TestPartialFailureWithHedger|TestObservePredictsEnforce)$$
+TIMED_E2E_TESTS := ^(TestRecoveryAfterACapacityDrop|TestAdmissionHoldsGoodput|TestPartialFailure|TestPartialFailureWithHedger|TestObservePredictsEnforce)$$
 
 # The race detector slows every hop: the tests that judge time multiply
 # the time bounds they assert by ERROWN_TEST_TIMEOUT_SCALE
