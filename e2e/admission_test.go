@@ -14,31 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// admissionTopology is the capacity drop the admission test runs: A→B→C
-// over HTTP, C of finite capacity (2 workers × 5ms: 400 requests/s,
-// behind a queue of 1000) serving the requests whose caller has gone,
-// 80 root requests/s open-loop (the race detector on a loaded machine
-// stalled the load at 120/s), attempt timeouts A→B 150ms and B→C 60ms,
-// C ten times slower (2 × 20 = 40 requests/s) from 2s to 4s: half of
-// the root requests can be served in time during the drop, and
-// only if C holds no more than its two workers can finish within B's
-// 60ms (a request waiting behind both misses it). The load runs on for
-// after the drop's end.
+// admissionTopology is the capacity drop the admission test runs:
+// dropTopology with C's two workers at 5ms (400 requests/s; 40/s in the
+// drop) and 80 root requests/s (the race detector on a loaded machine
+// stalled the load at 120/s): half of the root requests can be served
+// in time during the drop, and only if C holds no more than its two
+// workers can finish within B's 60ms (a request waiting behind both
+// misses it). The load runs on for after the drop's end.
 func admissionTopology(after time.Duration) *stormsim.Topology {
-	const dropAt, dropFor = 2 * time.Second, 2 * time.Second
-	return &stormsim.Topology{
-		Name: "e2e-admission", Rate: 80, Duration: dropAt + dropFor + after,
-		Nodes: []stormsim.Node{
-			{Name: "A", Calls: []stormsim.Call{{To: "B", AttemptTimeout: 150 * time.Millisecond}}},
-			{Name: "B", Calls: []stormsim.Call{{To: "C", AttemptTimeout: 60 * time.Millisecond}}},
-			{
-				Name:      "C",
-				Capacity:  &stormsim.Capacity{Workers: 2, ServiceTime: 5 * time.Millisecond, Queue: 1000},
-				Abandoned: stormsim.AbandonedServe,
-				Triggers:  []stormsim.Trigger{{Kind: stormsim.TriggerSlow, At: dropAt, For: dropFor, Factor: 10}},
-			},
-		},
-	}
+	return dropTopology("e2e-admission", 80, 5*time.Millisecond, after)
 }
 
 // The targets of the admission test, beside the fixed limit run on the

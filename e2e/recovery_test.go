@@ -12,26 +12,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// recoveryTopology is the capacity drop of the recovery test: A→B→C over
-// HTTP, C of finite capacity (2 workers × 8ms: 250 requests/s, behind a
-// queue of 1000) serving the requests whose caller has gone, 100 root
-// requests/s open-loop (Poisson; light enough for a loaded machine under
-// the race detector), attempt timeouts A→B 150ms and B→C 60ms, C ten times
-// slower (25 requests/s) from 2s to 4s. A recovery must hold
-// stormsim.RecoveryHold (2s), so the load runs on for within and the hold
-// after the trigger's end (8s for 2s): a recovery can be seen up to within
-// after it. Every hop retrying sends C up to 4 requests per root request,
-// 400/s, more than it serves: running longer leaves its queue longer.
+// recoveryTopology is the capacity drop of the recovery test:
+// dropTopology with C's two workers at 8ms (250 requests/s; 25/s in the
+// drop) and 100 root requests/s (light enough for a loaded machine under
+// the race detector). A recovery must hold stormsim.RecoveryHold (2s), so
+// the load runs on for within and the hold after the drop's end (8s for
+// 2s): a recovery can be seen up to within after it. Every hop retrying
+// sends C up to 4 requests per root request, 400/s, more than it serves:
+// running longer leaves its queue longer.
 func recoveryTopology(within time.Duration) *stormsim.Topology {
+	return dropTopology("e2e-recovery", 100, 8*time.Millisecond, within+stormsim.RecoveryHold)
+}
+
+// dropTopology is a capacity drop on A→B→C over HTTP: C of finite
+// capacity (2 workers of service, behind a queue of 1000) serving the
+// requests whose caller has gone, rate root requests/s open-loop
+// (Poisson), attempt timeouts A→B 150ms and B→C 60ms, C ten times slower
+// from 2s to 4s, and the load running on for after the drop's end.
+func dropTopology(name string, rate float64, service, after time.Duration) *stormsim.Topology {
 	const dropAt, dropFor = 2 * time.Second, 2 * time.Second
 	return &stormsim.Topology{
-		Name: "e2e-recovery", Rate: 100, Duration: dropAt + dropFor + within + stormsim.RecoveryHold,
+		Name: name, Rate: rate, Duration: dropAt + dropFor + after,
 		Nodes: []stormsim.Node{
 			{Name: "A", Calls: []stormsim.Call{{To: "B", AttemptTimeout: 150 * time.Millisecond}}},
 			{Name: "B", Calls: []stormsim.Call{{To: "C", AttemptTimeout: 60 * time.Millisecond}}},
 			{
 				Name:      "C",
-				Capacity:  &stormsim.Capacity{Workers: 2, ServiceTime: 8 * time.Millisecond, Queue: 1000},
+				Capacity:  &stormsim.Capacity{Workers: 2, ServiceTime: service, Queue: 1000},
 				Abandoned: stormsim.AbandonedServe,
 				Triggers:  []stormsim.Trigger{{Kind: stormsim.TriggerSlow, At: dropAt, For: dropFor, Factor: 10}},
 			},
