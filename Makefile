@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./internal/wire:FuzzParseAttempt \
 	./internal/wire:FuzzParseCode \
 	./internal/wire:FuzzParseStorm \
+	./internal/wire:FuzzParseRoot \
 	./nethttp:FuzzParseTTL \
 	./nethttp:FuzzStatusError \
 	./grpcgo:FuzzPushback \

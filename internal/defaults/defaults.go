@@ -22,6 +22,9 @@ const (
 	CodeHeader = "errown-code"
 	// StormHeader carries storm telemetry up the call graph on responses.
 	StormHeader = "errown-storm"
+	// RootHeader carries the root key on requests: the root request a
+	// request is part of, for admission by root.
+	RootHeader = "errown-root"
 )
 
 // Fill returns v with each field left zero (a list: empty) set to def's,
