@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"math"
+	"time"
 )
 
 // Tuning of the admission level (WeChat's DAGOR, SoCC'18): under
@@ -13,7 +14,7 @@ import (
 const (
 	// _levelCut is the share of the admitted roots that a refusal of a
 	// request the level let through takes off.
-	_levelCut = 1.0 / 16
+	_levelCut = 1.0 / 32
 	// _levelStep is what an admission under pressure of a request the
 	// level let through adds to the share of roots admitted.
 	_levelStep = 1.0 / 512
@@ -44,13 +45,17 @@ const _levelAll = math.MaxUint64
 // is every root's, the lowest hashes excepted, for the last slots and
 // the queue (see graded): the roots admitted at one visit are the ones
 // admitted at the others, at every service that sees them, rather than
-// a different sixth of the visits at each. A request of an admitted root
-// is not favoured otherwise: a retry is still shed before a first
-// attempt. With room, every request is admitted as by Admit, and the
-// level grows back.
+// a different sixth of the visits at each. With no slot free, a root's
+// request below the level that has less than twice the service time left
+// is refused (ReasonDeadline) rather than queued: it would be granted too
+// late, and the slot is better left to the next visit of a root
+// admitted. A request of an admitted root is not favoured otherwise: a
+// retry is still shed before a first attempt. With room, every request
+// is admitted as by Admit, and the level grows back.
 //
 // The level moves on the keyed requests under pressure: a request it let
-// through that is refused all the same cuts the share of roots admitted
+// through that is refused all the same (or finds no slot and no time to
+// wait) cuts the share of roots admitted
 // by _levelCut, one admitted grows it by _levelStep; one admitted with
 // room grows it by _levelGrow, back to every root within a few dozen
 // answers once the pressure is gone.
@@ -69,11 +74,13 @@ func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ti
 	free := limit - served - waiting
 	l := c.level.Load()
 	if l != _levelAll && rootHash(root) > graded(l, free) {
-		if c.observe {
-			t, _, ok := c.Admit(ctx, p)
-			return t, ReasonLevel, ok
-		}
-		return Ticket{}, ReasonLevel, false
+		return c.refuseRoot(ctx, p, ReasonLevel)
+	}
+	if free <= 0 && !c.canWait(ctx) {
+		// No slot free, and no time to wait for one: refused, as too
+		// many roots for the limit.
+		c.moveLevel(levelCut)
+		return c.refuseRoot(ctx, p, ReasonDeadline)
 	}
 	t, reason, ok := c.Admit(ctx, p)
 	switch {
@@ -85,6 +92,29 @@ func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ti
 		c.moveLevel(levelStep)
 	}
 	return t, reason, ok
+}
+
+// refuseRoot sheds a request of a root for reason, or in observe mode
+// admits it as Admit does, with reason.
+func (c *Controller) refuseRoot(ctx context.Context, p Priority, reason string) (Ticket, string, bool) {
+	if c.observe {
+		t, _, ok := c.Admit(ctx, p)
+		return t, reason, ok
+	}
+	return Ticket{}, reason, false
+}
+
+// canWait reports whether the request of ctx has the time to wait for a
+// slot and still be served: a remaining time of at least twice the
+// service time (or no deadline, or no service time known). One that has
+// not would be granted too late, or refused when a slot frees, and a
+// root admitted at its other visits is better served by the slot left
+// free for them: when service times near the deadlines, the queue only
+// holds what cannot finish.
+func (c *Controller) canWait(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	service := time.Duration(c.service.Load())
+	return !ok || service == 0 || c.now().Add(2*service).Before(deadline)
 }
 
 // levelMove is how a keyed request moves the level.

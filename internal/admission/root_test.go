@@ -226,3 +226,40 @@ func TestAdmitRootConsistent(t *testing.T) {
 		c.Done(tk)
 	}
 }
+
+// TestAdmitRootNoTimeToWait: under pressure with no slot free, a request
+// of a root below the level that has less than twice the service time
+// left is refused at once (it would be granted too late), and cuts the
+// level; one with the time queues.
+func TestAdmitRootNoTimeToWait(t *testing.T) {
+	clk := newClock()
+	c := New(Config{MaxQueue: 4, MinLimit: _initialLimit, MaxLimit: _initialLimit, Now: clk.Now})
+	l := share(0.4)
+	c.level.Store(l)
+	c.service.Store(int64(10 * time.Millisecond))
+	held := fill(t, c, _initialLimit)
+	below := keyWhere(t, 0, l/4)
+
+	short, cancel := context.WithDeadline(context.Background(), clk.Now().Add(15*time.Millisecond))
+	defer cancel()
+	_, reason, ok := c.AdmitRoot(short, PriorityFirst, below)
+	assert.False(t, ok)
+	assert.Equal(t, ReasonDeadline, reason)
+	assert.InDelta(t, 0.4*(1-_levelCut), c.Level(), 1e-9, "cut")
+	assert.Zero(t, c.Queued(), "not queued")
+
+	queued := make(chan result, 1)
+	go func() {
+		tk, reason, ok := c.AdmitRoot(context.Background(), PriorityFirst, below)
+		queued <- result{tk, reason, ok}
+	}()
+	waitQueued(t, c, 1)
+	c.Done(held[0])
+	r := <-queued
+	require.True(t, r.ok, r.reason)
+	c.Done(r.tk)
+	for _, tk := range held[1:] {
+		c.Done(tk)
+	}
+	assert.Zero(t, c.InFlight())
+}
