@@ -389,7 +389,8 @@ func (m *Middleware) take(step reqlog.Step) *call {
 // "1": a first attempt in an incident tells the callee that an errown
 // caller reads its telemetry (retries overwrite the header with their
 // number); and the root header with root, when not 0, so that an
-// overloaded callee admits whole root requests (admission.AdmitRoot). The copy and its headers are allocated for the call and never
+// overloaded callee admits whole root requests (admission.AdmitRoot).
+// The copy and its headers are allocated for the call and never
 // reused or changed once handed on: the middleware and transport below
 // may keep them as long as they like (a hedge, an abandoned attempt).
 // req's maps are read, never written (transport.Headers.Items says they
