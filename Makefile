@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./internal/wire:FuzzParseAttempt \
 	./internal/wire:FuzzParseCode \
 	./internal/wire:FuzzParseStorm \
+	./internal/wire:FuzzParseRoot \
 	./nethttp:FuzzParseTTL \
 	./nethttp:FuzzStatusError \
 	./grpcgo:FuzzPushback \
@@ -101,7 +102,7 @@ peers-smoke:
 # The tests that judge time run on their own too, one package at a time,
 # so that nothing else is on the cores while they measure.
 FAULT_TESTS := ^(TestFaultMatrix|TestLongOutage|TestFaultSoak)$$
-TIMED_LAB_TESTS := ^(TestRunOpenLoop|TestRunCrashAndFail|TestAdmissionFastCheck|TestAdmissionChainFastCheck)$$
+TIMED_LAB_TESTS := ^(TestRunOpenLoop|TestRunCrashAndFail|TestAdmissionFastCheck|TestAdmissionChainFastCheck|TestAdmissionFanoutFastCheck)$$
 TIMED_E2E_TESTS := ^(TestRecoveryAfterACapacityDrop|TestAdmissionHoldsGoodput|TestPartialFailure|TestPartialFailureWithHedger|TestObservePredictsEnforce)$$
 
 # The race detector slows every hop: the tests that judge time multiply

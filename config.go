@@ -43,8 +43,9 @@ const _configKey = "errown"
 // it is taken as written.
 type Config struct {
 	// Headers names the application headers errown reads and writes,
-	// under the keys claimHeader, attemptHeader, noRetryHeader, codeHeader
-	// and stormHeader (ownership.DefaultHeaders gives their defaults).
+	// under the keys claimHeader, attemptHeader, noRetryHeader, codeHeader,
+	// stormHeader and rootHeader (ownership.DefaultHeaders gives their
+	// defaults).
 	ownership.Headers `yaml:",inline"`
 	// Mode is "enforce" (the default): errown suppresses the retries of
 	// unclaimed errors; or "observe": errown computes and sends claims and

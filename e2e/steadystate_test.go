@@ -21,17 +21,27 @@ import (
 // headerLog records every errown header a service received on a request
 // (as its inbound transport delivered it) and every one its calls sent
 // and got back (as its outbound transport took and gave them), as
-// "caller>callee req name=value" and "caller<callee res name=value". It
-// is safe for concurrent use.
+// "caller>callee req name=value" and "caller<callee res name=value", a
+// root key's value as "key". It is safe for concurrent use.
 type headerLog struct {
-	mu   sync.Mutex
-	seen []string
+	mu    sync.Mutex
+	seen  []string
+	roots map[string]bool // the root keys seen since the last take
 }
 
 func (l *headerLog) add(dir, caller, callee string, h transport.Headers) {
 	var found []string
 	for k, v := range h.Items() {
 		if strings.HasPrefix(k, "errown-") {
+			if k == "errown-root" {
+				l.mu.Lock()
+				if l.roots == nil {
+					l.roots = make(map[string]bool)
+				}
+				l.roots[v] = true
+				l.mu.Unlock()
+				v = "key" // random: the root key, minted where the request entered the mesh
+			}
 			found = append(found, fmt.Sprintf("%s%s%s %s %s=%s", caller, dir, callee, _headerSide[dir], k, v))
 		}
 	}
@@ -48,9 +58,16 @@ func (l *headerLog) take() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.seen
-	l.seen = nil
+	l.seen, l.roots = nil, nil
 	sort.Strings(s)
 	return s
+}
+
+// rootKeys returns how many root keys were seen since the last take.
+func (l *headerLog) rootKeys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.roots)
 }
 
 // outboundTap records the headers of each attempt and its response.
@@ -81,7 +98,8 @@ func (i inboundTap) Handle(ctx context.Context, req *transport.Request, resw tra
 // errown at every hop and a policy of two attempts: while C succeeds, no
 // request and no response carries an errown header; once C fails, the
 // failures carry the claim and the storm, and the calls of the
-// procedures in the incident carry the attempt mark, successes to them
+// procedures in the incident carry the attempt mark and the root key
+// (one for the root request, at every hop), successes to them
 // their figures, until a window after the last incident.
 func TestSteadyStateCarriesNoErrownHeader(t *testing.T) {
 	const window = 300 * time.Millisecond
@@ -139,25 +157,38 @@ func TestSteadyStateCarriesNoErrownHeader(t *testing.T) {
 				"svc-a<svc-b res errown-claim=unclaimed",
 				"svc-a<svc-b res errown-storm=3,3,1,1,1",
 				"svc-a>svc-b req errown-attempt=1",
+				"svc-a>svc-b req errown-root=key",
 				"svc-a>svc-b(in) req errown-attempt=1",
+				"svc-a>svc-b(in) req errown-root=key",
 				"svc-b<svc-c res errown-claim=claimed",
 				"svc-b<svc-c res errown-claim=claimed",
 				"svc-b<svc-c res errown-storm=1,1,0,0,0",
 				"svc-b<svc-c res errown-storm=1,1,0,0,0",
 				"svc-b>svc-c req errown-attempt=1",
 				"svc-b>svc-c req errown-attempt=2",
+				"svc-b>svc-c req errown-root=key",
+				"svc-b>svc-c req errown-root=key",
 				"svc-b>svc-c(in) req errown-attempt=1",
 				"svc-b>svc-c(in) req errown-attempt=2",
-			}, log.take(), "in the incident: every call marked")
+				"svc-b>svc-c(in) req errown-root=key",
+				"svc-b>svc-c(in) req errown-root=key",
+			}, func() []string {
+				assert.Equal(t, 1, log.rootKeys(), "one root key, minted at A, on every call of the root request")
+				return log.take()
+			}(), "in the incident: every call marked, with its root key")
 
 			down.Store(false)
 			require.NoError(t, call().Err)
 			assert.Equal(t, []string{
 				"svc-a<svc-b res errown-storm=2,2,0,0,0",
 				"svc-a>svc-b req errown-attempt=1",
+				"svc-a>svc-b req errown-root=key",
 				"svc-a>svc-b(in) req errown-attempt=1",
+				"svc-a>svc-b(in) req errown-root=key",
 				"svc-b>svc-c req errown-attempt=1",
+				"svc-b>svc-c req errown-root=key",
 				"svc-b>svc-c(in) req errown-attempt=1",
+				"svc-b>svc-c(in) req errown-root=key",
 			}, log.take(), "within the window after it: marked, and B's success says what it took")
 
 			time.Sleep(window + 100*time.Millisecond)

@@ -33,6 +33,24 @@
 // its attempt header is not read, and its response carries none of
 // errown's headers, whatever follows below.
 //
+// # Root requests under admission
+//
+// Every request has a root key, the root request it is part of: one that
+// comes with the root header (Headers.Root, default "errown-root") keeps
+// its key; an edge request, or one from a caller that sent none, gets a
+// new one (64 random bits). The request's calls carry it with the attempt
+// header, when errown marks them (in an incident, or below one): the
+// steady state still sends no errown header. Under pressure admission
+// control admits whole root requests, not visits (WeChat's DAGOR): a
+// request whose key hashes above the admission level is shed (reason
+// level), the level falling while the requests it lets through are
+// refused all the same and rising as they are admitted, and the last
+// slots kept for the lowest hashes; so the roots admitted at one visit,
+// or at one service, are the ones admitted at the others, and a root
+// that must visit a service four times is not shed at one visit in six.
+// A request from inside the mesh that came without a key (its caller does
+// not run errown) is admitted as a visit, as before.
+//
 // # Metrics
 //
 // Counters, on the scope errown is given (errown.WithScope):
@@ -60,7 +78,7 @@
 //	                      attempt): what users lost, beside storm.prevented
 //	inbound.shed          tagged reason and mode: requests admission control shed
 //	                      (mode observe: would have shed), reason queue_full, retry,
-//	                      incident, deadline or abandoned
+//	                      incident, deadline, abandoned or level
 //
 // Gauges: ingress.in_flight, the requests tracked in flight (updated every
 // second between Start and Stop), and, with admission control,

@@ -67,6 +67,12 @@ type Headers struct {
 	// Storm is the response header carrying storm telemetry up the call
 	// graph. Default "errown-storm".
 	Storm string `yaml:"stormHeader,omitempty"`
+	// Root is the request header carrying the root key: the root request
+	// a request is part of, minted where a request enters the mesh
+	// without one and carried with the attempt header, so that an
+	// overloaded service admits whole root requests, not visits
+	// (inbound.AdmissionConfig). Default "errown-root".
+	Root string `yaml:"rootHeader,omitempty"`
 }
 
 // DefaultHeaders returns the header names errown uses where Headers
@@ -78,6 +84,7 @@ func DefaultHeaders() Headers {
 		NoRetry: defaults.NoRetryHeader,
 		Code:    defaults.CodeHeader,
 		Storm:   defaults.StormHeader,
+		Root:    defaults.RootHeader,
 	}
 }
 
@@ -96,6 +103,7 @@ func (h *Headers) fields() []headerField {
 		{"noRetryHeader", &h.NoRetry},
 		{"codeHeader", &h.Code},
 		{"stormHeader", &h.Storm},
+		{"rootHeader", &h.Root},
 	}
 }
 

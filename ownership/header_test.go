@@ -16,11 +16,11 @@ func TestHeadersWithDefaults(t *testing.T) {
 	}{
 		{
 			give: Headers{},
-			want: Headers{Claim: defaults.ClaimHeader, Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: defaults.StormHeader},
+			want: Headers{Claim: defaults.ClaimHeader, Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: defaults.StormHeader, Root: defaults.RootHeader},
 		},
 		{
 			give: Headers{Claim: "x-claim", Storm: "x-storm"},
-			want: Headers{Claim: "x-claim", Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: "x-storm"},
+			want: Headers{Claim: "x-claim", Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: "x-storm", Root: defaults.RootHeader},
 		},
 	}
 	for _, tt := range tests {
@@ -35,16 +35,17 @@ func TestHeadersValidate(t *testing.T) {
 		want []string
 	}{
 		{name: "defaults", give: Headers{}},
-		{name: "renamed", give: Headers{Claim: "x-claim", Attempt: "x-attempt", NoRetry: "x-no-retry", Code: "x-code", Storm: "x-storm"}},
+		{name: "renamed", give: Headers{Claim: "x-claim", Attempt: "x-attempt", NoRetry: "x-no-retry", Code: "x-code", Storm: "x-storm", Root: "x-root"}},
 		{
 			name: "bad names, each by its key",
-			give: Headers{Claim: "X-Claim", Attempt: "rpc-attempt", NoRetry: "x no", Code: "grpc-code", Storm: "x_storm"},
+			give: Headers{Claim: "X-Claim", Attempt: "rpc-attempt", NoRetry: "x no", Code: "grpc-code", Storm: "x_storm", Root: "rpc-root"},
 			want: []string{
 				`claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`,
 				`attemptHeader: "rpc-attempt" starts with "rpc-", which yarpc reserves`,
 				`noRetryHeader: must be lower-case letters, digits and '-', got "x no"`,
 				`codeHeader: "grpc-code" starts with "grpc-", which yarpc reserves`,
 				`stormHeader: must be lower-case letters, digits and '-', got "x_storm"`,
+				`rootHeader: "rpc-root" starts with "rpc-", which yarpc reserves`,
 			},
 		},
 		{

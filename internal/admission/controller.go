@@ -25,10 +25,11 @@ const (
 	ReasonIncident  = "incident"   // a request of a caller in an incident, under pressure
 	ReasonDeadline  = "deadline"   // its deadline is shorter than its expected wait and service
 	ReasonAbandoned = "abandoned"  // its caller went while it was queued
+	ReasonLevel     = "level"      // its root key hashes above the admission level, under pressure (AdmitRoot)
 )
 
 // Reasons lists every reason, for metrics made ahead.
-var Reasons = []string{ReasonQueueFull, ReasonRetry, ReasonIncident, ReasonDeadline, ReasonAbandoned}
+var Reasons = []string{ReasonQueueFull, ReasonRetry, ReasonIncident, ReasonDeadline, ReasonAbandoned, ReasonLevel}
 
 func (p Priority) reason() string {
 	switch p {
@@ -79,6 +80,7 @@ type Controller struct {
 	waiting atomic.Int64  // len(high)+len(low)
 	service atomic.Int64  // est.service
 	gen     atomic.Uint32 // est.gen
+	level   atomic.Uint64 // root keys hashing above it are shed under pressure (AdmitRoot)
 
 	mu  sync.Mutex // est
 	est estimate
@@ -124,6 +126,7 @@ func New(cfg Config) *Controller {
 	}
 	c.est.limit = bound(_initialLimit, c.bounds)
 	c.limit.Store(int64(c.est.limit))
+	c.level.Store(_levelAll)
 	return c
 }
 

@@ -23,6 +23,9 @@ const (
 	CodeHeader = "errown-code"
 	// StormHeader carries storm telemetry up the call graph on responses.
 	StormHeader = "errown-storm"
+	// RootHeader carries the root key on requests: the root request a
+	// request is part of, for admission by root.
+	RootHeader = "errown-root"
 )
 
 // Labels of an edge: the tags of the dependency memory's per-edge

@@ -28,7 +28,7 @@ func BenchmarkMark(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_markSink = mw.mark(req)
+				_markSink = mw.mark(req, 0)
 			}
 		})
 	}

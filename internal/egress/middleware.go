@@ -153,7 +153,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	switch {
 	case hot:
 		c = m.take(step)
-		res, state, err = m.send(ctx, c, m.mark(req), out, step)
+		res, state, err = m.send(ctx, c, m.mark(req, log.Root), out, step)
 	case step != nil && m.retry != nil:
 		// The steady state on the direct path: the first attempt goes
 		// with no call state, and the call takes a pooled one only when
@@ -308,7 +308,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 	if reqlog.Untracked(ctx) {
 		c := m.take(step)
 		defer m.release(c, step)
-		res, _, err := m.send(ctx, c, m.mark(req), out, step)
+		res, _, err := m.send(ctx, c, m.mark(req, 0), out, step)
 		return res, err
 	}
 	if m.orphans == nil {
@@ -319,7 +319,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		// In an incident, the orphan may be a call of a request whose
 		// figures are read: its callee is to answer with its subtree's,
 		// which it sends only to a marked call.
-		req = m.mark(req)
+		req = m.mark(req, 0)
 	}
 	res, state, err := m.below(ctx, req, out, step)
 	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
@@ -388,16 +388,21 @@ func (m *Middleware) take(step reqlog.Step) *call {
 // mark returns a copy of req with req's headers and the attempt header
 // "1": a first attempt in an incident tells the callee that an errown
 // caller reads its telemetry (retries overwrite the header with their
-// number). The copy and its headers are allocated for the call and never
+// number); and the root header with root, when not 0, so that an
+// overloaded callee admits whole root requests (admission.AdmitRoot).
+// The copy and its headers are allocated for the call and never
 // reused or changed once handed on: the middleware and transport below
 // may keep them as long as they like (a hedge, an abandoned attempt).
 // req's maps are read, never written (transport.Headers.Items says they
 // must not be changed).
-func (m *Middleware) mark(req *transport.Request) *transport.Request {
+func (m *Middleware) mark(req *transport.Request, root uint64) *transport.Request {
 	out := *req
 	n := req.Headers.Len() + 1 // the exact capacity
 	if _, ok := req.Headers.Items()[m.hdr.Attempt]; ok {
 		n--
+	}
+	if root != 0 {
+		n++
 	}
 	h := transport.NewHeadersWithCapacity(n)
 	if req.Headers.Len() > 0 {
@@ -418,6 +423,9 @@ func (m *Middleware) mark(req *transport.Request) *transport.Request {
 		}
 	}
 	out.Headers = h.With(m.hdr.Attempt, _firstAttempt)
+	if root != 0 {
+		out.Headers = out.Headers.With(m.hdr.Root, wire.FormatRoot(root))
+	}
 	return &out
 }
 

@@ -497,10 +497,10 @@ func TestMarkSharesNoMaps(t *testing.T) {
 		transport.NewHeaders().With("errown-attempt", "4"),
 	} {
 		req := &transport.Request{Service: "s", Headers: h}
-		first := mw.mark(req)
+		first := mw.mark(req, 0)
 		want := maps.Clone(first.Headers.Items())
 		for range 100 {
-			mk := mw.mark(req)
+			mk := mw.mark(req, 0)
 			if v, _ := mk.Headers.Get("errown-attempt"); v != "1" {
 				require.Failf(t, "not marked", "marked %v", mk.Headers.Items())
 			}
@@ -585,7 +585,7 @@ func TestCopyRequestCopiesEveryField(t *testing.T) {
 	require.NoError(t, err)
 	for round := range 3 {
 		req := fill(round)
-		c := mw.mark(req)
+		c := mw.mark(req, 0)
 		want := *req
 		want.Headers = c.Headers
 		assert.Equal(t, want, *c, "round %d", round)

@@ -31,6 +31,7 @@ type Middleware struct {
 	logs              *reqlog.Map
 	learner           memory.Learner
 	now               func() time.Time
+	mint              func() uint64 // a new root key
 	unknownCorrelated bool
 	hdr               ownership.Headers // the header names, defaults applied
 	// recent is allocated on its own: every failed request writes its
@@ -70,7 +71,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now, admissionNow: time.Now}
+	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now, admissionNow: time.Now, mint: mintRoot}
 	for _, opt := range opts {
 		opt.apply(&o)
 	}
@@ -104,6 +105,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		logs:              logs,
 		learner:           o.learner,
 		now:               o.now,
+		mint:              o.mint,
 		recent:            new(decisions),
 		unknownCorrelated: cfg.UnknownEdges == inbound.UnknownCorrelated,
 		hdr:               cfg.Headers,
@@ -149,9 +151,10 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 			tracing.Attempt(ctx, n)
 		}
 	}
+	root, key := m.root(req, edge)
 	var adm admitted // ended last, after finish
 	if m.admission != nil {
-		t, reason, ok := m.admission.Admit(ctx, priority(n, marked))
+		t, reason, ok := m.admission.AdmitRoot(ctx, priority(n, marked), key)
 		if reason != "" {
 			m.shedCount[reason].Inc(1)
 			tracing.Shed(ctx, reason, ok)
@@ -167,6 +170,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		return m.serveUntracked(ctx, req, resw, h, edge)
 	}
 	log := &r.Log
+	log.Root = root
 	if m.admission != nil {
 		adm.log = log
 		if adm.ticket.Measured() {

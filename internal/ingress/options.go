@@ -23,6 +23,8 @@ type options struct {
 	// admissionNow is the admission controller's clock, and its timed
 	// requests' outbound calls' (reqlog.Map.TimeCalls).
 	admissionNow func() time.Time
+	// mint returns a new root key, never 0.
+	mint func() uint64
 }
 
 type optionFunc func(*options)
@@ -76,6 +78,12 @@ func WithClock(now func() time.Time) Option {
 			o.now = now
 		}
 	})
+}
+
+// withMint mints root keys with mint, which never returns 0. Default:
+// mintRoot.
+func withMint(mint func() uint64) Option {
+	return optionFunc(func(o *options) { o.mint = mint })
 }
 
 // withAdmissionClock has admission, and the requests it times, read the

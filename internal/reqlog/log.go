@@ -15,6 +15,9 @@ type Log struct {
 	Procedure string
 	// Egress holds the request's outbound calls.
 	Egress calls.EgressLog
+	// Root is the key of the root request the request is part of, which
+	// its marked calls carry (0: none).
+	Root uint64
 	// owner is the Map that counts the Log, from Insert (it stays set
 	// after Remove: a call the handler left under way reads its clock),
 	// and shard the index of its shard there (_removed after Remove).
