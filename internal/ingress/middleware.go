@@ -139,26 +139,11 @@ func (m *Middleware) InFlight() int { return m.logs.Len() }
 // its result, decide and respond, record a root's storm and have the
 // dependency memory observe the failed calls.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
-	// An edge request's headers are not errown's: it is a root, and its
-	// response carries none of errown's headers.
-	edge := m.edge.has(req)
-	var marked bool
-	var n int
-	if !edge {
-		n, marked = m.countAttempt(req)
-		if n > 1 {
-			// Only a retry is tagged: finding the span walks the context.
-			tracing.Attempt(ctx, n)
-		}
-	}
+	edge, n, marked := m.arrived(ctx, req)
 	root, key := m.root(req, edge)
 	var adm admitted // ended last, after finish
 	if m.admission != nil {
-		t, reason, ok := m.admission.AdmitRoot(ctx, priority(n, marked), key)
-		if reason != "" {
-			m.shedCount[reason].Inc(1)
-			tracing.Shed(ctx, reason, ok)
-		}
+		t, reason, ok := m.admit(ctx, priority(n, marked), key)
 		if !ok {
 			return m.shed(ctx, req, resw, reason, edge)
 		}
@@ -231,6 +216,33 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		m.observe(sum.Failures) // decide learned the others' failures
 	}
 	return err
+}
+
+// arrived reads what a request says of itself: whether it is an edge
+// request (its headers are not errown's: it is a root, and its response
+// carries none of errown's headers), else its attempt number and whether
+// its caller marked it (countAttempt). Only a retry is tagged on the
+// request's span: finding the span walks the context.
+func (m *Middleware) arrived(ctx context.Context, req *transport.Request) (edge bool, n int, marked bool) {
+	if edge = m.edge.has(req); edge {
+		return true, 0, false
+	}
+	if n, marked = m.countAttempt(req); n > 1 {
+		tracing.Attempt(ctx, n)
+	}
+	return false, n, marked
+}
+
+// admit asks admission control to admit a request of priority p and root
+// key, counting and tagging the reason of a shed (or, in observe mode,
+// of what enforce would have shed).
+func (m *Middleware) admit(ctx context.Context, p admission.Priority, key uint64) (admission.Ticket, string, bool) {
+	t, reason, ok := m.admission.AdmitRoot(ctx, p, key)
+	if reason != "" {
+		m.shedCount[reason].Inc(1)
+		tracing.Shed(ctx, reason, ok)
+	}
+	return t, reason, ok
 }
 
 // outcome is how a tracked request's handler ended: its error, its code
