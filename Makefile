@@ -32,7 +32,7 @@ FUZZ_TARGETS := \
 	./internal/memory:FuzzParseSnapshot \
 	./internal/memory:FuzzParseQueryResponse \
 	./internal/stormsim:FuzzParseTopology \
-	./internal/chaos:FuzzChoices
+	./e2e/internal/chaos:FuzzChoices
 
 .PHONY: all
 all: test

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/internal/chaos"
+	"github.com/errown/errown/e2e/internal/chaos"
 	"github.com/errown/errown/internal/stormsim"
 	"github.com/errown/errown/retry"
 	"github.com/uber-go/tally/v4"
@@ -418,7 +418,7 @@ func writeSoakReport(dir string, r soakReport, samples []soakSample) error {
 	fmt.Fprintf(&b, "The mesh: outside caller → A (yarpc, HTTP) → B (yarpc, gRPC) → fault proxy → C (yarpc, HTTP), errown on A, B and C "+
 		"(budget 20%%, attempts-in-flight limit on, windows %v, B's attempt timeout to C %v), %d requests in flight. Faults cycle between B and C, %v each with %v without: %s; "+
 		"down is C stopped and started again on its port, its dependency memory's snapshot written and read. "+
-		"B's own outbound middleware, between errown's and its innermost step, is the chaos middleware (internal/chaos, seed %d): "+
+		"B's own outbound middleware, between errown's and its innermost step, is the chaos middleware (e2e/internal/chaos, seed %d): "+
 		"per call it hedges, abandons, falls back to another procedure, replays, panics or passes, its delays and timers up to %v; "+
 		"C echoes each request's ID and procedure, checked at B's attempts and outside.\n\n",
 		_window, _soakAttemptC, _soakWorkers, _soakFault, _soakPass, soakCycleNames(), _soakChaosSeed, _soakChaosDelay)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/errown/errown/internal/chaos"
+	"github.com/errown/errown/e2e/internal/chaos"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/internal/chaos"
+	"github.com/errown/errown/e2e/internal/chaos"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/stretchr/testify/assert"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/errown/errown/internal/chaos"
+	"github.com/errown/errown/e2e/internal/chaos"
 )
 
 // FuzzChoices runs errown in process under the chaos middleware, the

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/errown/errown"
-	"github.com/errown/errown/internal/chaos"
+	"github.com/errown/errown/e2e/internal/chaos"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
