@@ -88,7 +88,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 // innermost attempt step, itself, handing it the call's state with no
 // context node, rather than leave step to a chain of its own. Its
 // Middleware is m.
-func (m *Middleware) Direct(step reqlog.Step) *Direct {
+func (m *Middleware) Direct(step retrier.Step) *Direct {
 	return &Direct{m: m, step: step}
 }
 
@@ -96,7 +96,7 @@ func (m *Middleware) Direct(step reqlog.Step) *Direct {
 // below it (Middleware.Direct).
 type Direct struct {
 	m    *Middleware
-	step reqlog.Step
+	step retrier.Step
 }
 
 var _ middleware.UnaryOutbound = (*Direct)(nil)
@@ -111,7 +111,7 @@ func (d *Direct) Middleware() *Middleware { return d.m }
 
 // call is Call, with the innermost attempt step to send through when it is
 // not in the chain below (step not nil).
-func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	m.calls.Inc(1)
 	log := reqlog.FromContext(ctx)
 	if log == nil {
@@ -141,9 +141,9 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	// incident (its edge's, or the one above it marked) is
 	// marked, so that its callee sends its figures and is no root.
 	var (
-		res   *transport.Response
-		state *reqlog.CallState
-		err   error
+		res    *transport.Response
+		result reqlog.Result
+		err    error
 	)
 	var edgeTime *atomic.Int64 // the edge's incident time, when hotAt looked it up
 	hot := log.Marked()
@@ -153,7 +153,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	switch {
 	case hot:
 		c = m.take(step)
-		res, state, err = m.send(ctx, c, m.mark(req), out, step)
+		res, result, err = m.send(ctx, c, m.mark(req), out, step)
 	case step != nil && m.retry != nil:
 		// The steady state on the direct path: the first attempt goes
 		// with no call state, and the call takes a pooled one only when
@@ -171,30 +171,31 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		if sent {
 			c.sink.Out, c.sink.Direct = out, true
 			res, err = m.retry.Continue(ctx, req, &c.sink, &f)
-			state = &c.sink.State
+			result = c.sink.State.Result
 		} else {
-			res, state, err = m.send(ctx, c, req, out, step)
+			res, result, err = m.send(ctx, c, req, out, step)
 		}
 	default:
 		c = m.take(step)
 		log.SetUnmarkedCall()
-		res, state, err = m.send(ctx, c, req, out, step)
+		res, result, err = m.send(ctx, c, req, out, step)
 	}
 
-	m.logCall(ctx, log, edge, edgeTime, res, err, state)
+	m.logCall(ctx, log, edge, edgeTime, res, err, &result)
 	return res, err
 }
 
 // logCall logs in the request's log the call on edge that returned res
-// and err, of state, and records an incident on edge (its incident time
+// and err, of which the retry middleware reported result (the egress
+// middleware's copy), and records an incident on edge (its incident time
 // edgeTime, when hotAt looked it up) when the call met one.
-func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, state *reqlog.CallState) {
-	e := m.entry(ctx, edge, res, err, state)
-	storm := &state.Storm
+func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, result *reqlog.Result) {
+	e := m.entry(ctx, edge, res, err, result)
+	storm := &result.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
 		storm.Attempt(wire.AttemptStorm(res, e.Class, m.hdr.Storm, wire.Cancelled(ctx, err)))
 	}
-	if incident(&e, state, storm) {
+	if incident(&e, result.Refused, storm) {
 		m.incidents.record(edge, edgeTime)
 	}
 	var logged bool
@@ -209,14 +210,14 @@ func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownershi
 }
 
 // entry returns the log entry of the call on edge that returned res and
-// err, of state: its attempts, its classification (errown's retry
+// err, of which the retry middleware reported state: its attempts, its classification (errown's retry
 // middleware's, when it is the inner middleware and classified), and,
 // when it did not succeed, its claim, its refusal and its retry criteria,
 // counted in the egress metrics. A retry middleware further in classified
 // what it returned, which the middleware in between may have changed (a
 // fallback turning an error into a success): what came back here is
 // classified instead.
-func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.CallState) calls.Entry {
+func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.Result) calls.Entry {
 	e := calls.Entry{
 		Edge:     edge,
 		Attempts: state.Sent(),
@@ -304,7 +305,7 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 // job) is an orphan when it had anything to report, a failure, a retry, a
 // storm below: the requests in flight meanwhile, one of which may have
 // made it, report unknown figures.
-func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
+func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
 		c := m.take(step)
 		defer m.release(c, step)
@@ -333,28 +334,28 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 // below sends req on through the inner middleware, which is not errown's
 // retry middleware, with a fresh call state in its context for a retry
 // middleware further in to fill in, and returns what came back with that
-// state, sealed: an attempt below that ends later writes nothing, after
-// a panic too.
-func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
-	cctx, state := reqlog.NewCallContext(ctx)
+// state's result, sealed: an attempt below that ends later writes
+// nothing, after a panic too.
+func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (_ *transport.Response, result reqlog.Result, _ error) {
+	cctx, state := retrier.NewCallContext(ctx)
 	if step != nil {
-		out = &reqlog.Hop{Step: step, Out: out, State: state}
+		out = &retrier.Hop{Step: step, Out: out, State: state}
 	}
-	defer state.Seal()
+	defer func() { result = state.Seal() }()
 	res, err := m.next(cctx, req, out)
-	return res, state, err
+	return res, result, err
 }
 
 // send sends req on for the call c, through the retry middleware when it
-// is errown's, and returns the state of the call it reported.
-func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
+// is errown's, and returns the result of the call it reported.
+func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, reqlog.Result, error) {
 	if m.retry != nil {
 		// The retry middleware records its state in the Sink it gets as
 		// its outbound, and seals it when it returns: an attempt below
 		// that ends later writes nothing in it.
 		c.sink.Out, c.sink.Direct = out, step != nil
 		res, err := m.retry.Call(ctx, req, &c.sink)
-		return res, &c.sink.State, err
+		return res, c.sink.State.Result, err
 	}
 	return m.below(ctx, req, out, step)
 }
@@ -368,7 +369,7 @@ func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, 
 // call (an abandoned attempt, a hedge left running): there the call is
 // allocated, and never reused.
 type call struct {
-	sink reqlog.Sink
+	sink retrier.Sink
 }
 
 // newCall is the New of a Middleware's pool of calls.
@@ -378,7 +379,7 @@ func (m *Middleware) newCall() any {
 
 // take returns a call for one outbound call, pooled on the direct path
 // (step not nil).
-func (m *Middleware) take(step reqlog.Step) *call {
+func (m *Middleware) take(step retrier.Step) *call {
 	if step != nil {
 		return m.pool.Get().(*call)
 	}
@@ -423,12 +424,12 @@ func (m *Middleware) mark(req *transport.Request) *transport.Request {
 
 const _firstAttempt = "1"
 
-// incident reports whether the call e, of state, whose storm folded its
-// attempts, met an incident: it failed, was retried or refused a retry,
+// incident reports whether the call e, which refused a retry for refused
+// and whose storm folded its attempts, met an incident: it failed, was retried or refused a retry,
 // or its figures are worth a root's record (a retry spent or suppressed
 // below, or unknown). A call the handler abandoned is none, nor an
 // answer, nor a success whose subtree only served more requests.
-func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bool {
+func incident(e *calls.Entry, refused wire.Refusal, storm *wire.StormCall) bool {
 	if e.Abandoned {
 		// Cancelled by the handler (a hedge, a fan-out's loser): its
 		// figures are unknown, and nothing about the callee is known.
@@ -437,16 +438,16 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 	if e.Class == ownership.ClassFailure {
 		return true
 	}
-	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()
+	return e.Attempts > 1 || refused != wire.RefusedNone || storm.Stormy()
 }
 
 // release returns c, taken with step, to the pool when it is a pooled one
 // (the direct path's, step not nil), emptied.
-func (m *Middleware) release(c *call, step reqlog.Step) {
+func (m *Middleware) release(c *call, step retrier.Step) {
 	if step == nil {
 		return
 	}
-	c.sink = reqlog.Sink{}
+	c.sink = retrier.Sink{}
 	m.pool.Put(c)
 }
 

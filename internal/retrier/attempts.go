@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -149,14 +148,14 @@ func newForeignMetrics(scope tally.Scope, service string) *foreignMetrics {
 
 // Call implements middleware.UnaryOutbound.
 func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	state := reqlog.CallStateFromContext(ctx)
+	state := CallStateFromContext(ctx)
 	if state == nil {
 		return out.Call(ctx, req)
 	}
 	return a.Send(ctx, req, out, state)
 }
 
-var _ reqlog.Step = (*Attempts)(nil)
+var _ Step = (*Attempts)(nil)
 
 // Send sends one physical attempt of the call whose state is state to
 // out, on one path for both ways the step is reached. Below middleware
@@ -166,20 +165,20 @@ var _ reqlog.Step = (*Attempts)(nil)
 // through the same chain (a fallback): the bookkeeping is done under the
 // state's lock, and none once the call has ended (late). On the direct
 // path (Sends.Direct) errown's retry middleware sends the attempts
-// itself, one at a time, and nothing else reaches state: Enter does
-// nothing, no attempt is a hedge or a replay, and no outcome is kept for
+// itself, one at a time, and nothing else reaches state: its lock is
+// never contended, no attempt is a hedge or a replay, and no outcome is kept for
 // one to answer with.
-func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	state.Enter()
-	if state.Ended() {
-		state.Leave()
+func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
+	state.mu.Lock()
+	if state.ended {
+		state.mu.Unlock()
 		return a.m.lateStart(req)
 	}
 	if !sameCall(&state.Sends, req) {
 		// Another procedure through the same middleware (a fallback): a
 		// call of its own, judged by nothing of this one's.
-		state.Leave()
-		other := &reqlog.CallState{}
+		state.mu.Unlock()
+		other := &CallState{}
 		res, err := a.Send(ctx, req, out, other)
 		other.Seal()
 		return res, err
@@ -190,7 +189,7 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	}
 	switch {
 	case v.answered:
-		state.Leave()
+		state.mu.Unlock()
 		return v.res, v.err
 	case v.hold:
 		return a.holdBack(ctx, req, state, v) // unlocks
@@ -203,27 +202,27 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	if !admitted {
 		res, err := a.m.shed(req, c, state)
 		if s.InFlight == 0 {
-			state.Leave()
+			state.mu.Unlock()
 			return res, err
 		}
 		return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
 	}
 	underWay(s)
-	state.Leave()
+	state.mu.Unlock()
 	return a.sendAdmitted(ctx, req, out, c, adm, state)
 }
 
 // over counts, under state's lock, a physical attempt of its call that
 // was under way (underWay) as no longer, and wakes the attempts held
 // until none is (Idle).
-func over(state *reqlog.CallState) {
+func over(state *CallState) {
 	state.Sends.InFlight--
 	state.Wake()
 }
 
 // underWay counts, under the state's lock, a physical attempt of the call
 // whose attempts s records that leaves the process.
-func underWay(s *reqlog.Sends) {
+func underWay(s *Sends) {
 	s.Count++
 	s.InFlight++
 	s.Shed = false
@@ -232,7 +231,7 @@ func underWay(s *reqlog.Sends) {
 // sameCall reports, under the state's lock, whether req is of the call
 // whose attempts s records: the first attempt names the call's service
 // and procedure; an attempt naming others is a call of its own.
-func sameCall(s *reqlog.Sends, req *transport.Request) bool {
+func sameCall(s *Sends, req *transport.Request) bool {
 	if s.Service == "" && s.Procedure == "" {
 		s.Service, s.Procedure = req.Service, req.Procedure
 		return true
@@ -257,7 +256,7 @@ type verdict struct {
 // under way), a replay (sent again after an attempt of the same errown
 // attempt ended), errown's own retry that a hedge overtook, or else
 // errown's own attempt, sent as it is.
-func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *reqlog.CallState) verdict {
+func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *CallState) verdict {
 	s := &state.Sends
 	v := verdict{req: req}
 	switch {
@@ -298,7 +297,7 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *r
 // holdBack ends, state locked, an attempt errown's rules refused (v): it
 // is not sent, counts in retry.denied, and waits for an attempt under way
 // to answer with (held, which unlocks state).
-func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *reqlog.CallState, v verdict) (*transport.Response, error) {
+func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *CallState, v verdict) (*transport.Response, error) {
 	a.m.foreign(req.Service).denied[v.refused].Inc(1)
 	tracing.Foreign(ctx, req, state.Sends.Count, ownership.ClaimMissing, v.refused.String())
 	if v.hedge {
@@ -332,13 +331,13 @@ func (m *Middleware) admit(c *callee, req *transport.Request) (admission, bool) 
 // sendAdmitted sends req, an attempt of state's call counted as under way
 // and holding adm, a slot of c's overload limit, and records how it ended
 // (attempted).
-func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission, state *reqlog.CallState) (*transport.Response, error) {
+func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission, state *CallState) (*transport.Response, error) {
 	ended := false
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
-			state.Enter()
+			state.mu.Lock()
 			over(state)
-			state.Leave()
+			state.mu.Unlock()
 		}
 	}()
 	res, err := callHeld(ctx, req, out, c, adm)
@@ -354,7 +353,7 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 // deadline, the hedges' share of the budget (withdrawn when everything
 // else allows it: epoch is the withdrawal's bucket, -1 for none). Observe
 // mode refuses nothing.
-func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (_ foreignReason, epoch int64, _ bool) {
+func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, state *CallState) (_ foreignReason, epoch int64, _ bool) {
 	var p *policy
 	c := m.callees[req.Service]
 	if c != nil {
@@ -383,7 +382,7 @@ func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, s
 // success, or after attempts their caller cancelled), and whether they
 // do: the policy's attempt limit, the deadline, the budget (withdrawn
 // when everything else allows it). Observe mode refuses nothing.
-func (m *Middleware) unjudgedRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (foreignReason, bool) {
+func (m *Middleware) unjudgedRefusal(ctx context.Context, req *transport.Request, state *CallState) (foreignReason, bool) {
 	var p *policy
 	c := m.callees[req.Service]
 	if c != nil {
@@ -443,21 +442,21 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 // attempt that succeeds while one is held keeps its response for it, so
 // that a hedger that takes the first answer never takes the refusal in
 // its place), else res and err.
-func (m *Middleware) held(ctx context.Context, req *transport.Request, state *reqlog.CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
+func (m *Middleware) held(ctx context.Context, req *transport.Request, state *CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	s := &state.Sends
 	idle := state.Idle()
 	s.Held++
-	state.Leave()
+	state.mu.Unlock()
 	var gaveUp bool
 	select {
 	case <-idle:
 	case <-ctx.Done():
 		gaveUp = true
 	}
-	state.Enter()
+	state.mu.Lock()
 	s.Held--
 	last, won := s.Last, s.Won
-	state.Leave()
+	state.mu.Unlock()
 	switch {
 	case gaveUp:
 	case last != nil:
@@ -472,15 +471,15 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *re
 // attempt that succeeded with res and err, res is kept in won for those
 // held to answer with; it returns the response to hand on and won. Its
 // body is read with state unlocked.
-func (m *Middleware) keepWon(state *reqlog.CallState, ok bool, res *transport.Response, err error) (*transport.Response, *reqlog.Outcome) {
-	var won *reqlog.Outcome
+func (m *Middleware) keepWon(state *CallState, ok bool, res *transport.Response, err error) (*transport.Response, *Outcome) {
+	var won *Outcome
 	for {
-		state.Enter()
-		if !ok || won != nil || state.Sends.Held == 0 || state.Ended() {
+		state.mu.Lock()
+		if !ok || won != nil || state.Sends.Held == 0 || state.ended {
 			return res, won
 		}
-		state.Leave()
-		o := &reqlog.Outcome{Err: err, Class: ownership.ClassOK}
+		state.mu.Unlock()
+		o := &Outcome{Err: err, Class: ownership.ClassOK}
 		var kept bool
 		if res, kept = keep(o, res, m.maxBodyBytes); !kept {
 			ok = false // too large to answer with twice: those held get the refusal
@@ -528,17 +527,17 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 // returned (late) records nothing: it gives back its slot of the
 // overload limit, with no outcome, and counts in retry.late_attempts. It
 // returns what to hand on.
-func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *reqlog.CallState) (*transport.Response, error) {
+func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class ownership.Class, state *CallState) (*transport.Response, error) {
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
 	var (
-		last    *reqlog.Outcome
+		last    *Outcome
 		claim   ownership.Claim
 		noRetry bool
 	)
 	if class != ownership.ClassOK {
 		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
 		if !state.Sends.Direct { // on the direct path nothing replays it
-			o := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+			o := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
 			var kept bool
 			if res, kept = keep(o, res, m.maxBodyBytes); kept {
 				last = o
@@ -546,10 +545,10 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		}
 	}
 	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
-	defer state.Leave()
+	defer state.mu.Unlock()
 	s := &state.Sends
 	over(state)
-	if state.Ended() {
+	if state.ended {
 		if c != nil {
 			c.overload.abandon(adm)
 		}
@@ -596,7 +595,7 @@ func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
 // shed fails an attempt that c's limit on attempts in flight holds back:
 // it is not sent, and the call's retry criteria are satisfied (refused for
 // overload), so that nobody above retries it either.
-func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallState) (*transport.Response, error) {
+func (m *Middleware) shed(req *transport.Request, c *callee, state *CallState) (*transport.Response, error) {
 	state.Sends.Shed = true
 	state.Refused = wire.RefusedOverload
 	// The call failed here, as the callee's overload: the retry and egress
@@ -610,7 +609,7 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 	if !state.Sends.Direct {
 		// The shed attempt is the call's last: a replay after it is
 		// judged by it, and refused, returns it.
-		state.Sends.Last = &reqlog.Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing}
+		state.Sends.Last = &Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing}
 	}
 	return nil, err
 }
@@ -620,7 +619,7 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 // can return it again. A body over limit is not kept: keep reports
 // false, and a replay after it is not refused, having nothing to return
 // in its place.
-func keep(last *reqlog.Outcome, res *transport.Response, limit int) (*transport.Response, bool) {
+func keep(last *Outcome, res *transport.Response, limit int) (*transport.Response, bool) {
 	if res == nil {
 		return nil, true
 	}
@@ -651,7 +650,7 @@ func keep(last *reqlog.Outcome, res *transport.Response, limit int) (*transport.
 
 // replayed returns o's response to be handed on again, its body read
 // from the copy kept, or nil.
-func replayed(o *reqlog.Outcome) *transport.Response {
+func replayed(o *Outcome) *transport.Response {
 	if o.Response == nil {
 		return nil
 	}
@@ -671,7 +670,7 @@ type readCloser struct {
 // middleware did not make: something below it sends the call again. It
 // returns the request to send (stamped with its attempt number), or the
 // previous attempt's response and error with refused set.
-func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *reqlog.CallState) (_ *transport.Request, _ *transport.Response, _ error, refused bool) {
+func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *CallState) (_ *transport.Request, _ *transport.Response, _ error, refused bool) {
 	s := &state.Sends
 	f := m.foreign(req.Service)
 	if s.Last == nil {
@@ -731,7 +730,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 // after the outcome in s, under the edge's policy p (nil: none) and its
 // callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
 // everything else allows the replay.
-func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, procedure string, sent int, last *reqlog.Outcome) (foreignReason, bool) {
+func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, procedure string, sent int, last *Outcome) (foreignReason, bool) {
 	minRemaining := _defaultMinRemaining
 	if p != nil {
 		minRemaining = p.minRemaining
@@ -774,7 +773,7 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 // foreignSent counts, under the state's lock, a physical attempt of the
 // call whose attempts s records that errown did not make and lets go
 // (retry.foreign_attempts), and returns it stamped with its number.
-func (m *Middleware) foreignSent(req *transport.Request, s *reqlog.Sends) *transport.Request {
+func (m *Middleware) foreignSent(req *transport.Request, s *Sends) *transport.Request {
 	s.Foreign++
 	m.foreign(req.Service).sent.Inc(1)
 	return m.stamp(req, s.Count+1)

@@ -6,7 +6,7 @@
 //
 // In docs/DESIGN.md's data flow it is the inner of the two outbound
 // middlewares: the egress middleware (package internal/egress) wraps it
-// and reads from the call's reqlog.CallState how many attempts were made
+// and reads from the call's CallState how many attempts were made
 // and why a wanted retry was refused. The rules it retries by and the
 // metrics it emits are listed in package retry's documentation.
 package retrier

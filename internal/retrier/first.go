@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
@@ -85,7 +84,7 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 // did not end), recording in sink's State what Call would have, its first
 // attempt included, and sending any retry through sink's Out, as Call
 // does on the direct path. It returns the call's last response and error.
-func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink *reqlog.Sink, f *First) (*transport.Response, error) {
+func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink *Sink, f *First) (*transport.Response, error) {
 	state, hop := &sink.State, m.direct(sink)
 	begin(state)
 	// The first attempt left the process and is no longer under way:

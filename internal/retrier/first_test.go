@@ -10,7 +10,6 @@ import (
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/outboundtest"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -213,7 +212,7 @@ func TestSendFirstAsCall(t *testing.T) {
 			call := newFirstRun(t, tt.cfg, tt.script)
 			first := newFirstRun(t, tt.cfg, tt.script)
 
-			callSink := &reqlog.Sink{Out: call.out, Direct: true}
+			callSink := &Sink{Out: call.out, Direct: true}
 			callRes, callErr := call.m.Call(context.Background(), request(), callSink)
 
 			var f First
@@ -221,7 +220,7 @@ func TestSendFirstAsCall(t *testing.T) {
 			res, sent, done, err := first.m.SendFirst(context.Background(), req, first.out, &f)
 			require.Equal(t, tt.wantSent, sent, "sent")
 			require.Equal(t, tt.wantDone, done, "done")
-			sink := &reqlog.Sink{Out: first.out, Direct: true}
+			sink := &Sink{Out: first.out, Direct: true}
 			switch {
 			case !sent:
 				assert.Empty(t, first.out.Requests(), "SendFirst sent nothing")
@@ -230,7 +229,7 @@ func TestSendFirstAsCall(t *testing.T) {
 			case !done:
 				res, err = first.m.Continue(context.Background(), req, sink, &f)
 			default:
-				st := callSink.State
+				st := &callSink.State
 				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
 				assert.Equal(t, ownership.ClassOK, st.Class, "Call's class of a call SendFirst ends")
 				assert.True(t, st.Storm.Trivial(), "Call's storm of a call SendFirst ends: %+v", st.Storm.Storm())
@@ -241,7 +240,7 @@ func TestSendFirstAsCall(t *testing.T) {
 			assert.Equal(t, readBody(t, callRes), readBody(t, res), "response body")
 			assert.Equal(t, counters(call.scope), counters(first.scope), "metrics")
 			if sent && !done {
-				assert.Equal(t, callSink.State, sink.State, "the call's state")
+				assert.Equal(t, snapshot(&callSink.State), snapshot(&sink.State), "the call's state")
 			}
 			for svc, c := range call.m.callees {
 				assert.Equal(t, c.overload.inflight.Load(), first.m.callees[svc].overload.inflight.Load(), "attempts in flight")
@@ -294,7 +293,7 @@ func TestTransportPanicGivesTheSlotBack(t *testing.T) {
 			t.Errorf("SendFirst returned (sent %v)", sent)
 		},
 		"Call": func(t *testing.T, r firstRun) {
-			_, err := r.m.Call(context.Background(), request(), &reqlog.Sink{Out: r.out, Direct: true})
+			_, err := r.m.Call(context.Background(), request(), &Sink{Out: r.out, Direct: true})
 			t.Errorf("Call returned (%v)", err)
 		},
 	} {
@@ -319,13 +318,13 @@ func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
 		return &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader([]byte("x")), BodySize: 1}
 	}
 
-	_, err := call.m.Call(context.Background(), request(), &reqlog.Sink{Out: call.out, Direct: true})
+	_, err := call.m.Call(context.Background(), request(), &Sink{Out: call.out, Direct: true})
 	require.NoError(t, err, "Call")
 	var f First
 	req := request()
 	_, sent, done, _ := first.m.SendFirst(context.Background(), req, first.out, &f)
 	require.True(t, sent && !done, "sent %v, done %v", sent, done)
-	_, err = first.m.Continue(context.Background(), req, &reqlog.Sink{Out: first.out, Direct: true}, &f)
+	_, err = first.m.Continue(context.Background(), req, &Sink{Out: first.out, Direct: true}, &f)
 	require.NoError(t, err, "Continue")
 
 	want := coarse(call.out.Requests())

@@ -7,7 +7,6 @@ import (
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/release"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -111,7 +110,7 @@ func (m *Middleware) Stop() error {
 // the egress middleware around it what it did: its attempts and the
 // reason it declined a retry, if it did.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	if sink, ok := out.(*reqlog.Sink); ok {
+	if sink, ok := out.(*Sink); ok {
 		if sink.Direct {
 			return m.call(ctx, req, m.direct(sink), &sink.State)
 		}
@@ -119,10 +118,10 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 		// context of each attempt, below the middleware in between.
 		return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
 	}
-	state := reqlog.CallStateFromContext(ctx)
+	state := CallStateFromContext(ctx)
 	if state == nil {
-		state = new(reqlog.CallState) // used alone: nobody but Attempts reads it
-		ctx = reqlog.WithCallState(ctx, state)
+		state = new(CallState) // used alone: nobody but Attempts reads it
+		ctx = WithCallState(ctx, state)
 	}
 	return m.call(ctx, req, out, state)
 }
@@ -130,23 +129,23 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 // direct readies sink for a call on the direct path, and returns the
 // outbound to send its attempts to: nothing stands between here and the
 // transport, and the innermost step gets the call's state from the Hop.
-func (m *Middleware) direct(sink *reqlog.Sink) *reqlog.Hop {
-	sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
+func (m *Middleware) direct(sink *Sink) *Hop {
+	sink.Hop = Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
 	sink.State.Sends.Direct = true
 	return &sink.Hop
 }
 
 // begin starts, under state's lock, the call of state: errown sends its
 // first attempt, none classified yet.
-func begin(state *reqlog.CallState) {
+func begin(state *CallState) {
 	state.Classified = false // until an attempt is classified below
 	state.ErrownAttempt = 1
 }
 
-func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	state.Enter()
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
+	state.mu.Lock()
 	begin(state)
-	state.Leave()
+	state.mu.Unlock()
 	c := m.callees[req.Service]
 	if c == nil {
 		return settled(ctx, req, out, state)
@@ -170,7 +169,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 
 // settled sends req through out once and settles state, also when out
 // panics.
-func settled(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
+func settled(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
 	defer settle(state)
 	return out.Call(ctx, req)
 }
@@ -178,14 +177,14 @@ func settled(ctx context.Context, req *transport.Request, out transport.UnaryOut
 // settle records in state the attempts its call sent, as the innermost
 // step counted them, and ends it: the call returns, and an attempt still
 // under way below is late.
-func settle(state *reqlog.CallState) {
-	state.Enter()
+func settle(state *CallState) {
+	state.mu.Lock()
 	state.Attempts = state.Sent()
 	state.End()
-	state.Leave()
+	state.mu.Unlock()
 }
 
-func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState) (*transport.Response, error) {
+func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *CallState) (*transport.Response, error) {
 	r := attemptRun{out: out, c: c, p: p, state: state}
 	m.forRetries(&r, ctx, req)
 	state.Route = r.route
@@ -221,7 +220,7 @@ type attemptRun struct {
 	out   transport.UnaryOutbound // where the attempts go
 	c     *callee
 	p     *policy
-	state *reqlog.CallState
+	state *CallState
 	body  replay // req's body, kept for replay
 }
 
@@ -245,7 +244,7 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
-		state.Enter()
+		state.mu.Lock()
 		code, class := m.classify(&a, n, state)
 		if class != ownership.ClassFailure {
 			m.served(&a, c, state, &note) // unlocks
@@ -256,14 +255,16 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		// The policy's attempts bound the call's attempts other than its
 		// hedges, which count apart (Attempts.Send).
 		wait, ok := m.retryAfter(r, code, max(state.Sequential(), n), &note)
-		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
+		if !state.Sends.Shed { // a shed attempt was refused already
+			tracing.Decided(ctx, req, &state.Result, refused, wait, ok, p.observe)
+		}
 		if !ok {
 			state.End()
-			state.Leave()
+			state.mu.Unlock()
 			release.With(a.res, a.cancel)
 			return a.res, a.err
 		}
-		state.Leave()
+		state.mu.Unlock()
 		if m.sleep(ctx, wait) != nil {
 			state.Seal()
 			release.With(a.res, a.cancel)
@@ -278,11 +279,11 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 // below included), before its state is read: an attempt still under way
 // (a hedge, an abandoned attempt) writes nothing from here on. It counts
 // the retries the call's storm says errown prevented.
-func (m *Middleware) sealed(c *callee, state *reqlog.CallState) {
-	state.Enter()
+func (m *Middleware) sealed(c *callee, state *CallState) {
+	state.mu.Lock()
 	state.End()
 	n := state.Storm.Prevented()
-	state.Leave()
+	state.mu.Unlock()
 	if n > 0 {
 		c.metrics.prevented.Inc(int64(n))
 	}
@@ -298,10 +299,10 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	}
 	// Attempts are numbered as they leave the process: a middleware below
 	// that replayed an attempt (counted by Attempts) took a number too.
-	r.state.Enter()
+	r.state.mu.Lock()
 	a.before = r.state.Sends.Count
 	r.state.ErrownAttempt = n
-	r.state.Leave()
+	r.state.mu.Unlock()
 	attempt := r.req
 	if n > 1 {
 		r.c.metrics.attempts.Inc(1)
@@ -318,7 +319,7 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 // classified it on the direct path, else (a middleware in between may
 // have changed what came back, or no step saw it) as it came back here,
 // its storm folded here when no step saw it.
-func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (yarpcerrors.Code, ownership.Class) {
+func (m *Middleware) classify(a *sentAttempt, n int, state *CallState) (yarpcerrors.Code, ownership.Class) {
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
 	if !state.Sends.Direct || !seen {
 		code, class := wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
@@ -346,7 +347,7 @@ func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (y
 // setResult records, under state's lock, the classification of its call's
 // latest attempt: its code and class, and, when it did not succeed, its
 // claim and pushback.
-func setResult(state *reqlog.CallState, code yarpcerrors.Code, class ownership.Class, claim ownership.Claim, noRetry bool) {
+func setResult(state *CallState, code yarpcerrors.Code, class ownership.Class, claim ownership.Claim, noRetry bool) {
 	state.Code, state.Class = code, class
 	if class != ownership.ClassOK {
 		state.Claim, state.NoRetry = claim, noRetry
@@ -360,7 +361,7 @@ func setResult(state *reqlog.CallState, code yarpcerrors.Code, class ownership.C
 // withdrawal and the hedges' are refunded, and the peers of the call's
 // earlier attempts are known to have failed it (package retrypeer passes
 // them over; Instances lists them).
-func (m *Middleware) served(a *sentAttempt, c *callee, state *reqlog.CallState, note *retryNote) {
+func (m *Middleware) served(a *sentAttempt, c *callee, state *CallState, note *retryNote) {
 	if wire.Cancelled(a.ctx, a.err) {
 		note.abandoned()
 	} else {
@@ -369,7 +370,7 @@ func (m *Middleware) served(a *sentAttempt, c *callee, state *reqlog.CallState, 
 	}
 	state.End()
 	route := state.Route
-	state.Leave()
+	state.mu.Unlock()
 	if route != nil {
 		route.Served(c.instances.failed)
 	}
@@ -378,7 +379,7 @@ func (m *Middleware) served(a *sentAttempt, c *callee, state *reqlog.CallState, 
 // refundHedges gives back to c's budget, under state's lock, the
 // withdrawals of the hedges of state's call, which succeeded: as a retry
 // that works, a hedge of a call that works is no storm.
-func refundHedges(c *callee, state *reqlog.CallState) {
+func refundHedges(c *callee, state *CallState) {
 	for _, epoch := range state.Sends.HedgeDraws {
 		c.budget.refundHedge(epoch)
 	}
@@ -488,7 +489,7 @@ func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n
 
 // refuse records that a wanted retry was refused for reason r, and returns
 // false.
-func (m *Middleware) refuse(req *transport.Request, c *callee, state *reqlog.CallState, r wire.Refusal, attempts int) bool {
+func (m *Middleware) refuse(req *transport.Request, c *callee, state *CallState, r wire.Refusal, attempts int) bool {
 	state.Refused = r
 	c.metrics.denied[r].Inc(1)
 	if ce := m.logger.Check(zap.DebugLevel, "retry refused"); ce != nil {

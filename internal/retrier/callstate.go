@@ -1,124 +1,69 @@
-package reqlog
+package retrier
 
 import (
 	"context"
 	"sync"
 
-	"github.com/errown/errown/internal/calls"
-	"github.com/errown/errown/internal/wire"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// CallState is how the retry middleware tells the egress middleware around
-// it what it did for one logical outbound call. When the egress
-// middleware wraps errown's retry middleware itself, it hands it a Sink;
-// for any other inner middleware it puts a fresh CallState in the call's
-// context, for a retry middleware further in to fill in. Without a retry
-// middleware it stays zero: one attempt, nothing refused.
+// CallState is one logical outbound call as errown's retry middleware
+// runs it, and the only place it is written: the retry loop records each
+// of errown's attempts, and the innermost attempt step (Attempts) each
+// physical attempt that leaves the process and its answer. The egress
+// middleware around the retry middleware reads its Result once the call
+// has returned (End); without a retry middleware it stays zero: one
+// attempt, nothing refused.
 //
-// A CallState reachable by middleware errown does not own (one in a
-// context handed below, Sends.Direct unset) is the call's alone, never
-// reused, and its fields are read and written under Enter (its mutex is
-// made by WithCallState or NewCallContext, which hand it below): such
-// middleware may send attempts at once (a hedge) or return before they
-// end (a timeout that abandons its attempt). End seals it when the call
-// returns: an attempt that ends later writes nothing (Ended). On the
-// direct path (Sends.Direct) only errown reaches the state, one attempt
-// at a time, and Enter does nothing.
+// Below middleware errown does not own (the state in each attempt's
+// context), such middleware may send attempts at once (a hedge) or return
+// before they end (a timeout that abandons its attempt): the state is read
+// and written under mu, and End seals it when the call returns: an
+// attempt that ends later writes nothing (ended). Such a state is the
+// call's alone, never reused.
 type CallState struct {
-	mu    *sync.Mutex // a pointer: a copy of a state (a test's value) shares it
+	mu    sync.Mutex
 	ended bool
+	reqlog.Result
 
-	// Attempts made, the first one included. Zero means nobody counted,
-	// which the egress middleware reads as one.
-	Attempts int
-	// Refused says why a retry was not attempted, if this hop decided so.
-	Refused wire.Refusal
-	// Declined says why no more attempts were sent of a failed call that
-	// no refusal explains: the callee's unclaim while the policy had
-	// attempts left, or the policy's attempt limit.
-	Declined wire.Decline
-	// Storm folds the Storms of the call's attempts, when the retry
-	// middleware made them; the egress middleware folds a single attempt.
-	Storm wire.StormCall
-	// Code and Class are the last attempt's, as wire.CallResult
-	// gives them, when Classified: the retry middleware classified it,
-	// and the egress middleware need not again.
-	Code       yarpcerrors.Code
-	Class      ownership.Class
-	Classified bool
-	// Claim and NoRetry are what the last attempt's response said, its
-	// claim and its pushback, when Classified and Class is not
-	// ownership.ClassOK: read once, for the retry and egress middleware
-	// both.
-	Claim   ownership.Claim
-	NoRetry bool
 	// ErrownAttempt is the number of the attempt errown's retry middleware
 	// is sending (1 for the first): the innermost attempt step tells
 	// errown's attempts from the ones a middleware below it replays.
 	ErrownAttempt int
 	// Sends is what the innermost attempt step saw of the call.
 	Sends Sends
-	// Route is the peers the call's attempts went to, when the retry
-	// middleware put one in their context (a call it may retry) and a
-	// peer chooser that records them chose (package retrypeer); else nil.
-	Route *calls.Route
 }
 
-// Enter locks the state for an attempt's bookkeeping, unless Sends.Direct.
-// (Not Lock: a CallState is a value tests copy, which vet would refuse.)
-func (s *CallState) Enter() {
-	if s.Sends.Direct {
-		return
-	}
-	if s.mu == nil {
-		// A state handed below by neither WithCallState nor
-		// NewCallContext: only its own goroutine has it yet.
-		s.mu = new(sync.Mutex)
-	}
-	s.mu.Lock()
-}
-
-// Leave unlocks what Enter locked.
-func (s *CallState) Leave() {
-	if !s.Sends.Direct {
-		s.mu.Unlock()
-	}
-}
-
-// End seals the state, under Enter: the call has returned, and an attempt
-// still under way is late (Ended). End is idempotent.
+// End seals the state, under mu: the call has returned, and an attempt
+// still under way is late (ended). The attempts it reports are those
+// that left the process, as the innermost step counted them, when a
+// hedge or replay sent more than the retry loop counted. End is
+// idempotent.
 func (s *CallState) End() {
+	s.Attempts = max(s.Attempts, s.Sends.Count)
 	s.ended = true
 	s.Wake()
 }
 
-// Ended reports, under Enter, whether the call has returned (End): an
-// attempt that finds it so is late, and writes nothing.
-func (s *CallState) Ended() bool { return s.ended }
-
-// Seal locks the state, ends it (End) and unlocks it.
-func (s *CallState) Seal() {
-	s.Enter()
+// Seal locks the state, ends it (End) and unlocks it, and returns its
+// Result, which nothing writes any more.
+func (s *CallState) Seal() reqlog.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.End()
-	s.Leave()
+	return s.Result
 }
 
-// Sequential returns, under Enter, the attempts the innermost step
+// Sequential returns, under mu, the attempts the innermost step
 // counted that were not hedges: errown's own, and replays sent after an
 // attempt of the call had ended. They are what a policy's maxAttempts
 // limits.
 func (s *CallState) Sequential() int { return s.Sends.Count - s.Sends.Hedges }
 
-// Sent returns the attempts that left the process for the call, as the
-// innermost attempt step counted them, or else Attempts: at least one.
-func (s *CallState) Sent() int {
-	return max(s.Attempts, s.Sends.Count, 1)
-}
-
-// Sends is what the innermost attempt step (retrier.Attempts) records of one
+// Sends is what the innermost attempt step (Attempts) records of one
 // logical call: every physical attempt that left the process, those a
 // middleware between errown's retry and the transport replayed included,
 // and the last one that did not succeed, which a refused replay returns.
@@ -166,7 +111,7 @@ type Sends struct {
 	idle chan struct{}
 }
 
-// Idle returns, under Enter, a channel closed once no physical attempt of
+// Idle returns, under mu, a channel closed once no physical attempt of
 // the call is under way (Sends.InFlight zero) or the call has ended.
 func (s *CallState) Idle() <-chan struct{} {
 	if s.Sends.InFlight == 0 || s.ended {
@@ -178,7 +123,7 @@ func (s *CallState) Idle() <-chan struct{} {
 	return s.Sends.idle
 }
 
-// Wake closes, under Enter, the channel Idle returned, when nothing is
+// Wake closes, under mu, the channel Idle returned, when nothing is
 // under way any more or the call has ended.
 func (s *CallState) Wake() {
 	if s.Sends.idle != nil && (s.Sends.InFlight == 0 || s.ended) {
@@ -208,13 +153,9 @@ type Outcome struct {
 
 type callStateKey struct{}
 
-// WithCallState returns a child of ctx that carries s, in one allocation
-// of a pointer and a context, and one of s's mutex unless s has one: s
-// is handed below, to attempts that may run at once (Enter).
+// WithCallState returns a child of ctx that carries s, in one allocation:
+// s is handed below, to attempts that may run at once.
 func WithCallState(ctx context.Context, s *CallState) context.Context {
-	if s.mu == nil {
-		s.mu = new(sync.Mutex)
-	}
 	return &stateContext{Context: ctx, state: s}
 }
 
@@ -236,7 +177,6 @@ func (c *stateContext) Value(key any) any {
 func NewCallContext(ctx context.Context) (context.Context, *CallState) {
 	c := &callContext{}
 	c.node = stateContext{Context: ctx, state: &c.state}
-	c.state.mu = &c.mu
 	return &c.node, &c.state
 }
 
@@ -245,7 +185,6 @@ func NewCallContext(ctx context.Context) (context.Context, *CallState) {
 type callContext struct {
 	node  stateContext
 	state CallState
-	mu    sync.Mutex
 }
 
 // CallStateFromContext returns the CallState in ctx, or nil.
@@ -259,7 +198,7 @@ func CallStateFromContext(ctx context.Context) *CallState {
 // attempts to Out and records what it did in State. The egress middleware
 // pools Sinks only on the direct path, where nothing but errown reaches
 // State; a Sink whose State is handed below (WithState) is the call's
-// for good. Nothing outside errown can make one.
+// for good.
 //
 // Direct says that nothing stands between errown's retry middleware and
 // the transport but errown's innermost attempt step, which the egress
@@ -271,20 +210,15 @@ type Sink struct {
 	State  CallState
 	Direct bool
 	Hop    Hop
-	mu     sync.Mutex // State's, once handed below (WithState)
 }
 
-// WithState returns a child of ctx that carries s's State, as
-// WithCallState does, the State's mutex s's own.
+// WithState returns a child of ctx that carries s's State (WithCallState).
 func (s *Sink) WithState(ctx context.Context) context.Context {
-	if s.State.mu == nil {
-		s.State.mu = &s.mu
-	}
 	return WithCallState(ctx, &s.State)
 }
 
 // Step is an innermost attempt step, sending req to out for the call whose
-// state is state (retrier.Attempts).
+// state is state (Attempts).
 type Step interface {
 	Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error)
 }
