@@ -169,9 +169,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		}
 		c = m.take(step)
 		if sent {
-			c.sink.Out, c.sink.Direct = out, true
-			res, err = m.retry.Continue(ctx, req, &c.sink, &f)
-			result = c.sink.State.Result
+			res, result, err = m.retry.Continue(ctx, req, out, &c.sink, &f)
 		} else {
 			res, result, err = m.send(ctx, c, req, out, step)
 		}
@@ -350,12 +348,10 @@ func (m *Middleware) below(ctx context.Context, req *transport.Request, out tran
 // is errown's, and returns the result of the call it reported.
 func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, reqlog.Result, error) {
 	if m.retry != nil {
-		// The retry middleware records its state in the Sink it gets as
-		// its outbound, and seals it when it returns: an attempt below
-		// that ends later writes nothing in it.
-		c.sink.Out, c.sink.Direct = out, step != nil
-		res, err := m.retry.Call(ctx, req, &c.sink)
-		return res, c.sink.State.Result, err
+		// The retry middleware records its state in the Sink it gets,
+		// and seals it when it returns: an attempt below that ends later
+		// writes nothing in it.
+		return m.retry.Run(ctx, req, out, step != nil, &c.sink)
 	}
 	return m.below(ctx, req, out, step)
 }

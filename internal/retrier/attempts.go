@@ -174,17 +174,14 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		state.mu.Unlock()
 		return a.m.lateStart(req)
 	}
-	if !sameCall(&state.Sends, req) {
+	if !state.sameCall(req) {
 		// Another procedure through the same middleware (a fallback): a
 		// call of its own, judged by nothing of this one's.
 		state.mu.Unlock()
-		other := &CallState{}
-		res, err := a.Send(ctx, req, out, other)
-		other.Seal()
-		return res, err
+		return a.fallback(ctx, req, out)
 	}
 	v := verdict{req: req}
-	if !state.Sends.Direct { // else errown's own attempt: nothing to judge
+	if !state.direct { // else errown's own attempt: nothing to judge
 		v = a.m.judge(ctx, req, state)
 	}
 	switch {
@@ -195,48 +192,28 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		return a.holdBack(ctx, req, state, v) // unlocks
 	}
 	req = v.req
-	s := &state.Sends
-	s.Seen = state.ErrownAttempt
 	c := a.m.callees[req.Service]
 	adm, admitted := a.m.admit(c, req)
 	if !admitted {
 		res, err := a.m.shed(req, c, state)
-		if s.InFlight == 0 {
+		if state.Sends.InFlight == 0 {
 			state.mu.Unlock()
 			return res, err
 		}
 		return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
 	}
-	underWay(s)
+	state.departed(true)
 	state.mu.Unlock()
 	return a.sendAdmitted(ctx, req, out, c, adm, state)
 }
 
-// over counts, under state's lock, a physical attempt of its call that
-// was under way (underWay) as no longer, and wakes the attempts held
-// until none is (Idle).
-func over(state *CallState) {
-	state.Sends.InFlight--
-	state.Wake()
-}
-
-// underWay counts, under the state's lock, a physical attempt of the call
-// whose attempts s records that leaves the process.
-func underWay(s *Sends) {
-	s.Count++
-	s.InFlight++
-	s.Shed = false
-}
-
-// sameCall reports, under the state's lock, whether req is of the call
-// whose attempts s records: the first attempt names the call's service
-// and procedure; an attempt naming others is a call of its own.
-func sameCall(s *Sends, req *transport.Request) bool {
-	if s.Service == "" && s.Procedure == "" {
-		s.Service, s.Procedure = req.Service, req.Procedure
-		return true
-	}
-	return req.Service == s.Service && req.Procedure == s.Procedure
+// fallback sends req, an attempt through the chain of a call whose
+// state is another procedure's (a fallback through the same
+// middleware), as a call of its own, judged by nothing of the other's.
+func (a *Attempts) fallback(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	var other CallState
+	defer other.Seal()
+	return a.Send(ctx, req, out, &other)
 }
 
 // verdict is what errown's rules make of a physical attempt before it is
@@ -271,10 +248,7 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 		if v.refused, epoch, v.hold = m.hedgeRefusal(ctx, req, state); v.hold {
 			break
 		}
-		s.Hedges++
-		if epoch >= 0 {
-			s.HedgeDraws = append(s.HedgeDraws, epoch)
-		}
+		state.hedged(epoch)
 		v.req = m.foreignSent(req, s)
 	case s.Count > 0 && state.ErrownAttempt == s.Seen:
 		v.req, v.res, v.err, v.answered = m.replay(ctx, req, state)
@@ -285,7 +259,7 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 		// its place. It is not sent, and answers with the call's last
 		// failure; what the hedge took is counted
 		// (retry.starved_by_hedges).
-		s.Seen = state.ErrownAttempt
+		state.departed(false)
 		v.refused, v.hold = foreignAttempts, true
 		if c := m.callees[req.Service]; c != nil {
 			c.metrics.starved[starvedAttempts].Inc(1)
@@ -336,7 +310,7 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
 			state.mu.Lock()
-			over(state)
+			state.landed()
 			state.mu.Unlock()
 		}
 	}()
@@ -444,8 +418,7 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 // its place), else res and err.
 func (m *Middleware) held(ctx context.Context, req *transport.Request, state *CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	s := &state.Sends
-	idle := state.Idle()
-	s.Held++
+	idle := state.hold(1)
 	state.mu.Unlock()
 	var gaveUp bool
 	select {
@@ -454,7 +427,7 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *Ca
 		gaveUp = true
 	}
 	state.mu.Lock()
-	s.Held--
+	state.hold(-1)
 	last, won := s.Last, s.Won
 	state.mu.Unlock()
 	switch {
@@ -536,7 +509,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 	)
 	if class != ownership.ClassOK {
 		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-		if !state.Sends.Direct { // on the direct path nothing replays it
+		if !state.direct { // on the direct path nothing replays it
 			o := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
 			var kept bool
 			if res, kept = keep(o, res, m.maxBodyBytes); kept {
@@ -546,28 +519,25 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 	}
 	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
 	defer state.mu.Unlock()
-	s := &state.Sends
-	over(state)
-	if state.ended {
+	if state.landed() {
 		if c != nil {
 			c.overload.abandon(adm)
 		}
 		m.foreign(req.Service).late.Inc(1)
 		return res, err
 	}
-	state.Storm.Attempt(storm)
-	if end == endCancelled && !s.Direct {
+	o := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+	if end == endCancelled && !state.direct {
 		// Its caller gave up on it (a hedge's loser): it says nothing of
 		// the callee and is no outcome of the call. The last outcome
 		// kept stays the call's: a replay refused after it, or a hedge
 		// held, answers with the callee's failure, not with a
 		// cancellation nobody above made. (On the direct path errown's
 		// retry middleware reads the attempt's classification.)
-		giveBack(c, adm, end, code, claim)
-		return res, err
+		o, last, won = nil, state.Sends.Last, state.Sends.Won
 	}
-	setResult(state, code, class, claim, noRetry)
-	s.Last, s.Won = last, won
+	state.answered(o, &storm)
+	state.Sends.Last, state.Sends.Won = last, won
 	giveBack(c, adm, end, code, claim)
 	return res, err
 }
@@ -596,21 +566,13 @@ func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
 // it is not sent, and the call's retry criteria are satisfied (refused for
 // overload), so that nobody above retries it either.
 func (m *Middleware) shed(req *transport.Request, c *callee, state *CallState) (*transport.Response, error) {
-	state.Sends.Shed = true
-	state.Refused = wire.RefusedOverload
-	// The call failed here, as the callee's overload: the retry and egress
-	// middleware read this classification on the direct path.
-	setResult(state, yarpcerrors.CodeResourceExhausted, ownership.ClassFailure, ownership.ClaimMissing, false)
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
-	state.Storm.Attempt(wire.KnownFigures(ownership.Storm{})) // nothing was served
 	err := yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
 		req.Service, c.overload.Limit())
-	if !state.Sends.Direct {
-		// The shed attempt is the call's last: a replay after it is
-		// judged by it, and refused, returns it.
-		state.Sends.Last = &Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing}
-	}
+	// The call failed here, as the callee's overload: the retry and egress
+	// middleware read this classification on the direct path.
+	state.shed(&Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing})
 	return nil, err
 }
 
@@ -696,17 +658,22 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	if ok && r == foreignOverload && observe {
 		c.metrics.wouldOverload.Inc(1) // observe mode: the replay goes
 	}
+	var (
+		blind   int  // the blind world makes it
+		stop    bool // observe mode: errown's world stops here
+		refusal = wire.RefusedNone
+	)
 	if ok && r == foreignUnclaimed {
 		if observe {
 			if !state.Storm.ErrownStopped() {
 				if c != nil {
 					c.metrics.would.Inc(1)
 				}
-				state.Storm.StopErrown()
+				stop = true
 			}
 			ok = false // the replay goes: observe mode stops no retry
 		} else {
-			state.Storm.Blind(1) // the blind world makes it
+			blind = 1
 		}
 	} else if ok && observe {
 		if r == foreignBudget {
@@ -714,14 +681,15 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		}
 		ok = false
 	}
+	if ok && wire.RetryableByNature(s.Last.Code) {
+		refusal = r.refusal()
+	}
+	state.decided(wire.DeclineNone, refusal, blind, stop)
 	if !ok {
 		return m.foreignSent(req, s), nil, nil, false
 	}
 	f.denied[r].Inc(1)
 	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
-	if rr := r.refusal(); rr != wire.RefusedNone && wire.RetryableByNature(s.Last.Code) {
-		state.Refused = rr
-	}
 	m.warnForeign(req, r)
 	return req, replayed(s.Last), s.Last.Err, true
 }
@@ -774,7 +742,6 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 // call whose attempts s records that errown did not make and lets go
 // (retry.foreign_attempts), and returns it stamped with its number.
 func (m *Middleware) foreignSent(req *transport.Request, s *Sends) *transport.Request {
-	s.Foreign++
 	m.foreign(req.Service).sent.Inc(1)
 	return m.stamp(req, s.Count+1)
 }

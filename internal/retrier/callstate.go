@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
+	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -27,6 +29,9 @@ import (
 type CallState struct {
 	mu    sync.Mutex
 	ended bool
+	// direct is set when nothing stands between errown's retry middleware
+	// and the innermost step (Middleware.Run): no attempt can be a replay.
+	direct bool
 	reqlog.Result
 
 	// ErrownAttempt is the number of the attempt errown's retry middleware
@@ -37,24 +42,145 @@ type CallState struct {
 	Sends Sends
 }
 
-// End seals the state, under mu: the call has returned, and an attempt
-// still under way is late (ended). The attempts it reports are those
-// that left the process, as the innermost step counted them, when a
-// hedge or replay sent more than the retry loop counted. End is
-// idempotent.
-func (s *CallState) End() {
-	s.Attempts = max(s.Attempts, s.Sends.Count)
-	s.ended = true
-	s.Wake()
-}
-
-// Seal locks the state, ends it (End) and unlocks it, and returns its
-// Result, which nothing writes any more.
+// Seal ends the call: it has returned, and an attempt still under way
+// is late, writing nothing from here on. It returns the call's Result,
+// its attempts at least those that left the process, as the innermost
+// step counted them (a hedge or replay may have sent more than the
+// retry loop counted), and at least one. Seal is idempotent.
 func (s *CallState) Seal() reqlog.Result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.End()
+	s.ended, s.Attempts = true, max(s.Attempts, s.Sends.Count, 1)
+	s.wake()
 	return s.Result
+}
+
+// The methods below are the call's writers besides Seal, each one event
+// of the call, under mu unless it says otherwise: errown's retry loop
+// starting an attempt (attempt) and deciding on it (classified,
+// decided, refunded); the innermost step seeing a physical attempt
+// (sameCall, departed, hedged, shed, hold) and its answer (landed,
+// answered, and the outcome it keeps).
+
+// attempt starts errown's attempt n of the call, 1 for the first (none
+// classified yet), and returns the physical attempts sent before it. It
+// locks.
+func (s *CallState) attempt(n int) (before int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ErrownAttempt, s.Classified = n, s.Classified && n > 1
+	return s.Sends.Count
+}
+
+// classified records that errown's retry loop classified its attempt n
+// of the call, whose attempts go through route (nil: none): the call's
+// attempts so far, every physical one counted, whoever sent it.
+func (s *CallState) classified(n int, route *calls.Route) {
+	s.Classified, s.Attempts, s.Route = true, max(s.Sends.Count, n), route
+}
+
+// answered records what an attempt of the call came back with: its storm
+// figures (f, when not nil) folded, and its classification (o, when not
+// nil: its code and class, and, when it did not succeed, its claim and
+// pushback).
+func (s *CallState) answered(o *Outcome, f *wire.Figures) {
+	if f != nil {
+		s.Storm.Attempt(*f)
+	}
+	if o == nil {
+		return
+	}
+	claim, noRetry := s.Claim, s.NoRetry
+	if o.Class != ownership.ClassOK {
+		claim, noRetry = o.Claim, o.NoRetry
+	}
+	s.Code, s.Class, s.Claim, s.NoRetry = o.Code, o.Class, claim, noRetry
+}
+
+// decided records what errown decided when it sent the call no more, or
+// a replay not: why (declined, refused, when not none), the attempts only
+// a hop blind to claims makes (blind), and, in observe mode, that
+// errown's world stops here (stop).
+func (s *CallState) decided(declined wire.Decline, refused wire.Refusal, blind int, stop bool) {
+	if declined != wire.DeclineNone {
+		s.Declined = declined
+	}
+	if refused != wire.RefusedNone {
+		s.Refused = refused
+	}
+	if stop {
+		s.Storm.StopErrown()
+	}
+	s.Storm.Blind(blind)
+}
+
+// refunded returns the budget buckets the call's hedges withdrew from,
+// for the call that succeeded to give them back, once.
+func (s *CallState) refunded() []int64 {
+	draws := s.Sends.HedgeDraws
+	s.Sends.HedgeDraws = nil
+	return draws
+}
+
+// sameCall reports whether req is of the call: the first attempt names
+// the call's service and procedure; an attempt naming others is a call
+// of its own.
+func (s *CallState) sameCall(req *transport.Request) bool {
+	if s.Sends.Service == "" && s.Sends.Procedure == "" {
+		s.Sends.Service, s.Sends.Procedure = req.Service, req.Procedure
+		return true
+	}
+	return req.Service == s.Sends.Service && req.Procedure == s.Sends.Procedure
+}
+
+// departed records that errown's current attempt reached the innermost
+// step (Seen) and, when sent, a physical attempt of it that leaves the
+// process, under way until it lands.
+func (s *CallState) departed(sent bool) {
+	s.Sends.Seen = s.ErrownAttempt
+	if sent {
+		s.Sends.Count, s.Sends.InFlight, s.Sends.Shed = s.Sends.Count+1, s.Sends.InFlight+1, false
+	}
+}
+
+// hedged records a hedge about to be sent, and the budget bucket it
+// withdrew from (epoch, -1 for none).
+func (s *CallState) hedged(epoch int64) {
+	if epoch >= 0 {
+		s.Sends.HedgeDraws = append(s.Sends.HedgeDraws, epoch)
+	}
+	s.Sends.Hedges++
+}
+
+// shed records that the callee's limit on attempts in flight held back
+// errown's current attempt, which failed as o: the call's last outcome,
+// by which a replay after it is judged (and, refused, returns it),
+// except on the direct path, where nothing replays it.
+func (s *CallState) shed(o *Outcome) {
+	f := wire.KnownFigures(ownership.Storm{}) // nothing was served
+	s.answered(o, &f)
+	last := s.Sends.Last
+	if !s.direct {
+		last = o
+	}
+	s.Sends.Seen, s.Sends.Shed, s.Sends.Last, s.Refused = s.ErrownAttempt, true, last, wire.RefusedOverload
+}
+
+// hold counts an attempt errown refused that waits for those under way
+// (d 1) or no longer (d -1), and returns the channel closed when none is
+// under way (Idle).
+func (s *CallState) hold(d int) <-chan struct{} {
+	s.Sends.Held += d
+	return s.Idle()
+}
+
+// landed records that a physical attempt under way (departed) is no
+// longer, waking the attempts held until none is (Idle), and reports
+// whether the call has ended: the attempt is late, and records nothing.
+func (s *CallState) landed() (late bool) {
+	s.Sends.InFlight--
+	s.wake()
+	return s.ended
 }
 
 // Sequential returns, under mu, the attempts the innermost step
@@ -76,9 +202,7 @@ type Sends struct {
 	// named them: an attempt naming another (a fallback through the same
 	// middleware) is a call of its own, not a replay of this one.
 	Service, Procedure string
-	// Foreign is how many of Count errown did not make.
-	Foreign int
-	// Hedges is how many of Foreign were hedges: sent while another
+	// Hedges is how many of Count were hedges: sent while another
 	// attempt of the call was under way, with no failure to justify
 	// them. They count apart from the attempts a failure's retry needs
 	// (Count less Hedges).
@@ -90,9 +214,6 @@ type Sends struct {
 	// succeed, else nil; an attempt its caller cancelled (a hedge's
 	// loser) is no outcome and leaves it as it was.
 	Last *Outcome
-	// Direct is set when nothing stands between errown's retry middleware
-	// and the innermost step (Sink.Direct): no attempt can be a replay.
-	Direct bool
 	// Shed is set when the last attempt was not sent: the callee's limit
 	// on attempts in flight was reached (wire.RefusedOverload).
 	Shed bool
@@ -123,9 +244,9 @@ func (s *CallState) Idle() <-chan struct{} {
 	return s.Sends.idle
 }
 
-// Wake closes, under mu, the channel Idle returned, when nothing is
+// wake closes, under mu, the channel Idle returned, when nothing is
 // under way any more or the call has ended.
-func (s *CallState) Wake() {
+func (s *CallState) wake() {
 	if s.Sends.idle != nil && (s.Sends.InFlight == 0 || s.ended) {
 		close(s.Sends.idle)
 		s.Sends.idle = nil
@@ -200,16 +321,15 @@ func CallStateFromContext(ctx context.Context) *CallState {
 // State; a Sink whose State is handed below (WithState) is the call's
 // for good.
 //
-// Direct says that nothing stands between errown's retry middleware and
-// the transport but errown's innermost attempt step, which the egress
-// middleware's chain leaves out: the retry middleware then sends each
-// attempt through Hop, which hands the step the call's State directly,
-// with no context node.
+// On the direct path (Middleware.Run) nothing stands between errown's
+// retry middleware and the transport but errown's innermost attempt
+// step, which the egress middleware's chain leaves out: the retry
+// middleware then sends each attempt through Hop, which hands the step
+// the call's State directly, with no context node.
 type Sink struct {
-	Out    transport.UnaryOutbound
-	State  CallState
-	Direct bool
-	Hop    Hop
+	Out   transport.UnaryOutbound
+	State CallState
+	Hop   Hop
 }
 
 // WithState returns a child of ctx that carries s's State (WithCallState).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
@@ -81,29 +82,27 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 }
 
 // Continue goes on with the call whose first attempt SendFirst sent (and
-// did not end), recording in sink's State what Call would have, its first
-// attempt included, and sending any retry through sink's Out, as Call
-// does on the direct path. It returns the call's last response and error.
-func (m *Middleware) Continue(ctx context.Context, req *transport.Request, sink *Sink, f *First) (*transport.Response, error) {
-	state, hop := &sink.State, m.direct(sink)
-	begin(state)
-	// The first attempt left the process and is no longer under way:
-	// recorded as the innermost step records each.
-	sameCall(&state.Sends, req)
-	state.Sends.Seen = state.ErrownAttempt
-	underWay(&state.Sends)
-	r := &f.run
-	res, err := m.attempted(req, r.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
-	if r.p == nil || r.p.maxAttempts <= 1 {
-		settle(state)
-		return res, err
-	}
+// did not end) to out, recording in sink's State what Call would have,
+// its first attempt included, and sending any retry through out, as Run
+// does on the direct path. It returns the call's last response and
+// error, and its Result.
+func (m *Middleware) Continue(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, sink *Sink, f *First) (*transport.Response, reqlog.Result, error) {
+	sink.Out, sink.State.direct = out, true
+	state, r := &sink.State, &f.run
 	if r.route == nil {
 		r.ctx = ctx // no Route: the retries go in ctx as it is
 	}
-	r.out, r.state, state.Route = hop, state, r.route
-	defer m.sealed(r.c, state) // however the call ends, a panic below included
-	return m.attemptLoop(r, sentAttempt{res: res, err: err, ctx: r.ctx})
+	r.out, r.state = m.hop(sink), state
+	// The first attempt left the process and is no longer under way:
+	// recorded as the innermost step records each.
+	state.attempt(1)
+	state.mu.Lock()
+	state.sameCall(req)
+	state.departed(true)
+	state.mu.Unlock()
+	res, err := m.attempted(req, r.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
+	res, err = m.resume(r, sentAttempt{res: res, err: err, ctx: r.ctx})
+	return res, state.Result, err
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without

@@ -212,7 +212,7 @@ func TestSendFirstAsCall(t *testing.T) {
 			call := newFirstRun(t, tt.cfg, tt.script)
 			first := newFirstRun(t, tt.cfg, tt.script)
 
-			callSink := &Sink{Out: call.out, Direct: true}
+			callSink := &Sink{Out: call.out, State: CallState{direct: true}}
 			callRes, callErr := call.m.Call(context.Background(), request(), callSink)
 
 			var f First
@@ -220,14 +220,14 @@ func TestSendFirstAsCall(t *testing.T) {
 			res, sent, done, err := first.m.SendFirst(context.Background(), req, first.out, &f)
 			require.Equal(t, tt.wantSent, sent, "sent")
 			require.Equal(t, tt.wantDone, done, "done")
-			sink := &Sink{Out: first.out, Direct: true}
+			sink := &Sink{Out: first.out, State: CallState{direct: true}}
 			switch {
 			case !sent:
 				assert.Empty(t, first.out.Requests(), "SendFirst sent nothing")
 				assert.Empty(t, counters(first.scope), "SendFirst counted nothing")
 				res, err = first.m.Call(context.Background(), req, sink)
 			case !done:
-				res, err = first.m.Continue(context.Background(), req, sink, &f)
+				res, _, err = first.m.Continue(context.Background(), req, sink.Out, sink, &f)
 			default:
 				st := &callSink.State
 				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
@@ -293,7 +293,7 @@ func TestTransportPanicGivesTheSlotBack(t *testing.T) {
 			t.Errorf("SendFirst returned (sent %v)", sent)
 		},
 		"Call": func(t *testing.T, r firstRun) {
-			_, err := r.m.Call(context.Background(), request(), &Sink{Out: r.out, Direct: true})
+			_, err := r.m.Call(context.Background(), request(), &Sink{Out: r.out, State: CallState{direct: true}})
 			t.Errorf("Call returned (%v)", err)
 		},
 	} {
@@ -318,13 +318,13 @@ func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
 		return &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader([]byte("x")), BodySize: 1}
 	}
 
-	_, err := call.m.Call(context.Background(), request(), &Sink{Out: call.out, Direct: true})
+	_, err := call.m.Call(context.Background(), request(), &Sink{Out: call.out, State: CallState{direct: true}})
 	require.NoError(t, err, "Call")
 	var f First
 	req := request()
 	_, sent, done, _ := first.m.SendFirst(context.Background(), req, first.out, &f)
 	require.True(t, sent && !done, "sent %v, done %v", sent, done)
-	_, err = first.m.Continue(context.Background(), req, &Sink{Out: first.out, Direct: true}, &f)
+	_, _, err = first.m.Continue(context.Background(), req, first.out, &Sink{}, &f)
 	require.NoError(t, err, "Continue")
 
 	want := coarse(call.out.Requests())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/release"
+	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -111,12 +112,7 @@ func (m *Middleware) Stop() error {
 // reason it declined a retry, if it did.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	if sink, ok := out.(*Sink); ok {
-		if sink.Direct {
-			return m.call(ctx, req, m.direct(sink), &sink.State)
-		}
-		// The innermost step (Attempts) finds the call's state in the
-		// context of each attempt, below the middleware in between.
-		return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
+		return m.callSink(ctx, req, sink)
 	}
 	state := CallStateFromContext(ctx)
 	if state == nil {
@@ -126,70 +122,59 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	return m.call(ctx, req, out, state)
 }
 
-// direct readies sink for a call on the direct path, and returns the
+// Run is Call for the egress middleware around m, which hands it sink,
+// its own or a pooled one, for the call's state: it sends req's call to
+// out and returns, with the last response and error, the call's Result.
+// direct says that nothing stands between m and the transport but m's
+// innermost attempt step, which the egress middleware's chain leaves out
+// (Sink).
+func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool, sink *Sink) (*transport.Response, reqlog.Result, error) {
+	sink.Out, sink.State.direct = out, direct
+	res, err := m.callSink(ctx, req, sink)
+	return res, sink.State.Result, err
+}
+
+// callSink is Call with sink for out.
+func (m *Middleware) callSink(ctx context.Context, req *transport.Request, sink *Sink) (*transport.Response, error) {
+	if sink.State.direct {
+		return m.call(ctx, req, m.hop(sink), &sink.State)
+	}
+	// The innermost step (Attempts) finds the call's state in the
+	// context of each attempt, below the middleware in between.
+	return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
+}
+
+// hop readies sink for a call on the direct path, and returns the
 // outbound to send its attempts to: nothing stands between here and the
 // transport, and the innermost step gets the call's state from the Hop.
-func (m *Middleware) direct(sink *Sink) *Hop {
+func (m *Middleware) hop(sink *Sink) *Hop {
 	sink.Hop = Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
-	sink.State.Sends.Direct = true
 	return &sink.Hop
 }
 
-// begin starts, under state's lock, the call of state: errown sends its
-// first attempt, none classified yet.
-func begin(state *CallState) {
-	state.Classified = false // until an attempt is classified below
-	state.ErrownAttempt = 1
-}
-
+// call is the one loop of a call errown's retry middleware makes, the
+// steady state its early return: it sends the first attempt, and retries
+// it as the policy (if any), the callee's claims, the deadline and the
+// budget allow. The call's state is ended once, when it returns.
 func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
-	state.mu.Lock()
-	begin(state)
-	state.mu.Unlock()
-	c := m.callees[req.Service]
-	if c == nil {
-		return settled(ctx, req, out, state)
+	r := attemptRun{ctx: ctx, req: req, out: out, state: state, body: replay{inPlace: true}}
+	if r.c = m.callees[req.Service]; r.c != nil {
+		r.c.budget.deposit()
+		r.c.metrics.calls.Inc(1)
+		r.p = r.c.policy(req.Procedure)
 	}
-	c.budget.deposit()
-	c.metrics.calls.Inc(1)
-	p := c.policy(req.Procedure)
-	if p == nil || p.maxAttempts <= 1 {
-		// No policy could retry: nothing to refuse, and RCS stays false
-		// for a retryable error, so the caller retries (at-least-once).
-		if p == nil || p.attemptTimeout <= 0 {
-			return settled(ctx, req, out, state)
-		}
-		actx, cancel := withAttemptTimeout(ctx, p.attemptTimeout)
-		res, err := settled(actx, req, out, state)
-		release.With(res, cancel)
-		return res, err
+	if r.retries() {
+		m.forRetries(&r, ctx, req)
 	}
-	return m.callWithRetries(ctx, req, out, c, p, state)
+	return m.resume(&r, m.sendAttempt(&r, 1))
 }
 
-// settled sends req through out once and settles state, also when out
-// panics.
-func settled(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
-	defer settle(state)
-	return out.Call(ctx, req)
-}
-
-// settle records in state the attempts its call sent, as the innermost
-// step counted them, and ends it: the call returns, and an attempt still
-// under way below is late.
-func settle(state *CallState) {
-	state.mu.Lock()
-	state.Attempts = state.Sent()
-	state.End()
-	state.mu.Unlock()
-}
-
-func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *CallState) (*transport.Response, error) {
-	r := attemptRun{out: out, c: c, p: p, state: state}
-	m.forRetries(&r, ctx, req)
-	state.Route = r.route
-	defer m.sealed(c, state) // however the call ends, a panic below included
-	return m.attemptLoop(&r, m.sendAttempt(&r, 1))
+// resume goes on with r's call, whose first attempt came back as a, in
+// the attempt loop, and ends the call's state however the call ends, a
+// panic below included (sealed).
+func (m *Middleware) resume(r *attemptRun, a sentAttempt) (*transport.Response, error) {
+	defer m.sealed(r)
+	return m.attemptLoop(r, a)
 }
 
 // forRetries readies r for the retries of req's call under its policy,
@@ -234,58 +219,54 @@ type sentAttempt struct {
 	before int                // the call's physical attempts sent before it
 }
 
+// retries reports whether r's call has a policy that may retry it.
+func (r *attemptRun) retries() bool { return r.p != nil && r.p.maxAttempts > 1 }
+
 // attemptLoop retries r's call, whose first attempt came back as a, as
 // its policy, the callee's claims, the deadline and the callee's budget
 // allow. Its caller seals the call's state when it returns (sealed).
 func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Response, error) {
 	ctx, req, c, p, state := r.ctx, r.req, r.c, r.p, r.state
 	var note retryNote // the latest retry's withdrawal, and what observe mode let go
-	for n := 1; ; n++ {
+	for n := 1; r.retries(); n++ {
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
 		state.mu.Lock()
-		code, class := m.classify(&a, n, state)
+		code, class := m.classify(r, &a, n)
 		if class != ownership.ClassFailure {
 			m.served(&a, c, state, &note) // unlocks
-			release.With(a.res, a.cancel)
-			return a.res, a.err
+			break
 		}
 		refused := state.Refused
 		// The policy's attempts bound the call's attempts other than its
 		// hedges, which count apart (Attempts.Send).
-		wait, ok := m.retryAfter(r, code, max(state.Sequential(), n), &note)
+		d := m.retryAfter(r, code, max(state.Sequential(), n), &note)
+		state.decided(d.declined, d.refused, d.blind, d.stop)
 		if !state.Sends.Shed { // a shed attempt was refused already
-			tracing.Decided(ctx, req, &state.Result, refused, wait, ok, p.observe)
-		}
-		if !ok {
-			state.End()
-			state.mu.Unlock()
-			release.With(a.res, a.cancel)
-			return a.res, a.err
+			tracing.Decided(ctx, req, &state.Result, refused, d.wait, d.retry, p.observe)
 		}
 		state.mu.Unlock()
-		if m.sleep(ctx, wait) != nil {
-			state.Seal()
-			release.With(a.res, a.cancel)
-			return a.res, a.err
+		if !d.retry || m.sleep(ctx, d.wait) != nil {
+			break
 		}
 		discard(a.res, a.cancel)
 		a = m.sendAttempt(r, n+1)
 	}
+	// No policy that could retry: nothing to refuse, and RCS stays false
+	// for a retryable error, so the caller retries (at-least-once).
+	release.With(a.res, a.cancel)
+	return a.res, a.err
 }
 
-// sealed ends state's call, which c served, however it ended (a panic
-// below included), before its state is read: an attempt still under way
-// (a hedge, an abandoned attempt) writes nothing from here on. It counts
-// the retries the call's storm says errown prevented.
-func (m *Middleware) sealed(c *callee, state *CallState) {
-	state.mu.Lock()
-	state.End()
-	n := state.Storm.Prevented()
-	state.mu.Unlock()
-	if n > 0 {
-		c.metrics.prevented.Inc(int64(n))
+// sealed ends r's call however it ended (a panic below included), before
+// its state is read: an attempt still under way (a hedge, an abandoned
+// attempt) writes nothing from here on. It counts the retries the call's
+// storm says errown prevented.
+func (m *Middleware) sealed(r *attemptRun) {
+	res := r.state.Seal()
+	if n := res.Storm.Prevented(); n > 0 && r.retries() {
+		r.c.metrics.prevented.Inc(int64(n))
 	}
 }
 
@@ -294,15 +275,12 @@ func (m *Middleware) sealed(c *callee, state *CallState) {
 // is a retry or the body had to be read.
 func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	a := sentAttempt{ctx: r.ctx}
-	if r.p.attemptTimeout > 0 {
+	if r.p != nil && r.p.attemptTimeout > 0 {
 		a.ctx, a.cancel = withAttemptTimeout(r.ctx, r.p.attemptTimeout) // also bounded by ctx's own deadline
 	}
 	// Attempts are numbered as they leave the process: a middleware below
 	// that replayed an attempt (counted by Attempts) took a number too.
-	r.state.mu.Lock()
-	a.before = r.state.Sends.Count
-	r.state.ErrownAttempt = n
-	r.state.mu.Unlock()
+	a.before = r.state.attempt(n)
 	attempt := r.req
 	if n > 1 {
 		r.c.metrics.attempts.Inc(1)
@@ -314,44 +292,33 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	return a
 }
 
-// classify records, under state's lock, errown's attempt n that came
-// back as a, and returns its code and class: as the innermost step
-// classified it on the direct path, else (a middleware in between may
-// have changed what came back, or no step saw it) as it came back here,
-// its storm folded here when no step saw it.
-func (m *Middleware) classify(a *sentAttempt, n int, state *CallState) (yarpcerrors.Code, ownership.Class) {
+// classify records, under the state's lock, errown's attempt n of r's
+// call that came back as a, and returns its code and class: as the
+// innermost step classified it on the direct path, else (a middleware in
+// between may have changed what came back, or no step saw it) as it came
+// back here, its storm folded here when no step saw it.
+func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors.Code, ownership.Class) {
+	state := r.state
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
-	if !state.Sends.Direct || !seen {
-		code, class := wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
-		var (
-			claim   ownership.Claim
-			noRetry bool
-		)
-		if class != ownership.ClassOK {
-			claim, noRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
+	if !state.direct || !seen {
+		o := Outcome{Err: a.err}
+		o.Code, o.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
+		if o.Class != ownership.ClassOK {
+			o.Claim, o.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
 		}
-		setResult(state, code, class, claim, noRetry)
-	}
-	state.Classified = true
-	if !seen {
-		state.Storm.Attempt(wire.AttemptStorm(a.res, state.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err)))
+		var f *wire.Figures
+		if !seen {
+			storm := wire.AttemptStorm(a.res, o.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err))
+			f = &storm
+		}
+		state.answered(&o, f)
 	}
 	// Every physical attempt counts against the policy, whoever sent it
 	// and whenever it reached the innermost step: errown's own n attempts
 	// did leave, or may still (one a middleware below abandoned reaches
 	// the step late), so never count fewer.
-	state.Attempts = max(state.Sends.Count, n)
+	state.classified(n, r.route)
 	return state.Code, state.Class
-}
-
-// setResult records, under state's lock, the classification of its call's
-// latest attempt: its code and class, and, when it did not succeed, its
-// claim and pushback.
-func setResult(state *CallState, code yarpcerrors.Code, class ownership.Class, claim ownership.Claim, noRetry bool) {
-	state.Code, state.Class = code, class
-	if class != ownership.ClassOK {
-		state.Claim, state.NoRetry = claim, noRetry
-	}
 }
 
 // served ends, state locked, the call whose attempt a did not fail, and
@@ -362,77 +329,83 @@ func setResult(state *CallState, code yarpcerrors.Code, class ownership.Class, c
 // earlier attempts are known to have failed it (package retrypeer passes
 // them over; Instances lists them).
 func (m *Middleware) served(a *sentAttempt, c *callee, state *CallState, note *retryNote) {
+	var draws []int64
 	if wire.Cancelled(a.ctx, a.err) {
 		note.abandoned()
 	} else {
 		note.succeeded(c)
-		refundHedges(c, state)
+		draws = state.refunded()
 	}
-	state.End()
 	route := state.Route
 	state.mu.Unlock()
+	// As a retry that works, a hedge of a call that works is no storm.
+	for _, epoch := range draws {
+		c.budget.refundHedge(epoch)
+	}
 	if route != nil {
 		route.Served(c.instances.failed)
 	}
 }
 
-// refundHedges gives back to c's budget, under state's lock, the
-// withdrawals of the hedges of state's call, which succeeded: as a retry
-// that works, a hedge of a call that works is no storm.
-func refundHedges(c *callee, state *CallState) {
-	for _, epoch := range state.Sends.HedgeDraws {
-		c.budget.refundHedge(epoch)
-	}
-	state.Sends.HedgeDraws = nil
+// decision is what errown's retry loop decided after an attempt of a
+// call failed (retryAfter), for the call's state to record (decided).
+type decision struct {
+	wait     time.Duration // before the retry
+	retry    bool
+	declined wire.Decline // why no more attempts, when no refusal says
+	refused  wire.Refusal // why a wanted retry was refused
+	blind    int          // the attempts only a hop blind to claims makes
+	stop     bool         // observe mode: errown's world stops here
 }
 
 // retryAfter decides, under the state's lock, after n attempts of r's
 // call (as they left the process) failed, the last with code (its
 // response's claim and pushback in the state), whether to send the call
 // again and how long to wait first. When this hop declines a retry the
-// error was retryable for by nature, it records why in the state and
-// counts it: the callee's unclaim (suppressed), its pushback, the
-// policy's codes, idempotency, the body cap, the deadline, the budget. A
-// suppression the policy would otherwise have retried, and the policy's
-// attempt limit, are recorded as the state's Declined.
-func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, note *retryNote) (time.Duration, bool) {
+// error was retryable for by nature, it says why and counts it: the
+// callee's unclaim (suppressed), its pushback, the policy's codes,
+// idempotency, the body cap, the deadline, the budget. A suppression the
+// policy would otherwise have retried, and the policy's attempt limit,
+// are the decision's declined.
+func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, note *retryNote) (d decision) {
 	ctx, req, c, p, state, replayable := r.ctx, r.req, r.c, r.p, r.state, r.body.replayable()
 	note.withdrew = false
 	if !wire.RetryableByNature(code) || state.Sends.Shed {
-		return 0, false // a shed attempt was refused already
+		return d // a shed attempt was refused already
 	}
 	if state.Claim == ownership.ClaimUnclaimed {
 		if !p.observe {
 			c.metrics.suppressed.Inc(1)
 			switch {
 			case n >= p.maxAttempts:
-				state.Declined = wire.DeclineAttemptLimit
+				d.declined = wire.DeclineAttemptLimit
 			case m.refusal(p, code, replayable, state.NoRetry) == wire.RefusedNone:
 				// The policy would have retried it: a request that
 				// fails now is one errown's suppression did not save.
-				state.Declined = wire.DeclineUnclaimed
+				d.declined = wire.DeclineUnclaimed
 			}
-			state.Storm.Blind(m.blindRetries(c, p, code, n, replayable, state.NoRetry))
-			return 0, false
+			d.blind = m.blindRetries(c, p, code, n, replayable, state.NoRetry)
+			return d
 		}
 		if !state.Storm.ErrownStopped() {
 			c.metrics.would.Inc(1)
-			state.Storm.StopErrown() // errown stops here; the retries go on blind
+			d.stop = true // errown stops here; the retries go on blind
 		}
 		note.would = true
 	}
 	if n >= p.maxAttempts {
-		state.Declined = wire.DeclineAttemptLimit
-		return 0, false
+		d.declined = wire.DeclineAttemptLimit
+		return d
 	}
-	if r := m.refusal(p, code, replayable, state.NoRetry); r != wire.RefusedNone {
-		return 0, m.refuse(req, c, state, r, n)
+	if d.refused = m.refusal(p, code, replayable, state.NoRetry); d.refused != wire.RefusedNone {
+		return m.refuse(req, c, d, n)
 	}
 	// The owner's caller stops spending retries on a callee that is
 	// overloaded: each would queue behind the work it timed out on.
 	if overloaded(code, state.Claim) && c.overload.Overloaded(req.Procedure) {
 		if !p.observe {
-			return 0, m.refuse(req, c, state, wire.RefusedOverload, n)
+			d.refused = wire.RefusedOverload
+			return m.refuse(req, c, d, n)
 		}
 		c.metrics.wouldOverload.Inc(1) // observe mode: the retry goes
 		note.would = true
@@ -443,15 +416,18 @@ func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, not
 	// before its caller's own attempt times out, and the caller reads a
 	// claim rather than a timeout that says nothing.
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < wait+p.attemptTimeout+p.minRemaining {
-		return 0, m.refuse(req, c, state, wire.RefusedDeadline, n)
+		d.refused = wire.RefusedDeadline
+		return m.refuse(req, c, d, n)
 	}
 	if ctx.Err() != nil { // cancelled by the caller: nobody is waiting
-		return 0, false
+		return d
 	}
 	if !note.withdraw(c, p.observe) {
-		return 0, m.refuse(req, c, state, wire.RefusedBudget, n)
+		d.refused = wire.RefusedBudget
+		return m.refuse(req, c, d, n)
 	}
-	return wait, true
+	d.wait, d.retry = wait, true
+	return d
 }
 
 // refusal returns why the policy p refuses to retry a failure with code
@@ -487,18 +463,17 @@ func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n
 	return k
 }
 
-// refuse records that a wanted retry was refused for reason r, and returns
-// false.
-func (m *Middleware) refuse(req *transport.Request, c *callee, state *CallState, r wire.Refusal, attempts int) bool {
-	state.Refused = r
-	c.metrics.denied[r].Inc(1)
+// refuse counts and logs that a wanted retry was refused for d's reason,
+// after attempts, and returns d.
+func (m *Middleware) refuse(req *transport.Request, c *callee, d decision, attempts int) decision {
+	c.metrics.denied[d.refused].Inc(1)
 	if ce := m.logger.Check(zap.DebugLevel, "retry refused"); ce != nil {
 		ce.Write(
 			zap.String("service", req.Service),
 			zap.String("procedure", req.Procedure),
-			zap.Stringer("reason", r),
+			zap.Stringer("reason", d.refused),
 			zap.Int("attempts", attempts),
 		)
 	}
-	return false
+	return d
 }

@@ -342,7 +342,7 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 	hold, _ := c.overload.admit(_proc)
 	defer c.overload.done(hold, false)
 	out := newOutbound(succeed("ok"))
-	sink := &Sink{Out: out, Direct: true}
+	sink := &Sink{Out: out, State: CallState{direct: true}}
 
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 
