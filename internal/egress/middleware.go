@@ -29,7 +29,6 @@ type Middleware struct {
 	retry         *retrier.Middleware      // inner, when it is exactly errown's retry middleware
 	orphans       *calls.Orphans           // or nil
 	incidents     *incidents               // when each caller procedure last met an incident
-	pool          sync.Pool                // of *call
 	refuseRepeats bool
 	logger        *zap.Logger
 	warned        sync.Map // ownership.Edge whose repeat was logged
@@ -70,7 +69,6 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 		refuseRepeats: cfg.RefuseRepeats,
 		logger:        o.Logger,
 	}
-	m.pool.New = m.newCall
 	m.retry, _ = o.inner.(*retrier.Middleware)
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
 		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
@@ -119,18 +117,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		return m.untrackedCall(ctx, req, out, step)
 	}
 	log.CallStarted()
-	// c is the call the request takes, if it takes one (pooled on the
-	// direct path only, where nothing but errown reaches it). One
-	// deferred function releases it and ends the call: with a defer in
-	// each branch the compiler could not open-code them (defers times
-	// returns above 15), and each call paid for a defer record.
-	var c *call
-	defer func() {
-		if c != nil {
-			m.release(c, step)
-		}
-		log.CallEnded()
-	}()
+	defer log.CallEnded()
 	edge := ownership.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure}
 	if prev, ok := log.Egress.Last(edge); ok && prev.Claim == ownership.ClaimUnclaimed {
 		if res, err, refused := m.repeat(log, prev); refused {
@@ -140,45 +127,17 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	// The steady state sends the request as it is; a request in an
 	// incident (its edge's, or the one above it marked) is
 	// marked, so that its callee sends its figures and is no root.
-	var (
-		res    *transport.Response
-		result reqlog.Result
-		err    error
-	)
 	var edgeTime *atomic.Int64 // the edge's incident time, when hotAt looked it up
 	hot := log.Marked()
 	if !hot {
 		hot, edgeTime = m.incidents.hotAt(edge)
 	}
-	switch {
-	case hot:
-		c = m.take(step)
-		res, result, err = m.send(ctx, c, m.mark(req), out, step)
-	case step != nil && m.retry != nil:
-		// The steady state on the direct path: the first attempt goes
-		// with no call state, and the call takes a pooled one only when
-		// it did not simply succeed.
+	if hot {
+		req = m.mark(req)
+	} else {
 		log.SetUnmarkedCall()
-		var f retrier.First
-		r, sent, done, e := m.retry.SendFirst(ctx, req, out, &f)
-		if done {
-			if !log.Egress.Append(calls.Entry{Edge: edge, Attempts: 1}) {
-				m.late.Inc(1)
-			}
-			return r, e
-		}
-		c = m.take(step)
-		if sent {
-			res, result, err = m.retry.Continue(ctx, req, out, &c.sink, &f)
-		} else {
-			res, result, err = m.send(ctx, c, req, out, step)
-		}
-	default:
-		c = m.take(step)
-		log.SetUnmarkedCall()
-		res, result, err = m.send(ctx, c, req, out, step)
 	}
-
+	res, result, err := m.send(ctx, req, out, step)
 	m.logCall(ctx, log, edge, edgeTime, res, err, &result)
 	return res, err
 }
@@ -305,9 +264,7 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 // made it, report unknown figures.
 func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
-		c := m.take(step)
-		defer m.release(c, step)
-		res, _, err := m.send(ctx, c, m.mark(req), out, step)
+		res, _, err := m.send(ctx, m.mark(req), out, step)
 		return res, err
 	}
 	if m.orphans == nil {
@@ -344,42 +301,16 @@ func (m *Middleware) below(ctx context.Context, req *transport.Request, out tran
 	return res, result, err
 }
 
-// send sends req on for the call c, through the retry middleware when it
-// is errown's, and returns the result of the call it reported.
-func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, reqlog.Result, error) {
+// send sends req on, through the retry middleware when it is errown's,
+// and returns the result of the call it reported.
+func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, reqlog.Result, error) {
 	if m.retry != nil {
-		// The retry middleware records its state in the Sink it gets,
+		// The retry middleware records the call in a state of its own,
 		// and seals it when it returns: an attempt below that ends later
 		// writes nothing in it.
-		return m.retry.Run(ctx, req, out, step != nil, &c.sink)
+		return m.retry.Run(ctx, req, out, step != nil)
 	}
 	return m.below(ctx, req, out, step)
-}
-
-// call is what the egress middleware keeps for one outbound call: the
-// Sink through which errown's retry middleware reports. Pooled only on
-// the direct path (taken and released with a step), where nothing but
-// errown reaches the Sink: the transport gets the request and a context
-// that does not carry the call's state. Below middleware errown does not own the state
-// is in each attempt's context, which such middleware may keep past the
-// call (an abandoned attempt, a hedge left running): there the call is
-// allocated, and never reused.
-type call struct {
-	sink retrier.Sink
-}
-
-// newCall is the New of a Middleware's pool of calls.
-func (m *Middleware) newCall() any {
-	return &call{}
-}
-
-// take returns a call for one outbound call, pooled on the direct path
-// (step not nil).
-func (m *Middleware) take(step retrier.Step) *call {
-	if step != nil {
-		return m.pool.Get().(*call)
-	}
-	return &call{}
 }
 
 // mark returns a copy of req with req's headers and the attempt header
@@ -435,16 +366,6 @@ func incident(e *calls.Entry, refused wire.Refusal, storm *wire.StormCall) bool 
 		return true
 	}
 	return e.Attempts > 1 || refused != wire.RefusedNone || storm.Stormy()
-}
-
-// release returns c, taken with step, to the pool when it is a pooled one
-// (the direct path's, step not nil), emptied.
-func (m *Middleware) release(c *call, step retrier.Step) {
-	if step == nil {
-		return
-	}
-	c.sink = retrier.Sink{}
-	m.pool.Put(c)
 }
 
 // next sends the call on: through the inner middleware, if any, else to

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// First is a call's first attempt as SendFirst sent it, for Continue to
+// First is a call's first attempt as sendFirst sent it, for continueFirst to
 // take on from. It lives in its caller's frame: nothing keeps it once
-// Continue returns.
+// continueFirst returns.
 type First struct {
 	// run is the call as the attempt loop takes it on (its callee, nil
 	// for none with a policy, and its policy, nil for none; with a
@@ -26,7 +25,7 @@ type First struct {
 	end   ending
 }
 
-// SendFirst sends the first attempt of a call in the steady state (the
+// sendFirst sends the first attempt of a call in the steady state (the
 // egress middleware sends it unmarked: no incident) on the direct path
 // (nothing between errown's retry middleware and the transport but the
 // innermost step), doing for that attempt what Call, the policy path and
@@ -39,8 +38,8 @@ type First struct {
 // attempts in flight reached. Otherwise it returns what came back and, in
 // done, whether the call ended there: a success whose response carries no
 // storm figures, of which the egress middleware records only that it did
-// not fail. A call sent but not done goes on in Continue with f.
-func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, f *First) (_ *transport.Response, sent, done bool, _ error) {
+// not fail. A call sent but not done goes on in continueFirst with f.
+func (m *Middleware) sendFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, f *First) (_ *transport.Response, sent, done bool, _ error) {
 	r := &f.run
 	r.c = m.callees[req.Service]
 	if c := r.c; c != nil {
@@ -81,12 +80,12 @@ func (m *Middleware) SendFirst(ctx context.Context, req *transport.Request, out 
 	return res, true, false, err
 }
 
-// Continue goes on with the call whose first attempt SendFirst sent (and
-// did not end) to out, recording in sink's State what Call would have,
-// its first attempt included, and sending any retry through out, as Run
-// does on the direct path. It returns the call's last response and
-// error, and its Result.
-func (m *Middleware) Continue(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, sink *Sink, f *First) (*transport.Response, reqlog.Result, error) {
+// continueFirst goes on with the call whose first attempt sendFirst sent
+// (and did not end) to out, recording in sink's State what Call would
+// have, its first attempt included, and sending any retry through out,
+// as Run does on the direct path. It returns the call's last response
+// and error.
+func (m *Middleware) continueFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, sink *Sink, f *First) (*transport.Response, error) {
 	sink.Out, sink.State.direct = out, true
 	state, r := &sink.State, &f.run
 	if r.route == nil {
@@ -101,8 +100,7 @@ func (m *Middleware) Continue(ctx context.Context, req *transport.Request, out t
 	state.departed(true)
 	state.mu.Unlock()
 	res, err := m.attempted(req, r.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
-	res, err = m.resume(r, sentAttempt{res: res, err: err, ctx: r.ctx})
-	return res, state.Result, err
+	return m.resume(r, sentAttempt{res: res, err: err, ctx: r.ctx})
 }
 
 // readsInPlace reports whether bufferBody keeps body for replay without

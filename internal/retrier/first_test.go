@@ -217,7 +217,7 @@ func TestSendFirstAsCall(t *testing.T) {
 
 			var f First
 			req := request()
-			res, sent, done, err := first.m.SendFirst(context.Background(), req, first.out, &f)
+			res, sent, done, err := first.m.sendFirst(context.Background(), req, first.out, &f)
 			require.Equal(t, tt.wantSent, sent, "sent")
 			require.Equal(t, tt.wantDone, done, "done")
 			sink := &Sink{Out: first.out, State: CallState{direct: true}}
@@ -227,7 +227,7 @@ func TestSendFirstAsCall(t *testing.T) {
 				assert.Empty(t, counters(first.scope), "SendFirst counted nothing")
 				res, err = first.m.Call(context.Background(), req, sink)
 			case !done:
-				res, _, err = first.m.Continue(context.Background(), req, sink.Out, sink, &f)
+				res, err = first.m.continueFirst(context.Background(), req, sink.Out, sink, &f)
 			default:
 				st := &callSink.State
 				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
@@ -267,7 +267,7 @@ func TestSendFirstHeldBack(t *testing.T) {
 	defer c.overload.done(hold, false)
 
 	var f First
-	_, sent, done, _ := r.m.SendFirst(context.Background(), req("callee", "get", "x"), r.out, &f)
+	_, sent, done, _ := r.m.sendFirst(context.Background(), req("callee", "get", "x"), r.out, &f)
 
 	assert.False(t, sent, "sent")
 	assert.False(t, done, "done")
@@ -289,7 +289,7 @@ func TestTransportPanicGivesTheSlotBack(t *testing.T) {
 	for name, send := range map[string]func(t *testing.T, r firstRun){
 		"SendFirst": func(t *testing.T, r firstRun) {
 			var f First
-			_, sent, _, _ := r.m.SendFirst(context.Background(), request(), r.out, &f)
+			_, sent, _, _ := r.m.sendFirst(context.Background(), request(), r.out, &f)
 			t.Errorf("SendFirst returned (sent %v)", sent)
 		},
 		"Call": func(t *testing.T, r firstRun) {
@@ -322,9 +322,9 @@ func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
 	require.NoError(t, err, "Call")
 	var f First
 	req := request()
-	_, sent, done, _ := first.m.SendFirst(context.Background(), req, first.out, &f)
+	_, sent, done, _ := first.m.sendFirst(context.Background(), req, first.out, &f)
 	require.True(t, sent && !done, "sent %v, done %v", sent, done)
-	_, _, err = first.m.Continue(context.Background(), req, first.out, &Sink{}, &f)
+	_, err = first.m.continueFirst(context.Background(), req, first.out, &Sink{}, &f)
 	require.NoError(t, err, "Continue")
 
 	want := coarse(call.out.Requests())

@@ -32,6 +32,7 @@ type Middleware struct {
 	attempts     *Attempts          // the innermost step, made with m
 	// the innermost step of errown's adapters (AdapterAttempts)
 	adapterAttempts *Attempts
+	sinks           sync.Pool // of *Sink, for calls on the direct path (Run)
 
 	scope            tally.Scope
 	budgetLeft       map[string]tally.Gauge // by callee with a policy: UpdateGauges
@@ -72,6 +73,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		sleep:        o.sleep,
 		rand:         o.rand,
 	}
+	m.sinks.New = func() any { return new(Sink) }
 	m.attempts = &Attempts{m: m, answersHeld: true}
 	m.adapterAttempts = &Attempts{m: m}
 	for _, c := range m.callees {
@@ -122,16 +124,51 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	return m.call(ctx, req, out, state)
 }
 
-// Run is Call for the egress middleware around m, which hands it sink,
-// its own or a pooled one, for the call's state: it sends req's call to
+// Run is Call for the egress middleware around m: it sends req's call to
 // out and returns, with the last response and error, the call's Result.
 // direct says that nothing stands between m and the transport but m's
 // innermost attempt step, which the egress middleware's chain leaves out
-// (Sink).
-func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool, sink *Sink) (*transport.Response, reqlog.Result, error) {
-	sink.Out, sink.State.direct = out, direct
-	res, err := m.callSink(ctx, req, sink)
+// (Sink). There the call's first attempt goes with no state (sendFirst),
+// and the steady state (a success with no storm figures, nothing to
+// report) returns at once; any other call takes a state from m's pool:
+// on the direct path nothing but errown reaches it. Elsewhere the state
+// is handed below, in each attempt's context, to middleware that may
+// keep it past the call: it is the call's alone, never reused.
+func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool) (*transport.Response, reqlog.Result, error) {
+	if !direct {
+		sink := &Sink{Out: out}
+		res, err := m.callSink(ctx, req, sink)
+		return res, sink.State.Result, err
+	}
+	var f First
+	res, sent, done, err := m.sendFirst(ctx, req, out, &f)
+	if done {
+		return res, _steady, err
+	}
+	sink := m.sinks.Get().(*Sink)
+	defer m.putSink(sink)
+	if sent {
+		res, err = m.continueFirst(ctx, req, out, sink, &f)
+	} else {
+		sink.Out, sink.State.direct = out, true
+		res, err = m.callSink(ctx, req, sink)
+	}
 	return res, sink.State.Result, err
+}
+
+// _steady is the Result of a call in the steady state: one attempt that
+// succeeded, whose response carried no storm figures (Storm One).
+var _steady = func() reqlog.Result {
+	r := reqlog.Result{Attempts: 1, Classified: true, Code: yarpcerrors.CodeOK, Class: ownership.ClassOK}
+	r.Storm.Attempt(wire.KnownFigures(wire.One))
+	return r
+}()
+
+// putSink empties sink, taken from m's pool for a call on the direct
+// path that has returned, and puts it back.
+func (m *Middleware) putSink(sink *Sink) {
+	*sink = Sink{}
+	m.sinks.Put(sink)
 }
 
 // callSink is Call with sink for out.
