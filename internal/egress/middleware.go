@@ -167,8 +167,9 @@ func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownershi
 }
 
 // entry returns the log entry of the call on edge that returned res and
-// err, of which the retry middleware reported state: its attempts, its classification (errown's retry
-// middleware's, when it is the inner middleware and classified), and,
+// err, of which the retry middleware reported state: its attempts, its
+// classification (errown's retry middleware's, when it is the inner
+// middleware), and,
 // when it did not succeed, its claim, its refusal and its retry criteria,
 // counted in the egress metrics. A retry middleware further in classified
 // what it returned, which the middleware in between may have changed (a
@@ -179,7 +180,7 @@ func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transp
 		Edge:     edge,
 		Attempts: state.Sent(),
 	}
-	classified := state.Classified && m.retry != nil
+	classified := m.retry != nil
 	if classified {
 		e.Code, e.Class = state.Code, state.Class
 	} else {
@@ -288,17 +289,10 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 
 // below sends req on through the inner middleware, which is not errown's
 // retry middleware, with a fresh call state in its context for a retry
-// middleware further in to fill in, and returns what came back with that
-// state's result, sealed: an attempt below that ends later writes
-// nothing, after a panic too.
-func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (_ *transport.Response, result reqlog.Result, _ error) {
-	cctx, state := retrier.NewCallContext(ctx)
-	if step != nil {
-		out = &retrier.Hop{Step: step, Out: out, State: state}
-	}
-	defer func() { result = state.Seal() }()
-	res, err := m.next(cctx, req, out)
-	return res, result, err
+// middleware further in to fill in (retrier.Around), and returns what
+// came back with that state's result, sealed.
+func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, reqlog.Result, error) {
+	return retrier.Around(ctx, req, out, step, m.inner)
 }
 
 // send sends req on, through the retry middleware when it is errown's,
@@ -366,13 +360,4 @@ func incident(e *calls.Entry, refused wire.Refusal, storm *wire.StormCall) bool 
 		return true
 	}
 	return e.Attempts > 1 || refused != wire.RefusedNone || storm.Stormy()
-}
-
-// next sends the call on: through the inner middleware, if any, else to
-// out.
-func (m *Middleware) next(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	if m.inner != nil {
-		return m.inner.Call(ctx, req, out)
-	}
-	return out.Call(ctx, req)
 }

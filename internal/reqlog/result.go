@@ -26,15 +26,13 @@ type Result struct {
 	// middleware made them; the egress middleware folds a single attempt.
 	Storm wire.StormCall
 	// Code and Class are the last attempt's, as wire.CallResult
-	// gives them, when Classified: the retry middleware classified it,
-	// and the egress middleware need not again.
-	Code       yarpcerrors.Code
-	Class      ownership.Class
-	Classified bool
+	// gives them: errown's retry middleware classified it, and the
+	// egress middleware around it need not again.
+	Code  yarpcerrors.Code
+	Class ownership.Class
 	// Claim and NoRetry are what the last attempt's response said, its
-	// claim and its pushback, when Classified and Class is not
-	// ownership.ClassOK: read once, for the retry and egress middleware
-	// both.
+	// claim and its pushback, when Class is not ownership.ClassOK: read
+	// once, for the retry and egress middleware both.
 	Claim   ownership.Claim
 	NoRetry bool
 	// Route is the peers the call's attempts went to, when the retry

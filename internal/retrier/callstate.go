@@ -8,6 +8,7 @@ import (
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -62,13 +63,12 @@ func (s *CallState) Seal() reqlog.Result {
 // (sameCall, departed, hedged, shed, hold) and its answer (landed,
 // answered, and the outcome it keeps).
 
-// attempt starts errown's attempt n of the call, 1 for the first (none
-// classified yet), and returns the physical attempts sent before it. It
-// locks.
+// attempt starts errown's attempt n of the call, 1 for the first, and
+// returns the physical attempts sent before it. It locks.
 func (s *CallState) attempt(n int) (before int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ErrownAttempt, s.Classified = n, s.Classified && n > 1
+	s.ErrownAttempt = n
 	return s.Sends.Count
 }
 
@@ -76,7 +76,7 @@ func (s *CallState) attempt(n int) (before int) {
 // of the call, whose attempts go through route (nil: none): the call's
 // attempts so far, every physical one counted, whoever sent it.
 func (s *CallState) classified(n int, route *calls.Route) {
-	s.Classified, s.Attempts, s.Route = true, max(s.Sends.Count, n), route
+	s.Attempts, s.Route = max(s.Sends.Count, n), route
 }
 
 // answered records what an attempt of the call came back with: its storm
@@ -306,6 +306,26 @@ func NewCallContext(ctx context.Context) (context.Context, *CallState) {
 type callContext struct {
 	node  stateContext
 	state CallState
+}
+
+// Around sends req's call to out through next, middleware errown does
+// not own (nil: none), with a fresh state in its context for errown's
+// retry middleware or innermost step further in to fill in, and returns
+// what came back and the call's Result, sealed: an attempt below that
+// ends later writes nothing, after a panic too. A step not nil is the
+// innermost step out leaves out: every attempt goes through it.
+func Around(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step Step, next middleware.UnaryOutbound) (_ *transport.Response, result reqlog.Result, _ error) {
+	cctx, state := NewCallContext(ctx)
+	if step != nil {
+		out = &Hop{Step: step, Out: out, State: state}
+	}
+	defer func() { result = state.Seal() }()
+	if next == nil {
+		res, err := out.Call(cctx, req)
+		return res, result, err
+	}
+	res, err := next.Call(cctx, req, out)
+	return res, result, err
 }
 
 // CallStateFromContext returns the CallState in ctx, or nil.

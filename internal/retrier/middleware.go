@@ -159,7 +159,7 @@ func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transp
 // _steady is the Result of a call in the steady state: one attempt that
 // succeeded, whose response carried no storm figures (Storm One).
 var _steady = func() reqlog.Result {
-	r := reqlog.Result{Attempts: 1, Classified: true, Code: yarpcerrors.CodeOK, Class: ownership.ClassOK}
+	r := reqlog.Result{Attempts: 1, Code: yarpcerrors.CodeOK, Class: ownership.ClassOK}
 	r.Storm.Attempt(wire.KnownFigures(wire.One))
 	return r
 }()
@@ -265,12 +265,19 @@ func (r *attemptRun) retries() bool { return r.p != nil && r.p.maxAttempts > 1 }
 func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Response, error) {
 	ctx, req, c, p, state := r.ctx, r.req, r.c, r.p, r.state
 	var note retryNote // the latest retry's withdrawal, and what observe mode let go
-	for n := 1; r.retries(); n++ {
+	for n := 1; ; n++ {
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
 		state.mu.Lock()
 		code, class := m.classify(r, &a, n)
+		if !r.retries() {
+			// No policy that could retry: nothing to refuse, and RCS
+			// stays false for a retryable error, so the caller retries
+			// (at-least-once).
+			state.mu.Unlock()
+			break
+		}
 		if class != ownership.ClassFailure {
 			m.served(&a, c, state, &note) // unlocks
 			break
@@ -290,8 +297,6 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		discard(a.res, a.cancel)
 		a = m.sendAttempt(r, n+1)
 	}
-	// No policy that could retry: nothing to refuse, and RCS stays false
-	// for a retryable error, so the caller retries (at-least-once).
 	release.With(a.res, a.cancel)
 	return a.res, a.err
 }
@@ -344,7 +349,7 @@ func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors
 			o.Claim, o.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
 		}
 		var f *wire.Figures
-		if !seen {
+		if !seen && r.retries() { // else left to the egress middleware to fold
 			storm := wire.AttemptStorm(a.res, o.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err))
 			f = &storm
 		}

@@ -350,7 +350,6 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 	st := &sink.State
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, st.Code, "classified code")
 	assert.Equal(t, ownership.ClassFailure, st.Class, "classified class")
-	assert.True(t, st.Classified, "classified")
 	assert.Equal(t, 1, st.Attempts, "attempts")
 	assert.Equal(t, wire.RefusedOverload, st.Refused, "refused")
 	assert.Equal(t, 0, st.Sends.Count, "sent")
