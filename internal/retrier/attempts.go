@@ -180,52 +180,65 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		state.mu.Unlock()
 		return a.fallback(ctx, req, out)
 	}
-	v := verdict{req: req}
+	v := verdict{req: req, epoch: -1}
 	if !state.direct { // else errown's own attempt: nothing to judge
-		v = a.m.judge(ctx, req, state)
+		a.m.judge(ctx, req, state, &v)
 	}
+	var (
+		c   *callee
+		adm admission
+	)
+	if !v.answered && !v.hold {
+		c = a.m.callees[v.req.Service]
+		var admitted bool
+		if adm, admitted = a.m.admit(c, v.req); admitted {
+			v.seen, v.sent = true, true
+		} else {
+			v.seen, v.shed, v.refusal = true, a.m.shed(v.req, c), wire.RefusedOverload
+		}
+	}
+	state.depart(req, &v)
 	switch {
 	case v.answered:
 		state.mu.Unlock()
 		return v.res, v.err
 	case v.hold:
 		return a.holdBack(ctx, req, state, v) // unlocks
+	case v.shed != nil && state.Sends.InFlight == 0:
+		state.mu.Unlock()
+		return nil, v.shed.Err
+	case v.shed != nil:
+		return a.m.held(ctx, v.req, state, a.answersHeld, nil, v.shed.Err) // unlocks
 	}
-	req = v.req
-	c := a.m.callees[req.Service]
-	adm, admitted := a.m.admit(c, req)
-	if !admitted {
-		res, err := a.m.shed(req, c, state)
-		if state.Sends.InFlight == 0 {
-			state.mu.Unlock()
-			return res, err
-		}
-		return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
-	}
-	state.departed(true)
 	state.mu.Unlock()
-	return a.sendAdmitted(ctx, req, out, c, adm, state)
+	return a.sendAdmitted(ctx, v.req, out, c, adm, state)
 }
 
 // fallback sends req, an attempt through the chain of a call whose
 // state is another procedure's (a fallback through the same
 // middleware), as a call of its own, judged by nothing of the other's.
 func (a *Attempts) fallback(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	var other CallState
-	defer other.Seal()
-	return a.Send(ctx, req, out, &other)
+	res, _, err := Around(ctx, req, out, a, nil)
+	return res, err
 }
 
 // verdict is what errown's rules make of a physical attempt before it is
-// sent (judge).
+// sent (judge, Send), and what the call's state records of it (depart).
 type verdict struct {
 	req      *transport.Request // the attempt to send, stamped when errown did not make it
 	hedge    bool               // sent while another attempt is under way
+	epoch    int64              // the budget bucket a hedge sent drew on, -1 for none
 	hold     bool               // refused (refused) while another attempt is under way
 	refused  foreignReason
 	answered bool // refused, answering at once with res and err
 	res      *transport.Response
 	err      error
+	seen     bool     // errown's current attempt reached the step
+	sent     bool     // it leaves the process
+	shed     *Outcome // or the callee's limit on attempts in flight shed it, failing so
+	refusal  wire.Refusal
+	blind    int  // the attempts only a hop blind to claims makes of a replay
+	stop     bool // observe mode: errown's world stops at a replay
 }
 
 // judge decides, under state's lock, on a physical attempt of state's
@@ -233,9 +246,8 @@ type verdict struct {
 // under way), a replay (sent again after an attempt of the same errown
 // attempt ended), errown's own retry that a hedge overtook, or else
 // errown's own attempt, sent as it is.
-func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *CallState) verdict {
+func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *CallState, v *verdict) {
 	s := &state.Sends
-	v := verdict{req: req}
 	switch {
 	case s.InFlight > 0 && state.ErrownAttempt == s.Seen:
 		// Sent while another attempt of the same errown attempt is under
@@ -248,10 +260,9 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 		if v.refused, epoch, v.hold = m.hedgeRefusal(ctx, req, state); v.hold {
 			break
 		}
-		state.hedged(epoch)
-		v.req = m.foreignSent(req, s)
+		v.req, v.epoch = m.foreignSent(req, s), epoch
 	case s.Count > 0 && state.ErrownAttempt == s.Seen:
-		v.req, v.res, v.err, v.answered = m.replay(ctx, req, state)
+		m.replay(ctx, req, state, v)
 	case s.Count > 0 && m.overTheLimit(req, state.Sequential()):
 		// errown's own retry, decided when the call had sent fewer
 		// attempts: one the middleware below sent meanwhile (a hedge
@@ -259,13 +270,11 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 		// its place. It is not sent, and answers with the call's last
 		// failure; what the hedge took is counted
 		// (retry.starved_by_hedges).
-		state.departed(false)
-		v.refused, v.hold = foreignAttempts, true
+		v.seen, v.refused, v.hold = true, foreignAttempts, true
 		if c := m.callees[req.Service]; c != nil {
 			c.metrics.starved[starvedAttempts].Inc(1)
 		}
 	}
-	return v
 }
 
 // holdBack ends, state locked, an attempt errown's rules refused (v): it
@@ -310,7 +319,7 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
 			state.mu.Lock()
-			state.landed()
+			state.answer(nil, nil, nil)
 			state.mu.Unlock()
 		}
 	}()
@@ -519,14 +528,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 	}
 	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
 	defer state.mu.Unlock()
-	if state.landed() {
-		if c != nil {
-			c.overload.abandon(adm)
-		}
-		m.foreign(req.Service).late.Inc(1)
-		return res, err
-	}
-	o := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+	o, k := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}, &kept{last: last, won: won}
 	if end == endCancelled && !state.direct {
 		// Its caller gave up on it (a hedge's loser): it says nothing of
 		// the callee and is no outcome of the call. The last outcome
@@ -534,10 +536,15 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		// held, answers with the callee's failure, not with a
 		// cancellation nobody above made. (On the direct path errown's
 		// retry middleware reads the attempt's classification.)
-		o, last, won = nil, state.Sends.Last, state.Sends.Won
+		o, k = nil, nil
 	}
-	state.answered(o, &storm)
-	state.Sends.Last, state.Sends.Won = last, won
+	if state.answer(o, &storm, k) {
+		if c != nil {
+			c.overload.abandon(adm)
+		}
+		m.foreign(req.Service).late.Inc(1)
+		return res, err
+	}
 	giveBack(c, adm, end, code, claim)
 	return res, err
 }
@@ -565,15 +572,14 @@ func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
 // shed fails an attempt that c's limit on attempts in flight holds back:
 // it is not sent, and the call's retry criteria are satisfied (refused for
 // overload), so that nobody above retries it either.
-func (m *Middleware) shed(req *transport.Request, c *callee, state *CallState) (*transport.Response, error) {
+func (m *Middleware) shed(req *transport.Request, c *callee) *Outcome {
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
 	err := yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
 		req.Service, c.overload.Limit())
 	// The call failed here, as the callee's overload: the retry and egress
 	// middleware read this classification on the direct path.
-	state.shed(&Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing})
-	return nil, err
+	return &Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: ownership.ClassFailure, Claim: ownership.ClaimMissing}
 }
 
 // keep records res, an attempt that did not succeed, in last, and returns
@@ -632,7 +638,7 @@ type readCloser struct {
 // middleware did not make: something below it sends the call again. It
 // returns the request to send (stamped with its attempt number), or the
 // previous attempt's response and error with refused set.
-func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *CallState) (_ *transport.Request, _ *transport.Response, _ error, refused bool) {
+func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *CallState, v *verdict) {
 	s := &state.Sends
 	f := m.foreign(req.Service)
 	if s.Last == nil {
@@ -644,9 +650,11 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 			f.denied[r].Inc(1)
 			tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, r.String())
 			m.warnForeign(req, r)
-			return req, nil, yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, r), true
+			v.err, v.answered = yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, r), true
+			return
 		}
-		return m.foreignSent(req, s), nil, nil, false
+		v.req = m.foreignSent(req, s)
+		return
 	}
 	var p *policy
 	c := m.callees[req.Service]
@@ -658,22 +666,17 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	if ok && r == foreignOverload && observe {
 		c.metrics.wouldOverload.Inc(1) // observe mode: the replay goes
 	}
-	var (
-		blind   int  // the blind world makes it
-		stop    bool // observe mode: errown's world stops here
-		refusal = wire.RefusedNone
-	)
 	if ok && r == foreignUnclaimed {
 		if observe {
 			if !state.Storm.ErrownStopped() {
 				if c != nil {
 					c.metrics.would.Inc(1)
 				}
-				stop = true
+				v.stop = true // errown's world stops here
 			}
 			ok = false // the replay goes: observe mode stops no retry
 		} else {
-			blind = 1
+			v.blind = 1 // the blind world makes it
 		}
 	} else if ok && observe {
 		if r == foreignBudget {
@@ -681,17 +684,17 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		}
 		ok = false
 	}
-	if ok && wire.RetryableByNature(s.Last.Code) {
-		refusal = r.refusal()
-	}
-	state.decided(wire.DeclineNone, refusal, blind, stop)
 	if !ok {
-		return m.foreignSent(req, s), nil, nil, false
+		v.req = m.foreignSent(req, s)
+		return
+	}
+	if wire.RetryableByNature(s.Last.Code) {
+		v.refusal = r.refusal()
 	}
 	f.denied[r].Inc(1)
 	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
 	m.warnForeign(req, r)
-	return req, replayed(s.Last), s.Last.Err, true
+	v.res, v.err, v.answered = replayed(s.Last), s.Last.Err, true
 }
 
 // replayRefusal returns why errown's rules refuse to send the call again

@@ -1,6 +1,7 @@
 package retrier
 
 import (
+	"cmp"
 	"context"
 	"sync"
 
@@ -57,11 +58,11 @@ func (s *CallState) Seal() reqlog.Result {
 }
 
 // The methods below are the call's writers besides Seal, each one event
-// of the call, under mu unless it says otherwise: errown's retry loop
-// starting an attempt (attempt) and deciding on it (classified,
-// decided, refunded); the innermost step seeing a physical attempt
-// (sameCall, departed, hedged, shed, hold) and its answer (landed,
-// answered, and the outcome it keeps).
+// of the call, under mu unless it says otherwise. errown's retry loop
+// starts an attempt (attempt), classifies what came back (classified),
+// and decides on a failure (decided) or a success (refunded); the
+// innermost step reports each physical attempt that reaches it (depart)
+// and its answer (answer), and the attempts it holds back (hold).
 
 // attempt starts errown's attempt n of the call, 1 for the first, and
 // returns the physical attempts sent before it. It locks.
@@ -72,10 +73,13 @@ func (s *CallState) attempt(n int) (before int) {
 	return s.Sends.Count
 }
 
-// classified records that errown's retry loop classified its attempt n
-// of the call, whose attempts go through route (nil: none): the call's
-// attempts so far, every physical one counted, whoever sent it.
-func (s *CallState) classified(n int, route *calls.Route) {
+// classified records errown's attempt n of the call, whose attempts go
+// through route (nil: none), as the retry loop classified it: its
+// classification (o) and storm figures (f), when the loop read them; and
+// the call's attempts so far, every physical one counted, whoever sent
+// it.
+func (s *CallState) classified(n int, route *calls.Route, o *Outcome, f *wire.Figures) {
+	s.answered(o, f)
 	s.Attempts, s.Route = max(s.Sends.Count, n), route
 }
 
@@ -102,12 +106,7 @@ func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 // a hop blind to claims makes (blind), and, in observe mode, that
 // errown's world stops here (stop).
 func (s *CallState) decided(declined wire.Decline, refused wire.Refusal, blind int, stop bool) {
-	if declined != wire.DeclineNone {
-		s.Declined = declined
-	}
-	if refused != wire.RefusedNone {
-		s.Refused = refused
-	}
+	s.Declined, s.Refused = cmp.Or(declined, s.Declined), cmp.Or(refused, s.Refused)
 	if stop {
 		s.Storm.StopErrown()
 	}
@@ -123,47 +122,73 @@ func (s *CallState) refunded() []int64 {
 }
 
 // sameCall reports whether req is of the call: the first attempt names
-// the call's service and procedure; an attempt naming others is a call
-// of its own.
+// the call's service and procedure (depart); an attempt naming others is
+// a call of its own.
 func (s *CallState) sameCall(req *transport.Request) bool {
-	if s.Sends.Service == "" && s.Sends.Procedure == "" {
-		s.Sends.Service, s.Sends.Procedure = req.Service, req.Procedure
+	return s.Sends.Service == "" && s.Sends.Procedure == "" ||
+		req.Service == s.Sends.Service && req.Procedure == s.Sends.Procedure
+}
+
+// depart records a physical attempt req of the call that reached the
+// innermost step, as errown's rules judged it (v): the call named by its
+// first attempt; a hedge's draw on the budget; a replay's refusal, and
+// what the blind world makes of it; errown's current attempt seen; one
+// that leaves the process, under way until its answer; or one the
+// callee's limit on attempts in flight shed, the call's failure, and its
+// last outcome, by which a replay after it is judged (and, refused,
+// returns it), except on the direct path, where nothing replays it.
+func (s *CallState) depart(req *transport.Request, v *verdict) {
+	t := &s.Sends
+	if t.Service == "" && t.Procedure == "" {
+		t.Service, t.Procedure = req.Service, req.Procedure
+	}
+	hedges, draws, seen, last, n := t.Hedges, t.HedgeDraws, t.Seen, t.Last, 0
+	if v.hedge && !v.hold {
+		hedges++
+		if v.epoch >= 0 {
+			draws = append(draws, v.epoch)
+		}
+	}
+	if v.seen {
+		seen = s.ErrownAttempt
+	}
+	if v.sent {
+		n = 1
+	}
+	if v.shed != nil {
+		f := wire.KnownFigures(ownership.Storm{}) // nothing was served
+		s.answered(v.shed, &f)
+		if !s.direct {
+			last = v.shed
+		}
+	}
+	t.Hedges, t.HedgeDraws, t.Seen, t.Last = hedges, draws, seen, last
+	t.Count, t.InFlight, t.Shed = t.Count+n, t.InFlight+n, v.shed != nil || t.Shed && !v.sent
+	s.decided(wire.DeclineNone, v.refusal, v.blind, v.stop)
+}
+
+// kept is what the innermost step keeps of a physical attempt's answer
+// for a replay or a held attempt to answer with: the last outcome that
+// did not succeed, and a success while an attempt was held.
+type kept struct{ last, won *Outcome }
+
+// answer records that a physical attempt under way (depart) came back: no
+// longer under way, it wakes the attempts held until none is (Idle).
+// Unless the call has ended (the attempt is late, and records nothing
+// else: answer reports it), it records its storm figures (f) and
+// classification (o), when not nil, and what the step keeps of it (k),
+// when not nil.
+func (s *CallState) answer(o *Outcome, f *wire.Figures, k *kept) (late bool) {
+	s.Sends.InFlight--
+	s.wake()
+	if s.ended {
 		return true
 	}
-	return req.Service == s.Sends.Service && req.Procedure == s.Sends.Procedure
-}
-
-// departed records that errown's current attempt reached the innermost
-// step (Seen) and, when sent, a physical attempt of it that leaves the
-// process, under way until it lands.
-func (s *CallState) departed(sent bool) {
-	s.Sends.Seen = s.ErrownAttempt
-	if sent {
-		s.Sends.Count, s.Sends.InFlight, s.Sends.Shed = s.Sends.Count+1, s.Sends.InFlight+1, false
+	s.answered(o, f)
+	if k != nil {
+		s.Sends.Last, s.Sends.Won = k.last, k.won
 	}
-}
-
-// hedged records a hedge about to be sent, and the budget bucket it
-// withdrew from (epoch, -1 for none).
-func (s *CallState) hedged(epoch int64) {
-	if epoch >= 0 {
-		s.Sends.HedgeDraws = append(s.Sends.HedgeDraws, epoch)
-	}
-	s.Sends.Hedges++
-}
-
-// shed records that the callee's limit on attempts in flight held back
-// errown's current attempt, which failed as o: the call's last outcome,
-// by which a replay after it is judged (and, refused, returns it),
-// except on the direct path, where nothing replays it.
-func (s *CallState) shed(o *Outcome) {
-	f := wire.KnownFigures(ownership.Storm{}) // nothing was served
-	s.answered(o, &f)
-	last := s.Sends.Last
-	if !s.direct {
-		last = o
-	}
-	s.Sends.Seen, s.Sends.Shed, s.Sends.Last, s.Refused = s.ErrownAttempt, true, last, wire.RefusedOverload
+	return false
 }
 
 // hold counts an attempt errown refused that waits for those under way
@@ -172,15 +197,6 @@ func (s *CallState) shed(o *Outcome) {
 func (s *CallState) hold(d int) <-chan struct{} {
 	s.Sends.Held += d
 	return s.Idle()
-}
-
-// landed records that a physical attempt under way (departed) is no
-// longer, waking the attempts held until none is (Idle), and reports
-// whether the call has ended: the attempt is late, and records nothing.
-func (s *CallState) landed() (late bool) {
-	s.Sends.InFlight--
-	s.wake()
-	return s.ended
 }
 
 // Sequential returns, under mu, the attempts the innermost step

@@ -96,8 +96,7 @@ func (m *Middleware) continueFirst(ctx context.Context, req *transport.Request, 
 	// recorded as the innermost step records each.
 	state.attempt(1)
 	state.mu.Lock()
-	state.sameCall(req)
-	state.departed(true)
+	state.depart(req, &verdict{seen: true, sent: true})
 	state.mu.Unlock()
 	res, err := m.attempted(req, r.c, f.adm, f.end, f.sent.res, f.sent.err, f.code, f.class, state)
 	return m.resume(r, sentAttempt{res: res, err: err, ctx: r.ctx})

@@ -342,24 +342,26 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors.Code, ownership.Class) {
 	state := r.state
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
+	var (
+		o *Outcome
+		f *wire.Figures
+	)
 	if !state.direct || !seen {
-		o := Outcome{Err: a.err}
+		o = &Outcome{Err: a.err}
 		o.Code, o.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
 		if o.Class != ownership.ClassOK {
 			o.Claim, o.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
 		}
-		var f *wire.Figures
-		if !seen && r.retries() { // else left to the egress middleware to fold
-			storm := wire.AttemptStorm(a.res, o.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err))
-			f = &storm
-		}
-		state.answered(&o, f)
+	}
+	if !seen && r.retries() { // else left to the egress middleware to fold
+		storm := wire.AttemptStorm(a.res, o.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err))
+		f = &storm
 	}
 	// Every physical attempt counts against the policy, whoever sent it
 	// and whenever it reached the innermost step: errown's own n attempts
 	// did leave, or may still (one a middleware below abandoned reaches
 	// the step late), so never count fewer.
-	state.classified(n, r.route)
+	state.classified(n, r.route, o, f)
 	return state.Code, state.Class
 }
 
