@@ -174,7 +174,7 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		state.mu.Unlock()
 		return a.m.lateStart(req)
 	}
-	if !state.sameCall(req) {
+	if !sameCall(&state.Sends, req) {
 		// Another procedure through the same middleware (a fallback): a
 		// call of its own, judged by nothing of this one's.
 		state.mu.Unlock()

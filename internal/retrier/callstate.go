@@ -121,12 +121,12 @@ func (s *CallState) refunded() []int64 {
 	return draws
 }
 
-// sameCall reports whether req is of the call: the first attempt names
-// the call's service and procedure (depart); an attempt naming others is
-// a call of its own.
-func (s *CallState) sameCall(req *transport.Request) bool {
-	return s.Sends.Service == "" && s.Sends.Procedure == "" ||
-		req.Service == s.Sends.Service && req.Procedure == s.Sends.Procedure
+// sameCall reports whether req is of the call whose attempts s records:
+// the first attempt names the call's service and procedure (depart); an
+// attempt naming others is a call of its own.
+func sameCall(s *Sends, req *transport.Request) bool {
+	return s.Service == "" && s.Procedure == "" ||
+		req.Service == s.Service && req.Procedure == s.Procedure
 }
 
 // depart records a physical attempt req of the call that reached the

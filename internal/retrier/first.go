@@ -81,12 +81,11 @@ func (m *Middleware) sendFirst(ctx context.Context, req *transport.Request, out 
 }
 
 // continueFirst goes on with the call whose first attempt sendFirst sent
-// (and did not end) to out, recording in sink's State what Call would
-// have, its first attempt included, and sending any retry through out,
-// as Run does on the direct path. It returns the call's last response
-// and error.
-func (m *Middleware) continueFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, sink *Sink, f *First) (*transport.Response, error) {
-	sink.Out, sink.State.direct = out, true
+// (and did not end) to sink's Out, on the direct path, recording in
+// sink's State what Call would have, its first attempt included, and
+// sending any retry through Out, as Run does on the direct path. It
+// returns the call's last response and error.
+func (m *Middleware) continueFirst(ctx context.Context, req *transport.Request, sink *Sink, f *First) (*transport.Response, error) {
 	state, r := &sink.State, &f.run
 	if r.route == nil {
 		r.ctx = ctx // no Route: the retries go in ctx as it is

@@ -227,7 +227,7 @@ func TestSendFirstAsCall(t *testing.T) {
 				assert.Empty(t, counters(first.scope), "SendFirst counted nothing")
 				res, err = first.m.Call(context.Background(), req, sink)
 			case !done:
-				res, err = first.m.continueFirst(context.Background(), req, sink.Out, sink, &f)
+				res, err = first.m.continueFirst(context.Background(), req, sink, &f)
 			default:
 				st := &callSink.State
 				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
@@ -324,7 +324,7 @@ func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
 	req := request()
 	_, sent, done, _ := first.m.sendFirst(context.Background(), req, first.out, &f)
 	require.True(t, sent && !done, "sent %v, done %v", sent, done)
-	_, err = first.m.continueFirst(context.Background(), req, first.out, &Sink{}, &f)
+	_, err = first.m.continueFirst(context.Background(), req, &Sink{Out: first.out, State: CallState{direct: true}}, &f)
 	require.NoError(t, err, "Continue")
 
 	want := coarse(call.out.Requests())

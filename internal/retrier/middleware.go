@@ -147,10 +147,10 @@ func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transp
 	}
 	sink := m.sinks.Get().(*Sink)
 	defer m.putSink(sink)
+	sink.Out, sink.State.direct = out, true
 	if sent {
-		res, err = m.continueFirst(ctx, req, out, sink, &f)
+		res, err = m.continueFirst(ctx, req, sink, &f)
 	} else {
-		sink.Out, sink.State.direct = out, true
 		res, err = m.callSink(ctx, req, sink)
 	}
 	return res, sink.State.Result, err
