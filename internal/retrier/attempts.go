@@ -164,10 +164,10 @@ var _ Step = (*Attempts)(nil)
 // before they end (a timeout that abandons one), or send another call
 // through the same chain (a fallback): the bookkeeping is done under the
 // state's lock, and none once the call has ended (late). On the direct
-// path (Sends.Direct) errown's retry middleware sends the attempts
+// path (CallState.direct) errown's retry middleware sends the attempts
 // itself, one at a time, and nothing else reaches state: its lock is
-// never contended, no attempt is a hedge or a replay, and no outcome is kept for
-// one to answer with.
+// never contended, no attempt is a hedge or a replay, and no outcome is
+// kept for one to answer with.
 func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
 	state.mu.Lock()
 	if state.ended {

@@ -19,13 +19,13 @@ import (
 // of errown's attempts, and the innermost attempt step (Attempts) each
 // physical attempt that leaves the process and its answer. The egress
 // middleware around the retry middleware reads its Result once the call
-// has returned (End); without a retry middleware it stays zero: one
+// has returned (Seal); without a retry middleware it stays zero: one
 // attempt, nothing refused.
 //
 // Below middleware errown does not own (the state in each attempt's
 // context), such middleware may send attempts at once (a hedge) or return
 // before they end (a timeout that abandons its attempt): the state is read
-// and written under mu, and End seals it when the call returns: an
+// and written under mu, and Seal ends it when the call returns: an
 // attempt that ends later writes nothing (ended). Such a state is the
 // call's alone, never reused.
 type CallState struct {

@@ -233,7 +233,7 @@ func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transpo
 
 // attemptRun is what errown's attempt loop keeps of one call, from its
 // first attempt until it returns, in the frame of the function that
-// starts it (callWithRetries, Continue).
+// starts it (call, continueFirst).
 type attemptRun struct {
 	ctx   context.Context         // the call's, carrying route
 	route *calls.Route            // or nil (routed)
@@ -247,7 +247,7 @@ type attemptRun struct {
 }
 
 // sentAttempt is one of errown's attempts of a call, as it came back
-// (sendAttempt, or SendFirst for the first).
+// (sendAttempt, or sendFirst for the first).
 type sentAttempt struct {
 	res    *transport.Response
 	err    error
