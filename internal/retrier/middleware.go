@@ -141,18 +141,14 @@ func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transp
 		return res, sink.State.Result, err
 	}
 	var f First
-	res, sent, done, err := m.sendFirst(ctx, req, out, &f)
+	res, done, err := m.sendFirst(ctx, req, out, &f)
 	if done {
 		return res, _steady, err
 	}
 	sink := m.sinks.Get().(*Sink)
 	defer m.putSink(sink)
 	sink.Out, sink.State.direct = out, true
-	if sent {
-		res, err = m.continueFirst(ctx, req, sink, &f)
-	} else {
-		res, err = m.callSink(ctx, req, sink)
-	}
+	res, err = m.continueFirst(req, sink, &f)
 	return res, sink.State.Result, err
 }
 
@@ -194,16 +190,24 @@ func (m *Middleware) hop(sink *Sink) *Hop {
 // it as the policy (if any), the callee's claims, the deadline and the
 // budget allow. The call's state is ended once, when it returns.
 func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
-	r := attemptRun{ctx: ctx, req: req, out: out, state: state, body: replay{inPlace: true}}
+	r := attemptRun{out: out, state: state}
+	m.start(&r, ctx, req)
+	return m.resume(&r, m.sendAttempt(&r, 1))
+}
+
+// start readies r for req's call, ctx the call's: its callee and policy,
+// the call counted in the callee's budget and metrics, and, under a
+// policy that may retry it, its body and Route (forRetries).
+func (m *Middleware) start(r *attemptRun, ctx context.Context, req *transport.Request) {
+	r.ctx, r.req, r.body = ctx, req, replay{inPlace: true}
 	if r.c = m.callees[req.Service]; r.c != nil {
 		r.c.budget.deposit()
 		r.c.metrics.calls.Inc(1)
 		r.p = r.c.policy(req.Procedure)
 	}
 	if r.retries() {
-		m.forRetries(&r, ctx, req)
+		m.forRetries(r, ctx, req)
 	}
-	return m.resume(&r, m.sendAttempt(&r, 1))
 }
 
 // resume goes on with r's call, whose first attempt came back as a, in
@@ -323,15 +327,24 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	// Attempts are numbered as they leave the process: a middleware below
 	// that replayed an attempt (counted by Attempts) took a number too.
 	a.before = r.state.attempt(n)
-	attempt := r.req
-	if n > 1 {
-		r.c.metrics.attempts.Inc(1)
-		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(a.before, n-1)+1))
-	} else if !r.body.inPlace {
-		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, "")
-	}
-	a.res, a.err = r.out.Call(a.ctx, attempt)
+	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
 	return a
+}
+
+// attemptRequest returns errown's attempt n of r's call, before which
+// the call sent before physical attempts: the first attempt as the
+// caller gave it, unless its body had to be read; a retry built from the
+// request as the caller gave it, numbered as the attempts left the
+// process (a middleware below that replayed one took a number too).
+func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Request {
+	switch {
+	case n > 1:
+		r.c.metrics.attempts.Inc(1)
+		return r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(before, n-1)+1))
+	case !r.body.inPlace:
+		return r.body.request(&r.orig, n, m.hdr.Attempt, "")
+	}
+	return r.req
 }
 
 // classify records, under the state's lock, errown's attempt n of r's
