@@ -65,10 +65,8 @@ func (s *CallState) Seal() reqlog.Result {
 // and its answer (answer), and the attempts it holds back (hold).
 
 // attempt starts errown's attempt n of the call, 1 for the first, and
-// returns the physical attempts sent before it. It locks.
+// returns the physical attempts sent before it.
 func (s *CallState) attempt(n int) (before int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.ErrownAttempt = n
 	return s.Sends.Count
 }

@@ -74,8 +74,8 @@ func (m *Middleware) continueFirst(req *transport.Request, sink *Sink, f *First)
 	r.out, r.state = m.hop(sink), state
 	// The first attempt, shed or sent and no longer under way: recorded
 	// as the innermost step records each.
-	state.attempt(1)
 	state.mu.Lock()
+	state.attempt(1)
 	v := verdict{seen: true, sent: f.shed == nil, shed: f.shed}
 	if f.shed != nil {
 		v.refusal = wire.RefusedOverload

@@ -326,7 +326,9 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	}
 	// Attempts are numbered as they leave the process: a middleware below
 	// that replayed an attempt (counted by Attempts) took a number too.
+	r.state.mu.Lock()
 	a.before = r.state.attempt(n)
+	r.state.mu.Unlock()
 	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
 	return a
 }
