@@ -137,7 +137,8 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	} else {
 		log.SetUnmarkedCall()
 	}
-	res, result, err := m.send(ctx, req, out, step)
+	var result reqlog.Result
+	res, err := m.send(ctx, req, out, step, &result)
 	m.logCall(ctx, log, edge, edgeTime, res, err, &result)
 	return res, err
 }
@@ -147,6 +148,14 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 // middleware's copy), and records an incident on edge (its incident time
 // edgeTime, when hotAt looked it up) when the call met one.
 func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, result *reqlog.Result) {
+	if result.Attempts == 0 {
+		// The steady state (retrier.Middleware.Run): one attempt that
+		// succeeded with nothing else to report.
+		if !log.Egress.Append(calls.Entry{Edge: edge, Attempts: 1}) {
+			m.late.Inc(1)
+		}
+		return
+	}
 	e := m.entry(ctx, edge, res, err, result)
 	storm := &result.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
@@ -265,12 +274,12 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 // made it, report unknown figures.
 func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
-		res, _, err := m.send(ctx, m.mark(req), out, step)
-		return res, err
+		var result reqlog.Result
+		return m.send(ctx, m.mark(req), out, step, &result)
 	}
+	var state reqlog.Result
 	if m.orphans == nil {
-		res, _, err := m.below(ctx, req, out, step)
-		return res, err
+		return m.below(ctx, req, out, step, &state)
 	}
 	if m.orphans.Watched() || m.incidents.any() {
 		// In an incident, the orphan may be a call of a request whose
@@ -278,7 +287,7 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		// which it sends only to a marked call.
 		req = m.mark(req)
 	}
-	res, state, err := m.below(ctx, req, out, step)
+	res, err := m.below(ctx, req, out, step, &state)
 	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
 	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
@@ -290,21 +299,23 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 // below sends req on through the inner middleware, which is not errown's
 // retry middleware, with a fresh call state in its context for a retry
 // middleware further in to fill in (retrier.Around), and returns what
-// came back with that state's result, sealed.
-func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, reqlog.Result, error) {
-	return retrier.Around(ctx, req, out, step, m.inner)
+// came back with that state's result, sealed, in result.
+func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step, result *reqlog.Result) (*transport.Response, error) {
+	res, r, err := retrier.Around(ctx, req, out, step, m.inner)
+	*result = r
+	return res, err
 }
 
 // send sends req on, through the retry middleware when it is errown's,
-// and returns the result of the call it reported.
-func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, reqlog.Result, error) {
+// and returns in result the result of the call it reported.
+func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step, result *reqlog.Result) (*transport.Response, error) {
 	if m.retry != nil {
 		// The retry middleware records the call in a state of its own,
 		// and seals it when it returns: an attempt below that ends later
 		// writes nothing in it.
-		return m.retry.Run(ctx, req, out, step != nil)
+		return m.retry.Run(ctx, req, out, step != nil, result)
 	}
-	return m.below(ctx, req, out, step)
+	return m.below(ctx, req, out, step, result)
 }
 
 // mark returns a copy of req with req's headers and the attempt header

@@ -125,40 +125,36 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 }
 
 // Run is Call for the egress middleware around m: it sends req's call to
-// out and returns, with the last response and error, the call's Result.
-// direct says that nothing stands between m and the transport but m's
-// innermost attempt step, which the egress middleware's chain leaves out
-// (Sink). There the call's first attempt goes with no state (sendFirst),
-// and the steady state (a success with no storm figures, nothing to
-// report) returns at once; any other call takes a state from m's pool:
-// on the direct path nothing but errown reaches it. Elsewhere the state
-// is handed below, in each attempt's context, to middleware that may
-// keep it past the call: it is the call's alone, never reused.
-func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool) (*transport.Response, reqlog.Result, error) {
+// out and returns the last response and error, the call's Result in
+// result, left zero in the steady state: a call that ended at its first
+// attempt, a success with no storm figures, nothing to report but that
+// one attempt. direct says that nothing stands between m and the
+// transport but m's innermost attempt step, which the egress
+// middleware's chain leaves out (Sink). There the call's first attempt
+// goes with no state (sendFirst), and the steady state returns at once;
+// any other call takes a state from m's pool: on the direct path nothing
+// but errown reaches it. Elsewhere the state is handed below, in each
+// attempt's context, to middleware that may keep it past the call: it is
+// the call's alone, never reused.
+func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool, result *reqlog.Result) (*transport.Response, error) {
 	if !direct {
 		sink := &Sink{Out: out}
 		res, err := m.callSink(ctx, req, sink)
-		return res, sink.State.Result, err
+		*result = sink.State.Result
+		return res, err
 	}
 	var f First
 	res, done, err := m.sendFirst(ctx, req, out, &f)
 	if done {
-		return res, _steady, err
+		return res, err
 	}
 	sink := m.sinks.Get().(*Sink)
 	defer m.putSink(sink)
 	sink.Out, sink.State.direct = out, true
 	res, err = m.continueFirst(req, sink, &f)
-	return res, sink.State.Result, err
+	*result = sink.State.Result
+	return res, err
 }
-
-// _steady is the Result of a call in the steady state: one attempt that
-// succeeded, whose response carried no storm figures (Storm One).
-var _steady = func() reqlog.Result {
-	r := reqlog.Result{Attempts: 1, Code: yarpcerrors.CodeOK, Class: ownership.ClassOK}
-	r.Storm.Attempt(wire.KnownFigures(wire.One))
-	return r
-}()
 
 // putSink empties sink, taken from m's pool for a call on the direct
 // path that has returned, and puts it back.
@@ -195,19 +191,21 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	return m.resume(&r, m.sendAttempt(&r, 1))
 }
 
-// start readies r for req's call, ctx the call's: its callee and policy,
-// the call counted in the callee's budget and metrics, and, under a
-// policy that may retry it, its body and Route (forRetries).
+// start readies r, a fresh one, for req's call, ctx the call's: its
+// callee and policy, the call counted in the callee's budget and
+// metrics, and, under a policy that may retry it, its body and Route
+// (forRetries).
 func (m *Middleware) start(r *attemptRun, ctx context.Context, req *transport.Request) {
-	r.ctx, r.req, r.body = ctx, req, replay{inPlace: true}
 	if r.c = m.callees[req.Service]; r.c != nil {
 		r.c.budget.deposit()
 		r.c.metrics.calls.Inc(1)
 		r.p = r.c.policy(req.Procedure)
 	}
-	if r.retries() {
-		m.forRetries(r, ctx, req)
+	if !r.retries() {
+		r.ctx, r.req, r.body.inPlace = ctx, req, true // never replayed
+		return
 	}
+	m.forRetries(r, ctx, req)
 }
 
 // resume goes on with r's call, whose first attempt came back as a, in
@@ -227,9 +225,10 @@ func (m *Middleware) resume(r *attemptRun, a sentAttempt) (*transport.Response, 
 // context with its Route (routed).
 func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transport.Request) {
 	r.req = req
-	r.body = replay{inPlace: true}
 	if r.p.idempotent {
 		r.body = bufferBody(req.Body, m.maxBodyBytes)
+	} else {
+		r.body.inPlace = true
 	}
 	r.orig = *req
 	r.routed(ctx)
