@@ -10,11 +10,12 @@ import (
 // Result is what errown's retry middleware reports of one logical outbound
 // call to the egress middleware around it: the call state's part that is
 // read once the call has returned (package internal/retrier owns the state
-// and is its only writer). Without a retry middleware it stays zero: one
-// attempt, nothing refused.
+// and is its only writer).
 type Result struct {
-	// Attempts made, the first one included. Zero means nobody counted,
-	// which the egress middleware reads as one.
+	// Attempts made, the first one included, at least one once the call's
+	// state is sealed. Zero is the steady state, which the retry
+	// middleware leaves unrecorded (retrier.Middleware.Run): one attempt
+	// that succeeded, with nothing else to report.
 	Attempts int
 	// Refused says why a retry was not attempted, if this hop decided so.
 	Refused wire.Refusal
