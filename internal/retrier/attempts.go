@@ -169,15 +169,15 @@ var _ Step = (*Attempts)(nil)
 // never contended, no attempt is a hedge or a replay, and no outcome is
 // kept for one to answer with.
 func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
-	state.mu.Lock()
+	state.lock()
 	if state.ended {
-		state.mu.Unlock()
+		state.unlock()
 		return a.m.lateStart(req)
 	}
 	if !sameCall(&state.Sends, req) {
 		// Another procedure through the same middleware (a fallback): a
 		// call of its own, judged by nothing of this one's.
-		state.mu.Unlock()
+		state.unlock()
 		return a.fallback(ctx, req, out)
 	}
 	v := verdict{req: req, epoch: -1}
@@ -200,17 +200,17 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	state.depart(req, &v)
 	switch {
 	case v.answered:
-		state.mu.Unlock()
+		state.unlock()
 		return v.res, v.err
 	case v.hold:
 		return a.holdBack(ctx, req, state, v) // unlocks
 	case v.shed != nil && state.Sends.InFlight == 0:
-		state.mu.Unlock()
+		state.unlock()
 		return nil, v.shed.Err
 	case v.shed != nil:
 		return a.m.held(ctx, v.req, state, a.answersHeld, nil, v.shed.Err) // unlocks
 	}
-	state.mu.Unlock()
+	state.unlock()
 	return a.sendAdmitted(ctx, v.req, out, c, adm, state)
 }
 
@@ -318,9 +318,9 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 	ended := false
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
-			state.mu.Lock()
+			state.lock()
 			state.answer(nil, nil, nil)
-			state.mu.Unlock()
+			state.unlock()
 		}
 	}()
 	res, err := callHeld(ctx, req, out, c, adm)
@@ -428,17 +428,17 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 func (m *Middleware) held(ctx context.Context, req *transport.Request, state *CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	s := &state.Sends
 	idle := state.hold(1)
-	state.mu.Unlock()
+	state.unlock()
 	var gaveUp bool
 	select {
 	case <-idle:
 	case <-ctx.Done():
 		gaveUp = true
 	}
-	state.mu.Lock()
+	state.lock()
 	state.hold(-1)
 	last, won := s.Last, s.Won
-	state.mu.Unlock()
+	state.unlock()
 	switch {
 	case gaveUp:
 	case last != nil:
@@ -456,11 +456,11 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *Ca
 func (m *Middleware) keepWon(state *CallState, ok bool, res *transport.Response, err error) (*transport.Response, *Outcome) {
 	var won *Outcome
 	for {
-		state.mu.Lock()
+		state.lock()
 		if !ok || won != nil || state.Sends.Held == 0 || state.ended {
 			return res, won
 		}
-		state.mu.Unlock()
+		state.unlock()
 		o := &Outcome{Err: err, Class: ownership.ClassOK}
 		var kept bool
 		if res, kept = keep(o, res, m.maxBodyBytes); !kept {
@@ -527,7 +527,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		}
 	}
 	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
-	defer state.mu.Unlock()
+	defer state.unlock()
 	o, k := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}, &kept{last: last, won: won}
 	if end == endCancelled && !state.direct {
 		// Its caller gave up on it (a hedge's loser): it says nothing of

@@ -50,11 +50,29 @@ type CallState struct {
 // step counted them (a hedge or replay may have sent more than the
 // retry loop counted), and at least one. Seal is idempotent.
 func (s *CallState) Seal() reqlog.Result {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	s.ended, s.Attempts = true, max(s.Attempts, s.Sends.Count, 1)
 	s.wake()
 	return s.Result
+}
+
+// lock locks the state, unless the call is on the direct path, where
+// only its own goroutine reaches it: errown's retry middleware sends the
+// attempts itself, one at a time, and nothing below it keeps one or the
+// state. A failing call retried once takes the lock 8 times: on the
+// direct path, about 190 ns of its 2.3 µs (bench/peers, Peers/failing).
+func (s *CallState) lock() {
+	if !s.direct {
+		s.mu.Lock()
+	}
+}
+
+// unlock unlocks what lock locked.
+func (s *CallState) unlock() {
+	if !s.direct {
+		s.mu.Unlock()
+	}
 }
 
 // The methods below are the call's writers besides Seal, each one event

@@ -74,14 +74,14 @@ func (m *Middleware) continueFirst(req *transport.Request, sink *Sink, f *First)
 	r.out, r.state = m.hop(sink), state
 	// The first attempt, shed or sent and no longer under way: recorded
 	// as the innermost step records each.
-	state.mu.Lock()
+	state.lock()
 	state.attempt(1)
 	v := verdict{seen: true, sent: f.shed == nil, shed: f.shed}
 	if f.shed != nil {
 		v.refusal = wire.RefusedOverload
 	}
 	state.depart(req, &v)
-	state.mu.Unlock()
+	state.unlock()
 	if f.shed == nil {
 		a.res, a.err = m.attempted(req, r.c, f.adm, f.end, a.res, a.err, f.code, f.class, state)
 	}

@@ -272,13 +272,13 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
-		state.mu.Lock()
+		state.lock()
 		code, class := m.classify(r, &a, n)
 		if !r.retries() {
 			// No policy that could retry: nothing to refuse, and RCS
 			// stays false for a retryable error, so the caller retries
 			// (at-least-once).
-			state.mu.Unlock()
+			state.unlock()
 			break
 		}
 		if class != ownership.ClassFailure {
@@ -293,7 +293,7 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		if !state.Sends.Shed { // a shed attempt was refused already
 			tracing.Decided(ctx, req, &state.Result, refused, d.wait, d.retry, p.observe)
 		}
-		state.mu.Unlock()
+		state.unlock()
 		if !d.retry || m.sleep(ctx, d.wait) != nil {
 			break
 		}
@@ -325,9 +325,9 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	}
 	// Attempts are numbered as they leave the process: a middleware below
 	// that replayed an attempt (counted by Attempts) took a number too.
-	r.state.mu.Lock()
+	r.state.lock()
 	a.before = r.state.attempt(n)
-	r.state.mu.Unlock()
+	r.state.unlock()
 	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
 	return a
 }
@@ -395,7 +395,7 @@ func (m *Middleware) served(a *sentAttempt, c *callee, state *CallState, note *r
 		draws = state.refunded()
 	}
 	route := state.Route
-	state.mu.Unlock()
+	state.unlock()
 	// As a retry that works, a hedge of a call that works is no storm.
 	for _, epoch := range draws {
 		c.budget.refundHedge(epoch)
