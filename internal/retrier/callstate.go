@@ -60,8 +60,9 @@ func (s *CallState) Seal() reqlog.Result {
 // lock locks the state, unless the call is on the direct path, where
 // only its own goroutine reaches it: errown's retry middleware sends the
 // attempts itself, one at a time, and nothing below it keeps one or the
-// state. A failing call retried once takes the lock 8 times: on the
-// direct path, about 190 ns of its 2.3 µs (bench/peers, Peers/failing).
+// state. A failing call retried once takes the lock 8 times: skipping
+// it there took errown's extra in bench/peers' Peers/failing from 2.28
+// to 2.22 µs (by CPU time 2.26 to 2.13), medians of 6 alternated runs.
 func (s *CallState) lock() {
 	if !s.direct {
 		s.mu.Lock()
