@@ -178,9 +178,8 @@ func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownershi
 // entry returns the log entry of the call on edge that returned res and
 // err, of which the retry middleware reported state: its attempts, its
 // classification (errown's retry middleware's, when it is the inner
-// middleware), and,
-// when it did not succeed, its claim, its refusal and its retry criteria,
-// counted in the egress metrics. A retry middleware further in classified
+// middleware), and, when it did not succeed, its claim, its refusal and
+// its retry criteria, counted in the egress metrics. A retry middleware further in classified
 // what it returned, which the middleware in between may have changed (a
 // fallback turning an error into a success): what came back here is
 // classified instead.
@@ -277,9 +276,9 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		var result reqlog.Result
 		return m.send(ctx, m.mark(req), out, step, &result)
 	}
-	var state reqlog.Result
+	var result reqlog.Result
 	if m.orphans == nil {
-		return m.below(ctx, req, out, step, &state)
+		return m.below(ctx, req, out, step, &result)
 	}
 	if m.orphans.Watched() || m.incidents.any() {
 		// In an incident, the orphan may be a call of a request whose
@@ -287,10 +286,10 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		// which it sends only to a marked call.
 		req = m.mark(req)
 	}
-	res, err := m.below(ctx, req, out, step, &state)
+	res, err := m.below(ctx, req, out, step, &result)
 	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
-	if class == ownership.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
+	if class == ownership.ClassFailure || result.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}
 	return res, err
