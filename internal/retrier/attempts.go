@@ -197,20 +197,18 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 			v.seen, v.shed, v.refusal = true, a.m.shed(v.req, c), wire.RefusedOverload
 		}
 	}
-	state.depart(req, &v)
+	idle, sent := state.depart(req, &v), state.Sends.Count
+	state.unlock()
 	switch {
 	case v.answered:
-		state.unlock()
 		return v.res, v.err
 	case v.hold:
-		return a.holdBack(ctx, req, state, v) // unlocks
-	case v.shed != nil && state.Sends.InFlight == 0:
-		state.unlock()
+		return a.holdBack(ctx, req, state, v, idle, sent)
+	case v.shed != nil && idle == nil:
 		return nil, v.shed.Err
 	case v.shed != nil:
-		return a.m.held(ctx, v.req, state, a.answersHeld, nil, v.shed.Err) // unlocks
+		return a.m.held(ctx, state, idle, a.answersHeld, nil, v.shed.Err)
 	}
-	state.unlock()
 	return a.sendAdmitted(ctx, v.req, out, c, adm, state)
 }
 
@@ -277,18 +275,19 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 	}
 }
 
-// holdBack ends, state locked, an attempt errown's rules refused (v): it
-// is not sent, counts in retry.denied, and waits for an attempt under way
-// to answer with (held, which unlocks state).
-func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *CallState, v verdict) (*transport.Response, error) {
+// holdBack ends an attempt errown's rules refused (v), after sent
+// physical attempts of the call: it is not sent, counts in retry.denied,
+// and, held (depart), waits for an attempt under way to answer with
+// (held, idle the channel closed when none is).
+func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *CallState, v verdict, idle <-chan struct{}, sent int) (*transport.Response, error) {
 	a.m.foreign(req.Service).denied[v.refused].Inc(1)
-	tracing.Foreign(ctx, req, state.Sends.Count, ownership.ClaimMissing, v.refused.String())
+	tracing.Foreign(ctx, req, sent, ownership.ClaimMissing, v.refused.String())
 	if v.hedge {
 		a.m.warnHedge(req, v.refused)
 	} else {
 		a.m.warnForeign(req, v.refused)
 	}
-	return a.m.held(ctx, req, state, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
+	return a.m.held(ctx, state, idle, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
 		"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, v.refused))
 }
 
@@ -416,19 +415,15 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 
 // held ends an attempt errown refused to send while another attempt of
 // the call was under way (or, with none under way, errown's own retry
-// that found the call's attempts spent), state locked: it waits,
-// unlocking state, until
-// no attempt of the call is under way, the call ends, or ctx does, so
-// that the middleware that sent it (a hedge) takes the other attempt's
-// answer. It then returns the last outcome kept, if any, as a refused
-// replay does: the attempt's failure, or, with success, its success (an
-// attempt that succeeds while one is held keeps its response for it, so
-// that a hedger that takes the first answer never takes the refusal in
-// its place), else res and err.
-func (m *Middleware) held(ctx context.Context, req *transport.Request, state *CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
-	s := &state.Sends
-	idle := state.hold(1)
-	state.unlock()
+// that found the call's attempts spent), which depart counted held: it
+// waits until idle is closed (no attempt of the call is under way, or
+// the call has ended) or ctx is done, so that the middleware that sent
+// it (a hedge) takes the other attempt's answer. It then returns the
+// last outcome kept, if any, as a refused replay does: the attempt's
+// failure, or, with success, its success (an attempt that succeeds while
+// one is held keeps its response for it, so that a hedger that takes the
+// first answer never takes the refusal in its place), else res and err.
+func (m *Middleware) held(ctx context.Context, state *CallState, idle <-chan struct{}, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	var gaveUp bool
 	select {
 	case <-idle:
@@ -436,8 +431,7 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *Ca
 		gaveUp = true
 	}
 	state.lock()
-	state.hold(-1)
-	last, won := s.Last, s.Won
+	last, won := state.unhold()
 	state.unlock()
 	switch {
 	case gaveUp:

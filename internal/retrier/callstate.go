@@ -81,7 +81,8 @@ func (s *CallState) unlock() {
 // starts an attempt (attempt), classifies what came back (classified),
 // and decides on a failure (decided) or a success (refunded); the
 // innermost step reports each physical attempt that reaches it (depart)
-// and its answer (answer), and the attempts it holds back (hold).
+// and its answer (answer), and the attempts it held back that no longer
+// wait (unhold).
 
 // attempt starts errown's attempt n of the call, 1 for the first, and
 // returns the physical attempts sent before it.
@@ -153,13 +154,19 @@ func sameCall(s *Sends, req *transport.Request) bool {
 // that leaves the process, under way until its answer; or one the
 // callee's limit on attempts in flight shed, the call's failure, and its
 // last outcome, by which a replay after it is judged (and, refused,
-// returns it), except on the direct path, where nothing replays it.
-func (s *CallState) depart(req *transport.Request, v *verdict) {
+// returns it), except on the direct path, where nothing replays it. An
+// attempt held back, or shed while another is under way, is counted
+// held, until unhold: depart returns the channel it waits on (Idle), nil
+// for one not held.
+func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan struct{}) {
 	t := &s.Sends
 	if t.Service == "" && t.Procedure == "" {
 		t.Service, t.Procedure = req.Service, req.Procedure
 	}
-	hedges, draws, seen, last, n := t.Hedges, t.HedgeDraws, t.Seen, t.Last, 0
+	hedges, draws, seen, last, n, held := t.Hedges, t.HedgeDraws, t.Seen, t.Last, 0, 0
+	if v.hold || v.shed != nil && t.InFlight > 0 {
+		held = 1
+	}
 	if v.hedge && !v.hold {
 		hedges++
 		if v.epoch >= 0 {
@@ -180,8 +187,12 @@ func (s *CallState) depart(req *transport.Request, v *verdict) {
 		}
 	}
 	t.Hedges, t.HedgeDraws, t.Seen, t.Last = hedges, draws, seen, last
-	t.Count, t.InFlight, t.Shed = t.Count+n, t.InFlight+n, v.shed != nil || t.Shed && !v.sent
+	t.Count, t.InFlight, t.Held, t.Shed = t.Count+n, t.InFlight+n, t.Held+held, v.shed != nil || t.Shed && !v.sent
 	s.decided(wire.DeclineNone, v.refusal, v.blind, v.stop)
+	if held == 0 {
+		return nil
+	}
+	return s.Idle()
 }
 
 // kept is what the innermost step keeps of a physical attempt's answer
@@ -208,12 +219,11 @@ func (s *CallState) answer(o *Outcome, f *wire.Figures, k *kept) (late bool) {
 	return false
 }
 
-// hold counts an attempt errown refused that waits for those under way
-// (d 1) or no longer (d -1), and returns the channel closed when none is
-// under way (Idle).
-func (s *CallState) hold(d int) <-chan struct{} {
-	s.Sends.Held += d
-	return s.Idle()
+// unhold counts an attempt held (depart) as no longer, and returns the
+// outcomes kept for it to answer with (kept).
+func (s *CallState) unhold() (last, won *Outcome) {
+	s.Sends.Held--
+	return s.Sends.Last, s.Sends.Won
 }
 
 // Sequential returns, under mu, the attempts the innermost step

@@ -266,35 +266,18 @@ func (r *attemptRun) retries() bool { return r.p != nil && r.p.maxAttempts > 1 }
 // its policy, the callee's claims, the deadline and the callee's budget
 // allow. Its caller seals the call's state when it returns (sealed).
 func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Response, error) {
-	ctx, req, c, p, state := r.ctx, r.req, r.c, r.p, r.state
 	var note retryNote // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
-		state.lock()
-		code, class := m.classify(r, &a, n)
-		if !r.retries() {
-			// No policy that could retry: nothing to refuse, and RCS
-			// stays false for a retryable error, so the caller retries
-			// (at-least-once).
-			state.unlock()
-			break
+		r.state.lock()
+		d := m.decide(r, &a, n, &note)
+		r.state.unlock()
+		if d.served {
+			served(r.c, &d)
 		}
-		if class != ownership.ClassFailure {
-			m.served(&a, c, state, &note) // unlocks
-			break
-		}
-		refused := state.Refused
-		// The policy's attempts bound the call's attempts other than its
-		// hedges, which count apart (Attempts.Send).
-		d := m.retryAfter(r, code, max(state.Sequential(), n), &note)
-		state.decided(d.declined, d.refused, d.blind, d.stop)
-		if !state.Sends.Shed { // a shed attempt was refused already
-			tracing.Decided(ctx, req, &state.Result, refused, d.wait, d.retry, p.observe)
-		}
-		state.unlock()
-		if !d.retry || m.sleep(ctx, d.wait) != nil {
+		if !d.retry || m.sleep(r.ctx, d.wait) != nil {
 			break
 		}
 		discard(a.res, a.cancel)
@@ -302,6 +285,43 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 	}
 	release.With(a.res, a.cancel)
 	return a.res, a.err
+}
+
+// decide classifies, under the state's lock, errown's attempt n of r's
+// call that came back as a, and decides what follows: nothing for a call
+// no policy can retry (nothing to refuse, and RCS stays false for a
+// retryable error, so the caller retries: at-least-once); for an attempt
+// that did not fail, the call served; else whether to retry it, and
+// after how long (retryAfter), recorded in the state.
+func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNote) (d decision) {
+	state := r.state
+	code, class := m.classify(r, a, n)
+	switch {
+	case !r.retries():
+		return d
+	case class != ownership.ClassFailure:
+		// An attempt its caller gave up on (a hedger above cancelled
+		// this hop's call, its loser) did not work, was abandoned, and
+		// may have reached the callee: its withdrawal stands. Else the
+		// retry's withdrawal and the hedges' are refunded.
+		d.served, d.route = true, state.Route
+		if wire.Cancelled(a.ctx, a.err) {
+			note.abandoned()
+		} else {
+			note.succeeded(r.c)
+			d.draws = state.refunded()
+		}
+		return d
+	}
+	refused := state.Refused
+	// The policy's attempts bound the call's attempts other than its
+	// hedges, which count apart (Attempts.Send).
+	d = m.retryAfter(r, code, max(state.Sequential(), n), note)
+	state.decided(d.declined, d.refused, d.blind, d.stop)
+	if !state.Sends.Shed { // a shed attempt was refused already
+		tracing.Decided(r.ctx, r.req, &state.Result, refused, d.wait, d.retry, r.p.observe)
+	}
+	return d
 }
 
 // sealed ends r's call however it ended (a panic below included), before
@@ -379,34 +399,23 @@ func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors
 	return state.Code, state.Class
 }
 
-// served ends, state locked, the call whose attempt a did not fail, and
-// unlocks state. An attempt its caller gave up on (a hedger above
-// cancelled this hop's call, its loser) did not work, was abandoned, and
-// may have reached the callee: its withdrawal stands. Else the retry's
-// withdrawal and the hedges' are refunded, and the peers of the call's
-// earlier attempts are known to have failed it (package retrypeer passes
-// them over; Instances lists them).
-func (m *Middleware) served(a *sentAttempt, c *callee, state *CallState, note *retryNote) {
-	var draws []int64
-	if wire.Cancelled(a.ctx, a.err) {
-		note.abandoned()
-	} else {
-		note.succeeded(c)
-		draws = state.refunded()
-	}
-	route := state.Route
-	state.unlock()
-	// As a retry that works, a hedge of a call that works is no storm.
-	for _, epoch := range draws {
+// served ends the call to c that d says was served: the withdrawals of
+// its hedges given back to c's budget (as a retry that works, a hedge of
+// a call that works is no storm), and the peers of the call's earlier
+// attempts known to have failed it (package retrypeer passes them over;
+// Instances lists them).
+func served(c *callee, d *decision) {
+	for _, epoch := range d.draws {
 		c.budget.refundHedge(epoch)
 	}
-	if route != nil {
-		route.Served(c.instances.failed)
+	if d.route != nil {
+		d.route.Served(c.instances.failed)
 	}
 }
 
 // decision is what errown's retry loop decided after an attempt of a
-// call failed (retryAfter), for the call's state to record (decided).
+// call came back (decide): after a failure (retryAfter), what the call's
+// state records (decided); after a success, what served does.
 type decision struct {
 	wait     time.Duration // before the retry
 	retry    bool
@@ -414,6 +423,9 @@ type decision struct {
 	refused  wire.Refusal // why a wanted retry was refused
 	blind    int          // the attempts only a hop blind to claims makes
 	stop     bool         // observe mode: errown's world stops here
+	served   bool         // the attempt did not fail
+	draws    []int64      // the budget buckets the call's hedges drew on, to give back
+	route    *calls.Route // the call's, or nil
 }
 
 // retryAfter decides, under the state's lock, after n attempts of r's
