@@ -443,26 +443,33 @@ func (m *Middleware) held(ctx context.Context, state *CallState, idle <-chan str
 	return res, err
 }
 
-// keepWon locks state once no attempt is held (Sends.Held) or, for an
-// attempt that succeeded with res and err, res is kept in won for those
-// held to answer with; it returns the response to hand on and won. Its
-// body is read with state unlocked.
-func (m *Middleware) keepWon(state *CallState, ok bool, res *transport.Response, err error) (*transport.Response, *Outcome) {
+// landed records in state the answer of a physical attempt that came
+// back with res and err (answer: o, f and k), and returns the response to
+// hand on and whether the attempt is late. An attempt that succeeded
+// (ok) while others are held (Sends.Held) first has res kept in k's won
+// for those to answer with, its body read with state unlocked.
+func (m *Middleware) landed(state *CallState, ok bool, res *transport.Response, err error, o *Outcome, f *wire.Figures, k *kept) (*transport.Response, bool) {
 	var won *Outcome
 	for {
 		state.lock()
 		if !ok || won != nil || state.Sends.Held == 0 || state.ended {
-			return res, won
+			break
 		}
 		state.unlock()
-		o := &Outcome{Err: err, Class: ownership.ClassOK}
+		w := &Outcome{Err: err, Class: ownership.ClassOK}
 		var kept bool
-		if res, kept = keep(o, res, m.maxBodyBytes); !kept {
+		if res, kept = keep(w, res, m.maxBodyBytes); !kept {
 			ok = false // too large to answer with twice: those held get the refusal
 			continue
 		}
-		won = o
+		won = w
 	}
+	if k != nil {
+		k.won = won
+	}
+	late := state.answer(o, f, k)
+	state.unlock()
+	return res, late
 }
 
 // lateStart refuses an attempt sent after its call returned: nobody waits
@@ -493,13 +500,13 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 	return res, err
 }
 
-// attempted records, under state's lock, the physical attempt of
-// state's call, under way until now, that returned res and err,
-// classified as code and class, ended as end, sent to c (nil: no policy)
-// under adm: its storm figures, its classification and claim, the end of
-// its admission, and, below middleware errown does not own, its outcome,
-// kept (its body read before the lock is taken) for a refused replay or
-// a held hedge to answer with. An attempt that ends after its call
+// attempted records in state (landed) the physical attempt of state's
+// call, under way until now, that returned res and err, classified as
+// code and class, ended as end, sent to c (nil: no policy) under adm: its
+// storm figures, its classification and claim, the end of its admission,
+// and, below middleware errown does not own, its outcome, kept (its body
+// read before the lock is taken) for a refused replay or a held hedge to
+// answer with. An attempt that ends after its call
 // returned (late) records nothing: it gives back its slot of the
 // overload limit, with no outcome, and counts in retry.late_attempts. It
 // returns what to hand on.
@@ -520,9 +527,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 			}
 		}
 	}
-	res, won := m.keepWon(state, class == ownership.ClassOK && end != endCancelled, res, err)
-	defer state.unlock()
-	o, k := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}, &kept{last: last, won: won}
+	o, k := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}, &kept{last: last}
 	if end == endCancelled && !state.direct {
 		// Its caller gave up on it (a hedge's loser): it says nothing of
 		// the callee and is no outcome of the call. The last outcome
@@ -532,7 +537,8 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		// retry middleware reads the attempt's classification.)
 		o, k = nil, nil
 	}
-	if state.answer(o, &storm, k) {
+	res, late := m.landed(state, class == ownership.ClassOK && end != endCancelled, res, err, o, &storm, k)
+	if late {
 		if c != nil {
 			c.overload.abandon(adm)
 		}
