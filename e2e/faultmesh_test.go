@@ -14,8 +14,8 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
-	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/e2e/internal/chaos"
+	"github.com/errown/errown/grpcgo"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/nethttp"
 	"github.com/errown/errown/retry"

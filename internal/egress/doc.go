@@ -6,8 +6,9 @@
 // call's context (reqlog.Log's Egress).
 //
 // In docs/DESIGN.md's data flow it wraps the retry middleware (package
-// internal/retrier), which tells it through a reqlog.CallState what it
-// did for the call; the inbound middleware (package internal/ingress)
+// internal/retrier), which owns the call's state (retrier.CallState) and
+// tells it what it did for the call in a reqlog.Result
+// (retrier.Middleware.Run); the inbound middleware (package internal/ingress)
 // reads the entries when the handler returns. The metrics it emits are
 // listed in package outbound's documentation.
 package egress

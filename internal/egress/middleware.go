@@ -29,7 +29,6 @@ type Middleware struct {
 	retry         *retrier.Middleware      // inner, when it is exactly errown's retry middleware
 	orphans       *calls.Orphans           // or nil
 	incidents     *incidents               // when each caller procedure last met an incident
-	pool          sync.Pool                // of *call
 	refuseRepeats bool
 	logger        *zap.Logger
 	warned        sync.Map // ownership.Edge whose repeat was logged
@@ -70,7 +69,6 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 		refuseRepeats: cfg.RefuseRepeats,
 		logger:        o.Logger,
 	}
-	m.pool.New = m.newCall
 	m.retry, _ = o.inner.(*retrier.Middleware)
 	for _, c := range []ownership.Claim{ownership.ClaimMissing, ownership.ClaimClaimed, ownership.ClaimUnclaimed} {
 		m.failures[c] = scope.Tagged(map[string]string{"claim": c.String()}).Counter("failures")
@@ -88,7 +86,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 // innermost attempt step, itself, handing it the call's state with no
 // context node, rather than leave step to a chain of its own. Its
 // Middleware is m.
-func (m *Middleware) Direct(step reqlog.Step) *Direct {
+func (m *Middleware) Direct(step retrier.Step) *Direct {
 	return &Direct{m: m, step: step}
 }
 
@@ -96,7 +94,7 @@ func (m *Middleware) Direct(step reqlog.Step) *Direct {
 // below it (Middleware.Direct).
 type Direct struct {
 	m    *Middleware
-	step reqlog.Step
+	step retrier.Step
 }
 
 var _ middleware.UnaryOutbound = (*Direct)(nil)
@@ -111,7 +109,7 @@ func (d *Direct) Middleware() *Middleware { return d.m }
 
 // call is Call, with the innermost attempt step to send through when it is
 // not in the chain below (step not nil).
-func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	m.calls.Inc(1)
 	log := reqlog.FromContext(ctx)
 	if log == nil {
@@ -119,18 +117,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		return m.untrackedCall(ctx, req, out, step)
 	}
 	log.CallStarted()
-	// c is the call the request takes, if it takes one (pooled on the
-	// direct path only, where nothing but errown reaches it). One
-	// deferred function releases it and ends the call: with a defer in
-	// each branch the compiler could not open-code them (defers times
-	// returns above 15), and each call paid for a defer record.
-	var c *call
-	defer func() {
-		if c != nil {
-			m.release(c, step)
-		}
-		log.CallEnded()
-	}()
+	defer log.CallEnded()
 	edge := ownership.Edge{CallerProcedure: log.Procedure, Service: req.Service, Procedure: req.Procedure}
 	if prev, ok := log.Egress.Last(edge); ok && prev.Claim == ownership.ClaimUnclaimed {
 		if res, err, refused := m.repeat(log, prev); refused {
@@ -140,61 +127,41 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	// The steady state sends the request as it is; a request in an
 	// incident (its edge's, or the one above it marked) is
 	// marked, so that its callee sends its figures and is no root.
-	var (
-		res   *transport.Response
-		state *reqlog.CallState
-		err   error
-	)
 	var edgeTime *atomic.Int64 // the edge's incident time, when hotAt looked it up
 	hot := log.Marked()
 	if !hot {
 		hot, edgeTime = m.incidents.hotAt(edge)
 	}
-	switch {
-	case hot:
-		c = m.take(step)
-		res, state, err = m.send(ctx, c, m.mark(req, log.Root), out, step)
-	case step != nil && m.retry != nil:
-		// The steady state on the direct path: the first attempt goes
-		// with no call state, and the call takes a pooled one only when
-		// it did not simply succeed.
+	if hot {
+		req = m.mark(req, log.Root)
+	} else {
 		log.SetUnmarkedCall()
-		var f retrier.First
-		r, sent, done, e := m.retry.SendFirst(ctx, req, out, &f)
-		if done {
-			if !log.Egress.Append(calls.Entry{Edge: edge, Attempts: 1}) {
-				m.late.Inc(1)
-			}
-			return r, e
-		}
-		c = m.take(step)
-		if sent {
-			c.sink.Out, c.sink.Direct = out, true
-			res, err = m.retry.Continue(ctx, req, &c.sink, &f)
-			state = &c.sink.State
-		} else {
-			res, state, err = m.send(ctx, c, req, out, step)
-		}
-	default:
-		c = m.take(step)
-		log.SetUnmarkedCall()
-		res, state, err = m.send(ctx, c, req, out, step)
 	}
-
-	m.logCall(ctx, log, edge, edgeTime, res, err, state)
+	var result reqlog.Result
+	res, err := m.send(ctx, req, out, step, &result)
+	m.logCall(ctx, log, edge, edgeTime, res, err, &result)
 	return res, err
 }
 
 // logCall logs in the request's log the call on edge that returned res
-// and err, of state, and records an incident on edge (its incident time
+// and err, of which the retry middleware reported result (the egress
+// middleware's copy), and records an incident on edge (its incident time
 // edgeTime, when hotAt looked it up) when the call met one.
-func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, state *reqlog.CallState) {
-	e := m.entry(ctx, edge, res, err, state)
-	storm := &state.Storm
+func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, result *reqlog.Result) {
+	if result.Attempts == 0 {
+		// The steady state (retrier.Middleware.Run): one attempt that
+		// succeeded with nothing else to report.
+		if !log.Egress.Append(calls.Entry{Edge: edge, Attempts: 1}) {
+			m.late.Inc(1)
+		}
+		return
+	}
+	e := m.entry(ctx, edge, res, err, result)
+	storm := &result.Storm
 	if storm.Attempts() == 0 { // no retry middleware folded the attempts
 		storm.Attempt(wire.AttemptStorm(res, e.Class, m.hdr.Storm, wire.Cancelled(ctx, err)))
 	}
-	if incident(&e, state, storm) {
+	if incident(&e, result.Refused, storm) {
 		m.incidents.record(edge, edgeTime)
 	}
 	var logged bool
@@ -209,19 +176,19 @@ func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownershi
 }
 
 // entry returns the log entry of the call on edge that returned res and
-// err, of state: its attempts, its classification (errown's retry
-// middleware's, when it is the inner middleware and classified), and,
-// when it did not succeed, its claim, its refusal and its retry criteria,
-// counted in the egress metrics. A retry middleware further in classified
+// err, of which the retry middleware reported state: its attempts, its
+// classification (errown's retry middleware's, when it is the inner
+// middleware), and, when it did not succeed, its claim, its refusal and
+// its retry criteria, counted in the egress metrics. A retry middleware further in classified
 // what it returned, which the middleware in between may have changed (a
 // fallback turning an error into a success): what came back here is
 // classified instead.
-func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.CallState) calls.Entry {
+func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.Result) calls.Entry {
 	e := calls.Entry{
 		Edge:     edge,
 		Attempts: state.Sent(),
 	}
-	classified := state.Classified && m.retry != nil
+	classified := m.retry != nil
 	if classified {
 		e.Code, e.Class = state.Code, state.Class
 	} else {
@@ -304,16 +271,14 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 // job) is an orphan when it had anything to report, a failure, a retry, a
 // storm below: the requests in flight meanwhile, one of which may have
 // made it, report unknown figures.
-func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, error) {
+func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
-		c := m.take(step)
-		defer m.release(c, step)
-		res, _, err := m.send(ctx, c, m.mark(req, 0), out, step)
-		return res, err
+		var result reqlog.Result
+		return m.send(ctx, m.mark(req, 0), out, step, &result)
 	}
+	var result reqlog.Result
 	if m.orphans == nil {
-		res, _, err := m.below(ctx, req, out, step)
-		return res, err
+		return m.below(ctx, req, out, step, &result)
 	}
 	if m.orphans.Watched() || m.incidents.any() {
 		// In an incident, the orphan may be a call of a request whose
@@ -321,10 +286,10 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		// which it sends only to a marked call.
 		req = m.mark(req, 0)
 	}
-	res, state, err := m.below(ctx, req, out, step)
+	res, err := m.below(ctx, req, out, step, &result)
 	_, class := wire.AttemptResult(ctx, res, err, m.hdr.Code)
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, wire.Cancelled(ctx, err))
-	if class == wire.ClassFailure || state.Attempts > 1 || !storm.Trivial() {
+	if class == wire.ClassFailure || result.Attempts > 1 || !storm.Trivial() {
 		m.orphans.Failed()
 	}
 	return res, err
@@ -332,57 +297,24 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 
 // below sends req on through the inner middleware, which is not errown's
 // retry middleware, with a fresh call state in its context for a retry
-// middleware further in to fill in, and returns what came back with that
-// state, sealed: an attempt below that ends later writes nothing, after
-// a panic too.
-func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
-	cctx, state := reqlog.NewCallContext(ctx)
-	if step != nil {
-		out = &reqlog.Hop{Step: step, Out: out, State: state}
-	}
-	defer state.Seal()
-	res, err := m.next(cctx, req, out)
-	return res, state, err
+// middleware further in to fill in (retrier.Around), and returns what
+// came back with that state's result, sealed, in result.
+func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step, result *reqlog.Result) (*transport.Response, error) {
+	res, r, err := retrier.Around(ctx, req, out, step, m.inner)
+	*result = r
+	return res, err
 }
 
-// send sends req on for the call c, through the retry middleware when it
-// is errown's, and returns the state of the call it reported.
-func (m *Middleware) send(ctx context.Context, c *call, req *transport.Request, out transport.UnaryOutbound, step reqlog.Step) (*transport.Response, *reqlog.CallState, error) {
+// send sends req on, through the retry middleware when it is errown's,
+// and returns in result the result of the call it reported.
+func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step, result *reqlog.Result) (*transport.Response, error) {
 	if m.retry != nil {
-		// The retry middleware records its state in the Sink it gets as
-		// its outbound, and seals it when it returns: an attempt below
-		// that ends later writes nothing in it.
-		c.sink.Out, c.sink.Direct = out, step != nil
-		res, err := m.retry.Call(ctx, req, &c.sink)
-		return res, &c.sink.State, err
+		// The retry middleware records the call in a state of its own,
+		// and seals it when it returns: an attempt below that ends later
+		// writes nothing in it.
+		return m.retry.Run(ctx, req, out, step != nil, result)
 	}
-	return m.below(ctx, req, out, step)
-}
-
-// call is what the egress middleware keeps for one outbound call: the
-// Sink through which errown's retry middleware reports. Pooled only on
-// the direct path (taken and released with a step), where nothing but
-// errown reaches the Sink: the transport gets the request and a context
-// that does not carry the call's state. Below middleware errown does not own the state
-// is in each attempt's context, which such middleware may keep past the
-// call (an abandoned attempt, a hedge left running): there the call is
-// allocated, and never reused.
-type call struct {
-	sink reqlog.Sink
-}
-
-// newCall is the New of a Middleware's pool of calls.
-func (m *Middleware) newCall() any {
-	return &call{}
-}
-
-// take returns a call for one outbound call, pooled on the direct path
-// (step not nil).
-func (m *Middleware) take(step reqlog.Step) *call {
-	if step != nil {
-		return m.pool.Get().(*call)
-	}
-	return &call{}
+	return m.below(ctx, req, out, step, result)
 }
 
 // mark returns a copy of req with req's headers and the attempt header
@@ -431,12 +363,12 @@ func (m *Middleware) mark(req *transport.Request, root uint64) *transport.Reques
 
 const _firstAttempt = "1"
 
-// incident reports whether the call e, of state, whose storm folded its
-// attempts, met an incident: it failed, was retried or refused a retry,
+// incident reports whether the call e, which refused a retry for refused
+// and whose storm folded its attempts, met an incident: it failed, was retried or refused a retry,
 // or its figures are worth a root's record (a retry spent or suppressed
 // below, or unknown). A call the handler abandoned is none, nor an
 // answer, nor a success whose subtree only served more requests.
-func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bool {
+func incident(e *calls.Entry, refused wire.Refusal, storm *wire.StormCall) bool {
 	if e.Abandoned {
 		// Cancelled by the handler (a hedge, a fan-out's loser): its
 		// figures are unknown, and nothing about the callee is known.
@@ -445,24 +377,5 @@ func incident(e *calls.Entry, state *reqlog.CallState, storm *wire.StormCall) bo
 	if e.Class == wire.ClassFailure {
 		return true
 	}
-	return e.Attempts > 1 || state.Refused != wire.RefusedNone || storm.Stormy()
-}
-
-// release returns c, taken with step, to the pool when it is a pooled one
-// (the direct path's, step not nil), emptied.
-func (m *Middleware) release(c *call, step reqlog.Step) {
-	if step == nil {
-		return
-	}
-	c.sink = reqlog.Sink{}
-	m.pool.Put(c)
-}
-
-// next sends the call on: through the inner middleware, if any, else to
-// out.
-func (m *Middleware) next(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	if m.inner != nil {
-		return m.inner.Call(ctx, req, out)
-	}
-	return out.Call(ctx, req)
+	return e.Attempts > 1 || refused != wire.RefusedNone || storm.Stormy()
 }

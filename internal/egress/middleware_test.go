@@ -29,7 +29,7 @@ import (
 type callee struct {
 	res   *transport.Response
 	err   error
-	state reqlog.CallState
+	state reqlog.Result
 }
 
 func withClaim(v string) *transport.Response {
@@ -72,13 +72,13 @@ func TestCallRecordsEntry(t *testing.T) {
 		},
 		{
 			name:      "claimed, not retried: RCS false",
-			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 1}},
+			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.Result{Attempts: 1}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 1},
 			wantClaim: "claimed",
 		},
 		{
 			name:      "claimed and retried: RCS true",
-			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2}},
+			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.Result{Attempts: 2}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true},
 			wantClaim: "claimed",
 		},
@@ -102,19 +102,19 @@ func TestCallRecordsEntry(t *testing.T) {
 		},
 		{
 			name:      "refused by budget: RCS true",
-			give:      callee{err: unavailable, state: reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget}},
+			give:      callee{err: unavailable, state: reqlog.Result{Attempts: 1, Refused: wire.RefusedBudget}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Attempts: 1, RCS: true, Refused: wire.RefusedBudget},
 			wantClaim: "missing",
 		},
 		{
 			name:      "unclaimed, the retry suppressed with attempts left: declined",
-			give:      callee{res: withClaim("unclaimed"), err: unavailable, state: reqlog.CallState{Attempts: 1, Declined: wire.DeclineUnclaimed}},
+			give:      callee{res: withClaim("unclaimed"), err: unavailable, state: reqlog.Result{Attempts: 1, Declined: wire.DeclineUnclaimed}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimUnclaimed, Attempts: 1, RCS: true, Declined: wire.DeclineUnclaimed},
 			wantClaim: "unclaimed",
 		},
 		{
 			name:      "failed on the policy's last attempt: declined",
-			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit}},
+			give:      callee{res: withClaim("claimed"), err: unavailable, state: reqlog.Result{Attempts: 2, Declined: wire.DeclineAttemptLimit}},
 			want:      calls.Entry{Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed, Attempts: 2, RCS: true, Declined: wire.DeclineAttemptLimit},
 			wantClaim: "claimed",
 		},
@@ -248,14 +248,14 @@ func TestWithInnerRunsInsideEgress(t *testing.T) {
 	// The inner middleware sees the call's CallState, as the retry
 	// middleware does in a yarpc chain behind the egress middleware, and
 	// runs for tracked and untracked calls alike.
-	var inner []*reqlog.CallState
+	var inner []*retrier.CallState
 	mw, err := New(outbound.Config{}, WithInner(middleware.UnaryOutboundFunc(
 		func(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 			res, err := out.Call(ctx, req)
-			s := reqlog.CallStateFromContext(ctx)
+			s := retrier.CallStateFromContext(ctx)
 			inner = append(inner, s)
 			if s != nil {
-				*s = reqlog.CallState{Attempts: 2, Refused: wire.RefusedBudget}
+				s.Result = reqlog.Result{Attempts: 2, Refused: wire.RefusedBudget}
 			}
 			return res, err
 		})))
@@ -336,7 +336,7 @@ func TestWithInnerRetry(t *testing.T) {
 
 			got := out.Requests()
 			require.Len(t, got, tt.want.Attempts)
-			assert.NotNil(t, reqlog.CallStateFromContext(got[0].Ctx), "the attempt's context carries the call's state, for the innermost step")
+			assert.NotNil(t, retrier.CallStateFromContext(got[0].Ctx), "the attempt's context carries the call's state, for the innermost step")
 			assert.Same(t, log, reqlog.FromContext(got[0].Ctx), "and the request's log")
 			want := tt.want
 			want.Edge = ownership.Edge{CallerProcedure: "checkout", Service: "payments", Procedure: "charge"}

@@ -269,7 +269,7 @@ func TestCallFoldsStorm(t *testing.T) {
 		name      string
 		res       *transport.Response
 		err       error
-		state     reqlog.CallState // what an inner middleware reports
+		state     reqlog.Result // what an inner middleware reports
 		want      wire.Storm
 		wantOK    bool
 		wantAdded bool
@@ -349,7 +349,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			name:      "attempts counted by an inner middleware that did not fold: the response folded once",
 			res:       headers("errown-storm", "4,4,0,0,0"),
 			err:       down,
-			state:     reqlog.CallState{Attempts: 2},
+			state:     reqlog.Result{Attempts: 2},
 			want:      wire.Storm{Served: 5, Blind: 5},
 			wantOK:    true,
 			wantAdded: true,
@@ -358,7 +358,7 @@ func TestCallFoldsStorm(t *testing.T) {
 			name:      "attempts folded by an inner middleware: its Storm",
 			res:       headers("errown-storm", "4,4,0,0,0"),
 			err:       down,
-			state:     reqlog.CallState{Attempts: 2, Storm: folded(wire.Storm{Served: 4, Blind: 4}, wire.Storm{Served: 4, Blind: 4})},
+			state:     reqlog.Result{Attempts: 2, Storm: folded(wire.Storm{Served: 4, Blind: 4}, wire.Storm{Served: 4, Blind: 4})},
 			want:      wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1},
 			wantOK:    true,
 			wantAdded: true,
@@ -390,12 +390,12 @@ func folded(attempts ...wire.Storm) wire.StormCall {
 
 // stateSetter is an inner middleware that reports state for every call,
 // as a retry middleware further in would.
-type stateSetter struct{ state reqlog.CallState }
+type stateSetter struct{ state reqlog.Result }
 
 func (s stateSetter) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	res, err := out.Call(ctx, req)
-	if st := reqlog.CallStateFromContext(ctx); st != nil {
-		*st = s.state
+	if st := retrier.CallStateFromContext(ctx); st != nil {
+		st.Result = s.state
 	}
 	return res, err
 }

@@ -1,7 +1,7 @@
 // Package reqlog is the per-request plumbing errown's own packages share
 // and its users never touch: the IngressLog of a request in flight (the
 // Log the reqlog.Map holds, carried in the request's context), and the
-// CallState by which the retry middleware tells the egress middleware what
+// Result by which the retry middleware tells the egress middleware what
 // it did for one logical outbound call.
 //
 // In docs/DESIGN.md's data flow it is the thread between the middleware:
@@ -9,7 +9,7 @@
 // it in the handler's context; the egress middleware (package
 // internal/egress) finds it there and appends one calls.Entry per logical
 // call to its Egress, with the attempts and refusals the retry middleware
-// (package internal/retrier) recorded in a CallState.
+// (package internal/retrier) recorded in a Result.
 //
 // Map bounds the Logs in flight (Config: MaxInFlight, Shards).
 // It counts them, and does not keep them: each shard is one atomic count

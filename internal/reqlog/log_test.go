@@ -154,3 +154,5 @@ func TestParking(t *testing.T) {
 	assert.Zero(t, l.CallsInFlight())
 	assert.False(t, l.CallsUnderWay())
 }
+
+type otherKey struct{}

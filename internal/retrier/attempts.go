@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -149,14 +148,14 @@ func newForeignMetrics(scope tally.Scope, service string) *foreignMetrics {
 
 // Call implements middleware.UnaryOutbound.
 func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	state := reqlog.CallStateFromContext(ctx)
+	state := CallStateFromContext(ctx)
 	if state == nil {
 		return out.Call(ctx, req)
 	}
 	return a.Send(ctx, req, out, state)
 }
 
-var _ reqlog.Step = (*Attempts)(nil)
+var _ Step = (*Attempts)(nil)
 
 // Send sends one physical attempt of the call whose state is state to
 // out, on one path for both ways the step is reached. Below middleware
@@ -165,91 +164,79 @@ var _ reqlog.Step = (*Attempts)(nil)
 // before they end (a timeout that abandons one), or send another call
 // through the same chain (a fallback): the bookkeeping is done under the
 // state's lock, and none once the call has ended (late). On the direct
-// path (Sends.Direct) errown's retry middleware sends the attempts
-// itself, one at a time, and nothing else reaches state: Enter does
-// nothing, no attempt is a hedge or a replay, and no outcome is kept for
-// one to answer with.
-func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	state.Enter()
-	if state.Ended() {
-		state.Leave()
+// path (CallState.direct) errown's retry middleware sends the attempts
+// itself, one at a time, and nothing else reaches state: its lock is
+// never contended, no attempt is a hedge or a replay, and no outcome is
+// kept for one to answer with.
+func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
+	state.lock()
+	if state.ended {
+		state.unlock()
 		return a.m.lateStart(req)
 	}
 	if !sameCall(&state.Sends, req) {
 		// Another procedure through the same middleware (a fallback): a
 		// call of its own, judged by nothing of this one's.
-		state.Leave()
-		other := &reqlog.CallState{}
-		res, err := a.Send(ctx, req, out, other)
-		other.Seal()
-		return res, err
+		state.unlock()
+		return a.fallback(ctx, req, out)
 	}
-	v := verdict{req: req}
-	if !state.Sends.Direct { // else errown's own attempt: nothing to judge
-		v = a.m.judge(ctx, req, state)
+	v := verdict{req: req, epoch: -1}
+	if !state.direct { // else errown's own attempt: nothing to judge
+		a.m.judge(ctx, req, state, &v)
 	}
+	var (
+		c   *callee
+		adm admission
+	)
+	if !v.answered && !v.hold {
+		c = a.m.callees[v.req.Service]
+		var admitted bool
+		if adm, admitted = a.m.admit(c, v.req); admitted {
+			v.seen, v.sent = true, true
+		} else {
+			v.seen, v.shed, v.refusal = true, a.m.shed(v.req, c), wire.RefusedOverload
+		}
+	}
+	idle, sent := state.depart(req, &v), state.Sends.Count
+	state.unlock()
 	switch {
 	case v.answered:
-		state.Leave()
 		return v.res, v.err
 	case v.hold:
-		return a.holdBack(ctx, req, state, v) // unlocks
+		return a.holdBack(ctx, req, state, v, idle, sent)
+	case v.shed != nil && idle == nil:
+		return nil, v.shed.Err
+	case v.shed != nil:
+		return a.m.held(ctx, state, idle, a.answersHeld, nil, v.shed.Err)
 	}
-	req = v.req
-	s := &state.Sends
-	s.Seen = state.ErrownAttempt
-	c := a.m.callees[req.Service]
-	adm, admitted := a.m.admit(c, req)
-	if !admitted {
-		res, err := a.m.shed(req, c, state)
-		if s.InFlight == 0 {
-			state.Leave()
-			return res, err
-		}
-		return a.m.held(ctx, req, state, a.answersHeld, res, err) // unlocks
-	}
-	underWay(s)
-	state.Leave()
-	return a.sendAdmitted(ctx, req, out, c, adm, state)
+	return a.sendAdmitted(ctx, v.req, out, c, adm, state)
 }
 
-// over counts, under state's lock, a physical attempt of its call that
-// was under way (underWay) as no longer, and wakes the attempts held
-// until none is (Idle).
-func over(state *reqlog.CallState) {
-	state.Sends.InFlight--
-	state.Wake()
-}
-
-// underWay counts, under the state's lock, a physical attempt of the call
-// whose attempts s records that leaves the process.
-func underWay(s *reqlog.Sends) {
-	s.Count++
-	s.InFlight++
-	s.Shed = false
-}
-
-// sameCall reports, under the state's lock, whether req is of the call
-// whose attempts s records: the first attempt names the call's service
-// and procedure; an attempt naming others is a call of its own.
-func sameCall(s *reqlog.Sends, req *transport.Request) bool {
-	if s.Service == "" && s.Procedure == "" {
-		s.Service, s.Procedure = req.Service, req.Procedure
-		return true
-	}
-	return req.Service == s.Service && req.Procedure == s.Procedure
+// fallback sends req, an attempt through the chain of a call whose
+// state is another procedure's (a fallback through the same
+// middleware), as a call of its own, judged by nothing of the other's.
+func (a *Attempts) fallback(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
+	res, _, err := Around(ctx, req, out, a, nil)
+	return res, err
 }
 
 // verdict is what errown's rules make of a physical attempt before it is
-// sent (judge).
+// sent (judge, Send), and what the call's state records of it (depart).
 type verdict struct {
 	req      *transport.Request // the attempt to send, stamped when errown did not make it
 	hedge    bool               // sent while another attempt is under way
+	epoch    int64              // the budget bucket a hedge sent drew on, -1 for none
 	hold     bool               // refused (refused) while another attempt is under way
 	refused  foreignReason
 	answered bool // refused, answering at once with res and err
 	res      *transport.Response
 	err      error
+	seen     bool     // errown's current attempt reached the step
+	sent     bool     // it leaves the process
+	shed     *Outcome // or the callee's limit on attempts in flight shed it, failing so
+	refusal  wire.Refusal
+	blind    int  // the attempts only a hop blind to claims makes of a replay
+	stop     bool // observe mode: errown's world stops at a replay
 }
 
 // judge decides, under state's lock, on a physical attempt of state's
@@ -257,9 +244,8 @@ type verdict struct {
 // under way), a replay (sent again after an attempt of the same errown
 // attempt ended), errown's own retry that a hedge overtook, or else
 // errown's own attempt, sent as it is.
-func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *reqlog.CallState) verdict {
+func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *CallState, v *verdict) {
 	s := &state.Sends
-	v := verdict{req: req}
 	switch {
 	case s.InFlight > 0 && state.ErrownAttempt == s.Seen:
 		// Sent while another attempt of the same errown attempt is under
@@ -272,13 +258,9 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *r
 		if v.refused, epoch, v.hold = m.hedgeRefusal(ctx, req, state); v.hold {
 			break
 		}
-		s.Hedges++
-		if epoch >= 0 {
-			s.HedgeDraws = append(s.HedgeDraws, epoch)
-		}
-		v.req = m.foreignSent(req, s)
+		v.req, v.epoch = m.foreignSent(req, s), epoch
 	case s.Count > 0 && state.ErrownAttempt == s.Seen:
-		v.req, v.res, v.err, v.answered = m.replay(ctx, req, state)
+		m.replay(ctx, req, state, v)
 	case s.Count > 0 && m.overTheLimit(req, state.Sequential()):
 		// errown's own retry, decided when the call had sent fewer
 		// attempts: one the middleware below sent meanwhile (a hedge
@@ -286,27 +268,26 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *r
 		// its place. It is not sent, and answers with the call's last
 		// failure; what the hedge took is counted
 		// (retry.starved_by_hedges).
-		s.Seen = state.ErrownAttempt
-		v.refused, v.hold = foreignAttempts, true
+		v.seen, v.refused, v.hold = true, foreignAttempts, true
 		if c := m.callees[req.Service]; c != nil {
 			c.metrics.starved[starvedAttempts].Inc(1)
 		}
 	}
-	return v
 }
 
-// holdBack ends, state locked, an attempt errown's rules refused (v): it
-// is not sent, counts in retry.denied, and waits for an attempt under way
-// to answer with (held, which unlocks state).
-func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *reqlog.CallState, v verdict) (*transport.Response, error) {
+// holdBack ends an attempt errown's rules refused (v), after sent
+// physical attempts of the call: it is not sent, counts in retry.denied,
+// and, held (depart), waits for an attempt under way to answer with
+// (held, idle the channel closed when none is).
+func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *CallState, v verdict, idle <-chan struct{}, sent int) (*transport.Response, error) {
 	a.m.foreign(req.Service).denied[v.refused].Inc(1)
-	tracing.Foreign(ctx, req, state.Sends.Count, ownership.ClaimMissing, v.refused.String())
+	tracing.Foreign(ctx, req, sent, ownership.ClaimMissing, v.refused.String())
 	if v.hedge {
 		a.m.warnHedge(req, v.refused)
 	} else {
 		a.m.warnForeign(req, v.refused)
 	}
-	return a.m.held(ctx, req, state, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
+	return a.m.held(ctx, state, idle, a.answersHeld, nil, yarpcerrors.AbortedErrorf(
 		"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, v.refused))
 }
 
@@ -332,13 +313,13 @@ func (m *Middleware) admit(c *callee, req *transport.Request) (admission, bool) 
 // sendAdmitted sends req, an attempt of state's call counted as under way
 // and holding adm, a slot of c's overload limit, and records how it ended
 // (attempted).
-func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission, state *reqlog.CallState) (*transport.Response, error) {
+func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission, state *CallState) (*transport.Response, error) {
 	ended := false
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
-			state.Enter()
-			over(state)
-			state.Leave()
+			state.lock()
+			state.answer(nil, nil, nil)
+			state.unlock()
 		}
 	}()
 	res, err := callHeld(ctx, req, out, c, adm)
@@ -354,7 +335,7 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 // deadline, the hedges' share of the budget (withdrawn when everything
 // else allows it: epoch is the withdrawal's bucket, -1 for none). Observe
 // mode refuses nothing.
-func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (_ foreignReason, epoch int64, _ bool) {
+func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, state *CallState) (_ foreignReason, epoch int64, _ bool) {
 	var p *policy
 	c := m.callees[req.Service]
 	if c != nil {
@@ -383,7 +364,7 @@ func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, s
 // success, or after attempts their caller cancelled), and whether they
 // do: the policy's attempt limit, the deadline, the budget (withdrawn
 // when everything else allows it). Observe mode refuses nothing.
-func (m *Middleware) unjudgedRefusal(ctx context.Context, req *transport.Request, state *reqlog.CallState) (foreignReason, bool) {
+func (m *Middleware) unjudgedRefusal(ctx context.Context, req *transport.Request, state *CallState) (foreignReason, bool) {
 	var p *policy
 	c := m.callees[req.Service]
 	if c != nil {
@@ -434,30 +415,24 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 
 // held ends an attempt errown refused to send while another attempt of
 // the call was under way (or, with none under way, errown's own retry
-// that found the call's attempts spent), state locked: it waits,
-// unlocking state, until
-// no attempt of the call is under way, the call ends, or ctx does, so
-// that the middleware that sent it (a hedge) takes the other attempt's
-// answer. It then returns the last outcome kept, if any, as a refused
-// replay does: the attempt's failure, or, with success, its success (an
-// attempt that succeeds while one is held keeps its response for it, so
-// that a hedger that takes the first answer never takes the refusal in
-// its place), else res and err.
-func (m *Middleware) held(ctx context.Context, req *transport.Request, state *reqlog.CallState, success bool, res *transport.Response, err error) (*transport.Response, error) {
-	s := &state.Sends
-	idle := state.Idle()
-	s.Held++
-	state.Leave()
+// that found the call's attempts spent), which depart counted held: it
+// waits until idle is closed (no attempt of the call is under way, or
+// the call has ended) or ctx is done, so that the middleware that sent
+// it (a hedge) takes the other attempt's answer. It then returns the
+// last outcome kept, if any, as a refused replay does: the attempt's
+// failure, or, with success, its success (an attempt that succeeds while
+// one is held keeps its response for it, so that a hedger that takes the
+// first answer never takes the refusal in its place), else res and err.
+func (m *Middleware) held(ctx context.Context, state *CallState, idle <-chan struct{}, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	var gaveUp bool
 	select {
 	case <-idle:
 	case <-ctx.Done():
 		gaveUp = true
 	}
-	state.Enter()
-	s.Held--
-	last, won := s.Last, s.Won
-	state.Leave()
+	state.lock()
+	last, won := state.unhold()
+	state.unlock()
 	switch {
 	case gaveUp:
 	case last != nil:
@@ -468,26 +443,33 @@ func (m *Middleware) held(ctx context.Context, req *transport.Request, state *re
 	return res, err
 }
 
-// keepWon locks state once no attempt is held (Sends.Held) or, for an
-// attempt that succeeded with res and err, res is kept in won for those
-// held to answer with; it returns the response to hand on and won. Its
-// body is read with state unlocked.
-func (m *Middleware) keepWon(state *reqlog.CallState, ok bool, res *transport.Response, err error) (*transport.Response, *reqlog.Outcome) {
-	var won *reqlog.Outcome
+// landed records in state the answer of a physical attempt that came
+// back with res and err (answer: o, f and k), and returns the response to
+// hand on and whether the attempt is late. An attempt that succeeded
+// (ok) while others are held (Sends.Held) first has res kept in k's won
+// for those to answer with, its body read with state unlocked.
+func (m *Middleware) landed(state *CallState, ok bool, res *transport.Response, err error, o *Outcome, f *wire.Figures, k *kept) (*transport.Response, bool) {
+	var won *Outcome
 	for {
-		state.Enter()
-		if !ok || won != nil || state.Sends.Held == 0 || state.Ended() {
-			return res, won
+		state.lock()
+		if !ok || won != nil || state.Sends.Held == 0 || state.ended {
+			break
 		}
-		state.Leave()
-		o := &reqlog.Outcome{Err: err, Class: wire.ClassOK}
+		state.unlock()
+		w := &Outcome{Err: err, Class: wire.ClassOK}
 		var kept bool
-		if res, kept = keep(o, res, m.maxBodyBytes); !kept {
+		if res, kept = keep(w, res, m.maxBodyBytes); !kept {
 			ok = false // too large to answer with twice: those held get the refusal
 			continue
 		}
-		won = o
+		won = w
 	}
+	if k != nil {
+		k.won = won
+	}
+	late := state.answer(o, f, k)
+	state.unlock()
+	return res, late
 }
 
 // lateStart refuses an attempt sent after its call returned: nobody waits
@@ -518,57 +500,51 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 	return res, err
 }
 
-// attempted records, under state's lock, the physical attempt of
-// state's call, under way until now, that returned res and err,
-// classified as code and class, ended as end, sent to c (nil: no policy)
-// under adm: its storm figures, its classification and claim, the end of
-// its admission, and, below middleware errown does not own, its outcome,
-// kept (its body read before the lock is taken) for a refused replay or
-// a held hedge to answer with. An attempt that ends after its call
+// attempted records in state (landed) the physical attempt of state's
+// call, under way until now, that returned res and err, classified as
+// code and class, ended as end, sent to c (nil: no policy) under adm: its
+// storm figures, its classification and claim, the end of its admission,
+// and, below middleware errown does not own, its outcome, kept (its body
+// read before the lock is taken) for a refused replay or a held hedge to
+// answer with. An attempt that ends after its call
 // returned (late) records nothing: it gives back its slot of the
 // overload limit, with no outcome, and counts in retry.late_attempts. It
 // returns what to hand on.
-func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class wire.Class, state *reqlog.CallState) (*transport.Response, error) {
+func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class wire.Class, state *CallState) (*transport.Response, error) {
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
 	var (
-		last    *reqlog.Outcome
+		last    *Outcome
 		claim   ownership.Claim
 		noRetry bool
 	)
 	if class != wire.ClassOK {
 		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
-		if !state.Sends.Direct { // on the direct path nothing replays it
-			o := &reqlog.Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+		if !state.direct { // on the direct path nothing replays it
+			o := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
 			var kept bool
 			if res, kept = keep(o, res, m.maxBodyBytes); kept {
 				last = o
 			}
 		}
 	}
-	res, won := m.keepWon(state, class == wire.ClassOK && end != endCancelled, res, err)
-	defer state.Leave()
-	s := &state.Sends
-	over(state)
-	if state.Ended() {
-		if c != nil {
-			c.overload.abandon(adm)
-		}
-		m.foreign(req.Service).late.Inc(1)
-		return res, err
-	}
-	state.Storm.Attempt(storm)
-	if end == endCancelled && !s.Direct {
+	o, k := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}, &kept{last: last}
+	if end == endCancelled && !state.direct {
 		// Its caller gave up on it (a hedge's loser): it says nothing of
 		// the callee and is no outcome of the call. The last outcome
 		// kept stays the call's: a replay refused after it, or a hedge
 		// held, answers with the callee's failure, not with a
 		// cancellation nobody above made. (On the direct path errown's
 		// retry middleware reads the attempt's classification.)
-		giveBack(c, adm, end, code, claim)
+		o, k = nil, nil
+	}
+	res, late := m.landed(state, class == wire.ClassOK && end != endCancelled, res, err, o, &storm, k)
+	if late {
+		if c != nil {
+			c.overload.abandon(adm)
+		}
+		m.foreign(req.Service).late.Inc(1)
 		return res, err
 	}
-	setResult(state, code, class, claim, noRetry)
-	s.Last, s.Won = last, won
 	giveBack(c, adm, end, code, claim)
 	return res, err
 }
@@ -596,23 +572,14 @@ func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
 // shed fails an attempt that c's limit on attempts in flight holds back:
 // it is not sent, and the call's retry criteria are satisfied (refused for
 // overload), so that nobody above retries it either.
-func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallState) (*transport.Response, error) {
-	state.Sends.Shed = true
-	state.Refused = wire.RefusedOverload
-	// The call failed here, as the callee's overload: the retry and egress
-	// middleware read this classification on the direct path.
-	setResult(state, yarpcerrors.CodeResourceExhausted, wire.ClassFailure, ownership.ClaimMissing, false)
+func (m *Middleware) shed(req *transport.Request, c *callee) *Outcome {
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
-	state.Storm.Attempt(wire.KnownFigures(wire.Storm{})) // nothing was served
 	err := yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
 		req.Service, c.overload.Limit())
-	if !state.Sends.Direct {
-		// The shed attempt is the call's last: a replay after it is
-		// judged by it, and refused, returns it.
-		state.Sends.Last = &reqlog.Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: wire.ClassFailure, Claim: ownership.ClaimMissing}
-	}
-	return nil, err
+	// The call failed here, as the callee's overload: the retry and egress
+	// middleware read this classification on the direct path.
+	return &Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: wire.ClassFailure, Claim: ownership.ClaimMissing}
 }
 
 // keep records res, an attempt that did not succeed, in last, and returns
@@ -620,7 +587,7 @@ func (m *Middleware) shed(req *transport.Request, c *callee, state *reqlog.CallS
 // can return it again. A body over limit is not kept: keep reports
 // false, and a replay after it is not refused, having nothing to return
 // in its place.
-func keep(last *reqlog.Outcome, res *transport.Response, limit int) (*transport.Response, bool) {
+func keep(last *Outcome, res *transport.Response, limit int) (*transport.Response, bool) {
 	if res == nil {
 		return nil, true
 	}
@@ -651,7 +618,7 @@ func keep(last *reqlog.Outcome, res *transport.Response, limit int) (*transport.
 
 // replayed returns o's response to be handed on again, its body read
 // from the copy kept, or nil.
-func replayed(o *reqlog.Outcome) *transport.Response {
+func replayed(o *Outcome) *transport.Response {
 	if o.Response == nil {
 		return nil
 	}
@@ -671,7 +638,7 @@ type readCloser struct {
 // middleware did not make: something below it sends the call again. It
 // returns the request to send (stamped with its attempt number), or the
 // previous attempt's response and error with refused set.
-func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *reqlog.CallState) (_ *transport.Request, _ *transport.Response, _ error, refused bool) {
+func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *CallState, v *verdict) {
 	s := &state.Sends
 	f := m.foreign(req.Service)
 	if s.Last == nil {
@@ -683,9 +650,11 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 			f.denied[r].Inc(1)
 			tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, r.String())
 			m.warnForeign(req, r)
-			return req, nil, yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, r), true
+			v.err, v.answered = yarpcerrors.AbortedErrorf("errown: replay of %s::%s not sent (%s)", req.Service, req.Procedure, r), true
+			return
 		}
-		return m.foreignSent(req, s), nil, nil, false
+		v.req = m.foreignSent(req, s)
+		return
 	}
 	var p *policy
 	c := m.callees[req.Service]
@@ -703,11 +672,11 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 				if c != nil {
 					c.metrics.would.Inc(1)
 				}
-				state.Storm.StopErrown()
+				v.stop = true // errown's world stops here
 			}
 			ok = false // the replay goes: observe mode stops no retry
 		} else {
-			state.Storm.Blind(1) // the blind world makes it
+			v.blind = 1 // the blind world makes it
 		}
 	} else if ok && observe {
 		if r == foreignBudget {
@@ -716,22 +685,23 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		ok = false
 	}
 	if !ok {
-		return m.foreignSent(req, s), nil, nil, false
+		v.req = m.foreignSent(req, s)
+		return
+	}
+	if wire.RetryableByNature(s.Last.Code) {
+		v.refusal = r.refusal()
 	}
 	f.denied[r].Inc(1)
 	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())
-	if rr := r.refusal(); rr != wire.RefusedNone && wire.RetryableByNature(s.Last.Code) {
-		state.Refused = rr
-	}
 	m.warnForeign(req, r)
-	return req, replayed(s.Last), s.Last.Err, true
+	v.res, v.err, v.answered = replayed(s.Last), s.Last.Err, true
 }
 
 // replayRefusal returns why errown's rules refuse to send the call again
 // after the outcome in s, under the edge's policy p (nil: none) and its
 // callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
 // everything else allows the replay.
-func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, procedure string, sent int, last *reqlog.Outcome) (foreignReason, bool) {
+func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, procedure string, sent int, last *Outcome) (foreignReason, bool) {
 	minRemaining := _defaultMinRemaining
 	if p != nil {
 		minRemaining = p.minRemaining
@@ -774,8 +744,7 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 // foreignSent counts, under the state's lock, a physical attempt of the
 // call whose attempts s records that errown did not make and lets go
 // (retry.foreign_attempts), and returns it stamped with its number.
-func (m *Middleware) foreignSent(req *transport.Request, s *reqlog.Sends) *transport.Request {
-	s.Foreign++
+func (m *Middleware) foreignSent(req *transport.Request, s *Sends) *transport.Request {
 	m.foreign(req.Service).sent.Inc(1)
 	return m.stamp(req, s.Count+1)
 }

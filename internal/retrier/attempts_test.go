@@ -107,9 +107,9 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 		giveLoop     int // sends of the application's middleware per errown attempt
 		giveScript   []step
 		giveDeadline time.Duration
-		wantSent     int              // requests that left the process
-		wantAttempt  []string         // their attempt headers
-		want         reqlog.CallState // Attempts and Refused
+		wantSent     int           // requests that left the process
+		wantAttempt  []string      // their attempt headers
+		want         reqlog.Result // Attempts and Refused
 		wantCounters map[string]int64
 	}{
 		{
@@ -119,7 +119,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     2,
 			wantAttempt:  []string{"", "2"},
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCounters: map[string]int64{foreignSent: 1, denied("foreign-attempts"): 1},
 		},
 		{
@@ -129,7 +129,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     3,
 			wantAttempt:  []string{"", "2", "3"},
-			want:         reqlog.CallState{Attempts: 3},
+			want:         reqlog.Result{Attempts: 3},
 			wantCounters: map[string]int64{foreignSent: 1, attempts: 1, denied("foreign-attempts"): 1},
 		},
 		{
@@ -139,7 +139,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{unclaimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCounters: map[string]int64{denied("foreign-unclaimed"): 1, suppressed: 1},
 		},
 		{
@@ -149,7 +149,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{unclaimed},
 			wantSent:     2,
 			wantAttempt:  []string{"", "2"},
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCounters: map[string]int64{foreignSent: 1, would: 1},
 		},
 		{
@@ -159,7 +159,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedPushback},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedPushback},
 			wantCounters: map[string]int64{denied("foreign-pushback"): 1, denied("pushback"): 1},
 		},
 		{
@@ -169,7 +169,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{fail(errInvalid)},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCounters: map[string]int64{denied("foreign-code"): 1},
 		},
 		{
@@ -179,7 +179,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedCode},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedCode},
 			wantCounters: map[string]int64{denied("foreign-code"): 1, denied("code"): 1},
 		},
 		{
@@ -189,7 +189,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedNotIdempotent},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedNotIdempotent},
 			wantCounters: map[string]int64{denied("foreign-not-idempotent"): 1, denied("not-idempotent"): 1},
 		},
 		{
@@ -202,7 +202,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedBudget},
 			wantCounters: map[string]int64{denied("foreign-budget"): 1, denied("budget"): 1},
 		},
 		{
@@ -213,7 +213,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveDeadline: 500 * time.Millisecond,
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCounters: map[string]int64{denied("foreign-deadline"): 1, denied("deadline"): 1},
 		},
 		{
@@ -223,7 +223,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{claimed},
 			wantSent:     3,
 			wantAttempt:  []string{"", "2", "3"},
-			want:         reqlog.CallState{Attempts: 3},
+			want:         reqlog.Result{Attempts: 3},
 			wantCounters: map[string]int64{foreignSent: 2},
 		},
 		{
@@ -233,7 +233,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{unclaimed},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCounters: map[string]int64{denied("foreign-unclaimed"): 2},
 		},
 		{
@@ -243,7 +243,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			giveScript:   []step{succeed("ok")},
 			wantSent:     1,
 			wantAttempt:  []string{""},
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCounters: map[string]int64{},
 		},
 	}
@@ -259,7 +259,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 			}
 			ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(deadline))
 			defer cancel()
-			sink := &reqlog.Sink{Out: below(m, &loop{n: tt.giveLoop}, out)}
+			sink := &Sink{Out: below(m, &loop{n: tt.giveLoop}, out)}
 
 			_, _ = m.Call(ctx, req("callee", "get", "hello"), sink)
 
@@ -269,7 +269,7 @@ func TestAttemptsHoldsForeignRetries(t *testing.T) {
 				assert.Equal(t, "hello", s.Body, "request %d: body", i)
 				assert.Equal(t, tt.wantAttempt[i], s.Headers["errown-attempt"], "request %d: attempt header", i)
 			}
-			assert.Equal(t, tt.want, reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, "state")
+			assert.Equal(t, tt.want, reqlog.Result{Attempts: sink.State.Attempts, Refused: sink.State.Refused}, "state")
 			got := counters(scope)
 			delete(got, "retry.calls+callee=callee")
 			assert.Equal(t, tt.wantCounters, got, "counters")
@@ -285,7 +285,7 @@ func TestAttemptsRefusedReplayReturnsThePrevious(t *testing.T) {
 	code := yarpcerrors.CodeUnavailable
 	out := newOutbound(appError(&code, "errown-claim", "unclaimed", "errown-code", "unavailable"))
 	app := &loop{n: 2}
-	sink := &reqlog.Sink{Out: below(m, app, out)}
+	sink := &Sink{Out: below(m, app, out)}
 
 	res, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 
@@ -336,9 +336,9 @@ func TestAttemptsConcurrentSends(t *testing.T) {
 		testtime.Sleep(time.Millisecond)
 		return &transport.Response{}, nil
 	})
-	sink := &reqlog.Sink{Out: below(m, hedge{}, out)}
+	sink := &Sink{Out: below(m, hedge{}, out)}
 	for i := range 20 {
-		sink.State = reqlog.CallState{}
+		sink.State = CallState{}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		assert.Equal(t, 2, sink.State.Attempts, "call %d: attempts, both sent counted", i)
 	}
@@ -353,7 +353,7 @@ func TestAttemptsWarnsOncePerProcedure(t *testing.T) {
 	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, WithSinks(obs.Sinks{Logger: zap.New(core)}))
 	out := newOutbound(fail(errUnavailable, "errown-claim", "unclaimed"))
 	for range 3 {
-		sink := &reqlog.Sink{Out: below(m, &loop{n: 2}, out)}
+		sink := &Sink{Out: below(m, &loop{n: 2}, out)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 	}
 	entries := logs.FilterMessageSnippet("errown refused a retry it did not make").All()

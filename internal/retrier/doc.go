@@ -6,7 +6,9 @@
 //
 // In docs/DESIGN.md's data flow it is the inner of the two outbound
 // middlewares: the egress middleware (package internal/egress) wraps it
-// and reads from the call's reqlog.CallState how many attempts were made
-// and why a wanted retry was refused. The rules it retries by and the
+// and reads from the call's Result (Run) how many attempts were made and
+// why a wanted retry was refused. The call's state (CallState) is this
+// package's alone: the retry loop and the innermost step are its only
+// writers. The rules it retries by and the
 // metrics it emits are listed in package retry's documentation.
 package retrier

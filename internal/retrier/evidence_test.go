@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/obs"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -58,9 +57,9 @@ func TestTimeoutByTheClock(t *testing.T) {
 			c := m.callees["callee"]
 			c.overload.elapsed = still // no share decays with time
 			for i := range 23 {
-				sink := &reqlog.Sink{Out: out, Direct: true}
+				sink := &Sink{Out: out, State: CallState{direct: true}}
 				if !direct {
-					sink = &reqlog.Sink{Out: below(m, passThrough, out)}
+					sink = &Sink{Out: below(m, passThrough, out)}
 				}
 				_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 				require.Error(t, err)
@@ -107,7 +106,7 @@ func TestTimeoutByTheClockRetryableCodes(t *testing.T) {
 			Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond, AttemptTimeout: time.Millisecond, RetryableCodes: tt.give}},
 		})
 		out := newOutbound(httpTimeout, succeed("ok"))
-		sink := &reqlog.Sink{Out: out, Direct: true}
+		sink := &Sink{Out: out, State: CallState{direct: true}}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		assert.Equal(t, tt.want, sink.State.Attempts, "retryableCodes %v: attempts", tt.give)
 		assert.Len(t, out.Requests(), tt.want, "retryableCodes %v: sent", tt.give)
@@ -146,7 +145,7 @@ func TestCancelledAttemptHasNoOutcome(t *testing.T) {
 		out := newOutbound(func(ctx context.Context, _ *transport.Request) (*transport.Response, error) {
 			return nil, yarpcerrors.CancelledErrorf("call cancelled: %v", ctx.Err())
 		})
-		sink := &reqlog.Sink{Out: out, Direct: direct}
+		sink := &Sink{Out: out, State: CallState{direct: direct}}
 		if !direct {
 			sink.Out = below(m, &loop{n: 1}, out)
 		}
@@ -195,7 +194,7 @@ func TestCallersDeadlineIsNoEvidence(t *testing.T) {
 				if tt.callerDeadline > 0 {
 					ctx, cancel = context.WithTimeout(ctx, tt.callerDeadline)
 				}
-				sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, out)}
+				sink := &Sink{Out: below(m, &loop{n: 1}, out)}
 				_, err := m.Call(ctx, req("callee", "get", "x"), sink)
 				cancel()
 				require.Error(t, err)
@@ -233,7 +232,7 @@ func TestOverloadEvidenceIsTheProcedures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		out := newOutbound(succeed("ok"))
-		_, err := m.Call(context.Background(), req("callee", tt.procedure, "x"), &reqlog.Sink{Out: out, Direct: true})
+		_, err := m.Call(context.Background(), req("callee", tt.procedure, "x"), &Sink{Out: out, State: CallState{direct: true}})
 		assert.Equal(t, tt.wantCode, yarpcerrors.FromError(err).Code(), "%s: %v", tt.procedure, err)
 		assert.Len(t, out.Requests(), tt.wantSent, "%s: sent", tt.procedure)
 	}
@@ -275,7 +274,7 @@ func TestShedIsNoOverloadEvidence(t *testing.T) {
 			limit := c.overload.Limit()
 			out := newOutbound(tt.give)
 			for range 3 {
-				_, err := m.Call(context.Background(), req("callee", "get", "x"), &reqlog.Sink{Out: out, Direct: true})
+				_, err := m.Call(context.Background(), req("callee", "get", "x"), &Sink{Out: out, State: CallState{direct: true}})
 				require.Error(t, err)
 			}
 			assert.Len(t, out.Requests(), tt.wantSent, "sent")

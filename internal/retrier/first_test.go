@@ -10,7 +10,6 @@ import (
 
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/outboundtest"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -20,13 +19,12 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// TestSendFirstAsCall: SendFirst, then Continue for a call it did not end,
-// does what Call does on the direct path with a Sink: the same attempts
-// sent, the same response and error, the same metrics, the same state
-// of the call, and the same slots taken from the callee's overload limit.
-// A call SendFirst ends (done) is one Call records as one attempt that
-// succeeded with nothing to report; one it does not send (sent false) goes
-// through Call from its start, as the egress middleware sends it.
+// TestSendFirstAsCall: sendFirst, then continueFirst for a call it did not
+// end, does what Call does on the direct path with a Sink: the same
+// attempts sent, the same response and error, the same metrics, the same
+// state of the call, and the same slots taken from the callee's overload
+// limit. A call sendFirst ends (done) is one Call records as one attempt
+// that succeeded with nothing to report.
 func TestSendFirstAsCall(t *testing.T) {
 	idempotent := func(extra ...func(*retry.PolicyConfig)) retry.Config {
 		p := retry.PolicyConfig{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}
@@ -43,7 +41,6 @@ func TestSendFirstAsCall(t *testing.T) {
 		cfg      retry.Config
 		body     func() io.Reader
 		script   []step
-		wantSent bool
 		wantDone bool
 	}{
 		{
@@ -51,112 +48,98 @@ func TestSendFirstAsCall(t *testing.T) {
 			body:   stringBody,
 			script: []step{succeed("ok")},
 			// Nothing to replay: any body goes as it is.
-			wantSent: true, wantDone: true,
+			wantDone: true,
 		},
 		{
-			name:     "no policy: failure",
-			body:     stringBody,
-			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
-			wantSent: true,
+			name:   "no policy: failure",
+			body:   stringBody,
+			script: []step{fail(errUnavailable, "errown-claim", "claimed")},
 		},
 		{
 			name:     "policy: success",
 			cfg:      idempotent(),
 			body:     readerBody,
 			script:   []step{succeed("ok")},
-			wantSent: true, wantDone: true,
+			wantDone: true,
 		},
 		{
-			name:     "policy: success with storm figures",
-			cfg:      idempotent(),
-			body:     readerBody,
-			script:   []step{withHeaders(succeed("ok"), "errown-storm", "3,4,1,1,1")},
-			wantSent: true,
+			name:   "policy: success with storm figures",
+			cfg:    idempotent(),
+			body:   readerBody,
+			script: []step{withHeaders(succeed("ok"), "errown-storm", "3,4,1,1,1")},
 		},
 		{
-			name:     "policy: success with unknown storm figures",
-			cfg:      idempotent(),
-			body:     readerBody,
-			script:   []step{withHeaders(succeed("ok"), "errown-storm", "unknown")},
-			wantSent: true,
+			name:   "policy: success with unknown storm figures",
+			cfg:    idempotent(),
+			body:   readerBody,
+			script: []step{withHeaders(succeed("ok"), "errown-storm", "unknown")},
 		},
 		{
-			name:     "policy: claimed failure, retried",
-			cfg:      idempotent(),
-			body:     readerBody,
-			script:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
-			wantSent: true,
+			name:   "policy: claimed failure, retried",
+			cfg:    idempotent(),
+			body:   readerBody,
+			script: []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
 		},
 		{
-			name:     "policy: claimed failure, retried, buffer body",
-			cfg:      idempotent(),
-			body:     bufferBody,
-			script:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
-			wantSent: true,
+			name:   "policy: claimed failure, retried, buffer body",
+			cfg:    idempotent(),
+			body:   bufferBody,
+			script: []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
 		},
 		{
-			name:     "policy: claimed failure, retried, no body",
-			cfg:      idempotent(),
-			script:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
-			wantSent: true,
+			name:   "policy: claimed failure, retried, no body",
+			cfg:    idempotent(),
+			script: []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
 		},
 		{
-			name:     "policy: failures past the attempts",
-			cfg:      idempotent(func(p *retry.PolicyConfig) { p.MaxAttempts = 3 }),
-			body:     readerBody,
-			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
-			wantSent: true,
+			name:   "policy: failures past the attempts",
+			cfg:    idempotent(func(p *retry.PolicyConfig) { p.MaxAttempts = 3 }),
+			body:   readerBody,
+			script: []step{fail(errUnavailable, "errown-claim", "claimed")},
 		},
 		{
-			name:     "policy: unclaimed failure, suppressed",
-			cfg:      idempotent(),
-			body:     readerBody,
-			script:   []step{fail(errUnavailable, "errown-claim", "unclaimed", "errown-storm", "2,4,1,1,2")},
-			wantSent: true,
+			name:   "policy: unclaimed failure, suppressed",
+			cfg:    idempotent(),
+			body:   readerBody,
+			script: []step{fail(errUnavailable, "errown-claim", "unclaimed", "errown-storm", "2,4,1,1,2")},
 		},
 		{
-			name:     "policy in observe mode: unclaimed failure, retried",
-			cfg:      idempotent(func(p *retry.PolicyConfig) { p.Mode = retry.ModeObserve }),
-			body:     readerBody,
-			script:   []step{fail(errUnavailable, "errown-claim", "unclaimed"), succeed("ok")},
-			wantSent: true,
+			name:   "policy in observe mode: unclaimed failure, retried",
+			cfg:    idempotent(func(p *retry.PolicyConfig) { p.Mode = retry.ModeObserve }),
+			body:   readerBody,
+			script: []step{fail(errUnavailable, "errown-claim", "unclaimed"), succeed("ok")},
 		},
 		{
-			name:     "policy: pushback",
-			cfg:      idempotent(),
-			body:     readerBody,
-			script:   []step{fail(errExhausted, "errown-claim", "claimed", "errown-no-retry", "1")},
-			wantSent: true,
+			name:   "policy: pushback",
+			cfg:    idempotent(),
+			body:   readerBody,
+			script: []step{fail(errExhausted, "errown-claim", "claimed", "errown-no-retry", "1")},
 		},
 		{
-			name:     "policy: answer",
-			cfg:      idempotent(),
-			body:     readerBody,
-			script:   []step{appError(nil)},
-			wantSent: true,
+			name:   "policy: answer",
+			cfg:    idempotent(),
+			body:   readerBody,
+			script: []step{appError(nil)},
 		},
 		{
-			name:     "policy: code not retried",
-			cfg:      idempotent(),
-			body:     readerBody,
-			script:   []step{fail(errInvalid)},
-			wantSent: true,
+			name:   "policy: code not retried",
+			cfg:    idempotent(),
+			body:   readerBody,
+			script: []step{fail(errInvalid)},
 		},
 		{
 			name: "policy, not idempotent: failure refused",
 			cfg: retry.Config{Policies: []retry.PolicyConfig{
 				{Service: "callee", Idempotent: new(false), InitialBackoff: time.Nanosecond},
 			}},
-			body:     stringBody, // not read: never replayed
-			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
-			wantSent: true,
+			body:   stringBody, // not read: never replayed
+			script: []step{fail(errUnavailable, "errown-claim", "claimed")},
 		},
 		{
-			name:     "policy of one attempt: failure",
-			cfg:      idempotent(func(p *retry.PolicyConfig) { p.MaxAttempts = 1 }),
-			body:     stringBody,
-			script:   []step{fail(errUnavailable, "errown-claim", "claimed")},
-			wantSent: true,
+			name:   "policy of one attempt: failure",
+			cfg:    idempotent(func(p *retry.PolicyConfig) { p.MaxAttempts = 1 }),
+			body:   stringBody,
+			script: []step{fail(errUnavailable, "errown-claim", "claimed")},
 		},
 		{
 			name: "a policy for another procedure only: success",
@@ -165,16 +148,15 @@ func TestSendFirstAsCall(t *testing.T) {
 			}},
 			body:     stringBody,
 			script:   []step{succeed("ok")},
-			wantSent: true, wantDone: true,
+			wantDone: true,
 		},
 		{
 			name: "a policy for another procedure only: overloaded failure",
 			cfg: retry.Config{Policies: []retry.PolicyConfig{
 				{Service: "callee", Procedure: "other", Idempotent: new(true), InitialBackoff: time.Nanosecond},
 			}},
-			body:     stringBody,
-			script:   []step{fail(errExhausted, "errown-claim", "claimed")},
-			wantSent: true,
+			body:   stringBody,
+			script: []step{fail(errExhausted, "errown-claim", "claimed")},
 		},
 		{
 			name: "policy: retried twice, storm figures on the success",
@@ -185,7 +167,6 @@ func TestSendFirstAsCall(t *testing.T) {
 				fail(errExhausted, "errown-claim", "claimed"),
 				withHeaders(succeed("ok"), "errown-storm", "3,4,1,1,1"),
 			},
-			wantSent: true,
 		},
 		{
 			name:   "policy with an attempt timeout: not sent",
@@ -213,24 +194,18 @@ func TestSendFirstAsCall(t *testing.T) {
 			call := newFirstRun(t, tt.cfg, tt.script)
 			first := newFirstRun(t, tt.cfg, tt.script)
 
-			callSink := &reqlog.Sink{Out: call.out, Direct: true}
+			callSink := &Sink{Out: call.out, State: CallState{direct: true}}
 			callRes, callErr := call.m.Call(context.Background(), request(), callSink)
 
 			var f First
 			req := request()
-			res, sent, done, err := first.m.SendFirst(context.Background(), req, first.out, &f)
-			require.Equal(t, tt.wantSent, sent, "sent")
+			res, done, err := first.m.sendFirst(context.Background(), req, first.out, &f)
 			require.Equal(t, tt.wantDone, done, "done")
-			sink := &reqlog.Sink{Out: first.out, Direct: true}
-			switch {
-			case !sent:
-				assert.Empty(t, first.out.Requests(), "SendFirst sent nothing")
-				assert.Empty(t, counters(first.scope), "SendFirst counted nothing")
-				res, err = first.m.Call(context.Background(), req, sink)
-			case !done:
-				res, err = first.m.Continue(context.Background(), req, sink, &f)
-			default:
-				st := callSink.State
+			sink := &Sink{Out: first.out, State: CallState{direct: true}}
+			if !done {
+				res, err = first.m.continueFirst(req, sink, &f)
+			} else {
+				st := &callSink.State
 				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
 				assert.Equal(t, wire.ClassOK, st.Class, "Call's class of a call SendFirst ends")
 				assert.True(t, st.Storm.Trivial(), "Call's storm of a call SendFirst ends: %+v", st.Storm.Storm())
@@ -240,8 +215,8 @@ func TestSendFirstAsCall(t *testing.T) {
 			assert.Equal(t, yarpcerrors.FromError(callErr).Code(), yarpcerrors.FromError(err).Code(), "error: Call %v, SendFirst %v", callErr, err)
 			assert.Equal(t, readBody(t, callRes), readBody(t, res), "response body")
 			assert.Equal(t, counters(call.scope), counters(first.scope), "metrics")
-			if sent && !done {
-				assert.Equal(t, callSink.State, sink.State, "the call's state")
+			if !done {
+				assert.Equal(t, snapshot(&callSink.State), snapshot(&sink.State), "the call's state")
 			}
 			for svc, c := range call.m.callees {
 				assert.Equal(t, c.overload.inflight.Load(), first.m.callees[svc].overload.inflight.Load(), "attempts in flight")
@@ -252,8 +227,8 @@ func TestSendFirstAsCall(t *testing.T) {
 }
 
 // TestSendFirstHeldBack: a call the callee's overload limit holds back is
-// not sent by SendFirst, which counts nothing and takes no slot: Call then
-// sheds it.
+// not sent by sendFirst, which takes no slot and counts the call once, as
+// Call does; continueFirst records it shed, refused for overload.
 func TestSendFirstHeldBack(t *testing.T) {
 	r := newFirstRun(t, retry.Config{
 		Budget:   retry.BudgetConfig{Disabled: true},
@@ -268,13 +243,24 @@ func TestSendFirstHeldBack(t *testing.T) {
 	defer c.overload.done(hold, false)
 
 	var f First
-	_, sent, done, _ := r.m.SendFirst(context.Background(), req("callee", "get", "x"), r.out, &f)
+	r0 := req("callee", "get", "x")
+	_, done, err := r.m.sendFirst(context.Background(), r0, r.out, &f)
 
-	assert.False(t, sent, "sent")
 	assert.False(t, done, "done")
+	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "err %v", err)
 	assert.Empty(t, r.out.Requests(), "requests sent")
 	assert.Equal(t, int64(1), c.overload.inflight.Load(), "attempts in flight: the one held")
-	assert.Zero(t, counters(r.scope)["retry.calls+callee=callee"], "calls counted")
+	assert.Equal(t, int64(1), counters(r.scope)["retry.calls+callee=callee"], "calls counted")
+
+	sink := &Sink{Out: r.out, State: CallState{direct: true}}
+	_, err = r.m.continueFirst(r0, sink, &f)
+	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "err %v", err)
+	assert.Equal(t, 1, sink.State.Attempts, "attempts")
+	assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "refused")
+	assert.Equal(t, 0, sink.State.Sends.Count, "sent")
+	assert.Empty(t, r.out.Requests(), "requests sent")
+	assert.Equal(t, int64(1), c.overload.inflight.Load(), "attempts in flight: the one held")
+	assert.Equal(t, int64(1), counters(r.scope)["retry.calls+callee=callee"], "calls counted once")
 }
 
 // TestTransportPanicGivesTheSlotBack: an attempt whose transport panics
@@ -290,11 +276,11 @@ func TestTransportPanicGivesTheSlotBack(t *testing.T) {
 	for name, send := range map[string]func(t *testing.T, r firstRun){
 		"SendFirst": func(t *testing.T, r firstRun) {
 			var f First
-			_, sent, _, _ := r.m.SendFirst(context.Background(), request(), r.out, &f)
-			t.Errorf("SendFirst returned (sent %v)", sent)
+			_, done, _ := r.m.sendFirst(context.Background(), request(), r.out, &f)
+			t.Errorf("sendFirst returned (done %v)", done)
 		},
 		"Call": func(t *testing.T, r firstRun) {
-			_, err := r.m.Call(context.Background(), request(), &reqlog.Sink{Out: r.out, Direct: true})
+			_, err := r.m.Call(context.Background(), request(), &Sink{Out: r.out, State: CallState{direct: true}})
 			t.Errorf("Call returned (%v)", err)
 		},
 	} {
@@ -319,13 +305,13 @@ func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
 		return &transport.Request{Service: "callee", Procedure: "get", Body: bytes.NewReader([]byte("x")), BodySize: 1}
 	}
 
-	_, err := call.m.Call(context.Background(), request(), &reqlog.Sink{Out: call.out, Direct: true})
+	_, err := call.m.Call(context.Background(), request(), &Sink{Out: call.out, State: CallState{direct: true}})
 	require.NoError(t, err, "Call")
 	var f First
 	req := request()
-	_, sent, done, _ := first.m.SendFirst(context.Background(), req, first.out, &f)
-	require.True(t, sent && !done, "sent %v, done %v", sent, done)
-	_, err = first.m.Continue(context.Background(), req, &reqlog.Sink{Out: first.out, Direct: true}, &f)
+	_, done, _ := first.m.sendFirst(context.Background(), req, first.out, &f)
+	require.False(t, done, "done")
+	_, err = first.m.continueFirst(req, &Sink{Out: first.out, State: CallState{direct: true}}, &f)
 	require.NoError(t, err, "Continue")
 
 	want := coarse(call.out.Requests())

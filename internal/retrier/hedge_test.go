@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/obs"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -49,7 +48,7 @@ func TestHedgeLeavesTheRetryItsAttempt(t *testing.T) {
 		succeed("served"), // errown's retry
 	)
 	h := &hedgeFirst{hedger: hedger{after: firstArrived}}
-	sink := &reqlog.Sink{Out: below(m, h, out)}
+	sink := &Sink{Out: below(m, h, out)}
 
 	res, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 	close(release)
@@ -112,7 +111,7 @@ func TestOneHedgeFewerThanTheAttempts(t *testing.T) {
 		succeed("a second hedge errown should not have sent"),
 	)
 	app := &hedgeEach{arrived: []<-chan struct{}{first, retried}, release: release, hedged: hedged}
-	sink := &reqlog.Sink{Out: below(m, app, out)}
+	sink := &Sink{Out: below(m, app, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -183,7 +182,7 @@ func TestHeldHedgeAnswersWithTheSuccess(t *testing.T) {
 		return succeed("served")(ctx, r)
 	})
 	h := &bothBodies{started: started, release: release}
-	sink := &reqlog.Sink{Out: below(m, h, out)}
+	sink := &Sink{Out: below(m, h, out)}
 
 	res, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -213,7 +212,7 @@ func TestAdapterHeldHedgeAnswersWithTheRefusal(t *testing.T) {
 	})
 	h := &bothBodies{started: started, release: release}
 	chain := middleware.ApplyUnaryOutbound(out, yarpc.UnaryOutboundMiddleware(h, m.AdapterAttempts()))
-	sink := &reqlog.Sink{Out: chain}
+	sink := &Sink{Out: chain}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -339,7 +338,7 @@ func TestRetryStarvedByHedgesCounted(t *testing.T) {
 		succeed("a retry the budget has no room for"),
 	)
 	h := &hedgeFirst{hedger: hedger{after: firstArrived}}
-	sink := &reqlog.Sink{Out: below(m, h, out)}
+	sink := &Sink{Out: below(m, h, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 	close(release)

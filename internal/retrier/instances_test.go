@@ -70,8 +70,8 @@ func TestMiddlewareInstances(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}, Budget: retry.BudgetConfig{Disabled: true}}, newClock().option())
 			out := newOutbound(choosingPeers(tt.giveScript...)...)
-			var state reqlog.CallState
-			_, _ = m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
+			var state CallState
+			_, _ = m.Call(WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
 			var peers []string
 			for _, v := range m.Instances() {
 				peers = append(peers, v.Peer)

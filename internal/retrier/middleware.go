@@ -32,6 +32,7 @@ type Middleware struct {
 	attempts     *Attempts          // the innermost step, made with m
 	// the innermost step of errown's adapters (AdapterAttempts)
 	adapterAttempts *Attempts
+	sinks           sync.Pool // of *Sink, for calls on the direct path (Run)
 
 	scope            tally.Scope
 	budgetLeft       map[string]tally.Gauge // by callee with a policy: UpdateGauges
@@ -72,6 +73,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 		sleep:        o.sleep,
 		rand:         o.rand,
 	}
+	m.sinks.New = func() any { return new(Sink) }
 	m.attempts = &Attempts{m: m, answersHeld: true}
 	m.adapterAttempts = &Attempts{m: m}
 	for _, c := range m.callees {
@@ -111,86 +113,107 @@ func (m *Middleware) Stop() error {
 // the egress middleware around it what it did: its attempts and the
 // reason it declined a retry, if it did.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
-	if sink, ok := out.(*reqlog.Sink); ok {
-		if sink.Direct {
-			return m.call(ctx, req, m.direct(sink), &sink.State)
-		}
-		// The innermost step (Attempts) finds the call's state in the
-		// context of each attempt, below the middleware in between.
-		return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
+	if sink, ok := out.(*Sink); ok {
+		return m.callSink(ctx, req, sink)
 	}
-	state := reqlog.CallStateFromContext(ctx)
+	state := CallStateFromContext(ctx)
 	if state == nil {
-		state = new(reqlog.CallState) // used alone: nobody but Attempts reads it
-		ctx = reqlog.WithCallState(ctx, state)
+		state = new(CallState) // used alone: nobody but Attempts reads it
+		ctx = WithCallState(ctx, state)
 	}
 	return m.call(ctx, req, out, state)
 }
 
-// direct readies sink for a call on the direct path, and returns the
+// Run is Call for the egress middleware around m: it sends req's call to
+// out and returns the last response and error, the call's Result in
+// result, left zero in the steady state: a call that ended at its first
+// attempt, a success with no storm figures, nothing to report but that
+// one attempt. direct says that nothing stands between m and the
+// transport but m's innermost attempt step, which the egress
+// middleware's chain leaves out (Sink). There the call's first attempt
+// goes with no state (sendFirst), and the steady state returns at once;
+// any other call takes a state from m's pool: on the direct path nothing
+// but errown reaches it. Elsewhere the state is handed below, in each
+// attempt's context, to middleware that may keep it past the call: it is
+// the call's alone, never reused.
+func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool, result *reqlog.Result) (*transport.Response, error) {
+	if !direct {
+		sink := &Sink{Out: out}
+		res, err := m.callSink(ctx, req, sink)
+		*result = sink.State.Result
+		return res, err
+	}
+	var f First
+	res, done, err := m.sendFirst(ctx, req, out, &f)
+	if done {
+		return res, err
+	}
+	sink := m.sinks.Get().(*Sink)
+	defer m.putSink(sink)
+	sink.Out, sink.State.direct = out, true
+	res, err = m.continueFirst(req, sink, &f)
+	*result = sink.State.Result
+	return res, err
+}
+
+// putSink empties sink, taken from m's pool for a call on the direct
+// path that has returned, and puts it back.
+func (m *Middleware) putSink(sink *Sink) {
+	*sink = Sink{}
+	m.sinks.Put(sink)
+}
+
+// callSink is Call with sink for out.
+func (m *Middleware) callSink(ctx context.Context, req *transport.Request, sink *Sink) (*transport.Response, error) {
+	if sink.State.direct {
+		return m.call(ctx, req, m.hop(sink), &sink.State)
+	}
+	// The innermost step (Attempts) finds the call's state in the
+	// context of each attempt, below the middleware in between.
+	return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
+}
+
+// hop readies sink for a call on the direct path, and returns the
 // outbound to send its attempts to: nothing stands between here and the
 // transport, and the innermost step gets the call's state from the Hop.
-func (m *Middleware) direct(sink *reqlog.Sink) *reqlog.Hop {
-	sink.Hop = reqlog.Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
-	sink.State.Sends.Direct = true
+func (m *Middleware) hop(sink *Sink) *Hop {
+	sink.Hop = Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
 	return &sink.Hop
 }
 
-// begin starts, under state's lock, the call of state: errown sends its
-// first attempt, none classified yet.
-func begin(state *reqlog.CallState) {
-	state.Classified = false // until an attempt is classified below
-	state.ErrownAttempt = 1
+// call is the one loop of a call errown's retry middleware makes, the
+// steady state its early return: it sends the first attempt, and retries
+// it as the policy (if any), the callee's claims, the deadline and the
+// budget allow. The call's state is ended once, when it returns.
+func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
+	r := attemptRun{out: out, state: state}
+	m.start(&r, ctx, req)
+	return m.resume(&r, m.sendAttempt(&r, 1))
 }
 
-func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	state.Enter()
-	begin(state)
-	state.Leave()
-	c := m.callees[req.Service]
-	if c == nil {
-		return settled(ctx, req, out, state)
+// start readies r, a fresh one, for req's call, ctx the call's: its
+// callee and policy, the call counted in the callee's budget and
+// metrics, and, under a policy that may retry it, its body and Route
+// (forRetries).
+func (m *Middleware) start(r *attemptRun, ctx context.Context, req *transport.Request) {
+	if r.c = m.callees[req.Service]; r.c != nil {
+		r.c.budget.deposit()
+		r.c.metrics.calls.Inc(1)
+		r.p = r.c.policy(req.Procedure)
 	}
-	c.budget.deposit()
-	c.metrics.calls.Inc(1)
-	p := c.policy(req.Procedure)
-	if p == nil || p.maxAttempts <= 1 {
-		// No policy could retry: nothing to refuse, and RCS stays false
-		// for a retryable error, so the caller retries (at-least-once).
-		if p == nil || p.attemptTimeout <= 0 {
-			return settled(ctx, req, out, state)
-		}
-		actx, cancel := withAttemptTimeout(ctx, p.attemptTimeout)
-		res, err := settled(actx, req, out, state)
-		release.With(res, cancel)
-		return res, err
+	if !r.retries() {
+		r.ctx, r.req, r.body.inPlace = ctx, req, true // never replayed
+		return
 	}
-	return m.callWithRetries(ctx, req, out, c, p, state)
+	m.forRetries(r, ctx, req)
 }
 
-// settled sends req through out once and settles state, also when out
-// panics.
-func settled(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *reqlog.CallState) (*transport.Response, error) {
-	defer settle(state)
-	return out.Call(ctx, req)
-}
-
-// settle records in state the attempts its call sent, as the innermost
-// step counted them, and ends it: the call returns, and an attempt still
-// under way below is late.
-func settle(state *reqlog.CallState) {
-	state.Enter()
-	state.Attempts = state.Sent()
-	state.End()
-	state.Leave()
-}
-
-func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, p *policy, state *reqlog.CallState) (*transport.Response, error) {
-	r := attemptRun{out: out, c: c, p: p, state: state}
-	m.forRetries(&r, ctx, req)
-	state.Route = r.route
-	defer m.sealed(c, state) // however the call ends, a panic below included
-	return m.attemptLoop(&r, m.sendAttempt(&r, 1))
+// resume goes on with r's call, whose first attempt came back as a, in
+// the attempt loop, and ends the call's state however the call ends, a
+// panic below included (sealed).
+func (m *Middleware) resume(r *attemptRun, a sentAttempt) (*transport.Response, error) {
+	defer m.sealed(r)
+	return m.attemptLoop(r, a)
 }
 
 // forRetries readies r for the retries of req's call under its policy,
@@ -202,9 +225,10 @@ func (m *Middleware) callWithRetries(ctx context.Context, req *transport.Request
 // context with its Route (routed).
 func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transport.Request) {
 	r.req = req
-	r.body = replay{inPlace: true}
 	if r.p.idempotent {
 		r.body = bufferBody(req.Body, m.maxBodyBytes)
+	} else {
+		r.body.inPlace = true
 	}
 	r.orig = *req
 	r.routed(ctx)
@@ -212,7 +236,7 @@ func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transpo
 
 // attemptRun is what errown's attempt loop keeps of one call, from its
 // first attempt until it returns, in the frame of the function that
-// starts it (callWithRetries, Continue).
+// starts it (call, continueFirst).
 type attemptRun struct {
 	ctx   context.Context         // the call's, carrying route
 	route *calls.Route            // or nil (routed)
@@ -221,12 +245,12 @@ type attemptRun struct {
 	out   transport.UnaryOutbound // where the attempts go
 	c     *callee
 	p     *policy
-	state *reqlog.CallState
+	state *CallState
 	body  replay // req's body, kept for replay
 }
 
 // sentAttempt is one of errown's attempts of a call, as it came back
-// (sendAttempt, or SendFirst for the first).
+// (sendAttempt, or sendFirst for the first).
 type sentAttempt struct {
 	res    *transport.Response
 	err    error
@@ -235,56 +259,79 @@ type sentAttempt struct {
 	before int                // the call's physical attempts sent before it
 }
 
+// retries reports whether r's call has a policy that may retry it.
+func (r *attemptRun) retries() bool { return r.p != nil && r.p.maxAttempts > 1 }
+
 // attemptLoop retries r's call, whose first attempt came back as a, as
 // its policy, the callee's claims, the deadline and the callee's budget
 // allow. Its caller seals the call's state when it returns (sealed).
 func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Response, error) {
-	ctx, req, c, p, state := r.ctx, r.req, r.c, r.p, r.state
 	var note retryNote // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
 		// An attempt below may still be under way (a hedge, an abandoned
 		// attempt): the state is read and written under its lock, and
 		// ended when the call returns.
-		state.Enter()
-		code, class := m.classify(&a, n, state)
-		if class != wire.ClassFailure {
-			m.served(&a, c, state, &note) // unlocks
-			release.With(a.res, a.cancel)
-			return a.res, a.err
+		r.state.lock()
+		d := m.decide(r, &a, n, &note)
+		r.state.unlock()
+		if d.served {
+			served(r.c, &d)
 		}
-		refused := state.Refused
-		// The policy's attempts bound the call's attempts other than its
-		// hedges, which count apart (Attempts.Send).
-		wait, ok := m.retryAfter(r, code, max(state.Sequential(), n), &note)
-		tracing.Decided(ctx, req, state, refused, wait, ok, p.observe)
-		if !ok {
-			state.End()
-			state.Leave()
-			release.With(a.res, a.cancel)
-			return a.res, a.err
-		}
-		state.Leave()
-		if m.sleep(ctx, wait) != nil {
-			state.Seal()
-			release.With(a.res, a.cancel)
-			return a.res, a.err
+		if !d.retry || m.sleep(r.ctx, d.wait) != nil {
+			break
 		}
 		discard(a.res, a.cancel)
 		a = m.sendAttempt(r, n+1)
 	}
+	release.With(a.res, a.cancel)
+	return a.res, a.err
 }
 
-// sealed ends state's call, which c served, however it ended (a panic
-// below included), before its state is read: an attempt still under way
-// (a hedge, an abandoned attempt) writes nothing from here on. It counts
-// the retries the call's storm says errown prevented.
-func (m *Middleware) sealed(c *callee, state *reqlog.CallState) {
-	state.Enter()
-	state.End()
-	n := state.Storm.Prevented()
-	state.Leave()
-	if n > 0 {
-		c.metrics.prevented.Inc(int64(n))
+// decide classifies, under the state's lock, errown's attempt n of r's
+// call that came back as a, and decides what follows: nothing for a call
+// no policy can retry (nothing to refuse, and RCS stays false for a
+// retryable error, so the caller retries: at-least-once); for an attempt
+// that did not fail, the call served; else whether to retry it, and
+// after how long (retryAfter), recorded in the state.
+func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNote) (d decision) {
+	state := r.state
+	code, class := m.classify(r, a, n)
+	switch {
+	case !r.retries():
+		return d
+	case class != wire.ClassFailure:
+		// An attempt its caller gave up on (a hedger above cancelled
+		// this hop's call, its loser) did not work, was abandoned, and
+		// may have reached the callee: its withdrawal stands. Else the
+		// retry's withdrawal and the hedges' are refunded.
+		d.served, d.route = true, state.Route
+		if wire.Cancelled(a.ctx, a.err) {
+			note.abandoned()
+		} else {
+			note.succeeded(r.c)
+			d.draws = state.refunded()
+		}
+		return d
+	}
+	refused := state.Refused
+	// The policy's attempts bound the call's attempts other than its
+	// hedges, which count apart (Attempts.Send).
+	d = m.retryAfter(r, code, max(state.Sequential(), n), note)
+	state.decided(d.declined, d.refused, d.blind, d.stop)
+	if !state.Sends.Shed { // a shed attempt was refused already
+		tracing.Decided(r.ctx, r.req, &state.Result, refused, d.wait, d.retry, r.p.observe)
+	}
+	return d
+}
+
+// sealed ends r's call however it ended (a panic below included), before
+// its state is read: an attempt still under way (a hedge, an abandoned
+// attempt) writes nothing from here on. It counts the retries the call's
+// storm says errown prevented.
+func (m *Middleware) sealed(r *attemptRun) {
+	res := r.state.Seal()
+	if n := res.Storm.Prevented(); n > 0 && r.retries() {
+		r.c.metrics.prevented.Inc(int64(n))
 	}
 }
 
@@ -293,145 +340,142 @@ func (m *Middleware) sealed(c *callee, state *reqlog.CallState) {
 // is a retry or the body had to be read.
 func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	a := sentAttempt{ctx: r.ctx}
-	if r.p.attemptTimeout > 0 {
+	if r.p != nil && r.p.attemptTimeout > 0 {
 		a.ctx, a.cancel = withAttemptTimeout(r.ctx, r.p.attemptTimeout) // also bounded by ctx's own deadline
 	}
 	// Attempts are numbered as they leave the process: a middleware below
 	// that replayed an attempt (counted by Attempts) took a number too.
-	r.state.Enter()
-	a.before = r.state.Sends.Count
-	r.state.ErrownAttempt = n
-	r.state.Leave()
-	attempt := r.req
-	if n > 1 {
-		r.c.metrics.attempts.Inc(1)
-		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(a.before, n-1)+1))
-	} else if !r.body.inPlace {
-		attempt = r.body.request(&r.orig, n, m.hdr.Attempt, "")
-	}
-	a.res, a.err = r.out.Call(a.ctx, attempt)
+	r.state.lock()
+	a.before = r.state.attempt(n)
+	r.state.unlock()
+	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
 	return a
 }
 
-// classify records, under state's lock, errown's attempt n that came
-// back as a, and returns its code and class: as the innermost step
-// classified it on the direct path, else (a middleware in between may
-// have changed what came back, or no step saw it) as it came back here,
-// its storm folded here when no step saw it.
-func (m *Middleware) classify(a *sentAttempt, n int, state *reqlog.CallState) (yarpcerrors.Code, wire.Class) {
-	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
-	if !state.Sends.Direct || !seen {
-		code, class := wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
-		var (
-			claim   ownership.Claim
-			noRetry bool
-		)
-		if class != wire.ClassOK {
-			claim, noRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
-		}
-		setResult(state, code, class, claim, noRetry)
+// attemptRequest returns errown's attempt n of r's call, before which
+// the call sent before physical attempts: the first attempt as the
+// caller gave it, unless its body had to be read; a retry built from the
+// request as the caller gave it, numbered as the attempts left the
+// process (a middleware below that replayed one took a number too).
+func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Request {
+	switch {
+	case n > 1:
+		r.c.metrics.attempts.Inc(1)
+		return r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(before, n-1)+1))
+	case !r.body.inPlace:
+		return r.body.request(&r.orig, n, m.hdr.Attempt, "")
 	}
-	state.Classified = true
-	if !seen {
-		state.Storm.Attempt(wire.AttemptStorm(a.res, state.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err)))
+	return r.req
+}
+
+// classify records, under the state's lock, errown's attempt n of r's
+// call that came back as a, and returns its code and class: as the
+// innermost step classified it on the direct path, else (a middleware in
+// between may have changed what came back, or no step saw it) as it came
+// back here, its storm folded here when no step saw it.
+func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors.Code, wire.Class) {
+	state := r.state
+	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
+	var (
+		o *Outcome
+		f *wire.Figures
+	)
+	if !state.direct || !seen {
+		o = &Outcome{Err: a.err}
+		o.Code, o.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
+		if o.Class != wire.ClassOK {
+			o.Claim, o.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
+		}
+	}
+	if !seen && r.retries() { // else left to the egress middleware to fold
+		storm := wire.AttemptStorm(a.res, o.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err))
+		f = &storm
 	}
 	// Every physical attempt counts against the policy, whoever sent it
 	// and whenever it reached the innermost step: errown's own n attempts
 	// did leave, or may still (one a middleware below abandoned reaches
 	// the step late), so never count fewer.
-	state.Attempts = max(state.Sends.Count, n)
+	state.classified(n, r.route, o, f)
 	return state.Code, state.Class
 }
 
-// setResult records, under state's lock, the classification of its call's
-// latest attempt: its code and class, and, when it did not succeed, its
-// claim and pushback.
-func setResult(state *reqlog.CallState, code yarpcerrors.Code, class wire.Class, claim ownership.Claim, noRetry bool) {
-	state.Code, state.Class = code, class
-	if class != wire.ClassOK {
-		state.Claim, state.NoRetry = claim, noRetry
-	}
-}
-
-// served ends, state locked, the call whose attempt a did not fail, and
-// unlocks state. An attempt its caller gave up on (a hedger above
-// cancelled this hop's call, its loser) did not work, was abandoned, and
-// may have reached the callee: its withdrawal stands. Else the retry's
-// withdrawal and the hedges' are refunded, and the peers of the call's
-// earlier attempts are known to have failed it (package retrypeer passes
-// them over; Instances lists them).
-func (m *Middleware) served(a *sentAttempt, c *callee, state *reqlog.CallState, note *retryNote) {
-	if wire.Cancelled(a.ctx, a.err) {
-		note.abandoned()
-	} else {
-		note.succeeded(c)
-		refundHedges(c, state)
-	}
-	state.End()
-	route := state.Route
-	state.Leave()
-	if route != nil {
-		route.Served(c.instances.failed)
-	}
-}
-
-// refundHedges gives back to c's budget, under state's lock, the
-// withdrawals of the hedges of state's call, which succeeded: as a retry
-// that works, a hedge of a call that works is no storm.
-func refundHedges(c *callee, state *reqlog.CallState) {
-	for _, epoch := range state.Sends.HedgeDraws {
+// served ends the call to c that d says was served: the withdrawals of
+// its hedges given back to c's budget (as a retry that works, a hedge of
+// a call that works is no storm), and the peers of the call's earlier
+// attempts known to have failed it (package retrypeer passes them over;
+// Instances lists them).
+func served(c *callee, d *decision) {
+	for _, epoch := range d.draws {
 		c.budget.refundHedge(epoch)
 	}
-	state.Sends.HedgeDraws = nil
+	if d.route != nil {
+		d.route.Served(c.instances.failed)
+	}
+}
+
+// decision is what errown's retry loop decided after an attempt of a
+// call came back (decide): after a failure (retryAfter), what the call's
+// state records (decided); after a success, what served does.
+type decision struct {
+	wait     time.Duration // before the retry
+	retry    bool
+	declined wire.Decline // why no more attempts, when no refusal says
+	refused  wire.Refusal // why a wanted retry was refused
+	blind    int          // the attempts only a hop blind to claims makes
+	stop     bool         // observe mode: errown's world stops here
+	served   bool         // the attempt did not fail
+	draws    []int64      // the budget buckets the call's hedges drew on, to give back
+	route    *calls.Route // the call's, or nil
 }
 
 // retryAfter decides, under the state's lock, after n attempts of r's
 // call (as they left the process) failed, the last with code (its
 // response's claim and pushback in the state), whether to send the call
 // again and how long to wait first. When this hop declines a retry the
-// error was retryable for by nature, it records why in the state and
-// counts it: the callee's unclaim (suppressed), its pushback, the
-// policy's codes, idempotency, the body cap, the deadline, the budget. A
-// suppression the policy would otherwise have retried, and the policy's
-// attempt limit, are recorded as the state's Declined.
-func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, note *retryNote) (time.Duration, bool) {
+// error was retryable for by nature, it says why and counts it: the
+// callee's unclaim (suppressed), its pushback, the policy's codes,
+// idempotency, the body cap, the deadline, the budget. A suppression the
+// policy would otherwise have retried, and the policy's attempt limit,
+// are the decision's declined.
+func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, note *retryNote) (d decision) {
 	ctx, req, c, p, state, replayable := r.ctx, r.req, r.c, r.p, r.state, r.body.replayable()
 	note.withdrew = false
 	if !wire.RetryableByNature(code) || state.Sends.Shed {
-		return 0, false // a shed attempt was refused already
+		return d // a shed attempt was refused already
 	}
 	if state.Claim == ownership.ClaimUnclaimed {
 		if !p.observe {
 			c.metrics.suppressed.Inc(1)
 			switch {
 			case n >= p.maxAttempts:
-				state.Declined = wire.DeclineAttemptLimit
+				d.declined = wire.DeclineAttemptLimit
 			case m.refusal(p, code, replayable, state.NoRetry) == wire.RefusedNone:
 				// The policy would have retried it: a request that
 				// fails now is one errown's suppression did not save.
-				state.Declined = wire.DeclineUnclaimed
+				d.declined = wire.DeclineUnclaimed
 			}
-			state.Storm.Blind(m.blindRetries(c, p, code, n, replayable, state.NoRetry))
-			return 0, false
+			d.blind = m.blindRetries(c, p, code, n, replayable, state.NoRetry)
+			return d
 		}
 		if !state.Storm.ErrownStopped() {
 			c.metrics.would.Inc(1)
-			state.Storm.StopErrown() // errown stops here; the retries go on blind
+			d.stop = true // errown stops here; the retries go on blind
 		}
 		note.would = true
 	}
 	if n >= p.maxAttempts {
-		state.Declined = wire.DeclineAttemptLimit
-		return 0, false
+		d.declined = wire.DeclineAttemptLimit
+		return d
 	}
-	if r := m.refusal(p, code, replayable, state.NoRetry); r != wire.RefusedNone {
-		return 0, m.refuse(req, c, state, r, n)
+	if d.refused = m.refusal(p, code, replayable, state.NoRetry); d.refused != wire.RefusedNone {
+		return m.refuse(req, c, d, n)
 	}
 	// The owner's caller stops spending retries on a callee that is
 	// overloaded: each would queue behind the work it timed out on.
 	if overloaded(code, state.Claim) && c.overload.Overloaded(req.Procedure) {
 		if !p.observe {
-			return 0, m.refuse(req, c, state, wire.RefusedOverload, n)
+			d.refused = wire.RefusedOverload
+			return m.refuse(req, c, d, n)
 		}
 		c.metrics.wouldOverload.Inc(1) // observe mode: the retry goes
 		note.would = true
@@ -442,15 +486,18 @@ func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, not
 	// before its caller's own attempt times out, and the caller reads a
 	// claim rather than a timeout that says nothing.
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < wait+p.attemptTimeout+p.minRemaining {
-		return 0, m.refuse(req, c, state, wire.RefusedDeadline, n)
+		d.refused = wire.RefusedDeadline
+		return m.refuse(req, c, d, n)
 	}
 	if ctx.Err() != nil { // cancelled by the caller: nobody is waiting
-		return 0, false
+		return d
 	}
 	if !note.withdraw(c, p.observe) {
-		return 0, m.refuse(req, c, state, wire.RefusedBudget, n)
+		d.refused = wire.RefusedBudget
+		return m.refuse(req, c, d, n)
 	}
-	return wait, true
+	d.wait, d.retry = wait, true
+	return d
 }
 
 // refusal returns why the policy p refuses to retry a failure with code
@@ -486,18 +533,17 @@ func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n
 	return k
 }
 
-// refuse records that a wanted retry was refused for reason r, and returns
-// false.
-func (m *Middleware) refuse(req *transport.Request, c *callee, state *reqlog.CallState, r wire.Refusal, attempts int) bool {
-	state.Refused = r
-	c.metrics.denied[r].Inc(1)
+// refuse counts and logs that a wanted retry was refused for d's reason,
+// after attempts, and returns d.
+func (m *Middleware) refuse(req *transport.Request, c *callee, d decision, attempts int) decision {
+	c.metrics.denied[d.refused].Inc(1)
 	if ce := m.logger.Check(zap.DebugLevel, "retry refused"); ce != nil {
 		ce.Write(
 			zap.String("service", req.Service),
 			zap.String("procedure", req.Procedure),
-			zap.Stringer("reason", r),
+			zap.Stringer("reason", d.refused),
 			zap.Int("attempts", attempts),
 		)
 	}
-	return false
+	return d
 }

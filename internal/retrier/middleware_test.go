@@ -61,7 +61,7 @@ func TestMiddlewareCall(t *testing.T) {
 		giveReq      *transport.Request
 		giveScript   []step
 		giveDeadline time.Duration // of the call's ctx
-		want         reqlog.CallState
+		want         reqlog.Result
 		wantCode     yarpcerrors.Code
 		wantBodies   []string // body each attempt sent
 		wantAttempt  []string // attempt header each attempt sent
@@ -74,7 +74,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("other", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -86,7 +86,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -99,7 +99,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -112,7 +112,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "Unclaimed"), fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit},
+			want:         reqlog.Result{Attempts: 2, Declined: wire.DeclineAttemptLimit},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -125,7 +125,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Declined: wire.DeclineUnclaimed},
+			want:         reqlog.Result{Attempts: 1, Declined: wire.DeclineUnclaimed},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -137,7 +137,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit},
+			want:         reqlog.Result{Attempts: 2, Declined: wire.DeclineAttemptLimit},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -150,7 +150,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -162,7 +162,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -174,7 +174,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errInvalid)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeInvalidArgument,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -186,7 +186,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errors.New("boom")), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -199,7 +199,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedCode},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedCode},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -211,7 +211,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -224,7 +224,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedPushback},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedPushback},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -236,7 +236,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2, Declined: wire.DeclineAttemptLimit},
+			want:         reqlog.Result{Attempts: 2, Declined: wire.DeclineAttemptLimit},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -249,7 +249,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "false"), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -262,7 +262,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), fail(errExhausted)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 3, Declined: wire.DeclineAttemptLimit},
+			want:         reqlog.Result{Attempts: 3, Declined: wire.DeclineAttemptLimit},
 			wantCode:     yarpcerrors.CodeResourceExhausted,
 			wantBodies:   []string{"hello", "hello", "hello"},
 			wantAttempt:  []string{"", "2", "3"},
@@ -275,7 +275,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Second,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -288,7 +288,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -300,7 +300,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "claimed"), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -313,7 +313,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeUnavailable, "errown-claim", "unclaimed")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Declined: wire.DeclineUnclaimed},
+			want:         reqlog.Result{Attempts: 1, Declined: wire.DeclineUnclaimed},
 			wantCode:     yarpcerrors.CodeOK, // the exception is the encoding's to decode
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -325,7 +325,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(&codeNotFound)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -337,7 +337,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{appError(nil)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -349,7 +349,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errExhausted)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedCode},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedCode},
 			wantCode:     yarpcerrors.CodeResourceExhausted,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -361,7 +361,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable, "errown-no-retry", "true")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedPushback},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedPushback},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -375,7 +375,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedDeadline},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedDeadline},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -387,7 +387,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: 1500 * time.Millisecond,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -400,7 +400,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedBudget},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedBudget},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -412,7 +412,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -425,7 +425,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello world"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedBodyTooLarge},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedBodyTooLarge},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello world"},
 			wantAttempt:  []string{""},
@@ -437,7 +437,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -450,7 +450,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1, Refused: wire.RefusedNotIdempotent},
+			want:         reqlog.Result{Attempts: 1, Refused: wire.RefusedNotIdempotent},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -462,7 +462,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -477,7 +477,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -492,7 +492,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "get", "hello"),
 			giveScript:   []step{fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 2},
+			want:         reqlog.Result{Attempts: 2},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello"},
 			wantAttempt:  []string{"", "2"},
@@ -508,7 +508,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable), fail(errUnavailable), succeed("ok")},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 3},
+			want:         reqlog.Result{Attempts: 3},
 			wantCode:     yarpcerrors.CodeOK,
 			wantBodies:   []string{"hello", "hello", "hello"},
 			wantAttempt:  []string{"", "2", "3"},
@@ -521,7 +521,7 @@ func TestMiddlewareCall(t *testing.T) {
 			giveReq:      req("callee", "put", "hello"),
 			giveScript:   []step{fail(errUnavailable)},
 			giveDeadline: time.Minute,
-			want:         reqlog.CallState{Attempts: 1},
+			want:         reqlog.Result{Attempts: 1},
 			wantCode:     yarpcerrors.CodeUnavailable,
 			wantBodies:   []string{"hello"},
 			wantAttempt:  []string{""},
@@ -540,14 +540,14 @@ func TestMiddlewareCall(t *testing.T) {
 			_, _ = tt.giveReq.Body.(*strings.Reader).ReadAt(body, 0)
 			again := req(tt.giveReq.Service, tt.giveReq.Procedure, string(body))
 
-			state := &reqlog.CallState{}
-			ctx, cancel := context.WithDeadline(reqlog.WithCallState(context.Background(), state), clock.Now().Add(tt.giveDeadline))
+			state := &CallState{}
+			ctx, cancel := context.WithDeadline(WithCallState(context.Background(), state), clock.Now().Add(tt.giveDeadline))
 			defer cancel()
 
 			_, err := m.Call(ctx, tt.giveReq, out)
 
 			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(err).Code(), "code (err %v)", err)
-			assert.Equal(t, tt.want, reqlog.CallState{Attempts: state.Attempts, Refused: state.Refused, Declined: state.Declined}, "state = %+v", *state)
+			assert.Equal(t, tt.want, reqlog.Result{Attempts: state.Attempts, Refused: state.Refused, Declined: state.Declined}, "state = %+v", state.Result)
 
 			// Under errown's egress middleware, which hands it a Sink, Call
 			// reports the same state and answer there.
@@ -555,9 +555,9 @@ func TestMiddlewareCall(t *testing.T) {
 			counted := newMiddleware(t, tt.give, cclock.option(), fixedRand(0.5))
 			cctx, ccancel := context.WithDeadline(context.Background(), cclock.Now().Add(tt.giveDeadline))
 			defer ccancel()
-			sink := &reqlog.Sink{Out: newOutbound(tt.giveScript...)}
+			sink := &Sink{Out: newOutbound(tt.giveScript...)}
 			_, cerr := counted.Call(cctx, again, sink)
-			assert.Equal(t, tt.want, reqlog.CallState{Attempts: sink.State.Attempts, Refused: sink.State.Refused, Declined: sink.State.Declined}, "Sink state = %+v", sink.State)
+			assert.Equal(t, tt.want, reqlog.Result{Attempts: sink.State.Attempts, Refused: sink.State.Refused, Declined: sink.State.Declined}, "Sink state = %+v", sink.State.Result)
 			assert.Equal(t, tt.wantCode, yarpcerrors.FromError(cerr).Code(), "through a Sink, code (err %v)", cerr)
 
 			var bodies, attemptHeaders []string
@@ -712,10 +712,10 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 			}
 			m := newMiddleware(t, cfg, clock.option(), WithSinks(obs.Sinks{Scope: scope}))
 			out := newOutbound(fail(errUnavailable))
-			states := make([]reqlog.CallState, tt.giveCalls)
+			states := make([]CallState, tt.giveCalls)
 			var refused int64
 			for i := range states {
-				_, _ = m.Call(reqlog.WithCallState(context.Background(), &states[i]), req("callee", "get", "x"), out)
+				_, _ = m.Call(WithCallState(context.Background(), &states[i]), req("callee", "get", "x"), out)
 				refused += int64(min(int(states[i].Refused), 1))
 			}
 
@@ -727,8 +727,8 @@ func TestMiddlewareBudgetAcrossCalls(t *testing.T) {
 			assert.Equal(t, wantCounters, counters(scope), "counters")
 			assert.Equal(t, int64(tt.giveCalls)+tt.wantRetries, int64(len(out.Requests())), "requests sent")
 			assert.Equal(t, int64(tt.giveCalls)-tt.wantRetries, refused, "calls refused")
-			assert.Equal(t, 1, states[0].Attempts, "first call state = %+v: attempts", states[0])
-			assert.Equal(t, wire.RefusedBudget, states[0].Refused, "first call state = %+v: refused", states[0])
+			assert.Equal(t, 1, states[0].Attempts, "first call state = %+v: attempts", states[0].Result)
+			assert.Equal(t, wire.RefusedBudget, states[0].Refused, "first call state = %+v: refused", states[0].Result)
 		})
 	}
 }
@@ -805,8 +805,8 @@ func TestMiddlewareCancelDuringBackoff(t *testing.T) {
 	cfg := policies(retry.PolicyConfig{Service: "callee", InitialBackoff: time.Minute, MaxBackoff: time.Minute, Idempotent: new(true)})
 	m := newMiddleware(t, cfg, fixedRand(0.5))
 	out := newOutbound(fail(errUnavailable, "errown-claim", "claimed"))
-	state := &reqlog.CallState{}
-	ctx, cancel := context.WithCancel(reqlog.WithCallState(context.Background(), state))
+	state := &CallState{}
+	ctx, cancel := context.WithCancel(WithCallState(context.Background(), state))
 	timer := time.AfterFunc(5*time.Millisecond, cancel)
 	defer timer.Stop()
 
@@ -955,8 +955,8 @@ func TestMiddlewareConcurrent(t *testing.T) {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for range calls {
-				state := &reqlog.CallState{}
-				_, _ = m.Call(reqlog.WithCallState(context.Background(), state), req("callee", "get", "x"), out)
+				state := &CallState{}
+				_, _ = m.Call(WithCallState(context.Background(), state), req("callee", "get", "x"), out)
 			}
 		}()
 	}

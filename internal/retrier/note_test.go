@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/errown/errown/internal/obs"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/uber-go/tally/v4"
@@ -69,8 +68,8 @@ func TestBudgetRefundsRetriesThatWork(t *testing.T) {
 			}
 			m := newMiddleware(t, cfg, newClock().option(), WithSinks(obs.Sinks{Scope: scope}))
 			for range 100 {
-				var state reqlog.CallState
-				_, _ = m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), newOutbound(tt.give...))
+				var state CallState
+				_, _ = m.Call(WithCallState(context.Background(), &state), req("callee", "get", "x"), newOutbound(tt.give...))
 			}
 			got := counters(scope)
 			assert.Equal(t, tt.wantRetries, got["retry.attempts+callee=callee"], "retries sent: %v", got)
@@ -95,8 +94,8 @@ func TestObserveCountsWhatEnforceWouldLose(t *testing.T) {
 	// Each call: two failures, then a success; the first retry fails (not
 	// refunded), so the budget runs dry and enforce would refuse.
 	for range 20 {
-		var state reqlog.CallState
-		_, err := m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"),
+		var state CallState
+		_, err := m.Call(WithCallState(context.Background(), &state), req("callee", "get", "x"),
 			newOutbound(fail(errUnavailable), fail(errUnavailable), okWith()))
 		assert.NoError(t, err, "observe mode sends every retry the policy asks for")
 	}
@@ -127,7 +126,7 @@ func TestBudgetKeepsRetriesTheirCallerCancelled(t *testing.T) {
 			var reached int
 			for range 100 {
 				ctx, cancel := context.WithCancel(context.Background())
-				var state reqlog.CallState
+				var state CallState
 				// The retry reaches the callee, then its caller cancels
 				// the call and the transport fails it so.
 				abandon := func(context.Context, *transport.Request) (*transport.Response, error) {
@@ -135,7 +134,7 @@ func TestBudgetKeepsRetriesTheirCallerCancelled(t *testing.T) {
 					cancel()
 					return nil, yarpcerrors.CancelledErrorf("call cancelled by its caller")
 				}
-				_, err := m.Call(reqlog.WithCallState(ctx, &state), req("callee", "get", "x"), newOutbound(fail(errUnavailable), abandon))
+				_, err := m.Call(WithCallState(ctx, &state), req("callee", "get", "x"), newOutbound(fail(errUnavailable), abandon))
 				cancel()
 				assert.Error(t, err)
 			}

@@ -98,7 +98,7 @@ func (o *overload) unheld(procedure string) admission {
 // attempt must not be sent. A refused attempt takes no slot, not even
 // for a moment, so a concurrent attempt never finds the count one too
 // high, and a caller that sends a refused attempt down another path
-// (SendFirst, then Call's shedding) costs the count nothing.
+// (sendFirst, then Call's shedding) costs the count nothing.
 func (o *overload) admit(procedure string) (admission, bool) {
 	if o.disabled {
 		return admission{}, true

@@ -253,11 +253,11 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), InitialBackoff: time.Nanosecond}},
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
-	var last *reqlog.Sink
-	call := func(out transport.UnaryOutbound) (reqlog.CallState, error) {
-		last = &reqlog.Sink{Out: below(m, &loop{n: 1}, out)}
+	var last *Sink
+	call := func(out transport.UnaryOutbound) (reqlog.Result, error) {
+		last = &Sink{Out: below(m, &loop{n: 1}, out)}
 		_, err := m.Call(context.Background(), req("callee", "get", "x"), last)
-		return reqlog.CallState{Attempts: last.State.Attempts, Refused: last.State.Refused}, err
+		return reqlog.Result{Attempts: last.State.Attempts, Refused: last.State.Refused}, err
 	}
 
 	// While fewer than half of the recent attempts timed out, timeouts are
@@ -269,7 +269,7 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 		if got.Attempts == 1 && got.Refused == wire.RefusedOverload {
 			break
 		}
-		require.Equal(t, reqlog.CallState{Attempts: 2}, got, "call %d, want retried once", calls)
+		require.Equal(t, reqlog.Result{Attempts: 2}, got, "call %d, want retried once", calls)
 		require.LessOrEqual(t, calls, 100, "call %d: %+v, want retried once", calls, got)
 	}
 	assert.GreaterOrEqual(t, calls, 20, "overloaded after %d calls (%d timeouts), want at least 20", calls, 2*calls)
@@ -288,7 +288,7 @@ func TestOverloadShedsAndStopsRetries(t *testing.T) {
 	got, err := call(fresh)
 	c.overload.done(hold, false)
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "shed call: %v", err)
-	assert.Equal(t, reqlog.CallState{Attempts: 1, Refused: wire.RefusedOverload}, got, "shed call, want refused for overload")
+	assert.Equal(t, reqlog.Result{Attempts: 1, Refused: wire.RefusedOverload}, got, "shed call, want refused for overload")
 	assert.Empty(t, fresh.Requests(), "the shed call was sent")
 	f := last.State.Storm.Storm()
 	assert.True(t, f.Known, "shed call's storm: %+v, want known", f)
@@ -311,7 +311,7 @@ func TestOverloadObserveModeHoldsNothingBack(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	slow := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
 	for i := range 40 {
-		sink := &reqlog.Sink{Out: below(m, &loop{n: 1}, slow)}
+		sink := &Sink{Out: below(m, &loop{n: 1}, slow)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		assert.Equal(t, 2, sink.State.Attempts, "call %d: attempts", i)
 		assert.Equal(t, wire.RefusedNone, sink.State.Refused, "call %d: refused", i)
@@ -341,15 +341,14 @@ func TestOverloadShedOnTheDirectPath(t *testing.T) {
 	hold, _ := c.overload.admit(_proc)
 	defer c.overload.done(hold, false)
 	out := newOutbound(succeed("ok"))
-	sink := &reqlog.Sink{Out: out, Direct: true}
+	sink := &Sink{Out: out, State: CallState{direct: true}}
 
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 
 	require.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "err %v", err)
-	st := sink.State
+	st := &sink.State
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, st.Code, "classified code")
 	assert.Equal(t, wire.ClassFailure, st.Class, "classified class")
-	assert.True(t, st.Classified, "classified")
 	assert.Equal(t, 1, st.Attempts, "attempts")
 	assert.Equal(t, wire.RefusedOverload, st.Refused, "refused")
 	assert.Equal(t, 0, st.Sends.Count, "sent")

@@ -57,8 +57,8 @@ func TestRouteInEveryAttemptsContext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{tt.give}, Budget: retry.BudgetConfig{Disabled: true}}, newClock().option())
 			out := newOutbound(choosingPeers(fail(errUnavailable), succeed("ok"))...)
-			var state reqlog.CallState
-			_, err := m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
+			var state CallState
+			_, err := m.Call(WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
 			seen := 0
 			seenRoutes := routes(out)
 			for _, r := range seenRoutes {
@@ -89,8 +89,8 @@ func TestRouteOnlyWithAChooser(t *testing.T) {
 		Budget:   retry.BudgetConfig{Disabled: true},
 	}, newClock().option())
 	out := newOutbound(fail(errUnavailable), succeed("ok"))
-	var state reqlog.CallState
-	_, err := m.Call(reqlog.WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
+	var state CallState
+	_, err := m.Call(WithCallState(context.Background(), &state), req("callee", "get", "x"), out)
 	require.NoError(t, err)
 	seen := routes(out)
 	require.Len(t, seen, 2, "the call was retried")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/errown/errown/internal/ingress"
 	"github.com/errown/errown/internal/obs"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -133,7 +132,7 @@ func TestHedgeIntoOverloadedCallee(t *testing.T) {
 	)
 	// The hedge goes once the first attempt is below (after 5ms, say).
 	h := &hedger{after: firstArrived}
-	sink := &reqlog.Sink{Out: below(m, h, out)}
+	sink := &Sink{Out: below(m, h, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -208,7 +207,7 @@ func TestFallbackIsACallOfItsOwn(t *testing.T) {
 		succeed("cached"), // getCached
 	)
 	f := &fallback{procedure: "getCached"}
-	sink := &reqlog.Sink{Out: below(m, f, out)}
+	sink := &Sink{Out: below(m, f, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -252,7 +251,7 @@ func TestForeignReplayIntoOverloadedCalleeRefused(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	overloadedCallee(t, m.callees["callee"])
 	out := newOutbound(fail(yarpcerrors.DeadlineExceededErrorf("timed out")))
-	sink := &reqlog.Sink{Out: below(m, &loop{n: 2}, out)}
+	sink := &Sink{Out: below(m, &loop{n: 2}, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -288,7 +287,7 @@ func TestShedAttemptIsTheLast(t *testing.T) {
 		}
 	}}
 	out := newOutbound(fail(errUnavailable, "errown-claim", "claimed"))
-	sink := &reqlog.Sink{Out: below(m, r, out)}
+	sink := &Sink{Out: below(m, r, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 	for _, a := range holds {
@@ -320,7 +319,7 @@ func TestHedgeOverTheAttemptLimitIsNotSent(t *testing.T) {
 		return nil, errUnavailable
 	})
 	h := &both{started: started, release: release}
-	sink := &reqlog.Sink{Out: below(m, h, out)}
+	sink := &Sink{Out: below(m, h, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -389,7 +388,7 @@ func TestAttemptSentAfterItsCallReturned(t *testing.T) {
 		WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(succeed("late"))
 	app := &sendLater{start: make(chan struct{}), done: make(chan struct{})}
-	sink := &reqlog.Sink{Out: below(m, app, out)}
+	sink := &Sink{Out: below(m, app, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 	require.Error(t, err)
@@ -468,7 +467,7 @@ func TestCancelledLoserIsNotTheCallsAnswer(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(fail(errUnavailable), answerCancelled, succeed("a third attempt"))
 	h := newStraggler(true)
-	sink := &reqlog.Sink{Out: below(m, h, out)}
+	sink := &Sink{Out: below(m, h, out)}
 
 	res, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -505,7 +504,7 @@ func TestHedgeInErrownsBackoffTakesItsRetry(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}), withClock(time.Now, sleep))
 	hedgeFailed := yarpcerrors.UnavailableErrorf("the hedge failed")
 	out := newOutbound(fail(errUnavailable), fail(hedgeFailed), succeed("a third attempt"))
-	sink := &reqlog.Sink{Out: below(m, h, out)}
+	sink := &Sink{Out: below(m, h, out)}
 
 	res, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -551,7 +550,7 @@ func TestReplayAfterSuccessHeldToTheAttemptLimit(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}))
 	out := newOutbound(succeed("ok"))
 	app := &thrice{}
-	sink := &reqlog.Sink{Out: below(m, app, out)}
+	sink := &Sink{Out: below(m, app, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 
@@ -579,7 +578,7 @@ func TestReplayAfterSuccessWithdrawsFromTheBudget(t *testing.T) {
 	}, WithSinks(obs.Sinks{Scope: scope}), newClock().option())
 	out := newOutbound(succeed("ok"))
 	app := &thrice{}
-	sink := &reqlog.Sink{Out: below(m, app, out)}
+	sink := &Sink{Out: below(m, app, out)}
 
 	_, err := m.Call(context.Background(), &transport.Request{Service: "callee", Procedure: "get"}, sink)
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/obs"
-	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -83,14 +82,14 @@ func (tc stormCase) run(t *testing.T) {
 		ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Minute))
 		var res *transport.Response
 		var err error
-		var state *reqlog.CallState
+		var state *CallState
 		if viaSink {
-			sink := &reqlog.Sink{Out: out}
+			sink := &Sink{Out: out}
 			res, err = m.Call(ctx, r, sink)
 			state = &sink.State
 		} else {
-			state = &reqlog.CallState{}
-			res, err = m.Call(reqlog.WithCallState(ctx, state), r, out)
+			state = &CallState{}
+			res, err = m.Call(WithCallState(ctx, state), r, out)
 		}
 		cancel()
 		code, _ := wire.CallResult(res, err, "errown-code")
@@ -417,7 +416,7 @@ func TestStormModeEquivalence(t *testing.T) {
 	var prevented [2]uint64
 	for i, mode := range []retry.Mode{retry.ModeEnforce, retry.ModeObserve} {
 		m := newMiddleware(t, retry.Config{Mode: mode, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", MaxAttempts: 4, Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5))
-		sink := &reqlog.Sink{Out: newOutbound(script...)}
+		sink := &Sink{Out: newOutbound(script...)}
 		_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
 		s := sink.State.Storm.Storm()
 		require.True(t, s.Known, "%s", mode)
@@ -492,7 +491,7 @@ func TestStormPolicyMode(t *testing.T) {
 			scope := tally.NewTestScope("", nil)
 			m := newMiddleware(t, tt.give, newClock().option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 			out := newOutbound(unclaimed)
-			sink := &reqlog.Sink{Out: out}
+			sink := &Sink{Out: out}
 			_, err := m.Call(context.Background(), req("callee", tt.procedure, "x"), sink)
 			require.Error(t, err)
 			assert.Len(t, out.Requests(), tt.wantSent)
@@ -516,7 +515,7 @@ func TestStormBlindTwin(t *testing.T) {
 
 	// Call 1 (1 request, 1 retry allowed): suppressed; the twin grants
 	// at least one blind retry of the two the policy would make.
-	first := &reqlog.Sink{Out: newOutbound(unclaimed)}
+	first := &Sink{Out: newOutbound(unclaimed)}
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), first)
 	prevented := first.State.Storm.Prevented()
 	assert.Contains(t, []uint64{9, 18}, prevented, "one or two blind retries of 9")
@@ -524,7 +523,7 @@ func TestStormBlindTwin(t *testing.T) {
 	// Call 2 (2 requests, 2 retries allowed): both real retries granted,
 	// as if the blind ones had never been. (They fail: a retry that
 	// succeeds is refunded.)
-	second := &reqlog.Sink{Out: newOutbound(claimed, claimed, claimed)}
+	second := &Sink{Out: newOutbound(claimed, claimed, claimed)}
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), second)
 	require.Error(t, err)
 	assert.Equal(t, 3, second.State.Attempts, "the real budget does not count blind retries")
@@ -532,7 +531,7 @@ func TestStormBlindTwin(t *testing.T) {
 	// Call 3 (3 requests, 3 retries allowed): the twin has seen 2 real
 	// retries and the blind ones: none left. (Without the real ones it
 	// would have one or two.)
-	third := &reqlog.Sink{Out: newOutbound(unclaimed)}
+	third := &Sink{Out: newOutbound(unclaimed)}
 	_, _ = m.Call(context.Background(), req("callee", "get", "x"), third)
 	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 9, Blind: 9, Retries: 1, Radius: 1, BlindRadius: 1}), third.State.Storm.Storm())
 	assert.Equal(t, uint64(0), third.State.Storm.Prevented())
@@ -546,7 +545,7 @@ func TestStormPreventedSums(t *testing.T) {
 	scope := tally.NewTestScope("", nil)
 	m := newMiddleware(t, retry.Config{Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option(), fixedRand(0.5), WithSinks(obs.Sinks{Scope: scope}))
 	for _, storm := range []string{_nine, _suppress, "1,1,0,0,0"} {
-		_, _ = m.Call(context.Background(), req("callee", "get", "x"), &reqlog.Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", storm))})
+		_, _ = m.Call(context.Background(), req("callee", "get", "x"), &Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", storm))})
 	}
 	want := map[string]int64{_calls: 3, _suppressed: 3, _prevented: 9 + 18 + 1}
 	assert.Equal(t, want, counters(scope), "counters")
@@ -560,7 +559,7 @@ func TestStormNotFoldedWithoutRetries(t *testing.T) {
 		retry.PolicyConfig{Service: "callee", Procedure: "once", MaxAttempts: 1, Idempotent: new(true)},
 	), newClock().option())
 	for _, r := range []*transport.Request{req("other", "get", "x"), req("callee", "once", "x")} {
-		sink := &reqlog.Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine))}
+		sink := &Sink{Out: newOutbound(fail(errUnavailable, "errown-claim", _unclaimed, "errown-storm", _nine))}
 		_, err := m.Call(context.Background(), r, sink)
 		require.Error(t, err)
 		assert.Equal(t, 1, sink.State.Attempts, "%s.%s", r.Service, r.Procedure)
@@ -570,7 +569,7 @@ func TestStormNotFoldedWithoutRetries(t *testing.T) {
 
 func TestStormCustomHeader(t *testing.T) {
 	m := newMiddleware(t, retry.Config{Headers: ownership.Headers{Storm: "x-storm"}, Budget: retry.BudgetConfig{Disabled: true}, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
-	sink := &reqlog.Sink{Out: newOutbound(okWith("x-storm", _four, "errown-storm", _nine))}
+	sink := &Sink{Out: newOutbound(okWith("x-storm", _four, "errown-storm", _nine))}
 	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
 	require.NoError(t, err)
 	assert.Equal(t, wire.KnownFigures(wire.Storm{Served: 4, Blind: 4}), sink.State.Storm.Storm())

@@ -14,12 +14,14 @@ import (
 
 // Decided logs on the span of the caller making req (the span of ctx, the
 // outbound call's context, above the transport's per-attempt spans) what
-// the retry middleware decided once an attempt failed, as state holds it:
+// the retry middleware decided once an attempt failed, as the call's
+// result holds it:
 // errown.retry when it retries after wait, errown.retry_refused when it
 // refused a retry the error was retryable for (refused is state.Refused
 // before the decision: a refusal is logged when the decision made it). A
-// failure not retryable by nature, an attempt shed unsent and a policy's
-// last attempt spent log nothing. In observe mode each event says so,
+// failure not retryable by nature and a policy's last attempt spent log
+// nothing; the retry middleware does not call it for an attempt shed
+// unsent. In observe mode each event says so,
 // and an unclaimed error logs the refusal errown would have made while
 // the retry goes.
 //
@@ -31,8 +33,8 @@ import (
 // On an OpenTelemetry client span of the call alone (otelhttp's around
 // nethttp.Transport, grpc-go's call span), a retry sets
 // http.request.resend_count to the resends made so far.
-func Decided(ctx context.Context, req *transport.Request, state *reqlog.CallState, refused wire.Refusal, wait time.Duration, retried, observe bool) {
-	if !wire.RetryableByNature(state.Code) || state.Sends.Shed {
+func Decided(ctx context.Context, req *transport.Request, state *reqlog.Result, refused wire.Refusal, wait time.Duration, retried, observe bool) {
+	if !wire.RetryableByNature(state.Code) {
 		return
 	}
 	unclaimed := state.Claim == ownership.ClaimUnclaimed && (!retried || observe)

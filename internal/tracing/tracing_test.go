@@ -29,7 +29,7 @@ func TestNothingWithoutTracer(t *testing.T) {
 		"otel no-op provider": trace.ContextWithSpan(context.Background(), trace.SpanFromContext(context.Background())),
 	}
 	req := &transport.Request{Service: "svc-d", Procedure: "echo", Headers: transport.NewHeaders().With("errown-attempt", "2")}
-	state := &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimUnclaimed}
+	state := &reqlog.Result{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimUnclaimed}
 	storm := wire.KnownFigures(wire.Storm{Served: 2, Blind: 3, Retries: 1, Radius: 1})
 	for name, ctx := range ctxs {
 		allocs := testing.AllocsPerRun(100, func() {

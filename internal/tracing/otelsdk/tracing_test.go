@@ -122,24 +122,24 @@ func TestInboundUnknownStorm(t *testing.T) {
 
 func TestDecided(t *testing.T) {
 	req := &transport.Request{Service: "svc-d", Procedure: "echo"}
-	failed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
-		return &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: claim, Refused: refused}
+	failed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.Result {
+		return &reqlog.Result{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: claim, Refused: refused}
 	}
 	// routed is failed, its attempt's peer recorded by a retrypeer chooser.
-	routed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
+	routed := func(claim ownership.Claim, refused wire.Refusal) *reqlog.Result {
 		s := failed(claim, refused)
 		_, s.Route = reqlog.NewRouteContext(context.Background())
 		s.Route.Record("127.0.0.1:7001")
 		return s
 	}
-	unrouted := func(claim ownership.Claim, refused wire.Refusal) *reqlog.CallState {
+	unrouted := func(claim ownership.Claim, refused wire.Refusal) *reqlog.Result {
 		s := failed(claim, refused)
 		_, s.Route = reqlog.NewRouteContext(context.Background()) // no chooser recorded a peer
 		return s
 	}
 	tests := []struct {
 		name    string
-		give    *reqlog.CallState
+		give    *reqlog.Result
 		before  wire.Refusal
 		retried bool
 		observe bool
@@ -218,7 +218,7 @@ func TestDecided(t *testing.T) {
 		},
 		{
 			name: "not retryable by nature", kind: trace.SpanKindServer,
-			give:    &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeInvalidArgument, Class: wire.ClassFailure, Refused: wire.RefusedCode},
+			give:    &reqlog.Result{Attempts: 1, Code: yarpcerrors.CodeInvalidArgument, Class: wire.ClassFailure, Refused: wire.RefusedCode},
 			wantTag: map[string]any{},
 		},
 	}
@@ -271,7 +271,7 @@ func BenchmarkHooks(b *testing.B) {
 	_, recording := sdktrace.NewTracerProvider().Tracer("t").Start(context.Background(), "op")
 	defer recording.End()
 	req := &transport.Request{Service: "svc-d", Procedure: "echo", Headers: transport.NewHeaders().With("errown-attempt", "1")}
-	state := &reqlog.CallState{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed}
+	state := &reqlog.Result{Attempts: 1, Code: yarpcerrors.CodeUnavailable, Class: wire.ClassFailure, Claim: ownership.ClaimClaimed}
 	for _, bb := range []struct {
 		name string
 		ctx  context.Context
