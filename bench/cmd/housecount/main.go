@@ -37,7 +37,7 @@ var _notLibrary = []string{"internal/stormsim", "internal/testidl", "internal/do
 var _requestPath = []string{"./internal/retrier", "./internal/egress", "./internal/reqlog", "./internal/calls", "./internal/ingress"}
 
 func main() {
-	state := flag.String("state", "internal/retrier.call,internal/retrier.callState,internal/reqlog.CallState,internal/reqlog.Sends,internal/reqlog.Sink",
+	state := flag.String("state", "internal/retrier.CallState,internal/retrier.Sends,internal/retrier.Sink,internal/reqlog.Result,internal/reqlog.CallState,internal/reqlog.Sends,internal/reqlog.Sink",
 		"the types that hold a call's state, as package-path-suffix.Name, comma separated")
 	longer := flag.Int("len", 80, "list the request path's functions longer than this")
 	verbose := flag.Bool("v", false, "list every exported identifier and write site")
@@ -300,7 +300,7 @@ var _reads = map[string]bool{
 	"Lock": true, "Unlock": true, "Enter": true, "Leave": true, "Sent": true, "Sequential": true, "Ended": true,
 	"Attempts": true, "Trivial": true, "Stormy": true, "Len": true, "Prevented": true, "Idle": true,
 	"ErrownStopped": true, "Storm": true, "Call": true, "Transports": true, "Start": true, "Stop": true,
-	"IsRunning": true, "WithState": true,
+	"IsRunning": true, "WithState": true, "lock": true, "unlock": true, "idle": true,
 }
 
 // mutatingCall reports whether c calls a pointer method on a state value
