@@ -81,6 +81,7 @@ type Controller struct {
 	service atomic.Int64  // est.service
 	gen     atomic.Uint32 // est.gen
 	level   atomic.Uint64 // root keys hashing above it are shed under pressure (AdmitRoot)
+	roots   recentRoots   // whether roots visit more than once (AdmitRoot)
 
 	mu  sync.Mutex // est
 	est estimate

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"math"
+	"sync"
 	"time"
 )
 
@@ -37,9 +38,48 @@ const (
 // _levelAll is the level that admits every root: the steady state.
 const _levelAll = math.MaxUint64
 
+// Telling a fan-out from a chain: the share of the requests under
+// pressure whose root this service saw shortly before (its repeat
+// share), below which the level does not apply. A root visiting four
+// times repeats three times in four; a chain repeats only on a retry.
+const (
+	_repeatMin    = 0.25
+	_repeatWeight = 1.0 / 64 // of one request in the moving repeat share
+	_rootSlots    = 1024     // recent roots kept, by hash
+)
+
+// recentRoots tells whether a service sees the same roots more than once:
+// the roots of its recent requests under pressure, each in the slot of
+// its hash (a later root of the same slot takes it), and the moving share
+// of those requests whose root was there.
+type recentRoots struct {
+	mu     sync.Mutex
+	keys   [_rootSlots]uint64
+	repeat float64
+}
+
+// see records a request of root k, hashing to h, and returns the repeat
+// share.
+func (r *recentRoots) see(k, h uint64) float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := h % _rootSlots
+	seen := 0.0
+	if r.keys[i] == k {
+		seen = 1
+	}
+	r.keys[i] = k
+	r.repeat += _repeatWeight * (seen - r.repeat)
+	return r.repeat
+}
+
 // AdmitRoot is Admit for a request of the root request whose key is root
-// (0: none, as Admit). Under pressure (half the limit in use, or
-// requests queued) and once a request the level let through was refused,
+// (0: none, as Admit). It admits by root only where roots visit more than
+// once: a service that sees a root about once (its repeat share under
+// pressure below _repeatMin: a chain) admits its requests as Admit does,
+// since there the level would only leave slots idle. Under pressure (half
+// the limit in use, or requests queued) and once a request the level let
+// through was refused,
 // a request whose key hashes above the admission level is shed
 // (ReasonLevel) before it takes a slot or a place in the queue, and so
 // is every root's, the lowest hashes excepted, for the last slots and
@@ -71,9 +111,16 @@ func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ti
 		}
 		return c.Admit(ctx, p)
 	}
+	h := rootHash(root)
+	if c.roots.see(root, h) < _repeatMin {
+		// This service sees each root about once (a chain, not a
+		// fan-out): admitting whole roots would only shed more, and
+		// leave slots idle that visits could fill.
+		return c.Admit(ctx, p)
+	}
 	free := limit - served - waiting
 	l := c.level.Load()
-	if l != _levelAll && rootHash(root) > graded(l, free) {
+	if l != _levelAll && h > graded(l, free) {
 		return c.refuseRoot(ctx, p, ReasonLevel)
 	}
 	if free <= 0 && !c.canWait(ctx) {

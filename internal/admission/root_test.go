@@ -106,6 +106,7 @@ func pressed(t *testing.T, l uint64, free int) (*Controller, []Ticket) {
 	t.Helper()
 	c := New(Config{MaxQueue: 1, MinLimit: _initialLimit, MaxLimit: _initialLimit, Now: newClock().Now})
 	c.level.Store(l)
+	c.roots.repeat = 1 // roots seen to visit more than once: a fan-out
 	return c, fill(t, c, _initialLimit-free)
 }
 
@@ -236,6 +237,7 @@ func TestAdmitRootNoTimeToWait(t *testing.T) {
 	c := New(Config{MaxQueue: 4, MinLimit: _initialLimit, MaxLimit: _initialLimit, Now: clk.Now})
 	l := share(0.4)
 	c.level.Store(l)
+	c.roots.repeat = 1
 	c.service.Store(int64(10 * time.Millisecond))
 	held := fill(t, c, _initialLimit)
 	below := keyWhere(t, 0, l/4)
@@ -262,4 +264,48 @@ func TestAdmitRootNoTimeToWait(t *testing.T) {
 		c.Done(tk)
 	}
 	assert.Zero(t, c.InFlight())
+}
+
+// TestAdmitRootChain: a service whose roots visit it once (a chain)
+// admits their requests as Admit does under pressure, whatever the level:
+// no root is shed for its hash, the last slot and the queue go to
+// whoever comes.
+func TestAdmitRootChain(t *testing.T) {
+	l := share(0.1)
+	c, held := pressed(t, l, 1)
+	c.roots.repeat = 0
+	var shed int
+	for k := uint64(1); k <= 40; k++ {
+		if rootHash(k) <= l {
+			continue
+		}
+		tk, reason, ok := c.AdmitRoot(context.Background(), PriorityFirst, k)
+		require.True(t, ok, "root %d: %s", k, reason)
+		assert.Empty(t, reason)
+		c.Done(tk)
+		if reason == ReasonLevel {
+			shed++
+		}
+	}
+	assert.Zero(t, shed)
+	assert.Less(t, c.roots.repeat, _repeatMin, "distinct roots: no repeats")
+	for _, tk := range held {
+		c.Done(tk)
+	}
+}
+
+// TestRecentRoots: the repeat share moves toward the share of requests
+// whose root was seen just before.
+func TestRecentRoots(t *testing.T) {
+	var r recentRoots
+	for k := uint64(1); k <= 200; k++ {
+		r.see(k, rootHash(k))
+	}
+	assert.Zero(t, r.repeat, "every root once")
+	for k := uint64(1000); k < 1200; k++ {
+		for range 4 { // a root's four visits
+			r.see(k, rootHash(k))
+		}
+	}
+	assert.InDelta(t, 0.75, r.repeat, 0.05, "three visits in four repeat")
 }
