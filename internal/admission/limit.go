@@ -8,9 +8,10 @@
 // its answer counts its latency less that wait (Controller.DoneOwn), so
 // that only the bottleneck sheds, not every service above it.
 //
-// The arithmetic that moves the limit (next) and the refusals (fits)
-// are pure functions of their arguments: no clock, no state. The
-// Controller around them reads the clock and keeps the state.
+// The arithmetic that moves the limit (next), holds it while answers
+// pause (held) and the refusals (fits) are pure functions of their
+// arguments: no clock, no state. The Controller around them reads the
+// clock and keeps the state.
 package admission
 
 import (
@@ -44,6 +45,9 @@ const (
 	// _serviceWeight is the weight of one answer in the moving service
 	// time.
 	_serviceWeight = 1.0 / 8
+	// _holdMin is the least time without an answer that holds the limit
+	// (held): below it, a pause is the scheduler's, not the service's.
+	_holdMin = time.Millisecond
 )
 
 // estimate is the limit's state between answers.
@@ -183,6 +187,25 @@ func step(remaining, lat, service time.Duration) float64 {
 }
 
 func bound(l float64, b bounds) float64 { return max(b.min, min(b.max, l)) }
+
+// held returns the limit to enforce while no request has answered for
+// age, with requests served all along, under limit enforced, the service
+// time service (0: not known): the service time jump's rule (next)
+// applied ahead of the first slow answer, age a lower bound on its
+// latency. At a trigger's onset the limit is the steady state's, and the
+// requests it admits before the first slow answer wait inside the
+// service, where nothing can recall them: they miss their deadlines and
+// burn its workers. The hold ends at the next measured answer, which
+// moves the limit as any answer does; the hold cuts nothing itself: a pause that was
+// not the service (a GC pause, a stalled host) queues the requests that
+// come for its length, rather than refusing them. A long tail does not
+// hold: requests answer beside it.
+func held(limit int64, service, age time.Duration, b bounds) int64 {
+	if service == 0 || age < _holdMin || float64(age) <= _jump*float64(service) {
+		return limit
+	}
+	return min(limit, int64(bound(math.Floor(float64(limit)*float64(service)/float64(age)), b)))
+}
 
 // fits reports whether a request with remaining time before its deadline
 // (hasDeadline false: none) can be served in it, the service time known

@@ -244,6 +244,29 @@ func TestNextSettlesAtTheWorkersByChance(t *testing.T) {
 	assert.Zero(t, at[1]+at[4], "only 2 and 3: %v", at)
 }
 
+func TestHeld(t *testing.T) {
+	ms := time.Millisecond
+	b := bounds{min: 2, max: 100}
+	tests := []struct {
+		name         string
+		limit        int64
+		service, age time.Duration
+		want         int64
+	}{
+		{name: "no service time known", limit: 8, age: time.Second, want: 8},
+		{name: "a pause within the jump", limit: 8, service: 5 * ms, age: 10 * ms, want: 8},
+		{name: "past the jump: the jump's rule, age for the latency", limit: 8, service: 5 * ms, age: 11 * ms, want: 3},
+		{name: "not below the floor", limit: 8, service: 5 * ms, age: 40 * ms, want: 2},
+		{name: "a scheduler's pause holds nothing", limit: 8, service: 100 * time.Microsecond, age: 900 * time.Microsecond, want: 8},
+		{name: "a short service, a long pause", limit: 8, service: 100 * time.Microsecond, age: 2 * ms, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, held(tt.limit, tt.service, tt.age, b))
+		})
+	}
+}
+
 func TestStep(t *testing.T) {
 	ms := time.Millisecond
 	tests := []struct {

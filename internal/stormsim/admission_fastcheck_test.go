@@ -146,6 +146,7 @@ type fcFigures struct {
 	steadyReasons map[string]int
 	steadyGood    float64
 	afterShares   []float64 // goodput per bin after the trigger
+	duringBins    []int     // answers in time per bin of the trigger, by arrival
 	limits        string    // the controller's limit during the trigger
 }
 
@@ -229,6 +230,7 @@ func runFastCheck(seed uint64, leave bool, arms []fcArm) []fcFigures {
 			sent, good = sent+r.sent[b], good+r.good[b]
 		}
 		f.steadyGood = float64(good) / float64(max(1, sent))
+		f.duringBins = r.good[steadyBins:afterBin]
 		for b := afterBin; b < bins; b++ {
 			f.afterShares = append(f.afterShares, float64(r.good[b])/float64(max(1, r.sent[b])))
 		}
@@ -307,8 +309,8 @@ func TestAdmissionFastCheck(t *testing.T) {
 				oracle := got[0] // a limit right for the trigger only: it sheds a quarter of the steady state (Erlang-B)
 				for i, f := range got {
 					figs[names[i]] = append(figs[names[i]], f)
-					t.Logf("%s seed %d %-8s: during %3d good = %.3f of the bound, %.2f× the oracle; recovery %s; steady: %d shed %v, goodput %.3f; after, by bin: %s; %s",
-						tt.mode, seed, names[i], f.duringGood, f.share, f.share/math.Max(oracle.share, 1e-9), recoveryString(f), f.steadyShed, f.steadyReasons, f.steadyGood, sharesString(f.afterShares), f.limits)
+					t.Logf("%s seed %d %-8s: during %3d good = %.3f of the bound, %.2f× the oracle, by bin %v; recovery %s; steady: %d shed %v, goodput %.3f; after, by bin: %s; %s",
+						tt.mode, seed, names[i], f.duringGood, f.share, f.share/math.Max(oracle.share, 1e-9), f.duringBins, recoveryString(f), f.steadyShed, f.steadyReasons, f.steadyGood, sharesString(f.afterShares), f.limits)
 				}
 			}
 			oracle := median(figs["oracle"], func(f fcFigures) float64 { return f.share })
