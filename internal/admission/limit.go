@@ -94,7 +94,8 @@ type bounds struct{ min, max float64 }
 //     (Little's law at the same throughput), not below the requests that
 //     answered in time beside it, and the service time jumps to its
 //     latency; a cut if the limit enforced falls, and nothing proved
-//     of the service before stays. A slow answer far within its
+//     of the service before stays: the limit it sets is the level,
+//     tentative (see below). A slow answer far within its
 //     caller's time (a long tail) only moves the service time.
 //   - An answer in time while the limit was binding grows the limit by
 //     the room its remaining time left, clamp(_headroom·remaining/latency
@@ -106,7 +107,8 @@ type bounds struct{ min, max float64 }
 //     a limit's worth of answers whatever the room: a late answer on a
 //     loaded machine (a late timer) that cut it comes back within a few
 //     answers, not a probe's second. A level tried again that does not
-//     hold (a late answer admitted with as many served) falls by one, so
+//     hold (a late answer admitted with as many served; the jump's,
+//     before it is proved) falls by one, so
 //     that a level proved by chance (3 where 2 is right: a third request
 //     waits behind a worker, sometimes not long) does not draw the limit
 //     back above the workers.
@@ -143,7 +145,9 @@ func next(e estimate, a answer, b bounds) estimate {
 			e.gen++ // a cut: the answers admitted before it do not cut again
 		}
 		e.limit, e.service = l, lat
-		e.level, e.run, e.retry = 0, 0, false // a new service: nothing proved
+		// A new service: nothing proved; the limit it sets is the level
+		// to come back to, until a late answer there refutes it.
+		e.level, e.run, e.retry = math.Floor(l), 0, true
 		return e
 	}
 	if e.service == 0 || _jump*float64(lat) < float64(e.service) {

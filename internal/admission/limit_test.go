@@ -85,19 +85,19 @@ func TestNext(t *testing.T) {
 			name:   "the service slowed: the limit scales down with it",
 			give:   estimate{limit: 16, service: 5 * ms},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1},
-			b:      b, wantLimit: 1.6, wantService: 50 * ms, wantGen: 1,
+			b:      b, wantLimit: 1.6, wantService: 50 * ms, wantGen: 1, wantLevel: 1,
 		},
 		{
 			name:   "the service slowed: not below what answered in time together",
 			give:   estimate{limit: 8, service: 5 * ms},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1, finished: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3,
 		},
 		{
 			name:   "the service slowed, the limit held by what answered beside it: no cut",
 			give:   estimate{limit: 3, service: 5 * ms, gen: 2},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 3, gen: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 2,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 2, wantLevel: 3,
 		},
 		{
 			name:   "the service is quicker: its time follows at once",
@@ -136,10 +136,16 @@ func TestNext(t *testing.T) {
 			b:      b, wantLimit: 2, wantService: 50 * ms, wantGen: 4, wantLevel: 2,
 		},
 		{
-			name:   "the service slowed: nothing proved stays",
+			name:   "the service slowed: nothing proved stays, its limit the level to try",
 			give:   estimate{limit: 8, service: 5 * ms, level: 8},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1, finished: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3,
+		},
+		{
+			name:   "late at the level the jump set: it did not hold",
+			give:   estimate{limit: 5, service: 50 * ms, level: 5, retry: true, gen: 1},
+			answer: answer{latency: 90 * ms, remaining: 58 * ms, inflight: 5, finished: 5, gen: 1},
+			b:      b, wantLimit: 4, wantService: 50 * ms, wantGen: 2, wantLevel: 4,
 		},
 		{
 			name:   "the floor of the limit holds",
