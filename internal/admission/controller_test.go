@@ -494,3 +494,84 @@ func TestControllerPark(t *testing.T) {
 	assert.Equal(t, 0, c.InFlight())
 	assert.Equal(t, before+2, finished(c.state.Load()))
 }
+
+// TestControllerHoldsWithoutAnswers: with requests served and no answer
+// for longer than _jump times the service time (a trigger's onset, before
+// its first slow answer), the requests that come queue, as the service
+// time jump's rule would have it with that time for the latency; the
+// next measured answer ends the hold, which cut nothing.
+func TestControllerHoldsWithoutAnswers(t *testing.T) {
+	clk := newClock()
+	c := New(Config{MaxQueue: 8, MinLimit: 2, MaxLimit: 100, Now: clk.Now})
+	learn(c, clk, 5*time.Millisecond, 3*_sampleEvery)
+	require.Equal(t, 5*time.Millisecond, time.Duration(c.service.Load()))
+	limit := c.Limit()
+	require.GreaterOrEqual(t, limit, 8.0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	var served []Ticket
+	admit := func(msg string) {
+		t.Helper()
+		tk, reason, ok := c.Admit(ctx, PriorityFirst)
+		require.True(t, ok, "%s: %s", msg, reason)
+		served = append(served, tk)
+	}
+	admit("none served")
+	admit("one served: marks the time")
+	clk.Add(10 * time.Millisecond)
+	admit("10ms without an answer, 5ms of service: within the jump")
+	clk.Add(30 * time.Millisecond) // 40ms: held to ⌊limit·5/40⌋, at least 2
+	queued := admitAsync(ctx, c, PriorityFirst)
+	waitQueued(t, c, 1)
+	assert.Equal(t, 3, c.InFlight())
+	assert.Equal(t, limit, c.Limit(), "a hold, not a cut")
+
+	require.False(t, served[1].Measured())
+	c.Done(served[1])
+	assert.Never(t, func() bool { return c.Queued() == 0 }, 50*time.Millisecond, time.Millisecond, "an answer not measured ends no hold")
+	require.True(t, served[0].Measured())
+	c.Done(served[0])
+	r := <-queued
+	require.True(t, r.ok, "a measured answer ends the hold: %s", r.reason)
+	served = append(served[2:], r.tk)
+	admit("answered since the mark")
+	for _, tk := range served {
+		c.Done(tk)
+	}
+	assert.Equal(t, 0, c.InFlight())
+}
+
+// TestControllerParkIsNoPause: requests waiting for their callees
+// (parked) with no answer for long hold nothing: the pause is not the
+// service's.
+func TestControllerParkIsNoPause(t *testing.T) {
+	clk := newClock()
+	c := New(Config{MaxQueue: 8, MinLimit: 1, MaxLimit: 100, Now: clk.Now})
+	learn(c, clk, 5*time.Millisecond, 3*_sampleEvery)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	var served []Ticket
+	admit := func(msg string) {
+		t.Helper()
+		select {
+		case r := <-admitAsync(ctx, c, PriorityFirst):
+			require.True(t, r.ok, "%s: %s", msg, r.reason)
+			served = append(served, r.tk)
+		case <-time.After(time.Second):
+			require.FailNow(t, "held", msg)
+		}
+	}
+	admit("none served")
+	admit("one served: marks the time")
+	c.Park()
+	c.Park()
+	clk.Add(40 * time.Millisecond)
+	admit("none served")
+	admit("served since the park, no answer since: marks the time again")
+	c.Unpark()
+	c.Unpark()
+	for _, tk := range served {
+		c.Done(tk)
+	}
+	assert.Equal(t, 0, c.InFlight())
+}

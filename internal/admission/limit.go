@@ -8,9 +8,10 @@
 // its answer counts its latency less that wait (Controller.DoneOwn), so
 // that only the bottleneck sheds, not every service above it.
 //
-// The arithmetic that moves the limit (next) and the refusals (fits)
-// are pure functions of their arguments: no clock, no state. The
-// Controller around them reads the clock and keeps the state.
+// The arithmetic that moves the limit (next), holds it while answers
+// pause (held) and the refusals (fits) are pure functions of their
+// arguments: no clock, no state. The Controller around them reads the
+// clock and keeps the state.
 package admission
 
 import (
@@ -44,6 +45,9 @@ const (
 	// _serviceWeight is the weight of one answer in the moving service
 	// time.
 	_serviceWeight = 1.0 / 8
+	// _holdMin is the least time without an answer that holds the limit
+	// (held): below it, a pause is the scheduler's, not the service's.
+	_holdMin = time.Millisecond
 )
 
 // estimate is the limit's state between answers.
@@ -51,6 +55,14 @@ type estimate struct {
 	limit   float64       // requests at once; enforced rounded down
 	service time.Duration // the moving latency of answers in time; 0 before the first
 	gen     uint32        // cuts so far: an answer admitted before the latest cut does not cut again
+	// level is the highest limit enforced that a limit's worth of
+	// binding answers in a row proved in time since the service time
+	// last jumped (0: none); run counts those answers at the limit
+	// enforced; retry is set while the limit regrows to level after a
+	// cut below it, until level is proved again.
+	level float64
+	run   int
+	retry bool
 }
 
 // answer is what one answered request measured.
@@ -81,13 +93,25 @@ type bounds struct{ min, max float64 }
 //     far enough to threaten deadlines: the limit scales by the ratio
 //     (Little's law at the same throughput), not below the requests that
 //     answered in time beside it, and the service time jumps to its
-//     latency; a cut if the limit enforced falls. A slow answer far
-//     within its caller's time (a long tail) only moves the service time.
+//     latency; a cut if the limit enforced falls, and nothing proved
+//     of the service before stays: the limit it sets is the level,
+//     tentative (see below). A slow answer far within its
+//     caller's time (a long tail) only moves the service time.
 //   - An answer in time while the limit was binding grows the limit by
 //     the room its remaining time left, clamp(_headroom·remaining/latency
 //     − 1, _minStep, 1), divided by the limit: by one a limit's worth of
 //     answers when a request could have waited behind it and still be in
 //     time, by _minStep when not (the probe for capacity come back).
+//     Below the level a limit's worth of binding answers in a row
+//     proved in time (the service's workers, as a rule), it grows by one
+//     a limit's worth of answers whatever the room: a late answer on a
+//     loaded machine (a late timer) that cut it comes back within a few
+//     answers, not a probe's second. A level tried again that does not
+//     hold (a late answer admitted with as many served; the jump's,
+//     before it is proved) falls by one, so
+//     that a level proved by chance (3 where 2 is right: a third request
+//     waits behind a worker, sometimes not long) does not draw the limit
+//     back above the workers.
 //
 // Answers in time move the service time, at once when twice as quick;
 // nothing else does, so that a queue's latency never becomes the service
@@ -107,7 +131,13 @@ func next(e estimate, a answer, b bounds) estimate {
 			}
 			e.limit = bound(math.Floor(cut), b)
 			e.gen++
+			if e.retry && float64(a.inflight) >= e.level {
+				// The level, tried again, did not hold: one less.
+				e.level--
+			}
+			e.retry = e.limit < e.level
 		}
+		e.run = 0
 		return e
 	case e.service > 0 && float64(lat) > _jump*float64(e.service) && _jump*lat > a.remaining && a.remaining > 0:
 		l := bound(max(e.limit*float64(e.service)/float64(lat), min(e.limit, float64(max(a.inflight, a.finished+1)))), b)
@@ -115,6 +145,9 @@ func next(e estimate, a answer, b bounds) estimate {
 			e.gen++ // a cut: the answers admitted before it do not cut again
 		}
 		e.limit, e.service = l, lat
+		// A new service: nothing proved; the limit it sets is the level
+		// to come back to, until a late answer there refutes it.
+		e.level, e.run, e.retry = math.Floor(l), 0, true
 		return e
 	}
 	if e.service == 0 || _jump*float64(lat) < float64(e.service) {
@@ -122,8 +155,23 @@ func next(e estimate, a answer, b bounds) estimate {
 	} else {
 		e.service += time.Duration(_serviceWeight * float64(lat-e.service))
 	}
-	if a.binding {
-		e.limit = bound(e.limit+step(a.remaining, lat, e.service)/e.limit, b)
+	if !a.binding {
+		return e
+	}
+	f := math.Floor(e.limit)
+	if float64(a.inflight) >= f {
+		e.run++
+		if e.run >= int(f) && f >= e.level {
+			e.level, e.retry = f, false
+		}
+	}
+	s := step(a.remaining, lat, e.service)
+	if f < e.level {
+		s = 1 // back to the level proved, one per limit's worth of answers
+	}
+	e.limit = bound(e.limit+s/e.limit, b)
+	if math.Floor(e.limit) != f {
+		e.run = 0
 	}
 	return e
 }
@@ -143,6 +191,25 @@ func step(remaining, lat, service time.Duration) float64 {
 }
 
 func bound(l float64, b bounds) float64 { return max(b.min, min(b.max, l)) }
+
+// held returns the limit to enforce while no request has answered for
+// age, with requests served all along, under limit enforced, the service
+// time service (0: not known): the service time jump's rule (next)
+// applied ahead of the first slow answer, age a lower bound on its
+// latency. At a trigger's onset the limit is the steady state's, and the
+// requests it admits before the first slow answer wait inside the
+// service, where nothing can recall them: they miss their deadlines and
+// burn its workers. The hold ends at the next measured answer, which
+// moves the limit as any answer does; the hold cuts nothing itself: a pause that was
+// not the service (a GC pause, a stalled host) queues the requests that
+// come for its length, rather than refusing them. A long tail does not
+// hold: requests answer beside it.
+func held(limit int64, service, age time.Duration, b bounds) int64 {
+	if service == 0 || age < _holdMin || float64(age) <= _jump*float64(service) {
+		return limit
+	}
+	return min(limit, int64(bound(math.Floor(float64(limit)*float64(service)/float64(age)), b)))
+}
 
 // fits reports whether a request with remaining time before its deadline
 // (hasDeadline false: none) can be served in it, the service time known

@@ -146,6 +146,7 @@ type fcFigures struct {
 	steadyReasons map[string]int
 	steadyGood    float64
 	afterShares   []float64 // goodput per bin after the trigger
+	duringBins    []int     // answers in time per bin of the trigger, by arrival
 	limits        string    // the controller's limit during the trigger
 }
 
@@ -229,6 +230,7 @@ func runFastCheck(seed uint64, leave bool, arms []fcArm) []fcFigures {
 			sent, good = sent+r.sent[b], good+r.good[b]
 		}
 		f.steadyGood = float64(good) / float64(max(1, sent))
+		f.duringBins = r.good[steadyBins:afterBin]
 		for b := afterBin; b < bins; b++ {
 			f.afterShares = append(f.afterShares, float64(r.good[b])/float64(max(1, r.sent[b])))
 		}
@@ -279,12 +281,15 @@ func TestAdmissionFastCheck(t *testing.T) {
 		// medians: serve 0.46 of the bound (0.51× the oracle), 0.24 with
 		// a least limit of 1; leave 0.63 (0.68×) and 0.34; recovery
 		// 250ms; nothing shed in the steady state. Serving abandoned
-		// requests, this controller's medians were 0.90 of the bound,
-		// 0.97× the oracle, one seed at 0.82-0.89× in every run: the
-		// test holds serve to 0.7 and 0.8× so that a loaded host's run
-		// does not fail it, and logs the figures beside the targets.
+		// requests, this controller's medians were 0.84-0.85 of the
+		// bound, 0.92-0.93× the oracle (the trigger's first bin served
+		// 2-3 of 10: the steady limit let 8 into D before its first slow
+		// answer); holding the limit while answers pause (held),
+		// 0.91-0.925 of the bound, 1.00-1.01× the oracle, nine runs
+		// (2-core AMD EPYC, load average 0.3-1.8; first bin 4-6). Serve
+		// is held to the targets: 0.16 and 0.1 under the least median.
 		{mode: "serve", want: map[string]want{
-			"defaults": {share: 0.7, vsOracle: 0.8, recovery: _fcBin},
+			"defaults": {share: 0.75, vsOracle: 0.9, recovery: _fcBin},
 			"min1":     {recovery: _fcBin},
 		}},
 		{mode: "leave", leave: true, want: map[string]want{
@@ -307,8 +312,8 @@ func TestAdmissionFastCheck(t *testing.T) {
 				oracle := got[0] // a limit right for the trigger only: it sheds a quarter of the steady state (Erlang-B)
 				for i, f := range got {
 					figs[names[i]] = append(figs[names[i]], f)
-					t.Logf("%s seed %d %-8s: during %3d good = %.3f of the bound, %.2f× the oracle; recovery %s; steady: %d shed %v, goodput %.3f; after, by bin: %s; %s",
-						tt.mode, seed, names[i], f.duringGood, f.share, f.share/math.Max(oracle.share, 1e-9), recoveryString(f), f.steadyShed, f.steadyReasons, f.steadyGood, sharesString(f.afterShares), f.limits)
+					t.Logf("%s seed %d %-8s: during %3d good = %.3f of the bound, %.2f× the oracle, by bin %v; recovery %s; steady: %d shed %v, goodput %.3f; after, by bin: %s; %s",
+						tt.mode, seed, names[i], f.duringGood, f.share, f.share/math.Max(oracle.share, 1e-9), f.duringBins, recoveryString(f), f.steadyShed, f.steadyReasons, f.steadyGood, sharesString(f.afterShares), f.limits)
 				}
 			}
 			oracle := median(figs["oracle"], func(f fcFigures) float64 { return f.share })
