@@ -99,7 +99,7 @@ func TestAdmissionHoldsGoodput(t *testing.T) {
 			if assert.True(t, recovered, "seed %d: back to goodput %.3f for %v (stalled: %v)", seed, level, stormsim.RecoveryHold, j.stalled) {
 				assert.LessOrEqual(t, after-stalled, testtime.Scale(bin), "seed %d: recovered %v after the drop's end, %v of it stalled: want within one bin (%v × %v)", seed, after, stalled, bin, testtime.Factor())
 			}
-			assert.Zero(t, shedBefore(tl), "seed %d: requests shed before the drop, in the steady state", seed)
+			assert.Zero(t, tl.ShedBefore(), "seed %d: requests shed before the drop, in the steady state", seed)
 		}
 	}
 	share := func(i int) float64 {
@@ -123,16 +123,4 @@ func TestAdmissionHoldsGoodput(t *testing.T) {
 		got, during[0].good, during[0].sent, oracle, during[1].good, during[1].sent, noise, _admissionBound, got/_admissionBound, oracle/_admissionBound)
 	assert.True(t, got >= boundShare*_admissionBound, "errown's goodput during the drop %.3f, want at least %.3f (%.2f of the bound %.3f: %v's shortfall × %v)", got, boundShare*_admissionBound, boundShare, _admissionBound, _admissionBoundShare, testtime.Factor())
 	assert.True(t, got >= _admissionOracleShare*oracle-noise, "errown's goodput during the drop %.3f, want at least %.3f (%v of the fixed limit's %.3f, less the noise %.3f)", got, _admissionOracleShare*oracle-noise, _admissionOracleShare, oracle, noise)
-}
-
-// shedBefore returns the requests errown's admission shed in the bins
-// that end before tl's drop.
-func shedBefore(tl *stormsim.Timeline) int64 {
-	var n int64
-	for b, v := range tl.Refused["shed"] {
-		if float64(b+1)*tl.BinMS/1000 <= tl.Summary.TriggerFromS {
-			n += v
-		}
-	}
-	return n
 }

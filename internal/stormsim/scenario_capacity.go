@@ -216,20 +216,13 @@ var recoveredOf = summaryOf(func(s Summary) float64 {
 	return 1
 })
 
-// shedBeforeOf is the requests errown's admission shed in the bins that
-// end before the run's first trigger: in the steady state.
+// shedBeforeOf is the requests errown's admission shed in the steady
+// state of a run (Timeline.ShedBefore).
 func shedBeforeOf(r RunReport) float64 {
 	if r.Result == nil || r.Result.Timeline == nil {
 		return math.NaN()
 	}
-	t := r.Result.Timeline
-	n := 0.0
-	for k, v := range t.Refused["shed"] {
-		if float64(k+1)*t.BinMS/1000 <= t.Summary.TriggerFromS {
-			n += float64(v)
-		}
-	}
-	return n
+	return float64(r.Result.Timeline.ShedBefore())
 }
 
 var (

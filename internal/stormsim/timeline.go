@@ -252,6 +252,19 @@ func goodputOver(sent, good []int, bin, from, to time.Duration) (float64, int) {
 }
 
 // summarize fills t.Summary from the series, for root requests sent.
+// ShedBefore returns the requests errown's admission shed (Refused's
+// "shed") in the bins that end before the run's first trigger: in the
+// steady state.
+func (t *Timeline) ShedBefore() int64 {
+	var n int64
+	for b, v := range t.Refused["shed"] {
+		if float64(b+1)*t.BinMS/1000 <= t.Summary.TriggerFromS {
+			n += v
+		}
+	}
+	return n
+}
+
 func (t *Timeline) summarize(requests int) {
 	bin := time.Duration(t.BinMS * float64(time.Millisecond))
 	dur := time.Duration(t.DurationS * float64(time.Second))
