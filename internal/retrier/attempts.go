@@ -513,21 +513,20 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class wire.Class, state *CallState) (*transport.Response, error) {
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
 	var (
-		last    *Outcome
-		claim   ownership.Claim
-		noRetry bool
+		last *Outcome
+		said calleeSaid
 	)
 	if class != wire.ClassOK {
-		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
+		said = m.answerOf(res, code)
 		if !state.direct { // on the direct path nothing replays it
-			o := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+			o := said.outcome(err, code, class)
 			var kept bool
 			if res, kept = keep(o, res, m.maxBodyBytes); kept {
 				last = o
 			}
 		}
 	}
-	o, k := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}, &kept{last: last}
+	o, k := said.outcome(err, code, class), &kept{last: last}
 	if end == endCancelled && !state.direct {
 		// Its caller gave up on it (a hedge's loser): it says nothing of
 		// the callee and is no outcome of the call. The last outcome
@@ -545,7 +544,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		m.foreign(req.Service).late.Inc(1)
 		return res, err
 	}
-	giveBack(c, adm, end, code, claim)
+	giveBack(c, adm, end, code, said)
 	return res, err
 }
 

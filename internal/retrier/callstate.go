@@ -103,8 +103,8 @@ func (s *CallState) classified(n int, route *calls.Route, o *Outcome, f *wire.Fi
 
 // answered records what an attempt of the call came back with: its storm
 // figures (f, when not nil) folded, and its classification (o, when not
-// nil: its code and class, and, when it did not succeed, its claim and
-// pushback).
+// nil: its code and class, and, when it did not succeed, its claim, its
+// pushback and whether it was an instance's shed).
 func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	if f != nil {
 		s.Storm.Attempt(*f)
@@ -112,11 +112,11 @@ func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	if o == nil {
 		return
 	}
-	claim, noRetry := s.Claim, s.NoRetry
+	claim, noRetry, shed := s.Claim, s.NoRetry, s.Shed
 	if o.Class != wire.ClassOK {
-		claim, noRetry = o.Claim, o.NoRetry
+		claim, noRetry, shed = o.Claim, o.NoRetry, o.Shed
 	}
-	s.Code, s.Class, s.Claim, s.NoRetry = o.Code, o.Class, claim, noRetry
+	s.Code, s.Class, s.Claim, s.NoRetry, s.Shed = o.Code, o.Class, claim, noRetry, shed
 }
 
 // decided records what errown decided when it sent the call no more, or
@@ -313,6 +313,9 @@ type Outcome struct {
 	Class    wire.Class
 	Claim    ownership.Claim
 	NoRetry  bool
+	// Shed says the callee instance's admission shed the attempt
+	// (wire.ResponseShed): claimed, with pushback, and marked.
+	Shed bool
 }
 
 type callStateKey struct{}

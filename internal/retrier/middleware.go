@@ -384,7 +384,8 @@ func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors
 		o = &Outcome{Err: a.err}
 		o.Code, o.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
 		if o.Class != wire.ClassOK {
-			o.Claim, o.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
+			said := m.answerOf(a.res, o.Code)
+			o.Claim, o.NoRetry, o.Shed = said.claim, said.noRetry, said.shed
 		}
 	}
 	if !seen && r.retries() { // else left to the egress middleware to fold
