@@ -219,6 +219,27 @@ func (s *CallState) answer(o *Outcome, f *wire.Figures, k *kept) (late bool) {
 	return false
 }
 
+// unsent records that a physical attempt under way (depart) was sent
+// nowhere (calls.ErrNoOtherPeer): no longer under way, and not counted
+// as sent. A late one changes only what is under way.
+func (s *CallState) unsent() {
+	s.Sends.InFlight--
+	if !s.ended {
+		s.Sends.Count--
+	}
+	s.wake()
+}
+
+// noOtherInstance records that errown's attempt n+1 of the call, the
+// retry of attempt n's shed on another instance, was sent nowhere: no
+// instance but those the call went to (calls.ErrNoOtherPeer). The call
+// ends with attempt n's shed, its pushback refusing the retry as it
+// would have without the try.
+func (s *CallState) noOtherInstance(n int) {
+	s.ErrownAttempt = n
+	s.decided(wire.DeclineNone, wire.RefusedPushback, 0, false)
+}
+
 // unhold counts an attempt held (depart) as no longer, and returns the
 // outcomes kept for it to answer with (kept).
 func (s *CallState) unhold() (last, won *Outcome) {

@@ -2,8 +2,10 @@ package retrier
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
@@ -27,6 +29,10 @@ const (
 	// left it less than its own expected time (the policy's attempt
 	// timeout): the caller's doing, no evidence of the callee's overload.
 	endCallersDeadline
+	// endUnsent: the peer chooser sent it nowhere (calls.ErrNoOtherPeer):
+	// the retry of an instance's shed, offered no other instance. It
+	// did not leave the process: it is no attempt of the call.
+	endUnsent
 )
 
 // attemptEnding returns how an attempt sent with ctx that ended with err,
@@ -35,6 +41,8 @@ func attemptEnding(ctx context.Context, err error, code yarpcerrors.Code) ending
 	switch {
 	case err == nil:
 		return endJudged
+	case errors.Is(err, calls.ErrNoOtherPeer):
+		return endUnsent
 	case wire.Cancelled(ctx, err):
 		return endCancelled
 	case code == yarpcerrors.CodeDeadlineExceeded && callersDeadline(ctx):

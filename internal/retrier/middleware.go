@@ -247,6 +247,9 @@ type attemptRun struct {
 	p     *policy
 	state *CallState
 	body  replay // req's body, kept for replay
+	// elsewhere is set once the call retried an instance's shed on
+	// another instance (retryElsewhere): it does so once.
+	elsewhere bool
 }
 
 // sentAttempt is one of errown's attempts of a call, as it came back
@@ -280,11 +283,55 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		if !d.retry || m.sleep(r.ctx, d.wait) != nil {
 			break
 		}
+		if d.elsewhere {
+			b, sent := m.sendElsewhere(r, n, &note)
+			if !sent {
+				break // the call answers with a, the shed
+			}
+			discard(a.res, a.cancel)
+			a = b
+			continue
+		}
 		discard(a.res, a.cancel)
 		a = m.sendAttempt(r, n+1)
 	}
 	release.With(a.res, a.cancel)
 	return a.res, a.err
+}
+
+// sendElsewhere sends errown's attempt n+1 of r's call, the retry of
+// attempt n, which an instance's admission shed, to another instance of
+// the callee: its Route strict (calls.Route.SetStrict), the peer
+// chooser (package retrypeer) sends it to an instance none of the
+// call's attempts went to, or nowhere. It returns the attempt and
+// whether it was sent: when no peer was chosen (the Route is still
+// strict: the chooser offered none other, or nothing below reached it;
+// not the caller's own overload limit, which answers for itself) the
+// attempt is discarded, its budget withdrawal given back, and the
+// call's state records that the shed's pushback refused the retry, as
+// it would have without the try; the call answers with the shed.
+func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentAttempt, bool) {
+	r.route.SetStrict(true)
+	b := m.sendAttempt(r, n+1)
+	if !r.route.Strict() {
+		return b, true
+	}
+	r.route.SetStrict(false)
+	r.state.lock()
+	// The caller's own limit on attempts in flight held it back (the
+	// callee turned overloaded meanwhile): an outcome of its own.
+	local := r.state.Sends.Shed
+	if !local {
+		r.state.noOtherInstance(n)
+	}
+	r.state.unlock()
+	if local {
+		return b, true
+	}
+	discard(b.res, b.cancel)
+	note.unsent(r.c)
+	m.refuse(r.req, r.c, decision{refused: wire.RefusedPushback}, n)
+	return sentAttempt{}, false
 }
 
 // decide classifies, under the state's lock, errown's attempt n of r's
@@ -349,6 +396,9 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	a.before = r.state.attempt(n)
 	r.state.unlock()
 	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
+	if n > 1 && (r.route == nil || !r.route.Strict()) { // a retry sent nowhere is none (sendElsewhere)
+		r.c.metrics.attempts.Inc(1)
+	}
 	return a
 }
 
@@ -359,8 +409,7 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 // process (a middleware below that replayed one took a number too).
 func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Request {
 	switch {
-	case n > 1:
-		r.c.metrics.attempts.Inc(1)
+	case n > 1: // counted in retry.attempts once sent (sendAttempt)
 		return r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(before, n-1)+1))
 	case !r.body.inPlace:
 		return r.body.request(&r.orig, n, m.hdr.Attempt, "")
@@ -427,6 +476,9 @@ type decision struct {
 	served   bool         // the attempt did not fail
 	draws    []int64      // the budget buckets the call's hedges drew on, to give back
 	route    *calls.Route // the call's, or nil
+	// elsewhere: the retry is of an instance's shed, to another
+	// instance only (retryElsewhere, sendElsewhere).
+	elsewhere bool
 }
 
 // retryAfter decides, under the state's lock, after n attempts of r's
@@ -468,6 +520,10 @@ func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, not
 		d.declined = wire.DeclineAttemptLimit
 		return d
 	}
+	if state.Shed && m.retryElsewhere(r, note) {
+		d.retry, d.elsewhere = true, true
+		return d
+	}
 	if d.refused = m.refusal(p, code, replayable, state.NoRetry); d.refused != wire.RefusedNone {
 		return m.refuse(req, c, d, n)
 	}
@@ -499,6 +555,42 @@ func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, not
 	}
 	d.wait, d.retry = wait, true
 	return d
+}
+
+// retryElsewhere reports, under the state's lock, whether r's call,
+// whose last attempt an instance's admission shed (claimed, with
+// pushback, marked: wire.ResponseShed), is to be retried once on
+// another instance, at once: the shed says that instance is full, not
+// that the callee is. Only the direct caller does so, once per call,
+// and only where a peer chooser records the call's peers (package
+// retrypeer: its Route has the shed attempt's peer) and will send the
+// retry to another instance or nowhere (sendElsewhere). The policy
+// must allow a retry but for the pushback and its codes (its
+// retryableCodes leave resource-exhausted out by default, for an
+// overloaded callee: this is one instance's shed): idempotent, the body
+// kept, the callee not overloaded by its timeouts (retry.overload), a
+// whole attempt within the deadline, then the budget, withdrawn as for
+// any retry. Otherwise the pushback refuses it, as before.
+func (m *Middleware) retryElsewhere(r *attemptRun, note *retryNote) bool {
+	c, p := r.c, r.p
+	switch {
+	case r.elsewhere || r.route == nil || r.route.Len() == 0:
+		return false
+	case !p.idempotent || !r.body.replayable():
+		return false
+	case c.overload.Overloaded(r.req.Procedure) && !p.observe:
+		return false
+	case r.ctx.Err() != nil:
+		return false
+	}
+	if deadline, ok := r.ctx.Deadline(); ok && deadline.Sub(m.now()) < p.attemptTimeout+p.minRemaining {
+		return false
+	}
+	if !note.withdraw(c, p.observe) {
+		return false
+	}
+	r.elsewhere = true
+	return true
 }
 
 // refusal returns why the policy p refuses to retry a failure with code
