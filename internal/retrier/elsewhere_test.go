@@ -231,3 +231,33 @@ func TestShedNotRetriedWithoutRetrypeer(t *testing.T) {
 		})
 	}
 }
+
+// TestShedRetryChooserFailsOtherwise: a retry of a shed whose peer
+// chooser fails for another reason than having no other instance (the
+// list stopped, no peer available in time) reached the innermost step:
+// it is the call's outcome, as for any retry, not the shed.
+func TestShedRetryChooserFailsOtherwise(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	for _, direct := range []bool{true, false} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+			noPeer := yarpcerrors.UnavailableErrorf("no peer available")
+			out := newOutbound(
+				func(ctx context.Context, r *transport.Request) (*transport.Response, error) {
+					reqlog.RouteFromContext(ctx).Record("p0")
+					return shedding(ctx, r)
+				},
+				fail(noPeer), // chose nothing: the Route stays strict
+			)
+			sink := &Sink{Out: out, State: CallState{direct: true}}
+			if !direct {
+				sink = &Sink{Out: below(m, passingThrough, out)}
+			}
+			_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
+			assert.Equal(t, noPeer, err)
+			assert.Len(t, out.Requests(), 2, "sent")
+			assert.Equal(t, 2, sink.State.Attempts)
+			assert.Equal(t, yarpcerrors.CodeUnavailable, sink.State.Code)
+		})
+	}
+}

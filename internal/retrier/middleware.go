@@ -304,28 +304,29 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 // the callee: its Route strict (calls.Route.SetStrict), the peer
 // chooser (package retrypeer) sends it to an instance none of the
 // call's attempts went to, or nowhere. It returns the attempt and
-// whether it was sent: when no peer was chosen (the Route is still
-// strict: the chooser offered none other, or nothing below reached it;
-// not the caller's own overload limit, which answers for itself) the
-// attempt is discarded, its budget withdrawal given back, and the
-// call's state records that the shed's pushback refused the retry, as
-// it would have without the try; the call answers with the shed.
+// whether it was sent. It was sent nowhere when no peer was chosen (the
+// Route is still strict) and the innermost step recorded no attempt of
+// it: the chooser offered no other instance (calls.ErrNoOtherPeer), or
+// nothing below reached the transport. The caller's own limit on
+// attempts in flight holding it back, or a chooser that failed
+// otherwise, is an outcome of its own, as for any retry. Sent nowhere,
+// the attempt is discarded, not counted in retry.attempts, its budget
+// withdrawal given back, and the call's state records that the shed's
+// pushback refused the retry, as it would have without the try; the
+// call answers with the shed.
 func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentAttempt, bool) {
 	r.route.SetStrict(true)
-	b := m.sendAttempt(r, n+1)
-	if !r.route.Strict() {
-		return b, true
-	}
+	b := m.send(r, n+1)
+	strict := r.route.Strict()
 	r.route.SetStrict(false)
 	r.state.lock()
-	// The caller's own limit on attempts in flight held it back (the
-	// callee turned overloaded meanwhile): an outcome of its own.
-	local := r.state.Sends.Shed
-	if !local {
+	nowhere := strict && !r.state.Sends.Shed && r.state.Sends.Count == b.before
+	if nowhere {
 		r.state.noOtherInstance(n)
 	}
 	r.state.unlock()
-	if local {
+	if !nowhere {
+		r.c.metrics.attempts.Inc(1)
 		return b, true
 	}
 	discard(b.res, b.cancel)
@@ -382,10 +383,20 @@ func (m *Middleware) sealed(r *attemptRun) {
 	}
 }
 
-// sendAttempt sends errown's attempt n of r's call, under its policy's
-// attempt timeout, built from the request as the caller gave it when it
-// is a retry or the body had to be read.
+// sendAttempt sends errown's attempt n of r's call (send), and counts
+// it in retry.attempts when it is a retry.
 func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
+	a := m.send(r, n)
+	if n > 1 {
+		r.c.metrics.attempts.Inc(1)
+	}
+	return a
+}
+
+// send sends errown's attempt n of r's call, under its policy's attempt
+// timeout, built from the request as the caller gave it when it is a
+// retry or the body had to be read.
+func (m *Middleware) send(r *attemptRun, n int) sentAttempt {
 	a := sentAttempt{ctx: r.ctx}
 	if r.p != nil && r.p.attemptTimeout > 0 {
 		a.ctx, a.cancel = withAttemptTimeout(r.ctx, r.p.attemptTimeout) // also bounded by ctx's own deadline
@@ -396,9 +407,6 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	a.before = r.state.attempt(n)
 	r.state.unlock()
 	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
-	if n > 1 && (r.route == nil || !r.route.Strict()) { // a retry sent nowhere is none (sendElsewhere)
-		r.c.metrics.attempts.Inc(1)
-	}
 	return a
 }
 
@@ -409,7 +417,7 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 // process (a middleware below that replayed one took a number too).
 func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Request {
 	switch {
-	case n > 1: // counted in retry.attempts once sent (sendAttempt)
+	case n > 1: // counted in retry.attempts by sendAttempt, unless sent nowhere (sendElsewhere)
 		return r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(before, n-1)+1))
 	case !r.body.inPlace:
 		return r.body.request(&r.orig, n, m.hdr.Attempt, "")
