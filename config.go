@@ -44,8 +44,8 @@ const _configKey = "errown"
 type Config struct {
 	// Headers names the application headers errown reads and writes,
 	// under the keys claimHeader, attemptHeader, noRetryHeader, codeHeader,
-	// stormHeader and rootHeader (ownership.DefaultHeaders gives their
-	// defaults).
+	// stormHeader, rootHeader and shedHeader (ownership.DefaultHeaders
+	// gives their defaults).
 	ownership.Headers `yaml:",inline"`
 	// Mode is "enforce" (the default): errown suppresses the retries of
 	// unclaimed errors; or "observe": errown computes and sends claims and

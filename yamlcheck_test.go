@@ -149,7 +149,7 @@ func TestYAMLFieldsInline(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
-	assert.Equal(t, []string{"attemptHeader", "b", "claimHeader", "codeHeader", "noRetryHeader", "rootHeader", "stormHeader"}, keys(reflect.TypeFor[outer]()))
+	assert.Equal(t, []string{"attemptHeader", "b", "claimHeader", "codeHeader", "noRetryHeader", "rootHeader", "shedHeader", "stormHeader"}, keys(reflect.TypeFor[outer]()))
 	fields := yamlFields(reflect.TypeFor[Config]())
 	for _, k := range keys(reflect.TypeFor[ownership.Headers]()) {
 		assert.Contains(t, fields, k)

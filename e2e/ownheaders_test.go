@@ -16,19 +16,21 @@ import (
 )
 
 // forgedHeaders are the headers a handler forges or forwards: errown's
-// claim and no-retry headers, the claim under a name in mixed case.
+// claim, no-retry and shed headers, the claim under a name in mixed case.
 var forgedHeaders = map[string]string{
 	"Errown-Claim":         _unclaimed,
 	defaults.NoRetryHeader: "true",
+	defaults.ShedHeader:    "queue_full",
 	"X-App-Header":         "kept",
 }
 
-// ownHeaders returns errown's claim and no-retry headers in h, whatever
-// the case of their names, as sorted "name: value"; nil when h has none.
+// ownHeaders returns errown's claim, no-retry and shed headers in h,
+// whatever the case of their names, as sorted "name: value"; nil when h
+// has none.
 func ownHeaders(h map[string]string) []string {
 	var own []string
 	for k, v := range h {
-		if strings.EqualFold(k, defaults.ClaimHeader) || strings.EqualFold(k, defaults.NoRetryHeader) {
+		if strings.EqualFold(k, defaults.ClaimHeader) || strings.EqualFold(k, defaults.NoRetryHeader) || strings.EqualFold(k, defaults.ShedHeader) {
 			own = append(own, strings.ToLower(k)+": "+v)
 		}
 	}

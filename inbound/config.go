@@ -61,9 +61,11 @@ const (
 // request whose remaining time is shorter than the service time is
 // refused before it takes a worker while another is served; a queued
 // request whose caller went is dropped. A shed request fails
-// resource-exhausted, claimed, with pushback: its caller does not retry
-// it and nobody above does; the callers' overload limits do not count it
-// (they count timeouts). The defaults need no tuning.
+// resource-exhausted, claimed, with pushback, marked as a shed (the shed
+// header, naming the reason): nobody above its caller retries it, and
+// its caller retries it at most once, on another instance (package
+// retrypeer), never on this one; the callers' overload limits do not
+// count it (they count timeouts). The defaults need no tuning.
 type AdmissionConfig struct {
 	// Mode is "disabled" (the default), "observe" or "enforce".
 	Mode string `yaml:"mode,omitempty"`

@@ -73,6 +73,14 @@ type Headers struct {
 	// overloaded service admits whole root requests, not visits
 	// (inbound.AdmissionConfig). Default "errown-root".
 	Root string `yaml:"rootHeader,omitempty"`
+	// Shed is the response header that marks an answer as shed by the
+	// callee instance's admission (inbound.AdmissionConfig), its value
+	// the reason; it comes only with the claim "claimed" and the
+	// no-retry header, which a caller that does not read it obeys. The
+	// direct caller may retry a shed once on another instance of the
+	// callee (package retrypeer), and does not count it as evidence of
+	// overload. Default "errown-shed".
+	Shed string `yaml:"shedHeader,omitempty"`
 }
 
 // DefaultHeaders returns the header names errown uses where Headers
@@ -85,6 +93,7 @@ func DefaultHeaders() Headers {
 		Code:    defaults.CodeHeader,
 		Storm:   defaults.StormHeader,
 		Root:    defaults.RootHeader,
+		Shed:    defaults.ShedHeader,
 	}
 }
 
@@ -104,6 +113,7 @@ func (h *Headers) fields() []headerField {
 		{"codeHeader", &h.Code},
 		{"stormHeader", &h.Storm},
 		{"rootHeader", &h.Root},
+		{"shedHeader", &h.Shed},
 	}
 }
 
@@ -117,7 +127,7 @@ func (h Headers) WithDefaults() Headers { return defaults.Fill(h, DefaultHeaders
 func (h Headers) Validate() error {
 	h = h.WithDefaults()
 	var err error
-	used := make(map[string]string, 5)
+	used := make(map[string]string, 7)
 	for _, f := range h.fields() {
 		err = multierr.Append(err, validateHeaderName(f.key, *f.name))
 		if other, ok := used[*f.name]; ok {

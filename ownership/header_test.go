@@ -16,11 +16,11 @@ func TestHeadersWithDefaults(t *testing.T) {
 	}{
 		{
 			give: Headers{},
-			want: Headers{Claim: defaults.ClaimHeader, Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: defaults.StormHeader, Root: defaults.RootHeader},
+			want: Headers{Claim: defaults.ClaimHeader, Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: defaults.StormHeader, Root: defaults.RootHeader, Shed: defaults.ShedHeader},
 		},
 		{
 			give: Headers{Claim: "x-claim", Storm: "x-storm"},
-			want: Headers{Claim: "x-claim", Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: "x-storm", Root: defaults.RootHeader},
+			want: Headers{Claim: "x-claim", Attempt: defaults.AttemptHeader, NoRetry: defaults.NoRetryHeader, Code: defaults.CodeHeader, Storm: "x-storm", Root: defaults.RootHeader, Shed: defaults.ShedHeader},
 		},
 	}
 	for _, tt := range tests {
@@ -35,10 +35,10 @@ func TestHeadersValidate(t *testing.T) {
 		want []string
 	}{
 		{name: "defaults", give: Headers{}},
-		{name: "renamed", give: Headers{Claim: "x-claim", Attempt: "x-attempt", NoRetry: "x-no-retry", Code: "x-code", Storm: "x-storm", Root: "x-root"}},
+		{name: "renamed", give: Headers{Claim: "x-claim", Attempt: "x-attempt", NoRetry: "x-no-retry", Code: "x-code", Storm: "x-storm", Root: "x-root", Shed: "x-shed"}},
 		{
 			name: "bad names, each by its key",
-			give: Headers{Claim: "X-Claim", Attempt: "rpc-attempt", NoRetry: "x no", Code: "grpc-code", Storm: "x_storm", Root: "rpc-root"},
+			give: Headers{Claim: "X-Claim", Attempt: "rpc-attempt", NoRetry: "x no", Code: "grpc-code", Storm: "x_storm", Root: "rpc-root", Shed: "Shed"},
 			want: []string{
 				`claimHeader: must be lower-case letters, digits and '-', got "X-Claim"`,
 				`attemptHeader: "rpc-attempt" starts with "rpc-", which yarpc reserves`,
@@ -46,6 +46,7 @@ func TestHeadersValidate(t *testing.T) {
 				`codeHeader: "grpc-code" starts with "grpc-", which yarpc reserves`,
 				`stormHeader: must be lower-case letters, digits and '-', got "x_storm"`,
 				`rootHeader: "rpc-root" starts with "rpc-", which yarpc reserves`,
+				`shedHeader: must be lower-case letters, digits and '-', got "Shed"`,
 			},
 		},
 		{

@@ -126,7 +126,9 @@ type PolicyConfig struct {
 	// Default (also for an empty list) the failures the code table retries
 	// by default: [unknown, deadline-exceeded, internal, unavailable]. A
 	// retryable error whose code is not listed is not retried here, and
-	// nobody above retries it either (RCS: refused for its code).
+	// nobody above retries it either (RCS: refused for its code). An
+	// instance's admission shed is the exception: its caller retries it
+	// once on another instance (package retrypeer), whatever the list.
 	RetryableCodes []string `yaml:"retryableCodes,omitempty" zerofix:"for no retries write maxAttempts: 1"`
 	// InitialBackoff is the backoff ceiling before the first retry; it
 	// doubles with each retry up to MaxBackoff, and the backoff is drawn

@@ -24,7 +24,7 @@ func TestConfigWithDefaults(t *testing.T) {
 			name: "zero values take defaults",
 			give: Config{Policies: []PolicyConfig{{Service: "s"}}},
 			want: Config{
-				Headers:      ownership.Headers{Attempt: "errown-attempt", Claim: "errown-claim", NoRetry: "errown-no-retry", Code: "errown-code", Storm: "errown-storm", Root: "errown-root"},
+				Headers:      ownership.Headers{Attempt: "errown-attempt", Claim: "errown-claim", NoRetry: "errown-no-retry", Code: "errown-code", Storm: "errown-storm", Root: "errown-root", Shed: "errown-shed"},
 				Mode:         ModeEnforce,
 				MaxBodyBytes: 1 << 20,
 				Budget:       BudgetConfig{Ratio: 0.1, MinPerSecond: 10.0, Window: 10 * time.Second},
@@ -59,7 +59,7 @@ func TestConfigWithDefaults(t *testing.T) {
 				}},
 			},
 			want: Config{
-				Headers:      ownership.Headers{Attempt: "a", Claim: "c", NoRetry: "n", Code: "errown-code", Storm: "errown-storm", Root: "errown-root"},
+				Headers:      ownership.Headers{Attempt: "a", Claim: "c", NoRetry: "n", Code: "errown-code", Storm: "errown-storm", Root: "errown-root", Shed: "errown-shed"},
 				Mode:         ModeEnforce,
 				MaxBodyBytes: 7,
 				Budget:       BudgetConfig{Ratio: 0.5, NoFloor: true, Window: time.Second, Disabled: true},

@@ -11,11 +11,12 @@ import (
 // only while the callee is overloaded: while at least Threshold of its
 // recent attempts (an exponentially weighted share over about the last
 // 64, which also halves with every second without attempts) ended
-// overloaded, that is timed out on the callee's own behalf (not
-// unclaimed). A shed (resource-exhausted, claimed) is not overload
-// evidence: the callee's own admission holds what it can finish, and a
-// limit cut for its quick answers would fight it; its claim and pushback
-// stop the retries. Meanwhile an overloaded attempt cuts the limit to half
+// overloaded, that is timed out or refused resource-exhausted on the
+// callee's own behalf (not unclaimed). An instance's admission shed
+// (resource-exhausted, claimed, with pushback, marked by the shed
+// header) is not overload evidence: the callee's own admission holds
+// what it can finish, and a limit cut for its quick answers would fight
+// it; its claim and pushback stop the retries above. Meanwhile an overloaded attempt cuts the limit to half
 // the attempts then in flight, at most once per round of attempts (one
 // started after the last cut), down to MinInFlight; every attempt that
 // ends otherwise raises it again, by 1/limit while the share is not nil

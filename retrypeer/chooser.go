@@ -67,7 +67,12 @@ func New(inner peer.Chooser) *Chooser {
 // over; it releases each choice it skips (its onFinish, with no error,
 // since nothing was sent to it). When every peer offered was skipped,
 // the attempt goes to the first one offered that the call's earlier
-// attempts did not reach, else to the first one offered.
+// attempts did not reach, else to the first one offered; but the retry
+// errown's retry middleware makes of an instance's shed (admission's
+// answer, which must never reach that instance again: calls.Route's
+// SetStrict) goes nowhere then, its Choose failing with
+// calls.ErrNoOtherPeer, which the retry middleware turns back into the
+// shed's answer: a single-instance callee's shed is not retried.
 //
 // A peer is passed over once, by the next such call it is offered to,
 // for each call whose attempt it failed and whose later attempt another
@@ -119,6 +124,12 @@ func (c *Chooser) Choose(ctx context.Context, req *transport.Request) (peer.Peer
 		}
 		held[n] = qDone
 		n++
+	}
+	if route.Strict() && route.Used(fallback.Identifier()) {
+		// The retry of an instance's shed, offered only peers the call
+		// went to: it goes nowhere rather than back to the instance
+		// that shed it (the deferred release frees every choice held).
+		return nil, nil, calls.ErrNoOtherPeer
 	}
 	done := held[fb]
 	held[fb] = held[n-1]

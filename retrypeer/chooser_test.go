@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -286,4 +287,59 @@ func TestPassesBounded(t *testing.T) {
 	assert.True(t, c.takePass("p1"))
 	assert.False(t, c.takePass("p1"), "a pass is taken once")
 	assert.False(t, c.takePass(fmt.Sprintf("p%d", _maxPasses+1)), "dropped")
+}
+
+// TestStrictRetryNeverGoesBack: the retry of an instance's shed (a
+// strict Route) goes to a peer the call's attempts did not reach, or,
+// offered none, nowhere: Choose fails with calls.ErrNoOtherPeer, records
+// nothing and leaves the Route strict (the retry middleware reads it so),
+// every choice it skipped released. A Route that is not strict falls
+// back to the peer offered, as before.
+func TestStrictRetryNeverGoesBack(t *testing.T) {
+	tests := []struct {
+		name      string
+		kind      string
+		peers     int
+		strict    bool
+		wantErr   bool
+		wantOther bool // the retry went to a peer the first attempt did not
+	}{
+		{name: "strict, one instance: nowhere", kind: "roundrobin", peers: 1, strict: true, wantErr: true},
+		{name: "strict, one instance, pending-aware: nowhere", kind: "pendingheap", peers: 1, strict: true, wantErr: true},
+		{name: "strict, two instances: the other", kind: "roundrobin", peers: 2, strict: true, wantOther: true},
+		{name: "strict, three instances, pending-aware: another", kind: "pendingheap", peers: 3, strict: true, wantOther: true},
+		{name: "not strict, one instance: falls back to it", kind: "roundrobin", peers: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			list := availableList(t, tt.kind, tt.peers)
+			c := New(list)
+			for range 5 {
+				ctx, route := reqlog.NewRouteContext(context.Background())
+				first := choose(t, c, ctx)
+				route.SetStrict(tt.strict)
+				p, done, err := c.Choose(ctx, &transport.Request{})
+				if tt.wantErr {
+					require.ErrorIs(t, err, calls.ErrNoOtherPeer)
+					assert.Nil(t, p)
+					assert.Nil(t, done)
+				} else {
+					require.NoError(t, err)
+					done(nil)
+				}
+				assert.Equal(t, !tt.wantErr, route.Len() == 2, "the retry's peer recorded: %v", route.Peers(nil))
+				assert.Equal(t, tt.wantErr, route.Strict(), "strict until a peer is chosen")
+				assert.Equal(t, tt.wantOther, route.Last() != first, "the retry's peer: %v", route.Peers(nil))
+			}
+			// Every choice skipped was released: a pending-aware list
+			// still shares the next calls out evenly.
+			seen := map[string]int{}
+			for range 10 * tt.peers {
+				seen[choose(t, c, context.Background())]++
+			}
+			for id, n := range seen {
+				assert.Equal(t, 10, n, "choices of %s", id)
+			}
+		})
+	}
 }

@@ -19,7 +19,11 @@
 // callee fails no call is served, and no instance is passed over). Any
 // call errown does not retry goes where the inner chooser says. When the inner chooser offers no other peer (one
 // instance, or every one already tried), the retry goes to the one it
-// offers: a single-instance outbound retries on its one instance.
+// offers: a single-instance outbound retries on its one instance. The
+// retry of an instance's shed (its admission's answer, marked by the
+// shed header) is the exception: the retry middleware sends it once, and
+// only to another instance; offered none, the chooser sends it nowhere
+// and the call fails with the shed.
 //
 // The retry middleware keeps the same evidence for operators: the
 // instances of each callee that failed calls another instance then

@@ -3,6 +3,8 @@ package calls
 import (
 	"slices"
 	"sync"
+
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // _routePeers is how many peers a Route remembers: the latest ones. A
@@ -25,14 +27,46 @@ type Route struct {
 	// witness is told, when the call is served (Served), each peer its
 	// earlier attempts went to; nil for none.
 	witness func(peer string)
+	// strict says the next attempt must go to a peer no earlier attempt
+	// went to, or nowhere (SetStrict).
+	strict bool
 }
 
-// Record adds the identifier of the peer an attempt of the call went to.
+// ErrNoOtherPeer is what a peer chooser that reads Routes (package
+// retrypeer) returns for an attempt that must avoid every peer the
+// call's earlier attempts went to (SetStrict) when it is offered none
+// other: the attempt is sent nowhere. errown's retry middleware, whose
+// retry of an instance's shed it is, answers the call with the shed.
+var ErrNoOtherPeer = yarpcerrors.ResourceExhaustedErrorf(
+	"errown: not sent: no instance of the callee but the one that shed the call")
+
+// Record adds the identifier of the peer an attempt of the call went to:
+// the choice SetStrict asked for, if any, is made.
 func (r *Route) Record(peer string) {
 	r.mu.Lock()
 	r.peers[r.n%_routePeers] = peer
 	r.n++
+	r.strict = false
 	r.mu.Unlock()
+}
+
+// SetStrict sets whether the call's next attempt must go to a peer none
+// of its earlier attempts went to, or nowhere (ErrNoOtherPeer): errown's
+// retry middleware asks it for the retry of an instance's shed, which
+// must never reach that instance again. Record ends it: a Route still
+// strict after the attempt came back sent it nowhere.
+func (r *Route) SetStrict(strict bool) {
+	r.mu.Lock()
+	r.strict = strict
+	r.mu.Unlock()
+}
+
+// Strict reports whether the call's next attempt must avoid every peer
+// recorded (SetStrict).
+func (r *Route) Strict() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.strict
 }
 
 // Witness has fn told, when the call is served by the peer of its latest

@@ -1,6 +1,7 @@
 package calls
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,4 +74,18 @@ func TestRouteServedAlsoWithoutWitness(t *testing.T) {
 	r.Record("b:2")
 	r.Served(func(p string) { also = append(also, p) })
 	assert.Equal(t, []string{"a:1"}, also)
+}
+
+func TestRouteStrict(t *testing.T) {
+	var r Route
+	assert.False(t, r.Strict(), "the zero Route")
+	r.Record("a:1")
+	r.SetStrict(true)
+	assert.True(t, r.Strict(), "asked")
+	r.Record("b:2")
+	assert.False(t, r.Strict(), "a peer chosen: the strict choice is made")
+	r.SetStrict(true)
+	r.SetStrict(false)
+	assert.False(t, r.Strict(), "withdrawn")
+	assert.ErrorIs(t, fmt.Errorf("wrapped: %w", ErrNoOtherPeer), ErrNoOtherPeer)
 }

@@ -26,6 +26,9 @@ const (
 	// RootHeader carries the root key on requests: the root request a
 	// request is part of, for admission by root.
 	RootHeader = "errown-root"
+	// ShedHeader marks an error response as a shed by the callee
+	// instance's admission, its value the reason.
+	ShedHeader = "errown-shed"
 )
 
 // Labels of an edge: the tags of the dependency memory's per-edge

@@ -82,12 +82,31 @@ func priority(n int, marked bool) admission.Priority {
 	}
 }
 
+// shedHeaders returns the headers of a shed answer for each admission
+// reason: claimed with pushback (a caller that does not read the marker
+// retries it nowhere), and marked with the shed header shed, its value
+// the reason. Only sheds carry the marker.
+func shedHeaders(claimedNoRetry transport.Headers, shed string) map[string]transport.Headers {
+	out := make(map[string]transport.Headers, len(admission.Reasons))
+	for _, r := range admission.Reasons {
+		h := transport.NewHeadersWithCapacity(claimedNoRetry.Len() + 1)
+		for k, v := range claimedNoRetry.Items() {
+			h = h.With(k, v)
+		}
+		out[r] = h.With(shed, r)
+	}
+	return out
+}
+
 // shed answers a request admission shed for reason: resource-exhausted,
-// claimed by this service, with pushback, so that its caller does not
-// retry it at once and nobody above retries it (the callers' overload
-// limits do not count it: they count timeouts); an edge request's answer
-// carries no errown header. A queued request whose caller went gets its
-// context's error: nobody reads it.
+// claimed by this service, with pushback, and marked as this instance's
+// shed (the shed header, its value the reason), so that nobody above
+// its caller retries it and its caller retries it at most once, on
+// another instance (package retrypeer), never on this one; a caller
+// that does not read the marker obeys the pushback. The callers'
+// overload limits do not count it: they count timeouts. An edge
+// request's answer carries no errown header. A queued request whose
+// caller went gets its context's error: nobody reads it.
 func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, reason string, edge bool) error {
 	if reason == admission.ReasonAbandoned {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -96,7 +115,7 @@ func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw tran
 		return yarpcerrors.CancelledErrorf("errown: %s dropped from the admission queue: its caller went", req.Procedure)
 	}
 	if !edge {
-		resw.AddHeaders(m.claimedNoRetry)
+		resw.AddHeaders(m.sheds[reason])
 		if req.Transport == _tchannel {
 			resw.SetApplicationError()
 		}

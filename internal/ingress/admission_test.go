@@ -61,10 +61,11 @@ func TestAdmissionSheds(t *testing.T) {
 		req       *transport.Request
 		reason    string
 		wantClaim string
+		wantShed  string
 	}{
-		{"a retry", retry, "retry", "claimed"},
-		{"a first attempt past a full queue", request("http"), "queue_full", "claimed"},
-		{"an edge request: no errown header", edgeReq, "queue_full", ""},
+		{"a retry", retry, "retry", "claimed", "retry"},
+		{"a first attempt past a full queue", request("http"), "queue_full", "claimed", "queue_full"},
+		{"an edge request: no errown header", edgeReq, "queue_full", "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			resw := &transporttest.FakeResponseWriter{}
@@ -79,6 +80,8 @@ func TestAdmissionSheds(t *testing.T) {
 			assert.Equal(t, tt.wantClaim, claim)
 			_, noRetry := resw.Headers.Get(defaults.NoRetryHeader)
 			assert.Equal(t, tt.wantClaim != "", noRetry, "pushback")
+			shed, _ := resw.Headers.Get(defaults.ShedHeader)
+			assert.Equal(t, tt.wantShed, shed, "the shed marker, naming the reason")
 		})
 	}
 	assert.Equal(t, int64(1), e.shed("enforce", "retry"))

@@ -44,6 +44,7 @@ type Middleware struct {
 	unclaimed        transport.Headers
 	claimedNoRetry   transport.Headers
 	unclaimedNoRetry transport.Headers
+	sheds            map[string]transport.Headers // by admission reason: claimedNoRetry and the shed marker
 	unknownStorm     transport.Headers
 	quietStorms      []transport.Headers // by requests served; see quietStormHeaders
 	storms           *storms
@@ -118,6 +119,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 		unclaimed:         headers(ownership.ClaimUnclaimed, false),
 		claimedNoRetry:    headers(ownership.ClaimClaimed, true),
 		unclaimedNoRetry:  headers(ownership.ClaimUnclaimed, true),
+		sheds:             shedHeaders(headers(ownership.ClaimClaimed, true), cfg.Headers.Shed),
 		claimedCount:      scope.Counter("claimed"),
 		unclaimedCount:    scope.Counter("unclaimed"),
 		coincidentalCount: scope.Counter("coincidental"),
@@ -442,8 +444,8 @@ func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWr
 	return &writer{ResponseWriter: w, m: m}
 }
 
-// withoutOwnHeaders returns h without the claim, no-retry, code and storm
-// headers, which only errown sets. It returns h itself, without copying,
+// withoutOwnHeaders returns h without the claim, no-retry, code, storm
+// and shed headers, which only errown sets. It returns h itself, without copying,
 // when h has none of them: the common case.
 func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	items := h.Items()
@@ -451,7 +453,8 @@ func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	_, noRetry := items[m.hdr.NoRetry]
 	_, code := items[m.hdr.Code]
 	_, storm := items[m.hdr.Storm]
-	if !claim && !noRetry && !code && !storm {
+	_, shed := items[m.hdr.Shed]
+	if !claim && !noRetry && !code && !storm && !shed {
 		return h
 	}
 	m.replacedCount.Inc(1)
@@ -467,7 +470,7 @@ func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 // ownHeader reports whether the canonical header name k is errown's own
 // on responses.
 func (m *Middleware) ownHeader(k string) bool {
-	return k == m.hdr.Claim || k == m.hdr.NoRetry || k == m.hdr.Code || k == m.hdr.Storm
+	return k == m.hdr.Claim || k == m.hdr.NoRetry || k == m.hdr.Code || k == m.hdr.Storm || k == m.hdr.Shed
 }
 
 // finish closes the request's egress log, unless Handle already did (the

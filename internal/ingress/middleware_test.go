@@ -550,6 +550,7 @@ func TestHandleOwnsItsHeaders(t *testing.T) {
 			resw.AddHeaders(transport.NewHeaders().
 				With("Errown-Claim", "unclaimed").
 				With("errown-no-retry", "true").
+				With("errown-shed", "retry").
 				With("x-app", "kept"))
 			return err
 		}
@@ -571,9 +572,11 @@ func TestHandleOwnsItsHeaders(t *testing.T) {
 				_ = e.mw.Handle(context.Background(), request(tr), resw, tt.give)
 				claim, _ := resw.Headers.Get("errown-claim")
 				noRetry, _ := resw.Headers.Get("errown-no-retry")
+				_, shed := resw.Headers.Get("errown-shed")
 				app, _ := resw.Headers.Get("x-app")
 				assert.Equal(t, tt.wantClaim, claim)
 				assert.Equal(t, tt.wantNoRetry, noRetry)
+				assert.False(t, shed, "only errown's admission marks a shed")
 				assert.Equal(t, "kept", app, "other headers pass")
 				assert.Equal(t, int64(1), e.counter("inbound.replaced_headers"))
 			})

@@ -36,6 +36,11 @@ type Result struct {
 	// once, for the retry and egress middleware both.
 	Claim   ownership.Claim
 	NoRetry bool
+	// Shed says the last attempt was shed by the callee instance's
+	// admission (wire.ResponseShed), when Class is not wire.ClassOK: its
+	// claim and pushback stop every retry above; errown's retry
+	// middleware may retry it once on another instance.
+	Shed bool
 	// Route is the peers the call's attempts went to, when the retry
 	// middleware put one in their context (a call it may retry) and a
 	// peer chooser that records them chose (package retrypeer); else nil.

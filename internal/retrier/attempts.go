@@ -511,23 +511,25 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 // overload limit, with no outcome, and counts in retry.late_attempts. It
 // returns what to hand on.
 func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class wire.Class, state *CallState) (*transport.Response, error) {
+	if end == endUnsent {
+		return m.unsent(c, adm, res, err, state)
+	}
 	storm := wire.AttemptStorm(res, class, m.hdr.Storm, end == endCancelled)
 	var (
-		last    *Outcome
-		claim   ownership.Claim
-		noRetry bool
+		last *Outcome
+		said calleeSaid
 	)
 	if class != wire.ClassOK {
-		claim, noRetry = wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
+		said = m.answerOf(res, code)
 		if !state.direct { // on the direct path nothing replays it
-			o := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}
+			o := said.outcome(err, code, class)
 			var kept bool
 			if res, kept = keep(o, res, m.maxBodyBytes); kept {
 				last = o
 			}
 		}
 	}
-	o, k := &Outcome{Err: err, Code: code, Class: class, Claim: claim, NoRetry: noRetry}, &kept{last: last}
+	o, k := said.outcome(err, code, class), &kept{last: last}
 	if end == endCancelled && !state.direct {
 		// Its caller gave up on it (a hedge's loser): it says nothing of
 		// the callee and is no outcome of the call. The last outcome
@@ -545,7 +547,25 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		m.foreign(req.Service).late.Inc(1)
 		return res, err
 	}
-	giveBack(c, adm, end, code, claim)
+	giveBack(c, adm, end, code, said)
+	return res, err
+}
+
+// unsent records in state that the physical attempt of state's call
+// under way until now, holding adm, a slot of c's overload limit (c nil:
+// none), was sent nowhere: the peer chooser found no instance but the
+// one that shed the call (calls.ErrNoOtherPeer). It did not leave the
+// process: it gives its slot back with no outcome, and records nothing
+// but that it is no longer under way and was not sent; the call's last
+// outcome stays the shed's. It returns res and err, for the retry
+// middleware to turn back into the shed.
+func (m *Middleware) unsent(c *callee, adm admission, res *transport.Response, err error, state *CallState) (*transport.Response, error) {
+	state.lock()
+	state.unsent()
+	state.unlock()
+	if c != nil {
+		c.overload.abandon(adm)
+	}
 	return res, err
 }
 

@@ -103,8 +103,8 @@ func (s *CallState) classified(n int, route *calls.Route, o *Outcome, f *wire.Fi
 
 // answered records what an attempt of the call came back with: its storm
 // figures (f, when not nil) folded, and its classification (o, when not
-// nil: its code and class, and, when it did not succeed, its claim and
-// pushback).
+// nil: its code and class, and, when it did not succeed, its claim, its
+// pushback and whether it was an instance's shed).
 func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	if f != nil {
 		s.Storm.Attempt(*f)
@@ -112,11 +112,11 @@ func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	if o == nil {
 		return
 	}
-	claim, noRetry := s.Claim, s.NoRetry
+	claim, noRetry, shed := s.Claim, s.NoRetry, s.Shed
 	if o.Class != wire.ClassOK {
-		claim, noRetry = o.Claim, o.NoRetry
+		claim, noRetry, shed = o.Claim, o.NoRetry, o.Shed
 	}
-	s.Code, s.Class, s.Claim, s.NoRetry = o.Code, o.Class, claim, noRetry
+	s.Code, s.Class, s.Claim, s.NoRetry, s.Shed = o.Code, o.Class, claim, noRetry, shed
 }
 
 // decided records what errown decided when it sent the call no more, or
@@ -219,6 +219,27 @@ func (s *CallState) answer(o *Outcome, f *wire.Figures, k *kept) (late bool) {
 	return false
 }
 
+// unsent records that a physical attempt under way (depart) was sent
+// nowhere (calls.ErrNoOtherPeer): no longer under way, and not counted
+// as sent. A late one changes only what is under way.
+func (s *CallState) unsent() {
+	s.Sends.InFlight--
+	if !s.ended {
+		s.Sends.Count--
+	}
+	s.wake()
+}
+
+// noOtherInstance records that errown's attempt n+1 of the call, the
+// retry of attempt n's shed on another instance, was sent nowhere: no
+// instance but those the call went to (calls.ErrNoOtherPeer). The call
+// ends with attempt n's shed, its pushback refusing the retry as it
+// would have without the try.
+func (s *CallState) noOtherInstance(n int) {
+	s.ErrownAttempt = n
+	s.decided(wire.DeclineNone, wire.RefusedPushback, 0, false)
+}
+
 // unhold counts an attempt held (depart) as no longer, and returns the
 // outcomes kept for it to answer with (kept).
 func (s *CallState) unhold() (last, won *Outcome) {
@@ -313,6 +334,9 @@ type Outcome struct {
 	Class    wire.Class
 	Claim    ownership.Claim
 	NoRetry  bool
+	// Shed says the callee instance's admission shed the attempt
+	// (wire.ResponseShed): claimed, with pushback, and marked.
+	Shed bool
 }
 
 type callStateKey struct{}

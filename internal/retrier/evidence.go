@@ -2,10 +2,13 @@ package retrier
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/errown/errown/internal/calls"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
+	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
@@ -26,6 +29,10 @@ const (
 	// left it less than its own expected time (the policy's attempt
 	// timeout): the caller's doing, no evidence of the callee's overload.
 	endCallersDeadline
+	// endUnsent: the peer chooser sent it nowhere (calls.ErrNoOtherPeer):
+	// the retry of an instance's shed, offered no other instance. It
+	// did not leave the process: it is no attempt of the call.
+	endUnsent
 )
 
 // attemptEnding returns how an attempt sent with ctx that ended with err,
@@ -34,6 +41,8 @@ func attemptEnding(ctx context.Context, err error, code yarpcerrors.Code) ending
 	switch {
 	case err == nil:
 		return endJudged
+	case errors.Is(err, calls.ErrNoOtherPeer):
+		return endUnsent
 	case wire.Cancelled(ctx, err):
 		return endCancelled
 	case code == yarpcerrors.CodeDeadlineExceeded && callersDeadline(ctx):
@@ -43,8 +52,8 @@ func attemptEnding(ctx context.Context, err error, code yarpcerrors.Code) ending
 }
 
 // giveBack gives back the slot adm of c's limit (c nil: none) for an
-// attempt that ended as end, with code and claim.
-func giveBack(c *callee, adm admission, end ending, code yarpcerrors.Code, claim ownership.Claim) {
+// attempt that ended as end, with code, its callee having said said.
+func giveBack(c *callee, adm admission, end ending, code yarpcerrors.Code, said calleeSaid) {
 	if c == nil {
 		return
 	}
@@ -52,20 +61,49 @@ func giveBack(c *callee, adm admission, end ending, code yarpcerrors.Code, claim
 		c.overload.abandon(adm)
 		return
 	}
-	c.overload.done(adm, timedOut(code, claim))
+	c.overload.done(adm, overloadEvidence(code, said))
 }
 
-// timedOut reports whether an attempt that ended with code and its
-// callee's claim timed out on the callee's own behalf (an unclaimed
-// error comes from further below): the evidence of overload that moves
-// the limit on attempts in flight. A shed is not: the callee answered at
-// once, its own admission holding what it can finish in time, and a
-// caller that cut its limit for it would fight that admission (two
-// controllers on one queue, the caller's cut to half its attempts in
-// flight below the callee's workers). Its claim and pushback still stop
-// every retry above it.
-func timedOut(code yarpcerrors.Code, claim ownership.Claim) bool {
-	return claim != ownership.ClaimUnclaimed && code == yarpcerrors.CodeDeadlineExceeded
+// overloadEvidence reports whether an attempt that ended with code, its
+// callee having said said, is evidence of the callee's overload, which
+// moves the limit on attempts in flight and the overload shares: it
+// timed out, or was refused resource-exhausted (a callee's own rate
+// limiter, with errown or without), on the callee's own behalf (an
+// unclaimed error comes from further below). An instance's admission
+// shed (calleeSaid.shed) is not: the callee answered at once, its own
+// admission holding what it can finish in time, and a caller that cut
+// its limit for it would fight that admission (two controllers on one
+// queue, the caller's cut to half its attempts in flight below the
+// callee's workers). Its claim and pushback still stop every retry
+// above it. A callee that sheds unmarked (a version before the marker)
+// is counted as any resource-exhausted.
+func overloadEvidence(code yarpcerrors.Code, said calleeSaid) bool {
+	if said.claim == ownership.ClaimUnclaimed {
+		return false
+	}
+	return code == yarpcerrors.CodeDeadlineExceeded || code == yarpcerrors.CodeResourceExhausted && !said.shed
+}
+
+// calleeSaid is what a callee's error response said besides its code: its
+// claim, its pushback, and whether its instance's admission shed the
+// attempt.
+type calleeSaid struct {
+	claim   ownership.Claim
+	noRetry bool
+	shed    bool
+}
+
+// answerOf reads what res, an error response with code, says
+// (wire.ResponseClaim, wire.ResponseShed).
+func (m *Middleware) answerOf(res *transport.Response, code yarpcerrors.Code) calleeSaid {
+	claim, noRetry := wire.ResponseClaim(res, m.hdr.Claim, m.hdr.NoRetry)
+	return calleeSaid{claim: claim, noRetry: noRetry, shed: wire.ResponseShed(res, code, claim, noRetry, m.hdr.Shed)}
+}
+
+// outcome returns the Outcome of an attempt that ended with err, code
+// and class, its callee having said a.
+func (a calleeSaid) outcome(err error, code yarpcerrors.Code, class wire.Class) *Outcome {
+	return &Outcome{Err: err, Code: code, Class: class, Claim: a.claim, NoRetry: a.noRetry, Shed: a.shed}
 }
 
 // timedAttempt is the context of an attempt under a policy's attempt

@@ -238,29 +238,51 @@ func TestOverloadEvidenceIsTheProcedures(t *testing.T) {
 	}
 }
 
-// TestShedIsNoOverloadEvidence: a claimed shed (resource-exhausted with
-// pushback, as a callee's admission answers) is not retried, by the
-// pushback, and leaves the limit on attempts in flight and the shares as
-// they were: the callee's admission holds what it can finish, and a
+// TestShedIsNoOverloadEvidence: an instance's shed (resource-exhausted,
+// claimed, with pushback, marked by the shed header, as a callee's
+// admission answers) is not retried, by the pushback, and leaves the
+// limit on attempts in flight and the shares as they were, however many
+// come back: the callee's admission holds what it can finish, and a
 // caller that cut its own limit for it would fight that admission. A
-// claimed timeout is the evidence.
+// claimed timeout is the evidence, and so is a resource-exhausted that
+// is not an admission's shed (a callee's own rate limiter); an
+// unclaimed one comes from further below.
 func TestShedIsNoOverloadEvidence(t *testing.T) {
+	const calls = 100
+	exhausted := yarpcerrors.ResourceExhaustedErrorf("shed")
 	tests := []struct {
 		name      string
 		give      step
-		wantSent  int
 		wantShare float64
+		wantLimit float64
 	}{
 		{
-			name:     "a claimed shed",
-			give:     fail(yarpcerrors.ResourceExhaustedErrorf("shed"), "errown-claim", "claimed", "errown-no-retry", "1"),
-			wantSent: 3,
+			name:      "an instance's shed",
+			give:      fail(exhausted, "errown-claim", "claimed", "errown-no-retry", "true", "errown-shed", "queue_full"),
+			wantLimit: 1000,
+		},
+		{
+			name:      "a claimed resource-exhausted with pushback, unmarked: the handler's own",
+			give:      fail(exhausted, "errown-claim", "claimed", "errown-no-retry", "true"),
+			wantShare: 1 - pow(63.0/64, calls),
+			wantLimit: 1,
+		},
+		{
+			name:      "a resource-exhausted from a callee without errown",
+			give:      fail(exhausted),
+			wantShare: 1 - pow(63.0/64, calls),
+			wantLimit: 1,
+		},
+		{
+			name:      "a shed marker on an answer that is no shed: unclaimed",
+			give:      fail(exhausted, "errown-claim", "unclaimed", "errown-no-retry", "true", "errown-shed", "queue_full"),
+			wantLimit: 1000,
 		},
 		{
 			name:      "a claimed timeout",
 			give:      fail(yarpcerrors.DeadlineExceededErrorf("timed out"), "errown-claim", "claimed"),
-			wantSent:  3,
-			wantShare: 1 - pow(63.0/64, 3),
+			wantShare: 1 - pow(63.0/64, calls),
+			wantLimit: 1,
 		},
 	}
 	for _, tt := range tests {
@@ -271,16 +293,15 @@ func TestShedIsNoOverloadEvidence(t *testing.T) {
 			})
 			c := m.callees["callee"]
 			c.overload.elapsed = still // no share decays with time
-			limit := c.overload.Limit()
 			out := newOutbound(tt.give)
-			for range 3 {
+			for range calls {
 				_, err := m.Call(context.Background(), req("callee", "get", "x"), &Sink{Out: out, State: CallState{direct: true}})
 				require.Error(t, err)
 			}
-			assert.Len(t, out.Requests(), tt.wantSent, "sent")
+			assert.Len(t, out.Requests(), calls, "sent")
 			assert.InDelta(t, tt.wantShare, shareOf(c.overload, "get"), 1e-9, "share")
 			assert.InDelta(t, tt.wantShare, c.overload.all.at(c.overload.elapsed), 1e-9, "the callee's share")
-			assert.Equal(t, limit, c.overload.Limit(), "limit")
+			assert.Equal(t, tt.wantLimit, c.overload.Limit(), "limit")
 			assert.Equal(t, int64(0), c.overload.inflight.Load(), "slots given back")
 		})
 	}

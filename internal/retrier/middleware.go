@@ -247,6 +247,9 @@ type attemptRun struct {
 	p     *policy
 	state *CallState
 	body  replay // req's body, kept for replay
+	// elsewhere is set once the call retried an instance's shed on
+	// another instance (retryElsewhere): it does so once.
+	elsewhere bool
 }
 
 // sentAttempt is one of errown's attempts of a call, as it came back
@@ -280,11 +283,56 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 		if !d.retry || m.sleep(r.ctx, d.wait) != nil {
 			break
 		}
+		if d.elsewhere {
+			b, sent := m.sendElsewhere(r, n, &note)
+			if !sent {
+				break // the call answers with a, the shed
+			}
+			discard(a.res, a.cancel)
+			a = b
+			continue
+		}
 		discard(a.res, a.cancel)
 		a = m.sendAttempt(r, n+1)
 	}
 	release.With(a.res, a.cancel)
 	return a.res, a.err
+}
+
+// sendElsewhere sends errown's attempt n+1 of r's call, the retry of
+// attempt n, which an instance's admission shed, to another instance of
+// the callee: its Route strict (calls.Route.SetStrict), the peer
+// chooser (package retrypeer) sends it to an instance none of the
+// call's attempts went to, or nowhere. It returns the attempt and
+// whether it was sent. It was sent nowhere when no peer was chosen (the
+// Route is still strict) and the innermost step recorded no attempt of
+// it: the chooser offered no other instance (calls.ErrNoOtherPeer), or
+// nothing below reached the transport. The caller's own limit on
+// attempts in flight holding it back, or a chooser that failed
+// otherwise, is an outcome of its own, as for any retry. Sent nowhere,
+// the attempt is discarded, not counted in retry.attempts, its budget
+// withdrawal given back, and the call's state records that the shed's
+// pushback refused the retry, as it would have without the try; the
+// call answers with the shed.
+func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentAttempt, bool) {
+	r.route.SetStrict(true)
+	b := m.send(r, n+1)
+	strict := r.route.Strict()
+	r.route.SetStrict(false)
+	r.state.lock()
+	nowhere := strict && !r.state.Sends.Shed && r.state.Sends.Count == b.before
+	if nowhere {
+		r.state.noOtherInstance(n)
+	}
+	r.state.unlock()
+	if !nowhere {
+		r.c.metrics.attempts.Inc(1)
+		return b, true
+	}
+	discard(b.res, b.cancel)
+	note.unsent(r.c)
+	m.refuse(r.req, r.c, decision{refused: wire.RefusedPushback}, n)
+	return sentAttempt{}, false
 }
 
 // decide classifies, under the state's lock, errown's attempt n of r's
@@ -335,10 +383,20 @@ func (m *Middleware) sealed(r *attemptRun) {
 	}
 }
 
-// sendAttempt sends errown's attempt n of r's call, under its policy's
-// attempt timeout, built from the request as the caller gave it when it
-// is a retry or the body had to be read.
+// sendAttempt sends errown's attempt n of r's call (send), and counts
+// it in retry.attempts when it is a retry.
 func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
+	a := m.send(r, n)
+	if n > 1 {
+		r.c.metrics.attempts.Inc(1)
+	}
+	return a
+}
+
+// send sends errown's attempt n of r's call, under its policy's attempt
+// timeout, built from the request as the caller gave it when it is a
+// retry or the body had to be read.
+func (m *Middleware) send(r *attemptRun, n int) sentAttempt {
 	a := sentAttempt{ctx: r.ctx}
 	if r.p != nil && r.p.attemptTimeout > 0 {
 		a.ctx, a.cancel = withAttemptTimeout(r.ctx, r.p.attemptTimeout) // also bounded by ctx's own deadline
@@ -359,8 +417,7 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 // process (a middleware below that replayed one took a number too).
 func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Request {
 	switch {
-	case n > 1:
-		r.c.metrics.attempts.Inc(1)
+	case n > 1: // counted in retry.attempts by sendAttempt, unless sent nowhere (sendElsewhere)
 		return r.body.request(&r.orig, n, m.hdr.Attempt, wire.FormatAttempt(max(before, n-1)+1))
 	case !r.body.inPlace:
 		return r.body.request(&r.orig, n, m.hdr.Attempt, "")
@@ -384,7 +441,8 @@ func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors
 		o = &Outcome{Err: a.err}
 		o.Code, o.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
 		if o.Class != wire.ClassOK {
-			o.Claim, o.NoRetry = wire.ResponseClaim(a.res, m.hdr.Claim, m.hdr.NoRetry)
+			said := m.answerOf(a.res, o.Code)
+			o.Claim, o.NoRetry, o.Shed = said.claim, said.noRetry, said.shed
 		}
 	}
 	if !seen && r.retries() { // else left to the egress middleware to fold
@@ -426,6 +484,9 @@ type decision struct {
 	served   bool         // the attempt did not fail
 	draws    []int64      // the budget buckets the call's hedges drew on, to give back
 	route    *calls.Route // the call's, or nil
+	// elsewhere: the retry is of an instance's shed, to another
+	// instance only (retryElsewhere, sendElsewhere).
+	elsewhere bool
 }
 
 // retryAfter decides, under the state's lock, after n attempts of r's
@@ -467,6 +528,10 @@ func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, not
 		d.declined = wire.DeclineAttemptLimit
 		return d
 	}
+	if state.Shed && m.retryElsewhere(r, note) {
+		d.retry, d.elsewhere = true, true
+		return d
+	}
 	if d.refused = m.refusal(p, code, replayable, state.NoRetry); d.refused != wire.RefusedNone {
 		return m.refuse(req, c, d, n)
 	}
@@ -498,6 +563,42 @@ func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, not
 	}
 	d.wait, d.retry = wait, true
 	return d
+}
+
+// retryElsewhere reports, under the state's lock, whether r's call,
+// whose last attempt an instance's admission shed (claimed, with
+// pushback, marked: wire.ResponseShed), is to be retried once on
+// another instance, at once: the shed says that instance is full, not
+// that the callee is. Only the direct caller does so, once per call,
+// and only where a peer chooser records the call's peers (package
+// retrypeer: its Route has the shed attempt's peer) and will send the
+// retry to another instance or nowhere (sendElsewhere). The policy
+// must allow a retry but for the pushback and its codes (its
+// retryableCodes leave resource-exhausted out by default, for an
+// overloaded callee: this is one instance's shed): idempotent, the body
+// kept, the callee not overloaded by its timeouts (retry.overload), a
+// whole attempt within the deadline, then the budget, withdrawn as for
+// any retry. Otherwise the pushback refuses it, as before.
+func (m *Middleware) retryElsewhere(r *attemptRun, note *retryNote) bool {
+	c, p := r.c, r.p
+	switch {
+	case r.elsewhere || r.route == nil || r.route.Len() == 0:
+		return false
+	case !p.idempotent || !r.body.replayable():
+		return false
+	case c.overload.Overloaded(r.req.Procedure) && !p.observe:
+		return false
+	case r.ctx.Err() != nil:
+		return false
+	}
+	if deadline, ok := r.ctx.Deadline(); ok && deadline.Sub(m.now()) < p.attemptTimeout+p.minRemaining {
+		return false
+	}
+	if !note.withdraw(c, p.observe) {
+		return false
+	}
+	r.elsewhere = true
+	return true
 }
 
 // refusal returns why the policy p refuses to retry a failure with code

@@ -51,6 +51,16 @@ func (n *retryNote) succeeded(c *callee) {
 	}
 }
 
+// unsent records that the call's latest retry was sent nowhere (no
+// instance to take the retry of a shed): its withdrawal is refunded,
+// since nothing left the process.
+func (n *retryNote) unsent(c *callee) {
+	if n.withdrew {
+		c.budget.refund(n.epoch)
+		n.withdrew = false
+	}
+}
+
 // abandoned records that the call's latest attempt ended cancelled by its
 // caller, which gave up on the call: neither a failure nor a success. A
 // cancelled attempt may have reached the callee (a hedger's loser is

@@ -3,6 +3,7 @@ package wire
 import (
 	"github.com/errown/errown/ownership"
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // ParseNoRetry reads a no-retry header value: only the exact NoRetryValue
@@ -19,6 +20,20 @@ func ResponseClaim(res *transport.Response, claimHeader, noRetryHeader string) (
 	}
 	items := res.Headers.Items()
 	return ParseClaim(items[claimHeader]), ParseNoRetry(items[noRetryHeader])
+}
+
+// ResponseShed reports whether res, an error response with code, its
+// claim and its pushback (ResponseClaim), is a shed by the callee
+// instance's admission: resource-exhausted, claimed, with pushback, and
+// marked by shedHeader (canonical) with any non-empty value (the reason;
+// reasons a newer callee adds count too). The marker alone says nothing:
+// without the claim and the pushback that come with it, a caller that
+// does not read it would retry the answer.
+func ResponseShed(res *transport.Response, code yarpcerrors.Code, claim ownership.Claim, noRetry bool, shedHeader string) bool {
+	if res == nil || code != yarpcerrors.CodeResourceExhausted || claim != ownership.ClaimClaimed || !noRetry {
+		return false
+	}
+	return res.Headers.Items()[shedHeader] != ""
 }
 
 // ParseClaim reads a claim header value. Only the exact values "claimed" and

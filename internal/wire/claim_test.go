@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 func TestParseClaim(t *testing.T) {
@@ -102,5 +103,32 @@ func TestFormatClaim(t *testing.T) {
 		v, sent := FormatClaim(tt.give)
 		assert.Equal(t, tt.wantValue, v)
 		assert.Equal(t, tt.wantSent, sent)
+	}
+}
+
+func TestResponseShed(t *testing.T) {
+	shed := func(v string) *transport.Response {
+		return &transport.Response{Headers: transport.NewHeaders().With(defaults.ShedHeader, v)}
+	}
+	tests := []struct {
+		name    string
+		give    *transport.Response
+		code    yarpcerrors.Code
+		claim   ownership.Claim
+		noRetry bool
+		want    bool
+	}{
+		{name: "an admission's shed", give: shed("queue_full"), code: yarpcerrors.CodeResourceExhausted, claim: ownership.ClaimClaimed, noRetry: true, want: true},
+		{name: "a reason a newer callee adds", give: shed("something-new"), code: yarpcerrors.CodeResourceExhausted, claim: ownership.ClaimClaimed, noRetry: true, want: true},
+		{name: "no marker: a handler's own", give: &transport.Response{}, code: yarpcerrors.CodeResourceExhausted, claim: ownership.ClaimClaimed, noRetry: true},
+		{name: "an empty marker", give: shed(""), code: yarpcerrors.CodeResourceExhausted, claim: ownership.ClaimClaimed, noRetry: true},
+		{name: "no response", code: yarpcerrors.CodeResourceExhausted, claim: ownership.ClaimClaimed, noRetry: true},
+		{name: "without pushback", give: shed("retry"), code: yarpcerrors.CodeResourceExhausted, claim: ownership.ClaimClaimed},
+		{name: "unclaimed", give: shed("retry"), code: yarpcerrors.CodeResourceExhausted, claim: ownership.ClaimUnclaimed, noRetry: true},
+		{name: "no claim", give: shed("retry"), code: yarpcerrors.CodeResourceExhausted, noRetry: true},
+		{name: "another code", give: shed("retry"), code: yarpcerrors.CodeUnavailable, claim: ownership.ClaimClaimed, noRetry: true},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, ResponseShed(tt.give, tt.code, tt.claim, tt.noRetry, defaults.ShedHeader), tt.name)
 	}
 }
