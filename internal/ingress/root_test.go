@@ -27,7 +27,7 @@ func TestRootKey(t *testing.T) {
 		cfg       inbound.Config
 		caller    string
 		give      map[string]string // the request's headers
-		wantRoot  uint64 // in the handler's context
+		wantRoot  uint64            // in the handler's context
 		wantAdmit uint64
 		wantMints int // minted by root, before the handler asks
 	}{
