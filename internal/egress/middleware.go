@@ -133,7 +133,7 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 		hot, edgeTime = m.incidents.hotAt(edge)
 	}
 	if hot {
-		req = m.mark(req, log.Root)
+		req = m.mark(req, log.Root())
 	} else {
 		log.SetUnmarkedCall()
 	}

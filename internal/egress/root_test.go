@@ -41,7 +41,7 @@ func TestCallCarriesRootKey(t *testing.T) {
 			if tt.marked {
 				log.SetMarked()
 			}
-			log.Root = tt.root
+			log.SetRoot(tt.root)
 			var got map[string]string
 			out := &funcOutbound{call: func(_ context.Context, r *transport.Request) (*transport.Response, error) {
 				got = r.Headers.Items()

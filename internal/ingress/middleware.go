@@ -80,6 +80,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
+	logs.MintRoots(o.mint)
 	headers := func(c ownership.Claim, noRetry bool) transport.Headers {
 		v, _ := wire.FormatClaim(c)
 		h := transport.NewHeaders().With(cfg.Headers.Claim, v)
@@ -157,7 +158,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		return m.serveUntracked(ctx, req, resw, h, edge)
 	}
 	log := &r.Log
-	log.Root = root
+	if root != 0 {
+		log.SetRoot(root)
+	}
 	if m.admission != nil {
 		adm.log = log
 		if adm.ticket.Measured() {

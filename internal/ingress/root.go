@@ -8,19 +8,24 @@ import (
 )
 
 // root returns the root key of req, an edge request when edge is set:
-// the key its caller sent in the root header, or a new one where the
-// request enters the mesh (at the edge, whose headers are not errown's,
-// or from a caller that sent none), which its marked calls carry on
-// (egress). It returns too the key admission judges it by: its root
-// key, but 0 (none: admitted as a visit) for a request from inside the
-// mesh that came without one, whose caller does not run errown and
-// whose other visits carry no key either.
+// the key its caller sent in the root header, or 0 where the request
+// enters the mesh (at the edge, whose headers are not errown's, or from a
+// caller that sent none): its log then mints one when a marked call
+// first carries it on (reqlog.Log.Root), so that the steady state mints
+// none. It returns too the key admission judges it by: its root key; a
+// new one for an edge request, minted now, when admission is on; 0
+// (none: admitted as a visit) for a request from inside the mesh that
+// came without one, whose caller does not run errown and whose other
+// visits carry no key either.
 func (m *Middleware) root(req *transport.Request, edge bool) (root, admit uint64) {
 	if !edge {
 		if k, ok := wire.ParseRoot(req.Headers.Items()[m.hdr.Root]); ok {
 			return k, k
 		}
-		return m.mint(), 0
+		return 0, 0
+	}
+	if m.admission == nil {
+		return 0, 0
 	}
 	k := m.mint()
 	return k, k

@@ -16,9 +16,10 @@ import (
 // TestRootKey: a request from inside the mesh keeps the root key it
 // came with, and admission judges it by that key; one that came without
 // a valid key gets a new one for its calls, and is admitted as a visit
-// (key 0); an edge request gets a new one whatever it came with, and is
-// admitted by it. The handler's context carries the key to the egress
-// middleware (the request's log).
+// (key 0); an edge request gets a new one whatever it came with, and,
+// with admission on, is admitted by it. The handler's context carries
+// the key to the egress middleware (the request's log); a key not
+// carried is minted only when asked for, by root (admission) or the log.
 func TestRootKey(t *testing.T) {
 	const minted = 0x5eed
 	tests := []struct {
@@ -26,8 +27,9 @@ func TestRootKey(t *testing.T) {
 		cfg       inbound.Config
 		caller    string
 		give      map[string]string // the request's headers
-		wantRoot  uint64
+		wantRoot  uint64            // in the handler's context
 		wantAdmit uint64
+		wantMints int // minted by root, before the handler asks
 	}{
 		{name: "carried", give: map[string]string{"errown-root": "abc"}, wantRoot: 0xabc, wantAdmit: 0xabc},
 		{name: "carried in upper case", give: map[string]string{"Errown-Root": "ABC"}, wantRoot: 0xabc, wantAdmit: 0xabc},
@@ -39,7 +41,17 @@ func TestRootKey(t *testing.T) {
 			cfg:      inbound.Config{Edge: inbound.EdgeConfig{Callers: []string{"outside"}}},
 			caller:   "outside",
 			give:     map[string]string{"errown-root": "abc"},
-			wantRoot: minted, wantAdmit: minted,
+			wantRoot: minted,
+		},
+		{
+			name: "an edge request under admission: minted, admitted by it",
+			cfg: inbound.Config{
+				Edge:      inbound.EdgeConfig{Callers: []string{"outside"}},
+				Admission: inbound.AdmissionConfig{Mode: "observe"},
+			},
+			caller:   "outside",
+			give:     map[string]string{"errown-root": "abc"},
+			wantRoot: minted, wantAdmit: minted, wantMints: 1,
 		},
 		{
 			name:     "renamed",
@@ -50,7 +62,8 @@ func TestRootKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, tt.cfg, withMint(func() uint64 { return minted }))
+			mints := 0
+			e := newEnv(t, tt.cfg, withMint(func() uint64 { mints++; return minted }))
 			req := request("http")
 			if tt.caller != "" {
 				req.Caller = tt.caller
@@ -58,13 +71,15 @@ func TestRootKey(t *testing.T) {
 			for k, v := range tt.give {
 				req.Headers = req.Headers.With(k, v)
 			}
-			root, admit := e.mw.root(req, e.mw.edge.has(req))
-			assert.Equal(t, tt.wantRoot, root, "the root key")
+			_, admit := e.mw.root(req, e.mw.edge.has(req))
 			assert.Equal(t, tt.wantAdmit, admit, "the key admission judges by")
+			assert.Equal(t, tt.wantMints, mints, "keys minted by root")
 
 			var got uint64
 			err := e.mw.Handle(context.Background(), req, &transporttest.FakeResponseWriter{}, handlerFunc(func(ctx context.Context, _ *transport.Request, _ transport.ResponseWriter) error {
-				got = reqlog.FromContext(ctx).Root
+				log := reqlog.FromContext(ctx)
+				got = log.Root()
+				assert.Equal(t, got, log.Root(), "a key minted once")
 				return nil
 			}))
 			require.NoError(t, err)

@@ -15,9 +15,10 @@ type Log struct {
 	Procedure string
 	// Egress holds the request's outbound calls.
 	Egress calls.EgressLog
-	// Root is the key of the root request the request is part of, which
-	// its marked calls carry (0: none).
-	Root uint64
+	// root is the key of the root request the request is part of, which
+	// its marked calls carry: set when the request came with one (or
+	// admission judged it by one), else minted on first use (Root).
+	root atomic.Uint64
 	// owner is the Map that counts the Log, from Insert (it stays set
 	// after Remove: a call the handler left under way reads its clock),
 	// and shard the index of its shard there (_removed after Remove).
@@ -39,6 +40,24 @@ type Log struct {
 	// the sum is read, so the wrap does no harm under 71 minutes. In
 	// the word of padding after flags: a Log stays in its size class.
 	callTime atomic.Uint32
+}
+
+// SetRoot sets the key of the root request the request is part of.
+func (l *Log) SetRoot(k uint64) { l.root.Store(k) }
+
+// Root returns the key of the root request the request is part of, for
+// its marked calls to carry: the one set, or else one minted now by the
+// owner's mint (Map.MintRoots), once for all its calls, so that the
+// steady state, which marks no call, mints none. It is 0 (no key) for a
+// Log of a Map that mints none.
+func (l *Log) Root() uint64 {
+	if k := l.root.Load(); k != 0 || l.owner == nil || l.owner.mint == nil {
+		return k
+	}
+	if k := l.owner.mint(); l.root.CompareAndSwap(0, k) {
+		return k
+	}
+	return l.root.Load()
 }
 
 // SetNoRetry asks that the error response to this request tell the caller

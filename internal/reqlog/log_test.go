@@ -2,6 +2,8 @@ package reqlog
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,3 +158,42 @@ func TestParking(t *testing.T) {
 }
 
 type otherKey struct{}
+
+// TestRoot: a Log's root key is the one set; one given none mints one
+// through its Map on the first ask, the same key for every call of the
+// request however many ask at once; a Log of a Map that mints none, or
+// of none, has no key.
+func TestRoot(t *testing.T) {
+	t.Run("set", func(t *testing.T) {
+		m, err := NewMap(Config{})
+		require.NoError(t, err)
+		m.MintRoots(func() uint64 { t.Fatal("minted a key the log has"); return 1 })
+		l := m.Open("p")
+		l.SetRoot(0xabc)
+		assert.Equal(t, uint64(0xabc), l.Root())
+	})
+	t.Run("minted once, on the first ask", func(t *testing.T) {
+		m, err := NewMap(Config{})
+		require.NoError(t, err)
+		var mints atomic.Uint64
+		m.MintRoots(func() uint64 { return mints.Add(1) })
+		l := m.Open("p")
+		assert.Zero(t, mints.Load(), "minted before a call asked")
+		keys := make([]uint64, 8)
+		var wg sync.WaitGroup
+		for i := range keys {
+			wg.Go(func() { keys[i] = l.Root() })
+		}
+		wg.Wait()
+		require.NotZero(t, keys[0])
+		for _, k := range keys {
+			assert.Equal(t, keys[0], k, "calls of one request carry one key")
+		}
+	})
+	t.Run("no mint", func(t *testing.T) {
+		m, err := NewMap(Config{})
+		require.NoError(t, err)
+		assert.Zero(t, m.Open("p").Root())
+		assert.Zero(t, new(Log).Root())
+	})
+}

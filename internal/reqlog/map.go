@@ -35,7 +35,10 @@ type Map struct {
 	parker Parker
 	now    func() time.Time
 	base   time.Time
-	_      [_cacheLine]byte
+	// mint, set by MintRoots, mints the root keys of Logs that came
+	// with none (Log.Root). Only read once set.
+	mint func() uint64
+	_    [_cacheLine]byte
 	// full counts the shards holding their share, so that a full Map
 	// refuses without looking at any shard. Written only when a shard's
 	// count reaches its share or leaves it.
@@ -62,6 +65,11 @@ type Parker interface {
 func (m *Map) WatchCalls(p Parker, now func() time.Time) {
 	m.parker, m.now, m.base = p, now, now()
 }
+
+// MintRoots has the Map's Logs that were given no root key mint one with
+// mint, which never returns 0, when a call first asks for it (Log.Root).
+// Call it before the Map takes any Log.
+func (m *Map) MintRoots(mint func() uint64) { m.mint = mint }
 
 // micros reads the clock of timed Logs: microseconds since the Map's
 // WatchCalls, modulo 2^32.
