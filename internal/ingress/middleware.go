@@ -153,14 +153,11 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		adm.ticket = t
 		defer m.done(&adm)
 	}
-	r := m.track(ctx, req.Procedure, marked)
+	r := m.track(ctx, req.Procedure, marked, root)
 	if r == nil {
 		return m.serveUntracked(ctx, req, resw, h, edge)
 	}
 	log := &r.Log
-	if root != 0 {
-		log.SetRoot(root)
-	}
 	if m.admission != nil {
 		adm.log = log
 		if adm.ticket.Measured() {
@@ -275,15 +272,19 @@ func (m *Middleware) countAttempt(req *transport.Request) (int, bool) {
 }
 
 // track puts a new request for procedure in the ingress log map, with ctx
-// as the parent of its context and marked when it carries errown's
-// attempt mark, or returns nil when the map has no room.
-func (m *Middleware) track(ctx context.Context, procedure string, marked bool) *tracked {
+// as the parent of its context, marked when it carries errown's attempt
+// mark and with its root key when known (not 0), or returns nil when the
+// map has no room.
+func (m *Middleware) track(ctx context.Context, procedure string, marked bool, root uint64) *tracked {
 	if m.logs.Full() {
 		return nil
 	}
 	r := &tracked{Node: reqlog.Node{Context: ctx, Log: reqlog.Log{Procedure: procedure}}}
 	if marked {
 		r.Log.SetMarked()
+	}
+	if root != 0 {
+		r.Log.SetRoot(root)
 	}
 	if !m.logs.Insert(&r.Log) {
 		return nil
