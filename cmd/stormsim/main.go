@@ -117,6 +117,7 @@ type config struct {
 	svg      string
 	small    bool
 	arms     []string
+	variants []string
 	set      map[string]bool // flags given on the command line
 }
 
@@ -164,6 +165,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 				return fmt.Errorf("no arm %q", name)
 			}
 			c.arms = append(c.arms, strings.TrimSpace(name))
+		}
+		return nil
+	})
+	fs.Func("variants", "the capacity scenario's variants to run, comma-separated: "+strings.Join(stormsim.CapacityVariants(), ", ")+" (default all)", func(v string) error {
+		for _, name := range strings.Split(v, ",") {
+			if !slices.Contains(stormsim.CapacityVariants(), strings.TrimSpace(name)) {
+				return fmt.Errorf("no variant %q", name)
+			}
+			c.variants = append(c.variants, strings.TrimSpace(name))
 		}
 		return nil
 	})
@@ -418,7 +428,7 @@ func runReports(ctx context.Context, c config, scenarios []stormsim.Scenario, st
 	if c.set["timeout"] {
 		so.Timeout = c.opts.Timeout
 	}
-	so.Rate, so.Duration, so.Bin, so.Arms = c.opts.Rate, c.opts.Duration, c.opts.Bin, c.arms
+	so.Rate, so.Duration, so.Bin, so.Arms, so.Variants = c.opts.Rate, c.opts.Duration, c.opts.Bin, c.arms, c.variants
 	var (
 		reports []stormsim.Report
 		failed  int

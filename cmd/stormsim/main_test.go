@@ -434,6 +434,7 @@ func TestRunOpenLoopErrors(t *testing.T) {
 		want string
 	}{
 		{name: "arm", give: []string{"-scenario", "capacity", "-arms", "errown,prayer"}, want: `invalid value "errown,prayer" for flag -arms: no arm "prayer"`},
+		{name: "variant", give: []string{"-scenario", "capacity", "-variants", "fan-out,fan-in"}, want: `invalid value "fan-out,fan-in" for flag -variants: no variant "fan-in"`},
 		{name: "rate", give: []string{"-depth", "3", "-fail-depth", "1", "-rate", "-5"}, want: "rate: must be between 0 and 5000 root requests per second, got -5"},
 		{name: "bin", give: []string{"-depth", "3", "-fail-depth", "1", "-rate", "5", "-bin", "1ms"}, want: "bin: must be between 10ms and 10s, got 1ms"},
 	}

@@ -77,6 +77,10 @@ type ScenarioOptions struct {
 	// Arms, when not empty, are the names of the only arms the capacity
 	// scenario runs (see CapacityArms).
 	Arms []string
+	// Variants, when not empty, are the names of the only variants the
+	// capacity scenario runs (see CapacityVariants): a loop of a minute
+	// on the one being worked on.
+	Variants []string
 }
 
 // scenarioConfig is what a scenario plans its runs and figures with.

@@ -46,6 +46,16 @@ var _capacityVariants = []capacityVariant{
 	{group: "no caller policy", topology: "capacity", noCallerPolicy: true, what: "the serve variant with no retry policy at C, D's caller: no retry, no attempt timeout (C's calls to D run on B's 150ms) and no overload limit in front of D", recovers: true},
 }
 
+// CapacityVariants returns the names of the capacity scenario's
+// variants, in the order it runs them.
+func CapacityVariants() []string {
+	names := make([]string, len(_capacityVariants))
+	for i, v := range _capacityVariants {
+		names[i] = v.group
+	}
+	return names
+}
+
 // Sizes of the capacity scenario.
 const (
 	// _capacityDeadline is every root request's deadline.
@@ -161,7 +171,7 @@ func CapacityScenario(arms []Arm) Scenario {
 		plan: func(c scenarioConfig) []plannedRun {
 			var runs []plannedRun
 			for _, v := range _capacityVariants {
-				if c.Small && !v.metastable {
+				if c.Small && !v.metastable || len(c.Variants) > 0 && !oneOf(v.group, c.Variants) {
 					continue
 				}
 				t := v.load()

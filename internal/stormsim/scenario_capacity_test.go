@@ -142,6 +142,11 @@ func TestCapacityScenarioPlanAndAnalytic(t *testing.T) {
 	assert.Len(t, small, 4, "small: every hop retries and errown, serve and leave")
 	picked := s.plan(scenarioConfig{ScenarioOptions{Arms: []string{ArmErrown}}})
 	assert.Len(t, picked, len(_capacityVariants))
+	one := s.plan(scenarioConfig{ScenarioOptions{Arms: []string{ArmErrown, ArmOracle}, Variants: []string{"fan-out"}}})
+	require.Len(t, one, 2, "one variant, two arms")
+	assert.Equal(t, "fan-out: "+ArmErrown, one[0].label)
+	assert.Equal(t, "fan-out: "+ArmOracle, one[1].label)
+	assert.Equal(t, []string{"serve", "leave", "fan-out", "crash", "four callers", "no caller policy"}, CapacityVariants())
 
 	// Analytic: nothing runs, nothing is judged, the report says why.
 	rep, err := s.Run(context.Background(), ScenarioOptions{Analytic: true})
