@@ -156,14 +156,7 @@ func validWiring(w string) error {
 func ConfigFromYAML(b []byte) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(b)) > 0 {
-		var raw interface{}
-		if err := yaml.Unmarshal(b, &raw); err != nil {
-			return Config{}, fmt.Errorf("errown: config: %w", err)
-		}
-		if err := checkYAML("", raw, reflect.TypeOf(c), yamlDefaults()); err != nil {
-			return Config{}, fmt.Errorf("errown: config: %w", err)
-		}
-		if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		if err := yaml.UnmarshalStrict(b, (*configDoc)(&c)); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
 	}
@@ -172,4 +165,27 @@ func ConfigFromYAML(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("errown: config: %w", err)
 	}
 	return c, nil
+}
+
+// configDoc is a Config read from YAML: yaml parses the document once,
+// and UnmarshalYAML reads the parsed document twice, first as plain
+// values for checkYAML, then, if it finds nothing wrong, strictly into
+// the Config.
+type configDoc Config
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *configDoc) UnmarshalYAML(unmarshal func(interface{}) error) error {
+	var raw interface{}
+	if err := unmarshal(&raw); err != nil {
+		if _, dup := err.(*yaml.TypeError); !dup {
+			return err
+		}
+		// Read as plain values, the only type error is a key written
+		// twice in one mapping (the first is kept); the strict read
+		// into the Config below reports each again, under its field.
+	}
+	if err := checkYAML("", raw, reflect.TypeFor[Config](), yamlDefaults()); err != nil {
+		return err
+	}
+	return unmarshal((*Config)(d))
 }

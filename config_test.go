@@ -164,6 +164,42 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+// TestConfigFromYAMLParsedOnce: the document is parsed once and read
+// from the parsed form, checks first: a key written twice is refused,
+// anchors and aliases are read, and a value checkYAML refuses is
+// reported by itself, with no strict decoding error beside it.
+func TestConfigFromYAMLParsedOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    string
+		want    Config
+		wantErr []string
+	}{
+		{name: "a key twice", give: "mode: observe\nmode: enforce",
+			wantErr: []string{"errown: config: yaml: unmarshal errors:\n  line 2: field mode already set in type errown.Config"}},
+		{name: "a nested key twice", give: "retry:\n  budget:\n    ratio: 0.5\n    ratio: 0.2",
+			wantErr: []string{"errown: config: yaml: unmarshal errors:\n  line 4: field ratio already set in type retry.BudgetConfig"}},
+		{name: "a key twice, the first a refused zero", give: "retry:\n  budget:\n    ratio: 0\n    ratio: 0.2",
+			wantErr: []string{"errown: config: retry.budget.ratio: 0 would mean the default 0.1; for a budget that is nearly all floor write a tiny ratio such as 0.0001"}},
+		{name: "an alias", give: "admission: &a {maxQueue: 3}\nedge: {}",
+			want: func() Config { c := DefaultConfig(); c.Admission.MaxQueue = 3; return c }()},
+		{name: "checked only", give: "ingress:\n  shards: three",
+			wantErr: []string{`errown: config: ingress.shards: want an integer, got string "three"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ConfigFromYAML([]byte(tt.give))
+			if len(tt.wantErr) == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tt.wantErr, errorStrings(err))
+		})
+	}
+}
+
 // TestConfigFromYAMLEveryBadKind: every bad edge kind is reported under
 // its key, not only the first.
 func TestConfigFromYAMLEveryBadKind(t *testing.T) {
