@@ -90,14 +90,7 @@ func DefaultConfig() Config {
 // WithDefaults returns c with every zero field set to DefaultConfig's:
 // the configuration the memory runs with. With NoHysteresis, the
 // hysteresis is kept as given.
-func (c Config) WithDefaults() Config {
-	h := c.Hysteresis
-	c = defaults.Fill(c, DefaultConfig())
-	if c.NoHysteresis {
-		c.Hysteresis = h
-	}
-	return c
-}
+func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // FleetQueries returns the fleet queries the memory sends: those of
 // c.Fleet, or for each one left empty the default query over c's window

@@ -186,19 +186,7 @@ func DefaultPolicyConfig() PolicyConfig {
 // each policy's to DefaultPolicyConfig's: the configuration the
 // middleware runs with. A budget with NoFloor keeps its MinPerSecond.
 func (c Config) WithDefaults() Config {
-	floor := c.Budget.MinPerSecond
-	ps := c.Policies
-	c = defaults.Fill(c, DefaultConfig())
-	if c.Budget.NoFloor {
-		c.Budget.MinPerSecond = floor
-	}
-	if len(ps) > 0 {
-		c.Policies = make([]PolicyConfig, len(ps))
-		for i, p := range ps {
-			c.Policies[i] = defaults.Fill(p, DefaultPolicyConfig())
-		}
-	}
-	return c
+	return defaults.Fill(c, DefaultConfig(), DefaultPolicyConfig())
 }
 
 // Validate reports every invalid field of c, after defaults are applied, at
