@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/memory"
 
 	"cmp"
@@ -95,23 +96,22 @@ type RetryConfig = retry.Config
 func DefaultConfig() Config { return Config{}.withDefaults() }
 
 // withDefaults returns c with every field left zero set to its default,
-// section by section (each section's WithDefaults).
+// section by section (each section's DefaultConfig). The sections'
+// header names and mode are the root's: they are not filled here, and
+// sections gives them to each section where its middleware is built.
 func (c Config) withDefaults() Config {
-	c.Headers = c.Headers.WithDefaults()
+	c.Headers = defaults.Fill(c.Headers, ownership.DefaultHeaders())
 	c.Mode = cmp.Or(c.Mode, retry.DefaultConfig().Mode)
 	c.Wiring = cmp.Or(c.Wiring, WiringRequire)
-	c.InboundConfig = c.InboundConfig.WithDefaults()
-	c.OutboundConfig = c.OutboundConfig.WithDefaults()
-	c.Retry = c.Retry.WithDefaults()
-	c.Memory = c.Memory.WithDefaults()
-	// The sections' header names and mode are the root's (sections).
-	c.InboundConfig.Headers, c.OutboundConfig.Headers = ownership.Headers{}, ownership.Headers{}
-	c.Retry.Headers, c.Retry.Mode = ownership.Headers{}, ""
+	c.InboundConfig = defaults.Section(c.InboundConfig, inbound.DefaultConfig())
+	c.OutboundConfig = defaults.Section(c.OutboundConfig, outbound.DefaultConfig())
+	c.Retry = defaults.Section(c.Retry, retry.DefaultConfig(), retry.DefaultPolicyConfig())
+	c.Memory = defaults.Fill(c.Memory, depmem.DefaultConfig())
 	return c
 }
 
 // sections returns the configurations of the inbound, outbound and retry
-// middleware: c's sections with c's header names and mode.
+// middleware: c's sections, given c's header names and mode.
 func (c Config) sections() (inbound.Config, outbound.Config, retry.Config) {
 	in, out, re := c.InboundConfig, c.OutboundConfig, c.Retry
 	in.Headers, out.Headers, re.Headers, re.Mode = c.Headers, c.Headers, c.Headers, c.Mode

@@ -13,6 +13,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -411,4 +412,31 @@ func TestConfigFromYAMLAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConfigSectionsTakeTheRoots: the sections' header names and mode
+// are the root's, given where their middleware is built; filling the
+// defaults neither fills them nor clears what a Go literal put there.
+func TestConfigSectionsTakeTheRoots(t *testing.T) {
+	give := Config{
+		Headers: ownership.Headers{Claim: "my-claim"},
+		Mode:    retry.ModeObserve,
+		Retry:   RetryConfig{Mode: retry.ModeEnforce, Headers: ownership.Headers{Claim: "ignored"}},
+	}
+	c := give.withDefaults()
+	assert.Equal(t, give.Retry.Headers, c.Retry.Headers, "not filled, not cleared")
+	assert.Equal(t, give.Retry.Mode, c.Retry.Mode)
+	assert.Equal(t, ownership.Headers{}, c.InboundConfig.Headers)
+	assert.Equal(t, ownership.Headers{}, c.OutboundConfig.Headers)
+
+	want := ownership.DefaultHeaders()
+	want.Claim = "my-claim"
+	in, out, re := c.sections()
+	assert.Equal(t, want, in.Headers)
+	assert.Equal(t, want, out.Headers)
+	assert.Equal(t, want, re.Headers)
+	assert.Equal(t, retry.ModeObserve, re.Mode, "the root's mode, whatever the section holds")
+	assert.Equal(t, inbound.DefaultConfig().MaxRootProcedures, in.MaxRootProcedures, "the section's own keys filled")
+	assert.Equal(t, outbound.DefaultConfig().IncidentWindow, out.IncidentWindow)
+	assert.Equal(t, retry.DefaultConfig().Budget, re.Budget)
 }
