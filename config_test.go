@@ -13,6 +13,7 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
@@ -84,7 +85,7 @@ func TestConfigFromYAML(t *testing.T) {
 		{CallerProcedure: "checkout", Service: "payments", Kind: new(ownership.KindFailClose)},
 		{Service: "search", Procedure: "suggest", Kind: new(ownership.KindUnknown)},
 	}, c.Dependencies)
-	assert.Equal(t, depmem.Config{OpenThreshold: 0.1, NoHysteresis: true}.WithDefaults(), c.Memory)
+	assert.Equal(t, defaults.Fill(depmem.Config{OpenThreshold: 0.1, NoHysteresis: true}, depmem.DefaultConfig()), c.Memory)
 	assert.Equal(t, 0.0, c.Memory.Hysteresis, "noHysteresis: true")
 	assert.Equal(t, DefaultConfig().Memory.Window, c.Memory.Window, "a key left out: its default")
 }
@@ -408,7 +409,7 @@ func TestConfigFromYAMLAdmission(t *testing.T) {
 			assert.Equal(t, tt.wantErr == "", err == nil, "%v", err)
 			assert.Contains(t, fmt.Sprint(err), tt.wantErr)
 			if tt.wantErr == "" {
-				assert.Equal(t, (inbound.Config{Admission: tt.want}).WithDefaults().Admission, cfg.Admission)
+				assert.Equal(t, defaults.Fill(inbound.Config{Admission: tt.want}, inbound.DefaultConfig()).Admission, cfg.Admission)
 			}
 		})
 	}

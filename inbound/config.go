@@ -193,13 +193,13 @@ func DefaultConfig() Config {
 	}
 }
 
-// WithDefaults returns c with every zero field set to DefaultConfig's:
+// withDefaults returns c with every zero field set to DefaultConfig's:
 // the configuration the middleware runs with.
-func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
+func (c Config) withDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", reqlog.Config(c.Ingress).Validate()))
 	err = multierr.Append(err, c.Edge.validate())

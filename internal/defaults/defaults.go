@@ -1,9 +1,11 @@
 // Package defaults holds the wire names of errown's application headers
 // and of the dependency memory's edge labels,
-// which errown's packages and tests share, and Fill, which the public
-// configuration packages use to give a field left zero its default. Each
-// of those packages writes its defaults once, in its DefaultConfig (or
-// ownership.DefaultHeaders); Fill reads them from there.
+// which errown's packages and tests share, and Fill, the one place a
+// configuration field left zero is given its default: by the public
+// configuration packages' Validate, by errown's Config and by the
+// middleware constructors. Each of those packages writes its defaults
+// once, in its DefaultConfig (or ownership.DefaultHeaders); Fill reads
+// them from there.
 package defaults
 
 import (
