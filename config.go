@@ -9,7 +9,6 @@ import (
 	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/memory"
 
-	"cmp"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/outbound"
@@ -92,22 +91,26 @@ type RetryConfig = retry.Config
 
 // DefaultConfig returns the configuration errown runs with when given
 // nothing: every section's DefaultConfig, and no retry policy. A YAML
-// errown section is read over it.
-func DefaultConfig() Config { return Config{}.withDefaults() }
+// errown section is read over it. The sections' header names and mode
+// are the root's, so they are left zero there.
+func DefaultConfig() Config {
+	return Config{
+		Headers:        ownership.DefaultHeaders(),
+		Mode:           retry.DefaultConfig().Mode,
+		Wiring:         WiringRequire,
+		InboundConfig:  defaults.Section(InboundConfig{}, inbound.DefaultConfig()),
+		OutboundConfig: defaults.Section(OutboundConfig{}, outbound.DefaultConfig()),
+		Retry:          defaults.Section(RetryConfig{}, retry.DefaultConfig()),
+		Memory:         depmem.DefaultConfig(),
+	}
+}
 
-// withDefaults returns c with every field left zero set to its default,
-// section by section (each section's DefaultConfig). The sections'
-// header names and mode are the root's: they are not filled here, and
-// sections gives them to each section where its middleware is built.
+// withDefaults returns c with every field left zero set to
+// DefaultConfig's, each retry policy's to retry.DefaultPolicyConfig's.
+// The sections' header names and mode are left as given: sections gives
+// each section the root's where its middleware is built.
 func (c Config) withDefaults() Config {
-	c.Headers = defaults.Fill(c.Headers, ownership.DefaultHeaders())
-	c.Mode = cmp.Or(c.Mode, retry.DefaultConfig().Mode)
-	c.Wiring = cmp.Or(c.Wiring, WiringRequire)
-	c.InboundConfig = defaults.Section(c.InboundConfig, inbound.DefaultConfig())
-	c.OutboundConfig = defaults.Section(c.OutboundConfig, outbound.DefaultConfig())
-	c.Retry = defaults.Section(c.Retry, retry.DefaultConfig(), retry.DefaultPolicyConfig())
-	c.Memory = defaults.Fill(c.Memory, depmem.DefaultConfig())
-	return c
+	return defaults.Fill(c, DefaultConfig(), retry.DefaultPolicyConfig())
 }
 
 // sections returns the configurations of the inbound, outbound and retry
