@@ -6,9 +6,9 @@ import (
 	"reflect"
 
 	"github.com/errown/errown/internal/configkey"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/memory"
 
-	"cmp"
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/outbound"
@@ -91,27 +91,30 @@ type RetryConfig = retry.Config
 
 // DefaultConfig returns the configuration errown runs with when given
 // nothing: every section's DefaultConfig, and no retry policy. A YAML
-// errown section is read over it.
-func DefaultConfig() Config { return Config{}.withDefaults() }
+// errown section is read over it. The sections' header names and mode
+// are the root's, so they are left zero there.
+func DefaultConfig() Config {
+	return Config{
+		Headers:        ownership.DefaultHeaders(),
+		Mode:           retry.DefaultConfig().Mode,
+		Wiring:         WiringRequire,
+		InboundConfig:  defaults.Section(InboundConfig{}, inbound.DefaultConfig()),
+		OutboundConfig: defaults.Section(OutboundConfig{}, outbound.DefaultConfig()),
+		Retry:          defaults.Section(RetryConfig{}, retry.DefaultConfig()),
+		Memory:         depmem.DefaultConfig(),
+	}
+}
 
-// withDefaults returns c with every field left zero set to its default,
-// section by section (each section's WithDefaults).
+// withDefaults returns c with every field left zero set to
+// DefaultConfig's, each retry policy's to retry.DefaultPolicyConfig's.
+// The sections' header names and mode are left as given: sections gives
+// each section the root's where its middleware is built.
 func (c Config) withDefaults() Config {
-	c.Headers = c.Headers.WithDefaults()
-	c.Mode = cmp.Or(c.Mode, retry.DefaultConfig().Mode)
-	c.Wiring = cmp.Or(c.Wiring, WiringRequire)
-	c.InboundConfig = c.InboundConfig.WithDefaults()
-	c.OutboundConfig = c.OutboundConfig.WithDefaults()
-	c.Retry = c.Retry.WithDefaults()
-	c.Memory = c.Memory.WithDefaults()
-	// The sections' header names and mode are the root's (sections).
-	c.InboundConfig.Headers, c.OutboundConfig.Headers = ownership.Headers{}, ownership.Headers{}
-	c.Retry.Headers, c.Retry.Mode = ownership.Headers{}, ""
-	return c
+	return defaults.Fill(c, DefaultConfig(), retry.DefaultPolicyConfig())
 }
 
 // sections returns the configurations of the inbound, outbound and retry
-// middleware: c's sections with c's header names and mode.
+// middleware: c's sections, given c's header names and mode.
 func (c Config) sections() (inbound.Config, outbound.Config, retry.Config) {
 	in, out, re := c.InboundConfig, c.OutboundConfig, c.Retry
 	in.Headers, out.Headers, re.Headers, re.Mode = c.Headers, c.Headers, c.Headers, c.Mode
@@ -156,14 +159,7 @@ func validWiring(w string) error {
 func ConfigFromYAML(b []byte) (Config, error) {
 	var c Config
 	if len(bytes.TrimSpace(b)) > 0 {
-		var raw interface{}
-		if err := yaml.Unmarshal(b, &raw); err != nil {
-			return Config{}, fmt.Errorf("errown: config: %w", err)
-		}
-		if err := checkYAML("", raw, reflect.TypeOf(c), yamlDefaults()); err != nil {
-			return Config{}, fmt.Errorf("errown: config: %w", err)
-		}
-		if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		if err := yaml.UnmarshalStrict(b, (*configDoc)(&c)); err != nil {
 			return Config{}, fmt.Errorf("errown: config: %w", err)
 		}
 	}
@@ -172,4 +168,27 @@ func ConfigFromYAML(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("errown: config: %w", err)
 	}
 	return c, nil
+}
+
+// configDoc is a Config read from YAML: yaml parses the document once,
+// and UnmarshalYAML reads the parsed document twice, first as plain
+// values for checkYAML, then, if it finds nothing wrong, strictly into
+// the Config.
+type configDoc Config
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *configDoc) UnmarshalYAML(unmarshal func(interface{}) error) error {
+	var raw interface{}
+	if err := unmarshal(&raw); err != nil {
+		if _, dup := err.(*yaml.TypeError); !dup {
+			return err
+		}
+		// Read as plain values, the only type error is a key written
+		// twice in one mapping (the first is kept); the strict read
+		// into the Config below reports each again, under its field.
+	}
+	if err := checkYAML("", raw, reflect.TypeFor[Config](), yamlDefaults()); err != nil {
+		return err
+	}
+	return unmarshal((*Config)(d))
 }

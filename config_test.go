@@ -13,6 +13,8 @@ import (
 
 	"github.com/errown/errown/depmem"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/defaults"
+	"github.com/errown/errown/outbound"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -83,7 +85,7 @@ func TestConfigFromYAML(t *testing.T) {
 		{CallerProcedure: "checkout", Service: "payments", Kind: new(ownership.KindFailClose)},
 		{Service: "search", Procedure: "suggest", Kind: new(ownership.KindUnknown)},
 	}, c.Dependencies)
-	assert.Equal(t, depmem.Config{OpenThreshold: 0.1, NoHysteresis: true}.WithDefaults(), c.Memory)
+	assert.Equal(t, defaults.Fill(depmem.Config{OpenThreshold: 0.1, NoHysteresis: true}, depmem.DefaultConfig()), c.Memory)
 	assert.Equal(t, 0.0, c.Memory.Hysteresis, "noHysteresis: true")
 	assert.Equal(t, DefaultConfig().Memory.Window, c.Memory.Window, "a key left out: its default")
 }
@@ -160,6 +162,42 @@ func TestConfigFromYAMLErrorsNameTheKey(t *testing.T) {
 			for _, want := range tt.want {
 				assert.ErrorContains(t, err, want)
 			}
+		})
+	}
+}
+
+// TestConfigFromYAMLParsedOnce: the document is parsed once and read
+// from the parsed form, checks first: a key written twice is refused,
+// anchors and aliases are read, and a value checkYAML refuses is
+// reported by itself, with no strict decoding error beside it.
+func TestConfigFromYAMLParsedOnce(t *testing.T) {
+	tests := []struct {
+		name    string
+		give    string
+		want    Config
+		wantErr []string
+	}{
+		{name: "a key twice", give: "mode: observe\nmode: enforce",
+			wantErr: []string{"errown: config: yaml: unmarshal errors:\n  line 2: field mode already set in type errown.Config"}},
+		{name: "a nested key twice", give: "retry:\n  budget:\n    ratio: 0.5\n    ratio: 0.2",
+			wantErr: []string{"errown: config: yaml: unmarshal errors:\n  line 4: field ratio already set in type retry.BudgetConfig"}},
+		{name: "a key twice, the first a refused zero", give: "retry:\n  budget:\n    ratio: 0\n    ratio: 0.2",
+			wantErr: []string{"errown: config: retry.budget.ratio: 0 would mean the default 0.1; for a budget that is nearly all floor write a tiny ratio such as 0.0001"}},
+		{name: "an alias", give: "admission: &a {maxQueue: 3}\nedge: {}",
+			want: func() Config { c := DefaultConfig(); c.Admission.MaxQueue = 3; return c }()},
+		{name: "checked only", give: "ingress:\n  shards: three",
+			wantErr: []string{`errown: config: ingress.shards: want an integer, got string "three"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ConfigFromYAML([]byte(tt.give))
+			if len(tt.wantErr) == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, got)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tt.wantErr, errorStrings(err))
 		})
 	}
 }
@@ -371,8 +409,35 @@ func TestConfigFromYAMLAdmission(t *testing.T) {
 			assert.Equal(t, tt.wantErr == "", err == nil, "%v", err)
 			assert.Contains(t, fmt.Sprint(err), tt.wantErr)
 			if tt.wantErr == "" {
-				assert.Equal(t, (inbound.Config{Admission: tt.want}).WithDefaults().Admission, cfg.Admission)
+				assert.Equal(t, defaults.Fill(inbound.Config{Admission: tt.want}, inbound.DefaultConfig()).Admission, cfg.Admission)
 			}
 		})
 	}
+}
+
+// TestConfigSectionsTakeTheRoots: the sections' header names and mode
+// are the root's, given where their middleware is built; filling the
+// defaults neither fills them nor clears what a Go literal put there.
+func TestConfigSectionsTakeTheRoots(t *testing.T) {
+	give := Config{
+		Headers: ownership.Headers{Claim: "my-claim"},
+		Mode:    retry.ModeObserve,
+		Retry:   RetryConfig{Mode: retry.ModeEnforce, Headers: ownership.Headers{Claim: "ignored"}},
+	}
+	c := give.withDefaults()
+	assert.Equal(t, give.Retry.Headers, c.Retry.Headers, "not filled, not cleared")
+	assert.Equal(t, give.Retry.Mode, c.Retry.Mode)
+	assert.Equal(t, ownership.Headers{}, c.InboundConfig.Headers)
+	assert.Equal(t, ownership.Headers{}, c.OutboundConfig.Headers)
+
+	want := ownership.DefaultHeaders()
+	want.Claim = "my-claim"
+	in, out, re := c.sections()
+	assert.Equal(t, want, in.Headers)
+	assert.Equal(t, want, out.Headers)
+	assert.Equal(t, want, re.Headers)
+	assert.Equal(t, retry.ModeObserve, re.Mode, "the root's mode, whatever the section holds")
+	assert.Equal(t, inbound.DefaultConfig().MaxRootProcedures, in.MaxRootProcedures, "the section's own keys filled")
+	assert.Equal(t, outbound.DefaultConfig().IncidentWindow, out.IncidentWindow)
+	assert.Equal(t, retry.DefaultConfig().Budget, re.Budget)
 }

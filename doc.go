@@ -70,6 +70,15 @@
 // incident window and refused repeats by outbound. Each field's comment
 // states its default; docs/configuration.md lists every key.
 //
+// In Go, a field of Config left zero means its default, as in yarpc's and
+// grpc-go's option structs: errown fills it from DefaultConfig, where
+// every default is written once, so a literal names only what it changes
+// and Config{} runs as DefaultConfig(). A zero meant as zero is written as
+// in YAML, with its switch (NoFloor, NoHysteresis) or as the least value
+// (MaxAttempts: 1); zap's way, literals built from DefaultConfig() with
+// zero meaning zero, would change what every existing literal means
+// without the compiler noticing, so it is not taken.
+//
 // Configuration never silently does nothing: a misspelled errown key or a
 // value of the wrong type fails with an error that names the key and the
 // value, and a retry policy or dependency declaration for a service the

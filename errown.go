@@ -135,7 +135,7 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 	if o.Scope != tally.NoopScope {
 		metrics = _metricsV4
 	}
-	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: cmp.Or(cfg.Wiring, WiringRequire), source: "errown.New", metrics: metrics}
+	m := &Middleware{inbound: in, egress: egress, retry: r, memory: mem, kinds: kinds, cfg: cfg, wiring: cmp.Or(cfg.Wiring, DefaultConfig().Wiring), source: "errown.New", metrics: metrics}
 	m.direct = egress.Direct(r.Attempts())
 	m.gauges = newGauges(m, scope)
 	return m, nil

@@ -74,7 +74,7 @@ func (m *Middleware) modes() retry.Modes {
 
 // modesOf returns the modes c runs calls in.
 func modesOf(c retry.Config) retry.Modes {
-	top := cmp.Or(c.Mode, retry.ModeEnforce)
+	top := cmp.Or(c.Mode, retry.DefaultConfig().Mode)
 	out := retry.Modes{Mode: top, Overrides: []retry.ModeOverride{}}
 	for _, p := range c.Policies {
 		if p.Mode != "" && p.Mode != top {

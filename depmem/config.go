@@ -87,23 +87,16 @@ func DefaultConfig() Config {
 	}
 }
 
-// WithDefaults returns c with every zero field set to DefaultConfig's:
+// withDefaults returns c with every zero field set to DefaultConfig's:
 // the configuration the memory runs with. With NoHysteresis, the
 // hysteresis is kept as given.
-func (c Config) WithDefaults() Config {
-	h := c.Hysteresis
-	c = defaults.Fill(c, DefaultConfig())
-	if c.NoHysteresis {
-		c.Hysteresis = h
-	}
-	return c
-}
+func (c Config) withDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // FleetQueries returns the fleet queries the memory sends: those of
 // c.Fleet, or for each one left empty the default query over c's window
 // (its default when zero) and selector.
 func (c Config) FleetQueries() (failures, joint string) {
-	window := c.WithDefaults().Window
+	window := c.withDefaults().Window
 	query := func(metric string) string {
 		return fmt.Sprintf("sum by (%s, %s, %s) (increase(%s{%s}[%ds]))",
 			defaults.LabelCallerProcedure, defaults.LabelCalleeService, defaults.LabelCalleeProcedure,
@@ -119,7 +112,7 @@ func (c Config) FleetQueries() (failures, joint string) {
 // that key in front.
 func (c Config) Validate() error {
 	fleet := c.Fleet // as given: its checks tell unset queries from set ones
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	var err error
 	add := func(format string, args ...interface{}) {
 		err = multierr.Append(err, fmt.Errorf(format, args...))

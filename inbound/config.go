@@ -40,17 +40,33 @@ type Config struct {
 	Admission AdmissionConfig `yaml:"admission,omitempty"`
 }
 
+// AdmissionMode says whether the service sheds load: disabled, observe
+// or enforce. Its values are not retry.Mode's: admission has disabled,
+// and is off unless asked for.
+type AdmissionMode string
+
 // Values of AdmissionConfig.Mode.
 const (
-	// AdmissionDisabled serves every request as it comes. (Not "off":
-	// YAML reads an unquoted off as false.)
-	AdmissionDisabled = "disabled"
+	// AdmissionDisabled serves every request as it comes. The default.
+	// (Not "off": YAML reads an unquoted off as false.)
+	AdmissionDisabled AdmissionMode = "disabled"
 	// AdmissionObserve serves every request as it comes, and counts what
 	// enforce would shed (inbound.shed with mode observe).
-	AdmissionObserve = "observe"
+	AdmissionObserve AdmissionMode = "observe"
 	// AdmissionEnforce sheds.
-	AdmissionEnforce = "enforce"
+	AdmissionEnforce AdmissionMode = "enforce"
 )
+
+// Validate reports whether m is an admission mode errown knows ("" is
+// the default, disabled), as the key mode.
+func (m AdmissionMode) Validate() error {
+	switch m {
+	case "", AdmissionDisabled, AdmissionObserve, AdmissionEnforce:
+		return nil
+	default:
+		return fmt.Errorf("mode: must be %q, %q or %q, got %q", AdmissionDisabled, AdmissionObserve, AdmissionEnforce, string(m))
+	}
+}
 
 // AdmissionConfig configures the service's own load shedding: an
 // adaptive limit on the requests it works on at once, learned from each
@@ -68,7 +84,7 @@ const (
 // count it (they count timeouts). The defaults need no tuning.
 type AdmissionConfig struct {
 	// Mode is "disabled" (the default), "observe" or "enforce".
-	Mode string `yaml:"mode,omitempty"`
+	Mode AdmissionMode `yaml:"mode,omitempty"`
 	// MaxQueue bounds the requests waiting for a worker once the limit is
 	// reached; retries and requests of callers in an incident may take
 	// only half of it. Default 32.
@@ -89,10 +105,7 @@ func (c AdmissionConfig) withDefaults() AdmissionConfig {
 // each under "admission".
 func (c AdmissionConfig) validate() error {
 	c = c.withDefaults()
-	var err error
-	if c.Mode != AdmissionDisabled && c.Mode != AdmissionObserve && c.Mode != AdmissionEnforce {
-		err = multierr.Append(err, fmt.Errorf("admission.mode: must be %q, %q or %q, got %q", AdmissionDisabled, AdmissionObserve, AdmissionEnforce, c.Mode))
-	}
+	err := configkey.Under("admission", c.Mode.Validate())
 	for _, f := range []struct {
 		key string
 		v   int
@@ -182,13 +195,13 @@ func DefaultConfig() Config {
 	}
 }
 
-// WithDefaults returns c with every zero field set to DefaultConfig's:
+// withDefaults returns c with every zero field set to DefaultConfig's:
 // the configuration the middleware runs with.
-func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
+func (c Config) withDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	err := c.Headers.Validate()
 	err = multierr.Append(err, configkey.Under("ingress", reqlog.Config(c.Ingress).Validate()))
 	err = multierr.Append(err, c.Edge.validate())

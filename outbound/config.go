@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 	"go.uber.org/multierr"
 )
@@ -37,10 +36,6 @@ func DefaultConfig() Config {
 		IncidentWindow: 10 * time.Second,
 	}
 }
-
-// WithDefaults returns c with every zero field set to DefaultConfig's:
-// the configuration the middleware runs with.
-func (c Config) WithDefaults() Config { return defaults.Fill(c, DefaultConfig()) }
 
 // Validate reports every invalid field of c after defaults are applied.
 func (c Config) Validate() error {

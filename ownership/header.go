@@ -117,15 +117,15 @@ func (h *Headers) fields() []headerField {
 	}
 }
 
-// WithDefaults returns h with each empty name replaced by
+// withDefaults returns h with each empty name replaced by
 // DefaultHeaders' (the zero Headers are the defaults).
-func (h Headers) WithDefaults() Headers { return defaults.Fill(h, DefaultHeaders()) }
+func (h Headers) withDefaults() Headers { return defaults.Fill(h, DefaultHeaders()) }
 
 // Validate reports, by YAML key, every invalid header name of h after
 // defaults are applied (see validateHeaderName), and every name used by
 // two headers.
 func (h Headers) Validate() error {
-	h = h.WithDefaults()
+	h = h.withDefaults()
 	var err error
 	used := make(map[string]string, 7)
 	for _, f := range h.fields() {

@@ -24,7 +24,7 @@ func TestHeadersWithDefaults(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, tt.give.WithDefaults(), "%+v", tt.give)
+		assert.Equal(t, tt.want, tt.give.withDefaults(), "%+v", tt.give)
 	}
 }
 

@@ -184,23 +184,11 @@ func DefaultPolicyConfig() PolicyConfig {
 	}
 }
 
-// WithDefaults returns c with every zero field set to DefaultConfig's,
+// withDefaults returns c with every zero field set to DefaultConfig's,
 // each policy's to DefaultPolicyConfig's: the configuration the
 // middleware runs with. A budget with NoFloor keeps its MinPerSecond.
-func (c Config) WithDefaults() Config {
-	floor := c.Budget.MinPerSecond
-	ps := c.Policies
-	c = defaults.Fill(c, DefaultConfig())
-	if c.Budget.NoFloor {
-		c.Budget.MinPerSecond = floor
-	}
-	if len(ps) > 0 {
-		c.Policies = make([]PolicyConfig, len(ps))
-		for i, p := range ps {
-			c.Policies[i] = defaults.Fill(p, DefaultPolicyConfig())
-		}
-	}
-	return c
+func (c Config) withDefaults() Config {
+	return defaults.Fill(c, DefaultConfig(), DefaultPolicyConfig())
 }
 
 // Validate reports every invalid field of c, after defaults are applied, at
@@ -208,7 +196,7 @@ func (c Config) WithDefaults() Config {
 // e.g. "policies[1].maxAttempts: must be between 1 and 10, got 11"; a
 // caller that nests Config under a key of its own adds that key in front.
 func (c Config) Validate() error {
-	c = c.WithDefaults()
+	c = c.withDefaults()
 	err := multierr.Combine(
 		c.Headers.Validate(),
 		c.Mode.validate("mode"),

@@ -80,7 +80,7 @@ func TestConfigWithDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, tt.give.WithDefaults(), "WithDefaults()")
+			assert.Equal(t, tt.want, tt.give.withDefaults(), "withDefaults()")
 		})
 	}
 }
@@ -88,7 +88,7 @@ func TestConfigWithDefaults(t *testing.T) {
 func TestConfigWithDefaultsLeavesCallerAlone(t *testing.T) {
 	give := Config{Policies: []PolicyConfig{{Service: "s"}}}
 
-	_ = give.WithDefaults()
+	_ = give.withDefaults()
 
 	assert.Equal(t, PolicyConfig{Service: "s"}, give.Policies[0], "caller's policy must be unchanged")
 }

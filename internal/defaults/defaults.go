@@ -1,12 +1,17 @@
 // Package defaults holds the wire names of errown's application headers
 // and of the dependency memory's edge labels,
-// which errown's packages and tests share, and Fill, which the public
-// configuration packages use to give a field left zero its default. Each
-// of those packages writes its defaults once, in its DefaultConfig (or
-// ownership.DefaultHeaders); Fill reads them from there.
+// which errown's packages and tests share, and Fill, the one place a
+// configuration field left zero is given its default: by the public
+// configuration packages' Validate, by errown's Config and by the
+// middleware constructors. Each of those packages writes its defaults
+// once, in its DefaultConfig (or ownership.DefaultHeaders); Fill reads
+// them from there.
 package defaults
 
-import "reflect"
+import (
+	"reflect"
+	"strings"
+)
 
 // Application header names (ownership.DefaultHeaders). yarpc lowercases
 // header names, so these are lower case too.
@@ -42,25 +47,74 @@ const (
 
 // Fill returns v with each field left zero (a list: empty) set to def's,
 // struct fields field by field: the zero-means-default rule of errown's
-// configuration structs, with def their DefaultConfig. A field whose zero
-// means the default only unless a switch says otherwise (noFloor) is the
-// caller's to put back.
-func Fill[T any](v, def T) T {
-	out := reflect.ValueOf(&v).Elem()
-	fill(out, reflect.ValueOf(def))
+// configuration structs, with def their DefaultConfig. A field tagged
+// zerounless:"key" keeps its zero (and any value) while its sibling of
+// YAML key key is true (minPerSecond beside noFloor: true). Each item of
+// a list of structs is filled from the one of items that has its type
+// (a retry policy from DefaultPolicyConfig); the list is copied first,
+// never changed in place.
+func Fill[T any](v, def T, items ...any) T {
+	fill(reflect.ValueOf(&v).Elem(), reflect.ValueOf(def), itemDefaults(items), false)
 	return v
 }
 
-func fill(v, def reflect.Value) {
-	if v.Kind() == reflect.Struct {
-		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
-				fill(f, def.Field(i))
-			}
-		}
-		return
+// Section is Fill for a section of errown.Config, which leaves alone the
+// section's fields that YAML does not read there (yaml:"-"): its header
+// names and mode are the root's, and errown gives them to the section
+// where it builds the section's middleware.
+func Section[T any](v, def T, items ...any) T {
+	fill(reflect.ValueOf(&v).Elem(), reflect.ValueOf(def), itemDefaults(items), true)
+	return v
+}
+
+func itemDefaults(items []any) map[reflect.Type]reflect.Value {
+	out := make(map[reflect.Type]reflect.Value, len(items))
+	for _, it := range items {
+		out[reflect.TypeOf(it)] = reflect.ValueOf(it)
 	}
-	if v.IsZero() || (v.Kind() == reflect.Slice && v.Len() == 0) {
+	return out
+}
+
+func fill(v, def reflect.Value, items map[reflect.Type]reflect.Value, section bool) {
+	switch {
+	case v.Kind() == reflect.Struct:
+		t := v.Type()
+		for i := range v.NumField() {
+			f := v.Field(i)
+			tf := t.Field(i)
+			if !f.CanSet() || (section && tf.Tag.Get("yaml") == "-") || keepsZero(v, tf) {
+				continue
+			}
+			fill(f, def.Field(i), items, false)
+		}
+	case v.Kind() == reflect.Slice && v.Len() > 0:
+		item, ok := items[v.Type().Elem()]
+		if !ok {
+			return
+		}
+		out := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(out, v)
+		for i := range out.Len() {
+			fill(out.Index(i), item, items, false)
+		}
+		v.Set(out)
+	case v.IsZero() || (v.Kind() == reflect.Slice && v.Len() == 0):
 		v.Set(def)
 	}
+}
+
+// keepsZero reports whether field f of struct v is tagged zerounless with
+// the YAML key of a sibling that is true.
+func keepsZero(v reflect.Value, f reflect.StructField) bool {
+	key := f.Tag.Get("zerounless")
+	if key == "" {
+		return false
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name == key {
+			return v.Field(i).Kind() == reflect.Bool && v.Field(i).Bool()
+		}
+	}
+	return false
 }

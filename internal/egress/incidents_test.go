@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
@@ -227,7 +228,7 @@ func TestConfigIncidentWindow(t *testing.T) {
 	_, err := New(outbound.Config{IncidentWindow: -time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "incidentWindow: must be positive, got -1s")
-	assert.Equal(t, 10*time.Second, outbound.Config{}.WithDefaults().IncidentWindow)
+	assert.Equal(t, 10*time.Second, defaults.Fill(outbound.Config{}, outbound.DefaultConfig()).IncidentWindow)
 }
 
 // TestCallAbandonedIsNoIncident: a call the handler cancelled (a hedge's

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/retrier"
@@ -49,7 +50,7 @@ func New(cfg outbound.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Fill(cfg, outbound.DefaultConfig())
 	o := options{Sinks: obs.Defaults(), now: time.Now}
 	for _, opt := range opts {
 		opt.apply(&o)

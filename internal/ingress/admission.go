@@ -23,7 +23,7 @@ func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope, now func() tim
 	}
 	counts := make(map[string]tally.Counter, len(admission.Reasons))
 	for _, r := range admission.Reasons {
-		counts[r] = scope.Tagged(map[string]string{"reason": r, "mode": cfg.Mode}).Counter("shed")
+		counts[r] = scope.Tagged(map[string]string{"reason": r, "mode": string(cfg.Mode)}).Counter("shed")
 	}
 	gauges := scope.SubScope("admission")
 	limit, queue := gauges.Gauge("limit"), gauges.Gauge("queue")

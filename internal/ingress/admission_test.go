@@ -159,8 +159,8 @@ func TestAdmissionDisabled(t *testing.T) {
 // BenchmarkHandleAdmission compares the steady path (a quiet success,
 // under the limit) with admission disabled and enforced.
 func BenchmarkHandleAdmission(b *testing.B) {
-	for _, mode := range []string{inbound.AdmissionDisabled, inbound.AdmissionEnforce} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []inbound.AdmissionMode{inbound.AdmissionDisabled, inbound.AdmissionEnforce} {
+		b.Run(string(mode), func(b *testing.B) {
 			mw, err := New(inbound.Config{Admission: inbound.AdmissionConfig{Mode: mode}})
 			require.NoError(b, err)
 			req := request("http")
@@ -174,7 +174,7 @@ func BenchmarkHandleAdmission(b *testing.B) {
 				}
 			}
 		})
-		b.Run(mode+"/parallel", func(b *testing.B) {
+		b.Run(string(mode)+"/parallel", func(b *testing.B) {
 			mw, err := New(inbound.Config{Admission: inbound.AdmissionConfig{Mode: mode}})
 			require.NoError(b, err)
 			b.ReportAllocs()
@@ -199,7 +199,7 @@ func BenchmarkHandleAdmission(b *testing.B) {
 // and reports each one's ns per request and enforce's extra.
 func BenchmarkHandleAdmissionPaired(b *testing.B) {
 	var mws [2]*Middleware
-	for i, mode := range []string{inbound.AdmissionDisabled, inbound.AdmissionEnforce} {
+	for i, mode := range []inbound.AdmissionMode{inbound.AdmissionDisabled, inbound.AdmissionEnforce} {
 		mw, err := New(inbound.Config{Admission: inbound.AdmissionConfig{Mode: mode}})
 		require.NoError(b, err)
 		mws[i] = mw

@@ -7,6 +7,7 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/admission"
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/memory"
 	"github.com/errown/errown/internal/obs"
 	"github.com/errown/errown/internal/reqlog"
@@ -71,7 +72,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Fill(cfg, inbound.DefaultConfig())
 	o := options{Sinks: obs.Defaults(), learner: unknown{}, now: time.Now, admissionNow: time.Now, mint: mintRoot}
 	for _, opt := range opts {
 		opt.apply(&o)

@@ -111,7 +111,7 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Fill(cfg, depmem.DefaultConfig())
 	o := newOptions(opts)
 	noop := o.Scope == tally.NoopScope
 	o.Scope = o.Scope.SubScope("depmem")

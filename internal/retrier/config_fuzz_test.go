@@ -27,7 +27,7 @@ func FuzzConfig(f *testing.F) {
 			return
 		}
 		// What is accepted is within the documented bounds.
-		d := cfg.WithDefaults()
+		d := withDefaults(cfg)
 		// Comparisons written out, not GreaterOrEqual: NaN must fail them.
 		require.True(t, d.Budget.Ratio >= 0 && d.Budget.Ratio <= 1000, "accepted budget %+v: ratio", d.Budget)
 		require.True(t, d.Budget.MinPerSecond >= 0, "accepted budget %+v: minPerSecond", d.Budget)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/internal/calls"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/release"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/tracing"
@@ -51,7 +52,7 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
+	cfg = defaults.Fill(cfg, retry.DefaultConfig(), retry.DefaultPolicyConfig())
 	o := defaultOptions()
 	for _, opt := range opts {
 		opt.apply(&o)

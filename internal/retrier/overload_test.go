@@ -25,7 +25,7 @@ const _proc = "get"
 func still() time.Duration { return 0 }
 
 func newTestOverload() *overload {
-	return newOverload(retry.Config{Overload: retry.OverloadConfig{}}.WithDefaults().Overload, still)
+	return newOverload(withDefaults(retry.Config{Overload: retry.OverloadConfig{}}).Overload, still)
 }
 
 func TestOverloadStaysOpenWithoutEvidence(t *testing.T) {
@@ -135,7 +135,7 @@ func TestOverloadTailTimeoutsDoNotCut(t *testing.T) {
 // TestOverloadNoLimitWithoutEvidence: more attempts in flight than
 // MaxInFlight are admitted while the callee shows no overload.
 func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
-	o := newOverload(retry.Config{Overload: retry.OverloadConfig{MaxInFlight: 10}}.WithDefaults().Overload, still)
+	o := newOverload(withDefaults(retry.Config{Overload: retry.OverloadConfig{MaxInFlight: 10}}).Overload, still)
 	for i := range 50 {
 		_, ok := o.admit(_proc)
 		require.True(t, ok, "attempt %d held back with no overload seen", i)
@@ -146,7 +146,7 @@ func TestOverloadNoLimitWithoutEvidence(t *testing.T) {
 // not held to it: the share halves every second without attempts.
 func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 	var now time.Duration
-	o := newOverload(retry.Config{Overload: retry.OverloadConfig{}}.WithDefaults().Overload, func() time.Duration { return now })
+	o := newOverload(withDefaults(retry.Config{Overload: retry.OverloadConfig{}}).Overload, func() time.Duration { return now })
 	for range 200 {
 		r, _ := o.admit(_proc)
 		o.done(r, true)
@@ -161,7 +161,7 @@ func TestOverloadShareDecaysWhileIdle(t *testing.T) {
 }
 
 func TestOverloadDisabled(t *testing.T) {
-	o := newOverload(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}.WithDefaults().Overload, still)
+	o := newOverload(withDefaults(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}).Overload, still)
 	for range 100 {
 		r, ok := o.admit(_proc)
 		require.True(t, ok, "held back while disabled")
@@ -212,7 +212,7 @@ func TestOverloadRefusalTakesNoSlot(t *testing.T) {
 		check(t, o, false)
 	})
 	t.Run("disabled", func(t *testing.T) {
-		o := newOverload(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}.WithDefaults().Overload, still)
+		o := newOverload(withDefaults(retry.Config{Overload: retry.OverloadConfig{Disabled: true}}).Overload, still)
 		for range 10 {
 			o.admit(_proc) // slots are not counted: nothing to give back
 		}

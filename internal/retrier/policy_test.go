@@ -86,11 +86,11 @@ func policyAttempts(callees map[string]*callee, service, procedure string) int {
 }
 
 func TestCalleeLookup(t *testing.T) {
-	cfg := retry.Config{Policies: []retry.PolicyConfig{
+	cfg := withDefaults(retry.Config{Policies: []retry.PolicyConfig{
 		{Service: "a", MaxAttempts: 2, Idempotent: new(true)},
 		{Service: "a", Procedure: "get", MaxAttempts: 3, Idempotent: new(true)},
 		{Service: "b", Procedure: "get", MaxAttempts: 4, Idempotent: new(true)},
-	}}.WithDefaults()
+	}})
 	callees := compileCallees(cfg, tally.NoopScope, newBudgetClock(newClock().Now, 0, nil))
 	tests := []struct {
 		giveService   string
@@ -113,7 +113,7 @@ func TestCalleeLookup(t *testing.T) {
 	assert.NotSame(t, callees["a"].budget, callees["b"].budget, "callees a and b share a budget, want one each")
 }
 
-// policyDefaults returns p with its defaults, as the retry middleware sets them (WithDefaults).
+// policyDefaults returns p with its defaults, as the retry middleware sets them (withDefaults).
 func policyDefaults(p retry.PolicyConfig) retry.PolicyConfig {
-	return retry.Config{Policies: []retry.PolicyConfig{p}}.WithDefaults().Policies[0]
+	return withDefaults(retry.Config{Policies: []retry.PolicyConfig{p}}).Policies[0]
 }

@@ -97,6 +97,6 @@ func ArmNames(arms []Arm) []string {
 
 // admissionAt returns an Errown func that runs the inbound admission in
 // mode at every service.
-func admissionAt(mode string) func(*errown.Config) {
+func admissionAt(mode inbound.AdmissionMode) func(*errown.Config) {
 	return func(c *errown.Config) { c.Admission.Mode = mode }
 }

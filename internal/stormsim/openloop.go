@@ -419,7 +419,7 @@ func (s *sampler) refused() map[string][]int64 {
 func refusals(scope tally.TestScope, totals map[string]int64) {
 	for _, c := range scope.Snapshot().Counters() {
 		switch name := c.Name(); {
-		case strings.HasSuffix(name, "inbound.shed") && c.Tags()["mode"] == inbound.AdmissionEnforce:
+		case strings.HasSuffix(name, "inbound.shed") && c.Tags()["mode"] == string(inbound.AdmissionEnforce):
 			totals["shed"] += c.Value()
 		case strings.HasSuffix(name, "retry.denied"):
 			totals[c.Tags()["reason"]] += c.Value()
