@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
@@ -260,4 +262,53 @@ func TestShedRetryChooserFailsOtherwise(t *testing.T) {
 			assert.Equal(t, yarpcerrors.CodeUnavailable, sink.State.Code)
 		})
 	}
+}
+
+// shedInstance returns the instance of o that answered with its first
+// step (the one that shed), and how many requests it got.
+func (o *fleet) shedInstance() (string, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id, role := range o.roles {
+		if role == 0 {
+			return id, o.got[id]
+		}
+	}
+	return "", 0
+}
+
+// TestShedInstanceNotReachedByALaterRetry: the call's first attempt is
+// shed by one instance, its retry elsewhere fails retryably on the
+// other, and the policy allows a third attempt: that ordinary retry
+// must not go back to the instance that shed the call (calls.Route:
+// "which must never reach that instance again").
+func TestShedInstanceNotReachedByALaterRetry(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	unavailable := fail(yarpcerrors.UnavailableErrorf("down"), "errown-claim", "claimed")
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 3}}}, newClock().option())
+	out := newFleet(t, shedding, unavailable)
+	sink := &Sink{Out: out, State: CallState{direct: true}}
+	_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
+	id, got := out.shedInstance()
+	assert.Equal(t, 1, got, "requests the shedding instance %s got; route %v", id, sink.State.Route.Peers(nil))
+}
+
+// TestShedRetryHedgeNotToTheShedInstance: below a hedging middleware,
+// the retry of a shed goes to another instance, and the hedge the
+// hedger sends of that retry must not go to the instance that shed the
+// call either.
+func TestShedRetryHedgeNotToTheShedInstance(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 3}},
+	}, newClock().option())
+	out := newFleet(t, shedding, outboundtest.Delay(100*time.Millisecond, succeed("ok")))
+	h := &hedger{delay: 20 * time.Millisecond}
+	sink := &Sink{Out: below(m, h, out)}
+	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
+	h.wait()
+	id, got := out.shedInstance()
+	assert.Equal(t, 1, got, "requests the shedding instance %s got", id)
+	require.NoError(t, err, "the other instance serves the retry")
 }
