@@ -312,3 +312,21 @@ func TestShedRetryHedgeNotToTheShedInstance(t *testing.T) {
 	assert.Equal(t, 1, got, "requests the shedding instance %s got", id)
 	require.NoError(t, err, "the other instance serves the retry")
 }
+
+// TestShedRetrySentNowhereIsNoSucceededRetry: the retry of a shed that
+// went nowhere (one instance) gives its withdrawal back, and the
+// budget's view counts no retry that succeeded: none was sent.
+func TestShedRetrySentNowhereIsNoSucceededRetry(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+	c := m.callees["callee"]
+	out := newFleet(t, shedding)
+	for range 3 {
+		_, err := m.Call(context.Background(), req("callee", "get", "x"), &Sink{Out: out, State: CallState{direct: true}})
+		require.Error(t, err)
+	}
+	assert.Equal(t, int64(0), retriesInWindow(c.budget), "withdrawals given back")
+	succeeded, refused, _ := c.budget.outcomes()
+	assert.Equal(t, int64(0), succeeded, "retries that succeeded")
+	assert.Equal(t, int64(0), refused, "retries the budget refused")
+}
