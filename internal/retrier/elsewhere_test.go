@@ -14,6 +14,8 @@ import (
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/errown/errown/retrypeer"
+	"github.com/opentracing/opentracing-go"
+	"github.com/opentracing/opentracing-go/mocktracer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -329,4 +331,37 @@ func TestShedRetrySentNowhereIsNoSucceededRetry(t *testing.T) {
 	succeeded, refused, _ := c.budget.outcomes()
 	assert.Equal(t, int64(0), succeeded, "retries that succeeded")
 	assert.Equal(t, int64(0), refused, "retries the budget refused")
+}
+
+// TestShedRetryTraced: the caller's span records the retry of a shed
+// once it went (errown.retry), and, sent nowhere, the pushback's
+// refusal (errown.retry_refused), never a retry that was not sent.
+func TestShedRetryTraced(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	tests := []struct {
+		name string
+		give []step
+		want []string
+	}{
+		{name: "another instance: retried", give: []step{shedding, succeed("ok")}, want: []string{"errown.retry"}},
+		{name: "one instance: refused", give: []step{shedding}, want: []string{"errown.retry_refused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+			sp := mocktracer.New().StartSpan("call")
+			ctx := opentracing.ContextWithSpan(context.Background(), sp)
+			_, _ = m.Call(ctx, req("callee", "get", "x"), &Sink{Out: newFleet(t, tt.give...), State: CallState{direct: true}})
+			sp.Finish()
+			var events []string
+			for _, l := range sp.(*mocktracer.MockSpan).Logs() {
+				for _, f := range l.Fields {
+					if f.Key == "event" {
+						events = append(events, f.ValueString)
+					}
+				}
+			}
+			assert.Equal(t, tt.want, events)
+		})
+	}
 }
