@@ -11,6 +11,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/inbound"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/testmesh"
 	"github.com/errown/errown/retry"
 	"github.com/errown/errown/retrypeer"
@@ -194,10 +195,15 @@ func TestShedRetriedOnAnotherInstance(t *testing.T) {
 
 			for i := range calls {
 				body := fmt.Sprintf("call-%d", i)
-				res, err := rc.Call(callCtx(t), "call", []byte(body))
+				var headers map[string]string
+				res, err := rc.Call(callCtx(t), "call", []byte(body), yarpc.ResponseHeaders(&headers))
 				if tt.wantFail {
 					require.Error(t, err, "call %d", i)
 					assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "call %d: %v", i, err)
+					// B's answer is no shed of B's: its own caller, even
+					// one with errown and retrypeer, retries it nowhere.
+					assert.NotContains(t, headers, defaults.ShedHeader, "call %d: B's answer marked as a shed", i)
+					assert.Equal(t, _unclaimed, headers[defaults.ClaimHeader], "call %d: B's answer's claim", i)
 					continue
 				}
 				require.NoError(t, err, "call %d", i)

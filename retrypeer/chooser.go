@@ -67,7 +67,10 @@ func New(inner peer.Chooser) *Chooser {
 // over; it releases each choice it skips (its onFinish, with no error,
 // since nothing was sent to it). When every peer offered was skipped,
 // the attempt goes to the first one offered that the call's earlier
-// attempts did not reach, else to the first one offered; but the retry
+// attempts did not reach, else to the first one offered that is not an
+// instance the call avoids (calls.Route.Avoided: one that shed it, so
+// that neither a hedge of the shed's retry nor a later retry goes back
+// to it while another is offered), else to the first one offered; but the retry
 // errown's retry middleware makes of an instance's shed (admission's
 // answer, which must never reach that instance again: calls.Route's
 // SetStrict) goes nowhere then, its Choose failing with
@@ -106,8 +109,10 @@ func (c *Chooser) Choose(ctx context.Context, req *transport.Request) (peer.Peer
 		}
 	}()
 	// fallback is the first choice the call's earlier attempts did not
-	// reach, else the first choice; fallback's onFinish is held[fb].
-	fallback, fb := p, 0
+	// reach, else the first one not avoided (an instance that shed the
+	// call: calls.Route.Avoided), else the first choice; fallback's
+	// onFinish is held[fb].
+	fallback, fb, rank := p, 0, fallbackRank(route, p.Identifier())
 	held[n] = onFinish
 	n++
 	for range _extraChoices {
@@ -119,13 +124,13 @@ func (c *Chooser) Choose(ctx context.Context, req *transport.Request) (peer.Peer
 		if c.acceptable(route, id) {
 			return c.chosen(route, q, qDone)
 		}
-		if fallback == p && route.Used(p.Identifier()) && !route.Used(id) {
-			fallback, fb = q, n
+		if r := fallbackRank(route, id); r < rank {
+			fallback, fb, rank = q, n, r
 		}
 		held[n] = qDone
 		n++
 	}
-	if route.Strict() && route.Used(fallback.Identifier()) {
+	if route.Strict() && rank > 0 {
 		// The retry of an instance's shed, offered only peers the call
 		// went to: it goes nowhere rather than back to the instance
 		// that shed it (the deferred release frees every choice held).
@@ -135,6 +140,19 @@ func (c *Chooser) Choose(ctx context.Context, req *transport.Request) (peer.Peer
 	held[fb] = held[n-1]
 	n--
 	return c.chosen(route, fallback, done)
+}
+
+// fallbackRank ranks peer id as a fallback for a call on route: 0 for
+// one no earlier attempt of the call went to, 1 for one that is not
+// avoided (calls.Route.Avoided), 2 for one that is.
+func fallbackRank(route *calls.Route, id string) int {
+	switch {
+	case !route.Used(id):
+		return 0
+	case !route.Avoided(id):
+		return 1
+	}
+	return 2
 }
 
 // acceptable reports whether a call on route may go to peer id: no

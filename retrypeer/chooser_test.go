@@ -343,3 +343,26 @@ func TestStrictRetryNeverGoesBack(t *testing.T) {
 		})
 	}
 }
+
+// TestStrictRetryWithEveryPeerUsedReleasesItsChoices: the retry of a
+// shed whose call already went to every instance goes nowhere, and
+// releases every choice it held, the other instance's included: a
+// pending-aware list still shares the next calls out evenly.
+func TestStrictRetryWithEveryPeerUsedReleasesItsChoices(t *testing.T) {
+	list := availableList(t, "pendingheap", 2)
+	c := New(list)
+	for range 5 {
+		ctx, route := reqlog.NewRouteContext(context.Background())
+		first := choose(t, c, ctx)
+		second := choose(t, c, ctx)
+		require.NotEqual(t, first, second, "the call went to both instances")
+		route.SetStrict(true)
+		_, _, err := c.Choose(ctx, &transport.Request{})
+		require.ErrorIs(t, err, calls.ErrNoOtherPeer)
+	}
+	seen := map[string]int{}
+	for range 20 {
+		seen[choose(t, c, context.Background())]++
+	}
+	assert.Equal(t, map[string]int{"p0": 10, "p1": 10}, seen)
+}

@@ -30,6 +30,12 @@ type Route struct {
 	// strict says the next attempt must go to a peer no earlier attempt
 	// went to, or nowhere (SetStrict).
 	strict bool
+	// avoid are the peers recorded when the call was last made strict
+	// (navoid of them): every later attempt of the call, a hedge of the
+	// strict one included, goes elsewhere whenever it is offered another
+	// peer (Avoided).
+	avoid  [_routePeers]string
+	navoid int
 }
 
 // ErrNoOtherPeer is what a peer chooser that reads Routes (package
@@ -54,11 +60,27 @@ func (r *Route) Record(peer string) {
 // of its earlier attempts went to, or nowhere (ErrNoOtherPeer): errown's
 // retry middleware asks it for the retry of an instance's shed, which
 // must never reach that instance again. Record ends it: a Route still
-// strict after the attempt came back sent it nowhere.
+// strict after the attempt came back sent it nowhere. Setting it also
+// has every later attempt of the call (a hedge of the strict one, a
+// retry of its failure) avoid the peers recorded so far whenever it is
+// offered another (Avoided); SetStrict(false) leaves that as it is.
 func (r *Route) SetStrict(strict bool) {
 	r.mu.Lock()
 	r.strict = strict
+	if strict {
+		r.navoid = min(r.n, _routePeers)
+		copy(r.avoid[:], r.peers[:r.navoid])
+	}
 	r.mu.Unlock()
+}
+
+// Avoided reports whether peer is one the call's attempts avoid
+// whenever offered another: recorded when the call was made strict
+// (SetStrict).
+func (r *Route) Avoided(peer string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.avoid[:r.navoid], peer)
 }
 
 // Strict reports whether the call's next attempt must avoid every peer

@@ -89,3 +89,14 @@ func TestRouteStrict(t *testing.T) {
 	assert.False(t, r.Strict(), "withdrawn")
 	assert.ErrorIs(t, fmt.Errorf("wrapped: %w", ErrNoOtherPeer), ErrNoOtherPeer)
 }
+
+func TestRouteAvoidedOutlivesStrict(t *testing.T) {
+	var r Route
+	r.Record("a:1")
+	assert.False(t, r.Avoided("a:1"), "not strict yet")
+	r.SetStrict(true)
+	r.Record("b:2")
+	r.SetStrict(false)
+	assert.True(t, r.Avoided("a:1"), "the peer recorded when made strict, after the strict choice")
+	assert.False(t, r.Avoided("b:2"), "the strict attempt's own peer")
+}

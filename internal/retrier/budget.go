@@ -171,6 +171,21 @@ func (b *budget) refundHedge(epoch int64) { b.takeBack(epoch, true) }
 // bucket that has left the window since keeps nothing to refund.
 func (b *budget) refund(epoch int64) { b.takeBack(epoch, false) }
 
+// unsent takes back a retry withdrawn in epoch's bucket (withdraw) that
+// was sent nowhere (the retry of a shed offered no other instance): it
+// is no retry, so even a plain budget takes it back, and it is not
+// counted as one that succeeded.
+func (b *budget) unsent(epoch int64) {
+	if b.disabled {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if bk := &b.buckets[epoch%_budgetBuckets]; bk.epoch.Load() == epoch && bk.retries > 0 {
+		bk.retries--
+	}
+}
+
 // takeBack takes back one withdrawal from epoch's bucket, a hedge's
 // (counted among the retries too) when hedge is set, if the bucket is
 // still epoch's and holds one.

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/errown/errown/internal/obs"
+	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/internal/reqlog"
 	"github.com/errown/errown/internal/wire"
 	"github.com/errown/errown/ownership"
 	"github.com/errown/errown/retry"
 	"github.com/errown/errown/retrypeer"
+	"github.com/opentracing/opentracing-go"
+	"github.com/opentracing/opentracing-go/mocktracer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
@@ -258,6 +262,106 @@ func TestShedRetryChooserFailsOtherwise(t *testing.T) {
 			assert.Len(t, out.Requests(), 2, "sent")
 			assert.Equal(t, 2, sink.State.Attempts)
 			assert.Equal(t, yarpcerrors.CodeUnavailable, sink.State.Code)
+		})
+	}
+}
+
+// shedInstance returns the instance of o that answered with its first
+// step (the one that shed), and how many requests it got.
+func (o *fleet) shedInstance() (string, int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for id, role := range o.roles {
+		if role == 0 {
+			return id, o.got[id]
+		}
+	}
+	return "", 0
+}
+
+// TestShedInstanceNotReachedByALaterRetry: the call's first attempt is
+// shed by one instance, its retry elsewhere fails retryably on the
+// other, and the policy allows a third attempt: that ordinary retry
+// must not go back to the instance that shed the call (calls.Route:
+// "which must never reach that instance again").
+func TestShedInstanceNotReachedByALaterRetry(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	unavailable := fail(yarpcerrors.UnavailableErrorf("down"), "errown-claim", "claimed")
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 3}}}, newClock().option())
+	out := newFleet(t, shedding, unavailable)
+	sink := &Sink{Out: out, State: CallState{direct: true}}
+	_, _ = m.Call(context.Background(), req("callee", "get", "x"), sink)
+	id, got := out.shedInstance()
+	assert.Equal(t, 1, got, "requests the shedding instance %s got; route %v", id, sink.State.Route.Peers(nil))
+}
+
+// TestShedRetryHedgeNotToTheShedInstance: below a hedging middleware,
+// the retry of a shed goes to another instance, and the hedge the
+// hedger sends of that retry must not go to the instance that shed the
+// call either.
+func TestShedRetryHedgeNotToTheShedInstance(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	m := newMiddleware(t, retry.Config{
+		Budget:   retry.BudgetConfig{Disabled: true},
+		Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 3}},
+	}, newClock().option())
+	out := newFleet(t, shedding, outboundtest.Delay(100*time.Millisecond, succeed("ok")))
+	h := &hedger{delay: 20 * time.Millisecond}
+	sink := &Sink{Out: below(m, h, out)}
+	_, err := m.Call(context.Background(), req("callee", "get", "x"), sink)
+	h.wait()
+	id, got := out.shedInstance()
+	assert.Equal(t, 1, got, "requests the shedding instance %s got", id)
+	require.NoError(t, err, "the other instance serves the retry")
+}
+
+// TestShedRetrySentNowhereIsNoSucceededRetry: the retry of a shed that
+// went nowhere (one instance) gives its withdrawal back, and the
+// budget's view counts no retry that succeeded: none was sent.
+func TestShedRetrySentNowhereIsNoSucceededRetry(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+	c := m.callees["callee"]
+	out := newFleet(t, shedding)
+	for range 3 {
+		_, err := m.Call(context.Background(), req("callee", "get", "x"), &Sink{Out: out, State: CallState{direct: true}})
+		require.Error(t, err)
+	}
+	assert.Equal(t, int64(0), retriesInWindow(c.budget), "withdrawals given back")
+	succeeded, refused, _ := c.budget.outcomes()
+	assert.Equal(t, int64(0), succeeded, "retries that succeeded")
+	assert.Equal(t, int64(0), refused, "retries the budget refused")
+}
+
+// TestShedRetryTraced: the caller's span records the retry of a shed
+// once it went (errown.retry), and, sent nowhere, the pushback's
+// refusal (errown.retry_refused), never a retry that was not sent.
+func TestShedRetryTraced(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	tests := []struct {
+		name string
+		give []step
+		want []string
+	}{
+		{name: "another instance: retried", give: []step{shedding, succeed("ok")}, want: []string{"errown.retry"}},
+		{name: "one instance: refused", give: []step{shedding}, want: []string{"errown.retry_refused"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMiddleware(t, retry.Config{Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true)}}}, newClock().option())
+			sp := mocktracer.New().StartSpan("call")
+			ctx := opentracing.ContextWithSpan(context.Background(), sp)
+			_, _ = m.Call(ctx, req("callee", "get", "x"), &Sink{Out: newFleet(t, tt.give...), State: CallState{direct: true}})
+			sp.Finish()
+			var events []string
+			for _, l := range sp.(*mocktracer.MockSpan).Logs() {
+				for _, f := range l.Fields {
+					if f.Key == "event" {
+						events = append(events, f.ValueString)
+					}
+				}
+			}
+			assert.Equal(t, tt.want, events)
 		})
 	}
 }

@@ -316,6 +316,11 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 // pushback refused the retry, as it would have without the try; the
 // call answers with the shed.
 func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentAttempt, bool) {
+	// The call as it was decided, for the decision's trace event, which
+	// waits until the retry went or did not.
+	r.state.lock()
+	decided := r.state.Result
+	r.state.unlock()
 	r.route.SetStrict(true)
 	b := m.send(r, n+1)
 	strict := r.route.Strict()
@@ -327,9 +332,13 @@ func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentA
 	}
 	r.state.unlock()
 	if !nowhere {
+		tracing.Decided(r.ctx, r.req, &decided, decided.Refused, 0, true, r.p.observe)
 		r.c.metrics.attempts.Inc(1)
 		return b, true
 	}
+	refused := decided.Refused
+	decided.Refused = wire.RefusedPushback
+	tracing.Decided(r.ctx, r.req, &decided, refused, 0, false, r.p.observe)
 	discard(b.res, b.cancel)
 	note.unsent(r.c)
 	m.refuse(r.req, r.c, decision{refused: wire.RefusedPushback}, n)
@@ -367,7 +376,9 @@ func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNot
 	// hedges, which count apart (Attempts.Send).
 	d = m.retryAfter(r, code, max(state.Sequential(), n), note)
 	state.decided(d.declined, d.refused, d.blind, d.stop)
-	if !state.Sends.Shed { // a shed attempt was refused already
+	// A shed attempt was refused already; the retry of an instance's
+	// shed is traced once it is known to have gone (sendElsewhere).
+	if !state.Sends.Shed && !d.elsewhere {
 		tracing.Decided(r.ctx, r.req, &state.Result, refused, d.wait, d.retry, r.p.observe)
 	}
 	return d

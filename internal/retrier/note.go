@@ -53,10 +53,11 @@ func (n *retryNote) succeeded(c *callee) {
 
 // unsent records that the call's latest retry was sent nowhere (no
 // instance to take the retry of a shed): its withdrawal is refunded,
-// since nothing left the process.
+// since nothing left the process, and not counted as a retry that
+// succeeded.
 func (n *retryNote) unsent(c *callee) {
 	if n.withdrew {
-		c.budget.refund(n.epoch)
+		c.budget.unsent(n.epoch)
 		n.withdrew = false
 	}
 }
