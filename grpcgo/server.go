@@ -40,7 +40,7 @@ const _noPushback = "-1"
 // client) are logged against it, and when the handler returns an error
 // errown claims or unclaims it.
 //
-// errown's response headers (claim, no-retry, storm) go in the
+// errown's response headers (claim, no-retry, storm, shed) go in the
 // response's trailers, with grpc.SetTrailer, on errors and successes
 // alike: never in the headers, so that an error the handler returns
 // without having sent headers stays a trailers-only response. A no-retry

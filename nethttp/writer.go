@@ -79,7 +79,7 @@ func (rw *writer) Handle(ctx context.Context, _ *transport.Request, resw transpo
 }
 
 // dropOwnHeaders removes from the response the application headers that
-// are errown's own (claim, no-retry, code, storm), which the handler set
+// are errown's own (claim, no-retry, code, storm, shed), which the handler set
 // or forwarded from its own callee's response: errown's ResponseWriter,
 // resw, drops them from what it is given (and counts them in
 // inbound.replaced_headers); the others pass and stay.

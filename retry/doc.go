@@ -41,9 +41,10 @@
 // # Overload
 //
 // While a callee with a policy is overloaded (a share of its recent
-// attempts timed out or refused resource-exhausted on its own behalf, an
-// instance's admission shed excepted), errown limits the attempts in flight
-// to it and retries none of its overloaded attempts (OverloadConfig); an
+// attempts timed out on its own behalf; a refusal, such as an instance's
+// admission shed, is no evidence), errown limits the attempts in flight
+// to it and retries none of its attempts that timed out or were refused
+// resource-exhausted (OverloadConfig); an
 // attempt over the limit fails at once with resource-exhausted, its retry
 // criteria satisfied, so that nobody above retries it.
 //

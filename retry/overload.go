@@ -11,12 +11,13 @@ import (
 // only while the callee is overloaded: while at least Threshold of its
 // recent attempts (an exponentially weighted share over about the last
 // 64, which also halves with every second without attempts) ended
-// overloaded, that is timed out or refused resource-exhausted on the
-// callee's own behalf (not unclaimed). An instance's admission shed
-// (resource-exhausted, claimed, with pushback, marked by the shed
-// header) is not overload evidence: the callee's own admission holds
-// what it can finish, and a limit cut for its quick answers would fight
-// it; its claim and pushback stop the retries above. Meanwhile an overloaded attempt cuts the limit to half
+// overloaded, that is timed out on the callee's own behalf (not
+// unclaimed). A refusal is not overload evidence: an instance's
+// admission shed (resource-exhausted, claimed, with pushback) or a
+// callee's own rate limiter holds what the callee can finish, and a
+// limit cut for its quick answers would fight it; a shed's claim and
+// pushback stop the retries above. Meanwhile an attempt that timed out
+// cuts the limit to half
 // the attempts then in flight, at most once per round of attempts (one
 // started after the last cut), down to MinInFlight; every attempt that
 // ends otherwise raises it again, by 1/limit while the share is not nil
@@ -24,7 +25,8 @@ import (
 // over the limit while it holds is not sent: it fails at once with
 // resource-exhausted, and the call's retry criteria are satisfied
 // (retry.denied{reason=overload}), so nobody above retries it; nor does
-// errown retry an overloaded attempt while the share holds.
+// errown retry an attempt that timed out or was refused
+// resource-exhausted on the callee's behalf while the share holds.
 //
 // It keeps a callee whose capacity dropped from being buried under a
 // queue of work its callers have given up on, which would outlast the

@@ -115,7 +115,11 @@ func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw tran
 		return yarpcerrors.CancelledErrorf("errown: %s dropped from the admission queue: its caller went", req.Procedure)
 	}
 	if !edge {
-		resw.AddHeaders(m.sheds[reason])
+		h, ok := m.sheds[reason]
+		if !ok { // a reason shedHeaders did not know: claimed, pushback, unmarked
+			h = m.claimedNoRetry
+		}
+		resw.AddHeaders(h)
 		if req.Transport == _tchannel {
 			resw.SetApplicationError()
 		}

@@ -67,21 +67,16 @@ func giveBack(c *callee, adm admission, end ending, code yarpcerrors.Code, said 
 // overloadEvidence reports whether an attempt that ended with code, its
 // callee having said said, is evidence of the callee's overload, which
 // moves the limit on attempts in flight and the overload shares: it
-// timed out, or was refused resource-exhausted (a callee's own rate
-// limiter, with errown or without), on the callee's own behalf (an
-// unclaimed error comes from further below). An instance's admission
-// shed (calleeSaid.shed) is not: the callee answered at once, its own
-// admission holding what it can finish in time, and a caller that cut
-// its limit for it would fight that admission (two controllers on one
-// queue, the caller's cut to half its attempts in flight below the
-// callee's workers). Its claim and pushback still stop every retry
-// above it. A callee that sheds unmarked (a version before the marker)
-// is counted as any resource-exhausted.
+// timed out on the callee's own behalf (an unclaimed error comes from
+// further below). A refusal is not, whoever made it: an instance's
+// admission shed (marked, or from a version before the marker) or a
+// callee's own rate limiter answered at once, holding what it can finish
+// in time, and a caller that cut its limit for it would fight that
+// control (two controllers on one queue, the caller's cut to half its
+// attempts in flight below the callee's workers). A shed's claim and
+// pushback still stop every retry above it.
 func overloadEvidence(code yarpcerrors.Code, said calleeSaid) bool {
-	if said.claim == ownership.ClaimUnclaimed {
-		return false
-	}
-	return code == yarpcerrors.CodeDeadlineExceeded || code == yarpcerrors.CodeResourceExhausted && !said.shed
+	return said.claim != ownership.ClaimUnclaimed && code == yarpcerrors.CodeDeadlineExceeded
 }
 
 // calleeSaid is what a callee's error response said besides its code: its

@@ -243,10 +243,10 @@ func TestOverloadEvidenceIsTheProcedures(t *testing.T) {
 // admission answers) is not retried, by the pushback, and leaves the
 // limit on attempts in flight and the shares as they were, however many
 // come back: the callee's admission holds what it can finish, and a
-// caller that cut its own limit for it would fight that admission. A
-// claimed timeout is the evidence, and so is a resource-exhausted that
-// is not an admission's shed (a callee's own rate limiter); an
-// unclaimed one comes from further below.
+// caller that cut its own limit for it would fight that admission. Nor
+// is any other refusal: an unmarked shed (a callee from before the
+// marker) or a callee's own rate limiter. A claimed timeout is the
+// evidence; an unclaimed one comes from further below.
 func TestShedIsNoOverloadEvidence(t *testing.T) {
 	const calls = 100
 	exhausted := yarpcerrors.ResourceExhaustedErrorf("shed")
@@ -262,14 +262,18 @@ func TestShedIsNoOverloadEvidence(t *testing.T) {
 			wantLimit: 1000,
 		},
 		{
-			name:      "a claimed resource-exhausted with pushback, unmarked: the handler's own",
+			name:      "a claimed resource-exhausted with pushback, unmarked: a shed from before the marker",
 			give:      fail(exhausted, "errown-claim", "claimed", "errown-no-retry", "true"),
-			wantShare: 1 - pow(63.0/64, calls),
-			wantLimit: 1,
+			wantLimit: 1000,
 		},
 		{
-			name:      "a resource-exhausted from a callee without errown",
+			name:      "a resource-exhausted from a callee without errown: its rate limiter",
 			give:      fail(exhausted),
+			wantLimit: 1000,
+		},
+		{
+			name:      "a timeout from a callee without errown",
+			give:      fail(yarpcerrors.DeadlineExceededErrorf("timed out")),
 			wantShare: 1 - pow(63.0/64, calls),
 			wantLimit: 1,
 		},
