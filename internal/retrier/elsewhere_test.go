@@ -365,3 +365,45 @@ func TestShedRetryTraced(t *testing.T) {
 		})
 	}
 }
+
+// TestShedRetryWhileOverloaded: a callee overloaded by its timeouts
+// gets no retry of a shed in enforce mode (the pushback refuses it, as
+// before); observe mode retries it elsewhere and counts what enforce
+// would have refused (retry.would_overload), as for any retry.
+func TestShedRetryWhileOverloaded(t *testing.T) {
+	defer reqlog.SetRoutesRead(true)()
+	for _, tt := range []struct {
+		mode        retry.Mode
+		wantErr     bool
+		wantWould   int64
+		wantRetries int64
+	}{
+		{mode: retry.ModeEnforce, wantErr: true},
+		{mode: retry.ModeObserve, wantWould: 1, wantRetries: 1},
+	} {
+		t.Run(string(tt.mode), func(t *testing.T) {
+			scope := tally.NewTestScope("", nil)
+			m := newMiddleware(t, retry.Config{Mode: tt.mode, Policies: []retry.PolicyConfig{{Service: "callee", Idempotent: new(true), MaxAttempts: 3}}}, newClock().option(), WithSinks(obs.Sinks{Scope: scope}))
+			c := m.callees["callee"]
+			c.overload.elapsed = still
+			for range 100 {
+				c.overload.done(c.overload.unheld("get"), true) // timeouts
+			}
+			require.True(t, c.overload.Overloaded("get"))
+			out := newFleet(t, shedding, succeed("ok"))
+			_, err := m.Call(context.Background(), req("callee", "get", "x"), &Sink{Out: out, State: CallState{direct: true}})
+			counters := scope.Snapshot().Counters()
+			if tt.wantErr {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.wantRetries, counters["retry.attempts+callee=callee"].Value(), "retry.attempts")
+			var would int64
+			if c, ok := counters["retry.would_overload+callee=callee"]; ok {
+				would = c.Value()
+			}
+			assert.Equal(t, tt.wantWould, would, "retry.would_overload")
+		})
+	}
+}

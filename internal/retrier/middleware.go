@@ -598,10 +598,14 @@ func (m *Middleware) retryElsewhere(r *attemptRun, note *retryNote) bool {
 		return false
 	case !p.idempotent || !r.body.replayable():
 		return false
-	case c.overload.Overloaded(r.req.Procedure) && !p.observe:
-		return false
 	case r.ctx.Err() != nil:
 		return false
+	}
+	if c.overload.Overloaded(r.req.Procedure) {
+		if !p.observe {
+			return false
+		}
+		c.metrics.wouldOverload.Inc(1) // enforce would have refused it here
 	}
 	if deadline, ok := r.ctx.Deadline(); ok && deadline.Sub(m.now()) < p.attemptTimeout+p.minRemaining {
 		return false
