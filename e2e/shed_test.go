@@ -74,13 +74,13 @@ func (a *arrivals) counts() map[string]int {
 // full of another first attempt; a retry, or a request of a caller in an
 // incident, has no room in it). It returns the instance and its counts
 // of B's requests.
-func startShedding(t *testing.T, stop func(*testmesh.Node)) (*testmesh.Node, *arrivals) {
+func startShedding(t *testing.T, kind string, stop func(*testmesh.Node)) (*testmesh.Node, *arrivals) {
 	t.Helper()
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	seen := &arrivals{byBody: map[string]int{}}
 	cfg := &errown.Config{}
 	cfg.Admission = inbound.AdmissionConfig{Mode: inbound.AdmissionEnforce, MinLimit: 1, MaxLimit: 1, MaxQueue: 1}
-	c, err := testmesh.Start(testmesh.Config{Name: _c, Kind: testmesh.HTTP, Errown: cfg, OuterInbound: seen.counting(),
+	c, err := testmesh.Start(testmesh.Config{Name: _c, Kind: kind, Errown: cfg, OuterInbound: seen.counting(),
 		Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
 			d.Register(raw.Procedure("call", func(_ context.Context, body []byte) ([]byte, error) {
 				if string(body) == _blockBody {
@@ -98,7 +98,7 @@ func startShedding(t *testing.T, stop func(*testmesh.Node)) (*testmesh.Node, *ar
 	stop(c)
 
 	blocker, err := testmesh.NewClient("blocker", testmesh.TransportOptions{}, nil,
-		testmesh.Callee{Name: _c, Kind: testmesh.HTTP, Addr: c.Addr()})
+		testmesh.Callee{Name: _c, Kind: kind, Addr: c.Addr()})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	shed := make(chan struct{}, 16)
@@ -140,7 +140,14 @@ func startShedding(t *testing.T, stop func(*testmesh.Node)) (*testmesh.Node, *ar
 // another instance: every call succeeds, and the shedding instance got
 // each call at most once. With the shedding instance alone, B does not
 // retry the shed: each call reached it once and failed resource-exhausted.
+// Over each of yarpc's transports between B and C.
 func TestShedRetriedOnAnotherInstance(t *testing.T) {
+	for _, kind := range testmesh.Transports {
+		t.Run(kind, func(t *testing.T) { testShedRetriedOnAnotherInstance(t, kind) })
+	}
+}
+
+func testShedRetriedOnAnotherInstance(t *testing.T, kind string) {
 	const calls = 12
 	tests := []struct {
 		name        string
@@ -154,11 +161,11 @@ func TestShedRetriedOnAnotherInstance(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			stop := func(n *testmesh.Node) { t.Cleanup(func() { assert.NoError(t, n.Stop(), "stop %s", n.Name()) }) }
-			shedding, seen := startShedding(t, stop)
+			shedding, seen := startShedding(t, kind, stop)
 			addrs := []string{shedding.Addr()}
 			var servedByOthers sync.Map
 			for i := range tt.others {
-				c, err := testmesh.Start(testmesh.Config{Name: _c, Kind: testmesh.HTTP, Errown: &errown.Config{},
+				c, err := testmesh.Start(testmesh.Config{Name: _c, Kind: kind, Errown: &errown.Config{},
 					Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
 						d.Register(raw.Procedure("call", func(_ context.Context, body []byte) ([]byte, error) {
 							servedByOthers.Store(string(body), i)
@@ -175,7 +182,7 @@ func TestShedRetriedOnAnotherInstance(t *testing.T) {
 			cfg.Retry.Policies = []retry.PolicyConfig{{Service: _c, MaxAttempts: 2, Idempotent: new(true)}}
 			b, err := testmesh.Start(testmesh.Config{
 				Name: _b, Kind: testmesh.HTTP, Errown: cfg, ErrownOptions: []errown.Option{errown.WithScope(scope)},
-				Callees: []testmesh.Callee{{Name: _c, Kind: testmesh.HTTP, Addrs: addrs,
+				Callees: []testmesh.Callee{{Name: _c, Kind: kind, Addrs: addrs,
 					Chooser: func(c peer.Chooser) peer.Chooser { return retrypeer.New(c) }}},
 				Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
 					client := raw.New(d.ClientConfig(_c))
