@@ -63,6 +63,14 @@ type estimate struct {
 	level float64
 	run   int
 	retry bool
+	// before is the limit the service time's latest jump scaled down
+	// (0: none since the service time came back), to return to when the
+	// service time comes back; cut is set once a late answer cut the
+	// limit since that jump (or since the first answer): until then an
+	// answer that shows no queue grows a binding limit by one a limit's
+	// worth of answers, whatever the room.
+	before float64
+	cut    bool
 }
 
 // answer is what one answered request measured.
@@ -111,11 +119,20 @@ type bounds struct{ min, max float64 }
 //     before it is proved) falls by one, so
 //     that a level proved by chance (3 where 2 is right: a third request
 //     waits behind a worker, sometimes not long) does not draw the limit
-//     back above the workers.
+//     back above the workers. Until a late answer cuts the limit after
+//     the service time jumped, an answer that shows no queue (within
+//     _lateSlack of the service time) grows it by one a limit's worth of
+//     answers too: the jump's limit is the requests served at one
+//     answer's admission, often fewer than the workers, and the probe
+//     would take a second or more to find each one left idle.
 //
 // Answers in time move the service time, at once when twice as quick;
 // nothing else does, so that a queue's latency never becomes the service
-// time that refuses requests.
+// time that refuses requests. The service time coming back at once from
+// a jump brings back the limit the jump scaled down, by the same ratio:
+// the service is quick again, and a limit left at the slow service's
+// would shed what the service can now serve until it regrew one a
+// limit's worth of answers at a time.
 func next(e estimate, a answer, b bounds) estimate {
 	lat := max(a.latency, time.Microsecond)
 	late := a.remaining > 0 && lat > a.remaining
@@ -131,6 +148,7 @@ func next(e estimate, a answer, b bounds) estimate {
 			}
 			e.limit = bound(math.Floor(cut), b)
 			e.gen++
+			e.cut = true
 			if e.retry && float64(a.inflight) >= e.level {
 				// The level, tried again, did not hold: one less.
 				e.level--
@@ -144,15 +162,30 @@ func next(e estimate, a answer, b bounds) estimate {
 		if math.Floor(l) < math.Floor(e.limit) {
 			e.gen++ // a cut: the answers admitted before it do not cut again
 		}
+		if e.before == 0 {
+			e.before = e.limit
+		}
 		e.limit, e.service = l, lat
 		// A new service: nothing proved; the limit it sets is the level
 		// to come back to, until a late answer there refutes it.
-		e.level, e.run, e.retry = math.Floor(l), 0, true
+		e.level, e.run, e.retry, e.cut = math.Floor(l), 0, true, false
 		return e
 	}
-	if e.service == 0 || _jump*float64(lat) < float64(e.service) {
+	switch {
+	case e.service == 0:
 		e.service = lat
-	} else {
+	case _jump*float64(lat) < float64(e.service):
+		if e.before > e.limit {
+			// The service came back from its jump: the limit the jump
+			// scaled down comes back with it, by the same ratio, the
+			// level to try with it.
+			l := bound(min(e.before, e.limit*float64(e.service)/float64(lat)), b)
+			e.level, e.run, e.retry, e.cut = math.Floor(l), 0, true, false
+			e.limit = l
+		}
+		e.before = 0
+		e.service = lat
+	default:
 		e.service += time.Duration(_serviceWeight * float64(lat-e.service))
 	}
 	if !a.binding {
@@ -166,8 +199,13 @@ func next(e estimate, a answer, b bounds) estimate {
 		}
 	}
 	s := step(a.remaining, lat, e.service)
-	if f < e.level {
+	switch {
+	case f < e.level:
 		s = 1 // back to the level proved, one per limit's worth of answers
+	case !e.cut && float64(lat) <= _lateSlack*float64(e.service):
+		// No queue, and no late answer since the service time jumped:
+		// the workers are not all found yet.
+		s = 1
 	}
 	e.limit = bound(e.limit+s/e.limit, b)
 	if math.Floor(e.limit) != f {
