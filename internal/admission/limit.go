@@ -93,9 +93,13 @@ type bounds struct{ min, max float64 }
 //     were served at its admission, itself excluded (those did not finish
 //     in time together), or, if lower, to what the service answered in
 //     the time its caller gave it (Little's law: a.finished+1 answers in
-//     its latency; after a long queue this is the count to fall to in one
-//     step, not one less per round trip); once per cut: answers admitted
-//     before the latest cut do not cut again.
+//     its latency, after a queue longer than _jump times the service
+//     time: after a long queue this is the count to fall to in one step,
+//     not one less per round trip; after a short one it counts fewer
+//     answers than workers); once per cut: answers admitted before the
+//     latest cut do not cut again. A late answer _jump times slower than
+//     the service time keeps the limit to come back to, as the jump does
+//     (below).
 //   - An answer in time _jump times slower than the service time, having
 //     taken over 1/_jump of its caller's time, is a service that slowed
 //     far enough to threaten deadlines: the limit scales by the ratio
@@ -139,11 +143,19 @@ func next(e estimate, a answer, b bounds) estimate {
 	switch {
 	case late:
 		if a.gen == e.gen && (e.service == 0 || float64(lat) > _lateSlack*float64(e.service)) {
-			// Little's law: the service answered a.finished requests and
-			// this one in lat, so about (a.finished+1)·remaining/lat in
-			// the time this caller gave it.
+			queue := float64(lat) > _jump*float64(e.service)
+			if queue && e.before == 0 && e.service > 0 {
+				// The service may have slowed (the jump, late): the limit
+				// to come back to when it is quick again.
+				e.before = e.limit
+			}
 			cut := min(e.limit, float64(a.inflight-1))
-			if a.finished > 0 {
+			if a.finished > 0 && queue {
+				// Little's law: the service answered a.finished requests
+				// and this one in lat, so about
+				// (a.finished+1)·remaining/lat in the time this caller
+				// gave it. Only after a queue longer than a service time:
+				// with fewer answers than workers it counts too few.
 				cut = min(cut, math.Ceil(float64(a.finished+1)*float64(a.remaining)/float64(lat)))
 			}
 			e.limit = bound(math.Floor(cut), b)

@@ -20,6 +20,7 @@ func TestNext(t *testing.T) {
 		wantService time.Duration
 		wantGen     uint32
 		wantLevel   float64
+		wantBefore  float64
 	}{
 		{
 			name:   "the first answer sets the service time",
@@ -79,7 +80,19 @@ func TestNext(t *testing.T) {
 			name:   "late after a long queue: to what the service finishes in the time given",
 			give:   estimate{limit: 12, service: 5 * ms},
 			answer: answer{latency: 200 * ms, remaining: 58 * ms, inflight: 10, finished: 7},
-			b:      b, wantLimit: 3, wantService: 5 * ms, wantGen: 1, // ⌈8·58/200⌉
+			b:      b, wantLimit: 3, wantService: 5 * ms, wantGen: 1, wantBefore: 12, // ⌈8·58/200⌉
+		},
+		{
+			name:   "late after a queue shorter than the service time: to those served at its admission, less itself",
+			give:   estimate{limit: 5.8, service: 51 * ms, gen: 1},
+			answer: answer{latency: 94 * ms, remaining: 52 * ms, inflight: 5, finished: 4, gen: 1},
+			b:      b, wantLimit: 4, wantService: 51 * ms, wantGen: 2, // not ⌈5·52/94⌉ = 3
+		},
+		{
+			name:   "late, the service slowed: the limit to come back to is kept",
+			give:   estimate{limit: 12, service: 5 * ms},
+			answer: answer{latency: 50 * ms, remaining: 28 * ms, inflight: 3},
+			b:      b, wantLimit: 2, wantService: 5 * ms, wantGen: 1, wantBefore: 12,
 		},
 		{
 			name:   "late, admitted before the latest cut: no second cut",
@@ -97,19 +110,19 @@ func TestNext(t *testing.T) {
 			name:   "the service slowed: the limit scales down with it",
 			give:   estimate{limit: 16, service: 5 * ms},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1},
-			b:      b, wantLimit: 1.6, wantService: 50 * ms, wantGen: 1, wantLevel: 1,
+			b:      b, wantLimit: 1.6, wantService: 50 * ms, wantGen: 1, wantLevel: 1, wantBefore: 16,
 		},
 		{
 			name:   "the service slowed: not below what answered in time together",
 			give:   estimate{limit: 8, service: 5 * ms},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1, finished: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3, wantBefore: 8,
 		},
 		{
 			name:   "the service slowed, the limit held by what answered beside it: no cut",
 			give:   estimate{limit: 3, service: 5 * ms, gen: 2},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 3, gen: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 2, wantLevel: 3,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 2, wantLevel: 3, wantBefore: 3,
 		},
 		{
 			name:   "the service is quicker: its time follows at once",
@@ -163,7 +176,7 @@ func TestNext(t *testing.T) {
 			name:   "the service slowed: nothing proved stays, its limit the level to try",
 			give:   estimate{limit: 8, service: 5 * ms, level: 8},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1, finished: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3, wantBefore: 8,
 		},
 		{
 			name:   "late at the level the jump set: it did not hold",
@@ -191,6 +204,7 @@ func TestNext(t *testing.T) {
 			assert.Equal(t, tt.wantService, got.service)
 			assert.Equal(t, tt.wantGen, got.gen)
 			assert.Equal(t, tt.wantLevel, got.level)
+			assert.Equal(t, tt.wantBefore, got.before, "the limit to come back to")
 		})
 	}
 }
