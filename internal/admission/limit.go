@@ -63,6 +63,14 @@ type estimate struct {
 	level float64
 	run   int
 	retry bool
+	// before is the limit the service time's latest jump scaled down
+	// (0: none since the service time came back), to return to when the
+	// service time comes back; cut is set once a late answer cut the
+	// limit since that jump (or since the first answer): until then an
+	// answer that shows no queue grows a binding limit by one a limit's
+	// worth of answers, whatever the room.
+	before float64
+	cut    bool
 }
 
 // answer is what one answered request measured.
@@ -85,9 +93,13 @@ type bounds struct{ min, max float64 }
 //     were served at its admission, itself excluded (those did not finish
 //     in time together), or, if lower, to what the service answered in
 //     the time its caller gave it (Little's law: a.finished+1 answers in
-//     its latency; after a long queue this is the count to fall to in one
-//     step, not one less per round trip); once per cut: answers admitted
-//     before the latest cut do not cut again.
+//     its latency, after a queue longer than _jump times the service
+//     time: after a long queue this is the count to fall to in one step,
+//     not one less per round trip; after a short one it counts fewer
+//     answers than workers); once per cut: answers admitted before the
+//     latest cut do not cut again. A late answer _jump times slower than
+//     the service time keeps the limit to come back to, as the jump does
+//     (below).
 //   - An answer in time _jump times slower than the service time, having
 //     taken over 1/_jump of its caller's time, is a service that slowed
 //     far enough to threaten deadlines: the limit scales by the ratio
@@ -111,26 +123,44 @@ type bounds struct{ min, max float64 }
 //     before it is proved) falls by one, so
 //     that a level proved by chance (3 where 2 is right: a third request
 //     waits behind a worker, sometimes not long) does not draw the limit
-//     back above the workers.
+//     back above the workers. Until a late answer cuts the limit after
+//     the service time jumped, an answer that shows no queue (within
+//     _lateSlack of the service time) grows it by one a limit's worth of
+//     answers too: the jump's limit is the requests served at one
+//     answer's admission, often fewer than the workers, and the probe
+//     would take a second or more to find each one left idle.
 //
 // Answers in time move the service time, at once when twice as quick;
 // nothing else does, so that a queue's latency never becomes the service
-// time that refuses requests.
+// time that refuses requests. The service time coming back at once from
+// a jump brings back the limit the jump scaled down, by the same ratio:
+// the service is quick again, and a limit left at the slow service's
+// would shed what the service can now serve until it regrew one a
+// limit's worth of answers at a time.
 func next(e estimate, a answer, b bounds) estimate {
 	lat := max(a.latency, time.Microsecond)
 	late := a.remaining > 0 && lat > a.remaining
 	switch {
 	case late:
 		if a.gen == e.gen && (e.service == 0 || float64(lat) > _lateSlack*float64(e.service)) {
-			// Little's law: the service answered a.finished requests and
-			// this one in lat, so about (a.finished+1)·remaining/lat in
-			// the time this caller gave it.
+			queue := float64(lat) > _jump*float64(e.service)
+			if queue && e.before == 0 && e.service > 0 {
+				// The service may have slowed (the jump, late): the limit
+				// to come back to when it is quick again.
+				e.before = e.limit
+			}
 			cut := min(e.limit, float64(a.inflight-1))
-			if a.finished > 0 {
+			if a.finished > 0 && queue {
+				// Little's law: the service answered a.finished requests
+				// and this one in lat, so about
+				// (a.finished+1)·remaining/lat in the time this caller
+				// gave it. Only after a queue longer than a service time:
+				// with fewer answers than workers it counts too few.
 				cut = min(cut, math.Ceil(float64(a.finished+1)*float64(a.remaining)/float64(lat)))
 			}
 			e.limit = bound(math.Floor(cut), b)
 			e.gen++
+			e.cut = true
 			if e.retry && float64(a.inflight) >= e.level {
 				// The level, tried again, did not hold: one less.
 				e.level--
@@ -144,15 +174,30 @@ func next(e estimate, a answer, b bounds) estimate {
 		if math.Floor(l) < math.Floor(e.limit) {
 			e.gen++ // a cut: the answers admitted before it do not cut again
 		}
+		if e.before == 0 {
+			e.before = e.limit
+		}
 		e.limit, e.service = l, lat
 		// A new service: nothing proved; the limit it sets is the level
 		// to come back to, until a late answer there refutes it.
-		e.level, e.run, e.retry = math.Floor(l), 0, true
+		e.level, e.run, e.retry, e.cut = math.Floor(l), 0, true, false
 		return e
 	}
-	if e.service == 0 || _jump*float64(lat) < float64(e.service) {
+	switch {
+	case e.service == 0:
 		e.service = lat
-	} else {
+	case _jump*float64(lat) < float64(e.service):
+		if e.before > e.limit {
+			// The service came back from its jump: the limit the jump
+			// scaled down comes back with it, by the same ratio, the
+			// level to try with it.
+			l := bound(min(e.before, e.limit*float64(e.service)/float64(lat)), b)
+			e.level, e.run, e.retry, e.cut = math.Floor(l), 0, true, false
+			e.limit = l
+		}
+		e.before = 0
+		e.service = lat
+	default:
 		e.service += time.Duration(_serviceWeight * float64(lat-e.service))
 	}
 	if !a.binding {
@@ -166,8 +211,13 @@ func next(e estimate, a answer, b bounds) estimate {
 		}
 	}
 	s := step(a.remaining, lat, e.service)
-	if f < e.level {
+	switch {
+	case f < e.level:
 		s = 1 // back to the level proved, one per limit's worth of answers
+	case !e.cut && float64(lat) <= _lateSlack*float64(e.service):
+		// No queue, and no late answer since the service time jumped:
+		// the workers are not all found yet.
+		s = 1
 	}
 	e.limit = bound(e.limit+s/e.limit, b)
 	if math.Floor(e.limit) != f {

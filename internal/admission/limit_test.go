@@ -20,6 +20,7 @@ func TestNext(t *testing.T) {
 		wantService time.Duration
 		wantGen     uint32
 		wantLevel   float64
+		wantBefore  float64
 	}{
 		{
 			name:   "the first answer sets the service time",
@@ -40,16 +41,28 @@ func TestNext(t *testing.T) {
 			b:      b, wantLimit: 8 + 1.0/8, wantService: 5 * ms,
 		},
 		{
-			name:   "binding, some room: a share",
-			give:   estimate{limit: 2, service: 40 * ms},
+			name:   "binding, some room, after a late answer: a share",
+			give:   estimate{limit: 2, service: 40 * ms, cut: true},
 			answer: answer{latency: 40 * ms, remaining: 60 * ms, inflight: 2, binding: true},
 			b:      b, wantLimit: 2 + (0.9*60/40-1)/2, wantService: 40 * ms,
 		},
 		{
-			name:   "binding, no room: the least step",
-			give:   estimate{limit: 2, service: 50 * ms},
+			name:   "binding, no room, after a late answer: the least step",
+			give:   estimate{limit: 2, service: 50 * ms, cut: true},
 			answer: answer{latency: 50 * ms, remaining: 52 * ms, inflight: 2, binding: true},
 			b:      b, wantLimit: 2 + _minStep/2, wantService: 50 * ms,
+		},
+		{
+			name:   "binding, no room, no queue and no late answer since the jump: one per limit",
+			give:   estimate{limit: 2, service: 50 * ms},
+			answer: answer{latency: 50 * ms, remaining: 52 * ms, inflight: 2, binding: true},
+			b:      b, wantLimit: 2.5, wantService: 50 * ms,
+		},
+		{
+			name:   "binding, no room, a queue: the least step",
+			give:   estimate{limit: 2, service: 40 * ms},
+			answer: answer{latency: 50 * ms, remaining: 52 * ms, inflight: 2, binding: true},
+			b:      b, wantLimit: 2 + _minStep/2, wantService: 41250 * time.Microsecond,
 		},
 		{
 			name:   "not binding: the limit is not proved",
@@ -67,7 +80,19 @@ func TestNext(t *testing.T) {
 			name:   "late after a long queue: to what the service finishes in the time given",
 			give:   estimate{limit: 12, service: 5 * ms},
 			answer: answer{latency: 200 * ms, remaining: 58 * ms, inflight: 10, finished: 7},
-			b:      b, wantLimit: 3, wantService: 5 * ms, wantGen: 1, // ⌈8·58/200⌉
+			b:      b, wantLimit: 3, wantService: 5 * ms, wantGen: 1, wantBefore: 12, // ⌈8·58/200⌉
+		},
+		{
+			name:   "late after a queue shorter than the service time: to those served at its admission, less itself",
+			give:   estimate{limit: 5.8, service: 51 * ms, gen: 1},
+			answer: answer{latency: 94 * ms, remaining: 52 * ms, inflight: 5, finished: 4, gen: 1},
+			b:      b, wantLimit: 4, wantService: 51 * ms, wantGen: 2, // not ⌈5·52/94⌉ = 3
+		},
+		{
+			name:   "late, the service slowed: the limit to come back to is kept",
+			give:   estimate{limit: 12, service: 5 * ms},
+			answer: answer{latency: 50 * ms, remaining: 28 * ms, inflight: 3},
+			b:      b, wantLimit: 2, wantService: 5 * ms, wantGen: 1, wantBefore: 12,
 		},
 		{
 			name:   "late, admitted before the latest cut: no second cut",
@@ -85,25 +110,37 @@ func TestNext(t *testing.T) {
 			name:   "the service slowed: the limit scales down with it",
 			give:   estimate{limit: 16, service: 5 * ms},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1},
-			b:      b, wantLimit: 1.6, wantService: 50 * ms, wantGen: 1, wantLevel: 1,
+			b:      b, wantLimit: 1.6, wantService: 50 * ms, wantGen: 1, wantLevel: 1, wantBefore: 16,
 		},
 		{
 			name:   "the service slowed: not below what answered in time together",
 			give:   estimate{limit: 8, service: 5 * ms},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1, finished: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3, wantBefore: 8,
 		},
 		{
 			name:   "the service slowed, the limit held by what answered beside it: no cut",
 			give:   estimate{limit: 3, service: 5 * ms, gen: 2},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 3, gen: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 2, wantLevel: 3,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 2, wantLevel: 3, wantBefore: 3,
 		},
 		{
 			name:   "the service is quicker: its time follows at once",
 			give:   estimate{limit: 2, service: 50 * ms},
 			answer: answer{latency: 5 * ms, remaining: 58 * ms, inflight: 2, binding: true},
 			b:      b, wantLimit: 2.5, wantService: 5 * ms,
+		},
+		{
+			name:   "the service came back from its jump: so does the limit, by the ratio",
+			give:   estimate{limit: 2, service: 50 * ms, before: 40},
+			answer: answer{latency: 10 * ms, remaining: 58 * ms, inflight: 2},
+			b:      b, wantLimit: 10, wantService: 10 * ms, wantLevel: 10,
+		},
+		{
+			name:   "the service came back from its jump: the limit, no higher than before it",
+			give:   estimate{limit: 2, service: 50 * ms, before: 12},
+			answer: answer{latency: 5 * ms, remaining: 58 * ms, inflight: 2},
+			b:      b, wantLimit: 12, wantService: 5 * ms, wantLevel: 12,
 		},
 		{
 			name:   "no deadline, no queue: one per limit",
@@ -113,7 +150,7 @@ func TestNext(t *testing.T) {
 		},
 		{
 			name:   "a limit's worth of binding answers in time in a row proves the level",
-			give:   estimate{limit: 4, service: 50 * ms, run: 3},
+			give:   estimate{limit: 4, service: 50 * ms, run: 3, cut: true},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 4, binding: true},
 			b:      b, wantLimit: 4 + (0.9*58/50-1)/4, wantService: 50 * ms, wantLevel: 4,
 		},
@@ -139,7 +176,7 @@ func TestNext(t *testing.T) {
 			name:   "the service slowed: nothing proved stays, its limit the level to try",
 			give:   estimate{limit: 8, service: 5 * ms, level: 8},
 			answer: answer{latency: 50 * ms, remaining: 58 * ms, inflight: 1, finished: 2},
-			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3,
+			b:      b, wantLimit: 3, wantService: 50 * ms, wantGen: 1, wantLevel: 3, wantBefore: 8,
 		},
 		{
 			name:   "late at the level the jump set: it did not hold",
@@ -167,6 +204,7 @@ func TestNext(t *testing.T) {
 			assert.Equal(t, tt.wantService, got.service)
 			assert.Equal(t, tt.wantGen, got.gen)
 			assert.Equal(t, tt.wantLevel, got.level)
+			assert.Equal(t, tt.wantBefore, got.before, "the limit to come back to")
 		})
 	}
 }
@@ -306,4 +344,45 @@ func TestFits(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, fits(tt.remaining, tt.timed, tt.service), "%+v", tt)
 	}
+}
+
+// TestNextFindsTheWorkersAfterAJump runs the limit against a model of a
+// service of 4 workers whose service time jumps from 5ms to 50ms, its
+// callers giving 58ms, where the first slow answer was admitted with 2
+// served (the steady state's load, under the workers): the jump cuts the
+// limit to 2, and it finds the 4 workers within a few limits' worth of
+// answers, not the probe's hundreds; once the service time comes back,
+// so does the limit the jump cut, at the first quick answer.
+func TestNextFindsTheWorkersAfterAJump(t *testing.T) {
+	const workers = 4
+	ms := time.Millisecond
+	b := bounds{min: 1, max: 1000}
+	e := next(estimate{limit: 12, service: 5 * ms}, answer{latency: 50 * ms, remaining: 58 * ms, inflight: 2, finished: 1, binding: true}, b)
+	assert.Equal(t, 2, int(e.limit), "the jump")
+	found := -1
+	at := map[int]int{} // answers by floor(limit), once found
+	for i := range 400 {
+		n := int(e.limit)
+		lat := 50 * ms
+		if n > workers {
+			lat = 75 * ms // behind a worker
+		}
+		e = next(e, answer{latency: lat, remaining: 58 * ms, inflight: n, finished: n, gen: e.gen, binding: true}, b)
+		if found < 0 && int(e.limit) >= workers {
+			found = i
+		}
+		if found >= 0 {
+			at[int(e.limit)]++
+		}
+	}
+	other := 0
+	for n, k := range at {
+		if n != workers {
+			other += k
+		}
+	}
+	assert.Less(t, found, 3*workers, "answers until the limit found the workers")
+	assert.Greater(t, at[workers], 9*other, "at the workers most of the time: %v", at)
+	e = next(e, answer{latency: 5 * ms, remaining: 58 * ms, inflight: workers, gen: e.gen}, b)
+	assert.Equal(t, 12, int(e.limit), "the service came back")
 }
