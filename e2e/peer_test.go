@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/debugpage"
@@ -19,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/peer"
+	"go.uber.org/yarpc/api/x/introspection"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
 )
@@ -57,13 +60,29 @@ func peerMesh(t *testing.T, ts *traces, bad int) (*testmesh.Node, []string, raw.
 		stop(c)
 		addrs = append(addrs, c.Addr())
 	}
+	b, client := retrypeerRelay(t, stop, testmesh.HTTP, addrs, "peer-client", testmesh.TransportOptions{Tracer: ts.bridge(_b)})
+	return b, addrs, client, &badServed
+}
+
+// retrypeerRelay starts B, whose procedure "call" calls C's with the
+// same body, C's instances at addrs (of kind) behind yarpc's round-robin
+// list wrapped by retrypeer, B's policy for C 2 attempts, idempotent,
+// B's transport given tr and errown opts; and a client named name of B,
+// once B's list has every instance available (a gRPC peer connects after
+// B starts: a retry that must go to another instance would find none).
+// stop registers each for the test's end.
+func retrypeerRelay(t *testing.T, stop func(*testmesh.Node), kind string, addrs []string, name string, tr testmesh.TransportOptions, opts ...errown.Option) (*testmesh.Node, raw.Client) {
+	t.Helper()
 	cfg := &errown.Config{}
 	cfg.Retry.Policies = []retry.PolicyConfig{{Service: _c, MaxAttempts: 2, Idempotent: new(true)}}
+	var list introspection.IntrospectableChooser
 	b, err := testmesh.Start(testmesh.Config{
-		Name: _b, Kind: testmesh.HTTP, Errown: cfg,
-		Transport: testmesh.TransportOptions{Tracer: ts.bridge(_b)},
-		Callees: []testmesh.Callee{{Name: _c, Kind: testmesh.HTTP, Addrs: addrs,
-			Chooser: func(c peer.Chooser) peer.Chooser { return retrypeer.New(c) }}},
+		Name: _b, Kind: testmesh.HTTP, Errown: cfg, ErrownOptions: opts, Transport: tr,
+		Callees: []testmesh.Callee{{Name: _c, Kind: kind, Addrs: addrs,
+			Chooser: func(c peer.Chooser) peer.Chooser {
+				list, _ = c.(introspection.IntrospectableChooser)
+				return retrypeer.New(c)
+			}}},
 		Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
 			client := raw.New(d.ClientConfig(_c))
 			d.Register(raw.Procedure("call", func(ctx context.Context, body []byte) ([]byte, error) {
@@ -74,11 +93,21 @@ func peerMesh(t *testing.T, ts *traces, bad int) (*testmesh.Node, []string, raw.
 	})
 	require.NoError(t, err, "start B")
 	stop(b)
-	client, err := testmesh.NewClient("peer-client", testmesh.TransportOptions{}, nil,
+	require.NotNil(t, list, "B's peer list cannot say which instances are available")
+	require.Eventually(t, func() bool {
+		available := 0
+		for _, p := range list.Introspect().Peers {
+			if strings.HasPrefix(p.State, peer.Available.String()) {
+				available++
+			}
+		}
+		return available == len(addrs)
+	}, 10*time.Second, 5*time.Millisecond, "B's instances of C available")
+	client, err := testmesh.NewClient(name, testmesh.TransportOptions{}, nil,
 		testmesh.Callee{Name: _b, Kind: testmesh.HTTP, Addr: b.Addr()})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, client.Stop()) })
-	return b, addrs, raw.New(client.ClientConfig(_b)), &badServed
+	return b, raw.New(client.ClientConfig(_b))
 }
 
 // TestTracePeerOfFailedAttempt: B's retries of C, sent elsewhere by

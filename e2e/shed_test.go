@@ -13,14 +13,11 @@ import (
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/internal/testmesh"
-	"github.com/errown/errown/retry"
-	"github.com/errown/errown/retrypeer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uber-go/tally/v4"
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
-	"go.uber.org/yarpc/api/peer"
 	"go.uber.org/yarpc/api/transport"
 	"go.uber.org/yarpc/encoding/raw"
 	"go.uber.org/yarpc/yarpcerrors"
@@ -178,27 +175,7 @@ func testShedRetriedOnAnotherInstance(t *testing.T, kind string) {
 				addrs = append(addrs, c.Addr())
 			}
 			scope := tally.NewTestScope("", nil)
-			cfg := &errown.Config{}
-			cfg.Retry.Policies = []retry.PolicyConfig{{Service: _c, MaxAttempts: 2, Idempotent: new(true)}}
-			b, err := testmesh.Start(testmesh.Config{
-				Name: _b, Kind: testmesh.HTTP, Errown: cfg, ErrownOptions: []errown.Option{errown.WithScope(scope)},
-				Callees: []testmesh.Callee{{Name: _c, Kind: kind, Addrs: addrs,
-					Chooser: func(c peer.Chooser) peer.Chooser { return retrypeer.New(c) }}},
-				Register: func(d *yarpc.Dispatcher, _ *errown.Middleware) error {
-					client := raw.New(d.ClientConfig(_c))
-					d.Register(raw.Procedure("call", func(ctx context.Context, body []byte) ([]byte, error) {
-						return client.Call(ctx, "call", body)
-					}))
-					return nil
-				},
-			})
-			require.NoError(t, err, "start B")
-			stop(b)
-			client, err := testmesh.NewClient("shed-client", testmesh.TransportOptions{}, nil,
-				testmesh.Callee{Name: _b, Kind: testmesh.HTTP, Addr: b.Addr()})
-			require.NoError(t, err)
-			t.Cleanup(func() { assert.NoError(t, client.Stop()) })
-			rc := raw.New(client.ClientConfig(_b))
+			_, rc := retrypeerRelay(t, stop, kind, addrs, "shed-client", testmesh.TransportOptions{}, errown.WithScope(scope))
 
 			for i := range calls {
 				body := fmt.Sprintf("call-%d", i)

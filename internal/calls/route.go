@@ -138,12 +138,7 @@ func (r *Route) Served(also func(peer string)) {
 func (r *Route) Used(peer string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i := range min(r.n, _routePeers) {
-		if r.peers[i] == peer {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.peers[:min(r.n, _routePeers)], peer)
 }
 
 // Len returns how many attempts of the call a peer was recorded for.

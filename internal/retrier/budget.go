@@ -163,34 +163,35 @@ func HedgeAllows(requests, hedges int64, ratio, minPerSecond float64, window tim
 
 // refundHedge takes back a hedge withdrawn in epoch's bucket
 // (withdrawHedge) whose call succeeded, as refund does a retry's.
-func (b *budget) refundHedge(epoch int64) { b.takeBack(epoch, true) }
+func (b *budget) refundHedge(epoch int64) {
+	if !b.plain {
+		b.takeBack(epoch, true, true)
+	}
+}
 
 // refund takes back a retry withdrawn in epoch's bucket (withdraw) that
 // succeeded: a retry that works is evidence of an independent failure,
 // not of a storm, and the budget bounds only the retries that fail. A
-// bucket that has left the window since keeps nothing to refund.
-func (b *budget) refund(epoch int64) { b.takeBack(epoch, false) }
+// bucket that has left the window since keeps nothing to refund. A
+// plain budget refunds nothing.
+func (b *budget) refund(epoch int64) {
+	if !b.plain {
+		b.takeBack(epoch, false, true)
+	}
+}
 
 // unsent takes back a retry withdrawn in epoch's bucket (withdraw) that
 // was sent nowhere (the retry of a shed offered no other instance): it
 // is no retry, so even a plain budget takes it back, and it is not
 // counted as one that succeeded.
-func (b *budget) unsent(epoch int64) {
-	if b.disabled {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if bk := &b.buckets[epoch%_budgetBuckets]; bk.epoch.Load() == epoch && bk.retries > 0 {
-		bk.retries--
-	}
-}
+func (b *budget) unsent(epoch int64) { b.takeBack(epoch, false, false) }
 
 // takeBack takes back one withdrawal from epoch's bucket, a hedge's
 // (counted among the retries too) when hedge is set, if the bucket is
-// still epoch's and holds one.
-func (b *budget) takeBack(epoch int64, hedge bool) {
-	if b.disabled || b.plain {
+// still epoch's and holds one, counting it refunded when refunded is
+// set.
+func (b *budget) takeBack(epoch int64, hedge, refunded bool) {
+	if b.disabled {
 		return
 	}
 	b.mu.Lock()
@@ -206,7 +207,9 @@ func (b *budget) takeBack(epoch int64, hedge bool) {
 		return
 	}
 	bk.retries--
-	bk.refunded++
+	if refunded {
+		bk.refunded++
+	}
 }
 
 // windowCounts are a budget's counts over its window.
