@@ -96,8 +96,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		BodySize:  int(max(r.ContentLength, 0)),
 	}
 	// The yarpc error for an error status is for errown to classify;
-	// what goes out is h's own response.
-	_ = h.inbound.Handle(ctx, &rw.treq, &rw.rpc, rw)
+	// what goes out is h's own response, or, when errown's middleware
+	// answered without running h (its admission shed the request), its
+	// error.
+	if err := h.inbound.Handle(ctx, &rw.treq, &rw.rpc, rw); err != nil && !rw.ran {
+		rw.fail(err)
+	}
 	// Once errown's middleware has returned: the response with errown's
 	// headers, unless it went out already (flushed early, or hijacked).
 	if !rw.committed {

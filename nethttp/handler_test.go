@@ -3,12 +3,16 @@ package nethttp_test
 import (
 	"bufio"
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/errown/errown"
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/nethttp"
 	"github.com/stretchr/testify/assert"
@@ -342,4 +346,78 @@ func TestHandlerPanic(t *testing.T) {
 		assert.Fail(t, "a panicking handler answered", "status %d", res.StatusCode)
 	}
 	assert.Zero(t, s.mw.Introspect().InFlight, "errown tracks requests in flight after the panic")
+}
+
+// A request errown's admission sheds never reaches the handler, and goes
+// out as a yarpc service's HTTP inbound answers resource-exhausted: 429,
+// its code in Rpc-Error-Code, claimed, with pushback and the shed marker
+// naming the reason, not as a handler's empty success.
+func TestHandlerShedAnswersAsAnError(t *testing.T) {
+	mw := newMiddleware(t, errown.Config{InboundConfig: errown.InboundConfig{Admission: inbound.AdmissionConfig{
+		Mode: inbound.AdmissionEnforce, MinLimit: 1, MaxLimit: 1, MaxQueue: 1,
+	}}}, nil, nil)
+	started, release := make(chan struct{}), make(chan struct{})
+	var served atomic.Int32
+	srv := httptest.NewServer(nethttp.Handler(mw, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if served.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		_, _ = w.Write([]byte("ok"))
+	})))
+	defer srv.Close()
+	client := &http.Client{Transport: newBase(t)}
+
+	held := make(chan int, 1)
+	go func() {
+		res, err := client.Get(srv.URL)
+		if err != nil {
+			held <- 0
+			return
+		}
+		res.Body.Close()
+		held <- res.StatusCode
+	}()
+	<-started
+
+	// Two more first attempts for the queue's one place: one is shed at
+	// once (queue_full), the other waits for the held one.
+	type answer struct {
+		status int
+		header http.Header
+		body   []byte
+	}
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+			if err != nil {
+				answers <- answer{}
+				return
+			}
+			req.Header.Set("Context-TTL-MS", "10000")
+			res, err := client.Do(req)
+			if err != nil {
+				answers <- answer{}
+				return
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			answers <- answer{res.StatusCode, res.Header, body}
+		}()
+	}
+	shed := <-answers
+	assert.Equal(t, http.StatusTooManyRequests, shed.status, "body %q", shed.body)
+	assert.Equal(t, "resource-exhausted", shed.header.Get("Rpc-Error-Code"))
+	assert.Equal(t, "claimed", shed.header.Get(_claim))
+	assert.Equal(t, "true", shed.header.Get(_noRetry))
+	assert.Equal(t, "queue_full", shed.header.Get("Rpc-Header-Errown-Shed"))
+	assert.NotEmpty(t, shed.body, "the shed's message")
+	assert.Equal(t, int32(1), served.Load(), "the shed request never reached the handler")
+
+	close(release)
+	queued := <-answers
+	assert.Equal(t, http.StatusOK, queued.status, "the queued request")
+	assert.Equal(t, "ok", string(queued.body))
+	assert.Equal(t, http.StatusOK, <-held, "the held request")
 }

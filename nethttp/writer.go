@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"go.uber.org/yarpc/api/transport"
+	"go.uber.org/yarpc/yarpcerrors"
 )
 
 // writer is the http.ResponseWriter a handler writes to under Handler. It
@@ -37,6 +38,7 @@ type writer struct {
 
 	committed bool // the response went to w
 	hijacked  bool
+	ran       bool // errown's middleware ran the handler
 
 	// resw is errown's ResponseWriter while the handler runs, by which
 	// an early commit drops errown's own headers the handler set.
@@ -63,7 +65,7 @@ func newWriter(w http.ResponseWriter, r *http.Request, next http.Handler, max in
 // calls it with the request's context and its own ResponseWriter, resw,
 // which wraps rw.rpc.
 func (rw *writer) Handle(ctx context.Context, _ *transport.Request, resw transport.ResponseWriter) error {
-	rw.resw = resw
+	rw.resw, rw.ran = resw, true
 	defer func() { rw.resw = nil }()
 	rw.next.ServeHTTP(rw, rw.req.WithContext(ctx))
 	if rw.hijacked {
@@ -76,6 +78,21 @@ func (rw *writer) Handle(ctx context.Context, _ *transport.Request, resw transpo
 		return StatusError(status, nil)
 	}
 	return nil
+}
+
+// fail answers with err, an error errown's middleware returned without
+// running the handler, as a yarpc service's HTTP inbound would: its
+// code's status, Rpc-Error-Code and the message as the body.
+func (rw *writer) fail(err error) {
+	code := yarpcerrors.FromError(err).Code()
+	text, _ := code.MarshalText()
+	msg := yarpcerrors.FromError(err).Message()
+	h := rw.w.Header()
+	h.Set(_errorCodeHeader, string(text))
+	h.Set(_errorMessageHeader, msg)
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	rw.status = Status(code)
+	rw.buf = append(rw.buf[:0], msg+"\n"...)
 }
 
 // dropOwnHeaders removes from the response the application headers that
