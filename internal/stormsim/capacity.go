@@ -96,6 +96,9 @@ func (q *capacityQueue) serveTimed(ctx context.Context) (time.Time, error) {
 	end := start.Add(service)
 	time.Sleep(time.Until(end))
 	q.stats.count(_worked)
+	if d, ok := ctx.Deadline(); !ok || !end.After(d) {
+		q.stats.count(_inTime)
+	}
 	q.release(end)
 	return end, nil
 }

@@ -31,6 +31,10 @@ type capacityVariant struct {
 	// boundShare is the share of the goodput bound errown is to reach
 	// at the root during the trigger; 0 for _capacityBoundShare.
 	boundShare float64
+	// answerShare, when set, is the share of what the degraded node can
+	// serve in the trigger (answerBound) that its answers in time are to
+	// reach under errown.
+	answerShare float64
 	// errown's targets judged on this variant: every hop retrying
 	// does not recover (metastable); errown recovers within a second of
 	// the trigger's end, no later than any other arm.
@@ -40,7 +44,7 @@ type capacityVariant struct {
 var _capacityVariants = []capacityVariant{
 	{group: "serve", topology: "capacity", what: "A→B→C→D, D 10× slower from 3s to 5s; D serves its queued requests after their caller has gone", metastable: true, recovers: true},
 	{group: "leave", topology: "capacity", leave: true, what: "the same, D's queued requests leave the queue once their caller has gone", metastable: true, recovers: true},
-	{group: "fan-out", topology: "capacity-fanout", what: "F, reached by three paths (4 requests per root request), 10× slower from 3s to 5s; served anyway", boundShare: _capacityFanoutShare},
+	{group: "fan-out", topology: "capacity-fanout", what: "F, reached by three paths (4 requests per root request), 10× slower from 3s to 5s; served anyway", boundShare: _capacityFanoutShare, answerShare: _capacityAnswerShare},
 	{group: "crash", topology: "capacity-crash", what: "A→B→C→D, D crashed at 3s and restarted on the same port at 5s", recovers: true},
 	{group: "four callers", topology: "capacity", callers: 4, what: "the serve variant with D's caller C run as four instances behind a round-robin peer list (four overload limits)", recovers: true},
 	{group: "no caller policy", topology: "capacity", noCallerPolicy: true, what: "the serve variant with no retry policy at C, D's caller: no retry, no attempt timeout (C's calls to D run on B's 150ms) and no overload limit in front of D", recovers: true},
@@ -76,6 +80,11 @@ const (
 	_capacityBoundShare  = 0.75
 	_capacityFanoutShare = 0.5
 	_capacityOracleShare = 0.9
+	// _capacityAnswerShare is the share of what the degraded node can
+	// serve during the trigger that its answers in time are to reach on
+	// the fan-out: admission is to keep its workers on requests that
+	// finish in time, whichever roots they belong to.
+	_capacityAnswerShare = 0.8
 )
 
 // load returns the variant's topology.
@@ -152,6 +161,23 @@ func goodputBound(t *Topology) float64 {
 			}
 			served := float64(n.Capacity.Workers) / (n.Capacity.ServiceTime.Seconds() * tr.Factor)
 			return math.Min(1, served/(t.Rate*visits[strings.ToLower(n.Name)]))
+		}
+	}
+	return 0
+}
+
+// answerBound returns what the constrained node of t can serve during
+// its slow trigger: its workers' rate while slowed times the trigger's
+// length; 0 when it has no slow trigger.
+func answerBound(t *Topology) float64 {
+	for _, n := range t.Nodes {
+		if n.Capacity == nil {
+			continue
+		}
+		for _, tr := range n.Triggers {
+			if tr.Kind == TriggerSlow && tr.Factor > 0 {
+				return float64(n.Capacity.Workers) / (n.Capacity.ServiceTime.Seconds() * tr.Factor) * tr.For.Seconds()
+			}
 		}
 	}
 	return 0
@@ -239,6 +265,7 @@ var (
 	afterOf             = summaryOf(func(s Summary) float64 { return s.GoodputAfter })
 	duringOf            = summaryOf(func(s Summary) float64 { return s.GoodputDuring })
 	arrivalsPerOfferedO = summaryOf(func(s Summary) float64 { return s.ArrivalsPerOffered })
+	answersDuringOf     = summaryOf(func(s Summary) float64 { return float64(s.AnswersDuring) })
 )
 
 // capacityFigures judges errown's targets on every variant: (a)
@@ -251,7 +278,8 @@ var (
 // during the trigger is at least a share of the bound, (g) and of the
 // fixed-limit oracle's; (f) it recovers within one bin; (h) its goodput
 // after the trigger is at least failsafe-go's; (i) its admission sheds
-// nothing in the steady state.
+// nothing in the steady state; (j) on the fan-out, the constrained node's
+// answers in time during the trigger are a share of what it can serve.
 func capacityFigures(c scenarioConfig, runs []RunReport) ([]Figure, []string) {
 	var (
 		figs  []Figure
@@ -323,6 +351,10 @@ func capacityTargets(v capacityVariant, runs []RunReport, c scenarioConfig) []Fi
 			figs = append(figs, measure("errown's goodput during the trigger ÷ the fixed limit's, "+v.group, *errown, func(r RunReport) float64 { return duringOf(r) / o }).
 				atLeast(_capacityOracleShare, fmt.Sprintf("(g) at least %.0f%% of the oracle's (%.3f): errown without admission in front of a constrained node holding as many requests as it has workers and no queue", 100*_capacityOracleShare, o)))
 		}
+	}
+	if bound := answerBound(v.load()); v.answerShare > 0 && bound > 0 {
+		figs = append(figs, measure("the constrained node's answers in time during the trigger ÷ what it can serve, errown, "+v.group, *errown, func(r RunReport) float64 { return answersDuringOf(r) / bound }).
+			atLeast(v.answerShare, fmt.Sprintf("(j) at least %.0f%% of what the degraded node can serve during the trigger (%.0f requests: its workers' rate while slowed times the trigger's length), finished before their callers' deadlines", 100*v.answerShare, bound)))
 	}
 	if failsafe != nil {
 		fs := afterOf(*failsafe)

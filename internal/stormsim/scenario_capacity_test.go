@@ -210,4 +210,36 @@ func TestCapacityVariantsOfTheCallers(t *testing.T) {
 	// F: 4 workers × 50ms, 80/s of the 4 × 120/s sent.
 	assert.InDelta(t, 80.0/480, goodputBound(byGroup["fan-out"].load()), 1e-9)
 	assert.Zero(t, goodputBound(byGroup["crash"].load()), "a crash serves nothing")
+	// F: 4 workers × 50ms for 2s.
+	assert.InDelta(t, 160, answerBound(byGroup["fan-out"].load()), 1e-9)
+	assert.InDelta(t, 80, answerBound(byGroup["serve"].load()), 1e-9)
+	assert.Zero(t, answerBound(byGroup["crash"].load()), "a crash serves nothing")
+}
+
+func TestCapacityFanoutAnswersInTime(t *testing.T) {
+	// F's answers in time during the trigger: 120 of the 160 degraded F
+	// can serve fails the fan-out's 0.8; 130 passes. No other variant
+	// judges them.
+	for _, tt := range []struct {
+		answers int64
+		want    bool
+	}{{120, false}, {130, true}} {
+		run := capacityRun("fan-out", ArmErrown, seconds_(0), 0.1, 480, 1)
+		run.Result.Timeline.Summary.AnswersDuring = tt.answers
+		figs, _ := capacityFigures(scenarioConfig{}, []RunReport{run})
+		var found bool
+		for _, f := range figs {
+			if strings.HasPrefix(f.Name, "the constrained node's answers in time") {
+				found = true
+				assert.InDelta(t, float64(tt.answers)/160, f.Value, 1e-9)
+				assert.Equal(t, tt.want, f.judge().Pass, "%d answers", tt.answers)
+			}
+		}
+		assert.True(t, found, "the fan-out judges F's answers in time")
+	}
+	serve := capacityRun("serve", ArmErrown, seconds_(0), 0.1, 480, 1)
+	figs, _ := capacityFigures(scenarioConfig{}, []RunReport{serve})
+	for _, f := range figs {
+		assert.NotContains(t, f.Name, "answers in time")
+	}
 }

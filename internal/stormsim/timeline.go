@@ -95,6 +95,9 @@ type NodeTimeline struct {
 	Left []int64 `json:"left,omitempty"`
 	// Queue is the most requests waiting at once in the bin.
 	Queue []int64 `json:"queue,omitempty"`
+	// InTime are the requests a worker finished before their caller's
+	// deadline: the node's answers in time, in the bin they ended.
+	InTime []int64 `json:"inTime,omitempty"`
 	// Totals over the run, the bins' and any after them.
 	TotalArrivals  int64 `json:"totalArrivals"`
 	TotalAbandoned int64 `json:"totalAbandoned"`
@@ -135,6 +138,9 @@ type Summary struct {
 	ArrivalsPerOffered float64 `json:"arrivalsPerOffered"`
 	// ArrivalsPerRequest is Arrivals per root request.
 	ArrivalsPerRequest float64 `json:"arrivalsPerRequest"`
+	// AnswersDuring are the constrained node's answers in time
+	// (NodeTimeline.InTime) in the bins of the triggers.
+	AnswersDuring int64 `json:"answersDuring,omitempty"`
 	// Retries is the retries sent on every hop over the run; Refused,
 	// the refusals by reason.
 	Retries int64            `json:"retries"`
@@ -301,6 +307,11 @@ func (t *Timeline) summarize(requests int) {
 		s.Offered = float64(requests) * n.Visits
 		s.ArrivalsPerOffered = ratio(float64(s.Arrivals), s.Offered)
 		s.ArrivalsPerRequest = ratio(float64(s.Arrivals), float64(requests))
+		for b, v := range n.InTime {
+			if start := time.Duration(b) * bin; start >= from && start < to {
+				s.AnswersDuring += v
+			}
+		}
 	}
 	for _, r := range t.Retries {
 		s.Retries += r
@@ -403,6 +414,7 @@ const (
 	_rejected                   // a request was refused at once, the queue being full
 	_abandoned                  // a worker served a request after its caller had gone
 	_left                       // a request left the queue when its caller had gone
+	_inTime                     // a worker finished a request before its caller's deadline
 	_nodeEvents
 )
 
@@ -437,7 +449,7 @@ func (s *nodeSeries) queued(n int) {
 
 // timeline returns the node's series.
 func (s *nodeSeries) timeline(name string, visits float64, capacity bool) NodeTimeline {
-	arrived, worked, rejected, abandoned, left := s.events[_arrived], s.events[_worked], s.events[_rejected], s.events[_abandoned], s.events[_left]
+	arrived, worked, rejected, abandoned, left, inTime := s.events[_arrived], s.events[_worked], s.events[_rejected], s.events[_abandoned], s.events[_left], s.events[_inTime]
 	t := NodeTimeline{
 		Name: name, Visits: visits, Arrivals: arrived.values(),
 		TotalArrivals: arrived.total.Load(), TotalAbandoned: abandoned.total.Load(),
@@ -445,6 +457,7 @@ func (s *nodeSeries) timeline(name string, visits float64, capacity bool) NodeTi
 	}
 	if capacity {
 		t.Worked, t.Rejected, t.Abandoned, t.Left, t.Queue = worked.values(), rejected.values(), abandoned.values(), left.values(), s.queue.values()
+		t.InTime = inTime.values()
 	}
 	return t
 }

@@ -79,7 +79,7 @@ func TestTimelineSummary(t *testing.T) {
 		Good:     []int{10, 10, 0, 0, 5, 10, 10, 10},
 		Retries:  []int64{0, 0, 5, 5, 1, 0, 0, 0, 0},
 		Refused:  map[string][]int64{"budget": {0, 0, 3, 4, 0, 0, 0, 0, 0}},
-		Nodes:    []NodeTimeline{{Name: "D", Visits: 4, TotalArrivals: 352}},
+		Nodes:    []NodeTimeline{{Name: "D", Visits: 4, TotalArrivals: 352, InTime: []int64{40, 40, 7, 9, 40, 40, 40, 40}}},
 	}
 	tl.Goodput = make(Ratios, len(tl.Sent))
 	for b := range tl.Sent {
@@ -97,6 +97,7 @@ func TestTimelineSummary(t *testing.T) {
 	assert.Equal(t, []any{int64(352), 320.0, 1.1, 4.4}, []any{s.Arrivals, s.Offered, s.ArrivalsPerOffered, s.ArrivalsPerRequest})
 	assert.Equal(t, int64(11), s.Retries)
 	assert.Equal(t, map[string]int64{"budget": 7}, s.Refused)
+	assert.Equal(t, int64(16), s.AnswersDuring, "D's answers in time in the trigger's bins only")
 
 	// JSON: NaN as null, and back.
 	tl.Goodput[3] = math.NaN()
