@@ -70,14 +70,14 @@ func (m *Middleware) sendFirst(ctx context.Context, req *transport.Request, out 
 // and error.
 func (m *Middleware) continueFirst(req *transport.Request, sink *Sink, f *First) (*transport.Response, error) {
 	state, r, a := &sink.State, &f.run, f.sent
-	r.out, r.state = m.hop(sink), state
+	r.out, r.state = sink.Out, state
 	// The first attempt, shed or sent and no longer under way: recorded
 	// as the innermost step records each.
 	state.lock()
 	state.attempt(1)
-	v := verdict{seen: true, sent: f.shed == nil, shed: f.shed}
+	v := verdict{shed: f.shed}
 	if f.shed != nil {
-		v.refusal = wire.RefusedOverload
+		v.decided.refused = wire.RefusedOverload
 	}
 	state.depart(req, &v)
 	state.unlock()

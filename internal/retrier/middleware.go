@@ -151,7 +151,7 @@ func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transp
 	}
 	sink := m.sinks.Get().(*Sink)
 	defer m.putSink(sink)
-	sink.Out, sink.State.direct = out, true
+	*sink = Sink{Out: out, State: CallState{direct: true}}
 	res, err = m.continueFirst(req, sink, &f)
 	*result = sink.State.Result
 	return res, err
@@ -166,20 +166,12 @@ func (m *Middleware) putSink(sink *Sink) {
 
 // callSink is Call with sink for out.
 func (m *Middleware) callSink(ctx context.Context, req *transport.Request, sink *Sink) (*transport.Response, error) {
-	if sink.State.direct {
-		return m.call(ctx, req, m.hop(sink), &sink.State)
+	if sink.State.direct { // send sends each attempt through m's innermost step
+		return m.call(ctx, req, sink.Out, &sink.State)
 	}
 	// The innermost step (Attempts) finds the call's state in the
 	// context of each attempt, below the middleware in between.
 	return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
-}
-
-// hop readies sink for a call on the direct path, and returns the
-// outbound to send its attempts to: nothing stands between here and the
-// transport, and the innermost step gets the call's state from the Hop.
-func (m *Middleware) hop(sink *Sink) *Hop {
-	sink.Hop = Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
-	return &sink.Hop
 }
 
 // call is the one loop of a call errown's retry middleware makes, the
@@ -243,7 +235,7 @@ type attemptRun struct {
 	route *calls.Route            // or nil (routed)
 	req   *transport.Request      // the first attempt
 	orig  transport.Request       // the request as the caller gave it, which retries are built from
-	out   transport.UnaryOutbound // where the attempts go
+	out   transport.UnaryOutbound // where the attempts go (send)
 	c     *callee
 	p     *policy
 	state *CallState
@@ -325,19 +317,22 @@ func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentA
 	b := m.send(r, n+1)
 	strict := r.route.Strict()
 	r.route.SetStrict(false)
+	refused := decided.Refused
 	r.state.lock()
 	nowhere := strict && !r.state.Sends.Shed && r.state.Sends.Count == b.before
 	if nowhere {
-		r.state.noOtherInstance(n)
+		// Attempt n+1 was sent nowhere: the call ends with attempt n's
+		// shed, its pushback refusing the retry as it would have without
+		// the try.
+		r.state.decided(n, &decision{refused: wire.RefusedPushback})
+		decided = r.state.Result
 	}
 	r.state.unlock()
 	if !nowhere {
-		tracing.Decided(r.ctx, r.req, &decided, decided.Refused, 0, true, r.p.observe)
+		tracing.Decided(r.ctx, r.req, &decided, refused, 0, true, r.p.observe)
 		r.c.metrics.attempts.Inc(1)
 		return b, true
 	}
-	refused := decided.Refused
-	decided.Refused = wire.RefusedPushback
 	tracing.Decided(r.ctx, r.req, &decided, refused, 0, false, r.p.observe)
 	discard(b.res, b.cancel)
 	note.unsent(r.c)
@@ -367,7 +362,7 @@ func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNot
 			note.abandoned()
 		} else {
 			note.succeeded(r.c)
-			d.draws = state.refunded()
+			state.decided(n, &d) // the hedges' draws, given back (served)
 		}
 		return d
 	}
@@ -375,7 +370,7 @@ func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNot
 	// The policy's attempts bound the call's attempts other than its
 	// hedges, which count apart (Attempts.Send).
 	d = m.retryAfter(r, code, max(state.Sequential(), n), note)
-	state.decided(d.declined, d.refused, d.blind, d.stop)
+	state.decided(n, &d)
 	// A shed attempt was refused already; the retry of an instance's
 	// shed is traced once it is known to have gone (sendElsewhere).
 	if !state.Sends.Shed && !d.elsewhere {
@@ -418,7 +413,14 @@ func (m *Middleware) send(r *attemptRun, n int) sentAttempt {
 	r.state.lock()
 	a.before = r.state.attempt(n)
 	r.state.unlock()
-	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
+	req := m.attemptRequest(r, n, a.before)
+	if r.state.direct {
+		// Nothing stands between here and the transport: the innermost
+		// step gets the call's state from here.
+		a.res, a.err = m.attempts.Send(a.ctx, req, r.out, r.state)
+		return a
+	}
+	a.res, a.err = r.out.Call(a.ctx, req)
 	return a
 }
 
