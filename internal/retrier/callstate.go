@@ -243,18 +243,20 @@ func (s *CallState) answer(e *landing) (late bool) {
 		e.last, e.won = t.Last, t.Won
 		return s.ended
 	}
-	inFlight, count := t.InFlight-1, t.Count
-	if e.unsent && !s.ended {
-		count--
+	inFlight, count, last, won := t.InFlight-1, t.Count, t.Last, t.Won
+	if !s.ended {
+		if e.unsent {
+			count--
+		}
+		if e.k != nil {
+			last, won = e.k.last, e.k.won
+		}
 	}
-	t.InFlight, t.Count, t.idle = inFlight, count, woken(t.idle, inFlight == 0 || s.ended)
+	t.InFlight, t.Count, t.Last, t.Won, t.idle = inFlight, count, last, won, woken(t.idle, inFlight == 0 || s.ended)
 	if s.ended {
 		return true
 	}
 	s.answered(e.o, e.f)
-	if e.k != nil {
-		t.Last, t.Won = e.k.last, e.k.won
-	}
 	return false
 }
 

@@ -349,31 +349,31 @@ func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentA
 func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNote) (d decision) {
 	state := r.state
 	code, class := m.classify(r, a, n)
+	refused := state.Refused
 	switch {
 	case !r.retries():
 		return d
-	case class != wire.ClassFailure:
+	case class != wire.ClassFailure && wire.Cancelled(a.ctx, a.err):
 		// An attempt its caller gave up on (a hedger above cancelled
 		// this hop's call, its loser) did not work, was abandoned, and
-		// may have reached the callee: its withdrawal stands. Else the
-		// retry's withdrawal and the hedges' are refunded.
+		// may have reached the callee: its withdrawal stands.
+		note.abandoned()
 		d.served, d.route = true, state.Route
-		if wire.Cancelled(a.ctx, a.err) {
-			note.abandoned()
-		} else {
-			note.succeeded(r.c)
-			state.decided(n, &d) // the hedges' draws, given back (served)
-		}
 		return d
+	case class != wire.ClassFailure:
+		// The retry's withdrawal and the hedges' are refunded (decided
+		// hands d the hedges' draws).
+		note.succeeded(r.c)
+		d.served, d.route = true, state.Route
+	default:
+		// The policy's attempts bound the call's attempts other than its
+		// hedges, which count apart (Attempts.Send).
+		d = m.retryAfter(r, code, max(state.Sequential(), n), note)
 	}
-	refused := state.Refused
-	// The policy's attempts bound the call's attempts other than its
-	// hedges, which count apart (Attempts.Send).
-	d = m.retryAfter(r, code, max(state.Sequential(), n), note)
 	state.decided(n, &d)
 	// A shed attempt was refused already; the retry of an instance's
 	// shed is traced once it is known to have gone (sendElsewhere).
-	if !state.Sends.Shed && !d.elsewhere {
+	if !d.served && !state.Sends.Shed && !d.elsewhere {
 		tracing.Decided(r.ctx, r.req, &state.Result, refused, d.wait, d.retry, r.p.observe)
 	}
 	return d
