@@ -89,18 +89,8 @@ func (s *CallState) attempt(n int) (before int) {
 	return s.Sends.Count
 }
 
-// classified records errown's attempt n of the call, whose attempts go
-// through route (nil: none), as the retry loop classified it: its
-// classification (o) and storm figures (f), when the loop read them; and
-// the call's attempts so far, every physical one counted, whoever sent
-// it.
-func (s *CallState) classified(n int, route *calls.Route, o *Outcome, f *wire.Figures) {
-	s.answered(o, f)
-	s.Attempts, s.Route = max(s.Sends.Count, n), route
-}
-
 // answered records what an attempt of the call came back with, for
-// classified, depart and answer: its storm figures (f, when not nil)
+// decided and answer: its storm figures (f, when not nil)
 // folded, and its classification (o, when not nil: its code and class,
 // and, when it did not succeed, its claim, its pushback and whether it
 // was an instance's shed).
@@ -118,22 +108,24 @@ func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	s.Code, s.Class, s.Claim, s.NoRetry, s.Shed = o.Code, o.Class, claim, noRetry, shed
 }
 
-// decided records what was decided of the call after errown's attempt n
-// (the attempt errown is on from here): by the retry loop once the
-// attempt came back (decide), or once its retry of an instance's shed
-// was sent nowhere (sendElsewhere: the call ends with the shed, refused
-// by its pushback); by the innermost step of a replay of the attempt
-// (depart). For an attempt that did not fail (served) it hands d the
-// budget buckets the call's hedges withdrew from, to give back once;
-// else it records why the call is sent no more (declined, refused, when
-// not none), the attempts only a hop blind to claims makes (blind), and,
-// in observe mode, that errown's world stops here (stop).
-func (s *CallState) decided(n int, d *decision) {
-	if d.served {
-		d.draws, s.Sends.HedgeDraws = s.Sends.HedgeDraws, nil
-		return
-	}
-	s.ErrownAttempt, s.Declined, s.Refused = n, cmp.Or(d.declined, s.Declined), cmp.Or(d.refused, s.Refused)
+// decided records what was taken and decided of the call at errown's
+// attempt n (the attempt errown is on from here), whose attempts go
+// through route (nil: none): by the retry loop once the attempt came
+// back (decide), or once its retry of an instance's shed was sent
+// nowhere (sendElsewhere: the call ends with the shed, refused by its
+// pushback); by the innermost step of each physical attempt that
+// reaches it (depart: a shed, a replay's refusal). It records the
+// attempt's classification (o) and storm figures (f), when not nil
+// (answered); the call's attempts so far, every physical one counted,
+// whoever sent it (errown's own n did leave, or may still: one a
+// middleware below abandoned reaches the step late, so never fewer); why
+// the call is sent no more (d.declined, d.refused, when not none); the
+// attempts only a hop blind to claims makes (d.blind); and, in observe
+// mode, that errown's world stops here (d.stop).
+func (s *CallState) decided(n int, route *calls.Route, o *Outcome, f *wire.Figures, d *decision) {
+	s.answered(o, f)
+	s.ErrownAttempt, s.Attempts, s.Route, s.Declined, s.Refused =
+		n, max(s.Sends.Count, n), route, cmp.Or(d.declined, s.Declined), cmp.Or(d.refused, s.Refused)
 	if d.stop {
 		s.Storm.StopErrown()
 	}
@@ -182,9 +174,10 @@ func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan stru
 	if v.sent() {
 		n = 1
 	}
+	var shed *wire.Figures
 	if v.shed != nil {
 		f := wire.KnownFigures(wire.Storm{}) // nothing was served
-		s.answered(v.shed, &f)
+		shed = &f
 		if !s.direct {
 			last = v.shed
 		}
@@ -198,7 +191,7 @@ func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan stru
 		Hedges: hedges, HedgeDraws: draws, Last: last, Shed: v.shed != nil || t.Shed && !v.sent(),
 		InFlight: t.InFlight + n, Held: t.Held + held, Won: t.Won, idle: wait,
 	}
-	s.decided(s.ErrownAttempt, &v.decided)
+	s.decided(s.ErrownAttempt, s.Route, v.shed, shed, &v.decided)
 	switch {
 	case held == 0:
 		return nil
@@ -285,7 +278,8 @@ type Sends struct {
 	// (Count less Hedges).
 	Hedges int
 	// HedgeDraws are the budget buckets (epochs) the call's hedges
-	// withdrew from, given back when the call succeeds.
+	// withdrew from, given back when the call succeeds (served): the
+	// retry loop then ends, and reads them once.
 	HedgeDraws []int64
 	// Last is the last physical attempt's outcome when it did not
 	// succeed, else nil; an attempt its caller cancelled (a hedge's
