@@ -126,10 +126,7 @@ func (s *CallState) decided(n int, route *calls.Route, o *Outcome, f *wire.Figur
 	s.answered(o, f)
 	s.ErrownAttempt, s.Attempts, s.Route, s.Declined, s.Refused =
 		n, max(s.Sends.Count, n), route, cmp.Or(d.declined, s.Declined), cmp.Or(d.refused, s.Refused)
-	if d.stop {
-		s.Storm.StopErrown()
-	}
-	s.Storm.Blind(d.blind)
+	s.Storm.Decided(d.stop, d.blind)
 }
 
 // sameCall reports whether req is of the call whose attempts s records:
@@ -231,13 +228,15 @@ type landing struct {
 // and classification (answered) and what the step keeps of it.
 func (s *CallState) answer(e *landing) (late bool) {
 	t := &s.Sends
-	if e.held {
-		t.Held--
-		e.last, e.won = t.Last, t.Won
-		return s.ended
-	}
-	inFlight, count, last, won := t.InFlight-1, t.Count, t.Last, t.Won
-	if !s.ended {
+	held, inFlight, count, last, won := t.Held, t.InFlight, t.Count, t.Last, t.Won
+	switch {
+	case e.held:
+		held--
+		e.last, e.won = last, won
+	case s.ended:
+		inFlight--
+	default:
+		inFlight--
 		if e.unsent {
 			count--
 		}
@@ -245,12 +244,11 @@ func (s *CallState) answer(e *landing) (late bool) {
 			last, won = e.k.last, e.k.won
 		}
 	}
-	t.InFlight, t.Count, t.Last, t.Won, t.idle = inFlight, count, last, won, woken(t.idle, inFlight == 0 || s.ended)
-	if s.ended {
-		return true
+	t.Held, t.InFlight, t.Count, t.Last, t.Won, t.idle = held, inFlight, count, last, won, woken(t.idle, inFlight == 0 || s.ended)
+	if !e.held && !s.ended {
+		s.answered(e.o, e.f)
 	}
-	s.answered(e.o, e.f)
-	return false
+	return s.ended
 }
 
 // Sequential returns, under mu, the attempts the innermost step

@@ -151,8 +151,7 @@ func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transp
 	}
 	sink := m.sinks.Get().(*Sink)
 	defer m.putSink(sink)
-	*sink = Sink{Out: out, State: CallState{direct: true}}
-	res, err = m.continueFirst(req, sink, &f)
+	res, err = m.continueFirst(req, out, sink, &f)
 	*result = sink.State.Result
 	return res, err
 }
