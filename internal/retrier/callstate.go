@@ -76,11 +76,11 @@ func (s *CallState) unlock() {
 }
 
 // The methods below are the call's writers besides Seal, each one event
-// of the call, under mu. errown's retry loop starts an attempt (attempt),
-// classifies what came back (classified), and decides what follows
+// of the call, under mu. errown's retry loop starts an attempt (attempt)
+// and records what came back of it, as it took it, with what it decided
 // (decided); the innermost step reports each physical attempt that
-// reaches it (depart) and the end of each (answer): answered, sent
-// nowhere, or, held back, no longer waiting.
+// reaches it (depart) and the end of each (answer, through landed):
+// answered, sent nowhere, or, held back, no longer waiting.
 
 // attempt starts errown's attempt n of the call, 1 for the first, and
 // returns the physical attempts sent before it.
