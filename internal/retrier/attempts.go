@@ -191,10 +191,8 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	if !v.answered && !v.hold {
 		c = a.m.callees[v.req.Service]
 		var admitted bool
-		if adm, admitted = a.m.admit(c, v.req); admitted {
-			v.seen, v.sent = true, true
-		} else {
-			v.seen, v.shed, v.refusal = true, a.m.shed(v.req, c), wire.RefusedOverload
+		if adm, admitted = a.m.admit(c, v.req); !admitted {
+			v.shed, v.decided.refused = a.m.shed(v.req, c), wire.RefusedOverload
 		}
 	}
 	idle, sent := state.depart(req, &v), state.Sends.Count
@@ -222,6 +220,8 @@ func (a *Attempts) fallback(ctx context.Context, req *transport.Request, out tra
 
 // verdict is what errown's rules make of a physical attempt before it is
 // sent (judge, Send), and what the call's state records of it (depart).
+// An attempt neither answered nor held nor shed leaves the process
+// (sent).
 type verdict struct {
 	req      *transport.Request // the attempt to send, stamped when errown did not make it
 	hedge    bool               // sent while another attempt is under way
@@ -231,13 +231,20 @@ type verdict struct {
 	answered bool // refused, answering at once with res and err
 	res      *transport.Response
 	err      error
-	seen     bool     // errown's current attempt reached the step
-	sent     bool     // it leaves the process
-	shed     *Outcome // or the callee's limit on attempts in flight shed it, failing so
-	refusal  wire.Refusal
-	blind    int  // the attempts only a hop blind to claims makes of a replay
-	stop     bool // observe mode: errown's world stops at a replay
+	shed     *Outcome // the callee's limit on attempts in flight shed it, failing so
+	// decided is what errown decided of the call by the attempt: a
+	// refusal of the retry criteria, the attempts only a hop blind to
+	// claims makes of a replay, observe mode's stop (CallState.decided).
+	decided decision
 }
+
+// sent reports whether the attempt leaves the process.
+func (v *verdict) sent() bool { return !v.answered && !v.hold && v.shed == nil }
+
+// seen reports whether the attempt is errown's current one reaching the
+// step: sent, shed, or errown's own retry held back at the attempt
+// limit (a held hedge, or a replay answered at once, is not).
+func (v *verdict) seen() bool { return v.sent() || v.shed != nil || v.hold && !v.hedge }
 
 // judge decides, under state's lock, on a physical attempt of state's
 // call: a hedge (sent while another attempt of the same errown attempt is
@@ -268,7 +275,7 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 		// its place. It is not sent, and answers with the call's last
 		// failure; what the hedge took is counted
 		// (retry.starved_by_hedges).
-		v.seen, v.refused, v.hold = true, foreignAttempts, true
+		v.refused, v.hold = foreignAttempts, true
 		if c := m.callees[req.Service]; c != nil {
 			c.metrics.starved[starvedAttempts].Inc(1)
 		}
@@ -317,9 +324,7 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 	ended := false
 	defer func() {
 		if !ended { // out panicked: the attempt is no longer under way
-			state.lock()
-			state.answer(nil, nil, nil)
-			state.unlock()
+			a.m.landed(state, false, nil, nil, &landing{})
 		}
 	}()
 	res, err := callHeld(ctx, req, out, c, adm)
@@ -430,25 +435,25 @@ func (m *Middleware) held(ctx context.Context, state *CallState, idle <-chan str
 	case <-ctx.Done():
 		gaveUp = true
 	}
-	state.lock()
-	last, won := state.unhold()
-	state.unlock()
+	e := landing{held: true}
+	m.landed(state, false, nil, nil, &e)
 	switch {
 	case gaveUp:
-	case last != nil:
-		return replayed(last), last.Err
-	case won != nil && success:
-		return replayed(won), won.Err
+	case e.last != nil:
+		return replayed(e.last), e.last.Err
+	case e.won != nil && success:
+		return replayed(e.won), e.won.Err
 	}
 	return res, err
 }
 
-// landed records in state the answer of a physical attempt that came
-// back with res and err (answer: o, f and k), and returns the response to
-// hand on and whether the attempt is late. An attempt that succeeded
-// (ok) while others are held (Sends.Held) first has res kept in k's won
-// for those to answer with, its body read with state unlocked.
-func (m *Middleware) landed(state *CallState, ok bool, res *transport.Response, err error, o *Outcome, f *wire.Figures, k *kept) (*transport.Response, bool) {
+// landed records in state the end of a physical attempt of its call (e:
+// answer), the one place the innermost step does so, and returns the
+// response to hand on and whether the attempt is late. An attempt that
+// came back with res and err and succeeded (ok) while others are held
+// (Sends.Held) first has res kept in e's won for those to answer with,
+// its body read with state unlocked.
+func (m *Middleware) landed(state *CallState, ok bool, res *transport.Response, err error, e *landing) (*transport.Response, bool) {
 	var won *Outcome
 	for {
 		state.lock()
@@ -464,10 +469,10 @@ func (m *Middleware) landed(state *CallState, ok bool, res *transport.Response, 
 		}
 		won = w
 	}
-	if k != nil {
-		k.won = won
+	if e.k != nil {
+		e.k.won = won
 	}
-	late := state.answer(o, f, k)
+	late := state.answer(e)
 	state.unlock()
 	return res, late
 }
@@ -539,7 +544,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 		// retry middleware reads the attempt's classification.)
 		o, k = nil, nil
 	}
-	res, late := m.landed(state, class == wire.ClassOK && end != endCancelled, res, err, o, &storm, k)
+	res, late := m.landed(state, class == wire.ClassOK && end != endCancelled, res, err, &landing{o: o, f: &storm, k: k})
 	if late {
 		if c != nil {
 			c.overload.abandon(adm)
@@ -560,9 +565,7 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 // outcome stays the shed's. It returns res and err, for the retry
 // middleware to turn back into the shed.
 func (m *Middleware) unsent(c *callee, adm admission, res *transport.Response, err error, state *CallState) (*transport.Response, error) {
-	state.lock()
-	state.unsent()
-	state.unlock()
+	res, _ = m.landed(state, false, res, err, &landing{unsent: true})
 	if c != nil {
 		c.overload.abandon(adm)
 	}
@@ -692,11 +695,11 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 				if c != nil {
 					c.metrics.would.Inc(1)
 				}
-				v.stop = true // errown's world stops here
+				v.decided.stop = true // errown's world stops here
 			}
 			ok = false // the replay goes: observe mode stops no retry
 		} else {
-			v.blind = 1 // the blind world makes it
+			v.decided.blind = 1 // the blind world makes it
 		}
 	} else if ok && observe {
 		if r == foreignBudget {
@@ -709,7 +712,7 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 		return
 	}
 	if wire.RetryableByNature(s.Last.Code) {
-		v.refusal = r.refusal()
+		v.decided.refused = r.refusal()
 	}
 	f.denied[r].Inc(1)
 	tracing.Foreign(ctx, req, s.Count, s.Last.Claim, r.String())

@@ -52,8 +52,7 @@ type CallState struct {
 func (s *CallState) Seal() reqlog.Result {
 	s.lock()
 	defer s.unlock()
-	s.ended, s.Attempts = true, max(s.Attempts, s.Sends.Count, 1)
-	s.wake()
+	s.ended, s.Attempts, s.Sends.idle = true, max(s.Attempts, s.Sends.Count, 1), woken(s.Sends.idle, true)
 	return s.Result
 }
 
@@ -77,12 +76,11 @@ func (s *CallState) unlock() {
 }
 
 // The methods below are the call's writers besides Seal, each one event
-// of the call, under mu unless it says otherwise. errown's retry loop
-// starts an attempt (attempt), classifies what came back (classified),
-// and decides on a failure (decided) or a success (refunded); the
-// innermost step reports each physical attempt that reaches it (depart)
-// and its answer (answer), and the attempts it held back that no longer
-// wait (unhold).
+// of the call, under mu. errown's retry loop starts an attempt (attempt)
+// and records what came back of it, as it took it, with what it decided
+// (decided); the innermost step reports each physical attempt that
+// reaches it (depart) and the end of each (answer, through landed):
+// answered, sent nowhere, or, held back, no longer waiting.
 
 // attempt starts errown's attempt n of the call, 1 for the first, and
 // returns the physical attempts sent before it.
@@ -91,20 +89,11 @@ func (s *CallState) attempt(n int) (before int) {
 	return s.Sends.Count
 }
 
-// classified records errown's attempt n of the call, whose attempts go
-// through route (nil: none), as the retry loop classified it: its
-// classification (o) and storm figures (f), when the loop read them; and
-// the call's attempts so far, every physical one counted, whoever sent
-// it.
-func (s *CallState) classified(n int, route *calls.Route, o *Outcome, f *wire.Figures) {
-	s.answered(o, f)
-	s.Attempts, s.Route = max(s.Sends.Count, n), route
-}
-
-// answered records what an attempt of the call came back with: its storm
-// figures (f, when not nil) folded, and its classification (o, when not
-// nil: its code and class, and, when it did not succeed, its claim, its
-// pushback and whether it was an instance's shed).
+// answered records what an attempt of the call came back with, for
+// decided and answer: its storm figures (f, when not nil)
+// folded, and its classification (o, when not nil: its code and class,
+// and, when it did not succeed, its claim, its pushback and whether it
+// was an instance's shed).
 func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	if f != nil {
 		s.Storm.Attempt(*f)
@@ -119,24 +108,25 @@ func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	s.Code, s.Class, s.Claim, s.NoRetry, s.Shed = o.Code, o.Class, claim, noRetry, shed
 }
 
-// decided records what errown decided when it sent the call no more, or
-// a replay not: why (declined, refused, when not none), the attempts only
-// a hop blind to claims makes (blind), and, in observe mode, that
-// errown's world stops here (stop).
-func (s *CallState) decided(declined wire.Decline, refused wire.Refusal, blind int, stop bool) {
-	s.Declined, s.Refused = cmp.Or(declined, s.Declined), cmp.Or(refused, s.Refused)
-	if stop {
-		s.Storm.StopErrown()
-	}
-	s.Storm.Blind(blind)
-}
-
-// refunded returns the budget buckets the call's hedges withdrew from,
-// for the call that succeeded to give them back, once.
-func (s *CallState) refunded() []int64 {
-	draws := s.Sends.HedgeDraws
-	s.Sends.HedgeDraws = nil
-	return draws
+// decided records what was taken and decided of the call at errown's
+// attempt n (the attempt errown is on from here), whose attempts go
+// through route (nil: none): by the retry loop once the attempt came
+// back (decide), or once its retry of an instance's shed was sent
+// nowhere (sendElsewhere: the call ends with the shed, refused by its
+// pushback); by the innermost step of each physical attempt that
+// reaches it (depart: a shed, a replay's refusal). It records the
+// attempt's classification (o) and storm figures (f), when not nil
+// (answered); the call's attempts so far, every physical one counted,
+// whoever sent it (errown's own n did leave, or may still: one a
+// middleware below abandoned reaches the step late, so never fewer); why
+// the call is sent no more (d.declined, d.refused, when not none); the
+// attempts only a hop blind to claims makes (d.blind); and, in observe
+// mode, that errown's world stops here (d.stop).
+func (s *CallState) decided(n int, route *calls.Route, o *Outcome, f *wire.Figures, d *decision) {
+	s.answered(o, f)
+	s.ErrownAttempt, s.Attempts, s.Route, s.Declined, s.Refused =
+		n, max(s.Sends.Count, n), route, cmp.Or(d.declined, s.Declined), cmp.Or(d.refused, s.Refused)
+	s.Storm.Decided(d.stop, d.blind)
 }
 
 // sameCall reports whether req is of the call whose attempts s records:
@@ -149,19 +139,21 @@ func sameCall(s *Sends, req *transport.Request) bool {
 
 // depart records a physical attempt req of the call that reached the
 // innermost step, as errown's rules judged it (v): the call named by its
-// first attempt; a hedge's draw on the budget; a replay's refusal, and
-// what the blind world makes of it; errown's current attempt seen; one
-// that leaves the process, under way until its answer; or one the
-// callee's limit on attempts in flight shed, the call's failure, and its
-// last outcome, by which a replay after it is judged (and, refused,
-// returns it), except on the direct path, where nothing replays it. An
-// attempt held back, or shed while another is under way, is counted
-// held, until unhold: depart returns the channel it waits on (Idle), nil
-// for one not held.
+// first attempt; a hedge's draw on the budget; what was decided of a
+// replay (decided); errown's current attempt seen; one that leaves the
+// process, under way until its answer; or one the callee's limit on
+// attempts in flight shed, the call's failure, and its last outcome, by
+// which a replay after it is judged (and, refused, returns it), except on
+// the direct path, where nothing replays it. An attempt held back, or
+// shed while another is under way, is counted held until it no longer
+// waits (answer): depart returns the channel it waits on, closed once no
+// attempt of the call is under way or the call has ended, and nil for one
+// not held.
 func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan struct{}) {
 	t := &s.Sends
-	if t.Service == "" && t.Procedure == "" {
-		t.Service, t.Procedure = req.Service, req.Procedure
+	service, procedure := t.Service, t.Procedure
+	if service == "" && procedure == "" {
+		service, procedure = req.Service, req.Procedure
 	}
 	hedges, draws, seen, last, n, held := t.Hedges, t.HedgeDraws, t.Seen, t.Last, 0, 0
 	if v.hold || v.shed != nil && t.InFlight > 0 {
@@ -173,26 +165,37 @@ func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan stru
 			draws = append(draws, v.epoch)
 		}
 	}
-	if v.seen {
+	if v.seen() {
 		seen = s.ErrownAttempt
 	}
-	if v.sent {
+	if v.sent() {
 		n = 1
 	}
+	var shed *wire.Figures
 	if v.shed != nil {
 		f := wire.KnownFigures(wire.Storm{}) // nothing was served
-		s.answered(v.shed, &f)
+		shed = &f
 		if !s.direct {
 			last = v.shed
 		}
 	}
-	t.Hedges, t.HedgeDraws, t.Seen, t.Last = hedges, draws, seen, last
-	t.Count, t.InFlight, t.Held, t.Shed = t.Count+n, t.InFlight+n, t.Held+held, v.shed != nil || t.Shed && !v.sent
-	s.decided(wire.DeclineNone, v.refusal, v.blind, v.stop)
-	if held == 0 {
-		return nil
+	wait := t.idle // made by the first attempt held while another is under way
+	if held == 1 && t.InFlight > 0 && wait == nil {
+		wait = make(chan struct{})
 	}
-	return s.Idle()
+	s.Sends = Sends{
+		Count: t.Count + n, Seen: seen, Service: service, Procedure: procedure,
+		Hedges: hedges, HedgeDraws: draws, Last: last, Shed: v.shed != nil || t.Shed && !v.sent(),
+		InFlight: t.InFlight + n, Held: t.Held + held, Won: t.Won, idle: wait,
+	}
+	s.decided(s.ErrownAttempt, s.Route, v.shed, shed, &v.decided)
+	switch {
+	case held == 0:
+		return nil
+	case s.Sends.InFlight == 0 || s.ended:
+		return _closed
+	}
+	return s.Sends.idle
 }
 
 // kept is what the innermost step keeps of a physical attempt's answer
@@ -200,51 +203,52 @@ func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan stru
 // did not succeed, and a success while an attempt was held.
 type kept struct{ last, won *Outcome }
 
-// answer records that a physical attempt under way (depart) came back: no
-// longer under way, it wakes the attempts held until none is (Idle).
-// Unless the call has ended (the attempt is late, and records nothing
-// else: answer reports it), it records its storm figures (f) and
-// classification (o), when not nil, and what the step keeps of it (k),
-// when not nil.
-func (s *CallState) answer(o *Outcome, f *wire.Figures, k *kept) (late bool) {
-	s.Sends.InFlight--
-	s.wake()
-	if s.ended {
-		return true
-	}
-	s.answered(o, f)
-	if k != nil {
-		s.Sends.Last, s.Sends.Won = k.last, k.won
-	}
-	return false
+// landing is how a physical attempt of the call that departed (depart)
+// ended, as the innermost step reports it to answer. Held back (held),
+// it no longer waits, and takes the outcomes kept for it to answer with
+// (last, won: kept). Else it was under way until now: sent nowhere
+// (unsent: calls.ErrNoOtherPeer), or answered, with its storm figures
+// (f) and classification (o), when not nil, and what the step keeps of
+// it (k), when not nil; a panic below reports none.
+type landing struct {
+	held, unsent bool
+	o            *Outcome
+	f            *wire.Figures
+	k            *kept
+	last, won    *Outcome // for a held one, set by answer
 }
 
-// unsent records that a physical attempt under way (depart) was sent
-// nowhere (calls.ErrNoOtherPeer): no longer under way, and not counted
-// as sent. A late one changes only what is under way.
-func (s *CallState) unsent() {
-	s.Sends.InFlight--
-	if !s.ended {
-		s.Sends.Count--
+// answer records that a physical attempt of the call that departed
+// (depart) has ended, as e says, and reports whether the call had ended
+// first: the attempt is late. One held back no longer counts held, and
+// takes the outcomes kept for it (e.last, e.won). One under way until now
+// is no longer, and wakes the attempts held until none is (depart); one
+// sent nowhere is not counted as sent. Unless the call has ended (then it
+// records nothing else), an answer records the attempt's storm figures
+// and classification (answered) and what the step keeps of it.
+func (s *CallState) answer(e *landing) (late bool) {
+	t := &s.Sends
+	held, inFlight, count, last, won := t.Held, t.InFlight, t.Count, t.Last, t.Won
+	switch {
+	case e.held:
+		held--
+		e.last, e.won = last, won
+	case s.ended:
+		inFlight--
+	default:
+		inFlight--
+		if e.unsent {
+			count--
+		}
+		if e.k != nil {
+			last, won = e.k.last, e.k.won
+		}
 	}
-	s.wake()
-}
-
-// noOtherInstance records that errown's attempt n+1 of the call, the
-// retry of attempt n's shed on another instance, was sent nowhere: no
-// instance but those the call went to (calls.ErrNoOtherPeer). The call
-// ends with attempt n's shed, its pushback refusing the retry as it
-// would have without the try.
-func (s *CallState) noOtherInstance(n int) {
-	s.ErrownAttempt = n
-	s.decided(wire.DeclineNone, wire.RefusedPushback, 0, false)
-}
-
-// unhold counts an attempt held (depart) as no longer, and returns the
-// outcomes kept for it to answer with (kept).
-func (s *CallState) unhold() (last, won *Outcome) {
-	s.Sends.Held--
-	return s.Sends.Last, s.Sends.Won
+	t.Held, t.InFlight, t.Count, t.Last, t.Won, t.idle = held, inFlight, count, last, won, woken(t.idle, inFlight == 0 || s.ended)
+	if !e.held && !s.ended {
+		s.answered(e.o, e.f)
+	}
+	return s.ended
 }
 
 // Sequential returns, under mu, the attempts the innermost step
@@ -272,7 +276,8 @@ type Sends struct {
 	// (Count less Hedges).
 	Hedges int
 	// HedgeDraws are the budget buckets (epochs) the call's hedges
-	// withdrew from, given back when the call succeeds.
+	// withdrew from, given back when the call succeeds (served): the
+	// retry loop then ends, and reads them once.
 	HedgeDraws []int64
 	// Last is the last physical attempt's outcome when it did not
 	// succeed, else nil; an attempt its caller cancelled (a hedge's
@@ -292,29 +297,20 @@ type Sends struct {
 	// with; else nil.
 	Won *Outcome
 	// idle, when not nil, is closed when InFlight falls to zero or the
-	// call ends: a concurrent replay errown refused waits on it (Idle).
+	// call ends: an attempt held while another was under way waits on it
+	// (depart).
 	idle chan struct{}
 }
 
-// Idle returns, under mu, a channel closed once no physical attempt of
-// the call is under way (Sends.InFlight zero) or the call has ended.
-func (s *CallState) Idle() <-chan struct{} {
-	if s.Sends.InFlight == 0 || s.ended {
-		return _closed
+// woken closes idle, the channel held attempts wait on (depart), when
+// they are to wake (done: no attempt is under way any more, or the call
+// has ended), and returns what stays of it: nil once closed.
+func woken(idle chan struct{}, done bool) chan struct{} {
+	if idle != nil && done {
+		close(idle)
+		return nil
 	}
-	if s.Sends.idle == nil {
-		s.Sends.idle = make(chan struct{})
-	}
-	return s.Sends.idle
-}
-
-// wake closes, under mu, the channel Idle returned, when nothing is
-// under way any more or the call has ended.
-func (s *CallState) wake() {
-	if s.Sends.idle != nil && (s.Sends.InFlight == 0 || s.ended) {
-		close(s.Sends.idle)
-		s.Sends.idle = nil
-	}
+	return idle
 }
 
 var _closed = func() chan struct{} {
@@ -411,12 +407,11 @@ func CallStateFromContext(ctx context.Context) *CallState {
 // On the direct path (Middleware.Run) nothing stands between errown's
 // retry middleware and the transport but errown's innermost attempt
 // step, which the egress middleware's chain leaves out: the retry
-// middleware then sends each attempt through Hop, which hands the step
-// the call's State directly, with no context node.
+// middleware then sends each attempt through the step itself, handing
+// it the call's State directly, with no context node.
 type Sink struct {
 	Out   transport.UnaryOutbound
 	State CallState
-	Hop   Hop
 }
 
 // WithState returns a child of ctx that carries s's State (WithCallState).
@@ -431,7 +426,7 @@ type Step interface {
 }
 
 // Hop is a transport.UnaryOutbound that sends through Step to Out, for the
-// call of State.
+// call of State (Around).
 type Hop struct {
 	Step  Step
 	Out   transport.UnaryOutbound

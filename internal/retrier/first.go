@@ -64,20 +64,20 @@ func (m *Middleware) sendFirst(ctx context.Context, req *transport.Request, out 
 }
 
 // continueFirst goes on with the call whose first attempt sendFirst sent
-// (and did not end) to sink's Out, on the direct path, recording in
-// sink's State what call would have, its first attempt included, and
-// sending any retry through Out. It returns the call's last response
-// and error.
-func (m *Middleware) continueFirst(req *transport.Request, sink *Sink, f *First) (*transport.Response, error) {
+// (and did not end) to out, on the direct path: it makes sink (fresh) the
+// call's, its State on errown's first attempt, records there what call
+// would have, that attempt included, and sends any retry through out. It
+// returns the call's last response and error.
+func (m *Middleware) continueFirst(req *transport.Request, out transport.UnaryOutbound, sink *Sink, f *First) (*transport.Response, error) {
+	*sink = Sink{Out: out, State: CallState{direct: true, ErrownAttempt: 1}}
 	state, r, a := &sink.State, &f.run, f.sent
-	r.out, r.state = m.hop(sink), state
+	r.out, r.state = out, state
 	// The first attempt, shed or sent and no longer under way: recorded
 	// as the innermost step records each.
 	state.lock()
-	state.attempt(1)
-	v := verdict{seen: true, sent: f.shed == nil, shed: f.shed}
+	v := verdict{shed: f.shed}
 	if f.shed != nil {
-		v.refusal = wire.RefusedOverload
+		v.decided.refused = wire.RefusedOverload
 	}
 	state.depart(req, &v)
 	state.unlock()

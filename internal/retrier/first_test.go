@@ -201,9 +201,9 @@ func TestSendFirstAsCall(t *testing.T) {
 			req := request()
 			res, done, err := first.m.sendFirst(context.Background(), req, first.out, &f)
 			require.Equal(t, tt.wantDone, done, "done")
-			sink := &Sink{Out: first.out, State: CallState{direct: true}}
+			sink := new(Sink) // continueFirst makes it the call's
 			if !done {
-				res, err = first.m.continueFirst(req, sink, &f)
+				res, err = first.m.continueFirst(req, first.out, sink, &f)
 			} else {
 				st := &callSink.State
 				assert.Equal(t, 1, st.Attempts, "Call's attempts of a call SendFirst ends")
@@ -252,8 +252,8 @@ func TestSendFirstHeldBack(t *testing.T) {
 	assert.Equal(t, int64(1), c.overload.inflight.Load(), "attempts in flight: the one held")
 	assert.Equal(t, int64(1), counters(r.scope)["retry.calls+callee=callee"], "calls counted")
 
-	sink := &Sink{Out: r.out, State: CallState{direct: true}}
-	_, err = r.m.continueFirst(r0, sink, &f)
+	sink := new(Sink)
+	_, err = r.m.continueFirst(r0, r.out, sink, &f)
 	assert.Equal(t, yarpcerrors.CodeResourceExhausted, yarpcerrors.FromError(err).Code(), "err %v", err)
 	assert.Equal(t, 1, sink.State.Attempts, "attempts")
 	assert.Equal(t, wire.RefusedOverload, sink.State.Refused, "refused")
@@ -311,7 +311,7 @@ func TestContinueRetriesTheRequestAsGiven(t *testing.T) {
 	req := request()
 	_, done, _ := first.m.sendFirst(context.Background(), req, first.out, &f)
 	require.False(t, done, "done")
-	_, err = first.m.continueFirst(req, &Sink{Out: first.out, State: CallState{direct: true}}, &f)
+	_, err = first.m.continueFirst(req, first.out, &Sink{}, &f)
 	require.NoError(t, err, "Continue")
 
 	want := coarse(call.out.Requests())

@@ -151,8 +151,7 @@ func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transp
 	}
 	sink := m.sinks.Get().(*Sink)
 	defer m.putSink(sink)
-	sink.Out, sink.State.direct = out, true
-	res, err = m.continueFirst(req, sink, &f)
+	res, err = m.continueFirst(req, out, sink, &f)
 	*result = sink.State.Result
 	return res, err
 }
@@ -166,20 +165,12 @@ func (m *Middleware) putSink(sink *Sink) {
 
 // callSink is Call with sink for out.
 func (m *Middleware) callSink(ctx context.Context, req *transport.Request, sink *Sink) (*transport.Response, error) {
-	if sink.State.direct {
-		return m.call(ctx, req, m.hop(sink), &sink.State)
+	if sink.State.direct { // send sends each attempt through m's innermost step
+		return m.call(ctx, req, sink.Out, &sink.State)
 	}
 	// The innermost step (Attempts) finds the call's state in the
 	// context of each attempt, below the middleware in between.
 	return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
-}
-
-// hop readies sink for a call on the direct path, and returns the
-// outbound to send its attempts to: nothing stands between here and the
-// transport, and the innermost step gets the call's state from the Hop.
-func (m *Middleware) hop(sink *Sink) *Hop {
-	sink.Hop = Hop{Step: m.attempts, Out: sink.Out, State: &sink.State}
-	return &sink.Hop
 }
 
 // call is the one loop of a call errown's retry middleware makes, the
@@ -243,7 +234,7 @@ type attemptRun struct {
 	route *calls.Route            // or nil (routed)
 	req   *transport.Request      // the first attempt
 	orig  transport.Request       // the request as the caller gave it, which retries are built from
-	out   transport.UnaryOutbound // where the attempts go
+	out   transport.UnaryOutbound // where the attempts go (send)
 	c     *callee
 	p     *policy
 	state *CallState
@@ -325,19 +316,22 @@ func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentA
 	b := m.send(r, n+1)
 	strict := r.route.Strict()
 	r.route.SetStrict(false)
+	refused := decided.Refused
 	r.state.lock()
 	nowhere := strict && !r.state.Sends.Shed && r.state.Sends.Count == b.before
 	if nowhere {
-		r.state.noOtherInstance(n)
+		// Attempt n+1 was sent nowhere: the call ends with attempt n's
+		// shed, its pushback refusing the retry as it would have without
+		// the try.
+		r.state.decided(n, r.route, nil, nil, &decision{refused: wire.RefusedPushback})
+		decided = r.state.Result
 	}
 	r.state.unlock()
 	if !nowhere {
-		tracing.Decided(r.ctx, r.req, &decided, decided.Refused, 0, true, r.p.observe)
+		tracing.Decided(r.ctx, r.req, &decided, refused, 0, true, r.p.observe)
 		r.c.metrics.attempts.Inc(1)
 		return b, true
 	}
-	refused := decided.Refused
-	decided.Refused = wire.RefusedPushback
 	tracing.Decided(r.ctx, r.req, &decided, refused, 0, false, r.p.observe)
 	discard(b.res, b.cancel)
 	note.unsent(r.c)
@@ -350,35 +344,38 @@ func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentA
 // no policy can retry (nothing to refuse, and RCS stays false for a
 // retryable error, so the caller retries: at-least-once); for an attempt
 // that did not fail, the call served; else whether to retry it, and
-// after how long (retryAfter), recorded in the state.
+// after how long (retryAfter); the attempt as it was taken and what was
+// decided are recorded in the state at once (decided).
 func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNote) (d decision) {
 	state := r.state
-	code, class := m.classify(r, a, n)
+	var (
+		got   Outcome
+		storm wire.Figures
+	)
+	o, f := m.classify(r, a, &got, &storm)
+	refused := state.Refused
 	switch {
 	case !r.retries():
-		return d
-	case class != wire.ClassFailure:
+	case got.Class != wire.ClassFailure && wire.Cancelled(a.ctx, a.err):
 		// An attempt its caller gave up on (a hedger above cancelled
 		// this hop's call, its loser) did not work, was abandoned, and
-		// may have reached the callee: its withdrawal stands. Else the
-		// retry's withdrawal and the hedges' are refunded.
-		d.served, d.route = true, state.Route
-		if wire.Cancelled(a.ctx, a.err) {
-			note.abandoned()
-		} else {
-			note.succeeded(r.c)
-			d.draws = state.refunded()
-		}
-		return d
+		// may have reached the callee: its withdrawal stands.
+		note.abandoned()
+		d.served, d.route = true, r.route
+	case got.Class != wire.ClassFailure:
+		// The retry's withdrawal and the hedges' are refunded: the call
+		// ends here, and served gives its hedges' draws back, once.
+		note.succeeded(r.c)
+		d.served, d.route, d.draws = true, r.route, state.Sends.HedgeDraws
+	default:
+		// The policy's attempts bound the call's attempts other than its
+		// hedges, which count apart (Attempts.Send).
+		d = m.retryAfter(r, &got, max(state.Sequential(), n), note)
 	}
-	refused := state.Refused
-	// The policy's attempts bound the call's attempts other than its
-	// hedges, which count apart (Attempts.Send).
-	d = m.retryAfter(r, code, max(state.Sequential(), n), note)
-	state.decided(d.declined, d.refused, d.blind, d.stop)
+	state.decided(n, r.route, o, f, &d)
 	// A shed attempt was refused already; the retry of an instance's
 	// shed is traced once it is known to have gone (sendElsewhere).
-	if !state.Sends.Shed && !d.elsewhere {
+	if got.Class == wire.ClassFailure && r.retries() && !state.Sends.Shed && !d.elsewhere {
 		tracing.Decided(r.ctx, r.req, &state.Result, refused, d.wait, d.retry, r.p.observe)
 	}
 	return d
@@ -418,7 +415,14 @@ func (m *Middleware) send(r *attemptRun, n int) sentAttempt {
 	r.state.lock()
 	a.before = r.state.attempt(n)
 	r.state.unlock()
-	a.res, a.err = r.out.Call(a.ctx, m.attemptRequest(r, n, a.before))
+	req := m.attemptRequest(r, n, a.before)
+	if r.state.direct {
+		// Nothing stands between here and the transport: the innermost
+		// step gets the call's state from here.
+		a.res, a.err = m.attempts.Send(a.ctx, req, r.out, r.state)
+		return a
+	}
+	a.res, a.err = r.out.Call(a.ctx, req)
 	return a
 }
 
@@ -437,36 +441,33 @@ func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Req
 	return r.req
 }
 
-// classify records, under the state's lock, errown's attempt n of r's
-// call that came back as a, and returns its code and class: as the
+// classify reads, under the state's lock, errown's attempt of r's call
+// that came back as a as the retry loop takes it, into got: as the
 // innermost step classified it on the direct path, else (a middleware in
 // between may have changed what came back, or no step saw it) as it came
-// back here, its storm folded here when no step saw it.
-func (m *Middleware) classify(r *attemptRun, a *sentAttempt, n int) (yarpcerrors.Code, wire.Class) {
+// back here. It returns what the call's state is to record of it
+// (decided): that classification (o, got), nil where the step's stands,
+// and its storm figures (f, read into storm), folded here when no step
+// saw it.
+func (m *Middleware) classify(r *attemptRun, a *sentAttempt, got *Outcome, storm *wire.Figures) (o *Outcome, f *wire.Figures) {
 	state := r.state
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
-	var (
-		o *Outcome
-		f *wire.Figures
-	)
-	if !state.direct || !seen {
-		o = &Outcome{Err: a.err}
-		o.Code, o.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
-		if o.Class != wire.ClassOK {
-			said := m.answerOf(a.res, o.Code)
-			o.Claim, o.NoRetry, o.Shed = said.claim, said.noRetry, said.shed
+	if state.direct && seen {
+		*got = Outcome{Code: state.Code, Class: state.Class, Claim: state.Claim, NoRetry: state.NoRetry, Shed: state.Shed}
+	} else {
+		*got = Outcome{Err: a.err}
+		got.Code, got.Class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
+		if got.Class != wire.ClassOK {
+			said := m.answerOf(a.res, got.Code)
+			got.Claim, got.NoRetry, got.Shed = said.claim, said.noRetry, said.shed
 		}
+		o = got
 	}
 	if !seen && r.retries() { // else left to the egress middleware to fold
-		storm := wire.AttemptStorm(a.res, o.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err))
-		f = &storm
+		*storm = wire.AttemptStorm(a.res, got.Class, m.hdr.Storm, wire.Cancelled(a.ctx, a.err))
+		f = storm
 	}
-	// Every physical attempt counts against the policy, whoever sent it
-	// and whenever it reached the innermost step: errown's own n attempts
-	// did leave, or may still (one a middleware below abandoned reaches
-	// the step late), so never count fewer.
-	state.classified(n, r.route, o, f)
-	return state.Code, state.Class
+	return o, f
 }
 
 // served ends the call to c that d says was served: the withdrawals of
@@ -502,32 +503,33 @@ type decision struct {
 }
 
 // retryAfter decides, under the state's lock, after n attempts of r's
-// call (as they left the process) failed, the last with code (its
-// response's claim and pushback in the state), whether to send the call
+// call (as they left the process) failed, the last as got (its code, and
+// its response's claim, pushback and shed), whether to send the call
 // again and how long to wait first. When this hop declines a retry the
 // error was retryable for by nature, it says why and counts it: the
 // callee's unclaim (suppressed), its pushback, the policy's codes,
 // idempotency, the body cap, the deadline, the budget. A suppression the
 // policy would otherwise have retried, and the policy's attempt limit,
 // are the decision's declined.
-func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, note *retryNote) (d decision) {
+func (m *Middleware) retryAfter(r *attemptRun, got *Outcome, n int, note *retryNote) (d decision) {
 	ctx, req, c, p, state, replayable := r.ctx, r.req, r.c, r.p, r.state, r.body.replayable()
+	code := got.Code
 	note.withdrew = false
 	if !wire.RetryableByNature(code) || state.Sends.Shed {
 		return d // a shed attempt was refused already
 	}
-	if state.Claim == ownership.ClaimUnclaimed {
+	if got.Claim == ownership.ClaimUnclaimed {
 		if !p.observe {
 			c.metrics.suppressed.Inc(1)
 			switch {
 			case n >= p.maxAttempts:
 				d.declined = wire.DeclineAttemptLimit
-			case m.refusal(p, code, replayable, state.NoRetry) == wire.RefusedNone:
+			case m.refusal(p, code, replayable, got.NoRetry) == wire.RefusedNone:
 				// The policy would have retried it: a request that
 				// fails now is one errown's suppression did not save.
 				d.declined = wire.DeclineUnclaimed
 			}
-			d.blind = m.blindRetries(c, p, code, n, replayable, state.NoRetry)
+			d.blind = m.blindRetries(c, p, code, n, replayable, got.NoRetry)
 			return d
 		}
 		if !state.Storm.ErrownStopped() {
@@ -540,16 +542,16 @@ func (m *Middleware) retryAfter(r *attemptRun, code yarpcerrors.Code, n int, not
 		d.declined = wire.DeclineAttemptLimit
 		return d
 	}
-	if state.Shed && m.retryElsewhere(r, note) {
+	if got.Shed && m.retryElsewhere(r, note) {
 		d.retry, d.elsewhere = true, true
 		return d
 	}
-	if d.refused = m.refusal(p, code, replayable, state.NoRetry); d.refused != wire.RefusedNone {
+	if d.refused = m.refusal(p, code, replayable, got.NoRetry); d.refused != wire.RefusedNone {
 		return m.refuse(req, c, d, n)
 	}
 	// The owner's caller stops spending retries on a callee that is
 	// overloaded: each would queue behind the work it timed out on.
-	if overloaded(code, state.Claim) && c.overload.Overloaded(req.Procedure) {
+	if overloaded(code, got.Claim) && c.overload.Overloaded(req.Procedure) {
 		if !p.observe {
 			d.refused = wire.RefusedOverload
 			return m.refuse(req, c, d, n)

@@ -68,6 +68,17 @@ func (c *StormCall) Blind(n int) {
 	c.own = add(c.own, extra)
 }
 
+// Decided records what the caller decided after the attempts added so
+// far, one decision of the call: in observe mode, that errown would make
+// no more (stop: StopErrown); in enforce mode, the attempts only the
+// blind world makes (blind: Blind).
+func (c *StormCall) Decided(stop bool, blind int) {
+	if stop {
+		c.StopErrown()
+	}
+	c.Blind(blind)
+}
+
 // Trivial reports whether the call's Storm is One, as Storm would say,
 // without computing it: one attempt, with no blind replay, whose own Storm
 // was One.

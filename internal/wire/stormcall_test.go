@@ -486,3 +486,30 @@ func TestStormCallTrivialAgreesWithStorm(t *testing.T) {
 	}
 	require.NotZero(t, trivial, "no trivial call drawn: the test checks nothing")
 }
+
+// TestStormCallDecided: a decision records observe mode's stop as
+// StopErrown does and enforce mode's blind attempts as Blind does.
+func TestStormCallDecided(t *testing.T) {
+	f := KnownFigures(Storm{Served: 3, Blind: 5, Retries: 1, Radius: 1, BlindRadius: 1})
+	for _, tt := range []struct {
+		name  string
+		stop  bool
+		blind int
+		want  func(*StormCall)
+	}{
+		{"nothing", false, 0, func(*StormCall) {}},
+		{"stop", true, 0, (*StormCall).StopErrown},
+		{"blind", false, 2, func(c *StormCall) { c.Blind(2) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got, want StormCall
+			got.Attempt(f)
+			want.Attempt(f)
+			got.Decided(tt.stop, tt.blind)
+			tt.want(&want)
+			got.Attempt(f)
+			want.Attempt(f)
+			assert.Equal(t, want, got)
+		})
+	}
+}
