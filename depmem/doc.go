@@ -44,15 +44,12 @@
 //
 // The same counts are emitted as tally counters depmem.callee_failures and
 // depmem.joint_failures tagged caller_procedure, callee_service and
-// callee_procedure (an empty value is tagged "none"). An evicted edge's
-// tagged scope is closed, so tally lets go of it at its next report; the
-// series a reporter exports are one pair per distinct edge ever tracked
-// (a reporter such as Prometheus's keeps every series it was given, and an
-// edge seen again counts on in its old series). With Fleet.URL set, the memory queries those counters, summed over every
-// instance, on an interval. When the server is down or answers garbage the
-// fleet's data is dropped, the memory carries on from its local window,
-// the first failure of an outage is logged, and every failure is counted
-// in depmem.fleet_errors.
+// callee_procedure (an empty value is tagged "none"); an evicted edge's
+// tagged scope is closed. With Fleet.URL set, the memory queries those
+// counters, summed over every instance, on an interval. When the server is
+// down or answers garbage the memory carries on from its local window,
+// logs the first failure of an outage, and counts every failure in
+// depmem.fleet_errors.
 //
 // # Persistence
 //

@@ -62,59 +62,36 @@
 //
 // # Metrics
 //
-// All counters are tagged callee=<service> and are registered when the middleware is built
-// for every service that has a policy, on the scope errown is given
-// (errown.WithScope).
+// All counters are tagged callee=<service> and registered, when the
+// middleware is built, for every service that has a policy, on the scope
+// errown is given (errown.WithScope). docs/metrics.md says more of each.
 //
-//   - retry.calls: logical calls to a callee service that has at least one
-//     policy, whether or not the procedure called may be retried (these are
-//     the requests the callee's budget counts).
-//   - retry.attempts: retries actually sent (first attempts not included).
+//   - retry.calls: logical calls to a callee that has a policy (the
+//     requests its budget counts).
+//   - retry.attempts: retries sent (first attempts not included).
 //   - retry.suppressed: retries not attempted because the callee's error
-//     was unclaimed (enforce mode).
-//   - retry.would_suppress: in observe mode, calls whose unclaimed error
-//     enforce mode would have stopped retrying; the retries go on.
-//   - retry.prevented: requests this hop's own suppressions prevented (in
-//     observe mode, would prevent): each suppressed retry would have
-//     replayed the callee's whole subtree, its own retries included (storm
-//     telemetry). Summed over every service it is what
-//     the roots report; per service in observe mode it counts every call
-//     the hop got, blind retries from above included, so it can exceed
-//     what enforce mode prevents there.
-//   - retry.denied, also tagged reason: retries of an error retryable by
-//     nature that this hop declined, each of which satisfies the retry
-//     criteria (RCS) so that nobody above retries instead:
-//     budget (no room in the callee's budget), deadline (a whole attempt
-//     no longer fits the remaining deadline), pushback (the callee asked
-//     not to be retried), not-idempotent (the policy says the procedure is
-//     not safe to send again), code (the code is not among the policy's
-//     retryableCodes), body-too-large (the body is over maxBodyBytes and
-//     could not be replayed), overload (the callee is overloaded: see
-//     Overload); and foreign-unclaimed, foreign-attempts,
-//     foreign-budget, foreign-deadline, foreign-pushback, foreign-code,
-//     foreign-not-idempotent, foreign-overload (a replay of an attempt the
-//     callee timed out or shed while it is overloaded): a retry errown did
-//     not make, refused by the innermost attempt step before it left the
-//     process. For a callee with no policy these are registered on first
-//     use.
+//     was unclaimed (enforce mode); retry.would_suppress, in observe mode,
+//     those enforce mode would have stopped.
+//   - retry.prevented: requests this hop's suppressions prevented (in
+//     observe mode, would prevent), each suppressed retry counting the
+//     callee's whole subtree (storm telemetry).
+//   - retry.denied, also tagged reason: retries of a retryable error this
+//     hop declined, each satisfying the retry criteria (RCS) so that
+//     nobody above retries instead: budget, deadline, pushback,
+//     not-idempotent, code, body-too-large, overload; and foreign-unclaimed,
+//     foreign-attempts, foreign-budget, foreign-deadline, foreign-pushback,
+//     foreign-code, foreign-not-idempotent, foreign-overload, a retry
+//     errown did not make, refused by the innermost attempt step. For a
+//     callee with no policy these are registered on first use.
 //   - retry.foreign_attempts: retries errown did not make that the
-//     innermost step let through, concurrent ones (a hedge) included.
-//     Hedges count apart from the policy's attempts (see Hedges).
+//     innermost step let through, hedges included.
 //   - retry.late_attempts: attempts that ended, or were sent, after their
-//     call had returned (a middleware below errown's retry middleware that
-//     returns before its attempts end: a hedge left running, a timeout
-//     that abandons its attempt). Such an attempt only gives back its slot
-//     of the overload limit; one sent late is not sent.
-//   - retry.starved_by_hedges, also tagged reason: errown's retries of
-//     failures that hedges (see Hedges) took what they needed from:
-//     budget (the callee's budget refused the retry, and would have had
-//     room without the hedges' withdrawals in its window), attempts
-//     (errown's retry found the policy's attempts spent by an attempt
-//     that reached the innermost step after the one it hedged had ended:
-//     a hedge taken for a replay).
-//   - retry.would_overload: in observe mode, attempts the callee's limit on
-//     attempts in flight (OverloadConfig) would have held back, and
-//     retries of overloaded attempts it would have refused; they go.
+//     call had returned (a hedge left running, an abandoned attempt); one
+//     sent late is not sent.
+//   - retry.starved_by_hedges, also tagged reason (budget, attempts):
+//     errown's retries of failures that hedges took what they needed from.
+//   - retry.would_overload: in observe mode, what the overload limit would
+//     have held back or refused.
 //   - retry.budget_left, a gauge: the retries the callee's budget still
 //     allows in its window, updated every second between Start and Stop.
 //
@@ -147,15 +124,12 @@
 //     response, never with the refusal before them.
 //
 // The bound per call path: with no budget, a hop sends at most
-// 2×MaxAttempts-1 attempts per call, and a path of hops h1…hk serves its
-// leaf at most (2×MaxAttempts₁-1)×…×(2×MaxAttemptsₖ-1) requests per root
-// request with a hedger at every hop (MaxAttempts₁×…×MaxAttemptsₖ
-// without hedges). With a budget, the attempts past their call's first
-// (retries and hedges together) of the calls that do not succeed are at
-// most Ratio × requests + MinPerSecond × Window per callee and window,
-// so a callee that fails every call gets at most 1+Ratio attempts per
-// call from each hop, (1+Ratio)^k per root request over k hops, hedges
-// included. retry.starved_by_hedges counts what hedges still take from a
-// retry of a failure, and the budget view (BudgetView.Hedges,
+// 2×MaxAttempts-1 attempts per call, so a path of k hops serves its leaf
+// at most the product of those per root request with a hedger at every
+// hop. With a budget, the attempts past the first of the calls that do
+// not succeed are at most Ratio × requests + MinPerSecond × Window per
+// callee and window: a callee that fails every call gets at most 1+Ratio
+// attempts per call from each hop, (1+Ratio)^k over k hops, hedges
+// included. The budget view (BudgetView.Hedges,
 // BudgetView.StarvedByHedges) shows the window's.
 package retry
