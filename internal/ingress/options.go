@@ -72,15 +72,3 @@ func WithClock(now func() time.Time) Option {
 		}
 	})
 }
-
-// withMint mints root keys with mint, which never returns 0. Default:
-// mintRoot.
-func withMint(mint func() uint64) Option {
-	return optionFunc(func(o *options) { o.mint = mint })
-}
-
-// withAdmissionClock has admission, and the requests it times, read the
-// time from now, monotonic. Default time.Now.
-func withAdmissionClock(now func() time.Time) Option {
-	return optionFunc(func(o *options) { o.admissionNow = now })
-}

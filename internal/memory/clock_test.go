@@ -93,3 +93,9 @@ func TestMemoryNow(t *testing.T) {
 	got := real.Now()
 	assert.WithinDuration(t, before, got, 200*time.Millisecond, "coarse: within a tick of the real clock")
 }
+
+// withClock reads the time from now, exactly at every reading: the
+// coarse clock never runs on it (see clock).
+func withClock(now func() time.Time) Option {
+	return optionFunc(func(o *options) { o.now = now })
+}

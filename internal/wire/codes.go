@@ -14,12 +14,6 @@ func Info(c yarpcerrors.Code) CodeInfo {
 	return CodeInfo{Code: c, Class: ClassFailure}
 }
 
-// IsFailure reports whether an error with code c is the callee's failure
-// rather than its answer.
-func IsFailure(c yarpcerrors.Code) bool {
-	return Info(c).Class == ClassFailure
-}
-
 // RetryableByNature reports whether an error with code c could succeed if
 // the same request were sent again. CodeOK is not an error and is not
 // retryable either.
