@@ -24,21 +24,15 @@
 //
 // The wire is yarpc's gRPC transport's: errown's headers travel as plain
 // lower-case metadata, errown-attempt on requests, errown-claim,
-// errown-no-retry and errown-storm in the response's trailers (never its
-// headers: an error returned before any header was sent stays a
-// trailers-only response); when the Config renames errown's headers, the
-// interceptors read the names from the Middleware. Procedures are named
-// "pkg.Service::Method" for "/pkg.Service/Method", as yarpc names them, and
-// gRPC codes map to yarpc's codes by yarpc's own table. So grpc-go and yarpc
-// services with errown call each other and read each other's claims; a
-// grpc-go client calling a yarpc service must send the metadata yarpc's
-// gRPC inbound requires (rpc-caller, rpc-service and rpc-encoding, or a
-// content-subtype), and a deadline.
-//
-// gRPC's own pushback speaks errown's: a callee's grpc-retry-pushback-ms
-// that grpc-go would not retry on (negative, garbled, several values) is
-// errown's no-retry, and an errown server's no-retry (inbound.DoNotRetry)
-// also sends grpc-retry-pushback-ms: -1 for callers without errown.
+// errown-no-retry and errown-storm in the response's trailers, under the
+// names the Config gives them. Procedures are "pkg.Service::Method", and
+// gRPC codes map to yarpc's by yarpc's own table, so grpc-go and yarpc
+// services with errown read each other's claims; a grpc-go client calling
+// a yarpc service sends the metadata yarpc's gRPC inbound requires
+// (rpc-caller, rpc-service and rpc-encoding, or a content-subtype) and a
+// deadline. A callee's grpc-retry-pushback-ms that grpc-go would not retry
+// on is errown's no-retry, and an errown server's no-retry also sends
+// grpc-retry-pushback-ms: -1.
 //
 // # Retries errown does not own
 //
