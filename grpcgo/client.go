@@ -54,11 +54,6 @@ func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryCli
 	out := parts.Outbound
 	o := newAdapterOptions(parts.Headers, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		m := methodNames(method)
-		service := m.service
-		if o.service != "" {
-			service = o.service
-		}
 		c := &clientCall{
 			invoker:       invoker,
 			method:        method,
@@ -74,14 +69,8 @@ func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryCli
 		if c.commit {
 			c.opts = append(c.opts, _noGRPCRetry)
 		}
-		treq := &transport.Request{
-			Service:   service,
-			Procedure: m.procedure,
-			Transport: _transportName,
-			Encoding:  "proto",
-			// No body: a retry calls the invoker again with req.
-		}
-		_, err := out.Call(ctx, treq, c)
+		// No body: a retry calls the invoker again with req.
+		_, err := out.Call(ctx, outboundRequest(method, o.service), c)
 		switch {
 		case err == nil:
 			return nil
@@ -193,10 +182,16 @@ func (at *errownAttempt) request(method string) *transport.Request {
 	if method == at.call.method {
 		return at.req
 	}
+	return outboundRequest(method, at.call.service)
+}
+
+// outboundRequest returns the request errown's outbound middleware sees for
+// a call of method, to service when it is not "" (WithService), else to
+// the method's gRPC service.
+func outboundRequest(method, service string) *transport.Request {
 	m := methodNames(method)
-	service := m.service
-	if at.call.service != "" {
-		service = at.call.service
+	if service == "" {
+		service = m.service
 	}
 	return &transport.Request{Service: service, Procedure: m.procedure, Transport: _transportName, Encoding: "proto"}
 }
