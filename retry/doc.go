@@ -4,11 +4,10 @@
 // modes (Config). errown.Module (or errown.New) builds the retry middleware
 // from it; BudgetView is the operators' view of a budget.
 //
-// In docs/DESIGN.md's data flow it is the inner of the two outbound middlewares:
-// errown's egress middleware wraps it and, after the call, needs to know
-// how many attempts were made and whether a wanted retry was refused, to
-// compute retry-criteria-satisfied (RCS), which the retry middleware
-// reports to it through errown's own plumbing, which users never see.
+// In docs/DESIGN.md's data flow it is the inner of the two outbound
+// middlewares: errown's egress middleware wraps it and learns from it how
+// many attempts were made and whether a wanted retry was refused, to
+// compute retry-criteria-satisfied (RCS).
 //
 // # Which calls are retried
 //
@@ -29,36 +28,25 @@
 //
 // # Budget and backoff
 //
-// The budget is kept per callee service and shared by all of its policies:
-// over a sliding window, the retries that did not succeed may reach Ratio
-// times the requests plus MinPerSecond per second of the window, or the
-// ratio alone with NoFloor: a retry that succeeds is refunded
-// (BudgetConfig). Backoff is exponential with full jitter. Retried
-// requests carry the attempt number (2, 3, ...) in the attempt header; the
-// caller's request is never mutated.
-// Waits honour the call's context.
+// The budget is kept per callee service and shared by all of its policies
+// (BudgetConfig): a retry that succeeds is refunded. Backoff is
+// exponential with full jitter, and waits honour the call's context.
+// Retried requests carry the attempt number (2, 3, ...) in the attempt
+// header; the caller's request is never mutated.
 //
 // # Overload
 //
-// While a callee with a policy is overloaded (a share of its recent
-// attempts timed out on its own behalf; a refusal, such as an instance's
-// admission shed, is no evidence), errown limits the attempts in flight
-// to it and retries none of its attempts that timed out or were refused
-// resource-exhausted (OverloadConfig); an
-// attempt over the limit fails at once with resource-exhausted, its retry
-// criteria satisfied, so that nobody above retries it.
+// While a callee with a policy is overloaded, errown limits the attempts
+// in flight to it and retries none of its attempts that timed out or were
+// refused resource-exhausted (OverloadConfig).
 //
 // # Clock
 //
-// Every call to a callee with a policy counts in its budget, which needs
-// the time to the nearest bucket (a tenth of the window). Between Start and
-// Stop (errown's Start and Stop, on fx's lifecycle) one goroutine
-// reads the clock every tenth of a bucket (100ms for the default window;
-// never more often than every 10ms, windows under 1s are read exactly)
-// and calls read what it last read: a budget's window may end up to that
-// long (plus any delay in running the goroutine) in the past. Without
-// Start, or after Stop, every call reads the clock; the middleware starts
-// no other goroutine.
+// A budget reads the time to the nearest bucket (a tenth of the window).
+// Between Start and Stop one goroutine reads the clock every tenth of a
+// bucket (100ms for the default window, never more often than every 10ms)
+// and calls read what it last read; without Start, or after Stop, every
+// call reads the clock.
 //
 // # Metrics
 //
@@ -105,23 +93,17 @@
 //
 // # Hedges
 //
-// A hedge is an attempt an application's middleware (a hedger: a second
-// attempt after a delay, the first answer returned) sends while another
+// A hedge is an attempt an application's middleware sends while another
 // attempt of the same call is under way, with no failure to justify it.
 // It takes nothing errown's retry of a real failure needs:
 //
 //   - The policy's MaxAttempts bounds errown's own attempts and the
-//     replays other middleware sends after an attempt ended; a call's
-//     hedges count apart, at most MaxAttempts-1 of them. A call sends at
-//     most 2×MaxAttempts-1 attempts (3 for two attempts).
-//   - Hedges withdraw from the callee's budget, but only up to half of
-//     what its window allows: the other half is left to the retries of
-//     failures. A call that succeeds gives its hedges' withdrawals back,
-//     as a retry that succeeds is refunded.
-//   - A hedge errown refuses (foreign-attempts, foreign-budget,
-//     foreign-deadline) is not sent: it waits for the attempts under way
-//     and answers with their outcome, the failure kept or the success's
-//     response, never with the refusal before them.
+//     replays sent after an attempt ended; a call's hedges count apart,
+//     at most MaxAttempts-1 of them.
+//   - Hedges withdraw at most half of what the callee's budget window
+//     allows, and a call that succeeds gives its hedges' withdrawals back.
+//   - A hedge errown refuses is not sent: it waits for the attempts under
+//     way and answers with their outcome, never with the refusal.
 //
 // The bound per call path: with no budget, a hop sends at most
 // 2×MaxAttempts-1 attempts per call, so a path of k hops serves its leaf
