@@ -95,19 +95,17 @@
 // # Metrics and operators' views
 //
 // Metrics go to a sub-scope "errown" of the scope errown is given: the
-// application's tally v4 Scope, or else yarpc's own tally v3 Scope. The
-// documentation of packages inbound, outbound, retry and depmem lists
-// each part's counters; docs/metrics.md has them all with the gauges.
-// Middleware's Dependencies, Budgets, Decisions and Storms are what the
+// application's tally v4 Scope, or else yarpc's own tally v3 Scope.
+// Packages inbound, outbound, retry and depmem list each part's counters;
+// docs/metrics.md has them all. Middleware.Introspect's Status is what the
 // debug page (package debugpage) shows.
 //
 // # Packages
 //
 //   - ownership: errown's vocabulary: claims, edge kinds, storm figures,
 //     the code table, the header names.
-//   - inbound, outbound, retry, depmem: the
-//     configuration of each part, the helpers a handler calls, and the
-//     operators' view types, each documenting what its part does.
+//   - inbound, outbound, retry, depmem: each part's configuration, the
+//     helpers a handler calls, and the operators' view types.
 //   - retrypeer: a peer.Chooser that sends retries to another instance.
 //   - grpcgo, nethttp: errown for grpc-go and net/http servers and clients.
 //   - debugpage: the operators' debug page.
