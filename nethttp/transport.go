@@ -106,9 +106,8 @@ type origBody struct {
 }
 
 // call is the transport.UnaryOutbound the middleware sends one request's
-// attempts to: each becomes an HTTP request to base. It keeps the last
-// attempt's HTTP response or error, which RoundTrip returns. The retry
-// middleware calls it from one goroutine, one attempt after the other.
+// attempts to, one after the other: each becomes an HTTP request to base.
+// It keeps the last attempt's response or error, which RoundTrip returns.
 type call struct {
 	adapt.NoLifecycle // base has no lifecycle of its own
 
@@ -174,9 +173,9 @@ func transportResponse(res *http.Response) (*transport.Response, error) {
 	return tres, nil
 }
 
-// setBody gives hreq the body of one attempt: the caller's own, when
-// nothing had to read it (no replay), else what errown's retry middleware
-// kept for replay, whose Close closes the caller's.
+// setBody gives hreq the body of one attempt: the caller's own when
+// nothing read it, else what errown kept for replay, whose Close closes
+// the caller's.
 func (c *call) setBody(hreq *http.Request, body io.Reader) {
 	switch b := body.(type) {
 	case nil:
@@ -222,9 +221,8 @@ func (c *call) closeOrig() {
 	}
 }
 
-// result is what RoundTrip returns once the middleware returned res and
-// err: the last attempt's HTTP response, whose body is res's (errown's
-// retry middleware may wrap it to release the attempt's context on
+// result is what RoundTrip returns: the last attempt's HTTP response, with
+// res's body (errown may wrap it to release the attempt's context on
 // Close), or base's error.
 func (c *call) result(res *transport.Response, err error) (*http.Response, error) {
 	if !c.sent {
