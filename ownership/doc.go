@@ -11,9 +11,9 @@
 // is ClaimUnclaimed, and nobody above retries again, only when it failed
 // on correlated edges (fail-close, or unknown by default), each with its
 // retry criteria satisfied (a retry spent here or below, refused, or
-// pointless); else ClaimClaimed, so that the
-// caller may retry. A response without a readable claim is ClaimMissing,
-// which does not stop a retry. docs/decisions.md has the full tables.
+// pointless); else ClaimClaimed, so that the caller may retry. A response
+// without a readable claim is ClaimMissing, which does not stop a retry.
+// docs/decisions.md has the full tables.
 //
 // # Codes
 //
