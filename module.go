@@ -69,28 +69,9 @@ var Module = fx.Options(
 // errown's unary inbound and outbound middleware to the value groups
 // "yarpc.unary_inbound" and "yarpc.unary_outbound", which the
 // application's dispatcher constructor consumes (with the middleware
-// other libraries add to the same groups) and chains with ChainInbound
-// and ChainOutbound:
-//
-//	type dispatcherParams struct {
-//		fx.In
-//
-//		Lifecycle fx.Lifecycle
-//		Config    yarpc.Config
-//		Inbound   []middleware.UnaryInbound  `group:"yarpc.unary_inbound"`
-//		Outbound  []middleware.UnaryOutbound `group:"yarpc.unary_outbound"`
-//	}
-//
-//	func newDispatcher(p dispatcherParams) *yarpc.Dispatcher {
-//		cfg := p.Config
-//		cfg.InboundMiddleware.Unary = errown.ChainInbound(p.Inbound, cfg.InboundMiddleware.Unary)
-//		cfg.OutboundMiddleware.Unary = errown.ChainOutbound(p.Outbound, cfg.OutboundMiddleware.Unary)
-//		d := yarpc.NewDispatcher(cfg)
-//		p.Lifecycle.Append(fx.StartStopHook(d.Start, d.Stop))
-//		return d
-//	}
-//
-// (ExampleGrouped runs it.)
+// other libraries add to the same groups) and chains into its
+// yarpc.Config with ChainInbound and ChainOutbound, as ExampleGrouped
+// shows.
 //
 // It composes with other libraries that decorate yarpc.Config or
 // contribute to the same groups. Start fails as with Module.
