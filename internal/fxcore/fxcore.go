@@ -19,22 +19,16 @@ type Params struct {
 	Middleware *errown.Middleware `optional:"true"`
 }
 
-// Result is the output of an adapter module's constructor.
-type Result[T any] struct {
-	fx.Out
-
-	Value T
-}
-
 // Provide returns an adapter module's constructor: what build makes of
 // the application's *errown.Middleware, or errNoCore when it has none,
 // rather than an adapter that would panic on its first request.
-func Provide[T any](errNoCore error, build func(*errown.Middleware) T) func(Params) (Result[T], error) {
-	return func(p Params) (Result[T], error) {
+func Provide[T any](errNoCore error, build func(*errown.Middleware) T) func(Params) (T, error) {
+	return func(p Params) (T, error) {
 		if p.Middleware == nil {
-			return Result[T]{}, errNoCore
+			var zero T
+			return zero, errNoCore
 		}
-		return Result[T]{Value: build(p.Middleware)}, nil
+		return build(p.Middleware), nil
 	}
 }
 
