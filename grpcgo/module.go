@@ -61,11 +61,22 @@ var ErrNoCore = errors.New("grpcgo: the application has no *errown.Middleware: "
 // (grpc.UnaryInterceptor would put its interceptor outside errown's).
 type ServerOptions []grpc.ServerOption
 
+type serverOptionsResult struct {
+	fx.Out
+
+	ServerOptions ServerOptions
+}
+
 // provideServerOptions is what Module provides; it counts as wiring as
 // soon as it is called.
-var provideServerOptions = fxcore.Provide(ErrNoCore, func(mw *errown.Middleware) ServerOptions {
-	return ServerOptions{grpc.ChainUnaryInterceptor(UnaryServerInterceptor(mw))}
-})
+func provideServerOptions(p fxcore.Params) (serverOptionsResult, error) {
+	if p.Middleware == nil {
+		return serverOptionsResult{}, ErrNoCore
+	}
+	return serverOptionsResult{
+		ServerOptions: ServerOptions{grpc.ChainUnaryInterceptor(UnaryServerInterceptor(p.Middleware))},
+	}, nil
+}
 
 // Dialer gives an fx application's ClientConns errown's dial options,
 // those of the Middleware it was built with. Take it from Module: the zero
@@ -74,9 +85,20 @@ type Dialer struct {
 	mw *errown.Middleware
 }
 
+type dialerResult struct {
+	fx.Out
+
+	Dialer Dialer
+}
+
 // provideDialer is what Module provides; the Dialer counts as wiring once
 // its DialOptions are called.
-var provideDialer = fxcore.Provide(ErrNoCore, func(mw *errown.Middleware) Dialer { return Dialer{mw: mw} })
+func provideDialer(p fxcore.Params) (dialerResult, error) {
+	if p.Middleware == nil {
+		return dialerResult{}, ErrNoCore
+	}
+	return dialerResult{Dialer: Dialer{mw: p.Middleware}}, nil
+}
 
 // DialOptions returns DialOptions(mw, opts...) for the Dialer's
 // Middleware. Give each ClientConn the callee's name its retry policy

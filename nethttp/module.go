@@ -54,9 +54,20 @@ type Middleware struct {
 	mw *errown.Middleware
 }
 
+type middlewareResult struct {
+	fx.Out
+
+	Middleware Middleware
+}
+
 // provideMiddleware is what Module provides; the Middleware counts as
 // wiring once its Handler or Transport is called.
-var provideMiddleware = fxcore.Provide(ErrNoCore, func(mw *errown.Middleware) Middleware { return Middleware{mw: mw} })
+func provideMiddleware(p fxcore.Params) (middlewareResult, error) {
+	if p.Middleware == nil {
+		return middlewareResult{}, ErrNoCore
+	}
+	return middlewareResult{Middleware: Middleware{mw: p.Middleware}}, nil
+}
 
 // Handler returns Handler(mw, h, opts...) for the Middleware's
 // errown.Middleware.

@@ -19,19 +19,6 @@ type Params struct {
 	Middleware *errown.Middleware `optional:"true"`
 }
 
-// Provide returns an adapter module's constructor: what build makes of
-// the application's *errown.Middleware, or errNoCore when it has none,
-// rather than an adapter that would panic on its first request.
-func Provide[T any](errNoCore error, build func(*errown.Middleware) T) func(Params) (T, error) {
-	return func(p Params) (T, error) {
-		if p.Middleware == nil {
-			var zero T
-			return zero, errNoCore
-		}
-		return build(p.Middleware), nil
-	}
-}
-
 // Require returns an fx.Invoke that fails start with errNoCore when the
 // application provides no *errown.Middleware. It runs whether or not
 // anything takes the adapter, so that a missing Core fails loudly rather
