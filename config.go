@@ -27,20 +27,17 @@ const _configKey = "errown"
 // kind. DefaultConfig returns what errown runs with when given nothing;
 // in Go, a field left zero means its default there.
 //
-// Each section is its package's configuration, defined there once: the
-// inbound and outbound middleware's keys sit at the top level (inline),
-// the retry policies and budget under "retry", the dependency memory
-// under "memory". The header names and the mode are the root's: errown
-// gives them to every section.
+// Each section is its package's configuration: the inbound and outbound
+// middleware's keys at the top level (inline), the retry policies and
+// budget under "retry", the dependency memory under "memory". The header
+// names and the mode are the root's: errown gives them to every section.
 //
 // In YAML, a value written is taken as written or refused, never replaced:
-// a key written out with a zero (0, 0s, "" or []) where DefaultConfig
-// holds something else, such as "minPerSecond: 0", fails with what it
-// would have meant and how to write what was meant ("to disable the floor
-// write noFloor: true"); leave the key out for the default. Where the
-// default is the zero (attemptTimeout: 0s is no per-attempt limit, a
-// policy's procedure "" every procedure, a snapshot path "" no snapshot)
-// it is taken as written.
+// a key written with a zero (0, 0s, "" or []) where DefaultConfig holds
+// something else, such as "minPerSecond: 0", fails with what it would have
+// meant and how to write what was meant; leave the key out for the
+// default. Where the default is the zero (attemptTimeout: 0s, a snapshot
+// path "") it is taken as written.
 type Config struct {
 	// Headers names the application headers errown reads and writes,
 	// under the keys claimHeader, attemptHeader, noRetryHeader, codeHeader,

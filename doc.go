@@ -45,11 +45,6 @@
 //	defer mw.Stop()
 //	d := yarpc.NewDispatcher(mw.Apply(yarpc.Config{Name: "checkout", ...}))
 //
-// Apply puts errown's inbound middleware outside the dispatcher's own, its
-// egress and retry middleware outside the dispatcher's outbound
-// middleware, and its innermost attempt step below it, so that a retry
-// another middleware makes is held to errown's rules.
-//
 // # Configuration
 //
 // Config is the "errown" section of the YAML; every key is optional, and
@@ -63,31 +58,23 @@
 //	        maxAttempts: 2         # the first attempt and one retry
 //	        idempotent: true       # required: the procedure is safe to send again
 //
-// Its sections are configured by the packages beside this one: the
-// headers by ownership.Headers, the inbound side by inbound (its
-// ingress bound included), the retry policies, budget and overload
-// limit by retry, the dependency declarations and memory by depmem, the
-// incident window and refused repeats by outbound. Each field's comment
-// states its default; docs/configuration.md lists every key.
+// Its sections are configured by the packages beside this one (ownership,
+// inbound, outbound, retry, depmem). Each field's comment states its
+// default; docs/configuration.md lists every key.
 //
 // In Go, a field of Config left zero means its default, as in yarpc's and
-// grpc-go's option structs: errown fills it from DefaultConfig, where
-// every default is written once, so a literal names only what it changes
-// and Config{} runs as DefaultConfig(). A zero meant as zero is written as
-// in YAML, with its switch (NoFloor, NoHysteresis) or as the least value
-// (MaxAttempts: 1); zap's way, literals built from DefaultConfig() with
-// zero meaning zero, would change what every existing literal means
-// without the compiler noticing, so it is not taken.
+// grpc-go's option structs, so Config{} runs as DefaultConfig(). A zero
+// meant as zero is written with its switch (NoFloor, NoHysteresis) or as
+// the least value (MaxAttempts: 1).
 //
-// Configuration never silently does nothing: a misspelled errown key or a
-// value of the wrong type fails with an error that names the key and the
-// value, and a retry policy or dependency declaration for a service the
-// dispatcher does not call fails start (ErrUnknownService), and so does a
-// policy that retries through a peer list its retries cannot leave
+// Configuration never silently does nothing: a misspelled key or a value
+// of the wrong type fails with an error naming the key and the value; a
+// retry policy or dependency declaration for a service the dispatcher
+// does not call fails start (ErrUnknownService), and so does a policy that
+// retries through a peer list its retries cannot leave
 // (ErrRetriesNotSteered: wrap the list in retrypeer.New). ConfigFiles
-// names the YAML files
-// of an application's config.Provider, so that those errors name the file
-// too.
+// names the YAML files of an application's config.Provider, so that those
+// errors name the file too.
 //
 // # Starting
 //
@@ -108,19 +95,17 @@
 // # Metrics and operators' views
 //
 // Metrics go to a sub-scope "errown" of the scope errown is given: the
-// application's tally v4 Scope, or else yarpc's own tally v3 Scope. The
-// documentation of packages inbound, outbound, retry and depmem lists
-// each part's counters; docs/metrics.md has them all with the gauges.
-// Middleware's Dependencies, Budgets, Decisions and Storms are what the
+// application's tally v4 Scope, or else yarpc's own tally v3 Scope.
+// Packages inbound, outbound, retry and depmem list each part's counters;
+// docs/metrics.md has them all. Middleware.Introspect's Status is what the
 // debug page (package debugpage) shows.
 //
 // # Packages
 //
 //   - ownership: errown's vocabulary: claims, edge kinds, storm figures,
 //     the code table, the header names.
-//   - inbound, outbound, retry, depmem: the
-//     configuration of each part, the helpers a handler calls, and the
-//     operators' view types, each documenting what its part does.
+//   - inbound, outbound, retry, depmem: each part's configuration, the
+//     helpers a handler calls, and the operators' view types.
 //   - retrypeer: a peer.Chooser that sends retries to another instance.
 //   - grpcgo, nethttp: errown for grpc-go and net/http servers and clients.
 //   - debugpage: the operators' debug page.

@@ -68,24 +68,19 @@ type Middleware struct {
 	gauges  *gauges
 	cfg     Config
 
-	// applied is set once the middleware went into a yarpc.Config (the
-	// decoration, Apply), a middleware group or an adapter (adapt):
-	// checkWiring reads it.
+	// applied is set once the middleware went into a yarpc.Config, a
+	// middleware group or an adapter, adapted once an adapter took it (its
+	// clients' callees are not the dispatcher's): checkWiring reads them.
 	applied atomic.Bool
-	// adapted is set once an adapter took the middleware (adapt): its
-	// clients' callees are not the dispatcher's, so unknownServices
-	// checks nothing.
 	adapted atomic.Bool
-	// unsteered are the outbounds of the yarpc.Config Apply decorated
-	// whose retries cannot go to another instance: checkWiring reports
-	// those a policy retries.
+	// unsteered are the outbounds Apply found whose retries cannot go to
+	// another instance (unsteeredPolicies).
 	unsteered atomic.Pointer[[]unsteered]
 	wiring    string
 	source    string // where the configuration came from, for the start log
 	metrics   string // the scope errown reports to, for the start log
-	// late, when set, is the scope errown reports to, bound to the tally
-	// v3 Scope of the yarpc.Config Module decorates when it has one
-	// (decorate).
+	// late, when set, is bound to the tally v3 Scope of the yarpc.Config
+	// Module decorates (decorate).
 	late *tallyv3.Late
 
 	lifeMu  sync.Mutex
@@ -143,9 +138,8 @@ func New(cfg Config, opts ...Option) (*Middleware, error) {
 
 // Start loads the dependency memory's snapshot and starts the background
 // work: snapshots, fleet queries, the gauges (updated every second) and
-// the retry budgets' clock.
-// Module calls it on fx start; a hand-built dispatcher's owner calls it
-// before serving.
+// the retry budgets' clock. Module calls it on fx start; a hand-built
+// dispatcher's owner calls it before serving.
 func (m *Middleware) Start() error {
 	m.lifeMu.Lock()
 	defer m.lifeMu.Unlock()
@@ -186,11 +180,9 @@ func (m *Middleware) Outbound() yarpc.OutboundMiddleware {
 }
 
 // outboundAround returns errown's outbound middleware around own, the
-// dispatcher's own outbound middleware (nil for none): errown's egress and
-// retry middleware outside it, so every attempt passes through own, and
-// errown's innermost attempt step inside it, next to the
-// transport, so a retry own makes is seen, counted and held to errown's
-// rules.
+// dispatcher's (nil for none): egress and retry outside it, so every
+// attempt passes through own, and the innermost attempt step inside it,
+// so a retry own makes is held to errown's rules.
 func (m *Middleware) outboundAround(own middleware.UnaryOutbound) yarpc.OutboundMiddleware {
 	if own == nil {
 		// Nothing in between: the egress middleware sends through the
@@ -221,13 +213,11 @@ func init() {
 }
 
 // Apply returns cfg with errown's middleware added. The inbound middleware
-// goes outside the unary inbound middleware cfg already has, so it sees the
-// error the caller will see. On the outbound side errown's egress and retry
-// middleware go outside cfg's own, so that each attempt passes through the
-// application's middleware, and errown's innermost attempt step inside
-// it, so that a retry the application's middleware makes is held to
-// errown's rules. Oneway and stream middleware are
-// untouched.
+// goes outside cfg's unary inbound middleware, so it sees the error the
+// caller will see. errown's egress and retry middleware go outside cfg's
+// unary outbound middleware, so that each attempt passes through it, and
+// errown's innermost attempt step inside it, so that a retry it makes is
+// held to errown's rules. Oneway and stream middleware are untouched.
 func (m *Middleware) Apply(cfg yarpc.Config) yarpc.Config {
 	m.applied.Store(true)
 	found := unsteeredOutbounds(cfg)

@@ -24,19 +24,15 @@ import (
 // named "errown", configured from the application's config.Provider (or
 // *config.YAML) under the key "errown" when there is one, logging to its
 // *zap.Logger and sending metrics to its tally.Scope when it has them (a
-// github.com/uber-go/tally/v4 Scope, or else the github.com/uber-go/tally
-// v3 Scope yarpc takes its metrics from; the start line's "metrics" names
-// the one used, or says "none provided"), and started and stopped with the
-// application. When the application starts,
-// errown checks that something took its middleware, and fails start with
-// ErrNotWired when nothing did (wiring: warn logs it instead).
+// tally v4 Scope, or else the tally v3 Scope yarpc takes its metrics
+// from; the start line's "metrics" names the one used), and started and
+// stopped with the application. Start fails with ErrNotWired when
+// nothing took its middleware (wiring: warn logs it instead).
 //
-// Core is what Module has beside the yarpc.Config decoration. An
-// application serving grpc-go or net/http places Core once and the
-// adapter modules, grpcgo.Module and nethttp.Module (either or both),
-// beside it: they provide only their adapters, built on Core's
-// *Middleware. Core also suits an application that hands *Middleware to
-// an adapter itself.
+// Core is Module without the yarpc.Config decoration: an application
+// serving grpc-go or net/http places it once beside grpcgo.Module and
+// nethttp.Module, which provide only their adapters, built on Core's
+// *Middleware.
 var Core = fx.Module("errown",
 	fx.Invoke(checkConfig),
 	fx.Provide(newFromParams),
@@ -44,27 +40,21 @@ var Core = fx.Module("errown",
 )
 
 // Module adds errown to an fx application that builds its yarpc dispatcher
-// from a provided yarpc.Config: it provides *Middleware in an fx.Module
-// named "errown", as Core does, and decorates the yarpc.Config with it. The
-// configuration comes from the application's config.Provider (or
-// *config.YAML) under the key "errown" when there is one; logs go to its
-// *zap.Logger and metrics to its tally.Scope when it has them, as with
-// Core, or else to the tally v3 Scope of the yarpc.Config it decorates
-// (Metrics.Tally), when that has one.
+// from a provided yarpc.Config: it provides *Middleware as Core does, and
+// decorates the yarpc.Config with it. Without a tally Scope in the graph,
+// metrics go to the tally v3 Scope of the yarpc.Config (Metrics.Tally),
+// when that has one.
 //
-// The decoration sits beside the "errown" fx.Module rather than in it:
-// fx scopes a module's decorations to that module, and the dispatcher is
-// built outside it. It applies in the scope Module is placed in, so place
-// Module where the dispatcher is built from the yarpc.Config. When the app
-// starts, errown checks that its middleware reached a dispatcher, and
-// fails start with the fix when it did not; when the graph has the
-// *yarpc.Dispatcher, it checks too that every retry policy and
-// dependency declaration names a service the dispatcher has an outbound
-// for (ErrUnknownService). wiring: warn logs what it found instead.
+// fx scopes a module's decorations to that module, so the decoration sits
+// beside the "errown" fx.Module and applies in the scope Module is placed
+// in: place it where the dispatcher is built from the yarpc.Config. Start
+// fails with the fix when errown's middleware reached no dispatcher, and,
+// when the graph has the *yarpc.Dispatcher, when a retry policy or
+// dependency declaration names a service the dispatcher has no outbound
+// for (ErrUnknownService); wiring: warn logs them instead.
 //
-// An application in which another library decorates yarpc.Config too
-// cannot use Module (fx allows one decoration of a type per scope): use
-// Grouped.
+// fx allows one decoration of a type per scope: where another library
+// decorates yarpc.Config too, use Grouped.
 var Module = fx.Options(
 	fx.Module("errown",
 		fx.Invoke(checkConfig),
@@ -79,49 +69,27 @@ var Module = fx.Options(
 // errown's unary inbound and outbound middleware to the value groups
 // "yarpc.unary_inbound" and "yarpc.unary_outbound", which the
 // application's dispatcher constructor consumes (with the middleware
-// other libraries add to the same groups) and chains with ChainInbound
-// and ChainOutbound:
-//
-//	type dispatcherParams struct {
-//		fx.In
-//
-//		Lifecycle fx.Lifecycle
-//		Config    yarpc.Config
-//		Inbound   []middleware.UnaryInbound  `group:"yarpc.unary_inbound"`
-//		Outbound  []middleware.UnaryOutbound `group:"yarpc.unary_outbound"`
-//	}
-//
-//	func newDispatcher(p dispatcherParams) *yarpc.Dispatcher {
-//		cfg := p.Config
-//		cfg.InboundMiddleware.Unary = errown.ChainInbound(p.Inbound, cfg.InboundMiddleware.Unary)
-//		cfg.OutboundMiddleware.Unary = errown.ChainOutbound(p.Outbound, cfg.OutboundMiddleware.Unary)
-//		d := yarpc.NewDispatcher(cfg)
-//		p.Lifecycle.Append(fx.StartStopHook(d.Start, d.Stop))
-//		return d
-//	}
-//
-// (ExampleGrouped runs it.)
+// other libraries add to the same groups) and chains into its
+// yarpc.Config with ChainInbound and ChainOutbound, as ExampleGrouped
+// shows.
 //
 // It composes with other libraries that decorate yarpc.Config or
-// contribute to the same groups. As with Module, start fails when errown's
-// middleware reached no dispatcher.
+// contribute to the same groups. Start fails as with Module.
 var Grouped = fx.Module("errown",
 	fx.Invoke(checkConfig),
 	fx.Provide(newFromParams, groupedMiddleware),
 	fx.Invoke(checkWiring(_viaGrouped)),
 )
 
-// configParams are where errown's configuration comes from.
+// configParams are where errown's configuration comes from: Files, when
+// the application provides them, name the files merged into the provider,
+// which errors then name.
 type configParams struct {
 	fx.In
 
 	Config config.Provider `optional:"true"`
-	// YAML is read when the application provides the *config.YAML that
-	// config.NewYAML returns rather than a config.Provider.
-	YAML *config.YAML `optional:"true"`
-	// Files, when the application provides them, name the files merged
-	// into the provider, which errors then name.
-	Files ConfigFiles `optional:"true"`
+	YAML   *config.YAML    `optional:"true"`
+	Files  ConfigFiles     `optional:"true"`
 }
 
 // params are the inputs of newFromParams.
@@ -132,16 +100,12 @@ type params struct {
 	Lifecycle fx.Lifecycle
 	Logger    *zap.Logger `optional:"true"`
 	Scope     tally.Scope `optional:"true"`
-	// ScopeV3 is read when the application provides no tally v4 Scope but
-	// the tally v3 Scope (github.com/uber-go/tally) yarpc takes its
-	// metrics from.
+	// ScopeV3 is read when the application provides no tally v4 Scope.
 	ScopeV3 tallyv3.Scope `optional:"true"`
 }
 
-// checkConfig is the first fx invoke of each of errown's modules: it reads
-// the configuration as newFromParams does, and returns its error as it
-// is, so that the application's error leads with errown's message. The
-// same error from newFromParams, which the next invoke builds, would come
+// checkConfig is the first fx invoke of each of errown's modules, so that
+// a configuration error leads the application's error rather than come
 // behind fx's account of every constructor it could not call.
 func checkConfig(p configParams) error {
 	_, _, err := p.read()
@@ -236,13 +200,8 @@ const (
 )
 
 // configFromProvider reads the errown section strictly, whatever the
-// provider's own mode: it is taken out as plain data and decoded again with
-// unknown keys rejected. found says whether p has the errown key (perhaps
-// with no value: "errown:" alone). A top-level key close to it (Errown,
-// errwon, err_own) is errown's misspelled when p has no errown key, or
-// when it holds errown's own keys beside one (an override file's typo):
-// errown would start without it, so it is an error, naming the files of
-// files that hold it.
+// provider's own mode, and says whether p has the errown key. A top-level
+// key close to errown is an error (nearMissKeys).
 func configFromProvider(p config.Provider, files ConfigFiles) (cfg Config, found bool, err error) {
 	if p == nil {
 		cfg, err = ConfigFromYAML(nil)
@@ -278,11 +237,10 @@ func configFromProvider(p config.Provider, files ConfigFiles) (cfg Config, found
 	return cfg, true, err
 }
 
-// nearMissKeys reports each of the top-level keys of the merged
-// configuration top that is errown misspelled: any key close to errown
-// when there is no errown key (found false), and beside one a key close
-// to it that holds one of errown's own keys. It names the files of files
-// that hold each.
+// nearMissKeys reports each top-level key of top that is errown
+// misspelled: any key close to errown when there is no errown key (found
+// false), and beside one a key close to it that holds errown's own keys
+// (an override file's typo). It names the files of files that hold each.
 func nearMissKeys(top map[string]interface{}, found bool, files ConfigFiles) error {
 	keys := make([]string, 0, len(top))
 	for k, v := range top {

@@ -16,10 +16,10 @@ import (
 
 // ErrRetriesNotSteered is the start error of an application whose retry
 // policy covers an outbound that chooses among several instances through
-// a peer list errown cannot steer: its retries would go where the list
-// points next, often back to the instance that just failed them, and the
-// callers above, seeing the error unclaimed, no longer retry it. Its
-// message names each outbound and what to write.
+// a peer list errown cannot steer: its retries would often go back to the
+// instance that just failed them, while the callers above, seeing the
+// error unclaimed, retry it no more. Its message names each outbound and
+// what to write.
 var ErrRetriesNotSteered = errors.New("errown: retries of an outbound with several instances may go back to the instance that failed")
 
 // unsteered is an outbound, found in the yarpc.Config Apply decorated,
@@ -30,12 +30,10 @@ type unsteered struct {
 	list         string // the list's type
 }
 
-// unsteeredOutbounds returns the outbounds of cfg whose retries cannot go
-// to another instance: the unary outbound (yarpc's HTTP, gRPC or
-// TChannel) chooses through a peer.List that is not a retrypeer.Chooser.
-// A single peer, a Chooser, or a chooser that is not a list (peer/direct,
-// an application's own) is left as it is, and so is an outbound that
-// exposes no chooser.
+// unsteeredOutbounds returns the outbounds of cfg whose unary outbound
+// chooses through a peer.List that is not a retrypeer.Chooser. A single
+// peer, or a chooser that is not a list, is left as it is, and so is an
+// outbound that exposes no chooser.
 func unsteeredOutbounds(cfg yarpc.Config) []unsteered {
 	var out []unsteered
 	for key, o := range cfg.Outbounds {

@@ -23,11 +23,10 @@ var ErrUnknownService = errors.New("errown: the configuration names services the
 const _maxListed = 10
 
 // unknownServices reports each retry policy and dependency declaration
-// that names a callee service d has no unary outbound for; nil when d is
-// not known. A callee is the service name of an outbound (its key when
-// the outbound sets none), which is what requests and so policies and
-// edges carry. When an adapter took errown's middleware too, its
-// clients' callees are not known, and nothing is checked.
+// that names a callee service d has no unary outbound for: the service
+// name of an outbound, its key when it sets none. Nothing is checked when
+// d is not known, or an adapter took errown's middleware too (its
+// clients' callees are not known).
 func (m *Middleware) unknownServices(d *yarpc.Dispatcher) error {
 	if d == nil || m.adapted.Load() {
 		return nil

@@ -23,26 +23,20 @@ type Status struct {
 	// policy.
 	Budgets []retry.BudgetView
 	// Decisions are the latest claim decisions of the inbound middleware,
-	// newest first, each time stamped to within 100ms. The repeats of one
-	// decision within one such reading are listed once; the metrics count
-	// every one.
+	// newest first, each time stamped to within 100ms; the repeats of one
+	// decision within one such reading are listed once.
 	Decisions []inbound.Decision
 	// Storms are the latest 64 root requests (those whose caller runs no
-	// errown) that met a storm below, newest first. As in Decisions, the
-	// repeats of one storm within one reading of the clock are listed
-	// once.
+	// errown) that met a storm below, newest first, repeats listed once
+	// as in Decisions.
 	Storms []inbound.Storm
-	// Losses is what this service's failed requests lost where it
-	// declined a retry (errown.inbound.failed_after_denied by reason),
-	// beside what errown prevented below its root requests and how many
-	// met a storm (errown.storm.prevented and errown.storm.requests), since
-	// start.
+	// Losses are errown.inbound.failed_after_denied by reason,
+	// errown.storm.prevented and errown.storm.requests since start.
 	Losses inbound.Losses
 	// Instances are the instances of each callee with a retry policy that
-	// failed calls another instance of the callee then served (at most 16
-	// per callee, newest first), as a retrypeer chooser around the
-	// callee's peer list lets errown see them: where a partial failure is.
-	// Without retrypeer there are none.
+	// failed calls another instance then served (at most 16 per callee,
+	// newest first), as a retrypeer chooser lets errown see them; without
+	// retrypeer there are none.
 	Instances []retry.InstanceView
 	// InFlight is how many requests errown tracks in flight: zero once
 	// every request it served has returned.

@@ -59,27 +59,28 @@ func checkWiring(v via) func(wiringParams) {
 		if logger == nil {
 			logger = zap.NewNop()
 		}
+		// soften returns err, or under wiring: warn logs it with msg.
+		soften := func(err error, msg string) error {
+			if err == nil || m.wiring != WiringWarn {
+				return err
+			}
+			logger.Warn(msg, zap.Error(err))
+			return nil
+		}
 		p.Lifecycle.Append(fx.StartHook(func() error {
 			if err := m.wiringError(v, p.Dispatcher); err != nil {
-				if m.wiring != WiringWarn {
-					return err
-				}
 				msg := "errown is off"
 				if errors.Is(err, depcontract.ErrMoved) {
 					msg = "errown cannot check that its middleware is on the dispatcher"
 				}
-				logger.Warn(msg, zap.Error(err))
-			} else if err := m.unknownServices(p.Dispatcher); err != nil {
-				if m.wiring != WiringWarn {
+				if err := soften(err, msg); err != nil {
 					return err
 				}
-				logger.Warn("errown: configuration names services the dispatcher does not call", zap.Error(err))
+			} else if err := soften(m.unknownServices(p.Dispatcher), "errown: configuration names services the dispatcher does not call"); err != nil {
+				return err
 			}
-			if err := m.unsteeredPolicies(); err != nil {
-				if m.wiring != WiringWarn {
-					return err
-				}
-				logger.Warn("errown: retries may go back to the instance that failed them", zap.Error(err))
+			if err := soften(m.unsteeredPolicies(), "errown: retries may go back to the instance that failed them"); err != nil {
+				return err
 			}
 			if m.wiring == WiringStrict && m.metricsSummary() == _metricsNone {
 				return ErrNoMetrics

@@ -91,9 +91,11 @@ func checkYAML(path string, v interface{}, t reflect.Type, def reflect.Value) er
 		if def.IsValid() && def.Len() > 0 {
 			edef = def.Index(0)
 		}
-		return eachElem(s, func(i int, e interface{}) error {
-			return checkYAML(fmt.Sprintf("%s[%d]", path, i), e, t.Elem(), edef)
-		})
+		var err error
+		for i, e := range s {
+			err = multierr.Append(err, checkYAML(fmt.Sprintf("%s[%d]", path, i), e, t.Elem(), edef))
+		}
+		return err
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			return fmt.Errorf("%s: want a string, got %s", path, describe(v))
@@ -132,16 +134,6 @@ func eachKey(m map[interface{}]interface{}, t reflect.Type, f func(key string, f
 	for _, k := range keys {
 		field, known := fields[k]
 		err = multierr.Append(err, f(k, field, known, lookup(m, k)))
-	}
-	return err
-}
-
-// eachElem calls f for each element of the YAML list s, and returns its
-// errors together.
-func eachElem(s []interface{}, f func(i int, e interface{}) error) error {
-	var err error
-	for i, e := range s {
-		err = multierr.Append(err, f(i, e))
 	}
 	return err
 }

@@ -9,18 +9,10 @@ import (
 	"time"
 )
 
-// A value written in YAML is taken as written or rejected, never silently
-// replaced. Config reads a zero field as its default (what a Go literal
-// such as Config{} needs), so in YAML a key written out with the zero of
-// its type (0, 0s, "", []) where DefaultConfig holds something else is an
-// error that says what it would have meant and how to write what was
-// meant. Where the default is the zero (an attemptTimeout of 0 is no
-// per-attempt limit, a snapshot path of "" is no snapshot), the zero is
-// taken as written. A key given no value at all ("ratio:" or
-// "ratio: ~") is a key left out.
-//
-// What a zero would mean is read from the defaults themselves
-// (yamlDefaults); a field's tags add the rest, beside its declaration:
+// A key written in YAML with the zero of its type where the default is
+// not zero is an error (see Config); a key given no value ("ratio:") is a
+// key left out. What a zero would mean is read from the defaults
+// themselves (yamlDefaults); a field's tags add the rest:
 //
 //	zerofix    how to write what an explicit zero asks for ("to disable
 //	           the floor write noFloor: true"); by default, write the

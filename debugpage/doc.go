@@ -1,14 +1,8 @@
 // Package debugpage serves errown's debug page, an opt-in http.Handler
-// usually mounted at /debug/errown: what the dependency memory knows of
-// each edge (kind, ratio, samples, source), the retry budget of each
-// callee, the instances of a callee that failed calls another instance
-// then served (seen through a retrypeer chooser), the latest claim
-// decisions, and the latest root requests that met a retry storm below
-// ("storms seen": storm radius and requests served with errown beside the
-// same figures had every hop retried blind to claims, and the requests
-// prevented), under what errown prevented and what users lost since start
-// (the requests that failed after this service declined a retry, by
-// reason).
+// usually mounted at /debug/errown: the dependency memory's edges, the
+// retry budgets, the instances that failed calls another instance then
+// served (through a retrypeer chooser), the latest claim decisions and
+// root storms, and what errown prevented and users lost since start.
 //
 //	mux.Handle("/debug/errown", debugpage.Handler(mw, "checkout")) // mw: *errown.Middleware
 //

@@ -17,51 +17,39 @@
 //
 // # Learning
 //
-// The memory counts, per edge over a sliding window kept in time buckets, the
-// callee failures and the joint failures (callee and caller both failed).
-// Their ratio estimates P(caller fails | callee fails): at or above
-// CloseThreshold (0.8) the edge is fail-close, at or below OpenThreshold
-// (0.2) fail-open, in between unknown, and unknown too until the window
-// holds MinSamples callee failures. A classified edge keeps its kind until
-// the ratio has moved Hysteresis (0.05) back past the threshold it crossed,
-// so an edge near a threshold does not flip with every request. A bucket
-// leaves the window whole, so old behaviour is forgotten one bucket at a
-// time.
+// The memory counts, per edge over a sliding window kept in time buckets,
+// the callee failures and the joint failures (callee and caller both
+// failed). Their ratio estimates P(caller fails | callee fails): at or
+// above CloseThreshold the edge is fail-close, at or below OpenThreshold
+// fail-open, in between (or with fewer than MinSamples callee failures)
+// unknown; Hysteresis keeps an edge near a threshold from flipping. A
+// bucket leaves the window whole.
 //
 // # Bounded state
 //
-// The memory tracks at most MaxEdges (1000) edges at once, and keeps learning
-// when the edges a service calls change: when a new edge needs a place
-// and all are taken, every edge not observed for a full Window (its
-// window empty, so its kind unknown anyway) is evicted, counted in
-// depmem.edges_evicted. Only when no edge is idle is the new edge's
-// observation dropped, counted in depmem.edges_overflow. Eviction runs
-// only on that path, never for an edge already known, and a full memory
-// with nothing idle is scanned at most once per bucket width (Window /
-// Buckets).
+// The memory tracks at most MaxEdges edges at once, evicting those not
+// observed for a full Window when a new edge needs a place
+// (depmem.edges_evicted); only when none is idle is the new edge's
+// observation dropped (depmem.edges_overflow). A full memory with nothing
+// idle is scanned at most once per bucket width.
 //
 // # Fleet
 //
 // The same counts are emitted as tally counters depmem.callee_failures and
 // depmem.joint_failures tagged caller_procedure, callee_service and
-// callee_procedure (an empty value is tagged "none"). An evicted edge's
-// tagged scope is closed, so tally lets go of it at its next report; the
-// series a reporter exports are one pair per distinct edge ever tracked
-// (a reporter such as Prometheus's keeps every series it was given, and an
-// edge seen again counts on in its old series). With Fleet.URL set, the memory queries those counters, summed over every
-// instance, on an interval. When the server is down or answers garbage the
-// fleet's data is dropped, the memory carries on from its local window,
-// the first failure of an outage is logged, and every failure is counted
-// in depmem.fleet_errors.
+// callee_procedure (an empty value is tagged "none"); an evicted edge's
+// tagged scope is closed. With Fleet.URL set, the memory queries those
+// counters, summed over every instance, on an interval. When the server is
+// down or answers garbage the memory carries on from its local window,
+// logs the first failure of an outage, and counts every failure in
+// depmem.fleet_errors.
 //
 // # Persistence
 //
-// With Snapshot.Path set, Start loads the snapshot and the memory writes it
-// every Snapshot.Interval and at Stop, atomically (temporary file, fsync,
-// rename, directory fsync). A missing file is a first start; a corrupt,
-// truncated or foreign one is logged once, counted in
-// depmem.snapshot_errors, and ignored. The format is JSON with a format
-// name and a version.
+// With Snapshot.Path set, Start loads the snapshot and the memory writes
+// it, as versioned JSON, every Snapshot.Interval and at Stop, atomically.
+// A missing file is a first start; a corrupt or foreign one is logged
+// once, counted in depmem.snapshot_errors, and ignored.
 //
 // # Metrics
 //

@@ -21,20 +21,7 @@ import (
 // errown.Grouped), its config.Provider, its handlers, registered under
 // Procedure for Mesh.Call to reach them.
 //
-// Use it with fx's own go.uber.org/fx/fxtest:
-//
-//	mesh := errowntest.NewMesh(t)
-//	mesh.Start(errowntest.ServiceConfig{Name: "payments", Transport: errowntest.GRPC, ...})
-//	app := fxtest.New(t,
-//		mesh.AppOptions("checkout", errowntest.HTTP, "payments"),
-//		fx.Provide(newDispatcher), // from yarpc.Config, as the application has it
-//		errown.Module,
-//		fx.Invoke(registerHandlers),
-//	)
-//	app.RequireStart()
-//	defer app.RequireStop()
-//	reply := mesh.Call(ctx, "checkout", nil)
-//
+// Use it with fx's own go.uber.org/fx/fxtest (ExampleMesh_AppOptions).
 // The callees must already be started. Served counts only what handlers
 // the mesh registered served, so it stays zero for the application.
 func (m *Mesh) AppOptions(name, transportName string, callees ...string) fx.Option {

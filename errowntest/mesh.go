@@ -261,3 +261,10 @@ func (m *Mesh) outboundConfig(service string) (*transport.OutboundConfig, error)
 	}
 	return s.outside.MustOutboundConfig(service), nil
 }
+
+// Transports a Mesh can run services on: yarpc's transport names.
+const (
+	HTTP     = "http"
+	GRPC     = "grpc"
+	TChannel = "tchannel"
+)

@@ -12,45 +12,31 @@ import (
 	"google.golang.org/grpc/peer"
 )
 
-// AttemptsInterceptor returns errown's innermost attempt step, mw's,
-// as a grpc-go unary client
-// interceptor. Chained last, below the application's own interceptors and
-// next to grpc-go's invoker, it sees every call of the invoker, each one
-// attempt that leaves the process, including those an application's
-// interceptor between errown's UnaryClientInterceptor and it sends again
-// (a retry interceptor, a client library that loops). It counts them in
-// the call's attempts and storm figures and holds a replay errown did not
-// make to errown's rules: a replay of an unclaimed error, or one the
-// edge's policy (its attempts), budget, the callee's pushback or the
-// deadline refuses, does not leave the process. The interceptor that
-// replayed gets the previous attempt's error back, the very error the
-// invoker returned, with its trailers, header and peer in the call
-// options that ask for them (grpc.Trailer, grpc.Header, grpc.Peer), and
-// its grpc.OnFinish functions are called with it. Each refusal counts in
-// errown.retry.denied{reason=foreign-...}, each replay let through in
-// errown.retry.foreign_attempts.
-//
-// Chain it after errown's UnaryClientInterceptor and the application's
-// interceptors, last:
+// AttemptsInterceptor returns errown's innermost attempt step, mw's, as a
+// grpc-go unary client interceptor. Chained last, next to grpc-go's
+// invoker, it sees every call of the invoker, including those an
+// application's interceptor between errown's UnaryClientInterceptor and
+// it sends again (a retry interceptor, a client library that loops). It
+// counts them in the call's attempts and storm figures, and a replay
+// errown's rules refuse (of an unclaimed error; past the edge's policy,
+// budget, pushback or deadline) does not leave the process: the
+// interceptor that replayed gets the previous attempt's error back, the
+// very value, with its trailers, header and peer in the call options that
+// ask for them, and its grpc.OnFinish functions called with it. Each
+// refusal counts in errown.retry.denied{reason=foreign-...}, each replay
+// let through in errown.retry.foreign_attempts.
 //
 //	grpc.WithChainUnaryInterceptor(grpcgo.UnaryClientInterceptor(mw, grpcgo.WithService("payments")),
 //		appRetry, grpcgo.AttemptsInterceptor(mw))
 //
 // or give the application's interceptors to DialOptions with
-// WithInnerInterceptors, which chains them so. One AttemptsInterceptor
-// per ClientConn: a second one above the first counts each attempt twice
-// and lets the replays between them through. It knows a call by what
-// errown's UnaryClientInterceptor (of the same mw) passes down in the call
-// options and the context; a call without it, or made with a context
-// that is not the one errown's interceptor handed down, passes through
-// uncounted.
-//
-// Where errown's UnaryClientInterceptor commits each call to grpc-go's
-// first try (alone, without WithGRPCRetries: see there), it commits each
-// attempt again (grpc.MaxRetryRPCBufferSize(0)) after whatever call
-// options the interceptors between set: none of them turns grpc-go's own
-// retries back on. Under DialOptions grpc-go's retry policies are off for
-// the whole ClientConn already.
+// WithInnerInterceptors. Use one per ClientConn: a second one counts each
+// attempt twice. A call without errown's UnaryClientInterceptor (of the
+// same mw) above, or made with a context other than the one it handed
+// down, passes through uncounted. Where UnaryClientInterceptor commits
+// each call to grpc-go's first try (without DialOptions or
+// WithGRPCRetries), it commits each attempt again, after whatever call
+// options the interceptors between set.
 func AttemptsInterceptor(mw *errown.Middleware) grpc.UnaryClientInterceptor {
 	step := adapt.AttemptsOf(mw)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {

@@ -19,60 +19,41 @@ import (
 const _applicationErrorKey = "rpc-application-error"
 
 // UnaryClientInterceptor returns a grpc-go unary client interceptor that
-// runs errown's outbound middleware (mw.Outbound().Unary, taken as an
-// adapter takes it: egress logging around the retry middleware) around each call,
-// as a yarpc dispatcher would: each attempt carries errown's attempt
-// header in the outgoing metadata, the callee's trailers (claim, storm,
-// no-retry) are read as the response's headers, and a retry, when
-// errown's policy for the callee and the callee's claim allow it, calls
-// the invoker again with the same request message (nothing is marshalled
-// or buffered by errown; the retry section's maxBodyBytes does not
-// apply). The error returned is the last attempt's, as grpc-go returned
-// it.
+// runs errown's outbound middleware, mw's, around each call, as a yarpc
+// dispatcher would: each attempt carries errown's attempt header in the
+// outgoing metadata, the callee's trailers (claim, storm, no-retry) are
+// read as the response's headers, and a retry, when errown's policy and
+// the callee's claim allow it, calls the invoker again with the same
+// request message (nothing is marshalled or buffered: retry.maxBodyBytes
+// does not apply). The error returned is the last attempt's, as grpc-go
+// returned it.
 //
-// The callee's service name, which errown's retry policies match, is the
-// gRPC service of the method unless WithService names it; the procedure
-// is "pkg.Service::Method", as yarpc's gRPC transport names it.
+// The callee's service, which errown's retry policies match, is the gRPC
+// service of the method unless WithService names it; the procedure is
+// "pkg.Service::Method", as yarpc's gRPC transport names it.
 //
-// Pushback: a trailer grpc-retry-pushback-ms that grpc-go itself would
-// refuse to retry on (a negative or unparsable value, or several values;
-// stream.go, shouldRetry) counts as errown's no-retry header: no retry at
-// this hop, and nobody above retries either. A non-negative value is
-// read as no pushback: errown's backoff applies, not the delay asked.
+// Pushback: a grpc-retry-pushback-ms trailer grpc-go itself would not
+// retry on (negative, unparsable, or several values) counts as errown's
+// no-retry header. A non-negative value is read as no pushback: errown's
+// backoff applies, not the delay asked.
 //
-// grpc-go's own retries (a retryPolicy in the ClientConn's service
-// config) must not retry under errown: they run inside one call of the
-// invoker, below every interceptor, and would multiply each of errown's
-// attempts, blind to claims and unseen by errown's budget and telemetry.
-// The interceptor turns them off for each call
-// (grpc.MaxRetryRPCBufferSize(0), which commits the call to its first
-// attempt once the request is sent: grpc-go retries no committed call),
-// unless WithGRPCRetries. grpc-go may still try again an attempt whose
-// stream it could not create, of which nothing left the process, but no
-// longer its transparent retry of a request the server refused
-// unprocessed (a stream refused while the server shuts down): dial with
-// DialOptions instead, which disables grpc-go's retry policies for the
-// whole ClientConn (grpc.WithDisableRetry) and keeps transparent retries.
-// The interceptor cannot tell ahead of a ClientConn's first call whether
-// its service config has a retryPolicy (the config arrives with the
-// resolver's first answer), so it does not try.
+// grpc-go's own retries would run below every interceptor, multiplying
+// each of errown's attempts blind to claims, so unless WithGRPCRetries the
+// interceptor commits each call to its first attempt once the request is
+// sent (grpc.MaxRetryRPCBufferSize(0)). That also loses grpc-go's
+// transparent retry of a request the server refused unprocessed: dial
+// with DialOptions instead, which disables retry policies for the whole
+// ClientConn (grpc.WithDisableRetry) and keeps transparent retries.
 //
-// An application interceptor chained after this one runs inside it, on
-// each of errown's attempts; one that sends a call again (a retry
-// interceptor) is held to errown's rules only with AttemptsInterceptor
-// chained after it, last.
-//
-// Streams need no interceptor: errown leaves them alone.
+// An application interceptor chained after this one runs on each of
+// errown's attempts; one that sends a call again is held to errown's
+// rules only with AttemptsInterceptor chained after it, last. Streams
+// need no interceptor: errown leaves them alone.
 func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryClientInterceptor {
 	parts := adapt.PartsOf(mw)
 	out := parts.Outbound
 	o := newAdapterOptions(parts.Headers, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		m := methodNames(method)
-		service := m.service
-		if o.service != "" {
-			service = o.service
-		}
 		c := &clientCall{
 			invoker:       invoker,
 			method:        method,
@@ -88,14 +69,8 @@ func UnaryClientInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryCli
 		if c.commit {
 			c.opts = append(c.opts, _noGRPCRetry)
 		}
-		treq := &transport.Request{
-			Service:   service,
-			Procedure: m.procedure,
-			Transport: _transportName,
-			Encoding:  "proto",
-			// No body: a retry calls the invoker again with req.
-		}
-		_, err := out.Call(ctx, treq, c)
+		// No body: a retry calls the invoker again with req.
+		_, err := out.Call(ctx, outboundRequest(method, o.service), c)
 		switch {
 		case err == nil:
 			return nil
@@ -115,23 +90,19 @@ var _noGRPCRetry = grpc.MaxRetryRPCBufferSize(0)
 // DialOptions returns the options that put errown on a ClientConn:
 // UnaryClientInterceptor(mw, opts...) chained after the interceptors
 // given before it, and grpc.WithDisableRetry(), so that grpc-go's own
-// retryPolicy never retries under errown while its transparent retries (a
-// request that never reached the server's application) stay on. With
-// WithGRPCRetries it leaves grpc-go's retries as they are.
+// retryPolicy never retries under errown while its transparent retries
+// stay on. With WithGRPCRetries it leaves grpc-go's retries as they are.
 //
 //	cc, err := grpc.NewClient(target, append(grpcgo.DialOptions(mw, grpcgo.WithService("payments")),
 //		grpc.WithTransportCredentials(creds))...)
 //
-// The application's own interceptors that should run on each of errown's
+// The application's interceptors that should run on each of errown's
 // attempts (a retry interceptor among them) go in WithInnerInterceptors:
 // DialOptions chains them after errown's, and AttemptsInterceptor(mw)
-// after them, last, so that a retry they make is held to errown's rules.
-// grpc-go chains interceptors in the order of the options, so one chained
-// by an option after DialOptions runs below errown's, and below
-// AttemptsInterceptor when WithInnerInterceptors put one there: its
-// replays leave the process unseen. Such an interceptor goes in
-// WithInnerInterceptors, or is chained with AttemptsInterceptor after it
-// (and no WithInnerInterceptors):
+// last. grpc-go chains interceptors in the order of the options, so one
+// chained by an option after DialOptions runs below errown's and its
+// replays leave unseen, unless it is chained with AttemptsInterceptor
+// after it (and no WithInnerInterceptors):
 //
 //	append(grpcgo.DialOptions(mw), grpc.WithChainUnaryInterceptor(appRetry, grpcgo.AttemptsInterceptor(mw)))
 func DialOptions(mw *errown.Middleware, opts ...Option) []grpc.DialOption {
@@ -211,10 +182,16 @@ func (at *errownAttempt) request(method string) *transport.Request {
 	if method == at.call.method {
 		return at.req
 	}
+	return outboundRequest(method, at.call.service)
+}
+
+// outboundRequest returns the request errown's outbound middleware sees for
+// a call of method, to service when it is not "" (WithService), else to
+// the method's gRPC service.
+func outboundRequest(method, service string) *transport.Request {
 	m := methodNames(method)
-	service := m.service
-	if at.call.service != "" {
-		service = at.call.service
+	if service == "" {
+		service = m.service
 	}
 	return &transport.Request{Service: service, Procedure: m.procedure, Transport: _transportName, Encoding: "proto"}
 }

@@ -24,83 +24,44 @@
 //
 // The wire is yarpc's gRPC transport's: errown's headers travel as plain
 // lower-case metadata, errown-attempt on requests, errown-claim,
-// errown-no-retry and errown-storm in the response's trailers (never its
-// headers: an error returned before any header was sent stays a
-// trailers-only response); when the Config renames errown's headers, the
-// interceptors read the names from the Middleware. Procedures are named
-// "pkg.Service::Method" for "/pkg.Service/Method", as yarpc names them, and
-// gRPC codes map to yarpc's codes by yarpc's own table. So grpc-go and yarpc
-// services with errown call each other and read each other's claims; a
-// grpc-go client calling a yarpc service must send the metadata yarpc's
-// gRPC inbound requires (rpc-caller, rpc-service and rpc-encoding, or a
-// content-subtype), and a deadline.
-//
-// gRPC's own pushback speaks errown's: a callee's grpc-retry-pushback-ms
-// that grpc-go would not retry on (negative, garbled, several values) is
-// errown's no-retry, and an errown server's no-retry (inbound.DoNotRetry)
-// also sends grpc-retry-pushback-ms: -1 for callers without errown.
+// errown-no-retry and errown-storm in the response's trailers, under the
+// names the Config gives them. Procedures are "pkg.Service::Method", and
+// gRPC codes map to yarpc's by yarpc's own table, so grpc-go and yarpc
+// services with errown read each other's claims; a grpc-go client calling
+// a yarpc service sends the metadata yarpc's gRPC inbound requires
+// (rpc-caller, rpc-service and rpc-encoding, or a content-subtype) and a
+// deadline. A callee's grpc-retry-pushback-ms that grpc-go would not retry
+// on is errown's no-retry, and an errown server's no-retry also sends
+// grpc-retry-pushback-ms: -1.
 //
 // # Retries errown does not own
 //
-// An application that keeps its own retry interceptor chains it inside
-// errown's, and AttemptsInterceptor after it, last: errown's innermost
-// attempt step, as errown's own is on a yarpc dispatcher. It sees every
-// call of the invoker, each an attempt that leaves the process, counts it
-// in the call's attempts and storm figures, and refuses a replay errown's
-// rules refuse (of an unclaimed error; past the edge's policy, budget,
-// pushback or deadline) before it leaves: the retrying interceptor gets
-// the previous attempt's error back, the same value, with its trailers.
-// DialOptions chains the interceptors given with WithInnerInterceptors so:
-//
-//	grpcgo.DialOptions(mw, grpcgo.WithService("payments"), grpcgo.WithInnerInterceptors(appRetry))
-//	// or, by hand:
-//	grpc.WithChainUnaryInterceptor(grpcgo.UnaryClientInterceptor(mw, grpcgo.WithService("payments")),
-//		appRetry, grpcgo.AttemptsInterceptor(mw))
-//
-// grpc-go chains interceptors in the order of its options, across
-// several WithChainUnaryInterceptor: one chained by an option after
-// DialOptions runs below errown's, unseen unless AttemptsInterceptor is
-// chained after it.
+// An application's own retry interceptor is chained inside errown's, with
+// AttemptsInterceptor after it, last, which holds its replays to errown's
+// rules; DialOptions chains the interceptors given with
+// WithInnerInterceptors so. See AttemptsInterceptor and DialOptions.
 //
 // # grpc-go's own retries
 //
 // A retryPolicy in a ClientConn's service config makes grpc-go retry
-// inside one call of the invoker (stream.go: retryLocked, shouldRetry),
-// below every interceptor, AttemptsInterceptor's too, blind to claims.
-// errown stops them where they are decided: a call grpc-go has committed
-// to its attempt is never retried. DialOptions dials with
-// grpc.WithDisableRetry(), which keeps only the transparent retries of a
-// request the server never processed; UnaryClientInterceptor used alone
-// commits each call to its first attempt once its request is sent
-// (grpc.MaxRetryRPCBufferSize(0)), which loses those transparent retries
-// too, and AttemptsInterceptor commits it again after any interceptor
-// between that undid it. So with grpc-go's retryPolicy left on and no
-// DialOptions, a callee serves no more than errown's policy allows.
-//
-// WithGRPCRetries leaves grpc-go's retries on, and errown then neither
-// counts nor refuses them. A stats.Handler sees each of grpc-go's attempts
-// (a stats.Begin, IsTransparentRetryAttempt for a transparent one), but
-// no hook of grpc-go can hold them to errown's rules: per-RPC credentials
-// (GetRequestMetadata, called before each attempt's headers go out) could
-// fail an attempt, but cannot see the previous attempt's claim, return its
-// error in its place (the error is the credentials' own, and gRFC A54
-// turns some codes into internal), or stop grpc-go retrying that failure
-// in turn.
+// inside one call of the invoker, below every interceptor, blind to
+// claims. DialOptions turns it off for the ClientConn
+// (grpc.WithDisableRetry, which keeps transparent retries), and
+// UnaryClientInterceptor alone commits each call to its first attempt
+// (see there), so a callee serves no more than errown's policy allows.
+// WithGRPCRetries leaves them on, and errown then neither counts nor
+// refuses them: no hook of grpc-go (stats.Handler, per-RPC credentials)
+// can hold them to errown's rules.
 //
 // # Several addresses
 //
-// A ClientConn whose target resolves to several addresses balances by its
-// service config: grpc-go's default, pick_first, sends every call and its
-// retries to one address, and round_robin sends a retry where its turn
-// points, under concurrency often the address that just failed it.
-// WithRoundRobin has DialOptions balance with errown's round robin, which
-// sends errown's retry of a call to an address its earlier attempts did
-// not reach, as package retrypeer does for yarpc's peer lists. Measured (TestRoundRobinSpreadsRetries: three instances, one
-// failing every call UNAVAILABLE, two attempts per call, 4 in flight,
-// 900 requests, five runs under -race): WithRoundRobin 100% of requests
-// at 1.34-1.35 calls per request, errown over grpc-go's round_robin
-// 89.7-90.6% at 1.34-1.36, grpc-go's own retry policy over round_robin,
-// without errown, 88.2-89.7% at 1.32-1.34.
+// grpc-go's pick_first sends every call and its retries to one address,
+// and its round_robin sends a retry where its turn points, under
+// concurrency often the address that just failed it. WithRoundRobin has
+// DialOptions balance with errown's round robin, which sends a retry to
+// an address the call's earlier attempts did not reach, as package
+// retrypeer does for yarpc's peer lists (TestRoundRobinSpreadsRetries
+// measures the difference).
 //
 // # Handlers
 //
@@ -113,14 +74,8 @@
 //
 // # fx
 //
-// Module adapts the application's one errown.Core (or errown.Module) to
-// grpc-go: it provides ServerOptions and a Dialer, which an fx
-// application's constructors build its grpc.Server and ClientConns with,
-// and no *errown.Middleware of its own. The configuration comes from the
-// application's config under "errown", as for a yarpc service, and start
-// fails with errown.ErrNotWired when no constructor took them. An
-// application that serves net/http as well adds nethttp.Module beside it,
-// on the same Core; one without Core fails with ErrNoCore.
+// Module adapts the application's errown.Core (or errown.Module) to
+// grpc-go: see Module.
 //
 // # What is not covered
 //

@@ -18,17 +18,12 @@ import (
 //   - Dialer, whose DialOptions put errown on a ClientConn.
 //
 // It provides no *errown.Middleware: place errown.Core (or errown.Module,
-// when the application runs a yarpc dispatcher too) once in the
-// application beside it, which reads the configuration from the "errown"
-// section of the application's config.Provider or *config.YAML, logs to
-// its *zap.Logger, puts metrics on its tally.Scope and starts and stops
-// with the application. An application that also serves net/http adds
-// nethttp.Module beside it, on the same Core. An application without
-// Core fails fx.New with ErrNoCore's message, which names the fix.
-//
-// The configuration is the one a yarpc service reads, and the metrics
-// have the same names. The interceptors read the header names from it:
-// WithConfig is not needed.
+// when the application runs a yarpc dispatcher too) once beside it, which
+// reads the "errown" section of the application's config (the header
+// names the interceptors read included: WithConfig is not needed), logs
+// to its *zap.Logger, puts metrics on its tally.Scope and starts and
+// stops with it. nethttp.Module may sit beside it on the same Core.
+// Without Core, fx.New fails with ErrNoCore.
 //
 //	fx.New(
 //		fx.Provide(newConfigProvider, zap.NewProduction, newScope), // each optional
@@ -44,17 +39,13 @@ import (
 //		fx.Invoke(registerAndServe), // takes the *grpc.Server, serves on start, stops on stop
 //	).Run()
 //
-// When the application starts, errown checks that its middleware was
-// taken: that a constructor consumed ServerOptions or called
-// Dialer.DialOptions. If none did (the server is built without them, or
-// nothing depends on the constructor that takes them, which fx then never
-// calls), start fails with errown.ErrNotWired; errown.wiring: warn logs it
-// instead. Take them while the application is built, not in a start hook.
-// The check sees only that they were taken: a constructor that takes
-// ServerOptions and builds its server without them passes it.
+// Start fails with errown.ErrNotWired (errown.wiring: warn logs it
+// instead) when no constructor took ServerOptions or called
+// Dialer.DialOptions while the application was built. The check sees
+// only that they were taken: a server built without them passes it.
 var Module = fx.Module("errown.grpcgo",
 	fx.Provide(provideServerOptions, provideDialer),
-	_requireCore,
+	fxcore.Require(ErrNoCore),
 )
 
 // ErrNoCore is the error of an application that has this package's Module
@@ -70,26 +61,15 @@ var ErrNoCore = errors.New("grpcgo: the application has no *errown.Middleware: "
 // (grpc.UnaryInterceptor would put its interceptor outside errown's).
 type ServerOptions []grpc.ServerOption
 
-// serverOptionsParams are the inputs of provideServerOptions.
-type serverOptionsParams struct {
-	fx.In
-
-	// Middleware is the application's one, which errown.Core or
-	// errown.Module provides. Without it provideServerOptions returns
-	// ErrNoCore.
-	Middleware *errown.Middleware `optional:"true"`
-}
-
-// serverOptionsResult is the output of provideServerOptions.
 type serverOptionsResult struct {
 	fx.Out
 
 	ServerOptions ServerOptions
 }
 
-// provideServerOptions returns the ServerOptions of p.Middleware. It is what
-// Module provides, and counts as wiring as soon as it is called.
-func provideServerOptions(p serverOptionsParams) (serverOptionsResult, error) {
+// provideServerOptions is what Module provides; it counts as wiring as
+// soon as it is called.
+func provideServerOptions(p fxcore.Params) (serverOptionsResult, error) {
 	if p.Middleware == nil {
 		return serverOptionsResult{}, ErrNoCore
 	}
@@ -105,25 +85,15 @@ type Dialer struct {
 	mw *errown.Middleware
 }
 
-// dialerParams are the inputs of provideDialer.
-type dialerParams struct {
-	fx.In
-
-	// Middleware is the application's one, which errown.Core or
-	// errown.Module provides. Without it provideDialer returns ErrNoCore.
-	Middleware *errown.Middleware `optional:"true"`
-}
-
-// dialerResult is the output of provideDialer.
 type dialerResult struct {
 	fx.Out
 
 	Dialer Dialer
 }
 
-// provideDialer returns the Dialer of p.Middleware. It is what Module
-// provides; the Dialer counts as wiring once its DialOptions are called.
-func provideDialer(p dialerParams) (dialerResult, error) {
+// provideDialer is what Module provides; the Dialer counts as wiring once
+// its DialOptions are called.
+func provideDialer(p fxcore.Params) (dialerResult, error) {
 	if p.Middleware == nil {
 		return dialerResult{}, ErrNoCore
 	}
@@ -131,12 +101,8 @@ func provideDialer(p dialerParams) (dialerResult, error) {
 }
 
 // DialOptions returns DialOptions(mw, opts...) for the Dialer's
-// Middleware: errown's client interceptor, and grpc-go's own retry
-// policies turned off (see DialOptions). Give each ClientConn the callee's
-// name its retry policy uses, with WithService.
+// Middleware. Give each ClientConn the callee's name its retry policy
+// uses, with WithService.
 func (d Dialer) DialOptions(opts ...Option) []grpc.DialOption {
 	return DialOptions(d.mw, opts...)
 }
-
-// _requireCore fails start when the application does not include errown.Core.
-var _requireCore = fxcore.Require(ErrNoCore)

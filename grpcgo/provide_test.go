@@ -3,6 +3,7 @@ package grpcgo
 import (
 	"testing"
 
+	"github.com/errown/errown/internal/fxcore"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -10,8 +11,8 @@ import (
 // missing rather than hand out an adapter that would panic on its first
 // request.
 func TestConstructorsWithoutMiddleware(t *testing.T) {
-	_, err := provideServerOptions(serverOptionsParams{})
+	_, err := provideServerOptions(fxcore.Params{})
 	assert.ErrorIs(t, err, ErrNoCore, "provideServerOptions")
-	_, err = provideDialer(dialerParams{})
+	_, err = provideDialer(fxcore.Params{})
 	assert.ErrorIs(t, err, ErrNoCore, "provideDialer")
 }

@@ -33,32 +33,22 @@ const _pushbackKey = "grpc-retry-pushback-ms"
 const _noPushback = "-1"
 
 // UnaryServerInterceptor returns a grpc-go unary server interceptor that
-// runs errown's inbound middleware (mw.Inbound().Unary) around each
-// request, as a yarpc dispatcher would: the request is tracked in errown's
-// ingress log, the outbound calls the handler
-// makes with its context (through UnaryClientInterceptor, or a yarpc
-// client) are logged against it, and when the handler returns an error
-// errown claims or unclaims it.
+// runs errown's inbound middleware, mw's, around each request, as a yarpc
+// dispatcher would: the request is tracked, the outbound calls the
+// handler makes with its context are logged against it, and errown claims
+// or unclaims the error the handler returns.
 //
 // errown's response headers (claim, no-retry, storm, shed) go in the
-// response's trailers, with grpc.SetTrailer, on errors and successes
-// alike: never in the headers, so that an error the handler returns
-// without having sent headers stays a trailers-only response. A no-retry
-// answer (inbound.DoNotRetry) also carries grpc-retry-pushback-ms: -1, so
-// that a caller's grpc-go retryPolicy does not retry it either. The
-// trailers a handler sets are passed on, but errown's own headers among
-// them are dropped and counted (errown.inbound.replaced_headers), as a
-// yarpc dispatcher does: only errown's decision goes out.
+// trailers, with grpc.SetTrailer, never in the headers, so that an error
+// returned before any header stays a trailers-only response. A no-retry
+// answer also carries grpc-retry-pushback-ms: -1, for callers' grpc-go
+// retry policies. errown's own headers among the trailers the handler
+// sets are dropped and counted (errown.inbound.replaced_headers).
 //
 // The request errown sees is what yarpc's gRPC inbound makes of the same
-// wire, as far as errown reads it: its procedure is "pkg.Service::Method"
-// for "/pkg.Service/Method", its caller the rpc-caller metadata a yarpc
-// caller sends, and its one header errown's attempt header, when the
-// metadata has it once. The error's code is what grpc-go sends for it: a
-// status error's code, a context error's, else unknown.
-//
-// Streams need no interceptor: errown, like its yarpc middleware, leaves
-// them alone.
+// wire: procedure "pkg.Service::Method", the rpc-caller metadata as its
+// caller, and errown's attempt header when the metadata has it once. The
+// error's code is what grpc-go sends for it. Streams need no interceptor.
 func UnaryServerInterceptor(mw *errown.Middleware, opts ...Option) grpc.UnaryServerInterceptor {
 	parts := adapt.PartsOf(mw)
 	in := parts.Inbound

@@ -11,44 +11,34 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// Attempts returns errown's innermost attempt step, mw's,
-// as an http.RoundTripper around base
-// (http.DefaultTransport when nil). It goes below an application's own
-// RoundTripper that sends requests again (a retrying RoundTripper, a
-// client library that loops), between it and the transport, with
-// Transport above both:
+// Attempts returns errown's innermost attempt step, mw's, as an
+// http.RoundTripper around base (http.DefaultTransport when nil). It goes
+// below an application's own RoundTripper that sends requests again (a
+// retrying RoundTripper, a client library that loops), with Transport
+// above both:
 //
 //	client := &http.Client{Transport: nethttp.Transport(mw, appRetry(nethttp.Attempts(mw, base)))}
 //
-// It sees every request the application's RoundTripper sends for one of
-// errown's attempts, each an attempt that leaves the process, counts it
-// in the call's attempts and storm figures, and holds a replay errown did
-// not make to errown's rules: a replay of an unclaimed error, or one the
-// edge's policy (its attempts), budget, the callee's pushback or the
-// deadline refuses, is not sent. The RoundTripper that replayed gets the
-// previous attempt's response back instead, its status and headers as
-// they came and its body (errown reads it into memory, up to
-// retry.maxBodyBytes, to return it again; after a larger one, or a
-// success, a replay goes), or the previous attempt's error, base's own.
-// Each refusal counts in errown.retry.denied{reason=foreign-...}, each
-// replay let through in errown.retry.foreign_attempts. A replay is sent
-// with errown's attempt header set to its number.
+// It counts every request the application's RoundTripper sends in the
+// call's attempts and storm figures, and does not send a replay errown's
+// rules refuse (of an unclaimed error; past the edge's policy, budget,
+// pushback or deadline): the RoundTripper that replayed gets the previous
+// attempt's response back, status, headers and body (read into memory up
+// to retry.maxBodyBytes; after a larger one, or a success, a replay
+// goes), or its error. Each refusal counts in
+// errown.retry.denied{reason=foreign-...}, each replay let through in
+// errown.retry.foreign_attempts.
 //
 // Attempts knows a call by the context Transport gives each attempt's
-// request: a request with another context (one the application's
-// RoundTripper built afresh) or without Transport above passes through
-// uncounted. Use one Attempts per Transport: a second one above it counts
-// each attempt twice.
+// request: a request with another context, or without Transport above,
+// passes through uncounted. Use one Attempts per Transport.
 //
-// net/http's Transport may itself send a request again, inside one
-// RoundTrip of base: errown sees one attempt and cannot refuse the other.
-// It does so only on a connection it reused, when not a byte of a
-// response came back; a request it had written only when the request is
-// replayable (GET, HEAD, OPTIONS or TRACE, or an Idempotency-Key header,
-// with no body or a GetBody). A handler may have seen the request (its
-// server died before answering), but it sent no response, so no claim,
-// and errown's rules would let a retry of it go within the policy. An
-// HTTP/2 connection re-sends only requests the server did not process.
+// net/http's Transport may itself send a request again inside one
+// RoundTrip of base, which errown sees as one attempt: only on a reused
+// connection that returned no byte, and a request it had written only
+// when replayable (GET, HEAD, OPTIONS, TRACE or an Idempotency-Key, with
+// no body or a GetBody). Its server sent no response, so no claim, and
+// errown's rules would let such a retry go within the policy.
 func Attempts(mw *errown.Middleware, base http.RoundTripper) http.RoundTripper {
 	if mw == nil {
 		panic("nethttp: Attempts needs a Middleware")

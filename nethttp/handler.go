@@ -14,29 +14,19 @@ import (
 
 // Handler returns h served under errown's inbound middleware, mw's: each
 // request is tracked as errown tracks a yarpc request, the calls h makes
-// with the request's context through a client whose transport is
-// Transport(mw, ...) are logged against it, and when h answers with an
-// error status (400 and up) errown claims or unclaims the error and says
-// so in the response's Rpc-Header-Errown-Claim header, with the storm
-// telemetry beside it (Rpc-Header-Errown-Storm).
+// with the request's context through Transport(mw, ...) are logged
+// against it, and when h answers with an error status (400 and up)
+// errown claims or unclaims the error in the response's
+// Rpc-Header-Errown-Claim header, with the storm telemetry beside it.
+// The status counts as the yarpc code of the package documentation's
+// table.
 //
-// To set those headers before anything reaches the wire, Handler holds
-// back h's status, headers and body, up to WithMaxBufferBytes of body
-// (default 1 MiB), and writes them once h has returned
-// and errown has decided. A handler that writes more, or flushes, has its
-// response sent as it goes, without errown's headers: its caller then
-// sees no claim and applies the missing-claim rule (it may retry once,
-// then passes the error on unclaimed).
+// Handler holds back h's response, up to WithMaxBufferBytes of body,
+// until errown has decided: see the package documentation, "Buffering".
+// A Context-TTL-MS header bounds the request's context.
 //
-// An error status counts as the yarpc code yarpc's HTTP transport reads
-// from it (503 unavailable, 500 unknown, 404 not-found...: see the package
-// documentation), which decides whether the error is this service's
-// failure or its answer to a bad request. A Context-TTL-MS header (yarpc
-// callers send it) bounds the request's context.
-//
-// mw's Start and Stop are the caller's to call, as for a yarpc dispatcher;
-// one Middleware may serve a Handler, a Transport and a dispatcher at
-// once.
+// mw's Start and Stop are the caller's to call; one Middleware may serve
+// a Handler, a Transport and a dispatcher at once.
 func Handler(mw *errown.Middleware, h http.Handler, opts ...HandlerOption) http.Handler {
 	if mw == nil || h == nil {
 		panic("nethttp: Handler needs a Middleware and a handler")

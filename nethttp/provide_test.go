@@ -3,6 +3,7 @@ package nethttp
 import (
 	"testing"
 
+	"github.com/errown/errown/internal/fxcore"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -10,6 +11,6 @@ import (
 // missing rather than hand out an adapter that would panic on its first
 // request.
 func TestConstructorWithoutMiddleware(t *testing.T) {
-	_, err := provideMiddleware(middlewareParams{})
+	_, err := provideMiddleware(fxcore.Params{})
 	assert.ErrorIs(t, err, ErrNoCore, "provideMiddleware")
 }

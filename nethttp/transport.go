@@ -22,40 +22,26 @@ import (
 // nil): errown logs the call against the request being served when the
 // request's context is one Handler, or a yarpc dispatcher running
 // errown, gave a handler; retries it per mw's retry policies, budget and
-// the callee's claim; and, on a retry or in an incident, tells the
-// callee with its attempt header (Rpc-Header-Errown-Attempt) that its
-// caller runs errown and reads its figures.
+// the callee's claim; and, on a retry or in an incident, sets its attempt
+// header (Rpc-Header-Errown-Attempt).
 //
-// The callee service and procedure are named by WithService and
-// WithProcedure; a retry policy applies when its service (and procedure,
-// if it has one) equals them exactly. A response with an error status
-// (400 and up) counts as a failure or an answer by the yarpc code yarpc's
-// HTTP transport reads from it (an Rpc-Error-Code header, else the
-// status), and its claim, no-retry and storm headers are read as errown
-// reads a yarpc callee's. Whatever the attempts, RoundTrip returns the
-// last attempt's response, error status included, as base returned it,
-// or base's error when the last attempt got no response: an error status
-// is never turned into an error.
+// WithService and WithProcedure name the callee; a retry policy applies
+// when its service (and procedure, if it has one) equals them exactly. An
+// error status (400 and up) counts by the yarpc code yarpc's HTTP
+// transport reads from it (Rpc-Error-Code, else the status), and its
+// claim, no-retry and storm headers are read as a yarpc callee's.
+// RoundTrip returns the last attempt's response as base returned it, or
+// base's error when it got none: an error status is never an error.
 //
-// A request body is kept for replay by errown's retry middleware, up to
-// errown's retry.maxBodyBytes (1 MiB by default), and only for a policy
-// that says the calls are idempotent; a larger body is sent once and
-// never retried (retry.denied{reason=body-too-large}). An attempt whose
-// body errown kept carries a GetBody that replays it (one sent in place
-// carries the caller's own), so that base may itself send the attempt
-// again on a connection that turned out dead, which errown sees as one
-// attempt (see Attempts).
-//
-// An application's own RoundTripper that sends requests again goes
-// between Transport and base, with Attempts below it, next to base:
-// Transport(mw, appRetry(Attempts(mw, base))). Each of errown's attempts
-// then passes through it, and a request it sends again is held to
-// errown's rules. Without Attempts its re-sends leave unseen, blind to
-// claims.
+// A request body is kept for replay up to retry.maxBodyBytes (1 MiB by
+// default), and only under a policy that says the calls are idempotent; a
+// larger body is sent once (retry.denied{reason=body-too-large}). An
+// attempt whose body errown kept carries a GetBody that replays it.
+// An application's own retrying RoundTripper goes between Transport and
+// base, with Attempts below it: see Attempts.
 //
 // When the request's context has a deadline, each attempt carries the
-// time left in a Context-TTL-MS header, which yarpc's HTTP inbound
-// requires and Handler reads.
+// time left in a Context-TTL-MS header, which Handler reads.
 func Transport(mw *errown.Middleware, base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	if mw == nil {
 		panic("nethttp: Transport needs a Middleware")
@@ -120,9 +106,8 @@ type origBody struct {
 }
 
 // call is the transport.UnaryOutbound the middleware sends one request's
-// attempts to: each becomes an HTTP request to base. It keeps the last
-// attempt's HTTP response or error, which RoundTrip returns. The retry
-// middleware calls it from one goroutine, one attempt after the other.
+// attempts to, one after the other: each becomes an HTTP request to base.
+// It keeps the last attempt's response or error, which RoundTrip returns.
 type call struct {
 	adapt.NoLifecycle // base has no lifecycle of its own
 
@@ -188,9 +173,9 @@ func transportResponse(res *http.Response) (*transport.Response, error) {
 	return tres, nil
 }
 
-// setBody gives hreq the body of one attempt: the caller's own, when
-// nothing had to read it (no replay), else what errown's retry middleware
-// kept for replay, whose Close closes the caller's.
+// setBody gives hreq the body of one attempt: the caller's own when
+// nothing read it, else what errown kept for replay, whose Close closes
+// the caller's.
 func (c *call) setBody(hreq *http.Request, body io.Reader) {
 	switch b := body.(type) {
 	case nil:
@@ -236,9 +221,8 @@ func (c *call) closeOrig() {
 	}
 }
 
-// result is what RoundTrip returns once the middleware returned res and
-// err: the last attempt's HTTP response, whose body is res's (errown's
-// retry middleware may wrap it to release the attempt's context on
+// result is what RoundTrip returns: the last attempt's HTTP response, with
+// res's body (errown may wrap it to release the attempt's context on
 // Close), or base's error.
 func (c *call) result(res *transport.Response, err error) (*http.Response, error) {
 	if !c.sent {

@@ -47,10 +47,8 @@ const (
 const _transportName = "http"
 
 // toTransportHeaders returns the application headers in h (those named
-// Rpc-Header-<name>) as transport.Headers, the way yarpc's HTTP transport
-// reads them: errown reads its own among them (the attempt header on a
-// request; claim, no-retry, code and storm on a response) and ignores the
-// others. A name with several values keeps its first.
+// Rpc-Header-<name>) as transport.Headers, as yarpc's HTTP transport reads
+// them; a name with several values keeps its first.
 func toTransportHeaders(h http.Header) transport.Headers {
 	var out transport.Headers
 	for k, vs := range h {
@@ -75,11 +73,9 @@ func hasPrefixFold(s, prefix string) bool {
 }
 
 // _statusOfCode is yarpc's HTTP table (transport/http/codes.go,
-// _codeToStatusCode): the status a yarpc service answers an error of each
-// code with. Where several codes share a status, the first listed is the
-// code the status reads back as, the first of yarpc's _statusCodeToCodes
-// for it (aborted for 409, unknown for 500). It is the one table of both
-// directions: _codeOfStatus is derived from it.
+// _codeToStatusCode), the one table of both directions: where several
+// codes share a status, the first listed is the code it reads back as, as
+// in yarpc's _statusCodeToCodes (aborted for 409, unknown for 500).
 var _statusOfCode = []struct {
 	code   yarpcerrors.Code
 	status int
@@ -103,8 +99,7 @@ var _statusOfCode = []struct {
 }
 
 // _codeOfStatus reads an error status back as yarpc's HTTP outbound does
-// (statusCodeToBestCode): the first code _statusOfCode gives it, and
-// invalid-argument for 422, which yarpc reads but never answers with.
+// (statusCodeToBestCode), 422 included, which yarpc never answers with.
 var _codeOfStatus = codesOfStatuses()
 
 // _statusByCode is _statusOfCode by code, for Status.
@@ -128,11 +123,9 @@ func statusesByCode() map[yarpcerrors.Code]int {
 	return m
 }
 
-// codeFromStatus returns the yarpc code of an HTTP error status, exactly
-// as yarpc's HTTP outbound reads a status without an Rpc-Error-Code
-// header (its statusCodeToBestCode): where several codes share a status
-// it picks the first of yarpc's table, aborted for 409 and unknown for
-// 500; another 4xx is invalid-argument, anything else unknown.
+// codeFromStatus returns the yarpc code of an HTTP error status as yarpc's
+// HTTP outbound reads it without an Rpc-Error-Code header: _codeOfStatus,
+// else invalid-argument for a 4xx, unknown for anything else.
 func codeFromStatus(status int) yarpcerrors.Code {
 	if code, ok := _codeOfStatus[status]; ok {
 		return code

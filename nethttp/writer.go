@@ -14,15 +14,10 @@ import (
 )
 
 // writer is the http.ResponseWriter a handler writes to under Handler. It
-// holds back the status, headers and up to max bytes of body, so that
-// errown's headers can join them once errown has decided, and commits
-// them to the real ResponseWriter then, or as soon as the handler writes
-// past max, flushes or hijacks the connection (committed early, without
-// errown's headers).
-//
-// It is also the yarpc UnaryHandler errown's inbound middleware runs: its
-// Handle serves the request with the handler and reports an error status
-// as the yarpc error errown classifies.
+// holds back the status, headers and up to max bytes of body until errown
+// has decided, or until the handler writes past max, flushes or hijacks
+// (committed early, without errown's headers). It is also the yarpc
+// UnaryHandler errown's inbound middleware runs.
 type writer struct {
 	w    http.ResponseWriter
 	req  *http.Request
@@ -95,11 +90,10 @@ func (rw *writer) fail(err error) {
 	rw.buf = append(rw.buf[:0], msg+"\n"...)
 }
 
-// dropOwnHeaders removes from the response the application headers that
-// are errown's own (claim, no-retry, code, storm, shed), which the handler set
-// or forwarded from its own callee's response: errown's ResponseWriter,
-// resw, drops them from what it is given (and counts them in
-// inbound.replaced_headers); the others pass and stay.
+// dropOwnHeaders removes from the response errown's own application
+// headers that the handler set or forwarded: resw, errown's
+// ResponseWriter, drops (and counts) them from what it is given, and what
+// it lets through stays.
 func (rw *writer) dropOwnHeaders(resw transport.ResponseWriter) {
 	h := rw.sent()
 	app := toTransportHeaders(h)
@@ -316,9 +310,8 @@ func bodyAllowed(status int) bool {
 }
 
 // rpcWriter is the transport.ResponseWriter errown's inbound middleware
-// writes to. It keeps the headers errown adds for the response, and, while
-// filtering, what errown's own ResponseWriter lets through of the
-// handler's application headers.
+// writes to: it keeps errown's headers for the response, and, while
+// filtering, what errown's ResponseWriter lets through of the handler's.
 type rpcWriter struct {
 	w         *writer
 	headers   []transport.Headers // errown's, to send; read-only

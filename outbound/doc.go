@@ -9,20 +9,12 @@
 // # The egress middleware
 //
 // For each logical outbound call a handler makes, the middleware appends
-// one entry to the egress log of the inbound request
-// the call was made for. In docs/DESIGN.md's data flow it wraps the retry
-// middleware (configured by package retry), which reports its attempts
-// and refusals to it through errown's own plumbing; when the call ends
-// the middleware reads the callee's claim and pushback from the final
-// response and records edge, outcome (code and class, application errors
-// such as Thrift exceptions included), claim and RCS. The inbound
-// middleware (configured by package inbound) reads those entries when the
-// handler returns.
-//
-// A call whose context carries no request (a dropped context, or a request
-// served untracked) and a call that ends after its request finished
-// (detached work) are passed through and counted; neither panics nor
-// leaks.
+// one entry to the egress log of the inbound request the call was made
+// for: edge, outcome (code and class), the callee's claim and pushback,
+// and RCS, with the attempts and refusals the retry middleware it wraps
+// reports. The inbound middleware reads those entries when the handler
+// returns. A call whose context carries no request, or that ends after
+// its request finished, is passed through and counted.
 //
 // Outside an incident a call carries no errown header; for
 // Config.IncidentWindow after one on its edge, its calls carry the

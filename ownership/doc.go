@@ -5,24 +5,14 @@
 //
 // # Claims
 //
-// In docs/DESIGN.md's data flow the claim is decided at the end of the
-// inbound path: when a handler returns an error, the inbound middleware
-// takes the failed outbound calls the request's egress log recorded, each
-// with the kind of its edge (from the dependency memory) and whether the
-// retry criteria were satisfied for it (RCS), and decides:
-//
-//   - no failed call: the fault is here, ClaimClaimed;
-//   - only failures on fail-open edges (coincidental): ClaimClaimed;
-//   - a failure on a correlated edge (fail-close, or unknown by default)
-//     whose retry criteria are not satisfied: ClaimClaimed, so that the
-//     caller retries (at least once);
-//   - failures on correlated edges, all with their retry criteria
-//     satisfied (a retry was spent, refused, or is pointless):
-//     ClaimUnclaimed, and nobody above retries again.
-//
-// The claim travels to the caller in the claim header of the error
-// response; a response without a readable one (a callee without errown,
-// a header lost) is ClaimMissing, which does not stop a retry.
+// When a handler returns an error, the inbound middleware decides its
+// claim from the request's failed outbound calls, each with the kind of
+// its edge and whether its retry criteria were satisfied (RCS): the error
+// is ClaimUnclaimed, and nobody above retries again, only when it failed
+// on correlated edges (fail-close, or unknown by default), each with its
+// retry criteria satisfied (a retry spent here or below, refused, or
+// pointless); else ClaimClaimed, so that the caller may retry. A response
+// without a readable claim is ClaimMissing, which does not stop a retry.
 // docs/decisions.md has the full tables.
 //
 // # Codes

@@ -4,11 +4,10 @@
 // modes (Config). errown.Module (or errown.New) builds the retry middleware
 // from it; BudgetView is the operators' view of a budget.
 //
-// In docs/DESIGN.md's data flow it is the inner of the two outbound middlewares:
-// errown's egress middleware wraps it and, after the call, needs to know
-// how many attempts were made and whether a wanted retry was refused, to
-// compute retry-criteria-satisfied (RCS), which the retry middleware
-// reports to it through errown's own plumbing, which users never see.
+// In docs/DESIGN.md's data flow it is the inner of the two outbound
+// middlewares: errown's egress middleware wraps it and learns from it how
+// many attempts were made and whether a wanted retry was refused, to
+// compute retry-criteria-satisfied (RCS).
 //
 // # Which calls are retried
 //
@@ -29,92 +28,58 @@
 //
 // # Budget and backoff
 //
-// The budget is kept per callee service and shared by all of its policies:
-// over a sliding window, the retries that did not succeed may reach Ratio
-// times the requests plus MinPerSecond per second of the window, or the
-// ratio alone with NoFloor: a retry that succeeds is refunded
-// (BudgetConfig). Backoff is exponential with full jitter. Retried
-// requests carry the attempt number (2, 3, ...) in the attempt header; the
-// caller's request is never mutated.
-// Waits honour the call's context.
+// The budget is kept per callee service and shared by all of its policies
+// (BudgetConfig): a retry that succeeds is refunded. Backoff is
+// exponential with full jitter, and waits honour the call's context.
+// Retried requests carry the attempt number (2, 3, ...) in the attempt
+// header; the caller's request is never mutated.
 //
 // # Overload
 //
-// While a callee with a policy is overloaded (a share of its recent
-// attempts timed out on its own behalf; a refusal, such as an instance's
-// admission shed, is no evidence), errown limits the attempts in flight
-// to it and retries none of its attempts that timed out or were refused
-// resource-exhausted (OverloadConfig); an
-// attempt over the limit fails at once with resource-exhausted, its retry
-// criteria satisfied, so that nobody above retries it.
+// While a callee with a policy is overloaded, errown limits the attempts
+// in flight to it and retries none of its attempts that timed out or were
+// refused resource-exhausted (OverloadConfig).
 //
 // # Clock
 //
-// Every call to a callee with a policy counts in its budget, which needs
-// the time to the nearest bucket (a tenth of the window). Between Start and
-// Stop (errown's Start and Stop, on fx's lifecycle) one goroutine
-// reads the clock every tenth of a bucket (100ms for the default window;
-// never more often than every 10ms, windows under 1s are read exactly)
-// and calls read what it last read: a budget's window may end up to that
-// long (plus any delay in running the goroutine) in the past. Without
-// Start, or after Stop, every call reads the clock; the middleware starts
-// no other goroutine.
+// A budget reads the time to the nearest bucket (a tenth of the window).
+// Between Start and Stop one goroutine reads the clock every tenth of a
+// bucket (100ms for the default window, never more often than every 10ms)
+// and calls read what it last read; without Start, or after Stop, every
+// call reads the clock.
 //
 // # Metrics
 //
-// All counters are tagged callee=<service> and are registered when the middleware is built
-// for every service that has a policy, on the scope errown is given
-// (errown.WithScope).
+// All counters are tagged callee=<service> and registered, when the
+// middleware is built, for every service that has a policy, on the scope
+// errown is given (errown.WithScope). docs/metrics.md says more of each.
 //
-//   - retry.calls: logical calls to a callee service that has at least one
-//     policy, whether or not the procedure called may be retried (these are
-//     the requests the callee's budget counts).
-//   - retry.attempts: retries actually sent (first attempts not included).
+//   - retry.calls: logical calls to a callee that has a policy (the
+//     requests its budget counts).
+//   - retry.attempts: retries sent (first attempts not included).
 //   - retry.suppressed: retries not attempted because the callee's error
-//     was unclaimed (enforce mode).
-//   - retry.would_suppress: in observe mode, calls whose unclaimed error
-//     enforce mode would have stopped retrying; the retries go on.
-//   - retry.prevented: requests this hop's own suppressions prevented (in
-//     observe mode, would prevent): each suppressed retry would have
-//     replayed the callee's whole subtree, its own retries included (storm
-//     telemetry). Summed over every service it is what
-//     the roots report; per service in observe mode it counts every call
-//     the hop got, blind retries from above included, so it can exceed
-//     what enforce mode prevents there.
-//   - retry.denied, also tagged reason: retries of an error retryable by
-//     nature that this hop declined, each of which satisfies the retry
-//     criteria (RCS) so that nobody above retries instead:
-//     budget (no room in the callee's budget), deadline (a whole attempt
-//     no longer fits the remaining deadline), pushback (the callee asked
-//     not to be retried), not-idempotent (the policy says the procedure is
-//     not safe to send again), code (the code is not among the policy's
-//     retryableCodes), body-too-large (the body is over maxBodyBytes and
-//     could not be replayed), overload (the callee is overloaded: see
-//     Overload); and foreign-unclaimed, foreign-attempts,
-//     foreign-budget, foreign-deadline, foreign-pushback, foreign-code,
-//     foreign-not-idempotent, foreign-overload (a replay of an attempt the
-//     callee timed out or shed while it is overloaded): a retry errown did
-//     not make, refused by the innermost attempt step before it left the
-//     process. For a callee with no policy these are registered on first
-//     use.
+//     was unclaimed (enforce mode); retry.would_suppress, in observe mode,
+//     those enforce mode would have stopped.
+//   - retry.prevented: requests this hop's suppressions prevented (in
+//     observe mode, would prevent), each suppressed retry counting the
+//     callee's whole subtree (storm telemetry).
+//   - retry.denied, also tagged reason: retries of a retryable error this
+//     hop declined, each satisfying the retry criteria (RCS) so that
+//     nobody above retries instead: budget, deadline, pushback,
+//     not-idempotent, code, body-too-large, overload; and foreign-unclaimed,
+//     foreign-attempts, foreign-budget, foreign-deadline, foreign-pushback,
+//     foreign-code, foreign-not-idempotent, foreign-overload, a retry
+//     errown did not make, refused by the innermost attempt step. For a
+//     callee with no policy these are registered on first use.
 //   - retry.foreign_attempts: retries errown did not make that the
-//     innermost step let through, concurrent ones (a hedge) included.
-//     Hedges count apart from the policy's attempts (see Hedges).
+//     innermost step let through, hedges included.
 //   - retry.late_attempts: attempts that ended, or were sent, after their
-//     call had returned (a middleware below errown's retry middleware that
-//     returns before its attempts end: a hedge left running, a timeout
-//     that abandons its attempt). Such an attempt only gives back its slot
-//     of the overload limit; one sent late is not sent.
-//   - retry.starved_by_hedges, also tagged reason: errown's retries of
-//     failures that hedges (see Hedges) took what they needed from:
-//     budget (the callee's budget refused the retry, and would have had
-//     room without the hedges' withdrawals in its window), attempts
-//     (errown's retry found the policy's attempts spent by an attempt
-//     that reached the innermost step after the one it hedged had ended:
-//     a hedge taken for a replay).
-//   - retry.would_overload: in observe mode, attempts the callee's limit on
-//     attempts in flight (OverloadConfig) would have held back, and
-//     retries of overloaded attempts it would have refused; they go.
+//     call had returned (a hedge left running, an abandoned attempt); one
+//     sent late is not sent.
+//   - retry.starved_by_hedges, also tagged reason (budget, attempts):
+//     errown's retries of failures that hedges took what they needed from.
+//   - retry.would_overload: in observe mode, what the overload limit would
+//     have held back or refused.
 //   - retry.budget_left, a gauge: the retries the callee's budget still
 //     allows in its window, updated every second between Start and Stop.
 //
@@ -128,34 +93,25 @@
 //
 // # Hedges
 //
-// A hedge is an attempt an application's middleware (a hedger: a second
-// attempt after a delay, the first answer returned) sends while another
+// A hedge is an attempt an application's middleware sends while another
 // attempt of the same call is under way, with no failure to justify it.
 // It takes nothing errown's retry of a real failure needs:
 //
 //   - The policy's MaxAttempts bounds errown's own attempts and the
-//     replays other middleware sends after an attempt ended; a call's
-//     hedges count apart, at most MaxAttempts-1 of them. A call sends at
-//     most 2×MaxAttempts-1 attempts (3 for two attempts).
-//   - Hedges withdraw from the callee's budget, but only up to half of
-//     what its window allows: the other half is left to the retries of
-//     failures. A call that succeeds gives its hedges' withdrawals back,
-//     as a retry that succeeds is refunded.
-//   - A hedge errown refuses (foreign-attempts, foreign-budget,
-//     foreign-deadline) is not sent: it waits for the attempts under way
-//     and answers with their outcome, the failure kept or the success's
-//     response, never with the refusal before them.
+//     replays sent after an attempt ended; a call's hedges count apart,
+//     at most MaxAttempts-1 of them.
+//   - Hedges withdraw at most half of what the callee's budget window
+//     allows, and a call that succeeds gives its hedges' withdrawals back.
+//   - A hedge errown refuses is not sent: it waits for the attempts under
+//     way and answers with their outcome, never with the refusal.
 //
 // The bound per call path: with no budget, a hop sends at most
-// 2×MaxAttempts-1 attempts per call, and a path of hops h1…hk serves its
-// leaf at most (2×MaxAttempts₁-1)×…×(2×MaxAttemptsₖ-1) requests per root
-// request with a hedger at every hop (MaxAttempts₁×…×MaxAttemptsₖ
-// without hedges). With a budget, the attempts past their call's first
-// (retries and hedges together) of the calls that do not succeed are at
-// most Ratio × requests + MinPerSecond × Window per callee and window,
-// so a callee that fails every call gets at most 1+Ratio attempts per
-// call from each hop, (1+Ratio)^k per root request over k hops, hedges
-// included. retry.starved_by_hedges counts what hedges still take from a
-// retry of a failure, and the budget view (BudgetView.Hedges,
+// 2×MaxAttempts-1 attempts per call, so a path of k hops serves its leaf
+// at most the product of those per root request with a hedger at every
+// hop. With a budget, the attempts past the first of the calls that do
+// not succeed are at most Ratio × requests + MinPerSecond × Window per
+// callee and window: a callee that fails every call gets at most 1+Ratio
+// attempts per call from each hop, (1+Ratio)^k over k hops, hedges
+// included. The budget view (BudgetView.Hedges,
 // BudgetView.StarvedByHedges) shows the window's.
 package retry

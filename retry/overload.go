@@ -9,29 +9,21 @@ import (
 // OverloadConfig configures the limit errown keeps, for each callee
 // service with a retry policy, on the attempts in flight to it. It holds
 // only while the callee is overloaded: while at least Threshold of its
-// recent attempts (an exponentially weighted share over about the last
-// 64, which also halves with every second without attempts) ended
-// overloaded, that is timed out on the callee's own behalf (not
-// unclaimed). A refusal is not overload evidence: an instance's
-// admission shed (resource-exhausted, claimed, with pushback) or a
-// callee's own rate limiter holds what the callee can finish, and a
-// limit cut for its quick answers would fight it; a shed's claim and
-// pushback stop the retries above. Meanwhile an attempt that timed out
-// cuts the limit to half
-// the attempts then in flight, at most once per round of attempts (one
-// started after the last cut), down to MinInFlight; every attempt that
-// ends otherwise raises it again, by 1/limit while the share is not nil
-// (additive increase), by one once it is, up to MaxInFlight. An attempt
-// over the limit while it holds is not sent: it fails at once with
-// resource-exhausted, and the call's retry criteria are satisfied
-// (retry.denied{reason=overload}), so nobody above retries it; nor does
-// errown retry an attempt that timed out or was refused
-// resource-exhausted on the callee's behalf while the share holds.
+// recent attempts (a decaying share over about the last 64, halving with
+// every second without attempts) timed out on the callee's own behalf. A
+// refusal (an admission shed, a rate limiter) is no overload evidence:
+// its claim and pushback stop the retries above. Meanwhile an attempt
+// that timed out cuts the limit to half the attempts in flight, at most
+// once per round of attempts, down to MinInFlight; every other attempt
+// that ends raises it, by 1/limit while the share is not nil, by one once
+// it is, up to MaxInFlight. An attempt over the limit fails at once with
+// resource-exhausted, its retry criteria satisfied
+// (retry.denied{reason=overload}), and errown retries no attempt that
+// timed out or was refused resource-exhausted while the share holds.
 //
-// It keeps a callee whose capacity dropped from being buried under a
-// queue of work its callers have given up on, which would outlast the
-// drop: the callee's queue stays near what it can serve, and once it
-// recovers the limit grows back within a few rounds.
+// It keeps a callee whose capacity dropped from being buried under work
+// its callers have given up on: its queue stays near what it can serve,
+// and once it recovers the limit grows back within a few rounds.
 type OverloadConfig struct {
 	// Disabled turns the limit off: attempts are never held back. Default
 	// false.

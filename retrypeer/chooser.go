@@ -13,15 +13,10 @@ import (
 )
 
 // _extraChoices is how many more times Choose asks the inner chooser for
-// a peer when it offers one an earlier attempt of the call went to: a
-// round robin moves on at each choice, a pending-aware list away from
-// the choices held meanwhile. Under concurrency other calls take turns
-// in between, and each choice may land on a used peer again, about one
-// time in three with one of three peers used: with 3 more choices,
-// (1/3)^4, one retry in 81, would go back to the instance that failed
-// it (TestPartialFailure under -race saw 1 to 3 of some 90 retries do
-// so); with 8, (1/3)^9, one in 20000. Only a retry, or a call offered a
-// peer to pass over, pays them, a choice costing a lock and a pick.
+// a peer when it offers one to skip. Under concurrency each choice may
+// land on a used peer again, about one time in three with one of three
+// peers used: with 8 more, (1/3)^9, one retry in 20000 goes back. Only a
+// retry, or a call offered a peer to pass over, pays them.
 const _extraChoices = 8
 
 // _maxPasses is how many peers a Chooser remembers to pass over at once
@@ -62,34 +57,23 @@ func New(inner peer.Chooser) *Chooser {
 
 // Choose implements peer.Chooser. For a call whose context carries
 // errown's route, it records the peer chosen for the attempt, and asks
-// the inner chooser again, up to eight more times, when the peer it
-// offers is one an earlier attempt of the call went to, or one to pass
-// over; it releases each choice it skips (its onFinish, with no error,
-// since nothing was sent to it). When every peer offered was skipped,
-// the attempt goes to the first one offered that the call's earlier
-// attempts did not reach, else to the first one offered that is not an
-// instance the call avoids (calls.Route.Avoided: one that shed it, so
-// that neither a hedge of the shed's retry nor a later retry goes back
-// to it while another is offered), else to the first one offered; but the retry
-// errown's retry middleware makes of an instance's shed (admission's
-// answer, which must never reach that instance again: calls.Route's
-// SetStrict) goes nowhere then, its Choose failing with
-// calls.ErrNoOtherPeer, which the retry middleware turns back into the
-// shed's answer: a single-instance callee's shed is not retried.
+// the inner chooser again, up to eight more times, when the peer offered
+// is one an earlier attempt of the call went to, or one to pass over,
+// releasing each choice it skips (its onFinish, with no error). When
+// every peer offered was skipped, the attempt goes to the first one
+// offered that the call's earlier attempts did not reach, else to the
+// first that the call does not avoid (calls.Route.Avoided: one that shed
+// it), else to the first one offered; but the retry of an instance's shed
+// (calls.Route's SetStrict) then fails with calls.ErrNoOtherPeer, which
+// the retry middleware turns back into the shed's answer.
 //
-// A peer is passed over once, by the next such call it is offered to,
-// for each call whose attempt it failed and whose later attempt another
-// peer then served (errown's retry middleware tells the route, which
-// tells the Chooser): a failure of that one instance, not of the callee,
-// since another instance served the same call. Without it a round robin
-// gives the failing instance's turns that retries skip to first
-// attempts: one of three instances failing every call, 4 calls in
-// flight, three eighths of the first attempts reached it instead of a
-// third (the storm lab's partial scenario); passed over, about a
-// quarter. The instance gets fewer first attempts while it fails, and
-// its share again as soon as it serves them: nothing waits on a clock,
-// and when every instance fails (the callee, not an instance) no retry
-// is served and no peer is passed over.
+// A peer is passed over once, by the next such call it is offered to, for
+// each call it failed that another peer then served: a failure of that
+// instance, not of the callee. Without it a round robin gives the failing
+// instance's turns that retries skip to first attempts (with one of three
+// instances failing, three eighths of first attempts instead of a third;
+// passed over, about a quarter). Nothing waits on a clock: the instance
+// gets its share again as soon as it serves.
 func (c *Chooser) Choose(ctx context.Context, req *transport.Request) (peer.Peer, func(error), error) {
 	p, onFinish, err := c.inner.Choose(ctx, req)
 	route := reqlog.RouteFromContext(ctx)

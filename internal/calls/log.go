@@ -10,24 +10,20 @@ import (
 )
 
 // MaxFailures is how many failed outbound calls the egress log of one
-// request keeps: the claim decision and the dependency memory read only
-// failures, so a request that makes more has the first MaxFailures kept
-// and the rest counted (inbound.egress_overflow), and what one request
-// costs stays bounded however many calls its handler makes.
+// request keeps; the rest are counted (inbound.egress_overflow), so what
+// one request costs stays bounded.
 const MaxFailures = 64
 
 // _inline is how many failed calls an EgressLog holds without allocating: most
 // requests see few outbound failures, if any.
 const _inline = 4
 
-// chunk is where an EgressLog keeps its failures, the first _inline in place and
-// the rest on the heap, and the sums of its calls' Storms. Chunks are
-// pooled (chunks) rather than part of the EgressLog so that an EgressLog stays small,
-// and a failed request allocates nothing: the chunk is taken on the first
-// failure or Storm, under the EgressLog's lock, and given back by EgressLog.Release
-// under it, or by Summary.Release once CloseSummary took it from the EgressLog
-// under it. A closed EgressLog puts nothing more into a chunk, so no late call
-// can land in a chunk another EgressLog is using.
+// chunk is where an EgressLog keeps its failures, the first _inline in
+// place, and the sums of its calls' Storms. Chunks are pooled so that an
+// EgressLog stays small and a failed request allocates nothing: taken on
+// the first failure or Storm, under the log's lock, and given back by
+// EgressLog.Release or Summary.Release. A closed log puts nothing more
+// into its chunk, so no late call lands in a chunk another log uses.
 type chunk struct {
 	inline   [_inline]Entry
 	failures []Entry   // inline[:n] while they fit, then on the heap
@@ -76,16 +72,11 @@ func (c Counts) Total() int {
 	return c.Stored + c.Overflow + c.NotFailed
 }
 
-// EgressLog is the egress log of one inbound request: it keeps the calls that
-// failed, up to MaxFailures, and counts the rest (see Counts). It is safe
-// for concurrent use by the goroutines a handler fans out to. Once closed
-// it takes no more calls.
-//
-// A request whose calls did not fail and reported no Storm takes no lock:
-// each call is an atomic compare-and-swap on the log's state, and
-// CloseSummary, Late and Release read or set bits of that state. Failures
-// and Storms (a call retried below, say) go to the chunk, under the lock;
-// the state says whether there is one.
+// EgressLog is the egress log of one inbound request: it keeps the calls
+// that failed, up to MaxFailures, and counts the rest (see Counts). It is
+// safe for concurrent use. Once closed it takes no more calls. A call that
+// did not fail and reported no Storm is one compare-and-swap on the log's
+// state; failures and Storms go to the chunk, under the lock.
 type EgressLog struct {
 	// state counts the calls that did not fail, with _closed set once the
 	// log is closed, _late once a call came after and _chunked once it
@@ -176,13 +167,10 @@ func (l *EgressLog) Late() bool {
 }
 
 // takeOpen returns l's chunk, giving it one if it has none, and true; or,
-// marking l late, false when l is closed. l.mu must be held.
-//
-// A log's first chunk sets _chunked in the same atomic step that reads
-// whether the log is closed, and CloseSummary sets _closed in the step
-// that reads _chunked: one of the two comes first, so either the close
-// finds the chunk or the call finds the log closed, and no failure is
-// kept that a lock-free close missed.
+// marking l late, false when l is closed. l.mu must be held. The first
+// chunk sets _chunked in the atomic step that reads _closed, and
+// CloseSummary the reverse, so either the close finds the chunk or the
+// call finds the log closed.
 func (l *EgressLog) takeOpen() (*chunk, bool) {
 	if l.lateIfClosed() {
 		return nil, false
@@ -388,13 +376,9 @@ func (s *Summary) Release() {
 }
 
 // CloseSummary closes the log, as Close does, and returns its failures,
-// Counts and Storm in one step. A log that no call failed or reported a
-// Storm to, the common case, closes without a lock: one atomic or. The
-// log's chunk goes with the Summary (give it back with its Release, not
-// the log's): the log then keeps only its Counts, and a later
-// CloseSummary or StormTotal reports its Storm unknown. A call that
-// races the close may leave the log a chunk it then refuses to use: a
-// log never released leaves it to the garbage collector.
+// Counts and Storm in one step; a log with no chunk closes with one atomic
+// or. The chunk goes with the Summary (give it back with its Release):
+// the log keeps only its Counts, and a later StormTotal reports unknown.
 func (l *EgressLog) CloseSummary() Summary {
 	if _testHookClose != nil {
 		_testHookClose(l)

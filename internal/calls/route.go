@@ -13,13 +13,12 @@ import (
 const _routePeers = 3
 
 // Route is the peers (instances) one logical call's attempts went to, in
-// order, as a peer chooser that reads it (package retrypeer) recorded
-// them: a retry of the call avoids them. The retry middleware puts it in
-// the context of every attempt of a call it may retry (reqlog.NewRouteContext),
-// once such a chooser exists in the process (reqlog.ReadRoutes);
-// it is allocated per call, never pooled, since a transport may hold an
-// attempt's context after the call returned. It is safe for concurrent
-// use (a hedge chooses while another attempt of the call is under way).
+// order, as a peer chooser (package retrypeer) recorded them: a retry of
+// the call avoids them. The retry middleware puts one in the context of
+// every attempt of a call it may retry (reqlog.NewRouteContext), once such
+// a chooser exists (reqlog.ReadRoutes); never pooled, since a transport
+// may hold an attempt's context after the call returned. It is safe for
+// concurrent use (a hedge chooses while another attempt is under way).
 type Route struct {
 	mu    sync.Mutex
 	n     int // peers recorded, the latest _routePeers of them kept
@@ -57,13 +56,11 @@ func (r *Route) Record(peer string) {
 }
 
 // SetStrict sets whether the call's next attempt must go to a peer none
-// of its earlier attempts went to, or nowhere (ErrNoOtherPeer): errown's
-// retry middleware asks it for the retry of an instance's shed, which
-// must never reach that instance again. Record ends it: a Route still
-// strict after the attempt came back sent it nowhere. Setting it also
-// has every later attempt of the call (a hedge of the strict one, a
-// retry of its failure) avoid the peers recorded so far whenever it is
-// offered another (Avoided); SetStrict(false) leaves that as it is.
+// of its earlier attempts went to, or nowhere (ErrNoOtherPeer): the retry
+// of an instance's shed. Record ends it: a Route still strict after the
+// attempt came back sent it nowhere. Setting it also has every later
+// attempt avoid the peers recorded so far whenever offered another
+// (Avoided); SetStrict(false) leaves that as it is.
 func (r *Route) SetStrict(strict bool) {
 	r.mu.Lock()
 	r.strict = strict
@@ -101,13 +98,10 @@ func (r *Route) Witness(fn func(peer string)) {
 	r.mu.Unlock()
 }
 
-// Served tells the witness (Witness), if any, and also, if not nil,
-// that the call was served by the peer of its latest attempt recorded:
-// each other peer recorded failed it, or was slower to answer than that
-// one (a hedge). The retry middleware calls it once the call's attempt
-// was served (an answer included), not after a failure. Neither is told
-// anything of a call whose attempts all went to one peer: the common
-// success costs a lock and nothing else.
+// Served tells the witness (Witness) and also, if not nil, each peer
+// recorded other than the latest attempt's, which served the call (an
+// answer included): each failed it, or was slower (a hedge). A call whose
+// attempts all went to one peer costs a lock and nothing else.
 func (r *Route) Served(also func(peer string)) {
 	r.mu.Lock()
 	fn, n := r.witness, min(r.n, _routePeers)

@@ -7,6 +7,7 @@ package configkey
 
 import (
 	"fmt"
+	"net/url"
 
 	"go.uber.org/multierr"
 )
@@ -20,4 +21,14 @@ func Under(key string, err error) error {
 		out[i] = fmt.Errorf("%s.%w", key, e)
 	}
 	return multierr.Combine(out...)
+}
+
+// RedactURL returns raw with any password replaced, for an error message
+// or a log line; a URL that does not parse is not echoed at all.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

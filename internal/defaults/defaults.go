@@ -1,11 +1,7 @@
 // Package defaults holds the wire names of errown's application headers
-// and of the dependency memory's edge labels,
-// which errown's packages and tests share, and Fill, the one place a
-// configuration field left zero is given its default: by the public
-// configuration packages' Validate, by errown's Config and by the
-// middleware constructors. Each of those packages writes its defaults
-// once, in its DefaultConfig (or ownership.DefaultHeaders); Fill reads
-// them from there.
+// and of the dependency memory's edge labels, and Fill, the one place a
+// configuration field left zero is given its default, read from the
+// DefaultConfig of the field's package.
 package defaults
 
 import (

@@ -6,13 +6,9 @@
 // dependency's types, nor writes into the maps of a transport.Headers it
 // did not build itself through With (TestNoHeaderMapWrites).
 //
-// Each use is pinned to the versions errown was built and checked against
-// (_yarpcVersion, _tallyVersion: TestPinnedVersions fails when go.mod
-// moves either), and each checks the shape it relies on when it runs: a
-// shape that moved is an error for the caller to report (ErrMoved), never
-// a silent wrong answer.
-//
-// In docs/DESIGN.md's data flow it sits beside the wiring check at start
-// (package errown) and the dependency memory's per-edge series
-// (internal/memory); the request path does not use it.
+// Each use is pinned to the versions errown was checked against
+// (TestPinnedVersions fails when go.mod moves either), and checks the
+// shape it relies on when it runs: a shape that moved is an error
+// (ErrMoved), never a silent wrong answer. The request path does not use
+// it.
 package depcontract

@@ -10,12 +10,12 @@ import (
 	"go.uber.org/fx"
 )
 
-// params are the inputs of Require's invoke.
-type params struct {
+// Params are the inputs of an adapter module's constructors and of
+// Require's invoke: the application's *errown.Middleware, optional so that
+// its absence gets the adapter's own error rather than fx's.
+type Params struct {
 	fx.In
 
-	// Optional, so that its absence gets the adapter's own message rather
-	// than fx's missing type.
 	Middleware *errown.Middleware `optional:"true"`
 }
 
@@ -34,7 +34,7 @@ func Require(errNoCore error) fx.Option {
 		fx.Invoke(func(p configParams) error {
 			return adapt.CheckConfig(p.Config, p.YAML, p.Files)
 		}),
-		fx.Invoke(func(p params) error {
+		fx.Invoke(func(p Params) error {
 			if p.Middleware == nil {
 				return errNoCore
 			}

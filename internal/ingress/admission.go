@@ -13,10 +13,9 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// newAdmission returns the admission controller cfg (defaults applied)
-// asks for, nil when disabled, and its inbound.shed counters by reason
-// (tagged with the mode: what observe mode counts was not shed), with its
-// gauges under scope, reading the clock now.
+// newAdmission returns the admission controller cfg asks for, nil when
+// disabled, and its inbound.shed counters by reason, tagged with the
+// mode.
 func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope, now func() time.Time) (*admission.Controller, map[string]tally.Counter) {
 	if cfg.Mode == inbound.AdmissionDisabled {
 		return nil, nil
@@ -51,12 +50,10 @@ type admitted struct {
 
 var _ reqlog.Parker = (*admission.Controller)(nil)
 
-// done ends the admitted request a, judged on its own time: its latency
-// less the wall time its outbound calls kept it waiting (calls made at
-// once count once), as its egress log measured it. A call it left under
-// way parks and resumes it no more: its slot is taken back here, and
-// given back with the others. A request served untracked is judged on
-// its whole latency.
+// done ends the admitted request a, judged on its latency less the time
+// its outbound calls kept it waiting (reqlog.Log.CallTime); a call it
+// left under way has its slot taken back here. A request served
+// untracked is judged on its whole latency.
 func (m *Middleware) done(a *admitted) {
 	var callees time.Duration
 	if a.log != nil {
@@ -83,9 +80,7 @@ func priority(n int, marked bool) admission.Priority {
 }
 
 // shedHeaders returns the headers of a shed answer for each admission
-// reason: claimed with pushback (a caller that does not read the marker
-// retries it nowhere), and marked with the shed header shed, its value
-// the reason. Only sheds carry the marker.
+// reason: claimedNoRetry and the shed header shed, its value the reason.
 func shedHeaders(claimedNoRetry transport.Headers, shed string) map[string]transport.Headers {
 	out := make(map[string]transport.Headers, len(admission.Reasons))
 	for _, r := range admission.Reasons {
@@ -99,14 +94,10 @@ func shedHeaders(claimedNoRetry transport.Headers, shed string) map[string]trans
 }
 
 // shed answers a request admission shed for reason: resource-exhausted,
-// claimed by this service, with pushback, and marked as this instance's
-// shed (the shed header, its value the reason), so that nobody above
-// its caller retries it and its caller retries it at most once, on
-// another instance (package retrypeer), never on this one; a caller
-// that does not read the marker obeys the pushback. The callers'
-// overload limits do not count it: they count timeouts. An edge
-// request's answer carries no errown header. A queued request whose
-// caller went gets its context's error: nobody reads it.
+// claimed, with pushback, and marked as this instance's shed (the shed
+// header), so that only its caller retries it, once, on another instance
+// (package retrypeer). An edge request's answer carries no errown header;
+// a queued request whose caller went gets its context's error.
 func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, reason string, edge bool) error {
 	if reason == admission.ReasonAbandoned {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

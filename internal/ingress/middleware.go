@@ -134,6 +134,11 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	}, nil
 }
 
+// UpdateGauges sets ingress.in_flight, off the request path.
+func (m *Middleware) UpdateGauges() {
+	m.inFlightGauge.Update(float64(m.InFlight()))
+}
+
 // InFlight returns how many requests the middleware tracks in flight: at
 // most the ingress configuration's MaxInFlight.
 func (m *Middleware) InFlight() int { return m.logs.Len() }
@@ -221,11 +226,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	return err
 }
 
-// arrived reads what a request says of itself: whether it is an edge
-// request (its headers are not errown's: it is a root, and its response
+// arrived reads whether req is an edge request (a root whose response
 // carries none of errown's headers), else its attempt number and whether
-// its caller marked it (countAttempt). Only a retry is tagged on the
-// request's span: finding the span walks the context.
+// its caller marked it (countAttempt). Only a retry is tagged on the span.
 func (m *Middleware) arrived(ctx context.Context, req *transport.Request) (edge bool, n int, marked bool) {
 	if edge = m.edge.has(req); edge {
 		return true, 0, false
@@ -236,9 +239,8 @@ func (m *Middleware) arrived(ctx context.Context, req *transport.Request) (edge 
 	return false, n, marked
 }
 
-// admit asks admission control to admit a request of priority p and root
-// key, counting and tagging the reason of a shed (or, in observe mode,
-// of what enforce would have shed).
+// admit asks admission control to admit a request, counting and tagging
+// the reason of a shed (in observe mode, of what enforce would shed).
 func (m *Middleware) admit(ctx context.Context, p admission.Priority, key uint64) (admission.Ticket, string, bool) {
 	t, reason, ok := m.admission.AdmitRoot(ctx, p, key)
 	if reason != "" {
@@ -260,11 +262,9 @@ type outcome struct {
 
 // countAttempt counts a request that says it is a retry, and returns its
 // attempt number (0 when unmarked) and whether it carries errown's
-// attempt mark (its caller runs errown and is in an incident: it is not
-// a root).
+// attempt mark (its caller runs errown and is in an incident). The
+// header name is validated lower case: the map is indexed directly.
 func (m *Middleware) countAttempt(req *transport.Request) (int, bool) {
-	// attemptHeader is validated lower case, i.e. canonical: index the map
-	// rather than have Headers.Get lower-case it on every request.
 	n, marked := wire.ParseAttempt(req.Headers.Items()[m.hdr.Attempt])
 	if n > 1 {
 		m.retriedCount.Inc(1)
@@ -272,10 +272,8 @@ func (m *Middleware) countAttempt(req *transport.Request) (int, bool) {
 	return n, marked
 }
 
-// track puts a new request for procedure in the ingress log map, with ctx
-// as the parent of its context, marked when it carries errown's attempt
-// mark and with its root key when known (not 0), or returns nil when the
-// map has no room.
+// track puts a new request in the ingress log map, with ctx as the parent
+// of its context, or returns nil when the map has no room.
 func (m *Middleware) track(ctx context.Context, procedure string, marked bool, root uint64) *tracked {
 	if m.logs.Full() {
 		return nil
@@ -308,10 +306,8 @@ func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request,
 }
 
 // close closes the request's egress log and counts the failures past its
-// bound. The egress log keeps only the failed calls, up to
-// calls.MaxFailures, and counts the failures past the bound: only a
-// log that kept that many can have any. Its failures are read where it
-// keeps them, until finish releases them.
+// bound (calls.MaxFailures). The failures stay in the log until finish
+// releases them.
 func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 	sum := log.Egress.CloseSummary()
 	if sum.Counts.Overflow > 0 {
@@ -321,29 +317,23 @@ func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 }
 
 // quiet closes the request's egress log and reports true when no call
-// failed or reported a storm and its figures are known (stormFigures, the
-// orphans' mark taken as the request began being orphans): the request's
-// figures are those of its calls, one request each. When it reports
-// false the log may be closed, quiet: close still returns its Summary.
+// failed or reported a storm and its figures are known (figuresKnown).
+// When it reports false the log may be closed: close still returns its
+// Summary.
 func (m *Middleware) quiet(log *reqlog.Log, orphans uint64) bool {
 	return log.Egress.CloseQuiet() && m.figuresKnown(orphans)
 }
 
 // figuresKnown reports whether the request's storm figures are those its
-// egress log summed, orphans being the orphans' mark taken as the request
-// began: a call made with a fresh context that failed or retried may be
-// this request's. A call the handler left under way when it returned (a
-// hedge's loser, fire-and-forget) it abandoned: nobody waits for it, and
-// it counts as the one request it sent (stormFigures), whatever it meets
-// later.
+// egress log summed: no orphan call (made with a fresh context, so maybe
+// this request's) failed or retried since the orphans' mark orphans was
+// taken as the request began.
 func (m *Middleware) figuresKnown(orphans uint64) bool {
 	return !m.orphans.Since(orphans)
 }
 
-// classify returns how the handler that served ctx ended, given its
-// error err and what it wrote to rw: deadline-exceeded for an error once
-// ctx's deadline passed, whatever its code (wire.HandlerResult); an
-// answer when it marked the request as its caller's fault.
+// classify returns how the handler ended (wire.HandlerResult), an answer
+// when it marked the request as its caller's fault.
 func (m *Middleware) classify(ctx context.Context, err error, rw *writer, log *reqlog.Log) outcome {
 	out := outcome{err: err}
 	if rw.appMeta != nil {
@@ -357,9 +347,8 @@ func (m *Middleware) classify(ctx context.Context, err error, rw *writer, log *r
 }
 
 // stormFigures returns the request's storm figures f, as the egress log
-// summed them, and one request for each call still under way (abandoned,
-// figuresKnown); or unknown when the calls it could not see may count,
-// orphans being the orphans' mark taken as the request began.
+// summed them, plus one request for each call the handler abandoned (a
+// hedge's loser, fire-and-forget); or unknown when !figuresKnown.
 func (m *Middleware) stormFigures(f wire.Figures, log *reqlog.Log, orphans uint64) wire.Figures {
 	if !f.Known || !m.figuresKnown(orphans) {
 		return wire.Figures{}
@@ -389,10 +378,9 @@ func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWrit
 	}
 }
 
-// recordStorm records a root request's storm at now, the request's
-// procedure hashing to ph, at an incident's onset when one of its calls
-// went unmarked; a zero now (a success: no decision read the clock) is
-// read here.
+// recordStorm records a root request's storm at now (read here when zero),
+// the procedure hashing to ph, at an incident's onset when one of its
+// calls went unmarked.
 func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, storm wire.Figures, failed, onset bool) {
 	if now.IsZero() {
 		now, ph = m.now(), procedureHash(procedure)
@@ -402,9 +390,8 @@ func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, sto
 	m.storms.record(st, ph)
 }
 
-// observe tells the learner of the failed calls among entries, those of
-// a request that succeeded: its caller did not fail. Failures past the
-// egress log's bound are not observed: their edges were not kept.
+// observe tells the learner of the failed calls of a request that
+// succeeded. Failures past the egress log's bound were not kept.
 func (m *Middleware) observe(entries []calls.Entry) {
 	for _, e := range entries {
 		if e.Failed() {
@@ -423,18 +410,15 @@ func (unknown) Observe(ownership.Edge, bool) {}
 
 func (unknown) Learn(ownership.Edge, bool) ownership.EdgeKind { return ownership.KindUnknown }
 
-// Storms returns the latest root requests that met a storm below (a retry
-// spent or suppressed, or figures unknown), newest first. As in Decisions,
-// a storm that repeats the newest one at the same reading of the clock is
+// Storms returns the latest root requests that met a storm below, newest
+// first; as in Decisions, a repeat at the same reading of the clock is
 // counted (and given to the storm hook) but not listed again.
 func (m *Middleware) Storms() []inbound.Storm {
 	return m.storms.list()
 }
 
-// Losses returns what this service's failed requests lost where it
-// declined a retry (inbound.failed_after_denied by reason), beside what
-// errown prevented below its root requests (storm.prevented) and how many
-// met a storm (storm.requests), since the middleware started.
+// Losses returns inbound.failed_after_denied, storm.prevented and
+// storm.requests since the middleware started.
 func (m *Middleware) Losses() inbound.Losses {
 	return inbound.Losses{
 		Lost:          m.denied.lost(),
@@ -449,9 +433,8 @@ func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWr
 	return &writer{ResponseWriter: w, m: m}
 }
 
-// withoutOwnHeaders returns h without the claim, no-retry, code, storm
-// and shed headers, which only errown sets. It returns h itself, without copying,
-// when h has none of them: the common case.
+// withoutOwnHeaders returns h without errown's own response headers, or h
+// itself, uncopied, when it has none (the common case).
 func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	items := h.Items()
 	_, claim := items[m.hdr.Claim]
@@ -478,9 +461,9 @@ func (m *Middleware) ownHeader(k string) bool {
 	return k == m.hdr.Claim || k == m.hdr.NoRetry || k == m.hdr.Code || k == m.hdr.Storm || k == m.hdr.Shed
 }
 
-// finish closes the request's egress log, unless Handle already did (the
-// handler did not panic; then sum holds what it took from the log), gives
-// its chunk back and removes the log from the map.
+// finish closes the request's egress log unless Handle did (then sum
+// holds what it took), gives its chunk back and removes the log from the
+// map.
 func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 	if log.Marked() {
 		m.orphans.Unwatch()
@@ -494,10 +477,9 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 	m.logs.Remove(log)
 }
 
-// decide claims or unclaims the error with code (of class) a request for
-// procedure ended in, counts the decision and keeps it for Decisions.
-// entries are the failed calls the egress log kept, counts what it took;
-// now is when it is recorded, ph the procedure's procedureHash. It
+// decide claims or unclaims the error a request ended in, from the failed
+// calls its egress log kept (entries, counts), counts the decision and
+// keeps it for Decisions at now (ph: the procedure's procedureHash). It
 // returns the claim and its reason.
 func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class wire.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
 	var buf [_stackFailures]Failure
@@ -519,12 +501,10 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		}
 	}
 	if counts.OverflowUnsatisfied > 0 {
-		// A failure past the egress log's bound that nobody retried yet
-		// could be on a correlated edge: its edge was not kept, so count
-		// it as one. Never unclaim on failures not seen: at worst the
-		// error stays claimed and our caller retries (at-least-once).
-		// Overflowed failures with RCS true can only push towards
-		// unclaimed, so leaving them out keeps the decision claimed.
+		// A failure past the bound that nobody retried yet may be on a
+		// correlated edge: count it as one, so the error stays claimed
+		// (at-least-once). Those with RCS true are left out: they could
+		// only push towards unclaimed, on failures not seen.
 		failures = append(failures, Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
 	if class == wire.ClassFailure {
@@ -575,10 +555,9 @@ func codeName(code yarpcerrors.Code, class wire.Class) string {
 	return code.String()
 }
 
-// Decisions returns the latest claim decisions, newest first. A decision
-// that repeats the newest one at the same reading of the clock (WithClock)
-// is counted in the metrics but not listed again: under errown's coarse
-// clock, an outage's identical decisions within 100ms are listed once.
+// Decisions returns the latest claim decisions, newest first; a repeat of
+// the newest at the same reading of the clock (WithClock) is counted but
+// not listed again.
 func (m *Middleware) Decisions() []inbound.Decision {
 	return m.recent.list()
 }

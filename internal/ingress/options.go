@@ -36,13 +36,10 @@ func (f optionFunc) apply(o *options) { f(o) }
 func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
 // WithLearner asks l for the kind of each failed edge of a request that
-// did not succeed, and tells it of that failure in the same step
-// (memory.Learner.Learn): the kind it decides with is the edge's before
-// that failure, read failure by failure. The failed calls of a request
-// that succeeded are observed (memory.Observer.Observe). errown passes its
-// declared kinds over its dependency memory (memory.Static). A Classifier
-// that does not learn becomes a Learner as memory.NewStatic(nil, c).
-// Default: every edge unknown, nothing learned.
+// did not succeed, telling it of the failure in the same step
+// (memory.Learner.Learn), and has it observe the failed calls of a
+// request that succeeded. errown passes memory.Static over its dependency
+// memory. Default: every edge unknown, nothing learned.
 func WithLearner(l memory.Learner) Option {
 	return optionFunc(func(o *options) {
 		if l != nil {
@@ -59,35 +56,19 @@ func WithStormHook(f func(inbound.Storm)) Option {
 }
 
 // WithOrphans reads from o the failed calls the egress middleware could
-// not tie to a request (egress.WithOrphans with the same o): the storm
-// telemetry of a request in flight while one failed is unknown, since the
-// failure may have been one of its own calls made with a fresh context.
-// Default: none seen.
+// not tie to a request (egress.WithOrphans with the same o): a request in
+// flight while one failed has unknown storm figures. Default: none seen.
 func WithOrphans(o *calls.Orphans) Option {
 	return optionFunc(func(opts *options) { opts.orphans = o })
 }
 
-// WithClock reads the time of each decision and root storm (Decision.Time,
-// Storm.Time) from now, read once per failed or stormy request and never
-// for a quiet success; errown passes its dependency memory's coarse clock
-// (memory.Memory.Now), which spares the failure path a reading of the
-// system clock during an outage. Default time.Now.
+// WithClock reads the time of each decision and root storm from now, once
+// per failed or stormy request; errown passes its dependency memory's
+// coarse clock (memory.Memory.Now). Default time.Now.
 func WithClock(now func() time.Time) Option {
 	return optionFunc(func(o *options) {
 		if now != nil {
 			o.now = now
 		}
 	})
-}
-
-// withMint mints root keys with mint, which never returns 0. Default:
-// mintRoot.
-func withMint(mint func() uint64) Option {
-	return optionFunc(func(o *options) { o.mint = mint })
-}
-
-// withAdmissionClock has admission, and the requests it times, read the
-// time from now, monotonic. Default time.Now.
-func withAdmissionClock(now func() time.Time) Option {
-	return optionFunc(func(o *options) { o.admissionNow = now })
 }

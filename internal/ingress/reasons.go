@@ -12,10 +12,7 @@ import (
 
 // unclaimCause is why the correlated failed calls of a request satisfied
 // their retry criteria, the reason of an unclaim: the strongest seen, in
-// the order retried below (the callee's error was unclaimed), retried
-// here, refused here, not retryable. A decision that says "retried below"
-// when nothing retried (a retry the budget refused) sends operators
-// looking for retries that never happened.
+// the order retried below, retried here, refused here, not retryable.
 type unclaimCause struct {
 	below, here, notRetryable bool
 	refused                   wire.Refusal // the first refusal seen
@@ -55,11 +52,9 @@ func (c unclaimCause) reason() (string, wire.Refusal) {
 	return ReasonRetriedBelow, wire.RefusedNone
 }
 
-// deniedReasons returns the tags of inbound.failed_after_denied,
-// indexed by deniedIndex: a tag per wire.Refusal, then per wire.Decline
-// (the callee's unclaim while this hop's policy had attempts left, the
-// policy's attempt limit); index 0, nothing declined, is "". The tags are
-// those fixed sets: nine series.
+// deniedReasons returns the tags of inbound.failed_after_denied, indexed
+// by deniedIndex: a tag per wire.Refusal, then per wire.Decline; index 0,
+// nothing declined, is "".
 func deniedReasons() []string {
 	out := make([]string, 1+len(wire.Refusals())+len(wire.Declines()))
 	for _, r := range wire.Refusals() {
@@ -119,11 +114,9 @@ func deniedIndex(r wire.Refusal, d wire.Decline) int {
 	return 0
 }
 
-// countDenied counts a request that failed (a server fault) after this
-// hop declined to retry one of its failed calls, once per reason: the
-// users' requests a refusal, a suppression of an unclaimed error the
-// policy would have retried, or the policy's attempt limit did not save,
-// beside retry.denied and retry.suppressed, which count the calls.
+// countDenied counts a request that failed after this hop declined to
+// retry one of its failed calls, once per reason: the users' requests a
+// refusal, a suppression or the attempt limit did not save.
 func (m *Middleware) countDenied(entries []calls.Entry) {
 	var seen uint32
 	for _, e := range entries {

@@ -13,16 +13,12 @@ const _ringSize = 64
 // itself: two cores writing would otherwise take turns at one block.
 const _cacheLine = 64
 
-// ring keeps the latest _ringSize values added, for operators. It takes no
-// lock that all writers share: a writer takes the next place from an
-// atomic cursor and locks only that place, which the next writer to want
-// it takes _ringSize values later; a reader locks each place in turn. A
-// value still being written when the ring is read is left out.
-//
-// During an outage every request writes the same value, but for its time:
-// addNew keeps a value only when it differs from the newest one added, its
-// time included, so that under a coarse clock the repeats of one clock
-// reading are kept once and cost one shared read each.
+// ring keeps the latest _ringSize values added, for operators. A writer
+// takes the next place from an atomic cursor and locks only that place; a
+// reader locks each place in turn, leaving out a value still being
+// written. addNew keeps a value only when it differs from the newest, its
+// time included, so that an outage's repeats under a coarse clock cost one
+// shared read each.
 type ring[T any] struct {
 	next  atomic.Uint64 // how many values were ever added
 	last  atomic.Uint64 // the signature of the newest value added by addNew
@@ -80,11 +76,8 @@ type signatureWords [len(_signatureMul)]uint64
 
 // signature returns a signature for ring.addNew of a value of procedure
 // (its procedureHash ph) made of words: each word, its high half folded
-// into its low, times its own odd constant, summed with ph and mixed once
-// (SplitMix64's finalizer). The products are independent of each other,
-// so this costs about one multiplication's latency more than ph. The
-// constants tell words in another order apart; a collision would only
-// list a value less.
+// in, times its own odd constant, summed with ph and mixed once
+// (SplitMix64's finalizer). A collision would only list a value less.
 func signature(ph uint64, words signatureWords) uint64 {
 	x := ph
 	for i, w := range words {

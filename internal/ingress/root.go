@@ -7,16 +7,12 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// root returns the root key of req, an edge request when edge is set:
-// the key its caller sent in the root header, or 0 where the request
-// enters the mesh (at the edge, whose headers are not errown's, or from a
-// caller that sent none): its log then mints one when a marked call
-// first carries it on (reqlog.Log.Root), so that the steady state mints
-// none. It returns too the key admission judges it by: its root key; a
-// new one for an edge request, minted now, when admission is on; 0
-// (none: admitted as a visit) for a request from inside the mesh that
-// came without one, whose caller does not run errown and whose other
-// visits carry no key either.
+// root returns the root key of req: the one its caller sent, or 0 where
+// the request enters the mesh (at the edge, or from a caller that sent
+// none), whose log mints one when a marked call first needs it. It
+// returns too the key admission judges it by: the root key, or for an
+// edge request with admission on a new one minted now; 0 (a visit) for a
+// request from inside the mesh that came without one.
 func (m *Middleware) root(req *transport.Request, edge bool) (root, admit uint64) {
 	if !edge {
 		if k, ok := wire.ParseRoot(req.Headers.Items()[m.hdr.Root]); ok {

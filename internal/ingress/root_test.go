@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/reqlog"
@@ -97,4 +98,16 @@ func TestMintRoot(t *testing.T) {
 		seen[k] = true
 	}
 	assert.Len(t, seen, 1000)
+}
+
+// withMint mints root keys with mint, which never returns 0. Default:
+// mintRoot.
+func withMint(mint func() uint64) Option {
+	return optionFunc(func(o *options) { o.mint = mint })
+}
+
+// withAdmissionClock has admission, and the requests it times, read the
+// time from now, monotonic. Default time.Now.
+func withAdmissionClock(now func() time.Time) Option {
+	return optionFunc(func(o *options) { o.admissionNow = now })
 }

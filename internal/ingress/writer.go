@@ -6,11 +6,8 @@ import (
 )
 
 // writer is the ResponseWriter a handler writes to under errown. It keeps
-// what the encoding says of an application error (a Thrift exception, a
-// protobuf error), which a handler reports without returning an error, and
-// keeps errown's own response headers errown's: a claim, no-retry, code or
-// storm header the handler sets or forwards from its own callee is
-// dropped, so the only one on the response is the one errown decides.
+// what the encoding says of an application error, and drops errown's own
+// response headers the handler sets or forwards from its callee.
 type writer struct {
 	transport.ResponseWriter
 	m *Middleware

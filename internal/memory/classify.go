@@ -1,8 +1,35 @@
 package memory
 
 import (
+	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/defaults"
 	"github.com/errown/errown/ownership"
 )
+
+// Classifier says what kind an edge is. Implementations are safe for
+// concurrent use and cheap: the inbound middleware calls Kind once per
+// failed outbound call of a failed request.
+type Classifier interface {
+	Kind(ownership.Edge) ownership.EdgeKind
+}
+
+// Learner is a Classifier that also learns from the failures it is asked
+// about: Memory, and Static over a Memory.
+type Learner interface {
+	Classifier
+	Observer
+	// Learn returns the kind of e as Kind would, then counts one failed
+	// call on e as Observe would, in one step.
+	Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind
+}
+
+// Unknown is a Classifier that knows nothing: every edge is unknown.
+type Unknown struct{}
+
+var _ Classifier = Unknown{}
+
+// Kind returns ownership.KindUnknown.
+func (Unknown) Kind(ownership.Edge) ownership.EdgeKind { return ownership.KindUnknown }
 
 // Ratio is P(caller failed | callee failed) as counted: joint failures over
 // callee failures. It is 0 when there are no callee failures.
@@ -52,4 +79,16 @@ type Thresholds struct {
 	// MinSamples is the least number of callee failures in the window
 	// before an edge is classified at all.
 	MinSamples int64
+}
+
+// ThresholdsOf returns the thresholds cfg classifies edges with, defaults
+// applied, for Classify.
+func ThresholdsOf(cfg depmem.Config) Thresholds {
+	cfg = defaults.Fill(cfg, depmem.DefaultConfig())
+	return Thresholds{
+		Close:      cfg.CloseThreshold,
+		Open:       cfg.OpenThreshold,
+		Hysteresis: cfg.Hysteresis,
+		MinSamples: int64(cfg.MinSamples),
+	}
 }

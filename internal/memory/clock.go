@@ -12,13 +12,10 @@ import (
 const _minTick = 10 * time.Millisecond
 
 // clock is the time a Memory reads, in nanoseconds since the Unix epoch:
-// coarse between begin and end (internal/coarseclock), so that Observe and
-// Kind load an int64 rather than read the clock. The real clock is read as
-// its time at creation plus its monotonic reading since: the memory's time
-// follows the monotonic clock, not steps of the wall clock, while the
-// process runs. A test's clock (withClock) is always read exactly. With
-// the default window (10 minutes in 10 buckets) the tick is 100ms, 0.17%
-// of a bucket.
+// coarse between Start and Stop (internal/coarseclock), so that Observe
+// and Kind load an int64 rather than read the clock, and following the
+// monotonic clock from its creation. A test's clock (withClock) is read
+// exactly. With the default window the tick is 100ms, 0.17% of a bucket.
 type clock struct {
 	*coarseclock.Clock
 	startNanos int64
@@ -46,10 +43,3 @@ func coarseTick(width time.Duration) time.Duration {
 func (c *clock) nanos() int64 {
 	return c.startNanos + int64(c.Elapsed())
 }
-
-// begin starts the ticking goroutine, unless it runs or the clock never
-// ticks.
-func (c *clock) begin() { c.Start() }
-
-// end stops the ticking goroutine, if it runs, and waits for it to return.
-func (c *clock) end() { c.Stop() }

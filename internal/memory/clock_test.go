@@ -32,16 +32,16 @@ func TestClockCoarseWhileStarted(t *testing.T) {
 	assert.InDelta(t, time.Now().UnixNano(), before, float64(time.Second), "the real clock")
 	assert.False(t, c.Coarse(), "exact before begin")
 
-	c.begin()
-	c.begin() // a second begin does nothing
+	c.Start()
+	c.Start() // a second begin does nothing
 	require.True(t, c.Coarse(), "coarse once begun")
 	at := c.nanos()
 	assert.GreaterOrEqual(t, at, before, "never behind an earlier reading")
 	assert.Equal(t, at, c.nanos(), "between ticks: as of the last")
 	require.Eventually(t, func() bool { return c.nanos() > at }, 5*time.Second, 10*time.Millisecond, "ticks")
 
-	c.end()
-	c.end() // a second end does nothing
+	c.Stop()
+	c.Stop() // a second end does nothing
 	assert.False(t, c.Coarse(), "exact after end")
 	assert.GreaterOrEqual(t, c.nanos(), at)
 	// goleak (TestMain) checks that the ticking goroutine has exited.
@@ -57,8 +57,8 @@ func TestClockNeverCoarse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.give.begin()
-			defer tt.give.end()
+			tt.give.Start()
+			defer tt.give.Stop()
 			assert.False(t, tt.give.Coarse())
 		})
 	}
@@ -92,4 +92,10 @@ func TestMemoryNow(t *testing.T) {
 	before := time.Now()
 	got := real.Now()
 	assert.WithinDuration(t, before, got, 200*time.Millisecond, "coarse: within a tick of the real clock")
+}
+
+// withClock reads the time from now, exactly at every reading: the
+// coarse clock never runs on it (see clock).
+func withClock(now func() time.Time) Option {
+	return optionFunc(func(o *options) { o.now = now })
 }

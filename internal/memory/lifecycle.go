@@ -12,12 +12,10 @@ import (
 // ErrStarted is returned by a second Start.
 var ErrStarted = errors.New("depmem: memory already started")
 
-// Start loads the snapshot, if one is configured, and starts the
-// background work: writing snapshots, polling the fleet, and the coarse
-// clock that Observe and Kind read rather than the real one (see clock),
-// all of which Stop ends and waits for. A snapshot that cannot be read is
-// logged and ignored; the memory then starts empty.
-// Start must be followed by Stop; a second Start returns ErrStarted.
+// Start loads the snapshot, if one is configured (one that cannot be read
+// is logged and ignored), and starts the background work: snapshots, fleet
+// polls and the coarse clock (see clock), which Stop ends and waits for.
+// A second Start returns ErrStarted.
 func (m *Memory) Start() error {
 	m.lifeMu.Lock()
 	defer m.lifeMu.Unlock()
@@ -31,7 +29,7 @@ func (m *Memory) Start() error {
 			m.logger.Warn("errown: ignoring dependency memory snapshot", zap.String("path", path), zap.Error(err))
 		}
 	}
-	m.clock.begin()
+	m.clock.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.stop = cancel
 	m.done = make(chan struct{})
@@ -51,7 +49,7 @@ func (m *Memory) Stop() error {
 	<-m.done
 	m.stop = nil
 	m.saveLogged()
-	m.clock.end()
+	m.clock.Stop()
 	return nil
 }
 

@@ -26,21 +26,15 @@ type Observer interface {
 }
 
 // Memory learns edge kinds from traffic over a sliding window. It is safe
-// for concurrent use. Observing a failure on an edge it already knows
-// allocates nothing and takes no lock: the edge is found in a copy of the
-// edge set read without one, its counts and kind are atomics, and only the
-// first failure of a time slice in its bucket locks the edge's window, to
-// empty the bucket (see window). Kind takes no lock either.
+// for concurrent use. Observing a failure on a known edge allocates
+// nothing and takes no lock: the edge is found in a copy of the edge set,
+// its counts and kind are atomics, and only the first failure of a time
+// slice locks the edge's window, to empty the bucket (see window). Kind
+// takes no lock either.
 //
-// It tracks at most Config.MaxEdges edges. When a new edge needs room and
-// every place is taken, the edges not observed for a full window (whose
-// window is empty, so whose kind is unknown anyway) are evicted; only when
-// none is evictable is the observation dropped, and counted in
-// depmem.edges_overflow. Eviction runs only then, off the path of known
-// edges: one pass over the edges evicts every idle one and notes when the
-// next one can go idle at the earliest, and until then a full memory drops
-// new edges without scanning, so a full memory is scanned at most once
-// per bucket width.
+// It tracks at most Config.MaxEdges edges, evicting idle ones (package
+// depmem, "Bounded state") in one pass that notes when the next can go
+// idle, so a full memory is scanned at most once per bucket width.
 type Memory struct {
 	cfg        depmem.Config
 	thresholds Thresholds
@@ -57,13 +51,10 @@ type Memory struct {
 	// views list, and noIdleBefore.
 	mu    sync.RWMutex
 	edges map[ownership.Edge]*edgeState
-	// read is a copy of edges that the request path looks edges up in
-	// without a lock; it is never changed, only replaced, under mu: after
-	// an eviction, and once edges it lacks were looked up (misses) as many
-	// times as edges holds, so that a lookup costs O(1) copied entries
-	// amortized. That is sync.Map's original scheme, kept here because
-	// sync.Map hashes its interface keys by reflection, which cost more
-	// than the read lock it saved.
+	// read is a copy of edges that the request path reads without a lock,
+	// replaced under mu after an eviction and once edges it lacks were
+	// looked up (misses) as many times as edges holds: sync.Map's original
+	// scheme, without its hashing of interface keys by reflection.
 	read   atomic.Pointer[map[ownership.Edge]*edgeState]
 	misses atomic.Int64
 	// last is the edge a failure was last observed on: during an outage
@@ -305,12 +296,9 @@ func (m *Memory) evictIdle(now int64) bool {
 }
 
 // newEdgeState returns the state of a new edge e, touched at time slice
-// now, with its counters in a scope tagged with the edge. Eviction closes
-// that scope, and tally drops a closed scope at its next report, so tally
-// holds no more than the edges tracked plus those evicted since the last
-// report. An edge seen again gets a fresh scope with the same name and
-// tags: the same series for the reporter, which keeps counting it
-// (Prometheus's reporter, for one, keeps every series it was given).
+// now, with its counters in a scope tagged with the edge, which eviction
+// closes so that tally drops it at its next report. An edge seen again
+// gets a fresh scope: the same series for the reporter.
 func (m *Memory) newEdgeState(e ownership.Edge, now int64) *edgeState {
 	s := &edgeState{edge: e, w: newWindow(m.cfg.Buckets, now)}
 	if m.noop {

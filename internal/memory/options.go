@@ -36,9 +36,3 @@ func (f optionFunc) apply(o *options) { f(o) }
 // WithSinks logs to s.Logger and sends metrics to s.Scope, each that is
 // not nil. Default: obs.Defaults().
 func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
-
-// withClock reads the time from now, exactly at every reading: the
-// coarse clock never runs on it (see clock).
-func withClock(now func() time.Time) Option {
-	return optionFunc(func(o *options) { o.now = now })
-}

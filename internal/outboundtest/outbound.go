@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/errown/errown/internal/adapt"
 	"go.uber.org/yarpc/api/transport"
 )
 
@@ -47,6 +48,8 @@ type Request struct {
 // empty script answers every call with an empty response). It records
 // every request and the body of every response it returned.
 type Outbound struct {
+	adapt.NoLifecycle
+
 	script []Step
 
 	mu     sync.Mutex
@@ -66,18 +69,6 @@ var _ transport.UnaryOutbound = (*Outbound)(nil)
 func New(script ...Step) *Outbound {
 	return &Outbound{script: script}
 }
-
-// Transports implements transport.Outbound: none.
-func (*Outbound) Transports() []transport.Transport { return nil }
-
-// Start implements transport.Lifecycle: there is nothing to start.
-func (*Outbound) Start() error { return nil }
-
-// Stop implements transport.Lifecycle: there is nothing to stop.
-func (*Outbound) Stop() error { return nil }
-
-// IsRunning implements transport.Lifecycle: always.
-func (*Outbound) IsRunning() bool { return true }
 
 // Call records req and answers with the script's step for this call.
 // It reads the request's body to its end before the step runs, as a

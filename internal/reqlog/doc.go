@@ -11,15 +11,8 @@
 // call to its Egress, with the attempts and refusals the retry middleware
 // (package internal/retrier) recorded in a Result.
 //
-// Map bounds the Logs in flight (Config: MaxInFlight, Shards).
-// It counts them, and does not keep them: each shard is one atomic count
-// with its own share of MaxInFlight. Each request counts its Log in a
-// shard picked at random, trying the next ones when it is full, so
-// concurrent requests rarely contend. Past MaxInFlight, Open refuses and
-// the request is served untracked.
-//
-// With admission on, the Map watches each Log's outbound calls
-// (Map.WatchCalls): a request parks its admission slot while at least one
-// of its calls is under way (Parker), and a measured one times that wait
-// (Log.CallTime), so that admission judges the service's own time.
+// Map bounds the Logs in flight (Config); past MaxInFlight the request is
+// served untracked. With admission on, the Map watches each Log's outbound
+// calls (Map.WatchCalls): a request parks its admission slot while one is
+// under way (Parker), and a measured one times that wait (Log.CallTime).
 package reqlog

@@ -16,40 +16,33 @@ type Log struct {
 	// Egress holds the request's outbound calls.
 	Egress calls.EgressLog
 	// root is the key of the root request the request is part of, which
-	// its marked calls carry: set when the request came with one (or
-	// admission judged it by one), else minted on first use (Root).
+	// its marked calls carry: set, or minted on first use (Root).
 	root atomic.Uint64
-	// owner is the Map that counts the Log, from Insert (it stays set
-	// after Remove: a call the handler left under way reads its clock),
-	// and shard the index of its shard there (_removed after Remove).
+	// owner is the Map that counts the Log, from Insert on (a call left
+	// under way reads its clock after Remove), shard its shard there
+	// (_removed after Remove).
 	owner *Map
 	shard uint32
-	// calls counts the request's outbound calls under way (_callsCount):
-	// one still under way when the request ends makes its storm unknown;
+	// calls counts the outbound calls under way (_callsCount), with
 	// _callsEnded once EndCalls was called.
 	calls atomic.Int32
-
-	// flags holds _noRetry, _callerFault, _marked, _unmarkedCall and
-	// _timed, in one word beside calls so that a Log stays small.
+	// flags holds the bits _noRetry ... _timed.
 	flags atomic.Uint32
-	// callTime is, once TimeCalls was called, the wall time during which
-	// at least one of the request's outbound calls was under way, in
-	// microseconds on the owner's clock, modulo 2^32: each time calls
-	// goes from 0 to 1 it takes away the clock's reading, each time it
-	// goes back to 0 it adds it, so that concurrent calls count once. Only
-	// the sum is read, so the wrap does no harm under 71 minutes. In
-	// the word of padding after flags: a Log stays in its size class.
+	// callTime is, once TimeCalls was called, the time during which at
+	// least one outbound call was under way, in microseconds on the
+	// owner's clock modulo 2^32: a call that makes calls go from 0 to 1
+	// takes away the clock's reading, one that brings it back to 0 adds
+	// it. Only the sum is read, so the wrap does no harm under 71 minutes.
 	callTime atomic.Uint32
 }
 
 // SetRoot sets the key of the root request the request is part of.
 func (l *Log) SetRoot(k uint64) { l.root.Store(k) }
 
-// Root returns the key of the root request the request is part of, for
-// its marked calls to carry: the one set, or else one minted now by the
-// owner's mint (Map.MintRoots), once for all its calls, so that the
-// steady state, which marks no call, mints none. It is 0 (no key) for a
-// Log of a Map that mints none.
+// Root returns the key of the root request the request is part of: the
+// one set, or else one minted now, once, by the owner's mint
+// (Map.MintRoots), so that the steady state mints none; 0 for a Log of a
+// Map that mints none.
 func (l *Log) Root() uint64 {
 	if k := l.root.Load(); k != 0 || l.owner == nil || l.owner.mint == nil {
 		return k
@@ -144,19 +137,17 @@ const (
 )
 
 // CallStarted counts an outbound call of the request under way, until
-// CallEnded: after its storm is added and its entry appended. When no
-// other call was under way, the request starts waiting for its calls: in
-// a Map that watches calls (Map.WatchCalls) its admission slot is parked
-// and, for a timed Log (TimeCalls), the clock read.
+// CallEnded. When no other call was under way, the request starts waiting
+// for its calls: its admission slot is parked (Map.WatchCalls) and, for a
+// timed Log, the clock read.
 func (l *Log) CallStarted() {
 	if l.calls.Add(1) == 1 {
 		l.waiting(true)
 	}
 }
 
-// CallEnded ends what CallStarted began. When no other call is under way
-// any more, the request stops waiting for its calls: its slot is taken
-// back and the clock read.
+// CallEnded ends what CallStarted began, after the call's storm is added
+// and its entry appended; the last one takes the slot back.
 func (l *Log) CallEnded() {
 	if l.calls.Add(-1) == 0 {
 		l.waiting(false)
@@ -186,30 +177,26 @@ func (l *Log) waiting(start bool) {
 }
 
 // TimeCalls has the Log measure how long the request's outbound calls
-// keep it waiting (CallTime), on the clock of the Map that holds it
-// (Map.WatchCalls); it does nothing when the Map watches no calls. Call
-// it before the request's first outbound call. An untimed Log's calls
-// read no clock.
+// keep it waiting (CallTime) when its Map watches calls. Call it before
+// the request's first outbound call.
 func (l *Log) TimeCalls() {
 	if l.owner != nil && l.owner.parker != nil {
 		l.flags.Or(_timed)
 	}
 }
 
-// EndCalls ends the request for admission, in a Map that watches calls:
-// from now on its calls neither park, resume nor time it. It reports
-// whether the request was parked (a call it left under way), for its
-// caller to take its slot back (Parker.Unpark) before it gives it up.
-// Call it once, as the request ends, before CallTime.
+// EndCalls ends the request for admission: its calls park, resume and
+// time it no more. It reports whether the request was parked (a call left
+// under way), for its caller to Unpark before it gives its slot up. Call
+// it once, as the request ends, before CallTime.
 func (l *Log) EndCalls() (parked bool) {
 	old := l.calls.Or(_callsEnded)
 	return old&_callsEnded == 0 && old&_callsCount != 0
 }
 
-// CallTime returns the wall time during which at least one of the
-// request's outbound calls was under way, since TimeCalls: calls made at
-// once (a fan-out) count once. A call still under way counts until now.
-// It is 0 for a Log TimeCalls did not time.
+// CallTime returns the time during which at least one of the request's
+// outbound calls was under way since TimeCalls (a fan-out counts once; a
+// call under way counts until now), 0 for an untimed Log.
 func (l *Log) CallTime() time.Duration {
 	if l.flags.Load()&_timed == 0 {
 		return 0

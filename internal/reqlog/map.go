@@ -13,19 +13,12 @@ import (
 // cores apart. 128 rather than 64 bytes: x86 prefetches lines in pairs.
 const _cacheLine = 128
 
-// Map bounds the requests in flight: it counts the Logs it holds, up to
-// MaxInFlight, and refuses more. It does not keep them (a request carries
-// its Log in its context), only counts them.
-//
-// Nothing in a Map is written by every request (except, at the bound, the
-// count of full shards, which a shard with a share of one, MaxInFlight at
-// most Shards, reaches on every request): each shard counts its own Logs, up to its share of
-// MaxInFlight, in one atomic word of a block of its own, and each request
-// starts in a shard picked at random (see homeOf), so that concurrent
-// requests rarely meet in one shard. A request costs two atomic additions
-// on its shard's word (Insert, Remove): a Map counts, not keeps, because
-// shards of locks and slices cost a lock, an append and an unlock twice
-// (BenchmarkMap).
+// Map bounds the requests in flight: it counts the Logs it holds (a
+// request carries its Log in its context), up to MaxInFlight, and refuses
+// more. Each shard counts its own Logs, up to its share of MaxInFlight, in
+// one atomic word of a block of its own, and each request starts in a
+// shard picked at random (see homeOf), so that concurrent requests rarely
+// meet: a request costs two atomic additions (Insert, Remove).
 type Map struct {
 	shards []*shard // each allocated alone: see shard
 	mask   uint64
@@ -78,10 +71,8 @@ func (m *Map) micros() uint32 {
 }
 
 // shard is one count of Logs and its share of MaxInFlight, in one block of
-// _cacheLine bytes. Shards are allocated one by one, which puts each at
-// the start of its own block (an array of them may start past a block's
-// start, so that every shard would straddle two blocks and share one with
-// its neighbour).
+// _cacheLine bytes. Shards are allocated one by one, each at the start of
+// its own block (an array's elements could straddle two).
 type shard struct {
 	// n counts the Logs the shard holds, and for a moment an Insert that
 	// found it full and takes its addition back: at most max of them are
@@ -118,20 +109,16 @@ func NewMap(cfg Config) (*Map, error) {
 }
 
 // Full reports whether every shard held its share a moment ago, or looked
-// as if it did: a caller that allocates its Log itself (see Insert) asks
-// first, and allocates nothing for a request the Map would refuse. Under
-// churn at the bound, a shard that a Remove left and an Insert filled
-// again can be counted full twice for a moment (the Insert's addition to
-// the count of full shards lands before the Remove's subtraction), so
-// Full can report true while one slot is free: that request is served
-// untracked, as one past the bound is.
+// as if it did: a caller asks it before it allocates a Log. Under churn at
+// the bound a shard can be counted full twice for a moment, so Full can
+// report true while one slot is free: that request is served untracked,
+// as one past the bound is.
 func (m *Map) Full() bool {
 	return m.full.Load() == int64(len(m.shards))
 }
 
-// Open counts a fresh Log for procedure in and returns it. It returns nil
-// when it finds every shard full: MaxInFlight logs are held, or were a
-// moment ago (see insertFrom).
+// Open counts a fresh Log for procedure and returns it, or nil when it
+// finds every shard full (see insertFrom).
 func (m *Map) Open(procedure string) *Log {
 	if m.Full() {
 		return nil
@@ -143,9 +130,9 @@ func (m *Map) Open(procedure string) *Log {
 	return l
 }
 
-// OpenContext is Open with a child of ctx that carries the Log, in one
-// allocation: the Log lives in the context node that carries it. It returns ctx and nil when
-// it finds every shard full, as Open does.
+// OpenContext counts a fresh Log for procedure and returns it with a
+// child of ctx that carries it, in one allocation. It returns ctx and nil
+// when it finds every shard full (see insertFrom).
 func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Context, *Log) {
 	if m.Full() {
 		return ctx, nil
@@ -157,12 +144,10 @@ func (m *Map) OpenContext(ctx context.Context, procedure string) (context.Contex
 	return c, &c.Log
 }
 
-// Insert counts l, a fresh Log the caller allocated (in a larger struct of
-// its own, with what else the request needs) and no Map holds, in a shard
-// with room,
-// trying l's home first (see homeOf), as Open does. It reports
-// false when it finds every shard full; a caller asks Full first, before
-// it allocates.
+// Insert counts l, a fresh Log the caller allocated and no Map holds, in a
+// shard with room, trying l's home first (see homeOf). It reports false
+// when it finds every shard full; a caller asks Full first, before it
+// allocates.
 func (m *Map) Insert(l *Log) bool {
 	_, ok := m.insertFrom(m.homeOf(l), l)
 	return ok

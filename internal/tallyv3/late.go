@@ -1,6 +1,7 @@
 package tallyv3
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +96,7 @@ func (s lateScope) Histogram(name string, b tally.Buckets) tally.Histogram {
 }
 
 func (s lateScope) Tagged(tags map[string]string) tally.Scope {
-	tags = copyTags(tags)
+	tags = maps.Clone(tags)
 	return lateScope{b: s.b, path: func(root tally.Scope) tally.Scope { return s.path(root).Tagged(tags) }}
 }
 
@@ -109,14 +110,6 @@ func (s lateScope) Capabilities() tally.Capabilities {
 		return s.path(*r).Capabilities()
 	}
 	return tally.NoopScope.Capabilities()
-}
-
-func copyTags(tags map[string]string) map[string]string {
-	out := make(map[string]string, len(tags))
-	for k, v := range tags {
-		out[k] = v
-	}
-	return out
 }
 
 type lateCounter struct{ t atomic.Pointer[tally.Counter] }

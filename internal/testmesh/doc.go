@@ -4,15 +4,10 @@
 // errown.Middleware.Apply applies it, or a grpc-go server or a net/http
 // server with errown on it through the grpcgo and nethttp adapters.
 //
-// In docs/DESIGN.md's data flow it stands outside errown, as a user's
-// service does: Start builds the node's errown from an errown.Config,
-// starts it before the node serves and stops it after the node stopped,
-// as errown.Module does through fx. A node listens on an ephemeral port,
-// or on the port it is given (a node started again where it crashed).
-// What the node serves, whom it calls and what the test records on its
-// way in and out are the caller's: handlers, callees and middleware are
-// fields of Config.
-//
-// Endpoint builds the yarpc transports of one dispatcher, at most one of
-// each kind, with the inbound and the outbounds a node or a client needs.
+// It stands outside errown, as a user's service does: Start builds the
+// node's errown from an errown.Config, starts it before the node serves
+// and stops it after, as errown.Module does through fx. A node listens on
+// an ephemeral port, or on the port it is given (a node started again
+// where it crashed). Handlers, callees and middleware are fields of
+// Config. Endpoint builds the yarpc transports of one dispatcher.
 package testmesh

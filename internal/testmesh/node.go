@@ -14,6 +14,7 @@ import (
 	"go.uber.org/yarpc"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/peer"
+	"go.uber.org/yarpc/api/transport"
 	"google.golang.org/grpc"
 )
 
@@ -287,15 +288,13 @@ func NewClient(name string, opts TransportOptions, outbound middleware.UnaryOutb
 func (e *Endpoint) outboundsTo(callees []Callee) (yarpc.Outbounds, error) {
 	outbounds := make(yarpc.Outbounds, len(callees))
 	for _, c := range callees {
+		var outs transport.Outbounds
+		var err error
 		if len(c.Addrs) > 0 {
-			outs, err := e.replicaOutbounds(Wire(c.Kind), c.Addrs, c.List, c.Chooser)
-			if err != nil {
-				return nil, err
-			}
-			outbounds[c.Name] = outs
-			continue
+			outs, err = e.replicaOutbounds(Wire(c.Kind), c.Addrs, c.List, c.Chooser)
+		} else {
+			outs, err = e.Outbounds(Wire(c.Kind), c.Addr)
 		}
-		outs, err := e.Outbounds(Wire(c.Kind), c.Addr)
 		if err != nil {
 			return nil, err
 		}

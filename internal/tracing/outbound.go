@@ -12,27 +12,14 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// Decided logs on the span of the caller making req (the span of ctx, the
-// outbound call's context, above the transport's per-attempt spans) what
-// the retry middleware decided once an attempt failed, as the call's
-// result holds it:
-// errown.retry when it retries after wait, errown.retry_refused when it
-// refused a retry the error was retryable for (refused is state.Refused
-// before the decision: a refusal is logged when the decision made it). A
-// failure not retryable by nature and a policy's last attempt spent log
-// nothing; the retry middleware does not call it for an attempt shed
-// unsent. In observe mode each event says so,
-// and an unclaimed error logs the refusal errown would have made while
-// the retry goes.
-//
-// When the call's attempts went through a peer chooser that records their
-// peers (package retrypeer), each event names the peer the failed attempt
-// went to (errown.peer: the latest one recorded, as peer.Identifier
-// names it); else it has no such field.
-//
-// On an OpenTelemetry client span of the call alone (otelhttp's around
-// nethttp.Transport, grpc-go's call span), a retry sets
-// http.request.resend_count to the resends made so far.
+// Decided logs on the span of ctx, the outbound call's context, what the
+// retry middleware decided once an attempt failed: errown.retry when it
+// retries after wait, errown.retry_refused when it refused a retry the
+// error was retryable for (refused is state.Refused before the decision)
+// or, in observe mode, for an unclaimed error the refusal enforce mode
+// would have made. Each event names the failed attempt's peer when a
+// retrypeer chooser recorded it. On an OpenTelemetry client span of the
+// call alone, a retry sets http.request.resend_count.
 func Decided(ctx context.Context, req *transport.Request, state *reqlog.Result, refused wire.Refusal, wait time.Duration, retried, observe bool) {
 	if !wire.RetryableByNature(state.Code) {
 		return

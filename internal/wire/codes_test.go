@@ -170,3 +170,9 @@ func TestCodeTable(t *testing.T) {
 		})
 	}
 }
+
+// IsFailure reports whether an error with code c is the callee's failure
+// rather than its answer.
+func IsFailure(c yarpcerrors.Code) bool {
+	return Info(c).Class == ClassFailure
+}

@@ -1,8 +1,0 @@
-package errowntest
-
-// Transports a Mesh can run services on: yarpc's transport names.
-const (
-	HTTP     = "http"
-	GRPC     = "grpc"
-	TChannel = "tchannel"
-)
