@@ -129,6 +129,12 @@ type bounds struct{ min, max float64 }
 //     answers too: the jump's limit is the requests served at one
 //     answer's admission, often fewer than the workers, and the probe
 //     would take a second or more to find each one left idle.
+//   - Until the first cut, and while the service time has not jumped
+//     (slow start), the limit is _initialLimit, a guess: a binding answer
+//     in time grows it by the room itself, not divided by the limit, so
+//     that it doubles a round trip, and a service that starts under more
+//     requests at once than the guess (a deploy, a failover) finds them
+//     rather than shedding while it grows one a limit's worth at a time.
 //
 // Answers in time move the service time, at once when twice as quick;
 // nothing else does, so that a queue's latency never becomes the service
@@ -219,7 +225,16 @@ func next(e estimate, a answer, b bounds) estimate {
 		// the workers are not all found yet.
 		s = 1
 	}
-	e.limit = bound(e.limit+s/e.limit, b)
+	grow := s / e.limit
+	if e.gen == 0 && e.before == 0 {
+		// Slow start: nothing has cut the limit and the service has not
+		// slowed since it started, so the limit is the initial guess,
+		// not what the service was found to finish in time: it grows by
+		// the room itself, doubling a round trip, so that a service
+		// that starts busy is not shed while it finds its concurrency.
+		grow = s
+	}
+	e.limit = bound(e.limit+grow, b)
 	if math.Floor(e.limit) != f {
 		e.run = 0
 	}
