@@ -7,6 +7,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/depmem"
+	"github.com/errown/errown/internal/admission"
 	"github.com/errown/errown/internal/outboundtest"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -49,8 +50,9 @@ func TestTagCardinalityBounded(t *testing.T) {
 	series := len(snap.Counters()) + len(snap.Gauges()) + len(snap.Timers()) + len(snap.Histograms())
 	// Two counters per tracked edge, six storm series per root procedure
 	// and the "_other" one, plus a fixed set (per callee with a policy,
-	// per refusal reason: inbound.failed_after_denied's nine among them).
-	assert.LessOrEqual(t, series, 2*maxEdges+6*(maxRoots+1)+70, "series after %d distinct procedures", flood)
+	// per refusal reason: inbound.failed_after_denied's nine among them),
+	// and admission's: a shed counter per reason and two gauges.
+	assert.LessOrEqual(t, series, 2*maxEdges+6*(maxRoots+1)+70+len(admission.Reasons)+2, "series after %d distinct procedures", flood)
 	other := snap.Counters()["errown.storm.requests+procedure=_other"]
 	require.NotNil(t, other, "root procedures past the bound share one tag")
 	assert.Equal(t, int64(flood-maxRoots), other.Value())

@@ -89,6 +89,8 @@ func TestCallerCannotSteer(t *testing.T) {
 
 // TestInFlightBound: a flood of concurrent requests cannot grow errown's
 // ingress log past its bound; requests over it are served untracked.
+// Admission is disabled: the flood is held in the handler until all of
+// it arrived, which admission would not let it do.
 func TestInFlightBound(t *testing.T) {
 	const bound, flood = 8, 64
 	scope := tally.NewTestScope("", nil)
@@ -98,7 +100,10 @@ func TestInFlightBound(t *testing.T) {
 	mesh := errowntest.NewMesh(t)
 	mesh.Start(errowntest.ServiceConfig{
 		Name: _b, Transport: errowntest.HTTP,
-		Errown:        &errown.Config{InboundConfig: errown.InboundConfig{Ingress: inbound.IngressConfig{MaxInFlight: bound}}},
+		Errown: &errown.Config{InboundConfig: errown.InboundConfig{
+			Ingress:   inbound.IngressConfig{MaxInFlight: bound},
+			Admission: inbound.AdmissionConfig{Mode: inbound.AdmissionDisabled},
+		}},
 		ErrownOptions: []errown.Option{errown.WithScope(scope)},
 		Handler: func(ctx context.Context, _ *errowntest.Client, body []byte) ([]byte, error) {
 			arrived.Done()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/errown/errown/errowntest"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/internal/testtime"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
@@ -259,6 +260,9 @@ func TestHedgingBoundPerCallPath(t *testing.T) {
 				start := func(name string, h errowntest.Handler, callees ...string) {
 					cfg := stormConfig(retry.ModeEnforce, callees...)
 					cfg.Retry.Budget = tt.budget
+					// Admission off: the test bounds what the hedges
+					// send D, which D's shedding would hide.
+					cfg.Admission.Mode = inbound.AdmissionDisabled
 					sc := errowntest.ServiceConfig{Name: name, Transport: tr, Errown: cfg, Callees: callees, Handler: h}
 					if len(callees) > 0 {
 						hedgers[name] = &hedging{delay: _hedgeDelay}

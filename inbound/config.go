@@ -40,25 +40,24 @@ type Config struct {
 	Admission AdmissionConfig `yaml:"admission,omitempty"`
 }
 
-// AdmissionMode says whether the service sheds load: disabled, observe
-// or enforce. Its values are not retry.Mode's: admission has disabled,
-// and is off unless asked for.
+// AdmissionMode says whether the service sheds load: enforce, observe
+// or disabled. Its values are not retry.Mode's: admission has disabled.
 type AdmissionMode string
 
 // Values of AdmissionConfig.Mode.
 const (
-	// AdmissionDisabled serves every request as it comes. The default.
-	// (Not "off": YAML reads an unquoted off as false.)
+	// AdmissionDisabled serves every request as it comes. (Not "off":
+	// YAML reads an unquoted off as false.)
 	AdmissionDisabled AdmissionMode = "disabled"
 	// AdmissionObserve serves every request as it comes, and counts what
 	// enforce would shed (inbound.shed with mode observe).
 	AdmissionObserve AdmissionMode = "observe"
-	// AdmissionEnforce sheds.
+	// AdmissionEnforce sheds. The default.
 	AdmissionEnforce AdmissionMode = "enforce"
 )
 
 // Validate reports whether m is an admission mode errown knows ("" is
-// the default, disabled), as the key mode.
+// the default, enforce), as the key mode.
 func (m AdmissionMode) Validate() error {
 	switch m {
 	case "", AdmissionDisabled, AdmissionObserve, AdmissionEnforce:
@@ -83,7 +82,7 @@ func (m AdmissionMode) Validate() error {
 // retrypeer), never on this one; the callers' overload limits do not
 // count it (they count timeouts). The defaults need no tuning.
 type AdmissionConfig struct {
-	// Mode is "disabled" (the default), "observe" or "enforce".
+	// Mode is "enforce" (the default), "observe" or "disabled".
 	Mode AdmissionMode `yaml:"mode,omitempty"`
 	// MaxQueue bounds the requests waiting for a worker once the limit is
 	// reached; retries and requests of callers in an incident may take
@@ -179,7 +178,7 @@ type IngressConfig struct {
 }
 
 // DefaultConfig returns the configuration a zero Config means: no edge
-// declared, admission disabled.
+// declared, admission enforcing.
 func DefaultConfig() Config {
 	return Config{
 		Headers:           ownership.DefaultHeaders(),
@@ -187,7 +186,7 @@ func DefaultConfig() Config {
 		UnknownEdges:      UnknownCorrelated,
 		Ingress:           IngressConfig(reqlog.DefaultConfig()),
 		Admission: AdmissionConfig{
-			Mode:     AdmissionDisabled,
+			Mode:     AdmissionEnforce,
 			MaxQueue: 32,
 			MinLimit: 2,
 			MaxLimit: 1000,

@@ -35,5 +35,5 @@ func TestAdmissionModeValidate(t *testing.T) {
 func TestConfigValidateAdmissionMode(t *testing.T) {
 	err := Config{Admission: AdmissionConfig{Mode: "strict"}}.Validate()
 	assert.EqualError(t, err, `admission.mode: must be "disabled", "observe" or "enforce", got "strict"`)
-	assert.Equal(t, AdmissionDisabled, DefaultConfig().Admission.Mode)
+	assert.Equal(t, AdmissionEnforce, DefaultConfig().Admission.Mode)
 }

@@ -146,8 +146,14 @@ func TestAdmissionObserveServesAll(t *testing.T) {
 	require.NoError(t, <-over)
 }
 
-func TestAdmissionDisabled(t *testing.T) {
+func TestAdmissionEnforcedByDefault(t *testing.T) {
 	e := newEnv(t, inbound.Config{})
+	_, _, on := e.mw.AdmissionLimit()
+	assert.True(t, on)
+}
+
+func TestAdmissionDisabled(t *testing.T) {
+	e := newEnv(t, inbound.Config{Admission: inbound.AdmissionConfig{Mode: inbound.AdmissionDisabled}})
 	_, _, on := e.mw.AdmissionLimit()
 	assert.False(t, on)
 	require.NoError(t, e.mw.Handle(context.Background(), request("http"), &transporttest.FakeResponseWriter{}, ok))

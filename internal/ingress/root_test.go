@@ -38,8 +38,11 @@ func TestRootKey(t *testing.T) {
 		{name: "invalid: minted, admitted as a visit", give: map[string]string{"errown-root": "0x12"}, wantRoot: minted},
 		{name: "zero: minted, admitted as a visit", give: map[string]string{"errown-root": "0"}, wantRoot: minted},
 		{
-			name:     "an edge request's key is not errown's: minted",
-			cfg:      inbound.Config{Edge: inbound.EdgeConfig{Callers: []string{"outside"}}},
+			name: "an edge request's key is not errown's: minted",
+			cfg: inbound.Config{
+				Edge:      inbound.EdgeConfig{Callers: []string{"outside"}},
+				Admission: inbound.AdmissionConfig{Mode: inbound.AdmissionDisabled},
+			},
 			caller:   "outside",
 			give:     map[string]string{"errown-root": "abc"},
 			wantRoot: minted,

@@ -82,7 +82,7 @@ func CapacityArms() []Arm {
 		{Name: ArmFailsafe, Policy: PolicyNaive, Failsafe: &Failsafe{Server: true}},
 		{Name: ArmErrown, Policy: PolicyOwnership, Errown: admissionAt(inbound.AdmissionEnforce)},
 		{Name: ArmErrownObserve, Policy: PolicyOwnership, Mode: retry.ModeObserve, Errown: admissionAt(inbound.AdmissionObserve)},
-		{Name: ArmOracle, Policy: PolicyOwnership, NoQueue: true},
+		{Name: ArmOracle, Policy: PolicyOwnership, NoQueue: true, Errown: admissionAt(inbound.AdmissionDisabled)},
 	}
 }
 

@@ -382,7 +382,8 @@ func (m *mesh) reset() {
 
 // policy returns o.Policy's middleware for node n, retrying per
 // policies, with its metrics on scope: under the ownership policies, for
-// a node that runs errown, its errown's Config (o.Errown changes it) and
+// a node that runs errown, its errown's Config (admission disabled;
+// o.Errown changes it) and
 // options; else, when n retries, the outbound middleware of a retry
 // library blind to claims (retrier.New around attemptTimer, and
 // o.Throttle's adaptive throttle between them); else neither.
@@ -401,6 +402,9 @@ func (o Options) policy(n gnode, policies []retry.PolicyConfig, hook func(inboun
 			Retry:         errown.RetryConfig{Budget: budget, Policies: policies},
 			Memory:        o.Memory,
 		}
+		// The lab's arms compare retry policies: admission, enforcing
+		// by default, is off unless an arm asks for it (CapacityArms).
+		cfg.Admission.Mode = inbound.AdmissionDisabled
 		if o.Errown != nil {
 			o.Errown(&cfg)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/errown/errown"
 	"github.com/errown/errown/e2e/internal/chaos"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,9 +49,10 @@ type rig struct {
 
 // newRig starts an errown with a policy of two attempts for the leaf, a
 // generous budget and the attempts-in-flight limit on, and stops it when
-// the test ends.
+// the test ends. Its admission is disabled: every request is to reach the
+// handler, whose answer the rig checks.
 func newRig(t testing.TB, attemptTimeout time.Duration) *rig {
-	cfg := errown.Config{Retry: errown.RetryConfig{
+	cfg := errown.Config{InboundConfig: errown.InboundConfig{Admission: inbound.AdmissionConfig{Mode: inbound.AdmissionDisabled}}, Retry: errown.RetryConfig{
 		Budget: retry.BudgetConfig{Ratio: 1},
 		Policies: []retry.PolicyConfig{{
 			Service: _leaf, MaxAttempts: _policyAttempts, InitialBackoff: time.Microsecond, MaxBackoff: time.Microsecond,
