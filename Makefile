@@ -102,7 +102,7 @@ peers-smoke:
 # The tests that judge time run on their own too, one package at a time,
 # so that nothing else is on the cores while they measure.
 FAULT_TESTS := ^(TestFaultMatrix|TestLongOutage|TestFaultSoak)$$
-TIMED_LAB_TESTS := ^(TestRunOpenLoop|TestRunCrashAndFail|TestAdmissionFastCheck|TestAdmissionChainFastCheck|TestAdmissionFanoutFastCheck)$$
+TIMED_LAB_TESTS := ^(TestRunOpenLoop|TestRunCrashAndFail|TestAdmissionFastCheck|TestAdmissionChainFastCheck|TestAdmissionFanoutFastCheck|TestAdmissionColdStart)$$
 TIMED_E2E_TESTS := ^(TestRecoveryAfterACapacityDrop|TestAdmissionHoldsGoodput|TestPartialFailure|TestPartialFailureWithHedger|TestObservePredictsEnforce)$$
 
 # The race detector slows every hop: the tests that judge time multiply
