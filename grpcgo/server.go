@@ -72,7 +72,7 @@ func serve(ctx context.Context, in middleware.UnaryInbound, o options, req any, 
 		_ = grpc.SetTrailer(ctx, md)
 	}
 	if !call.called {
-		return nil, grpcError(err) // errown never skips the handler; kept safe
+		return nil, grpcError(err) // errown's admission shed it: the handler never ran
 	}
 	return call.resp, call.err
 }

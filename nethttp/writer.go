@@ -79,9 +79,9 @@ func (rw *writer) Handle(ctx context.Context, _ *transport.Request, resw transpo
 // running the handler, as a yarpc service's HTTP inbound would: its
 // code's status, Rpc-Error-Code and the message as the body.
 func (rw *writer) fail(err error) {
-	code := yarpcerrors.FromError(err).Code()
+	status := yarpcerrors.FromError(err)
+	code, msg := status.Code(), status.Message()
 	text, _ := code.MarshalText()
-	msg := yarpcerrors.FromError(err).Message()
 	h := rw.w.Header()
 	h.Set(_errorCodeHeader, string(text))
 	h.Set(_errorMessageHeader, msg)

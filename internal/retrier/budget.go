@@ -163,22 +163,14 @@ func HedgeAllows(requests, hedges int64, ratio, minPerSecond float64, window tim
 
 // refundHedge takes back a hedge withdrawn in epoch's bucket
 // (withdrawHedge) whose call succeeded, as refund does a retry's.
-func (b *budget) refundHedge(epoch int64) {
-	if !b.plain {
-		b.takeBack(epoch, true, true)
-	}
-}
+func (b *budget) refundHedge(epoch int64) { b.takeBack(epoch, true, true) }
 
 // refund takes back a retry withdrawn in epoch's bucket (withdraw) that
 // succeeded: a retry that works is evidence of an independent failure,
 // not of a storm, and the budget bounds only the retries that fail. A
 // bucket that has left the window since keeps nothing to refund. A
 // plain budget refunds nothing.
-func (b *budget) refund(epoch int64) {
-	if !b.plain {
-		b.takeBack(epoch, false, true)
-	}
-}
+func (b *budget) refund(epoch int64) { b.takeBack(epoch, false, true) }
 
 // unsent takes back a retry withdrawn in epoch's bucket (withdraw) that
 // was sent nowhere (the retry of a shed offered no other instance): it
@@ -189,9 +181,10 @@ func (b *budget) unsent(epoch int64) { b.takeBack(epoch, false, false) }
 // takeBack takes back one withdrawal from epoch's bucket, a hedge's
 // (counted among the retries too) when hedge is set, if the bucket is
 // still epoch's and holds one, counting it refunded when refunded is
-// set.
+// set. A plain budget refunds nothing, but takes back what was sent
+// nowhere.
 func (b *budget) takeBack(epoch int64, hedge, refunded bool) {
-	if b.disabled {
+	if b.disabled || b.plain && refunded {
 		return
 	}
 	b.mu.Lock()

@@ -151,36 +151,36 @@ func goodputBound(t *Topology) float64 {
 		}
 	}
 	visit(t.Nodes[0].Name, 1, 0)
-	for _, n := range t.Nodes {
-		if n.Capacity == nil {
-			continue
-		}
-		for _, tr := range n.Triggers {
-			if tr.Kind != TriggerSlow || tr.Factor <= 0 || t.Rate <= 0 {
-				continue
-			}
-			served := float64(n.Capacity.Workers) / (n.Capacity.ServiceTime.Seconds() * tr.Factor)
-			return math.Min(1, served/(t.Rate*visits[strings.ToLower(n.Name)]))
-		}
+	n, rate, _ := slowed(t)
+	if rate == 0 || t.Rate <= 0 {
+		return 0
 	}
-	return 0
+	return math.Min(1, rate/(t.Rate*visits[strings.ToLower(n.Name)]))
 }
 
 // answerBound returns what the constrained node of t can serve during
 // its slow trigger: its workers' rate while slowed times the trigger's
 // length; 0 when it has no slow trigger.
 func answerBound(t *Topology) float64 {
+	_, rate, tr := slowed(t)
+	return rate * tr.For.Seconds()
+}
+
+// slowed returns the first node of t with a capacity and a slow trigger,
+// its workers' rate while slowed (requests a second) and that trigger;
+// a rate of 0 when there is none.
+func slowed(t *Topology) (Node, float64, Trigger) {
 	for _, n := range t.Nodes {
 		if n.Capacity == nil {
 			continue
 		}
 		for _, tr := range n.Triggers {
 			if tr.Kind == TriggerSlow && tr.Factor > 0 {
-				return float64(n.Capacity.Workers) / (n.Capacity.ServiceTime.Seconds() * tr.Factor) * tr.For.Seconds()
+				return n, float64(n.Capacity.Workers) / (n.Capacity.ServiceTime.Seconds() * tr.Factor), tr
 			}
 		}
 	}
-	return 0
+	return Node{}, 0, Trigger{}
 }
 
 // CapacityScenario returns the capacity scenario (DESIGN.md's "Capacity

@@ -244,17 +244,22 @@ func Recovery(goodput []float64, bin, from, hold time.Duration, threshold float6
 // [from, to): successes ÷ requests sent, NaN with none sent, and the
 // requests sent.
 func goodputOver(sent, good []int, bin, from, to time.Duration) (float64, int) {
-	n, ok := 0, 0
-	for b := range sent {
-		if start := time.Duration(b) * bin; start >= from && start < to {
-			n += sent[b]
-			ok += good[b]
-		}
-	}
+	n, ok := sumOver(sent, bin, from, to), sumOver(good, bin, from, to)
 	if n == 0 {
 		return math.NaN(), 0
 	}
 	return float64(ok) / float64(n), n
+}
+
+// sumOver returns the sum of the bins of v whose start is in [from, to).
+func sumOver[T int | int64](v []T, bin, from, to time.Duration) T {
+	var sum T
+	for b, x := range v {
+		if start := time.Duration(b) * bin; start >= from && start < to {
+			sum += x
+		}
+	}
+	return sum
 }
 
 // summarize fills t.Summary from the series, for root requests sent.
@@ -307,11 +312,7 @@ func (t *Timeline) summarize(requests int) {
 		s.Offered = float64(requests) * n.Visits
 		s.ArrivalsPerOffered = ratio(float64(s.Arrivals), s.Offered)
 		s.ArrivalsPerRequest = ratio(float64(s.Arrivals), float64(requests))
-		for b, v := range n.InTime {
-			if start := time.Duration(b) * bin; start >= from && start < to {
-				s.AnswersDuring += v
-			}
-		}
+		s.AnswersDuring = sumOver(n.InTime, bin, from, to)
 	}
 	for _, r := range t.Retries {
 		s.Retries += r
