@@ -83,7 +83,7 @@ type Controller struct {
 	service atomic.Int64  // est.service
 	gen     atomic.Uint32 // est.gen
 	level   atomic.Uint64 // root keys hashing above it are shed under pressure (AdmitRoot)
-	roots   recentRoots   // whether roots visit more than once (AdmitRoot)
+	roots   recentRoots   // whether roots visit more than once, and those started (AdmitRoot)
 	// mark packs the answers so far (finished, its high 32 bits) and the
 	// time in microseconds since base (the low ones, never 0; 0: no
 	// mark) an admission saw requests served with no answer since; hold

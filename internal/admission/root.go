@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,10 +15,10 @@ import (
 // admitted (AdmitRoot).
 const (
 	// _levelCut is the share of the admitted roots that a refusal of a
-	// request the level let through takes off.
-	_levelCut = 1.0 / 32
-	// _levelStep is what an admission under pressure of a request the
-	// level let through adds to the share of roots admitted.
+	// started root's request takes off.
+	_levelCut = 1.0 / 8
+	// _levelStep is what a root started under pressure adds to the share
+	// of roots admitted.
 	_levelStep = 1.0 / 512
 	// _levelGrow is the factor by which an admission with room (under
 	// half the limit in use, nobody queued) grows the share: from the
@@ -29,11 +30,8 @@ const (
 )
 
 // _reserve is how many of the last slots are kept for the roots
-// below the level; _queueShare the share of the level that may queue.
-const (
-	_reserve    = 1
-	_queueShare = 0.5
-)
+// admitted already and those below the level.
+const _reserve = 1
 
 // _levelAll is the level that admits every root: the steady state.
 const _levelAll = math.MaxUint64
@@ -48,19 +46,21 @@ const (
 	_rootSlots    = 1024     // recent roots kept, by hash
 )
 
-// recentRoots tells whether a service sees the same roots more than once:
-// the roots of its recent requests under pressure, each in the slot of
-// its hash (a later root of the same slot takes it), and the moving share
-// of those requests whose root was there.
+// recentRoots tells whether a service sees the same roots more than once
+// and which it admitted: the roots of its recent requests under pressure
+// and of those it admitted, each in the slot of its hash (a later root of
+// the same slot takes it), and the moving share of the requests under
+// pressure whose root was there.
 type recentRoots struct {
-	mu     sync.Mutex
-	keys   [_rootSlots]uint64
-	repeat float64
+	mu       sync.Mutex
+	keys     [_rootSlots]uint64
+	admitted [_rootSlots]atomic.Uint64
+	repeat   float64
 }
 
 // see records a request of root k, hashing to h, and returns the repeat
-// share.
-func (r *recentRoots) see(k, h uint64) float64 {
+// share and whether a request of k was admitted under pressure before.
+func (r *recentRoots) see(k, h uint64) (float64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := h % _rootSlots
@@ -70,49 +70,58 @@ func (r *recentRoots) see(k, h uint64) float64 {
 	}
 	r.keys[i] = k
 	r.repeat += _repeatWeight * (seen - r.repeat)
-	return r.repeat
+	return r.repeat, r.admitted[i].Load() == k
+}
+
+// admit records that a request of root k, hashing to h, was admitted:
+// the root started here.
+func (r *recentRoots) admit(k, h uint64) {
+	r.admitted[h%_rootSlots].Store(k)
 }
 
 // AdmitRoot is Admit for a request of the root request whose key is root
 // (0: none, as Admit). It admits by root only where roots visit more than
 // once: a service that sees a root about once (its repeat share under
 // pressure below _repeatMin: a chain) admits its requests as Admit does,
-// since there the level would only leave slots idle. Under pressure (half
-// the limit in use, or requests queued) and once a request the level let
-// through was refused,
-// a request whose key hashes above the admission level is shed
-// (ReasonLevel) before it takes a slot or a place in the queue, and so
-// is every root's, the lowest hashes excepted, for the last slots and
-// the queue (see graded): the roots admitted at one visit are the ones
-// admitted at the others, at every service that sees them, rather than
-// a different sixth of the visits at each. With no slot free, a root's
-// request below the level that has less than twice the service time left
-// is refused (ReasonDeadline) rather than queued: it would be granted too
-// late, and the slot is better left to the next visit of a root
-// admitted. A request of an admitted root is not favoured otherwise: a
-// retry is still shed before a first attempt. With room, every request
-// is admitted as by Admit, and the level grows back.
+// since there the level would only leave slots idle.
 //
-// The level moves on the keyed requests under pressure: a request it let
-// through that is refused all the same (or finds no slot and no time to
-// wait) cuts the share of roots admitted
-// by _levelCut, one admitted grows it by _levelStep; one admitted with
-// room grows it by _levelGrow, back to every root within a few dozen
-// answers once the pressure is gone.
+// Under pressure (half the limit in use, or requests queued) a root this
+// service admitted a request of before (started) is admitted as by Admit:
+// it may take the last slot or queue, so that a root admitted at one
+// visit is admitted at the next, rather than a different sixth of the
+// visits of every root. A root not started is admitted only to a free
+// slot, and to the last _reserve slots only if its key hashes below the
+// admission level; otherwise it is shed (ReasonLevel) before it takes a
+// slot or a place in the queue. With no slot free, a started root's
+// request that has less than twice the service time left is refused
+// (ReasonDeadline) rather than queued: it would be granted too late. A
+// started root is not favoured otherwise: a retry is still shed before a
+// first attempt. With room, every request is admitted as by Admit, and
+// the level grows back.
+//
+// The level moves on the keyed requests under pressure: a started root
+// refused (too many roots at once for the limit) cuts the share of roots
+// admitted by _levelCut; a root started under pressure grows it by
+// _levelStep; one admitted with room grows it by _levelGrow, back to
+// every root within a few dozen answers once the pressure is gone.
 func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ticket, string, bool) {
 	if root == 0 {
 		return c.Admit(ctx, p)
 	}
 	served, limit, waiting := c.inflight(), c.limit.Load(), c.waiting.Load()
 	if 2*(served+1) < limit && waiting == 0 {
-		// Room: no pressure, the steady state.
-		if c.level.Load() != _levelAll {
-			c.moveLevel(levelGrow)
+		// Room: no pressure. In the steady state (every root admitted)
+		// nothing is recorded: the level lets every root through until
+		// a started root is refused.
+		if c.level.Load() == _levelAll {
+			return c.Admit(ctx, p)
 		}
-		return c.Admit(ctx, p)
+		c.moveLevel(levelGrow)
+		return c.admitRoot(ctx, p, root, rootHash(root))
 	}
 	h := rootHash(root)
-	if c.roots.see(root, h) < _repeatMin {
+	repeat, started := c.roots.see(root, h)
+	if repeat < _repeatMin {
 		// This service sees each root about once (a chain, not a
 		// fan-out): admitting whole roots would only shed more, and
 		// leave slots idle that visits could fill.
@@ -120,23 +129,34 @@ func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ti
 	}
 	free := limit - served - waiting
 	l := c.level.Load()
-	if l != _levelAll && h > graded(l, free) {
-		return c.refuseRoot(ctx, p, ReasonLevel)
+	if !started {
+		if !admitsNew(l, h, free) {
+			return c.refuseRoot(ctx, p, ReasonLevel)
+		}
+		t, reason, ok := c.admitRoot(ctx, p, root, h)
+		if ok && reason == "" && l != _levelAll {
+			c.moveLevel(levelStep)
+		}
+		return t, reason, ok
 	}
 	if free <= 0 && !c.canWait(ctx) {
-		// No slot free, and no time to wait for one: refused, as too
-		// many roots for the limit.
+		// No slot free, and no time to wait for one.
 		c.moveLevel(levelCut)
 		return c.refuseRoot(ctx, p, ReasonDeadline)
 	}
 	t, reason, ok := c.Admit(ctx, p)
-	switch {
-	case !ok || reason != "":
-		// Refused though the level let it through: too many roots for
-		// the limit.
+	if !ok || reason != "" {
 		c.moveLevel(levelCut)
-	case l != _levelAll:
-		c.moveLevel(levelStep)
+	}
+	return t, reason, ok
+}
+
+// admitRoot is Admit, recording root (hashing to h) as started once
+// admitted.
+func (c *Controller) admitRoot(ctx context.Context, p Priority, root, h uint64) (Ticket, string, bool) {
+	t, reason, ok := c.Admit(ctx, p)
+	if ok && reason == "" {
+		c.roots.admit(root, h)
 	}
 	return t, reason, ok
 }
@@ -228,18 +248,17 @@ func (c *Controller) Level() float64 {
 	return float64(l) / (1 << 64)
 }
 
-// graded returns level l for a request that finds busy requests served
-// or queued under limit: every root while _reserve slots or more are
-// free, l for the last slots, a share of l once none is free (for the
-// queue), so that the last slots go to the roots of the lowest hashes
-// (trunk reservation): a root admitted at one visit finds a slot at the
-// next even when the roots above it do not.
-func graded(l uint64, free int64) uint64 {
+// admitsNew reports whether a root not started, hashing to h, is
+// admitted under pressure at level l with free slots free: any root
+// while more than _reserve slots are free, only those below the level to
+// the last ones, none to the queue (trunk reservation: the last slots go
+// to the roots started and to those of the lowest hashes).
+func admitsNew(l, h uint64, free int64) bool {
 	switch {
 	case free > _reserve:
-		return _levelAll
+		return true
 	case free > 0:
-		return l
+		return h <= l
 	}
-	return uint64(float64(l) * _queueShare)
+	return false
 }

@@ -61,21 +61,24 @@ func TestNextLevel(t *testing.T) {
 	}
 }
 
-func TestGraded(t *testing.T) {
+func TestAdmitsNew(t *testing.T) {
 	l := share(0.4)
+	below, above := share(0.2), share(0.6)
 	tests := []struct {
 		name string
 		free int64
-		want uint64
+		give uint64 // the root's hash
+		want bool
 	}{
-		{name: "more than the reserve free: every root", free: _reserve + 1, want: _levelAll},
-		{name: "the reserved slots: the level", free: _reserve, want: l},
-		{name: "none free: a share of it queues", free: 0, want: uint64(float64(l) * _queueShare)},
-		{name: "queued beyond the limit", free: -3, want: uint64(float64(l) * _queueShare)},
+		{name: "more than the reserve free: above the level", free: _reserve + 1, give: above, want: true},
+		{name: "the reserved slots: below the level", free: _reserve, give: below, want: true},
+		{name: "the reserved slots: above the level", free: _reserve, give: above},
+		{name: "none free: below the level", free: 0, give: below},
+		{name: "queued beyond the limit", free: -3, give: below},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, graded(l, tt.free))
+			assert.Equal(t, tt.want, admitsNew(l, tt.give, tt.free))
 		})
 	}
 }
@@ -112,12 +115,13 @@ func pressed(t *testing.T, l uint64, free int) (*Controller, []Ticket) {
 
 func TestAdmitRoot(t *testing.T) {
 	l := share(0.4)
-	below, between, above := keyWhere(t, 0, l/4), keyWhere(t, l/2+1, l), keyWhere(t, l+1, _levelAll)
+	below, above := keyWhere(t, 0, l), keyWhere(t, l+1, _levelAll)
 	tests := []struct {
 		name       string
 		level      uint64
 		free       int
 		give       uint64 // the root key
+		started    bool   // a request of the root admitted before
 		wantReason string
 		wantOK     bool
 	}{
@@ -126,13 +130,17 @@ func TestAdmitRoot(t *testing.T) {
 		{name: "room: above the level", level: l, free: _initialLimit - 1, give: above, wantOK: true},
 		{name: "free beyond the reserve: above the level", level: l, free: _reserve + 1, give: above, wantOK: true},
 		{name: "the last slot: above the level", level: l, free: 1, give: above, wantReason: ReasonLevel},
-		{name: "the last slot: below the level", level: l, free: 1, give: between, wantOK: true},
-		{name: "none free: between the queue's share and the level", level: l, give: between, wantReason: ReasonLevel},
-		{name: "none free: below the queue's share, the queue full", level: l, give: below, wantReason: ReasonQueueFull},
+		{name: "the last slot: below the level", level: l, free: 1, give: below, wantOK: true},
+		{name: "the last slot: started, above the level", level: l, free: 1, give: above, started: true, wantOK: true},
+		{name: "none free: below the level", level: l, give: below, wantReason: ReasonLevel},
+		{name: "none free: started, the queue full", level: l, give: above, started: true, wantReason: ReasonQueueFull},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, held := pressed(t, tt.level, tt.free)
+			if tt.started {
+				c.roots.admit(tt.give, rootHash(tt.give))
+			}
 			if tt.free == 0 {
 				// The queue full, of a first attempt waiting.
 				go func() {
@@ -156,14 +164,15 @@ func TestAdmitRoot(t *testing.T) {
 	}
 }
 
-// TestAdmitRootMovesTheLevel: a request the level let through that is
-// refused cuts it, one admitted under pressure steps it, one admitted
-// with room grows it back to every root.
+// TestAdmitRootMovesTheLevel: a started root refused cuts the level, a
+// root started under pressure steps it, a started root's later request
+// leaves it, one admitted with room grows it back to every root.
 func TestAdmitRootMovesTheLevel(t *testing.T) {
 	l := share(0.4)
-	below := keyWhere(t, 0, l/4)
+	below, other := keyWhere(t, 0, l/4), keyWhere(t, l/4, l)
 
 	c, held := pressed(t, l, 0)
+	c.roots.admit(below, rootHash(below))
 	go func() {
 		if tk, _, ok := c.Admit(context.Background(), PriorityFirst); ok {
 			c.Done(tk)
@@ -173,14 +182,18 @@ func TestAdmitRootMovesTheLevel(t *testing.T) {
 	_, reason, ok := c.AdmitRoot(context.Background(), PriorityFirst, below)
 	require.False(t, ok)
 	require.Equal(t, ReasonQueueFull, reason)
-	assert.InDelta(t, 0.4*(1-_levelCut), c.Level(), 1e-9, "cut by a refusal")
+	assert.InDelta(t, 0.4*(1-_levelCut), c.Level(), 1e-9, "cut by a started root refused")
 
 	c.Done(held[0]) // to the one queued
 	require.Eventually(t, func() bool { return c.Queued() == 0 }, testWait, testTick)
 	c.Done(held[1])
-	tk, _, ok := c.AdmitRoot(context.Background(), PriorityFirst, below)
+	tk, _, ok := c.AdmitRoot(context.Background(), PriorityFirst, other)
 	require.True(t, ok)
-	assert.InDelta(t, 0.4*(1-_levelCut)+_levelStep, c.Level(), 1e-9, "stepped by an admission under pressure")
+	assert.InDelta(t, 0.4*(1-_levelCut)+_levelStep, c.Level(), 1e-9, "stepped by a root started under pressure")
+	c.Done(tk)
+	tk, _, ok = c.AdmitRoot(context.Background(), PriorityFirst, other)
+	require.True(t, ok)
+	assert.InDelta(t, 0.4*(1-_levelCut)+_levelStep, c.Level(), 1e-9, "left by a started root's request")
 	c.Done(tk)
 
 	for _, tk := range held[2:] {
@@ -228,10 +241,45 @@ func TestAdmitRootConsistent(t *testing.T) {
 	}
 }
 
+// TestAdmitRootStartedWithRoom: a root admitted with room while the
+// level is below every root (between two pressures) is started: its next
+// visit under pressure takes the last slot whatever its hash, where a
+// root not started is shed.
+func TestAdmitRootStartedWithRoom(t *testing.T) {
+	l := share(0.3)
+	early, late := keyWhere(t, l+1, _levelAll), 0
+	for k := early + 1; late == 0; k++ {
+		if rootHash(k) > l && rootHash(k)%_rootSlots != rootHash(early)%_rootSlots {
+			late = int(k)
+		}
+	}
+	c := New(Config{MaxQueue: 1, MinLimit: _initialLimit, MaxLimit: _initialLimit, Now: newClock().Now})
+	c.roots.repeat = 1
+	c.level.Store(l)
+	tk, reason, ok := c.AdmitRoot(context.Background(), PriorityFirst, early)
+	require.True(t, ok, reason)
+	c.Done(tk)
+
+	c.level.Store(l)
+	held := fill(t, c, _initialLimit-1)
+	tk, reason, ok = c.AdmitRoot(context.Background(), PriorityFirst, early)
+	assert.True(t, ok, "started with room: the last slot")
+	assert.Empty(t, reason)
+	if ok {
+		c.Done(tk)
+	}
+	_, reason, ok = c.AdmitRoot(context.Background(), PriorityFirst, uint64(late))
+	assert.False(t, ok, "not started, above the level")
+	assert.Equal(t, ReasonLevel, reason)
+	for _, tk := range held {
+		c.Done(tk)
+	}
+}
+
 // TestAdmitRootNoTimeToWait: under pressure with no slot free, a request
-// of a root below the level that has less than twice the service time
-// left is refused at once (it would be granted too late), and cuts the
-// level; one with the time queues.
+// of a started root that has less than twice the service time left is
+// refused at once (it would be granted too late), and cuts the level;
+// one with the time queues.
 func TestAdmitRootNoTimeToWait(t *testing.T) {
 	clk := newClock()
 	c := New(Config{MaxQueue: 4, MinLimit: _initialLimit, MaxLimit: _initialLimit, Now: clk.Now})
@@ -241,6 +289,7 @@ func TestAdmitRootNoTimeToWait(t *testing.T) {
 	c.service.Store(int64(10 * time.Millisecond))
 	held := fill(t, c, _initialLimit)
 	below := keyWhere(t, 0, l/4)
+	c.roots.admit(below, rootHash(below))
 
 	short, cancel := context.WithDeadline(context.Background(), clk.Now().Add(15*time.Millisecond))
 	defer cancel()
