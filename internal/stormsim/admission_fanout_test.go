@@ -46,29 +46,29 @@ const (
 // What the test asserts of root-consistent admission, medians over the
 // seeds, against the targets of 0.8 of F's bound for F's answers in time
 // and 0.5 of the root bound for root goodput. Measured medians (3 seeds,
-// 2-core AMD EPYC shared with another job), six runs: at load average
-// 1-4 F's answers 0.66, 0.80, 0.81, 0.84 and roots 0.38, 0.45, 0.45,
-// 0.48; beside race tests and a build (load 3-6) 0.68 and 0.83, roots
-// 0.38 and 0.40. Per-visit admission: roots 0.03-0.08 of the bound (F's
-// answers 0.69-0.95); the fixed limit of 4 (no queue, so a root's next
-// visit often finds the worker its last one freed) 0.25-0.45
-// (0.94-0.96). Seeds whose limit holds at F's 4 workers come near the
-// targets (F 0.78-0.88, roots 0.40-0.60); where a late answer (a late
-// timer on a loaded machine) cuts the limit to 3 or 2 for the trigger,
-// they fall to 0.42-0.68 and 0.15-0.38: that is the limit's, not the
-// level's. The test holds the medians to 0.55 and 0.25, about 0.1 under
-// the least measured, and root-consistent admission above per-visit
-// admission.
+// 2-core AMD EPYC, load under 1): with a started root keeping its visits
+// (it may take the last slot or queue; a new root only a free slot), F's
+// answers 0.81-0.88 and roots 0.50-0.55, the wide F 0.82-0.83 and
+// 0.59-0.60; beside race tests (load 1-2, and two busy loops) 0.79-0.84
+// and 0.40-0.475; before it (every root by its hash alone, the level cut by
+// 1/32 on any refusal) roots 0.38-0.48, the level settling at a quarter
+// of the roots where a sixth fits. Per-visit admission: roots 0.03-0.08
+// of the bound (F's answers 0.69-0.95); the fixed limit of 4 (no queue,
+// so a root's next visit often finds the worker its last one freed)
+// 0.25-0.45 (0.94-0.96). Where a late answer (a late timer on a loaded
+// machine) cuts the limit to 3 or 2 for the trigger, F's answers fall to
+// 0.42-0.68: that is the limit's, not the level's. The test holds the
+// medians to 0.55 and 0.35, and root-consistent admission above
+// per-visit admission.
 //
 // The wide arm (F of _foWideWorkers): before the limit found the workers
 // after the jump (the probe's 1/32 a limit's worth of answers), F's
 // answers 0.556-0.562 of its bound, the limit 5.0-5.6 for the trigger;
-// since, 0.84 (load average 1). Roots sent in the second bin after the
-// trigger's end: all good in every seed, before as since (the lab's F,
-// its limit left at 2 or 3, took a bin more).
+// since, 0.82-0.86 (load average 1). Roots sent in the second bin after
+// the trigger's end: all good in every seed.
 const (
 	_foWantAnswers     = 0.55
-	_foWantRoots       = 0.25
+	_foWantRoots       = 0.35
 	_foWantWideAnswers = 0.7
 	_foWantRecovered   = 0.95
 )
