@@ -19,41 +19,29 @@ import (
 // _defaultMinRemaining is the margin of a call with no policy.
 var _defaultMinRemaining = retry.DefaultPolicyConfig().MinRemaining
 
-// Attempts is errown's innermost outbound step: it sits below every other
-// outbound middleware, next to the transport, and sees every physical
-// attempt that leaves the process, including those a middleware between
-// errown's retry middleware and the transport replays (an application's
-// own retry middleware, a client library that loops). It counts them in
-// the call's attempts, folds their storm telemetry, and holds a replay
-// errown did not make to errown's rules: one that would replay an
-// unclaimed error, or that the edge's policy, budget, the callee's
-// pushback or the deadline refuses, does not leave the process; the
-// replaying middleware gets the previous attempt's response and error
-// back, unchanged. Each refusal is counted in retry.denied with a reason
-// "foreign-...".
+// Attempts is errown's innermost outbound step, next to the transport: it
+// sees every physical attempt that leaves the process, including replays
+// by middleware between errown's retry middleware and the transport. It
+// counts them in the call's attempts, folds their storm telemetry, and
+// holds a replay errown did not make to errown's rules: one that would
+// replay an unclaimed error, or that the policy, budget, pushback or
+// deadline refuses, is not sent and gets the previous attempt's response
+// and error back, counted in retry.denied with a reason "foreign-...".
+// On an edge with no retry policy only the claim, pushback, code and
+// deadline hold.
 //
-// On an edge with no retry policy errown makes no retries of its own and
-// so sets no attempt limit or budget for others: a replay there is held
-// to the claim, the pushback, the code and the deadline only.
-//
-// Attempts knows a call by the state errown's retry (or egress)
-// middleware puts in the call's context; a call without it (a chain
-// without errown's outer middleware) passes through uncounted. A
-// middleware in between may send attempts at once (a hedge: each is held
-// to the rules for hedges, under the state's lock: apart from the
-// policy's attempts, within half of the budget; package retry's
-// "Hedges"), return before they end (an attempt that ends after its call
-// returned is late: it writes nothing, gives back its overload slot and
-// counts in retry.late_attempts), or send another procedure through the
-// same chain (a fallback: a call of its own). The state is the call's
-// alone, never reused.
+// A call without errown's state in its context passes through uncounted.
+// Hedges are held, under the state's lock, to the hedge rules (package
+// retry's "Hedges"); an attempt that ends after its call returned is late
+// (writes nothing, gives back its overload slot, counts in
+// retry.late_attempts); another procedure through the same chain is a
+// fallback, a call of its own. The state is the call's alone, never reused.
 type Attempts struct {
 	m *Middleware
-	// answersHeld says that what its caller takes from it is the
-	// transport.Response it returns, body and all (yarpc's outbound
-	// middleware), so that a hedge held back answers with the success
-	// of the attempt under way (held); an adapter's attempts answer from
-	// what their own send kept, and a held one gets the refusal.
+	// answersHeld says the caller takes the returned transport.Response,
+	// body and all (yarpc's outbound middleware), so a held hedge answers
+	// with the success of the attempt under way; an adapter's held attempt
+	// gets the refusal.
 	answersHeld bool
 }
 
@@ -63,11 +51,9 @@ var _ middleware.UnaryOutbound = (*Attempts)(nil)
 // outbound middleware.
 func (m *Middleware) Attempts() *Attempts { return m.attempts }
 
-// AdapterAttempts returns the innermost step that goes with m for
-// errown's adapters (grpcgo, nethttp), whose attempts answer from what
-// they kept, not from the transport.Response the step returns: a hedge
-// held back there answers with the refusal when the attempt under way
-// succeeds.
+// AdapterAttempts returns the innermost step for errown's adapters
+// (grpcgo, nethttp), whose attempts answer from what they kept: a held
+// hedge there answers with the refusal.
 func (m *Middleware) AdapterAttempts() *Attempts { return m.adapterAttempts }
 
 // foreignReason is why a replay errown did not make was refused.
@@ -108,8 +94,7 @@ func (r foreignReason) String() string {
 }
 
 // refusal returns the Refusal the reason stands for in the call's retry
-// criteria: the hop decided not to retry (RefusedNone where the claim or
-// the attempts already say so).
+// criteria (RefusedNone where the claim or attempts already say so).
 func (r foreignReason) refusal() wire.Refusal {
 	switch r {
 	case foreignBudget:
@@ -129,8 +114,7 @@ func (r foreignReason) refusal() wire.Refusal {
 	}
 }
 
-// foreignMetrics are the counters of replays errown did not make on one
-// callee.
+// foreignMetrics are one callee's counters of replays errown did not make.
 type foreignMetrics struct {
 	sent   tally.Counter // replays let through
 	denied [_foreignReasons]tally.Counter
@@ -157,17 +141,12 @@ func (a *Attempts) Call(ctx context.Context, req *transport.Request, out transpo
 
 var _ Step = (*Attempts)(nil)
 
-// Send sends one physical attempt of the call whose state is state to
-// out, on one path for both ways the step is reached. Below middleware
-// errown does not own (the state is in the attempt's context), such
-// middleware may send the call's attempts at once (a hedge), return
-// before they end (a timeout that abandons one), or send another call
-// through the same chain (a fallback): the bookkeeping is done under the
-// state's lock, and none once the call has ended (late). On the direct
-// path (CallState.direct) errown's retry middleware sends the attempts
-// itself, one at a time, and nothing else reaches state: its lock is
-// never contended, no attempt is a hedge or a replay, and no outcome is
-// kept for one to answer with.
+// Send sends one physical attempt of state's call to out. Below
+// middleware errown does not own, attempts may overlap (hedges), outlive
+// their call (late) or be another procedure (fallback): bookkeeping is
+// done under the state's lock. On the direct path (CallState.direct)
+// errown's retry middleware sends its attempts one at a time: the lock is
+// never contended, and there are no hedges, replays or kept outcomes.
 func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
 	state.lock()
 	if state.ended {
@@ -175,8 +154,7 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 		return a.m.lateStart(req)
 	}
 	if !sameCall(&state.Sends, req) {
-		// Another procedure through the same middleware (a fallback): a
-		// call of its own, judged by nothing of this one's.
+		// Another procedure (a fallback): a call of its own.
 		state.unlock()
 		return a.fallback(ctx, req, out)
 	}
@@ -210,18 +188,15 @@ func (a *Attempts) Send(ctx context.Context, req *transport.Request, out transpo
 	return a.sendAdmitted(ctx, v.req, out, c, adm, state)
 }
 
-// fallback sends req, an attempt through the chain of a call whose
-// state is another procedure's (a fallback through the same
-// middleware), as a call of its own, judged by nothing of the other's.
+// fallback sends req, another procedure through the same middleware, as a
+// call of its own.
 func (a *Attempts) fallback(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	res, _, err := Around(ctx, req, out, a, nil)
 	return res, err
 }
 
 // verdict is what errown's rules make of a physical attempt before it is
-// sent (judge, Send), and what the call's state records of it (depart).
-// An attempt neither answered nor held nor shed leaves the process
-// (sent).
+// sent (judge, Send), and what the state records of it (depart).
 type verdict struct {
 	req      *transport.Request // the attempt to send, stamped when errown did not make it
 	hedge    bool               // sent while another attempt is under way
@@ -232,34 +207,29 @@ type verdict struct {
 	res      *transport.Response
 	err      error
 	shed     *Outcome // the callee's limit on attempts in flight shed it, failing so
-	// decided is what errown decided of the call by the attempt: a
-	// refusal of the retry criteria, the attempts only a hop blind to
-	// claims makes of a replay, observe mode's stop (CallState.decided).
+	// decided is what errown decided of the call by the attempt
+	// (CallState.decided).
 	decided decision
 }
 
 // sent reports whether the attempt leaves the process.
 func (v *verdict) sent() bool { return !v.answered && !v.hold && v.shed == nil }
 
-// seen reports whether the attempt is errown's current one reaching the
-// step: sent, shed, or errown's own retry held back at the attempt
-// limit (a held hedge, or a replay answered at once, is not).
+// seen reports whether the attempt is errown's current one: sent, shed,
+// or errown's own retry held at the attempt limit (not a held hedge or an
+// answered replay).
 func (v *verdict) seen() bool { return v.sent() || v.shed != nil || v.hold && !v.hedge }
 
-// judge decides, under state's lock, on a physical attempt of state's
-// call: a hedge (sent while another attempt of the same errown attempt is
-// under way), a replay (sent again after an attempt of the same errown
-// attempt ended), errown's own retry that a hedge overtook, or else
-// errown's own attempt, sent as it is.
+// judge decides, under state's lock, on a physical attempt: a hedge, a
+// replay, errown's own retry that a hedge overtook, or else errown's own
+// attempt, sent as it is.
 func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *CallState, v *verdict) {
 	s := &state.Sends
 	switch {
 	case s.InFlight > 0 && state.ErrownAttempt == s.Seen:
-		// Sent while another attempt of the same errown attempt is under
-		// way (a hedge): there is no outcome to judge it by yet. It
-		// takes nothing a failure's retry needs: it counts apart from
-		// the policy's attempts, against a limit of its own, and draws
-		// on the hedges' share of the budget; the deadline holds.
+		// A hedge: no outcome to judge it by yet. It counts against a
+		// limit of its own and the hedges' share of the budget, so it
+		// takes nothing a failure's retry needs; the deadline holds.
 		v.hedge = true
 		var epoch int64
 		if v.refused, epoch, v.hold = m.hedgeRefusal(ctx, req, state); v.hold {
@@ -269,12 +239,9 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 	case s.Count > 0 && state.ErrownAttempt == s.Seen:
 		m.replay(ctx, req, state, v)
 	case s.Count > 0 && m.overTheLimit(req, state.Sequential()):
-		// errown's own retry, decided when the call had sent fewer
-		// attempts: one the middleware below sent meanwhile (a hedge
-		// that reached this step only after errown's loop counted) took
-		// its place. It is not sent, and answers with the call's last
-		// failure; what the hedge took is counted
-		// (retry.starved_by_hedges).
+		// errown's own retry, but a hedge sent meanwhile took its place
+		// at the limit: it is not sent and answers with the last
+		// failure (retry.starved_by_hedges).
 		v.refused, v.hold = foreignAttempts, true
 		if c := m.callees[req.Service]; c != nil {
 			c.metrics.starved[starvedAttempts].Inc(1)
@@ -282,10 +249,9 @@ func (m *Middleware) judge(ctx context.Context, req *transport.Request, state *C
 	}
 }
 
-// holdBack ends an attempt errown's rules refused (v), after sent
-// physical attempts of the call: it is not sent, counts in retry.denied,
-// and, held (depart), waits for an attempt under way to answer with
-// (held, idle the channel closed when none is).
+// holdBack ends an attempt errown's rules refused (v): not sent, counted
+// in retry.denied, it waits (held) for an attempt under way to answer with;
+// idle is closed when none is.
 func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *CallState, v verdict, idle <-chan struct{}, sent int) (*transport.Response, error) {
 	a.m.foreign(req.Service).denied[v.refused].Inc(1)
 	tracing.Foreign(ctx, req, sent, ownership.ClaimMissing, v.refused.String())
@@ -298,10 +264,9 @@ func (a *Attempts) holdBack(ctx context.Context, req *transport.Request, state *
 		"errown: attempt of %s::%s not sent (%s)", req.Service, req.Procedure, v.refused))
 }
 
-// admit takes for req a slot of c's limit on attempts in flight (c nil:
-// no limit), and reports whether the attempt may go: when the limit is
-// reached, only in observe mode, which holds nothing back
-// (retry.would_overload).
+// admit takes for req a slot of c's limit on attempts in flight (c nil: no
+// limit) and reports whether the attempt may go; at the limit only in
+// observe mode (retry.would_overload).
 func (m *Middleware) admit(c *callee, req *transport.Request) (admission, bool) {
 	if c == nil {
 		return admission{}, true
@@ -317,9 +282,8 @@ func (m *Middleware) admit(c *callee, req *transport.Request) (admission, bool) 
 	return c.overload.unheld(req.Procedure), true
 }
 
-// sendAdmitted sends req, an attempt of state's call counted as under way
-// and holding adm, a slot of c's overload limit, and records how it ended
-// (attempted).
+// sendAdmitted sends req, an attempt under way holding adm, and records
+// how it ended (attempted).
 func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission, state *CallState) (*transport.Response, error) {
 	ended := false
 	defer func() {
@@ -334,12 +298,9 @@ func (a *Attempts) sendAdmitted(ctx context.Context, req *transport.Request, out
 }
 
 // hedgeRefusal returns, under state's lock, why errown's rules refuse a
-// hedge (an attempt sent while another of the same errown attempt is
-// under way), and whether they do: the policy's limit on hedges
-// (maxAttempts less one per call, apart from its attempts), the
-// deadline, the hedges' share of the budget (withdrawn when everything
-// else allows it: epoch is the withdrawal's bucket, -1 for none). Observe
-// mode refuses nothing.
+// hedge and whether they do: the hedge limit (maxAttempts less one per
+// call), the deadline, the hedges' share of the budget (withdrawn last;
+// epoch is its bucket, -1 for none). Observe mode refuses nothing.
 func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, state *CallState) (_ foreignReason, epoch int64, _ bool) {
 	var p *policy
 	c := m.callees[req.Service]
@@ -364,11 +325,10 @@ func (m *Middleware) hedgeRefusal(ctx context.Context, req *transport.Request, s
 	return r, epoch, ok
 }
 
-// unjudgedRefusal returns, under state's lock, why errown's rules
-// refuse an attempt with no outcome to judge it by (a replay after a
-// success, or after attempts their caller cancelled), and whether they
-// do: the policy's attempt limit, the deadline, the budget (withdrawn
-// when everything else allows it). Observe mode refuses nothing.
+// unjudgedRefusal returns, under state's lock, why errown's rules refuse
+// an attempt with no outcome to judge it by (after a success or only
+// cancelled attempts), and whether they do: attempt limit, deadline,
+// budget (withdrawn last). Observe mode refuses nothing.
 func (m *Middleware) unjudgedRefusal(ctx context.Context, req *transport.Request, state *CallState) (foreignReason, bool) {
 	var p *policy
 	c := m.callees[req.Service]
@@ -389,9 +349,8 @@ func (m *Middleware) unjudgedRefusal(ctx context.Context, req *transport.Request
 	return r, ok
 }
 
-// deadlineRefusal reports whether ctx leaves an attempt under p (nil:
-// no policy) too little time: cancelled, or less than the policy's
-// minimum remaining.
+// deadlineRefusal reports whether ctx is done or leaves less than p's
+// minimum remaining (p nil: the default).
 func (m *Middleware) deadlineRefusal(ctx context.Context, p *policy) (foreignReason, bool) {
 	minRemaining := _defaultMinRemaining
 	if p != nil {
@@ -406,9 +365,8 @@ func (m *Middleware) deadlineRefusal(ctx context.Context, p *policy) (foreignRea
 	return 0, false
 }
 
-// overTheLimit reports whether req's call, having sent sent attempts, is
-// at its policy's attempt limit, outside observe mode (which refuses
-// nothing). A call without a policy has no limit.
+// overTheLimit reports whether req's call, after sent attempts, is at its
+// policy's attempt limit outside observe mode. No policy, no limit.
 func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 	c := m.callees[req.Service]
 	if c == nil {
@@ -418,16 +376,12 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 	return p != nil && sent >= p.maxAttempts && !m.observesPolicy(p)
 }
 
-// held ends an attempt errown refused to send while another attempt of
-// the call was under way (or, with none under way, errown's own retry
-// that found the call's attempts spent), which depart counted held: it
-// waits until idle is closed (no attempt of the call is under way, or
-// the call has ended) or ctx is done, so that the middleware that sent
-// it (a hedge) takes the other attempt's answer. It then returns the
-// last outcome kept, if any, as a refused replay does: the attempt's
-// failure, or, with success, its success (an attempt that succeeds while
-// one is held keeps its response for it, so that a hedger that takes the
-// first answer never takes the refusal in its place), else res and err.
+// held ends an attempt depart counted held (refused while another was
+// under way, or errown's retry at the attempt limit): it waits for idle
+// (no attempt under way, or the call ended) or ctx, then answers as a
+// refused replay does, with the last outcome kept, or, for success, the
+// success kept for it (so a hedger taking the first answer never takes
+// the refusal), else res and err.
 func (m *Middleware) held(ctx context.Context, state *CallState, idle <-chan struct{}, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	var gaveUp bool
 	select {
@@ -447,12 +401,10 @@ func (m *Middleware) held(ctx context.Context, state *CallState, idle <-chan str
 	return res, err
 }
 
-// landed records in state the end of a physical attempt of its call (e:
-// answer), the one place the innermost step does so, and returns the
-// response to hand on and whether the attempt is late. An attempt that
-// came back with res and err and succeeded (ok) while others are held
-// (Sends.Held) first has res kept in e's won for those to answer with,
-// its body read with state unlocked.
+// landed records in state the end of a physical attempt (e), the only
+// place the innermost step does, and returns the response to hand on and
+// whether the attempt is late. A success (ok) while others are held first
+// keeps res in e's won for them, its body read with state unlocked.
 func (m *Middleware) landed(state *CallState, ok bool, res *transport.Response, err error, e *landing) (*transport.Response, bool) {
 	var won *Outcome
 	for {
@@ -477,19 +429,16 @@ func (m *Middleware) landed(state *CallState, ok bool, res *transport.Response, 
 	return res, late
 }
 
-// lateStart refuses an attempt sent after its call returned: nobody waits
-// for its answer, and the call's state is sealed. It counts in
-// retry.late_attempts.
+// lateStart refuses an attempt sent after its call returned
+// (retry.late_attempts).
 func (m *Middleware) lateStart(req *transport.Request) (*transport.Response, error) {
 	m.foreign(req.Service).late.Inc(1)
 	return nil, yarpcerrors.CancelledErrorf("errown: attempt of %s::%s not sent: its call has returned", req.Service, req.Procedure)
 }
 
-// callHeld sends req through out, the attempt holding adm, a slot of c's
-// overload limit (c nil: none), and gives the slot back, with no outcome,
-// when out panics: yarpc recovers a handler's panic further out and
-// serves on, and a slot kept would hold one of the limit's places for
-// good.
+// callHeld sends req holding adm, a slot of c's overload limit (c nil:
+// none), and gives the slot back if out panics: yarpc recovers panics and
+// serves on, and a kept slot would be lost for good.
 func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, c *callee, adm admission) (*transport.Response, error) {
 	if c == nil {
 		return out.Call(ctx, req)
@@ -505,16 +454,12 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 	return res, err
 }
 
-// attempted records in state (landed) the physical attempt of state's
-// call, under way until now, that returned res and err, classified as
-// code and class, ended as end, sent to c (nil: no policy) under adm: its
-// storm figures, its classification and claim, the end of its admission,
-// and, below middleware errown does not own, its outcome, kept (its body
-// read before the lock is taken) for a refused replay or a held hedge to
-// answer with. An attempt that ends after its call
-// returned (late) records nothing: it gives back its slot of the
-// overload limit, with no outcome, and counts in retry.late_attempts. It
-// returns what to hand on.
+// attempted records in state (landed) the end of an attempt sent to c
+// (nil: no policy) under adm: storm figures, classification, claim, the
+// end of its admission, and, below middleware errown does not own, its
+// outcome, kept (body read before locking) for a refused replay or held
+// hedge to answer with. A late attempt records nothing: it gives back its
+// slot and counts in retry.late_attempts. It returns what to hand on.
 func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class wire.Class, state *CallState) (*transport.Response, error) {
 	if end == endUnsent {
 		return m.unsent(c, adm, res, err, state)
@@ -536,12 +481,9 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 	}
 	o, k := said.outcome(err, code, class), &kept{last: last}
 	if end == endCancelled && !state.direct {
-		// Its caller gave up on it (a hedge's loser): it says nothing of
-		// the callee and is no outcome of the call. The last outcome
-		// kept stays the call's: a replay refused after it, or a hedge
-		// held, answers with the callee's failure, not with a
-		// cancellation nobody above made. (On the direct path errown's
-		// retry middleware reads the attempt's classification.)
+		// Its caller gave up on it (a hedge's loser): no outcome of the
+		// call. The last outcome kept stays, so a refused replay or held
+		// hedge answers with the callee's failure, not a cancellation.
 		o, k = nil, nil
 	}
 	res, late := m.landed(state, class == wire.ClassOK && end != endCancelled, res, err, &landing{o: o, f: &storm, k: k})
@@ -556,14 +498,11 @@ func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission,
 	return res, err
 }
 
-// unsent records in state that the physical attempt of state's call
-// under way until now, holding adm, a slot of c's overload limit (c nil:
-// none), was sent nowhere: the peer chooser found no instance but the
-// one that shed the call (calls.ErrNoOtherPeer). It did not leave the
-// process: it gives its slot back with no outcome, and records nothing
-// but that it is no longer under way and was not sent; the call's last
-// outcome stays the shed's. It returns res and err, for the retry
-// middleware to turn back into the shed.
+// unsent records that the attempt under way, holding adm, was sent
+// nowhere: the peer chooser found no instance but the one that shed the
+// call (calls.ErrNoOtherPeer). It gives its slot back with no outcome;
+// the call's last outcome stays the shed's. The retry middleware turns
+// res and err back into the shed.
 func (m *Middleware) unsent(c *callee, adm admission, res *transport.Response, err error, state *CallState) (*transport.Response, error) {
 	res, _ = m.landed(state, false, res, err, &landing{unsent: true})
 	if c != nil {
@@ -583,33 +522,29 @@ func (m *Middleware) observesPolicy(p *policy) bool {
 	return p != nil && p.observe || p == nil && m.observe
 }
 
-// overloaded reports whether an attempt that ended with code and its
-// callee's claim says the callee is overloaded: the attempt timed out, or
-// the callee shed it, on its own behalf (an unclaimed error comes from
-// further below).
+// overloaded reports whether an attempt that ended with code and claim
+// says its callee is overloaded: it timed out or was shed by the callee
+// itself (an unclaimed error comes from further below).
 func overloaded(code yarpcerrors.Code, claim ownership.Claim) bool {
 	return claim != ownership.ClaimUnclaimed &&
 		(code == yarpcerrors.CodeDeadlineExceeded || code == yarpcerrors.CodeResourceExhausted)
 }
 
-// shed fails an attempt that c's limit on attempts in flight holds back:
-// it is not sent, and the call's retry criteria are satisfied (refused for
-// overload), so that nobody above retries it either.
+// shed fails an attempt c's limit on attempts in flight holds back: not
+// sent, refused for overload, so nobody above retries it either.
 func (m *Middleware) shed(req *transport.Request, c *callee) *Outcome {
 	c.metrics.denied[wire.RefusedOverload].Inc(1)
 	err := yarpcerrors.ResourceExhaustedErrorf(
 		"errown: not sent to %s: %.0f attempts in flight, its limit while it is overloaded (retry.overload)",
 		req.Service, c.overload.Limit())
-	// The call failed here, as the callee's overload: the retry and egress
-	// middleware read this classification on the direct path.
+	// The callee's overload; read on the direct path.
 	return &Outcome{Err: err, Code: yarpcerrors.CodeResourceExhausted, Class: wire.ClassFailure, Claim: ownership.ClaimMissing}
 }
 
 // keep records res, an attempt that did not succeed, in last, and returns
-// it to be handed on, its body read into memory so that a refused replay
-// can return it again. A body over limit is not kept: keep reports
-// false, and a replay after it is not refused, having nothing to return
-// in its place.
+// it to hand on, its body read into memory so a refused replay can return
+// it again. A body over limit is not kept: keep reports false, and a
+// replay after it is not refused.
 func keep(last *Outcome, res *transport.Response, limit int) (*transport.Response, bool) {
 	if res == nil {
 		return nil, true
@@ -657,18 +592,16 @@ type readCloser struct {
 	io.Closer
 }
 
-// replay decides on a physical attempt of state's call that errown's retry
-// middleware did not make: something below it sends the call again. It
-// returns the request to send (stamped with its attempt number), or the
-// previous attempt's response and error with refused set.
+// replay decides on an attempt errown's retry middleware did not make: it
+// sets the request to send (stamped), or the previous response and error
+// with refused set.
 func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *CallState, v *verdict) {
 	s := &state.Sends
 	f := m.foreign(req.Service)
 	if s.Last == nil {
-		// After a success, a response too large to return again, or
-		// only attempts their caller cancelled: nothing to judge by or
-		// return, but, as for a hedge, the attempt limit, the deadline
-		// and the budget hold: it is an attempt past the call's first.
+		// After a success, a body too large to keep, or only cancelled
+		// attempts: nothing to judge by, but the attempt limit, deadline
+		// and budget hold.
 		if r, ok := m.unjudgedRefusal(ctx, req, state); ok {
 			f.denied[r].Inc(1)
 			tracing.Foreign(ctx, req, s.Count, ownership.ClaimMissing, r.String())
@@ -720,10 +653,9 @@ func (m *Middleware) replay(ctx context.Context, req *transport.Request, state *
 	v.res, v.err, v.answered = replayed(s.Last), s.Last.Err, true
 }
 
-// replayRefusal returns why errown's rules refuse to send the call again
-// after the outcome in s, under the edge's policy p (nil: none) and its
-// callee c, after sent attempts, and whether they do. The budget is withdrawn from last, when
-// everything else allows the replay.
+// replayRefusal returns why errown's rules refuse a replay after last,
+// under policy p (nil: none) and callee c after sent attempts, and whether
+// they do. The budget is withdrawn last.
 func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, procedure string, sent int, last *Outcome) (foreignReason, bool) {
 	minRemaining := _defaultMinRemaining
 	if p != nil {
@@ -743,8 +675,8 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 	case p != nil && !p.idempotent:
 		return foreignNotIdempotent, true
 	case c != nil && overloaded(last.Code, last.Claim) && c.overload.Overloaded(procedure):
-		// As errown's own retry: no replay queues behind the work an
-		// overloaded callee timed out on or shed.
+		// As for errown's own retry: nothing queues behind an
+		// overloaded callee.
 		return foreignOverload, true
 	}
 	if ctx.Err() != nil {
@@ -764,9 +696,8 @@ func (m *Middleware) replayRefusal(ctx context.Context, p *policy, c *callee, pr
 	return 0, false
 }
 
-// foreignSent counts, under the state's lock, a physical attempt of the
-// call whose attempts s records that errown did not make and lets go
-// (retry.foreign_attempts), and returns it stamped with its number.
+// foreignSent counts, under the state's lock, a replay errown lets go
+// (retry.foreign_attempts) and returns it stamped with its number.
 func (m *Middleware) foreignSent(req *transport.Request, s *Sends) *transport.Request {
 	m.foreign(req.Service).sent.Inc(1)
 	return m.stamp(req, s.Count+1)
@@ -779,8 +710,8 @@ func (m *Middleware) stamp(req *transport.Request, n int) *transport.Request {
 	return &r
 }
 
-// foreign returns the counters of replays on service's calls: the
-// callee's own when service has a policy, else made on first use.
+// foreign returns the replay counters for service: its callee's, else
+// made on first use.
 func (m *Middleware) foreign(service string) *foreignMetrics {
 	if c := m.callees[service]; c != nil {
 		return c.foreign
@@ -792,8 +723,7 @@ func (m *Middleware) foreign(service string) *foreignMetrics {
 	return f.(*foreignMetrics)
 }
 
-// warnHedge logs, once per callee procedure, that errown held back a
-// hedge for reason r, and what to do about it.
+// warnHedge logs, once per callee procedure, that a hedge was held back.
 func (m *Middleware) warnHedge(req *transport.Request, r foreignReason) {
 	key := "hedge:" + req.Service + "::" + req.Procedure
 	if _, seen := m.warned.LoadOrStore(key, struct{}{}); seen {
@@ -808,8 +738,8 @@ func (m *Middleware) warnHedge(req *transport.Request, r foreignReason) {
 	)
 }
 
-// warnForeign logs, once per callee procedure, that errown refused a
-// retry it did not make, and what to do about it.
+// warnForeign logs, once per callee procedure, that a foreign retry was
+// refused.
 func (m *Middleware) warnForeign(req *transport.Request, r foreignReason) {
 	key := req.Service + "::" + req.Procedure
 	if _, seen := m.warned.LoadOrStore(key, struct{}{}); seen {

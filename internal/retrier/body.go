@@ -9,34 +9,31 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// replay holds a request body so that every attempt can send it again.
+// replay holds a request body so every attempt can send it.
 type replay struct {
 	// buf is the whole body when replayable, unless at is set.
 	buf []byte
 	// snap, when reader is set, is a copy of the caller's *bytes.Reader
-	// taken before the first attempt read it: each retry reads a copy of
-	// it, size bytes from where the caller's reader stood, over the same
-	// bytes (a bytes.Reader never writes them), neither moving nor racing
-	// with the caller's reader, which a transport may still read.
+	// taken before the first attempt: each retry reads its own copy,
+	// size bytes over the same (never written) bytes, without moving or
+	// racing with the caller's reader, which a transport may still read.
 	snap   bytes.Reader
 	reader bool
 	size   int
-	// once, when not nil, is the only body there is: the body was larger
-	// than the cap (or reading it failed), so the call is sent once with
-	// what was read followed by the rest (or by the read error).
+	// once, when not nil, is the only body: over the cap (or a read
+	// failed), the call is sent once with what was read then the rest
+	// (or the read error).
 	once io.Reader
-	// nilBody: the request had no body; attempts get none either.
+	// nilBody: no body; attempts get none.
 	nilBody bool
-	// inPlace: the first attempt is the caller's request itself, untouched,
-	// because nothing of its body had to be read to keep it.
+	// inPlace: the first attempt is the caller's request, untouched.
 	inPlace bool
 }
 
-// bufferBody keeps body for replay by reading up to limit+1 bytes of it,
-// except for the bodies yarpc's encodings build (*bytes.Reader,
-// *bytes.Buffer), kept without a copy: reading them never overwrites their
-// bytes, so the first attempt sends the caller's body as it is and later
-// attempts read the same bytes again, each with its own reader.
+// bufferBody keeps body for replay, reading up to limit+1 bytes, except
+// yarpc's encodings' *bytes.Reader and *bytes.Buffer, kept without a
+// copy: reading them never overwrites their bytes, so each attempt reads
+// them again with its own reader.
 func bufferBody(body io.Reader, limit int) replay {
 	switch b := body.(type) {
 	case nil:
@@ -55,8 +52,7 @@ func bufferBody(body io.Reader, limit int) replay {
 	buf, err := io.ReadAll(io.LimitReader(body, int64(limit)+1))
 	switch {
 	case err != nil:
-		// Hand the transport the same failure it would have met reading
-		// the body itself.
+		// The transport's own read would have met the same failure.
 		return replay{once: io.MultiReader(bytes.NewReader(buf), errReader{err})}
 	case len(buf) > limit:
 		return replay{once: io.MultiReader(bytes.NewReader(buf), body)}
@@ -71,11 +67,9 @@ func (r replay) replayable() bool {
 }
 
 // request returns the request for attempt n (1-based): a shallow copy of
-// req with its own body reader and, from the second attempt on, a copy of
-// the headers with attemptHeader set to n. req is never changed. When
-// inPlace is set the first attempt needs no copy: send req itself. The
-// copy and its reader are one allocation, made for the attempt and never
-// reused: the middleware and transport below may keep them.
+// req with its own body reader and, from attempt 2, headers with
+// attemptHeader set. req is never changed. The copy and its reader are
+// one allocation, never reused: middleware and transport may keep them.
 func (r *replay) request(req *transport.Request, n int, attemptHeader, attemptValue string) *transport.Request {
 	a := &attemptRequest{req: *req}
 	switch {
@@ -83,9 +77,8 @@ func (r *replay) request(req *transport.Request, n int, attemptHeader, attemptVa
 	case r.once != nil:
 		a.req.Body = r.once
 	case r.reader:
-		// A *bytes.Reader, as the caller gave it: a body whose length
-		// every transport can see (HTTP sends a Content-Length rather
-		// than chunks).
+		// A *bytes.Reader keeps the length visible to transports (HTTP
+		// sends a Content-Length, not chunks).
 		a.body = r.snap
 		a.req.Body, a.req.BodySize = &a.body, r.size
 	default:
@@ -98,24 +91,21 @@ func (r *replay) request(req *transport.Request, n int, attemptHeader, attemptVa
 	return &a.req
 }
 
-// attemptRequest is an attempt's request and the reader of its body,
-// allocated together.
+// attemptRequest is an attempt's request and body reader, one allocation.
 type attemptRequest struct {
 	req  transport.Request
 	body bytes.Reader
 }
 
-// headersWith returns a copy of h with k (canonical) set to v, leaving h
-// alone: transport.Headers.With changes the maps it shares with h. The
-// copy has the exact capacity it needs.
+// headersWith returns a copy of h, with exact capacity, with k (canonical)
+// set to v: transport.Headers.With would change maps shared with h.
 func headersWith(h transport.Headers, k, v string) transport.Headers {
 	n := h.Len() + 1
 	if _, ok := h.Items()[k]; ok {
 		n--
 	}
 	if n == 1 {
-		// Nothing of h's to keep but k, which v replaces (a marked
-		// call's retry: its headers are the attempt header alone).
+		// Only k, which v replaces (a marked call's retry).
 		return transport.NewHeaders().With(k, v)
 	}
 	c := transport.NewHeadersWithCapacity(n)
@@ -126,8 +116,8 @@ func headersWith(h transport.Headers, k, v string) transport.Headers {
 		}
 	}
 	if c.Len() != copied {
-		// Original keys that differ only in case share one canonical
-		// entry; keep the value h has for it.
+		// Original keys differing only in case share one canonical
+		// entry; keep h's value for it.
 		for ck, cv := range h.Items() {
 			if got, _ := c.Get(ck); got != cv && ck != k {
 				c = c.With(ck, cv)
@@ -137,8 +127,7 @@ func headersWith(h transport.Headers, k, v string) transport.Headers {
 	return c.With(k, v)
 }
 
-// isKey reports whether the original header key ok is the canonical key
-// k, lower-casing ok only when it may be.
+// isKey reports whether the original key ok canonicalizes to k.
 func isKey(ok, k string) bool {
 	return strings.EqualFold(ok, k) && transport.CanonicalizeHeaderKey(ok) == k
 }
@@ -147,8 +136,7 @@ type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
-// discard closes the body of a response that will not be returned and
-// cancels its attempt's context.
+// discard closes a dropped response's body and cancels its context.
 func discard(res *transport.Response, cancel context.CancelFunc) {
 	if res != nil && res.Body != nil {
 		_ = res.Body.Close() // the response is dropped; nothing to do about a close error

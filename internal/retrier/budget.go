@@ -8,27 +8,24 @@ import (
 	"github.com/errown/errown/retry"
 )
 
-// _budgetSlack absorbs float rounding in BudgetAllows, so that a budget of
-// exactly n retries (e.g. ratio 0.3 of 10 requests, which float64 computes
-// as 2.9999999999999996) allows n.
+// _budgetSlack absorbs float rounding in BudgetAllows, so a budget of
+// exactly n retries (ratio 0.3 of 10 requests is 2.9999999999999996)
+// allows n.
 const _budgetSlack = 1e-9
 
-// BudgetAllows reports whether one more retry fits a budget that has seen
-// requests original requests and retries retries in its window: retries+1
-// must not exceed ratio × requests + minPerSecond × window (in seconds).
-// It is the pure arithmetic behind the stateful budget.
+// BudgetAllows reports whether one more retry fits a window that has seen
+// requests originals and retries retries: retries+1 must not exceed
+// ratio × requests + minPerSecond × window (in seconds).
 func BudgetAllows(requests, retries int64, ratio, minPerSecond float64, window time.Duration) bool {
 	return float64(retries+1) <= budgetAllowance(requests, ratio, minPerSecond, window)+_budgetSlack
 }
 
-// budgetAllowance is how many retries a window holding requests original
-// requests allows.
+// budgetAllowance is how many retries a window of requests allows.
 func budgetAllowance(requests int64, ratio, minPerSecond float64, window time.Duration) float64 {
 	return ratio*float64(requests) + minPerSecond*window.Seconds()
 }
 
-// _budgetBuckets is how many time buckets a budget's window is cut into: the
-// window slides one bucket at a time.
+// _budgetBuckets is how many buckets a budget's window slides by.
 const _budgetBuckets = 10
 
 type budgetBucket struct {
@@ -42,13 +39,11 @@ type budgetBucket struct {
 	starved  int64 // budget.mu: of refused, retries the hedges took the room of (withdraw)
 }
 
-// budget is the retry budget of one callee service: it counts original
-// requests and retries over a sliding window of time buckets and allows a
-// retry while BudgetAllows does. It is safe for concurrent use.
-//
-// Every call deposits, so deposit takes no lock while its bucket is
-// current: it adds to the bucket atomically. Emptying a bucket for a new
-// interval, and withdrawing, happen under mu.
+// budget is one callee service's retry budget: original requests and
+// retries over a sliding window of buckets; a retry is allowed while
+// BudgetAllows. It is safe for concurrent use: deposit (every call) adds
+// atomically without locking while its bucket is current; emptying a
+// bucket and withdrawing happen under mu.
 type budget struct {
 	disabled     bool
 	plain        bool // refunds nothing (PlainBudget)
@@ -63,8 +58,7 @@ type budget struct {
 	buckets [_budgetBuckets]budgetBucket
 }
 
-// newBudget returns a budget for cfg, which must have its defaults applied,
-// on clock.
+// newBudget returns a budget for cfg (defaults applied) on clock.
 func newBudget(cfg retry.BudgetConfig, clock *budgetClock) *budget {
 	return &budget{
 		disabled:     cfg.Disabled,
@@ -76,7 +70,7 @@ func newBudget(cfg retry.BudgetConfig, clock *budgetClock) *budget {
 	}
 }
 
-// budgetWidth is the width of one bucket of a budget over window.
+// budgetWidth is the width of one bucket of a window.
 func budgetWidth(window time.Duration) time.Duration {
 	return max(window/_budgetBuckets, 1)
 }
@@ -96,17 +90,16 @@ func (b *budget) deposit() {
 	bk.requests.Add(1)
 }
 
-// tryWithdraw counts one retry and returns true when the budget has room
-// for it; otherwise it counts nothing and returns false.
+// tryWithdraw counts one retry if the budget has room, and reports
+// whether it did.
 func (b *budget) tryWithdraw() bool {
 	_, ok, _ := b.withdraw()
 	return ok
 }
 
-// withdraw is tryWithdraw, also returning the epoch of the bucket the
-// retry was counted in, for refund, and, when it has no room, whether the
-// hedges' withdrawals in the window took what the retry needed: without
-// them it would have fit (retry.starved_by_hedges).
+// withdraw is tryWithdraw also returning the retry's bucket epoch, for
+// refund, and, with no room, whether it would have fit without the
+// window's hedges (retry.starved_by_hedges).
 func (b *budget) withdraw() (epoch int64, ok, hedgesTook bool) {
 	if b.disabled {
 		return 0, true, false
@@ -126,13 +119,11 @@ func (b *budget) withdraw() (epoch int64, ok, hedgesTook bool) {
 	return cur.epoch.Load(), true, false
 }
 
-// withdrawHedge counts one hedge (an attempt sent while another of its
-// call is under way, with no failure to justify it) as a retry and
-// returns the epoch of its bucket, for refundHedge, and true, when the
-// budget has room for it and the hedges' withdrawals in the window stay
-// within half of what the window allows (_hedgeShare): the other half is
-// left to the retries of failures, which hedges never starve. Otherwise
-// it counts nothing and returns false.
+// withdrawHedge counts one hedge as a retry and returns its bucket epoch
+// (for refundHedge) and true, if the budget has room and the window's
+// hedges stay within _hedgeShare of the allowance: the rest is kept for
+// retries of failures, which hedges never starve. Otherwise it counts
+// nothing and returns false.
 func (b *budget) withdrawHedge() (epoch int64, ok bool) {
 	if b.disabled {
 		return 0, true
@@ -150,39 +141,33 @@ func (b *budget) withdrawHedge() (epoch int64, ok bool) {
 	return cur.epoch.Load(), true
 }
 
-// _hedgeShare is the share of a budget's allowance that hedges may
-// withdraw: the rest is for the retries of failures alone.
+// _hedgeShare is the share of a budget's allowance hedges may withdraw.
 const _hedgeShare = 0.5
 
-// HedgeAllows reports whether one more hedge fits a budget that has seen
-// requests original requests and hedges hedges in its window: hedges+1
-// must not exceed _hedgeShare of what BudgetAllows allows in all.
+// HedgeAllows reports whether one more hedge fits a window of requests
+// holding hedges hedges: hedges+1 must not exceed _hedgeShare of the
+// allowance.
 func HedgeAllows(requests, hedges int64, ratio, minPerSecond float64, window time.Duration) bool {
 	return float64(hedges+1) <= _hedgeShare*budgetAllowance(requests, ratio, minPerSecond, window)+_budgetSlack
 }
 
-// refundHedge takes back a hedge withdrawn in epoch's bucket
-// (withdrawHedge) whose call succeeded, as refund does a retry's.
+// refundHedge takes back a hedge (withdrawHedge) whose call succeeded.
 func (b *budget) refundHedge(epoch int64) { b.takeBack(epoch, true, true) }
 
-// refund takes back a retry withdrawn in epoch's bucket (withdraw) that
-// succeeded: a retry that works is evidence of an independent failure,
-// not of a storm, and the budget bounds only the retries that fail. A
-// bucket that has left the window since keeps nothing to refund. A
-// plain budget refunds nothing.
+// refund takes back a retry (withdraw) that succeeded: a retry that works
+// shows an independent failure, not a storm, and the budget bounds only
+// failing retries. A bucket that left the window keeps nothing to
+// refund; a plain budget refunds nothing.
 func (b *budget) refund(epoch int64) { b.takeBack(epoch, false, true) }
 
-// unsent takes back a retry withdrawn in epoch's bucket (withdraw) that
-// was sent nowhere (the retry of a shed offered no other instance): it
-// is no retry, so even a plain budget takes it back, and it is not
-// counted as one that succeeded.
+// unsent takes back a retry that was sent nowhere (no other instance for
+// a shed's retry): it is no retry, so even a plain budget takes it back,
+// not counted refunded.
 func (b *budget) unsent(epoch int64) { b.takeBack(epoch, false, false) }
 
-// takeBack takes back one withdrawal from epoch's bucket, a hedge's
-// (counted among the retries too) when hedge is set, if the bucket is
-// still epoch's and holds one, counting it refunded when refunded is
-// set. A plain budget refunds nothing, but takes back what was sent
-// nowhere.
+// takeBack takes back one withdrawal (a hedge's if hedge) from epoch's
+// bucket, if it is still epoch's and holds one, counting it refunded if
+// refunded. A plain budget takes back only what was sent nowhere.
 func (b *budget) takeBack(epoch int64, hedge, refunded bool) {
 	if b.disabled || b.plain && refunded {
 		return
@@ -210,30 +195,24 @@ type windowCounts struct {
 	requests, retries, hedges, blind int64
 }
 
-// current returns the bucket of now, and the counts of the window. b.mu
-// must be held.
+// current returns now's bucket and the window's counts. b.mu must be held.
 func (b *budget) current() (cur *budgetBucket, w windowCounts) {
 	e := b.epoch()
 	cur = b.bucket(e)
 	return cur, b.sum(e)
 }
 
-// tryWithdrawBlind takes a retry errown suppressed from the budget's blind
-// twin, which sees the same requests and both the real retries and the
-// suppressed ones: whether a hop blind to claims would have had the budget
-// for it. The real budget is untouched.
+// tryWithdrawBlind takes a suppressed retry from the budget's blind twin,
+// which sees the same requests and both real and suppressed retries: would
+// a hop blind to claims have had the budget? The real budget is untouched.
 //
-// The twin grants by chance, drawn with draw (uniform in [0, 1)), so that
-// the twins of a chain's hops, which see the same requests, decide each
-// request independently: at fixed turns (every tenth request at a 10%
-// ratio) they would grant on the same requests and compound replays of
-// replays far beyond what budgets allow. Within a band of 1/(2·ratio)
-// retries either side of an empty budget the chance is the ratio: when
-// every call wants a retry, grants average the budget's share, and the
-// budget drifts neither way. Above the band the chance grows linearly, to
-// certainty at 1/ratio retries left: when few calls want one, every one
-// is granted, as the blind hop's budget would. Below the band the twin
-// grants nothing.
+// The twin grants by chance (draw, uniform in [0, 1)) so that the twins of
+// a chain's hops decide each request independently: fixed turns would
+// grant on the same requests and compound replays of replays. Within
+// 1/(2·ratio) retries either side of an empty budget the chance is the
+// ratio, so grants average the budget's share when every call wants one.
+// Above that band it grows linearly to certainty at 1/ratio left; below
+// it the twin grants nothing.
 func (b *budget) tryWithdrawBlind(draw float64) bool {
 	if b.disabled {
 		return true
@@ -254,9 +233,8 @@ func (b *budget) tryWithdrawBlind(draw float64) bool {
 	return true
 }
 
-// epoch returns the bucket-width interval of now, or the latest one seen
-// if the clock stepped back (or a coarse reading lagged an exact one, or
-// another goroutine's).
+// epoch returns now's bucket-width interval, or the latest seen if the
+// clock read earlier (stepped back, or a lagging coarse reading).
 func (b *budget) epoch() int64 {
 	e := int64(b.clock.Elapsed() / b.width)
 	for {
@@ -270,9 +248,8 @@ func (b *budget) epoch() int64 {
 	}
 }
 
-// bucket returns the bucket of epoch e, emptied if it last counted an
-// older interval. A bucket already counting a newer one (another goroutine
-// read the clock later) is left alone. b.mu must be held.
+// bucket returns epoch e's bucket, emptied if it counted an older
+// interval; one counting a newer interval is left alone. b.mu must be held.
 func (b *budget) bucket(e int64) *budgetBucket {
 	bk := &b.buckets[e%_budgetBuckets]
 	if bk.epoch.Load() < e {
@@ -285,8 +262,7 @@ func (b *budget) bucket(e int64) *budgetBucket {
 	return bk
 }
 
-// sum returns the counts of the buckets inside the window at epoch e.
-// b.mu must be held.
+// sum returns the window's counts at epoch e. b.mu must be held.
 func (b *budget) sum(e int64) (w windowCounts) {
 	for i := range b.buckets {
 		bk := &b.buckets[i]

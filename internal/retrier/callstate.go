@@ -15,40 +15,33 @@ import (
 )
 
 // CallState is one logical outbound call as errown's retry middleware
-// runs it, and the only place it is written: the retry loop records each
-// of errown's attempts, and the innermost attempt step (Attempts) each
-// physical attempt that leaves the process and its answer. The egress
-// middleware around the retry middleware reads its Result once the call
-// has returned (Seal); without a retry middleware it stays zero: one
-// attempt, nothing refused.
+// runs it, and the only place it is written: the retry loop records
+// errown's attempts, the innermost step (Attempts) each physical attempt
+// and its answer. The egress middleware reads its Result once the call
+// returned (Seal); without a retry middleware it stays zero.
 //
-// Below middleware errown does not own (the state in each attempt's
-// context), such middleware may send attempts at once (a hedge) or return
-// before they end (a timeout that abandons its attempt): the state is read
-// and written under mu, and Seal ends it when the call returns: an
-// attempt that ends later writes nothing (ended). Such a state is the
-// call's alone, never reused.
+// Below middleware errown does not own, attempts may overlap or outlive
+// the call: the state is used under mu, and after Seal a late attempt
+// writes nothing. Such a state is the call's alone, never reused.
 type CallState struct {
 	mu    sync.Mutex
 	ended bool
-	// direct is set when nothing stands between errown's retry middleware
-	// and the innermost step (Middleware.Run): no attempt can be a replay.
+	// direct: nothing stands between errown's retry middleware and the
+	// innermost step (Middleware.Run), so no attempt is a replay.
 	direct bool
 	reqlog.Result
 
-	// ErrownAttempt is the number of the attempt errown's retry middleware
-	// is sending (1 for the first): the innermost attempt step tells
-	// errown's attempts from the ones a middleware below it replays.
+	// ErrownAttempt is the number of errown's current attempt (1 for the
+	// first), which tells errown's attempts from replays below.
 	ErrownAttempt int
 	// Sends is what the innermost attempt step saw of the call.
 	Sends Sends
 }
 
-// Seal ends the call: it has returned, and an attempt still under way
-// is late, writing nothing from here on. It returns the call's Result,
-// its attempts at least those that left the process, as the innermost
-// step counted them (a hedge or replay may have sent more than the
-// retry loop counted), and at least one. Seal is idempotent.
+// Seal ends the call: an attempt still under way is late and writes
+// nothing. It returns the Result, its Attempts at least the physical
+// attempts counted (hedges and replays included) and at least one. Seal
+// is idempotent.
 func (s *CallState) Seal() reqlog.Result {
 	s.lock()
 	defer s.unlock()
@@ -56,12 +49,8 @@ func (s *CallState) Seal() reqlog.Result {
 	return s.Result
 }
 
-// lock locks the state, unless the call is on the direct path, where
-// only its own goroutine reaches it: errown's retry middleware sends the
-// attempts itself, one at a time, and nothing below it keeps one or the
-// state. A failing call retried once takes the lock 8 times: skipping
-// it there took errown's extra in bench/peers' Peers/failing from 2.28
-// to 2.22 µs (by CPU time 2.26 to 2.13), medians of 6 alternated runs.
+// lock locks the state, except on the direct path, where only the call's
+// own goroutine reaches it (a measurable saving on failing calls).
 func (s *CallState) lock() {
 	if !s.direct {
 		s.mu.Lock()
@@ -75,25 +64,21 @@ func (s *CallState) unlock() {
 	}
 }
 
-// The methods below are the call's writers besides Seal, each one event
-// of the call, under mu. errown's retry loop starts an attempt (attempt)
-// and records what came back of it, as it took it, with what it decided
-// (decided); the innermost step reports each physical attempt that
-// reaches it (depart) and the end of each (answer, through landed):
-// answered, sent nowhere, or, held back, no longer waiting.
+// The call's writers besides Seal, each one event under mu: the retry
+// loop starts an attempt (attempt) and records its outcome and decision
+// (decided); the innermost step reports each physical attempt (depart)
+// and its end (answer, via landed).
 
-// attempt starts errown's attempt n of the call, 1 for the first, and
-// returns the physical attempts sent before it.
+// attempt starts errown's attempt n and returns the physical attempts
+// sent before it.
 func (s *CallState) attempt(n int) (before int) {
 	s.ErrownAttempt = n
 	return s.Sends.Count
 }
 
-// answered records what an attempt of the call came back with, for
-// decided and answer: its storm figures (f, when not nil)
-// folded, and its classification (o, when not nil: its code and class,
-// and, when it did not succeed, its claim, its pushback and whether it
-// was an instance's shed).
+// answered records an attempt's storm figures (f) and classification (o:
+// code and class, and for a non-success its claim, pushback and shed),
+// each when not nil.
 func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	if f != nil {
 		s.Storm.Attempt(*f)
@@ -108,20 +93,13 @@ func (s *CallState) answered(o *Outcome, f *wire.Figures) {
 	s.Code, s.Class, s.Claim, s.NoRetry, s.Shed = o.Code, o.Class, claim, noRetry, shed
 }
 
-// decided records what was taken and decided of the call at errown's
-// attempt n (the attempt errown is on from here), whose attempts go
-// through route (nil: none): by the retry loop once the attempt came
-// back (decide), or once its retry of an instance's shed was sent
-// nowhere (sendElsewhere: the call ends with the shed, refused by its
-// pushback); by the innermost step of each physical attempt that
-// reaches it (depart: a shed, a replay's refusal). It records the
-// attempt's classification (o) and storm figures (f), when not nil
-// (answered); the call's attempts so far, every physical one counted,
-// whoever sent it (errown's own n did leave, or may still: one a
-// middleware below abandoned reaches the step late, so never fewer); why
-// the call is sent no more (d.declined, d.refused, when not none); the
-// attempts only a hop blind to claims makes (d.blind); and, in observe
-// mode, that errown's world stops here (d.stop).
+// decided records the call at errown's attempt n, routed by route (nil:
+// none): from the retry loop (decide; sendElsewhere when an elsewhere
+// retry went nowhere) or the innermost step (depart: a shed, a replay's
+// refusal). It records o and f (answered); the attempts so far, never
+// fewer than n (a late attempt may not be counted yet); why the call is
+// sent no more (d.declined, d.refused); the blind hop's extra attempts
+// (d.blind); and observe mode's stop (d.stop).
 func (s *CallState) decided(n int, route *calls.Route, o *Outcome, f *wire.Figures, d *decision) {
 	s.answered(o, f)
 	s.ErrownAttempt, s.Attempts, s.Route, s.Declined, s.Refused =
@@ -129,26 +107,21 @@ func (s *CallState) decided(n int, route *calls.Route, o *Outcome, f *wire.Figur
 	s.Storm.Decided(d.stop, d.blind)
 }
 
-// sameCall reports whether req is of the call whose attempts s records:
-// the first attempt names the call's service and procedure (depart); an
-// attempt naming others is a call of its own.
+// sameCall reports whether req is of s's call, named by its first
+// attempt; other names are a call of their own.
 func sameCall(s *Sends, req *transport.Request) bool {
 	return s.Service == "" && s.Procedure == "" ||
 		req.Service == s.Service && req.Procedure == s.Procedure
 }
 
-// depart records a physical attempt req of the call that reached the
-// innermost step, as errown's rules judged it (v): the call named by its
-// first attempt; a hedge's draw on the budget; what was decided of a
-// replay (decided); errown's current attempt seen; one that leaves the
-// process, under way until its answer; or one the callee's limit on
-// attempts in flight shed, the call's failure, and its last outcome, by
-// which a replay after it is judged (and, refused, returns it), except on
-// the direct path, where nothing replays it. An attempt held back, or
-// shed while another is under way, is counted held until it no longer
-// waits (answer): depart returns the channel it waits on, closed once no
-// attempt of the call is under way or the call has ended, and nil for one
-// not held.
+// depart records a physical attempt req as judged (v): the call's name
+// from its first attempt, a hedge's budget draw, what was decided
+// (decided), errown's current attempt seen, one sent (under way until
+// its answer), or one shed by the callee's in-flight limit (the call's
+// failure and, off the direct path, its last outcome). A held attempt,
+// or one shed while another is under way, counts held until answer;
+// depart returns the channel it waits on, closed once no attempt is
+// under way or the call ended, or nil when not held.
 func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan struct{}) {
 	t := &s.Sends
 	service, procedure := t.Service, t.Procedure
@@ -198,18 +171,13 @@ func (s *CallState) depart(req *transport.Request, v *verdict) (idle <-chan stru
 	return s.Sends.idle
 }
 
-// kept is what the innermost step keeps of a physical attempt's answer
-// for a replay or a held attempt to answer with: the last outcome that
-// did not succeed, and a success while an attempt was held.
+// kept is what the innermost step keeps for replays and held attempts:
+// the last non-success, and a success while an attempt was held.
 type kept struct{ last, won *Outcome }
 
-// landing is how a physical attempt of the call that departed (depart)
-// ended, as the innermost step reports it to answer. Held back (held),
-// it no longer waits, and takes the outcomes kept for it to answer with
-// (last, won: kept). Else it was under way until now: sent nowhere
-// (unsent: calls.ErrNoOtherPeer), or answered, with its storm figures
-// (f) and classification (o), when not nil, and what the step keeps of
-// it (k), when not nil; a panic below reports none.
+// landing is how a departed attempt ended, reported to answer: held (it
+// no longer waits and takes last and won), unsent (calls.ErrNoOtherPeer),
+// or answered with o, f and k, each when not nil (none after a panic).
 type landing struct {
 	held, unsent bool
 	o            *Outcome
@@ -218,14 +186,11 @@ type landing struct {
 	last, won    *Outcome // for a held one, set by answer
 }
 
-// answer records that a physical attempt of the call that departed
-// (depart) has ended, as e says, and reports whether the call had ended
-// first: the attempt is late. One held back no longer counts held, and
-// takes the outcomes kept for it (e.last, e.won). One under way until now
-// is no longer, and wakes the attempts held until none is (depart); one
-// sent nowhere is not counted as sent. Unless the call has ended (then it
-// records nothing else), an answer records the attempt's storm figures
-// and classification (answered) and what the step keeps of it.
+// answer records that a departed attempt ended as e says, and reports
+// whether the call had ended first (late). A held one stops counting
+// held and takes the kept outcomes; one under way no longer is, waking
+// held attempts once none is; an unsent one is uncounted. Unless the
+// call ended, it records o, f (answered) and k.
 func (s *CallState) answer(e *landing) (late bool) {
 	t := &s.Sends
 	held, inFlight, count, last, won := t.Held, t.InFlight, t.Count, t.Last, t.Won
@@ -251,60 +216,48 @@ func (s *CallState) answer(e *landing) (late bool) {
 	return s.ended
 }
 
-// Sequential returns, under mu, the attempts the innermost step
-// counted that were not hedges: errown's own, and replays sent after an
-// attempt of the call had ended. They are what a policy's maxAttempts
-// limits.
+// Sequential returns, under mu, the physical attempts that were not
+// hedges: what a policy's maxAttempts limits.
 func (s *CallState) Sequential() int { return s.Sends.Count - s.Sends.Hedges }
 
-// Sends is what the innermost attempt step (Attempts) records of one
-// logical call: every physical attempt that left the process, those a
-// middleware between errown's retry and the transport replayed included,
-// and the last one that did not succeed, which a refused replay returns.
+// Sends is what the innermost step (Attempts) records of one logical
+// call's physical attempts, replays below errown included.
 type Sends struct {
 	// Count is the physical attempts sent.
 	Count int
 	// Seen is the ErrownAttempt the last physical attempt belonged to.
 	Seen int
-	// Service and Procedure are the call's, as the first physical attempt
-	// named them: an attempt naming another (a fallback through the same
-	// middleware) is a call of its own, not a replay of this one.
+	// Service and Procedure name the call, as its first attempt did:
+	// another name is a fallback, a call of its own.
 	Service, Procedure string
-	// Hedges is how many of Count were hedges: sent while another
-	// attempt of the call was under way, with no failure to justify
-	// them. They count apart from the attempts a failure's retry needs
-	// (Count less Hedges).
+	// Hedges is how many of Count were sent while another attempt was
+	// under way; they count apart from retries of failures.
 	Hedges int
-	// HedgeDraws are the budget buckets (epochs) the call's hedges
-	// withdrew from, given back when the call succeeds (served): the
-	// retry loop then ends, and reads them once.
+	// HedgeDraws are the budget epochs the hedges withdrew from,
+	// refunded once when the call succeeds (served).
 	HedgeDraws []int64
-	// Last is the last physical attempt's outcome when it did not
-	// succeed, else nil; an attempt its caller cancelled (a hedge's
-	// loser) is no outcome and leaves it as it was.
+	// Last is the last non-success outcome, else nil; a cancelled
+	// attempt (a hedge's loser) leaves it unchanged.
 	Last *Outcome
-	// Shed is set when the last attempt was not sent: the callee's limit
-	// on attempts in flight was reached (wire.RefusedOverload).
+	// Shed: the last attempt was not sent, the callee's in-flight limit
+	// reached (wire.RefusedOverload).
 	Shed bool
-	// InFlight is the physical attempts under way: one sent while it is
-	// not zero is a concurrent replay (a hedge).
+	// InFlight is the attempts under way; one sent while it is not
+	// zero is a hedge.
 	InFlight int
-	// Held is the attempts errown refused that wait for the attempts
-	// under way to answer with their outcome (a hedge held back).
+	// Held is the refused attempts waiting for one under way to
+	// answer with.
 	Held int
-	// Won is the last physical attempt's outcome when it succeeded while
-	// an attempt was Held, its body kept for each held one to answer
-	// with; else nil.
+	// Won is a success that came while an attempt was Held, its body
+	// kept for them; else nil.
 	Won *Outcome
 	// idle, when not nil, is closed when InFlight falls to zero or the
-	// call ends: an attempt held while another was under way waits on it
-	// (depart).
+	// call ends; held attempts wait on it.
 	idle chan struct{}
 }
 
-// woken closes idle, the channel held attempts wait on (depart), when
-// they are to wake (done: no attempt is under way any more, or the call
-// has ended), and returns what stays of it: nil once closed.
+// woken closes idle when done (nothing under way, or the call ended) and
+// returns what stays of it: nil once closed.
 func woken(idle chan struct{}, done bool) chan struct{} {
 	if idle != nil && done {
 		close(idle)
@@ -319,9 +272,8 @@ var _closed = func() chan struct{} {
 	return c
 }()
 
-// Outcome is what one physical attempt returned, kept so that a refused
-// replay can return it unchanged: the response (its body read into Body),
-// the error, and how errown classified them.
+// Outcome is what one physical attempt returned, kept so a refused replay
+// can return it unchanged.
 type Outcome struct {
 	Response *transport.Response // or nil; its Body is not read
 	Body     []byte
@@ -330,15 +282,13 @@ type Outcome struct {
 	Class    wire.Class
 	Claim    ownership.Claim
 	NoRetry  bool
-	// Shed says the callee instance's admission shed the attempt
-	// (wire.ResponseShed): claimed, with pushback, and marked.
+	// Shed: the callee instance's admission shed it (wire.ResponseShed).
 	Shed bool
 }
 
 type callStateKey struct{}
 
-// WithCallState returns a child of ctx that carries s, in one allocation:
-// s is handed below, to attempts that may run at once.
+// WithCallState returns a child of ctx that carries s, in one allocation.
 func WithCallState(ctx context.Context, s *CallState) context.Context {
 	return &stateContext{Context: ctx, state: s}
 }
@@ -356,7 +306,7 @@ func (c *stateContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// NewCallContext returns a child of ctx that carries a fresh CallState, and
+// NewCallContext returns a child of ctx carrying a fresh CallState, and
 // that CallState, in one allocation.
 func NewCallContext(ctx context.Context) (context.Context, *CallState) {
 	c := &callContext{}
@@ -364,19 +314,16 @@ func NewCallContext(ctx context.Context) (context.Context, *CallState) {
 	return &c.node, &c.state
 }
 
-// callContext is a stateContext allocated with the CallState it points
-// at: NewCallContext's one allocation.
+// callContext is a stateContext allocated with its CallState.
 type callContext struct {
 	node  stateContext
 	state CallState
 }
 
-// Around sends req's call to out through next, middleware errown does
-// not own (nil: none), with a fresh state in its context for errown's
-// retry middleware or innermost step further in to fill in, and returns
-// what came back and the call's Result, sealed: an attempt below that
-// ends later writes nothing, after a panic too. A step not nil is the
-// innermost step out leaves out: every attempt goes through it.
+// Around sends req's call to out through next (middleware errown does not
+// own; nil: none) with a fresh state in its context, and returns what came
+// back and the sealed Result, after a panic too. A non-nil step is put
+// before out, so every attempt goes through it.
 func Around(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step Step, next middleware.UnaryOutbound) (_ *transport.Response, result reqlog.Result, _ error) {
 	cctx, state := NewCallContext(ctx)
 	if step != nil {
@@ -398,17 +345,11 @@ func CallStateFromContext(ctx context.Context) *CallState {
 }
 
 // Sink is the outbound the egress middleware hands errown's retry
-// middleware in place of the real one, Out: the retry middleware sends its
-// attempts to Out and records what it did in State. The egress middleware
-// pools Sinks only on the direct path, where nothing but errown reaches
-// State; a Sink whose State is handed below (WithState) is the call's
+// middleware in place of the real one, Out; the call is recorded in
+// State. Sinks are pooled only on the direct path (Middleware.Run), where
+// the retry middleware hands State to the innermost step itself, with no
+// context node; a Sink whose State went below (WithState) is the call's
 // for good.
-//
-// On the direct path (Middleware.Run) nothing stands between errown's
-// retry middleware and the transport but errown's innermost attempt
-// step, which the egress middleware's chain leaves out: the retry
-// middleware then sends each attempt through the step itself, handing
-// it the call's State directly, with no context node.
 type Sink struct {
 	Out   transport.UnaryOutbound
 	State CallState
@@ -419,14 +360,13 @@ func (s *Sink) WithState(ctx context.Context) context.Context {
 	return WithCallState(ctx, &s.State)
 }
 
-// Step is an innermost attempt step, sending req to out for the call whose
-// state is state (Attempts).
+// Step is an innermost attempt step (Attempts).
 type Step interface {
 	Send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error)
 }
 
-// Hop is a transport.UnaryOutbound that sends through Step to Out, for the
-// call of State (Around).
+// Hop is a transport.UnaryOutbound sending through Step to Out, for
+// State's call (Around).
 type Hop struct {
 	Step  Step
 	Out   transport.UnaryOutbound

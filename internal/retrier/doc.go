@@ -4,11 +4,9 @@
 // the innermost attempt step that holds every attempt leaving the process
 // to the same rules.
 //
-// In docs/DESIGN.md's data flow it is the inner of the two outbound
-// middlewares: the egress middleware (package internal/egress) wraps it
-// and reads from the call's Result (Run) how many attempts were made and
-// why a wanted retry was refused. The call's state (CallState) is this
-// package's alone: the retry loop and the innermost step are its only
-// writers. The rules it retries by and the
-// metrics it emits are listed in package retry's documentation.
+// It is the inner of the two outbound middlewares (docs/DESIGN.md): the
+// egress middleware (internal/egress) wraps it and reads the call's Result
+// (Run): attempts made and why a retry was refused. CallState's only
+// writers are the retry loop and the innermost step. The rules and
+// metrics are documented in package retry.
 package retrier

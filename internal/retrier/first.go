@@ -10,10 +10,9 @@ import (
 )
 
 // First is a call's first attempt as sendFirst sent it, for
-// continueFirst to take on from. It lives in its caller's frame: nothing
-// keeps it once continueFirst returns.
+// continueFirst; it lives in its caller's frame.
 type First struct {
-	// run is the call as the attempt loop takes it on (start).
+	// run is the call as the attempt loop takes it (start).
 	run   attemptRun
 	adm   admission
 	sent  sentAttempt
@@ -23,16 +22,12 @@ type First struct {
 	end   ending
 }
 
-// sendFirst sends the first attempt of a call on the direct path
-// (nothing between errown's retry middleware and the transport but the
-// innermost step), doing for that attempt what call and the innermost
-// step would, without a CallState to record it in: the steady state's
-// call succeeds, with nothing to report, and needs none. It returns what
-// came back and, in done, whether the call ended there: a success whose
-// response carries no storm figures, of which the egress middleware
-// records only that it did not fail. A call not done goes on in
-// continueFirst with f, which records its first attempt: sent, or shed
-// by the callee's limit on attempts in flight.
+// sendFirst sends a call's first attempt on the direct path, doing what
+// call and the innermost step would without a CallState: the steady
+// state's success needs none. done reports that the call ended there: a
+// success without storm figures, of which the egress middleware records
+// only that it did not fail. Otherwise continueFirst goes on from f (the
+// attempt sent, or shed by the in-flight limit).
 func (m *Middleware) sendFirst(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, f *First) (_ *transport.Response, done bool, _ error) {
 	r := &f.run
 	m.start(r, ctx, req)
@@ -51,8 +46,8 @@ func (m *Middleware) sendFirst(ctx context.Context, req *transport.Request, out 
 	a.res, a.err = callHeld(a.ctx, attempt, out, r.c, f.adm)
 	f.code, f.class = wire.AttemptResult(a.ctx, a.res, a.err, m.hdr.Code)
 	if f.class == wire.ClassOK && (a.res == nil || !hasHeader(a.res.Headers, m.hdr.Storm)) {
-		// Storm One: the innermost step would fold it and record nothing
-		// else; a retry loop would return it as it is.
+		// Storm One: nothing to record; a retry loop would return it as
+		// it is.
 		if r.c != nil {
 			r.c.overload.done(f.adm, false)
 		}
@@ -63,17 +58,15 @@ func (m *Middleware) sendFirst(ctx context.Context, req *transport.Request, out 
 	return a.res, false, a.err
 }
 
-// continueFirst goes on with the call whose first attempt sendFirst sent
-// (and did not end) to out, on the direct path: it makes sink (fresh) the
-// call's, its State on errown's first attempt, records there what call
-// would have, that attempt included, and sends any retry through out. It
-// returns the call's last response and error.
+// continueFirst goes on, on the direct path, with a call sendFirst did not
+// end: sink (fresh) gets the call's State, with the first attempt recorded
+// as call would have, and retries go through out. It returns the last
+// response and error.
 func (m *Middleware) continueFirst(req *transport.Request, out transport.UnaryOutbound, sink *Sink, f *First) (*transport.Response, error) {
 	*sink = Sink{Out: out, State: CallState{direct: true, ErrownAttempt: 1}}
 	state, r, a := &sink.State, &f.run, f.sent
 	r.out, r.state = out, state
-	// The first attempt, shed or sent and no longer under way: recorded
-	// as the innermost step records each.
+	// The first attempt, recorded as the innermost step would.
 	state.lock()
 	v := verdict{shed: f.shed}
 	if f.shed != nil {

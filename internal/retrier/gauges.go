@@ -16,9 +16,9 @@ func budgetGauges(scope tally.Scope, callees map[string]*callee) map[string]tall
 	return out
 }
 
-// UpdateGauges sets retry.budget_left of every callee from its budget now;
-// a disabled budget's gauge is left alone (it allows every retry). It is
-// called off the request path, by errown's one gauge ticker.
+// UpdateGauges sets every callee's retry.budget_left from its budget,
+// leaving a disabled budget's alone. errown's gauge ticker calls it, off
+// the request path.
 func (m *Middleware) UpdateGauges() {
 	for _, b := range m.Budgets() {
 		if gauge, ok := m.budgetLeft[b.Callee]; ok && !b.Disabled {

@@ -8,22 +8,18 @@ import (
 	"github.com/errown/errown/retry"
 )
 
-// _instancesPerCallee bounds the instances a callee's table keeps: a
-// callee's bad instances are a few; past the bound the one seen least
-// recently makes room, so that a list churning through thousands of
-// peers holds no more.
+// _instancesPerCallee bounds a callee's table: bad instances are few, and
+// past the bound the least recently seen makes room.
 const _instancesPerCallee = 16
 
-// instances is one callee's instances (peers) that failed calls another
-// instance then served, with how many and when last: what a peer
-// chooser that records the peers of each call's attempts (package
-// retrypeer) lets the retry middleware see. Only a call served after an
-// attempt on another peer reaches it: the steady state's successes do
-// not. It is safe for concurrent use.
+// instances is one callee's peers that failed calls another instance then
+// served, with count and time, as a peer chooser recording each attempt's
+// peer (package retrypeer) reports them; the steady state's successes
+// never reach it. It is safe for concurrent use.
 type instances struct {
 	now func() time.Time
-	// failed is record, made once: the Route's Served is given it on
-	// every call served, and a method value made there would allocate.
+	// failed is record, made once: a method value made per served call
+	// would allocate.
 	failed func(peer string)
 
 	mu     sync.Mutex
@@ -82,11 +78,10 @@ func (in *instances) appendViews(out []retry.InstanceView, callee string) []retr
 	return out
 }
 
-// Instances returns the instances of every callee with a retry policy
-// that failed calls another instance of it then served, as a peer
-// chooser that records each attempt's peer (package retrypeer) saw them:
-// at most 16 per callee, the ones seen most recently, newest first
-// (then by callee and peer). Without such a chooser it returns none.
+// Instances returns, per callee with a retry policy, the instances that
+// failed calls another instance served, as a recording peer chooser
+// (package retrypeer) saw them: at most 16 per callee, newest first (then
+// by callee and peer). Without such a chooser it returns none.
 func (m *Middleware) Instances() []retry.InstanceView {
 	var out []retry.InstanceView
 	for name, c := range m.callees {

@@ -54,9 +54,8 @@ const (
 	// starvedBudget: the budget refused the retry, and would not have
 	// without the hedges' withdrawals in its window.
 	starvedBudget starvedReason = iota
-	// starvedAttempts: errown's retry found the policy's attempts spent
-	// by an attempt sent meanwhile (a hedge that reached the innermost
-	// step after the attempt it hedged had ended).
+	// starvedAttempts: errown's retry found the attempts spent by a
+	// hedge that reached the innermost step after its attempt ended.
 	starvedAttempts
 	_starvedReasons
 )

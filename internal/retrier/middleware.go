@@ -31,7 +31,7 @@ type Middleware struct {
 	clock        *budgetClock       // the budgets'
 	observe      bool               // the default mode is ModeObserve
 	attempts     *Attempts          // the innermost step, made with m
-	// the innermost step of errown's adapters (AdapterAttempts)
+	// AdapterAttempts' step
 	adapterAttempts *Attempts
 	sinks           sync.Pool // of *Sink, for calls on the direct path (Run)
 
@@ -86,33 +86,30 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 }
 
 // Start starts a goroutine that reads the clock every tenth of a budget
-// bucket (100ms for the default 10s window; between 10ms and 100ms) for
-// the retry budgets, which count every call: between Start and Stop a call
-// reads the time the goroutine last read rather than the clock. Without
-// Start the middleware works alike, reading the clock on every call. Start
-// does nothing when the middleware already runs, or has no budget to count
-// in (no policy, the budget disabled, or a window under 1s, read exactly).
-// It is safe to call concurrently with Call, and returns nil.
+// bucket (10ms to 100ms; 100ms for the default 10s window) for the retry
+// budgets; between Start and Stop calls read its last reading rather than
+// the clock. Without Start every call reads the clock. Start does nothing
+// when already running or with no budget to count in (no policy, budget
+// disabled, or a window under 1s). It is safe to call concurrently with
+// Call, and returns nil.
 func (m *Middleware) Start() error {
 	m.clock.Start()
 	return nil
 }
 
-// Stop stops the goroutine Start started, if it runs, and waits for it to
-// return; calls read the clock again. It is safe to call concurrently with
-// Call, and more than once, and returns nil.
+// Stop stops Start's goroutine, if it runs, and waits for it. It is safe
+// to call concurrently with Call and more than once, and returns nil.
 func (m *Middleware) Stop() error {
 	m.clock.Stop()
 	return nil
 }
 
 // Call implements middleware.UnaryOutbound. It sends req through out, again
-// when the matching policy, the callee's claim, the deadline and the budget
-// allow. It returns the last attempt's response and error as out returned
-// them, except that the response body, when a per-attempt timeout applies,
-// also releases that attempt's context on Close. Under errown, it tells
-// the egress middleware around it what it did: its attempts and the
-// reason it declined a retry, if it did.
+// when the policy, the callee's claim, the deadline and the budget allow,
+// and returns the last attempt's response and error as out returned them;
+// with a per-attempt timeout, the body's Close also releases that
+// attempt's context. Under errown it tells the egress middleware around it
+// its attempts and why it declined a retry.
 func (m *Middleware) Call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound) (*transport.Response, error) {
 	if sink, ok := out.(*Sink); ok {
 		return m.callSink(ctx, req, sink)
@@ -125,18 +122,14 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	return m.call(ctx, req, out, state)
 }
 
-// Run is Call for the egress middleware around m: it sends req's call to
-// out and returns the last response and error, the call's Result in
-// result, left zero in the steady state: a call that ended at its first
-// attempt, a success with no storm figures, nothing to report but that
-// one attempt. direct says that nothing stands between m and the
-// transport but m's innermost attempt step, which the egress
-// middleware's chain leaves out (Sink). There the call's first attempt
-// goes with no state (sendFirst), and the steady state returns at once;
-// any other call takes a state from m's pool: on the direct path nothing
-// but errown reaches it. Elsewhere the state is handed below, in each
-// attempt's context, to middleware that may keep it past the call: it is
-// the call's alone, never reused.
+// Run is Call for the egress middleware around m: it returns the last
+// response and error, and the call's Result in result, left zero in the
+// steady state (one attempt, a success with no storm figures). direct
+// says nothing stands between m and the transport but m's innermost step
+// (Sink): the first attempt goes with no state (sendFirst), and any other
+// call takes a state from m's pool. Otherwise the state is handed below
+// in each attempt's context, where middleware may keep it past the call:
+// it is the call's alone, never reused.
 func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool, result *reqlog.Result) (*transport.Response, error) {
 	if !direct {
 		sink := &Sink{Out: out}
@@ -156,8 +149,8 @@ func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transp
 	return res, err
 }
 
-// putSink empties sink, taken from m's pool for a call on the direct
-// path that has returned, and puts it back.
+// putSink empties sink, from a returned call on the direct path, and puts
+// it back in m's pool.
 func (m *Middleware) putSink(sink *Sink) {
 	*sink = Sink{}
 	m.sinks.Put(sink)
@@ -168,25 +161,20 @@ func (m *Middleware) callSink(ctx context.Context, req *transport.Request, sink 
 	if sink.State.direct { // send sends each attempt through m's innermost step
 		return m.call(ctx, req, sink.Out, &sink.State)
 	}
-	// The innermost step (Attempts) finds the call's state in the
-	// context of each attempt, below the middleware in between.
+	// Attempts finds the state in each attempt's context.
 	return m.call(sink.WithState(ctx), req, sink.Out, &sink.State)
 }
 
-// call is the one loop of a call errown's retry middleware makes, the
-// steady state its early return: it sends the first attempt, and retries
-// it as the policy (if any), the callee's claims, the deadline and the
-// budget allow. The call's state is ended once, when it returns.
+// call is errown's retry loop for one call, the steady state its early
+// return. The call's state is ended once, when it returns.
 func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, state *CallState) (*transport.Response, error) {
 	r := attemptRun{out: out, state: state}
 	m.start(&r, ctx, req)
 	return m.resume(&r, m.sendAttempt(&r, 1))
 }
 
-// start readies r, a fresh one, for req's call, ctx the call's: its
-// callee and policy, the call counted in the callee's budget and
-// metrics, and, under a policy that may retry it, its body and Route
-// (forRetries).
+// start readies a fresh r for req's call: callee, policy, the call counted
+// in budget and metrics, and, if the policy may retry, forRetries.
 func (m *Middleware) start(r *attemptRun, ctx context.Context, req *transport.Request) {
 	if r.c = m.callees[req.Service]; r.c != nil {
 		r.c.budget.deposit()
@@ -200,21 +188,18 @@ func (m *Middleware) start(r *attemptRun, ctx context.Context, req *transport.Re
 	m.forRetries(r, ctx, req)
 }
 
-// resume goes on with r's call, whose first attempt came back as a, in
-// the attempt loop, and ends the call's state however the call ends, a
-// panic below included (sealed).
+// resume runs the attempt loop from a, r's first attempt, and ends the
+// call's state however it ends, panics included (sealed).
 func (m *Middleware) resume(r *attemptRun, a sentAttempt) (*transport.Response, error) {
 	defer m.sealed(r)
 	return m.attemptLoop(r, a)
 }
 
-// forRetries readies r for the retries of req's call under its policy,
-// ctx the call's: the body kept for replay (a procedure that is not
-// idempotent is never replayed: its body is not buffered, and a
-// retryable failure is refused for that reason), the request as the
-// caller gave it, which retries are built from even when the first
-// attempt is req itself and middleware below changes it, and the call's
-// context with its Route (routed).
+// forRetries readies r for retries under its policy: the body kept for
+// replay (not buffered for a non-idempotent procedure, whose retryable
+// failure is refused for that), the request as the caller gave it, which
+// retries are built from even when middleware below changes the first,
+// and the call's context with its Route (routed).
 func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transport.Request) {
 	r.req = req
 	if r.p.idempotent {
@@ -226,9 +211,8 @@ func (m *Middleware) forRetries(r *attemptRun, ctx context.Context, req *transpo
 	r.routed(ctx)
 }
 
-// attemptRun is what errown's attempt loop keeps of one call, from its
-// first attempt until it returns, in the frame of the function that
-// starts it (call, continueFirst).
+// attemptRun is what errown's attempt loop keeps of one call, in the
+// frame of the function that starts it (call, continueFirst).
 type attemptRun struct {
 	ctx   context.Context         // the call's, carrying route
 	route *calls.Route            // or nil (routed)
@@ -240,12 +224,11 @@ type attemptRun struct {
 	state *CallState
 	body  replay // req's body, kept for replay
 	// elsewhere is set once the call retried an instance's shed on
-	// another instance (retryElsewhere): it does so once.
+	// another instance (retryElsewhere); that happens at most once.
 	elsewhere bool
 }
 
-// sentAttempt is one of errown's attempts of a call, as it came back
-// (sendAttempt, or sendFirst for the first).
+// sentAttempt is one of errown's attempts as it came back.
 type sentAttempt struct {
 	res    *transport.Response
 	err    error
@@ -257,15 +240,13 @@ type sentAttempt struct {
 // retries reports whether r's call has a policy that may retry it.
 func (r *attemptRun) retries() bool { return r.p != nil && r.p.maxAttempts > 1 }
 
-// attemptLoop retries r's call, whose first attempt came back as a, as
-// its policy, the callee's claims, the deadline and the callee's budget
-// allow. Its caller seals the call's state when it returns (sealed).
+// attemptLoop retries r's call after its first attempt a as policy,
+// claims, deadline and budget allow. Its caller seals the state.
 func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Response, error) {
 	var note retryNote // the latest retry's withdrawal, and what observe mode let go
 	for n := 1; ; n++ {
 		// An attempt below may still be under way (a hedge, an abandoned
-		// attempt): the state is read and written under its lock, and
-		// ended when the call returns.
+		// attempt): the state is used under its lock.
 		r.state.lock()
 		d := m.decide(r, &a, n, &note)
 		r.state.unlock()
@@ -291,24 +272,18 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 	return a.res, a.err
 }
 
-// sendElsewhere sends errown's attempt n+1 of r's call, the retry of
-// attempt n, which an instance's admission shed, to another instance of
-// the callee: its Route strict (calls.Route.SetStrict), the peer
-// chooser (package retrypeer) sends it to an instance none of the
-// call's attempts went to, or nowhere. It returns the attempt and
-// whether it was sent. It was sent nowhere when no peer was chosen (the
-// Route is still strict) and the innermost step recorded no attempt of
-// it: the chooser offered no other instance (calls.ErrNoOtherPeer), or
-// nothing below reached the transport. The caller's own limit on
-// attempts in flight holding it back, or a chooser that failed
-// otherwise, is an outcome of its own, as for any retry. Sent nowhere,
-// the attempt is discarded, not counted in retry.attempts, its budget
-// withdrawal given back, and the call's state records that the shed's
-// pushback refused the retry, as it would have without the try; the
-// call answers with the shed.
+// sendElsewhere sends attempt n+1, the retry of attempt n that an
+// instance's admission shed, with its Route strict
+// (calls.Route.SetStrict): the peer chooser (package retrypeer) sends it
+// to an instance none of the call's attempts went to, or nowhere. It
+// reports whether it was sent: not when the Route is still strict and
+// the innermost step recorded no attempt (calls.ErrNoOtherPeer, or
+// nothing reached the transport). Other failures are outcomes as for
+// any retry. Sent nowhere, the attempt is discarded, not counted in
+// retry.attempts, its withdrawal given back, and the state records the
+// shed's pushback as the refusal; the call answers with the shed.
 func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentAttempt, bool) {
-	// The call as it was decided, for the decision's trace event, which
-	// waits until the retry went or did not.
+	// As decided, for the trace event sent once the retry went or not.
 	r.state.lock()
 	decided := r.state.Result
 	r.state.unlock()
@@ -320,9 +295,7 @@ func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentA
 	r.state.lock()
 	nowhere := strict && !r.state.Sends.Shed && r.state.Sends.Count == b.before
 	if nowhere {
-		// Attempt n+1 was sent nowhere: the call ends with attempt n's
-		// shed, its pushback refusing the retry as it would have without
-		// the try.
+		// Sent nowhere: the shed's pushback refuses the retry.
 		r.state.decided(n, r.route, nil, nil, &decision{refused: wire.RefusedPushback})
 		decided = r.state.Result
 	}
@@ -339,13 +312,11 @@ func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentA
 	return sentAttempt{}, false
 }
 
-// decide classifies, under the state's lock, errown's attempt n of r's
-// call that came back as a, and decides what follows: nothing for a call
-// no policy can retry (nothing to refuse, and RCS stays false for a
-// retryable error, so the caller retries: at-least-once); for an attempt
-// that did not fail, the call served; else whether to retry it, and
-// after how long (retryAfter); the attempt as it was taken and what was
-// decided are recorded in the state at once (decided).
+// decide classifies, under the state's lock, errown's attempt n (a) and
+// decides what follows: nothing when no policy can retry (RCS stays
+// false for a retryable error, so the caller retries: at-least-once);
+// the call served when the attempt did not fail; else retryAfter. The
+// attempt and the decision are recorded in the state (decided).
 func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNote) (d decision) {
 	state := r.state
 	var (
@@ -357,34 +328,31 @@ func (m *Middleware) decide(r *attemptRun, a *sentAttempt, n int, note *retryNot
 	switch {
 	case !r.retries():
 	case got.Class != wire.ClassFailure && wire.Cancelled(a.ctx, a.err):
-		// An attempt its caller gave up on (a hedger above cancelled
-		// this hop's call, its loser) did not work, was abandoned, and
-		// may have reached the callee: its withdrawal stands.
+		// Its caller gave up on it (a hedge's loser): it may have
+		// reached the callee, so its withdrawal stands.
 		note.abandoned()
 		d.served, d.route = true, r.route
 	case got.Class != wire.ClassFailure:
-		// The retry's withdrawal and the hedges' are refunded: the call
-		// ends here, and served gives its hedges' draws back, once.
+		// The call ends here: refund the retry's withdrawal; served
+		// refunds the hedges' draws, once.
 		note.succeeded(r.c)
 		d.served, d.route, d.draws = true, r.route, state.Sends.HedgeDraws
 	default:
-		// The policy's attempts bound the call's attempts other than its
-		// hedges, which count apart (Attempts.Send).
+		// maxAttempts bounds attempts other than hedges (Attempts.Send).
 		d = m.retryAfter(r, &got, max(state.Sequential(), n), note)
 	}
 	state.decided(n, r.route, o, f, &d)
-	// A shed attempt was refused already; the retry of an instance's
-	// shed is traced once it is known to have gone (sendElsewhere).
+	// A shed attempt was refused already; an elsewhere retry is
+	// traced once it went (sendElsewhere).
 	if got.Class == wire.ClassFailure && r.retries() && !state.Sends.Shed && !d.elsewhere {
 		tracing.Decided(r.ctx, r.req, &state.Result, refused, d.wait, d.retry, r.p.observe)
 	}
 	return d
 }
 
-// sealed ends r's call however it ended (a panic below included), before
-// its state is read: an attempt still under way (a hedge, an abandoned
-// attempt) writes nothing from here on. It counts the retries the call's
-// storm says errown prevented.
+// sealed ends r's call however it ended, panics included: an attempt
+// still under way writes nothing from here on. It counts the retries
+// the call's storm says errown prevented.
 func (m *Middleware) sealed(r *attemptRun) {
 	res := r.state.Seal()
 	if n := res.Storm.Prevented(); n > 0 && r.retries() {
@@ -392,8 +360,8 @@ func (m *Middleware) sealed(r *attemptRun) {
 	}
 }
 
-// sendAttempt sends errown's attempt n of r's call (send), and counts
-// it in retry.attempts when it is a retry.
+// sendAttempt sends errown's attempt n, counting retries in
+// retry.attempts.
 func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	a := m.send(r, n)
 	if n > 1 {
@@ -402,23 +370,20 @@ func (m *Middleware) sendAttempt(r *attemptRun, n int) sentAttempt {
 	return a
 }
 
-// send sends errown's attempt n of r's call, under its policy's attempt
-// timeout, built from the request as the caller gave it when it is a
-// retry or the body had to be read.
+// send sends errown's attempt n under the policy's attempt timeout.
 func (m *Middleware) send(r *attemptRun, n int) sentAttempt {
 	a := sentAttempt{ctx: r.ctx}
 	if r.p != nil && r.p.attemptTimeout > 0 {
 		a.ctx, a.cancel = withAttemptTimeout(r.ctx, r.p.attemptTimeout) // also bounded by ctx's own deadline
 	}
-	// Attempts are numbered as they leave the process: a middleware below
-	// that replayed an attempt (counted by Attempts) took a number too.
+	// Attempts are numbered as they leave the process: a replay
+	// below took a number too.
 	r.state.lock()
 	a.before = r.state.attempt(n)
 	r.state.unlock()
 	req := m.attemptRequest(r, n, a.before)
 	if r.state.direct {
-		// Nothing stands between here and the transport: the innermost
-		// step gets the call's state from here.
+		// The innermost step gets the state from here.
 		a.res, a.err = m.attempts.Send(a.ctx, req, r.out, r.state)
 		return a
 	}
@@ -426,11 +391,10 @@ func (m *Middleware) send(r *attemptRun, n int) sentAttempt {
 	return a
 }
 
-// attemptRequest returns errown's attempt n of r's call, before which
-// the call sent before physical attempts: the first attempt as the
-// caller gave it, unless its body had to be read; a retry built from the
-// request as the caller gave it, numbered as the attempts left the
-// process (a middleware below that replayed one took a number too).
+// attemptRequest returns errown's attempt n, after before physical
+// attempts: the caller's request for the first unless its body was read;
+// otherwise built from the caller's request and numbered as attempts
+// left the process.
 func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Request {
 	switch {
 	case n > 1: // counted in retry.attempts by sendAttempt, unless sent nowhere (sendElsewhere)
@@ -441,14 +405,12 @@ func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Req
 	return r.req
 }
 
-// classify reads, under the state's lock, errown's attempt of r's call
-// that came back as a as the retry loop takes it, into got: as the
-// innermost step classified it on the direct path, else (a middleware in
-// between may have changed what came back, or no step saw it) as it came
-// back here. It returns what the call's state is to record of it
-// (decided): that classification (o, got), nil where the step's stands,
-// and its storm figures (f, read into storm), folded here when no step
-// saw it.
+// classify reads, under the state's lock, attempt a into got: as the
+// innermost step classified it on the direct path, else as it came back
+// here (middleware in between may have changed it, or no step saw it).
+// It returns what the state is to record (decided): that classification
+// (o), nil where the step's stands, and storm figures (f), folded here
+// when no step saw the attempt.
 func (m *Middleware) classify(r *attemptRun, a *sentAttempt, got *Outcome, storm *wire.Figures) (o *Outcome, f *wire.Figures) {
 	state := r.state
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
@@ -470,11 +432,9 @@ func (m *Middleware) classify(r *attemptRun, a *sentAttempt, got *Outcome, storm
 	return o, f
 }
 
-// served ends the call to c that d says was served: the withdrawals of
-// its hedges given back to c's budget (as a retry that works, a hedge of
-// a call that works is no storm), and the peers of the call's earlier
-// attempts known to have failed it (package retrypeer passes them over;
-// Instances lists them).
+// served ends a served call to c: its hedges' withdrawals refunded (a
+// hedge of a call that works is no storm), and the peers of its failed
+// attempts recorded (package retrypeer passes them over; Instances).
 func served(c *callee, d *decision) {
 	for _, epoch := range d.draws {
 		c.budget.refundHedge(epoch)
@@ -484,9 +444,8 @@ func served(c *callee, d *decision) {
 	}
 }
 
-// decision is what errown's retry loop decided after an attempt of a
-// call came back (decide): after a failure (retryAfter), what the call's
-// state records (decided); after a success, what served does.
+// decision is what errown's retry loop decided after an attempt
+// (decide, retryAfter), recorded by decided and used by served.
 type decision struct {
 	wait     time.Duration // before the retry
 	retry    bool
@@ -497,20 +456,17 @@ type decision struct {
 	served   bool         // the attempt did not fail
 	draws    []int64      // the budget buckets the call's hedges drew on, to give back
 	route    *calls.Route // the call's, or nil
-	// elsewhere: the retry is of an instance's shed, to another
-	// instance only (retryElsewhere, sendElsewhere).
+	// elsewhere: retry an instance's shed on another instance only
+	// (sendElsewhere).
 	elsewhere bool
 }
 
-// retryAfter decides, under the state's lock, after n attempts of r's
-// call (as they left the process) failed, the last as got (its code, and
-// its response's claim, pushback and shed), whether to send the call
-// again and how long to wait first. When this hop declines a retry the
-// error was retryable for by nature, it says why and counts it: the
-// callee's unclaim (suppressed), its pushback, the policy's codes,
-// idempotency, the body cap, the deadline, the budget. A suppression the
-// policy would otherwise have retried, and the policy's attempt limit,
-// are the decision's declined.
+// retryAfter decides, under the state's lock, after n attempts failed,
+// the last as got, whether to retry and how long to wait. When this hop
+// declines a retry of an error retryable by nature it says why and counts
+// it: unclaim (suppressed), pushback, codes, idempotency, body cap,
+// deadline, budget. A suppression the policy would have retried, and the
+// attempt limit, are d.declined.
 func (m *Middleware) retryAfter(r *attemptRun, got *Outcome, n int, note *retryNote) (d decision) {
 	ctx, req, c, p, state, replayable := r.ctx, r.req, r.c, r.p, r.state, r.body.replayable()
 	code := got.Code
@@ -525,8 +481,8 @@ func (m *Middleware) retryAfter(r *attemptRun, got *Outcome, n int, note *retryN
 			case n >= p.maxAttempts:
 				d.declined = wire.DeclineAttemptLimit
 			case m.refusal(p, code, replayable, got.NoRetry) == wire.RefusedNone:
-				// The policy would have retried it: a request that
-				// fails now is one errown's suppression did not save.
+				// A request that fails now is one errown's suppression
+				// did not save.
 				d.declined = wire.DeclineUnclaimed
 			}
 			d.blind = m.blindRetries(c, p, code, n, replayable, got.NoRetry)
@@ -549,8 +505,8 @@ func (m *Middleware) retryAfter(r *attemptRun, got *Outcome, n int, note *retryN
 	if d.refused = m.refusal(p, code, replayable, got.NoRetry); d.refused != wire.RefusedNone {
 		return m.refuse(req, c, d, n)
 	}
-	// The owner's caller stops spending retries on a callee that is
-	// overloaded: each would queue behind the work it timed out on.
+	// Each retry of an overloaded callee would queue behind the
+	// work it timed out on.
 	if overloaded(code, got.Claim) && c.overload.Overloaded(req.Procedure) {
 		if !p.observe {
 			d.refused = wire.RefusedOverload
@@ -560,10 +516,9 @@ func (m *Middleware) retryAfter(r *attemptRun, got *Outcome, n int, note *retryN
 		note.would = true
 	}
 	wait := backoff(n, p.initialBackoff, p.maxBackoff, m.rand())
-	// A retry starts only when a whole attempt fits in what is left of
-	// the deadline, with minRemaining to spare: then this hop answers
-	// before its caller's own attempt times out, and the caller reads a
-	// claim rather than a timeout that says nothing.
+	// A retry starts only if a whole attempt plus minRemaining fits in
+	// the deadline: this hop then answers before its caller's attempt
+	// times out, and the caller reads a claim rather than a timeout.
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(m.now()) < wait+p.attemptTimeout+p.minRemaining {
 		d.refused = wire.RefusedDeadline
 		return m.refuse(req, c, d, n)
@@ -579,20 +534,16 @@ func (m *Middleware) retryAfter(r *attemptRun, got *Outcome, n int, note *retryN
 	return d
 }
 
-// retryElsewhere reports, under the state's lock, whether r's call,
-// whose last attempt an instance's admission shed (claimed, with
-// pushback, marked: wire.ResponseShed), is to be retried once on
-// another instance, at once: the shed says that instance is full, not
-// that the callee is. Only the direct caller does so, once per call,
-// and only where a peer chooser records the call's peers (package
-// retrypeer: its Route has the shed attempt's peer) and will send the
-// retry to another instance or nowhere (sendElsewhere). The policy
-// must allow a retry but for the pushback and its codes (its
-// retryableCodes leave resource-exhausted out by default, for an
-// overloaded callee: this is one instance's shed): idempotent, the body
-// kept, the callee not overloaded by its timeouts (retry.overload), a
-// whole attempt within the deadline, then the budget, withdrawn as for
-// any retry. Otherwise the pushback refuses it, as before.
+// retryElsewhere reports, under the state's lock, whether to retry at
+// once, on another instance, a call whose last attempt an instance's
+// admission shed (wire.ResponseShed): that instance is full, not the
+// callee. Only the direct caller does so, once per call, and only with a
+// peer chooser that records peers (package retrypeer). The policy must
+// allow it but for the pushback and its codes (resource-exhausted is left
+// out by default for an overloaded callee; this is one instance):
+// idempotent, body kept, callee not overloaded (retry.overload), a whole
+// attempt within the deadline, then the budget, withdrawn as for any
+// retry. Otherwise the pushback refuses it.
 func (m *Middleware) retryElsewhere(r *attemptRun, note *retryNote) bool {
 	c, p := r.c, r.p
 	switch {
@@ -619,11 +570,9 @@ func (m *Middleware) retryElsewhere(r *attemptRun, note *retryNote) bool {
 	return true
 }
 
-// refusal returns why the policy p refuses to retry a failure with code
-// whatever the deadline and the budget, given whether the callee pushed
-// back (noRetry), or RefusedNone: the callee's pushback, the policy's
-// codes, idempotency, the body cap. Both worlds refuse alike (retryAfter,
-// blindRetries).
+// refusal returns why p refuses to retry a failure with code, deadline
+// and budget aside, or RefusedNone: pushback (noRetry), codes,
+// idempotency, body cap. Both worlds use it (retryAfter, blindRetries).
 func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable, noRetry bool) wire.Refusal {
 	switch {
 	case noRetry:
@@ -639,8 +588,8 @@ func (m *Middleware) refusal(p *policy, code yarpcerrors.Code, replayable, noRet
 }
 
 // blindRetries returns how many more attempts a hop blind to claims would
-// have made after attempt n failed with code: per the policy, the callee's
-// pushback and the budget's blind twin, each replaying attempt n.
+// make after attempt n failed with code, by the policy, pushback and the
+// budget's blind twin.
 func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n int, replayable, noRetry bool) int {
 	if m.refusal(p, code, replayable, noRetry) != wire.RefusedNone {
 		return 0
@@ -652,8 +601,7 @@ func (m *Middleware) blindRetries(c *callee, p *policy, code yarpcerrors.Code, n
 	return k
 }
 
-// refuse counts and logs that a wanted retry was refused for d's reason,
-// after attempts, and returns d.
+// refuse counts and logs a refused retry after attempts, and returns d.
 func (m *Middleware) refuse(req *transport.Request, c *callee, d decision, attempts int) decision {
 	c.metrics.denied[d.refused].Inc(1)
 	if ce := m.logger.Check(zap.DebugLevel, "retry refused"); ce != nil {

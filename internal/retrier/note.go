@@ -1,10 +1,9 @@
 package retrier
 
-// retryNote is what one call's attempt loop keeps of its retries: the
-// budget withdrawal of the latest, refunded when it succeeds, and, in
-// observe mode, whether enforce mode would have held a retry of the call
-// back (by the callee's unclaim, its overload or the budget), counted
-// when the call then succeeds.
+// retryNote is what a call's attempt loop keeps of its retries: the
+// latest withdrawal, refunded if it succeeds, and, in observe mode,
+// whether enforce mode would have held a retry back (counted if the call
+// then succeeds).
 type retryNote struct {
 	epoch    int64 // of the latest withdrawal's bucket
 	withdrew bool  // the latest retry was withdrawn from the budget
@@ -12,13 +11,10 @@ type retryNote struct {
 }
 
 // withdraw withdraws the next retry from c's budget and reports whether
-// it may go: in observe mode it always may, a withdrawal the budget
-// refuses counted as one enforce mode would have refused
-// (retry.would_budget) and not withdrawn, so that the budget counts what
-// enforce mode would have sent.
-//
-// In enforce mode a refusal the hedges' withdrawals caused (without them
-// the retry would have fit) counts in retry.starved_by_hedges.
+// it may go. Observe mode always lets it go, counting a refusal in
+// retry.would_budget without withdrawing, so the budget counts what
+// enforce mode would have sent. In enforce mode a refusal caused by the
+// hedges counts in retry.starved_by_hedges.
 func (n *retryNote) withdraw(c *callee, observe bool) bool {
 	epoch, ok, hedgesTook := c.budget.withdraw()
 	n.epoch, n.withdrew = epoch, ok
@@ -36,10 +32,9 @@ func (n *retryNote) withdraw(c *callee, observe bool) bool {
 	return false
 }
 
-// succeeded records that the call's latest attempt did not fail: its
-// retry's withdrawal is refunded (a retry that works is not a storm), and
-// a call observe mode kept alive with a retry enforce mode would have
-// held back is counted (retry.would_suppress_succeeded).
+// succeeded records that the latest attempt did not fail: the retry's
+// withdrawal is refunded, and a call observe mode kept alive counts in
+// retry.would_suppress_succeeded.
 func (n *retryNote) succeeded(c *callee) {
 	if n.withdrew {
 		c.budget.refund(n.epoch)
@@ -51,10 +46,8 @@ func (n *retryNote) succeeded(c *callee) {
 	}
 }
 
-// unsent records that the call's latest retry was sent nowhere (no
-// instance to take the retry of a shed): its withdrawal is refunded,
-// since nothing left the process, and not counted as a retry that
-// succeeded.
+// unsent refunds the latest retry's withdrawal: it was sent nowhere, so
+// nothing left the process (not counted as succeeded).
 func (n *retryNote) unsent(c *callee) {
 	if n.withdrew {
 		c.budget.unsent(n.epoch)
@@ -62,17 +55,14 @@ func (n *retryNote) unsent(c *callee) {
 	}
 }
 
-// abandoned records that the call's latest attempt ended cancelled by its
-// caller, which gave up on the call: neither a failure nor a success. A
-// cancelled attempt may have reached the callee (a hedger's loser is
-// cancelled once the winner answers), so its retry's withdrawal is not
-// refunded, and observe mode counts no call kept alive.
+// abandoned records that the latest attempt was cancelled by its caller:
+// it may have reached the callee (a hedge's loser), so the withdrawal is
+// not refunded, and observe mode counts no call kept alive.
 func (n *retryNote) abandoned() {
 	n.withdrew, n.would = false, false
 }
 
-// plainBudgets makes the budgets of callees refund nothing when plain
-// (PlainBudget).
+// plainBudgets sets the callees' budgets to refund nothing (PlainBudget).
 func plainBudgets(callees map[string]*callee, plain bool) {
 	for _, c := range callees {
 		c.budget.plain = plain

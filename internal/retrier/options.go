@@ -42,9 +42,9 @@ func (f optionFunc) apply(o *options) { f(o) }
 // not nil. Default: obs.Defaults().
 func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
-// withClock replaces the clock the budgets and the deadline check read and
-// the wait between attempts. sleep must return ctx.Err() at once when ctx is
-// done, and nil once d has passed.
+// withClock replaces the budgets' and the deadline check's clock and the
+// wait between attempts. sleep must return ctx.Err() once ctx is done,
+// and nil once d has passed.
 func withClock(now func() time.Time, sleep func(context.Context, time.Duration) error) Option {
 	return optionFunc(func(o *options) {
 		o.now = now
@@ -53,9 +53,7 @@ func withClock(now func() time.Time, sleep func(context.Context, time.Duration) 
 	})
 }
 
-// withTicker replaces the ticker that tells the budgets' clock, between
-// Start and Stop, to read the time again (the clock of withClock, or the
-// real one).
+// withTicker replaces the ticker of the budgets' coarse clock.
 func withTicker(t ticker) Option {
 	return optionFunc(func(o *options) { o.ticker = t })
 }
@@ -66,8 +64,7 @@ func withRand(f func() float64) Option {
 	return optionFunc(func(o *options) { o.rand = f })
 }
 
-// sleepContext waits for d or until ctx is done, whichever comes first, and
-// returns ctx.Err() in the latter case.
+// sleepContext waits for d or ctx, returning ctx.Err() if ctx ends first.
 func sleepContext(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -82,8 +79,6 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// PlainBudget makes the budgets count every retry, refunding none that
-// succeeds: a plain retry budget (Finagle's, a 10% budget per hop), which
-// the storm lab runs as a peer of errown's. errown's own budget refunds a
-// retry that succeeds.
+// PlainBudget makes the budgets refund no retry that succeeds: a plain
+// retry budget (Finagle's, 10% per hop), the storm lab's peer of errown's.
 func PlainBudget() Option { return optionFunc(func(o *options) { o.plainBudget = true }) }

@@ -9,37 +9,32 @@ import (
 	"github.com/errown/errown/retry"
 )
 
-// _overloadWeight is the weight of one attempt in the recent share of
-// overloaded attempts (an exponentially weighted mean over about the last
-// 1/_overloadWeight attempts).
+// _overloadWeight is one attempt's weight in the recent share of
+// overloaded attempts (an EWMA over about 1/_overloadWeight attempts).
 const _overloadWeight = 1.0 / 64
 
-// _overloadHalfLife is how long the recent share takes to halve with no
-// attempt ending: an edge idle after an incident is not held to it.
+// _overloadHalfLife is how long the share takes to halve with no attempt
+// ending, so an idle edge is not held to an old incident.
 const _overloadHalfLife = time.Second
 
 // _overloadNil is the share below which the recent share reads as nil.
 const _overloadNil = 1e-3
 
-// _maxOverloadProcedures bounds the callee procedures an overload keeps
-// evidence for; past it, the others share one share. A callee procedure
-// is usually an IDL's, but an adapter's (nethttp's "METHOD /path") is
-// whatever the application asks for.
+// _maxOverloadProcedures bounds the procedures an overload keeps a share
+// for; the rest share one. Adapters' procedures (nethttp's "METHOD /path")
+// are unbounded.
 const _maxOverloadProcedures = 256
 
-// _otherProcedures is the key of the share the procedures past the bound
-// share.
+// _otherProcedures keys the share of procedures past the bound.
 const _otherProcedures = ""
 
-// overload is the limit on one callee's attempts in flight. The limit is
-// the callee's, one for all its procedures; the evidence that holds and
-// cuts it is each procedure's own (the recent share of its attempts that
-// ended overloaded), so that one slow procedure does not shed a healthy
-// one: an attempt over the limit is held back only when its own
-// procedure shows overload. It is safe for concurrent use. On a callee
-// that shows no overload an attempt costs a compare-and-swap and an
-// atomic addition (the count in flight, which the first cut halves) and
-// a few loads.
+// overload is the limit on one callee's attempts in flight, one for all
+// its procedures; the evidence that holds and cuts it is per procedure
+// (the recent share of its attempts that ended overloaded), so one slow
+// procedure does not shed a healthy one: an attempt over the limit is
+// held back only if its own procedure shows overload. It is safe for
+// concurrent use; with no overload an attempt costs a CAS, an atomic add
+// and a few loads.
 type overload struct {
 	disabled  bool
 	min, max  float64
@@ -50,17 +45,16 @@ type overload struct {
 	round    atomic.Uint64 // the cut generation: one cut per round
 	limit    atomic.Uint64 // float64 bits
 
-	// all is the recent share of overloaded attempts of every procedure:
-	// while it is not nil the limit grows back additively.
+	// all is every procedure's recent share: while it is not nil the
+	// limit grows back additively.
 	all share
 	// byProc holds each procedure's share, made on its first overloaded
-	// attempt: a procedure with none shows no overload.
+	// attempt.
 	byProc *procmap.Map[string, *share]
 }
 
-// share is a recent share of overloaded attempts: an exponentially
-// weighted mean over about the last 1/_overloadWeight attempts, which
-// halves for every _overloadHalfLife without one.
+// share is a recent share of overloaded attempts: an EWMA over about
+// 1/_overloadWeight attempts, halving every _overloadHalfLife idle.
 type share struct {
 	bits    atomic.Uint64 // float64 bits
 	updated atomic.Int64  // elapsed when bits was last written
@@ -86,19 +80,16 @@ type admission struct {
 	procedure string // the callee procedure it calls
 }
 
-// unheld returns an admission for an attempt of procedure sent over the
-// limit without a slot, in observe mode: its outcome still moves the
-// limit.
+// unheld returns an admission for an attempt sent over the limit without
+// a slot (observe mode); its outcome still moves the limit.
 func (o *overload) unheld(procedure string) admission {
 	return admission{round: o.round.Load(), unheld: true, procedure: procedure}
 }
 
-// admit takes a slot for one attempt of procedure and returns it, or
-// false when the limit is reached and procedure shows overload: the
-// attempt must not be sent. A refused attempt takes no slot, not even
-// for a moment, so a concurrent attempt never finds the count one too
-// high, and a caller that sends a refused attempt down another path
-// (sendFirst, then Call's shedding) costs the count nothing.
+// admit takes a slot for an attempt of procedure, or returns false when
+// the limit is reached and procedure shows overload. A refused attempt
+// never takes a slot, even briefly, so concurrent attempts never see the
+// count too high and a refused attempt sent another way costs nothing.
 func (o *overload) admit(procedure string) (admission, bool) {
 	if o.disabled {
 		return admission{}, true
@@ -114,10 +105,9 @@ func (o *overload) admit(procedure string) (admission, bool) {
 	}
 }
 
-// abandon gives back the slot of attempt a, which ended with no outcome
-// to judge the callee by: its transport panicked, its caller gave up on
-// it (cancelled), or it timed out on its caller's nearly spent deadline.
-// The limit and the shares stay as they were.
+// abandon gives back a's slot when it ended with nothing to judge the
+// callee by (panic, cancelled, or timed out on a nearly spent deadline).
+// The limit and shares are unchanged.
 func (o *overload) abandon(a admission) {
 	if o.disabled || a.unheld {
 		return
@@ -146,7 +136,7 @@ func (o *overload) done(a admission, overloaded bool) {
 		if own < o.threshold {
 			return
 		}
-		// One cut per round: an attempt that started before the last cut
+		// One cut per round: an attempt started before the last cut
 		// was answered by it.
 		if !o.round.CompareAndSwap(a.round, a.round+1) {
 			return
@@ -170,9 +160,8 @@ func (o *overload) done(a admission, overloaded bool) {
 	}
 }
 
-// observe adds one attempt to the share and returns it, now giving the
-// time. While the share is nil, an attempt that was not overloaded
-// changes nothing and reads no clock.
+// observe adds one attempt to the share and returns it. While the share
+// is nil, a non-overloaded attempt changes nothing and reads no clock.
 func (s *share) observe(overloaded bool, now func() time.Duration) float64 {
 	for {
 		bits := s.bits.Load()
@@ -194,8 +183,8 @@ func (s *share) observe(overloaded bool, now func() time.Duration) float64 {
 	}
 }
 
-// decayed returns the share v, last written at updated, as of now:
-// halved for every _overloadHalfLife since.
+// decayed returns v, written at updated, halved per _overloadHalfLife
+// since.
 func (s *share) decayed(v float64, now time.Duration) float64 {
 	if v == 0 {
 		return 0

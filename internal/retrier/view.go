@@ -46,9 +46,8 @@ func (b *budget) inWindow() windowCounts {
 	return b.sum(b.epoch())
 }
 
-// outcomes returns the retries that succeeded (refunded), the ones the
-// budget refused, and of those the ones the hedges took the room of, in
-// the window now.
+// outcomes returns the window's refunded retries, the refused ones, and
+// of those the ones hedges took the room of.
 func (b *budget) outcomes() (succeeded, refused, starved int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
