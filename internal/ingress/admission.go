@@ -13,9 +13,8 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// newAdmission returns the admission controller cfg asks for, nil when
-// disabled, and its inbound.shed counters by reason, tagged with the
-// mode.
+// newAdmission returns cfg's admission controller (nil when disabled) and
+// its inbound.shed counters by reason, tagged with the mode.
 func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope, now func() time.Time) (*admission.Controller, map[string]tally.Counter) {
 	if cfg.Mode == inbound.AdmissionDisabled {
 		return nil, nil
@@ -40,9 +39,8 @@ func newAdmission(cfg inbound.AdmissionConfig, scope tally.Scope, now func() tim
 	return ctl, counts
 }
 
-// admitted is a request admission admitted: its ticket, and its Log when
-// it is tracked (its calls park its slot; timed when its ticket is
-// measured).
+// admitted is an admitted request: its ticket, and its Log when tracked
+// (its calls park its slot).
 type admitted struct {
 	ticket admission.Ticket
 	log    *reqlog.Log
@@ -50,10 +48,9 @@ type admitted struct {
 
 var _ reqlog.Parker = (*admission.Controller)(nil)
 
-// done ends the admitted request a, judged on its latency less the time
-// its outbound calls kept it waiting (reqlog.Log.CallTime); a call it
-// left under way has its slot taken back here. A request served
-// untracked is judged on its whole latency.
+// done ends a, judged on its latency less its outbound calls' time
+// (reqlog.Log.CallTime), taking back the slot a call left under way
+// parked. An untracked request is judged on its whole latency.
 func (m *Middleware) done(a *admitted) {
 	var callees time.Duration
 	if a.log != nil {
@@ -65,9 +62,8 @@ func (m *Middleware) done(a *admitted) {
 	m.admission.DoneOwn(a.ticket, callees)
 }
 
-// priority ranks a request with attempt number n (0: unmarked), marked
-// when its caller is in an incident: retries are shed first, then the
-// requests of callers in an incident.
+// priority ranks a request with attempt number n (0: unmarked): retries
+// are shed first, then marked requests (callers in an incident).
 func priority(n int, marked bool) admission.Priority {
 	switch {
 	case n > 1:
@@ -79,8 +75,8 @@ func priority(n int, marked bool) admission.Priority {
 	}
 }
 
-// shedHeaders returns the headers of a shed answer for each admission
-// reason: claimedNoRetry and the shed header shed, its value the reason.
+// shedHeaders returns, per admission reason, claimedNoRetry plus the
+// shed header set to the reason.
 func shedHeaders(claimedNoRetry transport.Headers, shed string) map[string]transport.Headers {
 	out := make(map[string]transport.Headers, len(admission.Reasons))
 	for _, r := range admission.Reasons {
@@ -93,11 +89,11 @@ func shedHeaders(claimedNoRetry transport.Headers, shed string) map[string]trans
 	return out
 }
 
-// shed answers a request admission shed for reason: resource-exhausted,
-// claimed, with pushback, and marked as this instance's shed (the shed
-// header), so that only its caller retries it, once, on another instance
-// (package retrypeer). An edge request's answer carries no errown header;
-// a queued request whose caller went gets its context's error.
+// shed answers a request admission shed: resource-exhausted, claimed,
+// with pushback, and marked as this instance's shed, so only its caller
+// retries it, once, on another instance (package retrypeer). An edge
+// request's answer has no errown header; a queued request whose caller
+// went gets its context's error.
 func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, reason string, edge bool) error {
 	if reason == admission.ReasonAbandoned {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -118,9 +114,8 @@ func (m *Middleware) shed(ctx context.Context, req *transport.Request, resw tran
 	return yarpcerrors.ResourceExhaustedErrorf("errown: %s shed by %s (inbound.admission, %s)", req.Procedure, req.Service, reason)
 }
 
-// AdmissionLimit returns the admission controller's limit on requests
-// served at once and the requests queued, or false when admission is
-// disabled.
+// AdmissionLimit returns admission's limit on concurrent requests and the
+// queue length, or false when admission is disabled.
 func (m *Middleware) AdmissionLimit() (limit float64, queued int, ok bool) {
 	if m.admission == nil {
 		return 0, 0, false

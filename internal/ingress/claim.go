@@ -6,10 +6,9 @@ import "github.com/errown/errown/ownership"
 type Failure struct {
 	// Kind of the edge the call went over.
 	Kind ownership.EdgeKind
-	// RCS reports whether the retry criteria were satisfied for the call:
-	// a retry was attempted, the callee's error was unclaimed, a retry was
-	// refused by budget, deadline or pushback, or the error is not
-	// retryable by nature.
+	// RCS reports whether the call's retry criteria were satisfied: a
+	// retry was attempted, the error was unclaimed, a retry was refused
+	// (budget, deadline, pushback), or it is not retryable by nature.
 	RCS bool
 }
 

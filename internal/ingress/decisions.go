@@ -10,16 +10,14 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// _decisionPeerCalls is how many failed calls a decision lists the peers
-// of (inbound.Decision.Peers).
+// _decisionPeerCalls is how many failed calls' peers a decision lists.
 const _decisionPeerCalls = 4
 
-// _recentDecisions is how many claim decisions a Middleware remembers for
-// operators.
+// _recentDecisions is how many claim decisions are remembered.
 const _recentDecisions = _ringSize
 
-// record is a Decision as the request path keeps it: its names are looked
-// up when the decisions are listed.
+// record is a Decision as the request path keeps it; names are looked up
+// when listed.
 type record struct {
 	time        time.Time
 	procedure   string
@@ -45,10 +43,9 @@ func (r *record) decision() inbound.Decision {
 	}
 }
 
-// decisionPeers returns the peers of the failed calls among entries whose
-// attempts' peers a peer chooser recorded (calls.Entry.Route), at most
-// _decisionPeerCalls of them, or nil, allocating nothing, when
-// none has any.
+// decisionPeers returns the recorded peers (calls.Entry.Route) of up to
+// _decisionPeerCalls failed calls, or nil, allocating nothing, when none
+// has any.
 func decisionPeers(entries []calls.Entry) []inbound.CallPeers {
 	var out []inbound.CallPeers
 	for _, e := range entries {
@@ -75,16 +72,14 @@ func (r *record) refusedBy() string {
 	return r.refused.String()
 }
 
-// decisions is a ring of the latest decisions. Only error responses write
-// to it, never the success path. Its places are not padded to cache
-// blocks of their own: padding gains nothing (BenchmarkDecisionsRing;
-// figures in bench/README.md).
+// decisions is a ring of the latest decisions, written only by error
+// responses. Padding its places gains nothing (BenchmarkDecisionsRing).
 type decisions struct {
 	r ring[record]
 }
 
-// add keeps r, whose procedure hashes to ph (procedureHash), unless it
-// repeats the newest decision at the same time.
+// add keeps r (ph: procedureHash) unless it repeats the newest decision
+// at the same time.
 func (d *decisions) add(r record, ph uint64) {
 	d.r.addNew(r, signature(ph, signatureWords{
 		uint64(r.time.UnixNano()),
@@ -94,10 +89,8 @@ func (d *decisions) add(r record, ph uint64) {
 	}))
 }
 
-// reasonWord returns a word of a decision's signature for reason, one of
-// the Reason constants: a comparison of strings, as the constant's
-// address read through unsafe gains nothing (BenchmarkDecisionSignature;
-// figures in bench/README.md).
+// reasonWord returns a signature word for a Reason constant; comparing
+// strings is as fast as reading the address (BenchmarkDecisionSignature).
 func reasonWord(reason string) uint64 {
 	switch reason {
 	case ReasonOwnFailure:

@@ -1,14 +1,11 @@
-// Package ingress is errown's unary inbound middleware (Middleware), which
-// package inbound configures and errown.New builds: it opens each
-// request's IngressLog (reqlog.Log, bounded by inbound.IngressConfig), runs the
-// handler and, when the handler returns an error, decides the request's
-// claim (Decide over the failed calls the egress log kept) and writes
-// it, the storm figures and the no-retry signal in application headers on
-// the response. It also keeps the operators' lists of the latest claim
-// decisions and root storms (inbound.Decision, inbound.Storm), and the
-// admission control of inbound.AdmissionConfig.
+// Package ingress is errown's unary inbound middleware (Middleware),
+// configured by package inbound and built by errown.New: it opens each
+// request's IngressLog (reqlog.Log), runs the handler and, on an error,
+// decides the claim (Decide over the egress log's failed calls) and writes
+// it, the storm figures and the no-retry signal as response headers. It
+// keeps the latest claim decisions and root storms for operators, and
+// runs admission control (inbound.AdmissionConfig).
 //
-// In docs/DESIGN.md's data flow it is the first and the last errown step
-// of a request; the metrics it emits are listed in package inbound's
-// documentation.
+// It is the first and last errown step of a request (docs/DESIGN.md); its
+// metrics are documented in package inbound.
 package ingress

@@ -35,12 +35,10 @@ type Middleware struct {
 	mint              func() uint64 // a new root key
 	unknownCorrelated bool
 	hdr               ownership.Headers // the header names, defaults applied
-	// recent is allocated on its own: every failed request writes its
-	// cursor, which must not share a cache block with what every request
-	// reads.
+	// recent is its own allocation: every failed request writes its
+	// cursor, which must not share a cache line with hot reads.
 	recent *decisions
-	// Header sets built once and only read: every transport's AddHeaders
-	// copies them into its own response.
+	// Header sets built once and only read (AddHeaders copies them).
 	claimed          transport.Headers
 	unclaimed        transport.Headers
 	claimedNoRetry   transport.Headers
@@ -97,8 +95,7 @@ func New(cfg inbound.Config, opts ...Option) (*Middleware, error) {
 	scope := o.Scope.SubScope("inbound")
 	ctl, shedCount := newAdmission(cfg.Admission, scope, o.admissionNow)
 	if ctl != nil {
-		// A request waiting for its outbound calls parks its slot, and
-		// those admission measures time the calls on its clock.
+		// A request waiting for its outbound calls parks its slot.
 		logs.WatchCalls(ctl, o.admissionNow)
 	}
 	return &Middleware{
@@ -139,14 +136,13 @@ func (m *Middleware) UpdateGauges() {
 	m.inFlightGauge.Update(float64(m.InFlight()))
 }
 
-// InFlight returns how many requests the middleware tracks in flight: at
-// most the ingress configuration's MaxInFlight.
+// InFlight returns how many requests are tracked in flight (at most
+// MaxInFlight).
 func (m *Middleware) InFlight() int { return m.logs.Len() }
 
-// Handle implements middleware.UnaryInbound. It reads as the data flow of
-// DESIGN.md: track the request, serve it, close its egress log, classify
-// its result, decide and respond, record a root's storm and have the
-// dependency memory observe the failed calls.
+// Handle implements middleware.UnaryInbound, following DESIGN.md's data
+// flow: track, serve, close the egress log, classify, decide and respond,
+// record a root's storm, and let the memory observe failed calls.
 func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler) error {
 	edge, n, marked := m.arrived(ctx, req)
 	root, key := m.root(req, edge)
@@ -168,7 +164,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		adm.log = log
 		if adm.ticket.Measured() {
 			// Its answer moves the limit: judged on its own time, less
-			// what its outbound calls kept it waiting.
+			// the time its outbound calls took.
 			log.TimeCalls()
 		}
 	}
@@ -178,18 +174,16 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	orphans := m.orphans.Mark()
 	rw := &r.w
 	rw.ResponseWriter, rw.m = resw, m
-	// Deferred so the log is closed and goes also when the handler
-	// panics: yarpc recovers the panic further out, exactly as without
-	// errown, and a call the handler left running is then counted late.
+	// Deferred so the log goes even if the handler panics (yarpc
+	// recovers further out); a call left running is then counted late.
 	closed := false
 	var sum calls.Summary
 	defer m.finish(log, &closed, &sum)
 
 	err := h.Handle(&r.Node, req, rw)
 	if err == nil && !marked && !rw.appError && m.quiet(log, orphans) {
-		// The steady state's success: no call failed, retried or met a
-		// storm, and nobody reads its figures. Nothing to decide, send or
-		// record.
+		// The steady state's success: nothing failed, retried or met a
+		// storm, and nobody reads its figures. Nothing to do.
 		closed = true
 		return nil
 	}
@@ -200,8 +194,7 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	var now time.Time // read once, when a failure or a storm is recorded
 	var ph uint64     // procedureHash(req.Procedure), with now
 	if out.class != wire.ClassOK {
-		// One reading of the clock and one hash of the procedure, for the
-		// decision and the storm.
+		// One clock reading and procedure hash, for decision and storm.
 		now, ph = m.now(), procedureHash(req.Procedure)
 		claim, reason := m.decide(now, req.Procedure, ph, out.code, out.class, sum.Failures, sum.Counts)
 		if !edge {
@@ -209,11 +202,10 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 		}
 		tracing.Claim(ctx, claim, reason)
 	} else if !edge && !storm.Trivial() && (marked || storm.Stormy()) {
-		// A success says how much it took only when that was more than
-		// this one request (a leaf's success pays nothing), and only to a
-		// caller that reads it (its request was marked: it is in an
-		// incident) or when it met a storm, which puts the caller in one.
-		// The steady state sends no errown header.
+		// A success reports its figures only when it took more than
+		// itself, and only to a caller that reads them (marked: in an
+		// incident) or when it met a storm. The steady state sends no
+		// errown header.
 		resw.AddHeaders(m.stormHeaders(storm))
 	}
 	if !marked && storm.Stormy() {
@@ -226,9 +218,9 @@ func (m *Middleware) Handle(ctx context.Context, req *transport.Request, resw tr
 	return err
 }
 
-// arrived reads whether req is an edge request (a root whose response
-// carries none of errown's headers), else its attempt number and whether
-// its caller marked it (countAttempt). Only a retry is tagged on the span.
+// arrived reports whether req is an edge request (a root whose response
+// carries no errown headers), else its attempt number and whether it is
+// marked. Only a retry is tagged on the span.
 func (m *Middleware) arrived(ctx context.Context, req *transport.Request) (edge bool, n int, marked bool) {
 	if edge = m.edge.has(req); edge {
 		return true, 0, false
@@ -240,7 +232,7 @@ func (m *Middleware) arrived(ctx context.Context, req *transport.Request) (edge 
 }
 
 // admit asks admission control to admit a request, counting and tagging
-// the reason of a shed (in observe mode, of what enforce would shed).
+// a shed's reason (in observe mode, what enforce would shed).
 func (m *Middleware) admit(ctx context.Context, p admission.Priority, key uint64) (admission.Ticket, string, bool) {
 	t, reason, ok := m.admission.AdmitRoot(ctx, p, key)
 	if reason != "" {
@@ -250,9 +242,8 @@ func (m *Middleware) admit(ctx context.Context, p admission.Priority, key uint64
 	return t, reason, ok
 }
 
-// outcome is how a tracked request's handler ended: its error, its code
-// and class (wire.Result), and the code of an application error the
-// encoding reported, if any.
+// outcome is how a tracked request's handler ended (wire.Result), with
+// the encoding's application error code, if any.
 type outcome struct {
 	err     error
 	appCode *yarpcerrors.Code
@@ -260,10 +251,9 @@ type outcome struct {
 	class   wire.Class
 }
 
-// countAttempt counts a request that says it is a retry, and returns its
-// attempt number (0 when unmarked) and whether it carries errown's
-// attempt mark (its caller runs errown and is in an incident). The
-// header name is validated lower case: the map is indexed directly.
+// countAttempt counts a retry and returns the attempt number (0 when
+// unmarked) and whether it carries errown's mark (caller in an incident).
+// The header name is validated lower case, so the map is indexed directly.
 func (m *Middleware) countAttempt(req *transport.Request) (int, bool) {
 	n, marked := wire.ParseAttempt(req.Headers.Items()[m.hdr.Attempt])
 	if n > 1 {
@@ -272,8 +262,8 @@ func (m *Middleware) countAttempt(req *transport.Request) (int, bool) {
 	return n, marked
 }
 
-// track puts a new request in the ingress log map, with ctx as the parent
-// of its context, or returns nil when the map has no room.
+// track puts a new request in the log map, under ctx, or returns nil when
+// the map is full.
 func (m *Middleware) track(ctx context.Context, procedure string, marked bool, root uint64) *tracked {
 	if m.logs.Full() {
 		return nil
@@ -291,13 +281,11 @@ func (m *Middleware) track(ctx context.Context, procedure string, marked bool, r
 	return r
 }
 
-// serveUntracked serves a request the ingress log map had no room for,
-// an edge request when edge is set.
+// serveUntracked serves a request the log map had no room for.
 func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request, resw transport.ResponseWriter, h transport.UnaryHandler, edge bool) error {
 	m.untrackedCount.Inc(1)
-	// Untracked, its figures are unknown: say so, on a success too (but
-	// not outside the mesh), and have its calls tell their callees that
-	// they are not roots.
+	// Its figures are unknown: say so (except at the edge), and its
+	// calls tell their callees they are not roots.
 	err := h.Handle(reqlog.WithUntracked(ctx), req, m.ownHeaders(resw))
 	if !edge {
 		resw.AddHeaders(m.unknownStorm)
@@ -305,9 +293,8 @@ func (m *Middleware) serveUntracked(ctx context.Context, req *transport.Request,
 	return err
 }
 
-// close closes the request's egress log and counts the failures past its
-// bound (calls.MaxFailures). The failures stay in the log until finish
-// releases them.
+// close closes the egress log and counts failures past its bound
+// (calls.MaxFailures); they stay in the log until finish.
 func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 	sum := log.Egress.CloseSummary()
 	if sum.Counts.Overflow > 0 {
@@ -316,23 +303,20 @@ func (m *Middleware) close(log *reqlog.Log) calls.Summary {
 	return sum
 }
 
-// quiet closes the request's egress log and reports true when no call
-// failed or reported a storm and its figures are known (figuresKnown).
-// When it reports false the log may be closed: close still returns its
-// Summary.
+// quiet closes the egress log and reports whether no call failed or
+// reported a storm and the figures are known. When false, close still
+// returns the Summary.
 func (m *Middleware) quiet(log *reqlog.Log, orphans uint64) bool {
 	return log.Egress.CloseQuiet() && m.figuresKnown(orphans)
 }
 
-// figuresKnown reports whether the request's storm figures are those its
-// egress log summed: no orphan call (made with a fresh context, so maybe
-// this request's) failed or retried since the orphans' mark orphans was
-// taken as the request began.
+// figuresKnown reports whether no orphan call (fresh context, maybe this
+// request's) failed or retried since the mark taken as the request began.
 func (m *Middleware) figuresKnown(orphans uint64) bool {
 	return !m.orphans.Since(orphans)
 }
 
-// classify returns how the handler ended (wire.HandlerResult), an answer
+// classify returns how the handler ended (wire.HandlerResult); an answer
 // when it marked the request as its caller's fault.
 func (m *Middleware) classify(ctx context.Context, err error, rw *writer, log *reqlog.Log) outcome {
 	out := outcome{err: err}
@@ -346,9 +330,9 @@ func (m *Middleware) classify(ctx context.Context, err error, rw *writer, log *r
 	return out
 }
 
-// stormFigures returns the request's storm figures f, as the egress log
-// summed them, plus one request for each call the handler abandoned (a
-// hedge's loser, fire-and-forget); or unknown when !figuresKnown.
+// stormFigures returns the egress log's figures f plus one request per
+// call the handler abandoned (a hedge's loser, fire-and-forget), or
+// unknown when !figuresKnown.
 func (m *Middleware) stormFigures(f wire.Figures, log *reqlog.Log, orphans uint64) wire.Figures {
 	if !f.Known || !m.figuresKnown(orphans) {
 		return wire.Figures{}
@@ -361,15 +345,13 @@ func (m *Middleware) stormFigures(f wire.Figures, log *reqlog.Log, orphans uint6
 	return f
 }
 
-// respond puts errown's headers on the response of a request that did
-// not succeed: the claim, the no-retry pushback, the storm, and the code
-// where the transport drops it.
+// respond puts errown's headers on a non-success response: claim,
+// pushback, storm, and the code where the transport drops it.
 func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWriter, out outcome, claim ownership.Claim, noRetry bool, storm wire.Figures) {
 	resw.AddHeaders(m.headers(claim, noRetry))
 	resw.AddHeaders(m.stormHeaders(storm))
 	if out.err == nil && out.appCode != nil {
-		// An application error's code does not cross every
-		// transport (gRPC drops it): errown carries it itself.
+		// gRPC drops an application error's code: errown carries it.
 		resw.AddHeaders(transport.NewHeaders().With(m.hdr.Code, wire.FormatCode(out.code)))
 	}
 	if out.err != nil && req.Transport == _tchannel {
@@ -378,9 +360,8 @@ func (m *Middleware) respond(req *transport.Request, resw transport.ResponseWrit
 	}
 }
 
-// recordStorm records a root request's storm at now (read here when zero),
-// the procedure hashing to ph, at an incident's onset when one of its
-// calls went unmarked.
+// recordStorm records a root's storm at now (read here when zero; ph
+// hashes procedure), at an incident's onset when a call went unmarked.
 func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, storm wire.Figures, failed, onset bool) {
 	if now.IsZero() {
 		now, ph = m.now(), procedureHash(procedure)
@@ -390,8 +371,8 @@ func (m *Middleware) recordStorm(now time.Time, ph uint64, procedure string, sto
 	m.storms.record(st, ph)
 }
 
-// observe tells the learner of the failed calls of a request that
-// succeeded. Failures past the egress log's bound were not kept.
+// observe tells the learner of a succeeded request's failed calls (those
+// past the log's bound were not kept).
 func (m *Middleware) observe(entries []calls.Entry) {
 	for _, e := range entries {
 		if e.Failed() {
@@ -400,8 +381,7 @@ func (m *Middleware) observe(entries []calls.Entry) {
 	}
 }
 
-// unknown is the Learner of a Middleware given none: every edge unknown,
-// nothing learned.
+// unknown is the default Learner: every edge unknown, nothing learned.
 type unknown struct{ memory.Unknown }
 
 var _ memory.Learner = unknown{}
@@ -410,9 +390,8 @@ func (unknown) Observe(ownership.Edge, bool) {}
 
 func (unknown) Learn(ownership.Edge, bool) ownership.EdgeKind { return ownership.KindUnknown }
 
-// Storms returns the latest root requests that met a storm below, newest
-// first; as in Decisions, a repeat at the same reading of the clock is
-// counted (and given to the storm hook) but not listed again.
+// Storms returns the latest roots that met a storm below, newest first; a
+// repeat at the same clock reading is counted and hooked but not listed.
 func (m *Middleware) Storms() []inbound.Storm {
 	return m.storms.list()
 }
@@ -427,14 +406,14 @@ func (m *Middleware) Losses() inbound.Losses {
 	}
 }
 
-// ownHeaders returns w, or a writer that drops errown's own headers from
-// what the handler adds, when w is not errown's already.
+// ownHeaders returns a writer that drops errown's own headers from what
+// the handler adds.
 func (m *Middleware) ownHeaders(w transport.ResponseWriter) transport.ResponseWriter {
 	return &writer{ResponseWriter: w, m: m}
 }
 
-// withoutOwnHeaders returns h without errown's own response headers, or h
-// itself, uncopied, when it has none (the common case).
+// withoutOwnHeaders returns h without errown's response headers, or h
+// itself when it has none (the common case).
 func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	items := h.Items()
 	_, claim := items[m.hdr.Claim]
@@ -455,15 +434,13 @@ func (m *Middleware) withoutOwnHeaders(h transport.Headers) transport.Headers {
 	return out
 }
 
-// ownHeader reports whether the canonical header name k is errown's own
-// on responses.
+// ownHeader reports whether canonical k is one of errown's response headers.
 func (m *Middleware) ownHeader(k string) bool {
 	return k == m.hdr.Claim || k == m.hdr.NoRetry || k == m.hdr.Code || k == m.hdr.Storm || k == m.hdr.Shed
 }
 
-// finish closes the request's egress log unless Handle did (then sum
-// holds what it took), gives its chunk back and removes the log from the
-// map.
+// finish closes the egress log unless Handle did (then sum holds it),
+// gives its chunk back and removes the log from the map.
 func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 	if log.Marked() {
 		m.orphans.Unwatch()
@@ -477,10 +454,9 @@ func (m *Middleware) finish(log *reqlog.Log, closed *bool, sum *calls.Summary) {
 	m.logs.Remove(log)
 }
 
-// decide claims or unclaims the error a request ended in, from the failed
-// calls its egress log kept (entries, counts), counts the decision and
-// keeps it for Decisions at now (ph: the procedure's procedureHash). It
-// returns the claim and its reason.
+// decide claims or unclaims a request's error from its egress log's
+// failed calls (entries, counts), counts the decision and keeps it for
+// Decisions at now (ph: procedureHash). It returns the claim and reason.
 func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yarpcerrors.Code, class wire.Class, entries []calls.Entry, counts calls.Counts) (ownership.Claim, string) {
 	var buf [_stackFailures]Failure
 	failures := buf[:0]
@@ -489,11 +465,9 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		if !e.Failed() {
 			continue
 		}
-		// Only a failure of this service's own counts as the caller
-		// failing: an answer (not found, a bad argument, an application
-		// error without a code...) says nothing about its dependencies,
-		// so callers cannot push edges either way by sending requests
-		// that deserve one.
+		// Only this service's own failure counts as the caller failing:
+		// an answer says nothing about dependencies, so callers cannot
+		// push edges either way with requests that deserve one.
 		kind := m.learner.Learn(e.Edge, class == wire.ClassFailure)
 		failures = append(failures, Failure{Kind: kind, RCS: e.RCS})
 		if Correlated(kind, m.unknownCorrelated) {
@@ -501,10 +475,9 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 		}
 	}
 	if counts.OverflowUnsatisfied > 0 {
-		// A failure past the bound that nobody retried yet may be on a
-		// correlated edge: count it as one, so the error stays claimed
-		// (at-least-once). Those with RCS true are left out: they could
-		// only push towards unclaimed, on failures not seen.
+		// An unretried failure past the bound may be correlated: count
+		// it as one so the error stays claimed (at-least-once). RCS-true
+		// ones could only push towards unclaimed and are left out.
 		failures = append(failures, Failure{Kind: ownership.KindFailClose, RCS: false})
 	}
 	if class == wire.ClassFailure {
@@ -546,8 +519,8 @@ func (m *Middleware) decide(now time.Time, procedure string, ph uint64, code yar
 	return claim, reason
 }
 
-// codeName names the code of an error for operators: an application error
-// without a code is "application-error".
+// codeName names an error's code for operators ("application-error" for
+// an application error without a code).
 func codeName(code yarpcerrors.Code, class wire.Class) string {
 	if code == yarpcerrors.CodeOK && class == wire.ClassAnswer {
 		return "application-error"
@@ -555,9 +528,8 @@ func codeName(code yarpcerrors.Code, class wire.Class) string {
 	return code.String()
 }
 
-// Decisions returns the latest claim decisions, newest first; a repeat of
-// the newest at the same reading of the clock (WithClock) is counted but
-// not listed again.
+// Decisions returns the latest claim decisions, newest first; a repeat at
+// the same clock reading (WithClock) is counted but not listed.
 func (m *Middleware) Decisions() []inbound.Decision {
 	return m.recent.list()
 }

@@ -20,8 +20,8 @@ type options struct {
 	stormHook func(inbound.Storm)
 	orphans   *calls.Orphans
 	now       func() time.Time
-	// admissionNow is the admission controller's clock, and its timed
-	// requests' outbound calls' (reqlog.Map.TimeCalls).
+	// admissionNow is the clock of admission and of its timed requests'
+	// outbound calls (reqlog.Map.TimeCalls).
 	admissionNow func() time.Time
 	// mint returns a new root key, never 0.
 	mint func() uint64
@@ -35,11 +35,10 @@ func (f optionFunc) apply(o *options) { f(o) }
 // not nil. Default: obs.Defaults().
 func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
-// WithLearner asks l for the kind of each failed edge of a request that
-// did not succeed, telling it of the failure in the same step
-// (memory.Learner.Learn), and has it observe the failed calls of a
-// request that succeeded. errown passes memory.Static over its dependency
-// memory. Default: every edge unknown, nothing learned.
+// WithLearner asks l for the kind of each failed edge of a failed request,
+// telling it of the failure (memory.Learner.Learn), and has it observe a
+// successful request's failed calls. errown passes memory.Static. Default:
+// every edge unknown, nothing learned.
 func WithLearner(l memory.Learner) Option {
 	return optionFunc(func(o *options) {
 		if l != nil {
@@ -49,22 +48,22 @@ func WithLearner(l memory.Learner) Option {
 }
 
 // WithStormHook calls f with every root request that met a storm below,
-// as it is recorded in the storm metrics, on the request's goroutine: f
-// must be quick and safe for concurrent use. Default: nobody.
+// on the request's goroutine: f must be quick and concurrency-safe.
+// Default: nobody.
 func WithStormHook(f func(inbound.Storm)) Option {
 	return optionFunc(func(o *options) { o.stormHook = f })
 }
 
-// WithOrphans reads from o the failed calls the egress middleware could
-// not tie to a request (egress.WithOrphans with the same o): a request in
-// flight while one failed has unknown storm figures. Default: none seen.
+// WithOrphans reads from o the failed calls egress could not tie to a
+// request (egress.WithOrphans): a request in flight then has unknown
+// storm figures. Default: none seen.
 func WithOrphans(o *calls.Orphans) Option {
 	return optionFunc(func(opts *options) { opts.orphans = o })
 }
 
 // WithClock reads the time of each decision and root storm from now, once
-// per failed or stormy request; errown passes its dependency memory's
-// coarse clock (memory.Memory.Now). Default time.Now.
+// per failed or stormy request (errown passes memory.Memory.Now).
+// Default time.Now.
 func WithClock(now func() time.Time) Option {
 	return optionFunc(func(o *options) {
 		if now != nil {

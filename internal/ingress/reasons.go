@@ -10,9 +10,9 @@ import (
 	"github.com/uber-go/tally/v4"
 )
 
-// unclaimCause is why the correlated failed calls of a request satisfied
-// their retry criteria, the reason of an unclaim: the strongest seen, in
-// the order retried below, retried here, refused here, not retryable.
+// unclaimCause is why a request's correlated failed calls satisfied their
+// retry criteria; the strongest wins: retried below, retried here,
+// refused here, not retryable.
 type unclaimCause struct {
 	below, here, notRetryable bool
 	refused                   wire.Refusal // the first refusal seen
@@ -35,9 +35,8 @@ func (c unclaimCause) with(e calls.Entry) unclaimCause {
 	return c
 }
 
-// reason returns the Reason of an unclaim for c, and the refusal of a
-// ReasonRefusedHere. With no cause seen (an unclaim is made only on
-// correlated failures whose criteria hold), it says "retried below".
+// reason returns c's unclaim Reason, and the refusal of a
+// ReasonRefusedHere; "retried below" when no cause was seen.
 func (c unclaimCause) reason() (string, wire.Refusal) {
 	switch {
 	case c.below:
@@ -52,9 +51,8 @@ func (c unclaimCause) reason() (string, wire.Refusal) {
 	return ReasonRetriedBelow, wire.RefusedNone
 }
 
-// deniedReasons returns the tags of inbound.failed_after_denied, indexed
-// by deniedIndex: a tag per wire.Refusal, then per wire.Decline; index 0,
-// nothing declined, is "".
+// deniedReasons returns inbound.failed_after_denied's tags by deniedIndex:
+// one per wire.Refusal, then per wire.Decline; index 0 is "".
 func deniedReasons() []string {
 	out := make([]string, 1+len(wire.Refusals())+len(wire.Declines()))
 	for _, r := range wire.Refusals() {
@@ -101,9 +99,8 @@ func (d *denied) lost() []inbound.Lost {
 	return out
 }
 
-// deniedIndex returns the index of the reason this hop declined a retry
-// of a call: its refusal r when there is one (a refusal is the hop's
-// decision even on the last attempt), else its decline d, else 0.
+// deniedIndex returns the index of why this hop declined a retry: the
+// refusal r if any (even on the last attempt), else the decline d, else 0.
 func deniedIndex(r wire.Refusal, d wire.Decline) int {
 	switch {
 	case r != wire.RefusedNone:
@@ -115,8 +112,7 @@ func deniedIndex(r wire.Refusal, d wire.Decline) int {
 }
 
 // countDenied counts a request that failed after this hop declined to
-// retry one of its failed calls, once per reason: the users' requests a
-// refusal, a suppression or the attempt limit did not save.
+// retry one of its calls, once per reason.
 func (m *Middleware) countDenied(entries []calls.Entry) {
 	var seen uint32
 	for _, e := range entries {
@@ -144,8 +140,8 @@ const (
 	// itself.
 	ReasonRetriedHere = "retried here"
 	// ReasonRefusedHere: unclaimed, this service declined to retry the
-	// failed call (its budget, the deadline, the callee's pushback, its
-	// policy): nothing retried it, and nobody above should.
+	// failed call (budget, deadline, pushback, policy); nobody above
+	// should either.
 	ReasonRefusedHere = "retry refused here"
 	// ReasonNotRetryable: unclaimed, the failure is not retryable by
 	// nature.

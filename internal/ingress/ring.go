@@ -9,16 +9,14 @@ import (
 // _ringSize is how many values a ring keeps.
 const _ringSize = 64
 
-// _cacheLine is the size of a cache block, which a ring's cursor keeps to
-// itself: two cores writing would otherwise take turns at one block.
+// _cacheLine is the cache block size a ring's cursor keeps to itself.
 const _cacheLine = 64
 
-// ring keeps the latest _ringSize values added, for operators. A writer
-// takes the next place from an atomic cursor and locks only that place; a
-// reader locks each place in turn, leaving out a value still being
-// written. addNew keeps a value only when it differs from the newest, its
-// time included, so that an outage's repeats under a coarse clock cost one
-// shared read each.
+// ring keeps the latest _ringSize values, for operators. A writer takes a
+// place from an atomic cursor and locks only it; a reader locks each place
+// in turn, skipping a value being written. addNew keeps a value only if it
+// differs from the newest, time included, so an outage's repeats under a
+// coarse clock cost one shared read each.
 type ring[T any] struct {
 	next  atomic.Uint64 // how many values were ever added
 	last  atomic.Uint64 // the signature of the newest value added by addNew
@@ -43,9 +41,8 @@ func (r *ring[T]) add(v T) {
 	s.mu.Unlock()
 }
 
-// addNew adds v unless sig, a signature of v and its time, is the
-// newest value's: a repeat. Two writers adding different values at once
-// may both be kept, or a repeat twice: the ring is for operators.
+// addNew adds v unless sig (v's signature, time included) is the newest's.
+// Racing writers may keep a repeat or both values: it is for operators.
 func (r *ring[T]) addNew(v T, sig uint64) {
 	if r.last.Load() == sig {
 		return
@@ -57,8 +54,8 @@ func (r *ring[T]) addNew(v T, sig uint64) {
 // _signatureSeed seeds the hash of a procedure's name (procedureHash).
 var _signatureSeed = maphash.MakeSeed()
 
-// procedureHash returns the hash of procedure that signatures start from:
-// computed once per request, for its decision and its storm both.
+// procedureHash returns procedure's hash, computed once per request for
+// its decision and storm signatures.
 func procedureHash(procedure string) uint64 {
 	return maphash.String(_signatureSeed, procedure)
 }
@@ -74,10 +71,9 @@ var _signatureMul = [...]uint64{
 // has.
 type signatureWords [len(_signatureMul)]uint64
 
-// signature returns a signature for ring.addNew of a value of procedure
-// (its procedureHash ph) made of words: each word, its high half folded
-// in, times its own odd constant, summed with ph and mixed once
-// (SplitMix64's finalizer). A collision would only list a value less.
+// signature returns an addNew signature: ph plus each word, high half
+// folded in, times its odd constant, mixed by SplitMix64's finalizer. A
+// collision only lists a value less.
 func signature(ph uint64, words signatureWords) uint64 {
 	x := ph
 	for i, w := range words {

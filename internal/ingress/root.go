@@ -7,12 +7,11 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// root returns the root key of req: the one its caller sent, or 0 where
-// the request enters the mesh (at the edge, or from a caller that sent
-// none), whose log mints one when a marked call first needs it. It
-// returns too the key admission judges it by: the root key, or for an
-// edge request with admission on a new one minted now; 0 (a visit) for a
-// request from inside the mesh that came without one.
+// root returns req's root key: its caller's, or 0 where it enters the
+// mesh (its log mints one when a marked call needs it). admit is the key
+// admission judges it by: the root key; for an edge request with
+// admission on, one minted now; 0 (a visit) for an in-mesh request
+// without one.
 func (m *Middleware) root(req *transport.Request, edge bool) (root, admit uint64) {
 	if !edge {
 		if k, ok := wire.ParseRoot(req.Headers.Items()[m.hdr.Root]); ok {

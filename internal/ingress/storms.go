@@ -48,24 +48,23 @@ var _radiusBuckets = tally.ValueBuckets{0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 
 // operators.
 const _recentStorms = _ringSize
 
-// storms keeps the root requests' storm metrics, per root procedure, and
-// the latest root storms. Only requests with a storm reach it, and on the
-// way they take no lock that all of them share: the metrics are looked up
-// in a read-only map (internal/procmap), copied when a procedure is added,
-// and the latest storms are a ring.
+// storms keeps per-root-procedure storm metrics and the latest root
+// storms. Only stormy requests reach it, taking no shared lock: metrics
+// come from a copy-on-add read-only map (internal/procmap), storms go to
+// a ring.
 type storms struct {
 	scope tally.Scope
 	hook  func(inbound.Storm)
 
 	byProc *procmap.Map[string, *stormMetrics]
-	// last is the metrics a storm was last recorded in: an outage's roots
-	// are mostly one procedure, found without a lookup in byProc.
+	// last is the metrics last recorded in: an outage's roots are mostly
+	// one procedure.
 	last atomic.Pointer[stormMetrics]
 
 	recent ring[inbound.Storm]
 
-	// requests and prevented are storm.requests and storm.prevented over
-	// every procedure, since start, for Losses.
+	// requests and prevented total storm.requests and storm.prevented
+	// since start, for Losses.
 	requests, prevented atomic.Uint64
 }
 
@@ -133,11 +132,9 @@ func (s *storms) list() []inbound.Storm {
 	return out
 }
 
-// _quietStorms bounds the storm headers built at start, those of a
-// subtree that served n requests (index n, wire.One at 1) with no
-// retry, prevented nothing and knew all of it: a leaf's error, and the
-// common success of a service that calls others, sent without an
-// allocation.
+// _quietStorms bounds the storm headers prebuilt for a subtree that
+// served n requests (index n) with no retry or prevention, all known: a
+// leaf's error, or a common success, sent without allocating.
 const _quietStorms = 64
 
 func quietStormHeaders(name string) []transport.Headers {
