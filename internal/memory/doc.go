@@ -1,11 +1,10 @@
-// Package memory is errown's dependency memory (Memory), which package
-// depmem configures and errown.New builds: per edge, the callee failures
-// and joint failures over a sliding window (Classify turns them into a
-// kind), the static declarations in front of it (Static), the fleet's
-// counts from a Prometheus-compatible API, and the snapshot file.
+// Package memory is errown's dependency memory (Memory), configured by
+// package depmem and built by errown.New: per edge, callee and joint
+// failures over a sliding window (Classify turns them into a kind),
+// static declarations in front (Static), fleet counts from a
+// Prometheus-compatible API, and the snapshot file.
 //
-// In docs/DESIGN.md's data flow the inbound middleware asks it the kind
-// of each failed call's edge (Classifier) and tells it what happened
-// (Learner). How it learns, what it bounds and the metrics it emits are
-// in package depmem's documentation.
+// The inbound middleware asks it each failed call's edge kind
+// (Classifier) and tells it what happened (Learner); see docs/DESIGN.md.
+// Learning, bounds and metrics are documented in package depmem.
 package memory

@@ -57,10 +57,10 @@ type queryResponse struct {
 	} `json:"data"`
 }
 
-// ParseQueryResponse reads a Prometheus HTTP API instant-query response
-// (a vector) into a value per edge, keyed by the labels caller_procedure,
-// callee_service and callee_procedure. Series without callee_service are
-// skipped; values that are not finite and non-negative are errors.
+// ParseQueryResponse reads a Prometheus instant-query vector response into
+// a value per edge (labels caller_procedure, callee_service,
+// callee_procedure). Series without callee_service are skipped; values
+// not finite and non-negative are errors.
 func ParseQueryResponse(b []byte) (map[ownership.Edge]float64, error) {
 	var r queryResponse
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -146,9 +146,9 @@ func (f *fleet) edges() []ownership.Edge {
 	return out
 }
 
-// refresh queries the fleet once. On failure the fleet's data is dropped,
-// so classification falls back to local memory, and the first failure of an
-// outage is logged.
+// refresh queries the fleet once. On failure the fleet's data is dropped
+// (classification falls back to local), and an outage's first failure is
+// logged.
 func (f *fleet) refresh(ctx context.Context) {
 	f.queries.Inc(1)
 	data, err := f.fetch(ctx)

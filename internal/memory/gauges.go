@@ -20,10 +20,9 @@ func newGauges(scope tally.Scope) gauges {
 	return g
 }
 
-// UpdateGauges sets the memory's gauges now: the edges by kind as view
-// lists them (the classifier the inbound side asks, declarations
-// included), and the fleet source's health. It is called off the request
-// path, by errown's one gauge ticker.
+// UpdateGauges sets the edges by kind as view lists them (declarations
+// included) and the fleet's health. errown's gauge ticker calls it, off
+// the request path.
 func (m *Memory) UpdateGauges(view Viewer) {
 	counts := map[ownership.EdgeKind]int{}
 	for _, e := range view.Edges() {

@@ -12,10 +12,9 @@ import (
 // ErrStarted is returned by a second Start.
 var ErrStarted = errors.New("depmem: memory already started")
 
-// Start loads the snapshot, if one is configured (one that cannot be read
-// is logged and ignored), and starts the background work: snapshots, fleet
-// polls and the coarse clock (see clock), which Stop ends and waits for.
-// A second Start returns ErrStarted.
+// Start loads the snapshot, if configured (an unreadable one is logged
+// and ignored), and starts snapshots, fleet polls and the coarse clock,
+// which Stop ends. A second Start returns ErrStarted.
 func (m *Memory) Start() error {
 	m.lifeMu.Lock()
 	defer m.lifeMu.Unlock()

@@ -17,8 +17,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Observer is told of every callee failure seen while serving a request,
-// once the request has finished.
+// Observer is told of every callee failure seen serving a request, once
+// the request finished.
 type Observer interface {
 	// Observe counts one failed call on edge e; callerFailed reports
 	// whether the request it was made for failed too.
@@ -26,15 +26,13 @@ type Observer interface {
 }
 
 // Memory learns edge kinds from traffic over a sliding window. It is safe
-// for concurrent use. Observing a failure on a known edge allocates
-// nothing and takes no lock: the edge is found in a copy of the edge set,
-// its counts and kind are atomics, and only the first failure of a time
-// slice locks the edge's window, to empty the bucket (see window). Kind
-// takes no lock either.
+// for concurrent use. Observing a failure on a known edge neither
+// allocates nor locks (a copy of the edge set, atomic counts and kind);
+// only a time slice's first failure locks the edge's window to empty the
+// bucket. Kind takes no lock.
 //
 // It tracks at most Config.MaxEdges edges, evicting idle ones (package
-// depmem, "Bounded state") in one pass that notes when the next can go
-// idle, so a full memory is scanned at most once per bucket width.
+// depmem, "Bounded state") at most once per bucket width.
 type Memory struct {
 	cfg        depmem.Config
 	thresholds Thresholds
@@ -43,26 +41,24 @@ type Memory struct {
 	logger     *zap.Logger
 	scope      tally.Scope
 	gauges     gauges // UpdateGauges
-	// noop is set when the scope is tally.NoopScope: then no edge gets
-	// a tagged scope of its own, which tally would keep for nothing.
+	// noop: the scope is tally.NoopScope, so no edge gets a tagged scope
+	// tally would keep for nothing.
 	noop bool
 
-	// mu guards the set of edges tracked: edges, which eviction scans and
-	// views list, and noIdleBefore.
+	// mu guards edges (scanned by eviction, listed by views) and
+	// noIdleBefore.
 	mu    sync.RWMutex
 	edges map[ownership.Edge]*edgeState
-	// read is a copy of edges that the request path reads without a lock,
-	// replaced under mu after an eviction and once edges it lacks were
-	// looked up (misses) as many times as edges holds: sync.Map's original
-	// scheme, without its hashing of interface keys by reflection.
+	// read is a lock-free copy of edges for the request path, replaced
+	// under mu after an eviction and after as many misses as edges holds
+	// (sync.Map's scheme, without reflection-hashed interface keys).
 	read   atomic.Pointer[map[ownership.Edge]*edgeState]
 	misses atomic.Int64
-	// last is the edge a failure was last observed on: during an outage
-	// most failures are on one edge, found by comparing it rather than
-	// hashing it (see touchedEdge). It may be evicted: touch says so.
+	// last is the edge a failure was last observed on (an outage's
+	// failures are mostly on one edge); it may be evicted: touch says so.
 	last atomic.Pointer[edgeState]
-	// noIdleBefore is the earliest time slice at which an edge can have
-	// gone idle: no eviction pass runs before it. Under mu.
+	// noIdleBefore is the earliest slice an edge can have gone idle; no
+	// eviction pass runs before it. Under mu.
 	noIdleBefore int64
 
 	overflow       tally.Counter
@@ -75,13 +71,11 @@ type Memory struct {
 
 type edgeState struct {
 	edge ownership.Edge
-	// w holds the counts and when the edge was last observed; once the
-	// edge is evicted, an observation that looked the state up before
-	// finds it so (w.touch) and looks the edge up again.
+	// w holds the counts and last observation; once the edge is
+	// evicted, a stale observation finds so (w.touch) and looks again.
 	w *window
-	// kind is the ownership.EdgeKind as of the last observation, the
-	// hysteresis starts from it. Only observations (and a restore) write
-	// it.
+	// kind is the EdgeKind as of the last observation, where the
+	// hysteresis starts; only observations and a restore write it.
 	kind atomic.Uint32
 
 	failures tally.Counter
@@ -96,8 +90,8 @@ func (s *edgeState) loadKind() ownership.EdgeKind {
 
 var _ Learner = (*Memory)(nil)
 
-// NewMemory returns an empty Memory. Call Start to load its snapshot and
-// start its background work, and Stop to end it.
+// NewMemory returns an empty Memory. Start loads its snapshot and starts
+// background work; Stop ends it.
 func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -117,8 +111,7 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 		edges:      make(map[ownership.Edge]*edgeState),
 		overflow:   o.Scope.Counter("edges_overflow"),
 		evicted:    o.Scope.Counter("edges_evicted"),
-		// Created whether or not a snapshot or fleet is configured, so
-		// that dashboards always find them.
+		// Always created, so dashboards find them.
 		snapshotErrors: o.Scope.Counter("snapshot_errors"),
 		gauges:         newGauges(o.Scope),
 	}
@@ -137,10 +130,9 @@ func NewMemory(cfg depmem.Config, opts ...Option) (*Memory, error) {
 	return m, nil
 }
 
-// Now returns the time as the memory reads it: as of its clock's last
-// tick while it is started (at most a tenth of a bucket behind, and at
-// most 100ms), exact otherwise. It carries no
-// monotonic reading.
+// Now returns the memory's time: its clock's last tick while started (at
+// most a tenth of a bucket, and 100ms, behind), exact otherwise. It has
+// no monotonic reading.
 func (m *Memory) Now() time.Time {
 	return time.Unix(0, m.clock.nanos())
 }
@@ -155,8 +147,8 @@ func (m *Memory) Observe(e ownership.Edge, callerFailed bool) {
 	m.Learn(e, callerFailed)
 }
 
-// Learn implements Learner: Kind and Observe in one lookup of the edge and
-// one sum of its window.
+// Learn implements Learner: Kind and Observe in one edge lookup and one
+// window sum.
 func (m *Memory) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 	if m.cfg.Disabled {
 		return ownership.KindUnknown
@@ -180,10 +172,9 @@ func (m *Memory) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 			localJoint++
 		}
 	}
-	// The edge's kind moves here, on an observation, and nowhere else:
-	// reads classify from it without changing it (see classify). Each
-	// observation classifies from the counts it sees, its own included;
-	// of concurrent ones, one moves the kind from where the other left it.
+	// Only an observation moves the kind; reads classify from it
+	// without changing it. Each observation classifies from the counts
+	// it sees, its own included; concurrent ones chain.
 	failures, joint, _ = pick(local, localJoint, fleetCounts, inFleet)
 	for {
 		prev := s.kind.Load()
@@ -192,8 +183,7 @@ func (m *Memory) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 			break
 		}
 	}
-	// The edge was touched: no eviction closes its series before these
-	// are counted.
+	// Counted while touched, before any eviction closes the series.
 	s.failures.Inc(1)
 	if callerFailed {
 		s.joint.Inc(1)
@@ -201,9 +191,8 @@ func (m *Memory) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 	return kind
 }
 
-// edge returns the state of e, or nil when the memory does not track e. A
-// lookup that read misses counts towards replacing read: that changes
-// where edges are found, never what the memory learned.
+// edge returns e's state, or nil if untracked. Misses count towards
+// replacing read, which never changes what was learned.
 func (m *Memory) edge(e ownership.Edge) *edgeState {
 	if s := (*m.read.Load())[e]; s != nil {
 		return s
@@ -222,9 +211,8 @@ func (m *Memory) edge(e ownership.Edge) *edgeState {
 	return s
 }
 
-// touchedEdge returns the state of e touched at time slice now (see
-// window.touch), creating it when there is room, or room can be made by
-// evicting idle edges; or nil when there is none.
+// touchedEdge returns e's state touched at slice now (window.touch),
+// creating it if there is room or eviction makes room; else nil.
 func (m *Memory) touchedEdge(e ownership.Edge, now int64) *edgeState {
 	if s := m.last.Load(); s != nil && s.edge == e && s.w.touch(now) {
 		return s
@@ -233,8 +221,8 @@ func (m *Memory) touchedEdge(e ownership.Edge, now int64) *edgeState {
 		m.last.Store(s)
 		return s
 	}
-	// New since read was made, evicted since the lookup, or not tracked:
-	// look again under the lock, which eviction takes too.
+	// New since read was made, evicted, or untracked: look again
+	// under the lock eviction takes too.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.edges[e]
@@ -261,13 +249,13 @@ func (m *Memory) publish() {
 	m.misses.Store(0)
 }
 
-// evictIdle evicts every edge not touched for a full window at time slice
-// now, and reports whether that made room. It scans only when an edge can
+// evictIdle evicts every edge untouched for a full window at slice now
+// and reports whether that made room. It scans only when an edge can
 // have gone idle since the last scan. m.mu must be held for writing.
 func (m *Memory) evictIdle(now int64) bool {
 	span := int64(m.cfg.Buckets)
-	// Nothing can be idle before noIdleBefore, unless the clock went back
-	// (then noIdleBefore is more than a window ahead): scan again.
+	// Nothing is idle before noIdleBefore, unless the clock went back
+	// (then it is more than a window ahead).
 	if now < m.noIdleBefore && m.noIdleBefore-now <= span {
 		return false
 	}
@@ -288,17 +276,16 @@ func (m *Memory) evictIdle(now int64) bool {
 	if evicted > 0 {
 		m.publish() // before the lock is let go: no lookup after it finds an evicted edge
 	}
-	// An edge touched in slice t is idle from slice t+span on; edges
-	// created from now on are touched now or later.
+	// An edge touched in slice t is idle from t+span; new edges are
+	// touched now or later.
 	m.noIdleBefore = min(oldest, now) + span
 	m.evicted.Inc(int64(evicted))
 	return len(m.edges) < m.cfg.MaxEdges
 }
 
-// newEdgeState returns the state of a new edge e, touched at time slice
-// now, with its counters in a scope tagged with the edge, which eviction
-// closes so that tally drops it at its next report. An edge seen again
-// gets a fresh scope: the same series for the reporter.
+// newEdgeState returns a new edge e's state, touched at now, its counters
+// in an edge-tagged scope that eviction closes so tally drops it. An edge
+// seen again gets a fresh scope: the same series to the reporter.
 func (m *Memory) newEdgeState(e ownership.Edge, now int64) *edgeState {
 	s := &edgeState{edge: e, w: newWindow(m.cfg.Buckets, now)}
 	if m.noop {
@@ -311,8 +298,8 @@ func (m *Memory) newEdgeState(e ownership.Edge, now int64) *edgeState {
 		defaults.LabelCalleeProcedure: orNone(e.Procedure),
 	})
 	s.failures, s.joint = tagged.Counter("callee_failures"), tagged.Counter("joint_failures")
-	// Only tally's own scopes are closed: another Scope's Close may mean
-	// something else.
+	// Only tally's own scopes are closed: another Scope's Close may
+	// mean something else.
 	s.series, _ = depcontract.TallyCloser(tagged)
 	return s
 }
@@ -324,9 +311,8 @@ func orNone(s string) string {
 	return s
 }
 
-// Kind implements Classifier: the kind learned for e, from the fleet's
-// counts where they hold more callee failures than the local window, else
-// from the local window.
+// Kind implements Classifier: e's kind from the fleet's counts where they
+// hold more callee failures than the local window, else the local ones.
 func (m *Memory) Kind(e ownership.Edge) ownership.EdgeKind {
 	if m.cfg.Disabled {
 		return ownership.KindUnknown
@@ -347,11 +333,10 @@ func (m *Memory) classify(e ownership.Edge) (depmem.EdgeView, bool) {
 	}, ok
 }
 
-// look returns the kind of e and the counts it is classified from, and
-// false when neither the memory nor the fleet knows e. A read is pure:
-// the hysteresis starts from the kind the last observation left, and what
-// is read here is not kept, so the kind never depends on who looked at
-// it, or how often.
+// look returns e's kind and the counts it is classified from, or false
+// when neither the memory nor the fleet knows e. A read is pure: it
+// starts from the kind the last observation left and keeps nothing, so
+// the kind never depends on who looked or how often.
 func (m *Memory) look(e ownership.Edge) (kind ownership.EdgeKind, failures, joint int64, src depmem.Source, ok bool) {
 	fleetCounts, inFleet := m.fleet.counts(e)
 	switch s := m.edge(e); {
@@ -360,16 +345,15 @@ func (m *Memory) look(e ownership.Edge) (kind ownership.EdgeKind, failures, join
 		failures, joint, src = pick(local, localJoint, fleetCounts, inFleet)
 		return Classify(s.loadKind(), failures, joint, m.thresholds), failures, joint, src, true
 	case inFleet:
-		// Known only to the fleet. No local state is made for it: only
-		// this service's own failures take a place under maxEdges.
+		// Fleet-only: no local state, so only this service's own
+		// failures take a place under maxEdges.
 		return m.fleetKind(fleetCounts), fleetCounts.failures, fleetCounts.joint, depmem.SourceFleet, true
 	}
 	return ownership.KindUnknown, 0, 0, depmem.SourceLocal, false
 }
 
-// pick returns the counts an edge is classified from, the local window's
-// failures and joint failures or the fleet's, and where they come from:
-// the fleet's when they hold more callee failures than the local window.
+// pick returns the counts to classify from and their source: the fleet's
+// when they hold more callee failures than the local window's.
 func pick(failures, joint int64, fleet counts, inFleet bool) (int64, int64, depmem.Source) {
 	if inFleet && fleet.failures > failures {
 		return fleet.failures, fleet.joint, depmem.SourceFleet
@@ -382,8 +366,8 @@ func (m *Memory) fleetKind(c counts) ownership.EdgeKind {
 	return Classify(ownership.KindUnknown, c.failures, c.joint, m.thresholds)
 }
 
-// Edges returns a view of every edge the memory knows, locally or from
-// the fleet, sorted by edge.
+// Edges returns a view of every edge known locally or to the fleet,
+// sorted by edge.
 func (m *Memory) Edges() []depmem.EdgeView {
 	seen := map[ownership.Edge]bool{}
 	m.mu.RLock()
@@ -409,7 +393,7 @@ func sortViews(vs []depmem.EdgeView) {
 }
 
 // edgeLess orders edges by caller procedure, callee service, callee
-// procedure: the order of every list the memory returns.
+// procedure: every list's order.
 func edgeLess(a, b ownership.Edge) bool {
 	if a.CallerProcedure != b.CallerProcedure {
 		return a.CallerProcedure < b.CallerProcedure

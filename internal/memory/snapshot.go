@@ -32,9 +32,8 @@ type SnapshotEdge struct {
 	Buckets [][3]int64         `json:"buckets"`
 }
 
-// ParseSnapshot reads and checks a snapshot file's content. Anything but a
-// well-formed snapshot of this format and version (empty, truncated,
-// corrupt, foreign, negative or inconsistent counts) is an error wrapping
+// ParseSnapshot reads and checks a snapshot file. Anything but a
+// well-formed snapshot of this format and version is an error wrapping
 // ErrBadSnapshot.
 func ParseSnapshot(b []byte) (*Snapshot, error) {
 	if len(b) > MaxSnapshotBytes {
@@ -93,10 +92,9 @@ func (m *Memory) Snapshot() Snapshot {
 	return s
 }
 
-// Restore adds a snapshot's counts to the memory. A snapshot taken with
-// another bucket width is refused. Edges past MaxEdges are dropped (and
-// counted in depmem.edges_overflow) when no idle edge can be evicted to
-// make room; a restored edge counts as observed now.
+// Restore adds a snapshot's counts to the memory, refusing one of another
+// bucket width. Edges past MaxEdges with no idle edge to evict are dropped
+// (depmem.edges_overflow); a restored edge counts as observed now.
 func (m *Memory) Restore(s *Snapshot) error {
 	if s.BucketWidth != m.width {
 		return fmt.Errorf("%w: bucket width %d ns, configured %d ns", ErrBadSnapshot, s.BucketWidth, m.width)
@@ -125,8 +123,8 @@ func (m *Memory) SaveSnapshot(path string) error {
 	return writeFileAtomic(path, b)
 }
 
-// LoadSnapshot restores the snapshot at path. A missing file is not an
-// error: it is a first start.
+// LoadSnapshot restores the snapshot at path; a missing file is a first
+// start, not an error.
 func (m *Memory) LoadSnapshot(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -150,10 +148,9 @@ func (m *Memory) LoadSnapshot(path string) error {
 	return nil
 }
 
-// writeFileAtomic writes b to path so that a reader, or a process starting
-// after a crash, sees either the old content or the new, never a part: it
-// writes a temporary file in the same directory, syncs it, renames it over
-// path and syncs the directory.
+// writeFileAtomic writes b to path so readers, and a restart after a
+// crash, see the old or new content, never a part: temp file in the same
+// directory, fsync, rename, fsync the directory.
 func writeFileAtomic(path string, b []byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")

@@ -20,9 +20,9 @@ type Static struct {
 
 var _ Learner = (*Static)(nil)
 
-// NewStatic compiles decls. Edges no declaration matches are asked of next
-// (Unknown when next is nil). Every invalid declaration is reported, by its
-// index under the key "dependencies".
+// NewStatic compiles decls; unmatched edges are asked of next (Unknown if
+// nil). Every invalid declaration is reported by index under
+// "dependencies".
 func NewStatic(decls []depmem.Declaration, next Classifier) (*Static, error) {
 	if next == nil {
 		next = Unknown{}
@@ -79,17 +79,16 @@ func (s *Static) Kind(e ownership.Edge) ownership.EdgeKind {
 	return s.next.Kind(e)
 }
 
-// Observe implements Observer: it tells the next Classifier, when that
-// learns (a Memory), of a failed call on e; declared edges are learned
-// too, so that the memory's view stays whole.
+// Observe implements Observer: it tells next, if it learns (a Memory), of
+// a failed call on e, declared edges too so the memory's view stays whole.
 func (s *Static) Observe(e ownership.Edge, callerFailed bool) {
 	if s.learner != nil {
 		s.learner.Observe(e, callerFailed)
 	}
 }
 
-// Learn implements Learner: the declared kind of e, or else the next
-// Classifier's, and the failure observed as Observe does.
+// Learn implements Learner: e's declared kind, else next's, observing the
+// failure as Observe does.
 func (s *Static) Learn(e ownership.Edge, callerFailed bool) ownership.EdgeKind {
 	kind, declared := s.declared(e)
 	switch {
@@ -127,9 +126,8 @@ type Viewer interface {
 	Edges() []depmem.EdgeView
 }
 
-// Edges returns the declared edges (source static) followed by what the
-// next Classifier knows, when it is a Viewer, of edges no declaration
-// matches.
+// Edges returns the declared edges (source static), then what next knows,
+// if a Viewer, of undeclared edges.
 func (s *Static) Edges() []depmem.EdgeView {
 	out := make([]depmem.EdgeView, 0, len(s.kinds))
 	for e, k := range s.kinds {

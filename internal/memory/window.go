@@ -8,15 +8,14 @@ import (
 
 // bucket holds the counts of one time slice of the window.
 type bucket struct {
-	// slice is the index of the time slice (time / bucket width) the
-	// counts belong to.
+	// slice is the time slice (time / bucket width) of the counts.
 	slice    int64
 	failures int64
 	joint    int64
 }
 
-// liveBucket is a bucket of a window: its slice and counts are atomics,
-// so that counting in a current bucket takes no lock.
+// liveBucket is a window's bucket, atomic so counting in a current
+// bucket takes no lock.
 type liveBucket struct {
 	slice    atomic.Int64
 	failures atomic.Int64
@@ -26,33 +25,29 @@ type liveBucket struct {
 // _evicted is a window's touched slice once its edge was evicted.
 const _evicted = math.MinInt64
 
-// window is a ring of buckets: a sliding window of counts. It is safe for
-// concurrent use. Counting in a bucket that holds the current slice is
-// lock-free (two atomic additions), as are reads; emptying a bucket for a
-// new slice, and restoring one, happen under mu, once per bucket width,
-// as in the retry budget (retry/budget.go).
+// window is a ring of buckets: a sliding window of counts, safe for
+// concurrent use. Counting in the current slice's bucket and reading are
+// lock-free; emptying a bucket for a new slice, and restoring, take mu,
+// once per bucket width (as retry/budget.go does).
 type window struct {
 	ring []liveBucket
-	// touched is the newest time slice the window was made, counted or
-	// restored in, or _evicted. Every bucket with counts is at or before
-	// it. It only grows, until the window is evicted: see touch and
-	// evictIdle.
+	// touched is the newest slice the window was made, counted or
+	// restored in (every bucket with counts is at or before it), or
+	// _evicted. It only grows until eviction (touch, evictIdle).
 	touched atomic.Int64
 	mu      sync.Mutex // emptying and restoring buckets
 }
 
-// newWindow returns an empty window of buckets slices, touched at time
-// slice now.
+// newWindow returns an empty window of buckets slices, touched at now.
 func newWindow(buckets int, now int64) *window {
 	w := &window{ring: make([]liveBucket, buckets)}
 	w.touched.Store(now)
 	return w
 }
 
-// touch notes an observation in time slice now. It reports false when the
-// window was evicted: an observation must then find its edge again. A
-// window touched can no longer be evicted as idle before its slice now
-// has left it.
+// touch notes an observation in slice now. It reports false if the
+// window was evicted (the edge must be found again); once touched, the
+// window cannot be evicted as idle until slice now has left it.
 func (w *window) touch(now int64) bool {
 	for {
 		t := w.touched.Load()
@@ -67,12 +62,10 @@ func (w *window) touch(now int64) bool {
 	}
 }
 
-// evictIdle marks the window evicted when it was not touched for a full
-// window at time slice now: it holds no counts inside the window, and
-// nothing has been counted in it since before the window's oldest slice.
-// It reports whether it did, and else the slice the window was last
-// touched in. An observation that touched the window first keeps it; one
-// that comes after finds it evicted (touch).
+// evictIdle marks the window evicted if untouched for a full window at
+// now (no counts inside it). It reports whether it did, else the slice
+// last touched. An observation that touched first keeps the window; a
+// later one finds it evicted (touch).
 func (w *window) evictIdle(now int64) (bool, int64) {
 	for {
 		t := w.touched.Load()
@@ -88,12 +81,10 @@ func (w *window) evictIdle(now int64) (bool, int64) {
 	}
 }
 
-// add counts one callee failure, joint when the caller failed too, in the
-// time slice now. Only the first count of a slice in its bucket takes the
-// lock, to empty the bucket of the slice it held before. A count for a
-// slice older than the one its bucket holds is dropped: it read the clock
-// a whole window ago, and is outside the window already. It reports
-// whether it counted.
+// add counts a callee failure, joint if the caller failed too, in slice
+// now. Only a slice's first count in its bucket locks, to empty it. A
+// count for a slice older than its bucket's is dropped (it read the
+// clock a window ago) and add reports false.
 func (w *window) add(now int64, joint bool) bool {
 	b := &w.ring[uint64(now)%uint64(len(w.ring))]
 	if b.slice.Load() != now {
@@ -116,9 +107,8 @@ func (w *window) add(now int64, joint bool) bool {
 	return true
 }
 
-// load returns the bucket of b as inside the window at time slice now,
-// and whether it is. A bucket read while it is emptied for a new slice
-// can read low: it is leaving the window.
+// load returns b as inside the window at now, and whether it is. A bucket
+// read while being emptied may read low: it is leaving the window.
 func (b *liveBucket) load(now, span int64) (bucket, bool) {
 	s := b.slice.Load()
 	if s > now || s <= now-span {
@@ -129,8 +119,7 @@ func (b *liveBucket) load(now, span int64) (bucket, bool) {
 	return bucket{slice: s, failures: failures, joint: min(joint, failures)}, true
 }
 
-// sums returns the counts of the buckets still inside the window at time
-// slice now.
+// sums returns the counts of the buckets inside the window at now.
 func (w *window) sums(now int64) (failures, joint int64) {
 	span := int64(len(w.ring))
 	for i := range w.ring {
@@ -142,7 +131,7 @@ func (w *window) sums(now int64) (failures, joint int64) {
 	return failures, joint
 }
 
-// live returns copies of the buckets still inside the window at now.
+// live returns copies of the non-empty buckets inside the window at now.
 func (w *window) live(now int64) []bucket {
 	span := int64(len(w.ring))
 	var out []bucket
@@ -154,8 +143,7 @@ func (w *window) live(now int64) []bucket {
 	return out
 }
 
-// restore puts b back into the window, unless a newer slice holds its
-// place.
+// restore puts b back unless a newer slice holds its place.
 func (w *window) restore(b bucket) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
