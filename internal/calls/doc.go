@@ -1,16 +1,12 @@
-// Package calls implements the egress log (package outbound describes
-// what it records and for whom): EgressLog, the log of one inbound
-// request's outbound calls, and Entry, one logical
-// call in it. An EgressLog lives in the request's reqlog.Log, the
-// IngressLog (its Egress field).
+// Package calls implements the egress log (described in package
+// outbound): EgressLog, the log of one inbound request's outbound calls,
+// each call an Entry. It lives in the request's reqlog.Log (Egress).
 //
-// An EgressLog keeps the failed calls, up to MaxFailures, counts the rest,
-// and sums the storm telemetry of its calls; a request whose calls all
-// succeeded quietly takes no lock. CloseSummary hands the inbound side the
-// failures, counts and Storm, with the pooled chunk they live in, which
-// the Summary's Release gives back.
+// An EgressLog keeps up to MaxFailures failed calls, counts the rest and
+// sums their storm telemetry; quietly succeeding calls take no lock.
+// CloseSummary hands failures, counts and Storm, with their pooled chunk,
+// to the inbound side; Summary.Release gives the chunk back.
 //
-// Orphans counts the failed calls made outside any tracked request; Route
-// holds the peers a call's attempts went to, as package retrypeer's
-// chooser records them.
+// Orphans counts failed calls made outside any tracked request; Route
+// holds the peers a call's attempts went to (package retrypeer).
 package calls

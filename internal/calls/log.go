@@ -9,21 +9,18 @@ import (
 	"github.com/errown/errown/ownership"
 )
 
-// MaxFailures is how many failed outbound calls the egress log of one
-// request keeps; the rest are counted (inbound.egress_overflow), so what
-// one request costs stays bounded.
+// MaxFailures is how many failed calls one request's egress log keeps;
+// the rest are counted (inbound.egress_overflow), bounding its cost.
 const MaxFailures = 64
 
-// _inline is how many failed calls an EgressLog holds without allocating: most
-// requests see few outbound failures, if any.
+// _inline is how many failures an EgressLog holds without allocating.
 const _inline = 4
 
-// chunk is where an EgressLog keeps its failures, the first _inline in
-// place, and the sums of its calls' Storms. Chunks are pooled so that an
-// EgressLog stays small and a failed request allocates nothing: taken on
-// the first failure or Storm, under the log's lock, and given back by
-// EgressLog.Release or Summary.Release. A closed log puts nothing more
-// into its chunk, so no late call lands in a chunk another log uses.
+// chunk holds an EgressLog's failures (the first _inline in place) and
+// its calls' Storm sums. Chunks are pooled so a failed request allocates
+// nothing: taken on the first failure or Storm, under the log's lock, and
+// given back by EgressLog.Release or Summary.Release. A closed log adds
+// nothing to its chunk, so no late call lands in another log's chunk.
 type chunk struct {
 	inline   [_inline]Entry
 	failures []Entry   // inline[:n] while they fit, then on the heap
@@ -32,8 +29,7 @@ type chunk struct {
 
 var chunks = sync.Pool{New: func() any { return new(chunk) }}
 
-// put empties c and gives it back to the pool, keeping no strings alive:
-// only the entries it used are cleared.
+// put clears the used entries of c (keeping no strings alive) and pools it.
 func (c *chunk) put() {
 	clear(c.inline[:min(len(c.failures), _inline)])
 	c.failures = nil
@@ -41,9 +37,9 @@ func (c *chunk) put() {
 	chunks.Put(c)
 }
 
-// The bits of EgressLog.state: _closed once the log is closed, _late once a call
-// came after that, _chunked once the log has a chunk, and below them the
-// count of calls that did not fail.
+// The bits of EgressLog.state: _closed, _late (a call came after close),
+// _chunked (the log got a chunk), and below them the count of calls that
+// did not fail.
 const (
 	_closed    = uint64(1) << 63
 	_late      = uint64(1) << 62
@@ -53,17 +49,15 @@ const (
 
 // Counts says how many calls an EgressLog took, by what it did with them.
 type Counts struct {
-	// Stored is how many failed calls the EgressLog keeps: at most MaxFailures.
+	// Stored is the failed calls kept: at most MaxFailures.
 	Stored int
-	// Overflow is how many failed calls came after MaxFailures were
-	// stored: counted, not kept.
+	// Overflow is the failed calls past MaxFailures: counted, not kept.
 	Overflow int
-	// OverflowUnsatisfied is how many of the Overflow calls had their
-	// retry criteria unsatisfied (Entry.RCS false): calls nobody has
-	// retried yet, which the inbound side cannot see.
+	// OverflowUnsatisfied is how many Overflow calls had RCS false:
+	// nobody retried them yet, and the inbound side cannot see them.
 	OverflowUnsatisfied int
-	// NotFailed is how many calls did not fail (see Entry.Failed): they
-	// succeeded, were answered or were abandoned. Counted, not kept.
+	// NotFailed is the calls that did not fail (Entry.Failed):
+	// counted, not kept.
 	NotFailed int
 }
 
@@ -72,15 +66,14 @@ func (c Counts) Total() int {
 	return c.Stored + c.Overflow + c.NotFailed
 }
 
-// EgressLog is the egress log of one inbound request: it keeps the calls
-// that failed, up to MaxFailures, and counts the rest (see Counts). It is
-// safe for concurrent use. Once closed it takes no more calls. A call that
-// did not fail and reported no Storm is one compare-and-swap on the log's
-// state; failures and Storms go to the chunk, under the lock.
+// EgressLog is one inbound request's egress log: it keeps up to
+// MaxFailures failed calls and counts the rest (Counts). It is safe for
+// concurrent use and takes no calls once closed. A call that neither
+// failed nor reported a Storm is one CAS on state; failures and Storms go
+// to the chunk under the lock.
 type EgressLog struct {
-	// state counts the calls that did not fail, with _closed set once the
-	// log is closed, _late once a call came after and _chunked once it
-	// has a chunk (it stays set after Release).
+	// state counts the calls that did not fail, with the _closed,
+	// _late and _chunked bits (_chunked stays set after Release).
 	state atomic.Uint64
 
 	mu       sync.Mutex
@@ -88,15 +81,14 @@ type EgressLog struct {
 	stored   int32 // failures kept, once the chunk went (Release, CloseSummary)
 	overflow int32 // saturated at math.MaxInt32
 	unsat    int32 // overflowed failures with RCS false, saturated
-	// chunk is from chunks on the first failure or Storm, or nil; under
-	// mu. Without mu, state's _chunked says whether there was one.
+	// chunk is taken on the first failure or Storm, under mu; without
+	// mu, _chunked says whether there was one.
 	chunk *chunk
 }
 
-// Append adds the call e to the log: kept if it failed (Entry.Failed) and
-// the log holds fewer than MaxFailures failures, else counted. It returns
-// false, and drops e, when the log is already closed: the inbound request
-// the call was made for has finished.
+// Append adds the call e: kept if it failed and fewer than MaxFailures are
+// kept, else counted. It returns false, dropping e, once the log is
+// closed (its request finished).
 func (l *EgressLog) Append(e Entry) bool {
 	if !e.Failed() {
 		for {
@@ -120,9 +112,8 @@ func (l *EgressLog) Append(e Entry) bool {
 	return true
 }
 
-// AppendStorm adds the call e and its storm Figures f together, as
-// AddStorm and Append would one after the other, under one lock: both or,
-// when the log is already closed, neither.
+// AppendStorm is AddStorm then Append under one lock: both, or neither
+// when the log is closed.
 func (l *EgressLog) AppendStorm(e Entry, f wire.Figures) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -133,9 +124,8 @@ func (l *EgressLog) AppendStorm(e Entry, f wire.Figures) bool {
 	failed := e.Failed()
 	c.storms.add(f, failed)
 	if !failed {
-		// Counted whatever _closed says: with the log found open, only
-		// CloseSummary can have set it since, and, the chunk found, it
-		// goes on to close under the lock, after this.
+		// Counted whatever _closed says: only CloseSummary can have
+		// set it since, and it then closes under the lock, after this.
 		l.state.Add(1)
 		return true
 	}
@@ -143,8 +133,8 @@ func (l *EgressLog) AppendStorm(e Entry, f wire.Figures) bool {
 	return true
 }
 
-// appendFailure keeps the failed call e in c, or counts it past
-// MaxFailures. l.mu must be held.
+// appendFailure keeps e in c, or counts it past MaxFailures. l.mu must
+// be held.
 func (l *EgressLog) appendFailure(c *chunk, e Entry) {
 	if len(c.failures) >= MaxFailures {
 		if l.overflow < math.MaxInt32 {
@@ -158,19 +148,16 @@ func (l *EgressLog) appendFailure(c *chunk, e Entry) {
 	c.failures = append(c.failures, e)
 }
 
-// Late reports whether a call came after Close: a failure or a Storm the
-// log refused, or a call that did not fail. A request whose call ended
-// after its log closed, before it was asked, says so here even when
-// nothing is under way any more.
+// Late reports whether any call came after Close, even if nothing is
+// under way any more.
 func (l *EgressLog) Late() bool {
 	return l.state.Load()&_late != 0
 }
 
-// takeOpen returns l's chunk, giving it one if it has none, and true; or,
-// marking l late, false when l is closed. l.mu must be held. The first
-// chunk sets _chunked in the atomic step that reads _closed, and
-// CloseSummary the reverse, so either the close finds the chunk or the
-// call finds the log closed.
+// takeOpen returns l's chunk, giving it one if needed, and true; or, when
+// l is closed, marks it late and returns false. l.mu must be held. The
+// first chunk sets _chunked in the atomic step that reads _closed, and
+// CloseSummary the reverse, so one of them sees the other.
 func (l *EgressLog) takeOpen() (*chunk, bool) {
 	if l.lateIfClosed() {
 		return nil, false
@@ -191,15 +178,13 @@ func (l *EgressLog) takeOpen() (*chunk, bool) {
 	return c, true
 }
 
-// Test hooks, nil but in tests. _testHookTake runs where a failure or
-// Storm, its log found open, is about to give it a chunk; _testHookClose
-// where CloseSummary is about to close the log; _testHookQuiet where
-// CloseQuiet found no chunk and is about to close the log.
-// Tests make the other side of the race there.
+// Test hooks, nil outside tests, where the other side of a race is made:
+// _testHookTake before an open log gets a chunk, _testHookClose before
+// CloseSummary closes, _testHookQuiet before CloseQuiet closes a log
+// without a chunk.
 var _testHookTake, _testHookClose, _testHookQuiet func(*EgressLog)
 
-// lateIfClosed reports whether l is closed, and if it is, marks it late: a
-// call came after Close.
+// lateIfClosed reports whether l is closed, marking it late if so.
 func (l *EgressLog) lateIfClosed() bool {
 	if l.state.Load()&_closed == 0 {
 		return false
@@ -208,11 +193,10 @@ func (l *EgressLog) lateIfClosed() bool {
 	return true
 }
 
-// AddStorm adds the storm Figures f of one call to the request's, failed
-// whether the call failed, and reports false, adding nothing, when the
-// log is already closed. Add the call's Storm before the call itself
-// (Append): a request that closes in between counts the call as under
-// way.
+// AddStorm adds one call's storm Figures f, failed if the call failed,
+// and reports false, adding nothing, once the log is closed. Add the
+// Storm before Append, so a request closing in between counts the call
+// as under way.
 func (l *EgressLog) AddStorm(f wire.Figures, failed bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -223,8 +207,8 @@ func (l *EgressLog) AddStorm(f wire.Figures, failed bool) bool {
 	return ok
 }
 
-// StormAdded reports whether any call's Storm was added. After Release it
-// reports false.
+// StormAdded reports whether any call's Storm was added (false after
+// Release).
 func (l *EgressLog) StormAdded() bool {
 	if l.state.Load()&_chunked == 0 { // no call reported anything: no lock
 		return false
@@ -234,11 +218,10 @@ func (l *EgressLog) StormAdded() bool {
 	return l.chunk != nil && l.chunk.storms.added
 }
 
-// StormTotal returns the request's storm Figures, notFailed being the
-// log's count of calls that did not fail (Counts.NotFailed): with no Storm
-// added, the request and those calls, one request each. They are unknown
-// when a call's Storm was unknown or a sum is out of bounds. Ask before
-// Release, which forgets the Storms.
+// StormTotal returns the request's storm Figures, notFailed being
+// Counts.NotFailed: with no Storm added, one request each for the request
+// and those calls. Unknown when a call's Storm was unknown or a sum
+// overflows. Ask before Release, which forgets the Storms.
 func (l *EgressLog) StormTotal(notFailed int) wire.Figures {
 	if l.state.Load()&_chunked == 0 { // no call reported anything: no lock
 		return quietStorm(notFailed)
@@ -255,24 +238,22 @@ func (l *EgressLog) stormTotalLocked(notFailed int) wire.Figures {
 	case c != nil && c.storms.added:
 		return c.storms.total(notFailed)
 	case c == nil && l.state.Load()&_chunked != 0:
-		// The chunk, and any Storms in it, went back (Release) or with a
-		// Summary: unknown, not the quiet figure.
+		// The chunk went (Release, Summary) with its Storms: unknown.
 		return wire.Figures{}
 	}
 	return quietStorm(notFailed)
 }
 
-// quietStorm is the storm Figures of a request whose notFailed calls
-// reported none: the request and those calls, one request each.
+// quietStorm is the Figures of a request whose notFailed calls reported
+// none: one request each.
 func quietStorm(notFailed int) wire.Figures {
 	n := 1 + uint64(notFailed)
 	return wire.KnownFigures(wire.Storm{Served: n, Blind: n})
 }
 
-// Release gives a closed log's chunk back for other logs to use; it does
-// nothing to an open log. The failures and Storms it kept are gone: take
-// them (Close, StormTotal) first. A log never released leaves its chunk
-// to the garbage collector.
+// Release gives a closed log's chunk back to the pool (an open log's is
+// kept); take the failures and Storms (Close, StormTotal) first. An
+// unreleased chunk is left to the garbage collector.
 func (l *EgressLog) Release() {
 	if l.state.Load()&_chunked == 0 { // nothing to give back: no lock
 		return
@@ -287,9 +268,8 @@ func (l *EgressLog) Release() {
 	}
 }
 
-// detachLocked takes l's chunk, if any, from l, which keeps the count of
-// its failures. l.mu must be held, and l closed: no call puts anything in
-// a closed log's chunk (takeOpen).
+// detachLocked takes l's chunk, keeping its failure count. l.mu must be
+// held and l closed (nothing then writes the chunk).
 func (l *EgressLog) detachLocked() *chunk {
 	c := l.chunk
 	if c != nil {
@@ -306,8 +286,7 @@ func (l *EgressLog) failures() []Entry {
 	return nil
 }
 
-// Last returns the latest failed call the log keeps on edge, and whether
-// there is one.
+// Last returns the latest kept failed call on edge, if any.
 func (l *EgressLog) Last(edge ownership.Edge) (Entry, bool) {
 	if l.state.Load()&_chunked == 0 { // no failure: no lock
 		return Entry{}, false
@@ -326,10 +305,9 @@ func (l *EgressLog) Last(edge ownership.Edge) (Entry, bool) {
 	return Entry{}, false
 }
 
-// Close stops the log from taking calls and appends the failed calls it
-// keeps to dst, in the order they were added; Counts then reports what
-// else it took. Close is idempotent; calls after the first append
-// nothing.
+// Close stops the log taking calls and appends its kept failed calls to
+// dst, in order; Counts then reports the rest. Close is idempotent; later
+// calls append nothing.
 func (l *EgressLog) Close(dst []Entry) []Entry {
 	dst, _ = l.CloseCounts(dst)
 	return dst
@@ -349,24 +327,21 @@ func (l *EgressLog) CloseCounts(dst []Entry) ([]Entry, Counts) {
 
 // Summary is what an EgressLog hands over as it closes (CloseSummary).
 type Summary struct {
-	// Failures are the failed calls the log kept, in the order they were
-	// added, in memory the Summary takes from the log: valid until the
-	// Summary's Release, not to be changed. Empty when an earlier Close
-	// handed them over.
+	// Failures are the kept failed calls, in order, in memory taken
+	// from the log: valid until Release, read-only. Empty if an
+	// earlier Close handed them over.
 	Failures []Entry
 	// Counts are the log's final Counts.
 	Counts Counts
-	// Storm is the request's storm Figures (StormTotal): unknown when a
-	// call's Storm was unknown or a sum is out of bounds.
+	// Storm is the request's storm Figures (StormTotal).
 	Storm wire.Figures
 
 	chunk *chunk // the log's, taken at close: Release gives it back
 }
 
-// Release gives the memory of the Summary's Failures back for other logs
-// to use; call it once done with them. It does nothing to a Summary
-// without failures or Storms, nor the second time. Release one Summary
-// once, not each of its copies: a copy shares its memory.
+// Release gives the Failures' memory back to the pool once done. It does
+// nothing without a chunk or the second time. Release one Summary once,
+// not each copy: copies share memory.
 func (s *Summary) Release() {
 	if s.chunk == nil {
 		return
@@ -375,16 +350,16 @@ func (s *Summary) Release() {
 	s.chunk, s.Failures = nil, nil
 }
 
-// CloseSummary closes the log, as Close does, and returns its failures,
-// Counts and Storm in one step; a log with no chunk closes with one atomic
-// or. The chunk goes with the Summary (give it back with its Release):
-// the log keeps only its Counts, and a later StormTotal reports unknown.
+// CloseSummary is Close returning failures, Counts and Storm in one step;
+// a log with no chunk closes with one atomic or. The chunk goes with the
+// Summary (Release it); the log keeps only its Counts, and a later
+// StormTotal reports unknown.
 func (l *EgressLog) CloseSummary() Summary {
 	if _testHookClose != nil {
 		_testHookClose(l)
 	}
-	// Either this finds the chunk a failure or Storm gave the log, or
-	// that call finds the log closed (see takeOpen).
+	// Either this finds the chunk or the failure finds the log closed
+	// (takeOpen).
 	if s := l.state.Or(_closed); s&_chunked == 0 {
 		n := notFailed(s)
 		return Summary{Counts: Counts{NotFailed: n}, Storm: quietStorm(n)}
@@ -404,11 +379,10 @@ func (l *EgressLog) CloseSummary() Summary {
 	return sum
 }
 
-// CloseQuiet closes the log and reports true when no call failed or
-// reported a Storm to it (it has no chunk): then its Summary is the quiet
-// one of its calls, which CloseSummary still returns, and the close took
-// one compare-and-swap. It leaves a log with a chunk open and reports
-// false: close it with CloseSummary.
+// CloseQuiet closes the log in one CAS and reports true when no call
+// failed or reported a Storm (no chunk); CloseSummary still returns the
+// quiet Summary. A log with a chunk is left open and false returned:
+// close it with CloseSummary.
 func (l *EgressLog) CloseQuiet() bool {
 	for {
 		s := l.state.Load()
@@ -424,16 +398,15 @@ func (l *EgressLog) CloseQuiet() bool {
 	}
 }
 
-// Counts returns how many calls the log has taken. Once the log is closed
-// it is final: calls that arrive late are not counted.
+// Counts returns how many calls the log took, final once closed (late
+// calls are not counted).
 func (l *EgressLog) Counts() Counts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.countsLocked()
 }
 
-// countsLocked returns the counts: final once the log is closed. l.mu
-// must be held.
+// countsLocked is Counts. l.mu must be held.
 func (l *EgressLog) countsLocked() Counts {
 	c := Counts{
 		Stored:              int(l.stored),
@@ -447,7 +420,7 @@ func (l *EgressLog) countsLocked() Counts {
 	return c
 }
 
-// notFailed returns the count of calls that did not fail in the state s.
+// notFailed returns the count of calls that did not fail in state s.
 func notFailed(s uint64) int {
 	return int(min(s&_countMask, math.MaxInt))
 }

@@ -2,21 +2,18 @@ package calls
 
 import "sync/atomic"
 
-// Orphans counts the failed outbound calls that no request could be tied
-// to (a handler that called with a fresh context): the storm of a request
-// in flight while one failed is unknown, since the failure may be one of
-// its own calls, out of errown's sight. The egress and inbound middleware
-// of one errown share it (egress.WithOrphans, ingress.WithOrphans).
+// Orphans counts failed outbound calls no request could be tied to (made
+// with a fresh context): a request in flight meanwhile has unknown storm
+// figures, as the failure may be its own. One errown's egress and inbound
+// middleware share it (egress.WithOrphans, ingress.WithOrphans).
 //
-// It also counts the requests in flight that came marked (their caller
-// reads their figures): while there are any, the egress middleware marks
-// an orphan call too, so that its callee answers with its subtree's
-// figures and a quiet subtree of several requests is not taken for one.
+// It also counts marked requests in flight: while there are any, egress
+// marks orphan calls too, so their callees report subtree figures.
 type Orphans struct {
 	_ [64]byte // alone in its cache block: every request reads it
 	n atomic.Uint64
 	_ [56]byte
-	// watched is written by marked requests only: an incident's.
+	// watched is written only by marked requests (an incident's).
 	watched atomic.Int64
 	_       [56]byte
 }

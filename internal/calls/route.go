@@ -7,46 +7,38 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// _routePeers is how many peers a Route remembers: the latest ones. A
-// call's attempts are few (two by default); one that makes more avoids
-// the peers of its latest attempts.
+// _routePeers is how many of the latest peers a Route keeps; attempts are
+// few (two by default).
 const _routePeers = 3
 
-// Route is the peers (instances) one logical call's attempts went to, in
-// order, as a peer chooser (package retrypeer) recorded them: a retry of
-// the call avoids them. The retry middleware puts one in the context of
-// every attempt of a call it may retry (reqlog.NewRouteContext), once such
-// a chooser exists (reqlog.ReadRoutes); never pooled, since a transport
-// may hold an attempt's context after the call returned. It is safe for
-// concurrent use (a hedge chooses while another attempt is under way).
+// Route is the peers one logical call's attempts went to, in order, as a
+// peer chooser (package retrypeer) records them, so retries avoid them.
+// The retry middleware puts one in each attempt's context of a call it
+// may retry (reqlog.NewRouteContext) once such a chooser exists
+// (reqlog.ReadRoutes). Never pooled: a transport may hold the context
+// after the call. It is safe for concurrent use (hedges).
 type Route struct {
 	mu    sync.Mutex
 	n     int // peers recorded, the latest _routePeers of them kept
 	peers [_routePeers]string
-	// witness is told, when the call is served (Served), each peer its
-	// earlier attempts went to; nil for none.
+	// witness is told each earlier peer when the call is served; or nil.
 	witness func(peer string)
-	// strict says the next attempt must go to a peer no earlier attempt
-	// went to, or nowhere (SetStrict).
+	// strict: the next attempt must go to a new peer, or nowhere.
 	strict bool
-	// avoid are the peers recorded when the call was last made strict
-	// (navoid of them): every later attempt of the call, a hedge of the
-	// strict one included, goes elsewhere whenever it is offered another
-	// peer (Avoided).
+	// avoid are the navoid peers recorded when last made strict: every
+	// later attempt, hedges included, goes elsewhere when offered
+	// another peer (Avoided).
 	avoid  [_routePeers]string
 	navoid int
 }
 
-// ErrNoOtherPeer is what a peer chooser that reads Routes (package
-// retrypeer) returns for an attempt that must avoid every peer the
-// call's earlier attempts went to (SetStrict) when it is offered none
-// other: the attempt is sent nowhere. errown's retry middleware, whose
-// retry of an instance's shed it is, answers the call with the shed.
+// ErrNoOtherPeer is what a Route-reading peer chooser returns when a
+// strict attempt (SetStrict) is offered no new peer: the attempt is sent
+// nowhere, and errown's retry middleware answers with the shed.
 var ErrNoOtherPeer = yarpcerrors.ResourceExhaustedErrorf(
 	"errown: not sent: no instance of the callee but the one that shed the call")
 
-// Record adds the identifier of the peer an attempt of the call went to:
-// the choice SetStrict asked for, if any, is made.
+// Record adds the peer an attempt went to, ending strict mode.
 func (r *Route) Record(peer string) {
 	r.mu.Lock()
 	r.peers[r.n%_routePeers] = peer
@@ -55,12 +47,11 @@ func (r *Route) Record(peer string) {
 	r.mu.Unlock()
 }
 
-// SetStrict sets whether the call's next attempt must go to a peer none
-// of its earlier attempts went to, or nowhere (ErrNoOtherPeer): the retry
-// of an instance's shed. Record ends it: a Route still strict after the
-// attempt came back sent it nowhere. Setting it also has every later
-// attempt avoid the peers recorded so far whenever offered another
-// (Avoided); SetStrict(false) leaves that as it is.
+// SetStrict sets whether the next attempt must go to a new peer or
+// nowhere (ErrNoOtherPeer): the retry of an instance's shed. Record ends
+// it, so a Route still strict after the attempt sent it nowhere. Setting
+// it also makes later attempts avoid the peers so far (Avoided);
+// SetStrict(false) keeps that.
 func (r *Route) SetStrict(strict bool) {
 	r.mu.Lock()
 	r.strict = strict
@@ -71,9 +62,8 @@ func (r *Route) SetStrict(strict bool) {
 	r.mu.Unlock()
 }
 
-// Avoided reports whether peer is one the call's attempts avoid
-// whenever offered another: recorded when the call was made strict
-// (SetStrict).
+// Avoided reports whether peer was recorded when the call was made
+// strict: attempts avoid it when offered another.
 func (r *Route) Avoided(peer string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -88,20 +78,18 @@ func (r *Route) Strict() bool {
 	return r.strict
 }
 
-// Witness has fn told, when the call is served by the peer of its latest
-// attempt (Served), each other peer its attempts went to: the chooser
-// that records the call's peers learns which of them failed a call
-// another one served.
+// Witness has fn told, when the latest attempt's peer serves the call
+// (Served), each other peer, so the chooser learns which failed a call
+// another served.
 func (r *Route) Witness(fn func(peer string)) {
 	r.mu.Lock()
 	r.witness = fn
 	r.mu.Unlock()
 }
 
-// Served tells the witness (Witness) and also, if not nil, each peer
-// recorded other than the latest attempt's, which served the call (an
-// answer included): each failed it, or was slower (a hedge). A call whose
-// attempts all went to one peer costs a lock and nothing else.
+// Served tells the witness, and also if not nil, each recorded peer other
+// than the latest, which served the call (an answer included): each
+// failed or was slower (a hedge). A one-peer call costs only a lock.
 func (r *Route) Served(also func(peer string)) {
 	r.mu.Lock()
 	fn, n := r.witness, min(r.n, _routePeers)
@@ -127,8 +115,7 @@ func (r *Route) Served(also func(peer string)) {
 	}
 }
 
-// Used reports whether an attempt of the call went to peer (among the
-// latest ones recorded).
+// Used reports whether an attempt went to peer (among the latest kept).
 func (r *Route) Used(peer string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -152,8 +139,7 @@ func (r *Route) Last() string {
 	return r.peers[(r.n-1)%_routePeers]
 }
 
-// Peers appends to dst the peers recorded, oldest first (the latest
-// _routePeers of them), and returns it.
+// Peers appends the kept peers to dst, oldest first.
 func (r *Route) Peers(dst []string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -4,10 +4,9 @@ import (
 	"github.com/errown/errown/internal/wire"
 )
 
-// stormSums sums the Storms of one request's outbound calls. Calls that
-// did not fail and have nothing to report (wire.One) are not added:
-// the egress log counts them, and total takes that count. It is not safe
-// for concurrent use: it lives in an EgressLog's chunk, under the EgressLog's lock.
+// stormSums sums one request's calls' Storms. Quiet successes (wire.One)
+// are not added; the egress log counts them for total. Not concurrency
+// safe: it lives in a chunk, under the EgressLog's lock.
 type stormSums struct {
 	served      uint64
 	blind       uint64
@@ -19,8 +18,7 @@ type stormSums struct {
 	added       bool
 }
 
-// add adds one call's storm Figures, failed whether the call failed (the
-// egress log counts the others).
+// add adds one call's storm Figures, failed if the call failed.
 func (s *stormSums) add(f wire.Figures, failed bool) {
 	s.added = true
 	if !failed {
@@ -43,9 +41,8 @@ func (s *stormSums) add(f wire.Figures, failed bool) {
 	s.blindRadius = max(s.blindRadius, st.BlindRadius)
 }
 
-// total returns the request's Storm: its own request and its calls,
-// notFailed being the egress log's count of calls that did not fail. It
-// is unknown when a call's Storm was unknown or a figure is out of bounds.
+// total returns the request's Storm (itself and its calls, notFailed the
+// log's count); unknown if any Storm was, or a figure is out of bounds.
 func (s *stormSums) total(notFailed int) wire.Figures {
 	if s.unknown {
 		return wire.Figures{}
