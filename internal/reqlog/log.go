@@ -15,34 +15,32 @@ type Log struct {
 	Procedure string
 	// Egress holds the request's outbound calls.
 	Egress calls.EgressLog
-	// root is the key of the root request the request is part of, which
-	// its marked calls carry: set, or minted on first use (Root).
+	// root is the request's root key, carried by its marked calls: set,
+	// or minted on first use (Root).
 	root atomic.Uint64
-	// owner is the Map that counts the Log, from Insert on (a call left
-	// under way reads its clock after Remove), shard its shard there
+	// owner is the Map counting the Log from Insert on (a call left under
+	// way reads its clock after Remove); shard is its shard there
 	// (_removed after Remove).
 	owner *Map
 	shard uint32
-	// calls counts the outbound calls under way (_callsCount), with
-	// _callsEnded once EndCalls was called.
+	// calls counts the calls under way (_callsCount), with _callsEnded
+	// once EndCalls was called.
 	calls atomic.Int32
 	// flags holds the bits _noRetry ... _timed.
 	flags atomic.Uint32
-	// callTime is, once TimeCalls was called, the time during which at
-	// least one outbound call was under way, in microseconds on the
-	// owner's clock modulo 2^32: a call that makes calls go from 0 to 1
-	// takes away the clock's reading, one that brings it back to 0 adds
-	// it. Only the sum is read, so the wrap does no harm under 71 minutes.
+	// callTime, once TimeCalls was called, is the time at least one call
+	// was under way, in microseconds on the owner's clock modulo 2^32:
+	// calls going 0→1 subtract the reading, 1→0 add it. Only the sum is
+	// read, so the wrap is harmless under 71 minutes.
 	callTime atomic.Uint32
 }
 
-// SetRoot sets the key of the root request the request is part of.
+// SetRoot sets the request's root key.
 func (l *Log) SetRoot(k uint64) { l.root.Store(k) }
 
-// Root returns the key of the root request the request is part of: the
-// one set, or else one minted now, once, by the owner's mint
-// (Map.MintRoots), so that the steady state mints none; 0 for a Log of a
-// Map that mints none.
+// Root returns the request's root key: the one set, else one minted once
+// now by the owner (Map.MintRoots), so the steady state mints none; 0 if
+// the Map mints none.
 func (l *Log) Root() uint64 {
 	if k := l.root.Load(); k != 0 || l.owner == nil || l.owner.mint == nil {
 		return k
@@ -53,31 +51,29 @@ func (l *Log) Root() uint64 {
 	return l.root.Load()
 }
 
-// SetNoRetry asks that the error response to this request tell the caller
-// not to retry it.
+// SetNoRetry asks that the error response tell the caller not to retry.
 func (l *Log) SetNoRetry() { l.flags.Or(_noRetry) }
 
 // NoRetry reports whether SetNoRetry was called.
 func (l *Log) NoRetry() bool { return l.flags.Load()&_noRetry != 0 }
 
-// SetCallerFault says that the request's error, if any, is its caller's
+// SetCallerFault marks the request's error, if any, as its caller's
 // fault: an answer, whatever its code.
 func (l *Log) SetCallerFault() { l.flags.Or(_callerFault) }
 
 // CallerFault reports whether SetCallerFault was called.
 func (l *Log) CallerFault() bool { return l.flags.Load()&_callerFault != 0 }
 
-// SetMarked says that the request came with errown's attempt mark: its
-// caller runs errown and reads its storm figures (it is in an incident,
-// or below one), so the request's calls carry the mark too.
+// SetMarked says the request came with errown's attempt mark (its caller
+// reads its storm figures: in or below an incident), so its calls carry
+// the mark too.
 func (l *Log) SetMarked() { l.flags.Or(_marked) }
 
 // Marked reports whether SetMarked was called.
 func (l *Log) Marked() bool { return l.flags.Load()&_marked != 0 }
 
-// SetUnmarkedCall says that a call of the request went out without the
-// attempt mark (the steady state): its callee reported no figures of a
-// successful subtree, which counts as one request.
+// SetUnmarkedCall says a call went out unmarked (the steady state): its
+// callee reported no figures, counting as one request.
 func (l *Log) SetUnmarkedCall() {
 	if l.flags.Load()&_unmarkedCall == 0 {
 		l.flags.Or(_unmarkedCall)
@@ -103,10 +99,8 @@ func NewContext(ctx context.Context, l *Log) context.Context {
 	return context.WithValue(ctx, logKey{}, l)
 }
 
-// Node is a context node carrying a Log: a request's Log and the context
-// that carries it in one allocation. It answers Value for the Log and
-// passes everything else (deadline, cancellation, other values) to its
-// parent.
+// Node is a context node carrying a Log, both in one allocation; other
+// Values, deadline and cancellation come from its parent.
 type Node struct {
 	context.Context
 	Log Log
@@ -120,43 +114,40 @@ func (n *Node) Value(key any) any {
 	return n.Context.Value(key)
 }
 
-// FromContext returns the Log in ctx, or nil when ctx carries none: the
-// call is not made on behalf of a tracked request (a context was dropped,
-// or the request was served untracked).
+// FromContext returns the Log in ctx, or nil when the call is not made for
+// a tracked request (context dropped, or served untracked).
 func FromContext(ctx context.Context) *Log {
 	l, _ := ctx.Value(logKey{}).(*Log)
 	return l
 }
 
-// _callsEnded is the bit of Log.calls that EndCalls sets: the request
-// has ended for admission, and its calls park, resume and time it no
-// more. The count of calls under way is below it.
+// _callsEnded is Log.calls' bit set by EndCalls: the request ended for
+// admission, and its calls no longer park, resume or time it. The count
+// of calls under way is below it.
 const (
 	_callsEnded = math.MinInt32
 	_callsCount = math.MaxInt32
 )
 
-// CallStarted counts an outbound call of the request under way, until
-// CallEnded. When no other call was under way, the request starts waiting
-// for its calls: its admission slot is parked (Map.WatchCalls) and, for a
-// timed Log, the clock read.
+// CallStarted counts a call under way until CallEnded. The first one
+// under way parks the request's admission slot (Map.WatchCalls) and, for
+// a timed Log, reads the clock.
 func (l *Log) CallStarted() {
 	if l.calls.Add(1) == 1 {
 		l.waiting(true)
 	}
 }
 
-// CallEnded ends what CallStarted began, after the call's storm is added
-// and its entry appended; the last one takes the slot back.
+// CallEnded ends CallStarted, after the call's storm and entry were
+// added; the last one takes the slot back.
 func (l *Log) CallEnded() {
 	if l.calls.Add(-1) == 0 {
 		l.waiting(false)
 	}
 }
 
-// waiting tells the owner's Parker that the request starts (start) or
-// stops waiting for its calls, and adds the clock's reading to a timed
-// Log's callTime.
+// waiting tells the owner's Parker the request starts or stops waiting
+// for its calls, and updates a timed Log's callTime.
 func (l *Log) waiting(start bool) {
 	m := l.owner
 	if m == nil || m.parker == nil {
@@ -176,60 +167,53 @@ func (l *Log) waiting(start bool) {
 	}
 }
 
-// TimeCalls has the Log measure how long the request's outbound calls
-// keep it waiting (CallTime) when its Map watches calls. Call it before
-// the request's first outbound call.
+// TimeCalls makes the Log measure its calls' waiting time (CallTime) if
+// its Map watches calls. Call it before the first outbound call.
 func (l *Log) TimeCalls() {
 	if l.owner != nil && l.owner.parker != nil {
 		l.flags.Or(_timed)
 	}
 }
 
-// EndCalls ends the request for admission: its calls park, resume and
-// time it no more. It reports whether the request was parked (a call left
-// under way), for its caller to Unpark before it gives its slot up. Call
-// it once, as the request ends, before CallTime.
+// EndCalls ends the request for admission and reports whether it was
+// parked (a call left under way), for the caller to Unpark before giving
+// up its slot. Call it once, as the request ends, before CallTime.
 func (l *Log) EndCalls() (parked bool) {
 	old := l.calls.Or(_callsEnded)
 	return old&_callsEnded == 0 && old&_callsCount != 0
 }
 
-// CallTime returns the time during which at least one of the request's
-// outbound calls was under way since TimeCalls (a fan-out counts once; a
-// call under way counts until now), 0 for an untimed Log.
+// CallTime returns the time at least one call was under way since
+// TimeCalls (a fan-out counts once; an open call counts until now); 0
+// when untimed.
 func (l *Log) CallTime() time.Duration {
 	if l.flags.Load()&_timed == 0 {
 		return 0
 	}
 	v := l.callTime.Load()
 	if l.calls.Load()&_callsCount > 0 {
-		// Under way: its start was taken, its end is now. (A call that
-		// starts as this reads may not have taken it yet: the caller
-		// bounds the result by the request's latency.)
+		// Under way: its end is now. A call starting concurrently may be
+		// missed; the caller bounds the result by the request's latency.
 		v += l.owner.micros()
 	}
 	return time.Duration(v) * time.Microsecond
 }
 
-// CallsUnderWay reports whether an outbound call of the request is still
-// under way.
+// CallsUnderWay reports whether an outbound call is still under way.
 func (l *Log) CallsUnderWay() bool { return l.calls.Load()&_callsCount != 0 }
 
-// CallsInFlight returns how many outbound calls of the request are still
-// under way.
+// CallsInFlight returns how many outbound calls are still under way.
 func (l *Log) CallsInFlight() int { return int(l.calls.Load() & _callsCount) }
 
 type untrackedKey struct{}
 
-// WithUntracked returns ctx marked as the context of a request errown
-// serves untracked (its ingress log was full): its outbound calls still
-// tell their callees that an errown caller is above.
+// WithUntracked marks ctx as an untracked request's (its ingress log was
+// full); its calls still tell callees an errown caller is above.
 func WithUntracked(ctx context.Context) context.Context {
 	return context.WithValue(ctx, untrackedKey{}, true)
 }
 
-// Untracked reports whether ctx is that of a request errown serves
-// untracked.
+// Untracked reports whether ctx is an untracked request's.
 func Untracked(ctx context.Context) bool {
 	v, _ := ctx.Value(untrackedKey{}).(bool)
 	return v

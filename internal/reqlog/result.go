@@ -7,46 +7,39 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// Result is what errown's retry middleware reports of one logical outbound
-// call to the egress middleware around it: the call state's part that is
-// read once the call has returned (package internal/retrier owns the state
-// and is its only writer).
+// Result is what errown's retry middleware reports of one logical
+// outbound call to the egress middleware, read once the call returned
+// (internal/retrier owns and alone writes the state).
 type Result struct {
-	// Attempts made, the first one included, at least one once the call's
-	// state is sealed. Zero is the steady state, which the retry
-	// middleware leaves unrecorded (retrier.Middleware.Run): one attempt
-	// that succeeded, with nothing else to report.
+	// Attempts made, the first included; at least one once sealed. Zero
+	// is the unrecorded steady state (retrier.Middleware.Run): one
+	// successful attempt, nothing else to report.
 	Attempts int
 	// Refused says why a retry was not attempted, if this hop decided so.
 	Refused wire.Refusal
-	// Declined says why no more attempts were sent of a failed call that
-	// no refusal explains: the callee's unclaim while the policy had
-	// attempts left, or the policy's attempt limit.
+	// Declined says why no more attempts of a failed call were sent when
+	// no refusal explains it: an unclaim with attempts left, or the
+	// attempt limit.
 	Declined wire.Decline
-	// Storm folds the Storms of the call's attempts, when the retry
-	// middleware made them; the egress middleware folds a single attempt.
+	// Storm folds the attempts' Storms when the retry middleware made
+	// them; egress folds a single attempt.
 	Storm wire.StormCall
-	// Code and Class are the last attempt's, as wire.CallResult
-	// gives them: errown's retry middleware classified it, and the
-	// egress middleware around it need not again.
+	// Code and Class are the last attempt's (wire.CallResult), already
+	// classified for the egress middleware.
 	Code  yarpcerrors.Code
 	Class wire.Class
-	// Claim and NoRetry are what the last attempt's response said, its
-	// claim and its pushback, when Class is not wire.ClassOK: read
-	// once, for the retry and egress middleware both.
+	// Claim and NoRetry are the last response's claim and pushback when
+	// Class is not wire.ClassOK, read once for both middlewares.
 	Claim   ownership.Claim
 	NoRetry bool
-	// Shed says the last attempt was shed by the callee instance's
-	// admission (wire.ResponseShed), when Class is not wire.ClassOK: its
-	// claim and pushback stop every retry above; errown's retry
-	// middleware may retry it once on another instance.
+	// Shed: the callee instance's admission shed the last attempt
+	// (wire.ResponseShed); its claim and pushback stop every retry above,
+	// though errown's retry may retry it once on another instance.
 	Shed bool
-	// Route is the peers the call's attempts went to, when the retry
-	// middleware put one in their context (a call it may retry) and a
-	// peer chooser that records them chose (package retrypeer); else nil.
+	// Route is the peers the attempts went to, when the call may be
+	// retried and a recording chooser (package retrypeer) chose; else nil.
 	Route *calls.Route
 }
 
-// Sent returns the attempts that left the process for the call: at least
-// one.
+// Sent returns the attempts that left the process: at least one.
 func (r *Result) Sent() int { return max(r.Attempts, 1) }

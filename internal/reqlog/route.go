@@ -9,8 +9,7 @@ import (
 
 type routeKey struct{}
 
-// routeContext is a context node carrying a call's Route, allocated with
-// it.
+// routeContext is a context node allocated with its call's Route.
 type routeContext struct {
 	context.Context
 	route calls.Route
@@ -23,30 +22,26 @@ func (c *routeContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// NewRouteContext returns a child of ctx that carries a fresh Route, and
-// that Route, in one allocation.
+// NewRouteContext returns a child of ctx carrying a fresh Route, and the
+// Route, in one allocation.
 func NewRouteContext(ctx context.Context) (context.Context, *calls.Route) {
 	c := &routeContext{Context: ctx}
 	return c, &c.route
 }
 
-// routesRead is set once a peer chooser that reads Routes exists in the
-// process (ReadRoutes).
+// routesRead: a Route-reading peer chooser exists (ReadRoutes).
 var routesRead atomic.Bool
 
-// ReadRoutes records that a peer chooser reading calls' Routes exists in
-// the process (package retrypeer's New calls it): from then on the retry
-// middleware gives every call it may retry a Route. Until then nothing
-// would record a peer in one, and no call pays for it.
+// ReadRoutes records that a Route-reading peer chooser exists (package
+// retrypeer's New calls it); from then on the retry middleware gives each
+// call it may retry a Route. Until then no call pays for one.
 func ReadRoutes() { routesRead.Store(true) }
 
-// RoutesRead reports whether ReadRoutes was called: whether a call's
-// attempts are to carry a Route.
+// RoutesRead reports whether ReadRoutes was called.
 func RoutesRead() bool { return routesRead.Load() }
 
-// SetRoutesRead sets whether calls' attempts carry a Route, as ReadRoutes
-// does (true), and returns a function restoring the previous setting: for
-// tests.
+// SetRoutesRead sets what ReadRoutes sets and returns a function restoring
+// the previous setting, for tests.
 func SetRoutesRead(read bool) (restore func()) {
 	prev := routesRead.Swap(read)
 	return func() { routesRead.Store(prev) }
