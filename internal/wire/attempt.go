@@ -10,9 +10,8 @@ func FormatAttempt(n int) string {
 	return strconv.Itoa(n)
 }
 
-// ParseAttempt reads an attempt header value. It returns the attempt number
-// and true for a plain decimal between 1 and MaxAttempt; for anything else
-// (empty, negative, zero, huge, signed, non-numeric) it returns 0 and false.
+// ParseAttempt reads an attempt header value: a plain decimal from 1 to
+// MaxAttempt, else 0 and false.
 func ParseAttempt(v string) (int, bool) {
 	if len(v) == 0 || len(v) > 3 {
 		return 0, false

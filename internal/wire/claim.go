@@ -10,10 +10,9 @@ import (
 // asks not to retry; anything else is as if the header were absent.
 func ParseNoRetry(v string) bool { return v == NoRetryValue }
 
-// ResponseClaim returns the claim and the pushback of a callee's response
-// (nil: none), read from its headers claimHeader and noRetryHeader, both
-// canonical (lower case): the map is indexed rather than have
-// Headers.Get lower-case them.
+// ResponseClaim returns the claim and pushback of a callee's response
+// (nil: none) from its canonical (lower-case) headers, indexing the map
+// directly rather than have Headers.Get lower-case them.
 func ResponseClaim(res *transport.Response, claimHeader, noRetryHeader string) (ownership.Claim, bool) {
 	if res == nil {
 		return ownership.ClaimMissing, false
@@ -22,13 +21,11 @@ func ResponseClaim(res *transport.Response, claimHeader, noRetryHeader string) (
 	return ParseClaim(items[claimHeader]), ParseNoRetry(items[noRetryHeader])
 }
 
-// ResponseShed reports whether res, an error response with code, its
-// claim and its pushback (ResponseClaim), is a shed by the callee
-// instance's admission: resource-exhausted, claimed, with pushback, and
-// marked by shedHeader (canonical) with any non-empty value (the reason;
-// reasons a newer callee adds count too). The marker alone says nothing:
-// without the claim and the pushback that come with it, a caller that
-// does not read it would retry the answer.
+// ResponseShed reports whether res, an error response with code, claim
+// and pushback (ResponseClaim), is an instance admission's shed:
+// resource-exhausted, claimed, with pushback, and shedHeader (canonical)
+// set to any non-empty reason. The marker alone says nothing: without the
+// claim and pushback, a caller not reading it would retry.
 func ResponseShed(res *transport.Response, code yarpcerrors.Code, claim ownership.Claim, noRetry bool, shedHeader string) bool {
 	if res == nil || code != yarpcerrors.CodeResourceExhausted || claim != ownership.ClaimClaimed || !noRetry {
 		return false
@@ -36,15 +33,14 @@ func ResponseShed(res *transport.Response, code yarpcerrors.Code, claim ownershi
 	return res.Headers.Items()[shedHeader] != ""
 }
 
-// ParseClaim reads a claim header value. Only the exact values "claimed" and
-// "unclaimed" count; anything else (empty, other case, padded, binary, too
-// long) is ClaimMissing, exactly as if the header were absent.
 // The claim header's values, as Claim.String gives them.
 var (
 	_claimed   = ownership.ClaimClaimed.String()
 	_unclaimed = ownership.ClaimUnclaimed.String()
 )
 
+// ParseClaim reads a claim header value. Only the exact values "claimed"
+// and "unclaimed" count; anything else is ClaimMissing, as if absent.
 func ParseClaim(v string) ownership.Claim {
 	switch v {
 	case _claimed:

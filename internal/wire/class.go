@@ -9,14 +9,12 @@ type Class uint8
 const (
 	// ClassOK is not an error.
 	ClassOK Class = iota
-	// ClassFailure: the callee's fault (a server fault). A failure is in
-	// docs/DESIGN.md's set F, counts as a callee failure in the dependency
+	// ClassFailure: the callee's fault (a server fault): in
+	// docs/DESIGN.md's set F, a callee failure for the dependency
 	// memory, and a caller ending in one has failed itself.
 	ClassFailure
-	// ClassAnswer: the request's fault (a client fault). An answer is what
-	// the callee had to say about this request: it is never in F, never a
-	// callee failure in the dependency memory, and a caller passing it on
-	// has not failed either.
+	// ClassAnswer: the request's fault (a client fault): never in F,
+	// never a callee failure, and a caller passing it on has not failed.
 	ClassAnswer
 )
 
@@ -43,18 +41,15 @@ type CodeInfo struct {
 	// retries Code.
 	RetriedByDefault bool
 	// Deviation says why Class departs from
-	// yarpcerrors.GetFaultTypeFromCode (a server fault is a failure, a
-	// client fault an answer); empty when it does not.
+	// yarpcerrors.GetFaultTypeFromCode; empty when it does not.
 	Deviation string
 }
 
 // _table is errown's one table of error codes, indexed by code. Class
-// follows yarpcerrors.GetFaultTypeFromCode (a server fault is a failure, a
-// client fault an answer) except where Deviation says otherwise; a test
-// holds every row against yarpc's function. Every other rule about codes
-// (RCS's retryable-by-nature, the caller-fault rule of the inbound side,
-// the default retryable codes of a retry policy, which outbound calls
-// are in F) derives from it.
+// follows yarpcerrors.GetFaultTypeFromCode (server fault: failure, client
+// fault: answer) except where Deviation says; a test holds every row
+// against yarpc. Every other code rule (RCS, the inbound caller-fault
+// rule, default retryable codes, which calls are in F) derives from it.
 var _table = [...]CodeInfo{
 	{Code: yarpcerrors.CodeOK, Class: ClassOK},
 	{Code: yarpcerrors.CodeCancelled, Class: ClassAnswer},
@@ -69,8 +64,8 @@ var _table = [...]CodeInfo{
 		Deviation: "yarpc calls resource-exhausted a client fault (a quota); a callee shedding load answers with it too, and the request was not wrong, so errown counts it as the callee's failure (overload); it is not retried by default, since a retry feeds the overload",
 	},
 	{Code: yarpcerrors.CodeFailedPrecondition, Class: ClassAnswer},
-	// A conflict that a retry of the whole transaction may resolve: the hop
-	// that owns the transaction retries it, so no policy does by default.
+	// A conflict a retry of the whole transaction may resolve: the
+	// transaction's owner retries it, so no policy does by default.
 	{Code: yarpcerrors.CodeAborted, Class: ClassAnswer, RetryableByNature: true},
 	{Code: yarpcerrors.CodeOutOfRange, Class: ClassAnswer},
 	{Code: yarpcerrors.CodeUnimplemented, Class: ClassAnswer},
@@ -87,9 +82,8 @@ func Codes() []CodeInfo {
 	return out
 }
 
-// Info returns the row of code c. A code yarpc does not define is a
-// failure that is not retryable: errown cannot tell what it means, and a
-// callee sending it did not answer the request.
+// Info returns code c's row. A code yarpc does not define is a
+// non-retryable failure: its meaning is unknown, and it answered nothing.
 func Info(c yarpcerrors.Code) CodeInfo {
 	if int(c) < len(_table) {
 		return _table[c]
@@ -98,8 +92,7 @@ func Info(c yarpcerrors.Code) CodeInfo {
 }
 
 // RetryableByNature reports whether an error with code c could succeed if
-// the same request were sent again. CodeOK is not an error and is not
-// retryable either.
+// sent again (CodeOK is not retryable).
 func RetryableByNature(c yarpcerrors.Code) bool {
 	return Info(c).RetryableByNature
 }

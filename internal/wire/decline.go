@@ -1,24 +1,19 @@
 package wire
 
-// Decline is why this hop sent no more attempts of a failed call that no
-// Refusal explains: the callee's error was unclaimed while this hop's
-// policy had attempts left (errown suppressed the retry the policy would
-// have sent), or the policy's attempts were all spent. Neither is a
-// refusal (nothing is refused that the policy asked for, or ownership
-// already holds), but a request that failed after either is a user's
-// request this hop did not save, which inbound.failed_after_denied counts
-// beside the refusals.
+// Decline is why this hop sent no more attempts of a failed call when no
+// Refusal explains it: the error was unclaimed with attempts left (errown
+// suppressed the policy's retry), or the attempts were spent. Neither is
+// a refusal, but a request failing after either is one this hop did not
+// save, counted in inbound.failed_after_denied beside the refusals.
 type Decline uint8
 
 const (
 	// DeclineNone: nothing declined, or a Refusal says why.
 	DeclineNone Decline = iota
-	// DeclineUnclaimed: the callee's error was unclaimed and the policy
-	// would have retried it (attempts left, a retryable code, idempotent,
-	// the body replayable, no pushback): errown suppressed the retry.
+	// DeclineUnclaimed: the error was unclaimed and the policy would
+	// have retried it: errown suppressed the retry.
 	DeclineUnclaimed
-	// DeclineAttemptLimit: the call failed on the last attempt its policy
-	// allows.
+	// DeclineAttemptLimit: the call failed on its policy's last attempt.
 	DeclineAttemptLimit
 
 	_declines // number of Decline values

@@ -18,13 +18,10 @@ type CallOutcome struct {
 	Code yarpcerrors.Code
 }
 
-// RetryCriteriaSatisfied implements docs/DESIGN.md's RCS rule. It is true when a
-// retry was attempted, the callee's error was unclaimed (a retry was already
-// spent below), this hop refused a retry (Refused: budget, deadline,
-// pushback, not idempotent, code not in the policy's list, body over the
-// cap), or the error is not retryable by nature. It is false only when the
-// error was retryable in kind and no policy of this hop could retry it:
-// nobody has had the chance yet.
+// RetryCriteriaSatisfied implements docs/DESIGN.md's RCS rule: a retry was
+// attempted, the error was unclaimed (a retry was spent below), this hop
+// refused a retry, or the error is not retryable by nature. It is false
+// only when nobody has had the chance to retry a retryable error yet.
 func RetryCriteriaSatisfied(o CallOutcome) bool {
 	return o.Attempts > 1 ||
 		o.Callee == ownership.ClaimUnclaimed ||

@@ -1,8 +1,8 @@
 package wire
 
-// Refusal is why this hop did not retry a call whose error was retryable
-// by nature: a deliberate decision of the hop nearest the failure, which a
-// retry further up would bypass by replaying the whole subtree.
+// Refusal is why this hop did not retry a retryable error: a deliberate
+// decision of the hop nearest the failure, which a retry further up would
+// bypass by replaying the whole subtree.
 type Refusal uint8
 
 const (
@@ -23,9 +23,8 @@ const (
 	RefusedCode
 	// RefusedBodyTooLarge: the request body is over the replay cap.
 	RefusedBodyTooLarge
-	// RefusedOverload: the callee is overloaded (its recent attempts timed
-	// out or answered resource-exhausted): the attempt was not sent, or
-	// the retry not made, so as not to add to its queue.
+	// RefusedOverload: the callee is overloaded (recent attempts timed
+	// out or were resource-exhausted): nothing more is added to its queue.
 	RefusedOverload
 
 	_refusals // number of Refusal values
@@ -41,8 +40,7 @@ func Refusals() []Refusal {
 	return out
 }
 
-// String returns the reason's metric tag: "none", "budget", "deadline",
-// "pushback", "not-idempotent", "code", "body-too-large" or "overload".
+// String returns the reason's metric tag.
 func (r Refusal) String() string {
 	switch r {
 	case RefusedBudget:

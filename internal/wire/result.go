@@ -5,20 +5,16 @@ import (
 	"go.uber.org/yarpc/yarpcerrors"
 )
 
-// Result returns the code and class of how a call ended, as a middleware
-// sees it: err when it is not nil (an error that says it is OK is still an
-// error: unknown); else, for a response marked as an application error (a
-// Thrift exception, a protobuf error), the code its IDL gave it, and an
-// answer when it has none; else OK.
-//
-// On the inbound side appErr and appCode are what the encoding told the
-// ResponseWriter; on the outbound side they are the response's
-// ApplicationError and ApplicationErrorMeta.Code.
+// Result returns the code and class of how a call ended: err's when not
+// nil (an OK code in an error reads unknown); else, for an application
+// error (a Thrift exception, a protobuf error), its IDL code, or an
+// answer without one; else OK. appErr and appCode are what the encoding
+// told the ResponseWriter (inbound) or the response's ApplicationError
+// and ApplicationErrorMeta.Code (outbound).
 func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code, Class) {
 	switch {
 	case err != nil:
-		// The transports' errors are *yarpcerrors.Status: read the code
-		// straight off them; FromError's errors.As costs an allocation.
+		// Read *yarpcerrors.Status's code directly; FromError allocates.
 		var c yarpcerrors.Code
 		if st, ok := err.(*yarpcerrors.Status); ok {
 			c = st.Code()
@@ -38,10 +34,9 @@ func Result(err error, appErr bool, appCode *yarpcerrors.Code) (yarpcerrors.Code
 	}
 }
 
-// CallResult is Result for what an outbound call returned: err, or the
-// application error res is marked with, by the code in its
-// ApplicationErrorMeta or, where the transport dropped it (gRPC), by the
-// code errown's inbound side sent under codeHeader.
+// CallResult is Result for an outbound call's return: err, or res's
+// application error coded by its ApplicationErrorMeta or, where the
+// transport dropped it (gRPC), by codeHeader from errown's inbound side.
 func CallResult(res *transport.Response, err error, codeHeader string) (yarpcerrors.Code, Class) {
 	if err != nil || res == nil || !res.ApplicationError {
 		return Result(err, false, nil)
@@ -66,10 +61,9 @@ func FormatCode(c yarpcerrors.Code) string {
 	return c.String()
 }
 
-// ParseCode reads a code header value: exactly the yarpc name of a code
-// other than ok, as FormatCode writes it. Anything else (other case,
-// padding, numbers, unknown names) is no code at all: the application
-// error is then an answer, exactly as without the header.
+// ParseCode reads a code header value: exactly a yarpc code name other
+// than ok. Anything else is no code, leaving the application error an
+// answer.
 func ParseCode(v string) (yarpcerrors.Code, bool) {
 	if len(v) == 0 || len(v) > _maxCodeName {
 		return yarpcerrors.CodeOK, false

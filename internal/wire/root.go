@@ -6,10 +6,8 @@ import "strconv"
 // hexadecimal, without leading zeros.
 func FormatRoot(k uint64) string { return strconv.FormatUint(k, 16) }
 
-// ParseRoot reads a root header value. It returns the key and true for 1
-// to 16 hexadecimal digits (either case) of a key other than 0; for
-// anything else (empty, zero, too long, signed, prefixed, spaced) it
-// returns 0 and false: the request has no key.
+// ParseRoot reads a root header value: 1 to 16 hex digits (either case)
+// of a non-zero key; else 0 and false (no key).
 func ParseRoot(v string) (uint64, bool) {
 	if len(v) == 0 || len(v) > 16 {
 		return 0, false

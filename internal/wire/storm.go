@@ -6,15 +6,13 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// One is the Storm of a call that reached one request and went no further
-// with anything to report: a leaf's success, or an answer.
+// One is the Storm of a call that reached one request with nothing to
+// report: a leaf's success, or an answer.
 var One = Storm{Served: 1, Blind: 1}
 
-// Figures is the storm telemetry of a subtree as it travels up the call
-// graph: its Storm, or unknown (a hop below runs no errown, its header was
-// lost or garbled, or a figure is out of bounds). The zero value is
-// unknown. Storm is read only when Known: the unknown Figures errown
-// returns hold the zero Storm.
+// Figures is a subtree's storm telemetry as it travels up: its Storm, or
+// unknown (no errown below, a lost or garbled header, an out-of-bounds
+// figure). The zero value is unknown; Storm is read only when Known.
 type Figures struct {
 	Storm Storm
 	Known bool
@@ -28,17 +26,15 @@ func KnownFigures(s Storm) Figures { return Figures{Storm: s, Known: true} }
 func (f Figures) Trivial() bool { return f.Known && f.Storm.Trivial() }
 
 // Stormy reports whether f is worth a root's record and puts a caller in
-// an incident: unknown, or a retry spent or suppressed somewhere below.
+// an incident: unknown, or a retry spent or suppressed below.
 func (f Figures) Stormy() bool {
 	return !f.Known || f.Storm.Retries > 0 || f.Storm.BlindRadius > 0
 }
 
-// ParseStorm reads a Storm header value. It returns unknown Figures for
-// StormUnknownValue and for anything that is not exactly five plain
-// decimals (no sign, no leading zero, no space) within the bounds, with at
-// least one request served, fewer retries than requests served, no fewer
-// blind than served, and a blind radius no smaller than the radius: a figure errown cannot trust is unknown,
-// never a guess.
+// ParseStorm reads a Storm header value: exactly five plain decimals (no
+// sign, leading zero or space) within bounds, with served ≥ 1, retries <
+// served ≤ blind and radius ≤ blindRadius. Anything else, and
+// StormUnknownValue, is unknown, never a guess.
 func ParseStorm(v string) Figures {
 	var f [5]uint64
 	for i := range f {
@@ -89,15 +85,11 @@ func parseDecimal(v string, limit uint64) (uint64, string, bool) {
 	return n, v[i:], true
 }
 
-// ResponseStorm returns the storm Figures of one attempt's response of
-// class class, read from its header under name header. A response
-// without the header is One when it is a success or an answer: a callee's
-// success or answer says nothing only when there was nothing to say. A
-// failure without one (no errown below, a timeout) is unknown, since
-// every errown callee sends its Storm on a failure; so is any error that
-// came without a response at all (a call cancelled or cut short before
-// the callee answered), whatever its class: what the callee served before
-// is out of sight.
+// ResponseStorm returns an attempt response's storm Figures from header.
+// Without the header, a success or answer is One (nothing to say), but a
+// failure is unknown, since every errown callee reports on failure. An
+// error without a response (cancelled or cut short) is unknown whatever
+// its class.
 func ResponseStorm(res *transport.Response, class Class, header string) Figures {
 	if res == nil {
 		if class != ClassOK {
@@ -114,8 +106,7 @@ func ResponseStorm(res *transport.Response, class Class, header string) Figures 
 	return KnownFigures(One)
 }
 
-// Bounds of a Storm header value. A value outside them is unreadable:
-// unknown, never clamped.
+// Bounds of a Storm header value; a value outside is unknown, not clamped.
 const (
 	// MaxStormServed is the largest request count a Storm carries.
 	MaxStormServed = 1 << 50
@@ -123,9 +114,9 @@ const (
 	MaxStormRadius = 255
 )
 
-// StormUnknownValue is the Storm header value of a subtree whose figures
-// errown could not read: a hop below runs no errown, or its header was lost
-// or garbled. Everything above it is unknown too.
+// StormUnknownValue is the Storm header value of a subtree with unreadable
+// figures (no errown below, a lost or garbled header); all above is
+// unknown too.
 const StormUnknownValue = "unknown"
 
 // FormatStorm returns s as a header value: five decimals separated by

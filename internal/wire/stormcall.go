@@ -1,13 +1,10 @@
 package wire
 
-// StormCall folds the attempts of one logical call, as its caller made
-// them, into the call's Storm. In enforce mode every attempt made is in
-// both worlds, and the attempts errown suppressed are added to the blind
-// world by Blind. In observe mode every attempt made is in the blind world,
-// and the errown world ends where errown would have stopped (StopErrown).
-//
-// The zero value is ready to use. A StormCall is not safe for concurrent
-// use: one call's attempts are sequential.
+// StormCall folds a logical call's attempts into its Storm. In enforce
+// mode each attempt is in both worlds and suppressed ones are added to
+// the blind world (Blind); in observe mode each is in the blind world and
+// the errown world ends where errown would have stopped (StopErrown).
+// The zero value is ready; not safe for concurrent use.
 type StormCall struct {
 	attempts       int
 	errownAttempts int
@@ -23,8 +20,7 @@ type StormCall struct {
 	errownDone     bool
 }
 
-// Attempt adds the storm Figures of one attempt's response: unknown when
-// the response carried none errown can read.
+// Attempt adds one attempt response's storm Figures.
 func (c *StormCall) Attempt(f Figures) {
 	c.attempts++
 	c.blindAttempts++
@@ -46,15 +42,15 @@ func (c *StormCall) Attempt(f Figures) {
 	c.radius = max(c.radius, s.Radius)
 }
 
-// StopErrown ends the errown world after the attempts added so far: errown
-// would have made no more (observe mode).
+// StopErrown ends the errown world after the attempts so far (observe
+// mode).
 func (c *StormCall) StopErrown() { c.errownDone = true }
 
 // ErrownStopped reports whether StopErrown was called.
 func (c *StormCall) ErrownStopped() bool { return c.errownDone }
 
-// Blind adds n attempts that only the blind world makes after the last
-// one, each replaying it (enforce mode: the retries errown suppressed).
+// Blind adds n blind-only attempts after the last, each replaying it
+// (enforce mode: the retries errown suppressed).
 func (c *StormCall) Blind(n int) {
 	if n <= 0 {
 		return
@@ -68,10 +64,8 @@ func (c *StormCall) Blind(n int) {
 	c.own = add(c.own, extra)
 }
 
-// Decided records what the caller decided after the attempts added so
-// far, one decision of the call: in observe mode, that errown would make
-// no more (stop: StopErrown); in enforce mode, the attempts only the
-// blind world makes (blind: Blind).
+// Decided records one decision after the attempts so far: observe mode's
+// stop (StopErrown), enforce mode's blind-only attempts (Blind).
 func (c *StormCall) Decided(stop bool, blind int) {
 	if stop {
 		c.StopErrown()
@@ -79,16 +73,14 @@ func (c *StormCall) Decided(stop bool, blind int) {
 	c.Blind(blind)
 }
 
-// Trivial reports whether the call's Storm is One, as Storm would say,
-// without computing it: one attempt, with no blind replay, whose own Storm
-// was One.
+// Trivial reports, without computing it, whether Storm is One: one
+// attempt, no blind replay, its Storm One.
 func (c *StormCall) Trivial() bool {
 	return c.attempts == 1 && c.blindAttempts == 1 && c.errownAttempts == 1 && !c.unknown && c.last == One
 }
 
-// Stormy reports whether the call's Storm is stormy, as Storm would say
-// (Figures.Stormy), without computing it: an attempt unknown or none, a
-// retry spent or suppressed here or below, or a figure out of bounds.
+// Stormy reports, without computing it, whether Storm is stormy
+// (Figures.Stormy).
 func (c *StormCall) Stormy() bool {
 	return c.attempts == 0 || c.unknown || c.retries > 0 || c.errownAttempts > 1 ||
 		c.blindRadius > 0 || c.blindAttempts > 1 || c.blind > MaxStormServed
@@ -97,10 +89,9 @@ func (c *StormCall) Stormy() bool {
 // Attempts returns the attempts added.
 func (c *StormCall) Attempts() int { return c.attempts }
 
-// Prevented returns the requests that only the blind world made at this
-// call, beyond what the callees below prevented: what this caller's own
-// decisions prevented (or would prevent, in observe mode). It is 0 when the
-// call's Storm is unknown.
+// Prevented returns the blind-only requests made at this call beyond what
+// callees below prevented: what this caller's decisions prevented (or
+// would, in observe mode); 0 when the Storm is unknown.
 func (c *StormCall) Prevented() uint64 {
 	if c.own == 0 {
 		return 0
@@ -111,8 +102,8 @@ func (c *StormCall) Prevented() uint64 {
 	return c.own
 }
 
-// Storm returns the call's storm Figures, unknown when no attempt was
-// added, an attempt's were unknown, or a figure is out of bounds.
+// Storm returns the call's Figures: unknown with no attempts, an unknown
+// attempt, or a figure out of bounds.
 func (c *StormCall) Storm() Figures {
 	if c.attempts == 0 || c.unknown {
 		return Figures{}
@@ -133,8 +124,8 @@ func (c *StormCall) Storm() Figures {
 	return KnownFigures(s)
 }
 
-// add returns a+b, saturated just past MaxStormServed so that an overflow
-// reads as out of bounds, never wraps.
+// add returns a+b saturated just past MaxStormServed, so overflow reads
+// as out of bounds.
 func add(a, b uint64) uint64 {
 	if a > MaxStormServed || b > MaxStormServed {
 		return MaxStormServed + 1

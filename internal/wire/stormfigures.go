@@ -1,15 +1,12 @@
 package wire
 
 // Storm is what one call cost in the subtree below a caller, for one
-// request, in the two worlds errown tells apart: with errown's decisions
-// (Served, Radius) and with every hop retrying per its own policy, blind to
-// claims (Blind, BlindRadius). In enforce mode the first is what happened
-// and the second the counterfactual; in observe mode it is the other way
-// round. Either way Blind - Served is what errown prevents, or would
-// prevent.
-//
-// Counts include the callee's own request and every retry below; a radius
-// is the largest number of hops on one call path that spent a retry.
+// request, in errown's two worlds: with errown's decisions (Served,
+// Radius) and blind to claims, every hop retrying per its policy (Blind,
+// BlindRadius). Enforce mode makes the first real, observe mode the
+// second; Blind - Served is what errown prevents or would prevent.
+// Counts include the callee's request and every retry below; a radius is
+// the most hops on one call path that spent a retry.
 type Storm struct {
 	Served  uint64
 	Blind   uint64
