@@ -20,22 +20,17 @@ import (
 var _defaultMinRemaining = retry.DefaultPolicyConfig().MinRemaining
 
 // Attempts is errown's innermost outbound step, next to the transport: it
-// sees every physical attempt that leaves the process, including replays
-// by middleware between errown's retry middleware and the transport. It
-// counts them in the call's attempts, folds their storm telemetry, and
-// holds a replay errown did not make to errown's rules: one that would
-// replay an unclaimed error, or that the policy, budget, pushback or
-// deadline refuses, is not sent and gets the previous attempt's response
-// and error back, counted in retry.denied with a reason "foreign-...".
-// On an edge with no retry policy only the claim, pushback, code and
-// deadline hold.
+// sees every physical attempt, replays by middleware below errown's retry
+// middleware included, counts them, folds their storm telemetry, and holds
+// a foreign replay to errown's rules: one replaying an unclaimed error or
+// refused by policy, budget, pushback or deadline (only claim, pushback,
+// code and deadline without a policy) is not sent, gets the previous
+// response and error, and counts in retry.denied ("foreign-...").
 //
-// A call without errown's state in its context passes through uncounted.
-// Hedges are held, under the state's lock, to the hedge rules (package
-// retry's "Hedges"); an attempt that ends after its call returned is late
-// (writes nothing, gives back its overload slot, counts in
-// retry.late_attempts); another procedure through the same chain is a
-// fallback, a call of its own. The state is the call's alone, never reused.
+// A call without errown's state passes through uncounted. Hedges follow
+// package retry's "Hedges" rules; a late attempt writes nothing, gives
+// back its slot and counts in retry.late_attempts; another procedure is a
+// fallback, a call of its own. The state is the call's alone.
 type Attempts struct {
 	m *Middleware
 	// answersHeld says the caller takes the returned transport.Response,
@@ -376,12 +371,10 @@ func (m *Middleware) overTheLimit(req *transport.Request, sent int) bool {
 	return p != nil && sent >= p.maxAttempts && !m.observesPolicy(p)
 }
 
-// held ends an attempt depart counted held (refused while another was
-// under way, or errown's retry at the attempt limit): it waits for idle
-// (no attempt under way, or the call ended) or ctx, then answers as a
-// refused replay does, with the last outcome kept, or, for success, the
-// success kept for it (so a hedger taking the first answer never takes
-// the refusal), else res and err.
+// held ends an attempt depart counted held: it waits for idle (nothing
+// under way, or the call ended) or ctx, then answers like a refused
+// replay with the last outcome kept, or the success kept for it (so a
+// hedger never takes the refusal first), else res and err.
 func (m *Middleware) held(ctx context.Context, state *CallState, idle <-chan struct{}, success bool, res *transport.Response, err error) (*transport.Response, error) {
 	var gaveUp bool
 	select {
@@ -454,12 +447,10 @@ func callHeld(ctx context.Context, req *transport.Request, out transport.UnaryOu
 	return res, err
 }
 
-// attempted records in state (landed) the end of an attempt sent to c
-// (nil: no policy) under adm: storm figures, classification, claim, the
-// end of its admission, and, below middleware errown does not own, its
-// outcome, kept (body read before locking) for a refused replay or held
-// hedge to answer with. A late attempt records nothing: it gives back its
-// slot and counts in retry.late_attempts. It returns what to hand on.
+// attempted records in state (landed) the end of an attempt to c (nil: no
+// policy) under adm: storm figures, classification, claim, admission end,
+// and, off the direct path, its outcome kept for replays and held hedges.
+// A late attempt only gives back its slot (retry.late_attempts).
 func (m *Middleware) attempted(req *transport.Request, c *callee, adm admission, end ending, res *transport.Response, err error, code yarpcerrors.Code, class wire.Class, state *CallState) (*transport.Response, error) {
 	if end == endUnsent {
 		return m.unsent(c, adm, res, err, state)

@@ -85,13 +85,11 @@ func New(cfg retry.Config, opts ...Option) (*Middleware, error) {
 	return m, nil
 }
 
-// Start starts a goroutine that reads the clock every tenth of a budget
-// bucket (10ms to 100ms; 100ms for the default 10s window) for the retry
-// budgets; between Start and Stop calls read its last reading rather than
-// the clock. Without Start every call reads the clock. Start does nothing
-// when already running or with no budget to count in (no policy, budget
-// disabled, or a window under 1s). It is safe to call concurrently with
-// Call, and returns nil.
+// Start starts a goroutine reading the clock every tenth of a budget
+// bucket (10ms to 100ms) for the budgets, which read its last reading
+// until Stop (without Start, the clock itself). It does nothing when
+// running or with no budget (no policy, disabled, window under 1s). It is
+// safe concurrently with Call, and returns nil.
 func (m *Middleware) Start() error {
 	m.clock.Start()
 	return nil
@@ -122,14 +120,11 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 	return m.call(ctx, req, out, state)
 }
 
-// Run is Call for the egress middleware around m: it returns the last
-// response and error, and the call's Result in result, left zero in the
-// steady state (one attempt, a success with no storm figures). direct
-// says nothing stands between m and the transport but m's innermost step
-// (Sink): the first attempt goes with no state (sendFirst), and any other
-// call takes a state from m's pool. Otherwise the state is handed below
-// in each attempt's context, where middleware may keep it past the call:
-// it is the call's alone, never reused.
+// Run is Call for the egress middleware around m, with the call's Result
+// in result (zero in the steady state). direct: only m's innermost step
+// stands before the transport (Sink), so the first attempt goes without
+// state (sendFirst) and others take a pooled state; otherwise the state
+// goes below in attempt contexts and is the call's alone, never reused.
 func (m *Middleware) Run(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, direct bool, result *reqlog.Result) (*transport.Response, error) {
 	if !direct {
 		sink := &Sink{Out: out}
@@ -272,16 +267,12 @@ func (m *Middleware) attemptLoop(r *attemptRun, a sentAttempt) (*transport.Respo
 	return a.res, a.err
 }
 
-// sendElsewhere sends attempt n+1, the retry of attempt n that an
-// instance's admission shed, with its Route strict
-// (calls.Route.SetStrict): the peer chooser (package retrypeer) sends it
-// to an instance none of the call's attempts went to, or nowhere. It
-// reports whether it was sent: not when the Route is still strict and
-// the innermost step recorded no attempt (calls.ErrNoOtherPeer, or
-// nothing reached the transport). Other failures are outcomes as for
-// any retry. Sent nowhere, the attempt is discarded, not counted in
-// retry.attempts, its withdrawal given back, and the state records the
-// shed's pushback as the refusal; the call answers with the shed.
+// sendElsewhere sends attempt n+1, the retry of an instance's shed, with
+// its Route strict (calls.Route.SetStrict), so the peer chooser (package
+// retrypeer) sends it to a new instance or nowhere. It reports whether it
+// was sent: not if the Route stayed strict with no attempt recorded. Sent
+// nowhere, it is discarded, uncounted, its withdrawal refunded, and the
+// shed's pushback recorded as the refusal: the call answers with the shed.
 func (m *Middleware) sendElsewhere(r *attemptRun, n int, note *retryNote) (sentAttempt, bool) {
 	// As decided, for the trace event sent once the retry went or not.
 	r.state.lock()
@@ -405,12 +396,10 @@ func (m *Middleware) attemptRequest(r *attemptRun, n, before int) *transport.Req
 	return r.req
 }
 
-// classify reads, under the state's lock, attempt a into got: as the
-// innermost step classified it on the direct path, else as it came back
-// here (middleware in between may have changed it, or no step saw it).
-// It returns what the state is to record (decided): that classification
-// (o), nil where the step's stands, and storm figures (f), folded here
-// when no step saw the attempt.
+// classify reads, under the state's lock, attempt a into got: the
+// innermost step's classification on the direct path, else as it came
+// back here. It returns what decided records: o (nil where the step's
+// stands) and f, storm figures folded here when no step saw the attempt.
 func (m *Middleware) classify(r *attemptRun, a *sentAttempt, got *Outcome, storm *wire.Figures) (o *Outcome, f *wire.Figures) {
 	state := r.state
 	seen := state.Sends.Count > a.before || state.Sends.Shed // by the innermost step
