@@ -44,7 +44,7 @@ func (p Priority) reason() string {
 
 // Config configures a Controller.
 type Config struct {
-	// Observe admits every request, and reports what enforce would shed.
+	// Observe admits every request and reports what enforce would shed.
 	Observe bool
 	// MaxQueue bounds the requests waiting for a worker; at least 1.
 	MaxQueue int
@@ -52,21 +52,20 @@ type Config struct {
 	MinLimit, MaxLimit int
 	// Now is the clock, monotonic; nil: time.Now.
 	Now func() time.Time
-	// OnLimit, when set, is called as the limit enforced changes, with
-	// the new limit and the requests then queued: for gauges.
+	// OnLimit, if set, is called as the enforced limit changes, with the
+	// new limit and the requests queued: for gauges.
 	OnLimit func(limit float64, queued int)
 }
 
 // Controller admits requests: an adaptive limit on those served at once,
 // a short queue in front. It is safe for concurrent use. On the steady
 // path (under half the limit, nobody queued) a request costs a
-// compare-and-swap to enter and an atomic addition to leave; one request
-// in _sampleEvery, and every request once half the limit is in use, also
-// reads the clock twice and moves the limit on its answer (under a
-// mutex); a request with a deadline reads the clock once to check it
-// while another is served (reused when sampled), and with that reading
-// watches for a pause in the answers (watch, held): at most a store on
-// the first such request after each answer.
+// compare-and-swap to enter and an atomic add to leave; one in
+// _sampleEvery, and every one once half the limit is in use, also reads
+// the clock twice and moves the limit on its answer (under a mutex). A
+// request with a deadline reads the clock once to check it while another
+// is served, and with that reading watches for a pause in the answers
+// (watch, held): at most a store per answer.
 type Controller struct {
 	observe  bool
 	maxQueue int
@@ -74,9 +73,9 @@ type Controller struct {
 	now      func() time.Time
 	onLimit  func(float64, int)
 
-	// state packs the requests served (its low 32 bits) and a count of
-	// arrivals (the high ones, wrapping), so that one compare-and-swap
-	// both takes a slot and says whether to sample the latency.
+	// state packs the requests served (low 32 bits) and a wrapping count of
+	// arrivals (high bits): one compare-and-swap takes a slot and says
+	// whether to sample the latency.
 	state   atomic.Uint64
 	limit   atomic.Int64  // floor(est.limit)
 	waiting atomic.Int64  // len(high)+len(low)
@@ -84,11 +83,10 @@ type Controller struct {
 	gen     atomic.Uint32 // est.gen
 	level   atomic.Uint64 // root keys hashing above it are shed under pressure (AdmitRoot)
 	roots   recentRoots   // whether roots visit more than once, and those started (AdmitRoot)
-	// mark packs the answers so far (finished, its high 32 bits) and the
-	// time in microseconds since base (the low ones, never 0; 0: no
-	// mark) an admission saw requests served with no answer since; hold
-	// is the limit held (held) while answers paused, until the next
-	// measured answer (0: none).
+	// mark packs the answers so far (finished, high 32 bits) and the time in
+	// µs since base (low bits, never 0; 0: no mark) when an admission saw
+	// requests served and no answer since; hold is the limit held (held)
+	// while answers paused, until the next measured answer (0: none).
 	base       time.Time
 	mark, hold atomic.Uint64
 
@@ -100,8 +98,7 @@ type Controller struct {
 }
 
 // _inflight masks the requests served in Controller.state; _arrival is
-// one arrival; one arrival in _sampleEvery has its latency sampled on the
-// steady path.
+// one arrival; on the steady path one arrival in _sampleEvery is sampled.
 const (
 	_inflight    = 1<<32 - 1
 	_arrival     = 1 << 32
@@ -166,22 +163,21 @@ func (c *Controller) ticket(start, deadline time.Time, v uint64, binding bool) T
 }
 
 // Admit admits a request of priority p whose caller's deadline is ctx's,
-// waiting in the queue when the limit is reached. It returns the ticket
-// and true, or the reason it is shed and false; in observe mode it always
-// admits, with the reason enforce mode would have shed it ("" none).
+// queueing it when the limit is reached. It returns the ticket and true,
+// or the reason it is shed and false; in observe mode it always admits,
+// with the reason enforce mode would have shed it ("" none).
 //
-// A request whose remaining time is shorter than the service time is
-// refused while another is served; with none served it is admitted, so
-// that an answer measures the service again (no estimate outlives the
-// service it measured). Under pressure (half the limit in use) every
-// answer is measured. The service time is the requests' own (DoneOwn):
-// what a request's callees will take is not known at its admission, and
-// is theirs to judge against the deadline it carries to them, so a
-// service above the bottleneck admits what only the bottleneck cannot
-// finish, and the bottleneck refuses it. While requests are served and
-// none has answered for longer than _jump times the service time, the
-// limit is held lower until the next measured answer (held): a request
-// that finds it reached queues.
+// A request with less time left than the service time is refused while
+// another is served; with none served it is admitted, so an answer
+// measures the service again (no estimate outlives the service it
+// measured). Under pressure (half the limit in use) every answer is
+// measured. The service time is the requests' own (DoneOwn): what a
+// request's callees will take is theirs to judge against the deadline it
+// carries to them, so a service above the bottleneck admits what only
+// the bottleneck cannot finish, and the bottleneck refuses it. While
+// requests are served and none has answered for over _jump service
+// times, the limit is held lower until the next measured answer (held):
+// a request that finds it reached queues.
 func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, bool) {
 	deadline, timed := ctx.Deadline()
 	if !timed {
@@ -240,23 +236,20 @@ func (c *Controller) Admit(ctx context.Context, p Priority) (Ticket, string, boo
 	return c.queue(ctx, p, deadline)
 }
 
-// _markEvery is the least time between two marks (watch): a busy
-// service answers more often than that, and one store per answer on the
-// steady path costs what the admission does (BenchmarkControllerSteady,
-// deadline/parallel, 2-core AMD EPYC: 95-145ns a request against 68-75ns
-// before the mark; 74-80ns with this bound, three runs). A pause is seen
-// that much later at most, against _holdMin.
+// _markEvery is the least time between two marks (watch): a busy service
+// answers more often, and a store per answer on the steady path would
+// cost as much as the admission itself (BenchmarkControllerSteady). A
+// pause is seen at most that much later, against _holdMin.
 const _markEvery = 250 * time.Microsecond
 
-// watch returns the limit to enforce on a request that finds state v,
+// watch returns the limit to enforce on a request that finds state v
 // under limit enforced: limit, or the limit held (held) until the next
-// measured answer. An admission that read the clock (at now; zero: it
-// did not) with requests served and no mark since the latest answer
-// marks the time (at most every _markEvery); one that finds a mark with no answer since, and
-// requests served all along, holds the limit by the time since the
-// mark. An answer not measured ends no hold: it does not say whether
-// the service slowed, and the queued requests its slot would let in are
-// the ones the hold keeps out of the service.
+// measured answer. An admission that read the clock (now; zero: it did
+// not) with requests served and no mark since the latest answer marks
+// the time (at most every _markEvery); one that finds a mark with no
+// answer since holds the limit by the time since the mark. An answer not
+// measured ends no hold: it does not say whether the service slowed, and
+// the queued requests its slot would let in are those the hold keeps out.
 func (c *Controller) watch(now time.Time, v uint64, limit int64) int64 {
 	if h := int64(c.hold.Load()); h != 0 {
 		limit = min(limit, h)
@@ -372,12 +365,12 @@ func (c *Controller) remove(w *waiter) bool {
 	return false
 }
 
-// dispatch grants the slots free under the limit to the queued requests,
-// first attempts first, the newest first: the newest is the one with
-// time left for its answer to count, and the earliest leave as their
-// callers go, with no worker spent on them. One whose remaining time is
-// shorter than the service time is shed instead while another request is
-// served: nothing stands in the queue that cannot finish in time.
+// dispatch grants the free slots under the limit to queued requests,
+// first attempts first, the newest first: the newest has time left for its
+// answer to count, and the earliest leave as their callers go, with no
+// worker spent on them. While another request is served, one with less
+// time left than the service time is shed instead: nothing stands in the
+// queue that cannot finish in time.
 func (c *Controller) dispatch() {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
@@ -412,18 +405,18 @@ func (c *Controller) dispatch() {
 }
 
 // Measured reports whether the answer of the request admitted with t
-// moves the limit: whether Done reads the clock. A request whose ticket is
-// not measured need not time its outbound calls (DoneOwn).
+// moves the limit (Done reads the clock). An unmeasured request need not
+// time its outbound calls (DoneOwn).
 func (t Ticket) Measured() bool { return !t.start.IsZero() }
 
-// Done ends an admitted request, the limit moved on its answer if it was
-// measured.
+// Done ends an admitted request, moving the limit on its answer if it
+// was measured.
 func (c *Controller) Done(t Ticket) { c.DoneOwn(t, 0) }
 
-// DoneOwn is Done for a request whose handler waited callees for its
-// outbound calls: it is judged on its own time, so that only the service
-// whose own work is slow (the bottleneck) cuts its limit, not every
-// service above it (DESIGN.md's "Capacity and recovery"). See own.
+// DoneOwn is Done for a request that waited callees for its outbound
+// calls: it is judged on its own time, so only the service whose own work
+// is slow (the bottleneck) cuts its limit, not every service above it
+// (DESIGN.md's "Capacity and recovery"). See own.
 func (c *Controller) DoneOwn(t Ticket, callees time.Duration) {
 	if !t.start.IsZero() {
 		c.answered(own(t, c.now().Sub(t.start), callees))
@@ -431,19 +424,17 @@ func (c *Controller) DoneOwn(t Ticket, callees time.Duration) {
 	c.release()
 }
 
-// own returns the ticket and latency of a request admitted with t that
-// answered in lat, callees of which it waited for its outbound calls, as
-// its own: the latency less callees, and its remaining time for its own
-// work its caller's less callees, the time its callees took. Its answer
-// is late exactly when it was (both lose callees), but the service time,
-// the jump and the room an answer leaves are its own.
+// own returns the ticket and latency, as its own, of a request admitted
+// with t that answered in lat and waited callees for its outbound calls:
+// latency and remaining time both less callees. It is late exactly when
+// it was, but the service time, the jump and the room are its own.
 //
-// When its callees took at least half its latency, or all its caller's
-// time, its callees decide whether it is in time, not its own work: it
-// answers as one without a deadline, which moves the service time and a
-// binding limit up, never down. Else a service whose own work is a few
-// microseconds beside a callee that answers at the deadline would cut
-// on every answer a microsecond late. callees is bounded by lat.
+// When callees took at least half its latency, or all its caller's time,
+// they decide whether it is in time, not its own work: it answers as one
+// without a deadline, which moves the service time and a binding limit
+// up, never down. Else a service whose own work is a few microseconds
+// beside a callee answering at the deadline would cut on every answer a
+// microsecond late. callees is bounded by lat.
 func own(t Ticket, lat, callees time.Duration) (Ticket, time.Duration) {
 	callees = min(max(callees, 0), lat)
 	switch {
@@ -457,8 +448,8 @@ func own(t Ticket, lat, callees time.Duration) (Ticket, time.Duration) {
 }
 
 // answered moves the limit on the answer of t, which took lat. An answer
-// in time of a request that found the limit far does not wait for
-// another answer's move: it only moves the service time.
+// in time of a request that did not bind does not wait for another
+// answer's move: it only moves the service time.
 func (c *Controller) answered(t Ticket, lat time.Duration) {
 	if !c.mu.TryLock() {
 		if !t.binding && (t.remaining == 0 || lat <= t.remaining) {
@@ -493,15 +484,13 @@ func (c *Controller) answered(t Ticket, lat time.Duration) {
 	}
 }
 
-// Park gives the slot of an admitted request back while it waits for its
-// outbound calls, to a queued request if any: only the requests doing
-// their own work count against the limit, so that a service waiting on
-// a slow callee is not the one that sheds. Unpark takes the slot back as
-// the request stops waiting, over the limit if need be (its work is
-// under way). Every Park is followed by one Unpark before the request's
-// Done. A parked request counts as neither served nor arrived: the
-// answers counted between a ticket's admission and its answer
-// (Ticket.finished) are answers only.
+// Park gives an admitted request's slot back while it waits for its
+// outbound calls, to a queued request if any: only requests doing their
+// own work count against the limit, so a service waiting on a slow callee
+// is not the one that sheds. Unpark takes the slot back, over the limit
+// if need be (the work is under way). Every Park is followed by one
+// Unpark before Done. A parked request counts as neither served nor
+// arrived, so Ticket.finished counts answers only.
 func (c *Controller) Park() {
 	c.state.Add(^uint64(_arrival)) // less one arrival and one served
 	if c.mark.Load() != 0 || c.hold.Load() != 0 {

@@ -8,38 +8,35 @@ import (
 	"time"
 )
 
-// Tuning of the admission level (WeChat's DAGOR, SoCC'18): under
-// pressure the requests that carry a root key are admitted only when the
-// key's hash is below the level, so that the roots admitted at one visit
-// are the ones admitted at the others. The level is the share of roots
-// admitted (AdmitRoot).
+// Tuning of the admission level (WeChat's DAGOR, SoCC'18): under pressure
+// a request carrying a root key is admitted only when the key's hash is
+// below the level, so the roots admitted at one visit are those admitted
+// at the others. The level is the share of roots admitted (AdmitRoot).
 const (
-	// _levelCut is the share of the admitted roots that a refusal of a
-	// started root's request takes off.
+	// _levelCut is the share of admitted roots a started root's refusal
+	// takes off.
 	_levelCut = 1.0 / 8
-	// _levelStep is what a root started under pressure adds to the share
-	// of roots admitted.
+	// _levelStep is what a root started under pressure adds to the share.
 	_levelStep = 1.0 / 512
-	// _levelGrow is the factor by which an admission with room (under
-	// half the limit in use, nobody queued) grows the share: from the
-	// least share to all in about 70 such admissions.
+	// _levelGrow is the factor an admission with room (under half the limit
+	// in use, nobody queued) grows the share by: from the least share to
+	// all in about 70 such admissions.
 	_levelGrow = 1 + 1.0/16
-	// _levelMin is the least share of roots admitted: the level never
-	// shuts every root out.
+	// _levelMin is the least share: the level never shuts every root out.
 	_levelMin = 1.0 / 64
 )
 
-// _reserve is how many of the last slots are kept for the roots
-// admitted already and those below the level.
+// _reserve is how many of the last slots are kept for roots already
+// admitted and those below the level.
 const _reserve = 1
 
 // _levelAll is the level that admits every root: the steady state.
 const _levelAll = math.MaxUint64
 
-// Telling a fan-out from a chain: the share of the requests under
-// pressure whose root this service saw shortly before (its repeat
-// share), below which the level does not apply. A root visiting four
-// times repeats three times in four; a chain repeats only on a retry.
+// Telling a fan-out from a chain: below a repeat share of _repeatMin (the
+// share of requests under pressure whose root this service saw shortly
+// before) the level does not apply. A root visiting four times repeats
+// three times in four; a chain repeats only on a retry.
 const (
 	_repeatMin    = 0.25
 	_repeatWeight = 1.0 / 64 // of one request in the moving repeat share
@@ -47,10 +44,9 @@ const (
 )
 
 // recentRoots tells whether a service sees the same roots more than once
-// and which it admitted: the roots of its recent requests under pressure
-// and of those it admitted, each in the slot of its hash (a later root of
-// the same slot takes it), and the moving share of the requests under
-// pressure whose root was there.
+// and which it admitted: the roots of recent requests under pressure and
+// of admitted ones, each in its hash's slot (a later root takes it), and
+// the moving repeat share.
 type recentRoots struct {
 	mu       sync.Mutex
 	keys     [_rootSlots]uint64
@@ -73,37 +69,36 @@ func (r *recentRoots) see(k, h uint64) (float64, bool) {
 	return r.repeat, r.admitted[i].Load() == k
 }
 
-// admit records that a request of root k, hashing to h, was admitted:
-// the root started here.
+// admit records that a request of root k, hashing to h, was admitted
+// (the root started here).
 func (r *recentRoots) admit(k, h uint64) {
 	r.admitted[h%_rootSlots].Store(k)
 }
 
 // AdmitRoot is Admit for a request of the root request whose key is root
 // (0: none, as Admit). It admits by root only where roots visit more than
-// once: a service that sees a root about once (its repeat share under
-// pressure below _repeatMin: a chain) admits its requests as Admit does,
-// since there the level would only leave slots idle.
+// once: a service whose repeat share under pressure is below _repeatMin
+// (a chain) admits as Admit does, since there the level would only leave
+// slots idle.
 //
 // Under pressure (half the limit in use, or requests queued) a root this
-// service admitted a request of before (started) is admitted as by Admit:
-// it may take the last slot or queue, so that a root admitted at one
-// visit is admitted at the next, rather than a different sixth of the
-// visits of every root. A root not started is admitted only to a free
-// slot, and to the last _reserve slots only if its key hashes below the
-// admission level; otherwise it is shed (ReasonLevel) before it takes a
-// slot or a place in the queue. With no slot free, a started root's
-// request that has less than twice the service time left is refused
-// (ReasonDeadline) rather than queued: it would be granted too late. A
-// started root is not favoured otherwise: a retry is still shed before a
-// first attempt. With room, every request is admitted as by Admit, and
-// the level grows back.
+// service admitted a request of before (started) is admitted as by Admit,
+// last slot and queue included, so a root admitted at one visit is
+// admitted at the next, rather than a different sixth of every root's
+// visits. A root not started gets only a free slot, the last _reserve ones
+// only if its key hashes below the level; otherwise it is shed
+// (ReasonLevel) before taking a slot or a place in the queue. With no slot
+// free, a started root's request with less than twice the service time
+// left is refused (ReasonDeadline) rather than queued too late. A started
+// root is not otherwise favoured: a retry is still shed before a first
+// attempt. With room, every request is admitted as by Admit, and the level
+// grows back.
 //
-// The level moves on the keyed requests under pressure: a started root
-// refused (too many roots at once for the limit) cuts the share of roots
-// admitted by _levelCut; a root started under pressure grows it by
-// _levelStep; one admitted with room grows it by _levelGrow, back to
-// every root within a few dozen answers once the pressure is gone.
+// The level moves on keyed requests under pressure: a started root
+// refused (too many roots for the limit) cuts the share by _levelCut; a
+// root started under pressure grows it by _levelStep; one admitted with
+// room grows it by _levelGrow, back to every root within a few dozen
+// answers once the pressure is gone.
 func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ticket, string, bool) {
 	if root == 0 {
 		return c.Admit(ctx, p)
@@ -111,8 +106,7 @@ func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ti
 	served, limit, waiting := c.inflight(), c.limit.Load(), c.waiting.Load()
 	if 2*(served+1) < limit && waiting == 0 {
 		// Room: no pressure. In the steady state (every root admitted)
-		// nothing is recorded: the level lets every root through until
-		// a started root is refused.
+		// nothing is recorded until a started root is refused.
 		if c.level.Load() == _levelAll {
 			return c.Admit(ctx, p)
 		}
@@ -122,9 +116,8 @@ func (c *Controller) AdmitRoot(ctx context.Context, p Priority, root uint64) (Ti
 	h := rootHash(root)
 	repeat, started := c.roots.see(root, h)
 	if repeat < _repeatMin {
-		// This service sees each root about once (a chain, not a
-		// fan-out): admitting whole roots would only shed more, and
-		// leave slots idle that visits could fill.
+		// Each root seen about once (a chain, not a fan-out): admitting
+		// whole roots would only shed more and leave slots idle.
 		return c.Admit(ctx, p)
 	}
 	free := limit - served - waiting
@@ -171,13 +164,12 @@ func (c *Controller) refuseRoot(ctx context.Context, p Priority, reason string) 
 	return Ticket{}, reason, false
 }
 
-// canWait reports whether the request of ctx has the time to wait for a
-// slot and still be served: a remaining time of at least twice the
-// service time (or no deadline, or no service time known). One that has
-// not would be granted too late, or refused when a slot frees, and a
-// root admitted at its other visits is better served by the slot left
-// free for them: when service times near the deadlines, the queue only
-// holds what cannot finish.
+// canWait reports whether the request of ctx can wait for a slot and
+// still be served: at least twice the service time left (or no deadline,
+// or no service time known). Else it would be granted too late, and the
+// slot is better left to a root admitted at its other visits: when
+// service times near the deadlines, the queue only holds what cannot
+// finish.
 func (c *Controller) canWait(ctx context.Context) bool {
 	deadline, ok := ctx.Deadline()
 	service := time.Duration(c.service.Load())
@@ -224,11 +216,10 @@ func nextLevel(l uint64, m levelMove) uint64 {
 	return uint64(share * (1 << 64))
 }
 
-// rootHash spreads a root key over the uint64s (the finalizer of
-// SplitMix64), so that keys minted in sequence, or by a caller that does
-// not draw them at random, fall on either side of any level alike. Every
-// service hashes a key alike: the roots a level admits at one service
-// are, level for level, those it admits at the others.
+// rootHash spreads a root key over the uint64s (SplitMix64's finalizer),
+// so keys minted in sequence or not at random fall on either side of any
+// level alike. Every service hashes alike: the roots a level admits at
+// one service are those it admits at the others.
 func rootHash(k uint64) uint64 {
 	k ^= k >> 30
 	k *= 0xbf58476d1ce4e5b9
@@ -248,11 +239,10 @@ func (c *Controller) Level() float64 {
 	return float64(l) / (1 << 64)
 }
 
-// admitsNew reports whether a root not started, hashing to h, is
-// admitted under pressure at level l with free slots free: any root
-// while more than _reserve slots are free, only those below the level to
-// the last ones, none to the queue (trunk reservation: the last slots go
-// to the roots started and to those of the lowest hashes).
+// admitsNew reports whether a root not started, hashing to h, is admitted
+// under pressure at level l with free slots free: any while more than
+// _reserve are free, the last ones only below the level, never the queue
+// (trunk reservation for started roots and the lowest hashes).
 func admitsNew(l, h uint64, free int64) bool {
 	switch {
 	case free > _reserve:
