@@ -7,8 +7,8 @@
 //
 // In docs/DESIGN.md's data flow it wraps the retry middleware (package
 // internal/retrier), which owns the call's state (retrier.CallState) and
-// tells it what it did for the call in a reqlog.Result
-// (retrier.Middleware.Run); the inbound middleware (package internal/ingress)
-// reads the entries when the handler returns. The metrics it emits are
-// listed in package outbound's documentation.
+// reports what it did in a reqlog.Result (retrier.Middleware.Run); the
+// inbound middleware (package internal/ingress) reads the entries when
+// the handler returns. Its metrics are listed in package outbound's
+// documentation.
 package egress

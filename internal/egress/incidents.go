@@ -8,32 +8,31 @@ import (
 	"github.com/errown/errown/ownership"
 )
 
-// _maxIncidentEdges bounds the edges incidents keeps a time for; past
-// it, the others share one. An edge's caller procedure is an inbound
-// procedure, which a router bounds, but an adapter's (nethttp's
-// "METHOD /path") is whatever a client sends.
+// _maxIncidentEdges bounds the edges incidents keeps a time for; past it,
+// the rest share one. Caller procedures are inbound procedures, which a
+// router bounds, but an adapter's (nethttp's "METHOD /path") is whatever
+// a client sends.
 const _maxIncidentEdges = 1024
 
-// incidents remembers, per edge (a caller procedure's calls to one
-// callee procedure), when one of its calls last met an incident: a
-// failure, a retry, a refusal, or storm figures worth a root's record.
-// For a window after one, the edge's calls carry errown's attempt mark,
-// so that their callee sends its figures and knows it is not a root; the
-// steady state (no incident within the window) sends no errown header at
-// all, and a healthy edge of a procedure whose other edge fails stays in
-// it. It is safe for concurrent use, and the steady state reads one word.
+// incidents remembers, per edge (a caller procedure's calls to one callee
+// procedure), when a call last met an incident: a failure, a retry, a
+// refusal, or storm figures worth a root's record. For a window after
+// one, the edge's calls carry errown's attempt mark, so their callee
+// sends its figures and knows it is no root. The steady state (no incident
+// in the window) sends no errown header, and a healthy edge stays in it
+// while another edge of its procedure fails. It is safe for concurrent
+// use; the steady state reads one word.
 type incidents struct {
 	window int64 // ns
 	now    func() time.Time
 
-	// latest is the time of the latest incident of any edge, in ns since
-	// the Unix epoch: 0, none within the window. A service with no
-	// incident within the window looks no edge up and reads no clock:
-	// the first call to find the window over sets it back to 0.
+	// latest is the latest incident of any edge, in ns since the Unix epoch
+	// (0: none within the window). Without one, no edge is looked up and no
+	// clock read: the first call to find the window over resets it to 0.
 	latest atomic.Int64
 
-	// byEdge holds each edge's latest incident, as latest does; past the
-	// bound, the others share one.
+	// byEdge holds each edge's latest incident, as latest; past the bound,
+	// the rest share one.
 	byEdge *procmap.Map[ownership.Edge, *atomic.Int64]
 }
 
@@ -54,9 +53,8 @@ func (s *incidents) hot(edge ownership.Edge) bool {
 	return hot
 }
 
-// hotAt is hot, also returning edge's time when it looked it up (nil when
-// it did not, or edge has none), for record to write without looking it
-// up again.
+// hotAt is hot, also returning edge's time when it looked it up (nil if
+// not, or none), so record need not look it up again.
 func (s *incidents) hotAt(edge ownership.Edge) (bool, *atomic.Int64) {
 	now, ok := s.recent()
 	if !ok {
@@ -69,17 +67,16 @@ func (s *incidents) hotAt(edge ownership.Edge) (bool, *atomic.Int64) {
 	return s.within(t.Load(), now), t
 }
 
-// any reports whether a call on any edge met an incident within the
-// window.
+// any reports whether a call on any edge met an incident in the window.
 func (s *incidents) any() bool {
 	_, ok := s.recent()
 	return ok
 }
 
 // recent reports whether the latest incident of any edge is within the
-// window, and the time it read: the steady state reads no clock. The
-// first to find the latest incident past the window sets latest back to
-// 0, unless an incident moved it meanwhile.
+// window, and the time it read (the steady state reads no clock). The
+// first to find it past the window resets latest to 0, unless an incident
+// moved it meanwhile.
 func (s *incidents) recent() (now int64, ok bool) {
 	latest := s.latest.Load()
 	if latest == 0 {
@@ -93,17 +90,15 @@ func (s *incidents) recent() (now int64, ok bool) {
 	return now, false
 }
 
-// within reports whether an incident at t (0: none) is within the window
-// at now.
+// within reports whether an incident at t (0: none) is in the window at now.
 func (s *incidents) within(t, now int64) bool { return t != 0 && now-t <= s.window }
 
-// record notes an incident on a call on edge, now. A time is written
-// only when it moves forward: on errown's coarse clock an outage's
-// failures within one tick read the same time and write nothing, so that
-// the cores serving them do not take turns owning the word every call
-// reads (latest). Two records racing can still leave the earlier of
-// their times, one tick back. t, when not nil, is edge's time as hotAt
-// returned it.
+// record notes an incident on a call on edge, now. A time is written only
+// when it moves forward: on errown's coarse clock an outage's failures
+// within one tick write nothing, so the cores serving them do not fight
+// over the word every call reads (latest). Two racing records may leave
+// the earlier time, one tick back. t, if not nil, is edge's time from
+// hotAt.
 func (s *incidents) record(edge ownership.Edge, t *atomic.Int64) {
 	now := s.now().UnixNano()
 	if t == nil {

@@ -85,8 +85,7 @@ func (m *Middleware) Call(ctx context.Context, req *transport.Request, out trans
 // Direct returns the egress middleware for a chain with no other outbound
 // middleware below it: it sends each attempt through step, errown's
 // innermost attempt step, itself, handing it the call's state with no
-// context node, rather than leave step to a chain of its own. Its
-// Middleware is m.
+// context node. Its Middleware is m.
 func (m *Middleware) Direct(step retrier.Step) *Direct {
 	return &Direct{m: m, step: step}
 }
@@ -108,8 +107,8 @@ func (d *Direct) Call(ctx context.Context, req *transport.Request, out transport
 // Middleware returns the egress middleware d runs.
 func (d *Direct) Middleware() *Middleware { return d.m }
 
-// call is Call, with the innermost attempt step to send through when it is
-// not in the chain below (step not nil).
+// call is Call; step, when not nil, is the innermost attempt step to send
+// through, absent from the chain below.
 func (m *Middleware) call(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	m.calls.Inc(1)
 	log := reqlog.FromContext(ctx)
@@ -125,9 +124,9 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 			return res, err
 		}
 	}
-	// The steady state sends the request as it is; a request in an
-	// incident (its edge's, or the one above it marked) is
-	// marked, so that its callee sends its figures and is no root.
+	// The steady state sends the request as it is; one in an incident (its
+	// edge's, or marked from above) is marked, so its callee sends its
+	// figures and is no root.
 	var edgeTime *atomic.Int64 // the edge's incident time, when hotAt looked it up
 	hot := log.Marked()
 	if !hot {
@@ -144,14 +143,14 @@ func (m *Middleware) call(ctx context.Context, req *transport.Request, out trans
 	return res, err
 }
 
-// logCall logs in the request's log the call on edge that returned res
-// and err, of which the retry middleware reported result (the egress
-// middleware's copy), and records an incident on edge (its incident time
-// edgeTime, when hotAt looked it up) when the call met one.
+// logCall logs the call on edge that returned res and err, with the
+// retry middleware's result, in the request's log, and records an
+// incident on edge (edgeTime: its time, if hotAt looked it up) when the
+// call met one.
 func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownership.Edge, edgeTime *atomic.Int64, res *transport.Response, err error, result *reqlog.Result) {
 	if result.Attempts == 0 {
 		// The steady state (retrier.Middleware.Run): one attempt that
-		// succeeded with nothing else to report.
+		// succeeded, nothing else to report.
 		if !log.Egress.Append(calls.Entry{Edge: edge, Attempts: 1}) {
 			m.late.Inc(1)
 		}
@@ -177,13 +176,13 @@ func (m *Middleware) logCall(ctx context.Context, log *reqlog.Log, edge ownershi
 }
 
 // entry returns the log entry of the call on edge that returned res and
-// err, of which the retry middleware reported state: its attempts, its
-// classification (errown's retry middleware's, when it is the inner
-// middleware), and, when it did not succeed, its claim, its refusal and
-// its retry criteria, counted in the egress metrics. A retry middleware further in classified
-// what it returned, which the middleware in between may have changed (a
-// fallback turning an error into a success): what came back here is
-// classified instead.
+// err, with the retry middleware's state: its attempts, its class
+// (errown's retry middleware's, when it is the inner middleware), and,
+// unless it succeeded, its claim, refusal and retry criteria, counted in
+// the egress metrics. Another retry middleware further in classified what
+// it returned, which a middleware in between may have changed (a fallback
+// turning an error into a success), so what came back here is classified
+// instead.
 func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transport.Response, err error, state *reqlog.Result) calls.Entry {
 	e := calls.Entry{
 		Edge:     edge,
@@ -236,10 +235,9 @@ func (m *Middleware) entry(ctx context.Context, edge ownership.Edge, res *transp
 
 // repeat counts and logs (once per edge) a call the handler makes again
 // after prev, the same edge's unclaimed failure earlier in the request: a
-// retry loop in the handler, which replays a subtree that was already
-// retried below. With RefuseRepeats it refuses the call (refused set):
-// the handler gets prev's code at once, unclaimed, and the request's log
-// an unclaimed failure, as if the call had been sent and failed so.
+// handler retry loop, replaying a subtree already retried below. With
+// RefuseRepeats it refuses the call (refused set): the handler gets prev's
+// code at once, unclaimed, and the log an unclaimed failure, as if sent.
 func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Response, _ error, refused bool) {
 	m.repeated.Inc(1)
 	if _, seen := m.warned.LoadOrStore(prev.Edge, struct{}{}); !seen {
@@ -267,11 +265,10 @@ func (m *Middleware) repeat(log *reqlog.Log, prev calls.Entry) (_ *transport.Res
 }
 
 // untrackedCall sends a call tied to no tracked request. One made while
-// serving an untracked request is marked like any other, so that its
-// callee is not a root. One made with a fresh context (or by a background
-// job) is an orphan when it had anything to report, a failure, a retry, a
-// storm below: the requests in flight meanwhile, one of which may have
-// made it, report unknown figures.
+// serving an untracked request is marked like any other, so its callee is
+// no root. One made with a fresh context (or by a background job) is an
+// orphan when it has anything to report (a failure, a retry, a storm
+// below): the requests in flight meanwhile report unknown figures.
 func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step) (*transport.Response, error) {
 	if reqlog.Untracked(ctx) {
 		var result reqlog.Result
@@ -282,9 +279,9 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 		return m.below(ctx, req, out, step, &result)
 	}
 	if m.orphans.Watched() || m.incidents.any() {
-		// In an incident, the orphan may be a call of a request whose
-		// figures are read: its callee is to answer with its subtree's,
-		// which it sends only to a marked call.
+		// In an incident the orphan may be a call of a request whose
+		// figures are read: mark it so its callee answers with its
+		// subtree's.
 		req = m.mark(req, 0)
 	}
 	res, err := m.below(ctx, req, out, step, &result)
@@ -296,10 +293,10 @@ func (m *Middleware) untrackedCall(ctx context.Context, req *transport.Request, 
 	return res, err
 }
 
-// below sends req on through the inner middleware, which is not errown's
-// retry middleware, with a fresh call state in its context for a retry
-// middleware further in to fill in (retrier.Around), and returns what
-// came back with that state's result, sealed, in result.
+// below sends req through the inner middleware (not errown's retry
+// middleware) with a fresh call state in its context for a retry
+// middleware further in to fill (retrier.Around), and returns that state's
+// result, sealed, in result.
 func (m *Middleware) below(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step, result *reqlog.Result) (*transport.Response, error) {
 	res, r, err := retrier.Around(ctx, req, out, step, m.inner)
 	*result = r
@@ -307,26 +304,23 @@ func (m *Middleware) below(ctx context.Context, req *transport.Request, out tran
 }
 
 // send sends req on, through the retry middleware when it is errown's,
-// and returns in result the result of the call it reported.
+// and returns the call's reported result in result.
 func (m *Middleware) send(ctx context.Context, req *transport.Request, out transport.UnaryOutbound, step retrier.Step, result *reqlog.Result) (*transport.Response, error) {
 	if m.retry != nil {
-		// The retry middleware records the call in a state of its own,
-		// and seals it when it returns: an attempt below that ends later
-		// writes nothing in it.
+		// The retry middleware records the call in its own state and seals
+		// it on return: an attempt ending later writes nothing in it.
 		return m.retry.Run(ctx, req, out, step != nil, result)
 	}
 	return m.below(ctx, req, out, step, result)
 }
 
-// mark returns a copy of req with req's headers and the attempt header
-// "1": a first attempt in an incident tells the callee that an errown
-// caller reads its telemetry (retries overwrite the header with their
-// number); and the root header with root, when not 0, so that an
+// mark returns a copy of req with the attempt header "1" (a first attempt
+// in an incident: tells the callee an errown caller reads its telemetry;
+// retries overwrite it) and, when root is not 0, the root header, so an
 // overloaded callee admits whole root requests (admission.AdmitRoot).
-// The copy and its headers are allocated for the call and never
-// reused or changed once handed on: the middleware and transport below
-// may keep them as long as they like (a hedge, an abandoned attempt).
-// req's maps are read, never written (transport.Headers.Items says they
+// The copy and its headers are allocated per call and never changed once
+// handed on: the layers below may keep them (a hedge, an abandoned
+// attempt). req's maps are only read (transport.Headers.Items says they
 // must not be changed).
 func (m *Middleware) mark(req *transport.Request, root uint64) *transport.Request {
 	out := *req
@@ -364,11 +358,11 @@ func (m *Middleware) mark(req *transport.Request, root uint64) *transport.Reques
 
 const _firstAttempt = "1"
 
-// incident reports whether the call e, which refused a retry for refused
-// and whose storm folded its attempts, met an incident: it failed, was retried or refused a retry,
-// or its figures are worth a root's record (a retry spent or suppressed
-// below, or unknown). A call the handler abandoned is none, nor an
-// answer, nor a success whose subtree only served more requests.
+// incident reports whether call e (refused: its refused retry; storm: its
+// folded attempts) met an incident: it failed, was retried or refused a
+// retry, or its figures are worth a root's record (a retry spent or
+// suppressed below, or unknown). An abandoned call is none, nor an answer,
+// nor a success whose subtree only served more requests.
 func incident(e *calls.Entry, refused wire.Refusal, storm *wire.StormCall) bool {
 	if e.Abandoned {
 		// Cancelled by the handler (a hedge, a fan-out's loser): its

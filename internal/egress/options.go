@@ -30,18 +30,17 @@ func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(
 
 // WithInner runs mw inside the egress middleware: each call goes to mw
 // rather than straight to the outbound, and a retry middleware there
-// (package internal/retrier) tells the egress middleware its attempts and
-// refusals.
-// It does what yarpc.UnaryOutboundMiddleware(egress, mw) does without the
-// allocations of yarpc's chain on every call; with errown's own
-// *retrier.Middleware it adds no allocation at all. Default: none.
+// (package internal/retrier) reports its attempts and refusals. It is
+// yarpc.UnaryOutboundMiddleware(egress, mw) without the per-call
+// allocations of yarpc's chain; with errown's own *retrier.Middleware it
+// allocates nothing. Default: none.
 func WithInner(mw middleware.UnaryOutbound) Option {
 	return optionFunc(func(o *options) { o.inner = mw })
 }
 
 // WithOrphans counts in o every failed call made outside any tracked
-// request (a handler that called with a fresh context), for the inbound
-// middleware given the same o to mark the storm telemetry of the requests
+// request (a handler that called with a fresh context), so the inbound
+// middleware given the same o marks the storm telemetry of the requests
 // in flight meanwhile as unknown. Default: not counted.
 func WithOrphans(o *calls.Orphans) Option {
 	return optionFunc(func(opts *options) { opts.orphans = o })
