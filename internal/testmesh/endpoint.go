@@ -33,14 +33,12 @@ const Loopback = "127.0.0.1:0"
 // TransportOptions configure the yarpc transports of an Endpoint. The zero
 // value is yarpc's defaults.
 type TransportOptions struct {
-	// Tracer traces the transports (yarpc's Tracer option). Default
-	// yarpc's: the global tracer.
+	// Tracer traces the transports (yarpc's Tracer option). Default: the
+	// global tracer.
 	Tracer opentracing.Tracer
-	// IdleConns bounds the idle HTTP connections kept per host. Default
-	// yarpc's.
+	// IdleConns bounds the idle HTTP connections kept per host.
 	IdleConns int
-	// Reconnect is the gRPC transport's reconnect backoff. Default
-	// yarpc's.
+	// Reconnect is the gRPC transport's reconnect backoff.
 	Reconnect backoff.Strategy
 }
 
@@ -109,12 +107,10 @@ func (e *Endpoint) tchannelTransport(listen string) (*tchannel.Transport, error)
 // dispatcher started.
 type Inbound struct {
 	transport.Inbound
-	// Addr returns the host:port the inbound listens on; valid once
-	// started.
+	// Addr returns the host:port the inbound listens on, once started.
 	Addr func() string
-	// Abort releases what the inbound holds before it is started (the
-	// gRPC listener) when its dispatcher does not start after all; a
-	// started dispatcher's Stop does it.
+	// Abort releases what an unstarted inbound holds (the gRPC listener)
+	// when its dispatcher does not start; a started dispatcher's Stop does.
 	Abort func()
 }
 

@@ -20,8 +20,8 @@ import (
 
 // Config describes one node.
 type Config struct {
-	// Name is the service name. Required for a yarpc node (yarpc wants
-	// two characters at least).
+	// Name is the service name. Required for a yarpc node (at least two
+	// characters).
 	Name string
 	// Kind is HTTP, GRPC or TChannel for a yarpc dispatcher, GRPCGo or
 	// NetHTTP for a server of errown's adapters. Required.
@@ -31,8 +31,8 @@ type Config struct {
 	Listen string
 	// Errown configures errown on the node; nil runs none.
 	Errown *errown.Config
-	// ErrownOptions are passed to errown.New: a scope, a logger, a storm
-	// hook. Ignored when Errown is nil.
+	// ErrownOptions are passed to errown.New (a scope, a logger, a storm
+	// hook); ignored when Errown is nil.
 	ErrownOptions []errown.Option
 	// Graceful has Stop let the requests in flight finish (GracefulStop,
 	// Shutdown) rather than end them; a yarpc dispatcher always does.
@@ -42,22 +42,21 @@ type Config struct {
 
 	// Transport configures the yarpc transports of the node's Endpoint.
 	Transport TransportOptions
-	// Callees are the nodes a yarpc node calls, each an outbound under
-	// its name over the yarpc transport that speaks its kind, on the
-	// node's own Endpoint.
+	// Callees are the nodes a yarpc node calls, each an outbound under its
+	// name on the node's Endpoint, over the transport that speaks its kind.
 	Callees []Callee
 	// Inbound runs on every request inside errown's inbound middleware,
-	// Outbound on every attempt inside errown's outbound middleware (its
-	// retries included); without errown they are the dispatcher's only
-	// middleware, but for OuterInbound.
+	// Outbound on every attempt (retries included) inside its outbound
+	// middleware; without errown they are the only middleware but
+	// OuterInbound.
 	Inbound  middleware.UnaryInbound
 	Outbound middleware.UnaryOutbound
 	// OuterInbound runs on every request outside errown's inbound
 	// middleware: it sees the response errown set.
 	OuterInbound middleware.UnaryInbound
-	// Register registers the yarpc node's procedures on its dispatcher,
-	// not started yet, and builds the clients its handlers call with; mw
-	// is the node's errown, nil without.
+	// Register registers the yarpc node's procedures on its unstarted
+	// dispatcher and builds its handlers' clients; mw is the node's errown,
+	// nil without.
 	Register func(d *yarpc.Dispatcher, mw *errown.Middleware) error
 
 	// grpc-go nodes
@@ -68,8 +67,8 @@ type Config struct {
 	ServerOptions []grpcgo.Option
 	// GRPCOptions are given to grpc.NewServer besides the interceptors.
 	GRPCOptions []grpc.ServerOption
-	// RegisterGRPC registers the grpc-go node's services, and builds the
-	// clients they call with; mw is the node's errown, nil without.
+	// RegisterGRPC registers the grpc-go node's services and builds their
+	// clients; mw is the node's errown, nil without.
 	RegisterGRPC func(s *grpc.Server, mw *errown.Middleware) error
 
 	// net/http nodes
@@ -79,9 +78,8 @@ type Config struct {
 	Handler func(mw *errown.Middleware) (http.Handler, error)
 	// HandlerOptions are given to errown's Handler.
 	HandlerOptions []nethttp.HandlerOption
-	// OuterHandler, when set, wraps errown's Handler (the application's
-	// handler without errown): a tracing handler, a recorder of the
-	// responses errown set.
+	// OuterHandler, when set, wraps errown's Handler: a tracing handler, a
+	// recorder of the responses errown set.
 	OuterHandler func(http.Handler) http.Handler
 }
 
@@ -93,13 +91,13 @@ type Callee struct {
 	Kind string
 	// Addr is the host:port the callee listens on.
 	Addr string
-	// Addrs, when set in Addr's place, are the host:ports of the callee's
-	// instances, reached through yarpc's round-robin peer list (HTTP only).
+	// Addrs, in Addr's place, are the callee's instances' host:ports,
+	// behind yarpc's round-robin peer list (HTTP only).
 	Addrs []string
 	// Chooser, when set, wraps the peer list of Addrs (retrypeer.New).
 	Chooser func(peer.Chooser) peer.Chooser
 	// List, when set, builds the peer list of Addrs on the transport in
-	// yarpc's round-robin list's place (pendingheap.New, say).
+	// place of round-robin (pendingheap.New, say).
 	List func(t peer.Transport) peer.ChooserList
 }
 
@@ -133,8 +131,7 @@ func (n *Node) Middleware() *errown.Middleware { return n.mw }
 func (n *Node) Dispatcher() *yarpc.Dispatcher { return n.d }
 
 // Stop stops the node, then its errown (which writes the memory's
-// snapshot). It is safe to call more than once: every call returns the
-// first one's error.
+// snapshot). Every call returns the first one's error.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
 		n.stopErr = n.stop()
@@ -145,9 +142,8 @@ func (n *Node) Stop() error {
 	return n.stopErr
 }
 
-// Start builds the node cfg describes, with its errown, and starts it:
-// errown first, then the server or dispatcher. On error nothing is left
-// running.
+// Start builds and starts the node cfg describes: errown first, then the
+// server or dispatcher. On error nothing is left running.
 func Start(cfg Config) (*Node, error) {
 	n := &Node{name: cfg.Name, kind: cfg.Kind}
 	if cfg.Errown != nil {
@@ -216,8 +212,8 @@ func (n *Node) startYARPC(cfg Config) error {
 	return nil
 }
 
-// dispatcher builds the yarpc node's dispatcher, not started, its
-// procedures registered.
+// dispatcher builds the yarpc node's unstarted dispatcher, its procedures
+// registered.
 func (n *Node) dispatcher(cfg Config, e *Endpoint, in Inbound) (*yarpc.Dispatcher, error) {
 	outbounds, err := e.outboundsTo(cfg.Callees)
 	if err != nil {
@@ -248,9 +244,8 @@ func (n *Node) dispatcher(cfg Config, e *Endpoint, in Inbound) (*yarpc.Dispatche
 	return d, nil
 }
 
-// newDispatcher is yarpc.NewDispatcher, which panics on an invalid
-// config (a service name shorter than two characters, say), returning an
-// error instead.
+// newDispatcher is yarpc.NewDispatcher returning an error where it panics
+// on an invalid config (a service name under two characters, say).
 func newDispatcher(cfg yarpc.Config) (d *yarpc.Dispatcher, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -261,9 +256,8 @@ func newDispatcher(cfg yarpc.Config) (d *yarpc.Dispatcher, err error) {
 }
 
 // NewClient starts a dispatcher called name with no inbound and an
-// outbound to each callee: the caller of a mesh from outside, without
-// errown, outbound its only middleware (nil for none). Stop the returned
-// dispatcher when done.
+// outbound to each callee: a caller of the mesh from outside, without
+// errown, outbound its only middleware (nil: none). Stop it when done.
 func NewClient(name string, opts TransportOptions, outbound middleware.UnaryOutbound, callees ...Callee) (*yarpc.Dispatcher, error) {
 	outbounds, err := NewEndpoint(name, opts).outboundsTo(callees)
 	if err != nil {

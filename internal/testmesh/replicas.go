@@ -8,10 +8,9 @@ import (
 	"go.uber.org/yarpc/peer/roundrobin"
 )
 
-// replicaOutbounds returns the unary outbound to a callee's instances,
-// listening on addrs, over the yarpc transport kind, behind the peer list
-// list builds on the transport (nil: yarpc's round-robin) wrapped by wrap
-// (nil: none), as a team runs a callee with several instances.
+// replicaOutbounds returns the unary outbound to a callee's instances at
+// addrs over the yarpc transport kind, behind the peer list list builds
+// (nil: round-robin), wrapped by wrap (nil: none).
 func (e *Endpoint) replicaOutbounds(kind string, addrs []string, list func(peer.Transport) peer.ChooserList, wrap func(peer.Chooser) peer.Chooser) (transport.Outbounds, error) {
 	var (
 		t   peer.Transport
