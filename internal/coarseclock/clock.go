@@ -14,10 +14,9 @@ const MaxTick = 100 * time.Millisecond
 
 // Tick returns how often a Clock read by counts kept in buckets width wide
 // reads the real clock: a tenth of a bucket, at most MaxTick, or 0 (never:
-// exact readings) when that is under minTick. A coarse reading lags the
-// real clock by at most one tick plus however late the runtime runs the
-// ticking goroutine, so a count made that soon after a bucket boundary
-// lands in the bucket before: at most 10% of a bucket.
+// exact readings) when under minTick. A coarse reading lags by at most a
+// tick plus the ticking goroutine's scheduling delay, so a count that soon
+// after a bucket boundary lands in the bucket before: at most 10% of one.
 func Tick(width, minTick time.Duration) time.Duration {
 	tick := min(MaxTick, width/10)
 	if tick < minTick || tick <= 0 {
@@ -84,8 +83,8 @@ func (c *Clock) Elapsed() time.Duration {
 	return c.exact()
 }
 
-// exact reads the clock: its monotonic reading alone, when it is the real
-// one, costs half of time.Now.
+// exact reads the clock; the real one's monotonic reading alone costs
+// half of time.Now.
 func (c *Clock) exact() time.Duration {
 	if c.now == nil {
 		return time.Since(c.start)

@@ -17,15 +17,14 @@ type Step func(ctx context.Context, req *transport.Request) (*transport.Response
 
 // Request is what an Outbound saw of one call, copied when it was called.
 type Request struct {
-	// Req is the request as it was handed over. Its fields may have been
-	// reused since: read the copies below, and use Req only to compare
-	// identities.
+	// Req is the request as handed over. Its fields may have been reused
+	// since: read the copies below, and use Req only for identity.
 	Req *transport.Request
 	// Ctx is the call's context.
 	Ctx context.Context
-	// Shallow is a copy of *Req taken when the call arrived, before its
-	// body was read: its Body is the reader handed over, its Headers
-	// share the request's store (read the copies below).
+	// Shallow is a copy of *Req taken on arrival, before its body was read:
+	// its Body is the reader handed over, its Headers share the request's
+	// store.
 	Shallow transport.Request
 
 	Caller, Service, Procedure, ShardKey, RoutingKey, RoutingDelegate string
@@ -36,8 +35,8 @@ type Request struct {
 	Body     string
 	HasBody  bool
 	BodySize int
-	// Deadline is the context's deadline, when HasDeadline, and Timeout
-	// the time left before it when the call arrived.
+	// Deadline is the context's deadline, when HasDeadline; Timeout the
+	// time left on arrival.
 	Deadline    time.Time
 	HasDeadline bool
 	Timeout     time.Duration
@@ -70,10 +69,9 @@ func New(script ...Step) *Outbound {
 	return &Outbound{script: script}
 }
 
-// Call records req and answers with the script's step for this call.
-// It reads the request's body to its end before the step runs, as a
-// transport sends it: the step finds it consumed, and so does the
-// middleware that handed it over.
+// Call records req and answers with this call's step. It reads the
+// request's body to its end first, as a transport sends it: the step and
+// the middleware that handed it over find it consumed.
 func (o *Outbound) Call(ctx context.Context, req *transport.Request) (*transport.Response, error) {
 	r := record(ctx, req)
 	o.mu.Lock()
@@ -136,8 +134,7 @@ func release(ws []waiter, calls int) []waiter {
 	return kept
 }
 
-// Requests returns the requests received so far, in the order they
-// arrived.
+// Requests returns the requests received so far, in arrival order.
 func (o *Outbound) Requests() []Request {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -167,9 +164,8 @@ func (o *Outbound) Header(k string) []string {
 	return vs
 }
 
-// ResponseBodies returns the bodies of the responses the calls that
-// returned so far answered with, in the order they returned (nil for a
-// call answered without a response).
+// ResponseBodies returns the response bodies of the calls returned so far,
+// in return order (nil for a call answered without a response).
 func (o *Outbound) ResponseBodies() []io.ReadCloser {
 	o.mu.Lock()
 	defer o.mu.Unlock()

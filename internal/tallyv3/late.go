@@ -11,9 +11,8 @@ import (
 
 // Late is a tally v4 Scope whose instruments report to the scope Bind is
 // given, and to nothing before: errown builds its instruments with its
-// middleware, and errown.Module learns yarpc's scope only from the
-// yarpc.Config it decorates, which is read after. Each increment, update
-// or record of an instrument of a Late scope loads one pointer more.
+// middleware, and errown.Module learns yarpc's scope only later, from the
+// yarpc.Config it decorates. Each instrument use loads one more pointer.
 type Late struct {
 	lateScope
 }
@@ -23,9 +22,9 @@ func NewLate() *Late {
 	return &Late{lateScope{b: new(binder), path: func(s tally.Scope) tally.Scope { return s }}}
 }
 
-// Bind has every instrument of l, and of its sub-scopes and tagged
-// scopes, those built so far and those built after, report to the
-// instrument of the same name and tags of to. Only the first Bind counts.
+// Bind has every instrument of l and its sub-scopes and tagged scopes,
+// built before or after, report to the instrument of the same name and
+// tags of to. Only the first Bind counts.
 func (l *Late) Bind(to tally.Scope) { l.b.bind(to) }
 
 // Bound reports whether Bind was called.

@@ -14,12 +14,12 @@ import (
 
 // Decided logs on the span of ctx, the outbound call's context, what the
 // retry middleware decided once an attempt failed: errown.retry when it
-// retries after wait, errown.retry_refused when it refused a retry the
+// retries after wait; errown.retry_refused when it refused a retry the
 // error was retryable for (refused is state.Refused before the decision)
-// or, in observe mode, for an unclaimed error the refusal enforce mode
-// would have made. Each event names the failed attempt's peer when a
-// retrypeer chooser recorded it. On an OpenTelemetry client span of the
-// call alone, a retry sets http.request.resend_count.
+// or, in observe mode, the refusal enforce mode would have made for an
+// unclaimed error. Each event names the failed attempt's peer when a
+// retrypeer chooser recorded it. A retry also sets
+// http.request.resend_count on an OpenTelemetry client span of this call.
 func Decided(ctx context.Context, req *transport.Request, state *reqlog.Result, refused wire.Refusal, wait time.Duration, retried, observe bool) {
 	if !wire.RetryableByNature(state.Code) {
 		return
@@ -57,9 +57,9 @@ func Decided(ctx context.Context, req *transport.Request, state *reqlog.Result, 
 }
 
 // Foreign logs on the caller's span that the innermost attempt step
-// refused a replay errown did not make, after attempt attempts ended with
-// claim, by rule (retry's foreign-... reasons), and the peer of the
-// latest attempt when ctx's Route recorded one (Decided).
+// refused a replay errown did not make, after attempts attempts ended with
+// claim, by rule (retry's foreign-... reasons), with the latest attempt's
+// peer if ctx's Route recorded one.
 func Foreign(ctx context.Context, req *transport.Request, attempts int, claim ownership.Claim, rule string) {
 	s, ok := spanFrom(ctx)
 	if !ok {

@@ -78,10 +78,9 @@ type clientKind interface {
 	SpanKind() trace.SpanKind
 }
 
-// client reports whether s is an OpenTelemetry client span: one opened
-// around the one outbound call errown resends (otelhttp's transport,
-// grpc-go's call span), not the caller's own span, which other calls
-// share.
+// client reports whether s is an OpenTelemetry client span around the one
+// outbound call errown resends (otelhttp's transport, grpc-go's call
+// span), not the caller's own span, which other calls share.
 func (s span) client() bool {
 	k, ok := s.otel.(clientKind)
 	return ok && k.SpanKind() == trace.SpanKindClient
