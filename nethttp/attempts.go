@@ -11,21 +11,20 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// Attempts returns errown's innermost attempt step, mw's, as an
-// http.RoundTripper around base (http.DefaultTransport when nil). It goes
-// below an application's own RoundTripper that sends requests again (a
-// retrying RoundTripper, a client library that loops), with Transport
-// above both:
+// Attempts returns mw's innermost attempt step as an http.RoundTripper
+// around base (http.DefaultTransport when nil). It goes below an
+// application's own RoundTripper that sends requests again (a retrying
+// RoundTripper, a client library that loops), with Transport above both:
 //
 //	client := &http.Client{Transport: nethttp.Transport(mw, appRetry(nethttp.Attempts(mw, base)))}
 //
 // It counts every request the application's RoundTripper sends in the
 // call's attempts and storm figures, and does not send a replay errown's
 // rules refuse (of an unclaimed error; past the edge's policy, budget,
-// pushback or deadline): the RoundTripper that replayed gets the previous
+// pushback or deadline): the replaying RoundTripper gets the previous
 // attempt's response back, status, headers and body (read into memory up
-// to retry.maxBodyBytes; after a larger one, or a success, a replay
-// goes), or its error. Each refusal counts in
+// to retry.maxBodyBytes; after a larger one, or a success, a replay goes),
+// or its error. Each refusal counts in
 // errown.retry.denied{reason=foreign-...}, each replay let through in
 // errown.retry.foreign_attempts.
 //
@@ -33,12 +32,12 @@ import (
 // request: a request with another context, or without Transport above,
 // passes through uncounted. Use one Attempts per Transport.
 //
-// net/http's Transport may itself send a request again inside one
-// RoundTrip of base, which errown sees as one attempt: only on a reused
-// connection that returned no byte, and a request it had written only
-// when replayable (GET, HEAD, OPTIONS, TRACE or an Idempotency-Key, with
-// no body or a GetBody). Its server sent no response, so no claim, and
-// errown's rules would let such a retry go within the policy.
+// net/http's Transport may itself resend a request inside one RoundTrip
+// of base, which errown sees as one attempt: only on a reused connection
+// that returned no byte, and a written request only when replayable (GET,
+// HEAD, OPTIONS, TRACE or an Idempotency-Key, with no body or a GetBody).
+// No response came, so no claim, and errown's rules would let such a
+// retry go within the policy.
 func Attempts(mw *errown.Middleware, base http.RoundTripper) http.RoundTripper {
 	if mw == nil {
 		panic("nethttp: Attempts needs a Middleware")
@@ -112,9 +111,9 @@ func (s *send) Call(ctx context.Context, treq *transport.Request) (*transport.Re
 	}
 	tres, err := transportResponse(s.res)
 	if err != nil {
-		// The step keeps the error for a refused replay to return, maybe
-		// on another goroutine while this attempt's response is handed
-		// on and changed (call.result): it keeps a copy nobody touches.
+		// The step keeps the error for a refused replay to return, maybe on
+		// another goroutine while this response is handed on and changed
+		// (call.result): keep a copy nobody touches.
 		kept := *s.res
 		kept.Header = s.res.Header.Clone()
 		kept.Body = nil
@@ -123,10 +122,10 @@ func (s *send) Call(ctx context.Context, treq *transport.Request) (*transport.Re
 	return tres, nil
 }
 
-// refused returns, for a replay the step refused with res and err (the
-// previous attempt's, as the step kept them), what that attempt returned:
-// its HTTP response, with the body the step kept, or base's error. The
-// replay's body is closed, as a RoundTripper must.
+// refused returns what the previous attempt returned, for a replay the
+// step refused with res and err (that attempt's, as kept): its HTTP
+// response with the kept body, or base's error. The replay's body is
+// closed, as a RoundTripper must.
 func (s *send) refused(res *transport.Response, err error) (*http.Response, error) {
 	if s.r.Body != nil {
 		_ = s.r.Body.Close()
@@ -150,8 +149,8 @@ func (s *send) refused(res *transport.Response, err error) (*http.Response, erro
 }
 
 // sendError is a send's error as errown's step keeps it: the yarpc error
-// errown classifies (through Unwrap), with what base returned, an error
-// response or base's error, for a refused replay to return again.
+// errown classifies (Unwrap), with base's error response or error, for a
+// refused replay to return again.
 type sendError struct {
 	status error
 	res    *http.Response

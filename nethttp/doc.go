@@ -25,15 +25,15 @@
 //
 // The headers are those of yarpc's HTTP transport, so a net/http service
 // and a yarpc service call each other and both see claims: errown's
-// headers travel as Rpc-Header-<name> (Rpc-Header-Errown-Claim, -Storm,
-// -No-Retry and -Code on responses, Rpc-Header-Errown-Attempt on
-// requests, with the default names). Handler sends only the headers
-// errown decides: errown's own headers that the handler set are dropped
-// and counted in errown.inbound.replaced_headers. When a yarpc caller
-// sends Rpc-Accepts-Both-Response-Error, an error response also says
+// headers travel as Rpc-Header-<name> (with the default names,
+// Rpc-Header-Errown-Claim, -Storm, -No-Retry and -Code on responses,
+// Rpc-Header-Errown-Attempt on requests). Handler sends only the headers
+// errown decides: errown's own headers set by the handler are dropped and
+// counted in errown.inbound.replaced_headers. When a yarpc caller sends
+// Rpc-Accepts-Both-Response-Error, an error response also says
 // Rpc-Both-Response-Error: true, with Rpc-Error-Code and
-// Rpc-Error-Message, so that yarpc keeps the claim. Calling a yarpc
-// service, set the headers its HTTP inbound requires (POST, Rpc-Caller,
+// Rpc-Error-Message, so yarpc keeps the claim. To call a yarpc service,
+// set the headers its HTTP inbound requires (POST, Rpc-Caller,
 // Rpc-Service, Rpc-Procedure, Rpc-Encoding) and give the request a
 // deadline: Transport sends the time left as Context-TTL-MS.
 //
@@ -62,27 +62,27 @@
 //
 // # Buffering
 //
-// The claim goes out in the response's headers, and errown decides it when
-// the handler has returned, so Handler holds back the status, headers and
-// body, up to WithMaxBufferBytes of body (1 MiB by default), and sets
-// Content-Length when the handler did not. A handler that writes more, or
-// flushes, or hijacks the connection, has its response sent as it writes
-// it, without errown's claim and storm headers: its caller applies the
+// errown decides the claim once the handler has returned, and it goes out
+// in the response's headers, so Handler holds back the status, headers
+// and body, up to WithMaxBufferBytes of body (1 MiB by default), and sets
+// Content-Length when the handler did not. A handler that writes more,
+// flushes or hijacks the connection has its response sent as written,
+// without errown's claim and storm headers: its caller applies the
 // missing-claim rule (an errown caller retries once, within its policy,
 // and passes the error on unclaimed), and the storm figures above a
 // failure are unknown. A success sent early reads as one request served,
-// so when the streaming handler's own calls were retried the figures
-// above it are low. errown still counts the request and learns from it.
+// so if the streaming handler's own calls were retried, the figures above
+// it are low. errown still counts the request and learns from it.
 //
 // # Naming and cardinality
 //
 // A request's procedure, and a callee's service and procedure, name the
 // edges of the dependency memory, key the retry policies and tag the root
 // storm metrics (defaults: WithProcedure, WithService). A path with IDs in
-// it ("/orders/42") makes every ID a procedure of its own: errown's bounds
-// hold (maxRootProcedures, memory.maxEdges), but such edges never gather
-// the samples to be classified, and their metric series pile up. Name
-// them by route templates with WithProcedure and WithService.
+// it ("/orders/42") makes every ID a procedure: errown's bounds hold
+// (maxRootProcedures, memory.maxEdges), but such edges never gather the
+// samples to be classified, and their metric series pile up. Name them by
+// route templates with WithProcedure and WithService.
 //
 // # fx
 //

@@ -12,21 +12,20 @@ import (
 	"go.uber.org/yarpc/api/transport"
 )
 
-// Handler returns h served under errown's inbound middleware, mw's: each
-// request is tracked as errown tracks a yarpc request, the calls h makes
-// with the request's context through Transport(mw, ...) are logged
-// against it, and when h answers with an error status (400 and up)
-// errown claims or unclaims the error in the response's
-// Rpc-Header-Errown-Claim header, with the storm telemetry beside it.
-// The status counts as the yarpc code of the package documentation's
-// table.
+// Handler returns h served under mw's inbound middleware: each request is
+// tracked as errown tracks a yarpc request, the calls h makes with the
+// request's context through Transport(mw, ...) are logged against it, and
+// when h answers with an error status (400 and up) errown claims or
+// unclaims the error in the response's Rpc-Header-Errown-Claim header,
+// with the storm telemetry beside it. The status counts as the yarpc code
+// of the package documentation's table.
 //
-// Handler holds back h's response, up to WithMaxBufferBytes of body,
-// until errown has decided: see the package documentation, "Buffering".
-// A Context-TTL-MS header bounds the request's context.
+// Handler holds back h's response, up to WithMaxBufferBytes of body, until
+// errown has decided: see the package documentation, "Buffering". A
+// Context-TTL-MS header bounds the request's context.
 //
-// mw's Start and Stop are the caller's to call; one Middleware may serve
-// a Handler, a Transport and a dispatcher at once.
+// mw's Start and Stop are the caller's to call; one Middleware may serve a
+// Handler, a Transport and a dispatcher at once.
 func Handler(mw *errown.Middleware, h http.Handler, opts ...HandlerOption) http.Handler {
 	if mw == nil || h == nil {
 		panic("nethttp: Handler needs a Middleware and a handler")
@@ -57,8 +56,7 @@ func defaultProcedure(h http.Handler) func(*http.Request) string {
 }
 
 // methodPath is the procedure of a request nothing else names, on either
-// side of the call (Handler's and Transport's default): its method and
-// path, e.g. "GET /orders".
+// side (Handler's and Transport's default): "GET /orders".
 func methodPath(r *http.Request) string { return r.Method + " " + r.URL.Path }
 
 type handler struct {
@@ -76,8 +74,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 	}
 	rw := newWriter(w, r, h.next, h.maxBuffer)
-	// errown reads the procedure, the transport and, of the headers, its
-	// attempt header.
+	// errown reads the procedure, the transport and its attempt header.
 	rw.treq = transport.Request{
 		Procedure: h.procedure(r),
 		Transport: _transportName,
@@ -85,23 +82,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Body:      r.Body,
 		BodySize:  int(max(r.ContentLength, 0)),
 	}
-	// The yarpc error for an error status is for errown to classify;
-	// what goes out is h's own response, or, when errown's middleware
-	// answered without running h (its admission shed the request), its
-	// error.
+	// errown classifies the yarpc error of an error status; what goes out
+	// is h's own response or, when errown's middleware answered without
+	// running h (admission shed it), its error.
 	if err := h.inbound.Handle(ctx, &rw.treq, &rw.rpc, rw); err != nil && !rw.ran {
 		rw.fail(err)
 	}
-	// Once errown's middleware has returned: the response with errown's
+	// errown's middleware returned: send the response with errown's
 	// headers, unless it went out already (flushed early, or hijacked).
 	if !rw.committed {
 		_ = rw.commit(true) // the client went away: nothing to do
 	}
 }
 
-// headerValue returns the first value of the header named key, which is
-// in canonical form, as net/http's server leaves every request header:
-// no canonicalization on the way.
+// headerValue returns the first value of header key, given in canonical
+// form as net/http's server leaves request headers: no canonicalization.
 func headerValue(h http.Header, key string) string {
 	if v := h[key]; len(v) > 0 {
 		return v[0]

@@ -6,8 +6,8 @@ import (
 )
 
 // _defaultMaxBufferBytes is how much of a response Handler holds back by
-// default while errown decides its claim: 1 MiB, the same bound as the
-// request bodies errown's retry middleware keeps for replay.
+// default while errown decides its claim: 1 MiB, as much as errown's retry
+// middleware keeps of request bodies for replay.
 const _defaultMaxBufferBytes = 1 << 20
 
 // HandlerOption configures Handler.
@@ -42,20 +42,18 @@ var (
 )
 
 // WithProcedure names the procedure of each request with f. Under Handler
-// it is this service's procedure the request called: the caller
-// procedure of the edges errown learns, and the procedure tag of the root
-// storm metrics. Under Transport it is the callee's procedure: the one a
-// retry policy's procedure matches, and part of the edge. f must be safe
-// for concurrent use, must not read the request body, and should return
-// few distinct values, such as route templates ("GET /items/{id}"), never
-// raw paths with IDs in them: see the package documentation on
-// cardinality.
+// it is this service's procedure: the caller procedure of the edges errown
+// learns, and the procedure tag of the root storm metrics. Under Transport
+// it is the callee's procedure: the one a retry policy's procedure
+// matches, and part of the edge. f must be safe for concurrent use, must
+// not read the request body, and should return few distinct values, such
+// as route templates ("GET /items/{id}"), never raw paths with IDs: see
+// the package documentation on cardinality.
 //
-// Default for Handler: the pattern of the http.ServeMux that Handler
-// wraps, when it wraps one and the request matches a pattern; else the
-// method and path, as in "GET /items/42". Default for Transport: the
-// request's Rpc-Procedure header (a call to a yarpc service) when set;
-// else the method and path.
+// Default for Handler: the pattern of the http.ServeMux Handler wraps,
+// when it wraps one and the request matches; else the method and path, as
+// in "GET /items/42". Default for Transport: the request's Rpc-Procedure
+// header (a call to a yarpc service) when set; else the method and path.
 func WithProcedure(f func(*http.Request) string) ProcedureOption {
 	return ProcedureOption{f: f}
 }
@@ -95,11 +93,10 @@ func (o serviceOption) applyTransport(t *transportOptions) {
 type maxBufferOption int
 
 // WithMaxBufferBytes bounds the response Handler holds back while errown
-// decides its claim, n bytes of body. A handler that writes more, or
+// decides its claim to n bytes of body. A handler that writes more, or
 // flushes, sends its response at once, without errown's headers: see the
-// package documentation. n must be positive. Default 1 MiB
-// (1 << 20), the same bound as the request bodies errown's retry
-// middleware keeps for replay.
+// package documentation. n must be positive. Default 1 MiB (1 << 20), as
+// much as errown's retry middleware keeps of request bodies for replay.
 func WithMaxBufferBytes(n int) HandlerOption {
 	if n <= 0 {
 		panic(fmt.Sprintf("nethttp: WithMaxBufferBytes(%d): must be positive", n))

@@ -12,14 +12,12 @@ import (
 // v1.81.0), which this package reads and writes to interoperate with it.
 const (
 	// _applicationHeaderPrefix prefixes every application header on the
-	// wire: errown's claim header errown-claim travels as
-	// Rpc-Header-Errown-Claim.
+	// wire: errown-claim travels as Rpc-Header-Errown-Claim.
 	_applicationHeaderPrefix = "Rpc-Header-"
 	// _ttlHeader carries the caller's remaining deadline, in milliseconds
 	// (yarpc's Context-TTL-MS, here in canonical form).
 	_ttlHeader = "Context-Ttl-Ms"
-	// _serviceHeader and _procedureHeader name the callee service and
-	// procedure of a yarpc request.
+	// _serviceHeader and _procedureHeader name a yarpc request's callee.
 	_serviceHeader   = "Rpc-Service"
 	_procedureHeader = "Rpc-Procedure"
 	// _errorCodeHeader carries the yarpc code of an error response.

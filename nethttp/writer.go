@@ -24,9 +24,8 @@ type writer struct {
 	next http.Handler
 	max  int
 
-	// The handler sets its headers in w's own map; snap is a copy of it
-	// when the handler wrote its header, nil before: net/http sends the
-	// headers as they were then.
+	// The handler sets its headers in w's own map; snap is its copy taken
+	// when the handler wrote its header (nil before), as net/http sends them.
 	snap   http.Header
 	status int // 0 until the handler writes its header
 	buf    []byte
@@ -90,10 +89,9 @@ func (rw *writer) fail(err error) {
 	rw.buf = append(rw.buf[:0], msg+"\n"...)
 }
 
-// dropOwnHeaders removes from the response errown's own application
-// headers that the handler set or forwarded: resw, errown's
-// ResponseWriter, drops (and counts) them from what it is given, and what
-// it lets through stays.
+// dropOwnHeaders removes errown's own application headers that the
+// handler set or forwarded: resw, errown's ResponseWriter, drops (and
+// counts) them from what it is given; what it lets through stays.
 func (rw *writer) dropOwnHeaders(resw transport.ResponseWriter) {
 	h := rw.sent()
 	app := toTransportHeaders(h)
@@ -184,8 +182,7 @@ func (rw *writer) Flush() {
 	_ = rw.FlushError()
 }
 
-// FlushError is Flush, reporting an error; http.ResponseController calls
-// it.
+// FlushError is Flush, reporting an error; http.ResponseController calls it.
 func (rw *writer) FlushError() error {
 	if rw.hijacked {
 		return http.ErrHijacked
