@@ -147,11 +147,9 @@ var (
 )
 
 // errownAttempt is one of errown's attempts of a clientCall, its own: an
-// interceptor between may still run an attempt of it when errown sends
-// the next (a hedge, an abandoned attempt). It is also one of the call
-// options the attempt calls the invoker with, which does nothing in
-// grpc-go (grpc.EmptyCallOption): AttemptsInterceptor, below the
-// application's interceptors, finds the attempt by it.
+// interceptor between may still run an attempt of it when errown sends the
+// next (a hedge, an abandoned attempt). It is also a call option, a no-op
+// in grpc-go (grpc.EmptyCallOption), by which AttemptsInterceptor finds it.
 type errownAttempt struct {
 	grpc.EmptyCallOption
 

@@ -67,8 +67,7 @@ type serverOptionsResult struct {
 	ServerOptions ServerOptions
 }
 
-// provideServerOptions is what Module provides; it counts as wiring as
-// soon as it is called.
+// provideServerOptions is what Module provides; calling it counts as wiring.
 func provideServerOptions(p fxcore.Params) (serverOptionsResult, error) {
 	if p.Middleware == nil {
 		return serverOptionsResult{}, ErrNoCore

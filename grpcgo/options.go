@@ -35,17 +35,15 @@ func newOptions(opts []Option) options {
 }
 
 // newAdapterOptions returns the options of an interceptor on a Middleware
-// whose Config names the headers h: those names, unless opts say
-// otherwise.
+// whose Config names the headers h: those names, unless opts say otherwise.
 func newAdapterOptions(h ownership.Headers, opts []Option) options {
 	return newOptions(append([]Option{WithConfig(errown.Config{Headers: h})}, opts...))
 }
 
 // WithConfig overrides the header names the interceptors read from the
-// Middleware's Config with cfg's, those cfg sets: attemptHeader, which the
-// server interceptor reads from the incoming metadata, and noRetryHeader,
-// which both translate gRPC's pushback to and from. Everything else comes
-// from the Middleware itself.
+// Middleware's Config with those cfg sets: attemptHeader, which the server
+// interceptor reads from the incoming metadata, and noRetryHeader, which
+// both translate gRPC's pushback to and from. All else is the Middleware's.
 func WithConfig(cfg errown.Config) Option {
 	return optionFunc(func(o *options) {
 		if cfg.Headers.Attempt != "" {

@@ -79,9 +79,8 @@ func serve(ctx context.Context, in middleware.UnaryInbound, o options, req any, 
 
 // requestFromIncoming builds the transport.Request errown's inbound
 // middleware reads: the procedure yarpc's gRPC inbound names the method
-// by, the caller yarpc sends, and errown's attempt header, which is all
-// errown reads of a request's headers. The metadata is read key by key,
-// never copied whole.
+// by, the caller yarpc sends, and errown's attempt header (all errown
+// reads of the headers), reading the metadata key by key, never copied.
 func requestFromIncoming(ctx context.Context, fullMethod, attemptHeader string) *transport.Request {
 	m := methodNames(fullMethod)
 	req := &transport.Request{Service: m.service, Procedure: m.procedure, Transport: _transportName, Encoding: "proto"}
@@ -167,9 +166,8 @@ func (c *serverCall) Handle(ctx context.Context, _ *transport.Request, w transpo
 }
 
 // trailerStream is the grpc.ServerTransportStream a handler sees: its
-// trailers go through errown's writer, which drops errown's own headers
-// from them, into the trailers the interceptor sends. Headers go to the
-// stream as they are.
+// trailers go through errown's writer, which drops errown's own headers,
+// into the trailers the interceptor sends; headers go to the stream as is.
 type trailerStream struct {
 	grpc.ServerTransportStream
 
@@ -178,9 +176,8 @@ type trailerStream struct {
 	closed bool
 }
 
-// SetTrailer passes md's trailers through errown's writer, each value
-// kept: the first values of every key in one batch, further values one
-// by one.
+// SetTrailer passes md's trailers through errown's writer, keeping every
+// value: the first of every key in one batch, further values one by one.
 func (s *trailerStream) SetTrailer(md metadata.MD) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
