@@ -133,16 +133,12 @@ func next(e estimate, a answer, b bounds) estimate {
 		if a.gen == e.gen && (e.service == 0 || float64(lat) > _lateSlack*float64(e.service)) {
 			queue := float64(lat) > _jump*float64(e.service)
 			if queue && e.before == 0 && e.service > 0 {
-				// The service may have slowed (the jump, late): keep the
-				// limit to come back to.
+				// Maybe the jump, late: keep the limit to come back to.
 				e.before = e.limit
 			}
 			cut := min(e.limit, float64(a.inflight-1))
 			if a.finished > 0 && queue {
-				// Little's law: a.finished+1 answers in lat make about
-				// (a.finished+1)·remaining/lat in this caller's time. Only
-				// after a queue longer than a service time: with fewer
-				// answers than workers it counts too few.
+				// Little's law, only after a queue (see above).
 				cut = min(cut, math.Ceil(float64(a.finished+1)*float64(a.remaining)/float64(lat)))
 			}
 			e.limit = bound(math.Floor(cut), b)
@@ -201,15 +197,12 @@ func next(e estimate, a answer, b bounds) estimate {
 	case f < e.level:
 		s = 1 // back to the level proved, one per limit's worth of answers
 	case !e.cut && float64(lat) <= _lateSlack*float64(e.service):
-		// No queue, and no late answer since the jump: not all
-		// workers found yet.
+		// No queue, no late answer since the jump: workers left to find.
 		s = 1
 	}
 	grow := s / e.limit
 	if e.gen == 0 && e.before == 0 {
-		// Slow start: nothing cut the limit and the service has not
-		// slowed, so the limit is the initial guess: grow by the room
-		// itself, doubling a round trip, so a busy start is not shed.
+		// Slow start: grow by the room itself, doubling a round trip.
 		grow = s
 	}
 	e.limit = bound(e.limit+grow, b)
