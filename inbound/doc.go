@@ -40,14 +40,15 @@
 // its key; an edge request, or one from a caller that sent none, gets a
 // new one (64 random bits). The request's calls carry it with the attempt
 // header, when errown marks them (in an incident, or below one): the
-// steady state still sends no errown header. Under pressure admission
-// control admits whole root requests, not visits (WeChat's DAGOR): a
-// request whose key hashes above the admission level is shed (reason
-// level), the level falling while the requests it lets through are
-// refused all the same and rising as they are admitted, and the last
-// slots kept for the lowest hashes; so the roots admitted at one visit,
-// or at one service, are the ones admitted at the others, and a root
-// that must visit a service four times is not shed at one visit in six.
+// steady state still sends no errown header. Under pressure a service
+// that sees its roots more than once admits whole root requests, not
+// visits (WeChat's DAGOR): a root it admitted a request of before keeps
+// its next visits (it may take the last slot or queue), while a root new
+// to it gets only a free slot, the last one only if its key hashes below
+// the admission level, and is otherwise shed (reason level). The level
+// falls while started roots are refused and rises as roots start; every
+// service hashes a key alike. So a root that must visit a service four
+// times is not shed at one visit in six.
 // A request from inside the mesh that came without a key (its caller does
 // not run errown) is admitted as a visit, as before.
 //

@@ -25,7 +25,7 @@ const (
 	ReasonIncident  = "incident"   // a request of a caller in an incident, under pressure
 	ReasonDeadline  = "deadline"   // its deadline is shorter than its expected wait and service
 	ReasonAbandoned = "abandoned"  // its caller went while it was queued
-	ReasonLevel     = "level"      // its root key hashes above the admission level, under pressure (AdmitRoot)
+	ReasonLevel     = "level"      // a root new here, under pressure, with no slot its key's hash may take (AdmitRoot)
 )
 
 // Reasons lists every reason, for metrics made ahead.
