@@ -54,8 +54,9 @@ type recentRoots struct {
 	repeat   float64
 }
 
-// see records a request of root k, hashing to h, and returns the repeat
-// share and whether a request of k was admitted under pressure before.
+// see records a request of root k, hashing to h, under pressure, and
+// returns the repeat share and whether a request of k was admitted before
+// (the root started here).
 func (r *recentRoots) see(k, h uint64) (float64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -247,12 +247,9 @@ func TestAdmitRootConsistent(t *testing.T) {
 // root not started is shed.
 func TestAdmitRootStartedWithRoom(t *testing.T) {
 	l := share(0.3)
-	early, late := keyWhere(t, l+1, _levelAll), 0
-	for k := early + 1; late == 0; k++ {
-		if rootHash(k) > l && rootHash(k)%_rootSlots != rootHash(early)%_rootSlots {
-			late = int(k)
-		}
-	}
+	mid := l + (_levelAll-l)/2
+	early, late := keyWhere(t, l+1, mid), keyWhere(t, mid, _levelAll)
+	require.NotEqual(t, rootHash(early)%_rootSlots, rootHash(late)%_rootSlots, "two roots of one slot")
 	c := New(Config{MaxQueue: 1, MinLimit: _initialLimit, MaxLimit: _initialLimit, Now: newClock().Now})
 	c.roots.repeat = 1
 	c.level.Store(l)
@@ -260,7 +257,7 @@ func TestAdmitRootStartedWithRoom(t *testing.T) {
 	require.True(t, ok, reason)
 	c.Done(tk)
 
-	c.level.Store(l)
+	c.level.Store(l) // the admission with room grew it
 	held := fill(t, c, _initialLimit-1)
 	tk, reason, ok = c.AdmitRoot(context.Background(), PriorityFirst, early)
 	assert.True(t, ok, "started with room: the last slot")
@@ -268,7 +265,7 @@ func TestAdmitRootStartedWithRoom(t *testing.T) {
 	if ok {
 		c.Done(tk)
 	}
-	_, reason, ok = c.AdmitRoot(context.Background(), PriorityFirst, uint64(late))
+	_, reason, ok = c.AdmitRoot(context.Background(), PriorityFirst, late)
 	assert.False(t, ok, "not started, above the level")
 	assert.Equal(t, ReasonLevel, reason)
 	for _, tk := range held {
