@@ -47,12 +47,6 @@ func newIncidents(window time.Duration, now func() time.Time) *incidents {
 	}
 }
 
-// hot reports whether a call on edge met an incident within the window.
-func (s *incidents) hot(edge ownership.Edge) bool {
-	hot, _ := s.hotAt(edge)
-	return hot
-}
-
 // hotAt is hot, also returning edge's time when it looked it up (nil if
 // not, or none), so record need not look it up again.
 func (s *incidents) hotAt(edge ownership.Edge) (bool, *atomic.Int64) {

@@ -275,3 +275,9 @@ func TestCallOrphanMarkedInAnIncident(t *testing.T) {
 	clock.Add(11 * time.Second)
 	assert.Empty(t, orphan(), "a window after it")
 }
+
+// hot reports whether a call on edge met an incident within the window.
+func (s *incidents) hot(edge ownership.Edge) bool {
+	hot, _ := s.hotAt(edge)
+	return hot
+}

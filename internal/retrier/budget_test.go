@@ -242,3 +242,9 @@ func TestBudgetLongOutage(t *testing.T) {
 		t.Errorf("a window after the outage the budget grants %d retries, want its allowance, %d", granted, allowance)
 	}
 }
+
+// counts returns the requests and retries in the window now.
+func (b *budget) counts() (requests, retries int64) {
+	w := b.inWindow()
+	return w.requests, w.retries
+}

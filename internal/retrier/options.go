@@ -42,28 +42,6 @@ func (f optionFunc) apply(o *options) { f(o) }
 // not nil. Default: obs.Defaults().
 func WithSinks(s obs.Sinks) Option { return optionFunc(func(o *options) { o.Set(s) }) }
 
-// withClock replaces the budgets' and the deadline check's clock and the
-// wait between attempts. sleep must return ctx.Err() once ctx is done,
-// and nil once d has passed.
-func withClock(now func() time.Time, sleep func(context.Context, time.Duration) error) Option {
-	return optionFunc(func(o *options) {
-		o.now = now
-		o.clock = now
-		o.sleep = sleep
-	})
-}
-
-// withTicker replaces the ticker of the budgets' coarse clock.
-func withTicker(t ticker) Option {
-	return optionFunc(func(o *options) { o.ticker = t })
-}
-
-// withRand replaces the jitter source, which must return values in [0, 1)
-// and be safe for concurrent use.
-func withRand(f func() float64) Option {
-	return optionFunc(func(o *options) { o.rand = f })
-}
-
 // sleepContext waits for d or ctx, returning ctx.Err() if ctx ends first.
 func sleepContext(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

@@ -33,12 +33,6 @@ func (m *Middleware) Budgets() []retry.BudgetView {
 	return out
 }
 
-// counts returns the requests and retries in the window now.
-func (b *budget) counts() (requests, retries int64) {
-	w := b.inWindow()
-	return w.requests, w.retries
-}
-
 // inWindow returns the counts of the window now.
 func (b *budget) inWindow() windowCounts {
 	b.mu.Lock()
