@@ -9,10 +9,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"syscall"
 	"time"
 
 	"github.com/errown/errown"
+	"github.com/errown/errown/inbound"
 	"github.com/errown/errown/retry"
 	"go.uber.org/yarpc/api/middleware"
 	"go.uber.org/yarpc/api/transport"
@@ -166,22 +168,26 @@ func retryable(err error) bool {
 // none; a budget of one retry per original request (ratio 1; the floor
 // stays the default 10 per second), the most this policy can ask for, so
 // it never refuses a retry errown's claims allow. (Package bench's
-// leafDownConfig.)
+// leafDownConfig.) Admission runs in its default mode, enforce, unless
+// the environment's PEERS_ADMISSION names another (disabled, observe),
+// to measure what it costs.
 func errownConfig(callee string) errown.Config {
-	if callee == "" {
-		return errown.Config{}
+	var c errown.Config
+	if callee != "" {
+		c.Retry = errown.RetryConfig{
+			Budget: retry.BudgetConfig{Ratio: 1},
+			Policies: []retry.PolicyConfig{{
+				Service:        callee,
+				Idempotent:     new(true),
+				MaxAttempts:    2,
+				RetryableCodes: []string{"unavailable", "internal"},
+				InitialBackoff: time.Nanosecond,
+				MaxBackoff:     time.Nanosecond,
+			}},
+		}
 	}
-	return errown.Config{Retry: errown.RetryConfig{
-		Budget: retry.BudgetConfig{Ratio: 1},
-		Policies: []retry.PolicyConfig{{
-			Service:        callee,
-			Idempotent:     new(true),
-			MaxAttempts:    2,
-			RetryableCodes: []string{"unavailable", "internal"},
-			InitialBackoff: time.Nanosecond,
-			MaxBackoff:     time.Nanosecond,
-		}},
-	}}
+	c.Admission.Mode = inbound.AdmissionMode(os.Getenv("PEERS_ADMISSION"))
+	return c
 }
 
 // cpuTime returns the CPU time the process has used, all threads, user
