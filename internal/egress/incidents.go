@@ -47,8 +47,9 @@ func newIncidents(window time.Duration, now func() time.Time) *incidents {
 	}
 }
 
-// hotAt is hot, also returning edge's time when it looked it up (nil if
-// not, or none), so record need not look it up again.
+// hotAt reports whether a call on edge met an incident within the
+// window, also returning edge's time when it looked it up (nil if not,
+// or none), so record need not look it up again.
 func (s *incidents) hotAt(edge ownership.Edge) (bool, *atomic.Int64) {
 	now, ok := s.recent()
 	if !ok {
