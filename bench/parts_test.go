@@ -35,19 +35,17 @@ func BenchmarkUnaryParts(b *testing.B) {
 		{h: unaryChain(b, nil, memOutbound{})},
 		{h: middleware.ApplyUnaryInbound(callingHandler{out: memOutbound{}}, floorMiddleware{})},
 	}
+	names := []string{"floor"} // of chains[1:]
 	for _, c := range configs {
 		cfg := c.cfg
 		if !c.admits {
 			cfg.Admission.Mode = inbound.AdmissionDisabled
 		}
 		chains = append(chains, pairedChain{h: unaryChain(b, &cfg, memOutbound{})})
+		names = append(names, c.name)
 	}
 	p := runPaired(b, chains)
 	b.ReportMetric(p.nsPerReq(0), "bare-ns/req")
-	names := []string{"floor"}
-	for _, c := range configs {
-		names = append(names, c.name)
-	}
 	for i, name := range names {
 		k := i + 1
 		b.ReportMetric(p.medianOf(func(op []time.Duration) float64 {
